@@ -7,3 +7,17 @@ pub mod module;
 pub mod thread_config;
 
 pub use module::{Module, ModuleInstance};
+pub mod block;
+pub mod job_buffer;
+pub mod rng;
+pub mod section_pool;
+
+pub use block::{Block, Context, SignalSink};
+pub use rng::Rng;
+pub use section_pool::SectionPool;
+pub mod scheduler;
+pub mod stats;
+
+pub use scheduler::{start, BlockRegistration, RunningNode, RuntimeOptions, StartError};
+pub use stats::ThreadStatsSnapshot;
+pub mod relay;

@@ -85,7 +85,10 @@ impl PayloadWriter<'_> {
     /// overflowing it is a bug in its `write`.
     #[inline]
     pub fn put_u32(&mut self, value: u32) {
-        assert!(self.used < PAYLOAD_WORDS_MAX, "typed signal payload overflow");
+        assert!(
+            self.used < PAYLOAD_WORDS_MAX,
+            "typed signal payload overflow"
+        );
         self.words[self.used] = value;
         self.used += 1;
     }

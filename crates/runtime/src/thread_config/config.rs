@@ -107,7 +107,10 @@ impl ThreadConfig {
 
     /// Total threads this configuration starts.
     pub fn thread_count(&self) -> usize {
-        self.entries.iter().map(|entry| usize::from(entry.count)).sum()
+        self.entries
+            .iter()
+            .map(|entry| usize::from(entry.count))
+            .sum()
     }
 }
 

@@ -62,7 +62,8 @@ fn tokenize(text: &str) -> Result<Vec<Lexeme>, ThreadConfigError> {
             index += 1;
         } else if c.is_ascii_alphanumeric() || c == '_' {
             let start = index;
-            while index < chars.len() && (chars[index].is_ascii_alphanumeric() || chars[index] == '_')
+            while index < chars.len()
+                && (chars[index].is_ascii_alphanumeric() || chars[index] == '_')
             {
                 index += 1;
             }
@@ -120,7 +121,9 @@ impl Parser {
 
     fn config(mut self) -> Result<ThreadConfig, ThreadConfigError> {
         if self.lexemes.is_empty() {
-            return Err(self.error("empty thread configuration; expected entries like ldm={count=2}"));
+            return Err(
+                self.error("empty thread configuration; expected entries like ldm={count=2}")
+            );
         }
         let mut config = ThreadConfig::default();
         let mut given = [false; Module::ALL.len()];
@@ -152,8 +155,9 @@ impl Parser {
 
     fn entry(&mut self) -> Result<(Module, ThreadEntry), ThreadConfigError> {
         let module = match self.peek() {
-            Some(Token::Word(word)) => Module::from_name(word)
-                .ok_or_else(|| self.error(&format!("unknown thread kind; expected one of {KINDS}")))?,
+            Some(Token::Word(word)) => Module::from_name(word).ok_or_else(|| {
+                self.error(&format!("unknown thread kind; expected one of {KINDS}"))
+            })?,
             _ => return Err(self.error(&format!("expected a thread kind ({KINDS})"))),
         };
         self.position += 1;
@@ -168,9 +172,7 @@ impl Parser {
                 match self.next_symbol() {
                     Some('}') => break,
                     Some(',') => {}
-                    None => {
-                        return Err(self.error(&format!("missing `}}` to close `{module}={{`")))
-                    }
+                    None => return Err(self.error(&format!("missing `}}` to close `{module}={{`"))),
                     Some(_) => {
                         self.position -= 1;
                         return Err(self.error("expected `,` or `}`"));
@@ -195,7 +197,8 @@ impl Parser {
         match key.as_str() {
             "count" => {
                 let (min, max) = count_range(module);
-                let count = self.number_in(u64::from(min), u64::from(max), &format!("{module} count"))?;
+                let count =
+                    self.number_in(u64::from(min), u64::from(max), &format!("{module} count"))?;
                 replace(&mut keys.count, count as u16).map_err(|_| self.error_before(&duplicate()))
             }
             "cpubind" | "cpuset" => {
@@ -205,13 +208,14 @@ impl Parser {
                 } else {
                     CpuBinding::Set(list)
                 };
-                replace(&mut keys.binding, binding).map_err(|_| {
-                    self.error_before("give either cpubind or cpuset, once")
-                })
+                replace(&mut keys.binding, binding)
+                    .map_err(|_| self.error_before("give either cpubind or cpuset, once"))
             }
             "spintime" => {
-                let us = self.number_in(0, u64::from(SPINTIME_US_MAX), "spintime (microseconds)")?;
-                replace(&mut keys.spintime_us, us as u32).map_err(|_| self.error_before(&duplicate()))
+                let us =
+                    self.number_in(0, u64::from(SPINTIME_US_MAX), "spintime (microseconds)")?;
+                replace(&mut keys.spintime_us, us as u32)
+                    .map_err(|_| self.error_before(&duplicate()))
             }
             "realtime" => {
                 let flag = self.number_in(0, 1, "realtime")?;
@@ -219,7 +223,8 @@ impl Parser {
             }
             "thread_prio" => {
                 let prio = self.number_in(0, u64::from(THREAD_PRIO_MAX), "thread_prio")?;
-                replace(&mut keys.thread_prio, prio as u8).map_err(|_| self.error_before(&duplicate()))
+                replace(&mut keys.thread_prio, prio as u8)
+                    .map_err(|_| self.error_before(&duplicate()))
             }
             _ => {
                 self.position -= 2;
@@ -228,7 +233,11 @@ impl Parser {
         }
     }
 
-    fn finish_entry(&self, module: Module, keys: EntryKeys) -> Result<ThreadEntry, ThreadConfigError> {
+    fn finish_entry(
+        &self,
+        module: Module,
+        keys: EntryKeys,
+    ) -> Result<ThreadEntry, ThreadConfigError> {
         let binding = keys.binding.unwrap_or_default();
         let count = match (keys.count, &binding) {
             (Some(count), _) => count,
@@ -291,9 +300,9 @@ impl Parser {
 
     fn cpu(&mut self, key: &str) -> Result<u16, ThreadConfigError> {
         match self.peek() {
-            Some(Token::Number(_)) => {
-                self.number_in(0, u64::from(CPU_ID_MAX), "a CPU number").map(|n| n as u16)
-            }
+            Some(Token::Number(_)) => self
+                .number_in(0, u64::from(CPU_ID_MAX), "a CPU number")
+                .map(|n| n as u16),
             _ => Err(self.error(&format!(
                 "expected a CPU list for {key}, like 0-3,8 (the list may not be empty)"
             ))),

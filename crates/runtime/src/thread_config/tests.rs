@@ -100,7 +100,10 @@ fn automatic_configurations_use_every_cpu_and_give_most_to_ldm() {
         let io = usize::from(config.count(Module::Io));
         assert_eq!(config.thread_count() - io, cpus as usize, "{cpus} CPUs");
         if cpus >= 2 {
-            assert!(u32::from(config.count(Module::Ldm)) * 5 >= cpus * 2, "{cpus} CPUs");
+            assert!(
+                u32::from(config.count(Module::Ldm)) * 5 >= cpus * 2,
+                "{cpus} CPUs"
+            );
         }
         // The canonical string of an automatic configuration is itself valid.
         assert_eq!(config.to_string().parse::<ThreadConfig>(), Ok(config));
@@ -149,8 +152,17 @@ fn every_layout_runs_each_block_module_at_least_once() {
     texts.extend((1..=64).map(|cpus| automatic_config(cpus).unwrap().to_string()));
     for text in texts {
         let layout = ThreadLayout::from_config(&text.parse().unwrap());
-        for module in [Module::Ldm, Module::Query, Module::Tc, Module::Recv, Module::Main] {
-            assert!(layout.instances_of(module) >= 1, "{module} missing in {text}");
+        for module in [
+            Module::Ldm,
+            Module::Query,
+            Module::Tc,
+            Module::Recv,
+            Module::Main,
+        ] {
+            assert!(
+                layout.instances_of(module) >= 1,
+                "{module} missing in {text}"
+            );
         }
         for module in [Module::Main, Module::Rep, Module::Io] {
             assert_eq!(layout.instances_of(module), 1, "{module} in {text}");
@@ -170,11 +182,19 @@ fn malformed_strings_name_the_offending_token() {
         ("ldm={cpubind=}", "}", "the list may not be empty"),
         ("ldm={count=1,cpubind=,}", ",", "the list may not be empty"),
         ("ldm={count=2,cpubind=3,3}", "3", "CPU 3 is listed twice"),
-        ("ldm={count=1,cpubind=1},recv={count=1,cpubind=1}", "recv", "CPU 1 is bound to both"),
+        (
+            "ldm={count=1,cpubind=1},recv={count=1,cpubind=1}",
+            "recv",
+            "CPU 1 is bound to both",
+        ),
         ("ldm={count=1,colour=blue}", "colour", "unknown key"),
         ("ldm={count=400}", "400", "between 0 and 332"),
         ("recv={count=0}", "0", "between 1 and 80"),
-        ("ldm={count=2,cpubind=1}", "}", "cpubind lists 1 CPUs for 2 ldm threads"),
+        (
+            "ldm={count=2,cpubind=1}",
+            "}",
+            "cpubind lists 1 CPUs for 2 ldm threads",
+        ),
         ("ldm={count=1},ldm={count=2}", "ldm", "configured twice"),
         ("ldm={count=1,count=1}", "1", "given twice"),
         ("ldm={cpubind=1,cpuset=2}", "2", "either cpubind or cpuset"),
@@ -197,9 +217,10 @@ fn malformed_strings_name_the_offending_token() {
 
 #[test]
 fn io_may_share_a_cpu_with_a_receive_thread_and_count_zero_bindings_are_ignored() {
-    let config: ThreadConfig = "recv={count=1,cpubind=3},io={count=1,cpubind=3},ldm={count=0,cpubind=3}"
-        .parse()
-        .unwrap();
+    let config: ThreadConfig =
+        "recv={count=1,cpubind=3},io={count=1,cpubind=3},ldm={count=0,cpubind=3}"
+            .parse()
+            .unwrap();
     let layout = ThreadLayout::from_config(&config);
     assert_eq!(layout.threads.len(), 2);
 }

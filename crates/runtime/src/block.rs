@@ -1,0 +1,138 @@
+//! Blocks and the context they execute in.
+//!
+//! A block is a deterministic state machine. Everything it may do besides changing its own
+//! state goes through [`Context`]: send signals (now or after a delay), read the clock, draw
+//! random numbers and use sections. The multi-threaded runtime and the simulation give it
+//! different contexts; the block cannot tell them apart.
+
+use std::time::Duration;
+
+use kista_signal::{BlockAddress, SectionHandle, Signal, TypedSignal};
+
+use crate::rng::Rng;
+use crate::section_pool::{SectionGuard, SectionPool, SectionPoolExhausted};
+
+/// A block: all logic of a data node lives in blocks that only exchange signals.
+pub trait Block: Send {
+    /// Handles one signal addressed to this block.
+    fn execute(&mut self, signal: &Signal, ctx: &mut Context<'_>);
+}
+
+/// Where a context puts the signals a block sends. Implemented by each runtime.
+pub trait SignalSink {
+    fn send(&mut self, signal: &Signal);
+    fn send_delayed(&mut self, signal: &Signal, delay_ns: u64);
+}
+
+/// What a block sees of the world while it executes one signal.
+pub struct Context<'a> {
+    address: BlockAddress,
+    now_ns: u64,
+    rng: &'a mut Rng,
+    sink: &'a mut dyn SignalSink,
+    sections: &'a SectionPool,
+    /// The section of the signal being executed, until the block takes it.
+    incoming_section: SectionHandle,
+}
+
+impl<'a> Context<'a> {
+    /// Made by a runtime for each signal it executes.
+    pub fn new(
+        address: BlockAddress,
+        now_ns: u64,
+        rng: &'a mut Rng,
+        sink: &'a mut dyn SignalSink,
+        sections: &'a SectionPool,
+        incoming_section: SectionHandle,
+    ) -> Self {
+        Self {
+            address,
+            now_ns,
+            rng,
+            sink,
+            sections,
+            incoming_section,
+        }
+    }
+
+    /// The address of the block executing.
+    #[inline]
+    pub fn address(&self) -> BlockAddress {
+        self.address
+    }
+
+    /// Nanoseconds since the runtime started: real in production, virtual in simulation.
+    /// Constant while one signal executes.
+    #[inline]
+    pub fn now_ns(&self) -> u64 {
+        self.now_ns
+    }
+
+    #[inline]
+    pub fn random_u64(&mut self) -> u64 {
+        self.rng.next_u64()
+    }
+
+    /// Sends a signal now. Signals from one thread to another arrive in the order sent.
+    #[inline]
+    pub fn send(&mut self, signal: Signal) {
+        self.sink.send(&signal);
+    }
+
+    /// Sends `message` from this block to `receiver`.
+    #[inline]
+    pub fn send_typed<T: TypedSignal>(&mut self, receiver: BlockAddress, message: &T) {
+        let signal = message.to_signal(receiver, self.address);
+        self.sink.send(&signal);
+    }
+
+    /// Sends a signal once `delay` has passed (timeouts, heartbeats, periodic work).
+    pub fn send_delayed(&mut self, signal: Signal, delay: Duration) {
+        let delay_ns = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX);
+        self.sink.send_delayed(&signal, delay_ns);
+    }
+
+    /// The bytes of the executing signal's section, if it has one the block has not taken.
+    pub fn section(&self) -> Option<SectionGuard<'_>> {
+        if self.incoming_section.is_none() {
+            return None;
+        }
+        Some(self.sections.read(self.incoming_section))
+    }
+
+    /// Keeps the executing signal's section beyond this execution (to forward it or hold
+    /// it); otherwise the runtime releases it when `execute` returns.
+    pub fn take_section(&mut self) -> Option<SectionHandle> {
+        let handle = std::mem::replace(&mut self.incoming_section, SectionHandle::NONE);
+        (!handle.is_none()).then_some(handle)
+    }
+
+    /// Copies `bytes` into a new pooled section, to attach to a signal with
+    /// [`Context::attach_section`].
+    pub fn allocate_section(
+        &mut self,
+        bytes: &[u8],
+    ) -> Result<SectionHandle, SectionPoolExhausted> {
+        self.sections.allocate(bytes)
+    }
+
+    /// Gives a section to a signal; whoever executes the signal then owns it.
+    pub fn attach_section(&self, signal: &mut Signal, section: SectionHandle) {
+        debug_assert!(
+            signal.section().is_none(),
+            "signal already carries a section"
+        );
+        signal.header.section = section;
+    }
+
+    /// Returns a section the block took or allocated and no longer needs.
+    pub fn release_section(&mut self, section: SectionHandle) {
+        self.sections.release(section);
+    }
+
+    /// Whether the section of the executing signal is still owned by the runtime (not
+    /// taken). Runtimes call this after `execute` to release it.
+    pub fn untaken_section(&self) -> SectionHandle {
+        self.incoming_section
+    }
+}

@@ -1,0 +1,278 @@
+//! The scheduler loop of one thread.
+//!
+//! Each round: move due timers into routing, execute the signals this thread sent itself,
+//! then visit every inbound job buffer and execute up to a bounded batch from each, flushing
+//! what the batch produced before moving on. An idle thread spins for its `spintime`, then
+//! sleeps until a producer wakes it, its next timer is due, or `idle_sleep_max` passes.
+
+use std::sync::atomic::{fence, AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kista_signal::Signal;
+
+use super::os;
+use super::router::{Router, Wake};
+use crate::block::{Block, Context, SignalSink};
+use crate::job_buffer::Consumer;
+use crate::rng::Rng;
+use crate::section_pool::SectionPool;
+use crate::stats::ThreadCounters;
+
+/// What all threads of a node share.
+pub(crate) struct Shared {
+    pub stop: AtomicBool,
+    pub wake: Vec<Wake>,
+    pub counters: Vec<ThreadCounters>,
+    pub sections: SectionPool,
+    pub started: Instant,
+}
+
+impl Shared {
+    pub fn request_stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for wake in &self.wake {
+            wake.sleeping.store(false, Ordering::SeqCst);
+            if let Some(thread) = wake.thread.get() {
+                thread.unpark();
+            }
+        }
+    }
+
+    fn now_ns(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+/// Blocks hosted by one thread, indexed `[block id][instance]`.
+pub(crate) struct LocalBlocks(Vec<Vec<Option<Box<dyn Block>>>>);
+
+impl LocalBlocks {
+    pub fn new() -> Self {
+        Self((0..256).map(|_| Vec::new()).collect())
+    }
+
+    pub fn insert(&mut self, block: u8, instance: u16, implementation: Box<dyn Block>) {
+        let instances = &mut self.0[usize::from(block)];
+        let instance = usize::from(instance);
+        if instances.len() <= instance {
+            instances.resize_with(instance + 1, || None);
+        }
+        instances[instance] = Some(implementation);
+    }
+}
+
+/// How often a busy thread refreshes its CPU-time statistics.
+const CPU_SAMPLE_INTERVAL_NS: u64 = 1_000_000;
+/// How often a spinning thread looks at the clock.
+const SPIN_CLOCK_CHECK_EVERY: u32 = 64;
+
+pub(crate) struct SchedulerThread {
+    pub index: usize,
+    pub blocks: LocalBlocks,
+    pub inputs: Vec<Consumer>,
+    pub router: Router,
+    pub rng: Rng,
+    pub shared: Arc<Shared>,
+    pub batch_per_input: usize,
+    pub spin_ns: u64,
+    pub idle_sleep_max_ns: u64,
+    signals_executed: u64,
+    busy_rounds: u64,
+    sleeps: u64,
+    last_cpu_sample_ns: u64,
+}
+
+impl SchedulerThread {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        index: usize,
+        blocks: LocalBlocks,
+        inputs: Vec<Consumer>,
+        router: Router,
+        rng: Rng,
+        shared: Arc<Shared>,
+        batch_per_input: usize,
+        spin_ns: u64,
+        idle_sleep_max_ns: u64,
+    ) -> Self {
+        Self {
+            index,
+            blocks,
+            inputs,
+            router,
+            rng,
+            shared,
+            batch_per_input,
+            spin_ns,
+            idle_sleep_max_ns,
+            signals_executed: 0,
+            busy_rounds: 0,
+            sleeps: 0,
+            last_cpu_sample_ns: 0,
+        }
+    }
+
+    pub fn run(mut self) {
+        while !self.shared.stop.load(Ordering::Relaxed) {
+            let executed = self.round();
+            if executed > 0 {
+                self.signals_executed += executed as u64;
+                self.busy_rounds += 1;
+                self.publish_counters(false);
+            } else {
+                self.idle();
+            }
+        }
+        self.publish_counters(true);
+    }
+
+    fn round(&mut self) -> usize {
+        let now_ns = self.shared.now_ns();
+        self.router.now_ns = now_ns;
+        while let Some(signal) = self.router.timers.pop_due(now_ns) {
+            self.router.send(&signal);
+        }
+        let mut executed = 0;
+        // Only what was queued before this round, so a block messaging itself in a loop
+        // cannot starve the job buffers.
+        for _ in 0..self.router.local.len() {
+            let Some(signal) = self.router.local.pop_front() else {
+                break;
+            };
+            execute(
+                &mut self.blocks,
+                &mut self.router,
+                &mut self.rng,
+                &self.shared.sections,
+                now_ns,
+                &signal,
+            );
+            executed += 1;
+        }
+        self.router.flush(&self.shared.wake);
+        for input in 0..self.inputs.len() {
+            let batch = self.inputs[input].available().min(self.batch_per_input);
+            if batch == 0 {
+                continue;
+            }
+            for offset in 0..batch {
+                let signal = self.inputs[input].peek(offset);
+                execute(
+                    &mut self.blocks,
+                    &mut self.router,
+                    &mut self.rng,
+                    &self.shared.sections,
+                    now_ns,
+                    signal,
+                );
+            }
+            self.inputs[input].release(batch);
+            executed += batch;
+            self.router.flush(&self.shared.wake);
+        }
+        executed
+    }
+
+    fn has_work(&self, now_ns: u64) -> bool {
+        !self.router.local.is_empty()
+            || self
+                .router
+                .timers
+                .next_due_ns()
+                .is_some_and(|due| due <= now_ns)
+            || self.inputs.iter().any(Consumer::has_published)
+    }
+
+    fn idle(&mut self) {
+        if self.router.has_overflow() {
+            // A receiver's buffer is full; it frees room without telling us.
+            self.router.flush(&self.shared.wake);
+            std::thread::yield_now();
+            return;
+        }
+        if self.spin_ns > 0 && self.spin() {
+            return;
+        }
+        let wake = &self.shared.wake[self.index];
+        wake.sleeping.store(true, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        let now_ns = self.shared.now_ns();
+        if self.has_work(now_ns) || self.shared.stop.load(Ordering::Relaxed) {
+            wake.sleeping.store(false, Ordering::Relaxed);
+            return;
+        }
+        self.sleeps += 1;
+        self.publish_counters(true);
+        let until_timer = self
+            .router
+            .timers
+            .next_due_ns()
+            .map_or(u64::MAX, |due| due - now_ns);
+        std::thread::park_timeout(Duration::from_nanos(
+            until_timer.min(self.idle_sleep_max_ns),
+        ));
+        self.shared.wake[self.index]
+            .sleeping
+            .store(false, Ordering::Relaxed);
+    }
+
+    /// Spins up to `spin_ns` waiting for work; true if work arrived.
+    fn spin(&self) -> bool {
+        let start_ns = self.shared.now_ns();
+        let mut now_ns = start_ns;
+        let mut iterations = 0u32;
+        while now_ns - start_ns < self.spin_ns {
+            if self.has_work(now_ns) {
+                return true;
+            }
+            std::hint::spin_loop();
+            iterations += 1;
+            if iterations % SPIN_CLOCK_CHECK_EVERY == 0 {
+                now_ns = self.shared.now_ns();
+            }
+        }
+        false
+    }
+
+    fn publish_counters(&mut self, force_cpu_sample: bool) {
+        let counters = &self.shared.counters[self.index];
+        counters.publish(&counters.signals_executed, self.signals_executed);
+        counters.publish(&counters.busy_rounds, self.busy_rounds);
+        counters.publish(&counters.sleeps, self.sleeps);
+        counters.publish(
+            &counters.local_queue_depth,
+            self.router.pending_depth() as u64,
+        );
+        let now_ns = self.router.now_ns;
+        if force_cpu_sample || now_ns - self.last_cpu_sample_ns >= CPU_SAMPLE_INTERVAL_NS {
+            self.last_cpu_sample_ns = now_ns;
+            let (user_us, system_us) = os::current_thread_cpu_us();
+            counters.publish(&counters.cpu_user_us, user_us);
+            counters.publish(&counters.cpu_system_us, system_us);
+        }
+    }
+}
+
+/// Runs one signal on its block and releases its section unless the block took it.
+#[inline]
+fn execute(
+    blocks: &mut LocalBlocks,
+    router: &mut Router,
+    rng: &mut Rng,
+    sections: &SectionPool,
+    now_ns: u64,
+    signal: &Signal,
+) {
+    let receiver = signal.receiver();
+    let slot = blocks.0[usize::from(receiver.block.0)].get_mut(usize::from(receiver.instance));
+    let Some(Some(block)) = slot else {
+        panic!("signal routed to thread without its block {receiver}");
+    };
+    let mut ctx = Context::new(receiver, now_ns, rng, router, sections, signal.section());
+    block.execute(signal, &mut ctx);
+    let untaken = ctx.untaken_section();
+    if !untaken.is_none() {
+        sections.release(untaken);
+    }
+}

@@ -1,0 +1,157 @@
+//! Pooled buffers for signal sections (keys, rows, scan batches).
+//!
+//! A section is allocated on one thread and released on whichever thread executes the signal
+//! that carries it, so slots are individually locked; the lock is uncontended because only
+//! the owner of a handle touches its slot. Buffers keep their capacity when released, so a
+//! steady stream of sections allocates nothing.
+
+use std::ops::Deref;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use kista_signal::wire::SECTION_BYTES_MAX;
+use kista_signal::SectionHandle;
+
+/// Sections a node may hold at once unless configured otherwise.
+pub const SECTIONS_MAX_DEFAULT: u32 = 16_384;
+
+/// A released buffer larger than this gives its memory back instead of keeping it.
+const RETAINED_BYTES_MAX: usize = 64 * 1024;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SectionPoolExhausted {
+    #[error("all {0} sections are in use")]
+    NoFreeSection(u32),
+    #[error("section of {0} bytes exceeds the limit of {SECTION_BYTES_MAX} bytes")]
+    TooLarge(usize),
+}
+
+#[derive(Default)]
+struct Slot {
+    bytes: Vec<u8>,
+    in_use: bool,
+}
+
+pub struct SectionPool {
+    slots: Box<[Mutex<Slot>]>,
+    free: Mutex<Vec<u32>>,
+}
+
+/// Read access to a section's bytes.
+pub struct SectionGuard<'a>(MutexGuard<'a, Slot>);
+
+impl Deref for SectionGuard<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0.bytes
+    }
+}
+
+impl SectionPool {
+    pub fn new(sections_max: u32) -> Self {
+        Self {
+            slots: (0..sections_max).map(|_| Mutex::default()).collect(),
+            free: Mutex::new((0..sections_max).rev().collect()),
+        }
+    }
+
+    pub fn allocate(&self, bytes: &[u8]) -> Result<SectionHandle, SectionPoolExhausted> {
+        if bytes.len() > SECTION_BYTES_MAX {
+            return Err(SectionPoolExhausted::TooLarge(bytes.len()));
+        }
+        let index = lock(&self.free)
+            .pop()
+            .ok_or(SectionPoolExhausted::NoFreeSection(self.slots.len() as u32))?;
+        let mut slot = lock(&self.slots[index as usize]);
+        assert!(
+            !slot.in_use,
+            "section {index} was on the free list while in use"
+        );
+        slot.in_use = true;
+        slot.bytes.clear();
+        slot.bytes.extend_from_slice(bytes);
+        Ok(SectionHandle(index))
+    }
+
+    /// # Panics
+    /// On a handle that is not allocated: reading a released section would hand out another
+    /// signal's data.
+    pub fn read(&self, handle: SectionHandle) -> SectionGuard<'_> {
+        let slot = lock(self.slot(handle));
+        assert!(slot.in_use, "read of released section {}", handle.0);
+        SectionGuard(slot)
+    }
+
+    /// # Panics
+    /// On a double release, which would let two signals share one buffer.
+    pub fn release(&self, handle: SectionHandle) {
+        {
+            let mut slot = lock(self.slot(handle));
+            assert!(slot.in_use, "section {} released twice", handle.0);
+            slot.in_use = false;
+            if slot.bytes.capacity() > RETAINED_BYTES_MAX {
+                slot.bytes = Vec::new();
+            }
+        }
+        lock(&self.free).push(handle.0);
+    }
+
+    /// Sections currently allocated.
+    pub fn in_use(&self) -> usize {
+        self.slots.len() - lock(&self.free).len()
+    }
+
+    fn slot(&self, handle: SectionHandle) -> &Mutex<Slot> {
+        let slot = self.slots.get(handle.0 as usize);
+        slot.unwrap_or_else(|| panic!("section handle {} outside the pool", handle.0))
+    }
+}
+
+/// A panic while holding a slot lock cannot leave a slot half-written in a way later users
+/// could misread (`in_use` is set last), so poisoning is ignored.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_are_allocated_read_and_reused() {
+        let pool = SectionPool::new(2);
+        let first = pool.allocate(b"row bytes").unwrap();
+        assert_eq!(&*pool.read(first), b"row bytes");
+        let second = pool.allocate(b"").unwrap();
+        assert_eq!(pool.in_use(), 2);
+        assert_eq!(
+            pool.allocate(b"x"),
+            Err(SectionPoolExhausted::NoFreeSection(2))
+        );
+        pool.release(first);
+        let third = pool.allocate(b"again").unwrap();
+        assert_eq!(third, first);
+        assert_eq!(&*pool.read(third), b"again");
+        pool.release(second);
+        pool.release(third);
+        assert_eq!(pool.in_use(), 0);
+    }
+
+    #[test]
+    fn oversized_sections_are_refused() {
+        let pool = SectionPool::new(1);
+        let huge = vec![0; SECTION_BYTES_MAX + 1];
+        assert!(matches!(
+            pool.allocate(&huge),
+            Err(SectionPoolExhausted::TooLarge(_))
+        ));
+    }
+
+    #[test]
+    #[should_panic(expected = "released twice")]
+    fn releasing_twice_is_caught() {
+        let pool = SectionPool::new(1);
+        let handle = pool.allocate(b"x").unwrap();
+        pool.release(handle);
+        pool.release(handle);
+    }
+}
