@@ -21,3 +21,4 @@ pub mod stats;
 pub use scheduler::{start, BlockRegistration, RunningNode, RuntimeOptions, StartError};
 pub use stats::ThreadStatsSnapshot;
 pub mod relay;
+pub mod simulation;

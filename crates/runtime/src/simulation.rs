@@ -1,0 +1,280 @@
+//! The deterministic simulation runtime: the same blocks, one thread, a virtual clock, and a
+//! seeded random generator choosing how deliveries interleave.
+//!
+//! Every signal gets a random delivery latency (up to `latency_ns_max`), but never arrives
+//! before an earlier signal between the same sender and receiver block: FIFO per pair, the
+//! only order the multi-threaded runtime promises for every layout. Events run in order of
+//! virtual time (ties in order of sending), so a seed fixes the whole run: the same seed
+//! executes the same signals in the same order at the same virtual times, byte for byte.
+//! Later layers add simulated networks, crashes and invariant checkers on top.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap};
+
+use kista_signal::{wire, BlockAddress, NodeId, Signal};
+
+use crate::block::{Block, Context, SignalSink};
+use crate::rng::Rng;
+use crate::scheduler::BlockRegistration;
+use crate::section_pool::{SectionPool, SECTIONS_MAX_DEFAULT};
+
+#[derive(Clone, Debug)]
+pub struct SimulationOptions {
+    pub seed: u64,
+    /// Each signal takes between 0 and this many virtual nanoseconds to arrive.
+    pub latency_ns_max: u64,
+    /// Keep the byte trace of executed signals (for replay comparisons); the digest is kept
+    /// either way.
+    pub record_trace: bool,
+    pub sections_max: u32,
+}
+
+impl Default for SimulationOptions {
+    fn default() -> Self {
+        Self {
+            seed: 1,
+            latency_ns_max: 10_000,
+            record_trace: false,
+            sections_max: SECTIONS_MAX_DEFAULT,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SimulationError {
+    #[error("simulation still busy after {0} steps")]
+    StepLimit(u64),
+    #[error("two blocks registered at {0}")]
+    DuplicateBlock(BlockAddress),
+}
+
+struct Event {
+    ready_ns: u64,
+    sequence: u64,
+    signal: Signal,
+}
+
+impl PartialEq for Event {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Event {}
+impl PartialOrd for Event {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Event {
+    /// Reversed, so the max-heap pops the earliest event.
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.ready_ns, other.sequence).cmp(&(self.ready_ns, self.sequence))
+    }
+}
+
+/// The event queue, seen by blocks as their signal sink.
+struct Network {
+    now_ns: u64,
+    latency_ns_max: u64,
+    rng: Rng,
+    events: BinaryHeap<Event>,
+    next_sequence: u64,
+    /// Latest delivery time per (sender, receiver) word pair, to keep pairs FIFO.
+    last_ready_ns: HashMap<(u32, u32), u64>,
+}
+
+impl Network {
+    fn schedule(&mut self, ready_ns: u64, signal: &Signal) {
+        self.events.push(Event {
+            ready_ns,
+            sequence: self.next_sequence,
+            signal: *signal,
+        });
+        self.next_sequence += 1;
+    }
+}
+
+impl SignalSink for Network {
+    fn send(&mut self, signal: &Signal) {
+        let latency = self.rng.below(self.latency_ns_max + 1);
+        let pair = (signal.header.sender_word, signal.header.receiver_word);
+        let last = self.last_ready_ns.entry(pair).or_insert(0);
+        let ready_ns = (self.now_ns + latency).max(*last);
+        *last = ready_ns;
+        self.schedule(ready_ns, signal);
+    }
+
+    fn send_delayed(&mut self, signal: &Signal, delay_ns: u64) {
+        self.schedule(self.now_ns.saturating_add(delay_ns), signal);
+    }
+}
+
+/// One or more nodes' blocks running in virtual time.
+pub struct Simulation {
+    blocks: HashMap<BlockAddress, Box<dyn Block>>,
+    network: Network,
+    block_rng: Rng,
+    sections: SectionPool,
+    executed: u64,
+    record_trace: bool,
+    trace: Vec<u8>,
+    trace_digest: u64,
+}
+
+impl Simulation {
+    pub fn new(options: &SimulationOptions) -> Self {
+        let mut seeds = Rng::new(options.seed);
+        Self {
+            blocks: HashMap::new(),
+            network: Network {
+                now_ns: 0,
+                latency_ns_max: options.latency_ns_max,
+                rng: Rng::new(seeds.next_u64()),
+                events: BinaryHeap::new(),
+                next_sequence: 0,
+                last_ready_ns: HashMap::new(),
+            },
+            block_rng: Rng::new(seeds.next_u64()),
+            sections: SectionPool::new(options.sections_max),
+            executed: 0,
+            record_trace: options.record_trace,
+            trace: Vec::new(),
+            trace_digest: FNV_OFFSET,
+        }
+    }
+
+    pub fn add_block(
+        &mut self,
+        address: BlockAddress,
+        block: Box<dyn Block>,
+    ) -> Result<(), SimulationError> {
+        if self.blocks.contains_key(&address) {
+            return Err(SimulationError::DuplicateBlock(address));
+        }
+        self.blocks.insert(address, block);
+        Ok(())
+    }
+
+    /// Adds blocks registered for the multi-threaded runtime to `node` (hosts do not matter
+    /// here: the simulation has one thread).
+    pub fn add_registrations(
+        &mut self,
+        node: NodeId,
+        blocks: Vec<BlockRegistration>,
+    ) -> Result<(), SimulationError> {
+        for registration in blocks {
+            let address = BlockAddress::new(node, registration.block, registration.instance);
+            self.add_block(address, registration.implementation)?;
+        }
+        Ok(())
+    }
+
+    /// Sends a signal from outside the simulated blocks.
+    pub fn inject(&mut self, signal: Signal) {
+        self.network.send(&signal);
+    }
+
+    /// Executes the next signal; false when nothing is left to do.
+    pub fn step(&mut self) -> bool {
+        let Some(event) = self.network.events.pop() else {
+            return false;
+        };
+        debug_assert!(
+            event.ready_ns >= self.network.now_ns,
+            "virtual time ran backwards"
+        );
+        self.network.now_ns = event.ready_ns;
+        self.record(&event);
+        let receiver = event.signal.receiver();
+        let Some(block) = self.blocks.get_mut(&receiver) else {
+            panic!(
+                "signal {:?} to {receiver}: no block there",
+                event.signal.number()
+            );
+        };
+        let mut ctx = Context::new(
+            receiver,
+            self.network.now_ns,
+            &mut self.block_rng,
+            &mut self.network,
+            &self.sections,
+            event.signal.section(),
+        );
+        block.execute(&event.signal, &mut ctx);
+        let untaken = ctx.untaken_section();
+        if !untaken.is_none() {
+            self.sections.release(untaken);
+        }
+        self.executed += 1;
+        true
+    }
+
+    /// Runs until no signal is pending, or fails after `steps_max` steps.
+    pub fn run_until_idle(&mut self, steps_max: u64) -> Result<u64, SimulationError> {
+        let mut steps = 0;
+        while self.step() {
+            steps += 1;
+            if steps >= steps_max && !self.network.events.is_empty() {
+                return Err(SimulationError::StepLimit(steps));
+            }
+        }
+        Ok(steps)
+    }
+
+    /// Runs every signal due up to virtual time `until_ns`.
+    pub fn run_until(&mut self, until_ns: u64) {
+        while self
+            .network
+            .events
+            .peek()
+            .is_some_and(|e| e.ready_ns <= until_ns)
+        {
+            self.step();
+        }
+        self.network.now_ns = self.network.now_ns.max(until_ns);
+    }
+
+    pub fn now_ns(&self) -> u64 {
+        self.network.now_ns
+    }
+
+    pub fn executed(&self) -> u64 {
+        self.executed
+    }
+
+    pub fn sections(&self) -> &SectionPool {
+        &self.sections
+    }
+
+    /// Every executed signal as `time_ns` (8 bytes, little-endian) followed by its wire
+    /// form and section; empty unless `record_trace` was set.
+    pub fn trace(&self) -> &[u8] {
+        &self.trace
+    }
+
+    /// FNV-1a digest of the trace, kept even when the trace itself is not.
+    pub fn trace_digest(&self) -> u64 {
+        self.trace_digest
+    }
+
+    fn record(&mut self, event: &Event) {
+        let mut entry = Vec::with_capacity(160);
+        entry.extend_from_slice(&event.ready_ns.to_le_bytes());
+        let section = event.signal.section();
+        let encoded = if section.is_none() {
+            wire::encode(&event.signal, &[], &mut entry)
+        } else {
+            wire::encode(&event.signal, &self.sections.read(section), &mut entry)
+        };
+        debug_assert!(encoded.is_ok(), "pool sections never exceed the wire limit");
+        for &byte in &entry {
+            self.trace_digest = (self.trace_digest ^ u64::from(byte)).wrapping_mul(FNV_PRIME);
+        }
+        if self.record_trace {
+            self.trace.extend_from_slice(&entry);
+        }
+    }
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
