@@ -1,1 +1,69 @@
-fn main() {}
+//! The `kista` binary: one subcommand per role and tool. Each subcommand lives in its own
+//! module; this file only parses the command line and dispatches.
+
+mod datad;
+mod demo;
+mod thread_options;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Kista: a distributed, shared-nothing, in-memory database.
+#[derive(Parser)]
+#[command(name = "kista", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Data node. Until the data engine lands it only resolves and prints its thread layout.
+    Datad(datad::DatadArgs),
+    /// Runs the data node runtime on a thread layout under a relay load between every module
+    /// instance, printing per-thread statistics each interval.
+    Demo(demo::DemoArgs),
+}
+
+/// Exit status for a bad command line or configuration (as clap uses for usage errors).
+pub const EXIT_USAGE: u8 = 2;
+/// Exit status when a valid configuration cannot run on this machine.
+pub const EXIT_FAILURE: u8 = 1;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Datad(args) => datad::run(&args),
+        Command::Demo(args) => demo::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("kista: {}", failure.message);
+            ExitCode::from(failure.exit_status)
+        }
+    }
+}
+
+/// Why a subcommand stopped, and the exit status that tells scripts.
+pub struct Failure {
+    pub message: String,
+    pub exit_status: u8,
+}
+
+impl Failure {
+    pub fn usage(message: impl ToString) -> Self {
+        Self {
+            message: message.to_string(),
+            exit_status: EXIT_USAGE,
+        }
+    }
+
+    pub fn runtime(message: impl ToString) -> Self {
+        Self {
+            message: message.to_string(),
+            exit_status: EXIT_FAILURE,
+        }
+    }
+}
