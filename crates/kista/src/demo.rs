@@ -42,7 +42,8 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
     let runtime = RuntimeOptions::default();
     let load = relay_on_every_module(&layout, runtime.node, options);
     let report = load.report.clone();
-    let node = start(&layout, load.blocks, load.initial_signals, &runtime).map_err(Failure::runtime)?;
+    let node =
+        start(&layout, load.blocks, load.initial_signals, &runtime).map_err(Failure::runtime)?;
     let started = Instant::now();
     let interval = Duration::from_millis(args.interval_ms);
     let mut previous = node.stats();
@@ -66,12 +67,18 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
         summary.bad_sections
     );
     if summary.out_of_order > 0 || summary.bad_sections > 0 {
-        return Err(Failure::runtime("the relay saw signals out of order or damaged"));
+        return Err(Failure::runtime(
+            "the relay saw signals out of order or damaged",
+        ));
     }
     Ok(())
 }
 
-fn print_interval(previous: &[ThreadStatsSnapshot], current: &[ThreadStatsSnapshot], elapsed: Duration) {
+fn print_interval(
+    previous: &[ThreadStatsSnapshot],
+    current: &[ThreadStatsSnapshot],
+    elapsed: Duration,
+) {
     let seconds = elapsed.as_secs_f64().max(1e-9);
     println!(
         "{:>6} {:<6} {:>12} {:>7} {:>9} {:>6} {:>6} {:>6}  modules",
@@ -87,7 +94,11 @@ fn print_interval(previous: &[ThreadStatsSnapshot], current: &[ThreadStatsSnapsh
             after.thread,
             after.kind.name(),
             signals as f64 / seconds,
-            if rounds == 0 { 0.0 } else { signals as f64 / rounds as f64 },
+            if rounds == 0 {
+                0.0
+            } else {
+                signals as f64 / rounds as f64
+            },
             (after.sleeps - before.sleeps) as f64 / seconds,
             percent(before.cpu_user_us, after.cpu_user_us),
             percent(before.cpu_system_us, after.cpu_system_us),

@@ -27,7 +27,8 @@ impl ThreadOptions {
             (Some(text), _) => text.parse::<ThreadConfig>().map_err(Failure::usage)?,
             (None, Some(cpus)) => automatic_config(cpus).map_err(Failure::usage)?,
             (None, None) => {
-                let cpus = available_cpus().map_err(|e| Failure::runtime(format!("cannot count CPUs: {e}")))?;
+                let cpus = available_cpus()
+                    .map_err(|e| Failure::runtime(format!("cannot count CPUs: {e}")))?;
                 let cpus = (cpus.len() as u32).clamp(1, AUTO_CPUS_MAX);
                 automatic_config(cpus).map_err(Failure::usage)?
             }
