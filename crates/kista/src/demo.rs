@@ -38,6 +38,7 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
         tokens_per_relay: args.tokens_per_block,
         hops: u32::MAX,
         section_every: args.section_every,
+        ..RelayOptions::default()
     };
     let runtime = RuntimeOptions::default();
     let load = relay_on_every_module(&layout, runtime.node, options);

@@ -3,14 +3,16 @@
 //! A block is a deterministic state machine. Everything it may do besides changing its own
 //! state goes through [`Context`]: send signals (now or after a delay), read the clock, draw
 //! random numbers and use sections. The multi-threaded runtime and the simulation give it
-//! different contexts; the block cannot tell them apart.
+//! different sinks behind the same context; the block cannot tell them apart.
 
 use std::time::Duration;
 
 use kista_signal::{BlockAddress, SectionHandle, Signal, TypedSignal};
 
 use crate::rng::Rng;
+use crate::scheduler::Router;
 use crate::section_pool::{SectionGuard, SectionPool, SectionPoolExhausted};
+use crate::simulation::Network;
 
 /// A block: all logic of a data node lives in blocks that only exchange signals.
 pub trait Block: Send {
@@ -18,10 +20,28 @@ pub trait Block: Send {
     fn execute(&mut self, signal: &Signal, ctx: &mut Context<'_>);
 }
 
-/// Where a context puts the signals a block sends. Implemented by each runtime.
-pub trait SignalSink {
-    fn send(&mut self, signal: &Signal);
-    fn send_delayed(&mut self, signal: &Signal, delay_ns: u64);
+/// Where a context puts the signals a block sends: one variant per runtime. A closed enum
+/// rather than a trait object so that the multi-threaded send path inlines into the block.
+pub(crate) enum Sink<'a> {
+    Threads(&'a mut Router),
+    Simulation(&'a mut Network),
+}
+
+impl Sink<'_> {
+    #[inline]
+    fn send(&mut self, signal: &Signal) {
+        match self {
+            Sink::Threads(router) => router.send(signal),
+            Sink::Simulation(network) => network.send(signal),
+        }
+    }
+
+    fn send_delayed(&mut self, signal: &Signal, delay_ns: u64) {
+        match self {
+            Sink::Threads(router) => router.send_delayed(signal, delay_ns),
+            Sink::Simulation(network) => network.send_delayed(signal, delay_ns),
+        }
+    }
 }
 
 /// What a block sees of the world while it executes one signal.
@@ -29,29 +49,43 @@ pub struct Context<'a> {
     address: BlockAddress,
     now_ns: u64,
     rng: &'a mut Rng,
-    sink: &'a mut dyn SignalSink,
+    sink: Sink<'a>,
     sections: &'a SectionPool,
     /// The section of the signal being executed, until the block takes it.
     incoming_section: SectionHandle,
 }
 
 impl<'a> Context<'a> {
-    /// Made by a runtime for each signal it executes.
-    pub fn new(
-        address: BlockAddress,
+    /// Made by a runtime for a batch of signals executed at one time.
+    pub(crate) fn new(
         now_ns: u64,
         rng: &'a mut Rng,
-        sink: &'a mut dyn SignalSink,
+        sink: Sink<'a>,
         sections: &'a SectionPool,
-        incoming_section: SectionHandle,
     ) -> Self {
         Self {
-            address,
+            address: BlockAddress::default(),
             now_ns,
             rng,
             sink,
             sections,
-            incoming_section,
+            incoming_section: SectionHandle::NONE,
+        }
+    }
+
+    /// Prepares the context for executing the next signal, addressed to `address`.
+    #[inline]
+    pub(crate) fn begin(&mut self, address: BlockAddress, incoming_section: SectionHandle) {
+        self.address = address;
+        self.incoming_section = incoming_section;
+    }
+
+    /// Ends a signal's execution, releasing its section unless the block took it.
+    #[inline]
+    pub(crate) fn finish(&mut self) {
+        let untaken = std::mem::replace(&mut self.incoming_section, SectionHandle::NONE);
+        if !untaken.is_none() {
+            self.sections.release(untaken);
         }
     }
 
@@ -130,9 +164,11 @@ impl<'a> Context<'a> {
         self.sections.release(section);
     }
 
-    /// Whether the section of the executing signal is still owned by the runtime (not
-    /// taken). Runtimes call this after `execute` to release it.
-    pub fn untaken_section(&self) -> SectionHandle {
-        self.incoming_section
+    /// Runs one signal on `block` with this context.
+    #[inline]
+    pub(crate) fn execute(&mut self, block: &mut dyn Block, signal: &Signal) {
+        self.begin(signal.receiver(), signal.section());
+        block.execute(signal, self);
+        self.finish();
     }
 }

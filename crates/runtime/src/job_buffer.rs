@@ -93,11 +93,17 @@ impl Producer {
                 return false;
             }
         }
-        let slot = &self.buffer.slots[self.tail & self.buffer.mask];
-        // SAFETY: the slot is outside [head, tail) as seen by the consumer (we checked
-        // tail - head < capacity against a head the consumer released with a release
-        // store), so the consumer does not read it until we publish past it.
-        unsafe { (*slot.get()).write(*signal) };
+        // SAFETY: `index & mask` is below the slot count (a power of two, mask = count - 1).
+        // The slot is outside [head, tail) as seen by the consumer (we checked
+        // tail - head < capacity against a head the consumer released with a release store),
+        // so the consumer does not read it until we publish past it.
+        unsafe {
+            let slot = self
+                .buffer
+                .slots
+                .get_unchecked(self.tail & self.buffer.mask);
+            (*slot.get()).write(*signal);
+        }
         self.tail = self.tail.wrapping_add(1);
         true
     }
@@ -157,6 +163,33 @@ impl Consumer {
         unsafe { (*slot.get()).assume_init_ref() }
     }
 
+    /// The `count` oldest unreleased signals, as up to two contiguous runs (the ring may wrap
+    /// around its end), for executing a batch without a check per signal.
+    ///
+    /// # Panics
+    /// If `count` exceeds the last [`Consumer::available`] result.
+    #[inline]
+    pub fn batch(&self, count: usize) -> (&[Signal], &[Signal]) {
+        assert!(
+            count <= self.tail_cache.wrapping_sub(self.head),
+            "batch past published signals"
+        );
+        let start = self.head & self.buffer.mask;
+        let first_len = count.min(self.buffer.slots.len() - start);
+        let slots = self.buffer.slots.as_ptr();
+        // SAFETY: both runs lie inside the slot array (start + first_len <= len, and the
+        // second run starts at 0 with count - first_len <= start). Every slot in them is in
+        // [head, tail_cache): written by the producer before its release store of a tail we
+        // loaded with acquire, and not rewritten until we release past it, which needs
+        // `&mut self` and so ends these borrows first. `UnsafeCell<MaybeUninit<Signal>>` has
+        // the layout of `Signal`.
+        unsafe {
+            let first = std::slice::from_raw_parts(slots.add(start).cast::<Signal>(), first_len);
+            let second = std::slice::from_raw_parts(slots.cast::<Signal>(), count - first_len);
+            (first, second)
+        }
+    }
+
     /// Frees the `count` oldest signals' slots for the producer.
     #[inline]
     pub fn release(&mut self, count: usize) {
@@ -211,6 +244,27 @@ mod tests {
         consumer.release(3);
         assert_eq!(consumer.available(), 1);
         assert_eq!(consumer.peek(0).words(), &[4]);
+    }
+
+    #[test]
+    fn a_batch_that_wraps_around_the_ring_comes_in_two_runs_in_order() {
+        let (mut producer, mut consumer) = JobBuffer::with_capacity(4);
+        for n in 0..3 {
+            producer.try_push(&numbered(n));
+        }
+        producer.publish();
+        consumer.available();
+        consumer.release(3);
+        for n in 3..7 {
+            assert!(producer.try_push(&numbered(n)));
+        }
+        producer.publish();
+        assert_eq!(consumer.available(), 4);
+        let (first, second) = consumer.batch(4);
+        let seen: Vec<u32> = first.iter().chain(second).map(|s| s.words()[0]).collect();
+        assert_eq!(seen, [3, 4, 5, 6]);
+        assert_eq!((first.len(), second.len()), (1, 3));
+        assert_eq!(consumer.batch(2).0.len(), 1);
     }
 
     #[test]

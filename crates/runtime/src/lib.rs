@@ -12,7 +12,7 @@ pub mod job_buffer;
 pub mod rng;
 pub mod section_pool;
 
-pub use block::{Block, Context, SignalSink};
+pub use block::{Block, Context};
 pub use rng::Rng;
 pub use section_pool::SectionPool;
 pub mod scheduler;

@@ -15,6 +15,7 @@ use kista_signal::{
 };
 
 use crate::block::{Block, Context};
+use crate::module::ModuleInstance;
 use crate::scheduler::BlockRegistration;
 use crate::thread_config::ThreadLayout;
 
@@ -57,7 +58,7 @@ impl TypedSignal for Ping {
 
 /// What the relays observed, shared with whoever runs them.
 pub struct RelayReport {
-    relays: usize,
+    starters: usize,
     /// `[from * relays + to]`.
     sent: Vec<AtomicU64>,
     received: Vec<AtomicU64>,
@@ -89,10 +90,10 @@ impl RelayReport {
         self.finished_tokens() == self.tokens
     }
 
-    /// Signals the load executes in all when every token finishes: one start per relay plus
+    /// Signals the load executes in all when every token finishes: one start per starter plus
     /// every hop of every token.
     pub fn total_signals(&self) -> u64 {
-        self.relays as u64 + self.tokens * (u64::from(self.hops) + 1)
+        self.starters as u64 + self.tokens * (u64::from(self.hops) + 1)
     }
 
     pub fn summary(&self) -> RelaySummary {
@@ -127,31 +128,60 @@ pub struct RelayOptions {
     pub hops: u32,
     /// Every n-th ping a relay sends carries a section (0 = never).
     pub section_every: u32,
+    /// Only the first this many relays start tokens (`usize::MAX`: all of them); one
+    /// starter with one token makes a strict ping-pong.
+    pub starters: usize,
 }
 
-/// One relay on every module instance of `layout`.
+impl Default for RelayOptions {
+    fn default() -> Self {
+        Self {
+            tokens_per_relay: 16,
+            hops: 1000,
+            section_every: 0,
+            starters: usize::MAX,
+        }
+    }
+}
+
+/// One relay on every module instance of `layout`: signals flow within threads and between
+/// every pair of them.
 pub fn relay_on_every_module(
     layout: &ThreadLayout,
     node: NodeId,
     options: RelayOptions,
 ) -> RelayLoad {
-    let hosts: Vec<_> = layout
+    let hosts = layout
         .threads
         .iter()
-        .flat_map(|t| t.modules.iter().copied())
-        .collect();
+        .flat_map(|t| t.modules.iter().copied());
+    relay_load(hosts.collect(), node, options)
+}
+
+/// One relay per thread of `layout`: every ping crosses from one thread to another.
+pub fn relay_on_every_thread(
+    layout: &ThreadLayout,
+    node: NodeId,
+    options: RelayOptions,
+) -> RelayLoad {
+    let hosts = layout.threads.iter().map(|t| t.modules[0]);
+    relay_load(hosts.collect(), node, options)
+}
+
+fn relay_load(hosts: Vec<ModuleInstance>, node: NodeId, options: RelayOptions) -> RelayLoad {
     let relays = hosts.len();
+    let starters = relays.min(options.starters);
     let addresses: Vec<BlockAddress> = (0..relays)
         .map(|k| BlockAddress::new(node, RELAY_BLOCK, k as u16))
         .collect();
     let report = Arc::new(RelayReport {
-        relays,
+        starters,
         sent: (0..relays * relays).map(|_| AtomicU64::new(0)).collect(),
         received: (0..relays * relays).map(|_| AtomicU64::new(0)).collect(),
         finished_tokens: AtomicU64::new(0),
         out_of_order: AtomicU64::new(0),
         bad_sections: AtomicU64::new(0),
-        tokens: relays as u64 * u64::from(options.tokens_per_relay),
+        tokens: starters as u64 * u64::from(options.tokens_per_relay),
         hops: options.hops,
     });
     let blocks = hosts
@@ -172,7 +202,7 @@ pub fn relay_on_every_module(
             }),
         })
         .collect();
-    let initial_signals = addresses
+    let initial_signals = addresses[..starters]
         .iter()
         .map(|&to| Start.to_signal(to, to))
         .collect();
@@ -207,7 +237,7 @@ impl Block for RelayBlock {
 
 impl RelayBlock {
     fn receive(&mut self, signal: &Signal, ping: &Ping, ctx: &mut Context<'_>) {
-        let from = usize::from(signal.sender().instance);
+        let from = usize::from(signal.sender().instance());
         let pair = from * self.peers.len() + self.index;
         self.report.received[pair].fetch_add(1, Ordering::Relaxed);
         if ping.sequence != self.expected_sequence[from] {

@@ -13,7 +13,7 @@ use std::collections::{BinaryHeap, HashMap};
 
 use kista_signal::{wire, BlockAddress, NodeId, Signal};
 
-use crate::block::{Block, Context, SignalSink};
+use crate::block::{Block, Context, Sink};
 use crate::rng::Rng;
 use crate::scheduler::BlockRegistration;
 use crate::section_pool::{SectionPool, SECTIONS_MAX_DEFAULT};
@@ -73,7 +73,7 @@ impl Ord for Event {
 }
 
 /// The event queue, seen by blocks as their signal sink.
-struct Network {
+pub(crate) struct Network {
     now_ns: u64,
     latency_ns_max: u64,
     rng: Rng,
@@ -94,17 +94,17 @@ impl Network {
     }
 }
 
-impl SignalSink for Network {
-    fn send(&mut self, signal: &Signal) {
+impl Network {
+    pub fn send(&mut self, signal: &Signal) {
         let latency = self.rng.below(self.latency_ns_max + 1);
-        let pair = (signal.header.sender_word, signal.header.receiver_word);
+        let pair = (signal.sender().to_word(), signal.receiver().to_word());
         let last = self.last_ready_ns.entry(pair).or_insert(0);
         let ready_ns = (self.now_ns + latency).max(*last);
         *last = ready_ns;
         self.schedule(ready_ns, signal);
     }
 
-    fn send_delayed(&mut self, signal: &Signal, delay_ns: u64) {
+    pub fn send_delayed(&mut self, signal: &Signal, delay_ns: u64) {
         self.schedule(self.now_ns.saturating_add(delay_ns), signal);
     }
 }
@@ -192,19 +192,10 @@ impl Simulation {
                 event.signal.number()
             );
         };
-        let mut ctx = Context::new(
-            receiver,
-            self.network.now_ns,
-            &mut self.block_rng,
-            &mut self.network,
-            &self.sections,
-            event.signal.section(),
-        );
-        block.execute(&event.signal, &mut ctx);
-        let untaken = ctx.untaken_section();
-        if !untaken.is_none() {
-            self.sections.release(untaken);
-        }
+        let now_ns = self.network.now_ns;
+        let sink = Sink::Simulation(&mut self.network);
+        let mut ctx = Context::new(now_ns, &mut self.block_rng, sink, &self.sections);
+        ctx.execute(block.as_mut(), &event.signal);
         self.executed += 1;
         true
     }

@@ -69,6 +69,7 @@ fn million_signal_relay(layout: &ThreadLayout) {
         tokens_per_relay,
         hops,
         section_every: 7,
+        ..RelayOptions::default()
     };
     let summary = run_relay(layout, options, RuntimeOptions::default());
     assert!(summary.pings_received >= 1_900_000, "{summary:?}");
@@ -101,6 +102,7 @@ fn tiny_job_buffers_hold_back_signals_without_losing_or_reordering_them() {
         tokens_per_relay: 64,
         hops: 2_000,
         section_every: 3,
+        ..RelayOptions::default()
     };
     run_relay(&layout(SEED_RECEIVE_SETUP), options, runtime);
 }
@@ -111,6 +113,7 @@ fn spinning_threads_carry_signals_like_sleeping_ones() {
         tokens_per_relay: 1,
         hops: 20_000,
         section_every: 0,
+        ..RelayOptions::default()
     };
     run_relay(
         &layout("ldm={count=1,spintime=200},recv={count=1,spintime=200},io={count=0}"),
@@ -126,6 +129,7 @@ fn statistics_count_signals_rounds_sleeps_and_cpu_time() {
         tokens_per_relay: 1,
         hops: 50_000,
         section_every: 0,
+        ..RelayOptions::default()
     };
     let load = relay_on_every_module(&layout, NodeId(1), options);
     let report = load.report.clone();
@@ -180,6 +184,7 @@ fn binding_to_available_cpus_runs() {
         tokens_per_relay: 4,
         hops: 1_000,
         section_every: 0,
+        ..RelayOptions::default()
     };
     run_relay(
         &ThreadLayout::from_config(&text.parse().unwrap()),

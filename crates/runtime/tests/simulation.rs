@@ -18,6 +18,7 @@ fn simulated_relay(seed: u64) -> Simulation {
         tokens_per_relay: 8,
         hops: 200,
         section_every: 5,
+        ..RelayOptions::default()
     };
     let load = relay_on_every_module(&layout, NodeId(1), options);
     let mut simulation = Simulation::new(&SimulationOptions {
@@ -48,7 +49,7 @@ fn receivers(trace: &[u8]) -> Vec<u32> {
     let mut rest = trace;
     while !rest.is_empty() {
         let decoded = kista_signal::wire::decode(&rest[8..]).unwrap();
-        receivers.push(decoded.signal.header.receiver_word);
+        receivers.push(decoded.signal.receiver().to_word());
         rest = &rest[8 + decoded.frame_len..];
     }
     receivers

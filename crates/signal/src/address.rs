@@ -14,35 +14,43 @@ pub struct BlockId(pub u8);
 
 /// Where a signal goes: one instance of one block on one node.
 ///
-/// Packed into 32 bits (node 8, block 8, instance 16) so that a receive thread can route a
-/// signal by reading one little-endian word of its header.
+/// Stored packed in one word (`node << 24 | block << 16 | instance`), exactly as it sits in a
+/// signal's header, so routing reads it without converting and a receive thread can route a
+/// signal by reading one little-endian word of its wire form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct BlockAddress {
-    pub node: NodeId,
-    pub block: BlockId,
-    pub instance: u16,
-}
+#[repr(transparent)]
+pub struct BlockAddress(u32);
 
 impl BlockAddress {
+    #[inline]
     pub const fn new(node: NodeId, block: BlockId, instance: u16) -> Self {
-        Self {
-            node,
-            block,
-            instance,
-        }
+        Self((node.0 as u32) << 24 | (block.0 as u32) << 16 | instance as u32)
     }
 
-    /// The address as one word: `node << 24 | block << 16 | instance`.
+    #[inline]
+    pub const fn node(self) -> NodeId {
+        NodeId((self.0 >> 24) as u8)
+    }
+
+    #[inline]
+    pub const fn block(self) -> BlockId {
+        BlockId((self.0 >> 16) as u8)
+    }
+
+    #[inline]
+    pub const fn instance(self) -> u16 {
+        self.0 as u16
+    }
+
+    /// The packed word.
+    #[inline]
     pub const fn to_word(self) -> u32 {
-        (self.node.0 as u32) << 24 | (self.block.0 as u32) << 16 | self.instance as u32
+        self.0
     }
 
+    #[inline]
     pub const fn from_word(word: u32) -> Self {
-        Self {
-            node: NodeId((word >> 24) as u8),
-            block: BlockId((word >> 16) as u8),
-            instance: word as u16,
-        }
+        Self(word)
     }
 }
 
@@ -51,7 +59,9 @@ impl fmt::Display for BlockAddress {
         write!(
             f,
             "node{}:block{}.{}",
-            self.node.0, self.block.0, self.instance
+            self.node().0,
+            self.block().0,
+            self.instance()
         )
     }
 }
@@ -65,5 +75,9 @@ mod tests {
         let address = BlockAddress::new(NodeId(255), BlockId(7), 65_535);
         assert_eq!(BlockAddress::from_word(address.to_word()), address);
         assert_eq!(address.to_word(), 0xFF07_FFFF);
+        assert_eq!(
+            (address.node(), address.block(), address.instance()),
+            (NodeId(255), BlockId(7), 65_535)
+        );
     }
 }

@@ -34,9 +34,9 @@ pub struct SignalHeader {
     /// How many payload words are meaningful (0..=[`PAYLOAD_WORDS_MAX`]).
     pub payload_words: u8,
     pub number: SignalNumber,
-    /// The receiver as a packed [`BlockAddress`] word, at byte offset 4.
-    pub receiver_word: u32,
-    pub sender_word: u32,
+    /// At byte offset 4.
+    pub receiver: BlockAddress,
+    pub sender: BlockAddress,
     pub section: SectionHandle,
 }
 
@@ -60,8 +60,8 @@ impl Signal {
                 format_version: crate::wire::FORMAT_VERSION,
                 payload_words: 0,
                 number,
-                receiver_word: receiver.to_word(),
-                sender_word: sender.to_word(),
+                receiver,
+                sender,
                 section: SectionHandle::NONE,
             },
             payload: [0; PAYLOAD_WORDS_MAX],
@@ -98,12 +98,12 @@ impl Signal {
 
     #[inline]
     pub fn receiver(&self) -> BlockAddress {
-        BlockAddress::from_word(self.header.receiver_word)
+        self.header.receiver
     }
 
     #[inline]
     pub fn sender(&self) -> BlockAddress {
-        BlockAddress::from_word(self.header.sender_word)
+        self.header.sender
     }
 
     #[inline]

@@ -70,8 +70,8 @@ pub fn encode(signal: &Signal, section: &[u8], out: &mut Vec<u8>) -> Result<(), 
     out.push(FORMAT_VERSION);
     out.push(words.len() as u8);
     out.extend_from_slice(&signal.header.number.0.to_le_bytes());
-    out.extend_from_slice(&signal.header.receiver_word.to_le_bytes());
-    out.extend_from_slice(&signal.header.sender_word.to_le_bytes());
+    out.extend_from_slice(&signal.header.receiver.to_word().to_le_bytes());
+    out.extend_from_slice(&signal.header.sender.to_word().to_le_bytes());
     out.extend_from_slice(&(section.len() as u32).to_le_bytes());
     for word in words {
         out.extend_from_slice(&word.to_le_bytes());
@@ -191,8 +191,8 @@ mod tests {
         let header = signal.header;
         let mut memory = vec![header.format_version, header.payload_words];
         memory.extend_from_slice(&header.number.0.to_le_bytes());
-        memory.extend_from_slice(&header.receiver_word.to_le_bytes());
-        memory.extend_from_slice(&header.sender_word.to_le_bytes());
+        memory.extend_from_slice(&header.receiver.to_word().to_le_bytes());
+        memory.extend_from_slice(&header.sender.to_word().to_le_bytes());
         assert_eq!(&wire[..12], &memory[..]);
     }
 

@@ -19,7 +19,8 @@ pub use os::available_cpus;
 pub use router::PENDING_SIGNALS_MAX;
 pub use timers::TIMERS_PER_THREAD_MAX;
 
-use self::router::{Router, Wake};
+pub(crate) use self::router::Router;
+use self::router::Wake;
 use self::routes::RouteTable;
 use self::thread::{LocalBlocks, SchedulerThread, Shared};
 use crate::block::Block;
@@ -137,7 +138,7 @@ pub fn start(
         }
         local_blocks[thread].insert(
             registration.block.0,
-            address.instance,
+            address.instance(),
             registration.implementation,
         );
     }

@@ -10,7 +10,6 @@ use kista_signal::Signal;
 
 use super::routes::RouteTable;
 use super::timers::TimerQueue;
-use crate::block::SignalSink;
 use crate::job_buffer::Producer;
 
 /// Signals a thread may queue for itself, or hold back towards one thread whose job buffer
@@ -40,17 +39,23 @@ impl Wake {
     }
 }
 
+/// The way to one other thread.
+struct Destination {
+    /// `None` only for the router's own thread.
+    producer: Option<Producer>,
+    /// Signals that did not fit a full job buffer, sent in order once it has room.
+    overflow: VecDeque<Signal>,
+    /// Pushed to since the last flush.
+    dirty: bool,
+}
+
 pub(crate) struct Router {
     own_thread: usize,
     routes: Arc<RouteTable>,
-    /// Producer ends towards every other thread (`None` at our own index).
-    outputs: Vec<Option<Producer>>,
-    /// Signals that did not fit a full job buffer, sent in order once it has room.
-    overflow: Vec<VecDeque<Signal>>,
+    destinations: Vec<Destination>,
     overflow_total: usize,
-    /// Threads we pushed to since the last flush.
+    /// Destinations with `dirty` set, in the order they became dirty.
     dirty: Vec<usize>,
-    is_dirty: Vec<bool>,
     /// Signals to blocks on this thread.
     pub local: VecDeque<Signal>,
     pub timers: TimerQueue,
@@ -58,16 +63,27 @@ pub(crate) struct Router {
 }
 
 impl Router {
-    pub fn new(own_thread: usize, routes: Arc<RouteTable>, outputs: Vec<Option<Producer>>) -> Self {
-        let threads = outputs.len();
+    /// `producers[t]` is the job buffer towards thread `t` (`None` at `own_thread`).
+    pub fn new(
+        own_thread: usize,
+        routes: Arc<RouteTable>,
+        producers: Vec<Option<Producer>>,
+    ) -> Self {
+        let threads = producers.len();
+        let destinations = producers
+            .into_iter()
+            .map(|producer| Destination {
+                producer,
+                overflow: VecDeque::new(),
+                dirty: false,
+            })
+            .collect();
         Self {
             own_thread,
             routes,
-            outputs,
-            overflow: (0..threads).map(|_| VecDeque::new()).collect(),
+            destinations,
             overflow_total: 0,
             dirty: Vec::with_capacity(threads),
-            is_dirty: vec![false; threads],
             local: VecDeque::with_capacity(1024),
             timers: TimerQueue::default(),
             now_ns: 0,
@@ -79,21 +95,21 @@ impl Router {
         let mut index = 0;
         while index < self.dirty.len() {
             let thread = self.dirty[index];
-            let Some(output) = self.outputs[thread].as_mut() else {
-                unreachable!("thread {thread} marked dirty without an output");
+            let destination = &mut self.destinations[thread];
+            let Some(producer) = destination.producer.as_mut() else {
+                unreachable!("thread {thread} marked dirty without a job buffer");
             };
-            let overflow = &mut self.overflow[thread];
-            while let Some(signal) = overflow.front() {
-                if !output.try_push(signal) {
+            while let Some(signal) = destination.overflow.front() {
+                if !producer.try_push(signal) {
                     break;
                 }
-                overflow.pop_front();
+                destination.overflow.pop_front();
                 self.overflow_total -= 1;
             }
-            output.publish();
+            producer.publish();
             wake[thread].after_publish();
-            if overflow.is_empty() {
-                self.is_dirty[thread] = false;
+            if destination.overflow.is_empty() {
+                destination.dirty = false;
                 self.dirty.swap_remove(index);
             } else {
                 index += 1;
@@ -121,9 +137,11 @@ impl Router {
     }
 }
 
-impl SignalSink for Router {
+impl Router {
+    /// Routes `signal` to its receiver's thread: this thread's queue, or the job buffer
+    /// towards the receiver (published at the next flush).
     #[inline]
-    fn send(&mut self, signal: &Signal) {
+    pub fn send(&mut self, signal: &Signal) {
         let Some(thread) = self.routes.thread_of(signal.receiver()) else {
             self.unroutable(signal)
         };
@@ -135,26 +153,31 @@ impl SignalSink for Router {
             self.local.push_back(*signal);
             return;
         }
-        let pushed = self.overflow[thread].is_empty()
-            && self.outputs[thread]
+        let overflow_total = self.overflow_total;
+        let destination = &mut self.destinations[thread];
+        // Nothing may overtake signals already waiting in overflow.
+        let may_push = overflow_total == 0 || destination.overflow.is_empty();
+        let pushed = may_push
+            && destination
+                .producer
                 .as_mut()
-                .is_some_and(|output| output.try_push(signal));
+                .is_some_and(|p| p.try_push(signal));
         if !pushed {
             assert!(
-                self.overflow[thread].len() < PENDING_SIGNALS_MAX,
+                destination.overflow.len() < PENDING_SIGNALS_MAX,
                 "job buffer overflow from thread {} to thread {thread}",
                 self.own_thread
             );
-            self.overflow[thread].push_back(*signal);
+            destination.overflow.push_back(*signal);
             self.overflow_total += 1;
         }
-        if !self.is_dirty[thread] {
-            self.is_dirty[thread] = true;
+        if !destination.dirty {
+            destination.dirty = true;
             self.dirty.push(thread);
         }
     }
 
-    fn send_delayed(&mut self, signal: &Signal, delay_ns: u64) {
+    pub fn send_delayed(&mut self, signal: &Signal, delay_ns: u64) {
         self.timers
             .add(self.now_ns.saturating_add(delay_ns), *signal);
     }

@@ -21,8 +21,8 @@ impl RouteTable {
 
     /// Returns false if the address was already placed.
     pub fn place(&mut self, address: BlockAddress, thread: usize) -> bool {
-        let instances = &mut self.threads[usize::from(address.block.0)];
-        let instance = usize::from(address.instance);
+        let instances = &mut self.threads[usize::from(address.block().0)];
+        let instance = usize::from(address.instance());
         if instances.len() <= instance {
             instances.resize(instance + 1, NO_THREAD);
         }
@@ -35,11 +35,11 @@ impl RouteTable {
 
     #[inline]
     pub fn thread_of(&self, address: BlockAddress) -> Option<usize> {
-        if address.node != self.node {
+        if address.node() != self.node {
             return None;
         }
-        let instances = &self.threads[usize::from(address.block.0)];
-        match instances.get(usize::from(address.instance)) {
+        let instances = &self.threads[usize::from(address.block().0)];
+        match instances.get(usize::from(address.instance())) {
             Some(&thread) if thread != NO_THREAD => Some(usize::from(thread)),
             _ => None,
         }

@@ -13,7 +13,7 @@ use kista_signal::Signal;
 
 use super::os;
 use super::router::{Router, Wake};
-use crate::block::{Block, Context, SignalSink};
+use crate::block::{Block, Context, Sink};
 use crate::job_buffer::Consumer;
 use crate::rng::Rng;
 use crate::section_pool::SectionPool;
@@ -50,6 +50,17 @@ pub(crate) struct LocalBlocks(Vec<Vec<Option<Box<dyn Block>>>>);
 impl LocalBlocks {
     pub fn new() -> Self {
         Self((0..256).map(|_| Vec::new()).collect())
+    }
+
+    /// Runs `signal` on the block it is addressed to.
+    #[inline]
+    fn execute(&mut self, ctx: &mut Context<'_>, signal: &Signal) {
+        let receiver = signal.receiver();
+        let instances = &mut self.0[usize::from(receiver.block().0)];
+        let Some(Some(block)) = instances.get_mut(usize::from(receiver.instance())) else {
+            panic!("signal routed to a thread without its block {receiver}");
+        };
+        ctx.execute(block.as_mut(), signal);
     }
 
     pub fn insert(&mut self, block: u8, instance: u16, implementation: Box<dyn Block>) {
@@ -140,14 +151,9 @@ impl SchedulerThread {
             let Some(signal) = self.router.local.pop_front() else {
                 break;
             };
-            execute(
-                &mut self.blocks,
-                &mut self.router,
-                &mut self.rng,
-                &self.shared.sections,
-                now_ns,
-                &signal,
-            );
+            let sink = Sink::Threads(&mut self.router);
+            let mut ctx = Context::new(now_ns, &mut self.rng, sink, &self.shared.sections);
+            self.blocks.execute(&mut ctx, &signal);
             executed += 1;
         }
         self.router.flush(&self.shared.wake);
@@ -156,16 +162,13 @@ impl SchedulerThread {
             if batch == 0 {
                 continue;
             }
-            for offset in 0..batch {
-                let signal = self.inputs[input].peek(offset);
-                execute(
-                    &mut self.blocks,
-                    &mut self.router,
-                    &mut self.rng,
-                    &self.shared.sections,
-                    now_ns,
-                    signal,
-                );
+            let sink = Sink::Threads(&mut self.router);
+            let mut ctx = Context::new(now_ns, &mut self.rng, sink, &self.shared.sections);
+            let (first, second) = self.inputs[input].batch(batch);
+            for run in [first, second] {
+                for signal in run {
+                    self.blocks.execute(&mut ctx, signal);
+                }
             }
             self.inputs[input].release(batch);
             executed += batch;
@@ -251,28 +254,5 @@ impl SchedulerThread {
             counters.publish(&counters.cpu_user_us, user_us);
             counters.publish(&counters.cpu_system_us, system_us);
         }
-    }
-}
-
-/// Runs one signal on its block and releases its section unless the block took it.
-#[inline]
-fn execute(
-    blocks: &mut LocalBlocks,
-    router: &mut Router,
-    rng: &mut Rng,
-    sections: &SectionPool,
-    now_ns: u64,
-    signal: &Signal,
-) {
-    let receiver = signal.receiver();
-    let slot = blocks.0[usize::from(receiver.block.0)].get_mut(usize::from(receiver.instance));
-    let Some(Some(block)) = slot else {
-        panic!("signal routed to thread without its block {receiver}");
-    };
-    let mut ctx = Context::new(receiver, now_ns, rng, router, sections, signal.section());
-    block.execute(signal, &mut ctx);
-    let untaken = ctx.untaken_section();
-    if !untaken.is_none() {
-        sections.release(untaken);
     }
 }
