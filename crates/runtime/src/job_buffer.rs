@@ -3,7 +3,7 @@
 //!
 //! The producer writes signals into slots without publishing them and makes a whole batch
 //! visible with one release store ([`Producer::publish`]); the consumer executes signals in
-//! place ([`Consumer::peek`]) and frees their slots with one store per batch
+//! place ([`Consumer::batch`]) and frees their slots with one store per batch
 //! ([`Consumer::release`]). Each side caches the other side's index and re-reads it only
 //! when the cache says the ring is full (producer) or empty (consumer), so the shared cache
 //! lines move between cores once per batch, not once per signal.
@@ -145,24 +145,6 @@ impl Consumer {
         self.buffer.tail.0.load(Ordering::Acquire) != self.head
     }
 
-    /// The signal `offset` places after the oldest unreleased one.
-    ///
-    /// # Panics
-    /// If `offset` is not below the last [`Consumer::available`] result.
-    #[inline]
-    pub fn peek(&self, offset: usize) -> &Signal {
-        assert!(
-            offset < self.tail_cache.wrapping_sub(self.head),
-            "peek past published signals"
-        );
-        let slot = &self.buffer.slots[self.head.wrapping_add(offset) & self.buffer.mask];
-        // SAFETY: the slot lies in [head, tail_cache): the producer wrote it before its
-        // release store of a tail >= tail_cache, which we loaded with acquire; it will not
-        // rewrite it until we release past it, which needs `&mut self` and so ends this
-        // borrow first.
-        unsafe { (*slot.get()).assume_init_ref() }
-    }
-
     /// The `count` oldest unreleased signals, as up to two contiguous runs (the ring may wrap
     /// around its end), for executing a batch without a check per signal.
     ///
@@ -223,7 +205,7 @@ mod tests {
         assert_eq!(consumer.available(), 0);
         producer.publish();
         assert_eq!(consumer.available(), 1);
-        assert_eq!(consumer.peek(0).words(), &[1]);
+        assert_eq!(consumer.batch(1).0[0].words(), &[1]);
     }
 
     #[test]
@@ -243,7 +225,7 @@ mod tests {
         assert_eq!(consumer.available(), 3);
         consumer.release(3);
         assert_eq!(consumer.available(), 1);
-        assert_eq!(consumer.peek(0).words(), &[4]);
+        assert_eq!(consumer.batch(1).0[0].words(), &[4]);
     }
 
     #[test]
@@ -268,11 +250,11 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "peek past published signals")]
-    fn peeking_past_the_published_signals_panics() {
+    #[should_panic(expected = "batch past published signals")]
+    fn reading_past_the_published_signals_panics() {
         let (_producer, mut consumer) = JobBuffer::with_capacity(4);
         consumer.available();
-        consumer.peek(0);
+        let _ = consumer.batch(1);
     }
 
     #[test]
@@ -292,8 +274,9 @@ mod tests {
         let mut expected = 0;
         while expected < COUNT {
             let available = consumer.available();
-            for offset in 0..available {
-                assert_eq!(consumer.peek(offset).words()[0], expected);
+            let (first, second) = consumer.batch(available);
+            for signal in first.iter().chain(second) {
+                assert_eq!(signal.words()[0], expected);
                 expected += 1;
             }
             consumer.release(available);
