@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use kista_signal::{BlockAddress, SectionHandle, Signal, TypedSignal};
 
+use crate::io::{FileRequest, FILE_SYSTEM_BLOCK};
 use crate::rng::Rng;
 use crate::scheduler::Router;
 use crate::section_pool::{SectionGuard, SectionPool, SectionPoolExhausted};
@@ -157,6 +158,24 @@ impl<'a> Context<'a> {
             "signal already carries a section"
         );
         signal.header.section = section;
+    }
+
+    /// Asks the node's file-system block to perform `request`; `data` (a path for `Open`,
+    /// the bytes for `Write`) travels in a section. The [`FileReply`](crate::io::FileReply)
+    /// comes back to this block as a signal.
+    pub fn request_io(
+        &mut self,
+        request: &FileRequest,
+        data: &[u8],
+    ) -> Result<(), SectionPoolExhausted> {
+        let file_system = BlockAddress::new(self.address.node(), FILE_SYSTEM_BLOCK, 0);
+        let mut signal = request.to_signal(file_system, self.address);
+        if !data.is_empty() {
+            let section = self.sections.allocate(data)?;
+            self.attach_section(&mut signal, section);
+        }
+        self.sink.send(&signal);
+        Ok(())
     }
 
     /// Returns a section the block took or allocated and no longer needs.
