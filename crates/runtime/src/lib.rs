@@ -18,6 +18,7 @@ pub use rng::Rng;
 pub use section_pool::SectionPool;
 pub mod scheduler;
 pub mod stats;
+mod timed_queue;
 
 pub use scheduler::{start, BlockRegistration, RunningNode, RuntimeOptions, StartError};
 pub use stats::ThreadStatsSnapshot;

@@ -8,8 +8,7 @@
 //! executes the same signals in the same order at the same virtual times, byte for byte.
 //! Later layers add simulated networks, crashes and invariant checkers on top.
 
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 
 use kista_signal::{wire, BlockAddress, NodeId, Signal};
 
@@ -17,6 +16,10 @@ use crate::block::{Block, Context, Sink};
 use crate::rng::Rng;
 use crate::scheduler::BlockRegistration;
 use crate::section_pool::{SectionPool, SECTIONS_MAX_DEFAULT};
+use crate::timed_queue::TimedQueue;
+
+/// Signals in flight in one simulation; a run that exceeds it has a runaway block.
+pub const SIMULATION_EVENTS_MAX: usize = 1 << 22;
 
 #[derive(Clone, Debug)]
 pub struct SimulationOptions {
@@ -48,49 +51,19 @@ pub enum SimulationError {
     DuplicateBlock(BlockAddress),
 }
 
-struct Event {
-    ready_ns: u64,
-    sequence: u64,
-    signal: Signal,
-}
-
-impl PartialEq for Event {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for Event {}
-impl PartialOrd for Event {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Event {
-    /// Reversed, so the max-heap pops the earliest event.
-    fn cmp(&self, other: &Self) -> Ordering {
-        (other.ready_ns, other.sequence).cmp(&(self.ready_ns, self.sequence))
-    }
-}
-
 /// The event queue, seen by blocks as their signal sink.
 pub(crate) struct Network {
     now_ns: u64,
     latency_ns_max: u64,
     rng: Rng,
-    events: BinaryHeap<Event>,
-    next_sequence: u64,
+    events: TimedQueue,
     /// Latest delivery time per (sender, receiver) word pair, to keep pairs FIFO.
     last_ready_ns: HashMap<(u32, u32), u64>,
 }
 
 impl Network {
     fn schedule(&mut self, ready_ns: u64, signal: &Signal) {
-        self.events.push(Event {
-            ready_ns,
-            sequence: self.next_sequence,
-            signal: *signal,
-        });
-        self.next_sequence += 1;
+        self.events.add(ready_ns, *signal);
     }
 }
 
@@ -130,8 +103,7 @@ impl Simulation {
                 now_ns: 0,
                 latency_ns_max: options.latency_ns_max,
                 rng: Rng::new(seeds.next_u64()),
-                events: BinaryHeap::new(),
-                next_sequence: 0,
+                events: TimedQueue::with_capacity(SIMULATION_EVENTS_MAX),
                 last_ready_ns: HashMap::new(),
             },
             block_rng: Rng::new(seeds.next_u64()),
@@ -176,26 +148,23 @@ impl Simulation {
 
     /// Executes the next signal; false when nothing is left to do.
     pub fn step(&mut self) -> bool {
-        let Some(event) = self.network.events.pop() else {
+        let Some((ready_ns, signal)) = self.network.events.pop_earliest() else {
             return false;
         };
         debug_assert!(
-            event.ready_ns >= self.network.now_ns,
+            ready_ns >= self.network.now_ns,
             "virtual time ran backwards"
         );
-        self.network.now_ns = event.ready_ns;
-        self.record(&event);
-        let receiver = event.signal.receiver();
+        self.network.now_ns = ready_ns;
+        self.record(ready_ns, &signal);
+        let receiver = signal.receiver();
         let Some(block) = self.blocks.get_mut(&receiver) else {
-            panic!(
-                "signal {:?} to {receiver}: no block there",
-                event.signal.number()
-            );
+            panic!("signal {:?} to {receiver}: no block there", signal.number());
         };
         let now_ns = self.network.now_ns;
         let sink = Sink::Simulation(&mut self.network);
         let mut ctx = Context::new(now_ns, &mut self.block_rng, sink, &self.sections);
-        ctx.execute(block.as_mut(), &event.signal);
+        ctx.execute(block.as_mut(), &signal);
         self.executed += 1;
         true
     }
@@ -217,8 +186,8 @@ impl Simulation {
         while self
             .network
             .events
-            .peek()
-            .is_some_and(|e| e.ready_ns <= until_ns)
+            .next_due_ns()
+            .is_some_and(|due| due <= until_ns)
         {
             self.step();
         }
@@ -248,14 +217,14 @@ impl Simulation {
         self.trace_digest
     }
 
-    fn record(&mut self, event: &Event) {
+    fn record(&mut self, ready_ns: u64, signal: &Signal) {
         let mut entry = Vec::with_capacity(160);
-        entry.extend_from_slice(&event.ready_ns.to_le_bytes());
-        let section = event.signal.section();
+        entry.extend_from_slice(&ready_ns.to_le_bytes());
+        let section = signal.section();
         let encoded = if section.is_none() {
-            wire::encode(&event.signal, &[], &mut entry)
+            wire::encode(signal, &[], &mut entry)
         } else {
-            wire::encode(&event.signal, &self.sections.read(section), &mut entry)
+            wire::encode(signal, &self.sections.read(section), &mut entry)
         };
         debug_assert!(encoded.is_ok(), "pool sections never exceed the wire limit");
         for &byte in &entry {

@@ -225,3 +225,70 @@ fn a_panicking_block_stops_the_node_and_is_reported() {
     assert_eq!(failure.kind, Module::Ldm);
     assert!(failure.message.contains("invariant broken"));
 }
+
+#[test]
+fn delayed_signals_fire_after_their_delay_in_order() {
+    use kista_runtime::{Block, BlockRegistration, Context, Module, ModuleInstance};
+    use kista_signal::{BlockAddress, BlockId, Signal, SignalNumber};
+    use std::sync::{Arc, Mutex};
+
+    /// On its first signal sets three timers (30, 10, 20 ms); records when each fires.
+    struct Alarm {
+        fired: Arc<Mutex<Vec<(u32, u64)>>>,
+        started_ns: u64,
+    }
+    impl Block for Alarm {
+        fn execute(&mut self, signal: &Signal, ctx: &mut Context<'_>) {
+            if signal.number() == SignalNumber(1) {
+                self.started_ns = ctx.now_ns();
+                for delay_ms in [30u32, 10, 20] {
+                    let timer = Signal::with_words(
+                        SignalNumber(2),
+                        ctx.address(),
+                        ctx.address(),
+                        &[delay_ms],
+                    );
+                    ctx.send_delayed(timer, Duration::from_millis(u64::from(delay_ms)));
+                }
+            } else {
+                let elapsed_ns = ctx.now_ns() - self.started_ns;
+                self.fired
+                    .lock()
+                    .unwrap()
+                    .push((signal.words()[0], elapsed_ns));
+            }
+        }
+    }
+    let fired = Arc::new(Mutex::new(Vec::new()));
+    let layout = layout("ldm={count=1},recv={count=1}");
+    let block = BlockRegistration {
+        block: BlockId(1),
+        instance: 0,
+        host: ModuleInstance {
+            module: Module::Ldm,
+            instance: 0,
+        },
+        implementation: Box::new(Alarm {
+            fired: fired.clone(),
+            started_ns: 0,
+        }),
+    };
+    let address = BlockAddress::new(NodeId(1), BlockId(1), 0);
+    let kick = Signal::new(SignalNumber(1), address, address);
+    let node = start(&layout, vec![block], vec![kick], &RuntimeOptions::default()).unwrap();
+    let deadline = Instant::now() + RUN_TIMEOUT;
+    while fired.lock().unwrap().len() < 3 {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    node.stop().unwrap();
+    let fired = fired.lock().unwrap();
+    let order: Vec<u32> = fired.iter().map(|&(delay_ms, _)| delay_ms).collect();
+    assert_eq!(order, [10, 20, 30]);
+    for &(delay_ms, elapsed_ns) in fired.iter() {
+        assert!(
+            elapsed_ns >= u64::from(delay_ms) * 1_000_000,
+            "{delay_ms} ms timer fired after {elapsed_ns} ns"
+        );
+    }
+}

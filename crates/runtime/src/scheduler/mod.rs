@@ -5,7 +5,6 @@ mod os;
 mod router;
 mod routes;
 mod thread;
-mod timers;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
@@ -17,7 +16,7 @@ use kista_signal::{BlockAddress, BlockId, NodeId, Signal};
 
 pub use os::available_cpus;
 pub use router::PENDING_SIGNALS_MAX;
-pub use timers::TIMERS_PER_THREAD_MAX;
+pub use router::TIMERS_PER_THREAD_MAX;
 
 pub(crate) use self::router::Router;
 use self::router::Wake;

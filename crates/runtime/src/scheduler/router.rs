@@ -9,13 +9,16 @@ use std::thread::Thread;
 use kista_signal::Signal;
 
 use super::routes::RouteTable;
-use super::timers::TimerQueue;
 use crate::job_buffer::Producer;
+use crate::timed_queue::TimedQueue;
 
 /// Signals a thread may queue for itself, or hold back towards one thread whose job buffer
 /// is full. A block that floods past this is broken; the node stops rather than grow without
 /// bound (NDB does the same when job buffers stay full).
 pub const PENDING_SIGNALS_MAX: usize = 1 << 20;
+
+/// Delayed signals one thread may hold.
+pub const TIMERS_PER_THREAD_MAX: usize = 65_536;
 
 /// How a thread is woken from sleep.
 #[derive(Default)]
@@ -58,7 +61,7 @@ pub(crate) struct Router {
     dirty: Vec<usize>,
     /// Signals to blocks on this thread.
     pub local: VecDeque<Signal>,
-    pub timers: TimerQueue,
+    pub timers: TimedQueue,
     pub now_ns: u64,
 }
 
@@ -85,7 +88,7 @@ impl Router {
             overflow_total: 0,
             dirty: Vec::with_capacity(threads),
             local: VecDeque::with_capacity(1024),
-            timers: TimerQueue::default(),
+            timers: TimedQueue::with_capacity(TIMERS_PER_THREAD_MAX),
             now_ns: 0,
         }
     }
