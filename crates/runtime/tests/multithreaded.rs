@@ -174,10 +174,10 @@ fn binding_to_a_cpu_the_machine_lacks_fails_before_any_thread_starts() {
 }
 
 #[test]
-fn binding_to_available_cpus_runs() {
+fn binding_to_available_cpus_and_lowering_priority_runs() {
     let cpus = kista_runtime::scheduler::available_cpus().unwrap();
     let text = format!(
-        "recv={{count=1,cpubind={}}},io={{count=1,cpuset={}}}",
+        "recv={{count=1,cpubind={}}},io={{count=1,cpuset={},thread_prio=0}}",
         cpus[0], cpus[0]
     );
     let options = RelayOptions {
