@@ -1,0 +1,14 @@
+//! Partition storage: what one `ldm` instance keeps in memory for its partition replicas.
+//!
+//! - [`memory`]: the node-wide `DataMemory` pool with its hard limit.
+//! - [`types`]: column types and the values they hold, with their validation.
+//! - [`schema`]: columns and tables.
+//! - [`row`]: the row format (a fixed-size part and a variable-size part) and its codec.
+//!
+//! Nothing here knows about signals, threads or the network: the datanode blocks own the
+//! partitions and call into this crate.
+
+pub mod memory;
+pub mod row;
+pub mod schema;
+pub mod types;

@@ -1,0 +1,360 @@
+//! The row format.
+//!
+//! A row has a fixed-size part, the same size for every row of a table, and a variable-size
+//! part for VARCHAR, VARBINARY, TEXT and BLOB columns:
+//!
+//! ```text
+//! fixed:    [null bitmap: 1 bit per column][fixed-size columns at fixed offsets]
+//! variable: [end offset (u32) of each variable column's bytes][the bytes]
+//! ```
+//!
+//! All numbers are little-endian. Reading one column never decodes the others: fixed columns
+//! sit at known offsets, and variable column `k` spans `end[k-1]..end[k]` of the bytes.
+
+use crate::schema::{Column, TableSchema};
+use crate::types::{
+    decimal_fits, integer_range, ColumnType, Date, DateTime, Decimal, Value, ValueError,
+    TIME_US_MAX,
+};
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RowError {
+    #[error("table `{table}` has {expected} columns, {given} values were given")]
+    ColumnCount {
+        table: String,
+        expected: usize,
+        given: usize,
+    },
+    #[error("column `{column}` is NOT NULL")]
+    NotNull { column: String },
+    #[error("column `{column}`: {source}")]
+    Value { column: String, source: ValueError },
+}
+
+/// Where each column of a table lives in its rows.
+#[derive(Clone, Debug)]
+pub struct RowLayout {
+    table: String,
+    columns: Vec<Column>,
+    /// Per column: byte offset in the fixed part, or the index among variable columns.
+    places: Vec<Place>,
+    null_bitmap_bytes: usize,
+    fixed_bytes: usize,
+    var_columns: usize,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Place {
+    Fixed(usize),
+    Variable(usize),
+}
+
+impl RowLayout {
+    /// The layout of a validated schema.
+    pub fn new(schema: &TableSchema) -> Self {
+        let null_bitmap_bytes = schema.columns.len().div_ceil(8);
+        let mut offset = null_bitmap_bytes;
+        let mut var_columns = 0;
+        let places = schema
+            .columns
+            .iter()
+            .map(|column| {
+                let size = column.column_type.fixed_bytes();
+                if size == 0 {
+                    var_columns += 1;
+                    Place::Variable(var_columns - 1)
+                } else {
+                    offset += size;
+                    Place::Fixed(offset - size)
+                }
+            })
+            .collect();
+        Self {
+            table: schema.name.clone(),
+            columns: schema.columns.clone(),
+            places,
+            null_bitmap_bytes,
+            fixed_bytes: offset,
+            var_columns,
+        }
+    }
+
+    /// Size of every row's fixed part.
+    pub fn fixed_bytes(&self) -> usize {
+        self.fixed_bytes
+    }
+
+    /// Size of the variable part for `values` (after [`RowLayout::encode`] accepted them).
+    pub fn var_bytes(&self, values: &[Value]) -> usize {
+        if self.var_columns == 0 {
+            return 0;
+        }
+        let data: usize = values
+            .iter()
+            .zip(&self.places)
+            .filter(|(_, place)| matches!(place, Place::Variable(_)))
+            .map(|(value, _)| {
+                if let Value::Bytes(bytes) = value {
+                    bytes.len()
+                } else {
+                    0
+                }
+            })
+            .sum();
+        4 * self.var_columns + data
+    }
+
+    /// Encodes a whole row. `fixed` must be [`RowLayout::fixed_bytes`] long; `var` is cleared
+    /// and filled. Nothing is written to `fixed` unless every value is valid.
+    pub fn encode(
+        &self,
+        values: &[Value],
+        fixed: &mut [u8],
+        var: &mut Vec<u8>,
+    ) -> Result<(), RowError> {
+        assert_eq!(
+            fixed.len(),
+            self.fixed_bytes,
+            "fixed part of the wrong size"
+        );
+        if values.len() != self.columns.len() {
+            return Err(RowError::ColumnCount {
+                table: self.table.clone(),
+                expected: self.columns.len(),
+                given: values.len(),
+            });
+        }
+        for (column, value) in self.columns.iter().zip(values) {
+            check_value(column, value)?;
+        }
+        fixed.fill(0);
+        var.clear();
+        var.resize(4 * self.var_columns, 0);
+        for (index, (value, place)) in values.iter().zip(&self.places).enumerate() {
+            if value.is_null() {
+                fixed[index / 8] |= 1 << (index % 8);
+            }
+            let column_type = self.columns[index].column_type;
+            match *place {
+                Place::Fixed(offset) => {
+                    let end = offset + column_type.fixed_bytes();
+                    write_fixed(column_type, value, &mut fixed[offset..end]);
+                }
+                Place::Variable(k) => {
+                    if let Value::Bytes(bytes) = value {
+                        var.extend_from_slice(bytes);
+                    }
+                    let end = (var.len() - 4 * self.var_columns) as u32;
+                    var[4 * k..4 * k + 4].copy_from_slice(&end.to_le_bytes());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn is_null(&self, fixed: &[u8], column: usize) -> bool {
+        fixed[column / 8] & (1 << (column % 8)) != 0
+    }
+
+    /// Reads one column of a row this layout encoded.
+    pub fn value(&self, fixed: &[u8], var: &[u8], column: usize) -> Value {
+        if self.is_null(fixed, column) {
+            return Value::Null;
+        }
+        let column_type = self.columns[column].column_type;
+        match self.places[column] {
+            Place::Fixed(offset) => read_fixed(
+                column_type,
+                &fixed[offset..offset + column_type.fixed_bytes()],
+            ),
+            Place::Variable(k) => Value::Bytes(self.var_slice(var, k).to_vec()),
+        }
+    }
+
+    /// Reads every column.
+    pub fn values(&self, fixed: &[u8], var: &[u8]) -> Vec<Value> {
+        (0..self.columns.len())
+            .map(|c| self.value(fixed, var, c))
+            .collect()
+    }
+
+    fn var_slice<'a>(&self, var: &'a [u8], k: usize) -> &'a [u8] {
+        let end_at = |k: usize| {
+            u32::from_le_bytes([var[4 * k], var[4 * k + 1], var[4 * k + 2], var[4 * k + 3]])
+                as usize
+        };
+        let start = if k == 0 { 0 } else { end_at(k - 1) };
+        let data = &var[4 * self.var_columns..];
+        &data[start..end_at(k)]
+    }
+
+    pub fn null_bitmap_bytes(&self) -> usize {
+        self.null_bitmap_bytes
+    }
+}
+
+/// Whether `value` may be stored in `column`.
+pub(crate) fn check_value(column: &Column, value: &Value) -> Result<(), RowError> {
+    if value.is_null() {
+        return if column.nullable {
+            Ok(())
+        } else {
+            Err(RowError::NotNull {
+                column: column.name.clone(),
+            })
+        };
+    }
+    check_type(column.column_type, value).map_err(|source| RowError::Value {
+        column: column.name.clone(),
+        source,
+    })
+}
+
+fn check_type(column_type: ColumnType, value: &Value) -> Result<(), ValueError> {
+    let out_of_range = |shown: String| {
+        Err(ValueError::OutOfRange {
+            value: shown,
+            column_type,
+        })
+    };
+    match (column_type, value) {
+        (ColumnType::Int { bytes, signed }, Value::Int(_) | Value::UInt(_)) => {
+            let number = match *value {
+                Value::Int(n) => i128::from(n),
+                Value::UInt(n) => i128::from(n),
+                _ => unreachable!(),
+            };
+            let (min, max) = integer_range(bytes, signed);
+            if (min..=max).contains(&number) {
+                Ok(())
+            } else {
+                out_of_range(number.to_string())
+            }
+        }
+        (ColumnType::Float, Value::Float(_)) | (ColumnType::Double, Value::Double(_)) => Ok(()),
+        (ColumnType::Decimal { precision, scale }, Value::Decimal(decimal)) => {
+            if decimal_fits(*decimal, precision, scale) {
+                Ok(())
+            } else {
+                out_of_range(decimal.to_string())
+            }
+        }
+        (ColumnType::Char { length } | ColumnType::Binary { length }, Value::Bytes(bytes)) => {
+            if bytes.len() <= usize::from(length) {
+                Ok(())
+            } else {
+                Err(ValueError::TooLong {
+                    length: bytes.len(),
+                    column_type,
+                })
+            }
+        }
+        (
+            ColumnType::VarChar { .. }
+            | ColumnType::VarBinary { .. }
+            | ColumnType::Text
+            | ColumnType::Blob,
+            Value::Bytes(bytes),
+        ) => {
+            if bytes.len() <= column_type.max_var_bytes() as usize {
+                Ok(())
+            } else {
+                Err(ValueError::TooLong {
+                    length: bytes.len(),
+                    column_type,
+                })
+            }
+        }
+        (ColumnType::Date, Value::Date(_))
+        | (ColumnType::DateTime, Value::DateTime(_))
+        | (ColumnType::Timestamp, Value::Timestamp(_)) => Ok(()),
+        (ColumnType::Time, Value::Time(us)) => {
+            if us.unsigned_abs() <= TIME_US_MAX as u64 {
+                Ok(())
+            } else {
+                out_of_range(format!("{us} µs"))
+            }
+        }
+        _ => Err(ValueError::WrongType {
+            value: value.kind(),
+            column_type,
+        }),
+    }
+}
+
+/// Writes a checked, non-null value into its slot of the fixed part.
+fn write_fixed(column_type: ColumnType, value: &Value, slot: &mut [u8]) {
+    match (column_type, value) {
+        (ColumnType::Int { bytes, .. }, Value::Int(n)) => {
+            slot.copy_from_slice(&n.to_le_bytes()[..usize::from(bytes)])
+        }
+        (ColumnType::Int { bytes, .. }, Value::UInt(n)) => {
+            slot.copy_from_slice(&n.to_le_bytes()[..usize::from(bytes)])
+        }
+        (_, Value::Float(x)) => slot.copy_from_slice(&x.to_le_bytes()),
+        (_, Value::Double(x)) => slot.copy_from_slice(&x.to_le_bytes()),
+        (_, Value::Decimal(d)) => slot.copy_from_slice(&d.unscaled.to_le_bytes()),
+        (ColumnType::Char { .. }, Value::Bytes(bytes)) => {
+            slot.fill(b' ');
+            slot[..bytes.len()].copy_from_slice(bytes);
+        }
+        (_, Value::Bytes(bytes)) => slot[..bytes.len()].copy_from_slice(bytes),
+        (_, Value::Date(date)) => slot.copy_from_slice(&date.to_days().to_le_bytes()),
+        (_, Value::Time(us) | Value::Timestamp(us)) => slot.copy_from_slice(&us.to_le_bytes()),
+        (_, Value::DateTime(datetime)) => slot.copy_from_slice(&datetime.to_micros().to_le_bytes()),
+        (_, Value::Null | Value::Int(_) | Value::UInt(_)) => {}
+    }
+}
+
+fn read_fixed(column_type: ColumnType, slot: &[u8]) -> Value {
+    let le8 = |slot: &[u8], fill: u8| {
+        let mut word = [fill; 8];
+        word[..slot.len()].copy_from_slice(slot);
+        word
+    };
+    match column_type {
+        ColumnType::Int { signed: true, .. } => {
+            let negative = slot.last().is_some_and(|&b| b & 0x80 != 0);
+            Value::Int(i64::from_le_bytes(le8(
+                slot,
+                if negative { 0xFF } else { 0 },
+            )))
+        }
+        ColumnType::Int { signed: false, .. } => Value::UInt(u64::from_le_bytes(le8(slot, 0))),
+        ColumnType::Float => Value::Float(f32::from_le_bytes([slot[0], slot[1], slot[2], slot[3]])),
+        ColumnType::Double => Value::Double(f64::from_le_bytes(le8(slot, 0))),
+        ColumnType::Decimal { scale, .. } => {
+            let mut word = [0u8; 16];
+            word.copy_from_slice(slot);
+            Value::Decimal(Decimal {
+                unscaled: i128::from_le_bytes(word),
+                scale,
+            })
+        }
+        ColumnType::Char { .. } => {
+            let used = slot
+                .iter()
+                .rposition(|&b| b != b' ')
+                .map_or(0, |last| last + 1);
+            Value::Bytes(slot[..used].to_vec())
+        }
+        ColumnType::Binary { .. } => Value::Bytes(slot.to_vec()),
+        ColumnType::Date => {
+            let days = i32::from_le_bytes([slot[0], slot[1], slot[2], slot[3]]);
+            Date::from_days(days).map_or(Value::Null, Value::Date)
+        }
+        ColumnType::Time => Value::Time(i64::from_le_bytes(le8(slot, 0))),
+        ColumnType::DateTime => DateTime::from_micros(i64::from_le_bytes(le8(slot, 0)))
+            .map_or(Value::Null, Value::DateTime),
+        ColumnType::Timestamp => Value::Timestamp(i64::from_le_bytes(le8(slot, 0))),
+        ColumnType::VarChar { .. }
+        | ColumnType::VarBinary { .. }
+        | ColumnType::Text
+        | ColumnType::Blob => {
+            unreachable!("variable-length columns have no fixed slot")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

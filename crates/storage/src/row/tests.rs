@@ -1,0 +1,374 @@
+//! Every column type round-trips through the row format; invalid values are refused with the
+//! column named.
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::schema::{Column, TableSchema};
+use crate::types::{Date, DateTime, Decimal, LOB_BYTES_MAX};
+
+fn int(bytes: u8, signed: bool) -> ColumnType {
+    ColumnType::Int { bytes, signed }
+}
+
+fn table(columns: Vec<Column>) -> TableSchema {
+    let schema = TableSchema {
+        name: "t".into(),
+        columns,
+        primary_key: vec![0],
+    };
+    schema.validate().unwrap();
+    schema
+}
+
+fn round_trip(schema: &TableSchema, values: &[Value]) -> Vec<Value> {
+    let layout = RowLayout::new(schema);
+    let mut fixed = vec![0xAA; layout.fixed_bytes()];
+    let mut var = Vec::new();
+    layout.encode(values, &mut fixed, &mut var).unwrap();
+    assert_eq!(var.len(), layout.var_bytes(values));
+    layout.values(&fixed, &var)
+}
+
+/// One column of every type, with a value at the edge of its range.
+fn every_type() -> Vec<(ColumnType, Value)> {
+    let date = Date::new(9999, 12, 31).unwrap();
+    vec![
+        (int(1, true), Value::Int(-128)),
+        (int(1, false), Value::UInt(255)),
+        (int(2, true), Value::Int(i64::from(i16::MIN))),
+        (int(2, false), Value::UInt(65_535)),
+        (int(4, true), Value::Int(i64::from(i32::MAX))),
+        (int(4, false), Value::UInt(u64::from(u32::MAX))),
+        (int(8, true), Value::Int(i64::MIN)),
+        (int(8, false), Value::UInt(u64::MAX)),
+        (ColumnType::Float, Value::Float(-1.5e-7)),
+        (ColumnType::Double, Value::Double(std::f64::consts::PI)),
+        (
+            ColumnType::Decimal {
+                precision: 38,
+                scale: 10,
+            },
+            Value::Decimal(Decimal {
+                unscaled: -(10i128.pow(38) - 1),
+                scale: 10,
+            }),
+        ),
+        (
+            ColumnType::Char { length: 10 },
+            Value::Bytes(b"  lead".to_vec()),
+        ),
+        (
+            ColumnType::Binary { length: 4 },
+            Value::Bytes(vec![1, 0, 0, 2]),
+        ),
+        (
+            ColumnType::VarChar { max_length: 300 },
+            Value::Bytes(vec![b'v'; 300]),
+        ),
+        (
+            ColumnType::VarBinary { max_length: 8 },
+            Value::Bytes(vec![0, 255, 0]),
+        ),
+        (
+            ColumnType::Text,
+            Value::Bytes("ünïcödé text".as_bytes().to_vec()),
+        ),
+        (
+            ColumnType::Blob,
+            Value::Bytes(vec![7; LOB_BYTES_MAX as usize]),
+        ),
+        (ColumnType::Date, Value::Date(Date::new(1, 1, 1).unwrap())),
+        (ColumnType::Time, Value::Time(-TIME_US_MAX)),
+        (
+            ColumnType::DateTime,
+            Value::DateTime(DateTime::new(date, 86_399_999_999).unwrap()),
+        ),
+        (ColumnType::Timestamp, Value::Timestamp(-1)),
+    ]
+}
+
+#[test]
+fn every_column_type_round_trips_at_the_edges_of_its_range() {
+    let mut columns = vec![Column::new("id", int(4, false))];
+    let mut values = vec![Value::UInt(1)];
+    for (index, (column_type, value)) in every_type().into_iter().enumerate() {
+        columns.push(Column::new(&format!("c{index}"), column_type));
+        values.push(value);
+    }
+    let schema = table(columns);
+    assert_eq!(round_trip(&schema, &values), values);
+}
+
+#[test]
+fn every_nullable_column_type_round_trips_null() {
+    let mut columns = vec![Column::new("id", int(4, false))];
+    for (index, (column_type, _)) in every_type().into_iter().enumerate() {
+        columns.push(Column::new(&format!("c{index}"), column_type).nullable());
+    }
+    let mut values = vec![Value::Null; columns.len()];
+    values[0] = Value::UInt(9);
+    let schema = table(columns);
+    assert_eq!(round_trip(&schema, &values), values);
+}
+
+#[test]
+fn char_pads_with_spaces_and_binary_keeps_its_full_length() {
+    let schema = table(vec![
+        Column::new("id", int(4, false)),
+        Column::new("c", ColumnType::Char { length: 5 }),
+        Column::new("b", ColumnType::Binary { length: 5 }),
+    ]);
+    let values = [
+        Value::UInt(1),
+        Value::Bytes(b"ab  ".to_vec()),
+        Value::Bytes(b"ab".to_vec()),
+    ];
+    let read = round_trip(&schema, &values);
+    assert_eq!(read[1], Value::Bytes(b"ab".to_vec()));
+    assert_eq!(read[2], Value::Bytes(b"ab\0\0\0".to_vec()));
+}
+
+#[test]
+fn invalid_values_are_refused_naming_the_column_and_leave_the_row_untouched() {
+    let schema = table(vec![
+        Column::new("id", int(1, true)),
+        Column::new("name", ColumnType::VarChar { max_length: 3 }),
+        Column::new(
+            "price",
+            ColumnType::Decimal {
+                precision: 5,
+                scale: 2,
+            },
+        ),
+        Column::new("at", ColumnType::Time).nullable(),
+    ]);
+    let layout = RowLayout::new(&schema);
+    let mut fixed = vec![0x55; layout.fixed_bytes()];
+    let mut var = Vec::new();
+    let good = || {
+        vec![
+            Value::Int(1),
+            Value::Bytes(b"abc".to_vec()),
+            Value::Decimal(Decimal {
+                unscaled: 99_999,
+                scale: 2,
+            }),
+            Value::Null,
+        ]
+    };
+    let cases: Vec<(usize, Value, &str)> = vec![
+        (0, Value::Int(128), "`id`: 128 is out of range for TINYINT"),
+        (0, Value::Null, "`id` is NOT NULL"),
+        (
+            1,
+            Value::Bytes(b"abcd".to_vec()),
+            "`name`: a value of 4 bytes exceeds VARCHAR(3)",
+        ),
+        (
+            1,
+            Value::Int(3),
+            "`name`: a signed integer value does not fit a VARCHAR(3) column",
+        ),
+        (
+            2,
+            Value::Decimal(Decimal {
+                unscaled: 100_000,
+                scale: 2,
+            }),
+            "`price`: 1000.00 is out of range",
+        ),
+        (
+            2,
+            Value::Decimal(Decimal {
+                unscaled: 1,
+                scale: 3,
+            }),
+            "`price`: 0.001 is out of range",
+        ),
+        (3, Value::Time(TIME_US_MAX + 1), "`at`"),
+    ];
+    for (column, bad, message) in cases {
+        let mut values = good();
+        values[column] = bad;
+        let error = layout.encode(&values, &mut fixed, &mut var).unwrap_err();
+        assert!(error.to_string().contains(message), "{error} / {message}");
+        assert!(
+            fixed.iter().all(|&b| b == 0x55),
+            "fixed part written despite the error"
+        );
+    }
+    let error = layout
+        .encode(&good()[..2], &mut fixed, &mut var)
+        .unwrap_err();
+    assert!(matches!(
+        error,
+        RowError::ColumnCount {
+            expected: 4,
+            given: 2,
+            ..
+        }
+    ));
+    layout.encode(&good(), &mut fixed, &mut var).unwrap();
+}
+
+#[test]
+fn schemas_that_cannot_exist_are_refused() {
+    let key = || Column::new("id", int(4, false));
+    let bad = [
+        TableSchema {
+            name: "t".into(),
+            columns: vec![],
+            primary_key: vec![],
+        },
+        TableSchema {
+            name: "t".into(),
+            columns: vec![key(), key()],
+            primary_key: vec![0],
+        },
+        TableSchema {
+            name: "t".into(),
+            columns: vec![key()],
+            primary_key: vec![],
+        },
+        TableSchema {
+            name: "t".into(),
+            columns: vec![key()],
+            primary_key: vec![1],
+        },
+        TableSchema {
+            name: "t".into(),
+            columns: vec![key().nullable()],
+            primary_key: vec![0],
+        },
+        TableSchema {
+            name: "t".into(),
+            columns: vec![Column::new("id", ColumnType::Text)],
+            primary_key: vec![0],
+        },
+        TableSchema {
+            name: "t".into(),
+            columns: vec![
+                key(),
+                Column::new("x", int(1, true)).with_default(Value::Int(300)),
+            ],
+            primary_key: vec![0],
+        },
+        TableSchema {
+            name: "t".into(),
+            columns: vec![key(), Column::new("x", ColumnType::Char { length: 0 })],
+            primary_key: vec![0],
+        },
+    ];
+    for schema in bad {
+        assert!(schema.validate().is_err(), "{schema:?}");
+    }
+}
+
+fn a_column_type() -> impl Strategy<Value = ColumnType> {
+    prop_oneof![
+        (
+            prop_oneof![Just(1u8), Just(2), Just(4), Just(8)],
+            any::<bool>()
+        )
+            .prop_map(|(bytes, signed)| int(bytes, signed)),
+        Just(ColumnType::Float),
+        Just(ColumnType::Double),
+        (1..=38u8)
+            .prop_flat_map(|p| (Just(p), 0..=p))
+            .prop_map(|(precision, scale)| ColumnType::Decimal { precision, scale }),
+        (1..=20u16).prop_map(|length| ColumnType::Char { length }),
+        (1..=20u16).prop_map(|length| ColumnType::Binary { length }),
+        (1..=40u32).prop_map(|max_length| ColumnType::VarChar { max_length }),
+        (1..=40u32).prop_map(|max_length| ColumnType::VarBinary { max_length }),
+        Just(ColumnType::Text),
+        Just(ColumnType::Blob),
+        Just(ColumnType::Date),
+        Just(ColumnType::Time),
+        Just(ColumnType::DateTime),
+        Just(ColumnType::Timestamp),
+    ]
+}
+
+fn a_value(column_type: ColumnType) -> BoxedStrategy<Value> {
+    match column_type {
+        ColumnType::Int { bytes, signed } => {
+            let (min, max) = integer_range(bytes, signed);
+            if signed {
+                (min as i64..=max as i64).prop_map(Value::Int).boxed()
+            } else {
+                (0..=max as u64).prop_map(Value::UInt).boxed()
+            }
+        }
+        ColumnType::Float => any::<f32>()
+            .prop_filter("NaN never equals itself", |x| !x.is_nan())
+            .prop_map(Value::Float)
+            .boxed(),
+        ColumnType::Double => any::<f64>()
+            .prop_filter("NaN never equals itself", |x| !x.is_nan())
+            .prop_map(Value::Double)
+            .boxed(),
+        ColumnType::Decimal { precision, scale } => {
+            let limit = 10i128.pow(u32::from(precision)) - 1;
+            (-limit..=limit)
+                .prop_map(move |unscaled| Value::Decimal(Decimal { unscaled, scale }))
+                .boxed()
+        }
+        ColumnType::Char { length } => {
+            proptest::collection::vec(b'a'..=b'z', 0..=usize::from(length))
+                .prop_map(Value::Bytes)
+                .boxed()
+        }
+        ColumnType::Binary { length } => {
+            proptest::collection::vec(any::<u8>(), usize::from(length))
+                .prop_map(Value::Bytes)
+                .boxed()
+        }
+        ColumnType::Date => (-719_162..=2_932_896i32)
+            .prop_map(|d| Value::Date(Date::from_days(d).unwrap()))
+            .boxed(),
+        ColumnType::Time => (-TIME_US_MAX..=TIME_US_MAX).prop_map(Value::Time).boxed(),
+        ColumnType::DateTime => (-62_135_596_800_000_000i64..253_402_300_800_000_000)
+            .prop_map(|us| Value::DateTime(DateTime::from_micros(us).unwrap()))
+            .boxed(),
+        ColumnType::Timestamp => any::<i64>().prop_map(Value::Timestamp).boxed(),
+        _ => proptest::collection::vec(
+            any::<u8>(),
+            0..=column_type.max_var_bytes().min(64) as usize,
+        )
+        .prop_map(Value::Bytes)
+        .boxed(),
+    }
+}
+
+fn a_row() -> impl Strategy<Value = (TableSchema, Vec<Value>)> {
+    proptest::collection::vec((a_column_type(), any::<bool>()), 1..24).prop_flat_map(|types| {
+        let mut columns = vec![Column::new("id", int(8, false))];
+        let mut strategies = vec![Just(Value::UInt(1)).boxed()];
+        for (index, (column_type, nullable)) in types.into_iter().enumerate() {
+            let mut column = Column::new(&format!("c{index}"), column_type);
+            let value = a_value(column_type);
+            if nullable {
+                column = column.nullable();
+                strategies.push(prop_oneof![1 => Just(Value::Null), 3 => value].boxed());
+            } else {
+                strategies.push(value);
+            }
+            columns.push(column);
+        }
+        let schema = TableSchema {
+            name: "t".into(),
+            columns,
+            primary_key: vec![0],
+        };
+        (Just(schema), strategies)
+    })
+}
+
+proptest! {
+    #[test]
+    fn any_row_of_any_table_round_trips((schema, values) in a_row()) {
+        schema.validate().unwrap();
+        prop_assert_eq!(round_trip(&schema, &values), values);
+    }
+}

@@ -1,0 +1,147 @@
+//! Columns and tables.
+
+use crate::types::{ColumnType, TypeError, Value};
+
+/// Columns a table may have (NDB: 512).
+pub const COLUMNS_MAX: usize = 512;
+/// Columns a primary key may have (NDB: 32).
+pub const KEY_COLUMNS_MAX: usize = 32;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Column {
+    pub name: String,
+    pub column_type: ColumnType,
+    pub nullable: bool,
+    /// Used when an insert gives no value; `None` means NULL (nullable columns) or "a value
+    /// is required" (NOT NULL columns).
+    pub default: Option<Value>,
+}
+
+impl Column {
+    pub fn new(name: &str, column_type: ColumnType) -> Self {
+        Self {
+            name: name.to_string(),
+            column_type,
+            nullable: false,
+            default: None,
+        }
+    }
+
+    pub fn nullable(mut self) -> Self {
+        self.nullable = true;
+        self
+    }
+
+    pub fn with_default(mut self, value: Value) -> Self {
+        self.default = Some(value);
+        self
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableSchema {
+    pub name: String,
+    pub columns: Vec<Column>,
+    /// Indexes into `columns`, in key order.
+    pub primary_key: Vec<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchemaError {
+    #[error("table `{0}` has no columns")]
+    NoColumns(String),
+    #[error("table `{table}` has {count} columns; at most {COLUMNS_MAX} are allowed")]
+    TooManyColumns { table: String, count: usize },
+    #[error("table `{table}` has two columns named `{column}`")]
+    DuplicateColumn { table: String, column: String },
+    #[error("column `{column}` of table `{table}`: {source}")]
+    BadType {
+        table: String,
+        column: String,
+        source: TypeError,
+    },
+    #[error("table `{table}` needs a primary key of 1 to {KEY_COLUMNS_MAX} distinct columns")]
+    BadPrimaryKey { table: String },
+    #[error(
+        "primary key column `{column}` of table `{table}` must be NOT NULL and not TEXT or BLOB"
+    )]
+    BadKeyColumn { table: String, column: String },
+    #[error("default of column `{column}` of table `{table}`: {reason}")]
+    BadDefault {
+        table: String,
+        column: String,
+        reason: String,
+    },
+}
+
+impl TableSchema {
+    /// Checks that the table can exist; every later layer relies on these properties.
+    pub fn validate(&self) -> Result<(), SchemaError> {
+        let table = || self.name.clone();
+        if self.columns.is_empty() {
+            return Err(SchemaError::NoColumns(table()));
+        }
+        if self.columns.len() > COLUMNS_MAX {
+            return Err(SchemaError::TooManyColumns {
+                table: table(),
+                count: self.columns.len(),
+            });
+        }
+        for (index, column) in self.columns.iter().enumerate() {
+            if self.columns[..index]
+                .iter()
+                .any(|other| other.name.eq_ignore_ascii_case(&column.name))
+            {
+                return Err(SchemaError::DuplicateColumn {
+                    table: table(),
+                    column: column.name.clone(),
+                });
+            }
+            column
+                .column_type
+                .check()
+                .map_err(|source| SchemaError::BadType {
+                    table: table(),
+                    column: column.name.clone(),
+                    source,
+                })?;
+        }
+        let key = &self.primary_key;
+        let distinct = key.iter().enumerate().all(|(i, c)| !key[..i].contains(c));
+        if key.is_empty()
+            || key.len() > KEY_COLUMNS_MAX
+            || !distinct
+            || key.iter().any(|&c| c >= self.columns.len())
+        {
+            return Err(SchemaError::BadPrimaryKey { table: table() });
+        }
+        for &index in key {
+            let column = &self.columns[index];
+            let lob = matches!(column.column_type, ColumnType::Text | ColumnType::Blob);
+            if column.nullable || lob {
+                return Err(SchemaError::BadKeyColumn {
+                    table: table(),
+                    column: column.name.clone(),
+                });
+            }
+        }
+        for column in &self.columns {
+            if let Some(default) = &column.default {
+                crate::row::check_value(column, default).map_err(|error| {
+                    SchemaError::BadDefault {
+                        table: table(),
+                        column: column.name.clone(),
+                        reason: error.to_string(),
+                    }
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns
+            .iter()
+            .position(|c| c.name.eq_ignore_ascii_case(name))
+    }
+}

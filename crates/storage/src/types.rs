@@ -1,0 +1,461 @@
+//! Column types and values.
+//!
+//! Limits (documented in `docs/data-types.md`): CHAR/BINARY up to 255 bytes, VARCHAR/VARBINARY
+//! up to 65,535 bytes, TEXT/BLOB up to [`LOB_BYTES_MAX`], DECIMAL precision up to 38 digits.
+//! Lengths are in bytes.
+
+use std::fmt;
+
+/// The largest TEXT or BLOB value.
+pub const LOB_BYTES_MAX: u32 = 256 * 1024;
+/// The largest CHAR or BINARY length.
+pub const FIXED_BYTES_MAX: u16 = 255;
+/// The largest VARCHAR or VARBINARY length.
+pub const VAR_BYTES_MAX: u32 = 65_535;
+/// The largest DECIMAL precision (digits); values are kept as 128-bit integers.
+pub const DECIMAL_PRECISION_MAX: u8 = 38;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColumnType {
+    /// Integer of 1, 2, 4 or 8 bytes.
+    Int {
+        bytes: u8,
+        signed: bool,
+    },
+    Float,
+    Double,
+    /// `precision` digits, `scale` of them after the point.
+    Decimal {
+        precision: u8,
+        scale: u8,
+    },
+    /// Fixed length, padded with spaces; trailing spaces are removed when read (as MySQL).
+    Char {
+        length: u16,
+    },
+    /// Fixed length, padded with zero bytes; read back at full length (as MySQL).
+    Binary {
+        length: u16,
+    },
+    VarChar {
+        max_length: u32,
+    },
+    VarBinary {
+        max_length: u32,
+    },
+    Text,
+    Blob,
+    Date,
+    /// A signed duration of up to ±838:59:59.999999 (as MySQL).
+    Time,
+    DateTime,
+    /// Microseconds since 1970-01-01 00:00:00 UTC.
+    Timestamp,
+}
+
+/// A column type that cannot exist.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TypeError {
+    #[error("integers are 1, 2, 4 or 8 bytes, not {0}")]
+    IntegerWidth(u8),
+    #[error("DECIMAL({precision},{scale}): precision must be 1..={DECIMAL_PRECISION_MAX} and scale at most the precision")]
+    DecimalShape { precision: u8, scale: u8 },
+    #[error("fixed-length columns are 1..={FIXED_BYTES_MAX} bytes, not {0}")]
+    FixedLength(u16),
+    #[error("variable-length columns are 1..={VAR_BYTES_MAX} bytes, not {0}")]
+    VarLength(u32),
+}
+
+impl ColumnType {
+    pub fn check(self) -> Result<Self, TypeError> {
+        match self {
+            ColumnType::Int { bytes, .. } if !matches!(bytes, 1 | 2 | 4 | 8) => {
+                Err(TypeError::IntegerWidth(bytes))
+            }
+            ColumnType::Decimal { precision, scale }
+                if precision == 0 || precision > DECIMAL_PRECISION_MAX || scale > precision =>
+            {
+                Err(TypeError::DecimalShape { precision, scale })
+            }
+            ColumnType::Char { length } | ColumnType::Binary { length }
+                if length == 0 || length > FIXED_BYTES_MAX =>
+            {
+                Err(TypeError::FixedLength(length))
+            }
+            ColumnType::VarChar { max_length } | ColumnType::VarBinary { max_length }
+                if max_length == 0 || max_length > VAR_BYTES_MAX =>
+            {
+                Err(TypeError::VarLength(max_length))
+            }
+            _ => Ok(self),
+        }
+    }
+
+    /// Bytes the column takes in a row's fixed part; 0 for columns stored in the variable part.
+    pub fn fixed_bytes(self) -> usize {
+        match self {
+            ColumnType::Int { bytes, .. } => usize::from(bytes),
+            ColumnType::Float | ColumnType::Date => 4,
+            ColumnType::Double
+            | ColumnType::Time
+            | ColumnType::DateTime
+            | ColumnType::Timestamp => 8,
+            ColumnType::Decimal { .. } => 16,
+            ColumnType::Char { length } | ColumnType::Binary { length } => usize::from(length),
+            ColumnType::VarChar { .. }
+            | ColumnType::VarBinary { .. }
+            | ColumnType::Text
+            | ColumnType::Blob => 0,
+        }
+    }
+
+    pub fn is_variable(self) -> bool {
+        self.fixed_bytes() == 0
+    }
+
+    /// The most bytes a value of a variable-length type may have.
+    pub fn max_var_bytes(self) -> u32 {
+        match self {
+            ColumnType::VarChar { max_length } | ColumnType::VarBinary { max_length } => max_length,
+            ColumnType::Text | ColumnType::Blob => LOB_BYTES_MAX,
+            _ => 0,
+        }
+    }
+}
+
+impl fmt::Display for ColumnType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            ColumnType::Int { bytes, signed } => {
+                let name = match bytes {
+                    1 => "TINYINT",
+                    2 => "SMALLINT",
+                    4 => "INT",
+                    _ => "BIGINT",
+                };
+                write!(f, "{name}{}", if signed { "" } else { " UNSIGNED" })
+            }
+            ColumnType::Float => f.write_str("FLOAT"),
+            ColumnType::Double => f.write_str("DOUBLE"),
+            ColumnType::Decimal { precision, scale } => write!(f, "DECIMAL({precision},{scale})"),
+            ColumnType::Char { length } => write!(f, "CHAR({length})"),
+            ColumnType::Binary { length } => write!(f, "BINARY({length})"),
+            ColumnType::VarChar { max_length } => write!(f, "VARCHAR({max_length})"),
+            ColumnType::VarBinary { max_length } => write!(f, "VARBINARY({max_length})"),
+            ColumnType::Text => f.write_str("TEXT"),
+            ColumnType::Blob => f.write_str("BLOB"),
+            ColumnType::Date => f.write_str("DATE"),
+            ColumnType::Time => f.write_str("TIME"),
+            ColumnType::DateTime => f.write_str("DATETIME"),
+            ColumnType::Timestamp => f.write_str("TIMESTAMP"),
+        }
+    }
+}
+
+/// A fixed-point number: `unscaled / 10^scale`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Decimal {
+    pub unscaled: i128,
+    pub scale: u8,
+}
+
+impl Decimal {
+    /// Digits of the integer `|unscaled|` (0 has one digit).
+    fn digits(self) -> u8 {
+        let mut magnitude = self.unscaled.unsigned_abs();
+        let mut digits = 1;
+        while magnitude >= 10 {
+            magnitude /= 10;
+            digits += 1;
+        }
+        digits
+    }
+}
+
+impl fmt::Display for Decimal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sign = if self.unscaled < 0 { "-" } else { "" };
+        let magnitude = self.unscaled.unsigned_abs();
+        if self.scale == 0 {
+            return write!(f, "{sign}{magnitude}");
+        }
+        let divisor = 10u128.pow(u32::from(self.scale));
+        let width = usize::from(self.scale);
+        write!(
+            f,
+            "{sign}{}.{:0width$}",
+            magnitude / divisor,
+            magnitude % divisor
+        )
+    }
+}
+
+/// A calendar date (proleptic Gregorian), years 1..=9999.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Date {
+    pub year: u16,
+    pub month: u8,
+    pub day: u8,
+}
+
+impl Date {
+    pub fn new(year: u16, month: u8, day: u8) -> Option<Self> {
+        let valid = (1..=9999).contains(&year)
+            && (1..=12).contains(&month)
+            && day >= 1
+            && day <= days_in_month(year, month);
+        valid.then_some(Self { year, month, day })
+    }
+
+    /// Days since 1970-01-01 (negative before).
+    pub fn to_days(self) -> i32 {
+        let (year, month) = (i64::from(self.year), i64::from(self.month));
+        let shifted_year = if month <= 2 { year - 1 } else { year };
+        let era = shifted_year.div_euclid(400);
+        let year_of_era = shifted_year - era * 400;
+        let day_of_year = (153 * ((month + 9) % 12) + 2) / 5 + i64::from(self.day) - 1;
+        let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+        (era * 146_097 + day_of_era - 719_468) as i32
+    }
+
+    pub fn from_days(days: i32) -> Option<Self> {
+        let z = i64::from(days) + 719_468;
+        let era = z.div_euclid(146_097);
+        let day_of_era = z - era * 146_097;
+        let year_of_era =
+            (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+        let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+        let shifted_month = (5 * day_of_year + 2) / 153;
+        let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
+        let month = if shifted_month < 10 {
+            shifted_month + 3
+        } else {
+            shifted_month - 9
+        };
+        let year = year_of_era + era * 400 + i64::from(month <= 2);
+        Date::new(u16::try_from(year).ok()?, month as u8, day as u8)
+    }
+}
+
+fn days_in_month(year: u16, month: u8) -> u8 {
+    match month {
+        4 | 6 | 9 | 11 => 30,
+        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 => 28,
+        _ => 31,
+    }
+}
+
+/// Microseconds per day.
+const DAY_US: i64 = 86_400_000_000;
+/// The largest TIME magnitude: 838:59:59.999999.
+pub const TIME_US_MAX: i64 = (838 * 3600 + 59 * 60 + 59) * 1_000_000 + 999_999;
+
+/// A date and a time of day with microseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DateTime {
+    pub date: Date,
+    /// Microseconds since midnight, below one day.
+    pub time_us: u64,
+}
+
+impl DateTime {
+    pub fn new(date: Date, time_us: u64) -> Option<Self> {
+        (time_us < DAY_US as u64).then_some(Self { date, time_us })
+    }
+
+    /// Microseconds since 1970-01-01 00:00:00.
+    pub fn to_micros(self) -> i64 {
+        i64::from(self.date.to_days()) * DAY_US + self.time_us as i64
+    }
+
+    pub fn from_micros(micros: i64) -> Option<Self> {
+        let days = i32::try_from(micros.div_euclid(DAY_US)).ok()?;
+        DateTime::new(Date::from_days(days)?, micros.rem_euclid(DAY_US) as u64)
+    }
+}
+
+/// What a column holds. Integer values carry the widest type; the column type bounds them.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Null,
+    Int(i64),
+    UInt(u64),
+    Float(f32),
+    Double(f64),
+    Decimal(Decimal),
+    /// CHAR, BINARY, VARCHAR, VARBINARY, TEXT and BLOB values.
+    Bytes(Vec<u8>),
+    Date(Date),
+    /// Signed microseconds, at most [`TIME_US_MAX`] either way.
+    Time(i64),
+    DateTime(DateTime),
+    /// Microseconds since the epoch, UTC.
+    Timestamp(i64),
+}
+
+impl Value {
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+}
+
+/// Why a value does not fit a column type.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    #[error("a {value} value does not fit a {column_type} column")]
+    WrongType {
+        value: &'static str,
+        column_type: ColumnType,
+    },
+    #[error("{value} is out of range for {column_type}")]
+    OutOfRange {
+        value: String,
+        column_type: ColumnType,
+    },
+    #[error("a value of {length} bytes exceeds {column_type}")]
+    TooLong {
+        length: usize,
+        column_type: ColumnType,
+    },
+}
+
+impl Value {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Value::Null => "NULL",
+            Value::Int(_) => "signed integer",
+            Value::UInt(_) => "unsigned integer",
+            Value::Float(_) => "FLOAT",
+            Value::Double(_) => "DOUBLE",
+            Value::Decimal(_) => "DECIMAL",
+            Value::Bytes(_) => "string",
+            Value::Date(_) => "DATE",
+            Value::Time(_) => "TIME",
+            Value::DateTime(_) => "DATETIME",
+            Value::Timestamp(_) => "TIMESTAMP",
+        }
+    }
+}
+
+/// Range of an integer column as i128, which holds every 64-bit value of either sign.
+pub(crate) fn integer_range(bytes: u8, signed: bool) -> (i128, i128) {
+    let bits = u32::from(bytes) * 8;
+    if signed {
+        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    } else {
+        (0, (1i128 << bits) - 1)
+    }
+}
+
+pub(crate) fn decimal_fits(decimal: Decimal, precision: u8, scale: u8) -> bool {
+    decimal.scale == scale && decimal.digits() <= precision
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn impossible_column_types_are_rejected() {
+        assert!(ColumnType::Int {
+            bytes: 3,
+            signed: true
+        }
+        .check()
+        .is_err());
+        assert!(ColumnType::Decimal {
+            precision: 39,
+            scale: 2
+        }
+        .check()
+        .is_err());
+        assert!(ColumnType::Decimal {
+            precision: 5,
+            scale: 6
+        }
+        .check()
+        .is_err());
+        assert!(ColumnType::Char { length: 256 }.check().is_err());
+        assert!(ColumnType::VarChar { max_length: 0 }.check().is_err());
+        assert!(ColumnType::VarBinary { max_length: 70_000 }
+            .check()
+            .is_err());
+        assert!(ColumnType::Decimal {
+            precision: 38,
+            scale: 38
+        }
+        .check()
+        .is_ok());
+    }
+
+    #[test]
+    fn dates_convert_to_days_and_back() {
+        let epoch = Date::new(1970, 1, 1).unwrap();
+        assert_eq!(epoch.to_days(), 0);
+        assert_eq!(Date::new(2000, 3, 1).unwrap().to_days(), 11_017);
+        assert_eq!(Date::new(1969, 12, 31).unwrap().to_days(), -1);
+        for days in (-719_162..2_932_896).step_by(997) {
+            let date = Date::from_days(days).unwrap();
+            assert_eq!(date.to_days(), days, "{date:?}");
+        }
+        assert_eq!(Date::from_days(-719_162), Date::new(1, 1, 1));
+        assert_eq!(Date::from_days(2_932_896), Date::new(9999, 12, 31));
+        assert_eq!(Date::from_days(2_932_897), None);
+    }
+
+    #[test]
+    fn invalid_dates_are_refused() {
+        assert!(Date::new(2023, 2, 29).is_none());
+        assert!(Date::new(2024, 2, 29).is_some());
+        assert!(Date::new(1900, 2, 29).is_none());
+        assert!(Date::new(2000, 2, 29).is_some());
+        assert!(Date::new(2024, 4, 31).is_none());
+        assert!(Date::new(0, 1, 1).is_none());
+        assert!(Date::new(2024, 13, 1).is_none());
+    }
+
+    #[test]
+    fn decimals_print_with_their_scale() {
+        assert_eq!(
+            Decimal {
+                unscaled: -12_345,
+                scale: 2
+            }
+            .to_string(),
+            "-123.45"
+        );
+        assert_eq!(
+            Decimal {
+                unscaled: 5,
+                scale: 3
+            }
+            .to_string(),
+            "0.005"
+        );
+        assert_eq!(
+            Decimal {
+                unscaled: 42,
+                scale: 0
+            }
+            .to_string(),
+            "42"
+        );
+        assert!(decimal_fits(
+            Decimal {
+                unscaled: 99_999,
+                scale: 2
+            },
+            5,
+            2
+        ));
+        assert!(!decimal_fits(
+            Decimal {
+                unscaled: 100_000,
+                scale: 2
+            },
+            5,
+            2
+        ));
+    }
+}
