@@ -4,11 +4,13 @@
 //! - [`types`]: column types and the values they hold, with their validation.
 //! - [`schema`]: columns and tables.
 //! - [`row`]: the row format (a fixed-size part and a variable-size part) and its codec.
+//! - [`row_store`]: a partition's rows in `DataMemory` pages, with slot reuse.
 //!
 //! Nothing here knows about signals, threads or the network: the datanode blocks own the
 //! partitions and call into this crate.
 
 pub mod memory;
 pub mod row;
+pub mod row_store;
 pub mod schema;
 pub mod types;

@@ -1,0 +1,244 @@
+//! The rows of one partition replica, in memory drawn from `DataMemory`.
+//!
+//! Fixed parts live in pages of [`PAGE_BYTES`], one slot per row; a deleted row's slot is
+//! reused by the next insert. Variable parts are separate buffers whose bytes (rounded up, plus
+//! bookkeeping) are reserved from `DataMemory` and released when the row is deleted or
+//! shrinks. Pages stay with the partition once taken (as in NDB) and go back to the budget when
+//! the partition is dropped.
+
+use std::sync::Arc;
+
+use crate::memory::{DataMemory, DataMemoryExhausted, PAGE_BYTES};
+
+/// Bytes charged for a variable part besides its data: the buffer's bookkeeping.
+const VAR_PART_OVERHEAD_BYTES: u64 = 16;
+
+/// A row's place in its partition: `page * rows_per_page + slot`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RowId(pub u32);
+
+pub struct RowStore {
+    memory: Arc<DataMemory>,
+    slot_bytes: usize,
+    rows_per_page: usize,
+    pages: Vec<Box<[u8]>>,
+    /// Per slot: the variable part, if the row is live and has one.
+    var_parts: Vec<Option<Box<[u8]>>>,
+    live: Vec<bool>,
+    free_slots: Vec<RowId>,
+    live_rows: usize,
+}
+
+fn var_charge(bytes: usize) -> u64 {
+    if bytes == 0 {
+        return 0;
+    }
+    (bytes as u64).div_ceil(8) * 8 + VAR_PART_OVERHEAD_BYTES
+}
+
+impl RowStore {
+    /// A store for rows whose fixed part is `fixed_bytes` long.
+    pub fn new(memory: Arc<DataMemory>, fixed_bytes: usize) -> Self {
+        let slot_bytes = fixed_bytes.max(1);
+        assert!(
+            slot_bytes <= PAGE_BYTES,
+            "fixed part of {slot_bytes} bytes exceeds a page"
+        );
+        Self {
+            memory,
+            slot_bytes,
+            rows_per_page: PAGE_BYTES / slot_bytes,
+            pages: Vec::new(),
+            var_parts: Vec::new(),
+            live: Vec::new(),
+            free_slots: Vec::new(),
+            live_rows: 0,
+        }
+    }
+
+    pub fn live_rows(&self) -> usize {
+        self.live_rows
+    }
+
+    /// Stores a new row. On error nothing changed.
+    pub fn insert(&mut self, fixed: &[u8], var: &[u8]) -> Result<RowId, DataMemoryExhausted> {
+        self.memory.reserve(var_charge(var.len()))?;
+        let row = match self.free_slots.pop() {
+            Some(row) => row,
+            None => match self.add_page() {
+                Ok(row) => row,
+                Err(error) => {
+                    self.memory.release(var_charge(var.len()));
+                    return Err(error);
+                }
+            },
+        };
+        let index = row.0 as usize;
+        self.slot_mut(row)[..fixed.len()].copy_from_slice(fixed);
+        self.var_parts[index] = (!var.is_empty()).then(|| var.into());
+        self.live[index] = true;
+        self.live_rows += 1;
+        Ok(row)
+    }
+
+    /// Replaces a live row's contents. On error the row is unchanged.
+    pub fn update(
+        &mut self,
+        row: RowId,
+        fixed: &[u8],
+        var: &[u8],
+    ) -> Result<(), DataMemoryExhausted> {
+        let index = self.check_live(row);
+        let old_charge = var_charge(self.var_parts[index].as_ref().map_or(0, |v| v.len()));
+        let new_charge = var_charge(var.len());
+        if new_charge > old_charge {
+            self.memory.reserve(new_charge - old_charge)?;
+        } else {
+            self.memory.release(old_charge - new_charge);
+        }
+        self.slot_mut(row)[..fixed.len()].copy_from_slice(fixed);
+        self.var_parts[index] = (!var.is_empty()).then(|| var.into());
+        Ok(())
+    }
+
+    /// Frees a live row; its slot and variable bytes are reused.
+    pub fn delete(&mut self, row: RowId) {
+        let index = self.check_live(row);
+        if let Some(var) = self.var_parts[index].take() {
+            self.memory.release(var_charge(var.len()));
+        }
+        self.live[index] = false;
+        self.live_rows -= 1;
+        self.free_slots.push(row);
+    }
+
+    /// The fixed and variable parts of a live row.
+    pub fn get(&self, row: RowId) -> (&[u8], &[u8]) {
+        let index = self.check_live(row);
+        let (page, slot) = (index / self.rows_per_page, index % self.rows_per_page);
+        let start = slot * self.slot_bytes;
+        let fixed = &self.pages[page][start..start + self.slot_bytes];
+        (fixed, self.var_parts[index].as_deref().unwrap_or(&[]))
+    }
+
+    /// Every live row, in slot order.
+    pub fn row_ids(&self) -> impl Iterator<Item = RowId> + '_ {
+        let live = self.live.iter().enumerate().filter(|(_, &live)| live);
+        live.map(|(index, _)| RowId(index as u32))
+    }
+
+    fn check_live(&self, row: RowId) -> usize {
+        let index = row.0 as usize;
+        assert!(
+            self.live.get(index).copied().unwrap_or(false),
+            "row {} is not live",
+            row.0
+        );
+        index
+    }
+
+    fn slot_mut(&mut self, row: RowId) -> &mut [u8] {
+        let index = row.0 as usize;
+        let (page, slot) = (index / self.rows_per_page, index % self.rows_per_page);
+        let start = slot * self.slot_bytes;
+        &mut self.pages[page][start..start + self.slot_bytes]
+    }
+
+    /// Takes a page from the budget and returns its first slot (the rest become free).
+    fn add_page(&mut self) -> Result<RowId, DataMemoryExhausted> {
+        self.memory.reserve(PAGE_BYTES as u64)?;
+        let first = self.pages.len() * self.rows_per_page;
+        self.pages.push(vec![0; PAGE_BYTES].into_boxed_slice());
+        self.var_parts
+            .resize_with(first + self.rows_per_page, || None);
+        self.live.resize(first + self.rows_per_page, false);
+        let rest = (first + 1..first + self.rows_per_page).rev();
+        self.free_slots
+            .extend(rest.map(|index| RowId(index as u32)));
+        Ok(RowId(first as u32))
+    }
+}
+
+impl Drop for RowStore {
+    fn drop(&mut self) {
+        let var: u64 = self
+            .var_parts
+            .iter()
+            .flatten()
+            .map(|v| var_charge(v.len()))
+            .sum();
+        self.memory
+            .release(var + (self.pages.len() * PAGE_BYTES) as u64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(limit_bytes: u64, fixed_bytes: usize) -> (Arc<DataMemory>, RowStore) {
+        let memory = Arc::new(DataMemory::new(limit_bytes));
+        let store = RowStore::new(memory.clone(), fixed_bytes);
+        (memory, store)
+    }
+
+    #[test]
+    fn rows_are_stored_read_updated_and_deleted() {
+        let (memory, mut rows) = store(1 << 20, 8);
+        let a = rows.insert(&[1; 8], b"variable").unwrap();
+        let b = rows.insert(&[2; 8], b"").unwrap();
+        assert_eq!(rows.get(a), (&[1u8; 8][..], &b"variable"[..]));
+        assert_eq!(rows.get(b), (&[2u8; 8][..], &b""[..]));
+        rows.update(a, &[3; 8], b"longer variable part").unwrap();
+        assert_eq!(rows.get(a).1, b"longer variable part");
+        rows.delete(b);
+        assert_eq!(rows.live_rows(), 1);
+        assert_eq!(rows.row_ids().collect::<Vec<_>>(), [a]);
+        assert_eq!(memory.used_bytes(), PAGE_BYTES as u64 + var_charge(20));
+        drop(rows);
+        assert_eq!(memory.used_bytes(), 0);
+    }
+
+    #[test]
+    fn exhausting_data_memory_fails_cleanly_and_deletes_make_room_again() {
+        // Room for one page and 100 bytes of variable parts.
+        let (memory, mut rows) = store(PAGE_BYTES as u64 + 100, 1024);
+        let per_page = PAGE_BYTES / 1024;
+        let mut ids: Vec<RowId> = (0..per_page)
+            .map(|n| rows.insert(&[n as u8; 1024], b"").unwrap())
+            .collect();
+        let error = rows.insert(&[0; 1024], b"").unwrap_err();
+        assert_eq!(error.limit_bytes, PAGE_BYTES as u64 + 100);
+        assert_eq!(
+            rows.live_rows(),
+            per_page,
+            "the failed insert left nothing behind"
+        );
+        assert!(rows.update(ids[0], &[9; 1024], &[0; 200]).is_err());
+        assert_eq!(
+            rows.get(ids[0]),
+            (&[0u8; 1024][..], &b""[..]),
+            "a failed update leaves the row"
+        );
+        for (n, &id) in ids.iter().enumerate() {
+            assert_eq!(
+                rows.get(id).0[0],
+                n as u8,
+                "committed rows survive exhaustion"
+            );
+        }
+        rows.delete(ids.pop().unwrap());
+        let reused = rows.insert(&[7; 1024], b"").unwrap();
+        assert_eq!(rows.get(reused).0[0], 7);
+        assert_eq!(memory.used_bytes(), PAGE_BYTES as u64);
+    }
+
+    #[test]
+    #[should_panic(expected = "is not live")]
+    fn reading_a_deleted_row_is_caught() {
+        let (_, mut rows) = store(1 << 20, 4);
+        let row = rows.insert(&[0; 4], b"").unwrap();
+        rows.delete(row);
+        rows.get(row);
+    }
+}
