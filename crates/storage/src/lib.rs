@@ -5,10 +5,12 @@
 //! - [`schema`]: columns and tables.
 //! - [`row`]: the row format (a fixed-size part and a variable-size part) and its codec.
 //! - [`row_store`]: a partition's rows in `DataMemory` pages, with slot reuse.
+//! - [`hash_index`]: encoded keys to rows (primary keys, unique indexes).
 //!
 //! Nothing here knows about signals, threads or the network: the datanode blocks own the
 //! partitions and call into this crate.
 
+pub mod hash_index;
 pub mod memory;
 pub mod row;
 pub mod row_store;

@@ -41,6 +41,7 @@ pub struct RowLayout {
     null_bitmap_bytes: usize,
     fixed_bytes: usize,
     var_columns: usize,
+    primary_key: Vec<usize>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -76,7 +77,63 @@ impl RowLayout {
             null_bitmap_bytes,
             fixed_bytes: offset,
             var_columns,
+            primary_key: schema.primary_key.clone(),
         }
+    }
+
+    /// Appends the primary key of a stored row to `key`: for each key column its fixed slot,
+    /// or its length (u32) and bytes. Equal keys give equal bytes.
+    pub fn primary_key_of_row(&self, fixed: &[u8], var: &[u8], key: &mut Vec<u8>) {
+        for &column in &self.primary_key {
+            let column_type = self.columns[column].column_type;
+            match self.places[column] {
+                Place::Fixed(offset) => {
+                    key.extend_from_slice(&fixed[offset..offset + column_type.fixed_bytes()])
+                }
+                Place::Variable(k) => {
+                    let bytes = self.var_slice(var, k);
+                    key.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+                    key.extend_from_slice(bytes);
+                }
+            }
+        }
+    }
+
+    /// Appends the primary key made of `values` (one per key column, in key order) to `key`,
+    /// in the form of [`RowLayout::primary_key_of_row`]. On error `key` is unchanged.
+    pub fn primary_key_of_values(
+        &self,
+        values: &[Value],
+        key: &mut Vec<u8>,
+    ) -> Result<(), RowError> {
+        if values.len() != self.primary_key.len() {
+            return Err(RowError::ColumnCount {
+                table: format!("{} (primary key)", self.table),
+                expected: self.primary_key.len(),
+                given: values.len(),
+            });
+        }
+        for (&column, value) in self.primary_key.iter().zip(values) {
+            check_value(&self.columns[column], value)?;
+        }
+        let mut slot = [0u8; 256];
+        for (&column, value) in self.primary_key.iter().zip(values) {
+            let column_type = self.columns[column].column_type;
+            match (self.places[column], value) {
+                (Place::Fixed(_), _) => {
+                    let slot = &mut slot[..column_type.fixed_bytes()];
+                    slot.fill(0);
+                    write_fixed(column_type, value, slot);
+                    key.extend_from_slice(slot);
+                }
+                (Place::Variable(_), Value::Bytes(bytes)) => {
+                    key.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+                    key.extend_from_slice(bytes);
+                }
+                (Place::Variable(_), _) => unreachable!("checked: variable columns hold bytes"),
+            }
+        }
+        Ok(())
     }
 
     /// Size of every row's fixed part.

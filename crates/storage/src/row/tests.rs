@@ -372,3 +372,61 @@ proptest! {
         prop_assert_eq!(round_trip(&schema, &values), values);
     }
 }
+
+#[test]
+fn the_primary_key_of_a_row_equals_the_key_built_from_its_values() {
+    let schema = TableSchema {
+        name: "t".into(),
+        columns: vec![
+            Column::new("region", ColumnType::VarChar { max_length: 16 }),
+            Column::new("payload", ColumnType::Blob),
+            Column::new("id", int(8, true)),
+            Column::new("code", ColumnType::Char { length: 4 }),
+        ],
+        primary_key: vec![3, 0, 2],
+    };
+    schema.validate().unwrap();
+    let layout = RowLayout::new(&schema);
+    let row = [
+        Value::Bytes(b"eu".to_vec()),
+        Value::Bytes(vec![1; 40]),
+        Value::Int(-7),
+        Value::Bytes(b"ab".to_vec()),
+    ];
+    let mut fixed = vec![0; layout.fixed_bytes()];
+    let mut var = Vec::new();
+    layout.encode(&row, &mut fixed, &mut var).unwrap();
+    let mut from_row = Vec::new();
+    layout.primary_key_of_row(&fixed, &var, &mut from_row);
+    let mut from_values = Vec::new();
+    let key = [
+        Value::Bytes(b"ab".to_vec()),
+        Value::Bytes(b"eu".to_vec()),
+        Value::Int(-7),
+    ];
+    layout
+        .primary_key_of_values(&key, &mut from_values)
+        .unwrap();
+    assert_eq!(from_row, from_values);
+    let mut other = Vec::new();
+    let different = [
+        Value::Bytes(b"ab".to_vec()),
+        Value::Bytes(b"eu".to_vec()),
+        Value::Int(7),
+    ];
+    layout
+        .primary_key_of_values(&different, &mut other)
+        .unwrap();
+    assert_ne!(other, from_values);
+    let mut untouched = Vec::new();
+    assert!(layout
+        .primary_key_of_values(&key[..2], &mut untouched)
+        .is_err());
+    let bad = [
+        Value::Bytes(b"toolong".to_vec()),
+        Value::Bytes(b"eu".to_vec()),
+        Value::Int(7),
+    ];
+    assert!(layout.primary_key_of_values(&bad, &mut untouched).is_err());
+    assert!(untouched.is_empty());
+}

@@ -1,0 +1,115 @@
+//! A hash index from encoded keys to rows: the primary key of a partition, or a unique index.
+//!
+//! Index memory counts against `DataMemory` like row memory, so a full node refuses new
+//! keys with the same clear error as new rows.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::memory::{DataMemory, DataMemoryExhausted};
+use crate::row_store::RowId;
+
+/// Bytes charged per entry besides the key: the map's slot and the key's allocation.
+const ENTRY_OVERHEAD_BYTES: u64 = 48;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IndexError {
+    #[error("duplicate key: the index already holds it")]
+    Duplicate,
+    #[error(transparent)]
+    Memory(#[from] DataMemoryExhausted),
+}
+
+pub struct HashIndex {
+    memory: Arc<DataMemory>,
+    entries: HashMap<Box<[u8]>, RowId>,
+}
+
+fn charge(key: &[u8]) -> u64 {
+    (key.len() as u64).div_ceil(8) * 8 + ENTRY_OVERHEAD_BYTES
+}
+
+impl HashIndex {
+    pub fn new(memory: Arc<DataMemory>) -> Self {
+        Self {
+            memory,
+            entries: HashMap::new(),
+        }
+    }
+
+    /// Adds `key → row`. A key already present is refused and nothing changes.
+    pub fn insert(&mut self, key: &[u8], row: RowId) -> Result<(), IndexError> {
+        if self.entries.contains_key(key) {
+            return Err(IndexError::Duplicate);
+        }
+        self.memory.reserve(charge(key))?;
+        self.entries.insert(key.into(), row);
+        Ok(())
+    }
+
+    pub fn get(&self, key: &[u8]) -> Option<RowId> {
+        self.entries.get(key).copied()
+    }
+
+    /// Removes `key`, returning the row it pointed at.
+    pub fn remove(&mut self, key: &[u8]) -> Option<RowId> {
+        let row = self.entries.remove(key)?;
+        self.memory.release(charge(key));
+        Some(row)
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+impl Drop for HashIndex {
+    fn drop(&mut self) {
+        let total: u64 = self.entries.keys().map(|key| charge(key)).sum();
+        self.memory.release(total);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_map_to_rows_and_duplicates_are_refused() {
+        let memory = Arc::new(DataMemory::new(1 << 20));
+        let mut index = HashIndex::new(memory.clone());
+        index.insert(b"k1", RowId(1)).unwrap();
+        index.insert(b"k2", RowId(2)).unwrap();
+        assert_eq!(index.insert(b"k1", RowId(3)), Err(IndexError::Duplicate));
+        assert_eq!(index.get(b"k1"), Some(RowId(1)));
+        assert_eq!(index.remove(b"k1"), Some(RowId(1)));
+        assert_eq!(index.get(b"k1"), None);
+        assert_eq!(index.remove(b"k1"), None);
+        index.insert(b"k1", RowId(4)).unwrap();
+        assert_eq!(index.len(), 2);
+        drop(index);
+        assert_eq!(memory.used_bytes(), 0);
+    }
+
+    #[test]
+    fn a_full_data_memory_refuses_new_keys_and_keeps_the_old_ones() {
+        let memory = Arc::new(DataMemory::new(2 * (8 + ENTRY_OVERHEAD_BYTES)));
+        let mut index = HashIndex::new(memory);
+        index.insert(b"a", RowId(1)).unwrap();
+        index.insert(b"b", RowId(2)).unwrap();
+        assert!(matches!(
+            index.insert(b"c", RowId(3)),
+            Err(IndexError::Memory(_))
+        ));
+        assert_eq!(
+            (index.get(b"a"), index.get(b"b"), index.get(b"c")),
+            (Some(RowId(1)), Some(RowId(2)), None)
+        );
+        index.remove(b"a");
+        index.insert(b"c", RowId(3)).unwrap();
+    }
+}
