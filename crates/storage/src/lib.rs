@@ -6,11 +6,13 @@
 //! - [`row`]: the row format (a fixed-size part and a variable-size part) and its codec.
 //! - [`row_store`]: a partition's rows in `DataMemory` pages, with slot reuse.
 //! - [`hash_index`]: encoded keys to rows (primary keys, unique indexes).
+//! - [`locks`]: shared and exclusive row locks with wait queues.
 //!
 //! Nothing here knows about signals, threads or the network: the datanode blocks own the
 //! partitions and call into this crate.
 
 pub mod hash_index;
+pub mod locks;
 pub mod memory;
 pub mod row;
 pub mod row_store;
