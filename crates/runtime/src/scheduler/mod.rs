@@ -8,7 +8,7 @@ mod thread;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -197,13 +197,11 @@ pub fn start(
 
 /// Fails before any thread starts if a binding names a CPU this process cannot use.
 fn check_cpus_exist(layout: &ThreadLayout) -> Result<(), StartError> {
-    let bound = layout.threads.iter().filter(|t| t.cpus != CpuBinding::Any);
-    let mut bound = bound.peekable();
-    if bound.peek().is_none() {
+    if layout.threads.iter().all(|t| t.cpus == CpuBinding::Any) {
         return Ok(());
     }
     let available = available_cpus().map_err(StartError::CpuQuery)?;
-    for thread in bound {
+    for thread in &layout.threads {
         let (CpuBinding::Bind(list) | CpuBinding::Set(list)) = &thread.cpus else {
             continue;
         };
@@ -249,14 +247,15 @@ fn spawn_all(
     threads: Vec<SchedulerThread>,
     shared: &Arc<Shared>,
 ) -> Result<Vec<JoinHandle<()>>, StartError> {
-    let count = threads.len();
-    let barrier = Arc::new(Barrier::new(count + 1));
-    let (report, reports) = mpsc::sync_channel::<Result<(), (usize, String)>>(count);
-    let mut handles = Vec::with_capacity(count);
-    let mut spawn_error = None;
+    let (report, reports) = mpsc::sync_channel::<Result<(), (usize, String)>>(threads.len());
+    let mut handles = Vec::with_capacity(threads.len());
+    // Each thread waits on its gate until the gates are dropped below; by then the stop flag
+    // says whether to run.
+    let mut gates = Vec::with_capacity(threads.len());
+    let mut failure = None;
     for thread in threads {
         let spec = layout.threads[thread.index].clone();
-        let barrier = Arc::clone(&barrier);
+        let (gate, wait_at_gate) = mpsc::channel::<()>();
         let report = report.clone();
         let shared = Arc::clone(shared);
         let spawned = std::thread::Builder::new()
@@ -265,20 +264,22 @@ fn spawn_all(
                 let _ = shared.wake[spec.index].thread.set(std::thread::current());
                 let setup = set_up_thread(&spec).map_err(|reason| (spec.index, reason));
                 let _ = report.send(setup);
-                barrier.wait();
+                let _ = wait_at_gate.recv();
                 let _stop_on_panic = StopOnPanic(&shared);
                 thread.run();
             });
         match spawned {
-            Ok(handle) => handles.push(handle),
+            Ok(handle) => {
+                handles.push(handle);
+                gates.push(gate);
+            }
             Err(error) => {
-                spawn_error = Some(StartError::Spawn(error));
+                failure = Some(StartError::Spawn(error));
                 break;
             }
         }
     }
     drop(report);
-    let mut failure = spawn_error;
     for _ in 0..handles.len() {
         if let Ok(Err((thread, reason))) = reports.recv() {
             failure.get_or_insert(StartError::ThreadSetup { thread, reason });
@@ -287,16 +288,7 @@ fn spawn_all(
     if failure.is_some() {
         shared.request_stop();
     }
-    if handles.len() == count {
-        barrier.wait();
-    } else {
-        // Threads wait for `count + 1` arrivals; stand in for the ones never spawned.
-        for _ in handles.len()..count {
-            let barrier = Arc::clone(&barrier);
-            std::thread::spawn(move || barrier.wait());
-        }
-        barrier.wait();
-    }
+    drop(gates);
     match failure {
         Some(error) => {
             for handle in handles {

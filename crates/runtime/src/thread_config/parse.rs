@@ -349,7 +349,16 @@ impl Parser {
     }
 
     fn error(&self, problem: &str) -> ThreadConfigError {
-        let (column, near) = match self.lexemes.get(self.position) {
+        self.error_at(self.position, problem)
+    }
+
+    /// An error about the value just consumed.
+    fn error_before(&self, problem: &str) -> ThreadConfigError {
+        self.error_at(self.position.saturating_sub(1), problem)
+    }
+
+    fn error_at(&self, position: usize, problem: &str) -> ThreadConfigError {
+        let (column, near) = match self.lexemes.get(position) {
             Some(lexeme) => (lexeme.column, lexeme.text.clone()),
             None => (self.end_column, "end of input".to_string()),
         };
@@ -358,23 +367,6 @@ impl Parser {
             near,
             problem: problem.to_string(),
         }
-    }
-
-    /// An error about the value just consumed.
-    fn error_before(&self, problem: &str) -> ThreadConfigError {
-        let mut at = Parser {
-            lexemes: Vec::new(),
-            position: 0,
-            end_column: self.end_column,
-        };
-        if let Some(lexeme) = self.lexemes.get(self.position.saturating_sub(1)) {
-            at.lexemes.push(Lexeme {
-                token: lexeme.token.clone(),
-                column: lexeme.column,
-                text: lexeme.text.clone(),
-            });
-        }
-        at.error(problem)
     }
 }
 
