@@ -11,9 +11,12 @@
 //! Nothing here knows about signals, threads or the network: the datanode blocks own the
 //! partitions and call into this crate.
 
+pub mod compare;
+pub mod filter;
 pub mod hash_index;
 pub mod locks;
 pub mod memory;
+pub mod ordered_index;
 pub mod row;
 pub mod row_store;
 pub mod schema;

@@ -245,6 +245,23 @@ impl RowLayout {
         &data[start..end_at(k)]
     }
 
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    pub fn column(&self, column: usize) -> Option<&Column> {
+        self.columns.get(column)
+    }
+
+    pub fn column_count(&self) -> usize {
+        self.columns.len()
+    }
+
+    /// The primary key's columns, in key order.
+    pub fn primary_key(&self) -> &[usize] {
+        &self.primary_key
+    }
+
     pub fn null_bitmap_bytes(&self) -> usize {
         self.null_bitmap_bytes
     }

@@ -1,0 +1,222 @@
+//! Ordered indexes: sorted (key, row) entries for range scans in either direction.
+//!
+//! Keys are encoded so that comparing bytes compares values (see [`encode_ordered`]); an
+//! entry is the encoded key followed by the row, so equal keys of different rows coexist.
+//! A bound on a prefix of the index columns is the encoded prefix: every key that extends a
+//! prefix sorts after it and before the prefix followed by [`PREFIX_END`].
+
+use std::collections::BTreeSet;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use crate::memory::{DataMemory, DataMemoryExhausted};
+use crate::row_store::RowId;
+use crate::types::{ColumnType, Value};
+
+/// Bytes charged per entry besides the key: the tree node share and the key's allocation.
+const ENTRY_OVERHEAD_BYTES: u64 = 48;
+
+/// Sorts after every encoded column (which all start with 0x00 or 0x01).
+pub const PREFIX_END: u8 = 0xFF;
+
+/// Appends `value` (checked against `column_type`) so that byte order is value order:
+/// NULL first, then values in the order of [`crate::compare::compare`]. Every column's
+/// encoding is self-delimiting, so a concatenation of columns sorts column by column.
+pub fn encode_ordered(column_type: ColumnType, value: &Value, out: &mut Vec<u8>) {
+    if value.is_null() {
+        out.push(0);
+        return;
+    }
+    out.push(1);
+    const SIGN64: u64 = 1 << 63;
+    match (column_type, value) {
+        (ColumnType::Int { signed: true, .. }, Value::Int(n)) => {
+            out.extend_from_slice(&((*n as u64) ^ SIGN64).to_be_bytes())
+        }
+        (ColumnType::Int { signed: true, .. }, Value::UInt(n)) => {
+            out.extend_from_slice(&(n ^ SIGN64).to_be_bytes())
+        }
+        (_, Value::Int(n)) => out.extend_from_slice(&(*n as u64).to_be_bytes()),
+        (_, Value::UInt(n)) => out.extend_from_slice(&n.to_be_bytes()),
+        (_, Value::Float(x)) => out.extend_from_slice(&ordered_f64(f64::from(*x)).to_be_bytes()),
+        (_, Value::Double(x)) => out.extend_from_slice(&ordered_f64(*x).to_be_bytes()),
+        (_, Value::Decimal(d)) => {
+            out.extend_from_slice(&((d.unscaled as u128) ^ (1 << 127)).to_be_bytes())
+        }
+        (_, Value::Bytes(bytes)) => {
+            // 0x00 is escaped as 0x00 0xFF and the end marked by 0x00 0x00, so a shorter
+            // string sorts before every longer one that extends it.
+            for &byte in bytes {
+                out.push(byte);
+                if byte == 0 {
+                    out.push(0xFF);
+                }
+            }
+            out.extend_from_slice(&[0, 0]);
+        }
+        (_, Value::Date(date)) => {
+            out.extend_from_slice(&((date.to_days() as u32) ^ (1 << 31)).to_be_bytes())
+        }
+        (_, Value::Time(n) | Value::Timestamp(n)) => {
+            out.extend_from_slice(&((*n as u64) ^ SIGN64).to_be_bytes())
+        }
+        (_, Value::DateTime(dt)) => {
+            out.extend_from_slice(&((dt.to_micros() as u64) ^ SIGN64).to_be_bytes())
+        }
+        (_, Value::Null) => unreachable!("handled above"),
+    }
+}
+
+/// Maps a double onto u64 in IEEE total order, with -0.0 and 0.0 the same.
+fn ordered_f64(x: f64) -> u64 {
+    let bits = if x == 0.0 { 0 } else { x.to_bits() };
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | (1 << 63)
+    }
+}
+
+/// One end of a range: an encoded prefix of the index columns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RangeBound {
+    pub prefix: Vec<u8>,
+    pub inclusive: bool,
+}
+
+pub struct OrderedIndex {
+    memory: Arc<DataMemory>,
+    entries: BTreeSet<(Box<[u8]>, RowId)>,
+}
+
+fn charge(key: &[u8]) -> u64 {
+    (key.len() as u64).div_ceil(8) * 8 + ENTRY_OVERHEAD_BYTES
+}
+
+impl OrderedIndex {
+    pub fn new(memory: Arc<DataMemory>) -> Self {
+        Self {
+            memory,
+            entries: BTreeSet::new(),
+        }
+    }
+
+    /// Adds the entry; returns false (and charges nothing) if it was already there.
+    pub fn insert(&mut self, key: &[u8], row: RowId) -> Result<bool, DataMemoryExhausted> {
+        let entry = (Box::<[u8]>::from(key), row);
+        if self.entries.contains(&entry) {
+            return Ok(false);
+        }
+        self.memory.reserve(charge(key))?;
+        self.entries.insert(entry);
+        Ok(true)
+    }
+
+    pub fn contains(&self, key: &[u8], row: RowId) -> bool {
+        self.entries.contains(&(Box::<[u8]>::from(key), row))
+    }
+
+    pub fn remove(&mut self, key: &[u8], row: RowId) -> bool {
+        let removed = self.entries.remove(&(Box::<[u8]>::from(key), row));
+        if removed {
+            self.memory.release(charge(key));
+        }
+        removed
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Visits the entries between the bounds (`None`: unbounded) in key order, or in reverse
+    /// for a descending scan, until `visit` returns false. `resume_after` continues a scan
+    /// past the last entry it visited, whatever changed in between.
+    pub fn scan(
+        &self,
+        lower: Option<&RangeBound>,
+        upper: Option<&RangeBound>,
+        descending: bool,
+        resume_after: Option<(&[u8], RowId)>,
+        mut visit: impl FnMut(&[u8], RowId) -> bool,
+    ) {
+        type Entry = (Box<[u8]>, RowId);
+        let mut low: Bound<Entry> = match lower {
+            None => Bound::Unbounded,
+            Some(b) if b.inclusive => Bound::Included((b.prefix.clone().into(), RowId(0))),
+            Some(b) => Bound::Included((past_prefix(&b.prefix), RowId(0))),
+        };
+        let mut high: Bound<Entry> = match upper {
+            None => Bound::Unbounded,
+            Some(b) if b.inclusive => Bound::Excluded((past_prefix(&b.prefix), RowId(0))),
+            Some(b) => Bound::Excluded((b.prefix.clone().into(), RowId(0))),
+        };
+        if let Some((key, row)) = resume_after {
+            let last = Bound::Excluded((Box::<[u8]>::from(key), row));
+            let narrows = |bound: &Bound<Entry>, ascending| match bound {
+                Bound::Unbounded => true,
+                Bound::Included(b) | Bound::Excluded(b) => {
+                    let resumed = (key, row);
+                    let bound = (&b.0[..], b.1);
+                    if ascending {
+                        resumed >= bound
+                    } else {
+                        resumed <= bound
+                    }
+                }
+            };
+            if descending && narrows(&high, false) {
+                high = last;
+            } else if !descending && narrows(&low, true) {
+                low = last;
+            }
+        }
+        if is_empty(&low, &high) {
+            return;
+        }
+        let range = self.entries.range((low, high));
+        if descending {
+            for (key, row) in range.rev() {
+                if !visit(key, *row) {
+                    return;
+                }
+            }
+        } else {
+            for (key, row) in range {
+                if !visit(key, *row) {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Whether no entry can lie between the bounds (`BTreeSet::range` panics on such ranges).
+fn is_empty<T: Ord>(low: &Bound<T>, high: &Bound<T>) -> bool {
+    match (low, high) {
+        (Bound::Included(l), Bound::Included(h)) => l > h,
+        (Bound::Included(l) | Bound::Excluded(l), Bound::Excluded(h))
+        | (Bound::Excluded(l), Bound::Included(h)) => l >= h,
+        _ => false,
+    }
+}
+
+/// The smallest key greater than every key that extends `prefix`.
+fn past_prefix(prefix: &[u8]) -> Box<[u8]> {
+    let mut end = prefix.to_vec();
+    end.push(PREFIX_END);
+    end.into()
+}
+
+impl Drop for OrderedIndex {
+    fn drop(&mut self) {
+        let total: u64 = self.entries.iter().map(|(key, _)| charge(key)).sum();
+        self.memory.release(total);
+    }
+}
+
+#[cfg(test)]
+mod tests;

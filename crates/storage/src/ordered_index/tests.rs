@@ -1,0 +1,224 @@
+use std::cmp::Ordering;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::compare::compare;
+
+const BIGINT: ColumnType = ColumnType::Int {
+    bytes: 8,
+    signed: true,
+};
+const UNSIGNED: ColumnType = ColumnType::Int {
+    bytes: 8,
+    signed: false,
+};
+const BYTES: ColumnType = ColumnType::VarBinary { max_length: 100 };
+
+fn encoded(column_type: ColumnType, value: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_ordered(column_type, value, &mut out);
+    out
+}
+
+fn a_value() -> impl Strategy<Value = (ColumnType, Value, Value)> {
+    prop_oneof![
+        (any::<i64>(), any::<i64>()).prop_map(|(a, b)| (BIGINT, Value::Int(a), Value::Int(b))),
+        (any::<u64>(), any::<u64>()).prop_map(|(a, b)| (UNSIGNED, Value::UInt(a), Value::UInt(b))),
+        (any::<f64>(), any::<f64>()).prop_map(|(a, b)| (
+            ColumnType::Double,
+            Value::Double(a),
+            Value::Double(b)
+        )),
+        (any::<f32>(), any::<f32>()).prop_map(|(a, b)| (
+            ColumnType::Float,
+            Value::Float(a),
+            Value::Float(b)
+        )),
+        (
+            proptest::collection::vec(0..3u8, 0..6),
+            proptest::collection::vec(0..3u8, 0..6)
+        )
+            .prop_map(|(a, b)| (BYTES, Value::Bytes(a), Value::Bytes(b))),
+        (any::<i64>(), any::<i64>()).prop_map(|(a, b)| (
+            ColumnType::Timestamp,
+            Value::Timestamp(a),
+            Value::Timestamp(b)
+        )),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn byte_order_of_encoded_values_is_value_order((column_type, a, b) in a_value()) {
+        let order = compare(&a, &b).unwrap();
+        prop_assert_eq!(encoded(column_type, &a).cmp(&encoded(column_type, &b)), order);
+    }
+
+    #[test]
+    fn composite_keys_sort_column_by_column(
+        (a1, a2) in (proptest::collection::vec(0..3u8, 0..4), any::<i8>()),
+        (b1, b2) in (proptest::collection::vec(0..3u8, 0..4), any::<i8>()),
+    ) {
+        let key = |s: &[u8], n: i8| {
+            let mut out = encoded(BYTES, &Value::Bytes(s.to_vec()));
+            encode_ordered(BIGINT, &Value::Int(n.into()), &mut out);
+            out
+        };
+        let expected = a1.cmp(&b1).then(a2.cmp(&b2));
+        prop_assert_eq!(key(&a1, a2).cmp(&key(&b1, b2)), expected);
+    }
+}
+
+#[test]
+fn null_sorts_before_every_value_and_the_zeros_are_one_key() {
+    assert!(encoded(BIGINT, &Value::Null) < encoded(BIGINT, &Value::Int(i64::MIN)));
+    assert_eq!(
+        encoded(ColumnType::Double, &Value::Double(-0.0)),
+        encoded(ColumnType::Double, &Value::Double(0.0))
+    );
+}
+
+/// An index over (a, b), both small integers, with one row per pair.
+fn two_column_index() -> (OrderedIndex, Vec<(i64, i64, RowId)>) {
+    let mut index = OrderedIndex::new(Arc::new(DataMemory::new(1 << 20)));
+    let mut rows = Vec::new();
+    for a in 0..4 {
+        for b in 0..3 {
+            let row = RowId((a * 3 + b) as u32);
+            index.insert(&key(&[a, b]), row).unwrap();
+            rows.push((a, b, row));
+        }
+    }
+    (index, rows)
+}
+
+fn key(columns: &[i64]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for &n in columns {
+        encode_ordered(BIGINT, &Value::Int(n), &mut out);
+    }
+    out
+}
+
+fn scanned(
+    index: &OrderedIndex,
+    lower: Option<(&[i64], bool)>,
+    upper: Option<(&[i64], bool)>,
+    descending: bool,
+) -> Vec<RowId> {
+    let bound = |(columns, inclusive): (&[i64], bool)| RangeBound {
+        prefix: key(columns),
+        inclusive,
+    };
+    let (lower, upper) = (lower.map(bound), upper.map(bound));
+    let mut rows = Vec::new();
+    index.scan(
+        lower.as_ref(),
+        upper.as_ref(),
+        descending,
+        None,
+        |_, row| {
+            rows.push(row);
+            true
+        },
+    );
+    rows
+}
+
+fn model(
+    rows: &[(i64, i64, RowId)],
+    lower: Option<(&[i64], bool)>,
+    upper: Option<(&[i64], bool)>,
+    descending: bool,
+) -> Vec<RowId> {
+    // Compares a row with a bound on a prefix: only the prefix's columns count.
+    let versus = |a: i64, b: i64, prefix: &[i64]| -> Ordering {
+        [a, b]
+            .iter()
+            .zip(prefix)
+            .map(|(x, y)| x.cmp(y))
+            .fold(Ordering::Equal, Ordering::then)
+    };
+    let mut matching: Vec<RowId> = rows
+        .iter()
+        .filter(|(a, b, _)| {
+            lower.is_none_or(|(p, inclusive)| {
+                let order = versus(*a, *b, p);
+                order.is_gt() || (inclusive && order.is_eq())
+            }) && upper.is_none_or(|(p, inclusive)| {
+                let order = versus(*a, *b, p);
+                order.is_lt() || (inclusive && order.is_eq())
+            })
+        })
+        .map(|&(_, _, row)| row)
+        .collect();
+    if descending {
+        matching.reverse();
+    }
+    matching
+}
+
+#[test]
+fn prefix_bounds_select_what_a_reference_model_selects() {
+    let (index, rows) = two_column_index();
+    let bounds: Vec<Option<(&[i64], bool)>> = vec![
+        None,
+        Some((&[1], true)),
+        Some((&[1], false)),
+        Some((&[2, 1], true)),
+        Some((&[2, 1], false)),
+        Some((&[0, 5], true)),
+        Some((&[9], true)),
+    ];
+    for &lower in &bounds {
+        for &upper in &bounds {
+            for descending in [false, true] {
+                assert_eq!(
+                    scanned(&index, lower, upper, descending),
+                    model(&rows, lower, upper, descending),
+                    "lower {lower:?} upper {upper:?} descending {descending}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_scan_resumes_past_the_last_entry_in_either_direction() {
+    let (index, _) = two_column_index();
+    for descending in [false, true] {
+        let all = scanned(&index, None, None, descending);
+        let mut resumed = Vec::new();
+        let mut last: Option<(Vec<u8>, RowId)> = None;
+        loop {
+            let mut batch = Vec::new();
+            let resume = last.as_ref().map(|(k, r)| (&k[..], *r));
+            index.scan(None, None, descending, resume, |key, row| {
+                batch.push((key.to_vec(), row));
+                batch.len() < 5
+            });
+            if batch.is_empty() {
+                break;
+            }
+            resumed.extend(batch.iter().map(|(_, row)| *row));
+            last = batch.pop();
+        }
+        assert_eq!(resumed, all);
+    }
+}
+
+#[test]
+fn entries_are_charged_to_data_memory_and_given_back() {
+    let memory = Arc::new(DataMemory::new(1 << 20));
+    let mut index = OrderedIndex::new(memory.clone());
+    assert!(index.insert(b"k", RowId(1)).unwrap());
+    assert!(!index.insert(b"k", RowId(1)).unwrap(), "already there");
+    let one = memory.used_bytes();
+    assert!(index.insert(b"k", RowId(2)).unwrap());
+    assert_eq!(memory.used_bytes(), 2 * one);
+    assert!(index.remove(b"k", RowId(1)));
+    assert!(!index.remove(b"k", RowId(1)));
+    drop(index);
+    assert_eq!(memory.used_bytes(), 0);
+}
