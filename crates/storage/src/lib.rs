@@ -17,6 +17,7 @@ pub mod hash_index;
 pub mod locks;
 pub mod memory;
 pub mod ordered_index;
+pub mod partition;
 pub mod row;
 pub mod row_store;
 pub mod schema;

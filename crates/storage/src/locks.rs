@@ -180,6 +180,18 @@ impl<K: Hash + Eq + Copy> LockTable<K> {
         }
     }
 
+    /// Whether `tx` holds `row` (at any mode).
+    pub fn holds(&self, row: K, tx: TransactionId) -> bool {
+        self.rows
+            .get(&row)
+            .is_some_and(|lock| lock.held_by(tx).is_some())
+    }
+
+    /// Whether anyone holds or waits for `row`.
+    pub fn is_locked(&self, row: K) -> bool {
+        self.rows.contains_key(&row)
+    }
+
     /// Holds and waits tracked now.
     pub fn entries(&self) -> usize {
         self.entries

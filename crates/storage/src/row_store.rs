@@ -121,10 +121,38 @@ impl RowStore {
         (fixed, self.var_parts[index].as_deref().unwrap_or(&[]))
     }
 
+    /// Moves the contents of live row `source` into live row `target` and frees `source`:
+    /// how a committed update replaces the old version with its copy. Never needs memory.
+    pub fn replace_with(&mut self, target: RowId, source: RowId) {
+        assert_ne!(target, source, "a row cannot replace itself");
+        let (target_index, source_index) = (self.check_live(target), self.check_live(source));
+        let var = self.var_parts[source_index].take();
+        let (page, slot) = (
+            source_index / self.rows_per_page,
+            source_index % self.rows_per_page,
+        );
+        let start = slot * self.slot_bytes;
+        let fixed: Vec<u8> = self.pages[page][start..start + self.slot_bytes].to_vec();
+        self.slot_mut(target).copy_from_slice(&fixed);
+        if let Some(old) = std::mem::replace(&mut self.var_parts[target_index], var) {
+            self.memory.release(var_charge(old.len()));
+        }
+        self.delete(source);
+    }
+
     /// Every live row, in slot order.
     pub fn row_ids(&self) -> impl Iterator<Item = RowId> + '_ {
-        let live = self.live.iter().enumerate().filter(|(_, &live)| live);
-        live.map(|(index, _)| RowId(index as u32))
+        self.row_ids_from(RowId(0))
+    }
+
+    /// Every live row from `first` on, in slot order: how a scan resumes.
+    pub fn row_ids_from(&self, first: RowId) -> impl Iterator<Item = RowId> + '_ {
+        let start = (first.0 as usize).min(self.live.len());
+        let live = self.live[start..]
+            .iter()
+            .enumerate()
+            .filter(|(_, &live)| live);
+        live.map(move |(offset, _)| RowId((start + offset) as u32))
     }
 
     fn check_live(&self, row: RowId) -> usize {
@@ -231,6 +259,19 @@ mod tests {
         let reused = rows.insert(&[7; 1024], b"").unwrap();
         assert_eq!(rows.get(reused).0[0], 7);
         assert_eq!(memory.used_bytes(), PAGE_BYTES as u64);
+    }
+
+    #[test]
+    fn a_copy_replaces_its_row_without_new_memory() {
+        let (memory, mut rows) = store(1 << 20, 4);
+        let anchor = rows.insert(&[1; 4], b"old variable part").unwrap();
+        let copy = rows.insert(&[2; 4], b"new").unwrap();
+        let before = memory.used_bytes();
+        rows.replace_with(anchor, copy);
+        assert_eq!(rows.get(anchor), (&[2u8; 4][..], &b"new"[..]));
+        assert_eq!(rows.row_ids().collect::<Vec<_>>(), [anchor]);
+        assert!(memory.used_bytes() < before);
+        assert_eq!(rows.row_ids_from(RowId(1)).count(), 0);
     }
 
     #[test]

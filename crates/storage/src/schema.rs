@@ -66,12 +66,63 @@ pub enum SchemaError {
         "primary key column `{column}` of table `{table}` must be NOT NULL and not TEXT or BLOB"
     )]
     BadKeyColumn { table: String, column: String },
+    #[error("index `{index}` of table `{table}`: {reason}")]
+    BadIndex {
+        table: String,
+        index: String,
+        reason: String,
+    },
     #[error("default of column `{column}` of table `{table}`: {reason}")]
     BadDefault {
         table: String,
         column: String,
         reason: String,
     },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IndexKind {
+    /// A hash index that refuses two rows with the same non-NULL key.
+    Unique,
+    /// A sorted index for range scans; keys may repeat.
+    Ordered,
+}
+
+/// A secondary index: its columns, in key order, index into the table's columns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexSchema {
+    pub name: String,
+    pub kind: IndexKind,
+    pub columns: Vec<usize>,
+}
+
+impl IndexSchema {
+    /// Checks that the index can exist on `table`.
+    pub fn validate(&self, table: &TableSchema) -> Result<(), SchemaError> {
+        let refuse = |reason: String| {
+            Err(SchemaError::BadIndex {
+                table: table.name.clone(),
+                index: self.name.clone(),
+                reason,
+            })
+        };
+        let columns = &self.columns;
+        if columns.is_empty() || columns.len() > KEY_COLUMNS_MAX {
+            return refuse(format!("needs 1 to {KEY_COLUMNS_MAX} columns"));
+        }
+        for (position, &column) in columns.iter().enumerate() {
+            let Some(found) = table.columns.get(column) else {
+                return refuse(format!("column {column} does not exist"));
+            };
+            if columns[..position].contains(&column) {
+                return refuse(format!("column `{}` appears twice", found.name));
+            }
+            if matches!(found.column_type, ColumnType::Text | ColumnType::Blob) {
+                return refuse(format!("column `{}` is TEXT or BLOB", found.name));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl TableSchema {

@@ -1,0 +1,733 @@
+//! One partition replica: rows, primary key, secondary indexes, row versions and row locks.
+//!
+//! **Versions.** Every key has an *anchor* row, found through the primary key. The anchor
+//! holds the committed version when there is one. A transaction's uncommitted change lives
+//! beside it until commit or abort ([`Pending`]): an insert writes the anchor itself (readers
+//! see no committed version), an update writes a *copy* row, a delete only marks the anchor.
+//! Committed reads take no lock and read the anchor; commit moves the copy into the anchor.
+//!
+//! **Locks.** Writes take an exclusive lock on the anchor, locked reads a shared or exclusive
+//! one; all are held until the transaction commits or aborts. An operation that must wait
+//! gets [`Outcome::Waiting`]; the caller parks it and runs it again when a commit, abort or
+//! [`Partition::cancel_wait`] reports it in the returned [`Granted`] list. An anchor outlives
+//! its last version while anyone still holds or waits for its lock, so a waiter never wakes
+//! on a slot reused by another key.
+//!
+//! **Secondary indexes** hold entries for the committed version *and* for pending versions,
+//! so a unique key is reserved at the moment it is written; readers check each entry against
+//! the version they read and skip entries that belong to another version.
+
+mod indexes;
+mod scan;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::hash_index::{HashIndex, IndexError};
+use crate::locks::{LockError, LockMode, LockOutcome, LockTable, TransactionId};
+use crate::memory::{DataMemory, DataMemoryExhausted};
+use crate::row::{RowError, RowLayout};
+use crate::row_store::{RowId, RowStore};
+use crate::schema::{IndexSchema, SchemaError};
+use crate::types::Value;
+
+pub use indexes::IndexId;
+pub use scan::{IndexBound, ScanPosition, ScanRange};
+
+use indexes::SecondaryIndex;
+
+/// A stored version of a row: its fixed part and its variable part.
+pub type StoredRow<'a> = (&'a [u8], &'a [u8]);
+
+/// What an operation did, or that it waits for a row lock held by another transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome<T> {
+    Done(T),
+    /// Parked on the lock of this anchor row; run the operation again once granted.
+    Waiting(RowId),
+}
+
+/// A parked operation of `transaction` on `row` may run again: it holds the lock now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Granted {
+    pub transaction: TransactionId,
+    pub row: RowId,
+}
+
+/// How an operation finds its row.
+#[derive(Clone, Copy, Debug)]
+pub enum Lookup<'a> {
+    /// An encoded primary key ([`RowLayout::primary_key_of_values`]).
+    Primary(&'a [u8]),
+    /// An encoded unique-index key ([`Partition::index_key_of_values`]).
+    Unique(IndexId, &'a [u8]),
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum OperationError {
+    #[error("no row with this key in table `{table}`")]
+    NotFound { table: String },
+    #[error("duplicate key in index `{index}` of table `{table}`")]
+    Duplicate { table: String, index: String },
+    #[error(
+        "unique key of index `{index}` of table `{table}` is being changed by a transaction \
+         that has not finished; retry"
+    )]
+    UniqueKeyBusy { table: String, index: String },
+    #[error("primary key column `{column}` of table `{table}` cannot be updated")]
+    PrimaryKeyUpdate { table: String, column: String },
+    #[error("table `{table}` has no index {index:?}")]
+    NoSuchIndex { table: String, index: IndexId },
+    #[error("index `{index}` of table `{table}` is not an ordered index")]
+    NotOrdered { table: String, index: String },
+    #[error("table `{table}` has no column {column}")]
+    NoSuchColumn { table: String, column: usize },
+    #[error(transparent)]
+    Row(#[from] RowError),
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
+    #[error(transparent)]
+    Memory(#[from] DataMemoryExhausted),
+    #[error(transparent)]
+    Locks(#[from] LockError),
+}
+
+/// Per anchor row: which versions exist.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RowState {
+    /// Not a row of this partition (a free slot).
+    Unused,
+    /// The anchor holds the committed version; no transaction changes it.
+    Committed,
+    /// A transaction changes the row: see `Partition::pending`.
+    Pending,
+    /// No version at all, kept only because its lock is still held or waited for.
+    Empty,
+    /// A pending version of some other anchor.
+    Copy,
+}
+
+/// A transaction's uncommitted change to one anchor.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    transaction: TransactionId,
+    /// Whether the anchor holds a committed version (it does unless the row is new).
+    committed: bool,
+    new: NewVersion,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NewVersion {
+    /// The transaction deleted the row (or inserted and then deleted it).
+    Absent,
+    /// The anchor itself holds the new version (a row with no committed version).
+    InAnchor,
+    /// This copy row holds the new version.
+    Copy(RowId),
+}
+
+/// Limits of one partition.
+#[derive(Clone, Copy, Debug)]
+pub struct PartitionLimits {
+    /// Row locks held or waited for at once (NDB: MaxNoOfConcurrentOperations).
+    pub locks_max: usize,
+}
+
+impl Default for PartitionLimits {
+    fn default() -> Self {
+        Self { locks_max: 100_000 }
+    }
+}
+
+pub struct Partition {
+    layout: Arc<RowLayout>,
+    memory: Arc<DataMemory>,
+    rows: RowStore,
+    primary: HashIndex,
+    indexes: Vec<SecondaryIndex>,
+    locks: LockTable<RowId>,
+    /// By row id, parallel to the row store's slots.
+    states: Vec<RowState>,
+    pending: HashMap<RowId, Pending>,
+    /// Anchors each open transaction has locked here (possibly repeated).
+    transactions: HashMap<TransactionId, Vec<RowId>>,
+    /// Scratch space for encoding rows, so writes do not allocate per operation.
+    fixed: Vec<u8>,
+    var: Vec<u8>,
+}
+
+impl Partition {
+    pub fn new(layout: Arc<RowLayout>, memory: Arc<DataMemory>, limits: PartitionLimits) -> Self {
+        Self {
+            rows: RowStore::new(memory.clone(), layout.fixed_bytes()),
+            primary: HashIndex::new(memory.clone()),
+            indexes: Vec::new(),
+            locks: LockTable::new(limits.locks_max),
+            states: Vec::new(),
+            pending: HashMap::new(),
+            transactions: HashMap::new(),
+            fixed: vec![0; layout.fixed_bytes()],
+            var: Vec::new(),
+            layout,
+            memory,
+        }
+    }
+
+    pub fn layout(&self) -> &Arc<RowLayout> {
+        &self.layout
+    }
+
+    /// Committed rows (rows only a transaction has inserted are not counted).
+    pub fn committed_rows(&self) -> usize {
+        let visible = |(row, state): (usize, &RowState)| match state {
+            RowState::Committed => true,
+            RowState::Pending => self.pending[&RowId(row as u32)].committed,
+            _ => false,
+        };
+        self.states
+            .iter()
+            .enumerate()
+            .filter(|&s| visible(s))
+            .count()
+    }
+
+    /// Transactions with locks or changes here.
+    pub fn open_transactions(&self) -> usize {
+        self.transactions.len()
+    }
+
+    // ----- committed reads: no locks, `&self`, safe beside a writer under a read lock -----
+
+    /// The committed version of the row `lookup` finds, as (fixed part, variable part).
+    pub fn read_committed(&self, lookup: Lookup) -> Result<Option<StoredRow<'_>>, OperationError> {
+        let Some(anchor) = self.find(lookup)? else {
+            return Ok(None);
+        };
+        let Some(version) = self.committed_version(anchor) else {
+            return Ok(None);
+        };
+        if !self.version_has_key(lookup, version) {
+            return Ok(None);
+        }
+        Ok(Some(self.rows.get(version)))
+    }
+
+    /// The row holding a version, for reading what [`Partition::read_locked`] returned.
+    pub fn version(&self, version: RowId) -> (&[u8], &[u8]) {
+        self.rows.get(version)
+    }
+
+    // ----- operations of transactions -----
+
+    /// Reads under a lock held until the transaction ends; returns the version the
+    /// transaction sees (its own change, else the committed version), if any.
+    pub fn read_locked(
+        &mut self,
+        transaction: TransactionId,
+        lookup: Lookup,
+        mode: LockMode,
+    ) -> Result<Outcome<Option<RowId>>, OperationError> {
+        let Some(anchor) = self.find(lookup)? else {
+            return Ok(Outcome::Done(None));
+        };
+        if let LockOutcome::Waiting = self.lock(transaction, anchor, mode)? {
+            return Ok(Outcome::Waiting(anchor));
+        }
+        let version = self
+            .version_for(transaction, anchor)
+            .filter(|&version| self.version_has_key(lookup, version));
+        Ok(Outcome::Done(version))
+    }
+
+    /// Inserts a row (every column given). A visible row with the same key is a duplicate.
+    pub fn insert(
+        &mut self,
+        transaction: TransactionId,
+        values: &[Value],
+    ) -> Result<Outcome<()>, OperationError> {
+        self.put(transaction, values, false)
+    }
+
+    /// Inserts the row, or replaces every column of the row with its key (upsert).
+    pub fn write(
+        &mut self,
+        transaction: TransactionId,
+        values: &[Value],
+    ) -> Result<Outcome<()>, OperationError> {
+        self.put(transaction, values, true)
+    }
+
+    fn put(
+        &mut self,
+        transaction: TransactionId,
+        values: &[Value],
+        replace: bool,
+    ) -> Result<Outcome<()>, OperationError> {
+        self.encode(values)?;
+        let mut key = Vec::new();
+        self.layout
+            .primary_key_of_row(&self.fixed, &self.var, &mut key);
+        let Some(anchor) = self.primary.get(&key) else {
+            return self.insert_new_anchor(transaction, &key).map(Outcome::Done);
+        };
+        if let LockOutcome::Waiting = self.lock(transaction, anchor, LockMode::Exclusive)? {
+            return Ok(Outcome::Waiting(anchor));
+        }
+        if !replace && self.version_for(transaction, anchor).is_some() {
+            return Err(self.duplicate("PRIMARY"));
+        }
+        self.stage(transaction, anchor, true)?;
+        Ok(Outcome::Done(()))
+    }
+
+    /// Changes the given columns of an existing row. Primary key columns cannot change.
+    pub fn update(
+        &mut self,
+        transaction: TransactionId,
+        lookup: Lookup,
+        changes: &[(usize, Value)],
+    ) -> Result<Outcome<()>, OperationError> {
+        for (column, value) in changes {
+            let Some(found) = self.layout.column(*column) else {
+                return Err(OperationError::NoSuchColumn {
+                    table: self.table(),
+                    column: *column,
+                });
+            };
+            if self.layout.primary_key().contains(column) {
+                return Err(OperationError::PrimaryKeyUpdate {
+                    table: self.table(),
+                    column: found.name.clone(),
+                });
+            }
+            crate::row::check_value(found, value)?;
+        }
+        let Some(anchor) = self.find(lookup)? else {
+            return Err(self.not_found());
+        };
+        if let LockOutcome::Waiting = self.lock(transaction, anchor, LockMode::Exclusive)? {
+            return Ok(Outcome::Waiting(anchor));
+        }
+        let Some(version) = self
+            .version_for(transaction, anchor)
+            .filter(|&version| self.version_has_key(lookup, version))
+        else {
+            return Err(self.not_found());
+        };
+        let (fixed, var) = self.rows.get(version);
+        let mut values = self.layout.values(fixed, var);
+        for (column, value) in changes {
+            values[*column] = value.clone();
+        }
+        self.encode(&values)?;
+        self.stage(transaction, anchor, true)?;
+        Ok(Outcome::Done(()))
+    }
+
+    /// Deletes an existing row.
+    pub fn delete(
+        &mut self,
+        transaction: TransactionId,
+        lookup: Lookup,
+    ) -> Result<Outcome<()>, OperationError> {
+        let Some(anchor) = self.find(lookup)? else {
+            return Err(self.not_found());
+        };
+        if let LockOutcome::Waiting = self.lock(transaction, anchor, LockMode::Exclusive)? {
+            return Ok(Outcome::Waiting(anchor));
+        }
+        if self
+            .version_for(transaction, anchor)
+            .filter(|&version| self.version_has_key(lookup, version))
+            .is_none()
+        {
+            return Err(self.not_found());
+        }
+        self.stage(transaction, anchor, false)?;
+        Ok(Outcome::Done(()))
+    }
+
+    /// Makes the transaction's changes the committed versions and frees its locks.
+    pub fn commit(&mut self, transaction: TransactionId) -> Vec<Granted> {
+        self.finish(transaction, true)
+    }
+
+    /// Drops the transaction's changes (the committed versions stay) and frees its locks.
+    pub fn abort(&mut self, transaction: TransactionId) -> Vec<Granted> {
+        self.finish(transaction, false)
+    }
+
+    /// Withdraws a waiting request (its lock-wait timeout expired); the transaction keeps
+    /// what it holds until it aborts.
+    pub fn cancel_wait(&mut self, transaction: TransactionId, anchor: RowId) -> Vec<Granted> {
+        let granted = self.locks.cancel(anchor, transaction);
+        if !self.locks.holds(anchor, transaction) {
+            // The anchor may be freed and its slot reused before the transaction ends.
+            if let Some(anchors) = self.transactions.get_mut(&transaction) {
+                anchors.retain(|&locked| locked != anchor);
+            }
+        }
+        let granted = granted.into_iter().map(|(transaction, _)| Granted {
+            transaction,
+            row: anchor,
+        });
+        let granted = granted.collect();
+        self.free_if_unused(anchor);
+        granted
+    }
+
+    // ----- indexes -----
+
+    /// Adds a secondary index and fills it from every version present. On error (a
+    /// duplicate unique key, memory) the partition is unchanged.
+    pub fn add_index(&mut self, id: IndexId, schema: IndexSchema) -> Result<(), OperationError> {
+        indexes::add_index(self, id, schema)
+    }
+
+    pub fn drop_index(&mut self, id: IndexId) -> Result<(), OperationError> {
+        let position = self.index_position(id)?;
+        self.indexes.remove(position);
+        Ok(())
+    }
+
+    /// The key of a unique or ordered index made of `values` (one per index column), for
+    /// [`Lookup::Unique`] and scan bounds.
+    pub fn index_key_of_values(
+        &self,
+        id: IndexId,
+        values: &[Value],
+    ) -> Result<Vec<u8>, OperationError> {
+        let index = &self.indexes[self.index_position(id)?];
+        index.key_of_values(&self.layout, values)
+    }
+
+    // ----- internals -----
+
+    fn table(&self) -> String {
+        self.layout.table().to_string()
+    }
+
+    fn not_found(&self) -> OperationError {
+        OperationError::NotFound {
+            table: self.table(),
+        }
+    }
+
+    fn duplicate(&self, index: &str) -> OperationError {
+        OperationError::Duplicate {
+            table: self.table(),
+            index: index.to_string(),
+        }
+    }
+
+    fn index_position(&self, id: IndexId) -> Result<usize, OperationError> {
+        self.indexes
+            .iter()
+            .position(|index| index.id == id)
+            .ok_or(OperationError::NoSuchIndex {
+                table: self.table(),
+                index: id,
+            })
+    }
+
+    /// Encodes a whole row into the scratch buffers.
+    fn encode(&mut self, values: &[Value]) -> Result<(), OperationError> {
+        self.layout.encode(values, &mut self.fixed, &mut self.var)?;
+        Ok(())
+    }
+
+    /// The anchor a lookup leads to, if any.
+    fn find(&self, lookup: Lookup) -> Result<Option<RowId>, OperationError> {
+        Ok(match lookup {
+            Lookup::Primary(key) => self.primary.get(key),
+            Lookup::Unique(id, key) => self.indexes[self.index_position(id)?].find_unique(key),
+        })
+    }
+
+    /// Whether a version really has the unique key it was found by (an index entry may
+    /// belong to another version of the anchor).
+    fn version_has_key(&self, lookup: Lookup, version: RowId) -> bool {
+        match lookup {
+            Lookup::Primary(_) => true,
+            Lookup::Unique(id, key) => {
+                let Ok(position) = self.index_position(id) else {
+                    return false;
+                };
+                let (fixed, var) = self.rows.get(version);
+                let mut found = Vec::new();
+                self.indexes[position].key_of_row(&self.layout, fixed, var, &mut found)
+                    && found == key
+            }
+        }
+    }
+
+    fn state(&self, row: RowId) -> RowState {
+        self.states
+            .get(row.0 as usize)
+            .copied()
+            .unwrap_or(RowState::Unused)
+    }
+
+    fn set_state(&mut self, row: RowId, state: RowState) {
+        let index = row.0 as usize;
+        if index >= self.states.len() {
+            self.states.resize(index + 1, RowState::Unused);
+        }
+        self.states[index] = state;
+    }
+
+    fn committed_version(&self, anchor: RowId) -> Option<RowId> {
+        match self.state(anchor) {
+            RowState::Committed => Some(anchor),
+            RowState::Pending => self.pending[&anchor].committed.then_some(anchor),
+            RowState::Unused | RowState::Empty | RowState::Copy => None,
+        }
+    }
+
+    /// The version `transaction` sees: its own pending one, else the committed one.
+    fn version_for(&self, transaction: TransactionId, anchor: RowId) -> Option<RowId> {
+        match self.pending.get(&anchor) {
+            Some(pending) if pending.transaction == transaction => match pending.new {
+                NewVersion::Absent => None,
+                NewVersion::InAnchor => Some(anchor),
+                NewVersion::Copy(copy) => Some(copy),
+            },
+            _ => self.committed_version(anchor),
+        }
+    }
+
+    fn lock(
+        &mut self,
+        transaction: TransactionId,
+        anchor: RowId,
+        mode: LockMode,
+    ) -> Result<LockOutcome, OperationError> {
+        let outcome = self.locks.acquire(anchor, transaction, mode)?;
+        self.transactions
+            .entry(transaction)
+            .or_default()
+            .push(anchor);
+        Ok(outcome)
+    }
+
+    /// A new key: a new anchor holding the encoded row as the transaction's insert.
+    fn insert_new_anchor(
+        &mut self,
+        transaction: TransactionId,
+        key: &[u8],
+    ) -> Result<(), OperationError> {
+        let anchor = self.rows.insert(&self.fixed, &self.var)?;
+        let undo_row = |partition: &mut Self| partition.rows.delete(anchor);
+        if let Err(error) = self.primary.insert(key, anchor) {
+            undo_row(self);
+            return Err(match error {
+                IndexError::Duplicate => unreachable!("the key was looked up first"),
+                IndexError::Memory(error) => error.into(),
+            });
+        }
+        let new_keys = indexes::keys_of_row(&self.indexes, &self.layout, &self.fixed, &self.var);
+        let added = match indexes::add_entries(self, transaction, anchor, &new_keys) {
+            Ok(added) => added,
+            Err(error) => {
+                self.primary.remove(key);
+                undo_row(self);
+                return Err(error);
+            }
+        };
+        if let Err(error) = self.lock(transaction, anchor, LockMode::Exclusive) {
+            indexes::remove_added(self, anchor, added);
+            self.primary.remove(key);
+            undo_row(self);
+            return Err(error);
+        }
+        self.set_state(anchor, RowState::Pending);
+        self.pending.insert(
+            anchor,
+            Pending {
+                transaction,
+                committed: false,
+                new: NewVersion::InAnchor,
+            },
+        );
+        Ok(())
+    }
+
+    /// Makes the scratch row (`present`) or nothing (`!present`) the transaction's new
+    /// version of an anchor it holds exclusively. On error nothing changed.
+    fn stage(
+        &mut self,
+        transaction: TransactionId,
+        anchor: RowId,
+        present: bool,
+    ) -> Result<(), OperationError> {
+        let mut pending = match self.pending.get(&anchor) {
+            Some(&pending) => {
+                debug_assert_eq!(pending.transaction, transaction, "held exclusively");
+                pending
+            }
+            None => Pending {
+                transaction,
+                committed: self.state(anchor) == RowState::Committed,
+                new: NewVersion::Absent,
+            },
+        };
+        let committed = pending.committed.then_some(anchor);
+        let old = match pending.new {
+            NewVersion::Absent => None,
+            NewVersion::InAnchor => Some(anchor),
+            NewVersion::Copy(copy) => Some(copy),
+        };
+        let committed_keys = self.version_keys(committed);
+        let old_keys = self.version_keys(old);
+        if present {
+            // Reserve index entries first (a unique key may conflict), then write.
+            let new_keys =
+                indexes::keys_of_row(&self.indexes, &self.layout, &self.fixed, &self.var);
+            let added = indexes::add_entries(self, transaction, anchor, &new_keys)?;
+            let written = match (committed, pending.new) {
+                (_, NewVersion::Copy(copy)) => self
+                    .rows
+                    .update(copy, &self.fixed, &self.var)
+                    .map(|()| NewVersion::Copy(copy)),
+                (Some(_), _) => self
+                    .rows
+                    .insert(&self.fixed, &self.var)
+                    .map(NewVersion::Copy),
+                (None, _) => self
+                    .rows
+                    .update(anchor, &self.fixed, &self.var)
+                    .map(|()| NewVersion::InAnchor),
+            };
+            let new = match written {
+                Ok(new) => new,
+                Err(error) => {
+                    indexes::remove_added(self, anchor, added);
+                    return Err(error.into());
+                }
+            };
+            if let NewVersion::Copy(copy) = new {
+                self.set_state(copy, RowState::Copy);
+            }
+            indexes::remove_entries(self, anchor, &old_keys, &[&committed_keys, &new_keys]);
+            pending.new = new;
+        } else {
+            indexes::remove_entries(self, anchor, &old_keys, &[&committed_keys]);
+            if let NewVersion::Copy(copy) = pending.new {
+                self.rows.delete(copy);
+                self.set_state(copy, RowState::Unused);
+            }
+            pending.new = NewVersion::Absent;
+        }
+        self.pending.insert(anchor, pending);
+        self.set_state(anchor, RowState::Pending);
+        Ok(())
+    }
+
+    /// Per secondary index, the key of a version (`None`: no version, or no entry).
+    fn version_keys(&self, version: Option<RowId>) -> Vec<Option<Vec<u8>>> {
+        match version {
+            Some(version) => {
+                let (fixed, var) = self.rows.get(version);
+                indexes::keys_of_row(&self.indexes, &self.layout, fixed, var)
+            }
+            None => vec![None; self.indexes.len()],
+        }
+    }
+
+    fn finish(&mut self, transaction: TransactionId, commit: bool) -> Vec<Granted> {
+        let Some(mut anchors) = self.transactions.remove(&transaction) else {
+            return Vec::new();
+        };
+        anchors.sort_unstable();
+        anchors.dedup();
+        let mut granted = Vec::new();
+        for anchor in anchors {
+            if let Some(pending) = self.pending.get(&anchor).copied() {
+                if pending.transaction == transaction {
+                    self.pending.remove(&anchor);
+                    if commit {
+                        self.commit_version(anchor, pending);
+                    } else {
+                        self.abort_version(anchor, pending);
+                    }
+                }
+            }
+            let released = self.locks.release(anchor, transaction);
+            granted.extend(released.into_iter().map(|(transaction, _)| Granted {
+                transaction,
+                row: anchor,
+            }));
+            self.free_if_unused(anchor);
+        }
+        granted
+    }
+
+    fn commit_version(&mut self, anchor: RowId, pending: Pending) {
+        let committed_keys = self.version_keys(pending.committed.then_some(anchor));
+        let state = match pending.new {
+            NewVersion::Copy(copy) => {
+                let new_keys = self.version_keys(Some(copy));
+                indexes::remove_entries(self, anchor, &committed_keys, &[&new_keys]);
+                self.rows.replace_with(anchor, copy);
+                self.set_state(copy, RowState::Unused);
+                RowState::Committed
+            }
+            NewVersion::InAnchor => RowState::Committed,
+            NewVersion::Absent => {
+                indexes::remove_entries(self, anchor, &committed_keys, &[]);
+                RowState::Empty
+            }
+        };
+        self.set_state(anchor, state);
+    }
+
+    fn abort_version(&mut self, anchor: RowId, pending: Pending) {
+        let committed_keys = self.version_keys(pending.committed.then_some(anchor));
+        match pending.new {
+            NewVersion::Copy(copy) => {
+                let new_keys = self.version_keys(Some(copy));
+                indexes::remove_entries(self, anchor, &new_keys, &[&committed_keys]);
+                self.rows.delete(copy);
+                self.set_state(copy, RowState::Unused);
+            }
+            NewVersion::InAnchor => {
+                let new_keys = self.version_keys(Some(anchor));
+                indexes::remove_entries(self, anchor, &new_keys, &[]);
+            }
+            NewVersion::Absent => {}
+        }
+        let state = if pending.committed {
+            RowState::Committed
+        } else {
+            RowState::Empty
+        };
+        self.set_state(anchor, state);
+    }
+
+    /// Frees an anchor with no version once nobody holds or waits for its lock.
+    fn free_if_unused(&mut self, anchor: RowId) {
+        if self.state(anchor) != RowState::Empty || self.locks.is_locked(anchor) {
+            return;
+        }
+        let mut key = Vec::new();
+        let (fixed, var) = self.rows.get(anchor);
+        self.layout.primary_key_of_row(fixed, var, &mut key);
+        let removed = self.primary.remove(&key);
+        debug_assert_eq!(removed, Some(anchor), "the primary key leads to its anchor");
+        self.rows.delete(anchor);
+        self.set_state(anchor, RowState::Unused);
+    }
+}
+
+impl std::fmt::Debug for Partition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Partition")
+            .field("table", &self.layout.table())
+            .field("rows", &self.rows.live_rows())
+            .field("pending", &self.pending.len())
+            .field("memory_used_bytes", &self.memory.used_bytes())
+            .finish()
+    }
+}

@@ -1,0 +1,160 @@
+//! Scans of committed rows: the whole partition in row order, or an ordered index's range in
+//! either direction, with a filter program, in batches that resume where the last one ended.
+//!
+//! A batch ends after `rows_max` matching rows or [`ROWS_EXAMINED_PER_BATCH_MAX`] examined
+//! ones, so a selective filter cannot hold the partition for long. The position it returns
+//! stays valid whatever changes in between; rows changed meanwhile are seen in their state
+//! at the time the scan reaches them (read-committed).
+
+use super::indexes::Entries;
+use super::{IndexId, OperationError, Partition};
+use crate::filter::FilterProgram;
+use crate::ordered_index::RangeBound;
+use crate::row_store::RowId;
+use crate::types::Value;
+
+/// Rows one batch examines at most, matching or not.
+pub const ROWS_EXAMINED_PER_BATCH_MAX: usize = 8192;
+
+/// One end of an index range: values for a prefix of the index columns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexBound {
+    pub values: Vec<Value>,
+    pub inclusive: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ScanRange {
+    /// Every row, in storage order.
+    Full,
+    /// The rows of an ordered index between two bounds (`None`: unbounded).
+    Index {
+        index: IndexId,
+        lower: Option<IndexBound>,
+        upper: Option<IndexBound>,
+        descending: bool,
+    },
+}
+
+/// Where a scan stopped: the next batch starts after it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScanPosition {
+    Row(RowId),
+    Entry(Vec<u8>, RowId),
+}
+
+impl Partition {
+    /// Visits the committed rows of `range` that pass `filter` as (fixed part, variable
+    /// part), at most `rows_max` of them. Returns where to resume, or `None` when the range
+    /// is exhausted.
+    pub fn scan_committed(
+        &self,
+        range: &ScanRange,
+        filter: Option<&FilterProgram>,
+        resume_after: Option<&ScanPosition>,
+        rows_max: usize,
+        mut visit: impl FnMut(&[u8], &[u8]),
+    ) -> Result<Option<ScanPosition>, OperationError> {
+        let mut returned = 0;
+        let mut examined = 0;
+        let mut full =
+            |row: RowId, position: &mut Option<ScanPosition>, entry_key: Option<&[u8]>| {
+                examined += 1;
+                if let Some(version) = self.committed_version(row) {
+                    let (fixed, var) = self.rows.get(version);
+                    let current =
+                        entry_key.is_none_or(|key| self.entry_is_current(range, key, fixed, var));
+                    if current && filter.is_none_or(|f| f.matches(&self.layout, fixed, var)) {
+                        visit(fixed, var);
+                        returned += 1;
+                    }
+                }
+                *position = Some(match entry_key {
+                    Some(key) => ScanPosition::Entry(key.to_vec(), row),
+                    None => ScanPosition::Row(row),
+                });
+                returned < rows_max && examined < ROWS_EXAMINED_PER_BATCH_MAX
+            };
+        let mut position = None;
+        let mut stopped = false;
+        match range {
+            ScanRange::Full => {
+                let first = match resume_after {
+                    Some(ScanPosition::Row(row)) => RowId(row.0 + 1),
+                    _ => RowId(0),
+                };
+                if rows_max > 0 {
+                    for row in self.rows.row_ids_from(first) {
+                        if !full(row, &mut position, None) {
+                            stopped = true;
+                            break;
+                        }
+                    }
+                }
+            }
+            ScanRange::Index {
+                index,
+                lower,
+                upper,
+                descending,
+            } => {
+                let found = &self.indexes[self.index_position(*index)?];
+                let Entries::Ordered(tree) = &found.entries else {
+                    return Err(OperationError::NotOrdered {
+                        table: self.table(),
+                        index: found.schema.name.clone(),
+                    });
+                };
+                let bound = |bound: &Option<IndexBound>| -> Result<_, OperationError> {
+                    bound
+                        .as_ref()
+                        .map(|b| {
+                            Ok(RangeBound {
+                                prefix: found.key_of_values(&self.layout, &b.values)?,
+                                inclusive: b.inclusive,
+                            })
+                        })
+                        .transpose()
+                };
+                let (lower, upper) = (bound(lower)?, bound(upper)?);
+                let resume = match resume_after {
+                    Some(ScanPosition::Entry(key, row)) => Some((&key[..], *row)),
+                    _ => None,
+                };
+                if rows_max > 0 {
+                    tree.scan(
+                        lower.as_ref(),
+                        upper.as_ref(),
+                        *descending,
+                        resume,
+                        |key, row| {
+                            let more = full(row, &mut position, Some(key));
+                            stopped = !more;
+                            more
+                        },
+                    );
+                }
+            }
+        }
+        Ok(if stopped { position } else { None })
+    }
+
+    /// Whether an ordered-index entry belongs to this (committed) version of its row, rather
+    /// than to a pending one.
+    fn entry_is_current(
+        &self,
+        range: &ScanRange,
+        entry_key: &[u8],
+        fixed: &[u8],
+        var: &[u8],
+    ) -> bool {
+        let ScanRange::Index { index, .. } = range else {
+            return true;
+        };
+        let Ok(position) = self.index_position(*index) else {
+            return false;
+        };
+        let mut key = Vec::with_capacity(entry_key.len());
+        self.indexes[position].key_of_row(&self.layout, fixed, var, &mut key) && key == entry_key
+    }
+}

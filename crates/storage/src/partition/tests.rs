@@ -1,0 +1,551 @@
+//! The partition's versions, locks and indexes, as a transaction sees them.
+
+mod model;
+
+use std::sync::Arc;
+
+use super::*;
+use crate::schema::{Column, IndexKind, TableSchema};
+use crate::types::ColumnType;
+use LockMode::{Exclusive, Shared};
+
+const T1: TransactionId = TransactionId(1);
+const T2: TransactionId = TransactionId(2);
+const T3: TransactionId = TransactionId(3);
+const BY_EMAIL: IndexId = IndexId(1);
+const BY_AGE: IndexId = IndexId(2);
+
+/// users(id BIGINT PRIMARY KEY, email VARCHAR(40) NULL UNIQUE, age INT NULL ordered)
+fn users(limit_bytes: u64) -> (Arc<DataMemory>, Partition) {
+    let schema = TableSchema {
+        name: "users".into(),
+        columns: vec![
+            Column::new(
+                "id",
+                ColumnType::Int {
+                    bytes: 8,
+                    signed: true,
+                },
+            ),
+            Column::new("email", ColumnType::VarChar { max_length: 40 }).nullable(),
+            Column::new(
+                "age",
+                ColumnType::Int {
+                    bytes: 4,
+                    signed: true,
+                },
+            )
+            .nullable(),
+        ],
+        primary_key: vec![0],
+    };
+    schema.validate().unwrap();
+    let memory = Arc::new(DataMemory::new(limit_bytes));
+    let layout = Arc::new(RowLayout::new(&schema));
+    let mut partition = Partition::new(layout, memory.clone(), PartitionLimits::default());
+    let unique = IndexSchema {
+        name: "by_email".into(),
+        kind: IndexKind::Unique,
+        columns: vec![1],
+    };
+    let ordered = IndexSchema {
+        name: "by_age".into(),
+        kind: IndexKind::Ordered,
+        columns: vec![2],
+    };
+    partition.add_index(BY_EMAIL, unique).unwrap();
+    partition.add_index(BY_AGE, ordered).unwrap();
+    (memory, partition)
+}
+
+fn user(id: i64, email: Option<&str>, age: Option<i64>) -> Vec<Value> {
+    vec![
+        Value::Int(id),
+        email.map_or(Value::Null, |e| Value::Bytes(e.as_bytes().to_vec())),
+        age.map_or(Value::Null, Value::Int),
+    ]
+}
+
+/// The encoded primary key of the row with this `id` (column 0, BIGINT).
+pub(super) fn key(partition: &Partition, id: i64) -> Vec<u8> {
+    let mut key = Vec::new();
+    partition
+        .layout()
+        .primary_key_of_values(&[Value::Int(id)], &mut key)
+        .unwrap();
+    key
+}
+
+fn committed(partition: &Partition, id: i64) -> Option<Vec<Value>> {
+    let key = key(partition, id);
+    let row = partition.read_committed(Lookup::Primary(&key)).unwrap();
+    row.map(|(fixed, var)| partition.layout().values(fixed, var))
+}
+
+fn by_email(partition: &Partition, email: &str) -> Option<i64> {
+    let key = partition
+        .index_key_of_values(BY_EMAIL, &[Value::Bytes(email.as_bytes().to_vec())])
+        .unwrap();
+    let row = partition
+        .read_committed(Lookup::Unique(BY_EMAIL, &key))
+        .unwrap();
+    row.map(
+        |(fixed, var)| match partition.layout().value(fixed, var, 0) {
+            Value::Int(id) => id,
+            other => panic!("id is {other:?}"),
+        },
+    )
+}
+
+fn locked(
+    partition: &mut Partition,
+    tx: TransactionId,
+    id: i64,
+    mode: LockMode,
+) -> Outcome<Option<Vec<Value>>> {
+    let key = key(partition, id);
+    match partition
+        .read_locked(tx, Lookup::Primary(&key), mode)
+        .unwrap()
+    {
+        Outcome::Done(version) => Outcome::Done(version.map(|v| {
+            let (fixed, var) = partition.version(v);
+            partition.layout().values(fixed, var)
+        })),
+        Outcome::Waiting(row) => Outcome::Waiting(row),
+    }
+}
+
+fn insert(
+    partition: &mut Partition,
+    tx: TransactionId,
+    values: Vec<Value>,
+) -> Result<Outcome<()>, OperationError> {
+    partition.insert(tx, &values)
+}
+
+fn update_age(
+    partition: &mut Partition,
+    tx: TransactionId,
+    id: i64,
+    age: i64,
+) -> Result<Outcome<()>, OperationError> {
+    let key = key(partition, id);
+    partition.update(tx, Lookup::Primary(&key), &[(2, Value::Int(age))])
+}
+
+fn delete(
+    partition: &mut Partition,
+    tx: TransactionId,
+    id: i64,
+) -> Result<Outcome<()>, OperationError> {
+    let key = key(partition, id);
+    partition.delete(tx, Lookup::Primary(&key))
+}
+
+fn ages(partition: &Partition) -> Vec<i64> {
+    let range = ScanRange::Index {
+        index: BY_AGE,
+        lower: None,
+        upper: None,
+        descending: false,
+    };
+    let mut ids = Vec::new();
+    let layout = partition.layout().clone();
+    partition
+        .scan_committed(&range, None, None, usize::MAX, |fixed, var| {
+            if let Value::Int(age) = layout.value(fixed, var, 2) {
+                ids.push(age);
+            }
+        })
+        .unwrap();
+    ids
+}
+
+const DONE: Outcome<()> = Outcome::Done(());
+
+fn granted(transaction: TransactionId, row: RowId) -> Granted {
+    Granted { transaction, row }
+}
+
+#[test]
+fn a_committed_read_never_sees_an_uncommitted_insert() {
+    let (_, mut users) = users(1 << 20);
+    assert_eq!(
+        insert(&mut users, T1, user(1, Some("a@x"), Some(30))),
+        Ok(DONE)
+    );
+    assert_eq!(committed(&users, 1), None);
+    assert_eq!(by_email(&users, "a@x"), None);
+    assert_eq!(ages(&users), Vec::<i64>::new());
+    assert_eq!(
+        locked(&mut users, T1, 1, Shared),
+        Outcome::Done(Some(user(1, Some("a@x"), Some(30)))),
+        "a transaction reads its own writes"
+    );
+    assert!(users.commit(T1).is_empty());
+    assert_eq!(committed(&users, 1), Some(user(1, Some("a@x"), Some(30))));
+    assert_eq!(by_email(&users, "a@x"), Some(1));
+    assert_eq!(ages(&users), [30]);
+    assert_eq!(users.committed_rows(), 1);
+}
+
+#[test]
+fn an_update_stays_beside_the_committed_version_until_commit() {
+    let (_, mut users) = users(1 << 20);
+    insert(&mut users, T1, user(1, Some("a@x"), Some(30))).unwrap();
+    users.commit(T1);
+    assert_eq!(update_age(&mut users, T2, 1, 31), Ok(DONE));
+    assert_eq!(
+        update_age(&mut users, T2, 1, 32),
+        Ok(DONE),
+        "a second change replaces the first"
+    );
+    assert_eq!(committed(&users, 1), Some(user(1, Some("a@x"), Some(30))));
+    assert_eq!(
+        ages(&users),
+        [30],
+        "the ordered index shows committed keys only"
+    );
+    users.commit(T2);
+    assert_eq!(committed(&users, 1), Some(user(1, Some("a@x"), Some(32))));
+    assert_eq!(ages(&users), [32]);
+}
+
+#[test]
+fn rollback_restores_the_committed_version_and_frees_what_the_change_took() {
+    let (memory, mut users) = users(1 << 20);
+    insert(&mut users, T1, user(1, Some("a@x"), Some(30))).unwrap();
+    insert(&mut users, T1, user(2, Some("b@x"), Some(40))).unwrap();
+    users.commit(T1);
+    let before = memory.used_bytes();
+    update_age(&mut users, T2, 1, 99).unwrap();
+    users
+        .update(
+            T2,
+            Lookup::Primary(&key(&users, 2)),
+            &[(1, Value::Bytes(b"new@x".to_vec()))],
+        )
+        .unwrap();
+    delete(&mut users, T2, 2).unwrap();
+    insert(&mut users, T2, user(3, Some("c@x"), None)).unwrap();
+    users.abort(T2);
+    assert_eq!(committed(&users, 1), Some(user(1, Some("a@x"), Some(30))));
+    assert_eq!(committed(&users, 2), Some(user(2, Some("b@x"), Some(40))));
+    assert_eq!(committed(&users, 3), None);
+    assert_eq!(
+        (
+            by_email(&users, "b@x"),
+            by_email(&users, "new@x"),
+            by_email(&users, "c@x")
+        ),
+        (Some(2), None, None)
+    );
+    assert_eq!(ages(&users), [30, 40]);
+    assert_eq!(
+        memory.used_bytes(),
+        before,
+        "copies, index entries and the new anchor are gone"
+    );
+    assert_eq!(users.open_transactions(), 0);
+}
+
+#[test]
+fn a_delete_hides_the_row_only_once_committed() {
+    let (memory, mut users) = users(1 << 20);
+    let empty = memory.used_bytes();
+    insert(&mut users, T1, user(1, Some("a@x"), Some(30))).unwrap();
+    users.commit(T1);
+    assert_eq!(delete(&mut users, T2, 1), Ok(DONE));
+    assert_eq!(committed(&users, 1), Some(user(1, Some("a@x"), Some(30))));
+    assert_eq!(locked(&mut users, T2, 1, Shared), Outcome::Done(None));
+    assert_eq!(
+        delete(&mut users, T2, 1),
+        Err(OperationError::NotFound {
+            table: "users".into()
+        })
+    );
+    users.commit(T2);
+    assert_eq!(committed(&users, 1), None);
+    assert_eq!(by_email(&users, "a@x"), None);
+    assert_eq!(users.committed_rows(), 0);
+    let pages_kept = memory.used_bytes() - empty;
+    assert_eq!(
+        pages_kept,
+        crate::memory::PAGE_BYTES as u64,
+        "only the page stays with the partition"
+    );
+}
+
+#[test]
+fn locked_reads_wait_for_writers_and_run_again_when_granted() {
+    let (_, mut users) = users(1 << 20);
+    insert(&mut users, T1, user(1, None, Some(30))).unwrap();
+    users.commit(T1);
+    update_age(&mut users, T1, 1, 31).unwrap();
+    let Outcome::Waiting(anchor) = locked(&mut users, T2, 1, Shared) else {
+        panic!("T1 holds it")
+    };
+    assert_eq!(
+        locked(&mut users, T3, 1, Exclusive),
+        Outcome::Waiting(anchor)
+    );
+    assert_eq!(
+        committed(&users, 1),
+        Some(user(1, None, Some(30))),
+        "committed reads do not wait"
+    );
+    assert_eq!(users.commit(T1), [granted(T2, anchor)]);
+    assert_eq!(
+        locked(&mut users, T2, 1, Shared),
+        Outcome::Done(Some(user(1, None, Some(31))))
+    );
+    assert_eq!(
+        update_age(&mut users, T2, 1, 5),
+        Ok(DONE),
+        "a sole holder upgrades ahead of T3"
+    );
+    assert_eq!(users.commit(T2), [granted(T3, anchor)]);
+    assert_eq!(
+        locked(&mut users, T3, 1, Exclusive),
+        Outcome::Done(Some(user(1, None, Some(5))))
+    );
+}
+
+#[test]
+fn a_timed_out_waiter_is_withdrawn_and_the_holder_keeps_its_lock() {
+    let (_, mut users) = users(1 << 20);
+    insert(&mut users, T1, user(1, None, None)).unwrap();
+    users.commit(T1);
+    delete(&mut users, T1, 1).unwrap();
+    let Ok(Outcome::Waiting(anchor)) = update_age(&mut users, T2, 1, 3) else {
+        panic!("T1 holds it")
+    };
+    assert_eq!(locked(&mut users, T3, 1, Shared), Outcome::Waiting(anchor));
+    assert!(
+        users.cancel_wait(T2, anchor).is_empty(),
+        "T1 still holds it"
+    );
+    assert_eq!(users.abort(T2), [], "T2 had nothing else");
+    assert_eq!(users.commit(T1), [granted(T3, anchor)]);
+    assert_eq!(
+        locked(&mut users, T3, 1, Shared),
+        Outcome::Done(None),
+        "T1 deleted it"
+    );
+    users.commit(T3);
+}
+
+#[test]
+fn a_waiter_on_an_aborted_insert_wakes_to_no_row_and_the_anchor_goes_afterwards() {
+    let (memory, mut users) = users(1 << 20);
+    let empty = memory.used_bytes();
+    insert(&mut users, T1, user(7, Some("a@x"), None)).unwrap();
+    let Ok(Outcome::Waiting(anchor)) = insert(&mut users, T2, user(7, Some("b@x"), None)) else {
+        panic!("T1 holds the key")
+    };
+    assert_eq!(locked(&mut users, T3, 7, Shared), Outcome::Waiting(anchor));
+    assert_eq!(users.abort(T1), [granted(T2, anchor)]);
+    assert_eq!(
+        insert(&mut users, T2, user(7, Some("b@x"), None)),
+        Ok(DONE),
+        "the key is free again"
+    );
+    assert_eq!(users.commit(T2), [granted(T3, anchor)]);
+    assert_eq!(
+        locked(&mut users, T3, 7, Shared),
+        Outcome::Done(Some(user(7, Some("b@x"), None)))
+    );
+    users.commit(T3);
+    // Now the same with nobody re-inserting: the anchor lives while T2 waits, then goes.
+    insert(&mut users, T1, user(8, None, None)).unwrap();
+    let Outcome::Waiting(anchor) = locked(&mut users, T2, 8, Exclusive) else {
+        panic!("T1 holds it")
+    };
+    users.abort(T1);
+    assert_eq!(locked(&mut users, T2, 8, Exclusive), Outcome::Done(None));
+    assert_eq!(
+        update_age(&mut users, T2, 8, 1),
+        Err(OperationError::NotFound {
+            table: "users".into()
+        })
+    );
+    users.commit(T2);
+    assert!(users
+        .read_committed(Lookup::Primary(&key(&users, 8)))
+        .unwrap()
+        .is_none());
+    let _ = anchor;
+    users.abort(T2);
+    delete(&mut users, T1, 7).unwrap();
+    users.commit(T1);
+    assert_eq!(
+        memory.used_bytes() - empty,
+        crate::memory::PAGE_BYTES as u64,
+        "no anchor or entry is left"
+    );
+}
+
+#[test]
+fn unique_indexes_refuse_duplicates_but_let_nulls_repeat() {
+    let (_, mut users) = users(1 << 20);
+    insert(&mut users, T1, user(1, Some("a@x"), None)).unwrap();
+    insert(&mut users, T1, user(2, None, None)).unwrap();
+    insert(&mut users, T1, user(3, None, None)).unwrap();
+    let duplicate = OperationError::Duplicate {
+        table: "users".into(),
+        index: "by_email".into(),
+    };
+    assert_eq!(
+        insert(&mut users, T1, user(4, Some("a@x"), None)),
+        Err(duplicate.clone()),
+        "within the transaction"
+    );
+    users.commit(T1);
+    assert_eq!(
+        insert(&mut users, T2, user(4, Some("a@x"), None)),
+        Err(duplicate.clone())
+    );
+    let set_email = |users: &mut Partition, tx, id, email: &str| {
+        let key = key(users, id);
+        users.update(
+            tx,
+            Lookup::Primary(&key),
+            &[(1, Value::Bytes(email.as_bytes().to_vec()))],
+        )
+    };
+    assert_eq!(set_email(&mut users, T2, 2, "a@x"), Err(duplicate.clone()));
+    assert_eq!(set_email(&mut users, T2, 1, "z@x"), Ok(DONE));
+    let busy = OperationError::UniqueKeyBusy {
+        table: "users".into(),
+        index: "by_email".into(),
+    };
+    assert_eq!(
+        insert(&mut users, T3, user(5, Some("a@x"), None)),
+        Err(busy.clone()),
+        "T2 may still abort"
+    );
+    assert_eq!(
+        insert(&mut users, T3, user(5, Some("z@x"), None)),
+        Err(busy),
+        "T2 has reserved it"
+    );
+    assert_eq!(by_email(&users, "a@x"), Some(1));
+    assert_eq!(
+        by_email(&users, "z@x"),
+        None,
+        "readers see the committed key"
+    );
+    users.commit(T2);
+    assert_eq!(by_email(&users, "z@x"), Some(1));
+    assert_eq!(insert(&mut users, T3, user(5, Some("a@x"), None)), Ok(DONE));
+    users.commit(T3);
+    assert_eq!(by_email(&users, "a@x"), Some(5));
+}
+
+#[test]
+fn the_primary_key_is_refused_twice_and_cannot_be_updated() {
+    let (_, mut users) = users(1 << 20);
+    insert(&mut users, T1, user(1, None, None)).unwrap();
+    users.commit(T1);
+    assert_eq!(
+        insert(&mut users, T2, user(1, None, None)),
+        Err(OperationError::Duplicate {
+            table: "users".into(),
+            index: "PRIMARY".into()
+        })
+    );
+    assert_eq!(
+        users.write(T2, &user(1, None, Some(9))),
+        Ok(DONE),
+        "write replaces"
+    );
+    let key = key(&users, 1);
+    assert_eq!(
+        users.update(T2, Lookup::Primary(&key), &[(0, Value::Int(2))]),
+        Err(OperationError::PrimaryKeyUpdate {
+            table: "users".into(),
+            column: "id".into()
+        })
+    );
+    users.commit(T2);
+    assert_eq!(committed(&users, 1), Some(user(1, None, Some(9))));
+}
+
+#[test]
+fn exhausting_data_memory_fails_the_operation_and_deletes_make_room_again() {
+    let (memory, mut users) = users(3 * crate::memory::PAGE_BYTES as u64);
+    let mut inserted = 0;
+    let error = loop {
+        let email = format!("user{inserted}@example.com");
+        match insert(&mut users, T1, user(inserted, Some(&email), Some(inserted))) {
+            Ok(_) => inserted += 1,
+            Err(error) => break error,
+        }
+        assert!(inserted < 1_000_000, "memory never ran out");
+    };
+    let OperationError::Memory(exhausted) = error else {
+        panic!("{error:?}")
+    };
+    assert_eq!(exhausted.limit_bytes, memory.limit_bytes());
+    assert!(exhausted.to_string().contains("DataMemory"), "{exhausted}");
+    users.commit(T1);
+    for id in 0..inserted {
+        assert_eq!(
+            committed(&users, id).map(|row| row[0].clone()),
+            Some(Value::Int(id))
+        );
+    }
+    assert!(insert(&mut users, T2, user(inserted, None, None)).is_err());
+    users.abort(T2);
+    for id in 0..inserted / 2 {
+        delete(&mut users, T3, id).unwrap();
+    }
+    users.commit(T3);
+    for id in 0..inserted / 2 {
+        insert(&mut users, T2, user(id, None, None)).unwrap();
+    }
+    users.commit(T2);
+    assert_eq!(users.committed_rows(), inserted as usize);
+}
+
+#[test]
+fn an_index_added_later_covers_existing_rows_and_refuses_existing_duplicates() {
+    let (_, mut users) = users(1 << 20);
+    insert(&mut users, T1, user(1, Some("a@x"), Some(3))).unwrap();
+    insert(&mut users, T1, user(2, Some("b@x"), Some(3))).unwrap();
+    users.commit(T1);
+    let unique_age = IndexSchema {
+        name: "unique_age".into(),
+        kind: IndexKind::Unique,
+        columns: vec![2],
+    };
+    assert_eq!(
+        users.add_index(IndexId(9), unique_age),
+        Err(OperationError::Duplicate {
+            table: "users".into(),
+            index: "unique_age".into()
+        })
+    );
+    let by_id = IndexSchema {
+        name: "by_id".into(),
+        kind: IndexKind::Ordered,
+        columns: vec![0],
+    };
+    users.add_index(IndexId(9), by_id).unwrap();
+    let range = ScanRange::Index {
+        index: IndexId(9),
+        lower: None,
+        upper: None,
+        descending: true,
+    };
+    let mut ids = Vec::new();
+    users
+        .scan_committed(&range, None, None, 10, |fixed, var| {
+            ids.push(users.layout().value(fixed, var, 0))
+        })
+        .unwrap();
+    assert_eq!(ids, [Value::Int(2), Value::Int(1)]);
+    users.drop_index(IndexId(9)).unwrap();
+    assert!(users.drop_index(IndexId(9)).is_err());
+}
