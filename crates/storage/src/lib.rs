@@ -7,10 +7,15 @@
 //! - [`row_store`]: a partition's rows in `DataMemory` pages, with slot reuse.
 //! - [`hash_index`]: encoded keys to rows (primary keys, unique indexes).
 //! - [`locks`]: shared and exclusive row locks with wait queues.
+//! - [`ordered_index`]: sorted entries for range scans; [`compare`]: the order of values.
+//! - [`filter`]: filter programs pushed down to scans.
+//! - [`partition`]: one partition replica: rows, indexes, committed and pending versions, locks.
+//! - [`codec`]: the byte forms of values, schemas and filters that travel in signal sections.
 //!
 //! Nothing here knows about signals, threads or the network: the datanode blocks own the
 //! partitions and call into this crate.
 
+pub mod codec;
 pub mod compare;
 pub mod filter;
 pub mod hash_index;

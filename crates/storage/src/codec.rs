@@ -1,0 +1,481 @@
+//! The byte forms of values, table schemas, index schemas and filters, as they travel in
+//! signal sections between clients and data nodes.
+//!
+//! Little-endian, length-prefixed, versionless (the signal wire format carries the version).
+//! Decoding is total: any byte string yields a value or a [`CodecError`], never a panic, and
+//! lengths are checked against what remains before anything is allocated.
+
+use crate::filter::{CompareOp, Filter, FILTER_DEPTH_MAX};
+use crate::schema::{Column, IndexKind, IndexSchema, TableSchema, COLUMNS_MAX};
+use crate::types::{ColumnType, Date, DateTime, Decimal, Value};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CodecError {
+    #[error("truncated: needed {needed} more bytes at offset {offset}")]
+    Truncated { offset: usize, needed: usize },
+    #[error("unknown {what} tag {tag} at offset {offset}")]
+    UnknownTag {
+        what: &'static str,
+        tag: u8,
+        offset: usize,
+    },
+    #[error("{what} at offset {offset} is invalid")]
+    Invalid { what: &'static str, offset: usize },
+    #[error("{0} bytes left over after the end")]
+    TrailingBytes(usize),
+}
+
+/// Appends to a byte buffer.
+pub struct Writer<'a>(pub &'a mut Vec<u8>);
+
+impl Writer<'_> {
+    pub fn u8(&mut self, value: u8) {
+        self.0.push(value);
+    }
+    pub fn u16(&mut self, value: u16) {
+        self.0.extend_from_slice(&value.to_le_bytes());
+    }
+    pub fn u32(&mut self, value: u32) {
+        self.0.extend_from_slice(&value.to_le_bytes());
+    }
+    pub fn u64(&mut self, value: u64) {
+        self.0.extend_from_slice(&value.to_le_bytes());
+    }
+    pub fn bytes(&mut self, bytes: &[u8]) {
+        self.u32(bytes.len() as u32);
+        self.0.extend_from_slice(bytes);
+    }
+}
+
+/// Reads a byte buffer front to back.
+pub struct Reader<'a> {
+    bytes: &'a [u8],
+    offset: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Self { bytes, offset: 0 }
+    }
+
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.bytes.len() - self.offset
+    }
+
+    pub fn take(&mut self, count: usize) -> Result<&'a [u8], CodecError> {
+        if count > self.remaining() {
+            return Err(CodecError::Truncated {
+                offset: self.offset,
+                needed: count - self.remaining(),
+            });
+        }
+        let taken = &self.bytes[self.offset..self.offset + count];
+        self.offset += count;
+        Ok(taken)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], CodecError> {
+        let mut array = [0; N];
+        array.copy_from_slice(self.take(N)?);
+        Ok(array)
+    }
+
+    pub fn u8(&mut self) -> Result<u8, CodecError> {
+        Ok(self.take(1)?[0])
+    }
+    pub fn u16(&mut self) -> Result<u16, CodecError> {
+        self.array().map(u16::from_le_bytes)
+    }
+    pub fn u32(&mut self) -> Result<u32, CodecError> {
+        self.array().map(u32::from_le_bytes)
+    }
+    pub fn u64(&mut self) -> Result<u64, CodecError> {
+        self.array().map(u64::from_le_bytes)
+    }
+    pub fn bytes(&mut self) -> Result<&'a [u8], CodecError> {
+        let length = self.u32()? as usize;
+        self.take(length)
+    }
+
+    /// Fails unless everything was read.
+    pub fn finish(&self) -> Result<(), CodecError> {
+        match self.remaining() {
+            0 => Ok(()),
+            left => Err(CodecError::TrailingBytes(left)),
+        }
+    }
+
+    fn invalid(&self, what: &'static str) -> CodecError {
+        CodecError::Invalid {
+            what,
+            offset: self.offset,
+        }
+    }
+
+    fn unknown(&self, what: &'static str, tag: u8) -> CodecError {
+        CodecError::UnknownTag {
+            what,
+            tag,
+            offset: self.offset - 1,
+        }
+    }
+
+    /// A count of items that each take at least `item_bytes_min`, checked against what is
+    /// left so a hostile count cannot make the decoder reserve memory.
+    fn count(&mut self, item_bytes_min: usize) -> Result<usize, CodecError> {
+        let count = self.u32()? as usize;
+        if count.saturating_mul(item_bytes_min) > self.remaining() {
+            return Err(self.invalid("count"));
+        }
+        Ok(count)
+    }
+}
+
+// ----- values -----
+
+pub fn write_value(out: &mut Writer, value: &Value) {
+    match value {
+        Value::Null => out.u8(0),
+        Value::Int(n) => {
+            out.u8(1);
+            out.u64(*n as u64);
+        }
+        Value::UInt(n) => {
+            out.u8(2);
+            out.u64(*n);
+        }
+        Value::Float(x) => {
+            out.u8(3);
+            out.u32(x.to_bits());
+        }
+        Value::Double(x) => {
+            out.u8(4);
+            out.u64(x.to_bits());
+        }
+        Value::Decimal(d) => {
+            out.u8(5);
+            out.0.extend_from_slice(&d.unscaled.to_le_bytes());
+            out.u8(d.scale);
+        }
+        Value::Bytes(bytes) => {
+            out.u8(6);
+            out.bytes(bytes);
+        }
+        Value::Date(date) => {
+            out.u8(7);
+            out.u32(date.to_days() as u32);
+        }
+        Value::Time(us) => {
+            out.u8(8);
+            out.u64(*us as u64);
+        }
+        Value::DateTime(dt) => {
+            out.u8(9);
+            out.u64(dt.to_micros() as u64);
+        }
+        Value::Timestamp(us) => {
+            out.u8(10);
+            out.u64(*us as u64);
+        }
+    }
+}
+
+pub fn read_value(input: &mut Reader) -> Result<Value, CodecError> {
+    Ok(match input.u8()? {
+        0 => Value::Null,
+        1 => Value::Int(input.u64()? as i64),
+        2 => Value::UInt(input.u64()?),
+        3 => Value::Float(f32::from_bits(input.u32()?)),
+        4 => Value::Double(f64::from_bits(input.u64()?)),
+        5 => {
+            let unscaled = i128::from_le_bytes(input.array()?);
+            Value::Decimal(Decimal {
+                unscaled,
+                scale: input.u8()?,
+            })
+        }
+        6 => Value::Bytes(input.bytes()?.to_vec()),
+        7 => {
+            let days = input.u32()? as i32;
+            Value::Date(Date::from_days(days).ok_or_else(|| input.invalid("date"))?)
+        }
+        8 => Value::Time(input.u64()? as i64),
+        9 => {
+            let micros = input.u64()? as i64;
+            Value::DateTime(DateTime::from_micros(micros).ok_or_else(|| input.invalid("datetime"))?)
+        }
+        10 => Value::Timestamp(input.u64()? as i64),
+        tag => return Err(input.unknown("value", tag)),
+    })
+}
+
+pub fn write_values(out: &mut Writer, values: &[Value]) {
+    out.u32(values.len() as u32);
+    for value in values {
+        write_value(out, value);
+    }
+}
+
+pub fn read_values(input: &mut Reader) -> Result<Vec<Value>, CodecError> {
+    let count = input.count(1)?;
+    (0..count).map(|_| read_value(input)).collect()
+}
+
+// ----- schemas -----
+
+fn write_column_type(out: &mut Writer, column_type: ColumnType) {
+    let (tag, a, b): (u8, u32, u32) = match column_type {
+        ColumnType::Int { bytes, signed } => (1, bytes.into(), signed.into()),
+        ColumnType::Float => (2, 0, 0),
+        ColumnType::Double => (3, 0, 0),
+        ColumnType::Decimal { precision, scale } => (4, precision.into(), scale.into()),
+        ColumnType::Char { length } => (5, length.into(), 0),
+        ColumnType::Binary { length } => (6, length.into(), 0),
+        ColumnType::VarChar { max_length } => (7, max_length, 0),
+        ColumnType::VarBinary { max_length } => (8, max_length, 0),
+        ColumnType::Text => (9, 0, 0),
+        ColumnType::Blob => (10, 0, 0),
+        ColumnType::Date => (11, 0, 0),
+        ColumnType::Time => (12, 0, 0),
+        ColumnType::DateTime => (13, 0, 0),
+        ColumnType::Timestamp => (14, 0, 0),
+    };
+    out.u8(tag);
+    out.u32(a);
+    out.u32(b);
+}
+
+fn read_column_type(input: &mut Reader) -> Result<ColumnType, CodecError> {
+    let tag = input.u8()?;
+    let (a, b) = (input.u32()?, input.u32()?);
+    let small = |n: u32| u8::try_from(n).map_err(|_| input.invalid("column type"));
+    let medium = |n: u32| u16::try_from(n).map_err(|_| input.invalid("column type"));
+    let column_type = match tag {
+        1 => ColumnType::Int {
+            bytes: small(a)?,
+            signed: b != 0,
+        },
+        2 => ColumnType::Float,
+        3 => ColumnType::Double,
+        4 => ColumnType::Decimal {
+            precision: small(a)?,
+            scale: small(b)?,
+        },
+        5 => ColumnType::Char { length: medium(a)? },
+        6 => ColumnType::Binary { length: medium(a)? },
+        7 => ColumnType::VarChar { max_length: a },
+        8 => ColumnType::VarBinary { max_length: a },
+        9 => ColumnType::Text,
+        10 => ColumnType::Blob,
+        11 => ColumnType::Date,
+        12 => ColumnType::Time,
+        13 => ColumnType::DateTime,
+        14 => ColumnType::Timestamp,
+        tag => {
+            return Err(CodecError::UnknownTag {
+                what: "column type",
+                tag,
+                offset: input.offset() - 9,
+            })
+        }
+    };
+    Ok(column_type)
+}
+
+fn write_str(out: &mut Writer, text: &str) {
+    out.bytes(text.as_bytes());
+}
+
+fn read_string(input: &mut Reader) -> Result<String, CodecError> {
+    let bytes = input.bytes()?;
+    String::from_utf8(bytes.to_vec()).map_err(|_| input.invalid("name"))
+}
+
+fn write_column_list(out: &mut Writer, columns: &[usize]) {
+    out.u32(columns.len() as u32);
+    for &column in columns {
+        out.u16(column as u16);
+    }
+}
+
+fn read_column_list(input: &mut Reader) -> Result<Vec<usize>, CodecError> {
+    let count = input.count(2)?;
+    (0..count).map(|_| input.u16().map(usize::from)).collect()
+}
+
+/// Encodes a table schema (not validated here: the dictionary validates what it receives).
+pub fn write_table_schema(out: &mut Writer, schema: &TableSchema) {
+    write_str(out, &schema.name);
+    out.u32(schema.columns.len() as u32);
+    for column in &schema.columns {
+        write_str(out, &column.name);
+        write_column_type(out, column.column_type);
+        out.u8(column.nullable.into());
+        match &column.default {
+            None => out.u8(0),
+            Some(value) => {
+                out.u8(1);
+                write_value(out, value);
+            }
+        }
+    }
+    write_column_list(out, &schema.primary_key);
+}
+
+pub fn read_table_schema(input: &mut Reader) -> Result<TableSchema, CodecError> {
+    let name = read_string(input)?;
+    let count = input.count(14)?;
+    if count > COLUMNS_MAX {
+        return Err(input.invalid("column count"));
+    }
+    let mut columns = Vec::with_capacity(count);
+    for _ in 0..count {
+        let name = read_string(input)?;
+        let column_type = read_column_type(input)?;
+        let nullable = input.u8()? != 0;
+        let default = match input.u8()? {
+            0 => None,
+            1 => Some(read_value(input)?),
+            tag => return Err(input.unknown("default", tag)),
+        };
+        columns.push(Column {
+            name,
+            column_type,
+            nullable,
+            default,
+        });
+    }
+    let primary_key = read_column_list(input)?;
+    Ok(TableSchema {
+        name,
+        columns,
+        primary_key,
+    })
+}
+
+pub fn write_index_schema(out: &mut Writer, schema: &IndexSchema) {
+    write_str(out, &schema.name);
+    out.u8(match schema.kind {
+        IndexKind::Unique => 1,
+        IndexKind::Ordered => 2,
+    });
+    write_column_list(out, &schema.columns);
+}
+
+pub fn read_index_schema(input: &mut Reader) -> Result<IndexSchema, CodecError> {
+    let name = read_string(input)?;
+    let kind = match input.u8()? {
+        1 => IndexKind::Unique,
+        2 => IndexKind::Ordered,
+        tag => return Err(input.unknown("index kind", tag)),
+    };
+    Ok(IndexSchema {
+        name,
+        kind,
+        columns: read_column_list(input)?,
+    })
+}
+
+// ----- filters -----
+
+pub fn write_filter(out: &mut Writer, filter: &Filter) {
+    let op_tag = |op: CompareOp| op as u8;
+    match filter {
+        Filter::Compare { column, op, value } => {
+            out.u8(1);
+            out.u16(*column as u16);
+            out.u8(op_tag(*op));
+            write_value(out, value);
+        }
+        Filter::CompareColumns { left, op, right } => {
+            out.u8(2);
+            out.u16(*left as u16);
+            out.u8(op_tag(*op));
+            out.u16(*right as u16);
+        }
+        Filter::IsNull(column) => {
+            out.u8(3);
+            out.u16(*column as u16);
+        }
+        Filter::Like { column, pattern } => {
+            out.u8(4);
+            out.u16(*column as u16);
+            out.bytes(pattern);
+        }
+        Filter::And(parts) | Filter::Or(parts) => {
+            out.u8(if matches!(filter, Filter::And(_)) {
+                5
+            } else {
+                6
+            });
+            out.u32(parts.len() as u32);
+            for part in parts {
+                write_filter(out, part);
+            }
+        }
+        Filter::Not(inner) => {
+            out.u8(7);
+            write_filter(out, inner);
+        }
+    }
+}
+
+/// Decodes a filter; nesting past [`FILTER_DEPTH_MAX`] is refused before recursing further.
+pub fn read_filter(input: &mut Reader) -> Result<Filter, CodecError> {
+    read_filter_at(input, 1)
+}
+
+fn read_filter_at(input: &mut Reader, depth: usize) -> Result<Filter, CodecError> {
+    if depth > FILTER_DEPTH_MAX {
+        return Err(input.invalid("filter nesting"));
+    }
+    let read_op = |input: &mut Reader| {
+        Ok(match input.u8()? {
+            0 => CompareOp::Eq,
+            1 => CompareOp::Ne,
+            2 => CompareOp::Lt,
+            3 => CompareOp::Le,
+            4 => CompareOp::Gt,
+            5 => CompareOp::Ge,
+            tag => return Err(input.unknown("comparison", tag)),
+        })
+    };
+    let column = |input: &mut Reader| input.u16().map(usize::from);
+    Ok(match input.u8()? {
+        1 => Filter::Compare {
+            column: column(input)?,
+            op: read_op(input)?,
+            value: read_value(input)?,
+        },
+        2 => Filter::CompareColumns {
+            left: column(input)?,
+            op: read_op(input)?,
+            right: column(input)?,
+        },
+        3 => Filter::IsNull(column(input)?),
+        4 => Filter::Like {
+            column: column(input)?,
+            pattern: input.bytes()?.to_vec(),
+        },
+        tag @ (5 | 6) => {
+            let count = input.count(1)?;
+            let parts = (0..count)
+                .map(|_| read_filter_at(input, depth + 1))
+                .collect::<Result<Vec<_>, _>>()?;
+            if tag == 5 {
+                Filter::And(parts)
+            } else {
+                Filter::Or(parts)
+            }
+        }
+        7 => Filter::Not(Box::new(read_filter_at(input, depth + 1)?)),
+        tag => return Err(input.unknown("filter", tag)),
+    })
+}
+
+#[cfg(test)]
+mod tests;
