@@ -135,6 +135,11 @@ impl<'a> Context<'a> {
         Some(self.sections.read(self.incoming_section))
     }
 
+    /// The bytes of a section the block holds (taken or allocated earlier).
+    pub fn held_section(&self, handle: SectionHandle) -> SectionGuard<'_> {
+        self.sections.read(handle)
+    }
+
     /// Keeps the executing signal's section beyond this execution (to forward it or hold
     /// it); otherwise the runtime releases it when `execute` returns.
     pub fn take_section(&mut self) -> Option<SectionHandle> {

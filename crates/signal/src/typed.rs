@@ -18,6 +18,12 @@ pub enum PayloadError {
         number: SignalNumber,
         available: usize,
     },
+    #[error("signal {number:?} carries {value}, which is not a valid {field}")]
+    BadValue {
+        number: SignalNumber,
+        field: &'static str,
+        value: u32,
+    },
 }
 
 /// A signal with a fixed number and a payload layout.
@@ -127,6 +133,15 @@ impl PayloadReader<'_> {
         let low = self.u32()?;
         let high = self.u32()?;
         Ok(u64::from(high) << 32 | u64::from(low))
+    }
+
+    /// The error for a word that is not a valid `field`.
+    pub fn bad_value(&self, field: &'static str, value: u32) -> PayloadError {
+        PayloadError::BadValue {
+            number: self.number,
+            field,
+            value,
+        }
     }
 
     #[inline]

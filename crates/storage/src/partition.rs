@@ -386,6 +386,14 @@ impl Partition {
         indexes::add_index(self, id, schema)
     }
 
+    pub fn has_index(&self, id: IndexId) -> bool {
+        self.index_position(id).is_ok()
+    }
+
+    pub fn index_ids(&self) -> Vec<IndexId> {
+        self.indexes.iter().map(|index| index.id).collect()
+    }
+
     pub fn drop_index(&mut self, id: IndexId) -> Result<(), OperationError> {
         let position = self.index_position(id)?;
         self.indexes.remove(position);

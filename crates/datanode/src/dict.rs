@@ -1,0 +1,403 @@
+//! The schema dictionary: creates and drops tables and indexes, numbers their schema
+//! versions, and publishes each definition to every `ldm` and `tc` instance before it
+//! answers the client, so an acknowledged table is usable at once on every thread.
+//!
+//! Every change bumps the table's schema version. Operations carry the version their
+//! client knows; a data manager refuses an old one (error 241), as NDB does.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use kista_runtime::{Block, Context};
+use kista_signal::{BlockAddress, Signal, TypedSignal};
+use kista_storage::codec::{read_index_schema, Reader};
+use kista_storage::schema::IndexSchema;
+
+use crate::node::NodeSettings;
+use crate::protocol::*;
+use crate::send_with_bytes;
+
+/// Tables one node's dictionary holds (NDB: MaxNoOfTables is 20320 schema objects).
+pub const TABLES_MAX: usize = 20_000;
+/// Secondary indexes per table (NDB: 64).
+pub const INDEXES_PER_TABLE_MAX: usize = 64;
+
+struct DictTable {
+    version: u32,
+    definition: TableDefinitionBody,
+    next_index_id: u32,
+}
+
+/// What to tell the client once every instance has applied a change.
+#[derive(Clone, Copy)]
+enum Reply {
+    TableCreated { table_id: u32, version: u32 },
+    IndexCreated { index_id: u32, version: u32 },
+    TableDropped,
+}
+
+struct SchemaChange {
+    /// `None` for a roll-back nobody waits for.
+    reply: Option<Reply>,
+    client: BlockAddress,
+    client_request: u64,
+    table_id: u32,
+    acks_left: usize,
+    failure: Option<u32>,
+    /// The definition before the change, put back if an instance cannot apply it.
+    previous: Option<TableDefinitionBody>,
+}
+
+pub struct Dictionary {
+    settings: Arc<NodeSettings>,
+    tables: HashMap<u32, DictTable>,
+    next_table_id: u32,
+    next_change: u64,
+    changes: HashMap<u64, SchemaChange>,
+}
+
+impl Dictionary {
+    pub fn new(settings: Arc<NodeSettings>) -> Self {
+        Self {
+            settings,
+            tables: HashMap::new(),
+            next_table_id: 1,
+            next_change: 1,
+            changes: HashMap::new(),
+        }
+    }
+
+    fn refuse(
+        &self,
+        ctx: &mut Context,
+        client: BlockAddress,
+        request_id: u64,
+        code: ErrorCode,
+        message: &str,
+    ) {
+        let signal = DictRef {
+            request_id,
+            code: code as u32,
+        }
+        .to_signal(client, ctx.address());
+        send_with_bytes(ctx, signal, message.as_bytes());
+    }
+
+    fn no_such_table(
+        &self,
+        ctx: &mut Context,
+        client: BlockAddress,
+        request_id: u64,
+        table_id: u32,
+    ) {
+        let message = format!("no table {table_id}");
+        self.refuse(ctx, client, request_id, ErrorCode::NoSuchTable, &message);
+    }
+
+    fn create_table(&mut self, ctx: &mut Context, request: CreateTableRequest) {
+        let refuse = |this: &Self, ctx: &mut Context, code, message: String| {
+            this.refuse(ctx, request.client, request.request_id, code, &message)
+        };
+        let definition = match ctx
+            .section()
+            .map(|bytes| TableDefinitionBody::decode(&bytes))
+        {
+            Some(Ok(definition)) => definition,
+            Some(Err(error)) => {
+                return refuse(
+                    self,
+                    ctx,
+                    ErrorCode::BadRequest,
+                    format!("table definition: {error}"),
+                )
+            }
+            None => {
+                return refuse(
+                    self,
+                    ctx,
+                    ErrorCode::BadRequest,
+                    "table definition missing".into(),
+                )
+            }
+        };
+        if let Err(error) = definition.schema.validate() {
+            return refuse(self, ctx, ErrorCode::BadSchema, error.to_string());
+        }
+        let name = &definition.schema.name;
+        if self
+            .tables
+            .values()
+            .any(|t| t.definition.schema.name.eq_ignore_ascii_case(name))
+        {
+            return refuse(
+                self,
+                ctx,
+                ErrorCode::BadSchema,
+                format!("table `{name}` exists already"),
+            );
+        }
+        if self.tables.len() >= TABLES_MAX {
+            return refuse(
+                self,
+                ctx,
+                ErrorCode::BadSchema,
+                format!("the dictionary holds {TABLES_MAX} tables, its limit"),
+            );
+        }
+        if definition.indexes.len() > INDEXES_PER_TABLE_MAX {
+            return refuse(
+                self,
+                ctx,
+                ErrorCode::BadSchema,
+                format!("a table may have {INDEXES_PER_TABLE_MAX} indexes"),
+            );
+        }
+        let mut definition = definition;
+        for (position, (id, index)) in definition.indexes.iter_mut().enumerate() {
+            if let Err(error) = validate_index(&definition.schema, index) {
+                return refuse(self, ctx, ErrorCode::BadSchema, error);
+            }
+            *id = position as u32 + 1;
+        }
+        let table_id = self.next_table_id;
+        self.next_table_id += 1;
+        let next_index_id = definition.indexes.len() as u32 + 1;
+        self.tables.insert(
+            table_id,
+            DictTable {
+                version: 1,
+                definition,
+                next_index_id,
+            },
+        );
+        let reply = Reply::TableCreated {
+            table_id,
+            version: 1,
+        };
+        self.publish(
+            ctx,
+            request.client,
+            request.request_id,
+            table_id,
+            Some(reply),
+            None,
+        );
+    }
+
+    fn create_index(&mut self, ctx: &mut Context, request: CreateIndexRequest) {
+        let index = ctx.section().map(|bytes| {
+            let mut input = Reader::new(&bytes);
+            read_index_schema(&mut input).and_then(|index| input.finish().map(|()| index))
+        });
+        let mut index = match index {
+            Some(Ok(index)) => index,
+            Some(Err(error)) => {
+                return self.refuse(
+                    ctx,
+                    request.client,
+                    request.request_id,
+                    ErrorCode::BadRequest,
+                    &format!("index definition: {error}"),
+                )
+            }
+            None => {
+                return self.refuse(
+                    ctx,
+                    request.client,
+                    request.request_id,
+                    ErrorCode::BadRequest,
+                    "index definition missing",
+                )
+            }
+        };
+        let Some(table) = self.tables.get_mut(&request.table_id) else {
+            return self.no_such_table(ctx, request.client, request.request_id, request.table_id);
+        };
+        let checked = validate_index(&table.definition.schema, &mut index).and_then(|()| {
+            let taken = table
+                .definition
+                .indexes
+                .iter()
+                .any(|(_, i)| i.name.eq_ignore_ascii_case(&index.name));
+            if taken {
+                Err(format!("index `{}` exists already", index.name))
+            } else if table.definition.indexes.len() >= INDEXES_PER_TABLE_MAX {
+                Err(format!("a table may have {INDEXES_PER_TABLE_MAX} indexes"))
+            } else {
+                Ok(())
+            }
+        });
+        if let Err(message) = checked {
+            return self.refuse(
+                ctx,
+                request.client,
+                request.request_id,
+                ErrorCode::BadSchema,
+                &message,
+            );
+        }
+        let previous = table.definition.clone();
+        let index_id = table.next_index_id;
+        table.next_index_id += 1;
+        table.version += 1;
+        table.definition.indexes.push((index_id, index));
+        let reply = Reply::IndexCreated {
+            index_id,
+            version: table.version,
+        };
+        self.publish(
+            ctx,
+            request.client,
+            request.request_id,
+            request.table_id,
+            Some(reply),
+            Some(previous),
+        );
+    }
+
+    fn drop_table(&mut self, ctx: &mut Context, request: DropTableRequest) {
+        if !self.tables.contains_key(&request.table_id) {
+            return self.no_such_table(ctx, request.client, request.request_id, request.table_id);
+        }
+        self.publish(
+            ctx,
+            request.client,
+            request.request_id,
+            request.table_id,
+            Some(Reply::TableDropped),
+            None,
+        );
+    }
+
+    /// Sends the table's current definition (or its drop) to every `ldm` and `tc` instance
+    /// and remembers to answer the client when all have applied it.
+    fn publish(
+        &mut self,
+        ctx: &mut Context,
+        client: BlockAddress,
+        client_request: u64,
+        table_id: u32,
+        reply: Option<Reply>,
+        previous: Option<TableDefinitionBody>,
+    ) {
+        let change_id = self.next_change;
+        self.next_change += 1;
+        let dropped = matches!(reply, Some(Reply::TableDropped));
+        let mut body = Vec::new();
+        let version = match self.tables.get(&table_id) {
+            Some(table) => {
+                if !dropped {
+                    table.definition.encode(&mut body);
+                }
+                table.version
+            }
+            None => 0,
+        };
+        if dropped {
+            self.tables.remove(&table_id);
+        }
+        let receivers: Vec<BlockAddress> = self
+            .settings
+            .ldm_addresses()
+            .chain(self.settings.tc_addresses())
+            .collect();
+        for &receiver in &receivers {
+            let signal = TableDefinition {
+                request_id: change_id,
+                table_id,
+                schema_version: version,
+                partitions: self.settings.partitions_per_table,
+                dropped: dropped.into(),
+            }
+            .to_signal(receiver, ctx.address());
+            send_with_bytes(ctx, signal, &body);
+        }
+        self.changes.insert(
+            change_id,
+            SchemaChange {
+                client,
+                client_request,
+                table_id,
+                acks_left: receivers.len(),
+                failure: None,
+                reply,
+                previous,
+            },
+        );
+    }
+
+    fn applied(&mut self, ctx: &mut Context, conf: TableDefinitionConf) {
+        let Some(change) = self.changes.get_mut(&conf.request_id) else {
+            return;
+        };
+        change.acks_left -= 1;
+        if conf.code != 0 {
+            change.failure.get_or_insert(conf.code);
+        }
+        if change.acks_left > 0 {
+            return;
+        }
+        let Some(change) = self.changes.remove(&conf.request_id) else {
+            return;
+        };
+        let Some(reply) = change.reply else {
+            return;
+        };
+        if let Some(code) = change.failure {
+            if let (Some(previous), Some(table)) =
+                (change.previous, self.tables.get_mut(&change.table_id))
+            {
+                table.definition = previous;
+                table.version += 1;
+                self.publish(ctx, change.client, 0, change.table_id, None, None);
+            }
+            let code = ErrorCode::from_u32(code).unwrap_or(ErrorCode::BadSchema);
+            let message = format!("a data manager could not apply the change ({code:?})");
+            return self.refuse(ctx, change.client, change.client_request, code, &message);
+        }
+        let client = change.client;
+        let request_id = change.client_request;
+        let here = ctx.address();
+        let signal = match reply {
+            Reply::TableCreated { table_id, version } => CreateTableConf {
+                request_id,
+                table_id,
+                schema_version: version,
+            }
+            .to_signal(client, here),
+            Reply::IndexCreated { index_id, version } => CreateIndexConf {
+                request_id,
+                index_id,
+                schema_version: version,
+            }
+            .to_signal(client, here),
+            Reply::TableDropped => DropTableConf { request_id }.to_signal(client, here),
+        };
+        ctx.send(signal);
+    }
+}
+
+fn validate_index(
+    schema: &kista_storage::schema::TableSchema,
+    index: &mut IndexSchema,
+) -> Result<(), String> {
+    index.validate(schema).map_err(|error| error.to_string())
+}
+
+impl Block for Dictionary {
+    fn execute(&mut self, signal: &Signal, ctx: &mut Context<'_>) {
+        let number = signal.number();
+        let result = if number == CreateTableRequest::NUMBER {
+            CreateTableRequest::from_signal(signal).map(|r| self.create_table(ctx, r))
+        } else if number == CreateIndexRequest::NUMBER {
+            CreateIndexRequest::from_signal(signal).map(|r| self.create_index(ctx, r))
+        } else if number == DropTableRequest::NUMBER {
+            DropTableRequest::from_signal(signal).map(|r| self.drop_table(ctx, r))
+        } else if number == TableDefinitionConf::NUMBER {
+            TableDefinitionConf::from_signal(signal).map(|c| self.applied(ctx, c))
+        } else {
+            Ok(())
+        };
+        debug_assert!(result.is_ok(), "malformed signal to dict: {result:?}");
+    }
+}

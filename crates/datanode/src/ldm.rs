@@ -1,0 +1,615 @@
+//! The local data manager: owns partition replicas and runs operations on them.
+//!
+//! An operation that must wait for a row lock is parked with a lock-wait timer; when a
+//! commit or abort grants the lock it runs again, and when the timer fires first the
+//! operation fails with error 266 and its coordinator aborts the transaction. Later
+//! operations of the same transaction on the same partition queue behind a parked one, so a
+//! transaction's operations on a partition run in the order they arrived.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, RwLock, RwLockWriteGuard};
+use std::time::Duration;
+
+use kista_runtime::{Block, Context};
+use kista_signal::{SectionHandle, Signal, TypedSignal};
+use kista_storage::locks::{LockMode, TransactionId};
+use kista_storage::memory::DataMemory;
+use kista_storage::partition::{
+    Granted, IndexId, Lookup, OperationError, Outcome, Partition, PartitionLimits,
+};
+use kista_storage::row::RowLayout;
+use kista_storage::row_store::RowId;
+
+use crate::dist::PartitionMap;
+use crate::node::NodeSettings;
+use crate::protocol::*;
+use crate::registry::{PartitionRegistry, SharedPartition};
+use crate::{error_code_of, send_with_bytes};
+
+struct LdmTable {
+    schema_version: u32,
+    layout: Arc<RowLayout>,
+    partitions: HashMap<u32, Arc<RwLock<Partition>>>,
+}
+
+/// An operation waiting for a lock, or behind one of its transaction's that is.
+struct Parked {
+    prepare: Prepare,
+    section: Option<SectionHandle>,
+    /// The lock it waits for, or `None` while it queues behind an earlier parked operation.
+    waiting_on: Option<RowId>,
+    wait_id: u32,
+}
+
+/// What this data manager knows of a transaction.
+#[derive(Default)]
+struct LdmTransaction {
+    /// (table, partition) it has touched here.
+    partitions: Vec<(u32, u32)>,
+    /// Parked operations per (table, partition), oldest first.
+    parked: HashMap<(u32, u32), VecDeque<Parked>>,
+}
+
+pub struct LocalDataManager {
+    settings: Arc<NodeSettings>,
+    memory: Arc<DataMemory>,
+    registry: Arc<PartitionRegistry>,
+    tables: HashMap<u32, LdmTable>,
+    transactions: HashMap<u64, LdmTransaction>,
+    next_wait_id: u32,
+}
+
+fn lock_partition(partition: &RwLock<Partition>) -> RwLockWriteGuard<'_, Partition> {
+    // A poisoned lock means a thread panicked, which stops the node; go on regardless.
+    partition
+        .write()
+        .unwrap_or_else(|poison| poison.into_inner())
+}
+
+impl LocalDataManager {
+    pub fn new(
+        settings: Arc<NodeSettings>,
+        memory: Arc<DataMemory>,
+        registry: Arc<PartitionRegistry>,
+    ) -> Self {
+        Self {
+            settings,
+            memory,
+            registry,
+            tables: HashMap::new(),
+            transactions: HashMap::new(),
+            next_wait_id: 0,
+        }
+    }
+
+    // ----- schema -----
+
+    fn define_table(&mut self, ctx: &mut Context, definition: TableDefinition) {
+        let code = match self.apply_definition(ctx, &definition) {
+            Ok(()) => 0,
+            Err(code) => code as u32,
+        };
+        let conf = TableDefinitionConf {
+            request_id: definition.request_id,
+            table_id: definition.table_id,
+            code,
+        };
+        ctx.send_typed(self.settings.dict_address(), &conf);
+    }
+
+    fn apply_definition(
+        &mut self,
+        ctx: &mut Context,
+        definition: &TableDefinition,
+    ) -> Result<(), ErrorCode> {
+        let table_id = definition.table_id;
+        if definition.dropped != 0 {
+            if let Some(table) = self.tables.remove(&table_id) {
+                for partition in table.partitions.keys() {
+                    self.registry.withdraw(table_id, *partition);
+                }
+            }
+            return Ok(());
+        }
+        let body = ctx
+            .section()
+            .map(|bytes| TableDefinitionBody::decode(&bytes))
+            .ok_or(ErrorCode::BadRequest)?
+            .map_err(|_| ErrorCode::BadRequest)?;
+        let table = self.tables.entry(table_id).or_insert_with(|| {
+            let layout = Arc::new(RowLayout::new(&body.schema));
+            let map = PartitionMap::single_node(
+                definition.partitions,
+                self.settings.node,
+                self.settings.ldm_instances,
+            );
+            let here = ctx.address();
+            let limits = PartitionLimits {
+                locks_max: self.settings.locks_per_partition_max,
+            };
+            let partitions = map
+                .held_by(here)
+                .map(|p| {
+                    (
+                        p,
+                        Arc::new(RwLock::new(Partition::new(
+                            layout.clone(),
+                            self.memory.clone(),
+                            limits,
+                        ))),
+                    )
+                })
+                .collect();
+            LdmTable {
+                schema_version: 0,
+                layout,
+                partitions,
+            }
+        });
+        // Bring each partition's indexes in line with the definition.
+        for partition in table.partitions.values() {
+            let mut partition = lock_partition(partition);
+            for (id, index) in &body.indexes {
+                if !partition.has_index(IndexId(*id)) {
+                    partition
+                        .add_index(IndexId(*id), index.clone())
+                        .map_err(|error| error_code_of(&error))?;
+                }
+            }
+            for id in partition.index_ids() {
+                if !body
+                    .indexes
+                    .iter()
+                    .any(|(wanted, _)| IndexId(*wanted) == id)
+                {
+                    let _ = partition.drop_index(id);
+                }
+            }
+        }
+        table.schema_version = definition.schema_version;
+        for (&number, partition) in &table.partitions {
+            let shared = SharedPartition {
+                schema_version: table.schema_version,
+                partition: partition.clone(),
+            };
+            self.registry.publish(table_id, number, shared);
+        }
+        Ok(())
+    }
+
+    // ----- operations -----
+
+    fn prepare(&mut self, ctx: &mut Context, prepare: Prepare, section: Option<SectionHandle>) {
+        let key = (prepare.table_id, prepare.partition);
+        let transaction = self.transactions.entry(prepare.transaction).or_default();
+        if !transaction.partitions.contains(&key) {
+            transaction.partitions.push(key);
+        }
+        if let Some(queue) = transaction.parked.get_mut(&key).filter(|q| !q.is_empty()) {
+            queue.push_back(Parked {
+                prepare,
+                section,
+                waiting_on: None,
+                wait_id: 0,
+            });
+            return;
+        }
+        self.run(ctx, prepare, section);
+    }
+
+    /// Runs an operation now; parks it if it must wait for a lock.
+    fn run(&mut self, ctx: &mut Context, prepare: Prepare, section: Option<SectionHandle>) {
+        match self.execute_operation(ctx, &prepare, section) {
+            Ok(Outcome::Done(read_rows)) => {
+                if let Some(section) = section {
+                    ctx.release_section(section);
+                }
+                self.prepared(ctx, &prepare, read_rows);
+            }
+            Ok(Outcome::Waiting(anchor)) => self.park(ctx, prepare, section, anchor),
+            Err((code, message)) => {
+                if let Some(section) = section {
+                    ctx.release_section(section);
+                }
+                let refusal = PrepareRef {
+                    transaction: prepare.transaction,
+                    op_ref: prepare.op_ref,
+                    code: code as u32,
+                };
+                send_with_bytes(
+                    ctx,
+                    refusal.to_signal(prepare.tc, ctx.address()),
+                    message.as_bytes(),
+                );
+            }
+        }
+    }
+
+    /// The operation ran here: pass it along the chain, or report to the coordinator.
+    fn prepared(&mut self, ctx: &mut Context, prepare: &Prepare, read_rows: u32) {
+        match prepare.chain.next() {
+            Some(chain) => {
+                // Replicas after the primary only apply writes; a read ends at the primary.
+                let next = Prepare { chain, ..*prepare };
+                ctx.send_typed(chain.current(), &next);
+            }
+            None => {
+                let conf = PrepareConf {
+                    transaction: prepare.transaction,
+                    op_ref: prepare.op_ref,
+                    read_rows,
+                };
+                ctx.send_typed(prepare.tc, &conf);
+            }
+        }
+    }
+
+    fn park(
+        &mut self,
+        ctx: &mut Context,
+        prepare: Prepare,
+        section: Option<SectionHandle>,
+        anchor: RowId,
+    ) {
+        self.next_wait_id = self.next_wait_id.wrapping_add(1);
+        let wait_id = self.next_wait_id;
+        let expiry = LockWaitExpired {
+            transaction: prepare.transaction,
+            wait_id,
+        }
+        .to_signal(ctx.address(), ctx.address());
+        ctx.send_delayed(
+            expiry,
+            Duration::from_millis(self.settings.lock_wait_timeout_ms),
+        );
+        let key = (prepare.table_id, prepare.partition);
+        let transaction = self.transactions.entry(prepare.transaction).or_default();
+        transaction
+            .parked
+            .entry(key)
+            .or_default()
+            .push_front(Parked {
+                prepare,
+                section,
+                waiting_on: Some(anchor),
+                wait_id,
+            });
+    }
+
+    /// Runs one operation on its partition. Ok(Done(rows sent to the client)).
+    fn execute_operation(
+        &mut self,
+        ctx: &mut Context,
+        prepare: &Prepare,
+        section: Option<SectionHandle>,
+    ) -> Result<Outcome<u32>, (ErrorCode, String)> {
+        let table = self.tables.get(&prepare.table_id).ok_or_else(|| {
+            (
+                ErrorCode::NoSuchTable,
+                format!("no table {}", prepare.table_id),
+            )
+        })?;
+        if table.schema_version != prepare.schema_version {
+            return Err((
+                ErrorCode::SchemaVersion,
+                format!(
+                    "table {} is at schema version {}, the operation carries {}",
+                    prepare.table_id, table.schema_version, prepare.schema_version
+                ),
+            ));
+        }
+        let partition = table.partitions.get(&prepare.partition).ok_or_else(|| {
+            (
+                ErrorCode::BadRequest,
+                format!(
+                    "partition {} of table {} is not held here",
+                    prepare.partition, prepare.table_id
+                ),
+            )
+        })?;
+        let layout = table.layout.clone();
+        let body = section.map(|handle| KeyBody::decode(&ctx.held_section(handle)));
+        let body = body
+            .ok_or_else(|| {
+                (
+                    ErrorCode::BadRequest,
+                    "operation without a body".to_string(),
+                )
+            })?
+            .map_err(|error| (ErrorCode::BadRequest, format!("operation body: {error}")))?;
+        let lookup = if prepare.index_id == PRIMARY_KEY {
+            Lookup::Primary(&body.key)
+        } else {
+            Lookup::Unique(IndexId(prepare.index_id), &body.key)
+        };
+        let tx = TransactionId(prepare.transaction);
+        let mut partition = lock_partition(partition);
+        let described = |error: OperationError| (error_code_of(&error), error.to_string());
+        let outcome = match prepare.kind {
+            OperationKind::Read => {
+                let version = match prepare.lock {
+                    LockKind::Committed => {
+                        let row = partition.read_committed(lookup).map_err(described)?;
+                        Outcome::Done(
+                            row.map(|(fixed, var)| project(&layout, fixed, var, &body.columns)),
+                        )
+                    }
+                    LockKind::Shared | LockKind::Exclusive => {
+                        let mode = if prepare.lock == LockKind::Shared {
+                            LockMode::Shared
+                        } else {
+                            LockMode::Exclusive
+                        };
+                        match partition.read_locked(tx, lookup, mode).map_err(described)? {
+                            Outcome::Done(version) => Outcome::Done(version.map(|v| {
+                                let (fixed, var) = partition.version(v);
+                                project(&layout, fixed, var, &body.columns)
+                            })),
+                            Outcome::Waiting(anchor) => Outcome::Waiting(anchor),
+                        }
+                    }
+                };
+                drop(partition);
+                match version {
+                    Outcome::Waiting(anchor) => Outcome::Waiting(anchor),
+                    Outcome::Done(None) => Outcome::Done(0),
+                    Outcome::Done(Some(values)) => {
+                        let mut row = Vec::new();
+                        RowBody::encode(&values, &mut row);
+                        let result = ReadResult {
+                            client_tx: prepare.client_tx,
+                            op_index: prepare.op_index,
+                            found: 1,
+                        };
+                        let signal = result.to_signal(prepare.client, ctx.address());
+                        if !send_with_bytes(ctx, signal, &row) {
+                            return Err((
+                                ErrorCode::Overloaded,
+                                "no section free for the row".into(),
+                            ));
+                        }
+                        Outcome::Done(1)
+                    }
+                }
+            }
+            OperationKind::Insert => {
+                done_or_wait(partition.insert(tx, &body.values).map_err(described)?)
+            }
+            OperationKind::Write => {
+                done_or_wait(partition.write(tx, &body.values).map_err(described)?)
+            }
+            OperationKind::Delete => done_or_wait(partition.delete(tx, lookup).map_err(described)?),
+            OperationKind::Update => {
+                if body.columns.len() != body.values.len() {
+                    return Err((
+                        ErrorCode::BadRequest,
+                        "an update names as many columns as it gives values".into(),
+                    ));
+                }
+                let changes: Vec<(usize, kista_storage::types::Value)> = body
+                    .columns
+                    .iter()
+                    .map(|&c| usize::from(c))
+                    .zip(body.values.iter().cloned())
+                    .collect();
+                done_or_wait(partition.update(tx, lookup, &changes).map_err(described)?)
+            }
+        };
+        Ok(outcome)
+    }
+
+    /// Runs parked operations whose locks were granted.
+    fn resume(&mut self, ctx: &mut Context, table_id: u32, partition: u32, granted: Vec<Granted>) {
+        for grant in granted {
+            let Some(transaction) = self.transactions.get_mut(&grant.transaction.0) else {
+                continue;
+            };
+            let Some(queue) = transaction.parked.get_mut(&(table_id, partition)) else {
+                continue;
+            };
+            if queue
+                .front()
+                .is_some_and(|p| p.waiting_on == Some(grant.row))
+            {
+                self.run_queue(ctx, grant.transaction.0, (table_id, partition));
+            }
+        }
+    }
+
+    /// Runs a transaction's parked operations on a partition, oldest first, until one waits.
+    fn run_queue(&mut self, ctx: &mut Context, transaction: u64, key: (u32, u32)) {
+        loop {
+            let Some(parked) = self
+                .transactions
+                .get_mut(&transaction)
+                .and_then(|t| t.parked.get_mut(&key))
+                .and_then(|queue| queue.pop_front())
+            else {
+                return;
+            };
+            self.run(ctx, parked.prepare, parked.section);
+            let waiting = self
+                .transactions
+                .get(&transaction)
+                .and_then(|t| t.parked.get(&key))
+                .is_some_and(|queue| queue.front().is_some_and(|p| p.waiting_on.is_some()));
+            if waiting {
+                return;
+            }
+        }
+    }
+
+    fn lock_wait_expired(&mut self, ctx: &mut Context, expired: LockWaitExpired) {
+        let Some(transaction) = self.transactions.get_mut(&expired.transaction) else {
+            return;
+        };
+        let Some((&key, _)) = transaction.parked.iter().find(|(_, queue)| {
+            queue
+                .front()
+                .is_some_and(|p| p.wait_id == expired.wait_id && p.waiting_on.is_some())
+        }) else {
+            return; // granted or aborted before the timer fired
+        };
+        let queue = transaction.parked.remove(&key).unwrap_or_default();
+        let mut granted = Vec::new();
+        for (position, parked) in queue.into_iter().enumerate() {
+            if let (0, Some(anchor)) = (position, parked.waiting_on) {
+                if let Some(partition) = self.partition(key) {
+                    granted = lock_partition(&partition)
+                        .cancel_wait(TransactionId(expired.transaction), anchor);
+                }
+            }
+            if let Some(section) = parked.section {
+                ctx.release_section(section);
+            }
+            let refusal = PrepareRef {
+                transaction: expired.transaction,
+                op_ref: parked.prepare.op_ref,
+                code: ErrorCode::LockWaitTimeout as u32,
+            };
+            let message = format!(
+                "lock wait timeout after {} ms on table {} (probably a deadlock); the transaction is aborted",
+                self.settings.lock_wait_timeout_ms, key.0
+            );
+            send_with_bytes(
+                ctx,
+                refusal.to_signal(parked.prepare.tc, ctx.address()),
+                message.as_bytes(),
+            );
+        }
+        self.resume(ctx, key.0, key.1, granted);
+    }
+
+    fn partition(&self, (table_id, partition): (u32, u32)) -> Option<Arc<RwLock<Partition>>> {
+        self.tables
+            .get(&table_id)?
+            .partitions
+            .get(&partition)
+            .cloned()
+    }
+
+    // ----- commit protocol -----
+
+    fn commit(&mut self, ctx: &mut Context, commit: Commit) {
+        let key = (commit.table_id, commit.partition);
+        if let Some(partition) = self.partition(key) {
+            let granted = lock_partition(&partition).commit(TransactionId(commit.transaction));
+            if let Some(transaction) = self.transactions.get_mut(&commit.transaction) {
+                transaction.partitions.retain(|&p| p != key);
+            }
+            self.resume(ctx, key.0, key.1, granted);
+        }
+        match commit.chain.previous() {
+            Some(chain) => ctx.send_typed(chain.current(), &Commit { chain, ..commit }),
+            None => {
+                let conf = CommitConf {
+                    transaction: commit.transaction,
+                    table_id: commit.table_id,
+                    partition: commit.partition,
+                };
+                ctx.send_typed(commit.tc, &conf);
+            }
+        }
+    }
+
+    fn complete(&mut self, ctx: &mut Context, complete: Complete) {
+        self.forget(ctx, complete.transaction, false);
+        ctx.send_typed(
+            complete.tc,
+            &CompleteConf {
+                transaction: complete.transaction,
+            },
+        );
+    }
+
+    fn abort(&mut self, ctx: &mut Context, abort: Abort) {
+        self.forget(ctx, abort.transaction, true);
+        ctx.send_typed(
+            abort.tc,
+            &AbortConf {
+                transaction: abort.transaction,
+            },
+        );
+    }
+
+    /// Drops a transaction's record here, rolling back what it still holds (`abort`) and
+    /// dropping its parked operations.
+    fn forget(&mut self, ctx: &mut Context, transaction: u64, abort: bool) {
+        let Some(record) = self.transactions.remove(&transaction) else {
+            return;
+        };
+        for parked in record.parked.into_values().flatten() {
+            if let Some(section) = parked.section {
+                ctx.release_section(section);
+            }
+        }
+        for key in record.partitions {
+            if let Some(partition) = self.partition(key) {
+                let mut partition = lock_partition(&partition);
+                let granted = if abort {
+                    partition.abort(TransactionId(transaction))
+                } else {
+                    partition.commit(TransactionId(transaction))
+                };
+                drop(partition);
+                self.resume(ctx, key.0, key.1, granted);
+            }
+        }
+    }
+}
+
+fn done_or_wait(outcome: Outcome<()>) -> Outcome<u32> {
+    match outcome {
+        Outcome::Done(()) => Outcome::Done(0),
+        Outcome::Waiting(anchor) => Outcome::Waiting(anchor),
+    }
+}
+
+/// The values of the projected columns (all when `columns` is empty); unknown columns read
+/// as NULL rather than failing a read the schema version already vouched for.
+fn project(
+    layout: &RowLayout,
+    fixed: &[u8],
+    var: &[u8],
+    columns: &[u16],
+) -> Vec<kista_storage::types::Value> {
+    if columns.is_empty() {
+        return layout.values(fixed, var);
+    }
+    columns
+        .iter()
+        .map(|&c| {
+            let c = usize::from(c);
+            if c < layout.column_count() {
+                layout.value(fixed, var, c)
+            } else {
+                kista_storage::types::Value::Null
+            }
+        })
+        .collect()
+}
+
+impl Block for LocalDataManager {
+    fn execute(&mut self, signal: &Signal, ctx: &mut Context<'_>) {
+        let number = signal.number();
+        let result = if number == Prepare::NUMBER {
+            Prepare::from_signal(signal).map(|p| {
+                let section = ctx.take_section();
+                self.prepare(ctx, p, section)
+            })
+        } else if number == Commit::NUMBER {
+            Commit::from_signal(signal).map(|c| self.commit(ctx, c))
+        } else if number == Complete::NUMBER {
+            Complete::from_signal(signal).map(|c| self.complete(ctx, c))
+        } else if number == Abort::NUMBER {
+            Abort::from_signal(signal).map(|a| self.abort(ctx, a))
+        } else if number == LockWaitExpired::NUMBER {
+            LockWaitExpired::from_signal(signal).map(|e| self.lock_wait_expired(ctx, e))
+        } else if number == TableDefinition::NUMBER {
+            TableDefinition::from_signal(signal).map(|d| self.define_table(ctx, d))
+        } else {
+            Ok(())
+        };
+        debug_assert!(result.is_ok(), "malformed signal to ldm: {result:?}");
+    }
+}

@@ -1,0 +1,52 @@
+//! The data node's blocks: the schema dictionary (`dict`), transaction coordinators (`tc`),
+//! local data managers (`ldm`) and distribution (`dist`), with the protocol they speak.
+//!
+//! Blocks are deterministic state machines on the runtime: they keep their state, react to
+//! signals, and reach the world only through their `Context`. Partitions are the one thing
+//! shared between blocks: an `ldm` owns them and `query` instances read them through the
+//! [`registry`], each partition behind its own reader/writer lock.
+
+pub mod dict;
+pub mod dist;
+pub mod ldm;
+pub mod node;
+pub mod protocol;
+pub mod registry;
+pub mod tc;
+
+use kista_runtime::Context;
+use kista_signal::Signal;
+use kista_storage::partition::OperationError;
+
+use protocol::ErrorCode;
+
+/// Sends `signal` with `bytes` in a new section (none when empty). When no section is free
+/// the signal goes without it and `false` says the bytes were lost.
+pub(crate) fn send_with_bytes(ctx: &mut Context, mut signal: Signal, bytes: &[u8]) -> bool {
+    let mut carried = true;
+    if !bytes.is_empty() {
+        match ctx.allocate_section(bytes) {
+            Ok(section) => ctx.attach_section(&mut signal, section),
+            Err(_) => carried = false,
+        }
+    }
+    ctx.send(signal);
+    carried
+}
+
+/// The stable code for a storage error.
+pub(crate) fn error_code_of(error: &OperationError) -> ErrorCode {
+    match error {
+        OperationError::NotFound { .. } => ErrorCode::NotFound,
+        OperationError::Duplicate { .. } => ErrorCode::Duplicate,
+        OperationError::UniqueKeyBusy { .. } => ErrorCode::UniqueKeyBusy,
+        OperationError::Memory(_) => ErrorCode::DataMemoryFull,
+        OperationError::Locks(_) => ErrorCode::TooManyLocks,
+        OperationError::PrimaryKeyUpdate { .. }
+        | OperationError::NoSuchIndex { .. }
+        | OperationError::NotOrdered { .. }
+        | OperationError::NoSuchColumn { .. }
+        | OperationError::Row(_) => ErrorCode::BadRequest,
+        OperationError::Schema(_) => ErrorCode::BadSchema,
+    }
+}

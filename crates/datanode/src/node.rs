@@ -1,0 +1,113 @@
+//! A data node's blocks and the settings they share.
+
+use std::sync::Arc;
+
+use kista_runtime::{BlockRegistration, Module, ModuleInstance};
+use kista_signal::{BlockAddress, NodeId};
+use kista_storage::memory::DataMemory;
+
+use crate::dict::Dictionary;
+use crate::ldm::LocalDataManager;
+use crate::protocol::{DICT_BLOCK, LDM_BLOCK, TC_BLOCK};
+use crate::registry::PartitionRegistry;
+use crate::tc::TransactionCoordinator;
+
+/// Settings of one data node. Every field is documented for operators in
+/// `docs/datanode.md`.
+#[derive(Clone, Debug)]
+pub struct NodeSettings {
+    pub node: NodeId,
+    pub tc_instances: u16,
+    pub ldm_instances: u16,
+    pub query_instances: u16,
+    /// Partitions each table gets on this node (RonDB: PartitionsPerNode).
+    pub partitions_per_table: u32,
+    /// How long an operation may wait for a row lock before its transaction aborts (NDB:
+    /// TransactionDeadlockDetectionTimeout).
+    pub lock_wait_timeout_ms: u64,
+    /// How long a transaction may stay idle, waiting for its client, before it is aborted
+    /// (NDB: TransactionInactiveTimeout).
+    pub transaction_inactive_timeout_ms: u64,
+    /// Row locks one partition may track at once.
+    pub locks_per_partition_max: usize,
+    /// Open transactions one coordinator may hold (NDB: MaxNoOfConcurrentTransactions).
+    pub transactions_per_tc_max: usize,
+    /// Operations one transaction may have (NDB: MaxNoOfConcurrentOperations, per tx).
+    pub operations_per_transaction_max: usize,
+}
+
+impl NodeSettings {
+    /// Defaults that suit a laptop: one of each block, two partitions per table.
+    pub fn new(node: NodeId) -> Self {
+        Self {
+            node,
+            tc_instances: 1,
+            ldm_instances: 1,
+            query_instances: 0,
+            partitions_per_table: 2,
+            lock_wait_timeout_ms: 1200,
+            transaction_inactive_timeout_ms: 10_000,
+            locks_per_partition_max: 100_000,
+            transactions_per_tc_max: 65_536,
+            operations_per_transaction_max: 100_000,
+        }
+    }
+
+    pub fn dict_address(&self) -> BlockAddress {
+        BlockAddress::new(self.node, DICT_BLOCK, 0)
+    }
+
+    pub fn tc_addresses(&self) -> impl Iterator<Item = BlockAddress> + '_ {
+        (0..self.tc_instances).map(|i| BlockAddress::new(self.node, TC_BLOCK, i))
+    }
+
+    pub fn ldm_addresses(&self) -> impl Iterator<Item = BlockAddress> + '_ {
+        (0..self.ldm_instances).map(|i| BlockAddress::new(self.node, LDM_BLOCK, i))
+    }
+}
+
+/// The blocks of a data node, placed on their modules: `dict` on `main.0`, each `tc`
+/// instance on its `tc` module instance, each `ldm` on its `ldm` instance.
+pub fn data_node_blocks(
+    settings: &NodeSettings,
+    memory: Arc<DataMemory>,
+) -> Vec<BlockRegistration> {
+    let settings = Arc::new(settings.clone());
+    let registry = Arc::new(PartitionRegistry::default());
+    let mut blocks = vec![BlockRegistration {
+        block: DICT_BLOCK,
+        instance: 0,
+        host: ModuleInstance {
+            module: Module::Main,
+            instance: 0,
+        },
+        implementation: Box::new(Dictionary::new(settings.clone())),
+    }];
+    for instance in 0..settings.tc_instances {
+        blocks.push(BlockRegistration {
+            block: TC_BLOCK,
+            instance,
+            host: ModuleInstance {
+                module: Module::Tc,
+                instance,
+            },
+            implementation: Box::new(TransactionCoordinator::new(settings.clone(), instance)),
+        });
+    }
+    for instance in 0..settings.ldm_instances {
+        blocks.push(BlockRegistration {
+            block: LDM_BLOCK,
+            instance,
+            host: ModuleInstance {
+                module: Module::Ldm,
+                instance,
+            },
+            implementation: Box::new(LocalDataManager::new(
+                settings.clone(),
+                memory.clone(),
+                registry.clone(),
+            )),
+        });
+    }
+    blocks
+}

@@ -1,0 +1,92 @@
+//! Error codes: stable numbers a client can match on, each with a category saying whether a
+//! retry may succeed. Numbers follow NDB's where NDB has the same error, so operators who
+//! know NDB recognise them.
+
+/// Whether retrying can help.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorCategory {
+    /// The same request may succeed later (a lock wait timed out, memory was freed).
+    Temporary,
+    /// The request cannot succeed as it is (no such row, duplicate key, bad schema).
+    Permanent,
+    /// The transaction may or may not have committed (its coordinator failed mid-commit).
+    UnknownOutcome,
+}
+
+macro_rules! error_codes {
+    ($($(#[$doc:meta])* $name:ident = $code:literal, $category:ident;)*) => {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(u32)]
+        pub enum ErrorCode {
+            $($(#[$doc])* $name = $code,)*
+        }
+
+        impl ErrorCode {
+            pub fn from_u32(code: u32) -> Option<Self> {
+                match code {
+                    $($code => Some(ErrorCode::$name),)*
+                    _ => None,
+                }
+            }
+
+            pub fn category(self) -> ErrorCategory {
+                match self {
+                    $(ErrorCode::$name => ErrorCategory::$category,)*
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    /// A lock wait exceeded the lock-wait timeout (probably a deadlock); the transaction aborted.
+    LockWaitTimeout = 266, Temporary;
+    /// The transaction was idle longer than the inactivity timeout and was aborted.
+    TransactionInactive = 237, Temporary;
+    /// DataMemory is full.
+    DataMemoryFull = 827, Temporary;
+    /// A unique key is being changed by an unfinished transaction.
+    UniqueKeyBusy = 4_259, Temporary;
+    /// Too many row locks or operations at once.
+    TooManyLocks = 233, Temporary;
+    /// The node is out of a resource other than memory (sections, signals): retry.
+    Overloaded = 1218, Temporary;
+    /// No row has the key.
+    NotFound = 626, Permanent;
+    /// A row with the key exists already (primary or unique).
+    Duplicate = 630, Permanent;
+    /// The operation carried an old schema version of the table.
+    SchemaVersion = 241, Permanent;
+    /// No table with this id.
+    NoSuchTable = 723, Permanent;
+    /// The table definition was refused.
+    BadSchema = 4_256, Permanent;
+    /// A value, key, filter or request does not fit the table.
+    BadRequest = 4_257, Permanent;
+    /// The transaction is not in a state that accepts this request.
+    BadTransactionState = 4_258, Permanent;
+    /// The coordinator failed during commit: the outcome is unknown.
+    OutcomeUnknown = 4_012, UnknownOutcome;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip_and_carry_their_category() {
+        for code in [
+            ErrorCode::LockWaitTimeout,
+            ErrorCode::NotFound,
+            ErrorCode::OutcomeUnknown,
+        ] {
+            assert_eq!(ErrorCode::from_u32(code as u32), Some(code));
+        }
+        assert_eq!(ErrorCode::from_u32(1), None);
+        assert_eq!(
+            ErrorCode::LockWaitTimeout.category(),
+            ErrorCategory::Temporary
+        );
+        assert_eq!(ErrorCode::Duplicate.category(), ErrorCategory::Permanent);
+    }
+}

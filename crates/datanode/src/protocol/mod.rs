@@ -1,0 +1,35 @@
+//! The data node's protocol: block ids, signals, and the bodies that travel in sections.
+//!
+//! A client (or the test standing in for one) talks to the `dict` block for schema changes
+//! and to a `tc` instance for transactions. Inside the node, `tc` drives `ldm` instances with
+//! the linear commit protocol of DESIGN.md section 4:
+//!
+//! ```text
+//! client --KeyRequest--> tc --Prepare--> ldm(primary) --Prepare--> ldm(backup) ...
+//!        tc <--PrepareConf/PrepareRef-- last replica     (reads: ldm --ReadResult--> client)
+//! commit: tc --Commit--> last replica --Commit--> ... primary --CommitConf--> tc
+//!         tc --ExecuteConf--> client;  tc --Complete--> each replica --CompleteConf--> tc
+//! abort:  tc --Abort--> every replica --AbortConf--> tc --ExecuteConf--> client
+//! ```
+
+mod body;
+mod errors;
+mod signals;
+
+pub use body::{KeyBody, RowBody, TableDefinitionBody};
+pub use errors::{ErrorCategory, ErrorCode};
+pub use signals::*;
+
+use kista_signal::BlockId;
+
+/// The schema dictionary, one instance on `main`.
+pub const DICT_BLOCK: BlockId = BlockId(10);
+/// Transaction coordinators, one per `tc` instance.
+pub const TC_BLOCK: BlockId = BlockId(11);
+/// Local data managers, one per `ldm` instance.
+pub const LDM_BLOCK: BlockId = BlockId(12);
+/// Committed-read executors, one per `query` instance.
+pub const QUERY_BLOCK: BlockId = BlockId(13);
+
+/// Replicas a partition may have (NDB: 4).
+pub const REPLICAS_MAX: usize = 4;

@@ -1,0 +1,352 @@
+//! The signals of the data node protocol. Each is a struct of words; `typed_signal!` writes
+//! its `TypedSignal` impl, and [`Word`] says how each field type becomes payload words.
+
+use kista_signal::{
+    BlockAddress, PayloadError, PayloadReader, PayloadWriter, SignalNumber, TypedSignal,
+};
+
+use super::REPLICAS_MAX;
+
+/// A field type that travels as payload words.
+pub trait Word: Sized {
+    fn put(&self, payload: &mut PayloadWriter<'_>);
+    fn get(payload: &mut PayloadReader<'_>) -> Result<Self, PayloadError>;
+}
+
+impl Word for u32 {
+    fn put(&self, payload: &mut PayloadWriter<'_>) {
+        payload.put_u32(*self);
+    }
+    fn get(payload: &mut PayloadReader<'_>) -> Result<Self, PayloadError> {
+        payload.u32()
+    }
+}
+
+impl Word for u64 {
+    fn put(&self, payload: &mut PayloadWriter<'_>) {
+        payload.put_u64(*self);
+    }
+    fn get(payload: &mut PayloadReader<'_>) -> Result<Self, PayloadError> {
+        payload.u64()
+    }
+}
+
+impl Word for BlockAddress {
+    fn put(&self, payload: &mut PayloadWriter<'_>) {
+        payload.put_address(*self);
+    }
+    fn get(payload: &mut PayloadReader<'_>) -> Result<Self, PayloadError> {
+        payload.address()
+    }
+}
+
+/// Enums that travel as one word.
+macro_rules! word_enum {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $value:literal,)* }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $($(#[$vdoc])* $variant = $value,)*
+        }
+
+        impl Word for $name {
+            fn put(&self, payload: &mut PayloadWriter<'_>) {
+                payload.put_u32(*self as u32);
+            }
+            fn get(payload: &mut PayloadReader<'_>) -> Result<Self, PayloadError> {
+                match payload.u32()? {
+                    $($value => Ok($name::$variant),)*
+                    other => Err(payload.bad_value(stringify!($name), other)),
+                }
+            }
+        }
+    };
+}
+
+macro_rules! typed_signal {
+    ($(#[$doc:meta])* $name:ident = $number:literal { $($(#[$fdoc:meta])* $field:ident: $ty:ty,)* }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub struct $name {
+            $($(#[$fdoc])* pub $field: $ty,)*
+        }
+
+        impl TypedSignal for $name {
+            const NUMBER: SignalNumber = SignalNumber($number);
+
+            fn write(&self, payload: &mut PayloadWriter<'_>) {
+                $(Word::put(&self.$field, payload);)*
+                let _ = payload;
+            }
+
+            fn read(payload: &mut PayloadReader<'_>) -> Result<Self, PayloadError> {
+                let _ = &payload;
+                Ok(Self { $($field: Word::get(payload)?,)* })
+            }
+        }
+    };
+}
+
+word_enum! {
+    OperationKind {
+        Read = 1,
+        Insert = 2,
+        Update = 3,
+        /// Insert or replace (upsert).
+        Write = 4,
+        Delete = 5,
+    }
+}
+
+word_enum! {
+    /// How a read locks: committed reads take no lock.
+    LockKind {
+        Committed = 0,
+        Shared = 1,
+        Exclusive = 2,
+    }
+}
+
+word_enum! {
+    /// What the client asks once this operation has run.
+    ExecuteMode {
+        /// More operations of the batch follow.
+        More = 0,
+        /// Run the batch and keep the transaction open.
+        NoCommit = 1,
+        /// Run the batch and commit.
+        Commit = 2,
+        /// Roll the transaction back (the operation carrying this is not run).
+        Rollback = 3,
+    }
+}
+
+word_enum! {
+    TransactionOutcome {
+        /// The batch ran; the transaction stays open.
+        Open = 0,
+        Committed = 1,
+        Aborted = 2,
+    }
+}
+
+/// The replicas of a partition in prepare order (primary first), and how far along the
+/// chain a signal is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplicaChain {
+    pub count: u32,
+    pub position: u32,
+    pub replicas: [BlockAddress; REPLICAS_MAX],
+}
+
+impl ReplicaChain {
+    pub fn single(replica: BlockAddress) -> Self {
+        let mut replicas = [BlockAddress::default(); REPLICAS_MAX];
+        replicas[0] = replica;
+        Self {
+            count: 1,
+            position: 0,
+            replicas,
+        }
+    }
+
+    pub fn current(&self) -> BlockAddress {
+        self.replicas[self.position as usize]
+    }
+
+    pub fn last(&self) -> BlockAddress {
+        self.replicas[self.count as usize - 1]
+    }
+
+    /// The chain one step towards the last replica, if there is one.
+    pub fn next(&self) -> Option<Self> {
+        (self.position + 1 < self.count).then(|| Self {
+            position: self.position + 1,
+            ..*self
+        })
+    }
+
+    /// The chain one step back towards the primary, if there is one.
+    pub fn previous(&self) -> Option<Self> {
+        (self.position > 0).then(|| Self {
+            position: self.position - 1,
+            ..*self
+        })
+    }
+
+    /// The chain positioned at its last replica (where commit starts).
+    pub fn at_last(&self) -> Self {
+        Self {
+            position: self.count - 1,
+            ..*self
+        }
+    }
+}
+
+impl Word for ReplicaChain {
+    fn put(&self, payload: &mut PayloadWriter<'_>) {
+        payload.put_u32(self.count);
+        payload.put_u32(self.position);
+        for replica in &self.replicas {
+            payload.put_address(*replica);
+        }
+    }
+    fn get(payload: &mut PayloadReader<'_>) -> Result<Self, PayloadError> {
+        let count = payload.u32()?;
+        let position = payload.u32()?;
+        if count == 0 || count as usize > REPLICAS_MAX {
+            return Err(payload.bad_value("replica count", count));
+        }
+        if position >= count {
+            return Err(payload.bad_value("chain position", position));
+        }
+        let mut replicas = [BlockAddress::default(); REPLICAS_MAX];
+        for replica in &mut replicas {
+            *replica = payload.address()?;
+        }
+        Ok(Self {
+            count,
+            position,
+            replicas,
+        })
+    }
+}
+
+/// Index id meaning "by primary key".
+pub const PRIMARY_KEY: u32 = u32::MAX;
+
+// ----- schema changes: client <-> dict <-> ldm, tc -----
+
+typed_signal! {
+    /// Section: a `TableDefinitionBody` (its indexes are created with the table).
+    CreateTableRequest = 100 { request_id: u64, client: BlockAddress, }
+}
+typed_signal! {
+    CreateTableConf = 101 { request_id: u64, table_id: u32, schema_version: u32, }
+}
+typed_signal! {
+    /// Section: an encoded `IndexSchema`.
+    CreateIndexRequest = 102 { request_id: u64, client: BlockAddress, table_id: u32, }
+}
+typed_signal! {
+    CreateIndexConf = 103 { request_id: u64, index_id: u32, schema_version: u32, }
+}
+typed_signal! {
+    DropTableRequest = 104 { request_id: u64, client: BlockAddress, table_id: u32, }
+}
+typed_signal! {
+    DropTableConf = 105 { request_id: u64, }
+}
+typed_signal! {
+    /// A schema request failed. Section: the message.
+    DictRef = 106 { request_id: u64, code: u32, }
+}
+typed_signal! {
+    /// The dictionary publishes a table's current definition to every `ldm` and `tc`
+    /// instance. Section: a `TableDefinitionBody` (none when `dropped`).
+    TableDefinition = 107 { request_id: u64, table_id: u32, schema_version: u32, partitions: u32, dropped: u32, }
+}
+typed_signal! {
+    /// `code` 0: applied. Otherwise an `ErrorCode` (e.g. memory to build an index).
+    TableDefinitionConf = 108 { request_id: u64, table_id: u32, code: u32, }
+}
+
+// ----- transactions: client <-> tc <-> ldm -----
+
+typed_signal! {
+    /// One operation of a client's transaction. Section: a `KeyBody`.
+    KeyRequest = 120 {
+        client: BlockAddress,
+        client_tx: u64,
+        op_index: u32,
+        table_id: u32,
+        schema_version: u32,
+        kind: OperationKind,
+        lock: LockKind,
+        execute: ExecuteMode,
+        /// A unique index to find the row by, or [`PRIMARY_KEY`].
+        index_id: u32,
+    }
+}
+typed_signal! {
+    /// Ends a batch that has no operations: commits or rolls back what the transaction did
+    /// in earlier batches. Answered with `ExecuteConf`.
+    EndBatch = 123 { client: BlockAddress, client_tx: u64, execute: ExecuteMode, }
+}
+typed_signal! {
+    /// A batch ended (or the transaction did). Reads answer with `ReadResult`s from the data
+    /// managers; `reads` says how many the client must collect. Section: the message, when
+    /// `code` is not 0.
+    ExecuteConf = 121 {
+        client_tx: u64,
+        outcome: TransactionOutcome,
+        reads: u32,
+        code: u32,
+        failed_op: u32,
+    }
+}
+typed_signal! {
+    /// A read's row, straight from the data manager to the client. Section: a `RowBody`
+    /// when `found`.
+    ReadResult = 122 { client_tx: u64, op_index: u32, found: u32, }
+}
+typed_signal! {
+    /// Runs an operation on a replica. Section: the `KeyBody`.
+    Prepare = 130 {
+        tc: BlockAddress,
+        transaction: u64,
+        op_ref: u32,
+        table_id: u32,
+        schema_version: u32,
+        partition: u32,
+        kind: OperationKind,
+        lock: LockKind,
+        index_id: u32,
+        client: BlockAddress,
+        client_tx: u64,
+        op_index: u32,
+        chain: ReplicaChain,
+    }
+}
+typed_signal! {
+    /// The last replica ran the operation. `read_rows`: rows sent to the client.
+    PrepareConf = 131 { transaction: u64, op_ref: u32, read_rows: u32, }
+}
+typed_signal! {
+    /// The operation failed. Section: the message.
+    PrepareRef = 132 { transaction: u64, op_ref: u32, code: u32, }
+}
+typed_signal! {
+    /// Commits the transaction's changes to one partition, travelling from the last replica
+    /// back to the primary.
+    Commit = 133 { tc: BlockAddress, transaction: u64, table_id: u32, partition: u32, chain: ReplicaChain, }
+}
+typed_signal! {
+    CommitConf = 134 { transaction: u64, table_id: u32, partition: u32, }
+}
+typed_signal! {
+    /// The transaction is over: the data manager forgets it.
+    Complete = 135 { tc: BlockAddress, transaction: u64, }
+}
+typed_signal! {
+    CompleteConf = 136 { transaction: u64, }
+}
+typed_signal! {
+    /// Rolls back everything the transaction did on this data manager, parked operations
+    /// included.
+    Abort = 137 { tc: BlockAddress, transaction: u64, }
+}
+typed_signal! {
+    AbortConf = 138 { transaction: u64, }
+}
+
+// ----- timers (a block to itself) -----
+
+typed_signal! {
+    /// A parked operation's lock-wait timeout. `wait_id` tells a stale timer from a live one.
+    LockWaitExpired = 140 { transaction: u64, wait_id: u32, }
+}
+typed_signal! {
+    /// The coordinator's periodic look for idle transactions.
+    CoordinatorTick = 141 {}
+}

@@ -1,0 +1,48 @@
+//! The node's partitions, shared between the `ldm` instance that owns each and the `query`
+//! instances that read them.
+//!
+//! Each partition sits behind its own reader/writer lock, like NDB's fragment mutexes for
+//! query threads: the owning `ldm` takes it exclusively for each operation it runs, readers
+//! take it shared to copy a committed row out. No read ever sees a half-written row.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use kista_storage::partition::Partition;
+
+/// A table's partition as readers find it.
+#[derive(Clone)]
+pub struct SharedPartition {
+    pub schema_version: u32,
+    pub partition: Arc<RwLock<Partition>>,
+}
+
+#[derive(Default)]
+pub struct PartitionRegistry {
+    partitions: RwLock<HashMap<(u32, u32), SharedPartition>>,
+}
+
+impl PartitionRegistry {
+    pub fn publish(&self, table_id: u32, partition: u32, shared: SharedPartition) {
+        self.write().insert((table_id, partition), shared);
+    }
+
+    pub fn withdraw(&self, table_id: u32, partition: u32) {
+        self.write().remove(&(table_id, partition));
+    }
+
+    pub fn get(&self, table_id: u32, partition: u32) -> Option<SharedPartition> {
+        let partitions = self
+            .partitions
+            .read()
+            .unwrap_or_else(|poison| poison.into_inner());
+        partitions.get(&(table_id, partition)).cloned()
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<(u32, u32), SharedPartition>> {
+        // A panicking thread stops the node; the map itself is never left half-changed.
+        self.partitions
+            .write()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+}

@@ -1,0 +1,234 @@
+//! A data node in the deterministic simulation, with a client stand-in that records what the
+//! node sends it. Tests drive transactions through the real protocol signals.
+
+use std::sync::{Arc, Mutex};
+
+use kista_datanode::node::{data_node_blocks, NodeSettings};
+use kista_datanode::protocol::*;
+use kista_runtime::simulation::{Simulation, SimulationOptions};
+use kista_runtime::{Block, Context};
+use kista_signal::{BlockAddress, BlockId, NodeId, Signal, TypedSignal};
+use kista_storage::memory::DataMemory;
+use kista_storage::schema::TableSchema;
+use kista_storage::types::Value;
+
+const NODE: NodeId = NodeId(1);
+/// Virtual time steps are bounded so a test that waits for something that never comes
+/// fails instead of hanging.
+const STEPS_MAX: u64 = 1_000_000;
+
+type Inbox = Arc<Mutex<Vec<(Signal, Vec<u8>)>>>;
+
+/// Records every signal (and its section's bytes) it receives.
+struct ClientStandIn {
+    inbox: Inbox,
+}
+
+impl Block for ClientStandIn {
+    fn execute(&mut self, signal: &Signal, ctx: &mut Context<'_>) {
+        let bytes = ctx.section().map(|b| b.to_vec()).unwrap_or_default();
+        self.inbox.lock().unwrap().push((*signal, bytes));
+    }
+}
+
+pub struct Node {
+    pub simulation: Simulation,
+    pub settings: NodeSettings,
+    client: BlockAddress,
+    inbox: Inbox,
+    next_request: u64,
+}
+
+/// What a batch returned.
+#[derive(Debug)]
+pub struct Executed {
+    pub outcome: TransactionOutcome,
+    pub code: u32,
+    pub message: String,
+    /// (op_index, values) per row read.
+    pub rows: Vec<(u32, Vec<Value>)>,
+}
+
+/// One operation of a batch.
+pub struct Op {
+    pub kind: OperationKind,
+    pub lock: LockKind,
+    pub index_id: u32,
+    pub body: KeyBody,
+}
+
+impl Node {
+    pub fn start(settings: NodeSettings, data_memory_bytes: u64, seed: u64) -> Self {
+        let mut simulation = Simulation::new(&SimulationOptions {
+            seed,
+            latency_ns_max: 20_000,
+            record_trace: false,
+            sections_max: 4096,
+        });
+        let memory = Arc::new(DataMemory::new(data_memory_bytes));
+        simulation
+            .add_registrations(NODE, data_node_blocks(&settings, memory.clone()))
+            .unwrap();
+        let client = BlockAddress::new(NODE, BlockId(200), 0);
+        let inbox = Inbox::default();
+        simulation
+            .add_block(
+                client,
+                Box::new(ClientStandIn {
+                    inbox: inbox.clone(),
+                }),
+            )
+            .unwrap();
+        Self {
+            simulation,
+            settings,
+            client,
+            inbox,
+            next_request: 1,
+        }
+    }
+
+    fn send(&mut self, mut signal: Signal, section: &[u8]) {
+        if !section.is_empty() {
+            let handle = self.simulation.sections().allocate(section).unwrap();
+            signal.header.section = handle;
+        }
+        self.simulation.inject(signal);
+    }
+
+    /// Runs until the client has a signal `wanted` accepts (removing and returning it), or
+    /// until `until_ns` of virtual time has passed (`None`).
+    pub fn wait_for(
+        &mut self,
+        until_ns: u64,
+        wanted: impl Fn(&Signal) -> bool,
+    ) -> Option<(Signal, Vec<u8>)> {
+        for _ in 0..STEPS_MAX {
+            {
+                let mut inbox = self.inbox.lock().unwrap();
+                if let Some(position) = inbox.iter().position(|(s, _)| wanted(s)) {
+                    return Some(inbox.remove(position));
+                }
+            }
+            if self.simulation.now_ns() > until_ns || !self.simulation.step() {
+                return None;
+            }
+        }
+        panic!("no answer within {STEPS_MAX} steps");
+    }
+
+    pub fn create_table(
+        &mut self,
+        definition: &TableDefinitionBody,
+    ) -> Result<(u32, u32), (u32, String)> {
+        let request_id = self.next_request;
+        self.next_request += 1;
+        let mut body = Vec::new();
+        definition.encode(&mut body);
+        let signal = CreateTableRequest {
+            request_id,
+            client: self.client,
+        }
+        .to_signal(self.settings.dict_address(), self.client);
+        self.send(signal, &body);
+        let (signal, bytes) = self
+            .wait_for(u64::MAX, |s| {
+                s.number() == CreateTableConf::NUMBER || s.number() == DictRef::NUMBER
+            })
+            .expect("dict answers");
+        if let Ok(conf) = CreateTableConf::from_signal(&signal) {
+            return Ok((conf.table_id, conf.schema_version));
+        }
+        let refusal = DictRef::from_signal(&signal).unwrap();
+        Err((refusal.code, String::from_utf8_lossy(&bytes).into_owned()))
+    }
+
+    /// Sends a batch of operations as transaction `client_tx`, ending with `mode`.
+    pub fn send_batch(
+        &mut self,
+        client_tx: u64,
+        table: (u32, u32),
+        ops: Vec<Op>,
+        mode: ExecuteMode,
+    ) {
+        let tc = self.settings.tc_addresses().next().unwrap();
+        let count = ops.len();
+        if count == 0 {
+            let end = EndBatch {
+                client: self.client,
+                client_tx,
+                execute: mode,
+            };
+            return self.send(end.to_signal(tc, self.client), &[]);
+        }
+        for (index, op) in ops.into_iter().enumerate() {
+            let request = KeyRequest {
+                client: self.client,
+                client_tx,
+                op_index: index as u32,
+                table_id: table.0,
+                schema_version: table.1,
+                kind: op.kind,
+                lock: op.lock,
+                execute: if index + 1 == count {
+                    mode
+                } else {
+                    ExecuteMode::More
+                },
+                index_id: op.index_id,
+            };
+            let mut body = Vec::new();
+            op.body.encode(&mut body);
+            self.send(request.to_signal(tc, self.client), &body);
+        }
+    }
+
+    /// Waits for the batch's `ExecuteConf` and every row it announced.
+    pub fn batch_result(&mut self, client_tx: u64, until_ns: u64) -> Option<Executed> {
+        let is_conf =
+            move |s: &Signal| ExecuteConf::from_signal(s).is_ok_and(|c| c.client_tx == client_tx);
+        let (signal, bytes) = self.wait_for(until_ns, is_conf)?;
+        let conf = ExecuteConf::from_signal(&signal).unwrap();
+        let mut rows = Vec::new();
+        for _ in 0..conf.reads {
+            let is_row = move |s: &Signal| {
+                ReadResult::from_signal(s).is_ok_and(|r| r.client_tx == client_tx)
+            };
+            let (signal, bytes) = self
+                .wait_for(u64::MAX, is_row)
+                .expect("announced rows arrive");
+            let result = ReadResult::from_signal(&signal).unwrap();
+            rows.push((result.op_index, RowBody::decode(&bytes).unwrap().values));
+        }
+        rows.sort_by_key(|(op, _)| *op);
+        Some(Executed {
+            outcome: conf.outcome,
+            code: conf.code,
+            message: String::from_utf8_lossy(&bytes).into_owned(),
+            rows,
+        })
+    }
+
+    pub fn execute(
+        &mut self,
+        client_tx: u64,
+        table: (u32, u32),
+        ops: Vec<Op>,
+        mode: ExecuteMode,
+    ) -> Executed {
+        self.send_batch(client_tx, table, ops, mode);
+        self.batch_result(client_tx, u64::MAX)
+            .expect("the batch ends")
+    }
+
+    pub fn now_ns(&self) -> u64 {
+        self.simulation.now_ns()
+    }
+}
+
+pub fn primary_key(schema: &TableSchema, values: &[Value]) -> Vec<u8> {
+    let layout = kista_storage::row::RowLayout::new(schema);
+    let mut key = Vec::new();
+    layout.primary_key_of_values(values, &mut key).unwrap();
+    key
+}
