@@ -189,7 +189,7 @@ impl Dictionary {
             let mut input = Reader::new(&bytes);
             read_index_schema(&mut input).and_then(|index| input.finish().map(|()| index))
         });
-        let mut index = match index {
+        let index = match index {
             Some(Ok(index)) => index,
             Some(Err(error)) => {
                 return self.refuse(
@@ -213,7 +213,7 @@ impl Dictionary {
         let Some(table) = self.tables.get_mut(&request.table_id) else {
             return self.no_such_table(ctx, request.client, request.request_id, request.table_id);
         };
-        let checked = validate_index(&table.definition.schema, &mut index).and_then(|()| {
+        let checked = validate_index(&table.definition.schema, &index).and_then(|()| {
             let taken = table
                 .definition
                 .indexes
@@ -379,7 +379,7 @@ impl Dictionary {
 
 fn validate_index(
     schema: &kista_storage::schema::TableSchema,
-    index: &mut IndexSchema,
+    index: &IndexSchema,
 ) -> Result<(), String> {
     index.validate(schema).map_err(|error| error.to_string())
 }

@@ -295,19 +295,19 @@ impl TransactionCoordinator {
         }
         transaction.last_activity_ns = now;
         operation.answers_left -= 1;
-        let fanned_out = transaction.operations[op_ref as usize].answers_left > 0
-            || transaction.operations[op_ref as usize].found;
-        let operation = &mut transaction.operations[op_ref as usize];
+        // A unique-key operation asks every partition; one not finding the row is no failure
+        // while another has found it or may still.
+        let found_elsewhere = operation.answers_left > 0 || operation.found;
         match result {
             Ok(read_rows) => {
                 transaction.reads += read_rows;
                 operation.found |= read_rows > 0 || operation.kind != OperationKind::Read;
             }
-            // One partition not finding a row found by unique key elsewhere is no failure.
-            Err((ErrorCode::NotFound, _)) if fanned_out || operation.found => {}
+            Err((ErrorCode::NotFound, _)) if found_elsewhere => {}
             Err((code, message)) => {
-                let op_index = operation.op_index;
-                transaction.failure.get_or_insert((code, op_index, message));
+                transaction
+                    .failure
+                    .get_or_insert((code, operation.op_index, message));
             }
         }
         if operation.answers_left == 0 {

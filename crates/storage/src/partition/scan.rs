@@ -57,7 +57,7 @@ impl Partition {
     ) -> Result<Option<ScanPosition>, OperationError> {
         let mut returned = 0;
         let mut examined = 0;
-        let mut full =
+        let mut examine =
             |row: RowId, position: &mut Option<ScanPosition>, entry_key: Option<&[u8]>| {
                 examined += 1;
                 if let Some(version) = self.committed_version(row) {
@@ -85,7 +85,7 @@ impl Partition {
                 };
                 if rows_max > 0 {
                     for row in self.rows.row_ids_from(first) {
-                        if !full(row, &mut position, None) {
+                        if !examine(row, &mut position, None) {
                             stopped = true;
                             break;
                         }
@@ -128,7 +128,7 @@ impl Partition {
                         *descending,
                         resume,
                         |key, row| {
-                            let more = full(row, &mut position, Some(key));
+                            let more = examine(row, &mut position, Some(key));
                             stopped = !more;
                             more
                         },
