@@ -15,16 +15,18 @@ use kista_signal::{SectionHandle, Signal, TypedSignal};
 use kista_storage::locks::{LockMode, TransactionId};
 use kista_storage::memory::DataMemory;
 use kista_storage::partition::{
-    Granted, IndexId, Lookup, OperationError, Outcome, Partition, PartitionLimits,
+    Granted, IndexId, OperationError, Outcome, Partition, PartitionLimits,
 };
 use kista_storage::row::RowLayout;
 use kista_storage::row_store::RowId;
 
 use crate::dist::PartitionMap;
+use crate::fragment_scan::FragmentScans;
 use crate::node::NodeSettings;
 use crate::protocol::*;
+use crate::read::{lookup_of, project, read_committed_row, send_row};
 use crate::registry::{PartitionRegistry, SharedPartition};
-use crate::{error_code_of, send_with_bytes};
+use crate::{error_code_of, refuse_prepare};
 
 struct LdmTable {
     schema_version: u32,
@@ -57,6 +59,7 @@ pub struct LocalDataManager {
     tables: HashMap<u32, LdmTable>,
     transactions: HashMap<u64, LdmTransaction>,
     next_wait_id: u32,
+    scans: FragmentScans,
 }
 
 fn lock_partition(partition: &RwLock<Partition>) -> RwLockWriteGuard<'_, Partition> {
@@ -73,6 +76,7 @@ impl LocalDataManager {
         registry: Arc<PartitionRegistry>,
     ) -> Self {
         Self {
+            scans: FragmentScans::new(registry.clone(), settings.partition_scans_per_executor_max),
             settings,
             memory,
             registry,
@@ -211,16 +215,7 @@ impl LocalDataManager {
                 if let Some(section) = section {
                     ctx.release_section(section);
                 }
-                let refusal = PrepareRef {
-                    transaction: prepare.transaction,
-                    op_ref: prepare.op_ref,
-                    code: code as u32,
-                };
-                send_with_bytes(
-                    ctx,
-                    refusal.to_signal(prepare.tc, ctx.address()),
-                    message.as_bytes(),
-                );
+                refuse_prepare(ctx, &prepare, code, &message);
             }
         }
     }
@@ -317,57 +312,28 @@ impl LocalDataManager {
                 )
             })?
             .map_err(|error| (ErrorCode::BadRequest, format!("operation body: {error}")))?;
-        let lookup = if prepare.index_id == PRIMARY_KEY {
-            Lookup::Primary(&body.key)
-        } else {
-            Lookup::Unique(IndexId(prepare.index_id), &body.key)
-        };
+        let lookup = lookup_of(prepare.index_id, &body.key);
         let tx = TransactionId(prepare.transaction);
         let mut partition = lock_partition(partition);
         let described = |error: OperationError| (error_code_of(&error), error.to_string());
         let outcome = match prepare.kind {
             OperationKind::Read => {
-                let version = match prepare.lock {
+                let mode = match prepare.lock {
                     LockKind::Committed => {
-                        let row = partition.read_committed(lookup).map_err(described)?;
-                        Outcome::Done(
-                            row.map(|(fixed, var)| project(&layout, fixed, var, &body.columns)),
-                        )
+                        let rows = read_committed_row(ctx, &partition, prepare, &body)?;
+                        return Ok(Outcome::Done(rows));
                     }
-                    LockKind::Shared | LockKind::Exclusive => {
-                        let mode = if prepare.lock == LockKind::Shared {
-                            LockMode::Shared
-                        } else {
-                            LockMode::Exclusive
-                        };
-                        match partition.read_locked(tx, lookup, mode).map_err(described)? {
-                            Outcome::Done(version) => Outcome::Done(version.map(|v| {
-                                let (fixed, var) = partition.version(v);
-                                project(&layout, fixed, var, &body.columns)
-                            })),
-                            Outcome::Waiting(anchor) => Outcome::Waiting(anchor),
-                        }
-                    }
+                    LockKind::Shared => LockMode::Shared,
+                    LockKind::Exclusive => LockMode::Exclusive,
                 };
-                drop(partition);
-                match version {
+                match partition.read_locked(tx, lookup, mode).map_err(described)? {
                     Outcome::Waiting(anchor) => Outcome::Waiting(anchor),
                     Outcome::Done(None) => Outcome::Done(0),
-                    Outcome::Done(Some(values)) => {
-                        let mut row = Vec::new();
-                        RowBody::encode(&values, &mut row);
-                        let result = ReadResult {
-                            client_tx: prepare.client_tx,
-                            op_index: prepare.op_index,
-                            found: 1,
-                        };
-                        let signal = result.to_signal(prepare.client, ctx.address());
-                        if !send_with_bytes(ctx, signal, &row) {
-                            return Err((
-                                ErrorCode::Overloaded,
-                                "no section free for the row".into(),
-                            ));
-                        }
+                    Outcome::Done(Some(version)) => {
+                        let (fixed, var) = partition.version(version);
+                        let values = project(&layout, fixed, var, &body.columns);
+                        drop(partition);
+                        send_row(ctx, prepare, &values)?;
                         Outcome::Done(1)
                     }
                 }
@@ -462,20 +428,11 @@ impl LocalDataManager {
             if let Some(section) = parked.section {
                 ctx.release_section(section);
             }
-            let refusal = PrepareRef {
-                transaction: expired.transaction,
-                op_ref: parked.prepare.op_ref,
-                code: ErrorCode::LockWaitTimeout as u32,
-            };
             let message = format!(
                 "lock wait timeout after {} ms on table {} (probably a deadlock); the transaction is aborted",
                 self.settings.lock_wait_timeout_ms, key.0
             );
-            send_with_bytes(
-                ctx,
-                refusal.to_signal(parked.prepare.tc, ctx.address()),
-                message.as_bytes(),
-            );
+            refuse_prepare(ctx, &parked.prepare, ErrorCode::LockWaitTimeout, &message);
         }
         self.resume(ctx, key.0, key.1, granted);
     }
@@ -565,30 +522,6 @@ fn done_or_wait(outcome: Outcome<()>) -> Outcome<u32> {
     }
 }
 
-/// The values of the projected columns (all when `columns` is empty); unknown columns read
-/// as NULL rather than failing a read the schema version already vouched for.
-fn project(
-    layout: &RowLayout,
-    fixed: &[u8],
-    var: &[u8],
-    columns: &[u16],
-) -> Vec<kista_storage::types::Value> {
-    if columns.is_empty() {
-        return layout.values(fixed, var);
-    }
-    columns
-        .iter()
-        .map(|&c| {
-            let c = usize::from(c);
-            if c < layout.column_count() {
-                layout.value(fixed, var, c)
-            } else {
-                kista_storage::types::Value::Null
-            }
-        })
-        .collect()
-}
-
 impl Block for LocalDataManager {
     fn execute(&mut self, signal: &Signal, ctx: &mut Context<'_>) {
         let number = signal.number();
@@ -603,6 +536,8 @@ impl Block for LocalDataManager {
             Complete::from_signal(signal).map(|c| self.complete(ctx, c))
         } else if number == Abort::NUMBER {
             Abort::from_signal(signal).map(|a| self.abort(ctx, a))
+        } else if let Some(result) = self.scans.execute(signal, ctx) {
+            result
         } else if number == LockWaitExpired::NUMBER {
             LockWaitExpired::from_signal(signal).map(|e| self.lock_wait_expired(ctx, e))
         } else if number == TableDefinition::NUMBER {

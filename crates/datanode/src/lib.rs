@@ -8,17 +8,21 @@
 
 pub mod dict;
 pub mod dist;
+pub mod fragment_scan;
 pub mod ldm;
 pub mod node;
 pub mod protocol;
+pub mod query;
+mod read;
 pub mod registry;
+pub mod router;
 pub mod tc;
 
 use kista_runtime::Context;
-use kista_signal::Signal;
+use kista_signal::{SectionHandle, Signal, TypedSignal};
 use kista_storage::partition::OperationError;
 
-use protocol::ErrorCode;
+use protocol::{ErrorCode, Prepare, PrepareRef};
 
 /// Sends `signal` with `bytes` in a new section (none when empty). When no section is free
 /// the signal goes without it and `false` says the bytes were lost.
@@ -32,6 +36,41 @@ pub(crate) fn send_with_bytes(ctx: &mut Context, mut signal: Signal, bytes: &[u8
     }
     ctx.send(signal);
     carried
+}
+
+/// Sends `signal` carrying `section`'s bytes: the section itself on its last use, else a copy.
+/// When no section is free for the copy the signal goes without one, and its receiver refuses
+/// it as a request without a body.
+pub(crate) fn send_sharing_section(
+    ctx: &mut Context,
+    mut signal: Signal,
+    section: SectionHandle,
+    last_use: bool,
+) {
+    let carried = if last_use {
+        Some(section)
+    } else {
+        let bytes = ctx.held_section(section).to_vec();
+        ctx.allocate_section(&bytes).ok()
+    };
+    if let Some(carried) = carried {
+        ctx.attach_section(&mut signal, carried);
+    }
+    ctx.send(signal);
+}
+
+/// Tells a coordinator that an operation failed on this replica or executor.
+pub(crate) fn refuse_prepare(ctx: &mut Context, prepare: &Prepare, code: ErrorCode, message: &str) {
+    let refusal = PrepareRef {
+        transaction: prepare.transaction,
+        op_ref: prepare.op_ref,
+        code: code as u32,
+    };
+    send_with_bytes(
+        ctx,
+        refusal.to_signal(prepare.tc, ctx.address()),
+        message.as_bytes(),
+    );
 }
 
 /// The stable code for a storage error.

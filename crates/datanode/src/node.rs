@@ -8,8 +8,10 @@ use kista_storage::memory::DataMemory;
 
 use crate::dict::Dictionary;
 use crate::ldm::LocalDataManager;
-use crate::protocol::{DICT_BLOCK, LDM_BLOCK, TC_BLOCK};
+use crate::protocol::{DICT_BLOCK, LDM_BLOCK, QUERY_BLOCK, TC_BLOCK};
+use crate::query::QueryExecutor;
 use crate::registry::PartitionRegistry;
+use crate::router::ReadPolicy;
 use crate::tc::TransactionCoordinator;
 
 /// Settings of one data node. Every field is documented for operators in
@@ -34,6 +36,12 @@ pub struct NodeSettings {
     pub transactions_per_tc_max: usize,
     /// Operations one transaction may have (NDB: MaxNoOfConcurrentOperations, per tx).
     pub operations_per_transaction_max: usize,
+    /// Where committed reads run (`docs/datanode.md`, read routing).
+    pub read_policy: ReadPolicy,
+    /// Scans one coordinator may have open (NDB: MaxNoOfConcurrentScans).
+    pub scans_per_tc_max: usize,
+    /// Partition scans one `ldm` or `query` instance may have open between batches.
+    pub partition_scans_per_executor_max: usize,
 }
 
 impl NodeSettings {
@@ -50,6 +58,9 @@ impl NodeSettings {
             locks_per_partition_max: 100_000,
             transactions_per_tc_max: 65_536,
             operations_per_transaction_max: 100_000,
+            read_policy: ReadPolicy::Adaptive,
+            scans_per_tc_max: 500,
+            partition_scans_per_executor_max: 4096,
         }
     }
 
@@ -64,10 +75,14 @@ impl NodeSettings {
     pub fn ldm_addresses(&self) -> impl Iterator<Item = BlockAddress> + '_ {
         (0..self.ldm_instances).map(|i| BlockAddress::new(self.node, LDM_BLOCK, i))
     }
+
+    pub fn query_addresses(&self) -> impl Iterator<Item = BlockAddress> + '_ {
+        (0..self.query_instances).map(|i| BlockAddress::new(self.node, QUERY_BLOCK, i))
+    }
 }
 
-/// The blocks of a data node, placed on their modules: `dict` on `main.0`, each `tc`
-/// instance on its `tc` module instance, each `ldm` on its `ldm` instance.
+/// The blocks of a data node, placed on their modules: `dict` on `main.0`, each `tc`,
+/// `ldm` and `query` instance on the module instance of the same kind and number.
 pub fn data_node_blocks(
     settings: &NodeSettings,
     memory: Arc<DataMemory>,
@@ -91,7 +106,11 @@ pub fn data_node_blocks(
                 module: Module::Tc,
                 instance,
             },
-            implementation: Box::new(TransactionCoordinator::new(settings.clone(), instance)),
+            implementation: Box::new(TransactionCoordinator::new(
+                settings.clone(),
+                instance,
+                registry.clone(),
+            )),
         });
     }
     for instance in 0..settings.ldm_instances {
@@ -107,6 +126,17 @@ pub fn data_node_blocks(
                 memory.clone(),
                 registry.clone(),
             )),
+        });
+    }
+    for instance in 0..settings.query_instances {
+        blocks.push(BlockRegistration {
+            block: QUERY_BLOCK,
+            instance,
+            host: ModuleInstance {
+                module: Module::Query,
+                instance,
+            },
+            implementation: Box::new(QueryExecutor::new(&settings, registry.clone())),
         });
     }
     blocks

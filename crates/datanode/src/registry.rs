@@ -10,6 +10,8 @@ use std::sync::{Arc, RwLock};
 
 use kista_storage::partition::Partition;
 
+use crate::protocol::ErrorCode;
+
 /// A table's partition as readers find it.
 #[derive(Clone)]
 pub struct SharedPartition {
@@ -37,6 +39,27 @@ impl PartitionRegistry {
             .read()
             .unwrap_or_else(|poison| poison.into_inner());
         partitions.get(&(table_id, partition)).cloned()
+    }
+
+    /// The partition, if the table is at `schema_version`; otherwise the error to report.
+    pub fn get_at_version(
+        &self,
+        table_id: u32,
+        partition: u32,
+        schema_version: u32,
+    ) -> Result<SharedPartition, (ErrorCode, String)> {
+        let shared = self.get(table_id, partition).ok_or_else(|| {
+            let message = format!("no partition {partition} of table {table_id} here");
+            (ErrorCode::NoSuchTable, message)
+        })?;
+        if shared.schema_version != schema_version {
+            let message = format!(
+                "table {table_id} is at schema version {}, the request carries {schema_version}",
+                shared.schema_version
+            );
+            return Err((ErrorCode::SchemaVersion, message));
+        }
+        Ok(shared)
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<(u32, u32), SharedPartition>> {

@@ -17,7 +17,14 @@ use kista_signal::{BlockAddress, SectionHandle, Signal, TypedSignal};
 use crate::dist::PartitionMap;
 use crate::node::NodeSettings;
 use crate::protocol::*;
-use crate::send_with_bytes;
+use crate::query::read_shared;
+use crate::registry::PartitionRegistry;
+use crate::router::{ReadPlace, ReadRouter};
+use crate::{send_sharing_section, send_with_bytes};
+
+mod scans;
+
+use scans::Scan;
 
 /// How often the coordinator looks for idle transactions while it has any.
 const INACTIVITY_CHECK_MS: u64 = 100;
@@ -68,22 +75,38 @@ struct TcTable {
 pub struct TransactionCoordinator {
     settings: Arc<NodeSettings>,
     instance: u16,
+    /// For committed reads the router runs here.
+    registry: Arc<PartitionRegistry>,
+    router: ReadRouter,
     tables: HashMap<u32, TcTable>,
     transactions: HashMap<u64, Transaction>,
     by_client: HashMap<(BlockAddress, u64), u64>,
     next_transaction: u64,
+    scans: HashMap<u64, Scan>,
+    scans_by_client: HashMap<(BlockAddress, u64), u64>,
+    next_scan: u64,
     ticking: bool,
 }
 
 impl TransactionCoordinator {
-    pub fn new(settings: Arc<NodeSettings>, instance: u16) -> Self {
+    pub fn new(
+        settings: Arc<NodeSettings>,
+        instance: u16,
+        registry: Arc<PartitionRegistry>,
+    ) -> Self {
+        let router = ReadRouter::new(settings.read_policy, settings.query_addresses().collect());
         Self {
             settings,
             instance,
+            registry,
+            router,
             tables: HashMap::new(),
             transactions: HashMap::new(),
             by_client: HashMap::new(),
             next_transaction: 1,
+            scans: HashMap::new(),
+            scans_by_client: HashMap::new(),
+            next_scan: 1,
             ticking: false,
         }
     }
@@ -248,16 +271,24 @@ impl TransactionCoordinator {
                         });
                         transaction.outstanding += 1;
                         let section = section.expect("the key came from it");
-                        send_prepares(
+                        let target = Target {
+                            table,
+                            router: &mut self.router,
+                            registry: &self.registry,
+                        };
+                        let answered_here = send_prepares(
                             ctx,
                             id,
                             op_ref,
                             &request,
-                            table,
+                            target,
                             &partitions,
                             section,
                             transaction,
                         );
+                        for answer in answered_here {
+                            self.prepare_answered(ctx, id, op_ref, answer);
+                        }
                     }
                     _ => {
                         if let Some(section) = section {
@@ -510,6 +541,15 @@ impl TransactionCoordinator {
         );
     }
 
+    fn load_report(&mut self, ctx: &mut Context, report: LoadReport) {
+        let Some(bytes) = ctx.section() else {
+            return;
+        };
+        let levels = LoadLevelsBody::decode(&bytes, report.entries as usize);
+        drop(bytes);
+        self.router.update(levels);
+    }
+
     // ----- inactivity -----
 
     fn start_ticking(&mut self, ctx: &mut Context) {
@@ -546,7 +586,8 @@ impl TransactionCoordinator {
                 self.start_abort(ctx, id);
             }
         }
-        if !self.transactions.is_empty() {
+        self.close_idle_scans(ctx, now, limit_ns);
+        if !self.transactions.is_empty() || !self.scans.is_empty() {
             self.start_ticking(ctx);
         }
     }
@@ -587,23 +628,35 @@ fn replicas_of(participants: &[(u32, u32, ReplicaChain)]) -> Vec<BlockAddress> {
     replicas
 }
 
+/// Where an operation goes: its table's partitions, and for committed reads the router and
+/// the partitions the coordinator may read itself.
+struct Target<'a> {
+    table: &'a TcTable,
+    router: &'a mut ReadRouter,
+    registry: &'a PartitionRegistry,
+}
+
 /// Sends an operation to the primary replica of each partition (several for a unique-index
-/// operation), recording the partitions that may now hold locks or changes.
+/// operation), or for a committed read wherever the router places it, recording the
+/// partitions that may now hold locks or changes. Returns the answers of the reads the
+/// router placed here, which ran at once.
 #[allow(clippy::too_many_arguments)]
 fn send_prepares(
     ctx: &mut Context,
     id: u64,
     op_ref: u32,
     request: &KeyRequest,
-    table: &TcTable,
+    target: Target,
     partitions: &[u32],
     section: SectionHandle,
     transaction: &mut Transaction,
-) {
+) -> Vec<Result<u32, (ErrorCode, String)>> {
     let here = ctx.address();
+    let committed_read = request.kind == OperationKind::Read && request.lock == LockKind::Committed;
+    let mut answered_here = Vec::new();
     for (position, &partition) in partitions.iter().enumerate() {
-        let chain = table.map.chain(partition);
-        let mut prepare = Prepare {
+        let chain = target.table.map.chain(partition);
+        let prepare = Prepare {
             tc: here,
             transaction: id,
             op_ref,
@@ -617,20 +670,29 @@ fn send_prepares(
             client_tx: request.client_tx,
             op_index: request.op_index,
             chain,
-        }
-        .to_signal(chain.current(), here);
-        let copy = if position + 1 == partitions.len() {
-            Some(section)
-        } else {
-            let bytes = ctx.held_section(section).to_vec();
-            ctx.allocate_section(&bytes).ok()
         };
-        if let Some(copy) = copy {
-            ctx.attach_section(&mut prepare, copy);
+        let place = if committed_read {
+            target.router.place_read(chain.current(), here)
+        } else {
+            ReadPlace::Executor(chain.current())
+        };
+        let last = position + 1 == partitions.len();
+        match place {
+            ReadPlace::Here => {
+                let body = KeyBody::decode(&ctx.held_section(section));
+                answered_here.push(match body {
+                    Ok(body) => read_shared(ctx, target.registry, &prepare, &body),
+                    Err(error) => Err((ErrorCode::BadRequest, format!("operation body: {error}"))),
+                });
+                if last {
+                    ctx.release_section(section);
+                }
+            }
+            ReadPlace::Executor(executor) => {
+                send_sharing_section(ctx, prepare.to_signal(executor, here), section, last);
+            }
         }
-        ctx.send(prepare);
-        let locks = !(request.kind == OperationKind::Read && request.lock == LockKind::Committed);
-        if locks
+        if !committed_read
             && !transaction
                 .participants
                 .iter()
@@ -641,6 +703,7 @@ fn send_prepares(
                 .push((request.table_id, partition, chain));
         }
     }
+    answered_here
 }
 
 impl Block for TransactionCoordinator {
@@ -668,6 +731,33 @@ impl Block for TransactionCoordinator {
             CompleteConf::from_signal(signal).map(|c| self.confirmation(ctx, c.transaction))
         } else if number == AbortConf::NUMBER {
             AbortConf::from_signal(signal).map(|c| self.confirmation(ctx, c.transaction))
+        } else if number == ScanRequest::NUMBER {
+            ScanRequest::from_signal(signal).map(|request| {
+                let section = ctx.take_section();
+                self.scan_request(ctx, request, section)
+            })
+        } else if number == ScanNext::NUMBER {
+            ScanNext::from_signal(signal).map(|next| self.scan_next(ctx, next))
+        } else if number == ScanFragmentConf::NUMBER {
+            ScanFragmentConf::from_signal(signal).map(|conf| {
+                self.fragment_answered(
+                    ctx,
+                    conf.scan_id,
+                    conf.partition,
+                    Ok((conf.rows, conf.done != 0)),
+                )
+            })
+        } else if number == ScanFragmentRef::NUMBER {
+            ScanFragmentRef::from_signal(signal).map(|r| {
+                let message = ctx
+                    .section()
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default();
+                let code = ErrorCode::from_u32(r.code).unwrap_or(ErrorCode::BadRequest);
+                self.fragment_answered(ctx, r.scan_id, r.partition, Err((code, message)))
+            })
+        } else if number == LoadReport::NUMBER {
+            LoadReport::from_signal(signal).map(|report| self.load_report(ctx, report))
         } else if number == CoordinatorTick::NUMBER {
             CoordinatorTick::from_signal(signal).map(|_| self.tick(ctx))
         } else if number == TableDefinition::NUMBER {

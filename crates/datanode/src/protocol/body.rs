@@ -1,11 +1,35 @@
 //! What travels in sections: operation bodies, rows, table definitions.
 
 use kista_storage::codec::{
-    read_index_schema, read_table_schema, read_values, write_index_schema, write_table_schema,
-    write_values, CodecError, Reader, Writer,
+    read_filter, read_index_schema, read_table_schema, read_values, write_filter,
+    write_index_schema, write_table_schema, write_values, CodecError, Reader, Writer,
 };
+use kista_storage::filter::Filter;
+use kista_storage::partition::{IndexBound, IndexId, ScanRange};
 use kista_storage::schema::{IndexSchema, TableSchema};
 use kista_storage::types::Value;
+
+fn invalid(what: &'static str, input: &Reader) -> CodecError {
+    CodecError::Invalid {
+        what,
+        offset: input.offset(),
+    }
+}
+
+fn write_columns(writer: &mut Writer, columns: &[u16]) {
+    writer.u32(columns.len() as u32);
+    for &column in columns {
+        writer.u16(column);
+    }
+}
+
+fn read_columns(input: &mut Reader) -> Result<Vec<u16>, CodecError> {
+    let count = input.u32()? as usize;
+    if count.saturating_mul(2) > input.remaining() {
+        return Err(invalid("column count", input));
+    }
+    (0..count).map(|_| input.u16()).collect()
+}
 
 /// A key operation's section: the encoded primary key, then the columns and values.
 ///
@@ -24,24 +48,14 @@ impl KeyBody {
     pub fn encode(&self, out: &mut Vec<u8>) {
         let mut writer = Writer(out);
         writer.bytes(&self.key);
-        writer.u32(self.columns.len() as u32);
-        for &column in &self.columns {
-            writer.u16(column);
-        }
+        write_columns(&mut writer, &self.columns);
         write_values(&mut writer, &self.values);
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
         let mut input = Reader::new(bytes);
         let key = input.bytes()?.to_vec();
-        let count = input.u32()? as usize;
-        if count.saturating_mul(2) > input.remaining() {
-            return Err(CodecError::Invalid {
-                what: "column count",
-                offset: input.offset(),
-            });
-        }
-        let columns = (0..count).map(|_| input.u16()).collect::<Result<_, _>>()?;
+        let columns = read_columns(&mut input)?;
         let values = read_values(&mut input)?;
         input.finish()?;
         Ok(Self {
@@ -95,10 +109,7 @@ impl TableDefinitionBody {
         let schema = read_table_schema(&mut input)?;
         let count = input.u32()? as usize;
         if count.saturating_mul(10) > input.remaining() {
-            return Err(CodecError::Invalid {
-                what: "index count",
-                offset: input.offset(),
-            });
+            return Err(invalid("index count", &input));
         }
         let mut indexes = Vec::with_capacity(count);
         for _ in 0..count {
@@ -107,5 +118,157 @@ impl TableDefinitionBody {
         }
         input.finish()?;
         Ok(Self { schema, indexes })
+    }
+}
+
+/// A scan's section: what to scan, which rows to keep, which columns to return (empty:
+/// every column).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScanBody {
+    pub range: ScanRange,
+    pub filter: Option<Filter>,
+    pub columns: Vec<u16>,
+}
+
+impl ScanBody {
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        let mut writer = Writer(out);
+        match &self.range {
+            ScanRange::Full => writer.u8(0),
+            ScanRange::Index {
+                index,
+                lower,
+                upper,
+                descending,
+            } => {
+                writer.u8(1);
+                writer.u32(index.0);
+                writer.u8(u8::from(*descending));
+                for bound in [lower, upper] {
+                    match bound {
+                        None => writer.u8(0),
+                        Some(bound) => {
+                            writer.u8(if bound.inclusive { 2 } else { 1 });
+                            write_values(&mut writer, &bound.values);
+                        }
+                    }
+                }
+            }
+        }
+        match &self.filter {
+            None => writer.u8(0),
+            Some(filter) => {
+                writer.u8(1);
+                write_filter(&mut writer, filter);
+            }
+        }
+        write_columns(&mut writer, &self.columns);
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
+        let mut input = Reader::new(bytes);
+        let range = match input.u8()? {
+            0 => ScanRange::Full,
+            1 => {
+                let index = IndexId(input.u32()?);
+                let descending = match input.u8()? {
+                    0 => false,
+                    1 => true,
+                    _ => return Err(invalid("scan direction", &input)),
+                };
+                let mut bound = || -> Result<Option<IndexBound>, CodecError> {
+                    let inclusive = match input.u8()? {
+                        0 => return Ok(None),
+                        1 => false,
+                        2 => true,
+                        _ => return Err(invalid("range bound", &input)),
+                    };
+                    let values = read_values(&mut input)?;
+                    Ok(Some(IndexBound { values, inclusive }))
+                };
+                let lower = bound()?;
+                let upper = bound()?;
+                ScanRange::Index {
+                    index,
+                    lower,
+                    upper,
+                    descending,
+                }
+            }
+            _ => return Err(invalid("scan range", &input)),
+        };
+        let filter = match input.u8()? {
+            0 => None,
+            1 => Some(read_filter(&mut input)?),
+            _ => return Err(invalid("filter presence", &input)),
+        };
+        let columns = read_columns(&mut input)?;
+        input.finish()?;
+        Ok(Self {
+            range,
+            filter,
+            columns,
+        })
+    }
+}
+
+/// A batch of scanned rows: a count, then each row's projected values.
+pub struct RowsBody;
+
+impl RowsBody {
+    /// Starts an empty batch in `out`.
+    pub fn start(out: &mut Vec<u8>) {
+        out.clear();
+        Writer(out).u32(0);
+    }
+
+    /// Appends one row and counts it.
+    pub fn push(out: &mut Vec<u8>, values: &[Value]) {
+        debug_assert!(out.len() >= 4, "RowsBody::start comes first");
+        write_values(&mut Writer(out), values);
+        let count = u32::from_le_bytes([out[0], out[1], out[2], out[3]]) + 1;
+        out[..4].copy_from_slice(&count.to_le_bytes());
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Vec<Vec<Value>>, CodecError> {
+        let mut input = Reader::new(bytes);
+        let count = input.u32()? as usize;
+        // Each row takes at least its own 4-byte value count.
+        if count.saturating_mul(4) > input.remaining() {
+            return Err(invalid("row count", &input));
+        }
+        let rows = (0..count)
+            .map(|_| read_values(&mut input))
+            .collect::<Result<Vec<_>, _>>()?;
+        input.finish()?;
+        Ok(rows)
+    }
+}
+
+/// Load levels for read routing: (executor address word, level) pairs.
+pub struct LoadLevelsBody;
+
+impl LoadLevelsBody {
+    pub fn encode(levels: &[(kista_signal::BlockAddress, u8)], out: &mut Vec<u8>) {
+        let mut writer = Writer(out);
+        for (executor, level) in levels {
+            writer.u32(executor.to_word());
+            writer.u32(u32::from(*level));
+        }
+    }
+
+    /// At most `entries` pairs; a trailing partial pair is ignored.
+    pub fn decode(bytes: &[u8], entries: usize) -> Vec<(kista_signal::BlockAddress, u8)> {
+        bytes
+            .chunks_exact(8)
+            .take(entries)
+            .map(|pair| {
+                let word = |at: usize| {
+                    u32::from_le_bytes([pair[at], pair[at + 1], pair[at + 2], pair[at + 3]])
+                };
+                let level = word(4).min(u32::from(u8::MAX)) as u8;
+                (kista_signal::BlockAddress::from_word(word(0)), level)
+            })
+            .collect()
     }
 }

@@ -49,6 +49,8 @@ error_codes! {
     UniqueKeyBusy = 4_259, Temporary;
     /// Too many row locks or operations at once.
     TooManyLocks = 233, Temporary;
+    /// Too many scans are open on the coordinator or a partition executor.
+    TooManyScans = 488, Temporary;
     /// The node is out of a resource other than memory (sections, signals): retry.
     Overloaded = 1218, Temporary;
     /// No row has the key.

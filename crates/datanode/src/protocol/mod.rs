@@ -11,12 +11,22 @@
 //!         tc --ExecuteConf--> client;  tc --Complete--> each replica --CompleteConf--> tc
 //! abort:  tc --Abort--> every replica --AbortConf--> tc --ExecuteConf--> client
 //! ```
+//!
+//! Scans read committed rows of every partition in parallel, on the owning `ldm` or a
+//! `query` instance, in rounds the client paces:
+//!
+//! ```text
+//! client --ScanRequest--> tc --ScanFragment--> executor of each partition
+//!        executor --ScanRows--> client;  executor --ScanFragmentConf/Ref--> tc
+//!        tc --ScanConf(rows in the round, done?)--> client
+//! client --ScanNext--> tc --ScanFragmentNext--> executors that have more ...
+//! ```
 
 mod body;
 mod errors;
 mod signals;
 
-pub use body::{KeyBody, RowBody, TableDefinitionBody};
+pub use body::{KeyBody, LoadLevelsBody, RowBody, RowsBody, ScanBody, TableDefinitionBody};
 pub use errors::{ErrorCategory, ErrorCode};
 pub use signals::*;
 

@@ -350,3 +350,69 @@ typed_signal! {
     /// The coordinator's periodic look for idle transactions.
     CoordinatorTick = 141 {}
 }
+
+// ----- scans: client <-> tc <-> ldm or query -----
+
+typed_signal! {
+    /// Opens a committed-read scan over every partition of a table. Section: a `ScanBody`.
+    /// Rows arrive as `ScanRows` from the partitions, in rounds of at most `batch_rows` per
+    /// partition; a `ScanConf` ends each round. `ordered`: the client merges the partitions'
+    /// rows in index order, so each partition must deliver up to `limit` rows itself.
+    ScanRequest = 150 {
+        client: BlockAddress,
+        client_scan: u64,
+        table_id: u32,
+        schema_version: u32,
+        /// Rows wanted in all (`u64::MAX`: no limit).
+        limit: u64,
+        batch_rows: u32,
+        ordered: u32,
+    }
+}
+typed_signal! {
+    /// A round of a scan ended: `rows` were sent in it. `done`: the scan is over (exhausted,
+    /// its limit reached, closed or failed). Section: the message, when `code` is not 0.
+    ScanConf = 151 { client_scan: u64, rows: u32, done: u32, code: u32, }
+}
+typed_signal! {
+    /// Asks for the next round of a scan, or closes it (`close` = 1).
+    ScanNext = 152 { client: BlockAddress, client_scan: u64, close: u32, }
+}
+typed_signal! {
+    /// Scans one partition for a coordinator and sends the first batch. Section: the
+    /// `ScanBody`.
+    ScanFragment = 153 {
+        tc: BlockAddress,
+        scan_id: u64,
+        table_id: u32,
+        schema_version: u32,
+        partition: u32,
+        rows_max: u32,
+        client: BlockAddress,
+        client_scan: u64,
+    }
+}
+typed_signal! {
+    /// The next batch of a partition scan, or its end (`close` = 1, not answered).
+    ScanFragmentNext = 154 { tc: BlockAddress, scan_id: u64, partition: u32, rows_max: u32, close: u32, }
+}
+typed_signal! {
+    /// A partition sent a batch of `rows`; `done`: it has no more.
+    ScanFragmentConf = 155 { scan_id: u64, partition: u32, rows: u32, done: u32, }
+}
+typed_signal! {
+    /// A partition scan failed and is gone. Section: the message.
+    ScanFragmentRef = 156 { scan_id: u64, partition: u32, code: u32, }
+}
+typed_signal! {
+    /// Scanned rows, straight from the partition to the client. Section: a `RowsBody`.
+    ScanRows = 157 { client_scan: u64, partition: u32, rows: u32, }
+}
+
+// ----- load (the node's monitor -> tc) -----
+
+typed_signal! {
+    /// Load levels of the node's executors for read routing. Section: `entries` pairs of
+    /// words (executor address, level 1..5).
+    LoadReport = 160 { entries: u32, }
+}

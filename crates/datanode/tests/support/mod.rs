@@ -1,6 +1,9 @@
 //! A data node in the deterministic simulation, with a client stand-in that records what the
 //! node sends it. Tests drive transactions through the real protocol signals.
 
+// Shared by several test binaries, each of which uses only part of it.
+#![allow(dead_code)]
+
 use std::sync::{Arc, Mutex};
 
 use kista_datanode::node::{data_node_blocks, NodeSettings};
@@ -47,6 +50,35 @@ pub struct Executed {
     pub message: String,
     /// (op_index, values) per row read.
     pub rows: Vec<(u32, Vec<Value>)>,
+    /// The block that sent each row, in the order of `rows`.
+    pub row_senders: Vec<BlockAddress>,
+}
+
+/// What a scan returned.
+#[derive(Debug, Default)]
+pub struct Scanned {
+    /// Rows per partition, in the order each partition sent them.
+    pub by_partition: std::collections::BTreeMap<u32, Vec<Vec<Value>>>,
+    /// Blocks that sent rows.
+    pub senders: Vec<BlockAddress>,
+    pub rounds: u32,
+    pub code: u32,
+    pub message: String,
+}
+
+impl Scanned {
+    pub fn rows(&self) -> Vec<Vec<Value>> {
+        self.by_partition.values().flatten().cloned().collect()
+    }
+}
+
+/// A scan to run.
+pub struct ScanSpec {
+    pub table: (u32, u32),
+    pub body: ScanBody,
+    pub limit: u64,
+    pub batch_rows: u32,
+    pub ordered: bool,
 }
 
 /// One operation of a batch.
@@ -190,6 +222,7 @@ impl Node {
         let (signal, bytes) = self.wait_for(until_ns, is_conf)?;
         let conf = ExecuteConf::from_signal(&signal).unwrap();
         let mut rows = Vec::new();
+        let mut row_senders = Vec::new();
         for _ in 0..conf.reads {
             let is_row = move |s: &Signal| {
                 ReadResult::from_signal(s).is_ok_and(|r| r.client_tx == client_tx)
@@ -199,14 +232,103 @@ impl Node {
                 .expect("announced rows arrive");
             let result = ReadResult::from_signal(&signal).unwrap();
             rows.push((result.op_index, RowBody::decode(&bytes).unwrap().values));
+            row_senders.push(signal.sender());
         }
-        rows.sort_by_key(|(op, _)| *op);
+        let mut order: Vec<usize> = (0..rows.len()).collect();
+        order.sort_by_key(|&i| rows[i].0);
+        let rows = order.iter().map(|&i| rows[i].clone()).collect();
+        let row_senders = order.iter().map(|&i| row_senders[i]).collect();
         Some(Executed {
             outcome: conf.outcome,
             code: conf.code,
             message: String::from_utf8_lossy(&bytes).into_owned(),
             rows,
+            row_senders,
         })
+    }
+
+    /// Opens a scan as `client_scan` and collects rounds until it is done; `close_after`
+    /// closes it after that many rounds instead.
+    pub fn scan(&mut self, client_scan: u64, spec: &ScanSpec, close_after: Option<u32>) -> Scanned {
+        let tc = self.settings.tc_addresses().next().unwrap();
+        let request = ScanRequest {
+            client: self.client,
+            client_scan,
+            table_id: spec.table.0,
+            schema_version: spec.table.1,
+            limit: spec.limit,
+            batch_rows: spec.batch_rows,
+            ordered: u32::from(spec.ordered),
+        };
+        let mut body = Vec::new();
+        spec.body.encode(&mut body);
+        self.send(request.to_signal(tc, self.client), &body);
+        let mut scanned = Scanned::default();
+        loop {
+            let is_conf = move |s: &Signal| {
+                ScanConf::from_signal(s).is_ok_and(|c| c.client_scan == client_scan)
+            };
+            let (signal, message) = self.wait_for(u64::MAX, is_conf).expect("rounds end");
+            let conf = ScanConf::from_signal(&signal).unwrap();
+            scanned.rounds += 1;
+            let mut rows_left = conf.rows;
+            while rows_left > 0 {
+                let is_rows = move |s: &Signal| {
+                    ScanRows::from_signal(s).is_ok_and(|r| r.client_scan == client_scan)
+                };
+                let (signal, bytes) = self
+                    .wait_for(u64::MAX, is_rows)
+                    .expect("announced rows arrive");
+                let header = ScanRows::from_signal(&signal).unwrap();
+                let rows = RowsBody::decode(&bytes).unwrap();
+                assert_eq!(rows.len() as u32, header.rows, "the header counts the rows");
+                rows_left -= header.rows;
+                scanned.senders.push(signal.sender());
+                scanned
+                    .by_partition
+                    .entry(header.partition)
+                    .or_default()
+                    .extend(rows);
+            }
+            if conf.done != 0 {
+                scanned.code = conf.code;
+                scanned.message = String::from_utf8_lossy(&message).into_owned();
+                return scanned;
+            }
+            let close = close_after.is_some_and(|rounds| scanned.rounds >= rounds);
+            let next = ScanNext {
+                client: self.client,
+                client_scan,
+                close: u32::from(close),
+            };
+            self.send(next.to_signal(tc, self.client), &[]);
+        }
+    }
+
+    /// Sends the coordinators a load report, as the node's monitor does.
+    pub fn report_load(&mut self, levels: &[(BlockAddress, u8)]) {
+        let mut body = Vec::new();
+        LoadLevelsBody::encode(levels, &mut body);
+        let tcs: Vec<_> = self.settings.tc_addresses().collect();
+        for tc in tcs {
+            let report = LoadReport {
+                entries: levels.len() as u32,
+            };
+            self.send(report.to_signal(tc, self.client), &body);
+        }
+        self.settle();
+    }
+
+    /// Runs everything due in the next 5 ms of virtual time.
+    pub fn settle(&mut self) {
+        self.simulation
+            .run_until(self.simulation.now_ns() + 5_000_000);
+    }
+
+    /// Whether any signal to the client is still unread (a scan sent more than it said).
+    pub fn inbox_is_empty(&mut self) -> bool {
+        self.settle();
+        self.inbox.lock().unwrap().is_empty()
     }
 
     pub fn execute(

@@ -45,18 +45,20 @@ pub enum ScanPosition {
 
 impl Partition {
     /// Visits the committed rows of `range` that pass `filter` as (fixed part, variable
-    /// part), at most `rows_max` of them. Returns where to resume, or `None` when the range
-    /// is exhausted.
+    /// part), at most `rows_max` of them; `visit` returns whether the batch has room for
+    /// more (the row it was given is taken either way). Returns where to resume, or `None`
+    /// when the range is exhausted.
     pub fn scan_committed(
         &self,
         range: &ScanRange,
         filter: Option<&FilterProgram>,
         resume_after: Option<&ScanPosition>,
         rows_max: usize,
-        mut visit: impl FnMut(&[u8], &[u8]),
+        mut visit: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<Option<ScanPosition>, OperationError> {
         let mut returned = 0;
         let mut examined = 0;
+        let mut full = false;
         let mut examine =
             |row: RowId, position: &mut Option<ScanPosition>, entry_key: Option<&[u8]>| {
                 examined += 1;
@@ -65,7 +67,7 @@ impl Partition {
                     let current =
                         entry_key.is_none_or(|key| self.entry_is_current(range, key, fixed, var));
                     if current && filter.is_none_or(|f| f.matches(&self.layout, fixed, var)) {
-                        visit(fixed, var);
+                        full = !visit(fixed, var);
                         returned += 1;
                     }
                 }
@@ -73,7 +75,7 @@ impl Partition {
                     Some(key) => ScanPosition::Entry(key.to_vec(), row),
                     None => ScanPosition::Row(row),
                 });
-                returned < rows_max && examined < ROWS_EXAMINED_PER_BATCH_MAX
+                !full && returned < rows_max && examined < ROWS_EXAMINED_PER_BATCH_MAX
             };
         let mut position = None;
         let mut stopped = false;

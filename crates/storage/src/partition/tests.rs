@@ -157,6 +157,7 @@ fn ages(partition: &Partition) -> Vec<i64> {
             if let Value::Int(age) = layout.value(fixed, var, 2) {
                 ids.push(age);
             }
+            true
         })
         .unwrap();
     ids
@@ -542,10 +543,29 @@ fn an_index_added_later_covers_existing_rows_and_refuses_existing_duplicates() {
     let mut ids = Vec::new();
     users
         .scan_committed(&range, None, None, 10, |fixed, var| {
-            ids.push(users.layout().value(fixed, var, 0))
+            ids.push(users.layout().value(fixed, var, 0));
+            true
         })
         .unwrap();
     assert_eq!(ids, [Value::Int(2), Value::Int(1)]);
+
+    // A visitor that has no room after one row ends the batch there; the next resumes.
+    let mut first = Vec::new();
+    let resume = users
+        .scan_committed(&range, None, None, 10, |fixed, var| {
+            first.push(users.layout().value(fixed, var, 0));
+            false
+        })
+        .unwrap();
+    assert_eq!(first, [Value::Int(2)]);
+    let mut rest = Vec::new();
+    let end = users
+        .scan_committed(&range, None, resume.as_ref(), 10, |fixed, var| {
+            rest.push(users.layout().value(fixed, var, 0));
+            true
+        })
+        .unwrap();
+    assert_eq!((rest, end), (vec![Value::Int(1)], None));
     users.drop_index(IndexId(9)).unwrap();
     assert!(users.drop_index(IndexId(9)).is_err());
 }

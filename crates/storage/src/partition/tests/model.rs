@@ -324,6 +324,7 @@ fn scan_all(
             .scan_committed(range, filter, resume.as_ref(), batch, |fixed, var| {
                 rows.push(partition.layout().values(fixed, var));
                 got += 1;
+                true
             })
             .unwrap();
         assert!(got <= batch);

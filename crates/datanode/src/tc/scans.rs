@@ -1,0 +1,330 @@
+//! The coordinator's side of scans: one record per client scan, a partition scan on each of
+//! the table's partitions (placed by the read router), and rounds the client paces.
+//!
+//! A round asks every partition that has more for a batch; rows go straight from the
+//! executors to the client, and when every partition has answered the coordinator tells the
+//! client how many rows the round carried and whether the scan is over. A limit ends the
+//! scan once enough rows have been sent: counted over all partitions for an unordered scan,
+//! per partition for an ordered one (the client merges ordered partitions, so each must
+//! deliver its own first `limit` rows). The client discards rows beyond the limit.
+
+use kista_runtime::Context;
+use kista_signal::{BlockAddress, SectionHandle, TypedSignal};
+
+use super::TransactionCoordinator;
+use crate::protocol::*;
+use crate::{send_sharing_section, send_with_bytes};
+
+pub(super) struct Scan {
+    client: BlockAddress,
+    client_scan: u64,
+    ordered: bool,
+    limit: u64,
+    batch_rows: u32,
+    partitions: Vec<PartitionScan>,
+    /// Partitions that have not answered this round.
+    awaiting: u32,
+    round_rows: u32,
+    delivered: u64,
+    failure: Option<(ErrorCode, String)>,
+    /// The client closed the scan during a round.
+    closing: bool,
+    last_activity_ns: u64,
+}
+
+struct PartitionScan {
+    partition: u32,
+    executor: BlockAddress,
+    delivered: u64,
+    /// The executor has no more rows (or failed) and has forgotten the scan.
+    done: bool,
+}
+
+impl Scan {
+    /// Rows to ask a partition for in the next batch.
+    fn rows_max(&self, partition: &PartitionScan) -> u32 {
+        let sent = if self.ordered {
+            partition.delivered
+        } else {
+            self.delivered
+        };
+        let left = self.limit.saturating_sub(sent);
+        left.min(u64::from(self.batch_rows)) as u32
+    }
+
+    fn wants_more(&self, partition: &PartitionScan) -> bool {
+        !partition.done && self.rows_max(partition) > 0
+    }
+
+    fn finished(&self) -> bool {
+        self.failure.is_some()
+            || self.closing
+            || !self.partitions.iter().any(|p| self.wants_more(p))
+    }
+}
+
+/// Rows a partition returns per batch when the client does not say.
+const SCAN_BATCH_ROWS_DEFAULT: u32 = 256;
+
+impl TransactionCoordinator {
+    pub(super) fn scan_request(
+        &mut self,
+        ctx: &mut Context,
+        request: ScanRequest,
+        section: Option<SectionHandle>,
+    ) {
+        let refuse = |ctx: &mut Context, section: Option<SectionHandle>, code, message: String| {
+            if let Some(section) = section {
+                ctx.release_section(section);
+            }
+            scan_conf(
+                ctx,
+                request.client,
+                request.client_scan,
+                0,
+                true,
+                Some((code, message)),
+            );
+        };
+        let Some(section) = section else {
+            return refuse(
+                ctx,
+                None,
+                ErrorCode::BadRequest,
+                "scan without a body".into(),
+            );
+        };
+        if self
+            .scans_by_client
+            .contains_key(&(request.client, request.client_scan))
+        {
+            let message = format!("scan {} is already open", request.client_scan);
+            return refuse(ctx, Some(section), ErrorCode::BadTransactionState, message);
+        }
+        if self.scans.len() >= self.settings.scans_per_tc_max {
+            let message = format!(
+                "the coordinator has {} open scans, its limit",
+                self.scans.len()
+            );
+            return refuse(ctx, Some(section), ErrorCode::TooManyScans, message);
+        }
+        let Some(table) = self.tables.get(&request.table_id) else {
+            let message = format!("no table {}", request.table_id);
+            return refuse(ctx, Some(section), ErrorCode::NoSuchTable, message);
+        };
+        let id = self.next_scan;
+        self.next_scan += 1;
+        let mut scan = Scan {
+            client: request.client,
+            client_scan: request.client_scan,
+            ordered: request.ordered != 0,
+            limit: request.limit,
+            batch_rows: match request.batch_rows {
+                0 => SCAN_BATCH_ROWS_DEFAULT,
+                rows => rows,
+            },
+            partitions: Vec::new(),
+            awaiting: 0,
+            round_rows: 0,
+            delivered: 0,
+            failure: None,
+            closing: false,
+            last_activity_ns: ctx.now_ns(),
+        };
+        scan.partitions = (0..table.map.partitions())
+            .map(|partition| PartitionScan {
+                partition,
+                executor: self.router.place_scan(table.map.chain(partition).current()),
+                delivered: 0,
+                done: false,
+            })
+            .collect();
+        if scan.finished() {
+            // A limit of 0: nothing to ask anyone.
+            ctx.release_section(section);
+            return scan_conf(ctx, scan.client, scan.client_scan, 0, true, None);
+        }
+        let here = ctx.address();
+        let count = scan.partitions.len();
+        for (position, partition) in scan.partitions.iter().enumerate() {
+            let signal = ScanFragment {
+                tc: here,
+                scan_id: id,
+                table_id: request.table_id,
+                schema_version: request.schema_version,
+                partition: partition.partition,
+                rows_max: scan.rows_max(partition),
+                client: request.client,
+                client_scan: request.client_scan,
+            }
+            .to_signal(partition.executor, here);
+            send_sharing_section(ctx, signal, section, position + 1 == count);
+        }
+        scan.awaiting = count as u32;
+        self.scans.insert(id, scan);
+        self.scans_by_client
+            .insert((request.client, request.client_scan), id);
+        self.start_ticking(ctx);
+    }
+
+    pub(super) fn scan_next(&mut self, ctx: &mut Context, next: ScanNext) {
+        let Some(&id) = self.scans_by_client.get(&(next.client, next.client_scan)) else {
+            let message = format!("no open scan {}", next.client_scan);
+            let failure = Some((ErrorCode::BadTransactionState, message));
+            return scan_conf(ctx, next.client, next.client_scan, 0, true, failure);
+        };
+        let now = ctx.now_ns();
+        let here = ctx.address();
+        let scan = self.scans.get_mut(&id).expect("indexed scans exist");
+        scan.last_activity_ns = now;
+        if next.close != 0 {
+            scan.closing = true;
+            if scan.awaiting == 0 {
+                self.end_round(ctx, id);
+            }
+            return;
+        }
+        if scan.awaiting > 0 {
+            let message = "the scan's current round has not ended".to_string();
+            let failure = Some((ErrorCode::BadTransactionState, message));
+            return scan_conf(ctx, next.client, next.client_scan, 0, false, failure);
+        }
+        for partition in &scan.partitions {
+            if scan.wants_more(partition) {
+                let request = ScanFragmentNext {
+                    tc: here,
+                    scan_id: id,
+                    partition: partition.partition,
+                    rows_max: scan.rows_max(partition),
+                    close: 0,
+                };
+                ctx.send_typed(partition.executor, &request);
+                scan.awaiting += 1;
+            }
+        }
+    }
+
+    pub(super) fn fragment_answered(
+        &mut self,
+        ctx: &mut Context,
+        id: u64,
+        partition: u32,
+        answer: Result<(u32, bool), (ErrorCode, String)>,
+    ) {
+        let now = ctx.now_ns();
+        let Some(scan) = self.scans.get_mut(&id) else {
+            return;
+        };
+        let Some(state) = scan
+            .partitions
+            .iter_mut()
+            .find(|p| p.partition == partition)
+        else {
+            return;
+        };
+        if scan.awaiting == 0 {
+            return;
+        }
+        scan.awaiting -= 1;
+        scan.last_activity_ns = now;
+        match answer {
+            Ok((rows, done)) => {
+                state.delivered += u64::from(rows);
+                state.done |= done;
+                scan.delivered += u64::from(rows);
+                scan.round_rows += rows;
+            }
+            Err(failure) => {
+                state.done = true;
+                scan.failure.get_or_insert(failure);
+            }
+        }
+        if scan.awaiting == 0 {
+            self.end_round(ctx, id);
+        }
+    }
+
+    /// Every partition asked in this round answered: report the round, and end the scan if
+    /// nothing more is wanted.
+    fn end_round(&mut self, ctx: &mut Context, id: u64) {
+        let Some(scan) = self.scans.get_mut(&id) else {
+            return;
+        };
+        let rows = std::mem::take(&mut scan.round_rows);
+        if !scan.finished() {
+            return scan_conf(ctx, scan.client, scan.client_scan, rows, false, None);
+        }
+        let Some(scan) = self.scans.remove(&id) else {
+            return;
+        };
+        self.scans_by_client
+            .remove(&(scan.client, scan.client_scan));
+        close_partitions(ctx, id, &scan);
+        scan_conf(ctx, scan.client, scan.client_scan, rows, true, scan.failure);
+    }
+
+    /// Closes scans whose client has not asked for the next round within the inactivity
+    /// timeout, so their executors stop holding state.
+    pub(super) fn close_idle_scans(&mut self, ctx: &mut Context, now_ns: u64, limit_ns: u64) {
+        let idle: Vec<u64> = self
+            .scans
+            .iter()
+            .filter(|(_, scan)| scan.awaiting == 0)
+            .filter(|(_, scan)| now_ns.saturating_sub(scan.last_activity_ns) > limit_ns)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in idle {
+            if let Some(scan) = self.scans.get_mut(&id) {
+                let message = format!(
+                    "the scan was idle for more than {} ms and was closed",
+                    self.settings.transaction_inactive_timeout_ms
+                );
+                scan.failure = Some((ErrorCode::TransactionInactive, message));
+                self.end_round(ctx, id);
+            }
+        }
+    }
+
+    /// Open scans, for tests and statistics.
+    pub fn open_scans(&self) -> usize {
+        self.scans.len()
+    }
+}
+
+/// Tells the executors of partitions that still hold the scan to forget it.
+fn close_partitions(ctx: &mut Context, id: u64, scan: &Scan) {
+    let here = ctx.address();
+    for partition in scan.partitions.iter().filter(|p| !p.done) {
+        let close = ScanFragmentNext {
+            tc: here,
+            scan_id: id,
+            partition: partition.partition,
+            rows_max: 0,
+            close: 1,
+        };
+        ctx.send_typed(partition.executor, &close);
+    }
+}
+
+fn scan_conf(
+    ctx: &mut Context,
+    client: BlockAddress,
+    client_scan: u64,
+    rows: u32,
+    done: bool,
+    failure: Option<(ErrorCode, String)>,
+) {
+    let (code, message) =
+        failure.map_or((0, String::new()), |(code, message)| (code as u32, message));
+    let conf = ScanConf {
+        client_scan,
+        rows,
+        done: u32::from(done),
+        code,
+    };
+    send_with_bytes(
+        ctx,
+        conf.to_signal(client, ctx.address()),
+        message.as_bytes(),
+    );
+}
