@@ -3,6 +3,8 @@
 
 mod datad;
 mod demo;
+mod size;
+mod standalone;
 mod thread_options;
 
 use std::process::ExitCode;
@@ -19,7 +21,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Data node. Until the data engine lands it only resolves and prints its thread layout.
+    /// Data node: `--standalone` runs a one-node cluster for clients and `kista bench`.
     Datad(datad::DatadArgs),
     /// Runs the data node runtime on a thread layout under a relay load between every module
     /// instance, printing per-thread statistics each interval.

@@ -20,7 +20,10 @@ pub mod scheduler;
 pub mod stats;
 mod timed_queue;
 
-pub use scheduler::{start, BlockRegistration, RunningNode, RuntimeOptions, StartError};
+pub use scheduler::{
+    start, BlockRegistration, InjectError, Injector, Remote, RemoteSink, RunningNode,
+    RuntimeOptions, StartError,
+};
 pub use stats::ThreadStatsSnapshot;
 pub mod relay;
 pub mod simulation;

@@ -23,10 +23,12 @@
 //! ```
 
 mod body;
+mod client;
 mod errors;
 mod signals;
 
 pub use body::{KeyBody, LoadLevelsBody, RowBody, RowsBody, ScanBody, TableDefinitionBody};
+pub use client::{check_client_signal, NodeInfo};
 pub use errors::{ErrorCategory, ErrorCode};
 pub use signals::*;
 

@@ -1,6 +1,7 @@
 //! The multi-threaded runtime: starts one scheduler thread per thread of a layout, wires a
 //! job buffer between every pair of threads, places blocks, and stops it all again.
 
+mod gateway;
 mod os;
 mod router;
 mod routes;
@@ -14,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use kista_signal::{BlockAddress, BlockId, NodeId, Signal};
 
+pub use gateway::{InjectError, Injector, Remote, RemoteSink, EXTERNAL_SIGNALS_MAX};
 pub use os::available_cpus;
 pub use router::PENDING_SIGNALS_MAX;
 pub use router::TIMERS_PER_THREAD_MAX;
@@ -45,6 +47,9 @@ pub struct RuntimeOptions {
     pub sections_max: u32,
     /// Seed for the threads' random number generators.
     pub seed: u64,
+    /// Where signals to other nodes and clients go (the transport); without one, sending
+    /// to another node is a bug that stops the node.
+    pub remote: Option<Remote>,
 }
 
 impl Default for RuntimeOptions {
@@ -56,6 +61,7 @@ impl Default for RuntimeOptions {
             idle_sleep_max: Duration::from_millis(10),
             sections_max: SECTIONS_MAX_DEFAULT,
             seed: 0x006b_6973_7461,
+            remote: None,
         }
     }
 }
@@ -104,10 +110,39 @@ pub struct ThreadFailure {
 /// A node whose threads are running.
 pub struct RunningNode {
     shared: Arc<Shared>,
+    routes: Arc<RouteTable>,
     layout: ThreadLayout,
     handles: Vec<JoinHandle<()>>,
+    stats: StatsSource,
+}
+
+/// Takes statistics snapshots of a running node from any thread.
+#[derive(Clone)]
+pub struct StatsSource {
+    shared: Arc<Shared>,
+    layout: Arc<ThreadLayout>,
     /// `[thread]` → its inbound job buffers, for queue-depth statistics.
-    inbound: Vec<Vec<Arc<JobBuffer>>>,
+    inbound: Arc<Vec<Vec<Arc<JobBuffer>>>>,
+}
+
+impl StatsSource {
+    /// A snapshot of every thread's statistics.
+    pub fn snapshot(&self) -> Vec<ThreadStatsSnapshot> {
+        self.layout
+            .threads
+            .iter()
+            .map(|spec| {
+                let inbound: usize = self.inbound[spec.index].iter().map(|b| b.depth()).sum();
+                ThreadStatsSnapshot::new(
+                    spec.index,
+                    spec.kind,
+                    spec.modules.clone(),
+                    &self.shared.counters[spec.index],
+                    inbound as u64,
+                )
+            })
+            .collect()
+    }
 }
 
 /// Starts `layout`'s threads with `blocks` placed on them; `initial_signals` are executed
@@ -143,7 +178,7 @@ pub fn start(
     }
     let routes = Arc::new(routes);
     let (outputs, inputs) = wire_job_buffers(thread_count, options.job_buffer_signals);
-    let inbound = inputs
+    let inbound: Vec<Vec<Arc<JobBuffer>>> = inputs
         .iter()
         .map(|consumers| consumers.iter().map(|c| Arc::clone(c.buffer())).collect())
         .collect();
@@ -153,13 +188,22 @@ pub fn start(
         counters: (0..thread_count)
             .map(|_| ThreadCounters::default())
             .collect(),
-        sections: SectionPool::new(options.sections_max),
+        sections: Arc::new(SectionPool::new(options.sections_max)),
+        external: (0..thread_count)
+            .map(|_| gateway::ExternalQueue::default())
+            .collect(),
         started: Instant::now(),
     });
     let mut routers: Vec<Router> = outputs
         .into_iter()
         .enumerate()
-        .map(|(thread, outputs)| Router::new(thread, Arc::clone(&routes), outputs))
+        .map(|(thread, outputs)| {
+            let remote = options.remote.clone().map(|remote| router::RemoteRoute {
+                sink: remote.0,
+                sections: Arc::clone(&shared.sections),
+            });
+            Router::new(thread, Arc::clone(&routes), outputs, remote)
+        })
         .collect();
     for signal in initial_signals {
         let thread = routes
@@ -188,10 +232,15 @@ pub fn start(
         });
     let handles = spawn_all(layout, threads.collect(), &shared)?;
     Ok(RunningNode {
+        stats: StatsSource {
+            shared: Arc::clone(&shared),
+            layout: Arc::new(layout.clone()),
+            inbound: Arc::new(inbound),
+        },
         shared,
+        routes,
         layout: layout.clone(),
         handles,
-        inbound,
     })
 }
 
@@ -336,24 +385,24 @@ impl RunningNode {
 
     /// A snapshot of every thread's statistics.
     pub fn stats(&self) -> Vec<ThreadStatsSnapshot> {
-        self.layout
-            .threads
-            .iter()
-            .map(|spec| {
-                let inbound: usize = self.inbound[spec.index].iter().map(|b| b.depth()).sum();
-                ThreadStatsSnapshot::new(
-                    spec.index,
-                    spec.kind,
-                    spec.modules.clone(),
-                    &self.shared.counters[spec.index],
-                    inbound as u64,
-                )
-            })
-            .collect()
+        self.stats.snapshot()
+    }
+
+    /// A handle for taking statistics from another thread.
+    pub fn stats_source(&self) -> StatsSource {
+        self.stats.clone()
     }
 
     pub fn sections(&self) -> &SectionPool {
         &self.shared.sections
+    }
+
+    /// A handle that puts signals from outside (the transport) into this node.
+    pub fn injector(&self) -> Injector {
+        Injector {
+            shared: Arc::clone(&self.shared),
+            routes: Arc::clone(&self.routes),
+        }
     }
 
     /// Whether a thread has stopped the node (after a panic).

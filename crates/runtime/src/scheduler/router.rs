@@ -8,8 +8,10 @@ use std::thread::Thread;
 
 use kista_signal::Signal;
 
+use super::gateway::RemoteSink;
 use super::routes::RouteTable;
 use crate::job_buffer::Producer;
+use crate::section_pool::SectionPool;
 use crate::timed_queue::TimedQueue;
 
 /// Signals a thread may queue for itself, or hold back towards one thread whose job buffer
@@ -52,8 +54,15 @@ struct Destination {
     dirty: bool,
 }
 
+/// The way out of the node, for signals to other nodes and clients.
+pub(crate) struct RemoteRoute {
+    pub sink: Arc<dyn RemoteSink>,
+    pub sections: Arc<SectionPool>,
+}
+
 pub(crate) struct Router {
     own_thread: usize,
+    remote: Option<RemoteRoute>,
     routes: Arc<RouteTable>,
     destinations: Vec<Destination>,
     overflow_total: usize,
@@ -71,6 +80,7 @@ impl Router {
         own_thread: usize,
         routes: Arc<RouteTable>,
         producers: Vec<Option<Producer>>,
+        remote: Option<RemoteRoute>,
     ) -> Self {
         let threads = producers.len();
         let destinations = producers
@@ -83,6 +93,7 @@ impl Router {
             .collect();
         Self {
             own_thread,
+            remote,
             routes,
             destinations,
             overflow_total: 0,
@@ -129,6 +140,25 @@ impl Router {
         self.local.len() + self.overflow_total
     }
 
+    /// Hands a signal for another node to the transport, with its section's bytes; the
+    /// section returns to the pool.
+    fn send_remote(&mut self, signal: &Signal) {
+        let Some(remote) = self
+            .remote
+            .as_ref()
+            .filter(|_| !self.routes.is_local(signal.receiver()))
+        else {
+            self.unroutable(signal)
+        };
+        let section = signal.section();
+        if section.is_none() {
+            remote.sink.send(signal, &[]);
+        } else {
+            remote.sink.send(signal, &remote.sections.read(section));
+            remote.sections.release(section);
+        }
+    }
+
     #[cold]
     fn unroutable(&self, signal: &Signal) -> ! {
         panic!(
@@ -146,7 +176,7 @@ impl Router {
     #[inline]
     pub fn send(&mut self, signal: &Signal) {
         let Some(thread) = self.routes.thread_of(signal.receiver()) else {
-            self.unroutable(signal)
+            return self.send_remote(signal);
         };
         if thread == self.own_thread {
             assert!(

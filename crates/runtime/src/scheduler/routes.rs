@@ -33,6 +33,11 @@ impl RouteTable {
         true
     }
 
+    /// Whether `address` is on this node (whether or not a block is there).
+    pub fn is_local(&self, address: BlockAddress) -> bool {
+        address.node() == self.node
+    }
+
     #[inline]
     pub fn thread_of(&self, address: BlockAddress) -> Option<usize> {
         if address.node() != self.node {

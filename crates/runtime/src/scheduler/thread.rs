@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use kista_signal::Signal;
 
+use super::gateway::ExternalQueue;
 use super::os;
 use super::router::{Router, Wake};
 use crate::block::{Block, Context, Sink};
@@ -24,7 +25,9 @@ pub(crate) struct Shared {
     pub stop: AtomicBool,
     pub wake: Vec<Wake>,
     pub counters: Vec<ThreadCounters>,
-    pub sections: SectionPool,
+    pub sections: Arc<SectionPool>,
+    /// `[thread]` → signals injected from outside for it.
+    pub external: Vec<ExternalQueue>,
     pub started: Instant,
 }
 
@@ -144,6 +147,7 @@ impl SchedulerThread {
         while let Some(signal) = self.router.timers.pop_due(now_ns) {
             self.router.send(&signal);
         }
+        self.shared.external[self.index].drain_into(&mut self.router.local);
         let mut executed = 0;
         // Only what was queued before this round, so a block messaging itself in a loop
         // cannot starve the job buffers.
@@ -185,6 +189,7 @@ impl SchedulerThread {
                 .next_due_ns()
                 .is_some_and(|due| due <= now_ns)
             || self.inputs.iter().any(Consumer::has_published)
+            || self.shared.external[self.index].has_pending()
     }
 
     fn idle(&mut self) {

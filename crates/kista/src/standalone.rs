@@ -1,0 +1,129 @@
+//! A one-node cluster in this process: the runtime with the data node's blocks, the
+//! transport serving clients, and the monitor that feeds load levels to the read router.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use kista_datanode::node::{data_node_blocks, NodeSettings};
+use kista_datanode::protocol::{check_client_signal, LoadLevelsBody, LoadReport, NodeInfo};
+use kista_datanode::router::{load_report, LOAD_REPORT_INTERVAL_MS};
+use kista_runtime::thread_config::ThreadLayout;
+use kista_runtime::{start, Module, RunningNode, RuntimeOptions};
+use kista_signal::{NodeId, TypedSignal};
+use kista_storage::memory::DataMemory;
+use kista_transport::server::{Server, ServerOptions};
+
+pub struct StandaloneOptions {
+    pub node: NodeId,
+    pub bind: SocketAddr,
+    pub data_memory_bytes: u64,
+    pub settings: NodeSettings,
+}
+
+pub struct StandaloneNode {
+    runtime: RunningNode,
+    server: Server,
+    stop_monitor: Arc<AtomicBool>,
+    monitor: Option<JoinHandle<()>>,
+}
+
+impl StandaloneNode {
+    /// Starts everything and begins serving clients. `settings` gets its block counts from
+    /// `layout`.
+    pub fn start(layout: &ThreadLayout, mut options: StandaloneOptions) -> Result<Self, String> {
+        let settings = &mut options.settings;
+        settings.node = options.node;
+        settings.tc_instances = layout.instances_of(Module::Tc) as u16;
+        settings.ldm_instances = layout.instances_of(Module::Ldm) as u16;
+        settings.query_instances = layout.instances_of(Module::Query) as u16;
+        let info = NodeInfo {
+            tc_instances: settings.tc_instances,
+        };
+        let server_options = ServerOptions {
+            node: options.node,
+            info: info.encode(),
+            validate: Arc::new(|signal, _section, client| check_client_signal(signal, client)),
+        };
+        let mut server = Server::bind(options.bind, server_options)
+            .map_err(|e| format!("cannot listen on {}: {e}", options.bind))?;
+        let memory = Arc::new(DataMemory::new(options.data_memory_bytes));
+        let runtime_options = RuntimeOptions {
+            node: options.node,
+            remote: Some(server.remote()),
+            ..RuntimeOptions::default()
+        };
+        let blocks = data_node_blocks(settings, memory);
+        let runtime = start(layout, blocks, Vec::new(), &runtime_options)
+            .map_err(|e| format!("cannot start the data node: {e}"))?;
+        server
+            .serve(runtime.injector())
+            .map_err(|e| format!("cannot start serving: {e}"))?;
+        let stop_monitor = Arc::new(AtomicBool::new(false));
+        let monitor = spawn_monitor(&runtime, settings, stop_monitor.clone())
+            .map_err(|e| format!("cannot start the load monitor: {e}"))?;
+        Ok(Self {
+            runtime,
+            server,
+            stop_monitor,
+            monitor: Some(monitor),
+        })
+    }
+
+    pub fn address(&self) -> SocketAddr {
+        self.server.local_address()
+    }
+
+    pub fn has_failed(&self) -> bool {
+        self.runtime.has_stopped()
+    }
+
+    /// Stops serving, then stops the node; `Err` names a thread that failed.
+    pub fn stop(mut self) -> Result<(), String> {
+        self.stop_monitor.store(true, Ordering::SeqCst);
+        if let Some(monitor) = self.monitor.take() {
+            let _ = monitor.join();
+        }
+        self.server.stop();
+        self.runtime.stop().map(|_| ()).map_err(|e| e.to_string())
+    }
+}
+
+/// Every [`LOAD_REPORT_INTERVAL_MS`], turns the thread statistics into load levels and
+/// sends them to every coordinator.
+fn spawn_monitor(
+    runtime: &RunningNode,
+    settings: &NodeSettings,
+    stop: Arc<AtomicBool>,
+) -> std::io::Result<JoinHandle<()>> {
+    let injector = runtime.injector();
+    let stats = runtime.stats_source();
+    let node = settings.node;
+    let coordinators: Vec<_> = settings.tc_addresses().collect();
+    std::thread::Builder::new()
+        .name("kista-monitor".into())
+        .spawn(move || {
+            let interval = Duration::from_millis(LOAD_REPORT_INTERVAL_MS);
+            let mut before = stats.snapshot();
+            let mut since = Instant::now();
+            while !stop.load(Ordering::SeqCst) {
+                std::thread::sleep(interval);
+                let now = stats.snapshot();
+                let elapsed_us = since.elapsed().as_micros() as u64;
+                since = Instant::now();
+                let levels = load_report(node, &before, &now, elapsed_us);
+                before = now;
+                let mut body = Vec::new();
+                LoadLevelsBody::encode(&levels, &mut body);
+                for &tc in &coordinators {
+                    let report = LoadReport {
+                        entries: levels.len() as u32,
+                    };
+                    // A full node skips a report; the next one comes soon.
+                    let _ = injector.inject(report.to_signal(tc, tc), &body);
+                }
+            }
+        })
+}

@@ -1,0 +1,136 @@
+//! A `kista datad --standalone` process for tests: started on a free port, stopped (and
+//! killed if it will not stop) when dropped.
+
+// Shared by several test binaries, each of which uses only part of it.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::SocketAddr;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Longest a node may take to start or stop before the test fails.
+pub const PROCESS_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub struct Datad {
+    child: Option<Child>,
+    pub address: SocketAddr,
+    stdout: Option<BufReader<ChildStdout>>,
+    /// Drained by a thread so the node never blocks on a full pipe.
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Datad {
+    pub fn start(extra: &[&str]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kista"))
+            .args([
+                "datad",
+                "--standalone",
+                "--port",
+                "0",
+                "--data-memory",
+                "64M",
+            ])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kista starts");
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut pipe = child.stderr.take().unwrap();
+        let collected = stderr.clone();
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            while let Ok(read @ 1..) = pipe.read(&mut chunk) {
+                collected
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push_str(&String::from_utf8_lossy(&chunk[..read]));
+            }
+        });
+        let deadline = Instant::now() + PROCESS_TIMEOUT;
+        let mut address = None;
+        let mut line = String::new();
+        while Instant::now() < deadline {
+            line.clear();
+            if stdout.read_line(&mut line).unwrap_or(0) == 0 {
+                break;
+            }
+            if let Some(rest) = line.split("listening on ").nth(1) {
+                address = rest.split_whitespace().next().and_then(|a| a.parse().ok());
+            }
+            if line.contains("ready") {
+                break;
+            }
+        }
+        let Some(address) = address else {
+            let _ = child.kill();
+            let _ = child.wait();
+            std::thread::sleep(Duration::from_millis(100));
+            panic!("datad did not start: {}", stderr.lock().unwrap());
+        };
+        Self {
+            child: Some(child),
+            address,
+            stdout: Some(stdout),
+            stderr,
+        }
+    }
+
+    /// The node's stderr as it grows.
+    pub fn stderr_handle(&self) -> Arc<Mutex<String>> {
+        self.stderr.clone()
+    }
+
+    /// What the node has written to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| c.try_wait().ok().flatten().is_none())
+    }
+
+    /// Sends SIGTERM and waits: (exit success, stdout after start, stderr).
+    pub fn stop(mut self) -> (bool, String, String) {
+        let mut child = self.child.take().unwrap();
+        // SAFETY: kill(2) with a process id we own and a valid signal number.
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + PROCESS_TIMEOUT;
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("datad did not stop after SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut out = String::new();
+        if let Some(mut stdout) = self.stdout.take() {
+            let _ = stdout.read_to_string(&mut out);
+        }
+        // The draining thread ends at end of file, right after the process exits.
+        std::thread::sleep(Duration::from_millis(100));
+        (status.success(), out, self.stderr())
+    }
+}
+
+impl Drop for Datad {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! Signals cross the node's boundary: injected from outside they reach their block, and a
+//! block's signals to another node leave through the remote sink with their sections.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use kista_runtime::thread_config::{ThreadConfig, ThreadLayout};
+use kista_runtime::{
+    start, Block, BlockRegistration, Context, InjectError, Module, ModuleInstance, Remote,
+    RemoteSink, RuntimeOptions,
+};
+use kista_signal::{BlockAddress, BlockId, NodeId, Signal, SignalNumber};
+
+const NODE: NodeId = NodeId(1);
+const OUTSIDE: NodeId = NodeId(9);
+const ECHO: BlockAddress = BlockAddress::new(NODE, BlockId(20), 0);
+
+/// Sends every signal back to its sender with the same payload and section.
+struct Echo;
+
+impl Block for Echo {
+    fn execute(&mut self, signal: &Signal, ctx: &mut Context<'_>) {
+        let mut reply = Signal::with_words(
+            signal.number(),
+            signal.sender(),
+            ctx.address(),
+            signal.words(),
+        );
+        if let Some(section) = ctx.take_section() {
+            ctx.attach_section(&mut reply, section);
+        }
+        ctx.send(reply);
+    }
+}
+
+#[derive(Default)]
+struct Collected(Mutex<Vec<(Signal, Vec<u8>)>>);
+
+impl RemoteSink for Collected {
+    fn send(&self, signal: &Signal, section: &[u8]) {
+        self.0.lock().unwrap().push((*signal, section.to_vec()));
+    }
+}
+
+#[test]
+fn injected_signals_reach_their_block_and_replies_leave_through_the_remote_sink() {
+    let config: ThreadConfig = "ldm={count=1},recv={count=1}".parse().unwrap();
+    let layout = ThreadLayout::from_config(&config).unbound();
+    let collected = Arc::new(Collected::default());
+    let options = RuntimeOptions {
+        node: NODE,
+        remote: Some(Remote(collected.clone())),
+        ..RuntimeOptions::default()
+    };
+    let echo = BlockRegistration {
+        block: ECHO.block(),
+        instance: 0,
+        host: ModuleInstance {
+            module: Module::Ldm,
+            instance: 0,
+        },
+        implementation: Box::new(Echo),
+    };
+    let node = start(&layout, vec![echo], vec![], &options).unwrap();
+    let injector = node.injector();
+    let client = BlockAddress::new(OUTSIDE, BlockId(1), 3);
+    for sequence in 0..1000u32 {
+        let signal = Signal::with_words(SignalNumber(7), ECHO, client, &[sequence]);
+        let section = if sequence % 3 == 0 {
+            sequence.to_le_bytes().to_vec()
+        } else {
+            vec![]
+        };
+        injector.inject(signal, &section).unwrap();
+    }
+    let nowhere = Signal::with_words(
+        SignalNumber(7),
+        BlockAddress::new(NODE, BlockId(99), 0),
+        client,
+        &[],
+    );
+    assert_eq!(
+        injector.inject(nowhere, &[]),
+        Err(InjectError::NoSuchBlock(nowhere.receiver()))
+    );
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while collected.0.lock().unwrap().len() < 1000 {
+        assert!(Instant::now() < deadline, "replies did not all arrive");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let sections_in_use = node.sections().in_use();
+    node.stop().unwrap();
+    let replies = collected.0.lock().unwrap();
+    for (sequence, (signal, section)) in replies.iter().enumerate() {
+        assert_eq!(signal.receiver(), client);
+        assert_eq!(signal.words(), [sequence as u32], "in order, none lost");
+        let expected = if sequence % 3 == 0 {
+            (sequence as u32).to_le_bytes().to_vec()
+        } else {
+            vec![]
+        };
+        assert_eq!(section, &expected);
+    }
+    assert_eq!(
+        sections_in_use, 0,
+        "sections of remote signals return to the pool"
+    );
+}

@@ -1,0 +1,145 @@
+//! The client side: connects to a node, shakes hands, and then sends signals through the
+//! connection's send thread while a receive thread hands every arriving signal to the
+//! caller's handler.
+
+use std::io::{ErrorKind, Read};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use kista_signal::Signal;
+
+use crate::connection::Connection;
+use crate::frames::FrameReader;
+use crate::handshake::{self, HandshakeError, Role, Welcome};
+use crate::READ_CHUNK_BYTES;
+
+/// What the receive thread reports.
+pub enum Event<'a> {
+    Signal(Signal, &'a [u8]),
+    /// The connection is gone; no more events follow.
+    Closed(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("cannot connect: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("no address to connect to")]
+    NoAddress,
+    #[error(transparent)]
+    Handshake(#[from] HandshakeError),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the connection is closed: {0}")]
+pub struct Closed(pub String);
+
+pub struct ClientConnection {
+    connection: Arc<Connection>,
+    welcome: Welcome,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl ClientConnection {
+    /// Connects, shakes hands and starts the send and receive threads; `handler` runs on
+    /// the receive thread for every signal, then once for the close.
+    pub fn connect(
+        address: impl ToSocketAddrs,
+        timeout: Duration,
+        mut handler: impl FnMut(Event<'_>) + Send + 'static,
+    ) -> Result<Self, ConnectError> {
+        let address = address
+            .to_socket_addrs()?
+            .next()
+            .ok_or(ConnectError::NoAddress)?;
+        let mut stream = TcpStream::connect_timeout(&address, timeout)?;
+        stream.set_read_timeout(Some(timeout))?;
+        handshake::write_hello(&mut stream, Role::Client)?;
+        let welcome = handshake::read_welcome(&mut stream)?;
+        stream.set_read_timeout(None)?;
+        let connection = Connection::new(stream.try_clone()?, welcome.node)?;
+        let sender = connection.spawn_sender("kista-client-send".into())?;
+        let receiving = connection.clone();
+        let receiver = std::thread::Builder::new()
+            .name("kista-client-recv".into())
+            .spawn(move || {
+                receive_until_closed(&receiving, &mut stream, &mut handler);
+                let reason = receiving.reason().unwrap_or_default();
+                handler(Event::Closed(reason));
+            })?;
+        Ok(Self {
+            connection,
+            welcome,
+            threads: vec![sender, receiver],
+        })
+    }
+
+    pub fn welcome(&self) -> &Welcome {
+        &self.welcome
+    }
+
+    /// Queues a signal (with its section's bytes; empty for none) for the send thread.
+    pub fn send(&self, signal: &Signal, section: &[u8]) -> Result<(), Closed> {
+        if self.connection.queue(signal, section) {
+            Ok(())
+        } else {
+            Err(Closed(self.connection.reason().unwrap_or_default()))
+        }
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.connection.is_closed()
+    }
+
+    /// Closes the connection and waits for its threads.
+    pub fn close(mut self) {
+        self.shut();
+    }
+
+    fn shut(&mut self) {
+        self.connection.close("closed by the client".into());
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for ClientConnection {
+    fn drop(&mut self) {
+        self.shut();
+    }
+}
+
+fn receive_until_closed(
+    connection: &Connection,
+    stream: &mut TcpStream,
+    handler: &mut impl FnMut(Event<'_>),
+) {
+    let mut frames = FrameReader::default();
+    loop {
+        let spare = frames.spare(READ_CHUNK_BYTES);
+        let read = match stream.read(spare) {
+            Ok(read) => read,
+            Err(error) if error.kind() == ErrorKind::Interrupted => 0,
+            Err(error) => {
+                frames.filled(READ_CHUNK_BYTES, 0);
+                return connection.close(format!("reading failed: {error}"));
+            }
+        };
+        frames.filled(READ_CHUNK_BYTES, read);
+        if read == 0 {
+            return connection.close("the node closed the connection".into());
+        }
+        loop {
+            match frames.next_signal() {
+                Ok(Some((signal, section))) => handler(Event::Signal(signal, section)),
+                Ok(None) => break,
+                Err(error) => {
+                    return connection.close(format!("malformed frame from the node: {error}"))
+                }
+            }
+        }
+    }
+}
