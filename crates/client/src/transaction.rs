@@ -1,0 +1,316 @@
+//! Transactions: operations collected into batches, each batch sent in one round trip.
+
+use kista_datanode::protocol::*;
+use kista_signal::TypedSignal;
+use kista_storage::codec::CodecError;
+use kista_storage::types::Value;
+
+use crate::completion::{Completion, Pending};
+use crate::{Client, ClientError, Table};
+
+/// Which operation of a batch a read result belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpIndex(pub u32);
+
+/// What an executed batch returned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Executed {
+    pub outcome: TransactionOutcome,
+    /// `[op index]` → the row a read found (`None` for writes and for reads of missing rows).
+    pub rows: Vec<Option<Vec<Value>>>,
+}
+
+impl Executed {
+    pub fn row(&self, op: OpIndex) -> Option<&[Value]> {
+        self.rows.get(op.0 as usize)?.as_deref()
+    }
+}
+
+struct Operation {
+    kind: OperationKind,
+    lock: LockKind,
+    table: (u32, u32),
+    body: Vec<u8>,
+}
+
+pub struct Transaction<'c> {
+    client: &'c Client,
+    client_tx: u64,
+    batch: Vec<Operation>,
+    finished: bool,
+}
+
+impl<'c> Transaction<'c> {
+    pub(crate) fn new(client: &'c Client, client_tx: u64) -> Self {
+        Self {
+            client,
+            client_tx,
+            batch: Vec::new(),
+            finished: false,
+        }
+    }
+
+    /// Inserts a row (every column, in table order); fails with 630 if the key exists.
+    pub fn insert(&mut self, table: &Table, values: Vec<Value>) -> Result<OpIndex, ClientError> {
+        self.whole_row(OperationKind::Insert, table, values)
+    }
+
+    /// Inserts the row or replaces the one with its key (upsert).
+    pub fn write(&mut self, table: &Table, values: Vec<Value>) -> Result<OpIndex, ClientError> {
+        self.whole_row(OperationKind::Write, table, values)
+    }
+
+    /// Changes some columns of the row with `key` (primary key values); 626 if none.
+    pub fn update(
+        &mut self,
+        table: &Table,
+        key: &[Value],
+        changes: Vec<(u16, Value)>,
+    ) -> Result<OpIndex, ClientError> {
+        let (columns, values) = changes.into_iter().unzip();
+        self.push(
+            OperationKind::Update,
+            LockKind::Exclusive,
+            table,
+            key,
+            columns,
+            values,
+        )
+    }
+
+    pub fn delete(&mut self, table: &Table, key: &[Value]) -> Result<OpIndex, ClientError> {
+        self.push(
+            OperationKind::Delete,
+            LockKind::Exclusive,
+            table,
+            key,
+            vec![],
+            vec![],
+        )
+    }
+
+    /// Reads the row with `key`: committed (no lock), or under a shared or exclusive lock
+    /// held until the transaction ends.
+    pub fn read(
+        &mut self,
+        table: &Table,
+        key: &[Value],
+        lock: LockKind,
+    ) -> Result<OpIndex, ClientError> {
+        self.push(OperationKind::Read, lock, table, key, vec![], vec![])
+    }
+
+    /// Reads only `columns` of the row with `key`.
+    pub fn read_columns(
+        &mut self,
+        table: &Table,
+        key: &[Value],
+        lock: LockKind,
+        columns: Vec<u16>,
+    ) -> Result<OpIndex, ClientError> {
+        self.push(OperationKind::Read, lock, table, key, columns, vec![])
+    }
+
+    fn whole_row(
+        &mut self,
+        kind: OperationKind,
+        table: &Table,
+        values: Vec<Value>,
+    ) -> Result<OpIndex, ClientError> {
+        let columns = table.layout.column_count();
+        if values.len() != columns {
+            return Err(ClientError::Usage(format!(
+                "table {} has {columns} columns, the row gives {} values",
+                table.layout.table(),
+                values.len()
+            )));
+        }
+        let key: Vec<Value> = table
+            .layout
+            .primary_key()
+            .iter()
+            .map(|&c| values.get(c).cloned().unwrap_or(Value::Null))
+            .collect();
+        self.push(kind, LockKind::Exclusive, table, &key, vec![], values)
+    }
+
+    fn push(
+        &mut self,
+        kind: OperationKind,
+        lock: LockKind,
+        table: &Table,
+        key: &[Value],
+        columns: Vec<u16>,
+        values: Vec<Value>,
+    ) -> Result<OpIndex, ClientError> {
+        if self.finished {
+            return Err(ClientError::Usage("the transaction has ended".into()));
+        }
+        let mut encoded_key = Vec::new();
+        table
+            .layout
+            .primary_key_of_values(key, &mut encoded_key)
+            .map_err(|e| ClientError::Usage(e.to_string()))?;
+        let mut body = Vec::new();
+        KeyBody {
+            key: encoded_key,
+            columns,
+            values,
+        }
+        .encode(&mut body);
+        self.batch.push(Operation {
+            kind,
+            lock,
+            table: (table.id, table.schema_version),
+            body,
+        });
+        Ok(OpIndex(self.batch.len() as u32 - 1))
+    }
+
+    /// Sends the batch (every operation added since the last execute) and ends it with
+    /// `mode`; returns at once. `Commit` and `Rollback` end the transaction.
+    pub fn execute(&mut self, mode: ExecuteMode) -> Result<Pending<Executed>, ClientError> {
+        let completion = Completion::waiter();
+        let pending = completion.pending();
+        self.send_batch(mode, completion)?;
+        Ok(pending)
+    }
+
+    /// Like [`Transaction::execute`], but `callback` receives the result on the
+    /// connection's receive thread (keep it short).
+    pub fn execute_then(
+        &mut self,
+        mode: ExecuteMode,
+        callback: impl FnOnce(Result<Executed, ClientError>) + Send + 'static,
+    ) -> Result<(), ClientError> {
+        self.send_batch(mode, Completion::callback(callback))
+    }
+
+    fn send_batch(
+        &mut self,
+        mode: ExecuteMode,
+        completion: Completion<Executed>,
+    ) -> Result<(), ClientError> {
+        if self.finished {
+            return Err(ClientError::Usage("the transaction has ended".into()));
+        }
+        if mode == ExecuteMode::More {
+            return Err(ClientError::Usage(
+                "a batch ends with NoCommit, Commit or Rollback".into(),
+            ));
+        }
+        if let Some(reason) = self
+            .client
+            .shared
+            .closed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+        {
+            return Err(ClientError::ConnectionLost(reason));
+        }
+        self.finished = matches!(mode, ExecuteMode::Commit | ExecuteMode::Rollback);
+        let batch = std::mem::take(&mut self.batch);
+        let client = self.client;
+        let tc = client.coordinator_of(self.client_tx);
+        client
+            .shared
+            .lock_transactions()
+            .insert(self.client_tx, Collecting::new(batch.len(), completion));
+        if batch.is_empty() {
+            let end = EndBatch {
+                client: client.me,
+                client_tx: self.client_tx,
+                execute: mode,
+            };
+            return client.send(end.to_signal(tc, client.me), &[]);
+        }
+        let count = batch.len();
+        for (index, operation) in batch.into_iter().enumerate() {
+            let request = KeyRequest {
+                client: client.me,
+                client_tx: self.client_tx,
+                op_index: index as u32,
+                table_id: operation.table.0,
+                schema_version: operation.table.1,
+                kind: operation.kind,
+                lock: operation.lock,
+                execute: if index + 1 == count {
+                    mode
+                } else {
+                    ExecuteMode::More
+                },
+                index_id: PRIMARY_KEY,
+            };
+            client.send(request.to_signal(tc, client.me), &operation.body)?;
+        }
+        Ok(())
+    }
+}
+
+/// A batch whose answers are coming in: the coordinator's conf and the rows it announces
+/// arrive in any order.
+pub(crate) struct Collecting {
+    conf: Option<(ExecuteConf, String)>,
+    rows: Vec<Option<Vec<Value>>>,
+    rows_received: u32,
+    bad_row: Option<CodecError>,
+    completion: Completion<Executed>,
+}
+
+impl Collecting {
+    fn new(operations: usize, completion: Completion<Executed>) -> Self {
+        Self {
+            conf: None,
+            rows: vec![None; operations],
+            rows_received: 0,
+            bad_row: None,
+            completion,
+        }
+    }
+
+    pub fn conf(&mut self, conf: ExecuteConf, message: String) {
+        self.conf = Some((conf, message));
+    }
+
+    pub fn row(&mut self, op_index: u32, row: Result<Vec<Value>, CodecError>) {
+        self.rows_received += 1;
+        match row {
+            Ok(values) => {
+                if let Some(slot) = self.rows.get_mut(op_index as usize) {
+                    *slot = Some(values);
+                }
+            }
+            Err(error) => self.bad_row = Some(error),
+        }
+    }
+
+    pub fn is_complete(&self) -> bool {
+        self.conf
+            .as_ref()
+            .is_some_and(|(conf, _)| self.rows_received >= conf.reads)
+    }
+
+    pub fn finish(self) {
+        let Some((conf, message)) = self.conf else {
+            return self.fail(ClientError::ConnectionLost("the batch never ended".into()));
+        };
+        let result = if conf.code != 0 {
+            Err(ClientError::node(conf.code, message))
+        } else if let Some(error) = self.bad_row {
+            Err(ClientError::Usage(format!(
+                "the node sent a row this client cannot read: {error}"
+            )))
+        } else {
+            Ok(Executed {
+                outcome: conf.outcome,
+                rows: self.rows,
+            })
+        };
+        self.completion.complete(result);
+    }
+
+    pub fn fail(self, error: ClientError) {
+        self.completion.complete(Err(error));
+    }
+}

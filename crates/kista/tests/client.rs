@@ -1,0 +1,221 @@
+//! The native client against a real `kista datad --standalone`: batches, isolation, errors
+//! with codes and categories, many transactions in flight, and a lost connection.
+
+mod support;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kista_client::schema::{Column, TableSchema};
+use kista_client::types::{ColumnType, Value};
+use kista_client::{
+    Client, ClientError, ErrorCategory, ExecuteMode, LockKind, Table, TransactionOutcome,
+};
+use support::Datad;
+
+fn accounts() -> TableSchema {
+    TableSchema {
+        name: "accounts".into(),
+        columns: vec![
+            Column::new(
+                "id",
+                ColumnType::Int {
+                    bytes: 8,
+                    signed: true,
+                },
+            ),
+            Column::new(
+                "balance",
+                ColumnType::Int {
+                    bytes: 8,
+                    signed: true,
+                },
+            ),
+        ],
+        primary_key: vec![0],
+    }
+}
+
+fn account(id: i64, balance: i64) -> Vec<Value> {
+    vec![Value::Int(id), Value::Int(balance)]
+}
+
+fn balance_of(client: &Client, table: &Table, id: i64) -> Option<Value> {
+    let mut read = client.transaction();
+    let op = read
+        .read(table, &[Value::Int(id)], LockKind::Committed)
+        .unwrap();
+    let done = read.execute(ExecuteMode::Commit).unwrap().wait().unwrap();
+    done.row(op).map(|row| row[1].clone())
+}
+
+#[test]
+fn a_client_runs_batches_sees_only_committed_data_and_gets_coded_errors() {
+    let datad = Datad::start(&[
+        "--thread-config",
+        "ldm={count=1},query={count=1},tc={count=1},recv={count=1}",
+    ]);
+    let client = Client::connect(datad.address).unwrap();
+    let table = client.create_table(accounts(), vec![]).unwrap();
+
+    let mut setup = client.transaction();
+    for id in 0..10 {
+        setup.insert(&table, account(id, 100)).unwrap();
+    }
+    let done = setup.execute(ExecuteMode::Commit).unwrap().wait().unwrap();
+    assert_eq!(done.outcome, TransactionOutcome::Committed);
+
+    let mut transfer = client.transaction();
+    transfer
+        .update(&table, &[Value::Int(1)], vec![(1, Value::Int(70))])
+        .unwrap();
+    transfer
+        .update(&table, &[Value::Int(2)], vec![(1, Value::Int(130))])
+        .unwrap();
+    let open = transfer
+        .execute(ExecuteMode::NoCommit)
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(open.outcome, TransactionOutcome::Open);
+    assert_eq!(
+        balance_of(&client, &table, 1),
+        Some(Value::Int(100)),
+        "uncommitted is invisible"
+    );
+    transfer
+        .execute(ExecuteMode::Commit)
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(balance_of(&client, &table, 1), Some(Value::Int(70)));
+    assert_eq!(balance_of(&client, &table, 2), Some(Value::Int(130)));
+    assert!(
+        transfer.execute(ExecuteMode::Commit).is_err(),
+        "an ended transaction refuses more"
+    );
+
+    let mut duplicate = client.transaction();
+    duplicate.insert(&table, account(3, 1)).unwrap();
+    let error = duplicate
+        .execute(ExecuteMode::Commit)
+        .unwrap()
+        .wait()
+        .unwrap_err();
+    assert_eq!(error.code(), 630);
+    assert_eq!(error.category(), ErrorCategory::Permanent);
+    assert!(error.to_string().contains("accounts"), "{error}");
+
+    let mut missing = client.transaction();
+    missing.delete(&table, &[Value::Int(999)]).unwrap();
+    let error = missing
+        .execute(ExecuteMode::Commit)
+        .unwrap()
+        .wait()
+        .unwrap_err();
+    assert_eq!(error.code(), 626);
+
+    let mut wrong = client.transaction();
+    let error = wrong.insert(&table, vec![Value::Int(1)]).unwrap_err();
+    assert!(matches!(error, ClientError::Usage(_)), "{error}");
+
+    let mut locked = client.transaction();
+    locked
+        .read(&table, &[Value::Int(5)], LockKind::Exclusive)
+        .unwrap();
+    locked
+        .execute(ExecuteMode::NoCommit)
+        .unwrap()
+        .wait()
+        .unwrap();
+    let mut blocked = client.transaction();
+    blocked
+        .update(&table, &[Value::Int(5)], vec![(1, Value::Int(0))])
+        .unwrap();
+    let started = Instant::now();
+    let error = blocked
+        .execute(ExecuteMode::Commit)
+        .unwrap()
+        .wait()
+        .unwrap_err();
+    assert_eq!(error.code(), 266, "{error}");
+    assert!(error.is_temporary());
+    assert!(
+        started.elapsed() >= Duration::from_millis(1000),
+        "waited for the lock first"
+    );
+    locked
+        .execute(ExecuteMode::Rollback)
+        .unwrap()
+        .wait()
+        .unwrap();
+    drop(client);
+    drop(datad);
+}
+
+#[test]
+fn thousands_of_transactions_fly_at_once_on_one_connection() {
+    let datad = Datad::start(&[
+        "--thread-config",
+        "ldm={count=1},tc={count=1},recv={count=1}",
+    ]);
+    let client = Client::connect(datad.address).unwrap();
+    let table = client.create_table(accounts(), vec![]).unwrap();
+    let committed = Arc::new(AtomicU64::new(0));
+    let in_flight = 5_000;
+    for id in 0..in_flight {
+        let mut insert = client.transaction();
+        insert.insert(&table, account(id, id)).unwrap();
+        let committed = committed.clone();
+        insert
+            .execute_then(ExecuteMode::Commit, move |result| {
+                if result.is_ok_and(|done| done.outcome == TransactionOutcome::Committed) {
+                    committed.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+            .unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while committed.load(Ordering::Relaxed) < in_flight as u64 {
+        assert!(
+            Instant::now() < deadline,
+            "only {} committed",
+            committed.load(Ordering::Relaxed)
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut pendings = Vec::new();
+    for id in (0..in_flight).step_by(97) {
+        let mut read = client.transaction();
+        read.read(&table, &[Value::Int(id)], LockKind::Committed)
+            .unwrap();
+        pendings.push((id, read.execute(ExecuteMode::Commit).unwrap()));
+    }
+    for (id, pending) in pendings {
+        let done = pending.wait().unwrap();
+        assert_eq!(done.rows[0], Some(account(id, id)));
+    }
+}
+
+#[test]
+fn a_lost_connection_fails_what_is_in_flight_with_an_unknown_outcome() {
+    let datad = Datad::start(&[
+        "--thread-config",
+        "ldm={count=1},tc={count=1},recv={count=1}",
+    ]);
+    let client = Client::connect(datad.address).unwrap();
+    let table = client.create_table(accounts(), vec![]).unwrap();
+    let mut open = client.transaction();
+    open.read(&table, &[Value::Int(1)], LockKind::Shared)
+        .unwrap();
+    open.execute(ExecuteMode::NoCommit).unwrap().wait().unwrap();
+    let (clean, _, _) = datad.stop();
+    assert!(clean);
+    let error = match open.execute(ExecuteMode::Commit) {
+        Ok(pending) => pending.wait_timeout(Duration::from_secs(10)).unwrap_err(),
+        Err(error) => error,
+    };
+    assert_eq!(error.category(), ErrorCategory::UnknownOutcome, "{error}");
+    assert_eq!(error.code(), 4009);
+}
