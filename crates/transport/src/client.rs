@@ -2,7 +2,6 @@
 //! connection's send thread while a receive thread hands every arriving signal to the
 //! caller's handler.
 
-use std::io::{ErrorKind, Read};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -13,7 +12,6 @@ use kista_signal::Signal;
 use crate::connection::Connection;
 use crate::frames::FrameReader;
 use crate::handshake::{self, HandshakeError, Role, Welcome};
-use crate::READ_CHUNK_BYTES;
 
 /// What the receive thread reports.
 pub enum Event<'a> {
@@ -119,16 +117,10 @@ fn receive_until_closed(
 ) {
     let mut frames = FrameReader::default();
     loop {
-        let spare = frames.spare(READ_CHUNK_BYTES);
-        let read = match stream.read(spare) {
+        let read = match frames.read_from(stream) {
             Ok(read) => read,
-            Err(error) if error.kind() == ErrorKind::Interrupted => 0,
-            Err(error) => {
-                frames.filled(READ_CHUNK_BYTES, 0);
-                return connection.close(format!("reading failed: {error}"));
-            }
+            Err(error) => return connection.close(format!("reading failed: {error}")),
         };
-        frames.filled(READ_CHUNK_BYTES, read);
         if read == 0 {
             return connection.close("the node closed the connection".into());
         }

@@ -1,7 +1,11 @@
 //! Cutting a byte stream into signals.
 
+use std::io::{ErrorKind, Read};
+
 use kista_signal::wire::{self, WireError, HEADER_BYTES};
 use kista_signal::Signal;
+
+use crate::READ_CHUNK_BYTES;
 
 /// Collects bytes as they arrive and yields whole signals. Errors are final: a stream that
 /// broke the format cannot be resynchronised.
@@ -13,9 +17,23 @@ pub struct FrameReader {
 }
 
 impl FrameReader {
+    /// Reads what `stream` has ready (one `read`, retried when interrupted); `Ok(0)` is the
+    /// end of the stream.
+    pub fn read_from(&mut self, stream: &mut impl Read) -> std::io::Result<usize> {
+        loop {
+            let spare = self.spare(READ_CHUNK_BYTES);
+            let result = stream.read(spare);
+            self.filled(READ_CHUNK_BYTES, *result.as_ref().unwrap_or(&0));
+            match result {
+                Err(error) if error.kind() == ErrorKind::Interrupted => continue,
+                other => return other,
+            }
+        }
+    }
+
     /// Space to read into: the caller fills some prefix of it and reports how much with
     /// [`FrameReader::filled`].
-    pub fn spare(&mut self, bytes: usize) -> &mut [u8] {
+    fn spare(&mut self, bytes: usize) -> &mut [u8] {
         if self.start > 0 && self.start == self.buffer.len() {
             self.buffer.clear();
             self.start = 0;
@@ -29,7 +47,7 @@ impl FrameReader {
     }
 
     /// After reading into [`FrameReader::spare`]: keeps `read` of the offered bytes.
-    pub fn filled(&mut self, offered: usize, read: usize) {
+    fn filled(&mut self, offered: usize, read: usize) {
         debug_assert!(read <= offered);
         self.buffer.truncate(self.buffer.len() - offered + read);
     }

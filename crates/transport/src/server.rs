@@ -6,7 +6,7 @@
 //! wire format, claims another node's address, addresses a block it may not, or stops
 //! reading. Nothing a peer sends can stop the node or touch another connection.
 
-use std::io::{ErrorKind, Read};
+use std::io::ErrorKind;
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
@@ -19,7 +19,7 @@ use kista_signal::{NodeId, Signal};
 use crate::connection::Connection;
 use crate::frames::FrameReader;
 use crate::handshake::{self, Welcome};
-use crate::{CLIENT_NODE_IDS, READ_CHUNK_BYTES};
+use crate::CLIENT_NODE_IDS;
 
 /// Checks a signal from a client before it enters the node: `Err(reason)` closes the
 /// connection. Called with the signal, its section and the client's node id.
@@ -273,16 +273,10 @@ fn serve_connection(shared: &Arc<Shared>, mut stream: TcpStream, peer: SocketAdd
 fn receive_until_closed(shared: &Shared, connection: &Connection, stream: &mut TcpStream) {
     let mut frames = FrameReader::default();
     loop {
-        let spare = frames.spare(READ_CHUNK_BYTES);
-        let read = match stream.read(spare) {
+        let read = match frames.read_from(stream) {
             Ok(read) => read,
-            Err(error) if error.kind() == ErrorKind::Interrupted => 0,
-            Err(error) => {
-                frames.filled(READ_CHUNK_BYTES, 0);
-                return connection.close(format!("reading failed: {error}"));
-            }
+            Err(error) => return connection.close(format!("reading failed: {error}")),
         };
-        frames.filled(READ_CHUNK_BYTES, read);
         if read == 0 {
             let reason = match frames.partial_bytes() {
                 0 => "the peer closed the connection".to_string(),
