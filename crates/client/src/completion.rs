@@ -19,15 +19,6 @@ pub(crate) enum Completion<T> {
     Callback(Callback<T>),
 }
 
-impl<T> Clone for Completion<T> {
-    fn clone(&self) -> Self {
-        match self {
-            Completion::Waiter(slot) => Completion::Waiter(slot.clone()),
-            Completion::Callback(_) => unreachable!("callbacks are never shared"),
-        }
-    }
-}
-
 impl<T> Completion<T> {
     pub fn waiter() -> Self {
         Completion::Waiter(Arc::new((Mutex::new(Slot::Waiting), Condvar::new())))

@@ -134,15 +134,14 @@ impl Client {
         definition.encode(&mut body);
         let request_id = self.next_id();
         let completion = Completion::waiter();
-        self.shared
-            .lock_schema()
-            .insert(request_id, completion.clone());
+        let pending = completion.pending();
+        self.shared.lock_schema().insert(request_id, completion);
         let request = CreateTableRequest {
             request_id,
             client: self.me,
         };
         self.send(request.to_signal(self.dict, self.me), &body)?;
-        let (id, schema_version) = completion.pending().wait_timeout(REQUEST_TIMEOUT)?;
+        let (id, schema_version) = pending.wait_timeout(REQUEST_TIMEOUT)?;
         Ok(Table {
             id,
             schema_version,

@@ -14,7 +14,7 @@ use kista_storage::partition::{ScanPosition, ScanRange};
 
 use crate::protocol::*;
 use crate::read::project;
-use crate::registry::PartitionRegistry;
+use crate::registry::{read_partition, PartitionRegistry};
 use crate::{error_code_of, send_with_bytes};
 
 /// Rows one batch of one partition returns at most, whatever the client asks.
@@ -235,15 +235,6 @@ impl FragmentScans {
         scan.position = resume;
         Ok((rows, done))
     }
-}
-
-fn read_partition(
-    partition: &std::sync::RwLock<kista_storage::partition::Partition>,
-) -> std::sync::RwLockReadGuard<'_, kista_storage::partition::Partition> {
-    // A poisoned lock means a thread panicked, which stops the node; go on regardless.
-    partition
-        .read()
-        .unwrap_or_else(|poison| poison.into_inner())
 }
 
 fn refuse(ctx: &mut Context, (tc, scan_id, partition): ScanKey, (code, message): Failure) {

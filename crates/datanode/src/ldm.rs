@@ -312,6 +312,11 @@ impl LocalDataManager {
                 )
             })?
             .map_err(|error| (ErrorCode::BadRequest, format!("operation body: {error}")))?;
+        if prepare.kind == OperationKind::Read && prepare.lock == LockKind::Committed {
+            // Under the shared lock, like any other reader of the partition.
+            let rows = read_committed_row(ctx, partition, prepare, &body)?;
+            return Ok(Outcome::Done(rows));
+        }
         let lookup = lookup_of(prepare.index_id, &body.key);
         let tx = TransactionId(prepare.transaction);
         let mut partition = lock_partition(partition);
@@ -319,10 +324,7 @@ impl LocalDataManager {
         let outcome = match prepare.kind {
             OperationKind::Read => {
                 let mode = match prepare.lock {
-                    LockKind::Committed => {
-                        let rows = read_committed_row(ctx, &partition, prepare, &body)?;
-                        return Ok(Outcome::Done(rows));
-                    }
+                    LockKind::Committed => unreachable!("committed reads returned above"),
                     LockKind::Shared => LockMode::Shared,
                     LockKind::Exclusive => LockMode::Exclusive,
                 };

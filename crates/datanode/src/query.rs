@@ -66,11 +66,7 @@ pub(crate) fn read_shared(
 ) -> Result<u32, (ErrorCode, String)> {
     let shared =
         registry.get_at_version(prepare.table_id, prepare.partition, prepare.schema_version)?;
-    let partition = shared
-        .partition
-        .read()
-        .unwrap_or_else(|poison| poison.into_inner());
-    read_committed_row(ctx, &partition, prepare, body)
+    read_committed_row(ctx, &shared.partition, prepare, body)
 }
 
 /// Reports a read's outcome to its coordinator.

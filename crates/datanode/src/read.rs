@@ -1,33 +1,39 @@
 //! Committed key reads, the same wherever they run: on the owning `ldm`, on a `query`
 //! instance, or in the coordinator that received them. They take no row lock and see only
-//! committed versions; the caller holds the partition's lock (shared or exclusive) so the
-//! row cannot change while it is copied out.
+//! committed versions; the partition's shared lock is held only while the row is copied
+//! out, not while it is sent.
 
 use kista_runtime::Context;
 use kista_signal::TypedSignal;
+use std::sync::RwLock;
+
 use kista_storage::partition::{IndexId, Lookup, Partition};
 use kista_storage::row::RowLayout;
 use kista_storage::types::Value;
 
 use crate::protocol::{ErrorCode, KeyBody, Prepare, ReadResult, RowBody, PRIMARY_KEY};
+use crate::registry::read_partition;
 use crate::{error_code_of, send_with_bytes};
 
 /// Reads the row `body.key` names, and sends its projected columns to the client. Returns
 /// how many rows were sent (0 when there is no such row).
 pub(crate) fn read_committed_row(
     ctx: &mut Context,
-    partition: &Partition,
+    partition: &RwLock<Partition>,
     prepare: &Prepare,
     body: &KeyBody,
 ) -> Result<u32, (ErrorCode, String)> {
-    let lookup = lookup_of(prepare.index_id, &body.key);
-    let row = partition
-        .read_committed(lookup)
-        .map_err(|error| (error_code_of(&error), error.to_string()))?;
-    let Some((fixed, var)) = row else {
+    let values = {
+        let partition = read_partition(partition);
+        let lookup = lookup_of(prepare.index_id, &body.key);
+        let row = partition
+            .read_committed(lookup)
+            .map_err(|error| (error_code_of(&error), error.to_string()))?;
+        row.map(|(fixed, var)| project(partition.layout(), fixed, var, &body.columns))
+    };
+    let Some(values) = values else {
         return Ok(0);
     };
-    let values = project(partition.layout(), fixed, var, &body.columns);
     send_row(ctx, prepare, &values)?;
     Ok(1)
 }

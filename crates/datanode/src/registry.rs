@@ -6,11 +6,19 @@
 //! take it shared to copy a committed row out. No read ever sees a half-written row.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use kista_storage::partition::Partition;
 
 use crate::protocol::ErrorCode;
+
+/// Takes a partition's shared lock, for one read or one scan batch.
+pub fn read_partition(partition: &RwLock<Partition>) -> RwLockReadGuard<'_, Partition> {
+    // A poisoned lock means a thread panicked, which stops the node; go on regardless.
+    partition
+        .read()
+        .unwrap_or_else(|poison| poison.into_inner())
+}
 
 /// A table's partition as readers find it.
 #[derive(Clone)]

@@ -48,12 +48,12 @@ impl Connection {
             ));
             return false;
         }
+        let was_empty = outgoing.is_empty();
         if wire::encode(signal, section, &mut outgoing).is_err() {
             // Sections come from the pool, which never holds more than the wire allows.
             debug_assert!(false, "section larger than the wire limit");
             return false;
         }
-        let was_empty = outgoing.len() == wire::encoded_len(signal, section.len());
         drop(outgoing);
         if was_empty {
             self.ready.notify_one();

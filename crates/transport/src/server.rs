@@ -164,7 +164,8 @@ impl Shared {
         log.push(line);
     }
 
-    /// Reserves a free client node id for `connection_of` to fill.
+    /// Makes the connection for a free client node id and enters it in the table; `None`
+    /// when every client node id is taken.
     fn register(
         &self,
         make: impl FnOnce(NodeId) -> std::io::Result<Arc<Connection>>,
