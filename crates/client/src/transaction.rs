@@ -3,6 +3,8 @@
 use kista_datanode::protocol::*;
 use kista_signal::TypedSignal;
 use kista_storage::codec::CodecError;
+use kista_storage::partition::index_key_of_values;
+use kista_storage::schema::IndexKind;
 use kista_storage::types::Value;
 
 use crate::completion::{Completion, Pending};
@@ -30,6 +32,8 @@ struct Operation {
     kind: OperationKind,
     lock: LockKind,
     table: (u32, u32),
+    /// The unique index the key belongs to, or `PRIMARY_KEY`.
+    index_id: u32,
     body: Vec<u8>,
 }
 
@@ -111,6 +115,38 @@ impl<'c> Transaction<'c> {
         self.push(OperationKind::Read, lock, table, key, columns, vec![])
     }
 
+    /// Reads the row whose key in the unique index `index` is `key` (one value per index
+    /// column); `columns` projects (empty: every column).
+    pub fn read_unique(
+        &mut self,
+        table: &Table,
+        index: &str,
+        key: &[Value],
+        lock: LockKind,
+        columns: Vec<u16>,
+    ) -> Result<OpIndex, ClientError> {
+        let (id, schema) = table.index(index)?;
+        if schema.kind != IndexKind::Unique || key.len() != schema.columns.len() {
+            return Err(ClientError::Usage(format!(
+                "a unique read needs a unique index and one value per column; `{}` is {:?} \
+                 on {} columns",
+                schema.name,
+                schema.kind,
+                schema.columns.len()
+            )));
+        }
+        let encoded_key = index_key_of_values(&table.layout, schema, key)
+            .map_err(|e| ClientError::Usage(e.to_string()))?;
+        self.push_encoded(
+            OperationKind::Read,
+            lock,
+            table,
+            (id.0, encoded_key),
+            columns,
+            vec![],
+        )
+    }
+
     fn whole_row(
         &mut self,
         kind: OperationKind,
@@ -143,14 +179,33 @@ impl<'c> Transaction<'c> {
         columns: Vec<u16>,
         values: Vec<Value>,
     ) -> Result<OpIndex, ClientError> {
-        if self.finished {
-            return Err(ClientError::Usage("the transaction has ended".into()));
-        }
         let mut encoded_key = Vec::new();
         table
             .layout
             .primary_key_of_values(key, &mut encoded_key)
             .map_err(|e| ClientError::Usage(e.to_string()))?;
+        self.push_encoded(
+            kind,
+            lock,
+            table,
+            (PRIMARY_KEY, encoded_key),
+            columns,
+            values,
+        )
+    }
+
+    fn push_encoded(
+        &mut self,
+        kind: OperationKind,
+        lock: LockKind,
+        table: &Table,
+        (index_id, encoded_key): (u32, Vec<u8>),
+        columns: Vec<u16>,
+        values: Vec<Value>,
+    ) -> Result<OpIndex, ClientError> {
+        if self.finished {
+            return Err(ClientError::Usage("the transaction has ended".into()));
+        }
         let mut body = Vec::new();
         KeyBody {
             key: encoded_key,
@@ -162,6 +217,7 @@ impl<'c> Transaction<'c> {
             kind,
             lock,
             table: (table.id, table.schema_version),
+            index_id,
             body,
         });
         Ok(OpIndex(self.batch.len() as u32 - 1))
@@ -240,7 +296,7 @@ impl<'c> Transaction<'c> {
                 } else {
                     ExecuteMode::More
                 },
-                index_id: PRIMARY_KEY,
+                index_id: operation.index_id,
             };
             client.send(request.to_signal(tc, client.me), &operation.body)?;
         }

@@ -164,18 +164,17 @@ impl FragmentScans {
         match self.fill_batch(key, rows_max) {
             Ok((rows, done)) => {
                 let scan = &self.scans[&key];
-                if rows > 0 {
-                    let header = ScanRows {
-                        client_scan: scan.client_scan,
-                        partition: key.2,
-                        rows,
-                    };
-                    let signal = header.to_signal(scan.client, ctx.address());
-                    if !send_with_bytes(ctx, signal, &self.rows) {
-                        self.scans.remove(&key);
-                        let message = "no section free for scanned rows".to_string();
-                        return refuse(ctx, key, (ErrorCode::Overloaded, message));
-                    }
+                let header = ScanRows {
+                    client_scan: scan.client_scan,
+                    partition: key.2,
+                    rows,
+                    done: u32::from(done),
+                };
+                let signal = header.to_signal(scan.client, ctx.address());
+                if !send_with_bytes(ctx, signal, &self.rows) {
+                    self.scans.remove(&key);
+                    let message = "no section free for scanned rows".to_string();
+                    return refuse(ctx, key, (ErrorCode::Overloaded, message));
                 }
                 if done {
                     self.scans.remove(&key);

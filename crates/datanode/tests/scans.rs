@@ -143,7 +143,29 @@ fn a_full_scan_returns_every_committed_row_once_over_all_partitions() {
     let expected: Vec<_> = (0..PEOPLE as i64).map(person).collect();
     assert_eq!(sorted(scanned.rows()), sorted(expected));
     assert!(scanned.rounds > 1, "batches of 16 rows take several rounds");
+    let mut done = scanned.partitions_done.clone();
+    done.sort_unstable();
+    assert_eq!(
+        done,
+        vec![0, 1, 2, 3],
+        "each partition says once that it is done"
+    );
     assert!(node.inbox_is_empty(), "no row arrives after the last round");
+}
+
+#[test]
+fn a_partition_without_matching_rows_still_says_it_is_done() {
+    let (mut node, table) = node_with_people(settings());
+    let nobody = Filter::Compare {
+        column: 2,
+        op: CompareOp::Lt,
+        value: Value::Int(-1),
+    };
+    let scanned = node.scan(3, &spec(table, full(Some(nobody), vec![])), None);
+    assert_eq!(scanned.code, 0, "{}", scanned.message);
+    assert!(scanned.rows().is_empty());
+    assert_eq!(scanned.partitions_done.len(), 4);
+    assert!(node.inbox_is_empty());
 }
 
 #[test]

@@ -33,7 +33,7 @@ use crate::row_store::{RowId, RowStore};
 use crate::schema::{IndexSchema, SchemaError};
 use crate::types::Value;
 
-pub use indexes::IndexId;
+pub use indexes::{index_key_of_values, IndexId};
 pub use scan::{IndexBound, ScanPosition, ScanRange};
 
 use indexes::SecondaryIndex;
@@ -408,7 +408,7 @@ impl Partition {
         values: &[Value],
     ) -> Result<Vec<u8>, OperationError> {
         let index = &self.indexes[self.index_position(id)?];
-        index.key_of_values(&self.layout, values)
+        Ok(index.key_of_values(&self.layout, values)?)
     }
 
     // ----- internals -----

@@ -370,9 +370,10 @@ typed_signal! {
     }
 }
 typed_signal! {
-    /// A round of a scan ended: `rows` were sent in it. `done`: the scan is over (exhausted,
-    /// its limit reached, closed or failed). Section: the message, when `code` is not 0.
-    ScanConf = 151 { client_scan: u64, rows: u32, done: u32, code: u32, }
+    /// A round of a scan ended: `rows` were sent in it, in `batches` `ScanRows` signals (the
+    /// client has the round once it holds them all). `done`: the scan is over (exhausted, its
+    /// limit reached, closed or failed). Section: the message, when `code` is not 0.
+    ScanConf = 151 { client_scan: u64, rows: u32, batches: u32, done: u32, code: u32, }
 }
 typed_signal! {
     /// Asks for the next round of a scan, or closes it (`close` = 1).
@@ -405,8 +406,10 @@ typed_signal! {
     ScanFragmentRef = 156 { scan_id: u64, partition: u32, code: u32, }
 }
 typed_signal! {
-    /// Scanned rows, straight from the partition to the client. Section: a `RowsBody`.
-    ScanRows = 157 { client_scan: u64, partition: u32, rows: u32, }
+    /// Scanned rows, straight from the partition to the client: one per batch, even an empty
+    /// one, so a client merging ordered partitions knows each partition's state. `done`: the
+    /// partition has no more. Section: a `RowsBody`.
+    ScanRows = 157 { client_scan: u64, partition: u32, rows: u32, done: u32, }
 }
 
 // ----- load (the node's monitor -> tc) -----

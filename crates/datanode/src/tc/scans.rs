@@ -25,6 +25,8 @@ pub(super) struct Scan {
     /// Partitions that have not answered this round.
     awaiting: u32,
     round_rows: u32,
+    /// `ScanRows` signals the partitions sent the client this round.
+    round_batches: u32,
     delivered: u64,
     failure: Option<(ErrorCode, String)>,
     /// The client closed the scan during a round.
@@ -81,7 +83,7 @@ impl TransactionCoordinator {
                 ctx,
                 request.client,
                 request.client_scan,
-                0,
+                (0, 0),
                 true,
                 Some((code, message)),
             );
@@ -126,6 +128,7 @@ impl TransactionCoordinator {
             partitions: Vec::new(),
             awaiting: 0,
             round_rows: 0,
+            round_batches: 0,
             delivered: 0,
             failure: None,
             closing: false,
@@ -142,7 +145,7 @@ impl TransactionCoordinator {
         if scan.finished() {
             // A limit of 0: nothing to ask anyone.
             ctx.release_section(section);
-            return scan_conf(ctx, scan.client, scan.client_scan, 0, true, None);
+            return scan_conf(ctx, scan.client, scan.client_scan, (0, 0), true, None);
         }
         let here = ctx.address();
         let count = scan.partitions.len();
@@ -171,7 +174,7 @@ impl TransactionCoordinator {
         let Some(&id) = self.scans_by_client.get(&(next.client, next.client_scan)) else {
             let message = format!("no open scan {}", next.client_scan);
             let failure = Some((ErrorCode::BadTransactionState, message));
-            return scan_conf(ctx, next.client, next.client_scan, 0, true, failure);
+            return scan_conf(ctx, next.client, next.client_scan, (0, 0), true, failure);
         };
         let now = ctx.now_ns();
         let here = ctx.address();
@@ -187,7 +190,7 @@ impl TransactionCoordinator {
         if scan.awaiting > 0 {
             let message = "the scan's current round has not ended".to_string();
             let failure = Some((ErrorCode::BadTransactionState, message));
-            return scan_conf(ctx, next.client, next.client_scan, 0, false, failure);
+            return scan_conf(ctx, next.client, next.client_scan, (0, 0), false, failure);
         }
         for partition in &scan.partitions {
             if scan.wants_more(partition) {
@@ -233,6 +236,7 @@ impl TransactionCoordinator {
                 state.done |= done;
                 scan.delivered += u64::from(rows);
                 scan.round_rows += rows;
+                scan.round_batches += 1;
             }
             Err(failure) => {
                 state.done = true;
@@ -250,9 +254,12 @@ impl TransactionCoordinator {
         let Some(scan) = self.scans.get_mut(&id) else {
             return;
         };
-        let rows = std::mem::take(&mut scan.round_rows);
+        let round = (
+            std::mem::take(&mut scan.round_rows),
+            std::mem::take(&mut scan.round_batches),
+        );
         if !scan.finished() {
-            return scan_conf(ctx, scan.client, scan.client_scan, rows, false, None);
+            return scan_conf(ctx, scan.client, scan.client_scan, round, false, None);
         }
         let Some(scan) = self.scans.remove(&id) else {
             return;
@@ -260,7 +267,14 @@ impl TransactionCoordinator {
         self.scans_by_client
             .remove(&(scan.client, scan.client_scan));
         close_partitions(ctx, id, &scan);
-        scan_conf(ctx, scan.client, scan.client_scan, rows, true, scan.failure);
+        scan_conf(
+            ctx,
+            scan.client,
+            scan.client_scan,
+            round,
+            true,
+            scan.failure,
+        );
     }
 
     /// Closes scans whose client has not asked for the next round within the inactivity
@@ -310,7 +324,7 @@ fn scan_conf(
     ctx: &mut Context,
     client: BlockAddress,
     client_scan: u64,
-    rows: u32,
+    (rows, batches): (u32, u32),
     done: bool,
     failure: Option<(ErrorCode, String)>,
 ) {
@@ -319,6 +333,7 @@ fn scan_conf(
     let conf = ScanConf {
         client_scan,
         rows,
+        batches,
         done: u32::from(done),
         code,
     };

@@ -61,6 +61,8 @@ pub struct Scanned {
     pub by_partition: std::collections::BTreeMap<u32, Vec<Vec<Value>>>,
     /// Blocks that sent rows.
     pub senders: Vec<BlockAddress>,
+    /// Partitions that said they had no more rows, in the order they said it.
+    pub partitions_done: Vec<u32>,
     pub rounds: u32,
     pub code: u32,
     pub message: String,
@@ -272,7 +274,7 @@ impl Node {
             let conf = ScanConf::from_signal(&signal).unwrap();
             scanned.rounds += 1;
             let mut rows_left = conf.rows;
-            while rows_left > 0 {
+            for _ in 0..conf.batches {
                 let is_rows = move |s: &Signal| {
                     ScanRows::from_signal(s).is_ok_and(|r| r.client_scan == client_scan)
                 };
@@ -283,13 +285,19 @@ impl Node {
                 let rows = RowsBody::decode(&bytes).unwrap();
                 assert_eq!(rows.len() as u32, header.rows, "the header counts the rows");
                 rows_left -= header.rows;
-                scanned.senders.push(signal.sender());
+                if header.done != 0 {
+                    scanned.partitions_done.push(header.partition);
+                }
+                if header.rows > 0 {
+                    scanned.senders.push(signal.sender());
+                }
                 scanned
                     .by_partition
                     .entry(header.partition)
                     .or_default()
                     .extend(rows);
             }
+            assert_eq!(rows_left, 0, "the round's batches carry its rows");
             if conf.done != 0 {
                 scanned.code = conf.code;
                 scanned.message = String::from_utf8_lossy(&message).into_owned();

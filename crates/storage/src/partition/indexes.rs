@@ -64,30 +64,9 @@ impl SecondaryIndex {
         true
     }
 
-    /// The key made of `values` for the first `values.len()` index columns (a prefix is a
-    /// scan bound; a unique lookup needs them all).
-    pub fn key_of_values(
-        &self,
-        layout: &RowLayout,
-        values: &[Value],
-    ) -> Result<Vec<u8>, OperationError> {
-        if values.len() > self.schema.columns.len() {
-            return Err(RowError::ColumnCount {
-                table: format!("{} (index {})", layout.table(), self.schema.name),
-                expected: self.schema.columns.len(),
-                given: values.len(),
-            }
-            .into());
-        }
-        let mut key = Vec::new();
-        for (&column, value) in self.schema.columns.iter().zip(values) {
-            let found = layout.column(column).expect("validated index");
-            if !value.is_null() {
-                check_value(found, value)?;
-            }
-            encode_ordered(found.column_type, value, &mut key);
-        }
-        Ok(key)
+    /// The key made of `values` for the first `values.len()` index columns.
+    pub fn key_of_values(&self, layout: &RowLayout, values: &[Value]) -> Result<Vec<u8>, RowError> {
+        index_key_of_values(layout, &self.schema, values)
     }
 
     pub fn find_unique(&self, key: &[u8]) -> Option<RowId> {
@@ -300,4 +279,33 @@ pub(super) fn add_index(
     }
     partition.indexes.push(index);
     Ok(())
+}
+
+/// The key of index `index` of the table laid out as `layout`, made of `values` for its first
+/// `values.len()` columns (a prefix is a scan bound; a unique lookup needs them all). Clients
+/// build unique-lookup keys with it, so they match the node's byte for byte. `index` must
+/// have passed validation against the table (`IndexSchema::validate`).
+pub fn index_key_of_values(
+    layout: &RowLayout,
+    index: &IndexSchema,
+    values: &[Value],
+) -> Result<Vec<u8>, RowError> {
+    if values.len() > index.columns.len() {
+        return Err(RowError::ColumnCount {
+            table: format!("{} (index {})", layout.table(), index.name),
+            expected: index.columns.len(),
+            given: values.len(),
+        });
+    }
+    let mut key = Vec::new();
+    for (&column, value) in index.columns.iter().zip(values) {
+        let found = layout
+            .column(column)
+            .expect("indexes are validated against their table");
+        if !value.is_null() {
+            check_value(found, value)?;
+        }
+        encode_ordered(found.column_type, value, &mut key);
+    }
+    Ok(key)
 }
