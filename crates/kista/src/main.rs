@@ -1,6 +1,7 @@
 //! The `kista` binary: one subcommand per role and tool. Each subcommand lives in its own
 //! module; this file only parses the command line and dispatches.
 
+mod bench;
 mod datad;
 mod demo;
 mod size;
@@ -21,6 +22,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// The flexAsynch-style benchmark: phases of inserts, updates, reads and deletes (or a
+    /// mix for a fixed time) against a data node, with ops/s, latency and verification.
+    Bench(bench::BenchArgs),
     /// Data node: `--standalone` runs a one-node cluster for clients and `kista bench`.
     Datad(datad::DatadArgs),
     /// Runs the data node runtime on a thread layout under a relay load between every module
@@ -36,6 +40,7 @@ pub const EXIT_FAILURE: u8 = 1;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Bench(args) => bench::run(&args),
         Command::Datad(args) => datad::run(&args),
         Command::Demo(args) => demo::run(&args),
     };

@@ -1,0 +1,344 @@
+//! One benchmark thread: keeps `parallel` transactions in flight on its own connection, each
+//! a batch of operations on keys of its own slice, and tallies what came back.
+//!
+//! Completions arrive through a channel from callbacks on the connection's receive thread,
+//! so this thread does all the bookkeeping and the key states need no locks.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use kista_client::types::Value;
+use kista_client::{Client, ClientError, ErrorCategory, ExecuteMode, Executed, LockKind, Table};
+
+use super::workload::{check_read, payload, record, KeyOp, KeySlice, Phase, ReadCheck};
+
+/// How often a transaction failing with a temporary error is sent again before its error
+/// counts as final.
+pub const TEMPORARY_RETRIES_MAX: u32 = 10;
+/// How long a thread waits for any of its transactions to answer before it gives up.
+pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
+/// Latency the histograms can hold (longer ones are clamped), in microseconds.
+const LATENCY_MAX_US: u64 = 60_000_000;
+/// Tries to find a random key that is not in flight before a mixed batch is sent short.
+const FREE_KEY_TRIES_MAX: u32 = 16;
+
+/// What a thread runs.
+#[derive(Clone, Debug)]
+pub enum Work {
+    /// Every key of the slice once, in order.
+    Sequential(Phase),
+    /// Random keys until `until`, each transaction the next phase of `phases` in turn.
+    Mixed { phases: Vec<Phase>, until: Instant },
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct WorkerSettings {
+    pub parallel: u32,
+    pub batch: u32,
+    pub record_size: u32,
+    pub locked_reads: bool,
+    pub seed: u64,
+}
+
+/// Counters every thread adds to as it goes, read by the interval reporter.
+#[derive(Default)]
+pub struct Progress {
+    pub ops: AtomicU64,
+    pub errors: AtomicU64,
+}
+
+/// What one thread saw in one phase.
+pub struct Tally {
+    pub ops: u64,
+    pub latency_us: Histogram<u64>,
+    /// Error code → (count, the first message).
+    pub errors: BTreeMap<u32, (u64, String)>,
+    pub reads_checked: u64,
+    pub reads_missing: u64,
+    pub reads_wrong: u64,
+    /// The connection failed; the thread stopped early.
+    pub connection_lost: Option<String>,
+}
+
+impl Tally {
+    pub fn new() -> Self {
+        Self {
+            ops: 0,
+            latency_us: Histogram::new_with_bounds(1, LATENCY_MAX_US, 3)
+                .expect("constant histogram bounds are valid"),
+            errors: BTreeMap::new(),
+            reads_checked: 0,
+            reads_missing: 0,
+            reads_wrong: 0,
+            connection_lost: None,
+        }
+    }
+
+    pub fn error_count(&self) -> u64 {
+        self.errors.values().map(|(count, _)| count).sum()
+    }
+
+    /// Adds another thread's tally of the same phase.
+    pub fn merge(&mut self, other: &Tally) {
+        self.ops += other.ops;
+        // Both histograms have the same bounds, so adding cannot fail.
+        let _ = self.latency_us.add(&other.latency_us);
+        for (code, (count, message)) in &other.errors {
+            let entry = self.errors.entry(*code).or_insert((0, message.clone()));
+            entry.0 += count;
+        }
+        self.reads_checked += other.reads_checked;
+        self.reads_missing += other.reads_missing;
+        self.reads_wrong += other.reads_wrong;
+        if self.connection_lost.is_none() {
+            self.connection_lost.clone_from(&other.connection_lost);
+        }
+    }
+}
+
+struct Flight {
+    ops: Vec<(usize, KeyOp)>,
+    started: Instant,
+    attempts: u32,
+}
+
+type Answer = (u64, Result<Executed, ClientError>);
+
+/// One thread's run of `work` over `slice`.
+pub struct Worker<'a> {
+    client: &'a Client,
+    table: &'a Table,
+    slice: &'a mut KeySlice,
+    settings: WorkerSettings,
+    progress: &'a Progress,
+    tally: Tally,
+    flights: HashMap<u64, Flight>,
+    busy: HashSet<usize>,
+    retries: Vec<Flight>,
+    next_ticket: u64,
+    next_slot: usize,
+    transactions_started: u64,
+    rng: fastrand::Rng,
+    stopping: bool,
+    answers: (Sender<Answer>, Receiver<Answer>),
+}
+
+impl<'a> Worker<'a> {
+    pub fn new(
+        client: &'a Client,
+        table: &'a Table,
+        slice: &'a mut KeySlice,
+        settings: WorkerSettings,
+        progress: &'a Progress,
+    ) -> Self {
+        Self {
+            client,
+            table,
+            slice,
+            settings,
+            progress,
+            tally: Tally::new(),
+            flights: HashMap::new(),
+            busy: HashSet::new(),
+            retries: Vec::new(),
+            next_ticket: 0,
+            next_slot: 0,
+            transactions_started: 0,
+            rng: fastrand::Rng::with_seed(settings.seed),
+            stopping: false,
+            answers: mpsc::channel(),
+        }
+    }
+
+    pub fn run(mut self, work: &Work) -> Tally {
+        loop {
+            while !self.stopping && self.flights.len() < self.settings.parallel as usize {
+                let flight = match self.retries.pop() {
+                    Some(flight) => flight,
+                    None => match self.next_flight(work) {
+                        Some(flight) => flight,
+                        None => break,
+                    },
+                };
+                self.launch(flight);
+            }
+            // Retries wait in `retries` only while the window is full or the thread stops.
+            if self.flights.is_empty() {
+                break;
+            }
+            match self.answers.1.recv_timeout(ANSWER_TIMEOUT) {
+                Ok((ticket, result)) => self.settle(ticket, result),
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
+                    self.tally.connection_lost = Some(format!(
+                        "{} transactions got no answer within {} s",
+                        self.flights.len(),
+                        ANSWER_TIMEOUT.as_secs()
+                    ));
+                    break;
+                }
+            }
+        }
+        self.tally
+    }
+
+    /// The next batch of operations, or `None` when the work is done.
+    fn next_flight(&mut self, work: &Work) -> Option<Flight> {
+        let batch = self.settings.batch as usize;
+        let mut ops = Vec::with_capacity(batch);
+        match work {
+            Work::Sequential(phase) => {
+                while ops.len() < batch && self.next_slot < self.slice.len() {
+                    let slot = self.next_slot;
+                    self.next_slot += 1;
+                    if let Some(op) = self.slice.op_for(*phase, slot) {
+                        ops.push((slot, op));
+                    }
+                }
+            }
+            Work::Mixed { phases, until } => {
+                if Instant::now() >= *until || self.slice.len() == 0 {
+                    self.stopping = true;
+                    return None;
+                }
+                let phase = phases[self.transactions_started as usize % phases.len()];
+                let mut tries = 0;
+                while ops.len() < batch && tries < FREE_KEY_TRIES_MAX {
+                    tries += 1;
+                    let slot = self.rng.usize(..self.slice.len());
+                    if self.busy.contains(&slot) || ops.iter().any(|&(s, _)| s == slot) {
+                        continue;
+                    }
+                    let op = self
+                        .slice
+                        .op_for(phase, slot)
+                        .or_else(|| self.slice.op_for(Phase::Insert, slot));
+                    if let Some(op) = op {
+                        ops.push((slot, op));
+                    }
+                }
+            }
+        }
+        if ops.is_empty() {
+            return None;
+        }
+        self.transactions_started += 1;
+        self.busy.extend(ops.iter().map(|&(slot, _)| slot));
+        Some(Flight {
+            ops,
+            started: Instant::now(),
+            attempts: 0,
+        })
+    }
+
+    fn launch(&mut self, flight: Flight) {
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        let sent = self.send(ticket, &flight);
+        self.flights.insert(ticket, flight);
+        if let Err(error) = sent {
+            self.settle(ticket, Err(error));
+        }
+    }
+
+    fn send(&self, ticket: u64, flight: &Flight) -> Result<(), ClientError> {
+        let (table, record_size) = (self.table, self.settings.record_size);
+        let lock = if self.settings.locked_reads {
+            LockKind::Shared
+        } else {
+            LockKind::Committed
+        };
+        let mut transaction = self.client.transaction();
+        for &(slot, op) in &flight.ops {
+            let key = self.slice.key(slot);
+            let key_values = [Value::Int(key as i64)];
+            match op {
+                KeyOp::Insert { version } => {
+                    transaction.insert(table, record(key, version, record_size))?
+                }
+                KeyOp::Write { version } => {
+                    transaction.write(table, record(key, version, record_size))?
+                }
+                KeyOp::Update { version } => {
+                    let changes = vec![
+                        (1, Value::UInt(u64::from(version))),
+                        (2, Value::Bytes(payload(key, version, record_size))),
+                    ];
+                    transaction.update(table, &key_values, changes)?
+                }
+                KeyOp::Read => transaction.read(table, &key_values, lock)?,
+                KeyOp::Delete => transaction.delete(table, &key_values)?,
+            };
+        }
+        let answers = self.answers.0.clone();
+        transaction.execute_then(ExecuteMode::Commit, move |result| {
+            // The worker may have given up waiting; then nobody needs the answer.
+            let _ = answers.send((ticket, result));
+        })
+    }
+
+    fn settle(&mut self, ticket: u64, result: Result<Executed, ClientError>) {
+        let Some(mut flight) = self.flights.remove(&ticket) else {
+            return;
+        };
+        match result {
+            Ok(executed) => {
+                let micros = flight.started.elapsed().as_micros() as u64;
+                self.tally.latency_us.saturating_record(micros.max(1));
+                for (index, &(slot, op)) in flight.ops.iter().enumerate() {
+                    if op == KeyOp::Read {
+                        let row = executed.rows.get(index).and_then(|row| row.as_deref());
+                        let expected = self.slice.expected[slot];
+                        let key = self.slice.key(slot);
+                        self.tally.reads_checked += 1;
+                        match check_read(key, expected, row, self.settings.record_size) {
+                            ReadCheck::Right => {}
+                            ReadCheck::Missing => self.tally.reads_missing += 1,
+                            ReadCheck::Wrong => self.tally.reads_wrong += 1,
+                        }
+                    } else {
+                        self.slice.acknowledged(slot, op);
+                    }
+                }
+                self.tally.ops += flight.ops.len() as u64;
+                self.progress
+                    .ops
+                    .fetch_add(flight.ops.len() as u64, Ordering::Relaxed);
+                self.release(&flight);
+            }
+            Err(error) => {
+                self.progress.errors.fetch_add(1, Ordering::Relaxed);
+                let entry = self
+                    .tally
+                    .errors
+                    .entry(error.code())
+                    .or_insert_with(|| (0, error.to_string()));
+                entry.0 += 1;
+                if error.is_temporary() && flight.attempts < TEMPORARY_RETRIES_MAX {
+                    flight.attempts += 1;
+                    return self.retries.push(flight);
+                }
+                if error.category() == ErrorCategory::UnknownOutcome {
+                    for &(slot, op) in &flight.ops {
+                        self.slice.outcome_unknown(slot, op);
+                    }
+                }
+                if let ClientError::ConnectionLost(reason) = &error {
+                    self.stopping = true;
+                    self.tally
+                        .connection_lost
+                        .get_or_insert_with(|| reason.clone());
+                }
+                self.release(&flight);
+            }
+        }
+    }
+
+    fn release(&mut self, flight: &Flight) {
+        for (slot, _) in &flight.ops {
+            self.busy.remove(slot);
+        }
+    }
+}
