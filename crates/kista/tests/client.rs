@@ -18,20 +18,8 @@ fn accounts() -> TableSchema {
     TableSchema {
         name: "accounts".into(),
         columns: vec![
-            Column::new(
-                "id",
-                ColumnType::Int {
-                    bytes: 8,
-                    signed: true,
-                },
-            ),
-            Column::new(
-                "balance",
-                ColumnType::Int {
-                    bytes: 8,
-                    signed: true,
-                },
-            ),
+            Column::new("id", ColumnType::signed(8)),
+            Column::new("balance", ColumnType::signed(8)),
         ],
         primary_key: vec![0],
     }

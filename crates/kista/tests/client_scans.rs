@@ -14,13 +14,6 @@ use support::Datad;
 
 const PEOPLE: i64 = 600;
 
-fn int(bytes: u8) -> ColumnType {
-    ColumnType::Int {
-        bytes,
-        signed: true,
-    }
-}
-
 /// id, name (nullable), age, email (unique), city.
 fn people_schema() -> TableSchema {
     let mut name = Column::new("name", ColumnType::VarChar { max_length: 32 });
@@ -28,11 +21,11 @@ fn people_schema() -> TableSchema {
     TableSchema {
         name: "people".into(),
         columns: vec![
-            Column::new("id", int(8)),
+            Column::new("id", ColumnType::signed(8)),
             name,
-            Column::new("age", int(4)),
+            Column::new("age", ColumnType::signed(4)),
             Column::new("email", ColumnType::VarChar { max_length: 64 }),
-            Column::new("city", int(4)),
+            Column::new("city", ColumnType::signed(4)),
         ],
         primary_key: vec![0],
     }

@@ -67,6 +67,22 @@ pub enum TypeError {
 }
 
 impl ColumnType {
+    /// A signed integer of 1, 2, 4 or 8 bytes (TINYINT, SMALLINT, INT, BIGINT).
+    pub const fn signed(bytes: u8) -> Self {
+        ColumnType::Int {
+            bytes,
+            signed: true,
+        }
+    }
+
+    /// An unsigned integer of 1, 2, 4 or 8 bytes.
+    pub const fn unsigned(bytes: u8) -> Self {
+        ColumnType::Int {
+            bytes,
+            signed: false,
+        }
+    }
+
     pub fn check(self) -> Result<Self, TypeError> {
         match self {
             ColumnType::Int { bytes, .. } if !matches!(bytes, 1 | 2 | 4 | 8) => {

@@ -62,20 +62,8 @@ pub fn table_schema(name: String, record_size: u32) -> TableSchema {
     TableSchema {
         name,
         columns: vec![
-            Column::new(
-                "id",
-                ColumnType::Int {
-                    bytes: 8,
-                    signed: true,
-                },
-            ),
-            Column::new(
-                "version",
-                ColumnType::Int {
-                    bytes: 4,
-                    signed: false,
-                },
-            ),
+            Column::new("id", ColumnType::signed(8)),
+            Column::new("version", ColumnType::unsigned(4)),
             Column::new(
                 "payload",
                 ColumnType::VarBinary {
