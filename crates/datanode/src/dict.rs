@@ -5,7 +5,7 @@
 //! Every change bumps the table's schema version. Operations carry the version their
 //! client knows; a data manager refuses an old one (error 241), as NDB does.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use kista_runtime::{Block, Context};
@@ -50,20 +50,20 @@ struct SchemaChange {
 
 pub struct Dictionary {
     settings: Arc<NodeSettings>,
-    tables: HashMap<u32, DictTable>,
+    tables: FxHashMap<u32, DictTable>,
     next_table_id: u32,
     next_change: u64,
-    changes: HashMap<u64, SchemaChange>,
+    changes: FxHashMap<u64, SchemaChange>,
 }
 
 impl Dictionary {
     pub fn new(settings: Arc<NodeSettings>) -> Self {
         Self {
             settings,
-            tables: HashMap::new(),
+            tables: FxHashMap::default(),
             next_table_id: 1,
             next_change: 1,
-            changes: HashMap::new(),
+            changes: FxHashMap::default(),
         }
     }
 

@@ -3,7 +3,7 @@
 //! partition's shared lock, and only committed versions, so a scan never blocks on row locks
 //! and never sees a half-written row.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use kista_runtime::Context;
@@ -39,7 +39,7 @@ type ScanKey = (BlockAddress, u64, u32);
 
 pub struct FragmentScans {
     registry: Arc<PartitionRegistry>,
-    scans: HashMap<ScanKey, FragmentScan>,
+    scans: FxHashMap<ScanKey, FragmentScan>,
     scans_max: usize,
     /// The batch being filled, kept to reuse its allocation.
     rows: Vec<u8>,
@@ -51,7 +51,7 @@ impl FragmentScans {
     pub fn new(registry: Arc<PartitionRegistry>, scans_max: usize) -> Self {
         Self {
             registry,
-            scans: HashMap::new(),
+            scans: FxHashMap::default(),
             scans_max,
             rows: Vec::new(),
         }

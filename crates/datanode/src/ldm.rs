@@ -6,7 +6,9 @@
 //! operations of the same transaction on the same partition queue behind a parked one, so a
 //! transaction's operations on a partition run in the order they arrived.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap;
 use std::sync::{Arc, RwLock, RwLockWriteGuard};
 use std::time::Duration;
 
@@ -31,7 +33,7 @@ use crate::{error_code_of, refuse_prepare};
 struct LdmTable {
     schema_version: u32,
     layout: Arc<RowLayout>,
-    partitions: HashMap<u32, Arc<RwLock<Partition>>>,
+    partitions: FxHashMap<u32, Arc<RwLock<Partition>>>,
 }
 
 /// An operation waiting for a lock, or behind one of its transaction's that is.
@@ -49,15 +51,15 @@ struct LdmTransaction {
     /// (table, partition) it has touched here.
     partitions: Vec<(u32, u32)>,
     /// Parked operations per (table, partition), oldest first.
-    parked: HashMap<(u32, u32), VecDeque<Parked>>,
+    parked: FxHashMap<(u32, u32), VecDeque<Parked>>,
 }
 
 pub struct LocalDataManager {
     settings: Arc<NodeSettings>,
     memory: Arc<DataMemory>,
     registry: Arc<PartitionRegistry>,
-    tables: HashMap<u32, LdmTable>,
-    transactions: HashMap<u64, LdmTransaction>,
+    tables: FxHashMap<u32, LdmTable>,
+    transactions: FxHashMap<u64, LdmTransaction>,
     next_wait_id: u32,
     scans: FragmentScans,
 }
@@ -80,8 +82,8 @@ impl LocalDataManager {
             settings,
             memory,
             registry,
-            tables: HashMap::new(),
-            transactions: HashMap::new(),
+            tables: FxHashMap::default(),
+            transactions: FxHashMap::default(),
             next_wait_id: 0,
         }
     }

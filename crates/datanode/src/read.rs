@@ -44,19 +44,29 @@ pub(crate) fn send_row(
     prepare: &Prepare,
     values: &[Value],
 ) -> Result<(), (ErrorCode, String)> {
-    let mut row = Vec::new();
-    RowBody::encode(values, &mut row);
     let result = ReadResult {
         client_tx: prepare.client_tx,
         op_index: prepare.op_index,
         found: 1,
     };
     let signal = result.to_signal(prepare.client, ctx.address());
-    if send_with_bytes(ctx, signal, &row) {
+    // The row is encoded into a buffer the thread keeps, then copied into a section: no
+    // allocation per read.
+    let carried = ROW_SCRATCH.with_borrow_mut(|row| {
+        row.clear();
+        RowBody::encode(values, row);
+        send_with_bytes(ctx, signal, row)
+    });
+    if carried {
         Ok(())
     } else {
         Err((ErrorCode::Overloaded, "no section free for the row".into()))
     }
+}
+
+thread_local! {
+    /// Where [`send_row`] encodes rows; keeps the capacity of the largest row it has seen.
+    static ROW_SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 pub(crate) fn lookup_of(index_id: u32, key: &[u8]) -> Lookup<'_> {

@@ -5,7 +5,7 @@
 //! query threads: the owning `ldm` takes it exclusively for each operation it runs, readers
 //! take it shared to copy a committed row out. No read ever sees a half-written row.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use kista_storage::partition::Partition;
@@ -29,7 +29,7 @@ pub struct SharedPartition {
 
 #[derive(Default)]
 pub struct PartitionRegistry {
-    partitions: RwLock<HashMap<(u32, u32), SharedPartition>>,
+    partitions: RwLock<FxHashMap<(u32, u32), SharedPartition>>,
 }
 
 impl PartitionRegistry {
@@ -70,7 +70,7 @@ impl PartitionRegistry {
         Ok(shared)
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<(u32, u32), SharedPartition>> {
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, FxHashMap<(u32, u32), SharedPartition>> {
         // A panicking thread stops the node; the map itself is never left half-changed.
         self.partitions
             .write()

@@ -9,7 +9,7 @@
 //! every [`LOAD_REPORT_INTERVAL_MS`], so the router stays a deterministic function of the
 //! signals it has seen. Each forced policy exists for experiments.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::str::FromStr;
 
 use kista_runtime::{Module, ThreadStatsSnapshot};
@@ -68,7 +68,7 @@ pub struct ReadRouter {
     query_instances: Vec<BlockAddress>,
     next_query: usize,
     /// The last reported load level of each executor; unreported ones count as idle.
-    levels: HashMap<BlockAddress, u8>,
+    levels: FxHashMap<BlockAddress, u8>,
 }
 
 impl ReadRouter {
@@ -77,7 +77,7 @@ impl ReadRouter {
             policy,
             query_instances,
             next_query: 0,
-            levels: HashMap::new(),
+            levels: FxHashMap::default(),
         }
     }
 

@@ -7,7 +7,7 @@
 //! transaction idle for longer than the inactivity timeout while waiting for its client is
 //! aborted, and the client is told so with error 237.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -78,12 +78,12 @@ pub struct TransactionCoordinator {
     /// For committed reads the router runs here.
     registry: Arc<PartitionRegistry>,
     router: ReadRouter,
-    tables: HashMap<u32, TcTable>,
-    transactions: HashMap<u64, Transaction>,
-    by_client: HashMap<(BlockAddress, u64), u64>,
+    tables: FxHashMap<u32, TcTable>,
+    transactions: FxHashMap<u64, Transaction>,
+    by_client: FxHashMap<(BlockAddress, u64), u64>,
     next_transaction: u64,
-    scans: HashMap<u64, Scan>,
-    scans_by_client: HashMap<(BlockAddress, u64), u64>,
+    scans: FxHashMap<u64, Scan>,
+    scans_by_client: FxHashMap<(BlockAddress, u64), u64>,
     next_scan: u64,
     ticking: bool,
 }
@@ -100,12 +100,12 @@ impl TransactionCoordinator {
             instance,
             registry,
             router,
-            tables: HashMap::new(),
-            transactions: HashMap::new(),
-            by_client: HashMap::new(),
+            tables: FxHashMap::default(),
+            transactions: FxHashMap::default(),
+            by_client: FxHashMap::default(),
             next_transaction: 1,
-            scans: HashMap::new(),
-            scans_by_client: HashMap::new(),
+            scans: FxHashMap::default(),
+            scans_by_client: FxHashMap::default(),
             next_scan: 1,
             ticking: false,
         }

@@ -3,6 +3,8 @@
 //! Index memory counts against `DataMemory` like row memory, so a full node refuses new
 //! keys with the same clear error as new rows.
 
+// Keys here come from users, so the index keeps std's keyed SipHash (no hash flooding);
+// maps keyed by the node's own ids use the cheaper FxHash.
 use std::collections::HashMap;
 use std::sync::Arc;
 

@@ -5,7 +5,9 @@
 //! [`LockTable::cancel`] and aborts the transaction (deadlocks are resolved by that timeout,
 //! as in NDB). Every call that can let waiters in returns exactly the requests it granted.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap;
 use std::hash::Hash;
 
 /// A transaction, as numbered by its coordinator.
@@ -80,7 +82,7 @@ impl RowLock {
 
 /// The locks of one partition, keyed by row.
 pub struct LockTable<K> {
-    rows: HashMap<K, RowLock>,
+    rows: FxHashMap<K, RowLock>,
     /// Holds plus waits the table may track at once.
     entries_max: usize,
     entries: usize,
@@ -89,7 +91,7 @@ pub struct LockTable<K> {
 impl<K: Hash + Eq + Copy> LockTable<K> {
     pub fn new(entries_max: usize) -> Self {
         Self {
-            rows: HashMap::new(),
+            rows: FxHashMap::default(),
             entries_max,
             entries: 0,
         }

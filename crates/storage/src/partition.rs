@@ -22,7 +22,7 @@ mod scan;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use crate::hash_index::{HashIndex, IndexError};
@@ -150,9 +150,9 @@ pub struct Partition {
     locks: LockTable<RowId>,
     /// By row id, parallel to the row store's slots.
     states: Vec<RowState>,
-    pending: HashMap<RowId, Pending>,
+    pending: FxHashMap<RowId, Pending>,
     /// Anchors each open transaction has locked here (possibly repeated).
-    transactions: HashMap<TransactionId, Vec<RowId>>,
+    transactions: FxHashMap<TransactionId, Vec<RowId>>,
     /// Scratch space for encoding rows, so writes do not allocate per operation.
     fixed: Vec<u8>,
     var: Vec<u8>,
@@ -166,8 +166,8 @@ impl Partition {
             indexes: Vec::new(),
             locks: LockTable::new(limits.locks_max),
             states: Vec::new(),
-            pending: HashMap::new(),
-            transactions: HashMap::new(),
+            pending: FxHashMap::default(),
+            transactions: FxHashMap::default(),
             fixed: vec![0; layout.fixed_bytes()],
             var: Vec::new(),
             layout,
