@@ -7,6 +7,7 @@ use kista_runtime::Context;
 use kista_signal::TypedSignal;
 use std::sync::RwLock;
 
+use kista_storage::codec::Writer;
 use kista_storage::partition::{IndexId, Lookup, Partition};
 use kista_storage::row::RowLayout;
 use kista_storage::types::Value;
@@ -23,19 +24,28 @@ pub(crate) fn read_committed_row(
     prepare: &Prepare,
     body: &KeyBody,
 ) -> Result<u32, (ErrorCode, String)> {
-    let values = {
-        let partition = read_partition(partition);
-        let lookup = lookup_of(prepare.index_id, &body.key);
-        let row = partition
-            .read_committed(lookup)
-            .map_err(|error| (error_code_of(&error), error.to_string()))?;
-        row.map(|(fixed, var)| project(partition.layout(), fixed, var, &body.columns))
-    };
-    let Some(values) = values else {
-        return Ok(0);
-    };
-    send_row(ctx, prepare, &values)?;
-    Ok(1)
+    ROW_SCRATCH.with_borrow_mut(|row| {
+        row.clear();
+        let found = {
+            let partition = read_partition(partition);
+            let lookup = lookup_of(prepare.index_id, &body.key);
+            let found = partition
+                .read_committed(lookup)
+                .map_err(|error| (error_code_of(&error), error.to_string()))?;
+            // Encoded while the partition's shared lock is held, sent after it is released.
+            found.map(|(fixed, var)| {
+                let writer = &mut Writer(row);
+                partition
+                    .layout()
+                    .write_projected(fixed, var, &body.columns, writer)
+            })
+        };
+        if found.is_none() {
+            return Ok(0);
+        }
+        send_encoded_row(ctx, prepare, row)?;
+        Ok(1)
+    })
 }
 
 /// Sends one read row to the client of `prepare`.
@@ -44,20 +54,26 @@ pub(crate) fn send_row(
     prepare: &Prepare,
     values: &[Value],
 ) -> Result<(), (ErrorCode, String)> {
+    ROW_SCRATCH.with_borrow_mut(|row| {
+        row.clear();
+        RowBody::encode(values, row);
+        send_encoded_row(ctx, prepare, row)
+    })
+}
+
+/// Sends a row already encoded as a `RowBody` to the client of `prepare`.
+fn send_encoded_row(
+    ctx: &mut Context,
+    prepare: &Prepare,
+    row: &[u8],
+) -> Result<(), (ErrorCode, String)> {
     let result = ReadResult {
         client_tx: prepare.client_tx,
         op_index: prepare.op_index,
         found: 1,
     };
     let signal = result.to_signal(prepare.client, ctx.address());
-    // The row is encoded into a buffer the thread keeps, then copied into a section: no
-    // allocation per read.
-    let carried = ROW_SCRATCH.with_borrow_mut(|row| {
-        row.clear();
-        RowBody::encode(values, row);
-        send_with_bytes(ctx, signal, row)
-    });
-    if carried {
+    if send_with_bytes(ctx, signal, row) {
         Ok(())
     } else {
         Err((ErrorCode::Overloaded, "no section free for the row".into()))
@@ -65,7 +81,8 @@ pub(crate) fn send_row(
 }
 
 thread_local! {
-    /// Where [`send_row`] encodes rows; keeps the capacity of the largest row it has seen.
+    /// Where reads encode rows before they are copied into a section; keeps the capacity of
+    /// the largest row it has seen, so no read allocates for its row.
     static ROW_SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 

@@ -137,6 +137,12 @@ impl<'a> Reader<'a> {
 
 // ----- values -----
 
+/// The encoding of `Value::Bytes(bytes)`, for callers that hold only the slice.
+pub fn write_bytes_value(out: &mut Writer, bytes: &[u8]) {
+    out.u8(6);
+    out.bytes(bytes);
+}
+
 pub fn write_value(out: &mut Writer, value: &Value) {
     match value {
         Value::Null => out.u8(0),
@@ -161,10 +167,7 @@ pub fn write_value(out: &mut Writer, value: &Value) {
             out.0.extend_from_slice(&d.unscaled.to_le_bytes());
             out.u8(d.scale);
         }
-        Value::Bytes(bytes) => {
-            out.u8(6);
-            out.bytes(bytes);
-        }
+        Value::Bytes(bytes) => write_bytes_value(out, bytes),
         Value::Date(date) => {
             out.u8(7);
             out.u32(date.to_days() as u32);

@@ -11,6 +11,7 @@
 //! All numbers are little-endian. Reading one column never decodes the others: fixed columns
 //! sit at known offsets, and variable column `k` spans `end[k-1]..end[k]` of the bytes.
 
+use crate::codec::{write_bytes_value, write_value, Writer};
 use crate::schema::{Column, TableSchema};
 use crate::types::{
     decimal_fits, integer_range, ColumnType, Date, DateTime, Decimal, Value, ValueError,
@@ -225,6 +226,33 @@ impl RowLayout {
                 &fixed[offset..offset + column_type.fixed_bytes()],
             ),
             Place::Variable(k) => Value::Bytes(self.var_slice(var, k).to_vec()),
+        }
+    }
+
+    /// Appends the values of `columns` (every column when empty; NULL for a column the
+    /// table does not have) to `out` in the form of `codec::write_values`, straight from the
+    /// row's bytes: no `Value`s are built, so variable-length columns are not copied twice.
+    pub fn write_projected(&self, fixed: &[u8], var: &[u8], columns: &[u16], out: &mut Writer) {
+        let write = |out: &mut Writer, column: usize| match (
+            self.places.get(column),
+            self.columns.get(column),
+        ) {
+            (Some(Place::Variable(k)), Some(_)) if !self.is_null(fixed, column) => {
+                write_bytes_value(out, self.var_slice(var, *k));
+            }
+            (Some(_), Some(_)) => write_value(out, &self.value(fixed, var, column)),
+            _ => write_value(out, &Value::Null),
+        };
+        if columns.is_empty() {
+            out.u32(self.columns.len() as u32);
+            for column in 0..self.columns.len() {
+                write(out, column);
+            }
+        } else {
+            out.u32(columns.len() as u32);
+            for &column in columns {
+                write(out, usize::from(column));
+            }
         }
     }
 
