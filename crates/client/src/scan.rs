@@ -14,7 +14,7 @@ use kista_signal::TypedSignal;
 use kista_storage::codec::CodecError;
 use kista_storage::filter::Filter;
 use kista_storage::ordered_index::encode_ordered;
-use kista_storage::partition::{IndexBound, ScanRange};
+use kista_storage::partition::{IndexBound, IndexId, ScanRange};
 use kista_storage::types::{ColumnType, Value};
 
 use crate::{Client, ClientError, Table, REQUEST_TIMEOUT};
@@ -126,6 +126,47 @@ struct MergeOrder {
     returned_columns: Option<usize>,
 }
 
+impl MergeOrder {
+    /// The order of ordered index `index`; adds its columns to `columns` (the projection
+    /// the node returns) where missing, so every received row carries its key.
+    fn new(
+        table: &Table,
+        index: IndexId,
+        descending: bool,
+        columns: &mut Vec<u16>,
+    ) -> Result<Self, ClientError> {
+        let schema = table
+            .indexes
+            .iter()
+            .find(|(id, _)| *id == index)
+            .map(|(_, schema)| schema)
+            .ok_or_else(|| ClientError::Usage(format!("no index {}", index.0)))?;
+        let returned_columns = (!columns.is_empty()).then_some(columns.len());
+        let mut key = Vec::with_capacity(schema.columns.len());
+        for &column in &schema.columns {
+            let column_type = table
+                .layout
+                .column(column)
+                .expect("indexes name their table's columns")
+                .column_type;
+            let position = match columns.iter().position(|&c| usize::from(c) == column) {
+                _ if returned_columns.is_none() => column,
+                Some(at) => at,
+                None => {
+                    columns.push(column as u16);
+                    columns.len() - 1
+                }
+            };
+            key.push((position, column_type));
+        }
+        Ok(Self {
+            key,
+            descending,
+            returned_columns,
+        })
+    }
+}
+
 #[derive(Default)]
 struct PartitionRows {
     rows: VecDeque<(Vec<u8>, Vec<Value>)>,
@@ -174,51 +215,13 @@ impl Client {
                 "a scan needs a batch size and a limit above 0".into(),
             ));
         }
-        let merge = match (&spec.range, spec.ordered) {
-            (
-                ScanRange::Index {
-                    index, descending, ..
-                },
-                true,
-            ) => {
-                let schema = table
-                    .indexes
-                    .iter()
-                    .find(|(id, _)| id == index)
-                    .map(|(_, schema)| schema)
-                    .ok_or_else(|| ClientError::Usage(format!("no index {}", index.0)))?;
-                Some((schema.columns.clone(), *descending))
-            }
+        let mut columns = spec.columns.clone();
+        let merge = match &spec.range {
+            ScanRange::Index {
+                index, descending, ..
+            } if spec.ordered => Some(MergeOrder::new(table, *index, *descending, &mut columns)?),
             _ => None,
         };
-        let mut columns = spec.columns.clone();
-        let merge = merge.map(|(index_columns, descending)| {
-            let returned_columns = (!columns.is_empty()).then_some(columns.len());
-            let key = index_columns
-                .iter()
-                .map(|&column| {
-                    let column_type = table.layout.column(column).map(|c| c.column_type);
-                    let position = if columns.is_empty() {
-                        column
-                    } else if let Some(at) = columns.iter().position(|&c| usize::from(c) == column)
-                    {
-                        at
-                    } else {
-                        columns.push(column as u16);
-                        columns.len() - 1
-                    };
-                    (
-                        position,
-                        column_type.expect("indexes name their table's columns"),
-                    )
-                })
-                .collect();
-            MergeOrder {
-                key,
-                descending,
-                returned_columns,
-            }
-        });
         let body = ScanBody {
             range: spec.range,
             filter: spec.filter,
@@ -268,6 +271,7 @@ impl Iterator for Scan<'_> {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some(failure) = self.failure.take() {
+                // Nothing follows a failure: the cursor ends here.
                 self.limit = self.returned;
                 return Some(Err(failure));
             }

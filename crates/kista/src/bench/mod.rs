@@ -11,7 +11,6 @@ mod report;
 mod worker;
 mod workload;
 
-use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -125,11 +124,9 @@ pub fn run(args: &BenchArgs) -> Result<(), Failure> {
         intervals: Vec::new(),
         connection_lost: None,
     };
-    let outcome = bench.run_all();
+    let report = bench.run_all();
     // The table goes even when the run failed; a lost connection has taken it anyway.
     let _ = clients[0].drop_table(&table);
-    let mut report = outcome;
-    report.intervals = std::mem::take(&mut bench.intervals);
     if args.json {
         println!("{}", report.to_json());
     } else {
@@ -162,18 +159,17 @@ struct Bench<'a> {
 impl Bench<'_> {
     fn run_all(&mut self) -> Report {
         let args = self.args;
-        let mut report = Report::default();
-        let mut results: BTreeMap<String, PhaseResults> = BTreeMap::new();
-        let mut record = |report: &mut Report, name: String, tallies: &[Tally], seconds: f64| {
-            if !report.order.contains(&name) {
-                report.order.push(name.clone());
-            }
-            results
-                .entry(name.clone())
-                .or_insert_with(PhaseResults::new)
-                .add_loop(tallies, seconds);
-            let phase = results[&name].report();
-            report.phases.insert(name, phase);
+        // Phases in the order they first ran; a phase that repeats gathers all its loops.
+        let mut results: Vec<(String, PhaseResults)> = Vec::new();
+        let mut record = |name: &str, tallies: &[Tally], seconds: f64| {
+            let at = match results.iter().position(|(n, _)| n == name) {
+                Some(at) => at,
+                None => {
+                    results.push((name.to_string(), PhaseResults::new()));
+                    results.len() - 1
+                }
+            };
+            results[at].1.add_loop(tallies, seconds);
         };
         if args.duration.is_some() || args.phases.first() != Some(&Phase::Insert) {
             eprintln!("kista bench: loading {} keys", args.keys);
@@ -191,18 +187,23 @@ impl Bench<'_> {
                 until: Instant::now() + Duration::from_secs(seconds),
             };
             let (tallies, seconds) = self.run_phase(&name, &work, args.locked_reads);
-            record(&mut report, name, &tallies, seconds);
+            record(&name, &tallies, seconds);
         } else {
             'loops: for _ in 0..args.loops {
                 for &phase in &args.phases {
                     let work = Work::Sequential(phase);
                     let (tallies, seconds) = self.run_phase(phase.name(), &work, args.locked_reads);
-                    record(&mut report, phase.name().to_string(), &tallies, seconds);
+                    record(phase.name(), &tallies, seconds);
                     if self.connection_lost.is_some() {
                         break 'loops;
                     }
                 }
             }
+        }
+        let mut report = Report::default();
+        for (name, phase) in results {
+            report.phases.insert(name.clone(), phase.report());
+            report.order.push(name);
         }
         if args.verify && self.connection_lost.is_none() {
             eprintln!("kista bench: verifying {} keys", args.keys);
@@ -215,6 +216,7 @@ impl Bench<'_> {
             }
             report.verify = Some(verify);
         }
+        report.intervals = std::mem::take(&mut self.intervals);
         report
     }
 
