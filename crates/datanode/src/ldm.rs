@@ -26,7 +26,8 @@ use crate::dist::PartitionMap;
 use crate::fragment_scan::FragmentScans;
 use crate::node::NodeSettings;
 use crate::protocol::*;
-use crate::read::{lookup_of, project, read_committed_row, send_row};
+use crate::query::body_error;
+use crate::read::{lookup_of, project, read_committed_row, send_row, with_section_copy};
 use crate::registry::{PartitionRegistry, SharedPartition};
 use crate::{error_code_of, refuse_prepare};
 
@@ -305,20 +306,21 @@ impl LocalDataManager {
             )
         })?;
         let layout = table.layout.clone();
-        let body = section.map(|handle| KeyBody::decode(&ctx.held_section(handle)));
-        let body = body
-            .ok_or_else(|| {
-                (
-                    ErrorCode::BadRequest,
-                    "operation without a body".to_string(),
-                )
-            })?
-            .map_err(|error| (ErrorCode::BadRequest, format!("operation body: {error}")))?;
+        let section = section.ok_or_else(|| {
+            (
+                ErrorCode::BadRequest,
+                "operation without a body".to_string(),
+            )
+        })?;
         if prepare.kind == OperationKind::Read && prepare.lock == LockKind::Committed {
             // Under the shared lock, like any other reader of the partition.
-            let rows = read_committed_row(ctx, partition, prepare, &body)?;
+            let rows = with_section_copy(ctx, section, |ctx, bytes| {
+                let body = KeyBodyRef::parse(bytes).map_err(body_error)?;
+                read_committed_row(ctx, partition, prepare, &body)
+            })?;
             return Ok(Outcome::Done(rows));
         }
+        let body = KeyBody::decode(&ctx.held_section(section)).map_err(body_error)?;
         let lookup = lookup_of(prepare.index_id, &body.key);
         let tx = TransactionId(prepare.transaction);
         let mut partition = lock_partition(partition);

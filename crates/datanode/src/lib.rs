@@ -24,18 +24,14 @@ use kista_storage::partition::OperationError;
 
 use protocol::{ErrorCode, Prepare, PrepareRef};
 
-/// Sends `signal` with `bytes` in a new section (none when empty). When no section is free
+/// Sends `signal` with `bytes` as its section (none when empty). When no section is free
 /// the signal goes without it and `false` says the bytes were lost.
-pub(crate) fn send_with_bytes(ctx: &mut Context, mut signal: Signal, bytes: &[u8]) -> bool {
-    let mut carried = true;
-    if !bytes.is_empty() {
-        match ctx.allocate_section(bytes) {
-            Ok(section) => ctx.attach_section(&mut signal, section),
-            Err(_) => carried = false,
-        }
+pub(crate) fn send_with_bytes(ctx: &mut Context, signal: Signal, bytes: &[u8]) -> bool {
+    if ctx.send_with_bytes(signal, bytes).is_ok() {
+        return true;
     }
     ctx.send(signal);
-    carried
+    false
 }
 
 /// Sends `signal` carrying `section`'s bytes: the section itself on its last use, else a copy.

@@ -13,7 +13,7 @@ use kista_signal::{SectionHandle, Signal, TypedSignal};
 use crate::fragment_scan::FragmentScans;
 use crate::node::NodeSettings;
 use crate::protocol::*;
-use crate::read::read_committed_row;
+use crate::read::{read_committed_row, with_section_copy};
 use crate::refuse_prepare;
 use crate::registry::PartitionRegistry;
 
@@ -48,11 +48,12 @@ impl QueryExecutor {
             let message = "a query executor runs committed reads only".to_string();
             return Err((ErrorCode::BadRequest, message));
         }
-        let body = section
-            .map(|handle| KeyBody::decode(&ctx.held_section(handle)))
-            .ok_or_else(|| (ErrorCode::BadRequest, "read without a body".to_string()))?
-            .map_err(|error| (ErrorCode::BadRequest, format!("operation body: {error}")))?;
-        read_shared(ctx, &self.registry, prepare, &body)
+        let section =
+            section.ok_or_else(|| (ErrorCode::BadRequest, "read without a body".to_string()))?;
+        with_section_copy(ctx, section, |ctx, bytes| {
+            let body = KeyBodyRef::parse(bytes).map_err(body_error)?;
+            read_shared(ctx, &self.registry, prepare, &body)
+        })
     }
 }
 
@@ -62,11 +63,16 @@ pub(crate) fn read_shared(
     ctx: &mut Context,
     registry: &PartitionRegistry,
     prepare: &Prepare,
-    body: &KeyBody,
+    body: &KeyBodyRef,
 ) -> Result<u32, (ErrorCode, String)> {
     let shared =
         registry.get_at_version(prepare.table_id, prepare.partition, prepare.schema_version)?;
     read_committed_row(ctx, &shared.partition, prepare, body)
+}
+
+/// The error for an operation body that does not decode.
+pub(crate) fn body_error(error: kista_storage::codec::CodecError) -> (ErrorCode, String) {
+    (ErrorCode::BadRequest, format!("operation body: {error}"))
 }
 
 /// Reports a read's outcome to its coordinator.

@@ -4,7 +4,7 @@
 //! out, not while it is sent.
 
 use kista_runtime::Context;
-use kista_signal::TypedSignal;
+use kista_signal::{SectionHandle, TypedSignal};
 use std::sync::RwLock;
 
 use kista_storage::codec::Writer;
@@ -12,7 +12,7 @@ use kista_storage::partition::{IndexId, Lookup, Partition};
 use kista_storage::row::RowLayout;
 use kista_storage::types::Value;
 
-use crate::protocol::{ErrorCode, KeyBody, Prepare, ReadResult, RowBody, PRIMARY_KEY};
+use crate::protocol::{ErrorCode, KeyBodyRef, Prepare, ReadResult, RowBody, PRIMARY_KEY};
 use crate::registry::read_partition;
 use crate::{error_code_of, send_with_bytes};
 
@@ -22,13 +22,13 @@ pub(crate) fn read_committed_row(
     ctx: &mut Context,
     partition: &RwLock<Partition>,
     prepare: &Prepare,
-    body: &KeyBody,
+    body: &KeyBodyRef,
 ) -> Result<u32, (ErrorCode, String)> {
     ROW_SCRATCH.with_borrow_mut(|row| {
         row.clear();
         let found = {
             let partition = read_partition(partition);
-            let lookup = lookup_of(prepare.index_id, &body.key);
+            let lookup = lookup_of(prepare.index_id, body.key);
             let found = partition
                 .read_committed(lookup)
                 .map_err(|error| (error_code_of(&error), error.to_string()))?;
@@ -37,7 +37,7 @@ pub(crate) fn read_committed_row(
                 let writer = &mut Writer(row);
                 partition
                     .layout()
-                    .write_projected(fixed, var, &body.columns, writer)
+                    .write_projected(fixed, var, body.columns(), writer)
             })
         };
         if found.is_none() {
@@ -80,7 +80,24 @@ fn send_encoded_row(
     }
 }
 
+/// Runs `read` with a copy of section `handle`'s bytes, so it may send signals while it
+/// uses them (a section's bytes are reachable only through a borrow of the context). The
+/// copy goes to a buffer each thread keeps, so it allocates nothing once warm.
+pub(crate) fn with_section_copy<R>(
+    ctx: &mut Context,
+    handle: SectionHandle,
+    read: impl FnOnce(&mut Context, &[u8]) -> R,
+) -> R {
+    BODY_SCRATCH.with_borrow_mut(|copy| {
+        copy.clear();
+        copy.extend_from_slice(&ctx.held_section(handle));
+        read(ctx, copy)
+    })
+}
+
 thread_local! {
+    /// Where [`with_section_copy`] copies operation bodies.
+    static BODY_SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     /// Where reads encode rows before they are copied into a section; keeps the capacity of
     /// the largest row it has seen, so no read allocates for its row.
     static ROW_SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };

@@ -8,6 +8,7 @@
 //! aborted, and the client is told so with error 237.
 
 use rustc_hash::FxHashMap;
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +18,8 @@ use kista_signal::{BlockAddress, SectionHandle, Signal, TypedSignal};
 use crate::dist::PartitionMap;
 use crate::node::NodeSettings;
 use crate::protocol::*;
-use crate::query::read_shared;
+use crate::query::{body_error, read_shared};
+use crate::read::with_section_copy;
 use crate::registry::PartitionRegistry;
 use crate::router::{ReadPlace, ReadRouter};
 use crate::{send_sharing_section, send_with_bytes};
@@ -28,10 +30,23 @@ use scans::Scan;
 
 /// How often the coordinator looks for idle transactions while it has any.
 const INACTIVITY_CHECK_MS: u64 = 100;
+/// Ended transactions' records kept for reuse.
+const SPARE_RECORDS_MAX: usize = 4096;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What became of a transaction offered to [`TransactionCoordinator::read_without_record`].
+enum Shortcut {
+    /// Read and answered.
+    Answered,
+    /// The router sent the read elsewhere: it needs a record, and goes where placed.
+    PlacedElsewhere(ReadPlace),
+    /// Not one it can take (no such table, no readable key): the usual path says why.
+    NotTaken,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Phase {
     /// Operations of a batch may arrive; some may be running.
+    #[default]
     Executing,
     Committing,
     Completing,
@@ -48,6 +63,7 @@ struct Operation {
     kind: OperationKind,
 }
 
+#[derive(Default)]
 struct Transaction {
     client: BlockAddress,
     client_tx: u64,
@@ -64,6 +80,21 @@ struct Transaction {
     /// Commit, complete or abort confirmations still expected.
     confirmations_left: usize,
     last_activity_ns: u64,
+}
+
+impl Transaction {
+    /// Back to a new transaction's state, keeping the lists' capacity.
+    fn reset(&mut self) {
+        let mut operations = std::mem::take(&mut self.operations);
+        let mut participants = std::mem::take(&mut self.participants);
+        operations.clear();
+        participants.clear();
+        *self = Transaction {
+            operations,
+            participants,
+            ..Transaction::default()
+        };
+    }
 }
 
 /// What a coordinator knows of a table: where its partitions are. (Schema versions are
@@ -86,6 +117,12 @@ pub struct TransactionCoordinator {
     scans_by_client: FxHashMap<(BlockAddress, u64), u64>,
     next_scan: u64,
     ticking: bool,
+    /// Records of ended transactions, ready for new ones.
+    spare_records: Vec<Transaction>,
+    /// Answers of reads run here while an operation is sent (kept for its capacity).
+    answered_here: Vec<Result<u32, (ErrorCode, String)>>,
+    /// The replicas a commit or abort goes to (kept for its capacity).
+    replicas: Vec<BlockAddress>,
 }
 
 impl TransactionCoordinator {
@@ -108,6 +145,9 @@ impl TransactionCoordinator {
             scans_by_client: FxHashMap::default(),
             next_scan: 1,
             ticking: false,
+            spare_records: Vec::new(),
+            answered_here: Vec::new(),
+            replicas: Vec::new(),
         }
     }
 
@@ -169,52 +209,54 @@ impl TransactionCoordinator {
     }
 
     fn key_request(&mut self, ctx: &mut Context, request: KeyRequest) {
+        let section = ctx.take_section();
+        if let Some(unused) = self.key_operation(ctx, &request, section) {
+            ctx.release_section(unused);
+        }
+    }
+
+    /// Runs one operation of a client's transaction; returns its section unless it was
+    /// passed on.
+    fn key_operation(
+        &mut self,
+        ctx: &mut Context,
+        request: &KeyRequest,
+        section: Option<SectionHandle>,
+    ) -> Option<SectionHandle> {
         let client_key = (request.client, request.client_tx);
+        let mut first_place = None;
         let id = match self.by_client.get(&client_key) {
             Some(&id) => id,
             None => {
                 if request.execute == ExecuteMode::Rollback {
                     // Nothing to roll back: the transaction never ran here.
-                    return self.reply(
-                        ctx,
-                        request.client,
-                        request.client_tx,
-                        TransactionOutcome::Aborted,
-                        0,
-                        None,
-                    );
+                    let outcome = TransactionOutcome::Aborted;
+                    self.reply(ctx, request.client, request.client_tx, outcome, 0, None);
+                    return section;
+                }
+                if let (true, Some(body)) = (is_single_committed_read(request), section) {
+                    match self.read_without_record(ctx, request, body) {
+                        Shortcut::Answered => return section,
+                        Shortcut::PlacedElsewhere(place) => first_place = Some(place),
+                        Shortcut::NotTaken => {}
+                    }
                 }
                 if self.transactions.len() >= self.settings.transactions_per_tc_max {
                     let message = format!(
                         "the coordinator has {} open transactions, its limit",
                         self.transactions.len()
                     );
-                    return self.reply(
-                        ctx,
-                        request.client,
-                        request.client_tx,
-                        TransactionOutcome::Aborted,
-                        0,
-                        Some((ErrorCode::TooManyLocks, request.op_index, message)),
-                    );
+                    let failure = Some((ErrorCode::TooManyLocks, request.op_index, message));
+                    let outcome = TransactionOutcome::Aborted;
+                    self.reply(ctx, request.client, request.client_tx, outcome, 0, failure);
+                    return section;
                 }
                 let id = self.new_transaction_id();
-                self.transactions.insert(
-                    id,
-                    Transaction {
-                        client: request.client,
-                        client_tx: request.client_tx,
-                        phase: Phase::Executing,
-                        operations: Vec::new(),
-                        outstanding: 0,
-                        batch_end: None,
-                        reads: 0,
-                        failure: None,
-                        participants: Vec::new(),
-                        confirmations_left: 0,
-                        last_activity_ns: ctx.now_ns(),
-                    },
-                );
+                let mut record = self.spare_records.pop().unwrap_or_default();
+                record.client = request.client;
+                record.client_tx = request.client_tx;
+                record.last_activity_ns = ctx.now_ns();
+                self.transactions.insert(id, record);
                 self.by_client.insert(client_key, id);
                 self.start_ticking(ctx);
                 id
@@ -223,45 +265,32 @@ impl TransactionCoordinator {
         let now = ctx.now_ns();
         let operations_max = self.settings.operations_per_transaction_max;
         let Some(transaction) = self.transactions.get_mut(&id) else {
-            return;
+            return section;
         };
         transaction.last_activity_ns = now;
         if transaction.phase != Phase::Executing || transaction.batch_end.is_some() {
-            return refuse_state(ctx, request.client, request.client_tx, request.op_index);
+            refuse_state(ctx, request.client, request.client_tx, request.op_index);
+            return section;
         }
         if request.execute == ExecuteMode::Rollback {
             transaction.batch_end = Some(ExecuteMode::Rollback);
-            return self.batch_progress(ctx, id);
+            self.batch_progress(ctx, id);
+            return section;
         }
         if request.execute != ExecuteMode::More {
             transaction.batch_end = Some(request.execute);
         }
-        if transaction.operations.len() >= operations_max {
+        let failure = if transaction.operations.len() >= operations_max {
             let message = format!("a transaction may have {operations_max} operations");
-            transaction
-                .failure
-                .get_or_insert((ErrorCode::TooManyLocks, request.op_index, message));
-            return self.batch_progress(ctx, id);
-        }
-        match self.tables.get(&request.table_id) {
-            None => {
-                let message = format!("no table {}", request.table_id);
-                transaction.failure.get_or_insert((
-                    ErrorCode::NoSuchTable,
-                    request.op_index,
-                    message,
-                ));
-            }
-            Some(table) => {
-                let section = ctx.take_section();
-                let key = section.map(|handle| key_of_body(&ctx.held_section(handle)));
-                match key {
-                    Some(Some(key)) => {
-                        let partitions: Vec<u32> = if request.index_id == PRIMARY_KEY {
-                            vec![table.map.partition_of(&key)]
-                        } else {
-                            (0..table.map.partitions()).collect()
-                        };
+            Some((ErrorCode::TooManyLocks, message))
+        } else {
+            match (self.tables.get(&request.table_id), section) {
+                (None, _) => {
+                    let message = format!("no table {}", request.table_id);
+                    Some((ErrorCode::NoSuchTable, message))
+                }
+                (Some(table), Some(section)) => match partitions_of(ctx, table, request, section) {
+                    Some(partitions) => {
                         let op_ref = transaction.operations.len() as u32;
                         transaction.operations.push(Operation {
                             op_index: request.op_index,
@@ -270,41 +299,94 @@ impl TransactionCoordinator {
                             kind: request.kind,
                         });
                         transaction.outstanding += 1;
-                        let section = section.expect("the key came from it");
+                        let mut answered_here = std::mem::take(&mut self.answered_here);
                         let target = Target {
                             table,
                             router: &mut self.router,
                             registry: &self.registry,
+                            first_place,
                         };
-                        let answered_here = send_prepares(
-                            ctx,
+                        let prepares = Prepares {
                             id,
                             op_ref,
-                            &request,
-                            target,
-                            &partitions,
+                            request,
+                            partitions,
                             section,
-                            transaction,
-                        );
-                        for answer in answered_here {
+                        };
+                        send_prepares(ctx, prepares, target, transaction, &mut answered_here);
+                        for answer in answered_here.drain(..) {
                             self.prepare_answered(ctx, id, op_ref, answer);
                         }
+                        self.answered_here = answered_here;
+                        return None;
                     }
-                    _ => {
-                        if let Some(section) = section {
-                            ctx.release_section(section);
-                        }
-                        let message = "operation without a readable key".to_string();
-                        transaction.failure.get_or_insert((
-                            ErrorCode::BadRequest,
-                            request.op_index,
-                            message,
-                        ));
-                    }
-                }
+                    None => Some((
+                        ErrorCode::BadRequest,
+                        "operation without a readable key".to_string(),
+                    )),
+                },
+                (Some(_), None) => Some((
+                    ErrorCode::BadRequest,
+                    "operation without a readable key".to_string(),
+                )),
+            }
+        };
+        if let Some((code, message)) = failure {
+            if let Some(transaction) = self.transactions.get_mut(&id) {
+                transaction
+                    .failure
+                    .get_or_insert((code, request.op_index, message));
             }
         }
         self.batch_progress(ctx, id);
+        section
+    }
+
+    /// A transaction of one committed primary-key read that commits at once needs no
+    /// record when the read runs here: the row and the conf go straight back to the client.
+    fn read_without_record(
+        &mut self,
+        ctx: &mut Context,
+        request: &KeyRequest,
+        section: SectionHandle,
+    ) -> Shortcut {
+        let Some(table) = self.tables.get(&request.table_id) else {
+            return Shortcut::NotTaken;
+        };
+        let here = ctx.address();
+        let router = &mut self.router;
+        let registry = &self.registry;
+        let answered = with_section_copy(ctx, section, |ctx, bytes| {
+            let Ok(body) = KeyBodyRef::parse(bytes) else {
+                return Err(Shortcut::NotTaken);
+            };
+            let partition = table.map.partition_of(body.key);
+            let chain = table.map.chain(partition);
+            match router.place_read(chain.current(), here) {
+                ReadPlace::Here => {}
+                elsewhere => return Err(Shortcut::PlacedElsewhere(elsewhere)),
+            }
+            let prepare = prepare_of(request, here, 0, 0, partition, chain);
+            Ok(read_shared(ctx, registry, &prepare, &body))
+        });
+        let (outcome, reads, failure) = match answered {
+            Err(shortcut) => return shortcut,
+            Ok(Ok(reads)) => (TransactionOutcome::Committed, reads, None),
+            Ok(Err((code, message))) => (
+                TransactionOutcome::Aborted,
+                0,
+                Some((code, request.op_index, message)),
+            ),
+        };
+        self.reply(
+            ctx,
+            request.client,
+            request.client_tx,
+            outcome,
+            reads,
+            failure,
+        );
+        Shortcut::Answered
     }
 
     fn prepare_answered(
@@ -425,18 +507,16 @@ impl TransactionCoordinator {
         };
         let (client, client_tx, reads) =
             (transaction.client, transaction.client_tx, transaction.reads);
-        let replicas = replicas_of(&transaction.participants);
+        replicas_of(&transaction.participants, &mut self.replicas);
         transaction.phase = Phase::Completing;
-        transaction.confirmations_left = replicas.len();
+        transaction.confirmations_left = self.replicas.len();
         let here = ctx.address();
-        for replica in &replicas {
-            ctx.send_typed(
-                *replica,
-                &Complete {
-                    tc: here,
-                    transaction: id,
-                },
-            );
+        for &replica in &self.replicas {
+            let complete = Complete {
+                tc: here,
+                transaction: id,
+            };
+            ctx.send_typed(replica, &complete);
         }
         self.reply(
             ctx,
@@ -446,7 +526,7 @@ impl TransactionCoordinator {
             reads,
             None,
         );
-        if replicas.is_empty() {
+        if self.replicas.is_empty() {
             self.finished(id);
         }
     }
@@ -455,38 +535,31 @@ impl TransactionCoordinator {
         let Some(transaction) = self.transactions.get_mut(&id) else {
             return;
         };
-        let replicas = replicas_of(&transaction.participants);
+        replicas_of(&transaction.participants, &mut self.replicas);
         transaction.phase = Phase::Aborting;
-        transaction.confirmations_left = replicas.len();
+        transaction.confirmations_left = self.replicas.len();
         let here = ctx.address();
-        for replica in &replicas {
-            ctx.send_typed(
-                *replica,
-                &Abort {
-                    tc: here,
-                    transaction: id,
-                },
-            );
+        for &replica in &self.replicas {
+            let abort = Abort {
+                tc: here,
+                transaction: id,
+            };
+            ctx.send_typed(replica, &abort);
         }
-        if replicas.is_empty() {
+        if self.replicas.is_empty() {
             self.aborted(ctx, id);
         }
     }
 
     fn aborted(&mut self, ctx: &mut Context, id: u64) {
-        let Some(transaction) = self.transactions.remove(&id) else {
+        let Some(mut transaction) = self.forget(id) else {
             return;
         };
-        self.by_client
-            .remove(&(transaction.client, transaction.client_tx));
-        self.reply(
-            ctx,
-            transaction.client,
-            transaction.client_tx,
-            TransactionOutcome::Aborted,
-            0,
-            transaction.failure,
-        );
+        let failure = transaction.failure.take();
+        let (client, client_tx) = (transaction.client, transaction.client_tx);
+        self.recycle(transaction);
+        let outcome = TransactionOutcome::Aborted;
+        self.reply(ctx, client, client_tx, outcome, 0, failure);
     }
 
     fn confirmation(&mut self, ctx: &mut Context, id: u64) {
@@ -508,9 +581,25 @@ impl TransactionCoordinator {
     }
 
     fn finished(&mut self, id: u64) {
-        if let Some(transaction) = self.transactions.remove(&id) {
-            self.by_client
-                .remove(&(transaction.client, transaction.client_tx));
+        if let Some(transaction) = self.forget(id) {
+            self.recycle(transaction);
+        }
+    }
+
+    /// Removes a transaction's record and its client's name for it.
+    fn forget(&mut self, id: u64) -> Option<Transaction> {
+        let transaction = self.transactions.remove(&id)?;
+        self.by_client
+            .remove(&(transaction.client, transaction.client_tx));
+        Some(transaction)
+    }
+
+    /// Keeps an ended transaction's record, with the capacity of its lists, for the next
+    /// transaction: a steady load then allocates nothing per transaction.
+    fn recycle(&mut self, mut transaction: Transaction) {
+        if self.spare_records.len() < SPARE_RECORDS_MAX {
+            transaction.reset();
+            self.spare_records.push(transaction);
         }
     }
 
@@ -611,21 +700,14 @@ fn refuse_state(ctx: &mut Context, client: BlockAddress, client_tx: u64, failed_
     );
 }
 
-/// The partition key at the front of a `KeyBody`, without decoding the rest.
-fn key_of_body(bytes: &[u8]) -> Option<Vec<u8>> {
-    let length = u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?) as usize;
-    bytes.get(4..4 + length).map(<[u8]>::to_vec)
-}
-
-/// Every data manager holding a replica of the participants, once each.
-fn replicas_of(participants: &[(u32, u32, ReplicaChain)]) -> Vec<BlockAddress> {
-    let mut replicas: Vec<BlockAddress> = participants
-        .iter()
-        .flat_map(|(_, _, chain)| chain.replicas[..chain.count as usize].to_vec())
-        .collect();
+/// Every data manager holding a replica of the participants, once each, into `replicas`.
+fn replicas_of(participants: &[(u32, u32, ReplicaChain)], replicas: &mut Vec<BlockAddress>) {
+    replicas.clear();
+    for (_, _, chain) in participants {
+        replicas.extend_from_slice(&chain.replicas[..chain.count as usize]);
+    }
     replicas.sort_unstable_by_key(|a| a.to_word());
     replicas.dedup();
-    replicas
 }
 
 /// Where an operation goes: its table's partitions, and for committed reads the router and
@@ -634,62 +716,116 @@ struct Target<'a> {
     table: &'a TcTable,
     router: &'a mut ReadRouter,
     registry: &'a PartitionRegistry,
+    /// Where the router already placed the first partition's committed read.
+    first_place: Option<ReadPlace>,
+}
+
+/// One operation to send to the replicas of its partitions.
+struct Prepares<'a> {
+    id: u64,
+    op_ref: u32,
+    request: &'a KeyRequest,
+    partitions: Range<u32>,
+    section: SectionHandle,
+}
+
+/// The partitions a request's key leads to: its own for a primary key, all of them for a
+/// unique index (hashed by the primary key, the row may be in any). `None` when the body
+/// has no readable key.
+fn partitions_of(
+    ctx: &Context,
+    table: &TcTable,
+    request: &KeyRequest,
+    section: SectionHandle,
+) -> Option<Range<u32>> {
+    if request.index_id != PRIMARY_KEY {
+        return Some(0..table.map.partitions());
+    }
+    let bytes = ctx.held_section(section);
+    let key = KeyBodyRef::parse(&bytes).ok()?.key;
+    let partition = table.map.partition_of(key);
+    Some(partition..partition + 1)
+}
+
+fn is_single_committed_read(request: &KeyRequest) -> bool {
+    request.execute == ExecuteMode::Commit
+        && request.kind == OperationKind::Read
+        && request.lock == LockKind::Committed
+        && request.index_id == PRIMARY_KEY
+}
+
+fn prepare_of(
+    request: &KeyRequest,
+    tc: BlockAddress,
+    transaction: u64,
+    op_ref: u32,
+    partition: u32,
+    chain: ReplicaChain,
+) -> Prepare {
+    Prepare {
+        tc,
+        transaction,
+        op_ref,
+        table_id: request.table_id,
+        schema_version: request.schema_version,
+        partition,
+        kind: request.kind,
+        lock: request.lock,
+        index_id: request.index_id,
+        client: request.client,
+        client_tx: request.client_tx,
+        op_index: request.op_index,
+        chain,
+    }
 }
 
 /// Sends an operation to the primary replica of each partition (several for a unique-index
 /// operation), or for a committed read wherever the router places it, recording the
-/// partitions that may now hold locks or changes. Returns the answers of the reads the
-/// router placed here, which ran at once.
-#[allow(clippy::too_many_arguments)]
+/// partitions that may now hold locks or changes. The answers of the reads the router
+/// placed here, which run at once, go to `answered_here`.
 fn send_prepares(
     ctx: &mut Context,
-    id: u64,
-    op_ref: u32,
-    request: &KeyRequest,
-    target: Target,
-    partitions: &[u32],
-    section: SectionHandle,
+    prepares: Prepares,
+    mut target: Target,
     transaction: &mut Transaction,
-) -> Vec<Result<u32, (ErrorCode, String)>> {
+    answered_here: &mut Vec<Result<u32, (ErrorCode, String)>>,
+) {
     let here = ctx.address();
+    let request = prepares.request;
     let committed_read = request.kind == OperationKind::Read && request.lock == LockKind::Committed;
-    let mut answered_here = Vec::new();
-    for (position, &partition) in partitions.iter().enumerate() {
+    let last_partition = prepares.partitions.end - 1;
+    for partition in prepares.partitions {
         let chain = target.table.map.chain(partition);
-        let prepare = Prepare {
-            tc: here,
-            transaction: id,
-            op_ref,
-            table_id: request.table_id,
-            schema_version: request.schema_version,
+        let prepare = prepare_of(
+            request,
+            here,
+            prepares.id,
+            prepares.op_ref,
             partition,
-            kind: request.kind,
-            lock: request.lock,
-            index_id: request.index_id,
-            client: request.client,
-            client_tx: request.client_tx,
-            op_index: request.op_index,
             chain,
-        };
+        );
         let place = if committed_read {
-            target.router.place_read(chain.current(), here)
+            target
+                .first_place
+                .take()
+                .unwrap_or_else(|| target.router.place_read(chain.current(), here))
         } else {
             ReadPlace::Executor(chain.current())
         };
-        let last = position + 1 == partitions.len();
+        let last = partition == last_partition;
         match place {
             ReadPlace::Here => {
-                let body = KeyBody::decode(&ctx.held_section(section));
-                answered_here.push(match body {
-                    Ok(body) => read_shared(ctx, target.registry, &prepare, &body),
-                    Err(error) => Err((ErrorCode::BadRequest, format!("operation body: {error}"))),
-                });
+                answered_here.push(with_section_copy(ctx, prepares.section, |ctx, bytes| {
+                    let body = KeyBodyRef::parse(bytes).map_err(body_error)?;
+                    read_shared(ctx, target.registry, &prepare, &body)
+                }));
                 if last {
-                    ctx.release_section(section);
+                    ctx.release_section(prepares.section);
                 }
             }
             ReadPlace::Executor(executor) => {
-                send_sharing_section(ctx, prepare.to_signal(executor, here), section, last);
+                let signal = prepare.to_signal(executor, here);
+                send_sharing_section(ctx, signal, prepares.section, last);
             }
         }
         if !committed_read
@@ -703,7 +839,6 @@ fn send_prepares(
                 .push((request.table_id, partition, chain));
         }
     }
-    answered_here
 }
 
 impl Block for TransactionCoordinator {

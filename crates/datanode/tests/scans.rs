@@ -457,3 +457,39 @@ fn adaptive_routing_moves_reads_off_busy_data_managers_and_back() {
     node.report_load(&calm);
     assert!(on(&senders_of_reads(&mut node, table, 4), LDM_BLOCK));
 }
+
+#[test]
+fn a_lone_committed_read_that_commits_is_answered_at_once_wherever_the_router_puts_it() {
+    // Run in the coordinator: found, missing, and refused for a stale schema version.
+    let (mut node, table) = routed(ReadPolicy::Receiver);
+    let found = node.execute(1, table, vec![committed_read(3)], Commit);
+    assert_eq!(found.outcome, TransactionOutcome::Committed);
+    assert_eq!(found.rows, vec![(0, person(3))]);
+    assert_eq!(found.row_senders[0].block(), TC_BLOCK);
+
+    let missing = node.execute(2, table, vec![committed_read(PEOPLE as i64 + 5)], Commit);
+    assert_eq!(missing.outcome, TransactionOutcome::Committed);
+    assert!(missing.rows.is_empty(), "a missing row is no failure");
+
+    let stale = (table.0, table.1 + 1);
+    let refused = node.execute(3, stale, vec![committed_read(3)], Commit);
+    assert_eq!(refused.outcome, TransactionOutcome::Aborted);
+    assert_eq!(refused.code, ErrorCode::SchemaVersion as u32);
+    assert!(
+        refused.message.contains("schema version"),
+        "{}",
+        refused.message
+    );
+
+    // The same client transaction id may start again: nothing of the first one stayed.
+    let again = node.execute(1, table, vec![committed_read(4)], Commit);
+    assert_eq!(again.rows, vec![(0, person(4))]);
+
+    // Placed on an executor instead, the read still gets its answer.
+    let (mut node, table) = routed(ReadPolicy::Adaptive);
+    let busy: Vec<_> = node.settings.ldm_addresses().map(|l| (l, 5)).collect();
+    node.report_load(&busy);
+    let elsewhere = node.execute(1, table, vec![committed_read(5)], Commit);
+    assert_eq!(elsewhere.rows, vec![(0, person(5))]);
+    assert_eq!(elsewhere.row_senders[0].block(), QUERY_BLOCK);
+}

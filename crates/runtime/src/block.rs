@@ -156,6 +156,32 @@ impl<'a> Context<'a> {
         self.sections.allocate(bytes)
     }
 
+    /// Sends `signal` with a copy of `bytes` as its section (none when empty). A signal for
+    /// another node or a client goes straight to the transport, which copies the bytes into
+    /// its outgoing buffer; one for this node gets a pooled section. Fails, sending nothing,
+    /// when the pool has no section free.
+    #[inline]
+    pub fn send_with_bytes(
+        &mut self,
+        mut signal: Signal,
+        bytes: &[u8],
+    ) -> Result<(), SectionPoolExhausted> {
+        debug_assert!(
+            signal.section().is_none(),
+            "signal already carries a section"
+        );
+        if !bytes.is_empty() {
+            if let Sink::Threads(router) = &mut self.sink {
+                if router.send_remote_with_bytes(&signal, bytes) {
+                    return Ok(());
+                }
+            }
+            signal.header.section = self.sections.allocate(bytes)?;
+        }
+        self.sink.send(&signal);
+        Ok(())
+    }
+
     /// Gives a section to a signal; whoever executes the signal then owns it.
     pub fn attach_section(&self, signal: &mut Signal, section: SectionHandle) {
         debug_assert!(

@@ -120,12 +120,22 @@ pub struct PayloadReader<'a> {
 impl PayloadReader<'_> {
     #[inline]
     pub fn u32(&mut self) -> Result<u32, PayloadError> {
-        let (&first, rest) = self.words.split_first().ok_or(PayloadError::TooShort {
+        match self.words.split_first() {
+            Some((&first, rest)) => {
+                self.words = rest;
+                Ok(first)
+            }
+            None => Err(self.too_short()),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn too_short(&self) -> PayloadError {
+        PayloadError::TooShort {
             number: self.number,
             available: 0,
-        })?;
-        self.words = rest;
-        Ok(first)
+        }
     }
 
     #[inline]
@@ -136,6 +146,8 @@ impl PayloadReader<'_> {
     }
 
     /// The error for a word that is not a valid `field`.
+    #[cold]
+    #[inline(never)]
     pub fn bad_value(&self, field: &'static str, value: u32) -> PayloadError {
         PayloadError::BadValue {
             number: self.number,

@@ -61,21 +61,27 @@ pub fn encoded_len(signal: &Signal, section_len: usize) -> usize {
 }
 
 /// Appends the wire form of `signal` and its `section` (may be empty) to `out`.
+#[inline]
 pub fn encode(signal: &Signal, section: &[u8], out: &mut Vec<u8>) -> Result<(), WireError> {
     if section.len() > SECTION_BYTES_MAX {
         return Err(WireError::SectionTooLong(section.len()));
     }
+    // Header and payload are built in one stack buffer and appended with one copy: this
+    // runs for every signal a node sends to a client or another node.
     let words = signal.words();
-    out.reserve(encoded_len(signal, section.len()));
-    out.push(FORMAT_VERSION);
-    out.push(words.len() as u8);
-    out.extend_from_slice(&signal.header.number.0.to_le_bytes());
-    out.extend_from_slice(&signal.header.receiver.to_word().to_le_bytes());
-    out.extend_from_slice(&signal.header.sender.to_word().to_le_bytes());
-    out.extend_from_slice(&(section.len() as u32).to_le_bytes());
-    for word in words {
-        out.extend_from_slice(&word.to_le_bytes());
+    let mut head = [0u8; HEADER_BYTES + 4 * PAYLOAD_WORDS_MAX];
+    head[0] = FORMAT_VERSION;
+    head[1] = words.len() as u8;
+    head[2..4].copy_from_slice(&signal.header.number.0.to_le_bytes());
+    head[4..8].copy_from_slice(&signal.header.receiver.to_word().to_le_bytes());
+    head[8..12].copy_from_slice(&signal.header.sender.to_word().to_le_bytes());
+    head[12..16].copy_from_slice(&(section.len() as u32).to_le_bytes());
+    for (bytes, word) in head[HEADER_BYTES..].chunks_exact_mut(4).zip(words) {
+        bytes.copy_from_slice(&word.to_le_bytes());
     }
+    let head_len = HEADER_BYTES + 4 * words.len();
+    out.reserve(head_len + section.len());
+    out.extend_from_slice(&head[..head_len]);
     out.extend_from_slice(section);
     Ok(())
 }
@@ -88,6 +94,7 @@ pub fn peek_receiver(bytes: &[u8]) -> Result<BlockAddress, WireError> {
 
 /// Reads one signal from the start of `bytes`, checking every length against the input and
 /// the format's limits.
+#[inline]
 pub fn decode(bytes: &[u8]) -> Result<Decoded<'_>, WireError> {
     let payload_words = check_header(bytes)?;
     let section_len = le_u32(bytes, 12) as usize;
@@ -107,8 +114,9 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded<'_>, WireError> {
         BlockAddress::from_word(le_u32(bytes, 4)),
         BlockAddress::from_word(le_u32(bytes, 8)),
     );
-    for (index, word) in signal.payload[..payload_words].iter_mut().enumerate() {
-        *word = le_u32(bytes, HEADER_BYTES + 4 * index);
+    let payload_bytes = &bytes[HEADER_BYTES..section_start];
+    for (word, chunk) in signal.payload.iter_mut().zip(payload_bytes.chunks_exact(4)) {
+        *word = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
     }
     signal.header.payload_words = payload_words as u8;
     signal.header.section = SectionHandle::NONE;

@@ -232,7 +232,13 @@ impl RowLayout {
     /// Appends the values of `columns` (every column when empty; NULL for a column the
     /// table does not have) to `out` in the form of `codec::write_values`, straight from the
     /// row's bytes: no `Value`s are built, so variable-length columns are not copied twice.
-    pub fn write_projected(&self, fixed: &[u8], var: &[u8], columns: &[u16], out: &mut Writer) {
+    pub fn write_projected(
+        &self,
+        fixed: &[u8],
+        var: &[u8],
+        columns: impl ExactSizeIterator<Item = u16>,
+        out: &mut Writer,
+    ) {
         let write = |out: &mut Writer, column: usize| match (
             self.places.get(column),
             self.columns.get(column),
@@ -243,14 +249,14 @@ impl RowLayout {
             (Some(_), Some(_)) => write_value(out, &self.value(fixed, var, column)),
             _ => write_value(out, &Value::Null),
         };
-        if columns.is_empty() {
+        if columns.len() == 0 {
             out.u32(self.columns.len() as u32);
             for column in 0..self.columns.len() {
                 write(out, column);
             }
         } else {
             out.u32(columns.len() as u32);
-            for &column in columns {
+            for column in columns {
                 write(out, usize::from(column));
             }
         }

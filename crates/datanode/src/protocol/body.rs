@@ -53,16 +53,55 @@ impl KeyBody {
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
+        let body = KeyBodyRef::parse(bytes)?;
+        Ok(Self {
+            key: body.key.to_vec(),
+            columns: body.columns().collect(),
+            values: body.values()?,
+        })
+    }
+}
+
+/// A `KeyBody` read in place: the key and the columns borrowed from the section, the values
+/// still encoded. A committed read needs nothing more, so it copies and allocates nothing.
+#[derive(Clone, Copy, Debug)]
+pub struct KeyBodyRef<'a> {
+    pub key: &'a [u8],
+    /// The columns as little-endian `u16`s.
+    columns: &'a [u8],
+    values: &'a [u8],
+}
+
+impl<'a> KeyBodyRef<'a> {
+    pub fn parse(bytes: &'a [u8]) -> Result<Self, CodecError> {
         let mut input = Reader::new(bytes);
-        let key = input.bytes()?.to_vec();
-        let columns = read_columns(&mut input)?;
-        let values = read_values(&mut input)?;
-        input.finish()?;
+        let key = input.bytes()?;
+        let count = input.u32()? as usize;
+        if count.saturating_mul(2) > input.remaining() {
+            return Err(invalid("column count", &input));
+        }
+        let columns = input.take(2 * count)?;
+        let values = input.take(input.remaining())?;
         Ok(Self {
             key,
             columns,
             values,
         })
+    }
+
+    /// The projection of a read, the changed columns of an update.
+    pub fn columns(&self) -> impl ExactSizeIterator<Item = u16> + 'a {
+        self.columns
+            .chunks_exact(2)
+            .map(|pair| u16::from_le_bytes([pair[0], pair[1]]))
+    }
+
+    /// Decodes the values (a read's are ignored: it has none).
+    pub fn values(&self) -> Result<Vec<Value>, CodecError> {
+        let mut input = Reader::new(self.values);
+        let values = read_values(&mut input)?;
+        input.finish()?;
+        Ok(values)
     }
 }
 

@@ -27,7 +27,9 @@ mod client;
 mod errors;
 mod signals;
 
-pub use body::{KeyBody, LoadLevelsBody, RowBody, RowsBody, ScanBody, TableDefinitionBody};
+pub use body::{
+    KeyBody, KeyBodyRef, LoadLevelsBody, RowBody, RowsBody, ScanBody, TableDefinitionBody,
+};
 pub use client::{check_client_signal, NodeInfo};
 pub use errors::{ErrorCategory, ErrorCode};
 pub use signals::*;

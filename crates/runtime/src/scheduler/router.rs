@@ -210,6 +210,20 @@ impl Router {
         }
     }
 
+    /// Hands a signal for another node or a client straight to the transport with `bytes`
+    /// as its section, skipping the section pool: the bytes would only be copied in and out.
+    /// Returns the signal back when its receiver is on this node.
+    #[inline]
+    pub fn send_remote_with_bytes(&mut self, signal: &Signal, bytes: &[u8]) -> bool {
+        match &self.remote {
+            Some(remote) if !self.routes.is_local(signal.receiver()) => {
+                remote.sink.send(signal, bytes);
+                true
+            }
+            _ => false,
+        }
+    }
+
     pub fn send_delayed(&mut self, signal: &Signal, delay_ns: u64) {
         self.timers
             .add(self.now_ns.saturating_add(delay_ns), *signal);

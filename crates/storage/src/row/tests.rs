@@ -140,7 +140,12 @@ fn projected_encoding_from_row_bytes_equals_encoding_the_read_values() {
         let mut want = Vec::new();
         crate::codec::write_values(&mut Writer(&mut want), &expected);
         let mut got = Vec::new();
-        layout.write_projected(&fixed, &var, &projection, &mut Writer(&mut got));
+        layout.write_projected(
+            &fixed,
+            &var,
+            projection.iter().copied(),
+            &mut Writer(&mut got),
+        );
         assert_eq!(got, want, "projection {projection:?}");
     }
 }
