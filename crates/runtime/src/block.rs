@@ -172,8 +172,8 @@ impl<'a> Context<'a> {
         );
         if !bytes.is_empty() {
             if let Sink::Threads(router) = &mut self.sink {
-                if router.send_remote_with_bytes(&signal, bytes) {
-                    return Ok(());
+                if let Some(queued) = router.send_remote_with_bytes(&signal, bytes) {
+                    return queued.map_err(|_| SectionPoolExhausted::TooLarge(bytes.len()));
                 }
             }
             signal.header.section = self.sections.allocate(bytes)?;

@@ -9,7 +9,7 @@ use kista_runtime::{
     start, Block, BlockRegistration, Context, InjectError, Module, ModuleInstance, Remote,
     RemoteSink, RuntimeOptions,
 };
-use kista_signal::{BlockAddress, BlockId, NodeId, Signal, SignalNumber};
+use kista_signal::{wire, BlockAddress, BlockId, NodeId, Signal, SignalNumber};
 
 const NODE: NodeId = NodeId(1);
 const OUTSIDE: NodeId = NodeId(9);
@@ -37,8 +37,14 @@ impl Block for Echo {
 struct Collected(Mutex<Vec<(Signal, Vec<u8>)>>);
 
 impl RemoteSink for Collected {
-    fn send(&self, signal: &Signal, section: &[u8]) {
-        self.0.lock().unwrap().push((*signal, section.to_vec()));
+    fn send(&self, node: NodeId, mut frames: &[u8]) {
+        while !frames.is_empty() {
+            let decoded = wire::decode(frames).unwrap();
+            assert_eq!(decoded.signal.receiver().node(), node);
+            let section = decoded.section.to_vec();
+            self.0.lock().unwrap().push((decoded.signal, section));
+            frames = &frames[decoded.frame_len..];
+        }
     }
 }
 

@@ -37,11 +37,25 @@ impl Connection {
     /// Appends a signal for the send thread. False when the connection is closed; a peer
     /// that lets [`OUTGOING_BYTES_MAX`] pile up is not reading and is closed.
     pub fn queue(&self, signal: &Signal, section: &[u8]) -> bool {
+        self.append(wire::encoded_len(signal, section.len()), |outgoing| {
+            // Sections come from the pool, which never holds more than the wire allows.
+            let encoded = wire::encode(signal, section, outgoing);
+            debug_assert!(encoded.is_ok(), "section larger than the wire limit");
+        })
+    }
+
+    /// Appends signals already in wire form for the send thread; false as for `queue`.
+    pub fn queue_frames(&self, frames: &[u8]) -> bool {
+        self.append(frames.len(), |outgoing| outgoing.extend_from_slice(frames))
+    }
+
+    /// Appends `length` bytes that `write` puts in the outgoing buffer, under its lock.
+    fn append(&self, length: usize, write: impl FnOnce(&mut Vec<u8>)) -> bool {
         if self.is_closed() {
             return false;
         }
         let mut outgoing = self.outgoing.lock().unwrap_or_else(|p| p.into_inner());
-        if outgoing.len() + wire::encoded_len(signal, section.len()) > OUTGOING_BYTES_MAX {
+        if outgoing.len() + length > OUTGOING_BYTES_MAX {
             drop(outgoing);
             self.close(format!(
                 "the peer is not reading: {OUTGOING_BYTES_MAX} bytes wait to be sent"
@@ -49,11 +63,7 @@ impl Connection {
             return false;
         }
         let was_empty = outgoing.is_empty();
-        if wire::encode(signal, section, &mut outgoing).is_err() {
-            // Sections come from the pool, which never holds more than the wire allows.
-            debug_assert!(false, "section larger than the wire limit");
-            return false;
-        }
+        write(&mut outgoing);
         drop(outgoing);
         if was_empty {
             self.ready.notify_one();

@@ -50,12 +50,11 @@ struct Shared {
 }
 
 impl RemoteSink for Shared {
-    fn send(&self, signal: &Signal, section: &[u8]) {
-        let node = usize::from(signal.receiver().node().0);
-        let connection = self.connections.read().unwrap_or_else(|p| p.into_inner())[node].clone();
+    fn send(&self, node: NodeId, frames: &[u8]) {
+        let connections = self.connections.read().unwrap_or_else(|p| p.into_inner());
         // A reply to a client that has gone is dropped: nobody is left to read it.
-        if let Some(connection) = connection {
-            connection.queue(signal, section);
+        if let Some(connection) = &connections[usize::from(node.0)] {
+            connection.queue_frames(frames);
         }
     }
 }

@@ -8,7 +8,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use kista_signal::{BlockAddress, Signal};
+use kista_signal::{BlockAddress, NodeId, Signal};
 
 use super::routes::RouteTable;
 use super::thread::Shared;
@@ -19,9 +19,11 @@ pub const EXTERNAL_SIGNALS_MAX: usize = 65_536;
 
 /// Takes signals addressed to other nodes or clients (the transport).
 pub trait RemoteSink: Send + Sync {
-    /// Called by the thread that produced `signal`, with its section's bytes (empty when it
-    /// has none). Must not block for long: buffer and hand over to a sending thread.
-    fn send(&self, signal: &Signal, section: &[u8]);
+    /// Called by the thread that produced them with signals for `node` in wire form
+    /// (`kista_signal::wire`, sections included), in the order they were sent: a thread
+    /// collects what it sends each node during a batch of work and hands it over at once.
+    /// Must not block for long: buffer and hand over to a sending thread.
+    fn send(&self, node: NodeId, frames: &[u8]);
 }
 
 /// A [`RemoteSink`] for [`RuntimeOptions`](super::RuntimeOptions).

@@ -6,7 +6,8 @@ use std::sync::atomic::{fence, AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::Thread;
 
-use kista_signal::Signal;
+use kista_signal::wire::{self, WireError};
+use kista_signal::{NodeId, Signal};
 
 use super::gateway::RemoteSink;
 use super::routes::RouteTable;
@@ -54,15 +55,68 @@ struct Destination {
     dirty: bool,
 }
 
+/// Bytes of signals for one node a thread collects before handing them to the transport
+/// without waiting for the end of its batch.
+pub const REMOTE_FRAMES_BYTES_MAX: usize = 256 * 1024;
+
 /// The way out of the node, for signals to other nodes and clients.
 pub(crate) struct RemoteRoute {
     pub sink: Arc<dyn RemoteSink>,
     pub sections: Arc<SectionPool>,
 }
 
+/// Signals for other nodes, encoded per node while a batch runs and handed to the
+/// transport at the flush: one call (one lock, one wake-up of the send thread) per node
+/// and batch instead of per signal.
+struct RemoteFrames {
+    route: RemoteRoute,
+    /// `[node id]` → wire-form signals waiting for it.
+    by_node: Vec<Vec<u8>>,
+    /// Nodes with frames waiting, in the order they got their first.
+    waiting: Vec<NodeId>,
+}
+
+impl RemoteFrames {
+    fn new(route: RemoteRoute) -> Self {
+        Self {
+            route,
+            by_node: vec![Vec::new(); usize::from(u8::MAX) + 1],
+            waiting: Vec::new(),
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, signal: &Signal, section: &[u8]) -> Result<(), WireError> {
+        let node = signal.receiver().node();
+        let frames = &mut self.by_node[usize::from(node.0)];
+        if frames.is_empty() {
+            self.waiting.push(node);
+        }
+        wire::encode(signal, section, frames)?;
+        if frames.len() >= REMOTE_FRAMES_BYTES_MAX {
+            self.route.sink.send(node, frames);
+            frames.clear();
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) {
+        for node in self.waiting.drain(..) {
+            let frames = &mut self.by_node[usize::from(node.0)];
+            if !frames.is_empty() {
+                self.route.sink.send(node, frames);
+                frames.clear();
+            }
+            if frames.capacity() > REMOTE_FRAMES_BYTES_MAX {
+                frames.shrink_to(REMOTE_FRAMES_BYTES_MAX);
+            }
+        }
+    }
+}
+
 pub(crate) struct Router {
     own_thread: usize,
-    remote: Option<RemoteRoute>,
+    remote: Option<RemoteFrames>,
     routes: Arc<RouteTable>,
     destinations: Vec<Destination>,
     overflow_total: usize,
@@ -93,7 +147,7 @@ impl Router {
             .collect();
         Self {
             own_thread,
-            remote,
+            remote: remote.map(RemoteFrames::new),
             routes,
             destinations,
             overflow_total: 0,
@@ -104,8 +158,12 @@ impl Router {
         }
     }
 
-    /// Publishes everything pushed since the last flush and wakes sleeping receivers.
+    /// Publishes everything pushed since the last flush and wakes sleeping receivers;
+    /// hands what was sent to other nodes to the transport.
     pub fn flush(&mut self, wake: &[Wake]) {
+        if let Some(remote) = &mut self.remote {
+            remote.flush();
+        }
         let mut index = 0;
         while index < self.dirty.len() {
             let thread = self.dirty[index];
@@ -145,18 +203,22 @@ impl Router {
     fn send_remote(&mut self, signal: &Signal) {
         let Some(remote) = self
             .remote
-            .as_ref()
+            .as_mut()
             .filter(|_| !self.routes.is_local(signal.receiver()))
         else {
             self.unroutable(signal)
         };
         let section = signal.section();
-        if section.is_none() {
-            remote.sink.send(signal, &[]);
+        let encoded = if section.is_none() {
+            remote.push(signal, &[])
         } else {
-            remote.sink.send(signal, &remote.sections.read(section));
-            remote.sections.release(section);
-        }
+            let sections = remote.route.sections.clone();
+            let encoded = remote.push(signal, &sections.read(section));
+            sections.release(section);
+            encoded
+        };
+        // Pooled sections never exceed the wire's limit.
+        debug_assert!(encoded.is_ok(), "{encoded:?}");
     }
 
     #[cold]
@@ -210,17 +272,20 @@ impl Router {
         }
     }
 
-    /// Hands a signal for another node or a client straight to the transport with `bytes`
-    /// as its section, skipping the section pool: the bytes would only be copied in and out.
-    /// Returns the signal back when its receiver is on this node.
+    /// Queues a signal for another node or a client for the transport with `bytes` as its
+    /// section, skipping the section pool: the bytes would only be copied in and out.
+    /// `None` when its receiver is on this node.
     #[inline]
-    pub fn send_remote_with_bytes(&mut self, signal: &Signal, bytes: &[u8]) -> bool {
-        match &self.remote {
+    pub fn send_remote_with_bytes(
+        &mut self,
+        signal: &Signal,
+        bytes: &[u8],
+    ) -> Option<Result<(), WireError>> {
+        match &mut self.remote {
             Some(remote) if !self.routes.is_local(signal.receiver()) => {
-                remote.sink.send(signal, bytes);
-                true
+                Some(remote.push(signal, bytes))
             }
-            _ => false,
+            _ => None,
         }
     }
 
