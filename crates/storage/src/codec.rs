@@ -143,15 +143,19 @@ pub fn write_bytes_value(out: &mut Writer, bytes: &[u8]) {
     out.bytes(bytes);
 }
 
+/// The tags of signed and unsigned integers in a value's byte form.
+pub const INT_TAG: u8 = 1;
+pub const UINT_TAG: u8 = 2;
+
 pub fn write_value(out: &mut Writer, value: &Value) {
     match value {
         Value::Null => out.u8(0),
         Value::Int(n) => {
-            out.u8(1);
+            out.u8(INT_TAG);
             out.u64(*n as u64);
         }
         Value::UInt(n) => {
-            out.u8(2);
+            out.u8(UINT_TAG);
             out.u64(*n);
         }
         Value::Float(x) => {
@@ -190,8 +194,8 @@ pub fn write_value(out: &mut Writer, value: &Value) {
 pub fn read_value(input: &mut Reader) -> Result<Value, CodecError> {
     Ok(match input.u8()? {
         0 => Value::Null,
-        1 => Value::Int(input.u64()? as i64),
-        2 => Value::UInt(input.u64()?),
+        INT_TAG => Value::Int(input.u64()? as i64),
+        UINT_TAG => Value::UInt(input.u64()?),
         3 => Value::Float(f32::from_bits(input.u32()?)),
         4 => Value::Double(f64::from_bits(input.u64()?)),
         5 => {

@@ -11,7 +11,7 @@
 //! All numbers are little-endian. Reading one column never decodes the others: fixed columns
 //! sit at known offsets, and variable column `k` spans `end[k-1]..end[k]` of the bytes.
 
-use crate::codec::{write_bytes_value, write_value, Writer};
+use crate::codec::{write_bytes_value, write_value, Writer, INT_TAG, UINT_TAG};
 use crate::schema::{Column, TableSchema};
 use crate::types::{
     decimal_fits, integer_range, ColumnType, Date, DateTime, Decimal, Value, ValueError,
@@ -243,10 +243,18 @@ impl RowLayout {
             self.places.get(column),
             self.columns.get(column),
         ) {
-            (Some(Place::Variable(k)), Some(_)) if !self.is_null(fixed, column) => {
-                write_bytes_value(out, self.var_slice(var, *k));
-            }
-            (Some(_), Some(_)) => write_value(out, &self.value(fixed, var, column)),
+            (Some(&place), Some(described)) if !self.is_null(fixed, column) => match place {
+                Place::Variable(k) => write_bytes_value(out, self.var_slice(var, k)),
+                // Integers, the commonest columns, go from the slot to the wire without a
+                // `Value` in between.
+                Place::Fixed(offset) => match described.column_type {
+                    ColumnType::Int { signed, bytes } => {
+                        let slot = &fixed[offset..offset + usize::from(bytes)];
+                        write_int(out, slot, signed);
+                    }
+                    other => write_value(out, &read_fixed(other, &fixed[offset..])),
+                },
+            },
             _ => write_value(out, &Value::Null),
         };
         if columns.len() == 0 {
@@ -414,7 +422,19 @@ fn write_fixed(column_type: ColumnType, value: &Value, slot: &mut [u8]) {
     }
 }
 
+/// Writes an integer slot as `codec::write_value` writes the `Value` `read_fixed` makes
+/// of it.
+fn write_int(out: &mut Writer, slot: &[u8], signed: bool) {
+    let negative = signed && slot.last().is_some_and(|&b| b & 0x80 != 0);
+    let mut word = [if negative { 0xFF } else { 0 }; 8];
+    word[..slot.len()].copy_from_slice(slot);
+    out.u8(if signed { INT_TAG } else { UINT_TAG });
+    out.u64(u64::from_le_bytes(word));
+}
+
+/// `slot` may run past the column: only its first `fixed_bytes()` are read.
 fn read_fixed(column_type: ColumnType, slot: &[u8]) -> Value {
+    let slot = &slot[..column_type.fixed_bytes()];
     let le8 = |slot: &[u8], fill: u8| {
         let mut word = [fill; 8];
         word[..slot.len()].copy_from_slice(slot);
