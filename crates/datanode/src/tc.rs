@@ -241,25 +241,10 @@ impl TransactionCoordinator {
                         Shortcut::NotTaken => {}
                     }
                 }
-                if self.transactions.len() >= self.settings.transactions_per_tc_max {
-                    let message = format!(
-                        "the coordinator has {} open transactions, its limit",
-                        self.transactions.len()
-                    );
-                    let failure = Some((ErrorCode::TooManyLocks, request.op_index, message));
-                    let outcome = TransactionOutcome::Aborted;
-                    self.reply(ctx, request.client, request.client_tx, outcome, 0, failure);
-                    return section;
+                match self.open_record(ctx, request) {
+                    Some(id) => id,
+                    None => return section,
                 }
-                let id = self.new_transaction_id();
-                let mut record = self.spare_records.pop().unwrap_or_default();
-                record.client = request.client;
-                record.client_tx = request.client_tx;
-                record.last_activity_ns = ctx.now_ns();
-                self.transactions.insert(id, record);
-                self.by_client.insert(client_key, id);
-                self.start_ticking(ctx);
-                id
             }
         };
         let now = ctx.now_ns();
@@ -289,8 +274,10 @@ impl TransactionCoordinator {
                     let message = format!("no table {}", request.table_id);
                     Some((ErrorCode::NoSuchTable, message))
                 }
-                (Some(table), Some(section)) => match partitions_of(ctx, table, request, section) {
-                    Some(partitions) => {
+                (Some(table), section) => match section.and_then(|section| {
+                    Some((section, partitions_of(ctx, table, request, section)?))
+                }) {
+                    Some((section, partitions)) => {
                         let op_ref = transaction.operations.len() as u32;
                         transaction.operations.push(Operation {
                             op_index: request.op_index,
@@ -325,10 +312,6 @@ impl TransactionCoordinator {
                         "operation without a readable key".to_string(),
                     )),
                 },
-                (Some(_), None) => Some((
-                    ErrorCode::BadRequest,
-                    "operation without a readable key".to_string(),
-                )),
             }
         };
         if let Some((code, message)) = failure {
@@ -340,6 +323,31 @@ impl TransactionCoordinator {
         }
         self.batch_progress(ctx, id);
         section
+    }
+
+    /// Opens a record for the client's new transaction; `None` when the coordinator is at
+    /// its limit, after telling the client so.
+    fn open_record(&mut self, ctx: &mut Context, request: &KeyRequest) -> Option<u64> {
+        if self.transactions.len() >= self.settings.transactions_per_tc_max {
+            let message = format!(
+                "the coordinator has {} open transactions, its limit",
+                self.transactions.len()
+            );
+            let failure = Some((ErrorCode::TooManyLocks, request.op_index, message));
+            let outcome = TransactionOutcome::Aborted;
+            self.reply(ctx, request.client, request.client_tx, outcome, 0, failure);
+            return None;
+        }
+        let id = self.new_transaction_id();
+        let mut record = self.spare_records.pop().unwrap_or_default();
+        record.client = request.client;
+        record.client_tx = request.client_tx;
+        record.last_activity_ns = ctx.now_ns();
+        self.transactions.insert(id, record);
+        self.by_client
+            .insert((request.client, request.client_tx), id);
+        self.start_ticking(ctx);
+        Some(id)
     }
 
     /// A transaction of one committed primary-key read that commits at once needs no

@@ -70,23 +70,31 @@ pub(crate) struct RemoteRoute {
 /// and batch instead of per signal.
 struct RemoteFrames {
     route: RemoteRoute,
+    buffers: NodeBuffers,
+}
+
+struct NodeBuffers {
     /// `[node id]` → wire-form signals waiting for it.
     by_node: Vec<Vec<u8>>,
     /// Nodes with frames waiting, in the order they got their first.
     waiting: Vec<NodeId>,
 }
 
-impl RemoteFrames {
-    fn new(route: RemoteRoute) -> Self {
+impl NodeBuffers {
+    fn new() -> Self {
         Self {
-            route,
             by_node: vec![Vec::new(); usize::from(u8::MAX) + 1],
             waiting: Vec::new(),
         }
     }
 
     #[inline]
-    fn push(&mut self, signal: &Signal, section: &[u8]) -> Result<(), WireError> {
+    fn push(
+        &mut self,
+        sink: &dyn RemoteSink,
+        signal: &Signal,
+        section: &[u8],
+    ) -> Result<(), WireError> {
         let node = signal.receiver().node();
         let frames = &mut self.by_node[usize::from(node.0)];
         if frames.is_empty() {
@@ -94,17 +102,17 @@ impl RemoteFrames {
         }
         wire::encode(signal, section, frames)?;
         if frames.len() >= REMOTE_FRAMES_BYTES_MAX {
-            self.route.sink.send(node, frames);
+            sink.send(node, frames);
             frames.clear();
         }
         Ok(())
     }
 
-    fn flush(&mut self) {
+    fn flush(&mut self, sink: &dyn RemoteSink) {
         for node in self.waiting.drain(..) {
             let frames = &mut self.by_node[usize::from(node.0)];
             if !frames.is_empty() {
-                self.route.sink.send(node, frames);
+                sink.send(node, frames);
                 frames.clear();
             }
             if frames.capacity() > REMOTE_FRAMES_BYTES_MAX {
@@ -147,7 +155,10 @@ impl Router {
             .collect();
         Self {
             own_thread,
-            remote: remote.map(RemoteFrames::new),
+            remote: remote.map(|route| RemoteFrames {
+                route,
+                buffers: NodeBuffers::new(),
+            }),
             routes,
             destinations,
             overflow_total: 0,
@@ -162,7 +173,7 @@ impl Router {
     /// hands what was sent to other nodes to the transport.
     pub fn flush(&mut self, wake: &[Wake]) {
         if let Some(remote) = &mut self.remote {
-            remote.flush();
+            remote.buffers.flush(&*remote.route.sink);
         }
         let mut index = 0;
         while index < self.dirty.len() {
@@ -208,13 +219,13 @@ impl Router {
         else {
             self.unroutable(signal)
         };
+        let (route, buffers) = (&remote.route, &mut remote.buffers);
         let section = signal.section();
         let encoded = if section.is_none() {
-            remote.push(signal, &[])
+            buffers.push(&*route.sink, signal, &[])
         } else {
-            let sections = remote.route.sections.clone();
-            let encoded = remote.push(signal, &sections.read(section));
-            sections.release(section);
+            let encoded = buffers.push(&*route.sink, signal, &route.sections.read(section));
+            route.sections.release(section);
             encoded
         };
         // Pooled sections never exceed the wire's limit.
@@ -283,7 +294,7 @@ impl Router {
     ) -> Option<Result<(), WireError>> {
         match &mut self.remote {
             Some(remote) if !self.routes.is_local(signal.receiver()) => {
-                Some(remote.push(signal, bytes))
+                Some(remote.buffers.push(&*remote.route.sink, signal, bytes))
             }
             _ => None,
         }
