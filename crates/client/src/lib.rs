@@ -184,16 +184,15 @@ impl Client {
         for index in &indexes {
             index.validate(&schema).map_err(usage)?;
         }
-        let definition = TableDefinitionBody {
-            schema,
-            indexes: (1..).zip(indexes).collect(),
-        };
+        let definition = TableDefinitionBody::new(schema, (1..).zip(indexes).collect());
         let mut body = Vec::new();
         definition.encode(&mut body);
         let (id, schema_version) = self.change_schema(&body, |request_id, client| {
             CreateTableRequest { request_id, client }
         })?;
-        let TableDefinitionBody { schema, indexes } = definition;
+        let TableDefinitionBody {
+            schema, indexes, ..
+        } = definition;
         Ok(Table {
             id,
             schema_version,

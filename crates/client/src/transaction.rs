@@ -3,7 +3,6 @@
 use kista_datanode::protocol::*;
 use kista_signal::TypedSignal;
 use kista_storage::codec::CodecError;
-use kista_storage::partition::index_key_of_values;
 use kista_storage::schema::IndexKind;
 use kista_storage::types::Value;
 
@@ -116,7 +115,9 @@ impl<'c> Transaction<'c> {
     }
 
     /// Reads the row whose key in the unique index `index` is `key` (one value per index
-    /// column); `columns` projects (empty: every column).
+    /// column, none NULL); `columns` projects (empty: every column). The index entry is read
+    /// under a shared lock held until the transaction ends, whatever `lock` asks of the row
+    /// (docs/datanode.md, "Unique indexes").
     pub fn read_unique(
         &mut self,
         table: &Table,
@@ -135,7 +136,10 @@ impl<'c> Transaction<'c> {
                 schema.columns.len()
             )));
         }
-        let encoded_key = index_key_of_values(&table.layout, schema, key)
+        let mut encoded_key = Vec::new();
+        table
+            .layout
+            .key_of_values(&schema.columns, key, &mut encoded_key)
             .map_err(|e| ClientError::Usage(e.to_string()))?;
         self.push_encoded(
             OperationKind::Read,

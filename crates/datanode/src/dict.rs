@@ -4,6 +4,9 @@
 //!
 //! Every change bumps the table's schema version. Operations carry the version their
 //! client knows; a data manager refuses an old one (error 241), as NDB does.
+//!
+//! Each unique index gets an *index table* (`IndexSchema::index_table`), published before
+//! the table that uses it and dropped with it. Clients never see index tables.
 
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
@@ -11,7 +14,7 @@ use std::sync::Arc;
 use kista_runtime::{Block, Context};
 use kista_signal::{BlockAddress, Signal, TypedSignal};
 use kista_storage::codec::{read_index_schema, Reader};
-use kista_storage::schema::IndexSchema;
+use kista_storage::schema::{IndexKind, IndexSchema, TableSchema};
 
 use crate::node::NodeSettings;
 use crate::protocol::*;
@@ -26,6 +29,8 @@ struct DictTable {
     version: u32,
     definition: TableDefinitionBody,
     next_index_id: u32,
+    /// For an index table: the table whose unique index it holds.
+    index_of: Option<u32>,
 }
 
 /// What to tell the client once every instance has applied a change.
@@ -44,8 +49,11 @@ struct SchemaChange {
     table_id: u32,
     acks_left: usize,
     failure: Option<u32>,
-    /// The definition before the change, put back if an instance cannot apply it.
-    previous: Option<TableDefinitionBody>,
+    /// The definition and version before the change, put back if an instance cannot apply
+    /// it. (No client learned the new version, so none carries it.)
+    previous: Option<(TableDefinitionBody, u32)>,
+    /// Index tables made for the change, dropped again if it fails.
+    new_index_tables: Vec<u32>,
 }
 
 pub struct Dictionary {
@@ -127,6 +135,7 @@ impl Dictionary {
         if self
             .tables
             .values()
+            .filter(|t| t.index_of.is_none())
             .any(|t| t.definition.schema.name.eq_ignore_ascii_case(name))
         {
             return refuse(
@@ -162,12 +171,24 @@ impl Dictionary {
         let table_id = self.next_table_id;
         self.next_table_id += 1;
         let next_index_id = definition.indexes.len() as u32 + 1;
+        definition.index_tables.clear();
+        let unique: Vec<(u32, IndexSchema)> = definition
+            .indexes
+            .iter()
+            .filter(|(_, index)| index.kind == IndexKind::Unique)
+            .cloned()
+            .collect();
+        for (index_id, index) in unique {
+            let index_table = self.create_index_table(ctx, table_id, &definition.schema, &index);
+            definition.index_tables.push((index_id, index_table));
+        }
         self.tables.insert(
             table_id,
             DictTable {
                 version: 1,
                 definition,
                 next_index_id,
+                index_of: None,
             },
         );
         let reply = Reply::TableCreated {
@@ -182,6 +203,38 @@ impl Dictionary {
             Some(reply),
             None,
         );
+    }
+
+    /// Creates and publishes the table holding a unique index's entries; returns its id.
+    /// Instances apply it before the table that names it, which is published after it.
+    fn create_index_table(
+        &mut self,
+        ctx: &mut Context,
+        table_id: u32,
+        schema: &TableSchema,
+        index: &IndexSchema,
+    ) -> u32 {
+        let index_table = self.next_table_id;
+        self.next_table_id += 1;
+        let definition = TableDefinitionBody::new(index.index_table(schema), Vec::new());
+        self.tables.insert(
+            index_table,
+            DictTable {
+                version: 1,
+                definition,
+                next_index_id: 1,
+                index_of: Some(table_id),
+            },
+        );
+        self.publish(ctx, BlockAddress::from_word(0), 0, index_table, None, None);
+        index_table
+    }
+
+    /// A table a client may name (index tables are the dictionary's own).
+    fn client_table(&mut self, table_id: u32) -> Option<&mut DictTable> {
+        self.tables
+            .get_mut(&table_id)
+            .filter(|table| table.index_of.is_none())
     }
 
     fn create_index(&mut self, ctx: &mut Context, request: CreateIndexRequest) {
@@ -210,7 +263,7 @@ impl Dictionary {
                 )
             }
         };
-        let Some(table) = self.tables.get_mut(&request.table_id) else {
+        let Some(table) = self.client_table(request.table_id) else {
             return self.no_such_table(ctx, request.client, request.request_id, request.table_id);
         };
         let checked = validate_index(&table.definition.schema, &index).and_then(|()| {
@@ -236,11 +289,21 @@ impl Dictionary {
                 &message,
             );
         }
-        let previous = table.definition.clone();
+        let previous = (table.definition.clone(), table.version);
         let index_id = table.next_index_id;
         table.next_index_id += 1;
+        let schema = table.definition.schema.clone();
+        let index_table = (index.kind == IndexKind::Unique)
+            .then(|| self.create_index_table(ctx, request.table_id, &schema, &index));
+        let Some(table) = self.tables.get_mut(&request.table_id) else {
+            return;
+        };
         table.version += 1;
         table.definition.indexes.push((index_id, index));
+        table
+            .definition
+            .index_tables
+            .extend(index_table.map(|t| (index_id, t)));
         let reply = Reply::IndexCreated {
             index_id,
             version: table.version,
@@ -253,11 +316,23 @@ impl Dictionary {
             Some(reply),
             Some(previous),
         );
+        if let Some(change) = self.changes.get_mut(&(self.next_change - 1)) {
+            change.new_index_tables.extend(index_table);
+        }
     }
 
     fn drop_table(&mut self, ctx: &mut Context, request: DropTableRequest) {
-        if !self.tables.contains_key(&request.table_id) {
+        let Some(table) = self.client_table(request.table_id) else {
             return self.no_such_table(ctx, request.client, request.request_id, request.table_id);
+        };
+        let index_tables: Vec<u32> = table
+            .definition
+            .index_tables
+            .iter()
+            .map(|&(_, index_table)| index_table)
+            .collect();
+        for index_table in index_tables {
+            self.drop_index_table(ctx, index_table);
         }
         self.publish(
             ctx,
@@ -269,6 +344,15 @@ impl Dictionary {
         );
     }
 
+    /// Drops an index table; nobody waits for it (its table's change answers the client).
+    fn drop_index_table(&mut self, ctx: &mut Context, index_table: u32) {
+        let drop = Some(Reply::TableDropped);
+        self.publish(ctx, BlockAddress::from_word(0), 0, index_table, drop, None);
+        if let Some(change) = self.changes.get_mut(&(self.next_change - 1)) {
+            change.reply = None;
+        }
+    }
+
     /// Sends the table's current definition (or its drop) to every `ldm` and `tc` instance
     /// and remembers to answer the client when all have applied it.
     fn publish(
@@ -278,7 +362,7 @@ impl Dictionary {
         client_request: u64,
         table_id: u32,
         reply: Option<Reply>,
-        previous: Option<TableDefinitionBody>,
+        previous: Option<(TableDefinitionBody, u32)>,
     ) {
         let change_id = self.next_change;
         self.next_change += 1;
@@ -322,6 +406,7 @@ impl Dictionary {
                 failure: None,
                 reply,
                 previous,
+                new_index_tables: Vec::new(),
             },
         );
     }
@@ -344,15 +429,24 @@ impl Dictionary {
             return;
         };
         if let Some(code) = change.failure {
-            if let (Some(previous), Some(table)) =
+            if let (Some((definition, version)), Some(table)) =
                 (change.previous, self.tables.get_mut(&change.table_id))
             {
-                table.definition = previous;
-                table.version += 1;
+                table.definition = definition;
+                table.version = version;
                 self.publish(ctx, change.client, 0, change.table_id, None, None);
             }
+            for index_table in change.new_index_tables {
+                self.drop_index_table(ctx, index_table);
+            }
             let code = ErrorCode::from_u32(code).unwrap_or(ErrorCode::BadSchema);
-            let message = format!("a data manager could not apply the change ({code:?})");
+            let message = match code {
+                ErrorCode::UniqueIndexNeedsEmptyTable => "a unique index can be added only \
+                    while no row has a key in it (filling it from existing rows is not \
+                    supported yet); create it with the table"
+                    .to_string(),
+                _ => format!("a data manager could not apply the change ({code:?})"),
+            };
             return self.refuse(ctx, change.client, change.client_request, code, &message);
         }
         let client = change.client;
@@ -377,10 +471,7 @@ impl Dictionary {
     }
 }
 
-fn validate_index(
-    schema: &kista_storage::schema::TableSchema,
-    index: &IndexSchema,
-) -> Result<(), String> {
+fn validate_index(schema: &TableSchema, index: &IndexSchema) -> Result<(), String> {
     index.validate(schema).map_err(|error| error.to_string())
 }
 

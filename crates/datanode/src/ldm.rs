@@ -17,7 +17,7 @@ use kista_signal::{SectionHandle, Signal, TypedSignal};
 use kista_storage::locks::{LockMode, TransactionId};
 use kista_storage::memory::DataMemory;
 use kista_storage::partition::{
-    Granted, IndexId, OperationError, Outcome, Partition, PartitionLimits,
+    Granted, IndexId, OperationError, Outcome, Partition, PartitionLimits, UniqueChange,
 };
 use kista_storage::row::RowLayout;
 use kista_storage::row_store::RowId;
@@ -27,9 +27,9 @@ use crate::fragment_scan::FragmentScans;
 use crate::node::NodeSettings;
 use crate::protocol::*;
 use crate::query::body_error;
-use crate::read::{lookup_of, project, read_committed_row, send_row, with_section_copy};
+use crate::read::{project, read_committed_row, send_row, with_section_copy};
 use crate::registry::{PartitionRegistry, SharedPartition};
-use crate::{error_code_of, refuse_prepare};
+use crate::{error_code_of, refuse_prepare, send_with_bytes};
 
 struct LdmTable {
     schema_version: u32,
@@ -63,6 +63,10 @@ pub struct LocalDataManager {
     transactions: FxHashMap<u64, LdmTransaction>,
     next_wait_id: u32,
     scans: FragmentScans,
+    /// How the write that just ran changed its row's unique keys, for the coordinator.
+    unique_changes: Vec<UniqueChange>,
+    /// The encoded `IndexUpkeepBody` (kept for its capacity).
+    upkeep_bytes: Vec<u8>,
 }
 
 fn lock_partition(partition: &RwLock<Partition>) -> RwLockWriteGuard<'_, Partition> {
@@ -86,6 +90,8 @@ impl LocalDataManager {
             tables: FxHashMap::default(),
             transactions: FxHashMap::default(),
             next_wait_id: 0,
+            unique_changes: Vec::new(),
+            upkeep_bytes: Vec::new(),
         }
     }
 
@@ -223,7 +229,9 @@ impl LocalDataManager {
         }
     }
 
-    /// The operation ran here: pass it along the chain, or report to the coordinator.
+    /// The operation ran here: pass it along the chain, or report to the coordinator, with
+    /// the index-table operations a write needs (every replica computes the same ones; the
+    /// last reports them).
     fn prepared(&mut self, ctx: &mut Context, prepare: &Prepare, read_rows: u32) {
         match prepare.chain.next() {
             Some(chain) => {
@@ -237,9 +245,17 @@ impl LocalDataManager {
                     op_ref: prepare.op_ref,
                     read_rows,
                 };
-                ctx.send_typed(prepare.tc, &conf);
+                if self.unique_changes.is_empty() {
+                    ctx.send_typed(prepare.tc, &conf);
+                } else {
+                    self.upkeep_bytes.clear();
+                    IndexUpkeepBody::encode(&self.unique_changes, &mut self.upkeep_bytes);
+                    let signal = conf.to_signal(prepare.tc, ctx.address());
+                    send_with_bytes(ctx, signal, &self.upkeep_bytes);
+                }
             }
         }
+        self.unique_changes.clear();
     }
 
     fn park(
@@ -321,7 +337,7 @@ impl LocalDataManager {
             return Ok(Outcome::Done(rows));
         }
         let body = KeyBody::decode(&ctx.held_section(section)).map_err(body_error)?;
-        let lookup = lookup_of(prepare.index_id, &body.key);
+        let key = body.key.as_slice();
         let tx = TransactionId(prepare.transaction);
         let mut partition = lock_partition(partition);
         let described = |error: OperationError| (error_code_of(&error), error.to_string());
@@ -332,17 +348,19 @@ impl LocalDataManager {
                     LockKind::Shared => LockMode::Shared,
                     LockKind::Exclusive => LockMode::Exclusive,
                 };
-                match partition.read_locked(tx, lookup, mode).map_err(described)? {
-                    Outcome::Waiting(anchor) => Outcome::Waiting(anchor),
-                    Outcome::Done(None) => Outcome::Done(0),
-                    Outcome::Done(Some(version)) => {
-                        let (fixed, var) = partition.version(version);
-                        let values = project(&layout, fixed, var, &body.columns);
-                        drop(partition);
-                        send_row(ctx, prepare, &values)?;
-                        Outcome::Done(1)
-                    }
-                }
+                return Ok(
+                    match partition.read_locked(tx, key, mode).map_err(described)? {
+                        Outcome::Waiting(anchor) => Outcome::Waiting(anchor),
+                        Outcome::Done(None) => Outcome::Done(0),
+                        Outcome::Done(Some(version)) => {
+                            let (fixed, var) = partition.version(version);
+                            let values = project(&layout, fixed, var, &body.columns);
+                            drop(partition);
+                            send_row(ctx, prepare, &values)?;
+                            Outcome::Done(1)
+                        }
+                    },
+                );
             }
             OperationKind::Insert => {
                 done_or_wait(partition.insert(tx, &body.values).map_err(described)?)
@@ -350,7 +368,7 @@ impl LocalDataManager {
             OperationKind::Write => {
                 done_or_wait(partition.write(tx, &body.values).map_err(described)?)
             }
-            OperationKind::Delete => done_or_wait(partition.delete(tx, lookup).map_err(described)?),
+            OperationKind::Delete => done_or_wait(partition.delete(tx, key).map_err(described)?),
             OperationKind::Update => {
                 if body.columns.len() != body.values.len() {
                     return Err((
@@ -364,9 +382,11 @@ impl LocalDataManager {
                     .map(|&c| usize::from(c))
                     .zip(body.values.iter().cloned())
                     .collect();
-                done_or_wait(partition.update(tx, lookup, &changes).map_err(described)?)
+                done_or_wait(partition.update(tx, key, &changes).map_err(described)?)
             }
         };
+        // Empty unless the write finished and changed a unique key.
+        self.unique_changes = partition.take_unique_changes();
         Ok(outcome)
     }
 

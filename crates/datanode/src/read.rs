@@ -8,13 +8,13 @@ use kista_signal::{SectionHandle, TypedSignal};
 use std::sync::RwLock;
 
 use kista_storage::codec::Writer;
-use kista_storage::partition::{IndexId, Lookup, Partition};
+use kista_storage::partition::Partition;
 use kista_storage::row::RowLayout;
 use kista_storage::types::Value;
 
-use crate::protocol::{ErrorCode, KeyBodyRef, Prepare, ReadResult, RowBody, PRIMARY_KEY};
+use crate::protocol::{ErrorCode, KeyBodyRef, Prepare, ReadResult, RowBody};
 use crate::registry::read_partition;
-use crate::{error_code_of, send_with_bytes};
+use crate::send_with_bytes;
 
 /// Reads the row `body.key` names, and sends its projected columns to the client. Returns
 /// how many rows were sent (0 when there is no such row).
@@ -28,12 +28,8 @@ pub(crate) fn read_committed_row(
         row.clear();
         let found = {
             let partition = read_partition(partition);
-            let lookup = lookup_of(prepare.index_id, body.key);
-            let found = partition
-                .read_committed(lookup)
-                .map_err(|error| (error_code_of(&error), error.to_string()))?;
             // Encoded while the partition's shared lock is held, sent after it is released.
-            found.map(|(fixed, var)| {
+            partition.read_committed(body.key).map(|(fixed, var)| {
                 let writer = &mut Writer(row);
                 partition
                     .layout()
@@ -101,14 +97,6 @@ thread_local! {
     /// Where reads encode rows before they are copied into a section; keeps the capacity of
     /// the largest row it has seen, so no read allocates for its row.
     static ROW_SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-pub(crate) fn lookup_of(index_id: u32, key: &[u8]) -> Lookup<'_> {
-    if index_id == PRIMARY_KEY {
-        Lookup::Primary(key)
-    } else {
-        Lookup::Unique(IndexId(index_id), key)
-    }
 }
 
 /// The values of the projected columns (all when `columns` is empty); unknown columns read

@@ -6,9 +6,12 @@
 //! transaction; a read that finds nothing is not a failure (the client sees no row). A
 //! transaction idle for longer than the inactivity timeout while waiting for its client is
 //! aborted, and the client is told so with error 237.
+//!
+//! Unique indexes live in index tables (see `protocol`): the coordinator runs the
+//! index-table operations a write reports as operations of the same transaction
+//! ([`Role::IndexUpkeep`]), and a unique read in two steps ([`Role::UniqueLookup`]).
 
 use rustc_hash::FxHashMap;
-use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,8 +28,10 @@ use crate::router::{ReadPlace, ReadRouter};
 use crate::{send_sharing_section, send_with_bytes};
 
 mod scans;
+mod unique;
 
 use scans::Scan;
+use unique::{UniqueIndexRoute, UniqueLookup};
 
 /// How often the coordinator looks for idle transactions while it has any.
 const INACTIVITY_CHECK_MS: u64 = 100;
@@ -54,13 +59,23 @@ enum Phase {
 }
 
 struct Operation {
+    /// The client's number for the operation (for upkeep, the write that caused it).
     op_index: u32,
-    /// Answers still expected (more than one when a unique-index operation asks every
-    /// partition).
-    answers_left: u32,
-    /// For fanned-out operations: whether some partition found the row.
-    found: bool,
-    kind: OperationKind,
+    table_id: u32,
+    /// Sent, not yet answered.
+    running: bool,
+    role: Role,
+}
+
+enum Role {
+    /// An operation as the client sent it.
+    Client,
+    /// A unique read's first step: the index table's entry, read under a shared lock so the
+    /// key cannot move to another row before the row itself is read. The entry's row comes
+    /// back here as a `ReadResult`; then the operation reads the row as the client asked.
+    UniqueLookup(Box<UniqueLookup>),
+    /// An index-table operation a client's write needs.
+    IndexUpkeep { table_id: u32, index_id: u32 },
 }
 
 #[derive(Default)]
@@ -97,10 +112,14 @@ impl Transaction {
     }
 }
 
-/// What a coordinator knows of a table: where its partitions are. (Schema versions are
-/// checked by the data managers, which hold the data they describe.)
+/// What a coordinator knows of a table: where its partitions are, and its unique indexes'
+/// tables. (Schema versions are checked by the data managers, which hold the data they
+/// describe; the coordinator needs them only for operations it makes itself.)
 struct TcTable {
     map: PartitionMap,
+    name: String,
+    schema_version: u32,
+    unique: Vec<UniqueIndexRoute>,
 }
 
 pub struct TransactionCoordinator {
@@ -119,8 +138,6 @@ pub struct TransactionCoordinator {
     ticking: bool,
     /// Records of ended transactions, ready for new ones.
     spare_records: Vec<Transaction>,
-    /// Answers of reads run here while an operation is sent (kept for its capacity).
-    answered_here: Vec<Result<u32, (ErrorCode, String)>>,
     /// The replicas a commit or abort goes to (kept for its capacity).
     replicas: Vec<BlockAddress>,
 }
@@ -146,7 +163,6 @@ impl TransactionCoordinator {
             next_scan: 1,
             ticking: false,
             spare_records: Vec::new(),
-            answered_here: Vec::new(),
             replicas: Vec::new(),
         }
     }
@@ -157,20 +173,47 @@ impl TransactionCoordinator {
     }
 
     fn define_table(&mut self, ctx: &mut Context, definition: TableDefinition) {
-        if definition.dropped != 0 {
-            self.tables.remove(&definition.table_id);
-        } else {
-            let map = PartitionMap::single_node(
-                definition.partitions,
-                self.settings.node,
-                self.settings.ldm_instances,
-            );
-            self.tables.insert(definition.table_id, TcTable { map });
-        }
+        let body = ctx
+            .section()
+            .map(|bytes| TableDefinitionBody::decode(&bytes));
+        let code = match body {
+            _ if definition.dropped != 0 => {
+                self.tables.remove(&definition.table_id);
+                0
+            }
+            Some(Ok(body)) => {
+                let map = PartitionMap::single_node(
+                    definition.partitions,
+                    self.settings.node,
+                    self.settings.ldm_instances,
+                );
+                let unique = body
+                    .indexes
+                    .iter()
+                    .filter_map(|(index_id, index)| {
+                        Some(UniqueIndexRoute {
+                            index_id: *index_id,
+                            name: index.name.clone(),
+                            key_columns: index.columns.len() as u16,
+                            index_table: body.index_table(*index_id)?,
+                        })
+                    })
+                    .collect();
+                let table = TcTable {
+                    map,
+                    name: body.schema.name,
+                    schema_version: definition.schema_version,
+                    unique,
+                };
+                self.tables.insert(definition.table_id, table);
+                0
+            }
+            _ => ErrorCode::BadRequest as u32,
+        };
         let conf = TableDefinitionConf {
             request_id: definition.request_id,
             table_id: definition.table_id,
-            code: 0,
+            code,
         };
         ctx.send_typed(self.settings.dict_address(), &conf);
     }
@@ -265,6 +308,12 @@ impl TransactionCoordinator {
         if request.execute != ExecuteMode::More {
             transaction.batch_end = Some(request.execute);
         }
+        if request.index_id != PRIMARY_KEY && transaction.operations.len() < operations_max {
+            if let Some(section) = section {
+                self.start_unique_read(ctx, id, request, section);
+                return None;
+            }
+        }
         let failure = if transaction.operations.len() >= operations_max {
             let message = format!("a transaction may have {operations_max} operations");
             Some((ErrorCode::TooManyLocks, message))
@@ -274,19 +323,18 @@ impl TransactionCoordinator {
                     let message = format!("no table {}", request.table_id);
                     Some((ErrorCode::NoSuchTable, message))
                 }
-                (Some(table), section) => match section.and_then(|section| {
-                    Some((section, partitions_of(ctx, table, request, section)?))
-                }) {
-                    Some((section, partitions)) => {
+                (Some(table), section) => match section
+                    .and_then(|section| Some((section, partition_of(ctx, table, section)?)))
+                {
+                    Some((section, partition)) => {
                         let op_ref = transaction.operations.len() as u32;
                         transaction.operations.push(Operation {
                             op_index: request.op_index,
-                            answers_left: partitions.len() as u32,
-                            found: false,
-                            kind: request.kind,
+                            table_id: request.table_id,
+                            running: true,
+                            role: Role::Client,
                         });
                         transaction.outstanding += 1;
-                        let mut answered_here = std::mem::take(&mut self.answered_here);
                         let target = Target {
                             table,
                             router: &mut self.router,
@@ -297,14 +345,13 @@ impl TransactionCoordinator {
                             id,
                             op_ref,
                             request,
-                            partitions,
+                            partition,
                             section,
                         };
-                        send_prepares(ctx, prepares, target, transaction, &mut answered_here);
-                        for answer in answered_here.drain(..) {
+                        let answered_here = send_prepares(ctx, prepares, target, transaction);
+                        if let Some(answer) = answered_here {
                             self.prepare_answered(ctx, id, op_ref, answer);
                         }
-                        self.answered_here = answered_here;
                         return None;
                     }
                     None => Some((
@@ -315,14 +362,65 @@ impl TransactionCoordinator {
             }
         };
         if let Some((code, message)) = failure {
-            if let Some(transaction) = self.transactions.get_mut(&id) {
-                transaction
-                    .failure
-                    .get_or_insert((code, request.op_index, message));
-            }
+            self.fail(id, code, request.op_index, message);
         }
         self.batch_progress(ctx, id);
         section
+    }
+
+    /// Records a transaction's first failure; it aborts when its batch ends.
+    fn fail(&mut self, id: u64, code: ErrorCode, op_index: u32, message: String) {
+        if let Some(transaction) = self.transactions.get_mut(&id) {
+            transaction.failure.get_or_insert((code, op_index, message));
+        }
+    }
+
+    /// Sends an operation the coordinator made itself (an index-table operation, or a
+    /// unique read's steps) to the primary replica of its partition, recording the
+    /// partition as a participant unless it is a committed read.
+    fn send_internal(
+        &mut self,
+        ctx: &mut Context,
+        id: u64,
+        op_ref: u32,
+        target: Internal,
+        body: &[u8],
+    ) {
+        let here = ctx.address();
+        let located = self.tables.get(&target.table_id).and_then(|table| {
+            let key = KeyBodyRef::parse(body).ok()?.key;
+            let partition = table.map.partition_of(key);
+            Some((table.schema_version, partition, table.map.chain(partition)))
+        });
+        let Some((schema_version, partition, chain)) = located else {
+            let message = format!("no table {} (an index table)", target.table_id);
+            return self.prepare_answered(ctx, id, op_ref, Err((ErrorCode::NoSuchTable, message)));
+        };
+        let Some(transaction) = self.transactions.get_mut(&id) else {
+            return;
+        };
+        let prepare = Prepare {
+            tc: here,
+            transaction: id,
+            op_ref,
+            table_id: target.table_id,
+            schema_version: target.schema_version.unwrap_or(schema_version),
+            partition,
+            kind: target.kind,
+            lock: target.lock,
+            client: target.client,
+            client_tx: if target.client == here {
+                id
+            } else {
+                transaction.client_tx
+            },
+            op_index: target.op_index,
+            chain,
+        };
+        if !(target.kind == OperationKind::Read && target.lock == LockKind::Committed) {
+            note_participant(transaction, target.table_id, partition, chain);
+        }
+        send_with_bytes(ctx, prepare.to_signal(chain.current(), here), body);
     }
 
     /// Opens a record for the client's new transaction; `None` when the coordinator is at
@@ -411,29 +509,34 @@ impl TransactionCoordinator {
         let Some(operation) = transaction.operations.get_mut(op_ref as usize) else {
             return;
         };
-        if operation.answers_left == 0 {
+        if !operation.running {
             return;
         }
         transaction.last_activity_ns = now;
-        operation.answers_left -= 1;
-        // A unique-key operation asks every partition; one not finding the row is no failure
-        // while another has found it or may still.
-        let found_elsewhere = operation.answers_left > 0 || operation.found;
-        match result {
-            Ok(read_rows) => {
-                transaction.reads += read_rows;
-                operation.found |= read_rows > 0 || operation.kind != OperationKind::Read;
+        match (&mut operation.role, result) {
+            (Role::UniqueLookup(lookup), Ok(rows)) => {
+                lookup.answered = Some(rows > 0);
+                return self.unique_step(ctx, transaction_id, op_ref);
             }
-            Err((ErrorCode::NotFound, _)) if found_elsewhere => {}
-            Err((code, message)) => {
+            (_, Ok(read_rows)) => transaction.reads += read_rows,
+            (Role::IndexUpkeep { table_id, index_id }, Err((ErrorCode::Duplicate, _))) => {
+                let names = self.tables.get(table_id).and_then(|table| {
+                    let route = table.unique.iter().find(|r| r.index_id == *index_id)?;
+                    Some((table.name.as_str(), route.name.as_str()))
+                });
+                let (table, index) = names.unwrap_or(("?", "?"));
+                let message = format!("duplicate key in unique index `{index}` of table `{table}`");
+                let failure = (ErrorCode::Duplicate, operation.op_index, message);
+                transaction.failure.get_or_insert(failure);
+            }
+            (_, Err((code, message))) => {
                 transaction
                     .failure
                     .get_or_insert((code, operation.op_index, message));
             }
         }
-        if operation.answers_left == 0 {
-            transaction.outstanding -= 1;
-        }
+        operation.running = false;
+        transaction.outstanding -= 1;
         self.batch_progress(ctx, transaction_id);
     }
 
@@ -728,31 +831,33 @@ struct Target<'a> {
     first_place: Option<ReadPlace>,
 }
 
-/// One operation to send to the replicas of its partitions.
+/// One client operation to send to the replicas of its partition.
 struct Prepares<'a> {
     id: u64,
     op_ref: u32,
     request: &'a KeyRequest,
-    partitions: Range<u32>,
+    partition: u32,
     section: SectionHandle,
 }
 
-/// The partitions a request's key leads to: its own for a primary key, all of them for a
-/// unique index (hashed by the primary key, the row may be in any). `None` when the body
-/// has no readable key.
-fn partitions_of(
-    ctx: &Context,
-    table: &TcTable,
-    request: &KeyRequest,
-    section: SectionHandle,
-) -> Option<Range<u32>> {
-    if request.index_id != PRIMARY_KEY {
-        return Some(0..table.map.partitions());
-    }
+/// An operation the coordinator makes itself, for [`TransactionCoordinator::send_internal`].
+struct Internal {
+    table_id: u32,
+    kind: OperationKind,
+    lock: LockKind,
+    /// Where a read's row goes: the client, or this coordinator (a unique read's entry).
+    client: BlockAddress,
+    op_index: u32,
+    /// The version to check; `None`: the one this coordinator knows (index tables).
+    schema_version: Option<u32>,
+}
+
+/// The partition a request's primary key leads to; `None` when the body has no readable
+/// key.
+fn partition_of(ctx: &Context, table: &TcTable, section: SectionHandle) -> Option<u32> {
     let bytes = ctx.held_section(section);
     let key = KeyBodyRef::parse(&bytes).ok()?.key;
-    let partition = table.map.partition_of(key);
-    Some(partition..partition + 1)
+    Some(table.map.partition_of(key))
 }
 
 fn is_single_committed_read(request: &KeyRequest) -> bool {
@@ -779,7 +884,6 @@ fn prepare_of(
         partition,
         kind: request.kind,
         lock: request.lock,
-        index_id: request.index_id,
         client: request.client,
         client_tx: request.client_tx,
         op_index: request.op_index,
@@ -787,64 +891,66 @@ fn prepare_of(
     }
 }
 
-/// Sends an operation to the primary replica of each partition (several for a unique-index
-/// operation), or for a committed read wherever the router places it, recording the
-/// partitions that may now hold locks or changes. The answers of the reads the router
-/// placed here, which run at once, go to `answered_here`.
+/// Records that a partition may hold the transaction's locks or changes.
+fn note_participant(
+    transaction: &mut Transaction,
+    table_id: u32,
+    partition: u32,
+    chain: ReplicaChain,
+) {
+    let known = transaction
+        .participants
+        .iter()
+        .any(|&(t, p, _)| t == table_id && p == partition);
+    if !known {
+        transaction.participants.push((table_id, partition, chain));
+    }
+}
+
+/// Sends a client's operation to the primary replica of its partition, or for a committed
+/// read wherever the router places it, recording the partition if it may now hold locks
+/// or changes. A read the router placed here runs at once: its answer is returned.
 fn send_prepares(
     ctx: &mut Context,
     prepares: Prepares,
     mut target: Target,
     transaction: &mut Transaction,
-    answered_here: &mut Vec<Result<u32, (ErrorCode, String)>>,
-) {
+) -> Option<Result<u32, (ErrorCode, String)>> {
     let here = ctx.address();
     let request = prepares.request;
     let committed_read = request.kind == OperationKind::Read && request.lock == LockKind::Committed;
-    let last_partition = prepares.partitions.end - 1;
-    for partition in prepares.partitions {
-        let chain = target.table.map.chain(partition);
-        let prepare = prepare_of(
-            request,
-            here,
-            prepares.id,
-            prepares.op_ref,
-            partition,
-            chain,
-        );
-        let place = if committed_read {
-            target
-                .first_place
-                .take()
-                .unwrap_or_else(|| target.router.place_read(chain.current(), here))
-        } else {
-            ReadPlace::Executor(chain.current())
-        };
-        let last = partition == last_partition;
-        match place {
-            ReadPlace::Here => {
-                answered_here.push(with_section_copy(ctx, prepares.section, |ctx, bytes| {
-                    let body = KeyBodyRef::parse(bytes).map_err(body_error)?;
-                    read_shared(ctx, target.registry, &prepare, &body)
-                }));
-                if last {
-                    ctx.release_section(prepares.section);
-                }
-            }
-            ReadPlace::Executor(executor) => {
-                let signal = prepare.to_signal(executor, here);
-                send_sharing_section(ctx, signal, prepares.section, last);
-            }
+    let partition = prepares.partition;
+    let chain = target.table.map.chain(partition);
+    let prepare = prepare_of(
+        request,
+        here,
+        prepares.id,
+        prepares.op_ref,
+        partition,
+        chain,
+    );
+    let place = if committed_read {
+        target
+            .first_place
+            .take()
+            .unwrap_or_else(|| target.router.place_read(chain.current(), here))
+    } else {
+        note_participant(transaction, request.table_id, partition, chain);
+        ReadPlace::Executor(chain.current())
+    };
+    match place {
+        ReadPlace::Here => {
+            let answer = with_section_copy(ctx, prepares.section, |ctx, bytes| {
+                let body = KeyBodyRef::parse(bytes).map_err(body_error)?;
+                read_shared(ctx, target.registry, &prepare, &body)
+            });
+            ctx.release_section(prepares.section);
+            Some(answer)
         }
-        if !committed_read
-            && !transaction
-                .participants
-                .iter()
-                .any(|&(t, p, _)| t == request.table_id && p == partition)
-        {
-            transaction
-                .participants
-                .push((request.table_id, partition, chain));
+        ReadPlace::Executor(executor) => {
+            let signal = prepare.to_signal(executor, here);
+            send_sharing_section(ctx, signal, prepares.section, true);
+            None
         }
     }
 }
@@ -857,8 +963,25 @@ impl Block for TransactionCoordinator {
         } else if number == EndBatch::NUMBER {
             EndBatch::from_signal(signal).map(|e| self.end_batch(ctx, e))
         } else if number == PrepareConf::NUMBER {
-            PrepareConf::from_signal(signal)
-                .map(|c| self.prepare_answered(ctx, c.transaction, c.op_ref, Ok(c.read_rows)))
+            PrepareConf::from_signal(signal).map(|c| {
+                let upkeep = ctx.section().map(|bytes| IndexUpkeepBody::decode(&bytes));
+                match upkeep {
+                    None => {}
+                    Some(Ok(upkeep)) => self.index_upkeep(ctx, c.transaction, c.op_ref, upkeep),
+                    Some(Err(error)) => {
+                        let message = format!("index upkeep from a data manager: {error}");
+                        return self.prepare_answered(
+                            ctx,
+                            c.transaction,
+                            c.op_ref,
+                            Err((ErrorCode::BadRequest, message)),
+                        );
+                    }
+                }
+                self.prepare_answered(ctx, c.transaction, c.op_ref, Ok(c.read_rows))
+            })
+        } else if number == ReadResult::NUMBER {
+            ReadResult::from_signal(signal).map(|r| self.unique_entry(ctx, r))
         } else if number == PrepareRef::NUMBER {
             PrepareRef::from_signal(signal).map(|r| {
                 let message = ctx

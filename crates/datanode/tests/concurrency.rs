@@ -57,8 +57,10 @@ fn schema() -> TableSchema {
 }
 
 fn row(id: i64, version: i64) -> Vec<Value> {
-    let digit = char::from(b'0' + (version % 10) as u8);
-    let text: String = std::iter::repeat_n(digit, 1 + (version as usize * 7) % 199).collect();
+    // Rolled-back writes have negative versions; debug builds check the arithmetic.
+    let digit = char::from(b'0' + version.rem_euclid(10) as u8);
+    let length = 1 + (version.unsigned_abs() as usize).wrapping_mul(7) % 199;
+    let text: String = std::iter::repeat_n(digit, length).collect();
     vec![
         Value::Int(id),
         Value::Int(version),
@@ -192,11 +194,7 @@ impl Block for Writer {
     fn execute(&mut self, signal: &Signal, ctx: &mut Context<'_>) {
         if Begin::from_signal(signal).is_ok() {
             let mut body = Vec::new();
-            TableDefinitionBody {
-                schema: schema(),
-                indexes: vec![],
-            }
-            .encode(&mut body);
+            TableDefinitionBody::new(schema(), vec![]).encode(&mut body);
             let request = CreateTableRequest {
                 request_id: 1,
                 client: WRITER,

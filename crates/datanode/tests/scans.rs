@@ -84,6 +84,7 @@ fn node_with_people(settings: NodeSettings) -> (Node, (u32, u32)) {
                 columns: vec![2],
             },
         )],
+        index_tables: vec![],
     };
     let table = node
         .create_table(&definition)

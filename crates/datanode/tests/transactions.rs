@@ -55,6 +55,7 @@ fn node_with_accounts(settings: NodeSettings, memory_bytes: u64) -> (Node, (u32,
                 columns: vec![1],
             },
         )],
+        index_tables: vec![],
     };
     let table = node
         .create_table(&definition)
@@ -271,57 +272,232 @@ fn an_idle_transaction_is_aborted_after_the_inactivity_timeout() {
     assert_eq!(result.outcome, Committed, "the row lock was freed");
 }
 
-/// Unique keys are checked per partition for now: with one partition the check is whole.
-/// (Across partitions this needs NDB's hidden unique-index table, distributed by the unique
-/// key; see the issue notes.) Lookups by unique key ask every partition.
+fn set_owner(id: i64, owner: &str) -> Op {
+    Op {
+        kind: OperationKind::Update,
+        lock: LockKind::Exclusive,
+        index_id: PRIMARY_KEY,
+        body: KeyBody {
+            key: key(id),
+            columns: vec![1],
+            values: vec![Value::Bytes(owner.as_bytes().to_vec())],
+        },
+    }
+}
+
+/// Reads the id of the account `owner` holds, through the unique index.
+fn by_owner(owner: &str, lock: LockKind) -> Op {
+    let layout = kista_storage::row::RowLayout::new(&accounts());
+    let mut key = Vec::new();
+    let owner = Value::Bytes(owner.as_bytes().to_vec());
+    layout.key_of_values(&[1], &[owner], &mut key).unwrap();
+    Op {
+        kind: OperationKind::Read,
+        lock,
+        index_id: BY_OWNER,
+        body: KeyBody {
+            key,
+            columns: vec![0],
+            values: vec![],
+        },
+    }
+}
+
+/// The ids `owners` lead to through the unique index (`None`: no such owner).
+fn owners_ids(
+    node: &mut Node,
+    table: (u32, u32),
+    client_tx: u64,
+    owners: &[&str],
+) -> Vec<Option<i64>> {
+    let ops = owners
+        .iter()
+        .map(|o| by_owner(o, LockKind::Committed))
+        .collect();
+    let result = node.execute(client_tx, table, ops, Commit);
+    assert_eq!(result.outcome, Committed, "{}", result.message);
+    (0..owners.len() as u32)
+        .map(|op| {
+            result
+                .rows
+                .iter()
+                .find(|(index, _)| *index == op)
+                .map(|(_, row)| match row[..] {
+                    [Value::Int(id)] => id,
+                    _ => panic!("{row:?}"),
+                })
+        })
+        .collect()
+}
+
+/// A unique key is unique across every partition (its entries live in an index table
+/// distributed by the key), and lookups follow the key as rows change.
 #[test]
-fn unique_keys_are_enforced_and_found_by_lookup() {
-    let mut one_partition = settings();
-    one_partition.partitions_per_table = 1;
-    let (mut node, table) = node_with_accounts(one_partition, 1 << 24);
-    let rows: Vec<Op> = (0..20)
+fn unique_keys_are_unique_across_partitions_and_found_by_lookup() {
+    let mut many_partitions = settings();
+    many_partitions.partitions_per_table = 8;
+    let (mut node, table) = node_with_accounts(many_partitions, 1 << 24);
+    let rows: Vec<Op> = (0..40)
         .map(|n| insert(n, &format!("owner{n}"), n))
         .collect();
     assert_eq!(node.execute(1, table, rows, Commit).outcome, Committed);
-    let result = node.execute(2, table, vec![insert(100, "owner7", 0)], Commit);
-    assert_eq!(
-        (result.outcome, result.code),
-        (Aborted, ErrorCode::Duplicate as u32)
-    );
-    assert!(result.message.contains("by_owner"), "{}", result.message);
-    let by_owner = |owner: &str| {
-        let schema = accounts();
-        let layout = kista_storage::row::RowLayout::new(&schema);
-        let mut key = Vec::new();
-        kista_storage::ordered_index::encode_ordered(
-            layout.column(1).unwrap().column_type,
-            &Value::Bytes(owner.as_bytes().to_vec()),
-            &mut key,
+    for (tx, id) in [(2, 100), (3, 101), (4, 102)] {
+        let result = node.execute(tx, table, vec![insert(id, "owner7", 0)], Commit);
+        assert_eq!(
+            (result.outcome, result.code),
+            (Aborted, ErrorCode::Duplicate as u32),
+            "row {id} lands in another partition than row 7, yet the key is taken"
         );
-        Op {
-            kind: OperationKind::Read,
-            lock: LockKind::Committed,
-            index_id: BY_OWNER,
-            body: KeyBody {
-                key,
-                columns: vec![0],
-                values: vec![],
-            },
-        }
-    };
+        assert!(
+            result
+                .message
+                .contains("unique index `by_owner` of table `accounts`"),
+            "{}",
+            result.message
+        );
+    }
+    assert_eq!(
+        balance_of(&mut node, table, 5, 100),
+        None,
+        "the failed insert left nothing"
+    );
+    assert_eq!(
+        owners_ids(&mut node, table, 6, &["owner13", "nobody", "owner39"]),
+        [Some(13), None, Some(39)]
+    );
+
+    // A changed key moves the entry; the old key is free at once for others.
     let result = node.execute(
-        3,
+        7,
         table,
-        vec![by_owner("owner13"), by_owner("nobody")],
+        vec![set_owner(13, "new13"), insert(200, "owner13", 0)],
+        Commit,
+    );
+    assert_eq!(result.outcome, Committed, "{}", result.message);
+    assert_eq!(
+        owners_ids(&mut node, table, 8, &["owner13", "new13"]),
+        [Some(200), Some(13)]
+    );
+    // Deleting a row frees its key; rolling back gives it back to the row.
+    assert_eq!(
+        node.execute(9, table, vec![delete(200)], Commit).outcome,
+        Committed
+    );
+    let result = node.execute(
+        10,
+        table,
+        vec![set_owner(13, "owner13"), set_owner(14, "new13")],
+        Rollback,
+    );
+    assert_eq!(result.outcome, Aborted);
+    assert_eq!(
+        owners_ids(&mut node, table, 11, &["owner13", "new13", "owner14"]),
+        [None, Some(13), Some(14)]
+    );
+    // Two rows of one transaction cannot share a key: the whole transaction aborts.
+    let result = node.execute(
+        12,
+        table,
+        vec![insert(300, "twin", 0), insert(301, "twin", 0)],
         Commit,
     );
     assert_eq!(
         (result.outcome, result.code),
-        (Committed, 0),
-        "{}",
+        (Aborted, ErrorCode::Duplicate as u32)
+    );
+    assert_eq!(owners_ids(&mut node, table, 13, &["twin"]), [None]);
+}
+
+#[test]
+fn rows_without_a_unique_key_may_repeat_and_are_not_found_by_it() {
+    let (mut node, table) = node_with_accounts(settings(), 1 << 24);
+    let no_owner = |id: i64| Op {
+        body: KeyBody {
+            values: vec![Value::Int(id), Value::Null, Value::Int(0)],
+            ..insert(id, "", 0).body
+        },
+        ..insert(id, "", 0)
+    };
+    let result = node.execute(
+        1,
+        table,
+        vec![no_owner(1), no_owner(2), no_owner(3)],
+        Commit,
+    );
+    assert_eq!(result.outcome, Committed, "{}", result.message);
+    assert_eq!(
+        node.execute(2, table, vec![set_owner(2, "ann")], Commit)
+            .outcome,
+        Committed
+    );
+    assert_eq!(owners_ids(&mut node, table, 3, &["ann"]), [Some(2)]);
+}
+
+/// A second writer of a key waits for the first to finish instead of failing at once: it
+/// gets the duplicate error only if the first commits.
+#[test]
+fn a_key_being_inserted_by_an_open_transaction_makes_a_second_insert_wait_for_its_outcome() {
+    let (mut node, table) = node_with_accounts(settings(), 1 << 24);
+    assert_eq!(
+        node.execute(1, table, vec![insert(1, "ann", 0)], NoCommit)
+            .outcome,
+        Open
+    );
+    node.send_batch(2, table, vec![insert(2, "ann", 0)], Commit);
+    assert!(
+        node.batch_result(2, node.now_ns() + 200 * MS).is_none(),
+        "waits on the key's entry"
+    );
+    assert_eq!(node.execute(1, table, vec![], Rollback).outcome, Aborted);
+    let result = node.batch_result(2, u64::MAX).unwrap();
+    assert_eq!(
+        result.outcome, Committed,
+        "the first gave the key up: {}",
         result.message
     );
-    assert_eq!(result.rows, [(0, vec![Value::Int(13)])]);
+
+    assert_eq!(
+        node.execute(3, table, vec![insert(3, "bob", 0)], NoCommit)
+            .outcome,
+        Open
+    );
+    node.send_batch(4, table, vec![insert(4, "bob", 0)], Commit);
+    assert!(node.batch_result(4, node.now_ns() + 200 * MS).is_none());
+    assert_eq!(node.execute(3, table, vec![], Commit).outcome, Committed);
+    let result = node.batch_result(4, u64::MAX).unwrap();
+    assert_eq!(
+        (result.outcome, result.code),
+        (Aborted, ErrorCode::Duplicate as u32)
+    );
+}
+
+/// A locked unique read holds the key's entry: the row cannot take another key (or be
+/// deleted) until the reader ends, so what it read stays true.
+#[test]
+fn a_locked_unique_read_keeps_the_key_on_its_row_until_the_reader_ends() {
+    let (mut node, table) = node_with_accounts(settings(), 1 << 24);
+    assert_eq!(
+        node.execute(1, table, vec![insert(1, "ann", 5)], Commit)
+            .outcome,
+        Committed
+    );
+    let read = node.execute(2, table, vec![by_owner("ann", LockKind::Shared)], NoCommit);
+    assert_eq!(
+        (read.outcome, read.rows.clone()),
+        (Open, vec![(0, vec![Value::Int(1)])])
+    );
+    node.send_batch(3, table, vec![set_owner(1, "bob")], Commit);
+    assert!(
+        node.batch_result(3, node.now_ns() + 200 * MS).is_none(),
+        "the rename waits for the reader"
+    );
+    assert_eq!(node.execute(2, table, vec![], Commit).outcome, Committed);
+    let rename = node.batch_result(3, u64::MAX).unwrap();
+    assert_eq!(rename.outcome, Committed, "{}", rename.message);
+    assert_eq!(
+        owners_ids(&mut node, table, 4, &["ann", "bob"]),
+        [None, Some(1)]
+    );
 }
 
 #[test]
@@ -344,7 +520,7 @@ fn an_operation_with_an_old_schema_version_is_refused() {
     );
     let result = node.execute(
         2,
-        (table_id + 1, version),
+        (table_id + 100, version),
         vec![insert(1, "ann", 1)],
         Commit,
     );

@@ -238,6 +238,102 @@ fn unique_index_reads_find_rows_by_their_unique_key() {
 }
 
 #[test]
+fn a_unique_key_is_refused_twice_across_partitions_and_a_unique_index_needs_an_empty_table() {
+    let (_datad, client, table) = node_with_people();
+    // PEOPLE rows over 4 partitions: whatever partition the new row lands in, the key is
+    // taken.
+    for id in PEOPLE..PEOPLE + 8 {
+        let mut row = person(id);
+        row[3] = person(5)[3].clone();
+        let mut insert = client.transaction();
+        insert.insert(&table, row).unwrap();
+        let error = insert
+            .execute(ExecuteMode::Commit)
+            .unwrap()
+            .wait()
+            .unwrap_err();
+        assert_eq!(error.code(), 630, "{error}");
+        assert!(error.to_string().contains("by_email"), "{error}");
+    }
+
+    let by_name = IndexSchema {
+        name: "by_name".into(),
+        kind: IndexKind::Unique,
+        columns: vec![1],
+    };
+    let Err(error) = client.create_index(&table, by_name.clone()) else {
+        panic!("a unique index on a table with keys for it is refused")
+    };
+    assert_eq!(error.code(), 4260, "{error}");
+    let mut still = client.transaction();
+    let row = still
+        .read(&table, &[Value::Int(1)], LockKind::Committed)
+        .unwrap();
+    let done = still.execute(ExecuteMode::Commit).unwrap().wait().unwrap();
+    assert_eq!(
+        done.row(row),
+        Some(&person(1)[..]),
+        "the table is as it was"
+    );
+
+    let empty = client
+        .create_table(
+            TableSchema {
+                name: "empty".into(),
+                ..people_schema()
+            },
+            vec![],
+        )
+        .unwrap();
+    let empty = client.create_index(&empty, by_name).unwrap();
+    let mut insert = client.transaction();
+    insert.insert(&empty, person(1)).unwrap();
+    insert.insert(&empty, person(7)).unwrap();
+    insert.insert(&empty, person(14)).unwrap();
+    insert.execute(ExecuteMode::Commit).unwrap().wait().unwrap();
+    let mut twin = client.transaction();
+    let mut row = person(2);
+    row[1] = person(1)[1].clone();
+    twin.insert(&empty, row).unwrap();
+    let error = twin
+        .execute(ExecuteMode::Commit)
+        .unwrap()
+        .wait()
+        .unwrap_err();
+    assert_eq!(
+        error.code(),
+        630,
+        "the index made later is enforced: {error}"
+    );
+    let mut by_key = client.transaction();
+    let found = by_key
+        .read_unique(
+            &empty,
+            "by_name",
+            &person(1)[1..2],
+            LockKind::Committed,
+            vec![0],
+        )
+        .unwrap();
+    let done = by_key.execute(ExecuteMode::Commit).unwrap().wait().unwrap();
+    assert_eq!(done.row(found), Some(&[Value::Int(1)][..]));
+    let mut null_key = client.transaction();
+    assert!(
+        null_key
+            .read_unique(
+                &empty,
+                "by_name",
+                &[Value::Null],
+                LockKind::Committed,
+                vec![]
+            )
+            .is_err(),
+        "no row has a NULL key"
+    );
+    client.drop_table(&empty).unwrap();
+}
+
+#[test]
 fn an_index_created_later_serves_scans_and_a_dropped_table_is_gone() {
     let (_datad, client, table) = node_with_people();
     let by_city = IndexSchema {

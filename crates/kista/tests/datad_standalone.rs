@@ -93,11 +93,7 @@ impl GoodClient {
 
     fn create_table(&self) -> (u32, u32) {
         let mut body = Vec::new();
-        TableDefinitionBody {
-            schema: schema(),
-            indexes: vec![],
-        }
-        .encode(&mut body);
+        TableDefinitionBody::new(schema(), vec![]).encode(&mut body);
         let dict = BlockAddress::new(NODE, DICT_BLOCK, 0);
         let request = CreateTableRequest {
             request_id: 1,

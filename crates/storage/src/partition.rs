@@ -13,9 +13,10 @@
 //! its last version while anyone still holds or waits for its lock, so a waiter never wakes
 //! on a slot reused by another key.
 //!
-//! **Secondary indexes** hold entries for the committed version *and* for pending versions,
-//! so a unique key is reserved at the moment it is written; readers check each entry against
-//! the version they read and skip entries that belong to another version.
+//! **Ordered indexes** hold entries for the committed version *and* for pending versions;
+//! scans check each entry against the version they read and skip entries that belong to
+//! another version. **Unique indexes** keep their entries in a table of their own; a write
+//! reports how it changed the row's unique keys ([`Partition::take_unique_changes`]).
 
 mod indexes;
 mod scan;
@@ -33,7 +34,7 @@ use crate::row_store::{RowId, RowStore};
 use crate::schema::{IndexSchema, SchemaError};
 use crate::types::Value;
 
-pub use indexes::{index_key_of_values, IndexId};
+pub use indexes::{index_key_of_values, IndexId, UniqueChange};
 pub use scan::{IndexBound, ScanPosition, ScanRange};
 
 use indexes::SecondaryIndex;
@@ -56,15 +57,6 @@ pub struct Granted {
     pub row: RowId,
 }
 
-/// How an operation finds its row.
-#[derive(Clone, Copy, Debug)]
-pub enum Lookup<'a> {
-    /// An encoded primary key ([`RowLayout::primary_key_of_values`]).
-    Primary(&'a [u8]),
-    /// An encoded unique-index key ([`Partition::index_key_of_values`]).
-    Unique(IndexId, &'a [u8]),
-}
-
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum OperationError {
     #[error("no row with this key in table `{table}`")]
@@ -72,10 +64,10 @@ pub enum OperationError {
     #[error("duplicate key in index `{index}` of table `{table}`")]
     Duplicate { table: String, index: String },
     #[error(
-        "unique key of index `{index}` of table `{table}` is being changed by a transaction \
-         that has not finished; retry"
+        "unique index `{index}` of table `{table}` can only be added while no row has a key \
+         in it; create it with the table"
     )]
-    UniqueKeyBusy { table: String, index: String },
+    UniqueIndexNeedsEmptyTable { table: String, index: String },
     #[error("primary key column `{column}` of table `{table}` cannot be updated")]
     PrimaryKeyUpdate { table: String, column: String },
     #[error("table `{table}` has no index {index:?}")]
@@ -156,6 +148,8 @@ pub struct Partition {
     /// Scratch space for encoding rows, so writes do not allocate per operation.
     fixed: Vec<u8>,
     var: Vec<u8>,
+    /// Unique-key changes of the writes since the caller last took them.
+    unique_changes: Vec<UniqueChange>,
 }
 
 impl Partition {
@@ -170,6 +164,7 @@ impl Partition {
             transactions: FxHashMap::default(),
             fixed: vec![0; layout.fixed_bytes()],
             var: Vec::new(),
+            unique_changes: Vec::new(),
             layout,
             memory,
         }
@@ -200,18 +195,12 @@ impl Partition {
 
     // ----- committed reads: no locks, `&self`, safe beside a writer under a read lock -----
 
-    /// The committed version of the row `lookup` finds, as (fixed part, variable part).
-    pub fn read_committed(&self, lookup: Lookup) -> Result<Option<StoredRow<'_>>, OperationError> {
-        let Some(anchor) = self.find(lookup)? else {
-            return Ok(None);
-        };
-        let Some(version) = self.committed_version(anchor) else {
-            return Ok(None);
-        };
-        if !self.version_has_key(lookup, version) {
-            return Ok(None);
-        }
-        Ok(Some(self.rows.get(version)))
+    /// The committed version of the row with primary key `key` ([`RowLayout::primary_key_of_values`]),
+    /// as (fixed part, variable part).
+    pub fn read_committed(&self, key: &[u8]) -> Option<StoredRow<'_>> {
+        let anchor = self.primary.get(key)?;
+        let version = self.committed_version(anchor)?;
+        Some(self.rows.get(version))
     }
 
     /// The row holding a version, for reading what [`Partition::read_locked`] returned.
@@ -226,19 +215,16 @@ impl Partition {
     pub fn read_locked(
         &mut self,
         transaction: TransactionId,
-        lookup: Lookup,
+        key: &[u8],
         mode: LockMode,
     ) -> Result<Outcome<Option<RowId>>, OperationError> {
-        let Some(anchor) = self.find(lookup)? else {
+        let Some(anchor) = self.primary.get(key) else {
             return Ok(Outcome::Done(None));
         };
         if let LockOutcome::Waiting = self.lock(transaction, anchor, mode)? {
             return Ok(Outcome::Waiting(anchor));
         }
-        let version = self
-            .version_for(transaction, anchor)
-            .filter(|&version| self.version_has_key(lookup, version));
-        Ok(Outcome::Done(version))
+        Ok(Outcome::Done(self.version_for(transaction, anchor)))
     }
 
     /// Inserts a row (every column given). A visible row with the same key is a duplicate.
@@ -286,7 +272,7 @@ impl Partition {
     pub fn update(
         &mut self,
         transaction: TransactionId,
-        lookup: Lookup,
+        key: &[u8],
         changes: &[(usize, Value)],
     ) -> Result<Outcome<()>, OperationError> {
         for (column, value) in changes {
@@ -304,16 +290,13 @@ impl Partition {
             }
             crate::row::check_value(found, value)?;
         }
-        let Some(anchor) = self.find(lookup)? else {
+        let Some(anchor) = self.primary.get(key) else {
             return Err(self.not_found());
         };
         if let LockOutcome::Waiting = self.lock(transaction, anchor, LockMode::Exclusive)? {
             return Ok(Outcome::Waiting(anchor));
         }
-        let Some(version) = self
-            .version_for(transaction, anchor)
-            .filter(|&version| self.version_has_key(lookup, version))
-        else {
+        let Some(version) = self.version_for(transaction, anchor) else {
             return Err(self.not_found());
         };
         let (fixed, var) = self.rows.get(version);
@@ -330,23 +313,26 @@ impl Partition {
     pub fn delete(
         &mut self,
         transaction: TransactionId,
-        lookup: Lookup,
+        key: &[u8],
     ) -> Result<Outcome<()>, OperationError> {
-        let Some(anchor) = self.find(lookup)? else {
+        let Some(anchor) = self.primary.get(key) else {
             return Err(self.not_found());
         };
         if let LockOutcome::Waiting = self.lock(transaction, anchor, LockMode::Exclusive)? {
             return Ok(Outcome::Waiting(anchor));
         }
-        if self
-            .version_for(transaction, anchor)
-            .filter(|&version| self.version_has_key(lookup, version))
-            .is_none()
-        {
+        if self.version_for(transaction, anchor).is_none() {
             return Err(self.not_found());
         }
         self.stage(transaction, anchor, false)?;
         Ok(Outcome::Done(()))
+    }
+
+    /// The unique-key changes of the writes since the last call, for the coordinator to
+    /// apply to the index tables (see [`UniqueChange`]). Empty for tables without unique
+    /// indexes.
+    pub fn take_unique_changes(&mut self) -> Vec<UniqueChange> {
+        std::mem::take(&mut self.unique_changes)
     }
 
     /// Makes the transaction's changes the committed versions and frees its locks.
@@ -400,8 +386,8 @@ impl Partition {
         Ok(())
     }
 
-    /// The key of a unique or ordered index made of `values` (one per index column), for
-    /// [`Lookup::Unique`] and scan bounds.
+    /// The key of an ordered index made of `values` (one per index column, or a prefix),
+    /// for scan bounds.
     pub fn index_key_of_values(
         &self,
         id: IndexId,
@@ -444,31 +430,6 @@ impl Partition {
     fn encode(&mut self, values: &[Value]) -> Result<(), OperationError> {
         self.layout.encode(values, &mut self.fixed, &mut self.var)?;
         Ok(())
-    }
-
-    /// The anchor a lookup leads to, if any.
-    fn find(&self, lookup: Lookup) -> Result<Option<RowId>, OperationError> {
-        Ok(match lookup {
-            Lookup::Primary(key) => self.primary.get(key),
-            Lookup::Unique(id, key) => self.indexes[self.index_position(id)?].find_unique(key),
-        })
-    }
-
-    /// Whether a version really has the unique key it was found by (an index entry may
-    /// belong to another version of the anchor).
-    fn version_has_key(&self, lookup: Lookup, version: RowId) -> bool {
-        match lookup {
-            Lookup::Primary(_) => true,
-            Lookup::Unique(id, key) => {
-                let Ok(position) = self.index_position(id) else {
-                    return false;
-                };
-                let (fixed, var) = self.rows.get(version);
-                let mut found = Vec::new();
-                self.indexes[position].key_of_row(&self.layout, fixed, var, &mut found)
-                    && found == key
-            }
-        }
     }
 
     fn state(&self, row: RowId) -> RowState {
@@ -536,7 +497,7 @@ impl Partition {
             });
         }
         let new_keys = indexes::keys_of_row(&self.indexes, &self.layout, &self.fixed, &self.var);
-        let added = match indexes::add_entries(self, transaction, anchor, &new_keys) {
+        let added = match indexes::add_entries(self, anchor, &new_keys) {
             Ok(added) => added,
             Err(error) => {
                 self.primary.remove(key);
@@ -559,6 +520,8 @@ impl Partition {
                 new: NewVersion::InAnchor,
             },
         );
+        let before = vec![None; self.indexes.len()];
+        indexes::report_unique_changes(self, anchor, &before, &new_keys);
         Ok(())
     }
 
@@ -589,11 +552,13 @@ impl Partition {
         };
         let committed_keys = self.version_keys(committed);
         let old_keys = self.version_keys(old);
-        if present {
-            // Reserve index entries first (a unique key may conflict), then write.
+        // The version the transaction saw before this write: its own change, if it made one.
+        let changed_before = self.pending.contains_key(&anchor);
+        let new_keys = if present {
+            // Add index entries first (they may need memory), then write.
             let new_keys =
                 indexes::keys_of_row(&self.indexes, &self.layout, &self.fixed, &self.var);
-            let added = indexes::add_entries(self, transaction, anchor, &new_keys)?;
+            let added = indexes::add_entries(self, anchor, &new_keys)?;
             let written = match (committed, pending.new) {
                 (_, NewVersion::Copy(copy)) => self
                     .rows
@@ -620,6 +585,7 @@ impl Partition {
             }
             indexes::remove_entries(self, anchor, &old_keys, &[&committed_keys, &new_keys]);
             pending.new = new;
+            new_keys
         } else {
             indexes::remove_entries(self, anchor, &old_keys, &[&committed_keys]);
             if let NewVersion::Copy(copy) = pending.new {
@@ -627,9 +593,16 @@ impl Partition {
                 self.set_state(copy, RowState::Unused);
             }
             pending.new = NewVersion::Absent;
-        }
+            vec![None; self.indexes.len()]
+        };
         self.pending.insert(anchor, pending);
         self.set_state(anchor, RowState::Pending);
+        let before = if changed_before {
+            &old_keys
+        } else {
+            &committed_keys
+        };
+        indexes::report_unique_changes(self, anchor, before, &new_keys);
         Ok(())
     }
 

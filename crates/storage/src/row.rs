@@ -28,6 +28,8 @@ pub enum RowError {
     },
     #[error("column `{column}` is NOT NULL")]
     NotNull { column: String },
+    #[error("a key cannot hold NULL (column `{column}`)")]
+    NullInKey { column: String },
     #[error("column `{column}`: {source}")]
     Value { column: String, source: ValueError },
 }
@@ -85,7 +87,24 @@ impl RowLayout {
     /// Appends the primary key of a stored row to `key`: for each key column its fixed slot,
     /// or its length (u32) and bytes. Equal keys give equal bytes.
     pub fn primary_key_of_row(&self, fixed: &[u8], var: &[u8], key: &mut Vec<u8>) {
-        for &column in &self.primary_key {
+        let whole = self.key_of_row(&self.primary_key, fixed, var, key);
+        debug_assert!(whole, "primary key columns are NOT NULL");
+    }
+
+    /// Appends the key a stored row has in `columns` (in key order), in the form of primary
+    /// keys; false, with `key` unchanged, when one of them is NULL (such a row has no entry
+    /// in a unique index).
+    pub fn key_of_row(
+        &self,
+        columns: &[usize],
+        fixed: &[u8],
+        var: &[u8],
+        key: &mut Vec<u8>,
+    ) -> bool {
+        if columns.iter().any(|&column| self.is_null(fixed, column)) {
+            return false;
+        }
+        for &column in columns {
             let column_type = self.columns[column].column_type;
             match self.places[column] {
                 Place::Fixed(offset) => {
@@ -98,6 +117,7 @@ impl RowLayout {
                 }
             }
         }
+        true
     }
 
     /// Appends the primary key made of `values` (one per key column, in key order) to `key`,
@@ -107,18 +127,36 @@ impl RowLayout {
         values: &[Value],
         key: &mut Vec<u8>,
     ) -> Result<(), RowError> {
-        if values.len() != self.primary_key.len() {
+        self.key_of_values(&self.primary_key, values, key)
+    }
+
+    /// Appends the key made of `values` for `columns` (one value per column, in key order)
+    /// to `key`, in the form of [`RowLayout::key_of_row`]: a unique-index lookup builds its
+    /// key with it. NULL is refused (no row has a key with NULL). On error `key` is unchanged.
+    pub fn key_of_values(
+        &self,
+        columns: &[usize],
+        values: &[Value],
+        key: &mut Vec<u8>,
+    ) -> Result<(), RowError> {
+        if values.len() != columns.len() {
             return Err(RowError::ColumnCount {
-                table: format!("{} (primary key)", self.table),
-                expected: self.primary_key.len(),
+                table: format!("{} (key)", self.table),
+                expected: columns.len(),
                 given: values.len(),
             });
         }
-        for (&column, value) in self.primary_key.iter().zip(values) {
-            check_value(&self.columns[column], value)?;
+        for (&column, value) in columns.iter().zip(values) {
+            let column = &self.columns[column];
+            if value.is_null() {
+                return Err(RowError::NullInKey {
+                    column: column.name.clone(),
+                });
+            }
+            check_value(column, value)?;
         }
         let mut slot = [0u8; 256];
-        for (&column, value) in self.primary_key.iter().zip(values) {
+        for (&column, value) in columns.iter().zip(values) {
             let column_type = self.columns[column].column_type;
             match (self.places[column], value) {
                 (Place::Fixed(_), _) => {

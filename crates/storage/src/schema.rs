@@ -1,6 +1,6 @@
 //! Columns and tables.
 
-use crate::types::{ColumnType, TypeError, Value};
+use crate::types::{ColumnType, TypeError, Value, VAR_BYTES_MAX};
 
 /// Columns a table may have (NDB: 512).
 pub const COLUMNS_MAX: usize = 512;
@@ -82,7 +82,9 @@ pub enum SchemaError {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IndexKind {
-    /// A hash index that refuses two rows with the same non-NULL key.
+    /// Refuses two rows with the same key (rows with a NULL in the key may repeat). Its
+    /// entries live in a table of their own, the *index table* ([`IndexSchema::index_table`]),
+    /// distributed by the unique key, so the key is unique across all partitions.
     Unique,
     /// A sorted index for range scans; keys may repeat.
     Ordered,
@@ -96,7 +98,38 @@ pub struct IndexSchema {
     pub columns: Vec<usize>,
 }
 
+/// The column of a unique index's table that names the row: its encoded primary key.
+pub const INDEX_TABLE_ROW_COLUMN: &str = "$primary_key";
+
 impl IndexSchema {
+    /// The table holding a unique index's entries (NDB keeps a unique index the same way):
+    /// its primary key is the index columns (NOT NULL: a row with a NULL in the key has no
+    /// entry), and one more column holds the indexed row's encoded primary key. Its
+    /// primary-key encoding of a key equals [`crate::row::RowLayout::key_of_values`] over
+    /// the index columns of the indexed table, so either side can build a lookup key.
+    pub fn index_table(&self, table: &TableSchema) -> TableSchema {
+        let mut columns: Vec<Column> = self
+            .columns
+            .iter()
+            .map(|&column| Column {
+                nullable: false,
+                default: None,
+                ..table.columns[column].clone()
+            })
+            .collect();
+        columns.push(Column::new(
+            INDEX_TABLE_ROW_COLUMN,
+            ColumnType::VarBinary {
+                max_length: VAR_BYTES_MAX,
+            },
+        ));
+        TableSchema {
+            name: format!("{}/{}", table.name, self.name),
+            primary_key: (0..self.columns.len()).collect(),
+            columns,
+        }
+    }
+
     /// Checks that the index can exist on `table`.
     pub fn validate(&self, table: &TableSchema) -> Result<(), SchemaError> {
         let refuse = |reason: String| {

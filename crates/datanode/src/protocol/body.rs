@@ -5,7 +5,7 @@ use kista_storage::codec::{
     write_index_schema, write_table_schema, write_values, CodecError, Reader, Writer,
 };
 use kista_storage::filter::Filter;
-use kista_storage::partition::{IndexBound, IndexId, ScanRange};
+use kista_storage::partition::{IndexBound, IndexId, ScanRange, UniqueChange};
 use kista_storage::schema::{IndexSchema, TableSchema};
 use kista_storage::types::Value;
 
@@ -96,6 +96,15 @@ impl<'a> KeyBodyRef<'a> {
             .map(|pair| u16::from_le_bytes([pair[0], pair[1]]))
     }
 
+    /// Writes a body of `key` and `values` with no columns: an insert's, or (no values) a
+    /// delete's.
+    pub fn write(key: &[u8], values: &[Value], out: &mut Vec<u8>) {
+        let mut writer = Writer(out);
+        writer.bytes(key);
+        write_columns(&mut writer, &[]);
+        write_values(&mut writer, values);
+    }
+
     /// Decodes the values (a read's are ignored: it has none).
     pub fn values(&self) -> Result<Vec<Value>, CodecError> {
         let mut input = Reader::new(self.values);
@@ -130,9 +139,29 @@ pub struct TableDefinitionBody {
     pub schema: TableSchema,
     /// (index id, schema).
     pub indexes: Vec<(u32, IndexSchema)>,
+    /// (unique index id, id of the table holding its entries). The dictionary fills it in;
+    /// a client's request leaves it empty.
+    pub index_tables: Vec<(u32, u32)>,
 }
 
 impl TableDefinitionBody {
+    /// A definition as a client asks for it (the dictionary assigns the index tables).
+    pub fn new(schema: TableSchema, indexes: Vec<(u32, IndexSchema)>) -> Self {
+        Self {
+            schema,
+            indexes,
+            index_tables: Vec::new(),
+        }
+    }
+
+    /// The table holding the entries of unique index `index_id`.
+    pub fn index_table(&self, index_id: u32) -> Option<u32> {
+        self.index_tables
+            .iter()
+            .find(|&&(index, _)| index == index_id)
+            .map(|&(_, table)| table)
+    }
+
     pub fn encode(&self, out: &mut Vec<u8>) {
         let mut writer = Writer(out);
         write_table_schema(&mut writer, &self.schema);
@@ -140,6 +169,11 @@ impl TableDefinitionBody {
         for (id, index) in &self.indexes {
             writer.u32(*id);
             write_index_schema(&mut writer, index);
+        }
+        writer.u32(self.index_tables.len() as u32);
+        for &(index, table) in &self.index_tables {
+            writer.u32(index);
+            writer.u32(table);
         }
     }
 
@@ -155,8 +189,91 @@ impl TableDefinitionBody {
             let id = input.u32()?;
             indexes.push((id, read_index_schema(&mut input)?));
         }
+        let count = input.u32()? as usize;
+        if count.saturating_mul(8) > input.remaining() {
+            return Err(invalid("index table count", &input));
+        }
+        let index_tables = (0..count)
+            .map(|_| Ok((input.u32()?, input.u32()?)))
+            .collect::<Result<_, CodecError>>()?;
         input.finish()?;
-        Ok(Self { schema, indexes })
+        Ok(Self {
+            schema,
+            indexes,
+            index_tables,
+        })
+    }
+}
+
+/// One operation on a unique index's table that a write needs: delete the entry of the
+/// row's old key, or insert the entry of its new one. `body` is the operation's `KeyBody`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexUpkeep {
+    pub index_id: u32,
+    pub insert: bool,
+    pub body: Vec<u8>,
+}
+
+/// The index-table operations of a write, from the replica that ran it last to the
+/// coordinator in `PrepareConf`'s section.
+pub struct IndexUpkeepBody;
+
+impl IndexUpkeepBody {
+    /// Writes the operations `changes` call for: per change, a delete of the old key's entry
+    /// and an insert of the new key's (the index columns, then the row's primary key).
+    pub fn encode(changes: &[UniqueChange], out: &mut Vec<u8>) {
+        let count = changes
+            .iter()
+            .map(|change| {
+                usize::from(change.removed.is_some()) + usize::from(change.added.is_some())
+            })
+            .sum::<usize>();
+        Writer(out).u32(count as u32);
+        let mut body = Vec::new();
+        let mut push = |index: IndexId, insert: bool, key: &[u8], values: &[Value]| {
+            body.clear();
+            KeyBodyRef::write(key, values, &mut body);
+            let mut writer = Writer(out);
+            writer.u32(index.0);
+            writer.u8(u8::from(insert));
+            writer.bytes(&body);
+        };
+        for change in changes {
+            if let Some(key) = &change.removed {
+                push(change.index, false, key, &[]);
+            }
+            if let Some((key, values)) = &change.added {
+                let mut row = values.clone();
+                row.push(Value::Bytes(change.primary_key.clone()));
+                push(change.index, true, key, &row);
+            }
+        }
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Vec<IndexUpkeep>, CodecError> {
+        let mut input = Reader::new(bytes);
+        let count = input.u32()? as usize;
+        // Each entry takes at least its index id, its kind and its body's length.
+        if count.saturating_mul(9) > input.remaining() {
+            return Err(invalid("index upkeep count", &input));
+        }
+        let mut upkeep = Vec::with_capacity(count);
+        for _ in 0..count {
+            let index_id = input.u32()?;
+            let insert = match input.u8()? {
+                0 => false,
+                1 => true,
+                _ => return Err(invalid("index upkeep kind", &input)),
+            };
+            let body = input.bytes()?.to_vec();
+            upkeep.push(IndexUpkeep {
+                index_id,
+                insert,
+                body,
+            });
+        }
+        input.finish()?;
+        Ok(upkeep)
     }
 }
 

@@ -45,8 +45,6 @@ error_codes! {
     TransactionInactive = 237, Temporary;
     /// DataMemory is full.
     DataMemoryFull = 827, Temporary;
-    /// A unique key is being changed by an unfinished transaction.
-    UniqueKeyBusy = 4_259, Temporary;
     /// Too many row locks or operations at once.
     TooManyLocks = 233, Temporary;
     /// Too many scans are open on the coordinator or a partition executor.
@@ -65,6 +63,8 @@ error_codes! {
     BadSchema = 4_256, Permanent;
     /// A value, key, filter or request does not fit the table.
     BadRequest = 4_257, Permanent;
+    /// A unique index can be added only to a table with no keys for it yet.
+    UniqueIndexNeedsEmptyTable = 4_260, Permanent;
     /// The transaction is not in a state that accepts this request.
     BadTransactionState = 4_258, Permanent;
     /// The coordinator failed during commit: the outcome is unknown.

@@ -12,6 +12,17 @@
 //! abort:  tc --Abort--> every replica --AbortConf--> tc --ExecuteConf--> client
 //! ```
 //!
+//! A unique index keeps its entries in a table of its own, distributed by the unique key.
+//! A write that changes a row's unique key reports the index-table operations it needs in
+//! its `PrepareConf`; `tc` runs them as operations of the same transaction. A unique read
+//! first reads the index table's entry under a shared lock (the row comes back to `tc`),
+//! then reads the row by its primary key:
+//!
+//! ```text
+//! tc --Prepare(index table, shared)--> ldm --ReadResult(primary key)--> tc
+//! tc --Prepare(table, by primary key)--> executor --ReadResult--> client
+//! ```
+//!
 //! Scans read committed rows of every partition in parallel, on the owning `ldm` or a
 //! `query` instance, in rounds the client paces:
 //!
@@ -28,7 +39,8 @@ mod errors;
 mod signals;
 
 pub use body::{
-    KeyBody, KeyBodyRef, LoadLevelsBody, RowBody, RowsBody, ScanBody, TableDefinitionBody,
+    IndexUpkeep, IndexUpkeepBody, KeyBody, KeyBodyRef, LoadLevelsBody, RowBody, RowsBody, ScanBody,
+    TableDefinitionBody,
 };
 pub use client::{check_client_signal, NodeInfo};
 pub use errors::{ErrorCategory, ErrorCode};

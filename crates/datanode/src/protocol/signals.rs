@@ -291,7 +291,9 @@ typed_signal! {
     ReadResult = 122 { client_tx: u64, op_index: u32, found: u32, }
 }
 typed_signal! {
-    /// Runs an operation on a replica. Section: the `KeyBody`.
+    /// Runs an operation on a replica, the row found by its primary key. A read's row goes
+    /// to `client` (the coordinator itself for a unique read's index entry). Section: the
+    /// `KeyBody`.
     Prepare = 130 {
         tc: BlockAddress,
         transaction: u64,
@@ -301,7 +303,6 @@ typed_signal! {
         partition: u32,
         kind: OperationKind,
         lock: LockKind,
-        index_id: u32,
         client: BlockAddress,
         client_tx: u64,
         op_index: u32,

@@ -1,14 +1,18 @@
 //! A partition's secondary indexes and how entries follow row versions.
 //!
-//! An anchor has entries for the keys of its committed version and of its pending version;
-//! a key both have is one entry. Writes add the new version's keys before writing it and
-//! remove the replaced version's keys after; commit and abort remove the losing version's.
+//! An anchor has entries in an ordered index for the keys of its committed version and of
+//! its pending version; a key both have is one entry. Writes add the new version's keys
+//! before writing it and remove the replaced version's keys after; commit and abort remove
+//! the losing version's.
+//!
+//! A unique index has no entries here: they live in its own table, distributed by the
+//! unique key, so uniqueness holds across partitions. A write reports how it changed the
+//! row's unique keys ([`UniqueChange`]); the coordinator applies that to the index table in
+//! the same transaction.
 
 use std::sync::Arc;
 
 use super::{NewVersion, OperationError, Partition, RowState};
-use crate::hash_index::{HashIndex, IndexError};
-use crate::locks::TransactionId;
 use crate::memory::DataMemory;
 use crate::ordered_index::{encode_ordered, OrderedIndex};
 use crate::row::{check_value, RowError, RowLayout};
@@ -27,14 +31,26 @@ pub(super) struct SecondaryIndex {
 }
 
 pub(super) enum Entries {
-    Unique(HashIndex),
+    /// A unique index: its entries are rows of its index table.
+    InIndexTable,
     Ordered(OrderedIndex),
+}
+
+/// How a transaction's write changed a row's key in a unique index: the index table loses
+/// the entry `removed` and gains `added` (the key, and the values of the index columns),
+/// both naming the row by its encoded primary key.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UniqueChange {
+    pub index: IndexId,
+    pub removed: Option<Vec<u8>>,
+    pub added: Option<(Vec<u8>, Vec<Value>)>,
+    pub primary_key: Vec<u8>,
 }
 
 impl SecondaryIndex {
     fn new(id: IndexId, schema: IndexSchema, memory: Arc<DataMemory>) -> Self {
         let entries = match schema.kind {
-            IndexKind::Unique => Entries::Unique(HashIndex::new(memory)),
+            IndexKind::Unique => Entries::InIndexTable,
             IndexKind::Ordered => Entries::Ordered(OrderedIndex::new(memory)),
         };
         Self {
@@ -45,7 +61,8 @@ impl SecondaryIndex {
     }
 
     /// Appends this index's key of a stored row to `out`; false when the row has no entry
-    /// (a unique key with a NULL column: SQL lets such rows repeat).
+    /// (a unique key with a NULL column: SQL lets such rows repeat). Unique keys take the
+    /// form of their index table's primary key, ordered keys the order-preserving one.
     pub fn key_of_row(
         &self,
         layout: &RowLayout,
@@ -53,11 +70,10 @@ impl SecondaryIndex {
         var: &[u8],
         out: &mut Vec<u8>,
     ) -> bool {
-        let unique = self.schema.kind == IndexKind::Unique;
+        if self.schema.kind == IndexKind::Unique {
+            return layout.key_of_row(&self.schema.columns, fixed, var, out);
+        }
         for &column in &self.schema.columns {
-            if unique && layout.is_null(fixed, column) {
-                return false;
-            }
             let column_type = layout.column(column).expect("validated index").column_type;
             encode_ordered(column_type, &layout.value(fixed, var, column), out);
         }
@@ -69,19 +85,9 @@ impl SecondaryIndex {
         index_key_of_values(layout, &self.schema, values)
     }
 
-    pub fn find_unique(&self, key: &[u8]) -> Option<RowId> {
-        match &self.entries {
-            Entries::Unique(map) => map.get(key),
-            Entries::Ordered(_) => None,
-        }
-    }
-
     fn remove(&mut self, key: &[u8], anchor: RowId) {
         match &mut self.entries {
-            Entries::Unique(map) => {
-                let removed = map.remove(key);
-                debug_assert_eq!(removed, Some(anchor), "a unique entry names its anchor");
-            }
+            Entries::InIndexTable => {}
             Entries::Ordered(tree) => {
                 let removed = tree.remove(key, anchor);
                 debug_assert!(removed, "an ordered entry exists for each version key");
@@ -111,83 +117,67 @@ pub(super) fn keys_of_row(
 /// Entries added by [`add_entries`], to take back if the write fails.
 pub(super) type Added = Vec<(usize, Vec<u8>)>;
 
-/// Adds `anchor`'s entries for `keys` that it lacks. A unique key held by another anchor
-/// is a duplicate (or busy, while that anchor's change is unfinished); then nothing changed.
+/// Adds `anchor`'s ordered-index entries for `keys` that it lacks; on error nothing changed.
 pub(super) fn add_entries(
     partition: &mut Partition,
-    transaction: TransactionId,
     anchor: RowId,
     keys: &[Option<Vec<u8>>],
 ) -> Result<Added, OperationError> {
     let mut added = Added::new();
     for (position, key) in keys.iter().enumerate() {
         let Some(key) = key else { continue };
-        let result = match &partition.indexes[position].entries {
-            Entries::Unique(map) => match map.get(key) {
-                Some(owner) if owner == anchor => Ok(false),
-                Some(owner) => Err(unique_conflict(
-                    partition,
-                    transaction,
-                    position,
-                    owner,
-                    key,
-                )),
-                None => Ok(true),
-            },
-            Entries::Ordered(tree) => Ok(!tree.contains(key, anchor)),
+        let Entries::Ordered(tree) = &mut partition.indexes[position].entries else {
+            continue;
         };
-        let inserted = result.and_then(|needed| {
-            if !needed {
-                return Ok(false);
-            }
-            let memory = match &mut partition.indexes[position].entries {
-                Entries::Unique(map) => map.insert(key, anchor).map_err(|error| match error {
-                    IndexError::Memory(error) => error,
-                    IndexError::Duplicate => unreachable!("looked up first"),
-                }),
-                Entries::Ordered(tree) => tree.insert(key, anchor).map(|_| ()),
-            };
-            memory.map(|()| true).map_err(OperationError::from)
-        });
-        match inserted {
-            Ok(true) => added.push((position, key.clone())),
-            Ok(false) => {}
-            Err(error) => {
-                remove_added(partition, anchor, added);
-                return Err(error);
-            }
+        if tree.contains(key, anchor) {
+            continue;
         }
+        if let Err(error) = tree.insert(key, anchor) {
+            remove_added(partition, anchor, added);
+            return Err(error.into());
+        }
+        added.push((position, key.clone()));
     }
     Ok(added)
 }
 
-/// Why a unique key held by `owner` cannot be taken: a row this transaction sees has it
-/// (duplicate), or an unfinished change of `owner` may still give it up (busy: retry).
-fn unique_conflict(
-    partition: &Partition,
-    transaction: TransactionId,
-    position: usize,
-    owner: RowId,
-    key: &[u8],
-) -> OperationError {
-    let table = partition.table();
-    let index = partition.indexes[position].schema.name.clone();
-    let changed_by_another = partition
-        .pending
-        .get(&owner)
-        .is_some_and(|pending| pending.transaction != transaction);
-    let seen_with_key = partition
-        .version_for(transaction, owner)
-        .is_some_and(|version| {
-            let (fixed, var) = partition.rows.get(version);
-            let mut found = Vec::new();
-            partition.indexes[position].key_of_row(&partition.layout, fixed, var, &mut found)
-                && found == key
+/// Records, for each unique index whose key of the row differs between the version the
+/// transaction saw before its write (`before`) and after it (`after`), the change its index
+/// table needs. The new version is in the partition's scratch row.
+pub(super) fn report_unique_changes(
+    partition: &mut Partition,
+    anchor: RowId,
+    before: &[Option<Vec<u8>>],
+    after: &[Option<Vec<u8>>],
+) {
+    for (position, index) in partition.indexes.iter().enumerate() {
+        if !matches!(index.entries, Entries::InIndexTable) || before[position] == after[position] {
+            continue;
+        }
+        let added = after[position].clone().map(|key| {
+            let values = index
+                .schema
+                .columns
+                .iter()
+                .map(|&column| {
+                    partition
+                        .layout
+                        .value(&partition.fixed, &partition.var, column)
+                })
+                .collect();
+            (key, values)
         });
-    if seen_with_key && !changed_by_another {
-        OperationError::Duplicate { table, index }
-    } else {
-        OperationError::UniqueKeyBusy { table, index }
+        let mut primary_key = Vec::new();
+        let (fixed, var) = partition.rows.get(anchor);
+        partition
+            .layout
+            .primary_key_of_row(fixed, var, &mut primary_key);
+        partition.unique_changes.push(UniqueChange {
+            index: index.id,
+            removed: before[position].clone(),
+            added,
+            primary_key,
+        });
     }
 }
 
@@ -263,14 +253,14 @@ pub(super) fn add_index(
                 continue;
             }
             match &mut index.entries {
-                Entries::Unique(map) => match map.insert(&key, anchor) {
-                    Ok(()) => {}
-                    Err(IndexError::Duplicate) if map.get(&key) == Some(anchor) => {}
-                    Err(IndexError::Duplicate) => {
-                        return Err(partition.duplicate(&index.schema.name));
-                    }
-                    Err(IndexError::Memory(error)) => return Err(error.into()),
-                },
+                Entries::InIndexTable => {
+                    // Filling the index table from existing rows (while writes go on) is
+                    // not built yet: a unique index starts with an empty table.
+                    return Err(OperationError::UniqueIndexNeedsEmptyTable {
+                        table: partition.table(),
+                        index: index.schema.name.clone(),
+                    });
+                }
                 Entries::Ordered(tree) => {
                     tree.insert(&key, anchor)?;
                 }
@@ -282,9 +272,8 @@ pub(super) fn add_index(
 }
 
 /// The key of index `index` of the table laid out as `layout`, made of `values` for its first
-/// `values.len()` columns (a prefix is a scan bound; a unique lookup needs them all). Clients
-/// build unique-lookup keys with it, so they match the node's byte for byte. `index` must
-/// have passed validation against the table (`IndexSchema::validate`).
+/// `values.len()` columns (a prefix is a scan bound). `index` must have passed validation
+/// against the table (`IndexSchema::validate`).
 pub fn index_key_of_values(
     layout: &RowLayout,
     index: &IndexSchema,

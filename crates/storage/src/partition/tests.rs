@@ -78,23 +78,8 @@ pub(super) fn key(partition: &Partition, id: i64) -> Vec<u8> {
 
 fn committed(partition: &Partition, id: i64) -> Option<Vec<Value>> {
     let key = key(partition, id);
-    let row = partition.read_committed(Lookup::Primary(&key)).unwrap();
+    let row = partition.read_committed(&key);
     row.map(|(fixed, var)| partition.layout().values(fixed, var))
-}
-
-fn by_email(partition: &Partition, email: &str) -> Option<i64> {
-    let key = partition
-        .index_key_of_values(BY_EMAIL, &[Value::Bytes(email.as_bytes().to_vec())])
-        .unwrap();
-    let row = partition
-        .read_committed(Lookup::Unique(BY_EMAIL, &key))
-        .unwrap();
-    row.map(
-        |(fixed, var)| match partition.layout().value(fixed, var, 0) {
-            Value::Int(id) => id,
-            other => panic!("id is {other:?}"),
-        },
-    )
 }
 
 fn locked(
@@ -104,10 +89,7 @@ fn locked(
     mode: LockMode,
 ) -> Outcome<Option<Vec<Value>>> {
     let key = key(partition, id);
-    match partition
-        .read_locked(tx, Lookup::Primary(&key), mode)
-        .unwrap()
-    {
+    match partition.read_locked(tx, &key, mode).unwrap() {
         Outcome::Done(version) => Outcome::Done(version.map(|v| {
             let (fixed, var) = partition.version(v);
             partition.layout().values(fixed, var)
@@ -131,7 +113,7 @@ fn update_age(
     age: i64,
 ) -> Result<Outcome<()>, OperationError> {
     let key = key(partition, id);
-    partition.update(tx, Lookup::Primary(&key), &[(2, Value::Int(age))])
+    partition.update(tx, &key, &[(2, Value::Int(age))])
 }
 
 fn delete(
@@ -140,7 +122,7 @@ fn delete(
     id: i64,
 ) -> Result<Outcome<()>, OperationError> {
     let key = key(partition, id);
-    partition.delete(tx, Lookup::Primary(&key))
+    partition.delete(tx, &key)
 }
 
 fn ages(partition: &Partition) -> Vec<i64> {
@@ -177,7 +159,6 @@ fn a_committed_read_never_sees_an_uncommitted_insert() {
         Ok(DONE)
     );
     assert_eq!(committed(&users, 1), None);
-    assert_eq!(by_email(&users, "a@x"), None);
     assert_eq!(ages(&users), Vec::<i64>::new());
     assert_eq!(
         locked(&mut users, T1, 1, Shared),
@@ -186,7 +167,6 @@ fn a_committed_read_never_sees_an_uncommitted_insert() {
     );
     assert!(users.commit(T1).is_empty());
     assert_eq!(committed(&users, 1), Some(user(1, Some("a@x"), Some(30))));
-    assert_eq!(by_email(&users, "a@x"), Some(1));
     assert_eq!(ages(&users), [30]);
     assert_eq!(users.committed_rows(), 1);
 }
@@ -222,11 +202,7 @@ fn rollback_restores_the_committed_version_and_frees_what_the_change_took() {
     let before = memory.used_bytes();
     update_age(&mut users, T2, 1, 99).unwrap();
     users
-        .update(
-            T2,
-            Lookup::Primary(&key(&users, 2)),
-            &[(1, Value::Bytes(b"new@x".to_vec()))],
-        )
+        .update(T2, &key(&users, 2), &[(1, Value::Bytes(b"new@x".to_vec()))])
         .unwrap();
     delete(&mut users, T2, 2).unwrap();
     insert(&mut users, T2, user(3, Some("c@x"), None)).unwrap();
@@ -234,14 +210,6 @@ fn rollback_restores_the_committed_version_and_frees_what_the_change_took() {
     assert_eq!(committed(&users, 1), Some(user(1, Some("a@x"), Some(30))));
     assert_eq!(committed(&users, 2), Some(user(2, Some("b@x"), Some(40))));
     assert_eq!(committed(&users, 3), None);
-    assert_eq!(
-        (
-            by_email(&users, "b@x"),
-            by_email(&users, "new@x"),
-            by_email(&users, "c@x")
-        ),
-        (Some(2), None, None)
-    );
     assert_eq!(ages(&users), [30, 40]);
     assert_eq!(
         memory.used_bytes(),
@@ -268,7 +236,6 @@ fn a_delete_hides_the_row_only_once_committed() {
     );
     users.commit(T2);
     assert_eq!(committed(&users, 1), None);
-    assert_eq!(by_email(&users, "a@x"), None);
     assert_eq!(users.committed_rows(), 0);
     let pages_kept = memory.used_bytes() - empty;
     assert_eq!(
@@ -372,10 +339,7 @@ fn a_waiter_on_an_aborted_insert_wakes_to_no_row_and_the_anchor_goes_afterwards(
         })
     );
     users.commit(T2);
-    assert!(users
-        .read_committed(Lookup::Primary(&key(&users, 8)))
-        .unwrap()
-        .is_none());
+    assert!(users.read_committed(&key(&users, 8)).is_none());
     let _ = anchor;
     users.abort(T2);
     delete(&mut users, T1, 7).unwrap();
@@ -387,61 +351,90 @@ fn a_waiter_on_an_aborted_insert_wakes_to_no_row_and_the_anchor_goes_afterwards(
     );
 }
 
+/// The key `email` has in the unique index, in the form of its index table's primary key.
+fn email_key(partition: &Partition, email: &str) -> Vec<u8> {
+    let mut key = Vec::new();
+    let value = Value::Bytes(email.as_bytes().to_vec());
+    partition
+        .layout()
+        .key_of_values(&[1], &[value], &mut key)
+        .unwrap();
+    key
+}
+
+fn email_change(
+    partition: &Partition,
+    id: i64,
+    removed: Option<&str>,
+    added: Option<&str>,
+) -> UniqueChange {
+    UniqueChange {
+        index: BY_EMAIL,
+        removed: removed.map(|email| email_key(partition, email)),
+        added: added.map(|email| {
+            let value = Value::Bytes(email.as_bytes().to_vec());
+            (email_key(partition, email), vec![value])
+        }),
+        primary_key: key(partition, id),
+    }
+}
+
 #[test]
-fn unique_indexes_refuse_duplicates_but_let_nulls_repeat() {
+fn writes_report_each_change_of_a_rows_unique_key_and_nothing_else() {
     let (_, mut users) = users(1 << 20);
+    let set_email = |users: &mut Partition, tx, id, email: Option<&str>| {
+        let key = key(users, id);
+        let value = email.map_or(Value::Null, |e| Value::Bytes(e.as_bytes().to_vec()));
+        users.update(tx, &key, &[(1, value)]).unwrap();
+        users.take_unique_changes()
+    };
     insert(&mut users, T1, user(1, Some("a@x"), None)).unwrap();
     insert(&mut users, T1, user(2, None, None)).unwrap();
-    insert(&mut users, T1, user(3, None, None)).unwrap();
-    let duplicate = OperationError::Duplicate {
-        table: "users".into(),
-        index: "by_email".into(),
-    };
     assert_eq!(
-        insert(&mut users, T1, user(4, Some("a@x"), None)),
-        Err(duplicate.clone()),
-        "within the transaction"
+        users.take_unique_changes(),
+        vec![email_change(&users, 1, None, Some("a@x"))],
+        "a row with NULL in the key has no entry"
+    );
+    update_age(&mut users, T1, 1, 30).unwrap();
+    assert_eq!(
+        users.take_unique_changes(),
+        vec![],
+        "the key did not change"
     );
     users.commit(T1);
     assert_eq!(
-        insert(&mut users, T2, user(4, Some("a@x"), None)),
-        Err(duplicate.clone())
-    );
-    let set_email = |users: &mut Partition, tx, id, email: &str| {
-        let key = key(users, id);
-        users.update(
-            tx,
-            Lookup::Primary(&key),
-            &[(1, Value::Bytes(email.as_bytes().to_vec()))],
-        )
-    };
-    assert_eq!(set_email(&mut users, T2, 2, "a@x"), Err(duplicate.clone()));
-    assert_eq!(set_email(&mut users, T2, 1, "z@x"), Ok(DONE));
-    let busy = OperationError::UniqueKeyBusy {
-        table: "users".into(),
-        index: "by_email".into(),
-    };
-    assert_eq!(
-        insert(&mut users, T3, user(5, Some("a@x"), None)),
-        Err(busy.clone()),
-        "T2 may still abort"
+        set_email(&mut users, T2, 1, Some("z@x")),
+        vec![email_change(&users, 1, Some("a@x"), Some("z@x"))]
     );
     assert_eq!(
-        insert(&mut users, T3, user(5, Some("z@x"), None)),
-        Err(busy),
-        "T2 has reserved it"
+        set_email(&mut users, T2, 1, Some("y@x")),
+        vec![email_change(&users, 1, Some("z@x"), Some("y@x"))],
+        "relative to the transaction's own change"
     );
-    assert_eq!(by_email(&users, "a@x"), Some(1));
     assert_eq!(
-        by_email(&users, "z@x"),
-        None,
-        "readers see the committed key"
+        set_email(&mut users, T2, 2, Some("y@x")),
+        vec![email_change(&users, 2, None, Some("y@x"))],
+        "uniqueness is the index table's business"
     );
-    users.commit(T2);
-    assert_eq!(by_email(&users, "z@x"), Some(1));
-    assert_eq!(insert(&mut users, T3, user(5, Some("a@x"), None)), Ok(DONE));
-    users.commit(T3);
-    assert_eq!(by_email(&users, "a@x"), Some(5));
+    delete(&mut users, T2, 1).unwrap();
+    assert_eq!(
+        users.take_unique_changes(),
+        vec![email_change(&users, 1, Some("y@x"), None)]
+    );
+    users.write(T2, &user(1, Some("b@x"), None)).unwrap();
+    assert_eq!(
+        users.take_unique_changes(),
+        vec![email_change(&users, 1, None, Some("b@x"))],
+        "re-inserted after its own delete"
+    );
+    assert!(insert(&mut users, T2, user(1, Some("c@x"), None)).is_err());
+    assert_eq!(
+        users.take_unique_changes(),
+        vec![],
+        "a failed write reports nothing"
+    );
+    users.abort(T2);
+    assert_eq!(committed(&users, 1), Some(user(1, Some("a@x"), Some(30))));
 }
 
 #[test]
@@ -463,7 +456,7 @@ fn the_primary_key_is_refused_twice_and_cannot_be_updated() {
     );
     let key = key(&users, 1);
     assert_eq!(
-        users.update(T2, Lookup::Primary(&key), &[(0, Value::Int(2))]),
+        users.update(T2, &key, &[(0, Value::Int(2))]),
         Err(OperationError::PrimaryKeyUpdate {
             table: "users".into(),
             column: "id".into()
@@ -511,7 +504,7 @@ fn exhausting_data_memory_fails_the_operation_and_deletes_make_room_again() {
 }
 
 #[test]
-fn an_index_added_later_covers_existing_rows_and_refuses_existing_duplicates() {
+fn an_ordered_index_added_later_covers_existing_rows_but_a_unique_one_needs_no_keys_yet() {
     let (_, mut users) = users(1 << 20);
     insert(&mut users, T1, user(1, Some("a@x"), Some(3))).unwrap();
     insert(&mut users, T1, user(2, Some("b@x"), Some(3))).unwrap();
@@ -523,7 +516,7 @@ fn an_index_added_later_covers_existing_rows_and_refuses_existing_duplicates() {
     };
     assert_eq!(
         users.add_index(IndexId(9), unique_age),
-        Err(OperationError::Duplicate {
+        Err(OperationError::UniqueIndexNeedsEmptyTable {
             table: "users".into(),
             index: "unique_age".into()
         })

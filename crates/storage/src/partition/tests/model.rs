@@ -398,7 +398,7 @@ proptest! {
                         }
                     };
                     let key = super::key(&partition, id);
-                    let outcome = partition.update(TransactionId(tx), Lookup::Primary(&key), &changes);
+                    let outcome = partition.update(TransactionId(tx), &key, &changes);
                     settle(&mut partition, tx, outcome, expected)?;
                 }
                 Step::Delete(tx, id) => {
@@ -411,7 +411,7 @@ proptest! {
                         }
                     };
                     let key = super::key(&partition, id);
-                    let outcome = partition.delete(TransactionId(tx), Lookup::Primary(&key));
+                    let outcome = partition.delete(TransactionId(tx), &key);
                     settle(&mut partition, tx, outcome, expected)?;
                 }
                 Step::Commit(tx) => {
@@ -448,7 +448,7 @@ proptest! {
             }
             for (id, row) in &model.committed {
                 let key = super::key(&partition, *id);
-                let found = partition.read_committed(Lookup::Primary(&key)).unwrap();
+                let found = partition.read_committed(&key);
                 prop_assert_eq!(found.map(|(f, v)| partition.layout().values(f, v)), Some(row.clone()));
             }
             prop_assert_eq!(partition.committed_rows(), model.committed.len());
