@@ -18,7 +18,7 @@ command -v valgrind >/dev/null || apt-get install -y valgrind >/dev/null
 cargo build --release -q -p kista
 KISTA=$PWD/target/release/kista
 WORK=$(mktemp -d)
-trap 'kill $(cat "$WORK/pid" 2>/dev/null) 2>/dev/null; rm -rf "$WORK"' EXIT
+trap 'kill $(cat "$WORK/pid" 2>/dev/null) 2>/dev/null || true; rm -rf "$WORK"' EXIT
 
 measure() {    # layout-name thread-config read-policy
   valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.out" \
