@@ -573,3 +573,34 @@ fn a_full_data_memory_aborts_the_transaction_and_keeps_what_was_committed() {
         "deletes made room"
     );
 }
+
+/// The index-table operations a write causes count against the operations a transaction
+/// may have, like the client's own.
+#[test]
+fn index_upkeep_counts_against_the_operations_a_transaction_may_have() {
+    let mut few_operations = settings();
+    few_operations.operations_per_transaction_max = 3;
+    let (mut node, table) = node_with_accounts(few_operations, 1 << 24);
+    let result = node.execute(1, table, vec![insert(1, "ann", 0)], Commit);
+    assert_eq!(
+        result.outcome, Committed,
+        "1 write + 1 entry: {}",
+        result.message
+    );
+    let result = node.execute(
+        2,
+        table,
+        vec![insert(2, "bob", 0), insert(3, "cy", 0)],
+        Commit,
+    );
+    assert_eq!(
+        (result.outcome, result.code),
+        (Aborted, ErrorCode::TooManyLocks as u32),
+        "2 writes + 2 entries: {}",
+        result.message
+    );
+    assert_eq!(
+        owners_ids(&mut node, table, 3, &["bob", "cy"]),
+        [None, None]
+    );
+}

@@ -107,10 +107,16 @@ impl TransactionCoordinator {
             })
             .collect();
         let here = ctx.address();
+        let operations_max = self.settings.operations_per_transaction_max;
         for (index_id, index_table, insert, body) in routes {
             let Some(transaction) = self.transactions.get_mut(&id) else {
                 return;
             };
+            if transaction.operations.len() >= operations_max {
+                // Index upkeep counts against the limit like the client's own operations.
+                let message = format!("a transaction may have {operations_max} operations");
+                return self.fail(id, ErrorCode::TooManyLocks, op_index, message);
+            }
             let upkeep_ref = transaction.operations.len() as u32;
             transaction.operations.push(Operation {
                 op_index,
