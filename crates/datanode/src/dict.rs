@@ -308,7 +308,7 @@ impl Dictionary {
             index_id,
             version: table.version,
         };
-        self.publish(
+        let change_id = self.publish(
             ctx,
             request.client,
             request.request_id,
@@ -316,7 +316,7 @@ impl Dictionary {
             Some(reply),
             Some(previous),
         );
-        if let Some(change) = self.changes.get_mut(&(self.next_change - 1)) {
+        if let Some(change) = self.changes.get_mut(&change_id) {
             change.new_index_tables.extend(index_table);
         }
     }
@@ -334,6 +334,7 @@ impl Dictionary {
         for index_table in index_tables {
             self.drop_index_table(ctx, index_table);
         }
+        self.tables.remove(&request.table_id);
         self.publish(
             ctx,
             request.client,
@@ -346,15 +347,13 @@ impl Dictionary {
 
     /// Drops an index table; nobody waits for it (its table's change answers the client).
     fn drop_index_table(&mut self, ctx: &mut Context, index_table: u32) {
-        let drop = Some(Reply::TableDropped);
-        self.publish(ctx, BlockAddress::from_word(0), 0, index_table, drop, None);
-        if let Some(change) = self.changes.get_mut(&(self.next_change - 1)) {
-            change.reply = None;
-        }
+        self.tables.remove(&index_table);
+        self.publish(ctx, BlockAddress::from_word(0), 0, index_table, None, None);
     }
 
-    /// Sends the table's current definition (or its drop) to every `ldm` and `tc` instance
-    /// and remembers to answer the client when all have applied it.
+    /// Sends the table's current definition to every `ldm` and `tc` instance, or its drop
+    /// when the dictionary no longer holds it, and remembers to answer the client when all
+    /// have applied it. Returns the change's id.
     fn publish(
         &mut self,
         ctx: &mut Context,
@@ -363,23 +362,16 @@ impl Dictionary {
         table_id: u32,
         reply: Option<Reply>,
         previous: Option<(TableDefinitionBody, u32)>,
-    ) {
+    ) -> u64 {
         let change_id = self.next_change;
         self.next_change += 1;
-        let dropped = matches!(reply, Some(Reply::TableDropped));
         let mut body = Vec::new();
-        let version = match self.tables.get(&table_id) {
-            Some(table) => {
-                if !dropped {
-                    table.definition.encode(&mut body);
-                }
-                table.version
-            }
-            None => 0,
-        };
-        if dropped {
-            self.tables.remove(&table_id);
-        }
+        let table = self.tables.get(&table_id);
+        let dropped = table.is_none();
+        let version = table.map_or(0, |table| {
+            table.definition.encode(&mut body);
+            table.version
+        });
         let receivers: Vec<BlockAddress> = self
             .settings
             .ldm_addresses()
@@ -409,6 +401,7 @@ impl Dictionary {
                 new_index_tables: Vec::new(),
             },
         );
+        change_id
     }
 
     fn applied(&mut self, ctx: &mut Context, conf: TableDefinitionConf) {

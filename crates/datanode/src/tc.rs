@@ -267,7 +267,7 @@ impl TransactionCoordinator {
         section: Option<SectionHandle>,
     ) -> Option<SectionHandle> {
         let client_key = (request.client, request.client_tx);
-        let mut first_place = None;
+        let mut placed = None;
         let id = match self.by_client.get(&client_key) {
             Some(&id) => id,
             None => {
@@ -280,7 +280,7 @@ impl TransactionCoordinator {
                 if let (true, Some(body)) = (is_single_committed_read(request), section) {
                     match self.read_without_record(ctx, request, body) {
                         Shortcut::Answered => return section,
-                        Shortcut::PlacedElsewhere(place) => first_place = Some(place),
+                        Shortcut::PlacedElsewhere(place) => placed = Some(place),
                         Shortcut::NotTaken => {}
                     }
                 }
@@ -339,7 +339,7 @@ impl TransactionCoordinator {
                             table,
                             router: &mut self.router,
                             registry: &self.registry,
-                            first_place,
+                            placed,
                         };
                         let prepares = Prepares {
                             id,
@@ -827,8 +827,8 @@ struct Target<'a> {
     table: &'a TcTable,
     router: &'a mut ReadRouter,
     registry: &'a PartitionRegistry,
-    /// Where the router already placed the first partition's committed read.
-    first_place: Option<ReadPlace>,
+    /// Where the router already placed this committed read (it is asked once per read).
+    placed: Option<ReadPlace>,
 }
 
 /// One client operation to send to the replicas of its partition.
@@ -913,7 +913,7 @@ fn note_participant(
 fn send_prepares(
     ctx: &mut Context,
     prepares: Prepares,
-    mut target: Target,
+    target: Target,
     transaction: &mut Transaction,
 ) -> Option<Result<u32, (ErrorCode, String)>> {
     let here = ctx.address();
@@ -931,8 +931,7 @@ fn send_prepares(
     );
     let place = if committed_read {
         target
-            .first_place
-            .take()
+            .placed
             .unwrap_or_else(|| target.router.place_read(chain.current(), here))
     } else {
         note_participant(transaction, request.table_id, partition, chain);

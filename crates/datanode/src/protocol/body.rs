@@ -46,10 +46,15 @@ pub struct KeyBody {
 
 impl KeyBody {
     pub fn encode(&self, out: &mut Vec<u8>) {
+        Self::write(&self.key, &self.columns, &self.values, out);
+    }
+
+    /// Appends a body made of borrowed parts, as `encode` would write it.
+    pub fn write(key: &[u8], columns: &[u16], values: &[Value], out: &mut Vec<u8>) {
         let mut writer = Writer(out);
-        writer.bytes(&self.key);
-        write_columns(&mut writer, &self.columns);
-        write_values(&mut writer, &self.values);
+        writer.bytes(key);
+        write_columns(&mut writer, columns);
+        write_values(&mut writer, values);
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
@@ -94,15 +99,6 @@ impl<'a> KeyBodyRef<'a> {
         self.columns
             .chunks_exact(2)
             .map(|pair| u16::from_le_bytes([pair[0], pair[1]]))
-    }
-
-    /// Writes a body of `key` and `values` with no columns: an insert's, or (no values) a
-    /// delete's.
-    pub fn write(key: &[u8], values: &[Value], out: &mut Vec<u8>) {
-        let mut writer = Writer(out);
-        writer.bytes(key);
-        write_columns(&mut writer, &[]);
-        write_values(&mut writer, values);
     }
 
     /// Decodes the values (a read's are ignored: it has none).
@@ -232,7 +228,7 @@ impl IndexUpkeepBody {
         let mut body = Vec::new();
         let mut push = |index: IndexId, insert: bool, key: &[u8], values: &[Value]| {
             body.clear();
-            KeyBodyRef::write(key, values, &mut body);
+            KeyBody::write(key, &[], values, &mut body);
             let mut writer = Writer(out);
             writer.u32(index.0);
             writer.u8(u8::from(insert));

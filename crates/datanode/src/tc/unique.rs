@@ -40,8 +40,7 @@ impl TransactionCoordinator {
         request: &KeyRequest,
         section: SectionHandle,
     ) {
-        let bytes = ctx.held_section(section).to_vec();
-        ctx.release_section(section);
+        let bytes = ctx.held_section(section);
         let started = match self.tables.get(&request.table_id) {
             None => Err((
                 ErrorCode::NoSuchTable,
@@ -49,6 +48,8 @@ impl TransactionCoordinator {
             )),
             Some(table) => unique_lookup_of(table, request, &bytes),
         };
+        drop(bytes);
+        ctx.release_section(section);
         let (lookup, entry_body, index_table) = match started {
             Ok(started) => started,
             Err((code, message)) => {
@@ -173,42 +174,39 @@ impl TransactionCoordinator {
     /// Reads a unique read's row once the index entry and its answer are both in (they come
     /// as two signals); with no entry, there is no row.
     pub(super) fn unique_step(&mut self, ctx: &mut Context, id: u64, op_ref: u32) {
-        let Some(lookup) = self.unique_lookup(id, op_ref) else {
-            return;
-        };
-        let (found, primary_key) = match (lookup.answered, &lookup.primary_key) {
-            (Some(false), _) => (false, None),
-            (Some(true), Some(key)) => (true, Some(key.clone())),
-            _ => return,
-        };
         let Some(transaction) = self.transactions.get_mut(&id) else {
             return;
         };
-        let operation = &mut transaction.operations[op_ref as usize];
+        let Some(operation) = transaction.operations.get_mut(op_ref as usize) else {
+            return;
+        };
+        let ready = matches!(
+            &operation.role,
+            Role::UniqueLookup(lookup) if match lookup.answered {
+                Some(found) => !found || lookup.primary_key.is_some(),
+                None => false,
+            }
+        );
+        if !ready {
+            return;
+        }
         let Role::UniqueLookup(lookup) = std::mem::replace(&mut operation.role, Role::Client)
         else {
             return;
         };
-        let Some(primary_key) = primary_key.filter(|_| found) else {
+        let Some(primary_key) = lookup.primary_key.filter(|_| lookup.answered == Some(true)) else {
             operation.running = false;
             transaction.outstanding -= 1;
             return self.batch_progress(ctx, id);
         };
-        let client = transaction.client;
-        let op_index = operation.op_index;
         let mut body = Vec::new();
-        KeyBody {
-            key: primary_key,
-            columns: lookup.columns,
-            values: Vec::new(),
-        }
-        .encode(&mut body);
+        KeyBody::write(&primary_key, &lookup.columns, &[], &mut body);
         let target = Internal {
             table_id: lookup.table_id,
             kind: OperationKind::Read,
             lock: lookup.lock,
-            client,
-            op_index,
+            client: transaction.client,
+            op_index: operation.op_index,
             schema_version: Some(lookup.schema_version),
         };
         self.send_internal(ctx, id, op_ref, target, &body);
@@ -235,12 +233,7 @@ fn unique_lookup_of(
     }
     let body = KeyBodyRef::parse(body).map_err(body_error)?;
     let mut entry_body = Vec::new();
-    KeyBody {
-        key: body.key.to_vec(),
-        columns: vec![route.key_columns],
-        values: Vec::new(),
-    }
-    .encode(&mut entry_body);
+    KeyBody::write(body.key, &[route.key_columns], &[], &mut entry_body);
     let lookup = UniqueLookup {
         table_id: request.table_id,
         schema_version: request.schema_version,
