@@ -300,6 +300,22 @@ impl Shared {
         } else if let Ok(result) = ReadResult::from_signal(&signal) {
             let row = RowBody::decode(section).map(|r| r.values);
             self.progress(result.client_tx, |c| c.row(result.op_index, row));
+        } else if let Ok(read) = ReadCommitted::from_signal(&signal) {
+            // The row and the commit of a transaction that was one committed read.
+            let row = (read.found != 0).then(|| RowBody::decode(section).map(|r| r.values));
+            let conf = ExecuteConf {
+                client_tx: read.client_tx,
+                outcome: TransactionOutcome::Committed,
+                reads: read.found,
+                code: 0,
+                failed_op: 0,
+            };
+            self.progress(read.client_tx, |c| {
+                if let Some(row) = row {
+                    c.row(read.op_index, row);
+                }
+                c.conf(conf, String::new());
+            });
         } else if let Ok(rows) = ScanRows::from_signal(&signal) {
             let event = ScanEvent::Rows {
                 partition: rows.partition,

@@ -27,7 +27,7 @@ use crate::fragment_scan::FragmentScans;
 use crate::node::NodeSettings;
 use crate::protocol::*;
 use crate::query::body_error;
-use crate::read::{project, read_committed_row, send_row, with_section_copy};
+use crate::read::{project, read_committed_row, send_row, with_section_copy, ReadAnswer};
 use crate::registry::{PartitionRegistry, SharedPartition};
 use crate::{error_code_of, refuse_prepare, send_with_bytes};
 
@@ -332,7 +332,7 @@ impl LocalDataManager {
             // Under the shared lock, like any other reader of the partition.
             let rows = with_section_copy(ctx, section, |ctx, bytes| {
                 let body = KeyBodyRef::parse(bytes).map_err(body_error)?;
-                read_committed_row(ctx, partition, prepare, &body)
+                read_committed_row(ctx, partition, ReadAnswer::row_of(prepare), &body)
             })?;
             return Ok(Outcome::Done(rows));
         }

@@ -13,7 +13,9 @@ use kista_signal::{SectionHandle, Signal, TypedSignal};
 use crate::fragment_scan::FragmentScans;
 use crate::node::NodeSettings;
 use crate::protocol::*;
-use crate::read::{read_committed_row, with_section_copy};
+use crate::read::{
+    encode_committed_row, send_answer, with_row_scratch, with_section_copy, ReadAnswer,
+};
 use crate::refuse_prepare;
 use crate::registry::PartitionRegistry;
 
@@ -65,9 +67,17 @@ pub(crate) fn read_shared(
     prepare: &Prepare,
     body: &KeyBodyRef,
 ) -> Result<u32, (ErrorCode, String)> {
-    let shared =
-        registry.get_at_version(prepare.table_id, prepare.partition, prepare.schema_version)?;
-    read_committed_row(ctx, &shared.partition, prepare, body)
+    let answer = ReadAnswer::row_of(prepare);
+    with_row_scratch(|row| {
+        let (table, partition) = (prepare.table_id, prepare.partition);
+        let found = registry.with_partition_at_version(
+            table,
+            partition,
+            prepare.schema_version,
+            |shared| encode_committed_row(&shared.partition, body, row),
+        )?;
+        send_answer(ctx, answer, found.then_some(row))
+    })
 }
 
 /// The error for an operation body that does not decode.

@@ -4,7 +4,7 @@
 //! out, not while it is sent.
 
 use kista_runtime::Context;
-use kista_signal::{SectionHandle, TypedSignal};
+use kista_signal::{BlockAddress, SectionHandle, TypedSignal};
 use std::sync::RwLock;
 
 use kista_storage::codec::Writer;
@@ -12,36 +12,71 @@ use kista_storage::partition::Partition;
 use kista_storage::row::RowLayout;
 use kista_storage::types::Value;
 
-use crate::protocol::{ErrorCode, KeyBodyRef, Prepare, ReadResult, RowBody};
+use crate::protocol::{ErrorCode, KeyBodyRef, Prepare, ReadCommitted, ReadResult, RowBody};
 use crate::registry::read_partition;
 use crate::send_with_bytes;
+
+/// Who a committed read answers, and how.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ReadAnswer {
+    pub client: BlockAddress,
+    pub client_tx: u64,
+    pub op_index: u32,
+    /// The read is its transaction's only operation and commits it: one `ReadCommitted`
+    /// carries the row (or its absence) and the commit. Otherwise a `ReadResult` carries
+    /// the row when there is one, and the coordinator's `ExecuteConf` ends the batch.
+    pub whole_transaction: bool,
+}
+
+impl ReadAnswer {
+    /// The answer to the client of an operation that is part of a transaction.
+    pub fn row_of(prepare: &Prepare) -> Self {
+        Self {
+            client: prepare.client,
+            client_tx: prepare.client_tx,
+            op_index: prepare.op_index,
+            whole_transaction: false,
+        }
+    }
+}
 
 /// Reads the row `body.key` names, and sends its projected columns to the client. Returns
 /// how many rows were sent (0 when there is no such row).
 pub(crate) fn read_committed_row(
     ctx: &mut Context,
     partition: &RwLock<Partition>,
-    prepare: &Prepare,
+    answer: ReadAnswer,
     body: &KeyBodyRef,
 ) -> Result<u32, (ErrorCode, String)> {
-    ROW_SCRATCH.with_borrow_mut(|row| {
-        row.clear();
-        let found = {
-            let partition = read_partition(partition);
-            // Encoded while the partition's shared lock is held, sent after it is released.
-            partition.read_committed(body.key).map(|(fixed, var)| {
-                let writer = &mut Writer(row);
-                partition
-                    .layout()
-                    .write_projected(fixed, var, body.columns(), writer)
-            })
-        };
-        if found.is_none() {
-            return Ok(0);
-        }
-        send_encoded_row(ctx, prepare, row)?;
-        Ok(1)
+    with_row_scratch(|row| {
+        let found = encode_committed_row(partition, body, row);
+        send_answer(ctx, answer, found.then_some(row))
     })
+}
+
+/// Encodes the projected columns of the committed row `body.key` names into `row` (as a
+/// `RowBody`, after clearing it); `false` when there is no such row.
+pub(crate) fn encode_committed_row(
+    partition: &RwLock<Partition>,
+    body: &KeyBodyRef,
+    row: &mut Vec<u8>,
+) -> bool {
+    row.clear();
+    let partition = read_partition(partition);
+    // Encoded while the partition's shared lock is held, sent after it is released.
+    partition
+        .read_committed(body.key)
+        .map(|(fixed, var)| {
+            let layout = partition.layout();
+            layout.write_projected(fixed, var, body.columns(), &mut Writer(row))
+        })
+        .is_some()
+}
+
+/// Runs `read` with this thread's buffer for encoded rows: it keeps the capacity of the
+/// largest row it has seen, so no read allocates for its row.
+pub(crate) fn with_row_scratch<R>(read: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    ROW_SCRATCH.with_borrow_mut(read)
 }
 
 /// Sends one read row to the client of `prepare`.
@@ -50,27 +85,40 @@ pub(crate) fn send_row(
     prepare: &Prepare,
     values: &[Value],
 ) -> Result<(), (ErrorCode, String)> {
-    ROW_SCRATCH.with_borrow_mut(|row| {
+    with_row_scratch(|row| {
         row.clear();
         RowBody::encode(values, row);
-        send_encoded_row(ctx, prepare, row)
+        send_answer(ctx, ReadAnswer::row_of(prepare), Some(row)).map(drop)
     })
 }
 
-/// Sends a row already encoded as a `RowBody` to the client of `prepare`.
-fn send_encoded_row(
+/// Sends a read's answer: its row (a `RowBody`) if one was found. Returns how many rows
+/// were sent.
+pub(crate) fn send_answer(
     ctx: &mut Context,
-    prepare: &Prepare,
-    row: &[u8],
-) -> Result<(), (ErrorCode, String)> {
-    let result = ReadResult {
-        client_tx: prepare.client_tx,
-        op_index: prepare.op_index,
-        found: 1,
+    answer: ReadAnswer,
+    row: Option<&[u8]>,
+) -> Result<u32, (ErrorCode, String)> {
+    let found = u32::from(row.is_some());
+    let signal = if answer.whole_transaction {
+        let conf = ReadCommitted {
+            client_tx: answer.client_tx,
+            op_index: answer.op_index,
+            found,
+        };
+        conf.to_signal(answer.client, ctx.address())
+    } else if row.is_some() {
+        let result = ReadResult {
+            client_tx: answer.client_tx,
+            op_index: answer.op_index,
+            found,
+        };
+        result.to_signal(answer.client, ctx.address())
+    } else {
+        return Ok(0);
     };
-    let signal = result.to_signal(prepare.client, ctx.address());
-    if send_with_bytes(ctx, signal, row) {
-        Ok(())
+    if send_with_bytes(ctx, signal, row.unwrap_or_default()) {
+        Ok(found)
     } else {
         Err((ErrorCode::Overloaded, "no section free for the row".into()))
     }
@@ -94,8 +142,7 @@ pub(crate) fn with_section_copy<R>(
 thread_local! {
     /// Where [`with_section_copy`] copies operation bodies.
     static BODY_SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-    /// Where reads encode rows before they are copied into a section; keeps the capacity of
-    /// the largest row it has seen, so no read allocates for its row.
+    /// Where reads encode rows before they are sent ([`with_row_scratch`]).
     static ROW_SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 

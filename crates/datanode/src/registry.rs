@@ -56,7 +56,24 @@ impl PartitionRegistry {
         partition: u32,
         schema_version: u32,
     ) -> Result<SharedPartition, (ErrorCode, String)> {
-        let shared = self.get(table_id, partition).ok_or_else(|| {
+        self.with_partition_at_version(table_id, partition, schema_version, |shared| shared.clone())
+    }
+
+    /// Runs `read` on the partition if the table is at `schema_version`, holding the
+    /// registry's shared lock instead of a clone of the partition's handle (a key read is
+    /// short; publishing waits for it); otherwise the error to report.
+    pub fn with_partition_at_version<R>(
+        &self,
+        table_id: u32,
+        partition: u32,
+        schema_version: u32,
+        read: impl FnOnce(&SharedPartition) -> R,
+    ) -> Result<R, (ErrorCode, String)> {
+        let partitions = self
+            .partitions
+            .read()
+            .unwrap_or_else(|poison| poison.into_inner());
+        let shared = partitions.get(&(table_id, partition)).ok_or_else(|| {
             let message = format!("no partition {partition} of table {table_id} here");
             (ErrorCode::NoSuchTable, message)
         })?;
@@ -67,7 +84,7 @@ impl PartitionRegistry {
             );
             return Err((ErrorCode::SchemaVersion, message));
         }
-        Ok(shared)
+        Ok(read(shared))
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, FxHashMap<(u32, u32), SharedPartition>> {

@@ -22,7 +22,9 @@ use crate::dist::PartitionMap;
 use crate::node::NodeSettings;
 use crate::protocol::*;
 use crate::query::{body_error, read_shared};
-use crate::read::with_section_copy;
+use crate::read::{
+    encode_committed_row, send_answer, with_row_scratch, with_section_copy, ReadAnswer,
+};
 use crate::registry::PartitionRegistry;
 use crate::router::{ReadPlace, ReadRouter};
 use crate::{send_sharing_section, send_with_bytes};
@@ -460,38 +462,51 @@ impl TransactionCoordinator {
             return Shortcut::NotTaken;
         };
         let here = ctx.address();
-        let router = &mut self.router;
-        let registry = &self.registry;
-        let answered = with_section_copy(ctx, section, |ctx, bytes| {
-            let Ok(body) = KeyBodyRef::parse(bytes) else {
-                return Err(Shortcut::NotTaken);
-            };
-            let partition = table.map.partition_of(body.key);
-            let chain = table.map.chain(partition);
-            match router.place_read(chain.current(), here) {
-                ReadPlace::Here => {}
-                elsewhere => return Err(Shortcut::PlacedElsewhere(elsewhere)),
-            }
-            let prepare = prepare_of(request, here, 0, 0, partition, chain);
-            Ok(read_shared(ctx, registry, &prepare, &body))
-        });
-        let (outcome, reads, failure) = match answered {
-            Err(shortcut) => return shortcut,
-            Ok(Ok(reads)) => (TransactionOutcome::Committed, reads, None),
-            Ok(Err((code, message))) => (
-                TransactionOutcome::Aborted,
-                0,
-                Some((code, request.op_index, message)),
-            ),
+        let answer = ReadAnswer {
+            client: request.client,
+            client_tx: request.client_tx,
+            op_index: request.op_index,
+            whole_transaction: true,
         };
-        self.reply(
-            ctx,
-            request.client,
-            request.client_tx,
-            outcome,
-            reads,
-            failure,
-        );
+        let answered = with_row_scratch(|row| {
+            let found = {
+                // The body is read in place; its borrow of the context ends before sending.
+                let bytes = ctx.held_section(section);
+                let Ok(body) = KeyBodyRef::parse(&bytes) else {
+                    return Err(Shortcut::NotTaken);
+                };
+                let partition = table.map.partition_of(body.key);
+                let chain = table.map.chain(partition);
+                match self.router.place_read(chain.current(), here) {
+                    ReadPlace::Here => {}
+                    elsewhere => return Err(Shortcut::PlacedElsewhere(elsewhere)),
+                }
+                let version = request.schema_version;
+                self.registry.with_partition_at_version(
+                    request.table_id,
+                    partition,
+                    version,
+                    |shared| encode_committed_row(&shared.partition, &body, row),
+                )
+            };
+            Ok(found.and_then(|found| send_answer(ctx, answer, found.then_some(row))))
+        });
+        match answered {
+            Err(shortcut) => return shortcut,
+            Ok(Ok(_)) => {}
+            Ok(Err((code, message))) => {
+                let failure = Some((code, request.op_index, message));
+                let (client, client_tx) = (request.client, request.client_tx);
+                self.reply(
+                    ctx,
+                    client,
+                    client_tx,
+                    TransactionOutcome::Aborted,
+                    0,
+                    failure,
+                );
+            }
+        }
         Shortcut::Answered
     }
 

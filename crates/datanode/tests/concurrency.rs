@@ -314,6 +314,17 @@ impl Reader {
         self.scan_open = true;
     }
 
+    /// Checks the row a key read's answer carries.
+    fn check_read_row(&self, ctx: &Context) {
+        let values = ctx
+            .section()
+            .map(|bytes| RowBody::decode(&bytes).map(|r| r.values));
+        match values {
+            Some(Ok(values)) => self.observed.check(&values, "key read"),
+            _ => self.observed.check(&[], "key read without a row"),
+        }
+    }
+
     fn settle(&mut self, ctx: &mut Context, client_tx: u64) {
         if let Some(&(Some(announced), received)) = self.reads.get(&client_tx) {
             if announced == received {
@@ -356,14 +367,17 @@ impl Block for Reader {
                 read.0 = Some(conf.reads);
             }
             self.settle(ctx, conf.client_tx);
-        } else if let Ok(result) = ReadResult::from_signal(signal) {
-            let values = ctx
-                .section()
-                .map(|bytes| RowBody::decode(&bytes).map(|r| r.values));
-            match values {
-                Some(Ok(values)) => self.observed.check(&values, "key read"),
-                _ => self.observed.check(&[], "key read without a row"),
+        } else if let Ok(read) = ReadCommitted::from_signal(signal) {
+            // A transaction of one committed read: its row and its commit in one signal.
+            if read.found != 0 {
+                self.check_read_row(ctx);
             }
+            if let Some(progress) = self.reads.get_mut(&read.client_tx) {
+                *progress = (Some(read.found), read.found);
+            }
+            self.settle(ctx, read.client_tx);
+        } else if let Ok(result) = ReadResult::from_signal(signal) {
+            self.check_read_row(ctx);
             if let Some(read) = self.reads.get_mut(&result.client_tx) {
                 read.1 += 1;
             }

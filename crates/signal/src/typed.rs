@@ -13,7 +13,9 @@ pub enum PayloadError {
         expected: SignalNumber,
         actual: SignalNumber,
     },
-    #[error("signal {number:?} payload ends after {available} words, needs more")]
+    #[error(
+        "signal {number:?} payload is too short: {available} words left where more are needed"
+    )]
     TooShort {
         number: SignalNumber,
         available: usize,
@@ -99,6 +101,19 @@ impl PayloadWriter<'_> {
         self.used += 1;
     }
 
+    /// The next `N` payload words, filled in place: a fixed layout checks its room once.
+    ///
+    /// # Panics
+    /// When fewer than `N` words are left, as [`PayloadWriter::put_u32`].
+    #[inline]
+    pub fn next_words<const N: usize>(&mut self) -> &mut [u32; N] {
+        let words = self.words[self.used..]
+            .first_chunk_mut::<N>()
+            .expect("typed signal payload overflow");
+        self.used += N;
+        words
+    }
+
     #[inline]
     pub fn put_u64(&mut self, value: u64) {
         self.put_u32(value as u32);
@@ -117,7 +132,19 @@ pub struct PayloadReader<'a> {
     words: &'a [u32],
 }
 
-impl PayloadReader<'_> {
+impl<'a> PayloadReader<'a> {
+    /// The next `N` words: a fixed layout checks the payload's length once.
+    #[inline]
+    pub fn next_words<const N: usize>(&mut self) -> Result<&'a [u32; N], PayloadError> {
+        match self.words.split_first_chunk::<N>() {
+            Some((first, rest)) => {
+                self.words = rest;
+                Ok(first)
+            }
+            None => Err(self.too_short()),
+        }
+    }
+
     #[inline]
     pub fn u32(&mut self) -> Result<u32, PayloadError> {
         match self.words.split_first() {
@@ -134,7 +161,7 @@ impl PayloadReader<'_> {
     fn too_short(&self) -> PayloadError {
         PayloadError::TooShort {
             number: self.number,
-            available: 0,
+            available: self.words.len(),
         }
     }
 

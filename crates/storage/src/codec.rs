@@ -29,18 +29,23 @@ pub enum CodecError {
 pub struct Writer<'a>(pub &'a mut Vec<u8>);
 
 impl Writer<'_> {
+    #[inline]
     pub fn u8(&mut self, value: u8) {
         self.0.push(value);
     }
+    #[inline]
     pub fn u16(&mut self, value: u16) {
         self.0.extend_from_slice(&value.to_le_bytes());
     }
+    #[inline]
     pub fn u32(&mut self, value: u32) {
         self.0.extend_from_slice(&value.to_le_bytes());
     }
+    #[inline]
     pub fn u64(&mut self, value: u64) {
         self.0.extend_from_slice(&value.to_le_bytes());
     }
+    #[inline]
     pub fn bytes(&mut self, bytes: &[u8]) {
         self.u32(bytes.len() as u32);
         self.0.extend_from_slice(bytes);
@@ -54,48 +59,64 @@ pub struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    #[inline]
     pub fn new(bytes: &'a [u8]) -> Self {
         Self { bytes, offset: 0 }
     }
 
+    #[inline]
     pub fn offset(&self) -> usize {
         self.offset
     }
 
+    #[inline]
     pub fn remaining(&self) -> usize {
         self.bytes.len() - self.offset
     }
 
+    #[inline]
     pub fn take(&mut self, count: usize) -> Result<&'a [u8], CodecError> {
         if count > self.remaining() {
-            return Err(CodecError::Truncated {
-                offset: self.offset,
-                needed: count - self.remaining(),
-            });
+            return Err(self.truncated(count));
         }
         let taken = &self.bytes[self.offset..self.offset + count];
         self.offset += count;
         Ok(taken)
     }
 
+    #[cold]
+    #[inline(never)]
+    fn truncated(&self, count: usize) -> CodecError {
+        CodecError::Truncated {
+            offset: self.offset,
+            needed: count - self.remaining(),
+        }
+    }
+
+    #[inline]
     fn array<const N: usize>(&mut self) -> Result<[u8; N], CodecError> {
         let mut array = [0; N];
         array.copy_from_slice(self.take(N)?);
         Ok(array)
     }
 
+    #[inline]
     pub fn u8(&mut self) -> Result<u8, CodecError> {
         Ok(self.take(1)?[0])
     }
+    #[inline]
     pub fn u16(&mut self) -> Result<u16, CodecError> {
         self.array().map(u16::from_le_bytes)
     }
+    #[inline]
     pub fn u32(&mut self) -> Result<u32, CodecError> {
         self.array().map(u32::from_le_bytes)
     }
+    #[inline]
     pub fn u64(&mut self) -> Result<u64, CodecError> {
         self.array().map(u64::from_le_bytes)
     }
+    #[inline]
     pub fn bytes(&mut self) -> Result<&'a [u8], CodecError> {
         let length = self.u32()? as usize;
         self.take(length)
@@ -139,8 +160,10 @@ impl<'a> Reader<'a> {
 
 /// The encoding of `Value::Bytes(bytes)`, for callers that hold only the slice.
 pub fn write_bytes_value(out: &mut Writer, bytes: &[u8]) {
-    out.u8(6);
-    out.bytes(bytes);
+    let length = (bytes.len() as u32).to_le_bytes();
+    out.0
+        .extend_from_slice(&[6, length[0], length[1], length[2], length[3]]);
+    out.0.extend_from_slice(bytes);
 }
 
 /// The tags of signed and unsigned integers in a value's byte form.

@@ -277,23 +277,30 @@ impl RowLayout {
         columns: impl ExactSizeIterator<Item = u16>,
         out: &mut Writer,
     ) {
-        let write = |out: &mut Writer, column: usize| match (
-            self.places.get(column),
-            self.columns.get(column),
-        ) {
-            (Some(&place), Some(described)) if !self.is_null(fixed, column) => match place {
-                Place::Variable(k) => write_bytes_value(out, self.var_slice(var, k)),
+        let write = |out: &mut Writer, column: usize| {
+            let (Some(&place), Some(described)) =
+                (self.places.get(column), self.columns.get(column))
+            else {
+                return write_value(out, &Value::Null);
+            };
+            if self.is_null(fixed, column) {
+                return write_value(out, &Value::Null);
+            }
+            match (place, described.column_type) {
+                (Place::Variable(k), _) => write_bytes_value(out, self.var_slice(var, k)),
                 // Integers, the commonest columns, go from the slot to the wire without a
                 // `Value` in between.
-                Place::Fixed(offset) => match described.column_type {
-                    ColumnType::Int { signed, bytes } => {
-                        let slot = &fixed[offset..offset + usize::from(bytes)];
-                        write_int(out, slot, signed);
-                    }
-                    other => write_value(out, &read_fixed(other, &fixed[offset..])),
-                },
-            },
-            _ => write_value(out, &Value::Null),
+                (Place::Fixed(offset), ColumnType::Int { signed, bytes }) => {
+                    let tag = if signed { INT_TAG } else { UINT_TAG };
+                    let mut encoded = [tag, 0, 0, 0, 0, 0, 0, 0, 0];
+                    encoded[1..]
+                        .copy_from_slice(&int_at(fixed, offset, bytes, signed).to_le_bytes());
+                    out.0.extend_from_slice(&encoded);
+                }
+                (Place::Fixed(offset), other) => {
+                    write_value(out, &read_fixed(other, &fixed[offset..]))
+                }
+            }
         };
         if columns.len() == 0 {
             out.u32(self.columns.len() as u32);
@@ -462,12 +469,31 @@ fn write_fixed(column_type: ColumnType, value: &Value, slot: &mut [u8]) {
 
 /// Writes an integer slot as `codec::write_value` writes the `Value` `read_fixed` makes
 /// of it.
-fn write_int(out: &mut Writer, slot: &[u8], signed: bool) {
-    let negative = signed && slot.last().is_some_and(|&b| b & 0x80 != 0);
-    let mut word = [if negative { 0xFF } else { 0 }; 8];
-    word[..slot.len()].copy_from_slice(slot);
-    out.u8(if signed { INT_TAG } else { UINT_TAG });
-    out.u64(u64::from_le_bytes(word));
+/// The integer in the `bytes`-wide slot at `offset`, sign-extended when `signed`. Each width
+/// is a fixed-size load (a slot copied by its run-time width costs a `memcpy` call).
+fn int_at(fixed: &[u8], offset: usize, bytes: u8, signed: bool) -> u64 {
+    fn le<const N: usize>(slot: &[u8]) -> [u8; N] {
+        let mut word = [0; N];
+        word.copy_from_slice(&slot[..N]);
+        word
+    }
+    let slot = &fixed[offset..];
+    let raw = match bytes {
+        1 => u64::from(slot[0]),
+        2 => u64::from(u16::from_le_bytes(le(slot))),
+        4 => u64::from(u32::from_le_bytes(le(slot))),
+        _ => u64::from_le_bytes(le(slot)),
+    };
+    debug_assert!(
+        matches!(bytes, 1 | 2 | 4 | 8),
+        "checked by ColumnType::check"
+    );
+    let unused_bits = 64 - 8 * u32::from(bytes);
+    if signed {
+        ((raw << unused_bits) as i64 >> unused_bits) as u64
+    } else {
+        raw
+    }
 }
 
 /// `slot` may run past the column: only its first `fixed_bytes()` are read.

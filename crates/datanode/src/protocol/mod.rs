@@ -12,6 +12,10 @@
 //! abort:  tc --Abort--> every replica --AbortConf--> tc --ExecuteConf--> client
 //! ```
 //!
+//! A transaction of one committed read that commits, read by the coordinator itself, needs
+//! no record and one answer: `client --KeyRequest--> tc --ReadCommitted--> client` (the row
+//! and the commit together).
+//!
 //! A unique index keeps its entries in a table of its own, distributed by the unique key.
 //! A write that changes a row's unique key reports the index-table operations it needs in
 //! its `PrepareConf`; `tc` runs them as operations of the same transaction. A unique read

@@ -7,36 +7,52 @@ use kista_signal::{
 
 use super::REPLICAS_MAX;
 
-/// A field type that travels as payload words.
+/// A field type that travels as a fixed number of payload words. A signal's fields are laid
+/// out back to back, so reading one checks the payload's length once, not per field.
 pub trait Word: Sized {
-    fn put(&self, payload: &mut PayloadWriter<'_>);
-    fn get(payload: &mut PayloadReader<'_>) -> Result<Self, PayloadError>;
+    /// Payload words the field takes.
+    const WORDS: usize;
+    /// Writes the field into `words`, which are exactly [`Word::WORDS`] long.
+    fn put(&self, words: &mut [u32]);
+    /// Reads the field from `words`, exactly [`Word::WORDS`] long; `payload` names the
+    /// signal in errors.
+    fn get(words: &[u32], payload: &PayloadReader<'_>) -> Result<Self, PayloadError>;
 }
 
 impl Word for u32 {
-    fn put(&self, payload: &mut PayloadWriter<'_>) {
-        payload.put_u32(*self);
+    const WORDS: usize = 1;
+    #[inline]
+    fn put(&self, words: &mut [u32]) {
+        words[0] = *self;
     }
-    fn get(payload: &mut PayloadReader<'_>) -> Result<Self, PayloadError> {
-        payload.u32()
+    #[inline]
+    fn get(words: &[u32], _: &PayloadReader<'_>) -> Result<Self, PayloadError> {
+        Ok(words[0])
     }
 }
 
 impl Word for u64 {
-    fn put(&self, payload: &mut PayloadWriter<'_>) {
-        payload.put_u64(*self);
+    const WORDS: usize = 2;
+    #[inline]
+    fn put(&self, words: &mut [u32]) {
+        words[0] = *self as u32;
+        words[1] = (*self >> 32) as u32;
     }
-    fn get(payload: &mut PayloadReader<'_>) -> Result<Self, PayloadError> {
-        payload.u64()
+    #[inline]
+    fn get(words: &[u32], _: &PayloadReader<'_>) -> Result<Self, PayloadError> {
+        Ok(u64::from(words[1]) << 32 | u64::from(words[0]))
     }
 }
 
 impl Word for BlockAddress {
-    fn put(&self, payload: &mut PayloadWriter<'_>) {
-        payload.put_address(*self);
+    const WORDS: usize = 1;
+    #[inline]
+    fn put(&self, words: &mut [u32]) {
+        words[0] = self.to_word();
     }
-    fn get(payload: &mut PayloadReader<'_>) -> Result<Self, PayloadError> {
-        payload.address()
+    #[inline]
+    fn get(words: &[u32], _: &PayloadReader<'_>) -> Result<Self, PayloadError> {
+        Ok(BlockAddress::from_word(words[0]))
     }
 }
 
@@ -50,11 +66,14 @@ macro_rules! word_enum {
         }
 
         impl Word for $name {
-            fn put(&self, payload: &mut PayloadWriter<'_>) {
-                payload.put_u32(*self as u32);
+            const WORDS: usize = 1;
+            #[inline]
+            fn put(&self, words: &mut [u32]) {
+                words[0] = *self as u32;
             }
-            fn get(payload: &mut PayloadReader<'_>) -> Result<Self, PayloadError> {
-                match payload.u32()? {
+            #[inline]
+            fn get(words: &[u32], payload: &PayloadReader<'_>) -> Result<Self, PayloadError> {
+                match words[0] {
                     $($value => Ok($name::$variant),)*
                     other => Err(payload.bad_value(stringify!($name), other)),
                 }
@@ -71,17 +90,39 @@ macro_rules! typed_signal {
             $($(#[$fdoc])* pub $field: $ty,)*
         }
 
+        impl $name {
+            /// Payload words the signal takes.
+            pub const WORDS: usize = 0 $(+ <$ty as Word>::WORDS)*;
+        }
+
+        const _: () = assert!($name::WORDS <= kista_signal::PAYLOAD_WORDS_MAX);
+
         impl TypedSignal for $name {
             const NUMBER: SignalNumber = SignalNumber($number);
 
+            #[inline]
+            #[allow(unused_assignments, unused_mut, unused_variables)]
             fn write(&self, payload: &mut PayloadWriter<'_>) {
-                $(Word::put(&self.$field, payload);)*
-                let _ = payload;
+                let words = payload.next_words::<{ $name::WORDS }>();
+                let mut at = 0;
+                $(
+                    Word::put(&self.$field, &mut words[at..at + <$ty as Word>::WORDS]);
+                    at += <$ty as Word>::WORDS;
+                )*
             }
 
+            #[inline]
+            #[allow(unused_assignments, unused_mut, unused_variables)]
             fn read(payload: &mut PayloadReader<'_>) -> Result<Self, PayloadError> {
-                let _ = &payload;
-                Ok(Self { $($field: Word::get(payload)?,)* })
+                let words = payload.next_words::<{ $name::WORDS }>()?;
+                let mut at = 0;
+                Ok(Self {
+                    $($field: {
+                        let field = <$ty as Word>::get(&words[at..at + <$ty as Word>::WORDS], payload)?;
+                        at += <$ty as Word>::WORDS;
+                        field
+                    },)*
+                })
             }
         }
     };
@@ -184,16 +225,18 @@ impl ReplicaChain {
 }
 
 impl Word for ReplicaChain {
-    fn put(&self, payload: &mut PayloadWriter<'_>) {
-        payload.put_u32(self.count);
-        payload.put_u32(self.position);
-        for replica in &self.replicas {
-            payload.put_address(*replica);
+    const WORDS: usize = 2 + REPLICAS_MAX;
+    #[inline]
+    fn put(&self, words: &mut [u32]) {
+        words[0] = self.count;
+        words[1] = self.position;
+        for (word, replica) in words[2..].iter_mut().zip(&self.replicas) {
+            *word = replica.to_word();
         }
     }
-    fn get(payload: &mut PayloadReader<'_>) -> Result<Self, PayloadError> {
-        let count = payload.u32()?;
-        let position = payload.u32()?;
+    #[inline]
+    fn get(words: &[u32], payload: &PayloadReader<'_>) -> Result<Self, PayloadError> {
+        let (count, position) = (words[0], words[1]);
         if count == 0 || count as usize > REPLICAS_MAX {
             return Err(payload.bad_value("replica count", count));
         }
@@ -201,8 +244,8 @@ impl Word for ReplicaChain {
             return Err(payload.bad_value("chain position", position));
         }
         let mut replicas = [BlockAddress::default(); REPLICAS_MAX];
-        for replica in &mut replicas {
-            *replica = payload.address()?;
+        for (replica, &word) in replicas.iter_mut().zip(&words[2..]) {
+            *replica = BlockAddress::from_word(word);
         }
         Ok(Self {
             count,
@@ -289,6 +332,13 @@ typed_signal! {
     /// A read's row, straight from the data manager to the client. Section: a `RowBody`
     /// when `found`.
     ReadResult = 122 { client_tx: u64, op_index: u32, found: u32, }
+}
+typed_signal! {
+    /// A transaction of one committed read, answered whole by the coordinator that ran it:
+    /// the row and the commit in one signal, as a `ReadResult` (when `found`) and an
+    /// `ExecuteConf` (committed, `reads` = `found`) would say. Section: a `RowBody` when
+    /// `found`.
+    ReadCommitted = 124 { client_tx: u64, op_index: u32, found: u32, }
 }
 typed_signal! {
     /// Runs an operation on a replica, the row found by its primary key. A read's row goes

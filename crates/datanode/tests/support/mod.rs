@@ -219,9 +219,25 @@ impl Node {
 
     /// Waits for the batch's `ExecuteConf` and every row it announced.
     pub fn batch_result(&mut self, client_tx: u64, until_ns: u64) -> Option<Executed> {
-        let is_conf =
-            move |s: &Signal| ExecuteConf::from_signal(s).is_ok_and(|c| c.client_tx == client_tx);
+        let is_conf = move |s: &Signal| {
+            ExecuteConf::from_signal(s).is_ok_and(|c| c.client_tx == client_tx)
+                || ReadCommitted::from_signal(s).is_ok_and(|c| c.client_tx == client_tx)
+        };
         let (signal, bytes) = self.wait_for(until_ns, is_conf)?;
+        if let Ok(read) = ReadCommitted::from_signal(&signal) {
+            // A transaction of one committed read: its row and its commit in one signal.
+            let found = read.found != 0;
+            return Some(Executed {
+                outcome: TransactionOutcome::Committed,
+                code: 0,
+                message: String::new(),
+                rows: found
+                    .then(|| (read.op_index, RowBody::decode(&bytes).unwrap().values))
+                    .into_iter()
+                    .collect(),
+                row_senders: found.then(|| signal.sender()).into_iter().collect(),
+            });
+        }
         let conf = ExecuteConf::from_signal(&signal).unwrap();
         let mut rows = Vec::new();
         let mut row_senders = Vec::new();
