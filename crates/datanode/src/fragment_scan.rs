@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use kista_runtime::Context;
 use kista_signal::wire::SECTION_BYTES_MAX;
-use kista_signal::{BlockAddress, PayloadError, SectionHandle, Signal, TypedSignal};
+use kista_signal::{BlockAddress, PayloadError, Signal, TypedSignal};
+use kista_storage::codec::CodecError;
 use kista_storage::filter::FilterProgram;
 use kista_storage::partition::{ScanPosition, ScanRange};
 
@@ -72,8 +73,8 @@ impl FragmentScans {
         let number = signal.number();
         if number == ScanFragment::NUMBER {
             Some(ScanFragment::from_signal(signal).map(|request| {
-                let section = ctx.take_section();
-                self.open(ctx, request, section)
+                let body = ctx.section().map(|bytes| ScanBody::decode(&bytes));
+                self.open(ctx, request, body)
             }))
         } else if number == ScanFragmentNext::NUMBER {
             Some(ScanFragmentNext::from_signal(signal).map(|next| self.next(ctx, next)))
@@ -83,11 +84,12 @@ impl FragmentScans {
     }
 
     /// Opens a partition scan and sends its first batch.
-    fn open(&mut self, ctx: &mut Context, request: ScanFragment, section: Option<SectionHandle>) {
-        let body = section.map(|handle| ScanBody::decode(&ctx.held_section(handle)));
-        if let Some(section) = section {
-            ctx.release_section(section);
-        }
+    fn open(
+        &mut self,
+        ctx: &mut Context,
+        request: ScanFragment,
+        body: Option<Result<ScanBody, CodecError>>,
+    ) {
         let key = (request.tc, request.scan_id, request.partition);
         let opened = self.validate(&request, body).and_then(|scan| {
             if self.scans.len() >= self.scans_max {

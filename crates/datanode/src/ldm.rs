@@ -552,9 +552,12 @@ impl Block for LocalDataManager {
     fn execute(&mut self, signal: &Signal, ctx: &mut Context<'_>) {
         let number = signal.number();
         let result = if number == Prepare::NUMBER {
-            Prepare::from_signal(signal).map(|p| {
-                let section = ctx.take_section();
-                self.prepare(ctx, p, section)
+            Prepare::from_signal(signal).map(|p| match ctx.take_section() {
+                Ok(section) => self.prepare(ctx, p, section),
+                Err(exhausted) => {
+                    let message = format!("no room for the operation's body: {exhausted}");
+                    refuse_prepare(ctx, &p, ErrorCode::Overloaded, &message);
+                }
             })
         } else if number == Commit::NUMBER {
             Commit::from_signal(signal).map(|c| self.commit(ctx, c))

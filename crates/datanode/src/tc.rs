@@ -15,6 +15,7 @@ use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kista_runtime::section_pool::SectionPoolExhausted;
 use kista_runtime::{Block, Context};
 use kista_signal::{BlockAddress, SectionHandle, Signal, TypedSignal};
 
@@ -254,22 +255,31 @@ impl TransactionCoordinator {
     }
 
     fn key_request(&mut self, ctx: &mut Context, request: KeyRequest) {
+        let client_key = (request.client, request.client_tx);
+        let mut placed = None;
+        if is_single_committed_read(&request) && !self.by_client.contains_key(&client_key) {
+            match self.read_without_record(ctx, &request) {
+                Shortcut::Answered => return,
+                Shortcut::PlacedElsewhere(place) => placed = Some(place),
+                Shortcut::NotTaken => {}
+            }
+        }
         let section = ctx.take_section();
-        if let Some(unused) = self.key_operation(ctx, &request, section) {
+        if let Some(unused) = self.key_operation(ctx, &request, section, placed) {
             ctx.release_section(unused);
         }
     }
 
-    /// Runs one operation of a client's transaction; returns its section unless it was
-    /// passed on.
+    /// Runs one operation of a client's transaction, `placed` where the router already put
+    /// it; returns its section unless it was passed on.
     fn key_operation(
         &mut self,
         ctx: &mut Context,
         request: &KeyRequest,
-        section: Option<SectionHandle>,
+        section: Result<Option<SectionHandle>, SectionPoolExhausted>,
+        placed: Option<ReadPlace>,
     ) -> Option<SectionHandle> {
         let client_key = (request.client, request.client_tx);
-        let mut placed = None;
         let id = match self.by_client.get(&client_key) {
             Some(&id) => id,
             None => {
@@ -277,39 +287,41 @@ impl TransactionCoordinator {
                     // Nothing to roll back: the transaction never ran here.
                     let outcome = TransactionOutcome::Aborted;
                     self.reply(ctx, request.client, request.client_tx, outcome, 0, None);
-                    return section;
-                }
-                if let (true, Some(body)) = (is_single_committed_read(request), section) {
-                    match self.read_without_record(ctx, request, body) {
-                        Shortcut::Answered => return section,
-                        Shortcut::PlacedElsewhere(place) => placed = Some(place),
-                        Shortcut::NotTaken => {}
-                    }
+                    return section.ok().flatten();
                 }
                 match self.open_record(ctx, request) {
                     Some(id) => id,
-                    None => return section,
+                    None => return section.ok().flatten(),
                 }
             }
         };
         let now = ctx.now_ns();
         let operations_max = self.settings.operations_per_transaction_max;
         let Some(transaction) = self.transactions.get_mut(&id) else {
-            return section;
+            return section.ok().flatten();
         };
         transaction.last_activity_ns = now;
         if transaction.phase != Phase::Executing || transaction.batch_end.is_some() {
             refuse_state(ctx, request.client, request.client_tx, request.op_index);
-            return section;
+            return section.ok().flatten();
         }
         if request.execute == ExecuteMode::Rollback {
             transaction.batch_end = Some(ExecuteMode::Rollback);
             self.batch_progress(ctx, id);
-            return section;
+            return section.ok().flatten();
         }
         if request.execute != ExecuteMode::More {
             transaction.batch_end = Some(request.execute);
         }
+        let section = match section {
+            Ok(section) => section,
+            Err(exhausted) => {
+                let message = format!("no room for the operation's body: {exhausted}");
+                self.fail(id, ErrorCode::Overloaded, request.op_index, message);
+                self.batch_progress(ctx, id);
+                return None;
+            }
+        };
         if request.index_id != PRIMARY_KEY && transaction.operations.len() < operations_max {
             if let Some(section) = section {
                 self.start_unique_read(ctx, id, request, section);
@@ -452,12 +464,7 @@ impl TransactionCoordinator {
 
     /// A transaction of one committed primary-key read that commits at once needs no
     /// record when the read runs here: the row and the conf go straight back to the client.
-    fn read_without_record(
-        &mut self,
-        ctx: &mut Context,
-        request: &KeyRequest,
-        section: SectionHandle,
-    ) -> Shortcut {
+    fn read_without_record(&mut self, ctx: &mut Context, request: &KeyRequest) -> Shortcut {
         let Some(table) = self.tables.get(&request.table_id) else {
             return Shortcut::NotTaken;
         };
@@ -471,7 +478,9 @@ impl TransactionCoordinator {
         let answered = with_row_scratch(|row| {
             let found = {
                 // The body is read in place; its borrow of the context ends before sending.
-                let bytes = ctx.held_section(section);
+                let Some(bytes) = ctx.section() else {
+                    return Err(Shortcut::NotTaken);
+                };
                 let Ok(body) = KeyBodyRef::parse(&bytes) else {
                     return Err(Shortcut::NotTaken);
                 };

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use kista_signal::{BlockAddress, SectionHandle, Signal, TypedSignal};
+use kista_signal::{BlockAddress, SectionHandle, Signal, TypedSignal, INLINE_SECTION_BYTES_MAX};
 
 use crate::io::{FileRequest, FILE_SYSTEM_BLOCK};
 use crate::rng::Rng;
@@ -54,6 +54,10 @@ pub struct Context<'a> {
     sections: &'a SectionPool,
     /// The section of the signal being executed, until the block takes it.
     incoming_section: SectionHandle,
+    /// The executing signal's section when it came inline, copied out so that blocks can
+    /// borrow it like a pooled one; its length.
+    inline_section: [u8; INLINE_SECTION_BYTES_MAX],
+    inline_section_len: usize,
 }
 
 impl<'a> Context<'a> {
@@ -71,21 +75,28 @@ impl<'a> Context<'a> {
             sink,
             sections,
             incoming_section: SectionHandle::NONE,
+            inline_section: [0; INLINE_SECTION_BYTES_MAX],
+            inline_section_len: 0,
         }
     }
 
-    /// Prepares the context for executing the next signal, addressed to `address`.
+    /// Prepares the context for executing `signal`.
     #[inline]
-    pub(crate) fn begin(&mut self, address: BlockAddress, incoming_section: SectionHandle) {
-        self.address = address;
-        self.incoming_section = incoming_section;
+    pub(crate) fn begin(&mut self, signal: &Signal) {
+        self.address = signal.receiver();
+        self.incoming_section = signal.section();
+        if self.incoming_section.is_inline() {
+            let bytes = signal.inline_section();
+            self.inline_section[..bytes.len()].copy_from_slice(bytes);
+            self.inline_section_len = bytes.len();
+        }
     }
 
     /// Ends a signal's execution, releasing its section unless the block took it.
     #[inline]
     pub(crate) fn finish(&mut self) {
         let untaken = std::mem::replace(&mut self.incoming_section, SectionHandle::NONE);
-        if !untaken.is_none() {
+        if untaken.is_pooled() {
             self.sections.release(untaken);
         }
     }
@@ -129,10 +140,14 @@ impl<'a> Context<'a> {
 
     /// The bytes of the executing signal's section, if it has one the block has not taken.
     pub fn section(&self) -> Option<SectionGuard<'_>> {
-        if self.incoming_section.is_none() {
-            return None;
+        let incoming = self.incoming_section;
+        if incoming.is_inline() {
+            let bytes = &self.inline_section[..self.inline_section_len];
+            return Some(SectionGuard::inline(bytes));
         }
-        Some(self.sections.read(self.incoming_section))
+        incoming
+            .is_pooled()
+            .then(|| self.sections.read(self.incoming_section))
     }
 
     /// The bytes of a section the block holds (taken or allocated earlier).
@@ -141,10 +156,16 @@ impl<'a> Context<'a> {
     }
 
     /// Keeps the executing signal's section beyond this execution (to forward it or hold
-    /// it); otherwise the runtime releases it when `execute` returns.
-    pub fn take_section(&mut self) -> Option<SectionHandle> {
+    /// it); otherwise the runtime releases it when `execute` returns. `Ok(None)` when the
+    /// signal has no section. A section that came inline moves to a pooled buffer here, which
+    /// fails when the pool has none free.
+    pub fn take_section(&mut self) -> Result<Option<SectionHandle>, SectionPoolExhausted> {
         let handle = std::mem::replace(&mut self.incoming_section, SectionHandle::NONE);
-        (!handle.is_none()).then_some(handle)
+        if handle.is_inline() {
+            let bytes = &self.inline_section[..self.inline_section_len];
+            return self.sections.allocate(bytes).map(Some);
+        }
+        Ok(handle.is_pooled().then_some(handle))
     }
 
     /// Copies `bytes` into a new pooled section, to attach to a signal with
@@ -217,7 +238,7 @@ impl<'a> Context<'a> {
     /// Runs one signal on `block` with this context.
     #[inline]
     pub(crate) fn execute(&mut self, block: &mut dyn Block, signal: &Signal) {
-        self.begin(signal.receiver(), signal.section());
+        self.begin(signal);
         block.execute(signal, self);
         self.finish();
     }

@@ -36,13 +36,29 @@ pub struct SectionPool {
     free: Mutex<Vec<u32>>,
 }
 
-/// Read access to a section's bytes.
-pub struct SectionGuard<'a>(MutexGuard<'a, Slot>);
+/// Read access to a section's bytes: a pooled buffer, or a section that came inline.
+pub struct SectionGuard<'a>(Guarded<'a>);
+
+enum Guarded<'a> {
+    Pooled(MutexGuard<'a, Slot>),
+    Inline(&'a [u8]),
+}
+
+impl<'a> SectionGuard<'a> {
+    /// The bytes of a section a signal carried inline.
+    pub(crate) fn inline(bytes: &'a [u8]) -> Self {
+        Self(Guarded::Inline(bytes))
+    }
+}
 
 impl Deref for SectionGuard<'_> {
     type Target = [u8];
+    #[inline]
     fn deref(&self) -> &[u8] {
-        &self.0.bytes
+        match &self.0 {
+            Guarded::Pooled(slot) => &slot.bytes,
+            Guarded::Inline(bytes) => bytes,
+        }
     }
 }
 
@@ -78,7 +94,7 @@ impl SectionPool {
     pub fn read(&self, handle: SectionHandle) -> SectionGuard<'_> {
         let slot = lock(self.slot(handle));
         assert!(slot.in_use, "read of released section {}", handle.0);
-        SectionGuard(slot)
+        SectionGuard(Guarded::Pooled(slot))
     }
 
     /// # Panics

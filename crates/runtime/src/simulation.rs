@@ -221,10 +221,10 @@ impl Simulation {
         let mut entry = Vec::with_capacity(160);
         entry.extend_from_slice(&ready_ns.to_le_bytes());
         let section = signal.section();
-        let encoded = if section.is_none() {
-            wire::encode(signal, &[], &mut entry)
-        } else {
+        let encoded = if section.is_pooled() {
             wire::encode(signal, &self.sections.read(section), &mut entry)
+        } else {
+            wire::encode(signal, signal.inline_section(), &mut entry)
         };
         debug_assert!(encoded.is_ok(), "pool sections never exceed the wire limit");
         for &byte in &entry {

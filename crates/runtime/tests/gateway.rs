@@ -26,7 +26,7 @@ impl Block for Echo {
             ctx.address(),
             signal.words(),
         );
-        if let Some(section) = ctx.take_section() {
+        if let Some(section) = ctx.take_section().expect("the pool has room") {
             ctx.attach_section(&mut reply, section);
         }
         ctx.send(reply);
@@ -45,6 +45,16 @@ impl RemoteSink for Collected {
             self.0.lock().unwrap().push((decoded.signal, section));
             frames = &frames[decoded.frame_len..];
         }
+    }
+}
+
+/// The section injected with signal `sequence`: none, one small enough to ride inline in the
+/// signal, or one that needs a pooled buffer.
+fn section_of(sequence: u32) -> Vec<u8> {
+    match sequence % 3 {
+        0 => sequence.to_le_bytes().to_vec(),
+        1 => vec![sequence as u8; 300],
+        _ => vec![],
     }
 }
 
@@ -72,12 +82,7 @@ fn injected_signals_reach_their_block_and_replies_leave_through_the_remote_sink(
     let client = BlockAddress::new(OUTSIDE, BlockId(1), 3);
     for sequence in 0..1000u32 {
         let signal = Signal::with_words(SignalNumber(7), ECHO, client, &[sequence]);
-        let section = if sequence % 3 == 0 {
-            sequence.to_le_bytes().to_vec()
-        } else {
-            vec![]
-        };
-        injector.inject(signal, &section).unwrap();
+        injector.inject(signal, &section_of(sequence)).unwrap();
     }
     let nowhere = Signal::with_words(
         SignalNumber(7),
@@ -101,12 +106,7 @@ fn injected_signals_reach_their_block_and_replies_leave_through_the_remote_sink(
     for (sequence, (signal, section)) in replies.iter().enumerate() {
         assert_eq!(signal.receiver(), client);
         assert_eq!(signal.words(), [sequence as u32], "in order, none lost");
-        let expected = if sequence % 3 == 0 {
-            (sequence as u32).to_le_bytes().to_vec()
-        } else {
-            vec![]
-        };
-        assert_eq!(section, &expected);
+        assert_eq!(section, &section_of(sequence as u32));
     }
     assert_eq!(
         sections_in_use, 0,

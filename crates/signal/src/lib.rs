@@ -16,5 +16,7 @@ mod typed;
 pub mod wire;
 
 pub use address::{BlockAddress, BlockId, NodeId};
-pub use signal::{SectionHandle, Signal, SignalHeader, SignalNumber, PAYLOAD_WORDS_MAX};
+pub use signal::{
+    SectionHandle, Signal, SignalHeader, SignalNumber, INLINE_SECTION_BYTES_MAX, PAYLOAD_WORDS_MAX,
+};
 pub use typed::{PayloadError, PayloadReader, PayloadWriter, TypedSignal};

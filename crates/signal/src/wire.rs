@@ -115,10 +115,7 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded<'_>, WireError> {
         BlockAddress::from_word(le_u32(bytes, 8)),
     );
     let payload_bytes = &bytes[HEADER_BYTES..section_start];
-    for (word, chunk) in signal.payload.iter_mut().zip(payload_bytes.chunks_exact(4)) {
-        *word = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
-    }
-    signal.header.payload_words = payload_words as u8;
+    signal.set_payload_from_le_bytes(payload_bytes);
     signal.header.section = SectionHandle::NONE;
     Ok(Decoded {
         signal,

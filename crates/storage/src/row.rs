@@ -45,12 +45,32 @@ pub struct RowLayout {
     fixed_bytes: usize,
     var_columns: usize,
     primary_key: Vec<usize>,
+    /// Per column: how [`RowLayout::write_projected`] sends it, decided once per table.
+    wire_columns: Vec<WireColumn>,
 }
 
 #[derive(Clone, Copy, Debug)]
 enum Place {
     Fixed(usize),
     Variable(usize),
+}
+
+#[derive(Clone, Copy, Debug)]
+enum WireColumn {
+    /// An integer slot, sent widened to 8 bytes after its tag; the commonest column, so
+    /// it goes from the slot to the wire without a `Value` in between.
+    Int {
+        offset: usize,
+        bytes: u8,
+        signed: bool,
+    },
+    /// The k-th variable-length column.
+    Variable(usize),
+    /// Any other fixed-size column, sent through a `Value`.
+    Fixed {
+        offset: usize,
+        column_type: ColumnType,
+    },
 }
 
 impl RowLayout {
@@ -72,10 +92,27 @@ impl RowLayout {
                     Place::Fixed(offset - size)
                 }
             })
+            .collect::<Vec<_>>();
+        let wire_columns = places
+            .iter()
+            .zip(&schema.columns)
+            .map(|(&place, column)| match (place, column.column_type) {
+                (Place::Variable(k), _) => WireColumn::Variable(k),
+                (Place::Fixed(offset), ColumnType::Int { bytes, signed }) => WireColumn::Int {
+                    offset,
+                    bytes,
+                    signed,
+                },
+                (Place::Fixed(offset), column_type) => WireColumn::Fixed {
+                    offset,
+                    column_type,
+                },
+            })
             .collect();
         Self {
             table: schema.name.clone(),
             columns: schema.columns.clone(),
+            wire_columns,
             places,
             null_bitmap_bytes,
             fixed_bytes: offset,
@@ -277,40 +314,35 @@ impl RowLayout {
         columns: impl ExactSizeIterator<Item = u16>,
         out: &mut Writer,
     ) {
-        let write = |out: &mut Writer, column: usize| {
-            let (Some(&place), Some(described)) =
-                (self.places.get(column), self.columns.get(column))
-            else {
-                return write_value(out, &Value::Null);
-            };
-            if self.is_null(fixed, column) {
-                return write_value(out, &Value::Null);
+        let write = |out: &mut Writer, column: usize, wire: Option<&WireColumn>| match wire {
+            Some(_) if self.is_null(fixed, column) => write_value(out, &Value::Null),
+            None => write_value(out, &Value::Null),
+            Some(&WireColumn::Int {
+                offset,
+                bytes,
+                signed,
+            }) => {
+                let tag = if signed { INT_TAG } else { UINT_TAG };
+                let mut encoded = [tag, 0, 0, 0, 0, 0, 0, 0, 0];
+                encoded[1..].copy_from_slice(&int_at(fixed, offset, bytes, signed).to_le_bytes());
+                out.0.extend_from_slice(&encoded);
             }
-            match (place, described.column_type) {
-                (Place::Variable(k), _) => write_bytes_value(out, self.var_slice(var, k)),
-                // Integers, the commonest columns, go from the slot to the wire without a
-                // `Value` in between.
-                (Place::Fixed(offset), ColumnType::Int { signed, bytes }) => {
-                    let tag = if signed { INT_TAG } else { UINT_TAG };
-                    let mut encoded = [tag, 0, 0, 0, 0, 0, 0, 0, 0];
-                    encoded[1..]
-                        .copy_from_slice(&int_at(fixed, offset, bytes, signed).to_le_bytes());
-                    out.0.extend_from_slice(&encoded);
-                }
-                (Place::Fixed(offset), other) => {
-                    write_value(out, &read_fixed(other, &fixed[offset..]))
-                }
-            }
+            Some(&WireColumn::Variable(k)) => write_bytes_value(out, self.var_slice(var, k)),
+            Some(&WireColumn::Fixed {
+                offset,
+                column_type,
+            }) => write_value(out, &read_fixed(column_type, &fixed[offset..])),
         };
         if columns.len() == 0 {
-            out.u32(self.columns.len() as u32);
-            for column in 0..self.columns.len() {
-                write(out, column);
+            out.u32(self.wire_columns.len() as u32);
+            for (column, wire) in self.wire_columns.iter().enumerate() {
+                write(out, column, Some(wire));
             }
         } else {
             out.u32(columns.len() as u32);
             for column in columns {
-                write(out, usize::from(column));
+                let column = usize::from(column);
+                write(out, column, self.wire_columns.get(column));
             }
         }
     }

@@ -8,6 +8,7 @@
 //! per partition for an ordered one (the client merges ordered partitions, so each must
 //! deliver its own first `limit` rows). The client discards rows beyond the limit.
 
+use kista_runtime::section_pool::SectionPoolExhausted;
 use kista_runtime::Context;
 use kista_signal::{BlockAddress, SectionHandle, TypedSignal};
 
@@ -73,7 +74,7 @@ impl TransactionCoordinator {
         &mut self,
         ctx: &mut Context,
         request: ScanRequest,
-        section: Option<SectionHandle>,
+        section: Result<Option<SectionHandle>, SectionPoolExhausted>,
     ) {
         let refuse = |ctx: &mut Context, section: Option<SectionHandle>, code, message: String| {
             if let Some(section) = section {
@@ -88,13 +89,16 @@ impl TransactionCoordinator {
                 Some((code, message)),
             );
         };
-        let Some(section) = section else {
-            return refuse(
-                ctx,
-                None,
-                ErrorCode::BadRequest,
-                "scan without a body".into(),
-            );
+        let section = match section {
+            Ok(Some(section)) => section,
+            Ok(None) => {
+                let message = "scan without a body".into();
+                return refuse(ctx, None, ErrorCode::BadRequest, message);
+            }
+            Err(exhausted) => {
+                let message = format!("no room for the scan's body: {exhausted}");
+                return refuse(ctx, None, ErrorCode::Overloaded, message);
+            }
         };
         if self
             .scans_by_client

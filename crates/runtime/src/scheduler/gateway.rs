@@ -116,16 +116,18 @@ impl Injector {
             .routes
             .thread_of(receiver)
             .ok_or(InjectError::NoSuchBlock(receiver))?;
-        signal.header.section = if section.is_empty() {
-            kista_signal::SectionHandle::NONE
-        } else {
-            self.shared
+        signal.header.section = kista_signal::SectionHandle::NONE;
+        // A small section (a key, a short request) rides in the signal's unused payload
+        // words: no pooled buffer to fill, lock and release.
+        if !section.is_empty() && !signal.set_inline_section(section) {
+            signal.header.section = self
+                .shared
                 .sections
                 .allocate(section)
-                .map_err(|_| InjectError::SectionsExhausted)?
-        };
+                .map_err(|_| InjectError::SectionsExhausted)?;
+        }
         if !self.shared.external[thread].push(signal) {
-            if !signal.section().is_none() {
+            if signal.section().is_pooled() {
                 self.shared.sections.release(signal.section());
             }
             return Err(InjectError::Overloaded);

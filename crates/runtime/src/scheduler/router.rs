@@ -221,12 +221,12 @@ impl Router {
         };
         let (route, buffers) = (&remote.route, &mut remote.buffers);
         let section = signal.section();
-        let encoded = if section.is_none() {
-            buffers.push(&*route.sink, signal, &[])
-        } else {
+        let encoded = if section.is_pooled() {
             let encoded = buffers.push(&*route.sink, signal, &route.sections.read(section));
             route.sections.release(section);
             encoded
+        } else {
+            buffers.push(&*route.sink, signal, signal.inline_section())
         };
         // Pooled sections never exceed the wire's limit.
         debug_assert!(encoded.is_ok(), "{encoded:?}");
