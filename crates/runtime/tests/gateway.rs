@@ -113,3 +113,72 @@ fn injected_signals_reach_their_block_and_replies_leave_through_the_remote_sink(
         "sections of remote signals return to the pool"
     );
 }
+
+/// Answers with the length of the section it read and what taking it gave: 1 a pooled
+/// section, 0 none, 2 no room in the pool.
+struct Taker;
+
+impl Block for Taker {
+    fn execute(&mut self, signal: &Signal, ctx: &mut Context<'_>) {
+        let read = ctx.section().map_or(0, |bytes| bytes.len() as u32);
+        let taken = match ctx.take_section() {
+            Ok(Some(section)) => {
+                ctx.release_section(section);
+                1
+            }
+            Ok(None) => 0,
+            Err(_) => 2,
+        };
+        let reply = Signal::with_words(
+            signal.number(),
+            signal.sender(),
+            ctx.address(),
+            &[read, taken],
+        );
+        ctx.send(reply);
+    }
+}
+
+#[test]
+fn an_inline_section_is_read_without_the_pool_and_taking_it_fails_cleanly_when_the_pool_is_empty() {
+    let config: ThreadConfig = "ldm={count=1},recv={count=1}".parse().unwrap();
+    let layout = ThreadLayout::from_config(&config).unbound();
+    let collected = Arc::new(Collected::default());
+    let options = RuntimeOptions {
+        node: NODE,
+        remote: Some(Remote(collected.clone())),
+        sections_max: 0,
+        ..RuntimeOptions::default()
+    };
+    let taker = BlockRegistration {
+        block: ECHO.block(),
+        instance: 0,
+        host: ModuleInstance {
+            module: Module::Ldm,
+            instance: 0,
+        },
+        implementation: Box::new(Taker),
+    };
+    let node = start(&layout, vec![taker], vec![], &options).unwrap();
+    let injector = node.injector();
+    let client = BlockAddress::new(OUTSIDE, BlockId(1), 3);
+    let signal = Signal::with_words(SignalNumber(7), ECHO, client, &[1, 2, 3]);
+    injector.inject(signal, &[9; 40]).unwrap();
+    assert_eq!(
+        injector.inject(signal, &[9; 400]),
+        Err(InjectError::SectionsExhausted),
+        "a section too large to ride inline needs the pool"
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while collected.0.lock().unwrap().is_empty() {
+        assert!(Instant::now() < deadline, "no reply");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    node.stop().unwrap();
+    let replies = collected.0.lock().unwrap();
+    assert_eq!(
+        replies[0].0.words(),
+        [40, 2],
+        "read whole; taking it found no room"
+    );
+}
