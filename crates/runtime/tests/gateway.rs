@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use kista_runtime::thread_config::{ThreadConfig, ThreadLayout};
 use kista_runtime::{
     start, Block, BlockRegistration, Context, InjectError, Module, ModuleInstance, Remote,
-    RemoteSink, RuntimeOptions,
+    RemoteSink, RunningNode, RuntimeOptions,
 };
 use kista_signal::{wire, BlockAddress, BlockId, NodeId, Signal, SignalNumber};
 
@@ -48,6 +48,33 @@ impl RemoteSink for Collected {
     }
 }
 
+/// Starts a node with `block` at `ECHO` on an `ldm` thread and a pool of `sections_max`
+/// sections; what it sends outside is collected.
+fn start_node(block: Box<dyn Block>, sections_max: u32) -> (RunningNode, Arc<Collected>) {
+    let config: ThreadConfig = "ldm={count=1},recv={count=1}".parse().unwrap();
+    let layout = ThreadLayout::from_config(&config).unbound();
+    let collected = Arc::new(Collected::default());
+    let options = RuntimeOptions {
+        node: NODE,
+        remote: Some(Remote(collected.clone())),
+        sections_max,
+        ..RuntimeOptions::default()
+    };
+    let registration = BlockRegistration {
+        block: ECHO.block(),
+        instance: 0,
+        host: ModuleInstance {
+            module: Module::Ldm,
+            instance: 0,
+        },
+        implementation: block,
+    };
+    (
+        start(&layout, vec![registration], vec![], &options).unwrap(),
+        collected,
+    )
+}
+
 /// The section injected with signal `sequence`: none, one small enough to ride inline in the
 /// signal, or one that needs a pooled buffer.
 fn section_of(sequence: u32) -> Vec<u8> {
@@ -60,24 +87,7 @@ fn section_of(sequence: u32) -> Vec<u8> {
 
 #[test]
 fn injected_signals_reach_their_block_and_replies_leave_through_the_remote_sink() {
-    let config: ThreadConfig = "ldm={count=1},recv={count=1}".parse().unwrap();
-    let layout = ThreadLayout::from_config(&config).unbound();
-    let collected = Arc::new(Collected::default());
-    let options = RuntimeOptions {
-        node: NODE,
-        remote: Some(Remote(collected.clone())),
-        ..RuntimeOptions::default()
-    };
-    let echo = BlockRegistration {
-        block: ECHO.block(),
-        instance: 0,
-        host: ModuleInstance {
-            module: Module::Ldm,
-            instance: 0,
-        },
-        implementation: Box::new(Echo),
-    };
-    let node = start(&layout, vec![echo], vec![], &options).unwrap();
+    let (node, collected) = start_node(Box::new(Echo), RuntimeOptions::default().sections_max);
     let injector = node.injector();
     let client = BlockAddress::new(OUTSIDE, BlockId(1), 3);
     for sequence in 0..1000u32 {
@@ -141,25 +151,7 @@ impl Block for Taker {
 
 #[test]
 fn an_inline_section_is_read_without_the_pool_and_taking_it_fails_cleanly_when_the_pool_is_empty() {
-    let config: ThreadConfig = "ldm={count=1},recv={count=1}".parse().unwrap();
-    let layout = ThreadLayout::from_config(&config).unbound();
-    let collected = Arc::new(Collected::default());
-    let options = RuntimeOptions {
-        node: NODE,
-        remote: Some(Remote(collected.clone())),
-        sections_max: 0,
-        ..RuntimeOptions::default()
-    };
-    let taker = BlockRegistration {
-        block: ECHO.block(),
-        instance: 0,
-        host: ModuleInstance {
-            module: Module::Ldm,
-            instance: 0,
-        },
-        implementation: Box::new(Taker),
-    };
-    let node = start(&layout, vec![taker], vec![], &options).unwrap();
+    let (node, collected) = start_node(Box::new(Taker), 0);
     let injector = node.injector();
     let client = BlockAddress::new(OUTSIDE, BlockId(1), 3);
     let signal = Signal::with_words(SignalNumber(7), ECHO, client, &[1, 2, 3]);
