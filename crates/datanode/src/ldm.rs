@@ -26,8 +26,9 @@ use crate::dist::PartitionMap;
 use crate::fragment_scan::FragmentScans;
 use crate::node::NodeSettings;
 use crate::protocol::*;
-use crate::query::body_error;
-use crate::read::{project, read_committed_row, send_row, with_section_copy, ReadAnswer};
+use crate::read::{
+    answer_committed_read, body_error, encode_committed_row, project, send_row, ReadAnswer,
+};
 use crate::registry::{PartitionRegistry, SharedPartition};
 use crate::{error_code_of, refuse_prepare, send_with_bytes};
 
@@ -330,9 +331,9 @@ impl LocalDataManager {
         })?;
         if prepare.kind == OperationKind::Read && prepare.lock == LockKind::Committed {
             // Under the shared lock, like any other reader of the partition.
-            let rows = with_section_copy(ctx, section, |ctx, bytes| {
-                let body = KeyBodyRef::parse(bytes).map_err(body_error)?;
-                read_committed_row(ctx, partition, ReadAnswer::row_of(prepare), &body)
+            let answer = ReadAnswer::row_of(prepare);
+            let rows = answer_committed_read(ctx, section, answer, |body, row| {
+                Ok(encode_committed_row(partition, body, row))
             })?;
             return Ok(Outcome::Done(rows));
         }

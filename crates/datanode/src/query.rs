@@ -13,9 +13,7 @@ use kista_signal::{SectionHandle, Signal, TypedSignal};
 use crate::fragment_scan::FragmentScans;
 use crate::node::NodeSettings;
 use crate::protocol::*;
-use crate::read::{
-    encode_committed_row, send_answer, with_row_scratch, with_section_copy, ReadAnswer,
-};
+use crate::read::{answer_committed_read, encode_committed_row, ReadAnswer};
 use crate::refuse_prepare;
 use crate::registry::PartitionRegistry;
 
@@ -52,37 +50,24 @@ impl QueryExecutor {
         }
         let section =
             section.ok_or_else(|| (ErrorCode::BadRequest, "read without a body".to_string()))?;
-        with_section_copy(ctx, section, |ctx, bytes| {
-            let body = KeyBodyRef::parse(bytes).map_err(body_error)?;
-            read_shared(ctx, &self.registry, prepare, &body)
-        })
+        read_shared(ctx, &self.registry, prepare, section)
     }
 }
 
-/// A committed read through the registry: what a query executor or a coordinator reading
-/// for itself runs.
+/// A committed read through the registry, its body in `section`: what a query executor or
+/// a coordinator reading for itself runs.
 pub(crate) fn read_shared(
     ctx: &mut Context,
     registry: &PartitionRegistry,
     prepare: &Prepare,
-    body: &KeyBodyRef,
+    section: SectionHandle,
 ) -> Result<u32, (ErrorCode, String)> {
-    let answer = ReadAnswer::row_of(prepare);
-    with_row_scratch(|row| {
-        let (table, partition) = (prepare.table_id, prepare.partition);
-        let found = registry.with_partition_at_version(
-            table,
-            partition,
-            prepare.schema_version,
-            |shared| encode_committed_row(&shared.partition, body, row),
-        )?;
-        send_answer(ctx, answer, found.then_some(row))
+    let (table, partition, version) = (prepare.table_id, prepare.partition, prepare.schema_version);
+    answer_committed_read(ctx, section, ReadAnswer::row_of(prepare), |body, row| {
+        registry.with_partition_at_version(table, partition, version, |shared| {
+            encode_committed_row(&shared.partition, body, row)
+        })
     })
-}
-
-/// The error for an operation body that does not decode.
-pub(crate) fn body_error(error: kista_storage::codec::CodecError) -> (ErrorCode, String) {
-    (ErrorCode::BadRequest, format!("operation body: {error}"))
 }
 
 /// Reports a read's outcome to its coordinator.

@@ -40,18 +40,29 @@ impl ReadAnswer {
     }
 }
 
-/// Reads the row `body.key` names, and sends its projected columns to the client. Returns
-/// how many rows were sent (0 when there is no such row).
-pub(crate) fn read_committed_row(
+/// Reads the committed row the `KeyBody` in `section` names and answers `answer`'s client;
+/// `encode` finds the partition and encodes the row (see [`encode_committed_row`]). The body
+/// is read in place: its borrow of the context ends before the answer is sent. Returns how
+/// many rows were sent (0 when there is no such row).
+pub(crate) fn answer_committed_read(
     ctx: &mut Context,
-    partition: &RwLock<Partition>,
+    section: SectionHandle,
     answer: ReadAnswer,
-    body: &KeyBodyRef,
+    encode: impl FnOnce(&KeyBodyRef, &mut Vec<u8>) -> Result<bool, (ErrorCode, String)>,
 ) -> Result<u32, (ErrorCode, String)> {
     with_row_scratch(|row| {
-        let found = encode_committed_row(partition, body, row);
+        let found = {
+            let bytes = ctx.held_section(section);
+            let body = KeyBodyRef::parse(&bytes).map_err(body_error)?;
+            encode(&body, row)?
+        };
         send_answer(ctx, answer, found.then_some(row))
     })
+}
+
+/// The error for an operation body that does not decode.
+pub(crate) fn body_error(error: kista_storage::codec::CodecError) -> (ErrorCode, String) {
+    (ErrorCode::BadRequest, format!("operation body: {error}"))
 }
 
 /// Encodes the projected columns of the committed row `body.key` names into `row` (as a
@@ -124,24 +135,7 @@ pub(crate) fn send_answer(
     }
 }
 
-/// Runs `read` with a copy of section `handle`'s bytes, so it may send signals while it
-/// uses them (a section's bytes are reachable only through a borrow of the context). The
-/// copy goes to a buffer each thread keeps, so it allocates nothing once warm.
-pub(crate) fn with_section_copy<R>(
-    ctx: &mut Context,
-    handle: SectionHandle,
-    read: impl FnOnce(&mut Context, &[u8]) -> R,
-) -> R {
-    BODY_SCRATCH.with_borrow_mut(|copy| {
-        copy.clear();
-        copy.extend_from_slice(&ctx.held_section(handle));
-        read(ctx, copy)
-    })
-}
-
 thread_local! {
-    /// Where [`with_section_copy`] copies operation bodies.
-    static BODY_SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     /// Where reads encode rows before they are sent ([`with_row_scratch`]).
     static ROW_SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }

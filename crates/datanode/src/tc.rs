@@ -22,10 +22,8 @@ use kista_signal::{BlockAddress, SectionHandle, Signal, TypedSignal};
 use crate::dist::PartitionMap;
 use crate::node::NodeSettings;
 use crate::protocol::*;
-use crate::query::{body_error, read_shared};
-use crate::read::{
-    encode_committed_row, send_answer, with_row_scratch, with_section_copy, ReadAnswer,
-};
+use crate::query::read_shared;
+use crate::read::{encode_committed_row, send_answer, with_row_scratch, ReadAnswer};
 use crate::registry::PartitionRegistry;
 use crate::router::{ReadPlace, ReadRouter};
 use crate::{send_sharing_section, send_with_bytes};
@@ -545,7 +543,7 @@ impl TransactionCoordinator {
             (_, Ok(read_rows)) => transaction.reads += read_rows,
             (Role::IndexUpkeep { table_id, index_id }, Err((ErrorCode::Duplicate, _))) => {
                 let names = self.tables.get(table_id).and_then(|table| {
-                    let route = table.unique.iter().find(|r| r.index_id == *index_id)?;
+                    let route = table.unique_route(*index_id)?;
                     Some((table.name.as_str(), route.name.as_str()))
                 });
                 let (table, index) = names.unwrap_or(("?", "?"));
@@ -963,10 +961,7 @@ fn send_prepares(
     };
     match place {
         ReadPlace::Here => {
-            let answer = with_section_copy(ctx, prepares.section, |ctx, bytes| {
-                let body = KeyBodyRef::parse(bytes).map_err(body_error)?;
-                read_shared(ctx, target.registry, &prepare, &body)
-            });
+            let answer = read_shared(ctx, target.registry, &prepare, prepares.section);
             ctx.release_section(prepares.section);
             Some(answer)
         }

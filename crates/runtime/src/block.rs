@@ -54,10 +54,9 @@ pub struct Context<'a> {
     sections: &'a SectionPool,
     /// The section of the signal being executed, until the block takes it.
     incoming_section: SectionHandle,
-    /// The executing signal's section when it came inline, copied out so that blocks can
-    /// borrow it like a pooled one; its length.
+    /// The executing signal's section when it came inline (its length is in the handle),
+    /// copied out so that blocks can borrow it like a pooled one.
     inline_section: [u8; INLINE_SECTION_BYTES_MAX],
-    inline_section_len: usize,
 }
 
 impl<'a> Context<'a> {
@@ -76,7 +75,6 @@ impl<'a> Context<'a> {
             sections,
             incoming_section: SectionHandle::NONE,
             inline_section: [0; INLINE_SECTION_BYTES_MAX],
-            inline_section_len: 0,
         }
     }
 
@@ -88,7 +86,6 @@ impl<'a> Context<'a> {
         if self.incoming_section.is_inline() {
             let bytes = signal.inline_section();
             self.inline_section[..bytes.len()].copy_from_slice(bytes);
-            self.inline_section_len = bytes.len();
         }
     }
 
@@ -142,12 +139,10 @@ impl<'a> Context<'a> {
     pub fn section(&self) -> Option<SectionGuard<'_>> {
         let incoming = self.incoming_section;
         if incoming.is_inline() {
-            let bytes = &self.inline_section[..self.inline_section_len];
+            let bytes = &self.inline_section[..incoming.inline_len()];
             return Some(SectionGuard::inline(bytes));
         }
-        incoming
-            .is_pooled()
-            .then(|| self.sections.read(self.incoming_section))
+        incoming.is_pooled().then(|| self.sections.read(incoming))
     }
 
     /// The bytes of a section the block holds (taken or allocated earlier).
@@ -162,7 +157,7 @@ impl<'a> Context<'a> {
     pub fn take_section(&mut self) -> Result<Option<SectionHandle>, SectionPoolExhausted> {
         let handle = std::mem::replace(&mut self.incoming_section, SectionHandle::NONE);
         if handle.is_inline() {
-            let bytes = &self.inline_section[..self.inline_section_len];
+            let bytes = &self.inline_section[..handle.inline_len()];
             return self.sections.allocate(bytes).map(Some);
         }
         Ok(handle.is_pooled().then_some(handle))

@@ -40,6 +40,15 @@ impl SectionHandle {
         self.0 & !(Self::INLINE - 1) == Self::INLINE
     }
 
+    /// The length of an inline section (0 for any other handle).
+    pub const fn inline_len(self) -> usize {
+        if self.is_inline() {
+            (self.0 & (Self::INLINE - 1)) as usize
+        } else {
+            0
+        }
+    }
+
     /// Whether the handle names a buffer in the section pool.
     pub const fn is_pooled(self) -> bool {
         self.0 < Self::INLINE
@@ -175,11 +184,7 @@ impl Signal {
     /// The bytes of the section the signal carries inline; empty when it has none.
     #[inline]
     pub fn inline_section(&self) -> &[u8] {
-        let handle = self.header.section;
-        if !handle.is_inline() {
-            return &[];
-        }
-        let length = (handle.0 & (SectionHandle::INLINE - 1)) as usize;
+        let length = self.header.section.inline_len();
         let start = 4 * usize::from(self.header.payload_words);
         self.payload_bytes()
             .get(start..start + length)

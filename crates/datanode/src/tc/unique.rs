@@ -8,7 +8,7 @@ use kista_storage::types::Value;
 
 use super::{Internal, Operation, Role, TcTable, TransactionCoordinator};
 use crate::protocol::*;
-use crate::query::body_error;
+use crate::read::body_error;
 
 pub(super) struct UniqueLookup {
     pub(super) table_id: u32,
@@ -29,6 +29,13 @@ pub(super) struct UniqueIndexRoute {
     /// Columns in the key: the entry's primary-key column follows them.
     pub(super) key_columns: u16,
     pub(super) index_table: u32,
+}
+
+impl TcTable {
+    /// Where the table's unique index `index_id` keeps its entries.
+    pub(super) fn unique_route(&self, index_id: u32) -> Option<&UniqueIndexRoute> {
+        self.unique.iter().find(|route| route.index_id == index_id)
+    }
 }
 
 impl TransactionCoordinator {
@@ -98,12 +105,7 @@ impl TransactionCoordinator {
         let routes: Vec<(u32, u32, bool, Vec<u8>)> = upkeep
             .into_iter()
             .filter_map(|entry| {
-                let route = self
-                    .tables
-                    .get(&table_id)?
-                    .unique
-                    .iter()
-                    .find(|route| route.index_id == entry.index_id)?;
+                let route = self.tables.get(&table_id)?.unique_route(entry.index_id)?;
                 Some((entry.index_id, route.index_table, entry.insert, entry.body))
             })
             .collect();
@@ -220,7 +222,7 @@ fn unique_lookup_of(
     request: &KeyRequest,
     body: &[u8],
 ) -> Result<(UniqueLookup, Vec<u8>, u32), (ErrorCode, String)> {
-    let Some(route) = table.unique.iter().find(|r| r.index_id == request.index_id) else {
+    let Some(route) = table.unique_route(request.index_id) else {
         let message = format!(
             "table `{}` has no unique index {}",
             table.name, request.index_id
