@@ -23,14 +23,15 @@ use crate::dist::PartitionMap;
 use crate::node::NodeSettings;
 use crate::protocol::*;
 use crate::query::read_shared;
-use crate::read::{encode_committed_row, send_answer, with_row_scratch, ReadAnswer};
 use crate::registry::PartitionRegistry;
 use crate::router::{ReadPlace, ReadRouter};
 use crate::{send_sharing_section, send_with_bytes};
 
+mod reads_here;
 mod scans;
 mod unique;
 
+use reads_here::{is_committed_key_read, ReadHere};
 use scans::Scan;
 use unique::{UniqueIndexRoute, UniqueLookup};
 
@@ -38,16 +39,6 @@ use unique::{UniqueIndexRoute, UniqueLookup};
 const INACTIVITY_CHECK_MS: u64 = 100;
 /// Ended transactions' records kept for reuse.
 const SPARE_RECORDS_MAX: usize = 4096;
-
-/// What became of a transaction offered to [`TransactionCoordinator::read_without_record`].
-enum Shortcut {
-    /// Read and answered.
-    Answered,
-    /// The router sent the read elsewhere: it needs a record, and goes where placed.
-    PlacedElsewhere(ReadPlace),
-    /// Not one it can take (no such table, no readable key): the usual path says why.
-    NotTaken,
-}
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Phase {
@@ -90,6 +81,9 @@ struct Transaction {
     /// How the batch ends, once its last operation has arrived.
     batch_end: Option<ExecuteMode>,
     reads: u32,
+    /// Committed reads answered as they arrived, without an operation record (see
+    /// `reads_here`); they count towards the operation limit.
+    reads_here: u32,
     failure: Option<(ErrorCode, u32, String)>,
     /// Partitions with locks or changes: (table, partition, chain).
     participants: Vec<(u32, u32, ReplicaChain)>,
@@ -99,6 +93,25 @@ struct Transaction {
 }
 
 impl Transaction {
+    /// Adds a client's operation, running from now on, to the batch; returns its `op_ref`.
+    fn start_client_operation(&mut self, request: &KeyRequest) -> u32 {
+        let op_ref = self.operations.len() as u32;
+        self.operations.push(Operation {
+            op_index: request.op_index,
+            table_id: request.table_id,
+            running: true,
+            role: Role::Client,
+        });
+        self.outstanding += 1;
+        op_ref
+    }
+
+    /// Operations the transaction has had, for the limit on them: those with records and
+    /// the reads answered as they arrived.
+    fn operation_count(&self) -> usize {
+        self.operations.len() + self.reads_here as usize
+    }
+
     /// Back to a new transaction's state, keeping the lists' capacity.
     fn reset(&mut self) {
         let mut operations = std::mem::take(&mut self.operations);
@@ -253,13 +266,12 @@ impl TransactionCoordinator {
     }
 
     fn key_request(&mut self, ctx: &mut Context, request: KeyRequest) {
-        let client_key = (request.client, request.client_tx);
         let mut placed = None;
-        if is_single_committed_read(&request) && !self.by_client.contains_key(&client_key) {
-            match self.read_without_record(ctx, &request) {
-                Shortcut::Answered => return,
-                Shortcut::PlacedElsewhere(place) => placed = Some(place),
-                Shortcut::NotTaken => {}
+        if is_committed_key_read(&request) {
+            match self.read_here(ctx, &request) {
+                ReadHere::Answered => return,
+                ReadHere::PlacedElsewhere(place) => placed = Some(place),
+                ReadHere::NotTaken => {}
             }
         }
         let section = ctx.take_section();
@@ -320,13 +332,13 @@ impl TransactionCoordinator {
                 return None;
             }
         };
-        if request.index_id != PRIMARY_KEY && transaction.operations.len() < operations_max {
+        if request.index_id != PRIMARY_KEY && transaction.operation_count() < operations_max {
             if let Some(section) = section {
                 self.start_unique_read(ctx, id, request, section);
                 return None;
             }
         }
-        let failure = if transaction.operations.len() >= operations_max {
+        let failure = if transaction.operation_count() >= operations_max {
             let message = format!("a transaction may have {operations_max} operations");
             Some((ErrorCode::TooManyLocks, message))
         } else {
@@ -339,14 +351,7 @@ impl TransactionCoordinator {
                     .and_then(|section| Some((section, partition_of(ctx, table, section)?)))
                 {
                     Some((section, partition)) => {
-                        let op_ref = transaction.operations.len() as u32;
-                        transaction.operations.push(Operation {
-                            op_index: request.op_index,
-                            table_id: request.table_id,
-                            running: true,
-                            role: Role::Client,
-                        });
-                        transaction.outstanding += 1;
+                        let op_ref = transaction.start_client_operation(request);
                         let target = Target {
                             table,
                             router: &mut self.router,
@@ -458,63 +463,6 @@ impl TransactionCoordinator {
             .insert((request.client, request.client_tx), id);
         self.start_ticking(ctx);
         Some(id)
-    }
-
-    /// A transaction of one committed primary-key read that commits at once needs no
-    /// record when the read runs here: the row and the conf go straight back to the client.
-    fn read_without_record(&mut self, ctx: &mut Context, request: &KeyRequest) -> Shortcut {
-        let Some(table) = self.tables.get(&request.table_id) else {
-            return Shortcut::NotTaken;
-        };
-        let here = ctx.address();
-        let answer = ReadAnswer {
-            client: request.client,
-            client_tx: request.client_tx,
-            op_index: request.op_index,
-            whole_transaction: true,
-        };
-        let answered = with_row_scratch(|row| {
-            let found = {
-                // The body is read in place; its borrow of the context ends before sending.
-                let Some(bytes) = ctx.section() else {
-                    return Err(Shortcut::NotTaken);
-                };
-                let Ok(body) = KeyBodyRef::parse(&bytes) else {
-                    return Err(Shortcut::NotTaken);
-                };
-                let partition = table.map.partition_of(body.key);
-                let chain = table.map.chain(partition);
-                match self.router.place_read(chain.current(), here) {
-                    ReadPlace::Here => {}
-                    elsewhere => return Err(Shortcut::PlacedElsewhere(elsewhere)),
-                }
-                let version = request.schema_version;
-                self.registry.with_partition_at_version(
-                    request.table_id,
-                    partition,
-                    version,
-                    |shared| encode_committed_row(&shared.partition, &body, row),
-                )
-            };
-            Ok(found.and_then(|found| send_answer(ctx, answer, found.then_some(row))))
-        });
-        match answered {
-            Err(shortcut) => return shortcut,
-            Ok(Ok(_)) => {}
-            Ok(Err((code, message))) => {
-                let failure = Some((code, request.op_index, message));
-                let (client, client_tx) = (request.client, request.client_tx);
-                self.reply(
-                    ctx,
-                    client,
-                    client_tx,
-                    TransactionOutcome::Aborted,
-                    0,
-                    failure,
-                );
-            }
-        }
-        Shortcut::Answered
     }
 
     fn prepare_answered(
@@ -880,13 +828,6 @@ fn partition_of(ctx: &Context, table: &TcTable, section: SectionHandle) -> Optio
     let bytes = ctx.held_section(section);
     let key = KeyBodyRef::parse(&bytes).ok()?.key;
     Some(table.map.partition_of(key))
-}
-
-fn is_single_committed_read(request: &KeyRequest) -> bool {
-    request.execute == ExecuteMode::Commit
-        && request.kind == OperationKind::Read
-        && request.lock == LockKind::Committed
-        && request.index_id == PRIMARY_KEY
 }
 
 fn prepare_of(

@@ -494,3 +494,88 @@ fn a_lone_committed_read_that_commits_is_answered_at_once_wherever_the_router_pu
     assert_eq!(elsewhere.rows, vec![(0, person(5))]);
     assert_eq!(elsewhere.row_senders[0].block(), QUERY_BLOCK);
 }
+
+#[test]
+fn committed_reads_in_a_longer_transaction_run_in_the_coordinator_and_count_in_its_batch() {
+    let mut few_operations = settings();
+    few_operations.query_instances = 2;
+    few_operations.read_policy = ReadPolicy::Receiver;
+    // The loading transactions have 50 operations each.
+    few_operations.operations_per_transaction_max = 50;
+    let (mut node, table) = node_with_people(few_operations);
+    let renamed = |id: i64| {
+        let mut values = person(id);
+        values[1] = Value::Bytes(b"renamed".to_vec());
+        values
+    };
+
+    // Reads answered at once next to a write that runs on its data manager: they see the
+    // committed row, not the transaction's own change, and a missing row is no failure.
+    let missing = PEOPLE as i64 + 5;
+    let first = node.execute(
+        7,
+        table,
+        vec![
+            committed_read(1),
+            committed_read(missing),
+            write(OperationKind::Write, renamed(2)),
+        ],
+        NoCommit,
+    );
+    assert_eq!(first.outcome, TransactionOutcome::Open, "{}", first.message);
+    assert_eq!(first.rows, vec![(0, person(1))]);
+    assert_eq!(first.row_senders[0].block(), TC_BLOCK);
+
+    let second = node.execute(7, table, vec![committed_read(2)], Commit);
+    assert_eq!(
+        second.outcome,
+        TransactionOutcome::Committed,
+        "{}",
+        second.message
+    );
+    assert_eq!(
+        second.rows,
+        vec![(0, person(2))],
+        "the change is not committed yet"
+    );
+    let after = node.execute(8, table, vec![committed_read(2)], Commit);
+    assert_eq!(after.rows, vec![(0, renamed(2))]);
+
+    // A read refused here (a stale schema version) aborts the whole transaction.
+    let stale = (table.0, table.1 + 1);
+    node.execute(
+        9,
+        table,
+        vec![write(OperationKind::Write, renamed(3))],
+        NoCommit,
+    );
+    let refused = node.execute(9, stale, vec![committed_read(4)], Commit);
+    assert_eq!(
+        (refused.outcome, refused.code),
+        (TransactionOutcome::Aborted, ErrorCode::SchemaVersion as u32),
+        "{}",
+        refused.message
+    );
+    let unchanged = node.execute(10, table, vec![committed_read(3)], Commit);
+    assert_eq!(
+        unchanged.rows,
+        vec![(0, person(3))],
+        "the write was rolled back"
+    );
+
+    // Reads answered here count towards the operations a transaction may have.
+    let reads = (20..71).map(committed_read).collect();
+    let too_many = node.execute(11, table, reads, Commit);
+    assert_eq!(
+        (too_many.outcome, too_many.code),
+        (TransactionOutcome::Aborted, ErrorCode::TooManyLocks as u32),
+        "{}",
+        too_many.message
+    );
+    let again = node.execute(11, table, vec![committed_read(20)], Commit);
+    assert_eq!(
+        again.rows,
+        vec![(0, person(20))],
+        "the aborted record was released"
+    );
+}

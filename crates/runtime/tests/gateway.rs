@@ -37,7 +37,9 @@ impl Block for Echo {
 struct Collected(Mutex<Vec<(Signal, Vec<u8>)>>);
 
 impl RemoteSink for Collected {
-    fn send(&self, node: NodeId, mut frames: &[u8]) {
+    fn send(&self, node: NodeId, taken: &mut Vec<u8>) {
+        let owned = std::mem::take(taken);
+        let mut frames = owned.as_slice();
         while !frames.is_empty() {
             let decoded = wire::decode(frames).unwrap();
             assert_eq!(decoded.signal.receiver().node(), node);

@@ -44,9 +44,19 @@ impl Connection {
         })
     }
 
-    /// Appends signals already in wire form for the send thread; false as for `queue`.
-    pub fn queue_frames(&self, frames: &[u8]) -> bool {
-        self.append(frames.len(), |outgoing| outgoing.extend_from_slice(frames))
+    /// Appends signals already in wire form for the send thread, leaving `frames` empty;
+    /// false as for `queue`. When nothing waits to be sent the buffers are swapped, not
+    /// copied: `frames` gets the connection's empty one.
+    pub fn queue_frames(&self, frames: &mut Vec<u8>) -> bool {
+        let queued = self.append(frames.len(), |outgoing| {
+            if outgoing.is_empty() {
+                std::mem::swap(outgoing, frames);
+            } else {
+                outgoing.extend_from_slice(frames);
+            }
+        });
+        frames.clear();
+        queued
     }
 
     /// Appends `length` bytes that `write` puts in the outgoing buffer, under its lock.

@@ -50,12 +50,13 @@ struct Shared {
 }
 
 impl RemoteSink for Shared {
-    fn send(&self, node: NodeId, frames: &[u8]) {
+    fn send(&self, node: NodeId, frames: &mut Vec<u8>) {
         let connections = self.connections.read().unwrap_or_else(|p| p.into_inner());
         // A reply to a client that has gone is dropped: nobody is left to read it.
         if let Some(connection) = &connections[usize::from(node.0)] {
             connection.queue_frames(frames);
         }
+        frames.clear();
     }
 }
 

@@ -115,7 +115,7 @@ impl TransactionCoordinator {
             let Some(transaction) = self.transactions.get_mut(&id) else {
                 return;
             };
-            if transaction.operations.len() >= operations_max {
+            if transaction.operation_count() >= operations_max {
                 // Index upkeep counts against the limit like the client's own operations.
                 let message = format!("a transaction may have {operations_max} operations");
                 return self.fail(id, ErrorCode::TooManyLocks, op_index, message);

@@ -22,8 +22,10 @@ pub trait RemoteSink: Send + Sync {
     /// Called by the thread that produced them with signals for `node` in wire form
     /// (`kista_signal::wire`, sections included), in the order they were sent: a thread
     /// collects what it sends each node during a batch of work and hands it over at once.
-    /// Must not block for long: buffer and hand over to a sending thread.
-    fn send(&self, node: NodeId, frames: &[u8]);
+    /// Must not block for long: buffer and hand over to a sending thread. The sink takes
+    /// the frames and leaves `frames` empty; it may swap in an empty buffer of its own, so a
+    /// connection with nothing waiting takes them without a copy.
+    fn send(&self, node: NodeId, frames: &mut Vec<u8>);
 }
 
 /// A [`RemoteSink`] for [`RuntimeOptions`](super::RuntimeOptions).

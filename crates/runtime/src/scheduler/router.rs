@@ -103,7 +103,7 @@ impl NodeBuffers {
         wire::encode(signal, section, frames)?;
         if frames.len() >= REMOTE_FRAMES_BYTES_MAX {
             sink.send(node, frames);
-            frames.clear();
+            debug_assert!(frames.is_empty(), "the sink takes every frame");
         }
         Ok(())
     }
@@ -113,7 +113,7 @@ impl NodeBuffers {
             let frames = &mut self.by_node[usize::from(node.0)];
             if !frames.is_empty() {
                 sink.send(node, frames);
-                frames.clear();
+                debug_assert!(frames.is_empty(), "the sink takes every frame");
             }
             if frames.capacity() > REMOTE_FRAMES_BYTES_MAX {
                 frames.shrink_to(REMOTE_FRAMES_BYTES_MAX);
