@@ -159,6 +159,7 @@ impl<'a> Reader<'a> {
 // ----- values -----
 
 /// The encoding of `Value::Bytes(bytes)`, for callers that hold only the slice.
+#[inline]
 pub fn write_bytes_value(out: &mut Writer, bytes: &[u8]) {
     let length = (bytes.len() as u32).to_le_bytes();
     out.0
