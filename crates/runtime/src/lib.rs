@@ -21,8 +21,8 @@ pub mod stats;
 mod timed_queue;
 
 pub use scheduler::{
-    start, BlockRegistration, InjectError, Injector, Remote, RemoteSink, RunningNode,
-    RuntimeOptions, StartError,
+    start, BlockRegistration, InjectBatch, InjectError, Injector, Remote, RemoteSink, RunningNode,
+    RuntimeOptions, StartError, EXTERNAL_SIGNALS_MAX,
 };
 pub use stats::ThreadStatsSnapshot;
 pub mod relay;

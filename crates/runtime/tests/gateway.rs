@@ -1,13 +1,14 @@
 //! Signals cross the node's boundary: injected from outside they reach their block, and a
 //! block's signals to another node leave through the remote sink with their sections.
 
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use kista_runtime::thread_config::{ThreadConfig, ThreadLayout};
 use kista_runtime::{
-    start, Block, BlockRegistration, Context, InjectError, Module, ModuleInstance, Remote,
-    RemoteSink, RunningNode, RuntimeOptions,
+    start, Block, BlockRegistration, Context, InjectBatch, InjectError, Module, ModuleInstance,
+    Remote, RemoteSink, RunningNode, RuntimeOptions, EXTERNAL_SIGNALS_MAX,
 };
 use kista_signal::{wire, BlockAddress, BlockId, NodeId, Signal, SignalNumber};
 
@@ -175,4 +176,96 @@ fn an_inline_section_is_read_without_the_pool_and_taking_it_fails_cleanly_when_t
         [40, 2],
         "read whole; taking it found no room"
     );
+}
+
+/// An [`Echo`] that, on a signal whose first word is `HOLD`, keeps its thread until the test
+/// opens the gate: signals from outside then pile up in the thread's queue.
+struct GatedEcho {
+    held: Arc<AtomicBool>,
+    gate: Arc<(Mutex<bool>, Condvar)>,
+}
+
+const HOLD: u32 = u32::MAX;
+
+impl Block for GatedEcho {
+    fn execute(&mut self, signal: &Signal, ctx: &mut Context<'_>) {
+        if signal.words().first() == Some(&HOLD) {
+            self.held.store(true, Ordering::SeqCst);
+            let (open, opened) = &*self.gate;
+            let mut open = open.lock().unwrap();
+            while !*open {
+                open = opened.wait(open).unwrap();
+            }
+            return;
+        }
+        Echo.execute(signal, ctx);
+    }
+}
+
+#[test]
+fn staged_signals_arrive_in_order_and_what_a_full_queue_cannot_take_stays_staged() {
+    let held = Arc::new(AtomicBool::new(false));
+    let gate = Arc::new((Mutex::new(false), Condvar::new()));
+    let block = GatedEcho {
+        held: held.clone(),
+        gate: gate.clone(),
+    };
+    let sections_max = RuntimeOptions::default().sections_max;
+    let (node, collected) = start_node(Box::new(block), sections_max);
+    let injector = node.injector();
+    let client = BlockAddress::new(OUTSIDE, BlockId(1), 3);
+    let hold = Signal::with_words(SignalNumber(7), ECHO, client, &[HOLD]);
+    injector.inject(hold, &[]).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !held.load(Ordering::SeqCst) {
+        assert!(Instant::now() < deadline, "the block never ran");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+
+    // The thread is held: its queue takes EXTERNAL_SIGNALS_MAX signals and no more.
+    let signals = EXTERNAL_SIGNALS_MAX as u32 + 10;
+    let mut batch = InjectBatch::default();
+    for sequence in 0..signals {
+        let signal = Signal::with_words(SignalNumber(7), ECHO, client, &[sequence]);
+        let section = if sequence % 1000 == 1 {
+            section_of(sequence)
+        } else {
+            vec![]
+        };
+        injector.stage(&mut batch, signal, &section).unwrap();
+    }
+    assert_eq!(injector.publish(&mut batch), Err(InjectError::Overloaded));
+    assert_eq!(batch.len(), 10, "what did not fit stays staged");
+
+    *gate.0.lock().unwrap() = true;
+    gate.1.notify_all();
+    while let Err(error) = injector.publish(&mut batch) {
+        assert_eq!(error, InjectError::Overloaded);
+        assert!(Instant::now() < deadline, "the queue never drained");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(batch.is_empty());
+    while collected.0.lock().unwrap().len() < signals as usize {
+        assert!(Instant::now() < deadline, "replies did not all arrive");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+
+    // Discarding staged signals gives their pooled sections back.
+    let signal = Signal::with_words(SignalNumber(7), ECHO, client, &[0]);
+    injector.stage(&mut batch, signal, &[5; 300]).unwrap();
+    assert_eq!(node.sections().in_use(), 1);
+    injector.discard(&mut batch);
+    assert_eq!(node.sections().in_use(), 0);
+    node.stop().unwrap();
+
+    let replies = collected.0.lock().unwrap();
+    for (sequence, (signal, section)) in replies.iter().enumerate() {
+        assert_eq!(signal.words(), [sequence as u32], "in order, none lost");
+        let expected = if sequence % 1000 == 1 {
+            section_of(sequence as u32)
+        } else {
+            vec![]
+        };
+        assert_eq!(section, &expected);
+    }
 }

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use kista_runtime::{InjectError, Injector, Remote, RemoteSink};
+use kista_runtime::{InjectBatch, InjectError, Injector, Remote, RemoteSink};
 use kista_signal::{NodeId, Signal};
 
 use crate::connection::Connection;
@@ -29,6 +29,8 @@ pub type Validator = Arc<dyn Fn(&Signal, &[u8], NodeId) -> Result<(), String> + 
 pub const CLOSE_LOG_MAX: usize = 1024;
 /// How often the accepting thread looks for a stop request.
 const ACCEPT_POLL: Duration = Duration::from_millis(20);
+/// Signals a receive thread stages before it hands them to the node, even in mid-read.
+const STAGED_SIGNALS_MAX: usize = 256;
 /// How long a receive thread waits when the node cannot take more signals yet.
 const BACKPRESSURE_WAIT: Duration = Duration::from_micros(200);
 
@@ -272,7 +274,11 @@ fn serve_connection(shared: &Arc<Shared>, mut stream: TcpStream, peer: SocketAdd
 }
 
 fn receive_until_closed(shared: &Shared, connection: &Connection, stream: &mut TcpStream) {
+    let Some(injector) = shared.injector.get() else {
+        return connection.close("the node is not serving yet".into());
+    };
     let mut frames = FrameReader::default();
+    let mut batch = InjectBatch::default();
     loop {
         let read = match frames.read_from(stream) {
             Ok(read) => read,
@@ -285,21 +291,54 @@ fn receive_until_closed(shared: &Shared, connection: &Connection, stream: &mut T
             };
             return connection.close(reason);
         }
-        loop {
-            let (signal, section) = match frames.next_signal() {
-                Ok(Some(next)) => next,
-                Ok(None) => break,
-                Err(error) => return connection.close(format!("malformed frame: {error}")),
-            };
-            if let Err(reason) = check(shared, connection, &signal, section) {
-                return connection.close(reason);
-            }
-            if let Err(reason) = inject(shared, connection, signal, section) {
-                return connection.close(reason);
-            }
+        // The signals before a fault still enter the node, as they would one by one.
+        let staged = stage_whole_signals(shared, injector, connection, &mut frames, &mut batch);
+        let outcome = staged.and_then(|()| publish(injector, connection, &mut batch));
+        if let Err(reason) = outcome {
+            injector.discard(&mut batch);
+            return connection.close(reason);
         }
         if connection.is_closed() {
+            injector.discard(&mut batch);
             return;
+        }
+    }
+}
+
+/// Checks and stages every whole signal `frames` holds, publishing on the way when the batch
+/// is full or the section pool has to wait for the node.
+fn stage_whole_signals(
+    shared: &Shared,
+    injector: &Injector,
+    connection: &Connection,
+    frames: &mut FrameReader,
+    batch: &mut InjectBatch,
+) -> Result<(), String> {
+    loop {
+        let (signal, section) = match frames.next_signal() {
+            Ok(Some(next)) => next,
+            Ok(None) => return Ok(()),
+            Err(error) => return Err(format!("malformed frame: {error}")),
+        };
+        check(shared, connection, &signal, section)?;
+        loop {
+            match injector.stage(batch, signal, section) {
+                Ok(()) => break,
+                Err(error) if error.is_temporary() && !connection.is_closed() => {
+                    // No section free: let the node work through what is staged first.
+                    publish(injector, connection, batch)?;
+                    std::thread::sleep(BACKPRESSURE_WAIT);
+                }
+                Err(InjectError::NoSuchBlock(address)) => {
+                    return Err(format!(
+                        "a signal is addressed to {address}, where no block is"
+                    ));
+                }
+                Err(error) => return Err(error.to_string()),
+            }
+        }
+        if batch.len() >= STAGED_SIGNALS_MAX {
+            publish(injector, connection, batch)?;
         }
     }
 }
@@ -328,25 +367,17 @@ fn check(
     (shared.options.validate)(signal, section, connection.peer)
 }
 
-fn inject(
-    shared: &Shared,
+/// Hands the staged signals to the node, waiting while a receiving thread's queue is full.
+fn publish(
+    injector: &Injector,
     connection: &Connection,
-    signal: Signal,
-    section: &[u8],
+    batch: &mut InjectBatch,
 ) -> Result<(), String> {
-    let Some(injector) = shared.injector.get() else {
-        return Err("the node is not serving yet".into());
-    };
     loop {
-        match injector.inject(signal, section) {
+        match injector.publish(batch) {
             Ok(()) => return Ok(()),
             Err(error) if error.is_temporary() && !connection.is_closed() => {
                 std::thread::sleep(BACKPRESSURE_WAIT);
-            }
-            Err(InjectError::NoSuchBlock(address)) => {
-                return Err(format!(
-                    "a signal is addressed to {address}, where no block is"
-                ));
             }
             Err(error) => return Err(error.to_string()),
         }

@@ -3,7 +3,6 @@
 //! outside enter through an [`Injector`], which queues them for the thread hosting their
 //! receiver and wakes it.
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -43,7 +42,9 @@ impl fmt::Debug for Remote {
 pub(crate) struct ExternalQueue {
     /// Raised when the queue has signals, so the thread need not lock to find out.
     pending: AtomicBool,
-    queue: Mutex<VecDeque<Signal>>,
+    /// Always taken whole, so a `Vec` whose buffer is swapped rather than copied, in and
+    /// out, when the other side keeps up.
+    queue: Mutex<Vec<Signal>>,
 }
 
 impl ExternalQueue {
@@ -51,14 +52,15 @@ impl ExternalQueue {
         self.pending.load(Ordering::Acquire)
     }
 
-    /// Moves every queued signal to the end of `into`.
-    pub fn drain_into(&self, into: &mut VecDeque<Signal>) {
+    /// Moves every queued signal into `into`, which must be empty, by swapping buffers.
+    pub fn take_all(&self, into: &mut Vec<Signal>) {
+        debug_assert!(into.is_empty(), "the last signals taken were not executed");
         if !self.has_pending() {
             return;
         }
         let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
         self.pending.store(false, Ordering::Release);
-        into.extend(queue.drain(..));
+        std::mem::swap(&mut *queue, into);
     }
 
     fn push(&self, signal: Signal) -> bool {
@@ -66,9 +68,51 @@ impl ExternalQueue {
         if queue.len() >= EXTERNAL_SIGNALS_MAX {
             return false;
         }
-        queue.push_back(signal);
+        queue.push(signal);
         self.pending.store(true, Ordering::Release);
         true
+    }
+
+    /// Moves as many of `signals` as the queue has room for, from the front, in order;
+    /// returns how many. All of them into an empty queue is a swap of buffers.
+    fn push_all(&self, signals: &mut Vec<Signal>) -> usize {
+        let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let room = EXTERNAL_SIGNALS_MAX.saturating_sub(queue.len());
+        let taken = room.min(signals.len());
+        if queue.is_empty() && taken == signals.len() {
+            std::mem::swap(&mut *queue, signals);
+        } else {
+            queue.extend_from_slice(&signals[..taken]);
+            signals.drain(..taken);
+        }
+        if taken > 0 {
+            self.pending.store(true, Ordering::Release);
+        }
+        taken
+    }
+}
+
+/// Signals from outside gathered for one hand-over: [`Injector::stage`] checks each and
+/// puts its section in place, [`Injector::publish`] queues them with one lock and one
+/// wake-up per receiving thread rather than one per signal (a socket read often carries
+/// many).
+#[derive(Default)]
+pub struct InjectBatch {
+    /// `[thread]` → signals staged for it, in arrival order.
+    by_thread: Vec<Vec<Signal>>,
+    /// Threads with signals staged, in the order they got their first.
+    threads: Vec<usize>,
+    /// Signals staged, over all threads.
+    len: usize,
+}
+
+impl InjectBatch {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 }
 
@@ -109,7 +153,76 @@ impl Injector {
 
     /// Queues `signal` (its section handle is ignored) with `section` bytes (empty: none)
     /// for its receiver's thread.
-    pub fn inject(&self, mut signal: Signal, section: &[u8]) -> Result<(), InjectError> {
+    pub fn inject(&self, signal: Signal, section: &[u8]) -> Result<(), InjectError> {
+        let (thread, signal) = self.admit(signal, section)?;
+        if !self.shared.external[thread].push(signal) {
+            self.release_section(&signal);
+            return Err(InjectError::Overloaded);
+        }
+        self.shared.wake[thread].after_publish();
+        Ok(())
+    }
+
+    /// Adds `signal` with `section` bytes to `batch`, to be queued by
+    /// [`Injector::publish`]. Fails as [`Injector::inject`] does, except that a full queue
+    /// shows only at the publish.
+    pub fn stage(
+        &self,
+        batch: &mut InjectBatch,
+        signal: Signal,
+        section: &[u8],
+    ) -> Result<(), InjectError> {
+        let (thread, signal) = self.admit(signal, section)?;
+        if batch.by_thread.len() <= thread {
+            batch.by_thread.resize_with(thread + 1, Vec::new);
+        }
+        let staged = &mut batch.by_thread[thread];
+        if staged.is_empty() {
+            batch.threads.push(thread);
+        }
+        staged.push(signal);
+        batch.len += 1;
+        Ok(())
+    }
+
+    /// Queues what `batch` holds, one lock and one wake-up per thread. When a thread's
+    /// queue is full (`Overloaded`), what did not fit stays staged, in order, for the next
+    /// publish.
+    pub fn publish(&self, batch: &mut InjectBatch) -> Result<(), InjectError> {
+        let mut overloaded = false;
+        let (by_thread, len) = (&mut batch.by_thread, &mut batch.len);
+        batch.threads.retain(|&thread| {
+            let staged = &mut by_thread[thread];
+            let taken = self.shared.external[thread].push_all(staged);
+            if taken > 0 {
+                self.shared.wake[thread].after_publish();
+            }
+            *len -= taken;
+            overloaded |= !staged.is_empty();
+            !staged.is_empty()
+        });
+        if overloaded {
+            Err(InjectError::Overloaded)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Drops what `batch` holds, returning pooled sections (when the node or the connection
+    /// stops).
+    pub fn discard(&self, batch: &mut InjectBatch) {
+        for thread in batch.threads.drain(..) {
+            for signal in batch.by_thread[thread].drain(..) {
+                self.release_section(&signal);
+            }
+        }
+        batch.len = 0;
+    }
+
+    /// Finds `signal`'s thread and puts its section in place: inline when it fits the
+    /// payload words the signal leaves free, else in a pooled buffer.
+    #[inline]
+    fn admit(&self, mut signal: Signal, section: &[u8]) -> Result<(usize, Signal), InjectError> {
         if self.shared.stop.load(Ordering::Relaxed) {
             return Err(InjectError::Stopped);
         }
@@ -128,13 +241,12 @@ impl Injector {
                 .allocate(section)
                 .map_err(|_| InjectError::SectionsExhausted)?;
         }
-        if !self.shared.external[thread].push(signal) {
-            if signal.section().is_pooled() {
-                self.shared.sections.release(signal.section());
-            }
-            return Err(InjectError::Overloaded);
+        Ok((thread, signal))
+    }
+
+    fn release_section(&self, signal: &Signal) {
+        if signal.section().is_pooled() {
+            self.shared.sections.release(signal.section());
         }
-        self.shared.wake[thread].after_publish();
-        Ok(())
     }
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use kista_signal::{BlockAddress, BlockId, NodeId, Signal};
 
-pub use gateway::{InjectError, Injector, Remote, RemoteSink, EXTERNAL_SIGNALS_MAX};
+pub use gateway::{InjectBatch, InjectError, Injector, Remote, RemoteSink, EXTERNAL_SIGNALS_MAX};
 pub use os::available_cpus;
 pub use router::PENDING_SIGNALS_MAX;
 pub use router::TIMERS_PER_THREAD_MAX;

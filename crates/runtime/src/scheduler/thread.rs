@@ -91,6 +91,8 @@ pub(crate) struct SchedulerThread {
     pub batch_per_input: usize,
     pub spin_ns: u64,
     pub idle_sleep_max_ns: u64,
+    /// Signals from outside taken for this round ([`ExternalQueue::take_all`]).
+    external: Vec<Signal>,
     signals_executed: u64,
     busy_rounds: u64,
     sleeps: u64,
@@ -120,6 +122,7 @@ impl SchedulerThread {
             batch_per_input,
             spin_ns,
             idle_sleep_max_ns,
+            external: Vec::new(),
             signals_executed: 0,
             busy_rounds: 0,
             sleeps: 0,
@@ -147,7 +150,6 @@ impl SchedulerThread {
         while let Some(signal) = self.router.timers.pop_due(now_ns) {
             self.router.send(&signal);
         }
-        self.shared.external[self.index].drain_into(&mut self.router.local);
         let mut executed = 0;
         // Only what was queued before this round, so a block messaging itself in a loop
         // cannot starve the job buffers.
@@ -159,6 +161,17 @@ impl SchedulerThread {
             let mut ctx = Context::new(now_ns, &mut self.rng, sink, &self.shared.sections);
             self.blocks.execute(&mut ctx, &signal);
             executed += 1;
+        }
+        // Signals from outside run where they arrived, in the buffer taken from the queue.
+        self.shared.external[self.index].take_all(&mut self.external);
+        if !self.external.is_empty() {
+            let sink = Sink::Threads(&mut self.router);
+            let mut ctx = Context::new(now_ns, &mut self.rng, sink, &self.shared.sections);
+            for signal in &self.external {
+                self.blocks.execute(&mut ctx, signal);
+            }
+            executed += self.external.len();
+            self.external.clear();
         }
         self.router.flush(&self.shared.wake);
         for input in 0..self.inputs.len() {
