@@ -3,6 +3,7 @@
 use kista_datanode::protocol::*;
 use kista_signal::TypedSignal;
 use kista_storage::codec::CodecError;
+use kista_storage::row::RowError;
 use kista_storage::schema::IndexKind;
 use kista_storage::types::Value;
 
@@ -136,19 +137,9 @@ impl<'c> Transaction<'c> {
                 schema.columns.len()
             )));
         }
-        let mut encoded_key = Vec::new();
-        table
-            .layout
-            .key_of_values(&schema.columns, key, &mut encoded_key)
-            .map_err(|e| ClientError::Usage(e.to_string()))?;
-        self.push_encoded(
-            OperationKind::Read,
-            lock,
-            table,
-            (id.0, encoded_key),
-            columns,
-            vec![],
-        )
+        let write_key = |out: &mut Vec<u8>| table.layout.key_of_values(&schema.columns, key, out);
+        let body = body_of(write_key, &columns, &[])?;
+        self.push_encoded(OperationKind::Read, lock, table, id.0, body)
     }
 
     fn whole_row(
@@ -183,19 +174,9 @@ impl<'c> Transaction<'c> {
         columns: Vec<u16>,
         values: Vec<Value>,
     ) -> Result<OpIndex, ClientError> {
-        let mut encoded_key = Vec::new();
-        table
-            .layout
-            .primary_key_of_values(key, &mut encoded_key)
-            .map_err(|e| ClientError::Usage(e.to_string()))?;
-        self.push_encoded(
-            kind,
-            lock,
-            table,
-            (PRIMARY_KEY, encoded_key),
-            columns,
-            values,
-        )
+        let write_key = |out: &mut Vec<u8>| table.layout.primary_key_of_values(key, out);
+        let body = body_of(write_key, &columns, &values)?;
+        self.push_encoded(kind, lock, table, PRIMARY_KEY, body)
     }
 
     fn push_encoded(
@@ -203,20 +184,12 @@ impl<'c> Transaction<'c> {
         kind: OperationKind,
         lock: LockKind,
         table: &Table,
-        (index_id, encoded_key): (u32, Vec<u8>),
-        columns: Vec<u16>,
-        values: Vec<Value>,
+        index_id: u32,
+        body: Vec<u8>,
     ) -> Result<OpIndex, ClientError> {
         if self.finished {
             return Err(ClientError::Usage("the transaction has ended".into()));
         }
-        let mut body = Vec::new();
-        KeyBody {
-            key: encoded_key,
-            columns,
-            values,
-        }
-        .encode(&mut body);
         self.batch.push(Operation {
             kind,
             lock,
@@ -373,4 +346,19 @@ impl Collecting {
     pub fn fail(self, error: ClientError) {
         self.completion.complete(Err(error));
     }
+}
+
+/// Bytes an operation's body is first given room for: a key read's whole body.
+const BODY_CAPACITY_HINT: usize = 48;
+
+/// An operation's body, its key written in place by `write_key`: one buffer per operation.
+fn body_of(
+    write_key: impl FnOnce(&mut Vec<u8>) -> Result<(), RowError>,
+    columns: &[u16],
+    values: &[Value],
+) -> Result<Vec<u8>, ClientError> {
+    let mut body = Vec::with_capacity(BODY_CAPACITY_HINT);
+    KeyBody::write_keyed(write_key, columns, values, &mut body)
+        .map_err(|e| ClientError::Usage(e.to_string()))?;
+    Ok(body)
 }

@@ -51,10 +51,38 @@ impl KeyBody {
 
     /// Appends a body made of borrowed parts, as `encode` would write it.
     pub fn write(key: &[u8], columns: &[u16], values: &[Value], out: &mut Vec<u8>) {
+        let written: Result<(), std::convert::Infallible> = Self::write_keyed(
+            |out| {
+                out.extend_from_slice(key);
+                Ok(())
+            },
+            columns,
+            values,
+            out,
+        );
+        let Ok(()) = written;
+    }
+
+    /// Appends a body whose key `write_key` appends in place, so the key needs no buffer
+    /// of its own; on its error `out` is as it was.
+    pub fn write_keyed<E>(
+        write_key: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+        columns: &[u16],
+        values: &[Value],
+        out: &mut Vec<u8>,
+    ) -> Result<(), E> {
+        let start = out.len();
+        out.extend_from_slice(&[0; 4]);
+        if let Err(error) = write_key(out) {
+            out.truncate(start);
+            return Err(error);
+        }
+        let key_len = (out.len() - start - 4) as u32;
+        out[start..start + 4].copy_from_slice(&key_len.to_le_bytes());
         let mut writer = Writer(out);
-        writer.bytes(key);
         write_columns(&mut writer, columns);
         write_values(&mut writer, values);
+        Ok(())
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
@@ -470,6 +498,33 @@ mod tests {
             prop_assert_eq!(body.key, &key[..]);
             prop_assert_eq!(body.columns().collect::<Vec<_>>(), columns);
             prop_assert_eq!(body.values().expect("values"), vec![Value::Int(7)]);
+        }
+
+        #[test]
+        fn a_body_written_with_its_key_in_place_is_the_same_body(
+            key in proptest::collection::vec(any::<u8>(), 0..40),
+            columns in proptest::collection::vec(any::<u16>(), 0..8),
+        ) {
+            let mut whole = vec![1, 2];
+            KeyBody::write(&key, &columns, &[Value::UInt(3)], &mut whole);
+            let mut keyed = vec![1, 2];
+            let written: Result<(), ()> = KeyBody::write_keyed(
+                |out| {
+                    out.extend_from_slice(&key);
+                    Ok(())
+                },
+                &columns,
+                &[Value::UInt(3)],
+                &mut keyed,
+            );
+            prop_assert_eq!(written, Ok(()));
+            prop_assert_eq!(&keyed, &whole);
+            let refused = KeyBody::write_keyed(|out| {
+                out.push(9);
+                Err(())
+            }, &columns, &[], &mut keyed);
+            prop_assert_eq!(refused, Err(()));
+            prop_assert_eq!(keyed, whole, "a refused key leaves the buffer as it was");
         }
 
         #[test]

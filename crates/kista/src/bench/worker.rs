@@ -4,7 +4,7 @@
 //! Completions arrive through a channel from callbacks on the connection's receive thread,
 //! so this thread does all the bookkeeping and the key states need no locks.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use kista_client::types::Value;
 use kista_client::{Client, ClientError, ErrorCategory, ExecuteMode, Executed, LockKind, Table};
+use rustc_hash::FxHashMap;
 
-use super::workload::{check_read, payload, record, KeyOp, KeySlice, Phase, ReadCheck};
+use super::workload::{check_read, KeyOp, KeySlice, Payloads, Phase, ReadCheck};
 
 /// How often a transaction failing with a temporary error is sent again before its error
 /// counts as final.
@@ -115,8 +116,11 @@ pub struct Worker<'a> {
     settings: WorkerSettings,
     progress: &'a Progress,
     tally: Tally,
-    flights: HashMap<u64, Flight>,
-    busy: HashSet<usize>,
+    /// Transactions in flight by ticket.
+    flights: FxHashMap<u64, Flight>,
+    /// `[slot]` → whether a transaction in flight holds the key.
+    busy: Vec<bool>,
+    payloads: Payloads,
     retries: Vec<Flight>,
     next_ticket: u64,
     next_slot: usize,
@@ -134,6 +138,7 @@ impl<'a> Worker<'a> {
         settings: WorkerSettings,
         progress: &'a Progress,
     ) -> Self {
+        let busy = vec![false; slice.len()];
         Self {
             client,
             table,
@@ -141,8 +146,9 @@ impl<'a> Worker<'a> {
             settings,
             progress,
             tally: Tally::new(),
-            flights: HashMap::new(),
-            busy: HashSet::new(),
+            flights: FxHashMap::default(),
+            busy,
+            payloads: Payloads::new(settings.record_size),
             retries: Vec::new(),
             next_ticket: 0,
             next_slot: 0,
@@ -208,7 +214,7 @@ impl<'a> Worker<'a> {
                 while ops.len() < batch && tries < FREE_KEY_TRIES_MAX {
                     tries += 1;
                     let slot = self.rng.usize(..self.slice.len());
-                    if self.busy.contains(&slot) || ops.iter().any(|&(s, _)| s == slot) {
+                    if self.busy[slot] || ops.iter().any(|&(s, _)| s == slot) {
                         continue;
                     }
                     let op = self
@@ -225,7 +231,9 @@ impl<'a> Worker<'a> {
             return None;
         }
         self.transactions_started += 1;
-        self.busy.extend(ops.iter().map(|&(slot, _)| slot));
+        for &(slot, _) in &ops {
+            self.busy[slot] = true;
+        }
         Some(Flight {
             ops,
             started: Instant::now(),
@@ -244,7 +252,7 @@ impl<'a> Worker<'a> {
     }
 
     fn send(&self, ticket: u64, flight: &Flight) -> Result<(), ClientError> {
-        let (table, record_size) = (self.table, self.settings.record_size);
+        let (table, payloads) = (self.table, &self.payloads);
         let lock = if self.settings.locked_reads {
             LockKind::Shared
         } else {
@@ -256,15 +264,15 @@ impl<'a> Worker<'a> {
             let key_values = [Value::Int(key as i64)];
             match op {
                 KeyOp::Insert { version } => {
-                    transaction.insert(table, record(key, version, record_size))?
+                    transaction.insert(table, payloads.record(key, version))?
                 }
                 KeyOp::Write { version } => {
-                    transaction.write(table, record(key, version, record_size))?
+                    transaction.write(table, payloads.record(key, version))?
                 }
                 KeyOp::Update { version } => {
                     let changes = vec![
                         (1, Value::UInt(u64::from(version))),
-                        (2, Value::Bytes(payload(key, version, record_size))),
+                        (2, Value::Bytes(payloads.of(key, version).to_vec())),
                     ];
                     transaction.update(table, &key_values, changes)?
                 }
@@ -293,7 +301,7 @@ impl<'a> Worker<'a> {
                         let expected = self.slice.expected[slot];
                         let key = self.slice.key(slot);
                         self.tally.reads_checked += 1;
-                        match check_read(key, expected, row, self.settings.record_size) {
+                        match check_read(key, expected, row, &self.payloads) {
                             ReadCheck::Right => {}
                             ReadCheck::Missing => self.tally.reads_missing += 1,
                             ReadCheck::Wrong => self.tally.reads_wrong += 1,
@@ -337,8 +345,8 @@ impl<'a> Worker<'a> {
     }
 
     fn release(&mut self, flight: &Flight) {
-        for (slot, _) in &flight.ops {
-            self.busy.remove(slot);
+        for &(slot, _) in &flight.ops {
+            self.busy[slot] = false;
         }
     }
 }

@@ -75,23 +75,41 @@ pub fn table_schema(name: String, record_size: u32) -> TableSchema {
     }
 }
 
-/// The payload a key holds at a version: derived from both, so a read proves it saw the
-/// whole record that was written and not a mix.
-pub fn payload(key: u64, version: u32, record_size: u32) -> Vec<u8> {
-    let seed = key
-        .wrapping_mul(31)
-        .wrapping_add(u64::from(version).wrapping_mul(17));
-    (0..u64::from(record_size))
-        .map(|i| seed.wrapping_add(i) as u8)
-        .collect()
+/// The payloads of one record size. A key's payload at a version is derived from both, so a
+/// read proves it saw the whole record that was written and not a mix: byte `i` is
+/// `seed + i` (mod 256). Every payload is then a window of one repeating 0..=255 ramp, and
+/// a read is checked against that window without building the payload.
+pub struct Payloads {
+    ramp: Vec<u8>,
+    record_size: usize,
 }
 
-pub fn record(key: u64, version: u32, record_size: u32) -> Vec<Value> {
-    vec![
-        Value::Int(key as i64),
-        Value::UInt(u64::from(version)),
-        Value::Bytes(payload(key, version, record_size)),
-    ]
+impl Payloads {
+    pub fn new(record_size: u32) -> Self {
+        let record_size = record_size as usize;
+        Self {
+            ramp: (0..256 + record_size).map(|i| i as u8).collect(),
+            record_size,
+        }
+    }
+
+    /// The payload `key` holds at `version`.
+    pub fn of(&self, key: u64, version: u32) -> &[u8] {
+        let seed = key
+            .wrapping_mul(31)
+            .wrapping_add(u64::from(version).wrapping_mul(17));
+        let start = usize::from(seed as u8);
+        &self.ramp[start..start + self.record_size]
+    }
+
+    /// The whole record `key` holds at `version`.
+    pub fn record(&self, key: u64, version: u32) -> Vec<Value> {
+        vec![
+            Value::Int(key as i64),
+            Value::UInt(u64::from(version)),
+            Value::Bytes(self.of(key, version).to_vec()),
+        ]
+    }
 }
 
 /// What the run knows about a key: the version last acknowledged (0: absent), and a
@@ -137,7 +155,7 @@ pub fn check_read(
     key: u64,
     expected: Expected,
     row: Option<&[Value]>,
-    record_size: u32,
+    payloads: &Payloads,
 ) -> ReadCheck {
     let Some(row) = row else {
         return if expected.accepts(None) {
@@ -154,7 +172,7 @@ pub fn check_read(
         return ReadCheck::Wrong;
     };
     let payload_right = matches!(row.get(2), Some(Value::Bytes(bytes))
-        if *bytes == payload(key, version, record_size));
+        if bytes.as_slice() == payloads.of(key, version));
     if payload_right
         && row.first() == Some(&Value::Int(key as i64))
         && expected.accepts(Some(version))
@@ -272,25 +290,40 @@ mod tests {
 
     #[test]
     fn a_read_is_right_only_for_an_acknowledged_or_possible_record() {
-        let row = |version: u32| record(7, version, 16);
+        let payloads = Payloads::new(16);
+        let row = |version: u32| payloads.record(7, version);
+        let check = |expected, row: Option<&[Value]>| check_read(7, expected, row, &payloads);
         let known = Expected {
             version: 3,
             maybe: None,
         };
-        assert_eq!(check_read(7, known, Some(&row(3)), 16), ReadCheck::Right);
-        assert_eq!(check_read(7, known, Some(&row(2)), 16), ReadCheck::Wrong);
-        assert_eq!(check_read(7, known, None, 16), ReadCheck::Missing);
+        assert_eq!(check(known, Some(&row(3))), ReadCheck::Right);
+        assert_eq!(check(known, Some(&row(2))), ReadCheck::Wrong);
+        assert_eq!(check(known, None), ReadCheck::Missing);
         let mut torn = row(3);
-        torn[2] = Value::Bytes(payload(7, 2, 16));
-        assert_eq!(check_read(7, known, Some(&torn), 16), ReadCheck::Wrong);
+        torn[2] = Value::Bytes(payloads.of(7, 2).to_vec());
+        assert_eq!(check(known, Some(&torn)), ReadCheck::Wrong);
+        let mut short = row(3);
+        short[2] = Value::Bytes(payloads.of(7, 3)[..15].to_vec());
+        assert_eq!(check(known, Some(&short)), ReadCheck::Wrong);
         let unsure = Expected {
             version: 3,
             maybe: Some(0),
         };
-        assert_eq!(check_read(7, unsure, None, 16), ReadCheck::Right);
-        assert_eq!(
-            check_read(7, Expected::default(), Some(&row(1)), 16),
-            ReadCheck::Wrong
-        );
+        assert_eq!(check(unsure, None), ReadCheck::Right);
+        assert_eq!(check(Expected::default(), Some(&row(1))), ReadCheck::Wrong);
+    }
+
+    #[test]
+    fn a_payload_is_the_seeded_byte_sequence_of_its_key_and_version() {
+        let payloads = Payloads::new(300);
+        for (key, version) in [(0, 1), (7, 3), (u64::MAX, u32::MAX)] {
+            let seed = key
+                .wrapping_mul(31)
+                .wrapping_add(u64::from(version).wrapping_mul(17));
+            let expected: Vec<u8> = (0..300u64).map(|i| seed.wrapping_add(i) as u8).collect();
+            assert_eq!(payloads.of(key, version), &expected[..]);
+        }
+        assert_ne!(payloads.of(7, 3), payloads.of(7, 4));
     }
 }
