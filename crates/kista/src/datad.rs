@@ -14,10 +14,10 @@ use kista_datanode::node::NodeSettings;
 use kista_datanode::router::ReadPolicy;
 use kista_signal::NodeId;
 
-use crate::size::parse_size;
 use crate::standalone::{StandaloneNode, StandaloneOptions};
 use crate::thread_options::ThreadOptions;
 use crate::Failure;
+use kista_mgm::size::parse_size;
 
 #[derive(Args, Debug)]
 pub struct DatadArgs {

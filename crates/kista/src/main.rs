@@ -4,7 +4,6 @@
 mod bench;
 mod datad;
 mod demo;
-mod size;
 mod standalone;
 mod thread_options;
 

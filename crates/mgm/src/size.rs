@@ -1,4 +1,5 @@
-//! Byte sizes on the command line: `4096`, `64K`, `512M`, `2G` (binary units).
+//! Byte sizes in configuration files and on the command line: `4096`, `64K`, `512M`, `2G`
+//! (binary units).
 
 /// Parses a size; the suffix K, M, G or T (any case, optionally followed by `B` or `iB`)
 /// multiplies by 1024, 1024², 1024³, 1024⁴.
