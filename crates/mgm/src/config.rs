@@ -246,7 +246,7 @@ fn check_cluster(raw: &raw::Cluster) -> Result<ClusterSettings, Fault> {
         )?,
         heartbeat_misses_max: in_range(
             raw.heartbeat_misses_max.as_ref(),
-            4,
+            3,
             2..=100,
             "heartbeat_misses_max",
         )?,

@@ -31,7 +31,7 @@ fn a_minimal_file_gets_the_documented_defaults() {
     assert_eq!(config.cluster.data_memory_bytes, 1 << 30);
     assert_eq!(config.cluster.partitions_per_node, 2);
     assert_eq!(config.cluster.heartbeat_interval_ms, 1500);
-    assert_eq!(config.cluster.heartbeat_misses_max, 4);
+    assert_eq!(config.cluster.heartbeat_misses_max, 3);
     assert_eq!(config.cluster.lock_wait_timeout_ms, 1200);
     assert_eq!(config.cluster.transaction_inactive_timeout_ms, 10_000);
     assert_eq!(config.mgmd.port, MGMD_PORT_DEFAULT);
