@@ -54,9 +54,8 @@ impl QueryExecutor {
     }
 }
 
-/// A committed read through the registry, its body in `section`: what a query executor or
-/// a coordinator reading for itself runs.
-pub(crate) fn read_shared(
+/// A committed read through the registry, its body in `section`.
+fn read_shared(
     ctx: &mut Context,
     registry: &PartitionRegistry,
     prepare: &Prepare,

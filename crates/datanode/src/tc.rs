@@ -22,9 +22,8 @@ use kista_signal::{BlockAddress, SectionHandle, Signal, TypedSignal};
 use crate::dist::PartitionMap;
 use crate::node::NodeSettings;
 use crate::protocol::*;
-use crate::query::read_shared;
 use crate::registry::PartitionRegistry;
-use crate::router::{ReadPlace, ReadRouter};
+use crate::router::ReadRouter;
 use crate::{send_sharing_section, send_with_bytes};
 
 mod reads_here;
@@ -270,7 +269,7 @@ impl TransactionCoordinator {
         if is_committed_key_read(&request) {
             match self.read_here(ctx, &request) {
                 ReadHere::Answered => return,
-                ReadHere::PlacedElsewhere(place) => placed = Some(place),
+                ReadHere::PlacedOn(executor) => placed = Some(executor),
                 ReadHere::NotTaken => {}
             }
         }
@@ -280,14 +279,14 @@ impl TransactionCoordinator {
         }
     }
 
-    /// Runs one operation of a client's transaction, `placed` where the router already put
-    /// it; returns its section unless it was passed on.
+    /// Runs one operation of a client's transaction, a committed read on the executor the
+    /// router `placed` it on; returns its section unless it was passed on.
     fn key_operation(
         &mut self,
         ctx: &mut Context,
         request: &KeyRequest,
         section: Result<Option<SectionHandle>, SectionPoolExhausted>,
-        placed: Option<ReadPlace>,
+        placed: Option<BlockAddress>,
     ) -> Option<SectionHandle> {
         let client_key = (request.client, request.client_tx);
         let id = match self.by_client.get(&client_key) {
@@ -352,23 +351,15 @@ impl TransactionCoordinator {
                 {
                     Some((section, partition)) => {
                         let op_ref = transaction.start_client_operation(request);
-                        let target = Target {
-                            table,
-                            router: &mut self.router,
-                            registry: &self.registry,
-                            placed,
-                        };
-                        let prepares = Prepares {
+                        let operation = ClientOperation {
                             id,
                             op_ref,
                             request,
                             partition,
                             section,
+                            placed,
                         };
-                        let answered_here = send_prepares(ctx, prepares, target, transaction);
-                        if let Some(answer) = answered_here {
-                            self.prepare_answered(ctx, id, op_ref, answer);
-                        }
+                        send_prepare(ctx, operation, table, transaction);
                         return None;
                     }
                     None => Some((
@@ -791,23 +782,16 @@ fn replicas_of(participants: &[(u32, u32, ReplicaChain)], replicas: &mut Vec<Blo
     replicas.dedup();
 }
 
-/// Where an operation goes: its table's partitions, and for committed reads the router and
-/// the partitions the coordinator may read itself.
-struct Target<'a> {
-    table: &'a TcTable,
-    router: &'a mut ReadRouter,
-    registry: &'a PartitionRegistry,
-    /// Where the router already placed this committed read (it is asked once per read).
-    placed: Option<ReadPlace>,
-}
-
 /// One client operation to send to the replicas of its partition.
-struct Prepares<'a> {
+struct ClientOperation<'a> {
     id: u64,
     op_ref: u32,
     request: &'a KeyRequest,
     partition: u32,
     section: SectionHandle,
+    /// For a committed read, the executor the router placed it on (reads it placed here
+    /// never get this far: `reads_here` answers them).
+    placed: Option<BlockAddress>,
 }
 
 /// An operation the coordinator makes itself, for [`TransactionCoordinator::send_internal`].
@@ -870,48 +854,38 @@ fn note_participant(
     }
 }
 
-/// Sends a client's operation to the primary replica of its partition, or for a committed
-/// read wherever the router places it, recording the partition if it may now hold locks
-/// or changes. A read the router placed here runs at once: its answer is returned.
-fn send_prepares(
+/// Sends a client's operation to the primary replica of its partition, or a committed read
+/// to the executor the router placed it on, recording the partition if it may now hold
+/// locks or changes.
+fn send_prepare(
     ctx: &mut Context,
-    prepares: Prepares,
-    target: Target,
+    operation: ClientOperation,
+    table: &TcTable,
     transaction: &mut Transaction,
-) -> Option<Result<u32, (ErrorCode, String)>> {
+) {
     let here = ctx.address();
-    let request = prepares.request;
+    let request = operation.request;
+    let partition = operation.partition;
+    let chain = table.map.chain(partition);
     let committed_read = request.kind == OperationKind::Read && request.lock == LockKind::Committed;
-    let partition = prepares.partition;
-    let chain = target.table.map.chain(partition);
+    if !committed_read {
+        note_participant(transaction, request.table_id, partition, chain);
+    }
+    let executor = operation.placed.unwrap_or(chain.current());
     let prepare = prepare_of(
         request,
         here,
-        prepares.id,
-        prepares.op_ref,
+        operation.id,
+        operation.op_ref,
         partition,
         chain,
     );
-    let place = if committed_read {
-        target
-            .placed
-            .unwrap_or_else(|| target.router.place_read(chain.current(), here))
-    } else {
-        note_participant(transaction, request.table_id, partition, chain);
-        ReadPlace::Executor(chain.current())
-    };
-    match place {
-        ReadPlace::Here => {
-            let answer = read_shared(ctx, target.registry, &prepare, prepares.section);
-            ctx.release_section(prepares.section);
-            Some(answer)
-        }
-        ReadPlace::Executor(executor) => {
-            let signal = prepare.to_signal(executor, here);
-            send_sharing_section(ctx, signal, prepares.section, true);
-            None
-        }
-    }
+    send_sharing_section(
+        ctx,
+        prepare.to_signal(executor, here),
+        operation.section,
+        true,
+    );
 }
 
 impl Block for TransactionCoordinator {

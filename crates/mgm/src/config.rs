@@ -7,7 +7,7 @@
 //! clashing ports and node ids, thread configurations) and reports the line of the value at
 //! fault.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use kista_runtime::thread_config::ThreadConfig;
@@ -265,16 +265,7 @@ fn check_cluster(raw: &raw::Cluster) -> Result<ClusterSettings, Fault> {
     })
 }
 
-fn check_mgmd(raw: &Option<raw::Mgmd>, ports: &mut PortBook) -> Result<MgmdConfig, Fault> {
-    let Some(raw) = raw else {
-        let host = "127.0.0.1".to_string();
-        ports.claim(&host, MGMD_PORT_DEFAULT, WHOLE_FILE)?;
-        return Ok(MgmdConfig {
-            host,
-            port: MGMD_PORT_DEFAULT,
-            data_dir: PathBuf::from("./kista-data/mgmd"),
-        });
-    };
+fn check_mgmd(raw: &raw::Mgmd, ports: &mut PortBook) -> Result<MgmdConfig, Fault> {
     let host = raw
         .host
         .as_ref()
@@ -305,14 +296,14 @@ fn check_data_nodes(
     ports: &mut PortBook,
 ) -> Result<Vec<DataNodeConfig>, Fault> {
     // Ids given in the file first, so that the ones handed out skip them.
-    let mut taken = HashMap::new();
+    let mut taken = HashSet::new();
     for node in raw {
         if let Some(id) = &node.node_id {
             let value = *id.get_ref();
             if value == 0 || usize::from(value) > DATA_NODES_MAX {
                 return Err((id.span(), format!("node_id must be 1-{DATA_NODES_MAX}")));
             }
-            if taken.insert(value, ()).is_some() {
+            if !taken.insert(value) {
                 return Err((id.span(), format!("node_id {value} is given twice")));
             }
         }
@@ -323,10 +314,10 @@ fn check_data_nodes(
         let node_id = match &node.node_id {
             Some(id) => *id.get_ref(),
             None => {
-                while taken.contains_key(&next_free) {
+                while taken.contains(&next_free) {
                     next_free += 1;
                 }
-                taken.insert(next_free, ());
+                taken.insert(next_free);
                 next_free
             }
         };
@@ -407,7 +398,7 @@ where
 
 /// Ports claimed so far, per host: two processes cannot listen on one.
 #[derive(Default)]
-struct PortBook(HashMap<(String, u16), ()>);
+struct PortBook(HashSet<(String, u16)>);
 
 impl PortBook {
     fn claim(&mut self, host: &str, port: u16, span: std::ops::Range<usize>) -> Result<(), Fault> {
@@ -417,7 +408,7 @@ impl PortBook {
                 "port 0 is not a port a cluster can be found at".into(),
             ));
         }
-        if self.0.insert((host.to_string(), port), ()).is_some() {
+        if !self.0.insert((host.to_string(), port)) {
             return Err((span, format!("{host}:{port} is used by two processes")));
         }
         Ok(())
@@ -436,7 +427,8 @@ mod raw {
     pub struct File {
         #[serde(default)]
         pub cluster: Cluster,
-        pub mgmd: Option<Mgmd>,
+        #[serde(default)]
+        pub mgmd: Mgmd,
         #[serde(default)]
         pub data_node: Vec<DataNode>,
         #[serde(default)]
@@ -463,7 +455,7 @@ mod raw {
         Text(String),
     }
 
-    #[derive(Deserialize)]
+    #[derive(Default, Deserialize)]
     #[serde(deny_unknown_fields)]
     pub struct Mgmd {
         pub host: Option<Spanned<String>>,

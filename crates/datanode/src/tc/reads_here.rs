@@ -5,6 +5,7 @@
 //! transaction only adds to its record's counts.
 
 use kista_runtime::Context;
+use kista_signal::BlockAddress;
 
 use super::{TcTable, Transaction, TransactionCoordinator};
 use crate::protocol::*;
@@ -16,8 +17,8 @@ use crate::router::{ReadPlace, ReadRouter};
 pub(super) enum ReadHere {
     /// Handled: read and answered, or refused with the client told why.
     Answered,
-    /// The router sent the read elsewhere: it goes the usual way, to where it was placed.
-    PlacedElsewhere(ReadPlace),
+    /// The router placed the read on this executor: it goes the usual way, as a `Prepare`.
+    PlacedOn(BlockAddress),
     /// Not one to take here (no such table, no readable key, a transaction that cannot take
     /// it now): the usual path runs it or says why not.
     NotTaken,
@@ -103,7 +104,7 @@ fn read_in_place(
             let chain = table.map.chain(partition);
             match router.place_read(chain.current(), here) {
                 ReadPlace::Here => {}
-                elsewhere => return Err(ReadHere::PlacedElsewhere(elsewhere)),
+                ReadPlace::Executor(executor) => return Err(ReadHere::PlacedOn(executor)),
             }
             registry.with_partition_at_version(
                 request.table_id,
