@@ -1,6 +1,11 @@
 //! The schema dictionary: creates and drops tables and indexes, numbers their schema
-//! versions, and publishes each definition to every `ldm` and `tc` instance before it
-//! answers the client, so an acknowledged table is usable at once on every thread.
+//! versions, and publishes each definition to every `ldm` and `tc` instance of the cluster
+//! before it answers the client, so an acknowledged table is usable at once on every thread
+//! of every node.
+//!
+//! One dictionary, the master's ([`ClusterShape::master`]), makes every change; the others
+//! pass the requests they receive on to it and keep a copy of each definition it publishes,
+//! so that any of them can take its place.
 //!
 //! Every change bumps the table's schema version. Operations carry the version their
 //! client knows; a data manager refuses an old one (error 241), as NDB does.
@@ -16,6 +21,7 @@ use kista_signal::{BlockAddress, Signal, TypedSignal};
 use kista_storage::codec::{read_index_schema, Reader};
 use kista_storage::schema::{IndexKind, IndexSchema, TableSchema};
 
+use crate::cluster::ClusterShape;
 use crate::node::NodeSettings;
 use crate::protocol::*;
 use crate::send_with_bytes;
@@ -58,6 +64,7 @@ struct SchemaChange {
 
 pub struct Dictionary {
     settings: Arc<NodeSettings>,
+    cluster: Arc<ClusterShape>,
     tables: FxHashMap<u32, DictTable>,
     next_table_id: u32,
     next_change: u64,
@@ -65,9 +72,10 @@ pub struct Dictionary {
 }
 
 impl Dictionary {
-    pub fn new(settings: Arc<NodeSettings>) -> Self {
+    pub fn new(settings: Arc<NodeSettings>, cluster: Arc<ClusterShape>) -> Self {
         Self {
             settings,
+            cluster,
             tables: FxHashMap::default(),
             next_table_id: 1,
             next_change: 1,
@@ -372,20 +380,31 @@ impl Dictionary {
             table.definition.encode(&mut body);
             table.version
         });
+        let here = ctx.address();
         let receivers: Vec<BlockAddress> = self
-            .settings
-            .ldm_addresses()
-            .chain(self.settings.tc_addresses())
+            .cluster
+            .nodes()
+            .iter()
+            .flat_map(|node| {
+                let dict = node.dict_address();
+                let other_dict = (dict != here).then_some(dict);
+                other_dict
+                    .into_iter()
+                    .chain(node.ldm_addresses())
+                    .chain(node.tc_addresses())
+            })
             .collect();
+        let index_of = table.and_then(|table| table.index_of).unwrap_or(0);
         for &receiver in &receivers {
             let signal = TableDefinition {
                 request_id: change_id,
                 table_id,
                 schema_version: version,
-                partitions: self.settings.partitions_per_table,
+                partitions: self.partitions_per_table(),
                 dropped: dropped.into(),
+                index_of,
             }
-            .to_signal(receiver, ctx.address());
+            .to_signal(receiver, here);
             send_with_bytes(ctx, signal, &body);
         }
         self.changes.insert(
@@ -402,6 +421,52 @@ impl Dictionary {
             },
         );
         change_id
+    }
+
+    /// Every table has this many partitions, so each data node is primary of
+    /// `partitions_per_node` of them.
+    fn partitions_per_table(&self) -> u32 {
+        self.settings.partitions_per_node * self.cluster.nodes().len() as u32
+    }
+
+    /// Keeps the copy of a definition the master published, so that this dictionary can
+    /// take over.
+    fn copy_definition(
+        &mut self,
+        ctx: &mut Context,
+        definition: TableDefinition,
+        master: BlockAddress,
+    ) {
+        let table_id = definition.table_id;
+        let code = if definition.dropped != 0 {
+            self.tables.remove(&table_id);
+            0
+        } else {
+            match ctx
+                .section()
+                .map(|bytes| TableDefinitionBody::decode(&bytes))
+            {
+                Some(Ok(body)) => {
+                    let next_index_id = body.indexes.iter().map(|(id, _)| id + 1).max();
+                    let table = DictTable {
+                        version: definition.schema_version,
+                        definition: body,
+                        next_index_id: next_index_id.unwrap_or(1),
+                        index_of: (definition.index_of != 0).then_some(definition.index_of),
+                    };
+                    self.tables.insert(table_id, table);
+                    self.next_table_id = self.next_table_id.max(table_id + 1);
+                    0
+                }
+                _ => ErrorCode::BadRequest as u32,
+            }
+        };
+        let conf = TableDefinitionConf {
+            request_id: definition.request_id,
+            table_id,
+            code,
+        };
+        ctx.send_typed(master, &conf);
     }
 
     fn applied(&mut self, ctx: &mut Context, conf: TableDefinitionConf) {
@@ -471,6 +536,16 @@ fn validate_index(schema: &TableSchema, index: &IndexSchema) -> Result<(), Strin
 impl Block for Dictionary {
     fn execute(&mut self, signal: &Signal, ctx: &mut Context<'_>) {
         let number = signal.number();
+        let is_client_request = number == CreateTableRequest::NUMBER
+            || number == CreateIndexRequest::NUMBER
+            || number == DropTableRequest::NUMBER;
+        let master = self
+            .cluster
+            .node(self.cluster.master())
+            .map(|node| node.dict_address());
+        if let Some(master) = master.filter(|&m| is_client_request && m != ctx.address()) {
+            return pass_on(ctx, signal, master);
+        }
         let result = if number == CreateTableRequest::NUMBER {
             CreateTableRequest::from_signal(signal).map(|r| self.create_table(ctx, r))
         } else if number == CreateIndexRequest::NUMBER {
@@ -479,9 +554,22 @@ impl Block for Dictionary {
             DropTableRequest::from_signal(signal).map(|r| self.drop_table(ctx, r))
         } else if number == TableDefinitionConf::NUMBER {
             TableDefinitionConf::from_signal(signal).map(|c| self.applied(ctx, c))
+        } else if number == TableDefinition::NUMBER {
+            TableDefinition::from_signal(signal)
+                .map(|d| self.copy_definition(ctx, d, signal.sender()))
         } else {
             Ok(())
         };
         debug_assert!(result.is_ok(), "malformed signal to dict: {result:?}");
     }
+}
+
+/// Sends a client's request on to the master's dictionary, which answers the client.
+fn pass_on(ctx: &mut Context, request: &Signal, master: BlockAddress) {
+    let body = ctx
+        .section()
+        .map(|bytes| bytes.to_vec())
+        .unwrap_or_default();
+    let forwarded = Signal::with_words(request.number(), master, ctx.address(), request.words());
+    send_with_bytes(ctx, forwarded, &body);
 }

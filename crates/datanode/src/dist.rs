@@ -2,13 +2,17 @@
 //!
 //! A key's distribution hash picks one of [`BUCKETS`] buckets; a table maps buckets to
 //! partitions (so partitions can later split or move without rehashing rows) and each
-//! partition to its replica chain. The number of partitions is a property of the table,
-//! independent of the number of `ldm` instances; partitions go to instances round-robin.
-//! Clients compute the same hash to send each transaction to the right node.
+//! partition to its replica chain: one replica on every node of one node group. Partitions
+//! go to node groups round-robin; inside a group the primary replica rotates from node to
+//! node, and on each node the partition goes to an `ldm` instance so that every instance
+//! holds its share of primaries and of backups. The number of partitions is a property of
+//! the table, independent of the number of `ldm` instances. Clients compute the same hash
+//! to send each transaction to the right node.
 
 use kista_signal::{BlockAddress, NodeId};
 
-use crate::protocol::{ReplicaChain, LDM_BLOCK};
+use crate::cluster::ClusterShape;
+use crate::protocol::{ReplicaChain, LDM_BLOCK, REPLICAS_MAX};
 
 /// Buckets per table: enough for smooth balance across any partition count up to it.
 pub const BUCKETS: usize = 1024;
@@ -34,17 +38,32 @@ pub struct PartitionMap {
 }
 
 impl PartitionMap {
-    /// `partitions` partitions over the `ldm` instances of one node, round-robin.
-    pub fn single_node(partitions: u32, node: NodeId, ldm_instances: u16) -> Self {
-        assert!(
-            partitions > 0 && ldm_instances > 0,
-            "a table needs a partition and an ldm"
-        );
+    /// `partitions` partitions placed on the cluster's node groups.
+    ///
+    /// Partition `p` goes to group `p % groups` as that group's `k = p / groups`th
+    /// partition. Its chain starts at the group's node `k % replicas` (so primaries rotate)
+    /// and on each node it lives in `ldm` instance `(k / replicas) % ldm_instances` (so each
+    /// instance gets primaries and backups alike).
+    pub fn for_cluster(partitions: u32, cluster: &ClusterShape) -> Self {
+        assert!(partitions > 0, "a table needs a partition");
+        let groups = cluster.node_groups();
+        let group_count = groups.len() as u32;
+        let replicas = u32::from(cluster.replicas());
         let buckets = (0..BUCKETS as u32).map(|b| b % partitions).collect();
         let chains = (0..partitions)
             .map(|p| {
-                let instance = (p % u32::from(ldm_instances)) as u16;
-                ReplicaChain::single(BlockAddress::new(node, LDM_BLOCK, instance))
+                let group = &groups[(p % group_count) as usize];
+                let k = p / group_count;
+                let mut chain = [BlockAddress::default(); REPLICAS_MAX];
+                for (position, slot) in chain.iter_mut().take(group.len()).enumerate() {
+                    let node = group[(k as usize + position) % group.len()];
+                    let ldm_instances = cluster
+                        .node(node)
+                        .map_or(1, |shape| u32::from(shape.ldm_instances));
+                    let instance = ((k / replicas) % ldm_instances) as u16;
+                    *slot = BlockAddress::new(node, LDM_BLOCK, instance);
+                }
+                ReplicaChain::of(&chain[..group.len()])
             })
             .collect();
         Self { buckets, chains }
@@ -60,6 +79,23 @@ impl PartitionMap {
 
     pub fn chain(&self, partition: u32) -> ReplicaChain {
         self.chains[partition as usize]
+    }
+
+    /// The replica of `partition` on `node`, if it holds one: a committed read there
+    /// needs no hop to another node (read backup).
+    pub fn replica_on(&self, partition: u32, node: NodeId) -> Option<BlockAddress> {
+        let chain = &self.chains[partition as usize];
+        chain.replicas[..chain.count as usize]
+            .iter()
+            .copied()
+            .find(|replica| replica.node() == node)
+    }
+
+    /// Where a committed read of `partition` received on `node` runs: that node's replica
+    /// if it holds one, else the primary.
+    pub fn read_replica(&self, partition: u32, node: NodeId) -> BlockAddress {
+        self.replica_on(partition, node)
+            .unwrap_or_else(|| self.chains[partition as usize].current())
     }
 
     /// Partitions with a replica on `ldm`.
@@ -79,9 +115,31 @@ impl PartitionMap {
 mod tests {
     use super::*;
 
+    use crate::cluster::DataNodeShape;
+
+    fn shape(replicas: u16, groups: &[&[u8]], ldm_instances: u16) -> ClusterShape {
+        let nodes = groups
+            .iter()
+            .enumerate()
+            .flat_map(|(group, nodes)| {
+                nodes.iter().map(move |&node| DataNodeShape {
+                    node: NodeId(node),
+                    node_group: group as u16,
+                    tc_instances: 1,
+                    ldm_instances,
+                })
+            })
+            .collect();
+        ClusterShape::new(replicas, nodes).unwrap()
+    }
+
+    fn ldm(node: u8, instance: u16) -> BlockAddress {
+        BlockAddress::new(NodeId(node), LDM_BLOCK, instance)
+    }
+
     #[test]
     fn keys_spread_over_partitions_and_partitions_over_ldm_instances() {
-        let map = PartitionMap::single_node(4, NodeId(1), 2);
+        let map = PartitionMap::for_cluster(4, &shape(1, &[&[1]], 2));
         let mut counts = [0u32; 4];
         for n in 0u32..10_000 {
             counts[map.partition_of(&n.to_le_bytes()) as usize] += 1;
@@ -95,6 +153,39 @@ mod tests {
             map.chain(2).current(),
             BlockAddress::new(NodeId(1), LDM_BLOCK, 0)
         );
+    }
+
+    #[test]
+    fn primaries_alternate_inside_a_group_and_every_ldm_gets_primaries_and_backups() {
+        let map = PartitionMap::for_cluster(8, &shape(2, &[&[1, 2]], 2));
+        let chains: Vec<Vec<BlockAddress>> = (0..8)
+            .map(|p| {
+                let chain = map.chain(p);
+                chain.replicas[..chain.count as usize].to_vec()
+            })
+            .collect();
+        assert_eq!(chains[0], [ldm(1, 0), ldm(2, 0)]);
+        assert_eq!(chains[1], [ldm(2, 0), ldm(1, 0)]);
+        assert_eq!(chains[2], [ldm(1, 1), ldm(2, 1)]);
+        assert_eq!(chains[3], [ldm(2, 1), ldm(1, 1)]);
+        for instance in [ldm(1, 0), ldm(1, 1), ldm(2, 0), ldm(2, 1)] {
+            let primaries = chains.iter().filter(|c| c[0] == instance).count();
+            let backups = chains.iter().filter(|c| c[1] == instance).count();
+            assert_eq!((primaries, backups), (2, 2), "{instance}");
+        }
+        assert_eq!(map.read_replica(1, NodeId(1)), ldm(1, 0));
+        assert_eq!(map.read_replica(1, NodeId(3)), ldm(2, 0));
+    }
+
+    #[test]
+    fn partitions_spread_over_node_groups() {
+        let map = PartitionMap::for_cluster(8, &shape(2, &[&[1, 2], &[3, 4]], 1));
+        for node in 1..=4 {
+            let held = map.held_by(ldm(node, 0)).count();
+            let primaries = (0..8).filter(|&p| map.chain(p).current() == ldm(node, 0));
+            assert_eq!((held, primaries.count()), (4, 2), "node {node}");
+        }
+        assert_eq!(map.chain(1).current(), ldm(3, 0));
     }
 
     #[test]

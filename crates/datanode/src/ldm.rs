@@ -13,7 +13,7 @@ use std::sync::{Arc, RwLock, RwLockWriteGuard};
 use std::time::Duration;
 
 use kista_runtime::{Block, Context};
-use kista_signal::{SectionHandle, Signal, TypedSignal};
+use kista_signal::{BlockAddress, SectionHandle, Signal, TypedSignal};
 use kista_storage::locks::{LockMode, TransactionId};
 use kista_storage::memory::DataMemory;
 use kista_storage::partition::{
@@ -22,6 +22,7 @@ use kista_storage::partition::{
 use kista_storage::row::RowLayout;
 use kista_storage::row_store::RowId;
 
+use crate::cluster::ClusterShape;
 use crate::dist::PartitionMap;
 use crate::fragment_scan::FragmentScans;
 use crate::node::NodeSettings;
@@ -30,7 +31,7 @@ use crate::read::{
     answer_committed_read, body_error, encode_committed_row, project, send_row, ReadAnswer,
 };
 use crate::registry::{PartitionRegistry, SharedPartition};
-use crate::{error_code_of, refuse_prepare, send_with_bytes};
+use crate::{error_code_of, refuse_prepare, send_sharing_section, send_with_bytes};
 
 struct LdmTable {
     schema_version: u32,
@@ -58,6 +59,7 @@ struct LdmTransaction {
 
 pub struct LocalDataManager {
     settings: Arc<NodeSettings>,
+    cluster: Arc<ClusterShape>,
     memory: Arc<DataMemory>,
     registry: Arc<PartitionRegistry>,
     tables: FxHashMap<u32, LdmTable>,
@@ -80,10 +82,12 @@ fn lock_partition(partition: &RwLock<Partition>) -> RwLockWriteGuard<'_, Partiti
 impl LocalDataManager {
     pub fn new(
         settings: Arc<NodeSettings>,
+        cluster: Arc<ClusterShape>,
         memory: Arc<DataMemory>,
         registry: Arc<PartitionRegistry>,
     ) -> Self {
         Self {
+            cluster,
             scans: FragmentScans::new(registry.clone(), settings.partition_scans_per_executor_max),
             settings,
             memory,
@@ -98,7 +102,13 @@ impl LocalDataManager {
 
     // ----- schema -----
 
-    fn define_table(&mut self, ctx: &mut Context, definition: TableDefinition) {
+    /// Applies a table's definition, or its drop, and tells the dictionary that sent it.
+    fn define_table(
+        &mut self,
+        ctx: &mut Context,
+        definition: TableDefinition,
+        definer: BlockAddress,
+    ) {
         let code = match self.apply_definition(ctx, &definition) {
             Ok(()) => 0,
             Err(code) => code as u32,
@@ -108,7 +118,7 @@ impl LocalDataManager {
             table_id: definition.table_id,
             code,
         };
-        ctx.send_typed(self.settings.dict_address(), &conf);
+        ctx.send_typed(definer, &conf);
     }
 
     fn apply_definition(
@@ -132,11 +142,7 @@ impl LocalDataManager {
             .map_err(|_| ErrorCode::BadRequest)?;
         let table = self.tables.entry(table_id).or_insert_with(|| {
             let layout = Arc::new(RowLayout::new(&body.schema));
-            let map = PartitionMap::single_node(
-                definition.partitions,
-                self.settings.node,
-                self.settings.ldm_instances,
-            );
+            let map = PartitionMap::for_cluster(definition.partitions, &self.cluster);
             let here = ctx.address();
             let limits = PartitionLimits {
                 locks_max: self.settings.locks_per_partition_max,
@@ -214,12 +220,7 @@ impl LocalDataManager {
     /// Runs an operation now; parks it if it must wait for a lock.
     fn run(&mut self, ctx: &mut Context, prepare: Prepare, section: Option<SectionHandle>) {
         match self.execute_operation(ctx, &prepare, section) {
-            Ok(Outcome::Done(read_rows)) => {
-                if let Some(section) = section {
-                    ctx.release_section(section);
-                }
-                self.prepared(ctx, &prepare, read_rows);
-            }
+            Ok(Outcome::Done(read_rows)) => self.prepared(ctx, &prepare, read_rows, section),
             Ok(Outcome::Waiting(anchor)) => self.park(ctx, prepare, section, anchor),
             Err((code, message)) => {
                 if let Some(section) = section {
@@ -230,15 +231,24 @@ impl LocalDataManager {
         }
     }
 
-    /// The operation ran here: pass it along the chain, or report to the coordinator, with
-    /// the index-table operations a write needs (every replica computes the same ones; the
-    /// last reports them).
-    fn prepared(&mut self, ctx: &mut Context, prepare: &Prepare, read_rows: u32) {
-        match prepare.chain.next() {
+    /// The operation ran here: pass a write on along the chain with its body, or report to
+    /// the coordinator, with the index-table operations a write needs (every replica
+    /// computes the same ones; the last reports them). A read ends at the primary.
+    fn prepared(
+        &mut self,
+        ctx: &mut Context,
+        prepare: &Prepare,
+        read_rows: u32,
+        section: Option<SectionHandle>,
+    ) {
+        let is_write = prepare.kind != OperationKind::Read;
+        match prepare.chain.next().filter(|_| is_write) {
             Some(chain) => {
-                // Replicas after the primary only apply writes; a read ends at the primary.
-                let next = Prepare { chain, ..*prepare };
-                ctx.send_typed(chain.current(), &next);
+                let next = Prepare { chain, ..*prepare }.to_signal(chain.current(), ctx.address());
+                match section {
+                    Some(section) => send_sharing_section(ctx, next, section, true),
+                    None => ctx.send(next),
+                }
             }
             None => {
                 let conf = PrepareConf {
@@ -253,6 +263,9 @@ impl LocalDataManager {
                     IndexUpkeepBody::encode(&self.unique_changes, &mut self.upkeep_bytes);
                     let signal = conf.to_signal(prepare.tc, ctx.address());
                     send_with_bytes(ctx, signal, &self.upkeep_bytes);
+                }
+                if let Some(section) = section {
+                    ctx.release_section(section);
                 }
             }
         }
@@ -571,7 +584,7 @@ impl Block for LocalDataManager {
         } else if number == LockWaitExpired::NUMBER {
             LockWaitExpired::from_signal(signal).map(|e| self.lock_wait_expired(ctx, e))
         } else if number == TableDefinition::NUMBER {
-            TableDefinition::from_signal(signal).map(|d| self.define_table(ctx, d))
+            TableDefinition::from_signal(signal).map(|d| self.define_table(ctx, d, signal.sender()))
         } else {
             Ok(())
         };

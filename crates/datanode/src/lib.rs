@@ -1,11 +1,13 @@
 //! The data node's blocks: the schema dictionary (`dict`), transaction coordinators (`tc`),
-//! local data managers (`ldm`) and distribution (`dist`), with the protocol they speak.
+//! local data managers (`ldm`) and distribution (`dist`) over the cluster's node groups
+//! (`cluster`), with the protocol they speak.
 //!
 //! Blocks are deterministic state machines on the runtime: they keep their state, react to
 //! signals, and reach the world only through their `Context`. Partitions are the one thing
 //! shared between blocks: an `ldm` owns them and `query` instances read them through the
 //! [`registry`], each partition behind its own reader/writer lock.
 
+pub mod cluster;
 pub mod dict;
 pub mod dist;
 pub mod fragment_scan;

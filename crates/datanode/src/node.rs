@@ -6,6 +6,7 @@ use kista_runtime::{BlockRegistration, Module, ModuleInstance};
 use kista_signal::{BlockAddress, NodeId};
 use kista_storage::memory::DataMemory;
 
+use crate::cluster::{instances, ClusterShape, DataNodeShape, ShapeError};
 use crate::dict::Dictionary;
 use crate::ldm::LocalDataManager;
 use crate::protocol::{DICT_BLOCK, LDM_BLOCK, QUERY_BLOCK, TC_BLOCK};
@@ -22,8 +23,15 @@ pub struct NodeSettings {
     pub tc_instances: u16,
     pub ldm_instances: u16,
     pub query_instances: u16,
-    /// Partitions each table gets on this node (RonDB: PartitionsPerNode).
-    pub partitions_per_table: u32,
+    /// This node's node group, and the other data nodes of the cluster (none for a node
+    /// that is a cluster alone).
+    pub node_group: u16,
+    pub peers: Vec<DataNodeShape>,
+    /// Copies of each partition, one per node of a node group (NDB: NoOfReplicas).
+    pub replicas: u16,
+    /// Partitions each table gets per data node (RonDB: PartitionsPerNode): a table has
+    /// this many times the data nodes, so each node is the primary of this many.
+    pub partitions_per_node: u32,
     /// How long an operation may wait for a row lock before its transaction aborts (NDB:
     /// TransactionDeadlockDetectionTimeout).
     pub lock_wait_timeout_ms: u64,
@@ -52,7 +60,10 @@ impl NodeSettings {
             tc_instances: 1,
             ldm_instances: 1,
             query_instances: 0,
-            partitions_per_table: 2,
+            node_group: 0,
+            peers: Vec::new(),
+            replicas: 1,
+            partitions_per_node: 2,
             lock_wait_timeout_ms: 1200,
             transaction_inactive_timeout_ms: 10_000,
             locks_per_partition_max: 100_000,
@@ -64,29 +75,48 @@ impl NodeSettings {
         }
     }
 
+    /// This node as the others see it.
+    pub fn shape(&self) -> DataNodeShape {
+        DataNodeShape {
+            node: self.node,
+            node_group: self.node_group,
+            tc_instances: self.tc_instances,
+            ldm_instances: self.ldm_instances,
+        }
+    }
+
+    /// The cluster: this node and its peers.
+    pub fn cluster_shape(&self) -> Result<ClusterShape, ShapeError> {
+        let mut nodes = self.peers.clone();
+        nodes.push(self.shape());
+        ClusterShape::new(self.replicas, nodes)
+    }
+
     pub fn dict_address(&self) -> BlockAddress {
         BlockAddress::new(self.node, DICT_BLOCK, 0)
     }
 
-    pub fn tc_addresses(&self) -> impl Iterator<Item = BlockAddress> + '_ {
-        (0..self.tc_instances).map(|i| BlockAddress::new(self.node, TC_BLOCK, i))
+    pub fn tc_addresses(&self) -> impl Iterator<Item = BlockAddress> {
+        instances(self.node, TC_BLOCK, self.tc_instances)
     }
 
-    pub fn ldm_addresses(&self) -> impl Iterator<Item = BlockAddress> + '_ {
-        (0..self.ldm_instances).map(|i| BlockAddress::new(self.node, LDM_BLOCK, i))
+    pub fn ldm_addresses(&self) -> impl Iterator<Item = BlockAddress> {
+        instances(self.node, LDM_BLOCK, self.ldm_instances)
     }
 
-    pub fn query_addresses(&self) -> impl Iterator<Item = BlockAddress> + '_ {
-        (0..self.query_instances).map(|i| BlockAddress::new(self.node, QUERY_BLOCK, i))
+    pub fn query_addresses(&self) -> impl Iterator<Item = BlockAddress> {
+        instances(self.node, QUERY_BLOCK, self.query_instances)
     }
 }
 
 /// The blocks of a data node, placed on their modules: `dict` on `main.0`, each `tc`,
 /// `ldm` and `query` instance on the module instance of the same kind and number.
+/// Fails when the node and its peers do not form a cluster.
 pub fn data_node_blocks(
     settings: &NodeSettings,
     memory: Arc<DataMemory>,
-) -> Vec<BlockRegistration> {
+) -> Result<Vec<BlockRegistration>, ShapeError> {
+    let cluster = Arc::new(settings.cluster_shape()?);
     let settings = Arc::new(settings.clone());
     let registry = Arc::new(PartitionRegistry::default());
     let mut blocks = vec![BlockRegistration {
@@ -96,7 +126,7 @@ pub fn data_node_blocks(
             module: Module::Main,
             instance: 0,
         },
-        implementation: Box::new(Dictionary::new(settings.clone())),
+        implementation: Box::new(Dictionary::new(settings.clone(), cluster.clone())),
     }];
     for instance in 0..settings.tc_instances {
         blocks.push(BlockRegistration {
@@ -108,6 +138,7 @@ pub fn data_node_blocks(
             },
             implementation: Box::new(TransactionCoordinator::new(
                 settings.clone(),
+                cluster.clone(),
                 instance,
                 registry.clone(),
             )),
@@ -123,6 +154,7 @@ pub fn data_node_blocks(
             },
             implementation: Box::new(LocalDataManager::new(
                 settings.clone(),
+                cluster.clone(),
                 memory.clone(),
                 registry.clone(),
             )),
@@ -139,5 +171,5 @@ pub fn data_node_blocks(
             implementation: Box::new(QueryExecutor::new(&settings, registry.clone())),
         });
     }
-    blocks
+    Ok(blocks)
 }

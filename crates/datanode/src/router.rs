@@ -107,7 +107,11 @@ impl ReadRouter {
     }
 
     /// Places a committed key read of a partition owned by `owner`, received by `here`.
+    /// Only the owner can read a partition of another node.
     pub fn place_read(&mut self, owner: BlockAddress, here: BlockAddress) -> ReadPlace {
+        if owner.node() != here.node() {
+            return ReadPlace::Executor(owner);
+        }
         match self.policy {
             ReadPolicy::Owner => ReadPlace::Executor(owner),
             ReadPolicy::Query => ReadPlace::Executor(self.next_query_instance().unwrap_or(owner)),
@@ -118,7 +122,10 @@ impl ReadRouter {
 
     /// Places one partition's share of a scan. Scans keep state between batches, so they
     /// run on an executor, never in the coordinator.
-    pub fn place_scan(&mut self, owner: BlockAddress) -> BlockAddress {
+    pub fn place_scan(&mut self, owner: BlockAddress, here: BlockAddress) -> BlockAddress {
+        if owner.node() != here.node() {
+            return owner;
+        }
         let place = match self.policy {
             ReadPolicy::Owner | ReadPolicy::Receiver => ReadPlace::Executor(owner),
             ReadPolicy::Query => ReadPlace::Executor(self.next_query_instance().unwrap_or(owner)),

@@ -19,6 +19,7 @@ use kista_runtime::section_pool::SectionPoolExhausted;
 use kista_runtime::{Block, Context};
 use kista_signal::{BlockAddress, SectionHandle, Signal, TypedSignal};
 
+use crate::cluster::ClusterShape;
 use crate::dist::PartitionMap;
 use crate::node::NodeSettings;
 use crate::protocol::*;
@@ -137,6 +138,7 @@ struct TcTable {
 
 pub struct TransactionCoordinator {
     settings: Arc<NodeSettings>,
+    cluster: Arc<ClusterShape>,
     instance: u16,
     /// For committed reads the router runs here.
     registry: Arc<PartitionRegistry>,
@@ -158,12 +160,14 @@ pub struct TransactionCoordinator {
 impl TransactionCoordinator {
     pub fn new(
         settings: Arc<NodeSettings>,
+        cluster: Arc<ClusterShape>,
         instance: u16,
         registry: Arc<PartitionRegistry>,
     ) -> Self {
         let router = ReadRouter::new(settings.read_policy, settings.query_addresses().collect());
         Self {
             settings,
+            cluster,
             instance,
             registry,
             router,
@@ -185,7 +189,13 @@ impl TransactionCoordinator {
         self.transactions.len()
     }
 
-    fn define_table(&mut self, ctx: &mut Context, definition: TableDefinition) {
+    /// Applies a table's definition, or its drop, and tells the dictionary that sent it.
+    fn define_table(
+        &mut self,
+        ctx: &mut Context,
+        definition: TableDefinition,
+        definer: BlockAddress,
+    ) {
         let body = ctx
             .section()
             .map(|bytes| TableDefinitionBody::decode(&bytes));
@@ -195,11 +205,7 @@ impl TransactionCoordinator {
                 0
             }
             Some(Ok(body)) => {
-                let map = PartitionMap::single_node(
-                    definition.partitions,
-                    self.settings.node,
-                    self.settings.ldm_instances,
-                );
+                let map = PartitionMap::for_cluster(definition.partitions, &self.cluster);
                 let unique = body
                     .indexes
                     .iter()
@@ -228,7 +234,7 @@ impl TransactionCoordinator {
             table_id: definition.table_id,
             code,
         };
-        ctx.send_typed(self.settings.dict_address(), &conf);
+        ctx.send_typed(definer, &conf);
     }
 
     /// A transaction id unique in the cluster: node, coordinator instance, sequence.
@@ -960,7 +966,7 @@ impl Block for TransactionCoordinator {
         } else if number == CoordinatorTick::NUMBER {
             CoordinatorTick::from_signal(signal).map(|_| self.tick(ctx))
         } else if number == TableDefinition::NUMBER {
-            TableDefinition::from_signal(signal).map(|d| self.define_table(ctx, d))
+            TableDefinition::from_signal(signal).map(|d| self.define_table(ctx, d, signal.sender()))
         } else {
             Ok(())
         };

@@ -108,7 +108,7 @@ fn node_with_people(settings: NodeSettings) -> (Node, (u32, u32)) {
 fn settings() -> NodeSettings {
     let mut settings = NodeSettings::new(NodeId(1));
     settings.ldm_instances = 2;
-    settings.partitions_per_table = 4;
+    settings.partitions_per_node = 4;
     settings
 }
 

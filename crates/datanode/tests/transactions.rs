@@ -335,7 +335,7 @@ fn owners_ids(
 #[test]
 fn unique_keys_are_unique_across_partitions_and_found_by_lookup() {
     let mut many_partitions = settings();
-    many_partitions.partitions_per_table = 8;
+    many_partitions.partitions_per_node = 8;
     let (mut node, table) = node_with_accounts(many_partitions, 1 << 24);
     let rows: Vec<Op> = (0..40)
         .map(|n| insert(n, &format!("owner{n}"), n))

@@ -69,7 +69,7 @@ pub fn run(args: &DatadArgs) -> Result<(), Failure> {
     let node = NodeId(1);
     let mut settings = NodeSettings::new(node);
     settings.read_policy = args.read_policy;
-    settings.partitions_per_table = args.partitions;
+    settings.partitions_per_node = args.partitions;
     let options = StandaloneOptions {
         node,
         bind: SocketAddr::new(args.bind, args.port),

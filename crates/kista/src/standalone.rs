@@ -55,7 +55,8 @@ impl StandaloneNode {
             remote: Some(server.remote()),
             ..RuntimeOptions::default()
         };
-        let blocks = data_node_blocks(settings, memory);
+        let blocks = data_node_blocks(settings, memory)
+            .map_err(|e| format!("the data node does not form a cluster: {e}"))?;
         let runtime = start(layout, blocks, Vec::new(), &runtime_options)
             .map_err(|e| format!("cannot start the data node: {e}"))?;
         server

@@ -181,13 +181,18 @@ pub struct ReplicaChain {
 }
 
 impl ReplicaChain {
-    pub fn single(replica: BlockAddress) -> Self {
-        let mut replicas = [BlockAddress::default(); REPLICAS_MAX];
-        replicas[0] = replica;
+    /// The chain of `replicas`, primary first, positioned at the primary.
+    pub fn of(replicas: &[BlockAddress]) -> Self {
+        assert!(
+            !replicas.is_empty() && replicas.len() <= REPLICAS_MAX,
+            "a chain has 1 to {REPLICAS_MAX} replicas"
+        );
+        let mut chain = [BlockAddress::default(); REPLICAS_MAX];
+        chain[..replicas.len()].copy_from_slice(replicas);
         Self {
-            count: 1,
+            count: replicas.len() as u32,
             position: 0,
-            replicas,
+            replicas: chain,
         }
     }
 
@@ -285,9 +290,11 @@ typed_signal! {
     DictRef = 106 { request_id: u64, code: u32, }
 }
 typed_signal! {
-    /// The dictionary publishes a table's current definition to every `ldm` and `tc`
-    /// instance. Section: a `TableDefinitionBody` (none when `dropped`).
-    TableDefinition = 107 { request_id: u64, table_id: u32, schema_version: u32, partitions: u32, dropped: u32, }
+    /// The master's dictionary publishes a table's current definition to every `ldm` and
+    /// `tc` instance and every other dictionary of the cluster. `index_of`: for an index
+    /// table, the table whose unique index it holds (0 for a table of its own). Section: a
+    /// `TableDefinitionBody` (none when `dropped`).
+    TableDefinition = 107 { request_id: u64, table_id: u32, schema_version: u32, partitions: u32, dropped: u32, index_of: u32, }
 }
 typed_signal! {
     /// `code` 0: applied. Otherwise an `ErrorCode` (e.g. memory to build an index).

@@ -26,7 +26,7 @@ fn forced_policies_place_every_read_where_they_say() {
     let mut receiver = ReadRouter::new(ReadPolicy::Receiver, vec![query(0)]);
     assert_eq!(receiver.place_read(ldm(0), tc()), ReadPlace::Here);
     assert_eq!(
-        receiver.place_scan(ldm(0)),
+        receiver.place_scan(ldm(0), tc()),
         ldm(0),
         "scans never run in the coordinator"
     );
@@ -36,7 +36,7 @@ fn forced_policies_place_every_read_where_they_say() {
 fn query_policy_without_query_instances_falls_back_to_the_owner() {
     let mut router = ReadRouter::new(ReadPolicy::Query, Vec::new());
     assert_eq!(router.place_read(ldm(1), tc()), ReadPlace::Executor(ldm(1)));
-    assert_eq!(router.place_scan(ldm(1)), ldm(1));
+    assert_eq!(router.place_scan(ldm(1), tc()), ldm(1));
 }
 
 #[test]
@@ -58,7 +58,7 @@ fn adaptive_moves_reads_off_a_busy_owner_to_the_least_loaded_place() {
     router.update([(query(0), 5), (query(1), 5), (tc(), 1)]);
     assert_eq!(router.place_read(ldm(0), tc()), ReadPlace::Here);
     assert_eq!(
-        router.place_scan(ldm(0)),
+        router.place_scan(ldm(0), tc()),
         ldm(0),
         "a scan stays on the owner when no query instance is less loaded"
     );
@@ -100,4 +100,20 @@ fn policies_parse_from_their_names() {
     assert_eq!("receiver".parse(), Ok(ReadPolicy::Receiver));
     assert_eq!("adaptive".parse(), Ok(ReadPolicy::Adaptive));
     assert!("fastest".parse::<ReadPolicy>().is_err());
+}
+
+#[test]
+fn a_partition_of_another_node_is_read_by_its_owner_whatever_the_policy() {
+    let remote = BlockAddress::new(NodeId(2), LDM_BLOCK, 0);
+    for policy in [
+        ReadPolicy::Owner,
+        ReadPolicy::Query,
+        ReadPolicy::Receiver,
+        ReadPolicy::Adaptive,
+    ] {
+        let mut router = ReadRouter::new(policy, vec![query(0)]);
+        router.update([(remote, 5), (query(0), 1), (tc(), 1)]);
+        assert_eq!(router.place_read(remote, tc()), ReadPlace::Executor(remote));
+        assert_eq!(router.place_scan(remote, tc()), remote);
+    }
 }

@@ -101,8 +101,8 @@ fn read_in_place(
                 return Err(ReadHere::NotTaken);
             };
             let partition = table.map.partition_of(body.key);
-            let chain = table.map.chain(partition);
-            match router.place_read(chain.current(), here) {
+            let owner = table.map.read_replica(partition, here.node());
+            match router.place_read(owner, here) {
                 ReadPlace::Here => {}
                 ReadPlace::Executor(executor) => return Err(ReadHere::PlacedOn(executor)),
             }

@@ -120,6 +120,7 @@ impl TransactionCoordinator {
         };
         let id = self.next_scan;
         self.next_scan += 1;
+        let here = ctx.address();
         let mut scan = Scan {
             client: request.client,
             client_scan: request.client_scan,
@@ -141,7 +142,9 @@ impl TransactionCoordinator {
         scan.partitions = (0..table.map.partitions())
             .map(|partition| PartitionScan {
                 partition,
-                executor: self.router.place_scan(table.map.chain(partition).current()),
+                executor: self
+                    .router
+                    .place_scan(table.map.read_replica(partition, here.node()), here),
                 delivered: 0,
                 done: false,
             })

@@ -15,7 +15,8 @@ use kista_storage::memory::DataMemory;
 use kista_storage::schema::TableSchema;
 use kista_storage::types::Value;
 
-const NODE: NodeId = NodeId(1);
+/// The client stand-in's node id (clients get 64 and up).
+const CLIENT_NODE: NodeId = NodeId(64);
 /// Virtual time steps are bounded so a test that waits for something that never comes
 /// fails instead of hanging.
 const STEPS_MAX: u64 = 1_000_000;
@@ -34,9 +35,13 @@ impl Block for ClientStandIn {
     }
 }
 
+/// One data node, or several forming a cluster, in one simulation, with a client that sends
+/// its requests to one node's first `tc` and its `dict`.
 pub struct Node {
     pub simulation: Simulation,
+    /// The settings of the node requests go to.
     pub settings: NodeSettings,
+    nodes: Vec<NodeSettings>,
     client: BlockAddress,
     inbox: Inbox,
     next_request: u64,
@@ -93,17 +98,24 @@ pub struct Op {
 
 impl Node {
     pub fn start(settings: NodeSettings, data_memory_bytes: u64, seed: u64) -> Self {
+        Self::start_cluster(vec![settings], data_memory_bytes, seed)
+    }
+
+    /// Data nodes that form one cluster (each one's `peers` name the others), each with
+    /// its own `data_memory_bytes`; requests go to the first.
+    pub fn start_cluster(nodes: Vec<NodeSettings>, data_memory_bytes: u64, seed: u64) -> Self {
         let mut simulation = Simulation::new(&SimulationOptions {
             seed,
             latency_ns_max: 20_000,
             record_trace: false,
             sections_max: 4096,
         });
-        let memory = Arc::new(DataMemory::new(data_memory_bytes));
-        simulation
-            .add_registrations(NODE, data_node_blocks(&settings, memory.clone()))
-            .unwrap();
-        let client = BlockAddress::new(NODE, BlockId(200), 0);
+        for settings in &nodes {
+            let memory = Arc::new(DataMemory::new(data_memory_bytes));
+            let blocks = data_node_blocks(settings, memory).expect("the nodes form a cluster");
+            simulation.add_registrations(settings.node, blocks).unwrap();
+        }
+        let client = BlockAddress::new(CLIENT_NODE, BlockId(200), 0);
         let inbox = Inbox::default();
         simulation
             .add_block(
@@ -115,11 +127,22 @@ impl Node {
             .unwrap();
         Self {
             simulation,
-            settings,
+            settings: nodes[0].clone(),
+            nodes,
             client,
             inbox,
             next_request: 1,
         }
+    }
+
+    /// Sends the following requests to `node`.
+    pub fn use_node(&mut self, node: NodeId) {
+        self.settings = self
+            .nodes
+            .iter()
+            .find(|settings| settings.node == node)
+            .expect("a node of the cluster")
+            .clone();
     }
 
     fn send(&mut self, mut signal: Signal, section: &[u8]) {
@@ -377,4 +400,30 @@ pub fn primary_key(schema: &TableSchema, values: &[Value]) -> Vec<u8> {
     let mut key = Vec::new();
     layout.primary_key_of_values(values, &mut key).unwrap();
     key
+}
+
+/// The settings of `count` data nodes (ids 1..=count) forming one cluster with `replicas`
+/// replicas, each node made by `node_settings`.
+pub fn cluster_settings(
+    count: u8,
+    replicas: u16,
+    node_settings: impl Fn(NodeId) -> NodeSettings,
+) -> Vec<NodeSettings> {
+    let mut nodes: Vec<NodeSettings> = (1..=count)
+        .map(|id| {
+            let mut settings = node_settings(NodeId(id));
+            settings.node_group = u16::from(id - 1) / replicas;
+            settings.replicas = replicas;
+            settings
+        })
+        .collect();
+    let shapes: Vec<_> = nodes.iter().map(NodeSettings::shape).collect();
+    for settings in &mut nodes {
+        settings.peers = shapes
+            .iter()
+            .filter(|shape| shape.node != settings.node)
+            .cloned()
+            .collect();
+    }
+    nodes
 }

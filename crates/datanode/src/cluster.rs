@@ -1,0 +1,194 @@
+//! The shape of the cluster every block plans with: which data nodes exist, how they form
+//! node groups, and how many `tc` and `ldm` instances each runs (so a block can address
+//! another node's blocks directly).
+//!
+//! Node groups hold `replicas` nodes each; a partition lives on every node of one group
+//! (DESIGN.md section 3). Which of those nodes are alive is the membership's business; the
+//! shape itself changes only when the configuration does.
+
+use kista_signal::{BlockAddress, BlockId, NodeId};
+
+use crate::protocol::{DICT_BLOCK, LDM_BLOCK, REPLICAS_MAX, TC_BLOCK};
+
+/// A data node as the other nodes see it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DataNodeShape {
+    pub node: NodeId,
+    pub node_group: u16,
+    pub tc_instances: u16,
+    pub ldm_instances: u16,
+}
+
+impl DataNodeShape {
+    pub fn dict_address(&self) -> BlockAddress {
+        BlockAddress::new(self.node, DICT_BLOCK, 0)
+    }
+
+    pub fn tc_addresses(&self) -> impl Iterator<Item = BlockAddress> {
+        instances(self.node, TC_BLOCK, self.tc_instances)
+    }
+
+    pub fn ldm_addresses(&self) -> impl Iterator<Item = BlockAddress> {
+        instances(self.node, LDM_BLOCK, self.ldm_instances)
+    }
+}
+
+/// The addresses of `count` instances of `block` on `node`.
+pub fn instances(node: NodeId, block: BlockId, count: u16) -> impl Iterator<Item = BlockAddress> {
+    (0..count).map(move |instance| BlockAddress::new(node, block, instance))
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ShapeError {
+    #[error("replicas must be 1 to {REPLICAS_MAX}, not {0}")]
+    Replicas(u16),
+    #[error("node {0} appears twice")]
+    DuplicateNode(NodeId),
+    #[error("node {0} runs no tc or no ldm instance")]
+    NoInstances(NodeId),
+    #[error("node group {group} has {nodes} data nodes; every group needs {replicas}")]
+    IncompleteGroup {
+        group: u16,
+        nodes: usize,
+        replicas: u16,
+    },
+    #[error("a cluster needs a data node")]
+    Empty,
+}
+
+/// The data nodes of a cluster in their node groups.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterShape {
+    replicas: u16,
+    /// Ordered by node id.
+    nodes: Vec<DataNodeShape>,
+    /// Node groups in order of their number, each's nodes by node id.
+    groups: Vec<Vec<NodeId>>,
+}
+
+impl ClusterShape {
+    pub fn new(replicas: u16, mut nodes: Vec<DataNodeShape>) -> Result<Self, ShapeError> {
+        if replicas == 0 || usize::from(replicas) > REPLICAS_MAX {
+            return Err(ShapeError::Replicas(replicas));
+        }
+        if nodes.is_empty() {
+            return Err(ShapeError::Empty);
+        }
+        nodes.sort_by_key(|n| n.node);
+        for pair in nodes.windows(2) {
+            if pair[0].node == pair[1].node {
+                return Err(ShapeError::DuplicateNode(pair[0].node));
+            }
+        }
+        if let Some(node) = nodes
+            .iter()
+            .find(|n| n.tc_instances == 0 || n.ldm_instances == 0)
+        {
+            return Err(ShapeError::NoInstances(node.node));
+        }
+        let mut group_numbers: Vec<u16> = nodes.iter().map(|n| n.node_group).collect();
+        group_numbers.sort_unstable();
+        group_numbers.dedup();
+        let groups: Vec<Vec<NodeId>> = group_numbers
+            .iter()
+            .map(|&group| {
+                nodes
+                    .iter()
+                    .filter(|n| n.node_group == group)
+                    .map(|n| n.node)
+                    .collect()
+            })
+            .collect();
+        for (&group, members) in group_numbers.iter().zip(&groups) {
+            if members.len() != usize::from(replicas) {
+                return Err(ShapeError::IncompleteGroup {
+                    group,
+                    nodes: members.len(),
+                    replicas,
+                });
+            }
+        }
+        Ok(Self {
+            replicas,
+            nodes,
+            groups,
+        })
+    }
+
+    /// One data node holding every partition alone.
+    pub fn single(node: DataNodeShape) -> Self {
+        let node = DataNodeShape {
+            node_group: 0,
+            ..node
+        };
+        Self::new(1, vec![node]).expect("one node with instances is a whole cluster")
+    }
+
+    pub fn replicas(&self) -> u16 {
+        self.replicas
+    }
+
+    pub fn nodes(&self) -> &[DataNodeShape] {
+        &self.nodes
+    }
+
+    pub fn node(&self, id: NodeId) -> Option<&DataNodeShape> {
+        self.nodes
+            .binary_search_by_key(&id, |n| n.node)
+            .ok()
+            .map(|index| &self.nodes[index])
+    }
+
+    /// Node groups, each's nodes in node-id order.
+    pub fn node_groups(&self) -> &[Vec<NodeId>] {
+        &self.groups
+    }
+
+    /// The node whose dictionary runs schema changes for the whole cluster.
+    pub fn master(&self) -> NodeId {
+        self.nodes[0].node
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(id: u8, group: u16) -> DataNodeShape {
+        DataNodeShape {
+            node: NodeId(id),
+            node_group: group,
+            tc_instances: 1,
+            ldm_instances: 2,
+        }
+    }
+
+    #[test]
+    fn nodes_form_their_groups_in_node_order() {
+        let shape =
+            ClusterShape::new(2, vec![node(4, 1), node(1, 0), node(3, 1), node(2, 0)]).unwrap();
+        assert_eq!(
+            shape.node_groups(),
+            [vec![NodeId(1), NodeId(2)], vec![NodeId(3), NodeId(4)]]
+        );
+        assert_eq!(shape.master(), NodeId(1));
+        assert_eq!(shape.node(NodeId(3)).unwrap().node_group, 1);
+    }
+
+    #[test]
+    fn a_group_short_of_replicas_is_refused() {
+        let error = ClusterShape::new(2, vec![node(1, 0), node(2, 0), node(3, 1)]).unwrap_err();
+        assert_eq!(
+            error,
+            ShapeError::IncompleteGroup {
+                group: 1,
+                nodes: 1,
+                replicas: 2
+            }
+        );
+        assert_eq!(
+            ClusterShape::new(1, vec![node(1, 0), node(1, 1)]).unwrap_err(),
+            ShapeError::DuplicateNode(NodeId(1))
+        );
+    }
+}
