@@ -7,7 +7,9 @@
 
 use std::time::Duration;
 
-use kista_signal::{BlockAddress, SectionHandle, Signal, TypedSignal, INLINE_SECTION_BYTES_MAX};
+use kista_signal::{
+    BlockAddress, NodeId, SectionHandle, Signal, TypedSignal, INLINE_SECTION_BYTES_MAX,
+};
 
 use crate::io::{FileRequest, FILE_SYSTEM_BLOCK};
 use crate::rng::Rng;
@@ -41,6 +43,27 @@ impl Sink<'_> {
         match self {
             Sink::Threads(router) => router.send_delayed(signal, delay_ns),
             Sink::Simulation(network) => network.send_delayed(signal, delay_ns),
+        }
+    }
+
+    fn shut_out(&mut self, at: NodeId, node: NodeId) {
+        match self {
+            Sink::Threads(router) => router.shut_out(node),
+            Sink::Simulation(network) => network.shut_out(at, node),
+        }
+    }
+
+    fn let_in(&mut self, at: NodeId, node: NodeId) {
+        match self {
+            Sink::Threads(router) => router.let_in(node),
+            Sink::Simulation(network) => network.let_in(at, node),
+        }
+    }
+
+    fn stop_node(&mut self, node: NodeId, reason: &str) {
+        match self {
+            Sink::Threads(router) => router.stop_node(reason),
+            Sink::Simulation(network) => network.stop_node(node, reason),
         }
     }
 }
@@ -223,6 +246,23 @@ impl<'a> Context<'a> {
         }
         self.sink.send(&signal);
         Ok(())
+    }
+
+    /// Drops every signal from `node` to this node and from this node to it, from now on,
+    /// until [`Context::let_in`]: for a node the cluster declared failed, which may wake up.
+    pub fn shut_out(&mut self, node: NodeId) {
+        self.sink.shut_out(self.address.node(), node);
+    }
+
+    /// Talks to `node` again (it restarted and rejoins).
+    pub fn let_in(&mut self, node: NodeId) {
+        self.sink.let_in(self.address.node(), node);
+    }
+
+    /// Stops this whole node: it may not go on (it lost arbitration, its cluster cannot
+    /// survive). Whoever started the node learns `reason`.
+    pub fn stop_node(&mut self, reason: &str) {
+        self.sink.stop_node(self.address.node(), reason);
     }
 
     /// Returns a section the block took or allocated and no longer needs.

@@ -8,6 +8,7 @@ pub mod thread_config;
 
 pub use module::{Module, ModuleInstance};
 pub mod block;
+pub mod fence;
 pub mod io;
 pub mod job_buffer;
 pub mod rng;

@@ -6,9 +6,13 @@
 //! only order the multi-threaded runtime promises for every layout. Events run in order of
 //! virtual time (ties in order of sending), so a seed fixes the whole run: the same seed
 //! executes the same signals in the same order at the same virtual times, byte for byte.
-//! Later layers add simulated networks, crashes and invariant checkers on top.
+//!
+//! The network between nodes can fail as real ones do: a node can crash (its blocks vanish
+//! with what they held) and restart, two nodes can be cut apart or slowed down, and a node
+//! can shut another out or stop itself through its blocks' `Context`. Signals that meet a
+//! failure are dropped where a real network would lose them: at delivery.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use kista_signal::{wire, BlockAddress, NodeId, Signal};
 
@@ -49,6 +53,8 @@ pub enum SimulationError {
     StepLimit(u64),
     #[error("two blocks registered at {0}")]
     DuplicateBlock(BlockAddress),
+    #[error("node {0} is running; only a crashed node restarts")]
+    NodeRunning(NodeId),
 }
 
 /// The event queue, seen by blocks as their signal sink.
@@ -59,17 +65,52 @@ pub(crate) struct Network {
     events: TimedQueue,
     /// Latest delivery time per (sender, receiver) word pair, to keep pairs FIFO.
     last_ready_ns: HashMap<(u32, u32), u64>,
+    /// Crashed or stopped nodes: nothing reaches them.
+    down: HashSet<NodeId>,
+    /// Pairs of nodes cut apart, both ways.
+    cut: HashSet<(NodeId, NodeId)>,
+    /// (at, from): `at` shut `from` out.
+    shut_out: HashSet<(NodeId, NodeId)>,
+    /// Extra latency between two nodes, both ways.
+    slow: HashMap<(NodeId, NodeId), u64>,
+    /// Nodes whose blocks asked to stop them, with why, not yet stopped.
+    stop_requests: Vec<(NodeId, String)>,
 }
 
 impl Network {
     fn schedule(&mut self, ready_ns: u64, signal: &Signal) {
         self.events.add(ready_ns, *signal);
     }
+
+    pub(crate) fn shut_out(&mut self, at: NodeId, node: NodeId) {
+        self.shut_out.insert((at, node));
+    }
+
+    pub(crate) fn let_in(&mut self, at: NodeId, node: NodeId) {
+        self.shut_out.remove(&(at, node));
+    }
+
+    pub(crate) fn stop_node(&mut self, node: NodeId, reason: &str) {
+        self.stop_requests.push((node, reason.to_string()));
+    }
+
+    /// Whether `signal` is lost on its way: its receiver is down, or cut from or shut out
+    /// by its sender's node (either side's fence stops it).
+    fn loses(&self, signal: &Signal) -> bool {
+        let (from, to) = (signal.sender().node(), signal.receiver().node());
+        self.down.contains(&to)
+            || (from != to
+                && (self.cut.contains(&(from, to))
+                    || self.shut_out.contains(&(to, from))
+                    || self.shut_out.contains(&(from, to))))
+    }
 }
 
 impl Network {
     pub fn send(&mut self, signal: &Signal) {
-        let latency = self.rng.below(self.latency_ns_max + 1);
+        let (from, to) = (signal.sender().node(), signal.receiver().node());
+        let extra = self.slow.get(&(from, to)).copied().unwrap_or(0);
+        let latency = self.rng.below(self.latency_ns_max + 1) + extra;
         let pair = (signal.sender().to_word(), signal.receiver().to_word());
         let last = self.last_ready_ns.entry(pair).or_insert(0);
         let ready_ns = (self.now_ns + latency).max(*last);
@@ -92,6 +133,8 @@ pub struct Simulation {
     record_trace: bool,
     trace: Vec<u8>,
     trace_digest: u64,
+    /// Nodes their own blocks stopped, with the reason, in order.
+    stopped: Vec<(NodeId, String)>,
 }
 
 impl Simulation {
@@ -105,6 +148,11 @@ impl Simulation {
                 rng: Rng::new(seeds.next_u64()),
                 events: TimedQueue::with_capacity(SIMULATION_EVENTS_MAX),
                 last_ready_ns: HashMap::new(),
+                down: HashSet::new(),
+                cut: HashSet::new(),
+                shut_out: HashSet::new(),
+                slow: HashMap::new(),
+                stop_requests: Vec::new(),
             },
             block_rng: Rng::new(seeds.next_u64()),
             sections: SectionPool::new(options.sections_max),
@@ -112,6 +160,7 @@ impl Simulation {
             record_trace: options.record_trace,
             trace: Vec::new(),
             trace_digest: FNV_OFFSET,
+            stopped: Vec::new(),
         }
     }
 
@@ -146,7 +195,8 @@ impl Simulation {
         self.network.send(&signal);
     }
 
-    /// Executes the next signal; false when nothing is left to do.
+    /// Executes the next signal (or drops it, when the network loses it); false when
+    /// nothing is left to do.
     pub fn step(&mut self) -> bool {
         let Some((ready_ns, signal)) = self.network.events.pop_earliest() else {
             return false;
@@ -156,6 +206,12 @@ impl Simulation {
             "virtual time ran backwards"
         );
         self.network.now_ns = ready_ns;
+        if self.network.loses(&signal) {
+            if signal.section().is_pooled() {
+                self.sections.release(signal.section());
+            }
+            return true;
+        }
         self.record(ready_ns, &signal);
         let receiver = signal.receiver();
         let Some(block) = self.blocks.get_mut(&receiver) else {
@@ -166,7 +222,61 @@ impl Simulation {
         let mut ctx = Context::new(now_ns, &mut self.block_rng, sink, &self.sections);
         ctx.execute(block.as_mut(), &signal);
         self.executed += 1;
+        while let Some((node, reason)) = self.network.stop_requests.pop() {
+            self.crash(node);
+            self.stopped.push((node, reason));
+        }
         true
+    }
+
+    /// Crashes `node`: its blocks and everything they held vanish, and signals to it are
+    /// lost from now on (also those already on their way).
+    pub fn crash(&mut self, node: NodeId) {
+        self.blocks.retain(|address, _| address.node() != node);
+        self.network.down.insert(node);
+        self.network.shut_out.retain(|&(at, _)| at != node);
+    }
+
+    /// Starts a crashed node again with fresh blocks; the other nodes still shut it out
+    /// if they did.
+    pub fn restart(
+        &mut self,
+        node: NodeId,
+        blocks: Vec<BlockRegistration>,
+    ) -> Result<(), SimulationError> {
+        if !self.network.down.contains(&node) {
+            return Err(SimulationError::NodeRunning(node));
+        }
+        self.network.down.remove(&node);
+        self.add_registrations(node, blocks)
+    }
+
+    /// Whether `node` is down (crashed, or stopped by its blocks).
+    pub fn is_down(&self, node: NodeId) -> bool {
+        self.network.down.contains(&node)
+    }
+
+    /// Nodes their own blocks stopped, with the reason given, in order.
+    pub fn stopped_nodes(&self) -> &[(NodeId, String)] {
+        &self.stopped
+    }
+
+    /// Cuts `a` and `b` apart: every signal between them is lost until [`Self::heal`].
+    pub fn cut(&mut self, a: NodeId, b: NodeId) {
+        self.network.cut.insert((a, b));
+        self.network.cut.insert((b, a));
+    }
+
+    /// Undoes every cut and slowdown.
+    pub fn heal(&mut self) {
+        self.network.cut.clear();
+        self.network.slow.clear();
+    }
+
+    /// Adds `extra_ns` to the latency of every signal between `a` and `b`.
+    pub fn slow_down(&mut self, a: NodeId, b: NodeId, extra_ns: u64) {
+        self.network.slow.insert((a, b), extra_ns);
+        self.network.slow.insert((b, a), extra_ns);
     }
 
     /// Runs until no signal is pending, or fails after `steps_max` steps.

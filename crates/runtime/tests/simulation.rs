@@ -145,3 +145,100 @@ fn a_run_that_never_goes_idle_is_cut_off_at_the_step_limit() {
         Err(SimulationError::StepLimit(100))
     );
 }
+
+/// (sender's node, virtual time) of every signal the echo blocks got.
+type Received = std::sync::Arc<std::sync::Mutex<Vec<(NodeId, u64)>>>;
+
+/// Records who sent each signal it gets, and when;
+/// a signal numbered 99 asks it to shut out the sender's node, 98 to stop its own node.
+struct Echo {
+    received: Received,
+}
+
+impl Block for Echo {
+    fn execute(&mut self, signal: &Signal, ctx: &mut Context<'_>) {
+        self.received
+            .lock()
+            .unwrap()
+            .push((signal.sender().node(), ctx.now_ns()));
+        match signal.number().0 {
+            99 => ctx.shut_out(signal.sender().node()),
+            98 => ctx.stop_node("told to stop"),
+            _ => {}
+        }
+    }
+}
+
+fn two_echo_nodes() -> (Simulation, [BlockAddress; 2], Received) {
+    let received = Received::default();
+    let mut simulation = Simulation::new(&SimulationOptions {
+        latency_ns_max: 1_000,
+        ..SimulationOptions::default()
+    });
+    let addresses = [1, 2].map(|node| BlockAddress::new(NodeId(node), BlockId(1), 0));
+    for address in addresses {
+        let echo = Echo {
+            received: received.clone(),
+        };
+        simulation.add_block(address, Box::new(echo)).unwrap();
+    }
+    (simulation, addresses, received)
+}
+
+#[test]
+fn a_cut_loses_signals_both_ways_until_healed() {
+    let (mut simulation, [one, two], received) = two_echo_nodes();
+    simulation.cut(NodeId(1), NodeId(2));
+    simulation.inject(Signal::new(SignalNumber(1), two, one));
+    simulation.inject(Signal::new(SignalNumber(1), one, two));
+    simulation.run_until_idle(10).unwrap();
+    assert!(received.lock().unwrap().is_empty());
+    simulation.heal();
+    simulation.slow_down(NodeId(1), NodeId(2), 5_000_000);
+    simulation.inject(Signal::new(SignalNumber(1), two, one));
+    simulation.run_until_idle(10).unwrap();
+    let got = received.lock().unwrap().clone();
+    assert_eq!(got.len(), 1);
+    assert!(got[0].1 >= 5_000_000, "the slow link delays it: {got:?}");
+}
+
+#[test]
+fn a_node_shut_out_neither_reaches_nor_hears_the_node_that_shut_it_out() {
+    let (mut simulation, [one, two], received) = two_echo_nodes();
+    // Node 1 shuts node 2 out.
+    simulation.inject(Signal::new(SignalNumber(99), one, two));
+    simulation.run_until_idle(10).unwrap();
+    received.lock().unwrap().clear();
+    simulation.inject(Signal::new(SignalNumber(1), one, two));
+    simulation.inject(Signal::new(SignalNumber(1), two, one));
+    simulation.run_until_idle(10).unwrap();
+    assert!(received.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_node_that_stops_itself_is_down_with_its_reason_and_restarts_fresh() {
+    let (mut simulation, [one, two], received) = two_echo_nodes();
+    simulation.inject(Signal::new(SignalNumber(98), two, one));
+    simulation.run_until_idle(10).unwrap();
+    assert!(simulation.is_down(NodeId(2)));
+    assert_eq!(
+        simulation.stopped_nodes(),
+        [(NodeId(2), "told to stop".to_string())]
+    );
+    received.lock().unwrap().clear();
+    simulation.inject(Signal::new(SignalNumber(1), two, one));
+    simulation.run_until_idle(10).unwrap();
+    assert!(received.lock().unwrap().is_empty(), "nothing reaches it");
+    assert_eq!(
+        simulation.restart(NodeId(1), Vec::new()),
+        Err(SimulationError::NodeRunning(NodeId(1)))
+    );
+    simulation.restart(NodeId(2), Vec::new()).unwrap();
+    let echo = Echo {
+        received: received.clone(),
+    };
+    simulation.add_block(two, Box::new(echo)).unwrap();
+    simulation.inject(Signal::new(SignalNumber(1), two, one));
+    simulation.run_until_idle(10).unwrap();
+    assert_eq!(received.lock().unwrap().len(), 1);
+}

@@ -126,6 +126,8 @@ pub enum InjectError {
     Overloaded,
     #[error("the node is stopping")]
     Stopped,
+    #[error("node {0} was declared failed: it is shut out until it restarts")]
+    ShutOut(NodeId),
 }
 
 impl InjectError {
@@ -225,6 +227,10 @@ impl Injector {
     fn admit(&self, mut signal: Signal, section: &[u8]) -> Result<(usize, Signal), InjectError> {
         if self.shared.stop.load(Ordering::Relaxed) {
             return Err(InjectError::Stopped);
+        }
+        let sender = signal.sender().node();
+        if self.shared.fence.is_shut_out(sender) {
+            return Err(InjectError::ShutOut(sender));
         }
         let receiver = signal.receiver();
         let thread = self

@@ -25,6 +25,7 @@ use self::router::Wake;
 use self::routes::RouteTable;
 use self::thread::{LocalBlocks, SchedulerThread, Shared};
 use crate::block::Block;
+use crate::fence::{NodeFence, StopReason};
 use crate::job_buffer::{Consumer, JobBuffer, Producer};
 use crate::module::ModuleInstance;
 use crate::rng::Rng;
@@ -193,6 +194,8 @@ pub fn start(
             .map(|_| gateway::ExternalQueue::default())
             .collect(),
         started: Instant::now(),
+        fence: NodeFence::default(),
+        stop_reason: StopReason::default(),
     });
     let mut routers: Vec<Router> = outputs
         .into_iter()
@@ -202,7 +205,13 @@ pub fn start(
                 sink: remote.0,
                 sections: Arc::clone(&shared.sections),
             });
-            Router::new(thread, Arc::clone(&routes), outputs, remote)
+            Router::new(
+                thread,
+                Arc::clone(&routes),
+                outputs,
+                remote,
+                Arc::clone(&shared),
+            )
         })
         .collect();
     for signal in initial_signals {
@@ -405,9 +414,21 @@ impl RunningNode {
         }
     }
 
-    /// Whether a thread has stopped the node (after a panic).
+    /// Whether a thread has stopped the node (after a panic, or a block's
+    /// `Context::stop_node`).
     pub fn has_stopped(&self) -> bool {
         self.shared.stop.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Why a block stopped the node, if one did.
+    pub fn stop_reason(&self) -> Option<String> {
+        self.shared.stop_reason.get()
+    }
+
+    /// The nodes this node's membership shut out (the transport closes their connections
+    /// and refuses them).
+    pub fn is_shut_out(&self, node: kista_signal::NodeId) -> bool {
+        self.shared.fence.is_shut_out(node)
     }
 
     /// Stops every thread and waits for them. Returns the final statistics, or the first

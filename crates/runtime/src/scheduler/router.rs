@@ -11,6 +11,7 @@ use kista_signal::{NodeId, Signal};
 
 use super::gateway::RemoteSink;
 use super::routes::RouteTable;
+use super::thread::Shared;
 use crate::job_buffer::Producer;
 use crate::section_pool::SectionPool;
 use crate::timed_queue::TimedQueue;
@@ -134,6 +135,8 @@ pub(crate) struct Router {
     pub local: VecDeque<Signal>,
     pub timers: TimedQueue,
     pub now_ns: u64,
+    /// The node's fence and stop flag.
+    shared: Arc<Shared>,
 }
 
 impl Router {
@@ -143,6 +146,7 @@ impl Router {
         routes: Arc<RouteTable>,
         producers: Vec<Option<Producer>>,
         remote: Option<RemoteRoute>,
+        shared: Arc<Shared>,
     ) -> Self {
         let threads = producers.len();
         let destinations = producers
@@ -166,6 +170,7 @@ impl Router {
             local: VecDeque::with_capacity(1024),
             timers: TimedQueue::with_capacity(TIMERS_PER_THREAD_MAX),
             now_ns: 0,
+            shared,
         }
     }
 
@@ -221,6 +226,12 @@ impl Router {
         };
         let (route, buffers) = (&remote.route, &mut remote.buffers);
         let section = signal.section();
+        if self.shared.fence.is_shut_out(signal.receiver().node()) {
+            if section.is_pooled() {
+                route.sections.release(section);
+            }
+            return;
+        }
         let encoded = if section.is_pooled() {
             let encoded = buffers.push(&*route.sink, signal, &route.sections.read(section));
             route.sections.release(section);
@@ -293,11 +304,27 @@ impl Router {
         bytes: &[u8],
     ) -> Option<Result<(), WireError>> {
         match &mut self.remote {
+            Some(_) if self.shared.fence.is_shut_out(signal.receiver().node()) => Some(Ok(())),
             Some(remote) if !self.routes.is_local(signal.receiver()) => {
                 Some(remote.buffers.push(&*remote.route.sink, signal, bytes))
             }
             _ => None,
         }
+    }
+
+    /// Drops every signal from and to `node` from now on, until it is let in again.
+    pub fn shut_out(&self, node: NodeId) {
+        self.shared.fence.shut_out(node);
+    }
+
+    pub fn let_in(&self, node: NodeId) {
+        self.shared.fence.let_in(node);
+    }
+
+    /// Stops every thread of the node, keeping `reason` for whoever started it.
+    pub fn stop_node(&self, reason: &str) {
+        self.shared.stop_reason.record(reason);
+        self.shared.request_stop();
     }
 
     pub fn send_delayed(&mut self, signal: &Signal, delay_ns: u64) {

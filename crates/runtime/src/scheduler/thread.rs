@@ -15,6 +15,7 @@ use super::gateway::ExternalQueue;
 use super::os;
 use super::router::{Router, Wake};
 use crate::block::{Block, Context, Sink};
+use crate::fence::{NodeFence, StopReason};
 use crate::job_buffer::Consumer;
 use crate::rng::Rng;
 use crate::section_pool::SectionPool;
@@ -29,6 +30,10 @@ pub(crate) struct Shared {
     /// `[thread]` → signals injected from outside for it.
     pub external: Vec<ExternalQueue>,
     pub started: Instant,
+    /// Nodes shut out by the membership.
+    pub fence: NodeFence,
+    /// Why a block stopped the node, if one did.
+    pub stop_reason: StopReason,
 }
 
 impl Shared {
