@@ -38,8 +38,79 @@ pub fn instances(node: NodeId, block: BlockId, count: u16) -> impl Iterator<Item
     (0..count).map(move |instance| BlockAddress::new(node, block, instance))
 }
 
+/// Data node ids are below this, so a set of them is one word pair.
+pub const DATA_NODE_ID_LIMIT: u8 = 64;
+
+/// A set of data nodes.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct NodeSet(pub u64);
+
+impl NodeSet {
+    pub const EMPTY: NodeSet = NodeSet(0);
+
+    pub fn of(nodes: impl IntoIterator<Item = NodeId>) -> Self {
+        let mut set = Self::EMPTY;
+        for node in nodes {
+            set.insert(node);
+        }
+        set
+    }
+
+    fn bit(node: NodeId) -> u64 {
+        debug_assert!(node.0 < DATA_NODE_ID_LIMIT, "data node ids are below 64");
+        1u64.checked_shl(u32::from(node.0)).unwrap_or(0)
+    }
+
+    pub fn insert(&mut self, node: NodeId) {
+        self.0 |= Self::bit(node);
+    }
+
+    pub fn remove(&mut self, node: NodeId) {
+        self.0 &= !Self::bit(node);
+    }
+
+    pub fn contains(self, node: NodeId) -> bool {
+        node.0 < DATA_NODE_ID_LIMIT && self.0 & Self::bit(node) != 0
+    }
+
+    pub fn len(self) -> usize {
+        self.0.count_ones() as usize
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    pub fn union(self, other: NodeSet) -> NodeSet {
+        NodeSet(self.0 | other.0)
+    }
+
+    pub fn minus(self, other: NodeSet) -> NodeSet {
+        NodeSet(self.0 & !other.0)
+    }
+
+    pub fn is_subset_of(self, other: NodeSet) -> bool {
+        self.0 & !other.0 == 0
+    }
+
+    /// The nodes in id order.
+    pub fn iter(self) -> impl Iterator<Item = NodeId> {
+        (0..DATA_NODE_ID_LIMIT)
+            .map(NodeId)
+            .filter(move |&node| self.contains(node))
+    }
+}
+
+impl std::fmt::Debug for NodeSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.iter().map(|n| n.0)).finish()
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ShapeError {
+    #[error("data node ids are 1 to 63, not {0}")]
+    NodeId(NodeId),
     #[error("replicas must be 1 to {REPLICAS_MAX}, not {0}")]
     Replicas(u16),
     #[error("node {0} appears twice")]
@@ -75,6 +146,12 @@ impl ClusterShape {
             return Err(ShapeError::Empty);
         }
         nodes.sort_by_key(|n| n.node);
+        if let Some(node) = nodes
+            .iter()
+            .find(|n| n.node.0 == 0 || n.node.0 >= DATA_NODE_ID_LIMIT)
+        {
+            return Err(ShapeError::NodeId(node.node));
+        }
         for pair in nodes.windows(2) {
             if pair[0].node == pair[1].node {
                 return Err(ShapeError::DuplicateNode(pair[0].node));
@@ -148,6 +225,21 @@ impl ClusterShape {
     pub fn master(&self) -> NodeId {
         self.nodes[0].node
     }
+
+    /// Every data node.
+    pub fn all(&self) -> NodeSet {
+        NodeSet::of(self.nodes.iter().map(|n| n.node))
+    }
+
+    /// The first node group none of `alive` belongs to, if any: without it the cluster
+    /// lacks some partitions and cannot go on.
+    pub fn group_lost(&self, alive: NodeSet) -> Option<u16> {
+        self.groups
+            .iter()
+            .find(|members| !members.iter().any(|&n| alive.contains(n)))
+            .and_then(|members| self.node(members[0]))
+            .map(|node| node.node_group)
+    }
 }
 
 #[cfg(test)]
@@ -173,6 +265,23 @@ mod tests {
         );
         assert_eq!(shape.master(), NodeId(1));
         assert_eq!(shape.node(NodeId(3)).unwrap().node_group, 1);
+    }
+
+    #[test]
+    fn a_cluster_survives_while_every_group_keeps_a_node() {
+        let shape =
+            ClusterShape::new(2, vec![node(1, 0), node(2, 0), node(3, 1), node(4, 1)]).unwrap();
+        let alive = |ids: &[u8]| NodeSet::of(ids.iter().map(|&id| NodeId(id)));
+        assert_eq!(shape.group_lost(alive(&[1, 2, 3, 4])), None);
+        assert_eq!(shape.group_lost(alive(&[2, 3])), None);
+        assert_eq!(shape.group_lost(alive(&[1, 2])), Some(1));
+        assert_eq!(alive(&[2, 3]).minus(alive(&[3])), alive(&[2]));
+        assert!(alive(&[2]).is_subset_of(alive(&[2, 3])));
+        assert_eq!(
+            alive(&[3, 1]).iter().collect::<Vec<_>>(),
+            [NodeId(1), NodeId(3)]
+        );
+        assert_eq!(format!("{:?}", alive(&[3, 1])), "{1, 3}");
     }
 
     #[test]

@@ -7,11 +7,13 @@
 //! shared between blocks: an `ldm` owns them and `query` instances read them through the
 //! [`registry`], each partition behind its own reader/writer lock.
 
+pub mod arbitration;
 pub mod cluster;
 pub mod dict;
 pub mod dist;
 pub mod fragment_scan;
 pub mod ldm;
+pub mod membership;
 pub mod node;
 pub mod protocol;
 pub mod query;

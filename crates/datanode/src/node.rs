@@ -3,13 +3,14 @@
 use std::sync::Arc;
 
 use kista_runtime::{BlockRegistration, Module, ModuleInstance};
-use kista_signal::{BlockAddress, NodeId};
+use kista_signal::{BlockAddress, NodeId, Signal};
 use kista_storage::memory::DataMemory;
 
 use crate::cluster::{instances, ClusterShape, DataNodeShape, ShapeError};
 use crate::dict::Dictionary;
 use crate::ldm::LocalDataManager;
-use crate::protocol::{DICT_BLOCK, LDM_BLOCK, QUERY_BLOCK, TC_BLOCK};
+use crate::membership::Membership;
+use crate::protocol::{DICT_BLOCK, LDM_BLOCK, MEMBERSHIP_BLOCK, QUERY_BLOCK, TC_BLOCK};
 use crate::query::QueryExecutor;
 use crate::registry::PartitionRegistry;
 use crate::router::ReadPolicy;
@@ -50,6 +51,16 @@ pub struct NodeSettings {
     pub scans_per_tc_max: usize,
     /// Partition scans one `ldm` or `query` instance may have open between batches.
     pub partition_scans_per_executor_max: usize,
+    /// How often data nodes send each other heartbeats (NDB: HeartbeatIntervalDbDb).
+    pub heartbeat_interval_ms: u64,
+    /// Heartbeat intervals a node may stay silent before it is suspected.
+    pub heartbeat_misses_max: u32,
+    /// The arbitrator (in the management server) that decides which side of a split goes
+    /// on; without one, survivors that are no majority stop.
+    pub arbitrator: Option<BlockAddress>,
+    /// How long a president waits for the arbitrator's answer before the survivors stop
+    /// (NDB: ArbitrationTimeout).
+    pub arbitration_timeout_ms: u64,
 }
 
 impl NodeSettings {
@@ -72,6 +83,10 @@ impl NodeSettings {
             read_policy: ReadPolicy::Adaptive,
             scans_per_tc_max: 500,
             partition_scans_per_executor_max: 4096,
+            heartbeat_interval_ms: 1500,
+            heartbeat_misses_max: 3,
+            arbitrator: None,
+            arbitration_timeout_ms: 7500,
         }
     }
 
@@ -109,6 +124,16 @@ impl NodeSettings {
     }
 }
 
+/// The signals that start a data node's blocks: the membership's heartbeats, when the node
+/// has peers.
+pub fn data_node_start_signals(settings: &NodeSettings) -> Vec<Signal> {
+    if settings.peers.is_empty() {
+        Vec::new()
+    } else {
+        vec![Membership::start_signal(settings.node)]
+    }
+}
+
 /// The blocks of a data node, placed on their modules: `dict` on `main.0`, each `tc`,
 /// `ldm` and `query` instance on the module instance of the same kind and number.
 /// Fails when the node and its peers do not form a cluster.
@@ -128,6 +153,15 @@ pub fn data_node_blocks(
         },
         implementation: Box::new(Dictionary::new(settings.clone(), cluster.clone())),
     }];
+    blocks.push(BlockRegistration {
+        block: MEMBERSHIP_BLOCK,
+        instance: 0,
+        host: ModuleInstance {
+            module: Module::Main,
+            instance: 0,
+        },
+        implementation: Box::new(Membership::new(settings.clone(), cluster.clone())),
+    });
     for instance in 0..settings.tc_instances {
         blocks.push(BlockRegistration {
             block: TC_BLOCK,

@@ -75,6 +75,9 @@ pub(crate) struct Network {
     slow: HashMap<(NodeId, NodeId), u64>,
     /// Nodes whose blocks asked to stop them, with why, not yet stopped.
     stop_requests: Vec<(NodeId, String)>,
+    /// Paused nodes (a stopped process): what arrives for them waits, in order.
+    paused: HashSet<NodeId>,
+    held: Vec<Signal>,
 }
 
 impl Network {
@@ -153,6 +156,8 @@ impl Simulation {
                 shut_out: HashSet::new(),
                 slow: HashMap::new(),
                 stop_requests: Vec::new(),
+                paused: HashSet::new(),
+                held: Vec::new(),
             },
             block_rng: Rng::new(seeds.next_u64()),
             sections: SectionPool::new(options.sections_max),
@@ -212,6 +217,10 @@ impl Simulation {
             }
             return true;
         }
+        if self.network.paused.contains(&signal.receiver().node()) {
+            self.network.held.push(signal);
+            return true;
+        }
         self.record(ready_ns, &signal);
         let receiver = signal.receiver();
         let Some(block) = self.blocks.get_mut(&receiver) else {
@@ -259,6 +268,26 @@ impl Simulation {
     /// Nodes their own blocks stopped, with the reason given, in order.
     pub fn stopped_nodes(&self) -> &[(NodeId, String)] {
         &self.stopped
+    }
+
+    /// Pauses `node` as SIGSTOP pauses a process: nothing runs there, not even its timers,
+    /// and whatever arrives for it waits until [`Self::resume`].
+    pub fn pause(&mut self, node: NodeId) {
+        self.network.paused.insert(node);
+    }
+
+    /// Lets a paused node run again: everything that waited for it arrives now, in order.
+    pub fn resume(&mut self, node: NodeId) {
+        self.network.paused.remove(&node);
+        let held = std::mem::take(&mut self.network.held);
+        let now = self.network.now_ns;
+        for signal in held {
+            if signal.receiver().node() == node {
+                self.network.schedule(now, &signal);
+            } else {
+                self.network.held.push(signal);
+            }
+        }
     }
 
     /// Cuts `a` and `b` apart: every signal between them is lost until [`Self::heal`].

@@ -242,3 +242,19 @@ fn a_node_that_stops_itself_is_down_with_its_reason_and_restarts_fresh() {
     simulation.run_until_idle(10).unwrap();
     assert_eq!(received.lock().unwrap().len(), 1);
 }
+
+#[test]
+fn a_paused_node_runs_nothing_until_resumed_then_gets_everything_in_order() {
+    let (mut simulation, [one, two], received) = two_echo_nodes();
+    simulation.pause(NodeId(2));
+    for number in 1..=3 {
+        simulation.inject(Signal::new(SignalNumber(number), two, one));
+    }
+    simulation.run_until(1_000_000_000);
+    assert!(received.lock().unwrap().is_empty());
+    simulation.resume(NodeId(2));
+    simulation.run_until_idle(10).unwrap();
+    let got = received.lock().unwrap().clone();
+    assert_eq!(got.len(), 3);
+    assert!(got.iter().all(|&(_, at)| at >= 1_000_000_000));
+}

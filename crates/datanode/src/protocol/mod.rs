@@ -61,5 +61,10 @@ pub const LDM_BLOCK: BlockId = BlockId(12);
 /// Committed-read executors, one per `query` instance.
 pub const QUERY_BLOCK: BlockId = BlockId(13);
 
+/// The cluster membership (heartbeats, failures), one instance on `main`.
+pub const MEMBERSHIP_BLOCK: BlockId = BlockId(14);
+/// The arbitrator, in the management server.
+pub const ARBITRATOR_BLOCK: BlockId = BlockId(15);
+
 /// Replicas a partition may have (NDB: 4).
 pub const REPLICAS_MAX: usize = 4;

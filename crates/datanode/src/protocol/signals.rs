@@ -6,6 +6,7 @@ use kista_signal::{
 };
 
 use super::REPLICAS_MAX;
+use crate::cluster::NodeSet;
 
 /// A field type that travels as a fixed number of payload words. A signal's fields are laid
 /// out back to back, so reading one checks the payload's length once, not per field.
@@ -476,4 +477,66 @@ typed_signal! {
     /// Load levels of the node's executors for read routing. Section: `entries` pairs of
     /// words (executor address, level 1..5).
     LoadReport = 160 { entries: u32, }
+}
+
+// ----- membership: membership <-> membership, membership -> arbitrator, local blocks -----
+
+impl Word for NodeSet {
+    const WORDS: usize = 2;
+    #[inline]
+    fn put(&self, words: &mut [u32]) {
+        self.0.put(words);
+    }
+    #[inline]
+    fn get(words: &[u32], payload: &PayloadReader<'_>) -> Result<Self, PayloadError> {
+        u64::get(words, payload).map(NodeSet)
+    }
+}
+
+typed_signal! {
+    /// "I am alive", sent to every other member each heartbeat interval.
+    Heartbeat = 170 { generation: u32, }
+}
+typed_signal! {
+    /// The membership's own timer: send heartbeats, look for silent members and for
+    /// rounds that take too long.
+    MembershipTick = 171 {}
+}
+typed_signal! {
+    /// To the president: these members missed their heartbeats (or closed their
+    /// connections). Repeated every tick until they are gone from the membership.
+    NodeSuspected = 172 { suspects: NodeSet, }
+}
+typed_signal! {
+    /// From the president to every survivor: shut the `failed` nodes out, then confirm.
+    /// `round` numbers the president's attempts, so a late answer to an earlier one is
+    /// told apart.
+    FailPrepare = 173 { round: u32, failed: NodeSet, }
+}
+typed_signal! {
+    FailPrepareConf = 174 { round: u32, }
+}
+typed_signal! {
+    /// From the president once every survivor shut the failed nodes out (and, when the
+    /// survivors are no majority, the arbitrator agreed): the membership is now `generation`
+    /// without `failed`.
+    FailCommit = 175 { generation: u32, failed: NodeSet, }
+}
+typed_signal! {
+    /// From the membership to the node's `dict`, `tc` and `ldm` instances: the `failed`
+    /// nodes are out of the cluster; `president` runs the takeover of their transactions.
+    NodeFailed = 176 { generation: u32, failed: NodeSet, president: u32, }
+}
+typed_signal! {
+    /// From a president whose survivors are no majority of the last membership: may
+    /// `survivors` go on? The arbitrator says yes to one side only.
+    ArbitrationRequest = 177 { round: u32, survivors: NodeSet, }
+}
+typed_signal! {
+    /// `granted` 1: the survivors go on; 0: they must stop (another side won).
+    ArbitrationConf = 178 { round: u32, granted: u32, }
+}
+typed_signal! {
+    /// From the president to every survivor: the cluster cannot go on; stop. Section: why.
+    ClusterStop = 179 {}
 }

@@ -6,7 +6,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use kista_datanode::node::{data_node_blocks, NodeSettings};
+use kista_datanode::arbitration::Arbitrator;
+use kista_datanode::node::{data_node_blocks, data_node_start_signals, NodeSettings};
 use kista_datanode::protocol::*;
 use kista_runtime::simulation::{Simulation, SimulationOptions};
 use kista_runtime::{Block, Context};
@@ -17,6 +18,8 @@ use kista_storage::types::Value;
 
 /// The client stand-in's node id (clients get 64 and up).
 const CLIENT_NODE: NodeId = NodeId(64);
+/// Where the arbitrator runs, as the management server would host it.
+pub const ARBITRATOR: BlockAddress = BlockAddress::new(NodeId(65), ARBITRATOR_BLOCK, 0);
 /// Virtual time steps are bounded so a test that waits for something that never comes
 /// fails instead of hanging.
 const STEPS_MAX: u64 = 1_000_000;
@@ -107,14 +110,21 @@ impl Node {
         let mut simulation = Simulation::new(&SimulationOptions {
             seed,
             latency_ns_max: 20_000,
-            record_trace: false,
+            // Cluster tests look for protocol signals in the trace.
+            record_trace: nodes.len() > 1,
             sections_max: 4096,
         });
         for settings in &nodes {
             let memory = Arc::new(DataMemory::new(data_memory_bytes));
             let blocks = data_node_blocks(settings, memory).expect("the nodes form a cluster");
             simulation.add_registrations(settings.node, blocks).unwrap();
+            for signal in data_node_start_signals(settings) {
+                simulation.inject(signal);
+            }
         }
+        simulation
+            .add_block(ARBITRATOR, Box::new(Arbitrator::default()))
+            .unwrap();
         let client = BlockAddress::new(CLIENT_NODE, BlockId(200), 0);
         let inbox = Inbox::default();
         simulation
@@ -133,6 +143,27 @@ impl Node {
             inbox,
             next_request: 1,
         }
+    }
+
+    /// Runs `ms` milliseconds of virtual time.
+    pub fn run_for_ms(&mut self, ms: u64) {
+        self.simulation
+            .run_until(self.simulation.now_ns() + ms * 1_000_000);
+    }
+
+    /// Every executed signal of type `T` with its time and receiver, in order.
+    pub fn delivered<T: TypedSignal>(&self) -> Vec<(u64, BlockAddress, T)> {
+        let mut found = Vec::new();
+        let mut rest = self.simulation.trace();
+        while rest.len() > 8 {
+            let at_ns = u64::from_le_bytes(rest[..8].try_into().unwrap());
+            let decoded = kista_signal::wire::decode(&rest[8..]).unwrap();
+            if let Ok(signal) = T::from_signal(&decoded.signal) {
+                found.push((at_ns, decoded.signal.receiver(), signal));
+            }
+            rest = &rest[8 + decoded.frame_len..];
+        }
+        found
     }
 
     /// Sends the following requests to `node`.
@@ -414,6 +445,7 @@ pub fn cluster_settings(
             let mut settings = node_settings(NodeId(id));
             settings.node_group = u16::from(id - 1) / replicas;
             settings.replicas = replicas;
+            settings.arbitrator = Some(ARBITRATOR);
             settings
         })
         .collect();

@@ -1,0 +1,409 @@
+//! Cluster membership: heartbeats, failure detection, and the president's two-phase
+//! removal of failed nodes (NDB's Qmgr), with arbitration when a split leaves no majority.
+//!
+//! Every member sends every other a heartbeat each interval; one silent for more than
+//! `heartbeat_misses_max` intervals is *suspected*, and the suspicion goes to the president,
+//! the most senior member not suspected (today: the lowest node id, since all nodes start
+//! together). The president then runs a round:
+//!
+//! 1. If some node group would have no survivor, the cluster cannot go on: it tells every
+//!    survivor to stop ([`ClusterStop`]).
+//! 2. It asks every survivor to shut the failed nodes out ([`FailPrepare`]): from then on
+//!    nothing a failed node sends is delivered, so a node that was only paused cannot act on
+//!    the cluster when it wakes.
+//! 3. When the survivors are no majority of the membership, it asks the arbitrator whether
+//!    they may go on; the arbitrator says yes to one side of a split only. A refusal, or no
+//!    answer within `arbitration_timeout_ms`, stops the survivors.
+//! 4. Once all survivors confirmed (and arbitration, if needed, was won), it commits the new
+//!    membership ([`FailCommit`]); each survivor tells its blocks ([`NodeFailed`]), which
+//!    finish or abort what the failed nodes left behind.
+//!
+//! A survivor that does not confirm within the heartbeat grace joins the failed nodes and
+//! the round starts again; so does one suspected meanwhile.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kista_runtime::{Block, Context};
+use kista_signal::{BlockAddress, NodeId, Signal, TypedSignal};
+
+use crate::cluster::{ClusterShape, NodeSet, DATA_NODE_ID_LIMIT};
+use crate::node::NodeSettings;
+use crate::protocol::*;
+use crate::send_with_bytes;
+
+/// Where arbitration stands in a president's round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Arbitration {
+    NotNeeded,
+    Asked { since_ns: u64 },
+    Granted,
+}
+
+/// A president's attempt to remove `failed` from the membership.
+struct FailureRound {
+    round: u32,
+    failed: NodeSet,
+    /// Survivors that have not confirmed they shut the failed nodes out.
+    unconfirmed: NodeSet,
+    started_ns: u64,
+    arbitration: Arbitration,
+}
+
+pub struct Membership {
+    settings: Arc<NodeSettings>,
+    cluster: Arc<ClusterShape>,
+    /// The members, most senior (the president) first.
+    members: Vec<NodeId>,
+    generation: u32,
+    /// `[node]` → when its last heartbeat arrived.
+    last_heard_ns: [u64; DATA_NODE_ID_LIMIT as usize],
+    /// Members this node believes failed, until the membership drops them.
+    suspects: NodeSet,
+    /// The president's round in progress.
+    round: Option<FailureRound>,
+    next_round: u32,
+    /// Set once the node must stop: it ignores everything after.
+    stopping: bool,
+}
+
+impl Membership {
+    /// A member of a cluster whose data nodes all start together.
+    pub fn new(settings: Arc<NodeSettings>, cluster: Arc<ClusterShape>) -> Self {
+        Self {
+            members: cluster.nodes().iter().map(|n| n.node).collect(),
+            settings,
+            cluster,
+            generation: 1,
+            last_heard_ns: [0; DATA_NODE_ID_LIMIT as usize],
+            suspects: NodeSet::EMPTY,
+            round: None,
+            next_round: 1,
+            stopping: false,
+        }
+    }
+
+    /// The signal that starts the membership's heartbeats.
+    pub fn start_signal(node: NodeId) -> Signal {
+        let address = membership_address(node);
+        MembershipTick {}.to_signal(address, address)
+    }
+
+    fn here(&self) -> NodeId {
+        self.settings.node
+    }
+
+    fn member_set(&self) -> NodeSet {
+        NodeSet::of(self.members.iter().copied())
+    }
+
+    /// The most senior member not suspected by this node.
+    fn president(&self) -> Option<NodeId> {
+        self.members
+            .iter()
+            .copied()
+            .find(|&m| !self.suspects.contains(m))
+    }
+
+    fn grace_ns(&self) -> u64 {
+        self.settings
+            .heartbeat_interval_ms
+            .saturating_mul(u64::from(self.settings.heartbeat_misses_max))
+            .saturating_mul(1_000_000)
+    }
+
+    fn tick(&mut self, ctx: &mut Context) {
+        if self.stopping {
+            return;
+        }
+        let now = ctx.now_ns();
+        let here = self.here();
+        let heartbeat = Heartbeat {
+            generation: self.generation,
+        };
+        for &member in &self.members {
+            if member != here {
+                ctx.send_typed(membership_address(member), &heartbeat);
+            }
+        }
+        let silent: Vec<NodeId> = self
+            .members
+            .iter()
+            .copied()
+            .filter(|&m| m != here && !self.suspects.contains(m))
+            .filter(|&m| now.saturating_sub(self.last_heard_ns[usize::from(m.0)]) > self.grace_ns())
+            .collect();
+        for member in silent {
+            self.suspects.insert(member);
+        }
+        if !self.suspects.is_empty() {
+            self.report_suspects(ctx);
+        }
+        self.check_round_timeouts(ctx);
+        if self.stopping {
+            return;
+        }
+        let tick = MembershipTick {}.to_signal(ctx.address(), ctx.address());
+        ctx.send_delayed(
+            tick,
+            Duration::from_millis(self.settings.heartbeat_interval_ms),
+        );
+    }
+
+    fn heard(&mut self, ctx: &mut Context, from: NodeId) {
+        if from.0 < DATA_NODE_ID_LIMIT {
+            self.last_heard_ns[usize::from(from.0)] = ctx.now_ns();
+        }
+    }
+
+    /// Tells the president what this node suspects (or, being it, acts).
+    fn report_suspects(&mut self, ctx: &mut Context) {
+        match self.president() {
+            Some(president) if president == self.here() => {
+                let suspects = self.suspects;
+                self.remove_nodes(ctx, suspects);
+            }
+            Some(president) => {
+                let report = NodeSuspected {
+                    suspects: self.suspects,
+                };
+                ctx.send_typed(membership_address(president), &report);
+            }
+            None => unreachable!("a node never suspects itself"),
+        }
+    }
+
+    fn suspected(&mut self, ctx: &mut Context, report: NodeSuspected) {
+        let reported = NodeSet(report.suspects.0 & self.member_set().0);
+        self.suspects = self.suspects.union(reported);
+        self.suspects.remove(self.here());
+        if !self.suspects.is_empty() {
+            self.report_suspects(ctx);
+        }
+    }
+
+    // ----- the president's round -----
+
+    /// Starts a round removing `failed` (with whatever an earlier round was removing), or
+    /// leaves the running round alone when it already covers them.
+    fn remove_nodes(&mut self, ctx: &mut Context, failed: NodeSet) {
+        let failed = match &self.round {
+            Some(round) if failed.is_subset_of(round.failed) => return,
+            Some(round) => round.failed.union(failed),
+            None => failed,
+        };
+        let members = self.member_set();
+        let survivors = members.minus(failed);
+        if let Some(group) = self.cluster.group_lost(survivors) {
+            let reason = format!(
+                "node group {group} lost every node ({failed:?} failed): the cluster lacks \
+                 some of its data and stops"
+            );
+            return self.stop_cluster(ctx, survivors, &reason);
+        }
+        let round = self.next_round;
+        self.next_round += 1;
+        let now = ctx.now_ns();
+        let arbitration = if survivors.len() * 2 > members.len() {
+            Arbitration::NotNeeded
+        } else {
+            let Some(arbitrator) = self.settings.arbitrator else {
+                let reason = format!(
+                    "the survivors {survivors:?} are no majority of {members:?} and no \
+                     arbitrator is configured to let them go on"
+                );
+                return self.stop_cluster(ctx, survivors, &reason);
+            };
+            ctx.send_typed(arbitrator, &ArbitrationRequest { round, survivors });
+            Arbitration::Asked { since_ns: now }
+        };
+        for survivor in survivors.iter() {
+            ctx.send_typed(membership_address(survivor), &FailPrepare { round, failed });
+        }
+        self.round = Some(FailureRound {
+            round,
+            failed,
+            unconfirmed: survivors,
+            started_ns: now,
+            arbitration,
+        });
+    }
+
+    fn prepare_confirmed(&mut self, ctx: &mut Context, conf: FailPrepareConf, from: NodeId) {
+        let Some(round) = self.round.as_mut().filter(|r| r.round == conf.round) else {
+            return;
+        };
+        round.unconfirmed.remove(from);
+        self.try_commit(ctx);
+    }
+
+    fn arbitrated(&mut self, ctx: &mut Context, conf: ArbitrationConf) {
+        let members = self.member_set();
+        let Some(round) = self.round.as_mut().filter(|r| r.round == conf.round) else {
+            return;
+        };
+        if conf.granted == 0 {
+            let survivors = members.minus(round.failed);
+            let reason =
+                format!("the arbitrator let another part of the cluster go on: {survivors:?} stop");
+            return self.stop_cluster(ctx, survivors, &reason);
+        }
+        round.arbitration = Arbitration::Granted;
+        self.try_commit(ctx);
+    }
+
+    fn try_commit(&mut self, ctx: &mut Context) {
+        let Some(round) = &self.round else {
+            return;
+        };
+        if !round.unconfirmed.is_empty() || matches!(round.arbitration, Arbitration::Asked { .. }) {
+            return;
+        }
+        let commit = FailCommit {
+            generation: self.generation + 1,
+            failed: round.failed,
+        };
+        let survivors = self.member_set().minus(round.failed);
+        self.round = None;
+        for survivor in survivors.iter() {
+            ctx.send_typed(membership_address(survivor), &commit);
+        }
+    }
+
+    /// A round whose survivors do not all confirm within the grace loses the silent ones
+    /// too; arbitration that does not answer in time stops the survivors.
+    fn check_round_timeouts(&mut self, ctx: &mut Context) {
+        let now = ctx.now_ns();
+        let grace_ns = self.grace_ns();
+        let arbitration_ns = self
+            .settings
+            .arbitration_timeout_ms
+            .saturating_mul(1_000_000);
+        let Some(round) = &self.round else {
+            return;
+        };
+        if let Arbitration::Asked { since_ns } = round.arbitration {
+            if now.saturating_sub(since_ns) > arbitration_ns {
+                let survivors = self.member_set().minus(round.failed);
+                let reason = format!(
+                    "the arbitrator did not answer within {} ms: {survivors:?} stop rather \
+                     than risk a split cluster",
+                    self.settings.arbitration_timeout_ms
+                );
+                return self.stop_cluster(ctx, survivors, &reason);
+            }
+        }
+        if now.saturating_sub(round.started_ns) > grace_ns && !round.unconfirmed.is_empty() {
+            let silent = round.unconfirmed;
+            self.suspects = self.suspects.union(silent);
+            let failed = round.failed.union(silent);
+            self.round = None;
+            self.remove_nodes(ctx, failed);
+        }
+    }
+
+    fn stop_cluster(&mut self, ctx: &mut Context, survivors: NodeSet, reason: &str) {
+        let here = self.here();
+        for survivor in survivors.iter().filter(|&s| s != here) {
+            let stop = ClusterStop {}.to_signal(membership_address(survivor), ctx.address());
+            send_with_bytes(ctx, stop, reason.as_bytes());
+        }
+        self.stop(ctx, reason);
+    }
+
+    fn stop(&mut self, ctx: &mut Context, reason: &str) {
+        self.stopping = true;
+        self.round = None;
+        ctx.stop_node(reason);
+    }
+
+    // ----- every survivor -----
+
+    fn prepare_failure(&mut self, ctx: &mut Context, prepare: FailPrepare, president: NodeId) {
+        for failed in prepare.failed.iter() {
+            ctx.shut_out(failed);
+        }
+        ctx.send_typed(
+            membership_address(president),
+            &FailPrepareConf {
+                round: prepare.round,
+            },
+        );
+    }
+
+    fn commit_failure(&mut self, ctx: &mut Context, commit: FailCommit) {
+        if commit.generation <= self.generation {
+            return;
+        }
+        for failed in commit.failed.iter() {
+            // A commit may follow a prepare this node never saw (it was lost with an
+            // earlier president): shutting out twice is harmless.
+            ctx.shut_out(failed);
+        }
+        self.members.retain(|&m| !commit.failed.contains(m));
+        self.suspects = self.suspects.minus(commit.failed);
+        self.generation = commit.generation;
+        let president = self.president().unwrap_or(self.here());
+        let failed = NodeFailed {
+            generation: commit.generation,
+            failed: commit.failed,
+            president: u32::from(president.0),
+        };
+        let here = self.cluster.node(self.here());
+        let receivers = here.into_iter().flat_map(|node| {
+            std::iter::once(node.dict_address())
+                .chain(node.tc_addresses())
+                .chain(node.ldm_addresses())
+        });
+        for receiver in receivers.collect::<Vec<_>>() {
+            ctx.send_typed(receiver, &failed);
+        }
+        if !self.suspects.is_empty() {
+            self.report_suspects(ctx);
+        }
+    }
+
+    /// This node's view, for tests and the management server.
+    pub fn members(&self) -> &[NodeId] {
+        &self.members
+    }
+}
+
+pub fn membership_address(node: NodeId) -> BlockAddress {
+    BlockAddress::new(node, MEMBERSHIP_BLOCK, 0)
+}
+
+impl Block for Membership {
+    fn execute(&mut self, signal: &Signal, ctx: &mut Context<'_>) {
+        if self.stopping {
+            return;
+        }
+        let from = signal.sender().node();
+        let number = signal.number();
+        let result = if number == Heartbeat::NUMBER {
+            Heartbeat::from_signal(signal).map(|_| self.heard(ctx, from))
+        } else if number == MembershipTick::NUMBER {
+            MembershipTick::from_signal(signal).map(|_| self.tick(ctx))
+        } else if number == NodeSuspected::NUMBER {
+            NodeSuspected::from_signal(signal).map(|r| self.suspected(ctx, r))
+        } else if number == FailPrepare::NUMBER {
+            FailPrepare::from_signal(signal).map(|p| self.prepare_failure(ctx, p, from))
+        } else if number == FailPrepareConf::NUMBER {
+            FailPrepareConf::from_signal(signal).map(|c| self.prepare_confirmed(ctx, c, from))
+        } else if number == FailCommit::NUMBER {
+            FailCommit::from_signal(signal).map(|c| self.commit_failure(ctx, c))
+        } else if number == ArbitrationConf::NUMBER {
+            ArbitrationConf::from_signal(signal).map(|c| self.arbitrated(ctx, c))
+        } else if number == ClusterStop::NUMBER {
+            let reason = ctx
+                .section()
+                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                .unwrap_or_else(|| "the president stopped the cluster".to_string());
+            self.stop(ctx, &reason);
+            Ok(())
+        } else {
+            Ok(())
+        };
+        debug_assert!(result.is_ok(), "malformed signal to membership: {result:?}");
+    }
+}

@@ -1,0 +1,195 @@
+//! Membership in the deterministic simulation: heartbeats find a crashed or paused node,
+//! the president removes it with every survivor's agreement, the arbitrator lets exactly
+//! one side of a split go on, and a cluster that lost a whole node group stops.
+
+mod support;
+
+use kista_datanode::cluster::NodeSet;
+use kista_datanode::node::NodeSettings;
+use kista_datanode::protocol::*;
+use kista_signal::NodeId;
+use support::{cluster_settings, Node, ARBITRATOR};
+
+const HEARTBEAT_MS: u64 = 100;
+const MISSES: u64 = 3;
+const MS: u64 = 1_000_000;
+
+fn node_settings(node: NodeId) -> NodeSettings {
+    let mut settings = NodeSettings::new(node);
+    settings.heartbeat_interval_ms = HEARTBEAT_MS;
+    settings.heartbeat_misses_max = MISSES as u32;
+    settings.arbitration_timeout_ms = 1_000;
+    settings
+}
+
+fn cluster(count: u8, seed: u64) -> Node {
+    Node::start_cluster(cluster_settings(count, 2, node_settings), 16 << 20, seed)
+}
+
+fn set(ids: &[u8]) -> NodeSet {
+    NodeSet::of(ids.iter().map(|&id| NodeId(id)))
+}
+
+/// The `NodeFailed` each node's membership announced to its first `tc`, in order.
+fn failures_seen_by(cluster: &Node, node: u8) -> Vec<(u64, NodeFailed)> {
+    cluster
+        .delivered::<NodeFailed>()
+        .into_iter()
+        .filter(|(_, receiver, _)| receiver.node() == NodeId(node) && receiver.block() == TC_BLOCK)
+        .map(|(at, _, failed)| (at, failed))
+        .collect()
+}
+
+fn stopped(cluster: &Node) -> Vec<u8> {
+    let mut nodes: Vec<u8> = cluster
+        .simulation
+        .stopped_nodes()
+        .iter()
+        .map(|(node, _)| node.0)
+        .collect();
+    nodes.sort_unstable();
+    nodes
+}
+
+#[test]
+fn a_crashed_node_is_removed_once_it_misses_its_heartbeats_and_the_survivor_goes_on() {
+    let mut cluster = cluster(2, 31);
+    cluster.run_for_ms(1_000);
+    assert!(
+        failures_seen_by(&cluster, 1).is_empty(),
+        "a healthy cluster"
+    );
+    let crashed_at = cluster.now_ns();
+    cluster.simulation.crash(NodeId(2));
+    cluster.run_for_ms(2_000);
+    let seen = failures_seen_by(&cluster, 1);
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    let (at, failed) = seen[0];
+    assert_eq!(
+        (failed.failed, failed.generation, failed.president),
+        (set(&[2]), 2, 1)
+    );
+    // Detected after the grace of missed heartbeats, within one more interval or two.
+    let detected_after_ms = (at - crashed_at) / MS;
+    assert!(
+        (HEARTBEAT_MS * MISSES..=HEARTBEAT_MS * (MISSES + 2)).contains(&detected_after_ms),
+        "{detected_after_ms} ms"
+    );
+    // One survivor of two is no majority: the arbitrator was asked and agreed.
+    let asked = cluster.delivered::<ArbitrationRequest>();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].2.survivors, set(&[1]));
+    assert!(stopped(&cluster).is_empty());
+}
+
+#[test]
+fn a_split_between_two_nodes_leaves_exactly_one_running_whatever_the_timing() {
+    for seed in 0..30 {
+        let mut cluster = cluster(2, seed);
+        cluster.run_for_ms(500 + seed * 7);
+        cluster.simulation.cut(NodeId(1), NodeId(2));
+        cluster.run_for_ms(3_000);
+        let down = stopped(&cluster);
+        assert_eq!(
+            down.len(),
+            1,
+            "seed {seed}: exactly one side stops: {down:?}"
+        );
+        let survivor = 3 - down[0];
+        let seen = failures_seen_by(&cluster, survivor);
+        assert_eq!(seen.len(), 1, "seed {seed}");
+        assert_eq!(seen[0].1.failed, set(&[down[0]]));
+        let (_, reason) = &cluster.simulation.stopped_nodes()[0];
+        assert!(reason.contains("arbitrator"), "{reason}");
+    }
+}
+
+#[test]
+fn a_paused_node_is_shut_out_and_when_it_wakes_it_stops_instead_of_acting() {
+    let mut cluster = cluster(2, 33);
+    cluster.run_for_ms(500);
+    cluster.simulation.pause(NodeId(2));
+    cluster.run_for_ms(2_000);
+    assert_eq!(failures_seen_by(&cluster, 1).len(), 1, "node 2 was removed");
+    cluster.simulation.resume(NodeId(2));
+    cluster.run_for_ms(3_000);
+    assert_eq!(stopped(&cluster), [2]);
+    assert!(
+        failures_seen_by(&cluster, 2).is_empty(),
+        "node 2 never went on alone"
+    );
+    // Nothing node 2 sent after it woke reached node 1.
+    let woke_at = 2_500 * MS;
+    let heard = cluster.delivered::<Heartbeat>();
+    assert!(heard
+        .iter()
+        .all(|(at, receiver, _)| *at < woke_at || receiver.node() != NodeId(1)));
+}
+
+#[test]
+fn when_the_president_fails_the_next_senior_node_presides_and_a_majority_needs_no_arbitrator() {
+    let mut cluster = cluster(4, 34);
+    cluster.run_for_ms(500);
+    cluster.simulation.crash(NodeId(1));
+    cluster.run_for_ms(2_000);
+    for survivor in 2..=4 {
+        let seen = failures_seen_by(&cluster, survivor);
+        assert_eq!(seen.len(), 1, "node {survivor}: {seen:?}");
+        assert_eq!((seen[0].1.failed, seen[0].1.president), (set(&[1]), 2));
+    }
+    assert!(cluster.delivered::<ArbitrationRequest>().is_empty());
+    // Then node 3 fails too: two of three survive, a majority again, groups intact.
+    cluster.simulation.crash(NodeId(3));
+    cluster.run_for_ms(2_000);
+    let seen = failures_seen_by(&cluster, 4);
+    assert_eq!(seen.len(), 2);
+    assert_eq!((seen[1].1.failed, seen[1].1.generation), (set(&[3]), 3));
+    assert!(stopped(&cluster).is_empty());
+}
+
+#[test]
+fn a_cluster_that_loses_a_whole_node_group_stops() {
+    let mut cluster = cluster(4, 35);
+    cluster.run_for_ms(500);
+    cluster.simulation.crash(NodeId(3));
+    cluster.simulation.crash(NodeId(4));
+    cluster.run_for_ms(2_000);
+    assert_eq!(stopped(&cluster), [1, 2]);
+    for (_, reason) in cluster.simulation.stopped_nodes() {
+        assert!(reason.contains("node group 1 lost every node"), "{reason}");
+    }
+}
+
+#[test]
+fn survivors_that_are_no_majority_stop_when_the_arbitrator_cannot_be_reached() {
+    let mut cluster = cluster(2, 36);
+    cluster.run_for_ms(500);
+    cluster.simulation.cut(NodeId(1), ARBITRATOR.node());
+    cluster.simulation.crash(NodeId(2));
+    cluster.run_for_ms(3_000);
+    assert_eq!(stopped(&cluster), [1]);
+    let (_, reason) = &cluster.simulation.stopped_nodes()[0];
+    assert!(reason.contains("did not answer within 1000 ms"), "{reason}");
+}
+
+#[test]
+fn without_an_arbitrator_a_lone_survivor_stops() {
+    let nodes = cluster_settings(2, 2, |node| {
+        let mut settings = node_settings(node);
+        settings.arbitrator = None;
+        settings
+    })
+    .into_iter()
+    .map(|mut settings| {
+        settings.arbitrator = None;
+        settings
+    })
+    .collect();
+    let mut cluster = Node::start_cluster(nodes, 16 << 20, 37);
+    cluster.run_for_ms(500);
+    cluster.simulation.crash(NodeId(2));
+    cluster.run_for_ms(2_000);
+    assert_eq!(stopped(&cluster), [1]);
+    let (_, reason) = &cluster.simulation.stopped_nodes()[0];
+    assert!(reason.contains("no arbitrator is configured"), "{reason}");
+}
