@@ -89,6 +89,10 @@ impl NodeSet {
         NodeSet(self.0 & !other.0)
     }
 
+    pub fn intersects(self, other: NodeSet) -> bool {
+        self.0 & other.0 != 0
+    }
+
     pub fn is_subset_of(self, other: NodeSet) -> bool {
         self.0 & !other.0 == 0
     }
@@ -221,11 +225,6 @@ impl ClusterShape {
         &self.groups
     }
 
-    /// The node whose dictionary runs schema changes for the whole cluster.
-    pub fn master(&self) -> NodeId {
-        self.nodes[0].node
-    }
-
     /// Every data node.
     pub fn all(&self) -> NodeSet {
         NodeSet::of(self.nodes.iter().map(|n| n.node))
@@ -263,7 +262,6 @@ mod tests {
             shape.node_groups(),
             [vec![NodeId(1), NodeId(2)], vec![NodeId(3), NodeId(4)]]
         );
-        assert_eq!(shape.master(), NodeId(1));
         assert_eq!(shape.node(NodeId(3)).unwrap().node_group, 1);
     }
 

@@ -3,7 +3,7 @@
 //! before it answers the client, so an acknowledged table is usable at once on every thread
 //! of every node.
 //!
-//! One dictionary, the master's ([`ClusterShape::master`]), makes every change; the others
+//! One dictionary, the master's (the first live data node), makes every change; the others
 //! pass the requests they receive on to it and keep a copy of each definition it publishes,
 //! so that any of them can take its place.
 //!
@@ -21,7 +21,7 @@ use kista_signal::{BlockAddress, Signal, TypedSignal};
 use kista_storage::codec::{read_index_schema, Reader};
 use kista_storage::schema::{IndexKind, IndexSchema, TableSchema};
 
-use crate::cluster::ClusterShape;
+use crate::cluster::{ClusterShape, NodeSet};
 use crate::node::NodeSettings;
 use crate::protocol::*;
 use crate::send_with_bytes;
@@ -53,7 +53,8 @@ struct SchemaChange {
     client: BlockAddress,
     client_request: u64,
     table_id: u32,
-    acks_left: usize,
+    /// Blocks that have not confirmed they applied it.
+    awaiting: Vec<BlockAddress>,
     failure: Option<u32>,
     /// The definition and version before the change, put back if an instance cannot apply
     /// it. (No client learned the new version, so none carries it.)
@@ -69,6 +70,8 @@ pub struct Dictionary {
     next_table_id: u32,
     next_change: u64,
     changes: FxHashMap<u64, SchemaChange>,
+    /// Data nodes the membership removed.
+    failed_nodes: NodeSet,
 }
 
 impl Dictionary {
@@ -80,6 +83,7 @@ impl Dictionary {
             next_table_id: 1,
             next_change: 1,
             changes: FxHashMap::default(),
+            failed_nodes: NodeSet::EMPTY,
         }
     }
 
@@ -385,6 +389,7 @@ impl Dictionary {
             .cluster
             .nodes()
             .iter()
+            .filter(|node| !self.failed_nodes.contains(node.node))
             .flat_map(|node| {
                 let dict = node.dict_address();
                 let other_dict = (dict != here).then_some(dict);
@@ -413,7 +418,7 @@ impl Dictionary {
                 client,
                 client_request,
                 table_id,
-                acks_left: receivers.len(),
+                awaiting: receivers,
                 failure: None,
                 reply,
                 previous,
@@ -469,18 +474,49 @@ impl Dictionary {
         ctx.send_typed(master, &conf);
     }
 
-    fn applied(&mut self, ctx: &mut Context, conf: TableDefinitionConf) {
+    fn applied(&mut self, ctx: &mut Context, conf: TableDefinitionConf, from: BlockAddress) {
         let Some(change) = self.changes.get_mut(&conf.request_id) else {
             return;
         };
-        change.acks_left -= 1;
+        change.awaiting.retain(|&block| block != from);
         if conf.code != 0 {
             change.failure.get_or_insert(conf.code);
         }
-        if change.acks_left > 0 {
-            return;
+        if change.awaiting.is_empty() {
+            self.change_applied(ctx, conf.request_id);
         }
-        let Some(change) = self.changes.remove(&conf.request_id) else {
+    }
+
+    /// The master that makes schema changes: the first live data node.
+    fn master(&self) -> Option<BlockAddress> {
+        self.cluster
+            .nodes()
+            .iter()
+            .find(|node| !self.failed_nodes.contains(node.node))
+            .map(|node| node.dict_address())
+    }
+
+    /// Failed nodes will not confirm changes: stop waiting for them.
+    fn node_failed(&mut self, ctx: &mut Context, failed: NodeFailed) {
+        self.failed_nodes = self.failed_nodes.union(failed.failed);
+        let mut done = Vec::new();
+        for (&id, change) in &mut self.changes {
+            change
+                .awaiting
+                .retain(|block| !failed.failed.contains(block.node()));
+            if change.awaiting.is_empty() {
+                done.push(id);
+            }
+        }
+        for id in done {
+            self.change_applied(ctx, id);
+        }
+    }
+
+    /// Every live block applied change `id`: answer its client (or undo it if one could
+    /// not apply it).
+    fn change_applied(&mut self, ctx: &mut Context, id: u64) {
+        let Some(change) = self.changes.remove(&id) else {
             return;
         };
         let Some(reply) = change.reply else {
@@ -539,10 +575,7 @@ impl Block for Dictionary {
         let is_client_request = number == CreateTableRequest::NUMBER
             || number == CreateIndexRequest::NUMBER
             || number == DropTableRequest::NUMBER;
-        let master = self
-            .cluster
-            .node(self.cluster.master())
-            .map(|node| node.dict_address());
+        let master = self.master();
         if let Some(master) = master.filter(|&m| is_client_request && m != ctx.address()) {
             return pass_on(ctx, signal, master);
         }
@@ -553,7 +586,9 @@ impl Block for Dictionary {
         } else if number == DropTableRequest::NUMBER {
             DropTableRequest::from_signal(signal).map(|r| self.drop_table(ctx, r))
         } else if number == TableDefinitionConf::NUMBER {
-            TableDefinitionConf::from_signal(signal).map(|c| self.applied(ctx, c))
+            TableDefinitionConf::from_signal(signal).map(|c| self.applied(ctx, c, signal.sender()))
+        } else if number == NodeFailed::NUMBER {
+            NodeFailed::from_signal(signal).map(|f| self.node_failed(ctx, f))
         } else if number == TableDefinition::NUMBER {
             TableDefinition::from_signal(signal)
                 .map(|d| self.copy_definition(ctx, d, signal.sender()))

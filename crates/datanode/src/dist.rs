@@ -11,7 +11,7 @@
 
 use kista_signal::{BlockAddress, NodeId};
 
-use crate::cluster::ClusterShape;
+use crate::cluster::{ClusterShape, NodeSet};
 use crate::protocol::{ReplicaChain, LDM_BLOCK, REPLICAS_MAX};
 
 /// Buckets per table: enough for smooth balance across any partition count up to it.
@@ -67,6 +67,13 @@ impl PartitionMap {
             })
             .collect();
         Self { buckets, chains }
+    }
+
+    /// Takes replicas on `lost` nodes out of every chain: their backups become primaries.
+    pub fn drop_nodes(&mut self, lost: NodeSet) {
+        for chain in &mut self.chains {
+            *chain = chain.without_nodes(lost);
+        }
     }
 
     pub fn partitions(&self) -> u32 {
@@ -175,6 +182,18 @@ mod tests {
         }
         assert_eq!(map.read_replica(1, NodeId(1)), ldm(1, 0));
         assert_eq!(map.read_replica(1, NodeId(3)), ldm(2, 0));
+    }
+
+    #[test]
+    fn when_a_node_fails_its_backups_become_primaries() {
+        let mut map = PartitionMap::for_cluster(4, &shape(2, &[&[1, 2]], 1));
+        map.drop_nodes(NodeSet::of([NodeId(1)]));
+        for partition in 0..4 {
+            let chain = map.chain(partition);
+            assert_eq!((chain.count, chain.current()), (1, ldm(2, 0)));
+        }
+        map.drop_nodes(NodeSet::of([NodeId(2)]));
+        assert_eq!(map.chain(0).current(), ldm(2, 0), "a chain never empties");
     }
 
     #[test]

@@ -22,7 +22,7 @@ use kista_storage::partition::{
 use kista_storage::row::RowLayout;
 use kista_storage::row_store::RowId;
 
-use crate::cluster::ClusterShape;
+use crate::cluster::{ClusterShape, NodeSet};
 use crate::dist::PartitionMap;
 use crate::fragment_scan::FragmentScans;
 use crate::node::NodeSettings;
@@ -51,8 +51,12 @@ struct Parked {
 /// What this data manager knows of a transaction.
 #[derive(Default)]
 struct LdmTransaction {
-    /// (table, partition) it has touched here.
+    /// Its coordinator, whose failure hands the transaction to the takeover.
+    tc: BlockAddress,
+    /// (table, partition) it has touched here and not committed.
     partitions: Vec<(u32, u32)>,
+    /// (table, partition) that committed it here, until it completes.
+    committed: Vec<(u32, u32)>,
     /// Parked operations per (table, partition), oldest first.
     parked: FxHashMap<(u32, u32), VecDeque<Parked>>,
 }
@@ -70,6 +74,9 @@ pub struct LocalDataManager {
     unique_changes: Vec<UniqueChange>,
     /// The encoded `IndexUpkeepBody` (kept for its capacity).
     upkeep_bytes: Vec<u8>,
+    /// Nodes whose coordinators failed: their operations are refused from now on, so none
+    /// starts after the takeover looked.
+    failed_coordinators: NodeSet,
 }
 
 fn lock_partition(partition: &RwLock<Partition>) -> RwLockWriteGuard<'_, Partition> {
@@ -97,6 +104,7 @@ impl LocalDataManager {
             next_wait_id: 0,
             unique_changes: Vec::new(),
             upkeep_bytes: Vec::new(),
+            failed_coordinators: NodeSet::EMPTY,
         }
     }
 
@@ -200,8 +208,21 @@ impl LocalDataManager {
     // ----- operations -----
 
     fn prepare(&mut self, ctx: &mut Context, prepare: Prepare, section: Option<SectionHandle>) {
+        if self.failed_coordinators.contains(prepare.tc.node()) {
+            if let Some(section) = section {
+                ctx.release_section(section);
+            }
+            let message = "the transaction's coordinator failed";
+            return refuse_prepare(ctx, &prepare, ErrorCode::NodeFailure, message);
+        }
+        if prepare.kind == OperationKind::Read && prepare.lock == LockKind::Committed {
+            // Takes no lock and leaves nothing behind: no record, and no commit or abort
+            // will come for it.
+            return self.run(ctx, prepare, section);
+        }
         let key = (prepare.table_id, prepare.partition);
         let transaction = self.transactions.entry(prepare.transaction).or_default();
+        transaction.tc = prepare.tc;
         if !transaction.partitions.contains(&key) {
             transaction.partitions.push(key);
         }
@@ -493,6 +514,9 @@ impl LocalDataManager {
             let granted = lock_partition(&partition).commit(TransactionId(commit.transaction));
             if let Some(transaction) = self.transactions.get_mut(&commit.transaction) {
                 transaction.partitions.retain(|&p| p != key);
+                if !transaction.committed.contains(&key) {
+                    transaction.committed.push(key);
+                }
             }
             self.resume(ctx, key.0, key.1, granted);
         }
@@ -555,6 +579,55 @@ impl LocalDataManager {
     }
 }
 
+impl LocalDataManager {
+    // ----- failed coordinators -----
+
+    fn node_failed(&mut self, failed: NodeFailed) {
+        self.failed_coordinators = self.failed_coordinators.union(failed.failed);
+    }
+
+    /// Reports what this data manager holds of transactions whose coordinators failed.
+    fn takeover_query(&mut self, ctx: &mut Context, query: TakeoverQuery, from: BlockAddress) {
+        self.failed_coordinators = self.failed_coordinators.union(query.coordinators);
+        let mut parts = Vec::new();
+        for (&transaction, record) in &self.transactions {
+            if !query.coordinators.contains(record.tc.node()) {
+                continue;
+            }
+            let prepared = record.partitions.iter().map(|&key| (key, false));
+            let committed = record.committed.iter().map(|&key| (key, true));
+            for ((table_id, partition), committed) in prepared.chain(committed) {
+                parts.push(OrphanedPart {
+                    transaction,
+                    table_id,
+                    partition,
+                    committed,
+                });
+            }
+        }
+        let mut chunks = parts.chunks(TAKEOVER_PARTS_PER_REPORT).peekable();
+        let mut bytes = Vec::new();
+        loop {
+            let chunk = chunks.next().unwrap_or(&[]);
+            let last = chunks.peek().is_none();
+            bytes.clear();
+            TakeoverReportBody::encode(chunk, &mut bytes);
+            let report = TakeoverReport {
+                takeover: query.takeover,
+                entries: chunk.len() as u32,
+                last: u32::from(last),
+            };
+            send_with_bytes(ctx, report.to_signal(from, ctx.address()), &bytes);
+            if last {
+                break;
+            }
+        }
+    }
+}
+
+/// Entries one takeover report carries (20 bytes each, well within a section).
+const TAKEOVER_PARTS_PER_REPORT: usize = 1000;
+
 fn done_or_wait(outcome: Outcome<()>) -> Outcome<u32> {
     match outcome {
         Outcome::Done(()) => Outcome::Done(0),
@@ -583,6 +656,10 @@ impl Block for LocalDataManager {
             result
         } else if number == LockWaitExpired::NUMBER {
             LockWaitExpired::from_signal(signal).map(|e| self.lock_wait_expired(ctx, e))
+        } else if number == NodeFailed::NUMBER {
+            NodeFailed::from_signal(signal).map(|f| self.node_failed(f))
+        } else if number == TakeoverQuery::NUMBER {
+            TakeoverQuery::from_signal(signal).map(|q| self.takeover_query(ctx, q, signal.sender()))
         } else if number == TableDefinition::NUMBER {
             TableDefinition::from_signal(signal).map(|d| self.define_table(ctx, d, signal.sender()))
         } else {

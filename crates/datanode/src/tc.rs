@@ -19,7 +19,7 @@ use kista_runtime::section_pool::SectionPoolExhausted;
 use kista_runtime::{Block, Context};
 use kista_signal::{BlockAddress, SectionHandle, Signal, TypedSignal};
 
-use crate::cluster::ClusterShape;
+use crate::cluster::{ClusterShape, NodeSet};
 use crate::dist::PartitionMap;
 use crate::node::NodeSettings;
 use crate::protocol::*;
@@ -27,6 +27,7 @@ use crate::registry::PartitionRegistry;
 use crate::router::ReadRouter;
 use crate::{send_sharing_section, send_with_bytes};
 
+mod failures;
 mod reads_here;
 mod scans;
 mod unique;
@@ -56,6 +57,9 @@ struct Operation {
     table_id: u32,
     /// Sent, not yet answered.
     running: bool,
+    /// The nodes it runs on (its executor, or its chain's replicas), so a node's failure
+    /// finds the operations that will never answer.
+    nodes: NodeSet,
     role: Role,
 }
 
@@ -85,11 +89,23 @@ struct Transaction {
     /// `reads_here`); they count towards the operation limit.
     reads_here: u32,
     failure: Option<(ErrorCode, u32, String)>,
-    /// Partitions with locks or changes: (table, partition, chain).
-    participants: Vec<(u32, u32, ReplicaChain)>,
-    /// Commit, complete or abort confirmations still expected.
+    /// Partitions with locks or changes.
+    participants: Vec<Participant>,
+    /// Commit confirmations still expected (one per participant).
     confirmations_left: usize,
+    /// Replicas whose complete or abort confirmation is still expected.
+    awaiting: Vec<BlockAddress>,
     last_activity_ns: u64,
+}
+
+/// A partition that may hold a transaction's locks or changes.
+#[derive(Clone, Copy)]
+struct Participant {
+    table_id: u32,
+    partition: u32,
+    chain: ReplicaChain,
+    /// Its primary confirmed the commit.
+    committed: bool,
 }
 
 impl Transaction {
@@ -100,6 +116,7 @@ impl Transaction {
             op_index: request.op_index,
             table_id: request.table_id,
             running: true,
+            nodes: NodeSet::EMPTY,
             role: Role::Client,
         });
         self.outstanding += 1;
@@ -116,11 +133,14 @@ impl Transaction {
     fn reset(&mut self) {
         let mut operations = std::mem::take(&mut self.operations);
         let mut participants = std::mem::take(&mut self.participants);
+        let mut awaiting = std::mem::take(&mut self.awaiting);
         operations.clear();
         participants.clear();
+        awaiting.clear();
         *self = Transaction {
             operations,
             participants,
+            awaiting,
             ..Transaction::default()
         };
     }
@@ -155,6 +175,10 @@ pub struct TransactionCoordinator {
     spare_records: Vec<Transaction>,
     /// The replicas a commit or abort goes to (kept for its capacity).
     replicas: Vec<BlockAddress>,
+    /// Data nodes the membership removed.
+    failed_nodes: NodeSet,
+    takeover: Option<failures::Takeover>,
+    next_takeover: u32,
 }
 
 impl TransactionCoordinator {
@@ -181,6 +205,9 @@ impl TransactionCoordinator {
             ticking: false,
             spare_records: Vec::new(),
             replicas: Vec::new(),
+            failed_nodes: NodeSet::EMPTY,
+            takeover: None,
+            next_takeover: 1,
         }
     }
 
@@ -205,7 +232,8 @@ impl TransactionCoordinator {
                 0
             }
             Some(Ok(body)) => {
-                let map = PartitionMap::for_cluster(definition.partitions, &self.cluster);
+                let mut map = PartitionMap::for_cluster(definition.partitions, &self.cluster);
+                map.drop_nodes(self.failed_nodes);
                 let unique = body
                     .indexes
                     .iter()
@@ -434,6 +462,9 @@ impl TransactionCoordinator {
         if !(target.kind == OperationKind::Read && target.lock == LockKind::Committed) {
             note_participant(transaction, target.table_id, partition, chain);
         }
+        if let Some(record) = transaction.operations.get_mut(op_ref as usize) {
+            record.nodes = nodes_of(&chain);
+        }
         send_with_bytes(ctx, prepare.to_signal(chain.current(), here), body);
     }
 
@@ -547,18 +578,8 @@ impl TransactionCoordinator {
         transaction.phase = Phase::Committing;
         transaction.confirmations_left = transaction.participants.len();
         let here = ctx.address();
-        for &(table_id, partition, chain) in &transaction.participants {
-            let chain = chain.at_last();
-            ctx.send_typed(
-                chain.current(),
-                &Commit {
-                    tc: here,
-                    transaction: id,
-                    table_id,
-                    partition,
-                    chain,
-                },
-            );
+        for participant in &transaction.participants {
+            send_commit(ctx, here, id, participant);
         }
         if transaction.confirmations_left == 0 {
             self.committed(ctx, id);
@@ -572,6 +593,15 @@ impl TransactionCoordinator {
         if transaction.phase != Phase::Committing {
             return;
         }
+        // After a node failure a commit may be sent twice; count each partition once.
+        let Some(participant) = transaction
+            .participants
+            .iter_mut()
+            .find(|p| !p.committed && p.table_id == conf.table_id && p.partition == conf.partition)
+        else {
+            return;
+        };
+        participant.committed = true;
         transaction.confirmations_left -= 1;
         if transaction.confirmations_left == 0 {
             self.committed(ctx, conf.transaction);
@@ -587,7 +617,7 @@ impl TransactionCoordinator {
             (transaction.client, transaction.client_tx, transaction.reads);
         replicas_of(&transaction.participants, &mut self.replicas);
         transaction.phase = Phase::Completing;
-        transaction.confirmations_left = self.replicas.len();
+        transaction.awaiting.clone_from(&self.replicas);
         let here = ctx.address();
         for &replica in &self.replicas {
             let complete = Complete {
@@ -615,7 +645,7 @@ impl TransactionCoordinator {
         };
         replicas_of(&transaction.participants, &mut self.replicas);
         transaction.phase = Phase::Aborting;
-        transaction.confirmations_left = self.replicas.len();
+        transaction.awaiting.clone_from(&self.replicas);
         let here = ctx.address();
         for &replica in &self.replicas {
             let abort = Abort {
@@ -640,7 +670,8 @@ impl TransactionCoordinator {
         self.reply(ctx, client, client_tx, outcome, 0, failure);
     }
 
-    fn confirmation(&mut self, ctx: &mut Context, id: u64) {
+    /// A replica confirmed it completed or aborted the transaction.
+    fn confirmation(&mut self, ctx: &mut Context, id: u64, replica: BlockAddress) {
         let Some(transaction) = self.transactions.get_mut(&id) else {
             return;
         };
@@ -648,8 +679,11 @@ impl TransactionCoordinator {
         if !matches!(phase, Phase::Completing | Phase::Aborting) {
             return;
         }
-        transaction.confirmations_left -= 1;
-        if transaction.confirmations_left > 0 {
+        let Some(position) = transaction.awaiting.iter().position(|&r| r == replica) else {
+            return;
+        };
+        transaction.awaiting.swap_remove(position);
+        if !transaction.awaiting.is_empty() {
             return;
         }
         match phase {
@@ -690,6 +724,9 @@ impl TransactionCoordinator {
         reads: u32,
         failure: Option<(ErrorCode, u32, String)>,
     ) {
+        if client == BlockAddress::default() {
+            return; // a transaction taken over from a failed coordinator
+        }
         let (code, failed_op, message) = match failure {
             Some((code, op, message)) => (code as u32, op, message),
             None => (0, 0, String::new()),
@@ -779,13 +816,36 @@ fn refuse_state(ctx: &mut Context, client: BlockAddress, client_tx: u64, failed_
 }
 
 /// Every data manager holding a replica of the participants, once each, into `replicas`.
-fn replicas_of(participants: &[(u32, u32, ReplicaChain)], replicas: &mut Vec<BlockAddress>) {
+fn replicas_of(participants: &[Participant], replicas: &mut Vec<BlockAddress>) {
     replicas.clear();
-    for (_, _, chain) in participants {
+    for participant in participants {
+        let chain = &participant.chain;
         replicas.extend_from_slice(&chain.replicas[..chain.count as usize]);
     }
     replicas.sort_unstable_by_key(|a| a.to_word());
     replicas.dedup();
+}
+
+/// Sends the commit of one participant to the last replica of its chain.
+fn send_commit(ctx: &mut Context, tc: BlockAddress, transaction: u64, participant: &Participant) {
+    let chain = participant.chain.at_last();
+    let commit = Commit {
+        tc,
+        transaction,
+        table_id: participant.table_id,
+        partition: participant.partition,
+        chain,
+    };
+    ctx.send_typed(chain.current(), &commit);
+}
+
+/// The nodes a chain's replicas live on.
+fn nodes_of(chain: &ReplicaChain) -> NodeSet {
+    NodeSet::of(
+        chain.replicas[..chain.count as usize]
+            .iter()
+            .map(|r| r.node()),
+    )
 }
 
 /// One client operation to send to the replicas of its partition.
@@ -854,9 +914,14 @@ fn note_participant(
     let known = transaction
         .participants
         .iter()
-        .any(|&(t, p, _)| t == table_id && p == partition);
+        .any(|p| p.table_id == table_id && p.partition == partition);
     if !known {
-        transaction.participants.push((table_id, partition, chain));
+        transaction.participants.push(Participant {
+            table_id,
+            partition,
+            chain,
+            committed: false,
+        });
     }
 }
 
@@ -878,6 +943,13 @@ fn send_prepare(
         note_participant(transaction, request.table_id, partition, chain);
     }
     let executor = operation.placed.unwrap_or(chain.current());
+    if let Some(record) = transaction.operations.get_mut(operation.op_ref as usize) {
+        record.nodes = if committed_read {
+            NodeSet::of([executor.node()])
+        } else {
+            nodes_of(&chain)
+        };
+    }
     let prepare = prepare_of(
         request,
         here,
@@ -933,9 +1005,11 @@ impl Block for TransactionCoordinator {
         } else if number == CommitConf::NUMBER {
             CommitConf::from_signal(signal).map(|c| self.commit_confirmed(ctx, c))
         } else if number == CompleteConf::NUMBER {
-            CompleteConf::from_signal(signal).map(|c| self.confirmation(ctx, c.transaction))
+            CompleteConf::from_signal(signal)
+                .map(|c| self.confirmation(ctx, c.transaction, signal.sender()))
         } else if number == AbortConf::NUMBER {
-            AbortConf::from_signal(signal).map(|c| self.confirmation(ctx, c.transaction))
+            AbortConf::from_signal(signal)
+                .map(|c| self.confirmation(ctx, c.transaction, signal.sender()))
         } else if number == ScanRequest::NUMBER {
             ScanRequest::from_signal(signal).map(|request| {
                 let section = ctx.take_section();
@@ -963,6 +1037,11 @@ impl Block for TransactionCoordinator {
             })
         } else if number == LoadReport::NUMBER {
             LoadReport::from_signal(signal).map(|report| self.load_report(ctx, report))
+        } else if number == NodeFailed::NUMBER {
+            NodeFailed::from_signal(signal).map(|failed| self.node_failed(ctx, failed))
+        } else if number == TakeoverReport::NUMBER {
+            TakeoverReport::from_signal(signal)
+                .map(|report| self.takeover_report(ctx, report, signal.sender()))
         } else if number == CoordinatorTick::NUMBER {
             CoordinatorTick::from_signal(signal).map(|_| self.tick(ctx))
         } else if number == TableDefinition::NUMBER {

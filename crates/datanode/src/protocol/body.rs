@@ -477,10 +477,79 @@ impl LoadLevelsBody {
     }
 }
 
+/// What an `ldm` holds of a transaction whose coordinator failed, for the takeover.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OrphanedPart {
+    pub transaction: u64,
+    pub table_id: u32,
+    pub partition: u32,
+    /// The partition committed it (so the coordinator had decided to commit).
+    pub committed: bool,
+}
+
+/// A `TakeoverReport`'s entries, 20 bytes each.
+pub struct TakeoverReportBody;
+
+impl TakeoverReportBody {
+    pub const ENTRY_BYTES: usize = 20;
+
+    pub fn encode(parts: &[OrphanedPart], out: &mut Vec<u8>) {
+        let mut writer = Writer(out);
+        for part in parts {
+            writer.u64(part.transaction);
+            writer.u32(part.table_id);
+            writer.u32(part.partition);
+            writer.u32(u32::from(part.committed));
+        }
+    }
+
+    /// At most `entries` entries; a trailing partial one is ignored.
+    pub fn decode(bytes: &[u8], entries: usize) -> Vec<OrphanedPart> {
+        bytes
+            .chunks_exact(Self::ENTRY_BYTES)
+            .take(entries)
+            .map(|entry| {
+                let word = |at: usize| {
+                    u32::from_le_bytes([entry[at], entry[at + 1], entry[at + 2], entry[at + 3]])
+                };
+                OrphanedPart {
+                    transaction: u64::from(word(0)) | u64::from(word(4)) << 32,
+                    table_id: word(8),
+                    partition: word(12),
+                    committed: word(16) != 0,
+                }
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn takeover_entries_read_back_as_written() {
+        let parts = [
+            OrphanedPart {
+                transaction: 0x0200_0000_0000_0007,
+                table_id: 3,
+                partition: 9,
+                committed: true,
+            },
+            OrphanedPart {
+                transaction: 5,
+                table_id: 1,
+                partition: 0,
+                committed: false,
+            },
+        ];
+        let mut bytes = Vec::new();
+        TakeoverReportBody::encode(&parts, &mut bytes);
+        assert_eq!(bytes.len(), 2 * TakeoverReportBody::ENTRY_BYTES);
+        assert_eq!(TakeoverReportBody::decode(&bytes, 2), parts);
+        assert_eq!(TakeoverReportBody::decode(&bytes[..30], 2), parts[..1]);
+    }
 
     fn parts(body: KeyBodyRef) -> (Vec<u8>, Vec<u16>) {
         (body.key.to_vec(), body.columns().collect())

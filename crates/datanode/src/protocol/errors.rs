@@ -67,6 +67,8 @@ error_codes! {
     UniqueIndexNeedsEmptyTable = 4_260, Permanent;
     /// The transaction is not in a state that accepts this request.
     BadTransactionState = 4_258, Permanent;
+    /// A data node the transaction used failed; the transaction was aborted.
+    NodeFailure = 4_010, Temporary;
     /// The coordinator failed during commit: the outcome is unknown.
     OutcomeUnknown = 4_012, UnknownOutcome;
 }

@@ -221,6 +221,23 @@ impl ReplicaChain {
         })
     }
 
+    /// The chain without replicas on `lost` nodes, positioned at its (new) primary; the
+    /// chain unchanged when no replica would be left (the cluster stops then).
+    pub fn without_nodes(&self, lost: NodeSet) -> Self {
+        let mut kept = [BlockAddress::default(); REPLICAS_MAX];
+        let mut count = 0;
+        for &replica in &self.replicas[..self.count as usize] {
+            if !lost.contains(replica.node()) {
+                kept[count] = replica;
+                count += 1;
+            }
+        }
+        if count == 0 {
+            return *self;
+        }
+        Self::of(&kept[..count])
+    }
+
     /// The chain positioned at its last replica (where commit starts).
     pub fn at_last(&self) -> Self {
         Self {
@@ -539,4 +556,18 @@ typed_signal! {
 typed_signal! {
     /// From the president to every survivor: the cluster cannot go on; stop. Section: why.
     ClusterStop = 179 {}
+}
+
+// ----- takeover of failed coordinators' transactions: tc (president) <-> ldm -----
+
+typed_signal! {
+    /// From the president's first `tc` to every live `ldm`: report every transaction
+    /// whose coordinator is on one of `coordinators` (failed nodes), and refuse further
+    /// operations from them.
+    TakeoverQuery = 180 { takeover: u32, coordinators: NodeSet, }
+}
+typed_signal! {
+    /// An `ldm`'s answer, possibly in several parts (`last` 1 on the final one). Section:
+    /// `entries` × (transaction u64, table u32, partition u32, committed u32), little-endian.
+    TakeoverReport = 181 { takeover: u32, entries: u32, last: u32, }
 }

@@ -13,6 +13,7 @@ use kista_runtime::Context;
 use kista_signal::{BlockAddress, SectionHandle, TypedSignal};
 
 use super::TransactionCoordinator;
+use crate::cluster::NodeSet;
 use crate::protocol::*;
 use crate::{send_sharing_section, send_with_bytes};
 
@@ -41,6 +42,8 @@ struct PartitionScan {
     delivered: u64,
     /// The executor has no more rows (or failed) and has forgotten the scan.
     done: bool,
+    /// Asked for a batch in the current round, not answered yet.
+    asked: bool,
 }
 
 impl Scan {
@@ -147,6 +150,7 @@ impl TransactionCoordinator {
                     .place_scan(table.map.read_replica(partition, here.node()), here),
                 delivered: 0,
                 done: false,
+                asked: true,
             })
             .collect();
         if scan.finished() {
@@ -199,7 +203,8 @@ impl TransactionCoordinator {
             let failure = Some((ErrorCode::BadTransactionState, message));
             return scan_conf(ctx, next.client, next.client_scan, (0, 0), false, failure);
         }
-        for partition in &scan.partitions {
+        for index in 0..scan.partitions.len() {
+            let partition = &scan.partitions[index];
             if scan.wants_more(partition) {
                 let request = ScanFragmentNext {
                     tc: here,
@@ -209,6 +214,7 @@ impl TransactionCoordinator {
                     close: 0,
                 };
                 ctx.send_typed(partition.executor, &request);
+                scan.partitions[index].asked = true;
                 scan.awaiting += 1;
             }
         }
@@ -232,9 +238,10 @@ impl TransactionCoordinator {
         else {
             return;
         };
-        if scan.awaiting == 0 {
+        if !state.asked {
             return;
         }
+        state.asked = false;
         scan.awaiting -= 1;
         scan.last_activity_ns = now;
         match answer {
@@ -303,6 +310,38 @@ impl TransactionCoordinator {
                 scan.failure = Some((ErrorCode::TransactionInactive, message));
                 self.end_round(ctx, id);
             }
+        }
+    }
+
+    /// Partitions scanned on `lost` nodes will never answer: their scans fail (error
+    /// 4010), ending the round if it waited only for them.
+    pub(super) fn scans_lost(&mut self, ctx: &mut Context, lost: NodeSet) {
+        let mut ended = Vec::new();
+        for (&id, scan) in &mut self.scans {
+            let waited = scan.awaiting > 0;
+            for partition in &mut scan.partitions {
+                if partition.done || !lost.contains(partition.executor.node()) {
+                    continue;
+                }
+                partition.done = true;
+                if partition.asked {
+                    partition.asked = false;
+                    scan.awaiting -= 1;
+                }
+                let message = format!(
+                    "data node {} failed while it scanned partition {}; the scan may be retried",
+                    partition.executor.node(),
+                    partition.partition
+                );
+                scan.failure
+                    .get_or_insert((ErrorCode::NodeFailure, message));
+            }
+            if waited && scan.awaiting == 0 {
+                ended.push(id);
+            }
+        }
+        for id in ended {
+            self.end_round(ctx, id);
         }
     }
 

@@ -7,6 +7,7 @@ use kista_signal::SectionHandle;
 use kista_storage::types::Value;
 
 use super::{Internal, Operation, Role, TcTable, TransactionCoordinator};
+use crate::cluster::NodeSet;
 use crate::protocol::*;
 use crate::read::body_error;
 
@@ -72,6 +73,7 @@ impl TransactionCoordinator {
             op_index: request.op_index,
             table_id: request.table_id,
             running: true,
+            nodes: NodeSet::EMPTY,
             role: Role::UniqueLookup(Box::new(lookup)),
         });
         transaction.outstanding += 1;
@@ -125,6 +127,7 @@ impl TransactionCoordinator {
                 op_index,
                 table_id: index_table,
                 running: true,
+                nodes: NodeSet::EMPTY,
                 role: Role::IndexUpkeep { table_id, index_id },
             });
             transaction.outstanding += 1;

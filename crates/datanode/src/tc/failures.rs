@@ -1,0 +1,195 @@
+//! What a coordinator does when data nodes fail (NDB's node failure handling in Dbtc).
+//!
+//! Its own transactions: one still executing that used a failed node aborts (error 4010,
+//! which a client may retry); one committing sends the commit again along the chains that
+//! lost a replica (a replica commits a transaction once; the coordinator counts each
+//! partition's confirmation once); one completing or aborting stops waiting for replicas on
+//! failed nodes. Its tables' chains lose those replicas, so backups become primaries.
+//!
+//! The failed nodes' transactions (*takeover*): the president's first coordinator asks every
+//! live `ldm` what it holds of transactions whose coordinator is gone. A transaction that
+//! some partition committed was decided: it commits everywhere. One that none committed may
+//! not have been decided, and its client was not told it committed (that happens only once
+//! every replica committed): it aborts. Either way its locks are freed. The query names
+//! every failed coordinator node, not only the latest, so a takeover cut short by the
+//! president's own failure is redone by the next president; resolving a transaction twice
+//! is harmless.
+
+use rustc_hash::FxHashMap;
+
+use kista_runtime::Context;
+use kista_signal::BlockAddress;
+
+use super::{nodes_of, send_commit, Participant, Phase, TransactionCoordinator};
+use crate::cluster::NodeSet;
+use crate::protocol::*;
+
+/// A takeover waiting for the `ldm` instances' reports.
+pub(super) struct Takeover {
+    id: u32,
+    awaiting: Vec<BlockAddress>,
+    /// Transaction → (some partition committed it, its partitions).
+    found: FxHashMap<u64, (bool, Vec<(u32, u32)>)>,
+}
+
+impl TransactionCoordinator {
+    pub(super) fn node_failed(&mut self, ctx: &mut Context, failed: NodeFailed) {
+        let lost = failed.failed;
+        self.failed_nodes = self.failed_nodes.union(lost);
+        for table in self.tables.values_mut() {
+            table.map.drop_nodes(lost);
+        }
+        let ids: Vec<u64> = self.transactions.keys().copied().collect();
+        for id in ids {
+            self.recover(ctx, id, lost);
+        }
+        self.scans_lost(ctx, lost);
+        if let Some(takeover) = &mut self.takeover {
+            takeover.awaiting.retain(|ldm| !lost.contains(ldm.node()));
+            if takeover.awaiting.is_empty() {
+                self.finish_takeover(ctx);
+            }
+        }
+        let president = u32::from(ctx.address().node().0) == failed.president;
+        if president && self.instance == 0 {
+            self.start_takeover(ctx);
+        }
+    }
+
+    /// Brings one of this coordinator's transactions past the loss of `lost`.
+    fn recover(&mut self, ctx: &mut Context, id: u64, lost: NodeSet) {
+        let here = ctx.address();
+        let Some(transaction) = self.transactions.get_mut(&id) else {
+            return;
+        };
+        let touched = transaction
+            .participants
+            .iter()
+            .any(|p| nodes_of(&p.chain).intersects(lost))
+            || transaction
+                .operations
+                .iter()
+                .any(|op| op.running && op.nodes.intersects(lost));
+        for participant in &mut transaction.participants {
+            participant.chain = participant.chain.without_nodes(lost);
+        }
+        match transaction.phase {
+            Phase::Executing if touched => {
+                let message = format!(
+                    "data node(s) {lost:?} failed while the transaction used them; it was \
+                     aborted and may be retried"
+                );
+                transaction
+                    .failure
+                    .get_or_insert((ErrorCode::NodeFailure, 0, message));
+                self.start_abort(ctx, id);
+            }
+            Phase::Executing => {}
+            Phase::Committing if touched => {
+                for participant in transaction.participants.iter().filter(|p| !p.committed) {
+                    send_commit(ctx, here, id, participant);
+                }
+            }
+            Phase::Committing => {}
+            Phase::Completing | Phase::Aborting => {
+                transaction
+                    .awaiting
+                    .retain(|replica| !lost.contains(replica.node()));
+                if transaction.awaiting.is_empty() {
+                    match transaction.phase {
+                        Phase::Aborting => self.aborted(ctx, id),
+                        _ => self.finished(id),
+                    }
+                }
+            }
+        }
+    }
+
+    // ----- takeover -----
+
+    fn start_takeover(&mut self, ctx: &mut Context) {
+        let coordinators = self.failed_nodes;
+        let id = self.next_takeover;
+        self.next_takeover += 1;
+        let awaiting: Vec<BlockAddress> = self
+            .cluster
+            .nodes()
+            .iter()
+            .filter(|node| !coordinators.contains(node.node))
+            .flat_map(|node| node.ldm_addresses())
+            .collect();
+        for &ldm in &awaiting {
+            let query = TakeoverQuery {
+                takeover: id,
+                coordinators,
+            };
+            ctx.send_typed(ldm, &query);
+        }
+        self.takeover = Some(Takeover {
+            id,
+            awaiting,
+            found: FxHashMap::default(),
+        });
+    }
+
+    pub(super) fn takeover_report(
+        &mut self,
+        ctx: &mut Context,
+        report: TakeoverReport,
+        from: BlockAddress,
+    ) {
+        let Some(takeover) = self.takeover.as_mut().filter(|t| t.id == report.takeover) else {
+            return;
+        };
+        let parts = ctx
+            .section()
+            .map(|bytes| TakeoverReportBody::decode(&bytes, report.entries as usize))
+            .unwrap_or_default();
+        for part in parts {
+            let (committed, partitions) = takeover.found.entry(part.transaction).or_default();
+            *committed |= part.committed;
+            let key = (part.table_id, part.partition);
+            if !partitions.contains(&key) {
+                partitions.push(key);
+            }
+        }
+        if report.last != 0 {
+            takeover.awaiting.retain(|&ldm| ldm != from);
+            if takeover.awaiting.is_empty() {
+                self.finish_takeover(ctx);
+            }
+        }
+    }
+
+    /// Every live `ldm` reported: commit or abort each orphaned transaction, as a record of
+    /// this coordinator's with no client to answer.
+    fn finish_takeover(&mut self, ctx: &mut Context) {
+        let Some(takeover) = self.takeover.take() else {
+            return;
+        };
+        for (id, (committed, partitions)) in takeover.found {
+            if self.transactions.contains_key(&id) {
+                continue; // an earlier takeover is resolving it
+            }
+            let mut record = self.spare_records.pop().unwrap_or_default();
+            record
+                .participants
+                .extend(partitions.iter().filter_map(|&(table_id, partition)| {
+                    let table = self.tables.get(&table_id)?;
+                    Some(Participant {
+                        table_id,
+                        partition,
+                        chain: table.map.chain(partition),
+                        committed: false,
+                    })
+                }));
+            record.last_activity_ns = ctx.now_ns();
+            self.transactions.insert(id, record);
+            if committed {
+                self.start_commit(ctx, id);
+            } else {
+                self.start_abort(ctx, id);
+            }
+        }
+    }
+}
