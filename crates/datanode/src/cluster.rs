@@ -225,11 +225,6 @@ impl ClusterShape {
         &self.groups
     }
 
-    /// Every data node.
-    pub fn all(&self) -> NodeSet {
-        NodeSet::of(self.nodes.iter().map(|n| n.node))
-    }
-
     /// The first node group none of `alive` belongs to, if any: without it the cluster
     /// lacks some partitions and cannot go on.
     pub fn group_lost(&self, alive: NodeSet) -> Option<u16> {

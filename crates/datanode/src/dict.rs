@@ -575,9 +575,10 @@ impl Block for Dictionary {
         let is_client_request = number == CreateTableRequest::NUMBER
             || number == CreateIndexRequest::NUMBER
             || number == DropTableRequest::NUMBER;
-        let master = self.master();
-        if let Some(master) = master.filter(|&m| is_client_request && m != ctx.address()) {
-            return pass_on(ctx, signal, master);
+        if is_client_request {
+            if let Some(master) = self.master().filter(|&m| m != ctx.address()) {
+                return pass_on(ctx, signal, master);
+            }
         }
         let result = if number == CreateTableRequest::NUMBER {
             CreateTableRequest::from_signal(signal).map(|r| self.create_table(ctx, r))

@@ -362,11 +362,6 @@ impl Membership {
             self.report_suspects(ctx);
         }
     }
-
-    /// This node's view, for tests and the management server.
-    pub fn members(&self) -> &[NodeId] {
-        &self.members
-    }
 }
 
 pub fn membership_address(node: NodeId) -> BlockAddress {

@@ -109,15 +109,15 @@ struct Participant {
 }
 
 impl Transaction {
-    /// Adds a client's operation, running from now on, to the batch; returns its `op_ref`.
-    fn start_client_operation(&mut self, request: &KeyRequest) -> u32 {
+    /// Adds an operation, running from now on, to the batch; returns its `op_ref`.
+    fn start_operation(&mut self, op_index: u32, table_id: u32, role: Role) -> u32 {
         let op_ref = self.operations.len() as u32;
         self.operations.push(Operation {
-            op_index: request.op_index,
-            table_id: request.table_id,
+            op_index,
+            table_id,
             running: true,
             nodes: NodeSet::EMPTY,
-            role: Role::Client,
+            role,
         });
         self.outstanding += 1;
         op_ref
@@ -384,7 +384,11 @@ impl TransactionCoordinator {
                     .and_then(|section| Some((section, partition_of(ctx, table, section)?)))
                 {
                     Some((section, partition)) => {
-                        let op_ref = transaction.start_client_operation(request);
+                        let op_ref = transaction.start_operation(
+                            request.op_index,
+                            request.table_id,
+                            Role::Client,
+                        );
                         let operation = ClientOperation {
                             id,
                             op_ref,
@@ -683,12 +687,21 @@ impl TransactionCoordinator {
             return;
         };
         transaction.awaiting.swap_remove(position);
+        self.end_when_confirmed(ctx, id);
+    }
+
+    /// Ends a completing or aborting transaction once no replica's confirmation is awaited.
+    fn end_when_confirmed(&mut self, ctx: &mut Context, id: u64) {
+        let Some(transaction) = self.transactions.get(&id) else {
+            return;
+        };
         if !transaction.awaiting.is_empty() {
             return;
         }
-        match phase {
+        match transaction.phase {
             Phase::Aborting => self.aborted(ctx, id),
-            _ => self.finished(id),
+            Phase::Completing => self.finished(id),
+            Phase::Executing | Phase::Committing => {}
         }
     }
 

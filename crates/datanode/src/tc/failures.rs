@@ -95,12 +95,7 @@ impl TransactionCoordinator {
                 transaction
                     .awaiting
                     .retain(|replica| !lost.contains(replica.node()));
-                if transaction.awaiting.is_empty() {
-                    match transaction.phase {
-                        Phase::Aborting => self.aborted(ctx, id),
-                        _ => self.finished(id),
-                    }
-                }
+                self.end_when_confirmed(ctx, id);
             }
         }
     }

@@ -6,8 +6,7 @@ use kista_runtime::Context;
 use kista_signal::SectionHandle;
 use kista_storage::types::Value;
 
-use super::{Internal, Operation, Role, TcTable, TransactionCoordinator};
-use crate::cluster::NodeSet;
+use super::{Internal, Role, TcTable, TransactionCoordinator};
 use crate::protocol::*;
 use crate::read::body_error;
 
@@ -68,15 +67,11 @@ impl TransactionCoordinator {
         let Some(transaction) = self.transactions.get_mut(&id) else {
             return;
         };
-        let op_ref = transaction.operations.len() as u32;
-        transaction.operations.push(Operation {
-            op_index: request.op_index,
-            table_id: request.table_id,
-            running: true,
-            nodes: NodeSet::EMPTY,
-            role: Role::UniqueLookup(Box::new(lookup)),
-        });
-        transaction.outstanding += 1;
+        let op_ref = transaction.start_operation(
+            request.op_index,
+            request.table_id,
+            Role::UniqueLookup(Box::new(lookup)),
+        );
         let target = Internal {
             table_id: index_table,
             kind: OperationKind::Read,
@@ -122,15 +117,11 @@ impl TransactionCoordinator {
                 let message = format!("a transaction may have {operations_max} operations");
                 return self.fail(id, ErrorCode::TooManyLocks, op_index, message);
             }
-            let upkeep_ref = transaction.operations.len() as u32;
-            transaction.operations.push(Operation {
+            let upkeep_ref = transaction.start_operation(
                 op_index,
-                table_id: index_table,
-                running: true,
-                nodes: NodeSet::EMPTY,
-                role: Role::IndexUpkeep { table_id, index_id },
-            });
-            transaction.outstanding += 1;
+                index_table,
+                Role::IndexUpkeep { table_id, index_id },
+            );
             let target = Internal {
                 table_id: index_table,
                 kind: if insert {

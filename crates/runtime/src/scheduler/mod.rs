@@ -425,12 +425,6 @@ impl RunningNode {
         self.shared.stop_reason.get()
     }
 
-    /// The nodes this node's membership shut out (the transport closes their connections
-    /// and refuses them).
-    pub fn is_shut_out(&self, node: kista_signal::NodeId) -> bool {
-        self.shared.fence.is_shut_out(node)
-    }
-
     /// Stops every thread and waits for them. Returns the final statistics, or the first
     /// thread failure.
     pub fn stop(mut self) -> Result<Vec<ThreadStatsSnapshot>, ThreadFailure> {
