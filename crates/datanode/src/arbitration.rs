@@ -7,10 +7,18 @@
 //! `ndb_mgmd` hosts NDB's.
 
 use kista_runtime::{Block, Context};
-use kista_signal::{Signal, TypedSignal};
+use kista_signal::{BlockAddress, NodeId, Signal, TypedSignal};
 
 use crate::cluster::NodeSet;
-use crate::protocol::{ArbitrationConf, ArbitrationRequest};
+use crate::protocol::{ArbitrationConf, ArbitrationRequest, ARBITRATOR_BLOCK};
+
+/// The management server's node id: data nodes have 1-48, clients 64 and up.
+pub const MANAGEMENT_NODE: NodeId = NodeId(49);
+
+/// Where the management server's arbitrator runs.
+pub const fn arbitrator_address() -> BlockAddress {
+    BlockAddress::new(MANAGEMENT_NODE, ARBITRATOR_BLOCK, 0)
+}
 
 #[derive(Default)]
 pub struct Arbitrator {
@@ -53,7 +61,6 @@ impl Block for Arbitrator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kista_signal::NodeId;
 
     fn set(ids: &[u8]) -> NodeSet {
         NodeSet::of(ids.iter().map(|&id| NodeId(id)))

@@ -8,7 +8,7 @@ mod support;
 use kista_datanode::node::NodeSettings;
 use kista_datanode::protocol::*;
 use kista_datanode::router::ReadPolicy;
-use kista_signal::NodeId;
+use kista_signal::{BlockAddress, NodeId};
 use kista_storage::partition::ScanRange;
 use kista_storage::schema::{Column, IndexKind, IndexSchema, TableSchema};
 use kista_storage::types::{ColumnType, Value};
@@ -281,4 +281,39 @@ fn four_nodes_in_two_groups_hold_each_partition_on_one_group() {
             .iter()
             .any(|sender| !own_group(sender.node().0)));
     }
+}
+
+#[test]
+fn a_schema_change_through_a_node_that_is_not_the_master_is_answered_through_that_node() {
+    // The client's address means something only to the node it is connected to, so the
+    // master answers node 2's dictionary, which answers the client.
+    let (cluster, _) = cluster_with_users(2, 2, 17);
+    let node_2_dict = BlockAddress::new(NodeId(2), DICT_BLOCK, 0);
+    let relayed = cluster.delivered::<CreateTableConf>();
+    assert!(
+        relayed
+            .iter()
+            .any(|(_, receiver, _)| *receiver == node_2_dict),
+        "the master answered node 2's dictionary: {relayed:?}"
+    );
+}
+
+#[test]
+fn a_schema_change_passed_on_to_a_master_that_fails_ends_with_an_unknown_outcome() {
+    let mut cluster = Node::start_cluster(cluster_settings(2, 2, node_settings), 64 << 20, 5);
+    cluster.use_node(NodeId(2));
+    cluster.simulation.crash(NodeId(1));
+    let definition = TableDefinitionBody {
+        schema: users(),
+        indexes: vec![],
+        index_tables: vec![],
+    };
+    let (code, message) = cluster
+        .create_table(&definition)
+        .expect_err("the master failed before answering");
+    assert_eq!(code, ErrorCode::OutcomeUnknown as u32, "{message}");
+    assert!(
+        message.contains("may or may not have been made"),
+        "{message}"
+    );
 }

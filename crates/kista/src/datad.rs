@@ -1,20 +1,24 @@
 //! `kista datad`: the data node.
 //!
-//! Until the management server exists, `--standalone` runs a one-node cluster that clients
-//! reach directly: it prints where it listens, serves until SIGINT or SIGTERM, then stops
-//! cleanly. `--print-thread-config` only shows the thread layout.
+//! `--mgm HOST:PORT --node-id N` runs data node N of the cluster the management server at
+//! HOST:PORT configures: it fetches the configuration, connects to the other data nodes and
+//! the management server, and serves until told to stop, until its cluster stops it (lost
+//! arbitration, lost node group) or until SIGINT/SIGTERM. `--standalone` runs a one-node
+//! cluster that clients reach directly. `--print-thread-config` only shows the thread layout.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::Args;
 use kista_datanode::node::NodeSettings;
 use kista_datanode::router::ReadPolicy;
 use kista_signal::NodeId;
+use kista_transport::peers::Peers;
 
-use crate::standalone::{StandaloneNode, StandaloneOptions};
+use crate::cluster_node;
+use crate::data_node::{DataNodeOptions, DataNodeProcess};
 use crate::thread_options::ThreadOptions;
 use crate::Failure;
 use kista_mgm::size::parse_size;
@@ -28,20 +32,32 @@ pub struct DatadArgs {
     #[arg(long)]
     print_thread_config: bool,
 
-    /// Run a one-node cluster that clients connect to directly (until the management server
-    /// exists, the only way to run a data node).
-    #[arg(long, required_unless_present = "print_thread_config")]
+    /// The management server to fetch the cluster configuration from, as HOST:PORT.
+    #[arg(
+        long,
+        value_name = "HOST:PORT",
+        requires = "node_id",
+        conflicts_with = "standalone"
+    )]
+    mgm: Option<String>,
+
+    /// This node's id in the cluster configuration (with --mgm).
+    #[arg(long, value_name = "N", requires = "mgm")]
+    node_id: Option<u8>,
+
+    /// Run a one-node cluster that clients connect to directly, without a management server.
+    #[arg(long, required_unless_present_any = ["print_thread_config", "mgm"])]
     standalone: bool,
 
-    /// TCP port clients connect to; 0 picks a free one (printed at start).
+    /// TCP port clients connect to (standalone); 0 picks a free one (printed at start).
     #[arg(long, default_value_t = 11860)]
     port: u16,
 
-    /// Address to listen on.
+    /// Address to listen on (standalone).
     #[arg(long, default_value = "127.0.0.1")]
     bind: IpAddr,
 
-    /// Memory for rows and indexes, e.g. 512M or 4G (NDB: DataMemory).
+    /// Memory for rows and indexes, e.g. 512M or 4G (standalone; NDB: DataMemory).
     #[arg(long, default_value = "256M", value_parser = parse_size)]
     data_memory: u64,
 
@@ -49,7 +65,7 @@ pub struct DatadArgs {
     #[arg(long, default_value = "adaptive")]
     read_policy: ReadPolicy,
 
-    /// Partitions each table gets on this node (RonDB: PartitionsPerNode).
+    /// Partitions each table gets on this node (standalone; RonDB: PartitionsPerNode).
     #[arg(long, default_value_t = 2)]
     partitions: u32,
 }
@@ -58,44 +74,60 @@ pub struct DatadArgs {
 const STOP_POLL: Duration = Duration::from_millis(50);
 
 pub fn run(args: &DatadArgs) -> Result<(), Failure> {
-    let layout = args.threads.layout()?;
     if args.print_thread_config {
-        print!("{layout}");
+        print!("{}", args.threads.layout()?);
         return Ok(());
     }
-    if args.partitions == 0 || args.partitions > 1024 {
-        return Err(Failure::usage("--partitions must be 1 to 1024"));
-    }
-    let node = NodeId(1);
-    let mut settings = NodeSettings::new(node);
-    settings.read_policy = args.read_policy;
-    settings.partitions_per_node = args.partitions;
-    let options = StandaloneOptions {
-        node,
-        bind: SocketAddr::new(args.bind, args.port),
-        data_memory_bytes: args.data_memory,
-        settings,
+    let (layout, options) = match (&args.mgm, args.node_id) {
+        (Some(mgm), Some(id)) => {
+            let node = NodeId(id);
+            let mut joined = cluster_node::fetch(mgm, node)?;
+            joined.settings.read_policy = args.read_policy;
+            let options = DataNodeOptions {
+                node,
+                bind: joined.bind,
+                data_memory_bytes: joined.data_memory_bytes,
+                settings: joined.settings,
+                peers: joined.peers,
+            };
+            (joined.layout, options)
+        }
+        _ => (args.threads.layout()?, standalone_options(args)?),
     };
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, stop.clone())
             .map_err(|e| Failure::runtime(format!("cannot handle signal {signal}: {e}")))?;
     }
-    let node = StandaloneNode::start(&layout, options).map_err(Failure::runtime)?;
+    let node_id = options.node;
+    let peers: Vec<NodeId> = (options.peers.accept.iter().copied())
+        .chain(options.peers.dial.iter().map(|(peer, _)| *peer))
+        .collect();
+    let grace_ms =
+        options.settings.heartbeat_interval_ms * u64::from(options.settings.heartbeat_misses_max);
+    let data_memory = options.data_memory_bytes;
+    let node = DataNodeProcess::start(&layout, options).map_err(Failure::runtime)?;
     println!(
-        "kista datad: node 1 listening on {} ({} threads, data memory {} bytes, read policy {:?})",
+        "kista datad: node {} listening on {} ({} threads, data memory {} bytes, read policy {:?})",
+        node_id.0,
         node.address(),
         layout.threads.len(),
-        args.data_memory,
+        data_memory,
         args.read_policy
     );
+    wait_for_peers(&node, &peers, Duration::from_millis(grace_ms), &stop);
     println!("kista datad: ready");
-    while !stop.load(Ordering::SeqCst) && !node.has_failed() {
+    while !stop.load(Ordering::SeqCst) && !node.has_stopped() {
         std::thread::sleep(STOP_POLL);
     }
-    let failed = node.has_failed();
+    let stopped_by_cluster = node.stop_reason();
+    let failed = node.has_stopped();
     println!("kista datad: stopping");
     node.stop().map_err(Failure::runtime)?;
+    if let Some(reason) = stopped_by_cluster {
+        println!("kista datad: stopped: {reason}");
+        return Ok(());
+    }
     if failed {
         return Err(Failure::runtime(
             "a data node thread failed; the node stopped",
@@ -103,4 +135,49 @@ pub fn run(args: &DatadArgs) -> Result<(), Failure> {
     }
     println!("kista datad: stopped");
     Ok(())
+}
+
+fn standalone_options(args: &DatadArgs) -> Result<DataNodeOptions, Failure> {
+    if args.partitions == 0 || args.partitions > 1024 {
+        return Err(Failure::usage("--partitions must be 1 to 1024"));
+    }
+    let node = NodeId(1);
+    let mut settings = NodeSettings::new(node);
+    settings.read_policy = args.read_policy;
+    settings.partitions_per_node = args.partitions;
+    Ok(DataNodeOptions {
+        node,
+        bind: SocketAddr::new(args.bind, args.port),
+        data_memory_bytes: args.data_memory,
+        settings,
+        peers: Peers::default(),
+    })
+}
+
+/// Waits until every peer is connected, at most `grace` (after which the membership has
+/// declared the missing ones failed), reporting who is still missing.
+fn wait_for_peers(node: &DataNodeProcess, peers: &[NodeId], grace: Duration, stop: &AtomicBool) {
+    let started = Instant::now();
+    let missing = || -> Vec<NodeId> {
+        peers
+            .iter()
+            .copied()
+            .filter(|&p| !node.is_connected(p))
+            .collect()
+    };
+    while !missing().is_empty() && started.elapsed() < grace {
+        if stop.load(Ordering::SeqCst) || node.has_stopped() {
+            return;
+        }
+        std::thread::sleep(STOP_POLL);
+    }
+    let missing = missing();
+    if !missing.is_empty() {
+        let names: Vec<String> = missing.iter().map(|n| n.0.to_string()).collect();
+        println!(
+            "kista datad: not connected to node(s) {} after {} ms; going on without them",
+            names.join(", "),
+            grace.as_millis()
+        );
+    }
 }

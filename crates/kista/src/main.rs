@@ -2,9 +2,12 @@
 //! module; this file only parses the command line and dispatches.
 
 mod bench;
+mod cluster_node;
+mod data_node;
 mod datad;
 mod demo;
-mod standalone;
+mod mgm;
+mod mgmd;
 mod thread_options;
 
 use std::process::ExitCode;
@@ -24,11 +27,16 @@ enum Command {
     /// The flexAsynch-style benchmark: phases of inserts, updates, reads and deletes (or a
     /// mix for a fixed time) against a data node, with ops/s, latency and verification.
     Bench(bench::BenchArgs),
-    /// Data node: `--standalone` runs a one-node cluster for clients and `kista bench`.
+    /// Data node: `--mgm HOST:PORT --node-id N` joins the cluster the management server
+    /// configures; `--standalone` runs a one-node cluster for clients and `kista bench`.
     Datad(datad::DatadArgs),
     /// Runs the data node runtime on a thread layout under a relay load between every module
     /// instance, printing per-thread statistics each interval.
     Demo(demo::DemoArgs),
+    /// Management client: `show`, `status`, `N stop`, `shutdown`, ... (`-e` runs one).
+    Mgm(mgm::MgmArgs),
+    /// Management server: serves the cluster configuration, arbitrates, answers `kista mgm`.
+    Mgmd(mgmd::MgmdArgs),
 }
 
 /// Exit status for a bad command line or configuration (as clap uses for usage errors).
@@ -42,6 +50,8 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(&args),
         Command::Datad(args) => datad::run(&args),
         Command::Demo(args) => demo::run(&args),
+        Command::Mgm(args) => mgm::run(&args),
+        Command::Mgmd(args) => mgmd::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

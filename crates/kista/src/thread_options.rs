@@ -23,16 +23,22 @@ pub struct ThreadOptions {
 
 impl ThreadOptions {
     pub fn layout(&self) -> Result<ThreadLayout, Failure> {
-        let config = match (&self.thread_config, self.num_cpus) {
-            (Some(text), _) => text.parse::<ThreadConfig>().map_err(Failure::usage)?,
-            (None, Some(cpus)) => automatic_config(cpus).map_err(Failure::usage)?,
-            (None, None) => {
-                let cpus = available_cpus()
-                    .map_err(|e| Failure::runtime(format!("cannot count CPUs: {e}")))?;
-                let cpus = (cpus.len() as u32).clamp(1, AUTO_CPUS_MAX);
-                automatic_config(cpus).map_err(Failure::usage)?
-            }
-        };
-        Ok(ThreadLayout::from_config(&config))
+        layout_for(self.thread_config.as_deref(), self.num_cpus)
     }
+}
+
+/// The layout of an explicit thread configuration, or the automatic one for `cpus` CPUs,
+/// or for the CPUs this process may use when neither is given.
+pub fn layout_for(thread_config: Option<&str>, cpus: Option<u32>) -> Result<ThreadLayout, Failure> {
+    let config = match (thread_config, cpus) {
+        (Some(text), _) => text.parse::<ThreadConfig>().map_err(Failure::usage)?,
+        (None, Some(cpus)) => automatic_config(cpus).map_err(Failure::usage)?,
+        (None, None) => {
+            let cpus = available_cpus()
+                .map_err(|e| Failure::runtime(format!("cannot count CPUs: {e}")))?;
+            let cpus = (cpus.len() as u32).clamp(1, AUTO_CPUS_MAX);
+            automatic_config(cpus).map_err(Failure::usage)?
+        }
+    };
+    Ok(ThreadLayout::from_config(&config))
 }

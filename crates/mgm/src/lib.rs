@@ -1,9 +1,16 @@
 //! The management side of a Kista cluster (`kista mgmd`, `kista mgm`). It owns the cluster
 //! configuration: the file an operator writes, checked whole at start so that a mistake is
 //! reported with its file, line and reason instead of surfacing as a misbehaving node later.
-//! Node ids, node states, arbitration and the admin protocol join it as the cluster grows.
+//!
+//! - [`config`]: the file, parsed and checked.
+//! - [`server`]: `kista mgmd`: serves the configuration, hosts the arbitrator, tracks which
+//!   nodes are connected, answers the admin protocol.
+//! - [`admin`] and [`command`]: the admin protocol and its commands, for both ends.
 
+pub mod admin;
+pub mod command;
 pub mod config;
+pub mod server;
 pub mod size;
 
 pub use config::{ClusterConfig, ConfigError};

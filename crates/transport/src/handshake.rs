@@ -1,12 +1,16 @@
 //! The first bytes of a connection.
 //!
 //! ```text
-//! client -> node  Hello    magic "KSTA", version u16, role u16 (1 = client), 8 bytes zero
-//! node -> client  Welcome  magic "KSTA", version u16, your node id u8, node id u8,
+//! dialer -> node  Hello    magic "KSTA", version u16, role u16, node id u8, 7 bytes zero
+//! node -> dialer  Welcome  magic "KSTA", version u16, your node id u8, node id u8,
 //!                          info length u32, info bytes (what the node tells clients)
 //! ```
 //!
-//! A peer that sends anything else, or nothing within [`HANDSHAKE_TIMEOUT`], is closed.
+//! A client's Hello carries node id 0 and the node gives it one for the connection; a peer
+//! (another data node, the management server) names its own configured id, which the node
+//! checks against the peers it expects; an admin connection gets the node's own id back and
+//! then speaks the management text protocol. A dialer that sends anything else, or nothing
+//! within [`HANDSHAKE_TIMEOUT`], is closed.
 
 use std::io::{Read, Write};
 use std::time::Duration;
@@ -22,9 +26,25 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Largest info block a Welcome may carry.
 pub const INFO_BYTES_MAX: usize = 4096;
 
+/// Who is dialing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
-    Client = 1,
+    /// An application through the client library: gets a node id for the connection.
+    Client,
+    /// A member of the cluster with its configured node id.
+    Peer(NodeId),
+    /// The management client's text protocol (`kista mgm`).
+    Admin,
+}
+
+impl Role {
+    fn code(self) -> (u16, u8) {
+        match self {
+            Role::Client => (1, 0),
+            Role::Peer(node) => (2, node.0),
+            Role::Admin => (3, 0),
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -37,8 +57,10 @@ pub enum HandshakeError {
     Role(u16),
     #[error("the Welcome's info block is {0} bytes, at most {INFO_BYTES_MAX} are allowed")]
     InfoTooLong(usize),
-    #[error("the node has no node id free for another client")]
-    NoNodeIdFree,
+    #[error("a peer must name its node id (1-63), it named {0}")]
+    PeerNodeId(u8),
+    #[error("the node refused the connection: {0}")]
+    Refused(String),
     #[error("handshake I/O: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -47,7 +69,9 @@ pub fn write_hello(stream: &mut impl Write, role: Role) -> std::io::Result<()> {
     let mut hello = [0u8; HELLO_BYTES];
     hello[..4].copy_from_slice(&MAGIC);
     hello[4..6].copy_from_slice(&PROTOCOL_VERSION.to_le_bytes());
-    hello[6..8].copy_from_slice(&(role as u16).to_le_bytes());
+    let (code, node) = role.code();
+    hello[6..8].copy_from_slice(&code.to_le_bytes());
+    hello[8] = node;
     stream.write_all(&hello)
 }
 
@@ -55,10 +79,29 @@ pub fn read_hello(stream: &mut impl Read) -> Result<Role, HandshakeError> {
     let mut hello = [0u8; HELLO_BYTES];
     stream.read_exact(&mut hello)?;
     check_magic_and_version(&hello)?;
-    match u16::from_le_bytes([hello[6], hello[7]]) {
-        1 => Ok(Role::Client),
-        other => Err(HandshakeError::Role(other)),
+    match (u16::from_le_bytes([hello[6], hello[7]]), hello[8]) {
+        (1, _) => Ok(Role::Client),
+        (2, node @ 1..=63) => Ok(Role::Peer(NodeId(node))),
+        (2, other) => Err(HandshakeError::PeerNodeId(other)),
+        (3, _) => Ok(Role::Admin),
+        (other, _) => Err(HandshakeError::Role(other)),
     }
+}
+
+/// Tells a dialer why it is turned away: a Welcome without a node id, the reason as its info.
+pub fn write_refusal(
+    stream: &mut impl Write,
+    node: NodeId,
+    reason: &str,
+) -> Result<(), HandshakeError> {
+    let mut reason = reason.as_bytes();
+    reason = &reason[..reason.len().min(INFO_BYTES_MAX)];
+    let refusal = Welcome {
+        client_node: NodeId(0),
+        node,
+        info: reason.to_vec(),
+    };
+    write_welcome(stream, &refusal)
 }
 
 /// What the node tells a new client.
@@ -89,15 +132,17 @@ pub fn read_welcome(stream: &mut impl Read) -> Result<Welcome, HandshakeError> {
     let mut head = [0u8; 12];
     stream.read_exact(&mut head)?;
     check_magic_and_version(&head)?;
-    if head[6] == 0 {
-        return Err(HandshakeError::NoNodeIdFree);
-    }
     let info_len = u32::from_le_bytes([head[8], head[9], head[10], head[11]]) as usize;
     if info_len > INFO_BYTES_MAX {
         return Err(HandshakeError::InfoTooLong(info_len));
     }
     let mut info = vec![0u8; info_len];
     stream.read_exact(&mut info)?;
+    if head[6] == 0 {
+        return Err(HandshakeError::Refused(
+            String::from_utf8_lossy(&info).into_owned(),
+        ));
+    }
     Ok(Welcome {
         client_node: NodeId(head[6]),
         node: NodeId(head[7]),

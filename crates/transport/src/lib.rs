@@ -1,19 +1,22 @@
-//! Framed TCP between a data node and its clients.
+//! Framed TCP between a data node and its clients, and between the members of a cluster.
 //!
 //! A connection opens with a handshake ([`handshake`]): the client says who it is, the node
 //! gives it a node id for the connection's lifetime. Then both sides send a stream of
 //! signals in their wire form (`kista_signal::wire`), each carrying its section; a frame
 //! batch is simply whatever one `write` carries. The node side ([`server`]) reads each
-//! connection on its own receive thread, checks every signal (wire form, sender, receiver,
+//! connection on its own receive thread (`receive`), checks every signal (wire form, sender, receiver,
 //! and the node's own validator) and injects it into the runtime; anything malformed or
 //! hostile closes that connection alone, with the reason logged. Replies leave through the
 //! runtime's remote sink into the connection's outgoing buffer, which its send thread
-//! writes. [`client`] is the client side of the same protocol.
+//! writes. [`peers`] connects the cluster's members to each other over the same
+//! frames; [`client`] is the client side of the protocol.
 
 pub mod client;
 mod connection;
 mod frames;
 pub mod handshake;
+pub mod peers;
+mod receive;
 pub mod server;
 
 pub use frames::FrameReader;

@@ -1,6 +1,9 @@
-//! The node side: accepts client connections, gives each a node id, reads and checks its
-//! signals on a receive thread and injects them into the runtime, and sends the node's
-//! replies back through the connection's send thread.
+//! The node side: accepts connections and runs each from handshake to close. A client gets
+//! a node id for the connection; a peer (another data node, the management server) is
+//! entered under its configured id, and the peers this node dials itself ([`crate::peers`])
+//! end up in the same table; an admin connection is handed to the management protocol.
+//! Signals for a client or a peer leave through the runtime's remote sink into that
+//! connection's outgoing buffer, which its send thread writes.
 //!
 //! A connection is closed, with its reason logged, when its peer breaks the handshake or the
 //! wire format, claims another node's address, addresses a block it may not, or stops
@@ -13,48 +16,54 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use kista_runtime::{InjectBatch, InjectError, Injector, Remote, RemoteSink};
+use kista_runtime::{Injector, Remote, RemoteSink};
 use kista_signal::{NodeId, Signal};
 
 use crate::connection::Connection;
-use crate::frames::FrameReader;
-use crate::handshake::{self, Welcome};
+use crate::handshake::{self, HandshakeError, Role, Welcome};
+use crate::peers::{self, Peers};
+use crate::receive::{receive_until_closed, Admission};
 use crate::CLIENT_NODE_IDS;
 
 /// Checks a signal from a client before it enters the node: `Err(reason)` closes the
 /// connection. Called with the signal, its section and the client's node id.
 pub type Validator = Arc<dyn Fn(&Signal, &[u8], NodeId) -> Result<(), String> + Send + Sync>;
 
+/// Serves one admin connection, after its handshake, on the connection's own thread.
+pub type AdminHandler = Arc<dyn Fn(TcpStream) + Send + Sync>;
+
 /// Close reasons the server remembers for inspection (older ones are dropped).
 pub const CLOSE_LOG_MAX: usize = 1024;
 /// How often the accepting thread looks for a stop request.
 const ACCEPT_POLL: Duration = Duration::from_millis(20);
-/// Signals a receive thread stages before it hands them to the node, even in mid-read.
-const STAGED_SIGNALS_MAX: usize = 256;
-/// How long a receive thread waits when the node cannot take more signals yet.
-const BACKPRESSURE_WAIT: Duration = Duration::from_micros(200);
 
 pub struct ServerOptions {
     pub node: NodeId,
     /// What every client learns in its Welcome.
     pub info: Vec<u8>,
     pub validate: Validator,
+    pub peers: Peers,
+    /// The management text protocol; without it admin connections are refused.
+    pub admin: Option<AdminHandler>,
 }
 
-struct Shared {
-    options: ServerOptions,
+pub(crate) struct Shared {
+    pub options: ServerOptions,
     /// `[node id]` → its connection.
     connections: RwLock<Vec<Option<Arc<Connection>>>>,
     injector: OnceLock<Injector>,
     stopping: AtomicBool,
     close_log: Mutex<Vec<String>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Open admin connections by a serial number, so stopping can close them too.
+    admin_streams: Mutex<(u64, Vec<(u64, TcpStream)>)>,
 }
 
 impl RemoteSink for Shared {
     fn send(&self, node: NodeId, frames: &mut Vec<u8>) {
         let connections = self.connections.read().unwrap_or_else(|p| p.into_inner());
-        // A reply to a client that has gone is dropped: nobody is left to read it.
+        // A signal for a client that has gone, or a peer not connected, is dropped: a peer
+        // that stays away is declared failed by the membership, which copes with the loss.
         if let Some(connection) = &connections[usize::from(node.0)] {
             connection.queue_frames(frames);
         }
@@ -81,6 +90,7 @@ impl Server {
             stopping: AtomicBool::new(false),
             close_log: Mutex::new(Vec::new()),
             threads: Mutex::new(Vec::new()),
+            admin_streams: Mutex::new((0, Vec::new())),
         });
         Ok(Self {
             shared,
@@ -93,12 +103,13 @@ impl Server {
         self.local_address
     }
 
-    /// The sink the runtime sends signals for clients to.
+    /// The sink the runtime sends signals for clients and peers to.
     pub fn remote(&self) -> Remote {
         Remote(self.shared.clone())
     }
 
-    /// Starts accepting connections; their signals go to the node through `injector`.
+    /// Starts accepting connections and dialing peers; their signals go to the node through
+    /// `injector`.
     pub fn serve(&mut self, injector: Injector) -> std::io::Result<()> {
         let _ = self.shared.injector.set(injector);
         let Some(listener) = self.listener.take() else {
@@ -108,11 +119,18 @@ impl Server {
         let acceptor = std::thread::Builder::new()
             .name("kista-accept".into())
             .spawn(move || accept_until_stopped(&shared, &listener))?;
-        self.shared.threads().push(acceptor);
+        self.shared.add_thread(acceptor);
+        if !self.shared.options.peers.dial.is_empty() {
+            let shared = self.shared.clone();
+            let dialer = std::thread::Builder::new()
+                .name("kista-dial".into())
+                .spawn(move || peers::dial_until_stopped(&shared))?;
+            self.shared.add_thread(dialer);
+        }
         Ok(())
     }
 
-    /// Open connections.
+    /// Open connections, clients and peers.
     pub fn connections(&self) -> usize {
         let connections = self
             .shared
@@ -120,6 +138,16 @@ impl Server {
             .read()
             .unwrap_or_else(|p| p.into_inner());
         connections.iter().flatten().count()
+    }
+
+    /// Whether a connection to `peer` is open.
+    pub fn is_connected(&self, peer: NodeId) -> bool {
+        self.shared.is_connected(peer)
+    }
+
+    /// A handle on the connections for code outside the runtime.
+    pub fn links(&self) -> Links {
+        Links(self.shared.clone())
     }
 
     /// Why connections closed, oldest first.
@@ -131,7 +159,8 @@ impl Server {
             .clone()
     }
 
-    /// Stops accepting, closes every connection and waits for the transport's threads.
+    /// Stops accepting and dialing, closes every connection and waits for the transport's
+    /// threads.
     pub fn stop(self) {
         self.shared.stopping.store(true, Ordering::SeqCst);
         let open: Vec<_> = {
@@ -145,10 +174,34 @@ impl Server {
         for connection in open {
             connection.close("the node is stopping".into());
         }
+        for (_, stream) in &self.shared.admin_streams().1 {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
         let threads = std::mem::take(&mut *self.shared.threads());
         for thread in threads {
             let _ = thread.join();
         }
+    }
+}
+
+/// The server's connections as seen from outside the runtime: the management server's
+/// admin commands look up and signal data nodes through it.
+#[derive(Clone)]
+pub struct Links(Arc<Shared>);
+
+impl Links {
+    pub fn is_connected(&self, node: NodeId) -> bool {
+        self.0.is_connected(node)
+    }
+
+    /// Queues `signal` with its `section` bytes for its receiver's node; false when that
+    /// node is not connected.
+    pub fn send(&self, signal: &Signal, section: &[u8]) -> bool {
+        let node = signal.receiver().node();
+        let connections = self.0.connections.read().unwrap_or_else(|p| p.into_inner());
+        connections[usize::from(node.0)]
+            .as_ref()
+            .is_some_and(|connection| connection.queue(signal, section))
     }
 }
 
@@ -157,7 +210,30 @@ impl Shared {
         self.threads.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn log_close(&self, line: String) {
+    fn admin_streams(&self) -> std::sync::MutexGuard<'_, (u64, Vec<(u64, TcpStream)>)> {
+        self.admin_streams.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn add_thread(&self, handle: JoinHandle<()>) {
+        let mut threads = self.threads();
+        threads.retain(|t| !t.is_finished());
+        threads.push(handle);
+    }
+
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
+    }
+
+    pub fn injector(&self) -> Option<&Injector> {
+        self.injector.get()
+    }
+
+    pub fn is_connected(&self, node: NodeId) -> bool {
+        let connections = self.connections.read().unwrap_or_else(|p| p.into_inner());
+        connections[usize::from(node.0)].is_some()
+    }
+
+    pub fn log_close(&self, line: String) {
         eprintln!("kista transport: {line}");
         let mut log = self.close_log.lock().unwrap_or_else(|p| p.into_inner());
         if log.len() >= CLOSE_LOG_MAX {
@@ -168,7 +244,7 @@ impl Shared {
 
     /// Makes the connection for a free client node id and enters it in the table; `None`
     /// when every client node id is taken.
-    fn register(
+    fn register_client(
         &self,
         make: impl FnOnce(NodeId) -> std::io::Result<Arc<Connection>>,
     ) -> Option<std::io::Result<Arc<Connection>>> {
@@ -183,27 +259,81 @@ impl Shared {
         Some(connection)
     }
 
-    fn unregister(&self, connection: &Connection) {
+    /// Enters `connection` under its peer's id; false when that peer is connected already.
+    pub fn register_peer(&self, connection: &Arc<Connection>) -> bool {
         let mut connections = self.connections.write().unwrap_or_else(|p| p.into_inner());
-        connections[usize::from(connection.peer.0)] = None;
+        let slot = &mut connections[usize::from(connection.peer.0)];
+        if slot.is_some() {
+            return false;
+        }
+        *slot = Some(connection.clone());
+        true
+    }
+
+    fn unregister(&self, connection: &Arc<Connection>) {
+        let mut connections = self.connections.write().unwrap_or_else(|p| p.into_inner());
+        let slot = &mut connections[usize::from(connection.peer.0)];
+        if slot.as_ref().is_some_and(|c| Arc::ptr_eq(c, connection)) {
+            *slot = None;
+        }
+    }
+
+    /// Runs a registered connection whose handshake is done until it closes: its send
+    /// thread, its receive loop on this thread, then the bookkeeping of the close.
+    pub fn run_connection(
+        &self,
+        connection: &Arc<Connection>,
+        mut stream: TcpStream,
+        remote: String,
+        is_peer: bool,
+    ) {
+        let prepared = stream
+            .set_read_timeout(None)
+            .and_then(|()| connection.spawn_sender(format!("kista-send-{}", connection.peer.0)));
+        match (prepared, self.injector.get()) {
+            (Ok(sender), Some(injector)) => {
+                let admission = Admission {
+                    node: self.options.node,
+                    validate: (!is_peer).then_some(&self.options.validate),
+                };
+                receive_until_closed(injector, &admission, connection, &mut stream);
+                connection.close("the receive side ended".into());
+                let _ = sender.join();
+            }
+            (Ok(sender), None) => {
+                connection.close("the node is not serving yet".into());
+                let _ = sender.join();
+            }
+            (Err(error), _) => connection.close(format!("setting up failed: {error}")),
+        }
+        self.unregister(connection);
+        let reason = connection.reason().unwrap_or_default();
+        let kind = if is_peer { "peer" } else { "client" };
+        self.log_close(format!(
+            "{remote} ({kind} node {}) closed: {reason}",
+            connection.peer.0
+        ));
+        if is_peer {
+            if let (Some(on_lost), Some(injector)) =
+                (&self.options.peers.on_lost, self.injector.get())
+            {
+                on_lost(connection.peer, injector);
+            }
+        }
     }
 }
 
 fn accept_until_stopped(shared: &Arc<Shared>, listener: &TcpListener) {
-    while !shared.stopping.load(Ordering::SeqCst) {
+    while !shared.is_stopping() {
         match listener.accept() {
-            Ok((stream, peer)) => {
+            Ok((stream, remote)) => {
                 let for_thread = shared.clone();
                 let spawned = std::thread::Builder::new()
                     .name("kista-recv-conn".into())
-                    .spawn(move || serve_connection(&for_thread, stream, peer));
+                    .spawn(move || serve_connection(&for_thread, stream, remote));
                 match spawned {
-                    Ok(handle) => {
-                        let mut threads = shared.threads();
-                        threads.retain(|t| !t.is_finished());
-                        threads.push(handle);
-                    }
-                    Err(error) => shared.log_close(format!("{peer}: no thread for it: {error}")),
+                    Ok(handle) => shared.add_thread(handle),
+                    Err(error) => shared.log_close(format!("{remote}: no thread for it: {error}")),
                 }
             }
             Err(error) if error.kind() == ErrorKind::WouldBlock => std::thread::sleep(ACCEPT_POLL),
@@ -215,171 +345,114 @@ fn accept_until_stopped(shared: &Arc<Shared>, listener: &TcpListener) {
     }
 }
 
-/// Runs one connection from handshake to close.
-fn serve_connection(shared: &Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
-    let opened = stream
+/// Runs one accepted connection from handshake to close.
+fn serve_connection(shared: &Arc<Shared>, mut stream: TcpStream, remote: SocketAddr) {
+    let role = stream
         .set_nonblocking(false)
         .and_then(|()| stream.set_read_timeout(Some(handshake::HANDSHAKE_TIMEOUT)))
-        .map_err(handshake::HandshakeError::Io)
-        .and_then(|()| handshake::read_hello(&mut stream))
-        .and_then(|_role| {
-            let registered = shared.register(|id| {
-                let connection = Connection::new(stream.try_clone()?, id)?;
-                Ok(connection)
-            });
-            match registered {
-                None => {
-                    let refusal = Welcome {
-                        client_node: NodeId(0),
-                        node: shared.options.node,
-                        info: Vec::new(),
-                    };
-                    let _ = handshake::write_welcome(&mut stream, &refusal);
-                    Err(handshake::HandshakeError::NoNodeIdFree)
-                }
-                Some(connection) => Ok(connection?),
-            }
-        });
-    let connection = match opened {
-        Ok(connection) => connection,
-        Err(error) => return shared.log_close(format!("{peer}: handshake failed: {error}")),
+        .map_err(HandshakeError::Io)
+        .and_then(|()| handshake::read_hello(&mut stream));
+    let opened = role.and_then(|role| match role {
+        Role::Client => admit_client(shared, &mut stream).map(|c| Some((c, false))),
+        Role::Peer(node) => admit_peer(shared, &mut stream, node).map(|c| Some((c, true))),
+        Role::Admin => serve_admin(shared, stream.try_clone()?).map(|()| None),
+    });
+    match opened {
+        Ok(Some((connection, is_peer))) => {
+            shared.run_connection(&connection, stream, remote.to_string(), is_peer)
+        }
+        Ok(None) => {}
+        Err(error) => shared.log_close(format!("{remote}: handshake failed: {error}")),
+    }
+}
+
+fn refuse(shared: &Shared, stream: &mut TcpStream, reason: String) -> HandshakeError {
+    let _ = handshake::write_refusal(stream, shared.options.node, &reason);
+    HandshakeError::Refused(reason)
+}
+
+fn admit_client(
+    shared: &Shared,
+    stream: &mut TcpStream,
+) -> Result<Arc<Connection>, HandshakeError> {
+    let registered = shared.register_client(|id| Connection::new(stream.try_clone()?, id));
+    let Some(connection) = registered else {
+        let reason = "the node has no node id free for another client".to_string();
+        return Err(refuse(shared, stream, reason));
     };
+    let connection = connection?;
     let welcome = Welcome {
         client_node: connection.peer,
         node: shared.options.node,
         info: shared.options.info.clone(),
     };
-    let sender = handshake::write_welcome(&mut stream, &welcome)
-        .map_err(|e| e.to_string())
-        .and_then(|()| stream.set_read_timeout(None).map_err(|e| e.to_string()))
-        .and_then(|()| {
-            connection
-                .spawn_sender(format!("kista-send-{}", connection.peer.0))
-                .map_err(|e| e.to_string())
-        });
-    match sender {
-        Ok(sender) => {
-            receive_until_closed(shared, &connection, &mut stream);
-            connection.close("the receive side ended".into());
-            let _ = sender.join();
-        }
-        Err(reason) => connection.close(format!("setting up failed: {reason}")),
+    if let Err(error) = handshake::write_welcome(stream, &welcome) {
+        connection.close(format!("the Welcome could not be sent: {error}"));
+        shared.unregister(&connection);
+        return Err(error);
     }
-    shared.unregister(&connection);
-    let reason = connection.reason().unwrap_or_default();
-    shared.log_close(format!(
-        "{peer} (node {}) closed: {reason}",
-        connection.peer.0
-    ));
+    Ok(connection)
 }
 
-fn receive_until_closed(shared: &Shared, connection: &Connection, stream: &mut TcpStream) {
-    let Some(injector) = shared.injector.get() else {
-        return connection.close("the node is not serving yet".into());
+fn admit_peer(
+    shared: &Shared,
+    stream: &mut TcpStream,
+    node: NodeId,
+) -> Result<Arc<Connection>, HandshakeError> {
+    let here = shared.options.node;
+    if !shared.options.peers.accept.contains(&node) {
+        let reason = format!("node {} is not a peer node {} expects", node.0, here.0);
+        return Err(refuse(shared, stream, reason));
+    }
+    if shared.injector().is_some_and(|i| i.is_shut_out(node)) {
+        let reason = format!(
+            "node {} was declared failed: it is shut out until it restarts",
+            node.0
+        );
+        return Err(refuse(shared, stream, reason));
+    }
+    let connection = Connection::new(stream.try_clone()?, node)?;
+    if !shared.register_peer(&connection) {
+        let reason = format!("node {} is connected already", node.0);
+        return Err(refuse(shared, stream, reason));
+    }
+    let welcome = Welcome {
+        client_node: node,
+        node: here,
+        info: Vec::new(),
     };
-    let mut frames = FrameReader::default();
-    let mut batch = InjectBatch::default();
-    loop {
-        let read = match frames.read_from(stream) {
-            Ok(read) => read,
-            Err(error) => return connection.close(format!("reading failed: {error}")),
-        };
-        if read == 0 {
-            let reason = match frames.partial_bytes() {
-                0 => "the peer closed the connection".to_string(),
-                partial => format!("the peer closed the connection {partial} bytes into a signal (truncated frame)"),
-            };
-            return connection.close(reason);
-        }
-        // The signals before a fault still enter the node, as they would one by one.
-        let staged = stage_whole_signals(shared, injector, connection, &mut frames, &mut batch);
-        let outcome = staged.and_then(|()| publish(injector, connection, &mut batch));
-        if let Err(reason) = outcome {
-            injector.discard(&mut batch);
-            return connection.close(reason);
-        }
-        if connection.is_closed() {
-            injector.discard(&mut batch);
-            return;
-        }
+    if let Err(error) = handshake::write_welcome(stream, &welcome) {
+        connection.close(format!("the Welcome could not be sent: {error}"));
+        shared.unregister(&connection);
+        return Err(error);
     }
+    Ok(connection)
 }
 
-/// Checks and stages every whole signal `frames` holds, publishing on the way when the batch
-/// is full or the section pool has to wait for the node.
-fn stage_whole_signals(
-    shared: &Shared,
-    injector: &Injector,
-    connection: &Connection,
-    frames: &mut FrameReader,
-    batch: &mut InjectBatch,
-) -> Result<(), String> {
-    loop {
-        let (signal, section) = match frames.next_signal() {
-            Ok(Some(next)) => next,
-            Ok(None) => return Ok(()),
-            Err(error) => return Err(format!("malformed frame: {error}")),
-        };
-        check(shared, connection, &signal, section)?;
-        loop {
-            match injector.stage(batch, signal, section) {
-                Ok(()) => break,
-                Err(error) if error.is_temporary() && !connection.is_closed() => {
-                    // No section free: let the node work through what is staged first.
-                    publish(injector, connection, batch)?;
-                    std::thread::sleep(BACKPRESSURE_WAIT);
-                }
-                Err(InjectError::NoSuchBlock(address)) => {
-                    return Err(format!(
-                        "a signal is addressed to {address}, where no block is"
-                    ));
-                }
-                Err(error) => return Err(error.to_string()),
-            }
-        }
-        if batch.len() >= STAGED_SIGNALS_MAX {
-            publish(injector, connection, batch)?;
-        }
+fn serve_admin(shared: &Shared, mut stream: TcpStream) -> Result<(), HandshakeError> {
+    let Some(admin) = &shared.options.admin else {
+        let reason = "this node serves no admin protocol; ask the management server".into();
+        return Err(refuse(shared, &mut stream, reason));
+    };
+    let node = shared.options.node;
+    let welcome = Welcome {
+        client_node: node,
+        node,
+        info: Vec::new(),
+    };
+    handshake::write_welcome(&mut stream, &welcome)?;
+    stream.set_read_timeout(None)?;
+    let serial = {
+        let mut open = shared.admin_streams();
+        open.0 += 1;
+        let serial = open.0;
+        open.1.push((serial, stream.try_clone()?));
+        serial
+    };
+    if shared.is_stopping() {
+        let _ = stream.shutdown(std::net::Shutdown::Both);
     }
-}
-
-fn check(
-    shared: &Shared,
-    connection: &Connection,
-    signal: &Signal,
-    section: &[u8],
-) -> Result<(), String> {
-    let sender = signal.sender().node();
-    if sender != connection.peer {
-        return Err(format!(
-            "a signal claims to come from node {}, the connection is node {}",
-            sender.0, connection.peer.0
-        ));
-    }
-    let receiver = signal.receiver();
-    if receiver.node() != shared.options.node {
-        return Err(format!(
-            "a signal is addressed to node {}, this is node {}",
-            receiver.node().0,
-            shared.options.node.0
-        ));
-    }
-    (shared.options.validate)(signal, section, connection.peer)
-}
-
-/// Hands the staged signals to the node, waiting while a receiving thread's queue is full.
-fn publish(
-    injector: &Injector,
-    connection: &Connection,
-    batch: &mut InjectBatch,
-) -> Result<(), String> {
-    loop {
-        match injector.publish(batch) {
-            Ok(()) => return Ok(()),
-            Err(error) if error.is_temporary() && !connection.is_closed() => {
-                std::thread::sleep(BACKPRESSURE_WAIT);
-            }
-            Err(error) => return Err(error.to_string()),
-        }
-    }
+    admin(stream);
+    shared.admin_streams().1.retain(|(s, _)| *s != serial);
+    Ok(())
 }

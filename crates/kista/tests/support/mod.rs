@@ -1,8 +1,11 @@
-//! A `kista datad --standalone` process for tests: started on a free port, stopped (and
-//! killed if it will not stop) when dropped.
+//! `kista` processes for tests: a long-running role (`datad`, `mgmd`) started and awaited
+//! until it prints `ready`, stopped (and killed if it will not stop) when dropped; a
+//! standalone data node on a free port; and whole clusters ([`cluster`]).
 
 // Shared by several test binaries, each of which uses only part of it.
 #![allow(dead_code)]
+
+pub mod cluster;
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
@@ -13,7 +16,11 @@ use std::time::{Duration, Instant};
 /// Longest a node may take to start or stop before the test fails.
 pub const PROCESS_TIMEOUT: Duration = Duration::from_secs(30);
 
-pub struct Datad {
+/// A standalone data node (`kista datad --standalone` on a free port).
+pub type Datad = KistaProcess;
+
+/// A long-running `kista` process.
+pub struct KistaProcess {
     child: Option<Child>,
     pub address: SocketAddr,
     stdout: Option<BufReader<ChildStdout>>,
@@ -21,18 +28,25 @@ pub struct Datad {
     stderr: Arc<Mutex<String>>,
 }
 
-impl Datad {
+impl KistaProcess {
+    /// A standalone data node on a free port, with `extra` options.
     pub fn start(extra: &[&str]) -> Self {
+        let mut args = vec![
+            "datad",
+            "--standalone",
+            "--port",
+            "0",
+            "--data-memory",
+            "64M",
+        ];
+        args.extend_from_slice(extra);
+        Self::spawn(&args)
+    }
+
+    /// Runs `kista args` and waits until it prints `ready` and the address it listens on.
+    pub fn spawn(args: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_kista"))
-            .args([
-                "datad",
-                "--standalone",
-                "--port",
-                "0",
-                "--data-memory",
-                "64M",
-            ])
-            .args(extra)
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -69,7 +83,7 @@ impl Datad {
             let _ = child.kill();
             let _ = child.wait();
             std::thread::sleep(Duration::from_millis(100));
-            panic!("datad did not start: {}", stderr.lock().unwrap());
+            panic!("kista {args:?} did not start: {}", stderr.lock().unwrap());
         };
         Self {
             child: Some(child),
@@ -92,6 +106,42 @@ impl Datad {
             .clone()
     }
 
+    pub fn pid(&self) -> i32 {
+        self.child.as_ref().map_or(0, |c| c.id() as i32)
+    }
+
+    /// Sends `signal` (SIGSTOP, SIGCONT, ...) to the process.
+    pub fn signal(&self, signal: i32) {
+        if let Some(child) = &self.child {
+            // SAFETY: kill(2) with a process id we own and a valid signal number.
+            unsafe {
+                libc::kill(child.id() as i32, signal);
+            }
+        }
+    }
+
+    /// Waits up to `limit` for the process to end on its own: (exit success, stdout after
+    /// start), or `None` while it still runs.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<(bool, String)> {
+        let deadline = Instant::now() + limit;
+        let child = self.child.as_mut()?;
+        let status = loop {
+            if let Some(status) = child.try_wait().ok().flatten() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        self.child = None;
+        let mut out = String::new();
+        if let Some(mut stdout) = self.stdout.take() {
+            let _ = stdout.read_to_string(&mut out);
+        }
+        Some((status.success(), out))
+    }
+
     pub fn is_running(&mut self) -> bool {
         self.child
             .as_mut()
@@ -112,7 +162,7 @@ impl Datad {
             }
             if Instant::now() > deadline {
                 let _ = child.kill();
-                panic!("datad did not stop after SIGTERM");
+                panic!("the process did not stop after SIGTERM");
             }
             std::thread::sleep(Duration::from_millis(20));
         };
@@ -126,8 +176,8 @@ impl Datad {
     }
 }
 
-impl Datad {
-    /// Kills the node at once (SIGKILL), as a crash would.
+impl KistaProcess {
+    /// Kills the process at once (SIGKILL), as a crash would.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
@@ -173,7 +223,7 @@ pub fn run_kista(args: &[&str], limit: Duration) -> (Option<i32>, String, String
     )
 }
 
-impl Drop for Datad {
+impl Drop for KistaProcess {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();

@@ -153,6 +153,17 @@ impl Injector {
         self.routes.thread_of(address).is_some()
     }
 
+    /// Whether the node's membership shut `node` out (the transport refuses its
+    /// connections and stops dialing it).
+    pub fn is_shut_out(&self, node: NodeId) -> bool {
+        self.shared.fence.is_shut_out(node)
+    }
+
+    /// Whether the node is stopping or has stopped.
+    pub fn is_stopped(&self) -> bool {
+        self.shared.stop.load(Ordering::Relaxed)
+    }
+
     /// Queues `signal` (its section handle is ignored) with `section` bytes (empty: none)
     /// for its receiver's thread.
     pub fn inject(&self, signal: Signal, section: &[u8]) -> Result<(), InjectError> {

@@ -1,5 +1,6 @@
-//! A one-node cluster in this process: the runtime with the data node's blocks, the
-//! transport serving clients, and the monitor that feeds load levels to the read router.
+//! A data node in this process: the runtime with the data node's blocks, the transport
+//! serving clients and connecting it to its peers, and the monitor that feeds load levels
+//! to the read router. A standalone node is a one-node cluster with no peers.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -7,33 +8,40 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use kista_datanode::node::{data_node_blocks, NodeSettings};
-use kista_datanode::protocol::{check_client_signal, LoadLevelsBody, LoadReport, NodeInfo};
+use kista_datanode::cluster::NodeSet;
+use kista_datanode::membership::membership_address;
+use kista_datanode::node::{data_node_blocks, data_node_start_signals, NodeSettings};
+use kista_datanode::protocol::{
+    check_client_signal, LoadLevelsBody, LoadReport, NodeInfo, NodeSuspected,
+};
 use kista_datanode::router::{load_report, LOAD_REPORT_INTERVAL_MS};
 use kista_runtime::thread_config::ThreadLayout;
 use kista_runtime::{start, Module, RunningNode, RuntimeOptions};
 use kista_signal::{NodeId, TypedSignal};
 use kista_storage::memory::DataMemory;
+use kista_transport::peers::Peers;
 use kista_transport::server::{Server, ServerOptions};
 
-pub struct StandaloneOptions {
+pub struct DataNodeOptions {
     pub node: NodeId,
     pub bind: SocketAddr,
     pub data_memory_bytes: u64,
     pub settings: NodeSettings,
+    /// The other data nodes and the management server; empty for a standalone node.
+    pub peers: Peers,
 }
 
-pub struct StandaloneNode {
+pub struct DataNodeProcess {
     runtime: RunningNode,
     server: Server,
     stop_monitor: Arc<AtomicBool>,
     monitor: Option<JoinHandle<()>>,
 }
 
-impl StandaloneNode {
-    /// Starts everything and begins serving clients. `settings` gets its block counts from
-    /// `layout`.
-    pub fn start(layout: &ThreadLayout, mut options: StandaloneOptions) -> Result<Self, String> {
+impl DataNodeProcess {
+    /// Starts everything and begins serving clients and dialing peers. `settings` gets its
+    /// block counts from `layout`.
+    pub fn start(layout: &ThreadLayout, mut options: DataNodeOptions) -> Result<Self, String> {
         let settings = &mut options.settings;
         settings.node = options.node;
         settings.tc_instances = layout.instances_of(Module::Tc) as u16;
@@ -46,6 +54,8 @@ impl StandaloneNode {
             node: options.node,
             info: info.encode(),
             validate: Arc::new(|signal, _section, client| check_client_signal(signal, client)),
+            peers: with_suspicion_on_loss(options.peers, options.node),
+            admin: None,
         };
         let mut server = Server::bind(options.bind, server_options)
             .map_err(|e| format!("cannot listen on {}: {e}", options.bind))?;
@@ -57,7 +67,8 @@ impl StandaloneNode {
         };
         let blocks = data_node_blocks(settings, memory)
             .map_err(|e| format!("the data node does not form a cluster: {e}"))?;
-        let runtime = start(layout, blocks, Vec::new(), &runtime_options)
+        let start_signals = data_node_start_signals(settings);
+        let runtime = start(layout, blocks, start_signals, &runtime_options)
             .map_err(|e| format!("cannot start the data node: {e}"))?;
         server
             .serve(runtime.injector())
@@ -77,8 +88,20 @@ impl StandaloneNode {
         self.server.local_address()
     }
 
-    pub fn has_failed(&self) -> bool {
+    /// Whether the node stopped: a thread failed or a block stopped it (see
+    /// [`DataNodeProcess::stop_reason`]).
+    pub fn has_stopped(&self) -> bool {
         self.runtime.has_stopped()
+    }
+
+    /// Why a block stopped the node (lost arbitration, lost node group, told to stop).
+    pub fn stop_reason(&self) -> Option<String> {
+        self.runtime.stop_reason()
+    }
+
+    /// Whether a connection to `peer` is open.
+    pub fn is_connected(&self, peer: NodeId) -> bool {
+        self.server.is_connected(peer)
     }
 
     /// Stops serving, then stops the node; `Err` names a thread that failed.
@@ -90,6 +113,24 @@ impl StandaloneNode {
         self.server.stop();
         self.runtime.stop().map(|_| ()).map_err(|e| e.to_string())
     }
+}
+
+/// Adds to `peers` what a lost peer connection means: the membership suspects that node at
+/// once (a crashed node's socket closes long before its heartbeats are missed).
+fn with_suspicion_on_loss(mut peers: Peers, node: NodeId) -> Peers {
+    if peers.accept.is_empty() && peers.dial.is_empty() {
+        return peers;
+    }
+    peers.on_lost = Some(Arc::new(move |lost, injector| {
+        let membership = membership_address(node);
+        let suspicion = NodeSuspected {
+            suspects: NodeSet::of([lost]),
+        };
+        // A stopping node needs no news; the management server is no data node and the
+        // membership ignores it.
+        let _ = injector.inject(suspicion.to_signal(membership, membership), &[]);
+    }));
+    peers
 }
 
 /// Every [`LOAD_REPORT_INTERVAL_MS`], turns the thread statistics into load levels and

@@ -4,8 +4,8 @@
 //! of every node.
 //!
 //! One dictionary, the master's (the first live data node), makes every change; the others
-//! pass the requests they receive on to it and keep a copy of each definition it publishes,
-//! so that any of them can take its place.
+//! pass the requests they receive on to it and its answers back ([`relay`]), and keep a copy
+//! of each definition it publishes, so that any of them can take its place.
 //!
 //! Every change bumps the table's schema version. Operations carry the version their
 //! client knows; a data manager refuses an old one (error 241), as NDB does.
@@ -25,6 +25,8 @@ use crate::cluster::{ClusterShape, NodeSet};
 use crate::node::NodeSettings;
 use crate::protocol::*;
 use crate::send_with_bytes;
+
+mod relay;
 
 /// Tables one node's dictionary holds (NDB: MaxNoOfTables is 20320 schema objects).
 pub const TABLES_MAX: usize = 20_000;
@@ -72,6 +74,7 @@ pub struct Dictionary {
     changes: FxHashMap<u64, SchemaChange>,
     /// Data nodes the membership removed.
     failed_nodes: NodeSet,
+    relays: relay::Relays,
 }
 
 impl Dictionary {
@@ -84,6 +87,7 @@ impl Dictionary {
             next_change: 1,
             changes: FxHashMap::default(),
             failed_nodes: NodeSet::EMPTY,
+            relays: relay::Relays::default(),
         }
     }
 
@@ -499,6 +503,7 @@ impl Dictionary {
     /// Failed nodes will not confirm changes: stop waiting for them.
     fn node_failed(&mut self, ctx: &mut Context, failed: NodeFailed) {
         self.failed_nodes = self.failed_nodes.union(failed.failed);
+        self.relays.master_failed(ctx, failed.failed);
         let mut done = Vec::new();
         for (&id, change) in &mut self.changes {
             change
@@ -577,8 +582,18 @@ impl Block for Dictionary {
             || number == DropTableRequest::NUMBER;
         if is_client_request {
             if let Some(master) = self.master().filter(|&m| m != ctx.address()) {
-                return pass_on(ctx, signal, master);
+                if let Err((client, request_id)) = self.relays.pass_on(ctx, signal, master) {
+                    let message = format!(
+                        "{} schema requests wait for the master already",
+                        relay::RELAYED_REQUESTS_MAX
+                    );
+                    self.refuse(ctx, client, request_id, ErrorCode::Overloaded, &message);
+                }
+                return;
             }
+        }
+        if self.relays.pass_back(ctx, signal) {
+            return;
         }
         let result = if number == CreateTableRequest::NUMBER {
             CreateTableRequest::from_signal(signal).map(|r| self.create_table(ctx, r))
@@ -598,14 +613,4 @@ impl Block for Dictionary {
         };
         debug_assert!(result.is_ok(), "malformed signal to dict: {result:?}");
     }
-}
-
-/// Sends a client's request on to the master's dictionary, which answers the client.
-fn pass_on(ctx: &mut Context, request: &Signal, master: BlockAddress) {
-    let body = ctx
-        .section()
-        .map(|bytes| bytes.to_vec())
-        .unwrap_or_default();
-    let forwarded = Signal::with_words(request.number(), master, ctx.address(), request.words());
-    send_with_bytes(ctx, forwarded, &body);
 }

@@ -1,0 +1,125 @@
+//! What a data node of a managed cluster learns from the management server: it fetches the
+//! configuration over the admin protocol and turns its own entry, and its peers', into the
+//! node's settings, thread layout, listening address and peer connections.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::Path;
+use std::time::Duration;
+
+use kista_datanode::arbitration::{arbitrator_address, MANAGEMENT_NODE};
+use kista_datanode::cluster::DataNodeShape;
+use kista_datanode::node::NodeSettings;
+use kista_mgm::admin::AdminClient;
+use kista_mgm::config::{ClusterConfig, DataNodeConfig, DataNodeThreads};
+use kista_runtime::thread_config::ThreadLayout;
+use kista_runtime::Module;
+use kista_signal::NodeId;
+use kista_transport::peers::Peers;
+
+use crate::thread_options::layout_for;
+use crate::Failure;
+
+/// Longest the node waits for the management server at each step of fetching its
+/// configuration.
+const MGM_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Everything a data node needs to join its cluster.
+pub struct ClusterNode {
+    pub settings: NodeSettings,
+    pub layout: ThreadLayout,
+    pub bind: SocketAddr,
+    pub data_memory_bytes: u64,
+    pub peers: Peers,
+}
+
+/// Fetches the configuration from the management server at `mgm` and finds `node` in it.
+pub fn fetch(mgm: &str, node: NodeId) -> Result<ClusterNode, Failure> {
+    let mut admin = AdminClient::connect(mgm, MGM_TIMEOUT).map_err(Failure::runtime)?;
+    let text = admin.request("config").map_err(Failure::runtime)?;
+    let source = format!("configuration from the management server at {mgm}");
+    let config = ClusterConfig::from_toml(&text, Path::new(&source)).map_err(Failure::usage)?;
+    from_config(&config, node, mgm)
+}
+
+fn from_config(config: &ClusterConfig, node: NodeId, mgm: &str) -> Result<ClusterNode, Failure> {
+    let own = config
+        .data_nodes
+        .iter()
+        .find(|n| n.node_id == node.0)
+        .ok_or_else(|| {
+            let ids: Vec<String> = config
+                .data_nodes
+                .iter()
+                .map(|n| n.node_id.to_string())
+                .collect();
+            Failure::usage(format!(
+                "the configuration has no data node {} (its data nodes: {})",
+                node.0,
+                ids.join(", ")
+            ))
+        })?;
+    let layout = layout_of(own)?;
+    let mut settings = NodeSettings::new(node);
+    let cluster = &config.cluster;
+    settings.node_group = u16::from(own.node_group);
+    settings.replicas = u16::from(cluster.replicas);
+    settings.partitions_per_node = cluster.partitions_per_node;
+    settings.heartbeat_interval_ms = cluster.heartbeat_interval_ms;
+    settings.heartbeat_misses_max = cluster.heartbeat_misses_max;
+    settings.lock_wait_timeout_ms = cluster.lock_wait_timeout_ms;
+    settings.transaction_inactive_timeout_ms = cluster.transaction_inactive_timeout_ms;
+    settings.arbitrator = Some(arbitrator_address());
+    settings.tc_instances = layout.instances_of(Module::Tc) as u16;
+    settings.ldm_instances = layout.instances_of(Module::Ldm) as u16;
+    settings.peers = Vec::new();
+    let mut peers = Peers::default();
+    for peer in config.data_nodes.iter().filter(|n| n.node_id != node.0) {
+        let peer_layout = layout_of(peer)?;
+        settings.peers.push(DataNodeShape {
+            node: NodeId(peer.node_id),
+            node_group: u16::from(peer.node_group),
+            tc_instances: peer_layout.instances_of(Module::Tc) as u16,
+            ldm_instances: peer_layout.instances_of(Module::Ldm) as u16,
+        });
+        // Of each pair of data nodes, the one with the higher id dials.
+        if peer.node_id < node.0 {
+            peers
+                .dial
+                .push((NodeId(peer.node_id), format!("{}:{}", peer.host, peer.port)));
+        } else {
+            peers.accept.push(NodeId(peer.node_id));
+        }
+    }
+    peers.dial.push((MANAGEMENT_NODE, mgm.to_string()));
+    let bind = format!("{}:{}", own.host, own.port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut addresses| addresses.next())
+        .ok_or_else(|| {
+            Failure::usage(format!(
+                "data node {}: cannot listen on {}:{}",
+                node.0, own.host, own.port
+            ))
+        })?;
+    Ok(ClusterNode {
+        settings,
+        layout,
+        bind,
+        data_memory_bytes: cluster.data_memory_bytes,
+        peers,
+    })
+}
+
+/// A node's thread layout as its configuration gives it. An automatic layout is sized for
+/// this machine's CPUs, which is right when every data node runs on a machine like this
+/// one; nodes on unlike machines will need to tell each other their layouts when they connect.
+fn layout_of(node: &DataNodeConfig) -> Result<ThreadLayout, Failure> {
+    let layout = match &node.threads {
+        DataNodeThreads::Automatic => layout_for(None, None),
+        DataNodeThreads::Cpus(cpus) => layout_for(None, Some(*cpus)),
+        DataNodeThreads::Config(text) => layout_for(Some(text), None),
+    };
+    layout.map_err(|failure| {
+        Failure::usage(format!("data node {}: {}", node.node_id, failure.message))
+    })
+}

@@ -1,0 +1,75 @@
+//! `kista mgmd`: the management server. Reads and checks the cluster configuration (a bad
+//! file is refused with its file, line and reason), then serves it to data nodes, hosts the
+//! arbitrator and answers `kista mgm`, until SIGINT/SIGTERM or a `shutdown` whose data
+//! nodes have all stopped.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use kista_mgm::config::ClusterConfig;
+use kista_mgm::server::{ManagementOptions, ManagementServer};
+
+use crate::Failure;
+
+#[derive(Args, Debug)]
+pub struct MgmdArgs {
+    /// The cluster configuration file (TOML; docs/cluster-config.md).
+    #[arg(long, short = 'f', value_name = "FILE")]
+    config: PathBuf,
+
+    /// Listen on this port instead of the configuration's `[mgmd] port` (0 picks a free one,
+    /// printed at start).
+    #[arg(long)]
+    port: Option<u16>,
+}
+
+/// How often the main thread looks for a stop request.
+const STOP_POLL: Duration = Duration::from_millis(50);
+
+pub fn run(args: &MgmdArgs) -> Result<(), Failure> {
+    let config_text = std::fs::read_to_string(&args.config).map_err(|e| {
+        Failure::usage(format!(
+            "{}: cannot read the configuration: {e}",
+            args.config.display()
+        ))
+    })?;
+    let config = ClusterConfig::from_toml(&config_text, &args.config).map_err(Failure::usage)?;
+    let port = args.port.unwrap_or(config.mgmd.port);
+    let bind: SocketAddr = (config.mgmd.host.as_str(), port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut addresses| addresses.next())
+        .ok_or_else(|| Failure::usage(format!("cannot listen on {}:{port}", config.mgmd.host)))?;
+    let data_nodes = config.data_nodes.len();
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, stop.clone())
+            .map_err(|e| Failure::runtime(format!("cannot handle signal {signal}: {e}")))?;
+    }
+    let server = ManagementServer::start(ManagementOptions {
+        config,
+        config_text,
+        bind,
+    })
+    .map_err(Failure::runtime)?;
+    println!(
+        "kista mgmd: listening on {} ({data_nodes} data nodes configured)",
+        server.address()
+    );
+    println!("kista mgmd: ready");
+    while !stop.load(Ordering::SeqCst) && !server.shutdown_done() && !server.has_failed() {
+        std::thread::sleep(STOP_POLL);
+    }
+    let failed = server.has_failed();
+    println!("kista mgmd: stopping");
+    server.stop().map_err(Failure::runtime)?;
+    if failed {
+        return Err(Failure::runtime("the arbitrator's thread failed"));
+    }
+    println!("kista mgmd: stopped");
+    Ok(())
+}

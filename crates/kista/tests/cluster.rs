@@ -1,0 +1,161 @@
+//! A cluster of real processes on 127.0.0.1: `kista mgmd` and two data nodes replicating
+//! each other, under a continuous `kista bench --duration --verify` load while nodes are
+//! killed, stopped and told to stop.
+
+mod support;
+
+use std::time::Duration;
+
+use support::cluster::TestCluster;
+use support::run_kista;
+
+/// Longest a bench run may take before the test fails (its own duration is far shorter).
+const RUN_LIMIT: Duration = Duration::from_secs(120);
+/// Longest a node may take to stop on its own once the cluster shut it out.
+const SELF_STOP_LIMIT: Duration = Duration::from_secs(20);
+
+/// Runs `kista bench` against data node `through` in duration mode, with verification, on a
+/// thread; `during` runs meanwhile, after the load has begun.
+fn load_while(
+    cluster: &mut TestCluster,
+    through: u8,
+    seconds: u32,
+    during: impl FnOnce(&mut TestCluster),
+) -> (Option<i32>, String, String) {
+    let address = cluster.address(through);
+    let seconds = seconds.to_string();
+    let running = std::thread::spawn(move || {
+        run_kista(
+            &[
+                "bench",
+                "--connect",
+                &address,
+                "--keys",
+                "2000",
+                "--duration",
+                &seconds,
+                "--phases",
+                "update,read",
+                "--verify",
+            ],
+            RUN_LIMIT,
+        )
+    });
+    // Loading 2000 keys takes well under this; the failure lands in the mixed load.
+    std::thread::sleep(Duration::from_millis(2500));
+    during(cluster);
+    running.join().expect("the bench thread")
+}
+
+/// The bench finished, lost nothing and failed only transactions the failure touched.
+fn assert_nothing_lost(outcome: &(Option<i32>, String, String)) {
+    let (code, stdout, stderr) = outcome;
+    assert_eq!(*code, Some(0), "bench failed:\n{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("0 missing, 0 wrong"),
+        "acknowledged writes were lost:\n{stdout}\n{stderr}"
+    );
+    for line in stdout.lines().filter(|l| l.contains(": error ")) {
+        assert!(line.contains("error 4010"), "unexpected error: {line}");
+    }
+}
+
+#[test]
+fn a_cluster_starts_and_mgm_show_reports_every_node_started() {
+    let cluster = TestCluster::start(2, 2);
+    let (code, stdout, stderr) = cluster.mgm("show");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("2 data nodes in 1 node groups, 2 replicas"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("mgmd"), "{stdout}");
+    assert_eq!(cluster.shown_state(1), "started");
+    assert_eq!(cluster.shown_state(2), "started");
+}
+
+#[test]
+fn killing_the_backup_side_loses_no_acknowledged_write() {
+    let mut cluster = TestCluster::start(2, 2);
+    let outcome = load_while(&mut cluster, 1, 6, |cluster| cluster.node(2).kill());
+    assert_nothing_lost(&outcome);
+    assert_eq!(cluster.shown_state(2), "not connected");
+    assert_eq!(cluster.shown_state(1), "started");
+}
+
+#[test]
+fn killing_the_president_loses_no_acknowledged_write() {
+    // Node 1 is the president and hosts the first coordinator; node 2 must take over.
+    let mut cluster = TestCluster::start(2, 2);
+    let outcome = load_while(&mut cluster, 2, 6, |cluster| cluster.node(1).kill());
+    assert_nothing_lost(&outcome);
+    assert_eq!(cluster.shown_state(2), "started");
+}
+
+#[test]
+fn a_stopped_node_is_declared_failed_and_stops_itself_when_continued() {
+    let mut cluster = TestCluster::start(2, 2);
+    let outcome = load_while(&mut cluster, 1, 6, |cluster| {
+        cluster.node(2).signal(libc::SIGSTOP);
+    });
+    assert_nothing_lost(&outcome);
+    // Woken, node 2 finds itself shut out, loses arbitration and stops: it never serves.
+    cluster.node(2).signal(libc::SIGCONT);
+    let (_, stdout) = cluster
+        .node(2)
+        .wait_exit(SELF_STOP_LIMIT)
+        .expect("the continued node stops itself");
+    assert!(stdout.contains("kista datad: stopped: "), "{stdout}");
+    assert_eq!(cluster.shown_state(1), "started");
+}
+
+#[test]
+fn mgm_stop_stops_one_node_and_the_other_goes_on_serving() {
+    let mut cluster = TestCluster::start(2, 2);
+    let outcome = load_while(&mut cluster, 2, 5, |cluster| {
+        let (code, stdout, stderr) = cluster.mgm("1 stop");
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(stdout.contains("node 1 is stopping"), "{stdout}");
+    });
+    assert_nothing_lost(&outcome);
+    let (_, stdout) = cluster
+        .node(1)
+        .wait_exit(SELF_STOP_LIMIT)
+        .expect("node 1 stops");
+    assert!(
+        stdout.contains("stopped by the management server (N stop)"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn shutdown_stops_every_node_and_the_management_server() {
+    let mut cluster = TestCluster::start(2, 2);
+    let (code, stdout, stderr) = cluster.mgm("shutdown");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("data nodes [1, 2] stopping"), "{stdout}");
+    for id in [1, 2] {
+        let (clean, _) = cluster
+            .node(id)
+            .wait_exit(SELF_STOP_LIMIT)
+            .expect("the data node stops");
+        assert!(clean, "node {id} stopped with a failure");
+    }
+    let (clean, stdout) = cluster
+        .mgmd
+        .wait_exit(SELF_STOP_LIMIT)
+        .expect("the management server stops after its nodes");
+    assert!(clean && stdout.contains("kista mgmd: stopped"), "{stdout}");
+}
+
+#[test]
+fn mgm_refuses_unknown_commands_and_nodes_with_a_reason() {
+    let cluster = TestCluster::start(2, 2);
+    let (code, _, stderr) = cluster.mgm("2 explode");
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("unknown command `2 explode`"), "{stderr}");
+    assert!(stderr.contains("N stop"), "the help follows: {stderr}");
+    let (code, _, stderr) = cluster.mgm("7 stop");
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("no data node 7"), "{stderr}");
+}

@@ -1,0 +1,136 @@
+//! A whole cluster of processes for tests: `kista mgmd` with a configuration written to a
+//! fresh directory, and `kista datad --mgm` for each data node, every port a free one on
+//! 127.0.0.1. Heartbeats are fast (a failure is detected in about a second) but not so fast
+//! that a busy 2-core machine trips them.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use super::{run_kista, KistaProcess};
+
+/// Heartbeat settings of test clusters: a silent node is suspected after 4 × 200 ms.
+pub const HEARTBEAT_INTERVAL_MS: u64 = 200;
+pub const HEARTBEAT_MISSES_MAX: u32 = 4;
+/// Longest a `kista mgm` command may take.
+const MGM_LIMIT: Duration = Duration::from_secs(20);
+
+pub struct TestCluster {
+    dir: PathBuf,
+    pub mgm: String,
+    pub mgmd: KistaProcess,
+    /// `[id - 1]` → the data node's process while it runs.
+    nodes: Vec<Option<KistaProcess>>,
+    ports: Vec<u16>,
+}
+
+fn free_ports(count: usize) -> Vec<u16> {
+    // Held together so no port is handed out twice, then released for the processes.
+    let listeners: Vec<TcpListener> = (0..count)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("a free port"))
+        .collect();
+    listeners
+        .iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
+}
+
+impl TestCluster {
+    /// Starts the management server and `data_nodes` data nodes in node groups of
+    /// `replicas`, and waits until every one is ready.
+    pub fn start(data_nodes: u8, replicas: u8) -> Self {
+        static SERIAL: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "kista-cluster-{}-{}",
+            std::process::id(),
+            SERIAL.fetch_add(1, Ordering::SeqCst)
+        ));
+        std::fs::create_dir_all(&dir).expect("a test directory");
+        let ports = free_ports(usize::from(data_nodes) + 1);
+        let mut config = format!(
+            "[cluster]\nreplicas = {replicas}\ndata_memory = \"64M\"\n\
+             heartbeat_interval_ms = {HEARTBEAT_INTERVAL_MS}\n\
+             heartbeat_misses_max = {HEARTBEAT_MISSES_MAX}\n\n\
+             [mgmd]\nport = {}\ndata_dir = \"{}\"\n",
+            ports[0],
+            dir.join("mgmd").display()
+        );
+        for id in 1..=data_nodes {
+            config.push_str(&format!(
+                "\n[[data_node]]\nhost = \"127.0.0.1\"\nport = {}\nnum_cpus = 2\n\
+                 data_dir = \"{}\"\n",
+                ports[usize::from(id)],
+                dir.join(format!("node-{id}")).display()
+            ));
+        }
+        let config_path = dir.join("cluster.toml");
+        std::fs::write(&config_path, config).expect("the configuration is written");
+        let config_arg = config_path.display().to_string();
+        let mgmd = KistaProcess::spawn(&["mgmd", "--config", &config_arg]);
+        let mut cluster = Self {
+            dir,
+            mgm: format!("127.0.0.1:{}", ports[0]),
+            mgmd,
+            nodes: (0..data_nodes).map(|_| None).collect(),
+            ports: ports[1..].to_vec(),
+        };
+        // Started together, as the membership expects of an initial start.
+        let starting: Vec<_> = (1..=data_nodes)
+            .map(|id| {
+                let mgm = cluster.mgm.clone();
+                std::thread::spawn(move || {
+                    let id = id.to_string();
+                    KistaProcess::spawn(&["datad", "--mgm", &mgm, "--node-id", &id])
+                })
+            })
+            .collect();
+        for (index, starting) in starting.into_iter().enumerate() {
+            cluster.nodes[index] = Some(starting.join().expect("the data node starts"));
+        }
+        cluster
+    }
+
+    /// Data node `id`'s address for clients.
+    pub fn address(&self, id: u8) -> String {
+        format!("127.0.0.1:{}", self.ports[usize::from(id) - 1])
+    }
+
+    pub fn node(&mut self, id: u8) -> &mut KistaProcess {
+        self.nodes[usize::from(id) - 1]
+            .as_mut()
+            .expect("the data node runs")
+    }
+
+    /// Runs `kista mgm -e command`: (exit code, stdout, stderr).
+    pub fn mgm(&self, command: &str) -> (Option<i32>, String, String) {
+        run_kista(&["mgm", "--mgm", &self.mgm, "-e", command], MGM_LIMIT)
+    }
+
+    /// The state `kista mgm -e show` gives data node `id`.
+    pub fn shown_state(&self, id: u8) -> String {
+        let (code, stdout, stderr) = self.mgm("show");
+        assert_eq!(code, Some(0), "{stderr}");
+        let line = stdout
+            .lines()
+            .find(|line| {
+                line.split_whitespace()
+                    .take(2)
+                    .eq([id.to_string().as_str(), "data"])
+            })
+            .unwrap_or_else(|| panic!("no line for node {id} in\n{stdout}"));
+        let state = line.split_whitespace().skip(2);
+        let state: Vec<&str> = state.take_while(|w| w.parse::<u32>().is_err()).collect();
+        state.join(" ")
+    }
+}
+
+impl Drop for TestCluster {
+    fn drop(&mut self) {
+        for node in self.nodes.iter_mut().flatten() {
+            node.kill();
+        }
+        self.mgmd.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -1,0 +1,84 @@
+//! The management commands, as `kista mgm` sends them and `kista mgmd` reads them. Words are
+//! matched without regard to case; a node is named by its id.
+
+use std::fmt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Every node: role, state, node group, version, address.
+    Show,
+    /// Every data node's state.
+    Status,
+    /// One node's state.
+    NodeStatus(u8),
+    /// Stop one data node; the others take over its work.
+    Stop(u8),
+    /// Stop every data node, then the management server.
+    Shutdown,
+    /// The configuration file's text (what data nodes read at start).
+    Config,
+    Help,
+}
+
+pub const HELP: &str = "\
+commands:
+  show              every node: role, state, node group, version, address
+  status            every data node's state (also: all status)
+  N status          node N's state
+  N stop            stop data node N; its node group's other replicas take over
+  shutdown          stop every data node, then the management server
+  config            the cluster configuration file
+  help              this list";
+
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub struct UnknownCommand(String);
+
+impl fmt::Display for UnknownCommand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown command `{}`\n{HELP}", self.0)
+    }
+}
+
+impl std::str::FromStr for Command {
+    type Err = UnknownCommand;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let words: Vec<String> = text.split_whitespace().map(str::to_lowercase).collect();
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        let command = match words.as_slice() {
+            ["show"] => Command::Show,
+            ["status"] | ["all", "status"] => Command::Status,
+            ["shutdown"] => Command::Shutdown,
+            ["config"] => Command::Config,
+            ["help"] => Command::Help,
+            [node, verb] => match (node.parse::<u8>(), *verb) {
+                (Ok(node), "status") => Command::NodeStatus(node),
+                (Ok(node), "stop") => Command::Stop(node),
+                _ => return Err(UnknownCommand(text.trim().to_string())),
+            },
+            _ => return Err(UnknownCommand(text.trim().to_string())),
+        };
+        Ok(command)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_parse_without_regard_to_case() {
+        assert_eq!("SHOW".parse(), Ok(Command::Show));
+        assert_eq!(" all Status ".parse(), Ok(Command::Status));
+        assert_eq!("2 stop".parse(), Ok(Command::Stop(2)));
+        assert_eq!("3 STATUS".parse(), Ok(Command::NodeStatus(3)));
+    }
+
+    #[test]
+    fn an_unknown_command_is_named_and_the_help_follows() {
+        let error = "2 explode".parse::<Command>().unwrap_err().to_string();
+        assert!(error.starts_with("unknown command `2 explode`"), "{error}");
+        assert!(error.contains("N stop"), "{error}");
+        assert!("300 stop".parse::<Command>().is_err());
+    }
+}

@@ -1,0 +1,295 @@
+//! `kista mgmd`, the management server: it serves the checked configuration to data nodes,
+//! hosts the arbitrator (a one-thread runtime whose only block is
+//! [`Arbitrator`]), knows which nodes are connected, and answers the admin protocol.
+//!
+//! Data nodes dial it as a peer with their configured node id; their connection is what
+//! the management server knows of their state. Commands that act on a data node (`N stop`,
+//! `shutdown`) reach it as signals over that connection.
+
+use std::io::BufReader;
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use kista_datanode::arbitration::{arbitrator_address, Arbitrator, MANAGEMENT_NODE};
+use kista_datanode::membership::membership_address;
+use kista_datanode::protocol::{ClusterStop, ARBITRATOR_BLOCK};
+use kista_runtime::thread_config::{ThreadConfig, ThreadLayout};
+use kista_runtime::{
+    start, BlockRegistration, Module, ModuleInstance, RunningNode, RuntimeOptions,
+};
+use kista_signal::{NodeId, TypedSignal};
+use kista_transport::handshake::PROTOCOL_VERSION;
+use kista_transport::peers::Peers;
+use kista_transport::server::{Links, Server, ServerOptions};
+
+use crate::admin::{read_request, write_response};
+use crate::command::{Command, HELP};
+use crate::config::ClusterConfig;
+
+pub struct ManagementOptions {
+    pub config: ClusterConfig,
+    /// The file's text, served to data nodes as it is.
+    pub config_text: String,
+    /// Where to listen; the configuration's `[mgmd]` host and port unless overridden.
+    pub bind: SocketAddr,
+}
+
+pub struct ManagementServer {
+    runtime: RunningNode,
+    transport: Server,
+    state: Arc<State>,
+}
+
+struct State {
+    config: ClusterConfig,
+    config_text: String,
+    address: OnceLock<SocketAddr>,
+    links: OnceLock<Links>,
+    shutdown_requested: AtomicBool,
+}
+
+impl ManagementServer {
+    pub fn start(options: ManagementOptions) -> Result<Self, String> {
+        let state = Arc::new(State {
+            config: options.config,
+            config_text: options.config_text,
+            address: OnceLock::new(),
+            links: OnceLock::new(),
+            shutdown_requested: AtomicBool::new(false),
+        });
+        let admin_state = state.clone();
+        let peers = Peers {
+            accept: state.data_nodes().collect(),
+            dial: Vec::new(),
+            on_lost: None,
+        };
+        let transport_options = ServerOptions {
+            node: MANAGEMENT_NODE,
+            info: Vec::new(),
+            // Clients have no business with the management server's blocks.
+            validate: Arc::new(|_, _, _| {
+                Err("the management server takes no client signals".to_string())
+            }),
+            peers,
+            admin: Some(Arc::new(move |stream| admin_state.serve_admin(stream))),
+        };
+        let mut transport = Server::bind(options.bind, transport_options)
+            .map_err(|e| format!("cannot listen on {}: {e}", options.bind))?;
+        let _ = state.address.set(transport.local_address());
+        let _ = state.links.set(transport.links());
+        let runtime_options = RuntimeOptions {
+            node: MANAGEMENT_NODE,
+            remote: Some(transport.remote()),
+            ..RuntimeOptions::default()
+        };
+        let arbitrator = BlockRegistration {
+            block: ARBITRATOR_BLOCK,
+            instance: 0,
+            host: ModuleInstance {
+                module: Module::Main,
+                instance: 0,
+            },
+            implementation: Box::new(Arbitrator::default()),
+        };
+        let runtime = start(
+            &one_thread(),
+            vec![arbitrator],
+            Vec::new(),
+            &runtime_options,
+        )
+        .map_err(|e| format!("cannot start the arbitrator: {e}"))?;
+        transport
+            .serve(runtime.injector())
+            .map_err(|e| format!("cannot start serving: {e}"))?;
+        Ok(Self {
+            runtime,
+            transport,
+            state,
+        })
+    }
+
+    pub fn address(&self) -> SocketAddr {
+        self.transport.local_address()
+    }
+
+    /// Whether `shutdown` was asked for and every data node has gone.
+    pub fn shutdown_done(&self) -> bool {
+        self.state.shutdown_requested.load(Ordering::SeqCst)
+            && self.state.connected_data_nodes().is_empty()
+    }
+
+    /// Whether the arbitrator's thread failed.
+    pub fn has_failed(&self) -> bool {
+        self.runtime.has_stopped()
+    }
+
+    pub fn stop(self) -> Result<(), String> {
+        self.transport.stop();
+        self.runtime.stop().map(|_| ()).map_err(|e| e.to_string())
+    }
+}
+
+/// One thread running everything: the arbitrator answers a handful of signals per failure.
+fn one_thread() -> ThreadLayout {
+    let counts = Module::ALL.map(|module| (module, u16::from(module == Module::Recv)));
+    ThreadLayout::from_config(&ThreadConfig::with_counts(&counts))
+}
+
+impl State {
+    fn data_nodes(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.config.data_nodes.iter().map(|n| NodeId(n.node_id))
+    }
+
+    fn is_connected(&self, node: NodeId) -> bool {
+        self.links
+            .get()
+            .is_some_and(|links| links.is_connected(node))
+    }
+
+    fn connected_data_nodes(&self) -> Vec<NodeId> {
+        self.data_nodes()
+            .filter(|&n| self.is_connected(n))
+            .collect()
+    }
+
+    fn serve_admin(&self, stream: TcpStream) {
+        let Ok(reading) = stream.try_clone() else {
+            return;
+        };
+        let mut reader = BufReader::new(reading);
+        let mut writer = stream;
+        while let Some(line) = read_request(&mut reader) {
+            let outcome = line
+                .parse::<Command>()
+                .map_err(|e| e.to_string())
+                .and_then(|command| self.execute(command));
+            if write_response(&mut writer, &outcome).is_err() {
+                return;
+            }
+        }
+    }
+
+    fn execute(&self, command: Command) -> Result<String, String> {
+        match command {
+            Command::Show => Ok(self.show()),
+            Command::Status => Ok(self
+                .data_nodes()
+                .map(|node| self.status_line(node))
+                .collect::<Vec<_>>()
+                .join("\n")),
+            Command::NodeStatus(id) => self.node_status(NodeId(id)),
+            Command::Stop(id) => self.stop_node(NodeId(id), "N stop").map(|()| {
+                format!("node {id} is stopping; its node group's other replicas take over")
+            }),
+            Command::Shutdown => {
+                self.shutdown_requested.store(true, Ordering::SeqCst);
+                let stopping = self.connected_data_nodes();
+                for &node in &stopping {
+                    // A node that went meanwhile is stopped already.
+                    let _ = self.stop_node(node, "shutdown");
+                }
+                let names: Vec<String> = stopping.iter().map(|n| n.0.to_string()).collect();
+                Ok(format!(
+                    "shutting down: data nodes [{}] stopping; the management server stops \
+                     after them",
+                    names.join(", ")
+                ))
+            }
+            Command::Config => Ok(self.config_text.clone()),
+            Command::Help => Ok(HELP.to_string()),
+        }
+    }
+
+    fn state_of(&self, node: NodeId) -> &'static str {
+        if self.is_connected(node) {
+            "started"
+        } else {
+            "not connected"
+        }
+    }
+
+    fn status_line(&self, node: NodeId) -> String {
+        format!("node {}: {}", node.0, self.state_of(node))
+    }
+
+    fn node_status(&self, node: NodeId) -> Result<String, String> {
+        if node == MANAGEMENT_NODE {
+            return Ok(format!("node {}: started (management server)", node.0));
+        }
+        if !self.data_nodes().any(|n| n == node) {
+            return Err(format!("no node {} in the configuration", node.0));
+        }
+        Ok(self.status_line(node))
+    }
+
+    fn stop_node(&self, node: NodeId, command: &str) -> Result<(), String> {
+        if !self.data_nodes().any(|n| n == node) {
+            return Err(format!("no data node {} in the configuration", node.0));
+        }
+        let reason = format!("stopped by the management server ({command})");
+        let stop = ClusterStop {}.to_signal(membership_address(node), arbitrator_address());
+        let sent = self
+            .links
+            .get()
+            .is_some_and(|links| links.send(&stop, reason.as_bytes()));
+        if sent {
+            Ok(())
+        } else {
+            Err(format!("node {} is not connected", node.0))
+        }
+    }
+
+    fn show(&self) -> String {
+        let config = &self.config;
+        let groups = config.data_nodes.len() / usize::from(config.cluster.replicas.max(1));
+        let mut text = format!(
+            "cluster: {} data nodes in {groups} node groups, {} replicas\n",
+            config.data_nodes.len(),
+            config.cluster.replicas
+        );
+        text.push_str(&format!(
+            "{:<4} {:<5} {:<14} {:<11} {:<12} {}\n",
+            "id", "role", "state", "node group", "version", "address"
+        ));
+        let own = self
+            .address
+            .get()
+            .map_or_else(String::new, ToString::to_string);
+        text.push_str(&format!(
+            "{:<4} {:<5} {:<14} {:<11} {:<12} {}\n",
+            MANAGEMENT_NODE.0,
+            "mgmd",
+            "started",
+            "-",
+            concat!("kista ", env!("CARGO_PKG_VERSION")),
+            own
+        ));
+        for node in &config.data_nodes {
+            let id = NodeId(node.node_id);
+            // A connected node passed the handshake, which demands the same protocol.
+            let version = if self.is_connected(id) {
+                format!("protocol {PROTOCOL_VERSION}")
+            } else {
+                "-".to_string()
+            };
+            text.push_str(&format!(
+                "{:<4} {:<5} {:<14} {:<11} {:<12} {}:{}\n",
+                node.node_id,
+                "data",
+                self.state_of(id),
+                node.node_group,
+                version,
+                node.host,
+                node.port
+            ));
+        }
+        for sql in &config.sql {
+            text.push_str(&format!(
+                "{:<4} {:<5} {:<14} {:<11} {:<12} {}:{}\n",
+                "-", "sql", "not connected", "-", "-", sql.host, sql.port
+            ));
+        }
+        text
+    }
+}
