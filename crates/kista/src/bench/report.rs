@@ -44,6 +44,9 @@ pub struct PhaseReport {
     /// Reads that did not find the record the run last wrote.
     pub reads_missing: u64,
     pub reads_wrong: u64,
+    /// The longest wait between two successful transactions of one client thread (a
+    /// failover shows up here).
+    pub longest_gap_us: u64,
     #[serde(skip)]
     messages: BTreeMap<u32, String>,
 }
@@ -125,6 +128,7 @@ impl PhaseResults {
             loops: rates.len(),
             reads_missing: self.tally.reads_missing,
             reads_wrong: self.tally.reads_wrong,
+            longest_gap_us: self.tally.longest_gap_us,
             messages: self
                 .tally
                 .errors
@@ -163,6 +167,11 @@ impl Report {
             let Some(phase) = self.phases.get(name) else {
                 continue;
             };
+            let _ = writeln!(
+                out,
+                "{name}: longest gap between successful transactions {:.1} ms",
+                phase.longest_gap_us as f64 / 1000.0
+            );
             for (code, count) in &phase.errors_by_code {
                 let message = phase.messages.get(code).map_or("", String::as_str);
                 let _ = writeln!(out, "{name}: error {code} x {count}: {message}");

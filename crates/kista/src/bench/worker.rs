@@ -62,6 +62,11 @@ pub struct Tally {
     pub reads_wrong: u64,
     /// The connection failed; the thread stopped early.
     pub connection_lost: Option<String>,
+    /// When the last transaction succeeded, and the longest wait between two successes:
+    /// the service gap a failover causes (with a thread's whole window of transactions
+    /// stalled, one thread's gap is the cluster's).
+    pub last_success: Option<Instant>,
+    pub longest_gap_us: u64,
 }
 
 impl Tally {
@@ -75,6 +80,8 @@ impl Tally {
             reads_missing: 0,
             reads_wrong: 0,
             connection_lost: None,
+            last_success: None,
+            longest_gap_us: 0,
         }
     }
 
@@ -97,6 +104,7 @@ impl Tally {
         if self.connection_lost.is_none() {
             self.connection_lost.clone_from(&other.connection_lost);
         }
+        self.longest_gap_us = self.longest_gap_us.max(other.longest_gap_us);
     }
 }
 
@@ -293,6 +301,12 @@ impl<'a> Worker<'a> {
         };
         match result {
             Ok(executed) => {
+                let now = Instant::now();
+                if let Some(last) = self.tally.last_success {
+                    let gap_us = now.duration_since(last).as_micros() as u64;
+                    self.tally.longest_gap_us = self.tally.longest_gap_us.max(gap_us);
+                }
+                self.tally.last_success = Some(now);
                 let micros = flight.started.elapsed().as_micros() as u64;
                 self.tally.latency_us.saturating_record(micros.max(1));
                 for (index, &(slot, op)) in flight.ops.iter().enumerate() {

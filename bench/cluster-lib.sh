@@ -1,0 +1,39 @@
+# Shared by the cluster benchmarks: start `kista mgmd` and data nodes on free ports.
+# Source it after setting `kista` (the binary) and `dir` (a scratch directory).
+
+pids=()
+cleanup() { for pid in "${pids[@]:-}"; do kill -9 "$pid" 2>/dev/null || true; done; rm -rf "$dir"; }
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+wait_ready() { # log file
+  for _ in $(seq 1 200); do grep -q "ready" "$1" 2>/dev/null && return 0; sleep 0.05; done
+  echo "not ready: $1" >&2; cat "$1" >&2; return 1
+}
+
+# start_cluster DATA_NODES REPLICAS HEARTBEAT_MS: sets mgmd_pid, node_pids[], node_ports[]
+start_cluster() {
+  local nodes=$1 replicas=$2 heartbeat_ms=$3 mgm_port
+  mgm_port=$(free_port)
+  node_pids=(); node_ports=()
+  printf '[cluster]\nreplicas = %s\ndata_memory = "256M"\nheartbeat_interval_ms = %s\nheartbeat_misses_max = 3\n[mgmd]\nport = %s\n' \
+    "$replicas" "$heartbeat_ms" "$mgm_port" > "$dir/cluster.toml"
+  for id in $(seq 1 "$nodes"); do
+    node_ports[id]=$(free_port)
+    printf '[[data_node]]\nhost = "127.0.0.1"\nport = %s\n' "${node_ports[id]}" >> "$dir/cluster.toml"
+  done
+  $kista mgmd --config "$dir/cluster.toml" > "$dir/mgmd.log" 2>&1 & mgmd_pid=$!
+  pids=("$mgmd_pid")
+  wait_ready "$dir/mgmd.log"
+  for id in $(seq 1 "$nodes"); do
+    $kista datad --mgm "127.0.0.1:$mgm_port" --node-id "$id" > "$dir/n$id.log" 2>&1 &
+    node_pids[id]=$!; pids+=("${node_pids[id]}")
+  done
+  for id in $(seq 1 "$nodes"); do wait_ready "$dir/n$id.log"; done
+}
+
+stop_cluster() {
+  for pid in "${pids[@]:-}"; do kill -9 "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  pids=()
+}

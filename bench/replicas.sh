@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# kista bench throughput with one replica (one data node) next to two replicas (two data
+# nodes in one node group), the same load through data node 1, RUNS times each.
+#
+# Usage: bench/replicas.sh [RUNS] [KEYS]   (defaults 3, 100000)
+set -euo pipefail
+runs=${1:-3}
+keys=${2:-100000}
+cd "$(dirname "$0")/.."
+cargo build --release -q -p kista
+kista=target/release/kista
+dir=$(mktemp -d /tmp/kista-replicas.XXXXXX)
+source bench/cluster-lib.sh
+trap cleanup EXIT
+
+for replicas in 1 2; do
+  for run in $(seq 1 "$runs"); do
+    start_cluster "$replicas" "$replicas" 1500
+    echo "== $replicas replica(s), run $run"
+    $kista bench --connect "127.0.0.1:${node_ports[1]}" --keys "$keys" --threads 2 \
+        --parallel 32 --verify
+    stop_cluster
+  done
+done
