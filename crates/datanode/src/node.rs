@@ -108,15 +108,15 @@ impl NodeSettings {
     }
 
     pub fn dict_address(&self) -> BlockAddress {
-        BlockAddress::new(self.node, DICT_BLOCK, 0)
+        self.shape().dict_address()
     }
 
     pub fn tc_addresses(&self) -> impl Iterator<Item = BlockAddress> {
-        instances(self.node, TC_BLOCK, self.tc_instances)
+        self.shape().tc_addresses()
     }
 
     pub fn ldm_addresses(&self) -> impl Iterator<Item = BlockAddress> {
-        instances(self.node, LDM_BLOCK, self.ldm_instances)
+        self.shape().ldm_addresses()
     }
 
     pub fn query_addresses(&self) -> impl Iterator<Item = BlockAddress> {

@@ -71,7 +71,6 @@ fn from_config(config: &ClusterConfig, node: NodeId, mgm: &str) -> Result<Cluste
     settings.arbitrator = Some(arbitrator_address());
     settings.tc_instances = layout.instances_of(Module::Tc) as u16;
     settings.ldm_instances = layout.instances_of(Module::Ldm) as u16;
-    settings.peers = Vec::new();
     let mut peers = Peers::default();
     for peer in config.data_nodes.iter().filter(|n| n.node_id != node.0) {
         let peer_layout = layout_of(peer)?;

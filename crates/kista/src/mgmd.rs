@@ -31,13 +31,8 @@ pub struct MgmdArgs {
 const STOP_POLL: Duration = Duration::from_millis(50);
 
 pub fn run(args: &MgmdArgs) -> Result<(), Failure> {
-    let config_text = std::fs::read_to_string(&args.config).map_err(|e| {
-        Failure::usage(format!(
-            "{}: cannot read the configuration: {e}",
-            args.config.display()
-        ))
-    })?;
-    let config = ClusterConfig::from_toml(&config_text, &args.config).map_err(Failure::usage)?;
+    let (config, config_text) =
+        ClusterConfig::load_with_text(&args.config).map_err(Failure::usage)?;
     let port = args.port.unwrap_or(config.mgmd.port);
     let bind: SocketAddr = (config.mgmd.host.as_str(), port)
         .to_socket_addrs()

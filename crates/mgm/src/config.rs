@@ -122,11 +122,17 @@ impl ConfigError {
 impl ClusterConfig {
     /// Reads and checks the configuration file at `path`.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        Self::load_with_text(path).map(|(config, _)| config)
+    }
+
+    /// Reads and checks the configuration file at `path`, keeping its text (which the
+    /// management server serves to data nodes as it is).
+    pub fn load_with_text(path: &Path) -> Result<(Self, String), ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             file: path.to_path_buf(),
             source,
         })?;
-        Self::from_toml(&text, path)
+        Ok((Self::from_toml(&text, path)?, text))
     }
 
     /// Checks a configuration's `text`; `file` names it in errors.

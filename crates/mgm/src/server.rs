@@ -141,6 +141,10 @@ impl State {
         self.config.data_nodes.iter().map(|n| NodeId(n.node_id))
     }
 
+    fn is_data_node(&self, node: NodeId) -> bool {
+        self.data_nodes().any(|n| n == node)
+    }
+
     fn is_connected(&self, node: NodeId) -> bool {
         self.links
             .get()
@@ -217,14 +221,14 @@ impl State {
         if node == MANAGEMENT_NODE {
             return Ok(format!("node {}: started (management server)", node.0));
         }
-        if !self.data_nodes().any(|n| n == node) {
+        if !self.is_data_node(node) {
             return Err(format!("no node {} in the configuration", node.0));
         }
         Ok(self.status_line(node))
     }
 
     fn stop_node(&self, node: NodeId, command: &str) -> Result<(), String> {
-        if !self.data_nodes().any(|n| n == node) {
+        if !self.is_data_node(node) {
             return Err(format!("no data node {} in the configuration", node.0));
         }
         let reason = format!("stopped by the management server ({command})");
@@ -248,23 +252,32 @@ impl State {
             config.data_nodes.len(),
             config.cluster.replicas
         );
-        text.push_str(&format!(
-            "{:<4} {:<5} {:<14} {:<11} {:<12} {}\n",
-            "id", "role", "state", "node group", "version", "address"
-        ));
+        let mut row = |id: &str, role: &str, state: &str, group: &str, version: &str, address| {
+            text.push_str(&format!(
+                "{id:<4} {role:<5} {state:<14} {group:<11} {version:<12} {address}\n"
+            ));
+        };
+        row(
+            "id",
+            "role",
+            "state",
+            "node group",
+            "version",
+            "address".to_string(),
+        );
         let own = self
             .address
             .get()
             .map_or_else(String::new, ToString::to_string);
-        text.push_str(&format!(
-            "{:<4} {:<5} {:<14} {:<11} {:<12} {}\n",
-            MANAGEMENT_NODE.0,
+        let own_version = concat!("kista ", env!("CARGO_PKG_VERSION"));
+        row(
+            &MANAGEMENT_NODE.0.to_string(),
             "mgmd",
             "started",
             "-",
-            concat!("kista ", env!("CARGO_PKG_VERSION")),
-            own
-        ));
+            own_version,
+            own,
+        );
         for node in &config.data_nodes {
             let id = NodeId(node.node_id);
             // A connected node passed the handshake, which demands the same protocol.
@@ -273,22 +286,18 @@ impl State {
             } else {
                 "-".to_string()
             };
-            text.push_str(&format!(
-                "{:<4} {:<5} {:<14} {:<11} {:<12} {}:{}\n",
-                node.node_id,
+            row(
+                &node.node_id.to_string(),
                 "data",
                 self.state_of(id),
-                node.node_group,
-                version,
-                node.host,
-                node.port
-            ));
+                &node.node_group.to_string(),
+                &version,
+                format!("{}:{}", node.host, node.port),
+            );
         }
         for sql in &config.sql {
-            text.push_str(&format!(
-                "{:<4} {:<5} {:<14} {:<11} {:<12} {}:{}\n",
-                "-", "sql", "not connected", "-", "-", sql.host, sql.port
-            ));
+            let address = format!("{}:{}", sql.host, sql.port);
+            row("-", "sql", "not connected", "-", "-", address);
         }
         text
     }

@@ -380,11 +380,21 @@ fn admit_client(
         let reason = "the node has no node id free for another client".to_string();
         return Err(refuse(shared, stream, reason));
     };
-    let connection = connection?;
+    welcome(shared, stream, connection?, shared.options.info.clone())
+}
+
+/// Tells a registered connection's dialer its node id (and `info`); a connection whose
+/// Welcome cannot be sent is closed and leaves the table.
+fn welcome(
+    shared: &Shared,
+    stream: &mut TcpStream,
+    connection: Arc<Connection>,
+    info: Vec<u8>,
+) -> Result<Arc<Connection>, HandshakeError> {
     let welcome = Welcome {
         client_node: connection.peer,
         node: shared.options.node,
-        info: shared.options.info.clone(),
+        info,
     };
     if let Err(error) = handshake::write_welcome(stream, &welcome) {
         connection.close(format!("the Welcome could not be sent: {error}"));
@@ -416,17 +426,7 @@ fn admit_peer(
         let reason = format!("node {} is connected already", node.0);
         return Err(refuse(shared, stream, reason));
     }
-    let welcome = Welcome {
-        client_node: node,
-        node: here,
-        info: Vec::new(),
-    };
-    if let Err(error) = handshake::write_welcome(stream, &welcome) {
-        connection.close(format!("the Welcome could not be sent: {error}"));
-        shared.unregister(&connection);
-        return Err(error);
-    }
-    Ok(connection)
+    welcome(shared, stream, connection, Vec::new())
 }
 
 fn serve_admin(shared: &Shared, mut stream: TcpStream) -> Result<(), HandshakeError> {

@@ -150,29 +150,14 @@ impl KistaProcess {
 
     /// Sends SIGTERM and waits: (exit success, stdout after start, stderr).
     pub fn stop(mut self) -> (bool, String, String) {
-        let mut child = self.child.take().unwrap();
-        // SAFETY: kill(2) with a process id we own and a valid signal number.
-        unsafe {
-            libc::kill(child.id() as i32, libc::SIGTERM);
-        }
-        let deadline = Instant::now() + PROCESS_TIMEOUT;
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                panic!("the process did not stop after SIGTERM");
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        self.signal(libc::SIGTERM);
+        let Some((success, out)) = self.wait_exit(PROCESS_TIMEOUT) else {
+            self.kill();
+            panic!("the process did not stop after SIGTERM");
         };
-        let mut out = String::new();
-        if let Some(mut stdout) = self.stdout.take() {
-            let _ = stdout.read_to_string(&mut out);
-        }
         // The draining thread ends at end of file, right after the process exits.
         std::thread::sleep(Duration::from_millis(100));
-        (status.success(), out, self.stderr())
+        (success, out, self.stderr())
     }
 }
 
