@@ -1,7 +1,9 @@
-//! The native Kista client: connects to a data node over TCP and runs batched transactions,
-//! many in flight at once on one connection.
+//! The native Kista client: connects to a cluster's data nodes over TCP and runs batched
+//! transactions, many in flight at once.
 //!
-//! A [`Client`] owns one connection. A [`Transaction`] collects operations and sends the
+//! A [`Client`] registers with the management server, which leases it a client node id,
+//! and connects to every data node under that id ([`Client::connect_cluster`]); a
+//! standalone data node is reached directly ([`Client::connect`]). A [`Transaction`] collects operations and sends the
 //! whole batch in one round trip when executed; [`Transaction::execute`] returns a
 //! [`Pending`] at once, so a thread can keep thousands of transactions in flight and collect
 //! them later (or pass a callback with [`Transaction::execute_then`], run on the connection's
@@ -13,7 +15,7 @@
 //! use kista_client::schema::{Column, TableSchema};
 //! use kista_client::types::{ColumnType, Value};
 //!
-//! let client = Client::connect("127.0.0.1:11860")?;
+//! let client = Client::connect_cluster("127.0.0.1:1186")?;
 //! let schema = TableSchema {
 //!     name: "sessions".into(),
 //!     columns: vec![
@@ -60,23 +62,25 @@
 
 mod completion;
 mod error;
+mod heartbeat;
+mod in_flight;
+mod nodes;
 mod scan;
 mod transaction;
 
-use rustc_hash::FxHashMap;
 use std::net::ToSocketAddrs;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use kista_datanode::protocol::*;
+use kista_mgm::admin::AdminClient;
+use kista_mgm::lease::Registration;
 use kista_signal::{BlockAddress, BlockId, Signal, TypedSignal};
 use kista_storage::codec::{write_index_schema, Writer};
 use kista_storage::partition::IndexId;
 use kista_storage::row::RowLayout;
 use kista_storage::schema::{IndexSchema, TableSchema};
-use kista_transport::client::{ClientConnection, Event};
 
 pub use completion::Pending;
 pub use error::ClientError;
@@ -87,8 +91,9 @@ pub use scan::{Scan, ScanSpec, SCAN_BATCH_ROWS_DEFAULT};
 pub use transaction::{Executed, OpIndex, Transaction};
 
 use completion::Completion;
-use scan::ScanEvent;
-use transaction::Collecting;
+use heartbeat::Heartbeats;
+use in_flight::{InFlight, SchemaAnswer, SchemaChange};
+use nodes::{DataNodeLink, DataNodes};
 
 /// How long connecting and schema changes may take.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -126,51 +131,78 @@ impl Table {
     }
 }
 
-/// A schema change's answer: (table or index id, new schema version).
-type SchemaAnswer = (u32, u32);
-
-/// What the receive thread shares with the client's callers.
-#[derive(Default)]
-struct Shared {
-    // Keyed by this client's own sequence numbers, so the unseeded FxHash is safe (SipHash
-    // cost ~100 instructions per answer).
-    transactions: Mutex<FxHashMap<u64, Collecting>>,
-    schema_changes: Mutex<FxHashMap<u64, Completion<SchemaAnswer>>>,
-    scans: Mutex<FxHashMap<u64, Sender<ScanEvent>>>,
-    closed: Mutex<Option<String>>,
-}
-
 pub struct Client {
-    shared: Arc<Shared>,
-    connection: ClientConnection,
+    in_flight: Arc<InFlight>,
+    nodes: Arc<DataNodes>,
     me: BlockAddress,
-    coordinators: Vec<BlockAddress>,
-    dict: BlockAddress,
+    /// Pings every live node; the thread stops when the client is dropped.
+    _heartbeats: Heartbeats,
+    /// The management server leases this client's node id while this connection lasts.
+    _lease: Option<AdminClient>,
     next_id: AtomicU64,
 }
 
 impl Client {
-    /// Connects to a data node (`kista datad --standalone`).
+    /// Connects to a standalone data node (`kista datad --standalone`), which gives the
+    /// client its node id. A cluster's data nodes refuse this: use
+    /// [`Client::connect_cluster`].
     pub fn connect(address: impl ToSocketAddrs) -> Result<Self, ClientError> {
-        let shared = Arc::new(Shared::default());
-        let receiving = shared.clone();
-        let connection = ClientConnection::connect(address, REQUEST_TIMEOUT, move |event| {
-            receiving.receive(event)
-        })
-        .map_err(|e| ClientError::ConnectionLost(e.to_string()))?;
-        let welcome = connection.welcome().clone();
-        let info = NodeInfo::decode(&welcome.info).ok_or_else(|| {
-            ClientError::ConnectionLost("the node sent no usable node info".into())
-        })?;
-        let coordinators = (0..info.tc_instances)
-            .map(|i| BlockAddress::new(welcome.node, TC_BLOCK, i))
-            .collect();
+        let in_flight = Arc::new(InFlight::default());
+        let link = DataNodeLink::connect(address, None, &in_flight)
+            .map_err(ClientError::ConnectionLost)?;
+        let me = BlockAddress::new(link.client_node, CLIENT_BLOCK, 0);
+        Self::with_links(in_flight, vec![link], me, None)
+    }
+
+    /// Connects to the cluster whose management server is at `mgm` (`host:port`): leases a
+    /// client node id there and connects to every data node under it. Data nodes that
+    /// cannot be reached now are left out; at least one must answer.
+    pub fn connect_cluster(mgm: &str) -> Result<Self, ClientError> {
+        let lost = |e: String| ClientError::ConnectionLost(e);
+        let mut lease =
+            AdminClient::connect(mgm, REQUEST_TIMEOUT).map_err(|e| lost(e.to_string()))?;
+        let text = lease
+            .request("register client")
+            .map_err(|e| lost(e.to_string()))?;
+        let registration = Registration::parse(&text).map_err(lost)?;
+        let in_flight = Arc::new(InFlight::default());
+        let mut links = Vec::new();
+        let mut failures = Vec::new();
+        for data_node in &registration.data_nodes {
+            let id = Some(registration.client_node);
+            match DataNodeLink::connect(&data_node.address, id, &in_flight) {
+                Ok(link) => links.push(link),
+                Err(error) => failures.push(format!(
+                    "node {} at {}: {error}",
+                    data_node.node.0, data_node.address
+                )),
+            }
+        }
+        if links.is_empty() {
+            return Err(lost(format!(
+                "no data node of the cluster at {mgm} could be reached: {}",
+                failures.join("; ")
+            )));
+        }
+        let me = BlockAddress::new(registration.client_node, CLIENT_BLOCK, 0);
+        Self::with_links(in_flight, links, me, Some(lease))
+    }
+
+    fn with_links(
+        in_flight: Arc<InFlight>,
+        links: Vec<DataNodeLink>,
+        me: BlockAddress,
+        lease: Option<AdminClient>,
+    ) -> Result<Self, ClientError> {
+        let nodes = Arc::new(DataNodes::new(links));
+        let heartbeats = Heartbeats::start(nodes.clone(), in_flight.clone(), me)
+            .map_err(|e| ClientError::ConnectionLost(format!("no heartbeat thread: {e}")))?;
         Ok(Self {
-            shared,
-            connection,
-            me: BlockAddress::new(welcome.client_node, CLIENT_BLOCK, 0),
-            coordinators,
-            dict: BlockAddress::new(welcome.node, DICT_BLOCK, 0),
+            in_flight,
+            nodes,
+            me,
+            _heartbeats: heartbeats,
+            _lease: lease,
             next_id: AtomicU64::new(1),
         })
     }
@@ -240,19 +272,27 @@ impl Client {
     }
 
     /// Sends a schema request built by `request` (from its id and our address) to the
-    /// dictionary and waits for the answer.
+    /// dictionary of a live node and waits for the answer.
     fn change_schema<R: TypedSignal>(
         &self,
         section: &[u8],
         request: impl FnOnce(u64, BlockAddress) -> R,
     ) -> Result<SchemaAnswer, ClientError> {
+        let dict = self
+            .nodes
+            .dict(self.in_flight.live())
+            .ok_or_else(|| self.no_live_node())?;
         let request_id = self.next_id();
         let completion = Completion::waiter();
         let pending = completion.pending();
-        self.shared.lock_schema().insert(request_id, completion);
-        let signal = request(request_id, self.me).to_signal(self.dict, self.me);
+        let change = SchemaChange {
+            node: dict.node(),
+            completion,
+        };
+        self.in_flight.lock_schema().insert(request_id, change);
+        let signal = request(request_id, self.me).to_signal(dict, self.me);
         if let Err(error) = self.send(signal, section) {
-            self.shared.lock_schema().remove(&request_id);
+            self.in_flight.lock_schema().remove(&request_id);
             return Err(error);
         }
         pending.wait_timeout(REQUEST_TIMEOUT)
@@ -267,142 +307,31 @@ impl Client {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// The coordinator for a transaction: spread over the node's instances.
-    fn coordinator_of(&self, client_tx: u64) -> BlockAddress {
-        self.coordinators[client_tx as usize % self.coordinators.len()]
+    /// A coordinator on a live node for the transaction or scan `client_id`.
+    fn any_coordinator(&self, client_id: u64) -> Result<BlockAddress, ClientError> {
+        self.nodes
+            .any_coordinator(self.in_flight.live(), client_id)
+            .ok_or_else(|| self.no_live_node())
     }
 
+    /// Why nothing can be sent: every connection closed.
+    fn no_live_node(&self) -> ClientError {
+        let reason = self
+            .in_flight
+            .closed_reason()
+            .unwrap_or_else(|| "no data node is connected".into());
+        ClientError::ConnectionLost(reason)
+    }
+
+    /// Sends `signal` to its receiver's node. A node whose connection is gone fails the
+    /// request as the loss failed what was in flight there (the cluster aborts it).
     fn send(&self, signal: Signal, section: &[u8]) -> Result<(), ClientError> {
-        self.connection
+        if let Some(reason) = self.in_flight.closed_reason() {
+            return Err(ClientError::ConnectionLost(reason));
+        }
+        let node = signal.receiver().node();
+        self.nodes
             .send(&signal, section)
-            .map_err(|closed| ClientError::ConnectionLost(closed.0))
-    }
-}
-
-impl Shared {
-    fn lock_transactions(&self) -> std::sync::MutexGuard<'_, FxHashMap<u64, Collecting>> {
-        self.transactions.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn lock_schema(&self) -> std::sync::MutexGuard<'_, FxHashMap<u64, Completion<(u32, u32)>>> {
-        self.schema_changes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Runs on the connection's receive thread for everything the node sends.
-    fn receive(&self, event: Event<'_>) {
-        let (signal, section) = match event {
-            Event::Signal(signal, section) => (signal, section),
-            Event::Closed(reason) => return self.close(reason),
-        };
-        let message = || String::from_utf8_lossy(section).into_owned();
-        if let Ok(conf) = ExecuteConf::from_signal(&signal) {
-            self.progress(conf.client_tx, |c| c.conf(conf, message()));
-        } else if let Ok(result) = ReadResult::from_signal(&signal) {
-            let row = RowBody::decode(section).map(|r| r.values);
-            self.progress(result.client_tx, |c| c.row(result.op_index, row));
-        } else if let Ok(read) = ReadCommitted::from_signal(&signal) {
-            // The row and the commit of a transaction that was one committed read.
-            let row = (read.found != 0).then(|| RowBody::decode(section).map(|r| r.values));
-            let conf = ExecuteConf {
-                client_tx: read.client_tx,
-                outcome: TransactionOutcome::Committed,
-                reads: read.found,
-                code: 0,
-                failed_op: 0,
-            };
-            self.progress(read.client_tx, |c| {
-                if let Some(row) = row {
-                    c.row(read.op_index, row);
-                }
-                c.conf(conf, String::new());
-            });
-        } else if let Ok(rows) = ScanRows::from_signal(&signal) {
-            let event = ScanEvent::Rows {
-                partition: rows.partition,
-                done: rows.done != 0,
-                rows: RowsBody::decode(section),
-            };
-            self.to_scan(rows.client_scan, event);
-        } else if let Ok(conf) = ScanConf::from_signal(&signal) {
-            let event = ScanEvent::Conf {
-                batches: conf.batches,
-                done: conf.done != 0,
-                code: conf.code,
-                message: message(),
-            };
-            self.to_scan(conf.client_scan, event);
-        } else {
-            let answer = if let Ok(conf) = CreateTableConf::from_signal(&signal) {
-                (conf.request_id, Ok((conf.table_id, conf.schema_version)))
-            } else if let Ok(conf) = CreateIndexConf::from_signal(&signal) {
-                (conf.request_id, Ok((conf.index_id, conf.schema_version)))
-            } else if let Ok(conf) = DropTableConf::from_signal(&signal) {
-                (conf.request_id, Ok((0, 0)))
-            } else if let Ok(refusal) = DictRef::from_signal(&signal) {
-                let error = ClientError::node(refusal.code, message());
-                (refusal.request_id, Err(error))
-            } else {
-                return;
-            };
-            let (request_id, result) = answer;
-            if let Some(completion) = self.lock_schema().remove(&request_id) {
-                completion.complete(result);
-            }
-        }
-    }
-
-    fn lock_scans(&self) -> std::sync::MutexGuard<'_, FxHashMap<u64, Sender<ScanEvent>>> {
-        self.scans.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Registers a scan; its events arrive on the receiver.
-    fn open_scan(&self, client_scan: u64) -> Receiver<ScanEvent> {
-        let (sender, receiver) = mpsc::channel();
-        self.lock_scans().insert(client_scan, sender);
-        receiver
-    }
-
-    fn forget_scan(&self, client_scan: u64) {
-        self.lock_scans().remove(&client_scan);
-    }
-
-    /// Passes an event to its scan's cursor (a dropped cursor's events are dropped). The
-    /// cursor unregisters itself: the last round's rows may arrive after its `ScanConf`, as
-    /// they come from other threads of the node.
-    fn to_scan(&self, client_scan: u64, event: ScanEvent) {
-        if let Some(cursor) = self.lock_scans().get(&client_scan) {
-            let _ = cursor.send(event);
-        }
-    }
-
-    fn progress(&self, client_tx: u64, step: impl FnOnce(&mut Collecting)) {
-        let mut transactions = self.lock_transactions();
-        let Some(collecting) = transactions.get_mut(&client_tx) else {
-            return;
-        };
-        step(collecting);
-        if collecting.is_complete() {
-            let collecting = transactions.remove(&client_tx).expect("just found");
-            drop(transactions);
-            collecting.finish();
-        }
-    }
-
-    /// The connection is gone: everything in flight fails.
-    fn close(&self, reason: String) {
-        *self.closed.lock().unwrap_or_else(|p| p.into_inner()) = Some(reason.clone());
-        let transactions: Vec<_> = self.lock_transactions().drain().map(|(_, c)| c).collect();
-        for collecting in transactions {
-            collecting.fail(ClientError::ConnectionLost(reason.clone()));
-        }
-        for (_, cursor) in self.lock_scans().drain() {
-            let _ = cursor.send(ScanEvent::Closed(reason.clone()));
-        }
-        let changes: Vec<_> = self.lock_schema().drain().map(|(_, c)| c).collect();
-        for completion in changes {
-            completion.complete(Err(ClientError::ConnectionLost(reason.clone())));
-        }
+            .map_err(|reason| nodes::lost_connection_error(node, false, &reason))
     }
 }

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 
 use kista_datanode::protocol::*;
-use kista_signal::TypedSignal;
+use kista_signal::{BlockAddress, TypedSignal};
 use kista_storage::codec::CodecError;
 use kista_storage::filter::Filter;
 use kista_storage::ordered_index::encode_ordered;
@@ -114,7 +114,8 @@ pub(crate) enum ScanEvent {
         code: u32,
         message: String,
     },
-    Closed(String),
+    /// The scan cannot go on: a connection it depends on is gone.
+    Failed(ClientError),
 }
 
 /// How an ordered scan compares rows: the positions of the index columns in the rows it
@@ -179,6 +180,7 @@ struct PartitionRows {
 pub struct Scan<'c> {
     client: &'c Client,
     client_scan: u64,
+    coordinator: BlockAddress,
     events: Receiver<ScanEvent>,
     limit: u64,
     returned: u64,
@@ -230,7 +232,8 @@ impl Client {
         let mut section = Vec::new();
         body.encode(&mut section);
         let client_scan = self.next_id();
-        let events = self.shared.open_scan(client_scan);
+        let coordinator = self.any_coordinator(client_scan)?;
+        let events = self.in_flight.open_scan(client_scan);
         let request = ScanRequest {
             client: self.me,
             client_scan,
@@ -240,14 +243,14 @@ impl Client {
             batch_rows: spec.batch_rows,
             ordered: u32::from(merge.is_some()),
         };
-        let coordinator = self.coordinator_of(client_scan);
         if let Err(error) = self.send(request.to_signal(coordinator, self.me), &section) {
-            self.shared.forget_scan(client_scan);
+            self.in_flight.forget_scan(client_scan);
             return Err(error);
         }
         Ok(Scan {
             client: self,
             client_scan,
+            coordinator,
             events,
             limit: spec.limit.unwrap_or(u64::MAX),
             returned: 0,
@@ -353,10 +356,9 @@ impl Scan<'_> {
             client_scan: self.client_scan,
             close: 0,
         };
-        let coordinator = self.client.coordinator_of(self.client_scan);
         if let Err(error) = self
             .client
-            .send(next.to_signal(coordinator, self.client.me), &[])
+            .send(next.to_signal(self.coordinator, self.client.me), &[])
         {
             self.fail(error);
         }
@@ -408,9 +410,9 @@ impl Scan<'_> {
                 }
                 *conf = Some((sent, done));
             }
-            ScanEvent::Closed(reason) => {
+            ScanEvent::Failed(error) => {
                 self.round = Round::Over;
-                return self.fail(ClientError::ConnectionLost(reason));
+                return self.fail(error);
             }
         }
         if let Round::Running {
@@ -456,12 +458,11 @@ impl Drop for Scan<'_> {
                 client_scan: self.client_scan,
                 close: 1,
             };
-            let coordinator = self.client.coordinator_of(self.client_scan);
             // The connection may be gone; then so is the scan.
             let _ = self
                 .client
-                .send(close.to_signal(coordinator, self.client.me), &[]);
+                .send(close.to_signal(self.coordinator, self.client.me), &[]);
         }
-        self.client.shared.forget_scan(self.client_scan);
+        self.client.in_flight.forget_scan(self.client_scan);
     }
 }

@@ -1,7 +1,7 @@
 //! Transactions: operations collected into batches, each batch sent in one round trip.
 
 use kista_datanode::protocol::*;
-use kista_signal::TypedSignal;
+use kista_signal::{BlockAddress, NodeId, TypedSignal};
 use kista_storage::codec::CodecError;
 use kista_storage::row::RowError;
 use kista_storage::schema::IndexKind;
@@ -40,6 +40,8 @@ struct Operation {
 pub struct Transaction<'c> {
     client: &'c Client,
     client_tx: u64,
+    /// Chosen when the first batch is sent; every later batch goes to it too.
+    coordinator: Option<BlockAddress>,
     batch: Vec<Operation>,
     finished: bool,
 }
@@ -49,6 +51,7 @@ impl<'c> Transaction<'c> {
         Self {
             client,
             client_tx,
+            coordinator: None,
             batch: Vec::new(),
             finished: false,
         }
@@ -232,24 +235,44 @@ impl<'c> Transaction<'c> {
                 "a batch ends with NoCommit, Commit or Rollback".into(),
             ));
         }
-        if let Some(reason) = self
-            .client
-            .shared
-            .closed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-        {
-            return Err(ClientError::ConnectionLost(reason));
-        }
+        let client = self.client;
+        let tc = match self.coordinator {
+            Some(tc) => tc,
+            None => *self
+                .coordinator
+                .insert(client.any_coordinator(self.client_tx)?),
+        };
         self.finished = matches!(mode, ExecuteMode::Commit | ExecuteMode::Rollback);
         let batch = std::mem::take(&mut self.batch);
-        let client = self.client;
-        let tc = client.coordinator_of(self.client_tx);
+        let collecting = Collecting {
+            coordinator: tc.node(),
+            committing: mode == ExecuteMode::Commit,
+            reads_expected: batch.iter().any(|op| op.kind == OperationKind::Read),
+            ..Collecting::new(batch.len(), completion)
+        };
+        let client_tx = self.client_tx;
         client
-            .shared
+            .in_flight
             .lock_transactions()
-            .insert(self.client_tx, Collecting::new(batch.len(), completion));
+            .insert(client_tx, collecting);
+        let sent = self.send_operations(tc, mode, batch);
+        match sent {
+            Ok(()) => Ok(()),
+            // A loss noticed meanwhile has failed the batch through its completion already.
+            Err(error) => match client.in_flight.lock_transactions().remove(&client_tx) {
+                Some(_) => Err(error),
+                None => Ok(()),
+            },
+        }
+    }
+
+    fn send_operations(
+        &self,
+        tc: BlockAddress,
+        mode: ExecuteMode,
+        batch: Vec<Operation>,
+    ) -> Result<(), ClientError> {
+        let client = self.client;
         if batch.is_empty() {
             let end = EndBatch {
                 client: client.me,
@@ -282,8 +305,14 @@ impl<'c> Transaction<'c> {
 }
 
 /// A batch whose answers are coming in: the coordinator's conf and the rows it announces
-/// arrive in any order.
+/// arrive in any order, over any of the client's connections.
 pub(crate) struct Collecting {
+    /// The node of the batch's coordinator.
+    coordinator: NodeId,
+    /// Whether the batch commits: losing it leaves the outcome unknown.
+    committing: bool,
+    /// Whether rows may come, from whichever nodes hold the replicas read.
+    reads_expected: bool,
     conf: Option<(ExecuteConf, String)>,
     rows: Vec<Option<Vec<Value>>>,
     rows_received: u32,
@@ -294,12 +323,28 @@ pub(crate) struct Collecting {
 impl Collecting {
     fn new(operations: usize, completion: Completion<Executed>) -> Self {
         Self {
+            coordinator: NodeId(0),
+            committing: false,
+            reads_expected: false,
             conf: None,
             rows: vec![None; operations],
             rows_received: 0,
             bad_row: None,
             completion,
         }
+    }
+
+    pub fn coordinator(&self) -> NodeId {
+        self.coordinator
+    }
+
+    pub fn is_committing(&self) -> bool {
+        self.committing
+    }
+
+    /// Whether rows may still be on their way.
+    pub fn awaits_rows(&self) -> bool {
+        self.reads_expected && !self.is_complete()
     }
 
     pub fn conf(&mut self, conf: ExecuteConf, message: String) {

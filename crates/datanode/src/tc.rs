@@ -1048,6 +1048,13 @@ impl Block for TransactionCoordinator {
                 let code = ErrorCode::from_u32(r.code).unwrap_or(ErrorCode::BadRequest);
                 self.fragment_answered(ctx, r.scan_id, r.partition, Err((code, message)))
             })
+        } else if number == ClientPing::NUMBER {
+            ClientPing::from_signal(signal).map(|ping| {
+                let pong = ClientPong {
+                    sequence: ping.sequence,
+                };
+                ctx.send_typed(ping.client, &pong);
+            })
         } else if number == LoadReport::NUMBER {
             LoadReport::from_signal(signal).map(|report| self.load_report(ctx, report))
         } else if number == NodeFailed::NUMBER {

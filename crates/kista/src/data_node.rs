@@ -20,7 +20,7 @@ use kista_runtime::{start, Module, RunningNode, RuntimeOptions};
 use kista_signal::{NodeId, TypedSignal};
 use kista_storage::memory::DataMemory;
 use kista_transport::peers::Peers;
-use kista_transport::server::{Server, ServerOptions};
+use kista_transport::server::{ClientIds, Server, ServerOptions};
 
 pub struct DataNodeOptions {
     pub node: NodeId,
@@ -49,9 +49,18 @@ impl DataNodeProcess {
         settings.query_instances = layout.instances_of(Module::Query) as u16;
         let info = NodeInfo {
             tc_instances: settings.tc_instances,
+            heartbeat_interval_ms: u32::try_from(settings.heartbeat_interval_ms)
+                .unwrap_or(u32::MAX),
+            heartbeat_misses_max: settings.heartbeat_misses_max,
         };
+        let standalone = options.peers.accept.is_empty() && options.peers.dial.is_empty();
         let server_options = ServerOptions {
             node: options.node,
+            client_ids: if standalone {
+                ClientIds::PickedHere
+            } else {
+                ClientIds::Leased
+            },
             info: info.encode(),
             validate: Arc::new(|signal, _section, client| check_client_signal(signal, client)),
             peers: with_suspicion_on_loss(options.peers, options.node),

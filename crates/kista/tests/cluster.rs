@@ -1,6 +1,6 @@
 //! A cluster of real processes on 127.0.0.1: `kista mgmd` and two data nodes replicating
-//! each other, under a continuous `kista bench --duration --verify` load while nodes are
-//! killed, stopped and told to stop.
+//! each other, under a continuous `kista bench --mgm --duration --verify` load (its clients
+//! connected to every data node) while nodes are killed, stopped and told to stop.
 
 mod support;
 
@@ -14,32 +14,35 @@ const RUN_LIMIT: Duration = Duration::from_secs(120);
 /// Longest a node may take to stop on its own once the cluster shut it out.
 const SELF_STOP_LIMIT: Duration = Duration::from_secs(20);
 
-/// Runs `kista bench` against data node `through` in duration mode, with verification, on a
-/// thread; `during` runs meanwhile, after the load has begun.
+/// Runs `kista bench` against the cluster in duration mode (updates and reads), with
+/// verification and `extra` arguments, on a thread; `during` runs meanwhile, after the load
+/// has begun.
 fn load_while(
     cluster: &mut TestCluster,
-    through: u8,
+    extra: &[&str],
     seconds: u32,
     during: impl FnOnce(&mut TestCluster),
 ) -> (Option<i32>, String, String) {
-    let address = cluster.address(through);
     let seconds = seconds.to_string();
+    let args: Vec<String> = [
+        "bench",
+        "--mgm",
+        &cluster.mgm,
+        "--keys",
+        "2000",
+        "--duration",
+        &seconds,
+        "--phases",
+        "update,read",
+        "--verify",
+    ]
+    .iter()
+    .chain(extra)
+    .map(|arg| arg.to_string())
+    .collect();
     let running = std::thread::spawn(move || {
-        run_kista(
-            &[
-                "bench",
-                "--connect",
-                &address,
-                "--keys",
-                "2000",
-                "--duration",
-                &seconds,
-                "--phases",
-                "update,read",
-                "--verify",
-            ],
-            RUN_LIMIT,
-        )
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run_kista(&args, RUN_LIMIT)
     });
     // Loading 2000 keys takes well under this; the failure lands in the mixed load.
     std::thread::sleep(Duration::from_millis(2500));
@@ -47,7 +50,8 @@ fn load_while(
     running.join().expect("the bench thread")
 }
 
-/// The bench finished, lost nothing and failed only transactions the failure touched.
+/// The bench finished, lost nothing and failed only transactions the failure touched:
+/// aborted (4010) or, for commits in flight on the lost node, of unknown outcome (4012).
 fn assert_nothing_lost(outcome: &(Option<i32>, String, String)) {
     let (code, stdout, stderr) = outcome;
     assert_eq!(*code, Some(0), "bench failed:\n{stdout}\n{stderr}");
@@ -56,7 +60,10 @@ fn assert_nothing_lost(outcome: &(Option<i32>, String, String)) {
         "acknowledged writes were lost:\n{stdout}\n{stderr}"
     );
     for line in stdout.lines().filter(|l| l.contains(": error ")) {
-        assert!(line.contains("error 4010"), "unexpected error: {line}");
+        assert!(
+            line.contains("error 4010") || line.contains("error 4012"),
+            "unexpected error: {line}"
+        );
     }
 }
 
@@ -75,9 +82,42 @@ fn a_cluster_starts_and_mgm_show_reports_every_node_started() {
 }
 
 #[test]
+fn clients_reach_rows_on_every_node_of_a_one_replica_cluster() {
+    // Each node holds half the partitions and no copy of the other half: every read of a
+    // key on the other node is answered by that node's ldm, straight to the client.
+    let mut cluster = TestCluster::start(2, 1);
+    let mut shown = String::new();
+    let outcome = load_while(&mut cluster, &["--threads", "3"], 3, |cluster| {
+        shown = cluster.mgm("show").1;
+    });
+    assert_nothing_lost(&outcome);
+    let registered = shown.lines().filter(|l| l.contains("client")).count();
+    assert_eq!(registered, 3, "one leased id per client:\n{shown}");
+    let locked = load_while(&mut cluster, &["--locked-reads"], 2, |_| {});
+    assert_nothing_lost(&locked);
+    let after = cluster.mgm("show").1;
+    assert!(
+        !after.contains("registered"),
+        "leases end with their clients:\n{after}"
+    );
+}
+
+#[test]
+fn a_cluster_data_node_refuses_a_client_without_a_leased_id() {
+    let cluster = TestCluster::start(2, 2);
+    let address = cluster.address(1);
+    let (code, _, stderr) = run_kista(&["bench", "--connect", &address], RUN_LIMIT);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("node 1 belongs to a cluster: connect through the management server"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn killing_the_backup_side_loses_no_acknowledged_write() {
     let mut cluster = TestCluster::start(2, 2);
-    let outcome = load_while(&mut cluster, 1, 6, |cluster| cluster.node(2).kill());
+    let outcome = load_while(&mut cluster, &[], 6, |cluster| cluster.node(2).kill());
     assert_nothing_lost(&outcome);
     assert_eq!(cluster.shown_state(2), "not connected");
     assert_eq!(cluster.shown_state(1), "started");
@@ -87,7 +127,7 @@ fn killing_the_backup_side_loses_no_acknowledged_write() {
 fn killing_the_president_loses_no_acknowledged_write() {
     // Node 1 is the president and hosts the first coordinator; node 2 must take over.
     let mut cluster = TestCluster::start(2, 2);
-    let outcome = load_while(&mut cluster, 2, 6, |cluster| cluster.node(1).kill());
+    let outcome = load_while(&mut cluster, &[], 6, |cluster| cluster.node(1).kill());
     assert_nothing_lost(&outcome);
     assert_eq!(cluster.shown_state(2), "started");
 }
@@ -95,7 +135,7 @@ fn killing_the_president_loses_no_acknowledged_write() {
 #[test]
 fn a_stopped_node_is_declared_failed_and_stops_itself_when_continued() {
     let mut cluster = TestCluster::start(2, 2);
-    let outcome = load_while(&mut cluster, 1, 6, |cluster| {
+    let outcome = load_while(&mut cluster, &[], 6, |cluster| {
         cluster.node(2).signal(libc::SIGSTOP);
     });
     assert_nothing_lost(&outcome);
@@ -112,7 +152,7 @@ fn a_stopped_node_is_declared_failed_and_stops_itself_when_continued() {
 #[test]
 fn mgm_stop_stops_one_node_and_the_other_goes_on_serving() {
     let mut cluster = TestCluster::start(2, 2);
-    let outcome = load_while(&mut cluster, 2, 5, |cluster| {
+    let outcome = load_while(&mut cluster, &[], 5, |cluster| {
         let (code, stdout, stderr) = cluster.mgm("1 stop");
         assert_eq!(code, Some(0), "{stderr}");
         assert!(stdout.contains("node 1 is stopping"), "{stdout}");

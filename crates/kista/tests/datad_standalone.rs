@@ -50,7 +50,7 @@ struct GoodClient {
 impl GoodClient {
     fn connect(datad: &Datad) -> Self {
         let (deliver, answers) = mpsc::channel();
-        let connection = ClientConnection::connect(datad.address, TIMEOUT, move |event| {
+        let connection = ClientConnection::connect(datad.address, None, TIMEOUT, move |event| {
             if let Event::Signal(signal, section) = event {
                 let _ = deliver.send((signal, section.to_vec()));
             }
@@ -174,7 +174,7 @@ fn node_closes_after(datad: &Datad, hello: bool, bytes: &[u8]) -> bool {
     stream.set_read_timeout(Some(TIMEOUT)).unwrap();
     let mut node = NodeId(0);
     if hello {
-        handshake::write_hello(&mut stream, Role::Client).unwrap();
+        handshake::write_hello(&mut stream, Role::Client(None)).unwrap();
         node = handshake::read_welcome(&mut stream).unwrap().client_node;
     }
     let bytes = bytes
@@ -264,7 +264,7 @@ fn clients_run_transactions_and_hostile_connections_are_closed_alone() {
     // error: the rest may be on its way).
     {
         let mut stream = TcpStream::connect(datad.address).unwrap();
-        handshake::write_hello(&mut stream, Role::Client).unwrap();
+        handshake::write_hello(&mut stream, Role::Client(None)).unwrap();
         handshake::read_welcome(&mut stream).unwrap();
         stream.write_all(&truncated[..10]).unwrap();
     }

@@ -17,6 +17,9 @@ pub enum Command {
     Shutdown,
     /// The configuration file's text (what data nodes read at start).
     Config,
+    /// Lease a client node id for as long as this admin connection lasts, and learn where
+    /// the data nodes are (what the client library asks when it connects).
+    RegisterClient,
     Help,
 }
 
@@ -28,6 +31,8 @@ commands:
   N stop            stop data node N; its node group's other replicas take over
   shutdown          stop every data node, then the management server
   config            the cluster configuration file
+  register client   lease a client node id while this connection lasts (the client
+                    library's first request)
   help              this list";
 
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
@@ -50,6 +55,7 @@ impl std::str::FromStr for Command {
             ["status"] | ["all", "status"] => Command::Status,
             ["shutdown"] => Command::Shutdown,
             ["config"] => Command::Config,
+            ["register", "client"] => Command::RegisterClient,
             ["help"] => Command::Help,
             [node, verb] => match (node.parse::<u8>(), *verb) {
                 (Ok(node), "status") => Command::NodeStatus(node),

@@ -4,12 +4,13 @@
 //!
 //! Data nodes dial it as a peer with their configured node id; their connection is what
 //! the management server knows of their state. Commands that act on a data node (`N stop`,
-//! `shutdown`) reach it as signals over that connection.
+//! `shutdown`) reach it as signals over that connection. Clients register over the admin
+//! protocol and hold their client node id while that connection lasts ([`crate::lease`]).
 
 use std::io::BufReader;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use kista_datanode::arbitration::{arbitrator_address, Arbitrator, MANAGEMENT_NODE};
 use kista_datanode::membership::membership_address;
@@ -21,11 +22,12 @@ use kista_runtime::{
 use kista_signal::{NodeId, TypedSignal};
 use kista_transport::handshake::PROTOCOL_VERSION;
 use kista_transport::peers::Peers;
-use kista_transport::server::{Links, Server, ServerOptions};
+use kista_transport::server::{ClientIds, Links, Server, ServerOptions};
 
 use crate::admin::{read_request, write_response};
 use crate::command::{Command, HELP};
 use crate::config::ClusterConfig;
+use crate::lease::{ClientLeases, RegisteredDataNode, Registration};
 
 pub struct ManagementOptions {
     pub config: ClusterConfig,
@@ -47,6 +49,7 @@ struct State {
     address: OnceLock<SocketAddr>,
     links: OnceLock<Links>,
     shutdown_requested: AtomicBool,
+    leases: Mutex<ClientLeases>,
 }
 
 impl ManagementServer {
@@ -57,6 +60,7 @@ impl ManagementServer {
             address: OnceLock::new(),
             links: OnceLock::new(),
             shutdown_requested: AtomicBool::new(false),
+            leases: Mutex::new(ClientLeases::default()),
         });
         let admin_state = state.clone();
         let peers = Peers {
@@ -66,6 +70,7 @@ impl ManagementServer {
         };
         let transport_options = ServerOptions {
             node: MANAGEMENT_NODE,
+            client_ids: ClientIds::PickedHere,
             info: Vec::new(),
             // Clients have no business with the management server's blocks.
             validate: Arc::new(|_, _, _| {
@@ -161,17 +166,54 @@ impl State {
         let Ok(reading) = stream.try_clone() else {
             return;
         };
+        let holder = stream
+            .peer_addr()
+            .map_or_else(|_| "?".to_string(), |a| a.to_string());
         let mut reader = BufReader::new(reading);
         let mut writer = stream;
+        // The client node id this connection holds, released when it closes.
+        let mut lease = None;
         while let Some(line) = read_request(&mut reader) {
-            let outcome = line
-                .parse::<Command>()
-                .map_err(|e| e.to_string())
-                .and_then(|command| self.execute(command));
+            let outcome = match line.parse::<Command>() {
+                Ok(Command::RegisterClient) => self.register_client(&mut lease, &holder),
+                Ok(command) => self.execute(command),
+                Err(unknown) => Err(unknown.to_string()),
+            };
             if write_response(&mut writer, &outcome).is_err() {
-                return;
+                break;
             }
         }
+        if let Some(id) = lease {
+            self.leases().release(id);
+        }
+    }
+
+    fn leases(&self) -> std::sync::MutexGuard<'_, ClientLeases> {
+        self.leases.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Leases a client node id to the connection (once: asking again returns the same id)
+    /// and tells it where the data nodes are.
+    fn register_client(&self, lease: &mut Option<NodeId>, holder: &str) -> Result<String, String> {
+        let client_node = match *lease {
+            Some(id) => id,
+            None => *lease.insert(self.leases().lease(holder.to_string())?),
+        };
+        let data_nodes = self
+            .config
+            .data_nodes
+            .iter()
+            .map(|node| RegisteredDataNode {
+                node: NodeId(node.node_id),
+                address: format!("{}:{}", node.host, node.port),
+                started: self.is_connected(NodeId(node.node_id)),
+            })
+            .collect();
+        Ok(Registration {
+            client_node,
+            data_nodes,
+        }
+        .to_text())
     }
 
     fn execute(&self, command: Command) -> Result<String, String> {
@@ -202,6 +244,9 @@ impl State {
             }
             Command::Config => Ok(self.config_text.clone()),
             Command::Help => Ok(HELP.to_string()),
+            Command::RegisterClient => {
+                Err("register client is answered on its own connection".to_string())
+            }
         }
     }
 
@@ -254,7 +299,7 @@ impl State {
         );
         let mut row = |id: &str, role: &str, state: &str, group: &str, version: &str, address| {
             text.push_str(&format!(
-                "{id:<4} {role:<5} {state:<14} {group:<11} {version:<12} {address}\n"
+                "{id:<4} {role:<6} {state:<14} {group:<11} {version:<12} {address}\n"
             ));
         };
         row(
@@ -298,6 +343,16 @@ impl State {
         for sql in &config.sql {
             let address = format!("{}:{}", sql.host, sql.port);
             row("-", "sql", "not connected", "-", "-", address);
+        }
+        for (id, holder) in self.leases().held() {
+            row(
+                &id.0.to_string(),
+                "client",
+                "registered",
+                "-",
+                "-",
+                holder.to_string(),
+            );
         }
         text
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use kista_signal::Signal;
+use kista_signal::{NodeId, Signal};
 
 use crate::connection::Connection;
 use crate::frames::FrameReader;
@@ -16,8 +16,11 @@ use crate::handshake::{self, HandshakeError, Role, Welcome};
 /// What the receive thread reports.
 pub enum Event<'a> {
     Signal(Signal, &'a [u8]),
-    /// The connection is gone; no more events follow.
-    Closed(String),
+    /// The connection to `node` is gone (`reason`); no more events follow.
+    Closed {
+        node: NodeId,
+        reason: String,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -41,10 +44,12 @@ pub struct ClientConnection {
 }
 
 impl ClientConnection {
-    /// Connects, shakes hands and starts the send and receive threads; `handler` runs on
-    /// the receive thread for every signal, then once for the close.
+    /// Connects as client node `id` (`None`: the node picks one), shakes hands and starts
+    /// the send and receive threads; `handler` runs on the receive thread for every signal,
+    /// then once for the close.
     pub fn connect(
         address: impl ToSocketAddrs,
+        id: Option<NodeId>,
         timeout: Duration,
         mut handler: impl FnMut(Event<'_>) + Send + 'static,
     ) -> Result<Self, ConnectError> {
@@ -54,18 +59,19 @@ impl ClientConnection {
             .ok_or(ConnectError::NoAddress)?;
         let mut stream = TcpStream::connect_timeout(&address, timeout)?;
         stream.set_read_timeout(Some(timeout))?;
-        handshake::write_hello(&mut stream, Role::Client)?;
+        handshake::write_hello(&mut stream, Role::Client(id))?;
         let welcome = handshake::read_welcome(&mut stream)?;
         stream.set_read_timeout(None)?;
         let connection = Connection::new(stream.try_clone()?, welcome.node)?;
         let sender = connection.spawn_sender("kista-client-send".into())?;
         let receiving = connection.clone();
+        let node = welcome.node;
         let receiver = std::thread::Builder::new()
             .name("kista-client-recv".into())
             .spawn(move || {
                 receive_until_closed(&receiving, &mut stream, &mut handler);
                 let reason = receiving.reason().unwrap_or_default();
-                handler(Event::Closed(reason));
+                handler(Event::Closed { node, reason });
             })?;
         Ok(Self {
             connection,
@@ -89,6 +95,12 @@ impl ClientConnection {
 
     pub fn is_closed(&self) -> bool {
         self.connection.is_closed()
+    }
+
+    /// Closes the connection for `reason` without waiting for its threads (which
+    /// [`ClientConnection::close`] and dropping do); the handler hears of it as usual.
+    pub fn shut_down(&self, reason: String) {
+        self.connection.close(reason);
     }
 
     /// Closes the connection and waits for its threads.

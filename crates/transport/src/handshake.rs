@@ -6,16 +6,23 @@
 //!                          info length u32, info bytes (what the node tells clients)
 //! ```
 //!
-//! A client's Hello carries node id 0 and the node gives it one for the connection; a peer
-//! (another data node, the management server) names its own configured id, which the node
-//! checks against the peers it expects; an admin connection gets the node's own id back and
-//! then speaks the management text protocol. A dialer that sends anything else, or nothing
-//! within [`HANDSHAKE_TIMEOUT`], is closed.
+//! A client's Hello carries the node id the management server leased it (the same id on
+//! every data node of the cluster, so any node's blocks can answer it), or 0 to let a
+//! standalone node pick one for the connection; a peer (another data node, the management
+//! server) names its own configured id, which the node checks against the peers it expects;
+//! an admin connection gets the node's own id back and then speaks the management text
+//! protocol. A dialer that sends anything else, or nothing within [`HANDSHAKE_TIMEOUT`], is
+//! closed.
 
 use std::io::{Read, Write};
 use std::time::Duration;
 
 use kista_signal::NodeId;
+
+use crate::CLIENT_NODE_IDS;
+
+// The refusal message of `HandshakeError::ClientNodeId` names this range.
+const _: () = assert!(*CLIENT_NODE_IDS.start() == 64 && *CLIENT_NODE_IDS.end() == 255);
 
 pub const MAGIC: [u8; 4] = *b"KSTA";
 /// The protocol this build speaks; peers must match exactly.
@@ -29,8 +36,9 @@ pub const INFO_BYTES_MAX: usize = 4096;
 /// Who is dialing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
-    /// An application through the client library: gets a node id for the connection.
-    Client,
+    /// An application through the client library, with the node id the management server
+    /// leased it, or `None` to let the node pick one for the connection.
+    Client(Option<NodeId>),
     /// A member of the cluster with its configured node id.
     Peer(NodeId),
     /// The management client's text protocol (`kista mgm`).
@@ -40,7 +48,7 @@ pub enum Role {
 impl Role {
     fn code(self) -> (u16, u8) {
         match self {
-            Role::Client => (1, 0),
+            Role::Client(id) => (1, id.map_or(0, |id| id.0)),
             Role::Peer(node) => (2, node.0),
             Role::Admin => (3, 0),
         }
@@ -59,6 +67,8 @@ pub enum HandshakeError {
     InfoTooLong(usize),
     #[error("a peer must name its node id (1-63), it named {0}")]
     PeerNodeId(u8),
+    #[error("a client must name a client node id (64-255) or 0, it named {0}")]
+    ClientNodeId(u8),
     #[error("the node refused the connection: {0}")]
     Refused(String),
     #[error("handshake I/O: {0}")]
@@ -80,7 +90,9 @@ pub fn read_hello(stream: &mut impl Read) -> Result<Role, HandshakeError> {
     stream.read_exact(&mut hello)?;
     check_magic_and_version(&hello)?;
     match (u16::from_le_bytes([hello[6], hello[7]]), hello[8]) {
-        (1, _) => Ok(Role::Client),
+        (1, 0) => Ok(Role::Client(None)),
+        (1, id) if CLIENT_NODE_IDS.contains(&id) => Ok(Role::Client(Some(NodeId(id)))),
+        (1, other) => Err(HandshakeError::ClientNodeId(other)),
         (2, node @ 1..=63) => Ok(Role::Peer(NodeId(node))),
         (2, other) => Err(HandshakeError::PeerNodeId(other)),
         (3, _) => Ok(Role::Admin),

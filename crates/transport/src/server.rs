@@ -1,5 +1,6 @@
-//! The node side: accepts connections and runs each from handshake to close. A client gets
-//! a node id for the connection; a peer (another data node, the management server) is
+//! The node side: accepts connections and runs each from handshake to close. A client is
+//! entered under the node id it names (leased by the management server) or, on a
+//! standalone node, one picked for the connection; a peer (another data node, the management server) is
 //! entered under its configured id, and the peers this node dials itself ([`crate::peers`])
 //! end up in the same table; an admin connection is handed to the management protocol.
 //! Signals for a client or a peer leave through the runtime's remote sink into that
@@ -37,8 +38,19 @@ pub const CLOSE_LOG_MAX: usize = 1024;
 /// How often the accepting thread looks for a stop request.
 const ACCEPT_POLL: Duration = Duration::from_millis(20);
 
+/// Where client connections' node ids come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientIds {
+    /// A standalone node: it picks a free id for each connection that names none.
+    PickedHere,
+    /// A cluster's data node: a client must name the id the management server leased it,
+    /// the one id every data node knows it by, so that any node's blocks can answer it.
+    Leased,
+}
+
 pub struct ServerOptions {
     pub node: NodeId,
+    pub client_ids: ClientIds,
     /// What every client learns in its Welcome.
     pub info: Vec<u8>,
     pub validate: Validator,
@@ -242,21 +254,41 @@ impl Shared {
         log.push(line);
     }
 
-    /// Makes the connection for a free client node id and enters it in the table; `None`
-    /// when every client node id is taken.
+    /// Makes the connection for client node id `named`, or a free one the node picks when
+    /// the client names none, and enters it in the table; `Err(reason)` when the id is taken
+    /// or this node does not pick ids.
     fn register_client(
         &self,
+        named: Option<NodeId>,
         make: impl FnOnce(NodeId) -> std::io::Result<Arc<Connection>>,
-    ) -> Option<std::io::Result<Arc<Connection>>> {
+    ) -> Result<std::io::Result<Arc<Connection>>, String> {
+        let here = self.options.node.0;
         let mut connections = self.connections.write().unwrap_or_else(|p| p.into_inner());
-        let id = CLIENT_NODE_IDS
-            .clone()
-            .find(|&id| connections[usize::from(id)].is_none())?;
+        let id = match (named, self.options.client_ids) {
+            (Some(id), _) if connections[usize::from(id.0)].is_some() => {
+                return Err(format!(
+                    "client node id {} is in use on node {here} by another connection",
+                    id.0
+                ));
+            }
+            (Some(id), _) => id.0,
+            (None, ClientIds::PickedHere) => CLIENT_NODE_IDS
+                .clone()
+                .find(|&id| connections[usize::from(id)].is_none())
+                .ok_or_else(|| format!("node {here} has no node id free for another client"))?,
+            (None, ClientIds::Leased) => {
+                return Err(format!(
+                    "node {here} belongs to a cluster: connect through the management server \
+                     (kista bench --mgm HOST:PORT, Client::connect_cluster), which leases the \
+                     client node id every data node knows"
+                ));
+            }
+        };
         let connection = make(NodeId(id));
         if let Ok(connection) = &connection {
             connections[usize::from(id)] = Some(connection.clone());
         }
-        Some(connection)
+        Ok(connection)
     }
 
     /// Enters `connection` under its peer's id; false when that peer is connected already.
@@ -353,7 +385,7 @@ fn serve_connection(shared: &Arc<Shared>, mut stream: TcpStream, remote: SocketA
         .map_err(HandshakeError::Io)
         .and_then(|()| handshake::read_hello(&mut stream));
     let opened = role.and_then(|role| match role {
-        Role::Client => admit_client(shared, &mut stream).map(|c| Some((c, false))),
+        Role::Client(id) => admit_client(shared, &mut stream, id).map(|c| Some((c, false))),
         Role::Peer(node) => admit_peer(shared, &mut stream, node).map(|c| Some((c, true))),
         Role::Admin => serve_admin(shared, stream.try_clone()?).map(|()| None),
     });
@@ -374,13 +406,14 @@ fn refuse(shared: &Shared, stream: &mut TcpStream, reason: String) -> HandshakeE
 fn admit_client(
     shared: &Shared,
     stream: &mut TcpStream,
+    named: Option<NodeId>,
 ) -> Result<Arc<Connection>, HandshakeError> {
-    let registered = shared.register_client(|id| Connection::new(stream.try_clone()?, id));
-    let Some(connection) = registered else {
-        let reason = "the node has no node id free for another client".to_string();
-        return Err(refuse(shared, stream, reason));
+    let registered = shared.register_client(named, |id| Connection::new(stream.try_clone()?, id));
+    let connection = match registered {
+        Ok(connection) => connection?,
+        Err(reason) => return Err(refuse(shared, stream, reason)),
     };
-    welcome(shared, stream, connection?, shared.options.info.clone())
+    welcome(shared, stream, connection, shared.options.info.clone())
 }
 
 /// Tells a registered connection's dialer its node id (and `info`); a connection whose

@@ -35,6 +35,8 @@ pub fn check_client_signal(signal: &Signal, client_node: NodeId) -> Result<(), S
             ScanRequest::from_signal(signal).map(|s| s.client)
         } else if number == ScanNext::NUMBER {
             ScanNext::from_signal(signal).map(|s| s.client)
+        } else if number == ClientPing::NUMBER {
+            ClientPing::from_signal(signal).map(|s| s.client)
         } else {
             return Err(format!(
                 "signal {} is not one a client may send a coordinator",
@@ -60,25 +62,41 @@ pub fn check_client_signal(signal: &Signal, client_node: NodeId) -> Result<(), S
     names_itself(client.map_err(malformed)?)
 }
 
-/// What a client learns when it connects: where the coordinators are.
+/// What a client learns when it connects: where the coordinators are, and how often to
+/// check the node is alive (the cluster's own heartbeat settings).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NodeInfo {
     pub tc_instances: u16,
+    pub heartbeat_interval_ms: u32,
+    pub heartbeat_misses_max: u32,
 }
 
 impl NodeInfo {
+    const BYTES: usize = 10;
+
+    /// `tc_instances` u16, `heartbeat_interval_ms` u32, `heartbeat_misses_max` u32, LE.
     pub fn encode(&self) -> Vec<u8> {
-        self.tc_instances.to_le_bytes().to_vec()
+        let mut bytes = Vec::with_capacity(Self::BYTES);
+        bytes.extend_from_slice(&self.tc_instances.to_le_bytes());
+        bytes.extend_from_slice(&self.heartbeat_interval_ms.to_le_bytes());
+        bytes.extend_from_slice(&self.heartbeat_misses_max.to_le_bytes());
+        bytes
     }
 
     pub fn decode(bytes: &[u8]) -> Option<Self> {
-        match bytes {
-            [low, high, ..] => {
-                let tc_instances = u16::from_le_bytes([*low, *high]);
-                (tc_instances > 0).then_some(Self { tc_instances })
-            }
-            _ => None,
-        }
+        let bytes = bytes.get(..Self::BYTES)?;
+        let u32_at = |at: usize| {
+            u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+        };
+        let info = Self {
+            tc_instances: u16::from_le_bytes([bytes[0], bytes[1]]),
+            heartbeat_interval_ms: u32_at(2),
+            heartbeat_misses_max: u32_at(6),
+        };
+        let usable = info.tc_instances > 0
+            && info.heartbeat_interval_ms > 0
+            && info.heartbeat_misses_max > 0;
+        usable.then_some(info)
     }
 }
 
@@ -140,9 +158,18 @@ mod tests {
 
     #[test]
     fn node_info_round_trips_and_refuses_nonsense() {
-        let info = NodeInfo { tc_instances: 3 };
+        let info = NodeInfo {
+            tc_instances: 3,
+            heartbeat_interval_ms: 1500,
+            heartbeat_misses_max: 3,
+        };
         assert_eq!(NodeInfo::decode(&info.encode()), Some(info));
         assert_eq!(NodeInfo::decode(&[]), None);
-        assert_eq!(NodeInfo::decode(&[0, 0]), None);
+        assert_eq!(NodeInfo::decode(&[3, 0]), None);
+        let no_coordinator = NodeInfo {
+            tc_instances: 0,
+            ..info
+        };
+        assert_eq!(NodeInfo::decode(&no_coordinator.encode()), None);
     }
 }

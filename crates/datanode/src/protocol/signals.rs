@@ -366,6 +366,15 @@ typed_signal! {
     ReadCommitted = 124 { client_tx: u64, op_index: u32, found: u32, }
 }
 typed_signal! {
+    /// A client's heartbeat to a coordinator: is this node still serving? Answered with a
+    /// `ClientPong` of the same `sequence`. A client that hears nothing for several
+    /// heartbeats stops using the node (a stopped process keeps its sockets open).
+    ClientPing = 125 { client: BlockAddress, sequence: u64, }
+}
+typed_signal! {
+    ClientPong = 126 { sequence: u64, }
+}
+typed_signal! {
     /// Runs an operation on a replica, the row found by its primary key. A read's row goes
     /// to `client` (the coordinator itself for a unique read's index entry). Section: the
     /// `KeyBody`.

@@ -25,9 +25,13 @@ use workload::{table_schema, KeySlice, Phase};
 
 #[derive(Args, Debug, Clone)]
 pub struct BenchArgs {
-    /// A data node to run against (`kista datad --standalone`).
-    #[arg(long, default_value = "127.0.0.1:11860")]
-    connect: String,
+    /// The management server of the cluster to run against.
+    #[arg(long, default_value = "127.0.0.1:1186")]
+    mgm: String,
+
+    /// A standalone data node to run against instead (`kista datad --standalone`).
+    #[arg(long, conflicts_with = "mgm")]
+    connect: Option<String>,
 
     /// Client threads, each with its own connection and share of the keys.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=128))]
@@ -102,10 +106,14 @@ pub fn run(args: &BenchArgs) -> Result<(), Failure> {
             2 * in_flight_keys
         )));
     }
+    let (target, connect): (_, fn(&str) -> _) = match &args.connect {
+        Some(node) => (node, |address| Client::connect(address)),
+        None => (&args.mgm, Client::connect_cluster),
+    };
     let clients = (0..args.threads)
-        .map(|_| Client::connect(args.connect.as_str()))
+        .map(|_| connect(target))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| Failure::runtime(format!("cannot connect to {}: {e}", args.connect)))?;
+        .map_err(|e| Failure::runtime(format!("cannot connect to {target}: {e}")))?;
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());

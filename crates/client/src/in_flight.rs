@@ -1,0 +1,260 @@
+//! What the connections' receive threads share with the client's callers: transactions,
+//! scans and schema changes waiting for answers, and which data nodes are live. Answers
+//! arrive on any connection (a row from one node, the commit from another) and find their
+//! waiter by the client's own request ids.
+
+use rustc_hash::FxHashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Mutex, MutexGuard};
+
+use kista_datanode::cluster::NodeSet;
+use kista_datanode::protocol::*;
+use kista_signal::{NodeId, TypedSignal};
+use kista_transport::client::Event;
+
+use crate::completion::Completion;
+use crate::nodes::lost_connection_error;
+use crate::scan::ScanEvent;
+use crate::transaction::Collecting;
+use crate::ClientError;
+
+/// A schema change's answer: (table or index id, new schema version).
+pub(crate) type SchemaAnswer = (u32, u32);
+
+/// A schema change waiting for its answer from the dictionary of `node`.
+pub(crate) struct SchemaChange {
+    pub node: NodeId,
+    pub completion: Completion<SchemaAnswer>,
+}
+
+#[derive(Default)]
+pub(crate) struct InFlight {
+    // Keyed by this client's own sequence numbers, so the unseeded FxHash is safe (SipHash
+    // cost ~100 instructions per answer).
+    transactions: Mutex<FxHashMap<u64, Collecting>>,
+    schema_changes: Mutex<FxHashMap<u64, SchemaChange>>,
+    scans: Mutex<FxHashMap<u64, Sender<ScanEvent>>>,
+    /// The data nodes whose connections are open (a [`NodeSet`]).
+    live: AtomicU64,
+    /// Why the last connection closed, once none is left.
+    closed: Mutex<Option<String>>,
+    /// `[node id]` → the latest heartbeat it answered.
+    pongs: Pongs,
+}
+
+struct Pongs([AtomicU64; 64]);
+
+impl Default for Pongs {
+    fn default() -> Self {
+        Self(std::array::from_fn(|_| AtomicU64::new(0)))
+    }
+}
+
+impl InFlight {
+    pub fn live(&self) -> NodeSet {
+        NodeSet(self.live.load(Ordering::Acquire))
+    }
+
+    pub fn node_is_live(&self, node: NodeId) {
+        let mut set = NodeSet::default();
+        set.insert(node);
+        self.live.fetch_or(set.0, Ordering::AcqRel);
+    }
+
+    /// The latest heartbeat `node` answered (0: none).
+    pub fn last_pong(&self, node: NodeId) -> u64 {
+        self.pongs
+            .0
+            .get(usize::from(node.0))
+            .map_or(0, |pong| pong.load(Ordering::Acquire))
+    }
+
+    /// Why nothing can be sent any more: every connection has closed.
+    pub fn closed_reason(&self) -> Option<String> {
+        self.closed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub fn lock_transactions(&self) -> MutexGuard<'_, FxHashMap<u64, Collecting>> {
+        self.transactions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn lock_schema(&self) -> MutexGuard<'_, FxHashMap<u64, SchemaChange>> {
+        self.schema_changes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn lock_scans(&self) -> MutexGuard<'_, FxHashMap<u64, Sender<ScanEvent>>> {
+        self.scans.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Registers a scan; its events arrive on the receiver.
+    pub fn open_scan(&self, client_scan: u64) -> Receiver<ScanEvent> {
+        let (sender, receiver) = mpsc::channel();
+        self.lock_scans().insert(client_scan, sender);
+        receiver
+    }
+
+    pub fn forget_scan(&self, client_scan: u64) {
+        self.lock_scans().remove(&client_scan);
+    }
+
+    /// Runs on a connection's receive thread for everything its node sends.
+    pub fn receive(&self, event: Event<'_>) {
+        let (signal, section) = match event {
+            Event::Signal(signal, section) => (signal, section),
+            Event::Closed { node, reason } => return self.lose_node(node, reason),
+        };
+        let message = || String::from_utf8_lossy(section).into_owned();
+        if let Ok(conf) = ExecuteConf::from_signal(&signal) {
+            self.progress(conf.client_tx, |c| c.conf(conf, message()));
+        } else if let Ok(result) = ReadResult::from_signal(&signal) {
+            let row = RowBody::decode(section).map(|r| r.values);
+            self.progress(result.client_tx, |c| c.row(result.op_index, row));
+        } else if let Ok(read) = ReadCommitted::from_signal(&signal) {
+            // The row and the commit of a transaction that was one committed read.
+            let row = (read.found != 0).then(|| RowBody::decode(section).map(|r| r.values));
+            let conf = ExecuteConf {
+                client_tx: read.client_tx,
+                outcome: TransactionOutcome::Committed,
+                reads: read.found,
+                code: 0,
+                failed_op: 0,
+            };
+            self.progress(read.client_tx, |c| {
+                if let Some(row) = row {
+                    c.row(read.op_index, row);
+                }
+                c.conf(conf, String::new());
+            });
+        } else if let Ok(pong) = ClientPong::from_signal(&signal) {
+            if let Some(latest) = self.pongs.0.get(usize::from(signal.sender().node().0)) {
+                latest.fetch_max(pong.sequence, Ordering::AcqRel);
+            }
+        } else if let Ok(rows) = ScanRows::from_signal(&signal) {
+            let event = ScanEvent::Rows {
+                partition: rows.partition,
+                done: rows.done != 0,
+                rows: RowsBody::decode(section),
+            };
+            self.to_scan(rows.client_scan, event);
+        } else if let Ok(conf) = ScanConf::from_signal(&signal) {
+            let event = ScanEvent::Conf {
+                batches: conf.batches,
+                done: conf.done != 0,
+                code: conf.code,
+                message: message(),
+            };
+            self.to_scan(conf.client_scan, event);
+        } else {
+            let answer = if let Ok(conf) = CreateTableConf::from_signal(&signal) {
+                (conf.request_id, Ok((conf.table_id, conf.schema_version)))
+            } else if let Ok(conf) = CreateIndexConf::from_signal(&signal) {
+                (conf.request_id, Ok((conf.index_id, conf.schema_version)))
+            } else if let Ok(conf) = DropTableConf::from_signal(&signal) {
+                (conf.request_id, Ok((0, 0)))
+            } else if let Ok(refusal) = DictRef::from_signal(&signal) {
+                let error = ClientError::node(refusal.code, message());
+                (refusal.request_id, Err(error))
+            } else {
+                return;
+            };
+            let (request_id, result) = answer;
+            if let Some(change) = self.lock_schema().remove(&request_id) {
+                change.completion.complete(result);
+            }
+        }
+    }
+
+    /// Passes an event to its scan's cursor (a dropped cursor's events are dropped). The
+    /// cursor unregisters itself: the last round's rows may arrive after its `ScanConf`, as
+    /// they come from other threads of the node.
+    fn to_scan(&self, client_scan: u64, event: ScanEvent) {
+        if let Some(cursor) = self.lock_scans().get(&client_scan) {
+            let _ = cursor.send(event);
+        }
+    }
+
+    fn progress(&self, client_tx: u64, step: impl FnOnce(&mut Collecting)) {
+        let mut transactions = self.lock_transactions();
+        let Some(collecting) = transactions.get_mut(&client_tx) else {
+            return;
+        };
+        step(collecting);
+        if collecting.is_complete() {
+            let collecting = transactions.remove(&client_tx).expect("just found");
+            drop(transactions);
+            collecting.finish();
+        }
+    }
+
+    /// The connection to `node` is gone. What it coordinated fails, and so does whatever
+    /// may have been waiting for rows from it (a read's row comes from the node holding the
+    /// replica, which need not be the coordinator's); the rest goes on through the other
+    /// nodes. With no node left, everything fails and the client is closed.
+    pub fn lose_node(&self, node: NodeId, reason: String) {
+        let mut gone = NodeSet::default();
+        gone.insert(node);
+        let live = NodeSet(self.live.fetch_and(!gone.0, Ordering::AcqRel)).minus(gone);
+        if live.is_empty() {
+            return self.close(reason);
+        }
+        let failed: Vec<Collecting> = {
+            let mut transactions = self.lock_transactions();
+            let touched: Vec<u64> = transactions
+                .iter()
+                .filter(|(_, c)| c.coordinator() == node || c.awaits_rows())
+                .map(|(&id, _)| id)
+                .collect();
+            touched
+                .iter()
+                .filter_map(|id| transactions.remove(id))
+                .collect()
+        };
+        for collecting in failed {
+            let error = lost_connection_error(node, collecting.is_committing(), &reason);
+            collecting.fail(error);
+        }
+        // Every scan reads every partition, some of them on the lost node.
+        for (_, cursor) in self.lock_scans().drain() {
+            let error = lost_connection_error(node, false, &reason);
+            let _ = cursor.send(ScanEvent::Failed(error));
+        }
+        let changes: Vec<SchemaChange> = {
+            let mut changes = self.lock_schema();
+            let touched: Vec<u64> = changes
+                .iter()
+                .filter(|(_, change)| change.node == node)
+                .map(|(&id, _)| id)
+                .collect();
+            touched.iter().filter_map(|id| changes.remove(id)).collect()
+        };
+        for change in changes {
+            let error = lost_connection_error(node, true, &reason);
+            change.completion.complete(Err(error));
+        }
+    }
+
+    /// Every connection is gone: everything in flight fails.
+    fn close(&self, reason: String) {
+        *self.closed.lock().unwrap_or_else(|p| p.into_inner()) = Some(reason.clone());
+        let transactions: Vec<_> = self.lock_transactions().drain().map(|(_, c)| c).collect();
+        for collecting in transactions {
+            collecting.fail(ClientError::ConnectionLost(reason.clone()));
+        }
+        for (_, cursor) in self.lock_scans().drain() {
+            let _ = cursor.send(ScanEvent::Failed(ClientError::ConnectionLost(
+                reason.clone(),
+            )));
+        }
+        let changes: Vec<_> = self.lock_schema().drain().map(|(_, c)| c).collect();
+        for change in changes {
+            let error = ClientError::ConnectionLost(reason.clone());
+            change.completion.complete(Err(error));
+        }
+    }
+}

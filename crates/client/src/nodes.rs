@@ -1,0 +1,164 @@
+//! The client's data nodes: one connection to each, all under one client node id, so that
+//! whichever node's block answers (a coordinator's commit, another node's `ldm` with a row,
+//! a dictionary relaying a schema answer) reaches this client. In a cluster the management
+//! server leases that id; a standalone node picks it for the one connection.
+//!
+//! A connection that closes takes its node out of the live set ([`InFlight::lose_node`]);
+//! new transactions go to coordinators on live nodes only.
+
+use std::net::ToSocketAddrs;
+use std::sync::Arc;
+
+use kista_datanode::cluster::NodeSet;
+use kista_datanode::protocol::{NodeInfo, DICT_BLOCK, TC_BLOCK};
+use kista_signal::{BlockAddress, NodeId, Signal};
+use kista_transport::client::ClientConnection;
+
+use crate::in_flight::InFlight;
+use crate::{ClientError, REQUEST_TIMEOUT};
+
+/// One data node as the client reaches it.
+pub(crate) struct DataNodeLink {
+    pub node: NodeId,
+    /// The client's node id on this connection (the same on every link of a client).
+    pub client_node: NodeId,
+    connection: ClientConnection,
+    /// The node's coordinators (`tc` instances), as its Welcome announced them.
+    coordinators: Vec<BlockAddress>,
+    /// (interval ms, misses max): the cluster's heartbeat settings, from the Welcome.
+    heartbeat: (u32, u32),
+}
+
+impl DataNodeLink {
+    /// Connects to the data node at `address` as client node `id` (`None`: the node picks
+    /// one); what arrives goes to `in_flight`, which learns of the node once it is live.
+    pub fn connect(
+        address: impl ToSocketAddrs,
+        id: Option<NodeId>,
+        in_flight: &Arc<InFlight>,
+    ) -> Result<Self, String> {
+        let receiving = in_flight.clone();
+        let connection = ClientConnection::connect(address, id, REQUEST_TIMEOUT, move |event| {
+            receiving.receive(event)
+        })
+        .map_err(|e| e.to_string())?;
+        let welcome = connection.welcome().clone();
+        let info = NodeInfo::decode(&welcome.info)
+            .ok_or_else(|| format!("node {} sent no usable node info", welcome.node.0))?;
+        let coordinators = (0..info.tc_instances)
+            .map(|i| BlockAddress::new(welcome.node, TC_BLOCK, i))
+            .collect();
+        in_flight.node_is_live(welcome.node);
+        // A connection that closed before its node was marked live stays out of the set.
+        if connection.is_closed() {
+            in_flight.lose_node(welcome.node, "the connection closed at once".into());
+        }
+        Ok(Self {
+            node: welcome.node,
+            client_node: welcome.client_node,
+            connection,
+            coordinators,
+            heartbeat: (info.heartbeat_interval_ms, info.heartbeat_misses_max),
+        })
+    }
+
+    /// The coordinator that answers heartbeats.
+    pub fn coordinator(&self) -> BlockAddress {
+        self.coordinators[0]
+    }
+
+    pub fn send(&self, signal: &Signal, section: &[u8]) -> Result<(), String> {
+        self.connection
+            .send(signal, section)
+            .map_err(|closed| format!("data node {}: {}", self.node.0, closed.0))
+    }
+
+    /// Closes the connection; its receive thread reports the loss.
+    pub fn shut_down(&self, reason: String) {
+        self.connection.shut_down(reason);
+    }
+}
+
+pub(crate) struct DataNodes {
+    links: Vec<DataNodeLink>,
+}
+
+impl DataNodes {
+    pub fn new(links: Vec<DataNodeLink>) -> Self {
+        Self { links }
+    }
+
+    pub fn links(&self) -> impl Iterator<Item = &DataNodeLink> {
+        self.links.iter()
+    }
+
+    /// (interval ms, misses max) for the client's heartbeats: the strictest any node gave.
+    pub fn heartbeat(&self) -> (u32, u32) {
+        let interval = self.links.iter().map(|l| l.heartbeat.0).min();
+        let misses = self.links.iter().map(|l| l.heartbeat.1).min();
+        (interval.unwrap_or(1500), misses.unwrap_or(3))
+    }
+
+    fn live_links(&self, live: NodeSet) -> impl Iterator<Item = &DataNodeLink> + Clone {
+        self.links
+            .iter()
+            .filter(move |link| live.contains(link.node))
+    }
+
+    /// A coordinator on a live node; `spread` (a transaction's or scan's id) spreads the
+    /// choices over the live nodes and their `tc` instances.
+    pub fn any_coordinator(&self, live: NodeSet, spread: u64) -> Option<BlockAddress> {
+        let links = self.live_links(live);
+        let count = links.clone().count() as u64;
+        if count == 0 {
+            return None;
+        }
+        let link = links.clone().nth((spread % count) as usize)?;
+        let instance = (spread / count) as usize % link.coordinators.len();
+        Some(link.coordinators[instance])
+    }
+
+    /// The dictionary of a live node (any will do: those that are not the master pass the
+    /// request on and the answer back).
+    pub fn dict(&self, live: NodeSet) -> Option<BlockAddress> {
+        let link = self.live_links(live).next()?;
+        Some(BlockAddress::new(link.node, DICT_BLOCK, 0))
+    }
+
+    /// Sends `signal` over the connection to its receiver's node; `Err(reason)` when that
+    /// node is not connected.
+    pub fn send(&self, signal: &Signal, section: &[u8]) -> Result<(), String> {
+        let node = signal.receiver().node();
+        let link = self
+            .links
+            .iter()
+            .find(|link| link.node == node)
+            .ok_or_else(|| format!("data node {} is not connected", node.0))?;
+        link.send(signal, section)
+    }
+}
+
+/// The error for what was in flight through a data node whose connection was lost: a
+/// commit may or may not have happened; anything else the cluster aborts.
+pub(crate) fn lost_connection_error(node: NodeId, committing: bool, reason: &str) -> ClientError {
+    use kista_datanode::protocol::ErrorCode;
+    if committing {
+        ClientError::node(
+            ErrorCode::OutcomeUnknown as u32,
+            format!(
+                "the connection to data node {} was lost while the transaction was committing \
+                 ({reason}): it may or may not have committed",
+                node.0
+            ),
+        )
+    } else {
+        ClientError::node(
+            ErrorCode::NodeFailure as u32,
+            format!(
+                "the connection to data node {} was lost before the transaction committed \
+                 ({reason}): the cluster aborts it; retry",
+                node.0
+            ),
+        )
+    }
+}
