@@ -11,10 +11,12 @@ wait_ready() { # log file
   echo "not ready: $1" >&2; cat "$1" >&2; return 1
 }
 
-# start_cluster DATA_NODES REPLICAS HEARTBEAT_MS: sets mgmd_pid, node_pids[], node_ports[]
+# start_cluster DATA_NODES REPLICAS HEARTBEAT_MS: sets mgm (HOST:PORT), mgmd_pid,
+# node_pids[], node_ports[]
 start_cluster() {
   local nodes=$1 replicas=$2 heartbeat_ms=$3 mgm_port
   mgm_port=$(free_port)
+  mgm="127.0.0.1:$mgm_port"
   node_pids=(); node_ports=()
   printf '[cluster]\nreplicas = %s\ndata_memory = "256M"\nheartbeat_interval_ms = %s\nheartbeat_misses_max = 3\n[mgmd]\nport = %s\n' \
     "$replicas" "$heartbeat_ms" "$mgm_port" > "$dir/cluster.toml"

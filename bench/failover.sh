@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Failover gap: a two-node cluster (two replicas) under `kista bench --duration --verify`
-# through node 1 while node 2 fails, TRIALS times for each way of failing:
+# Failover gap: a two-node cluster (two replicas) under `kista bench --mgm --duration
+# --verify` (each client connected to both nodes) while node 2 fails, TRIALS times for each
+# way of failing:
 #   kill    - kill -9 of node 2 (its connections close: suspected at once)
-#   sigstop - SIGSTOP of node 2 (found by missed heartbeats: interval x misses)
+#   sigstop - SIGSTOP of node 2 (found by missed heartbeats: interval x misses, by the
+#             cluster and by the clients alike)
 # Prints each trial's longest gap between successful transactions and the p50/max per way.
 # Every trial must verify with nothing lost, or the script stops.
 #
@@ -20,7 +22,7 @@ trap cleanup EXIT
 trial() { # way -> prints the gap in ms
   local way=$1
   start_cluster 2 2 "$heartbeat_ms"
-  $kista bench --connect "127.0.0.1:${node_ports[1]}" --keys 20000 --duration 6 \
+  $kista bench --mgm "$mgm" --keys 20000 --duration 6 \
       --phases update,read --verify --json > "$dir/bench.json" 2> "$dir/bench.err" & local bench=$!
   sleep 4
   case $way in

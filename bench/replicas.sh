@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # kista bench throughput with one replica (one data node) next to two replicas (two data
-# nodes in one node group), the same load through data node 1, RUNS times each.
+# nodes in one node group), the same load through the management server, RUNS times each.
 #
 # Usage: bench/replicas.sh [RUNS] [KEYS]   (defaults 3, 100000)
 set -euo pipefail
@@ -17,7 +17,7 @@ for replicas in 1 2; do
   for run in $(seq 1 "$runs"); do
     start_cluster "$replicas" "$replicas" 1500
     echo "== $replicas replica(s), run $run"
-    $kista bench --connect "127.0.0.1:${node_ports[1]}" --keys "$keys" --threads 2 \
+    $kista bench --mgm "$mgm" --keys "$keys" --threads 2 \
         --parallel 32 --verify
     stop_cluster
   done

@@ -19,8 +19,15 @@ use crate::scan::ScanEvent;
 use crate::transaction::Collecting;
 use crate::ClientError;
 
-/// A schema change's answer: (table or index id, new schema version).
-pub(crate) type SchemaAnswer = (u32, u32);
+/// A schema change's answer.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct SchemaAnswer {
+    /// The table or index created.
+    pub id: u32,
+    pub schema_version: u32,
+    /// A created table's partition count.
+    pub partitions: u32,
+}
 
 /// A schema change waiting for its answer from the dictionary of `node`.
 pub(crate) struct SchemaChange {
@@ -152,11 +159,21 @@ impl InFlight {
             self.to_scan(conf.client_scan, event);
         } else {
             let answer = if let Ok(conf) = CreateTableConf::from_signal(&signal) {
-                (conf.request_id, Ok((conf.table_id, conf.schema_version)))
+                let answer = SchemaAnswer {
+                    id: conf.table_id,
+                    schema_version: conf.schema_version,
+                    partitions: conf.partitions,
+                };
+                (conf.request_id, Ok(answer))
             } else if let Ok(conf) = CreateIndexConf::from_signal(&signal) {
-                (conf.request_id, Ok((conf.index_id, conf.schema_version)))
+                let answer = SchemaAnswer {
+                    id: conf.index_id,
+                    schema_version: conf.schema_version,
+                    partitions: 0,
+                };
+                (conf.request_id, Ok(answer))
             } else if let Ok(conf) = DropTableConf::from_signal(&signal) {
-                (conf.request_id, Ok((0, 0)))
+                (conf.request_id, Ok(SchemaAnswer::default()))
             } else if let Ok(refusal) = DictRef::from_signal(&signal) {
                 let error = ClientError::node(refusal.code, message());
                 (refusal.request_id, Err(error))

@@ -73,6 +73,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use kista_datanode::dist::PartitionMap;
 use kista_datanode::protocol::*;
 use kista_mgm::admin::AdminClient;
 use kista_mgm::lease::Registration;
@@ -106,6 +107,9 @@ const CLIENT_BLOCK: BlockId = BlockId(1);
 pub struct Table {
     pub id: u32,
     pub schema_version: u32,
+    /// Where the partitions live, so that a transaction goes to the node holding its first
+    /// key's primary replica.
+    pub(crate) map: Arc<PartitionMap>,
     pub(crate) schema: Arc<TableSchema>,
     pub(crate) layout: Arc<RowLayout>,
     pub(crate) indexes: Vec<(IndexId, IndexSchema)>,
@@ -221,15 +225,23 @@ impl Client {
         let definition = TableDefinitionBody::new(schema, (1..).zip(indexes).collect());
         let mut body = Vec::new();
         definition.encode(&mut body);
-        let (id, schema_version) = self.change_schema(&body, |request_id, client| {
-            CreateTableRequest { request_id, client }
+        let created = self.change_schema(&body, |request_id, client| CreateTableRequest {
+            request_id,
+            client,
         })?;
         let TableDefinitionBody {
             schema, indexes, ..
         } = definition;
+        if created.partitions == 0 {
+            return Err(ClientError::ConnectionLost(
+                "the node created a table without partitions".into(),
+            ));
+        }
+        let map = PartitionMap::for_cluster(created.partitions, self.nodes.cluster());
         Ok(Table {
-            id,
-            schema_version,
+            id: created.id,
+            schema_version: created.schema_version,
+            map: Arc::new(map),
             layout: Arc::new(RowLayout::new(&schema)),
             schema: Arc::new(schema),
             indexes: indexes
@@ -248,15 +260,14 @@ impl Client {
         let mut body = Vec::new();
         write_index_schema(&mut Writer(&mut body), &index);
         let table_id = table.id;
-        let (index_id, schema_version) =
-            self.change_schema(&body, |request_id, client| CreateIndexRequest {
-                request_id,
-                client,
-                table_id,
-            })?;
+        let created = self.change_schema(&body, |request_id, client| CreateIndexRequest {
+            request_id,
+            client,
+            table_id,
+        })?;
         let mut changed = table.clone();
-        changed.schema_version = schema_version;
-        changed.indexes.push((IndexId(index_id), index));
+        changed.schema_version = created.schema_version;
+        changed.indexes.push((IndexId(created.id), index));
         Ok(changed)
     }
 
@@ -309,8 +320,20 @@ impl Client {
 
     /// A coordinator on a live node for the transaction or scan `client_id`.
     fn any_coordinator(&self, client_id: u64) -> Result<BlockAddress, ClientError> {
-        self.nodes
-            .any_coordinator(self.in_flight.live(), client_id)
+        self.coordinator_near(None, client_id)
+    }
+
+    /// A coordinator on the first live node of `chain` if there is one (the partition of a
+    /// transaction's first key), else on any live node.
+    fn coordinator_near(
+        &self,
+        chain: Option<&ReplicaChain>,
+        client_id: u64,
+    ) -> Result<BlockAddress, ClientError> {
+        let live = self.in_flight.live();
+        chain
+            .and_then(|chain| self.nodes.coordinator_for(live, chain, client_id))
+            .or_else(|| self.nodes.any_coordinator(live, client_id))
             .ok_or_else(|| self.no_live_node())
     }
 

@@ -9,8 +9,8 @@
 use std::net::ToSocketAddrs;
 use std::sync::Arc;
 
-use kista_datanode::cluster::NodeSet;
-use kista_datanode::protocol::{NodeInfo, DICT_BLOCK, TC_BLOCK};
+use kista_datanode::cluster::{ClusterShape, NodeSet};
+use kista_datanode::protocol::{NodeInfo, ReplicaChain, DICT_BLOCK, TC_BLOCK};
 use kista_signal::{BlockAddress, NodeId, Signal};
 use kista_transport::client::ClientConnection;
 
@@ -27,6 +27,8 @@ pub(crate) struct DataNodeLink {
     coordinators: Vec<BlockAddress>,
     /// (interval ms, misses max): the cluster's heartbeat settings, from the Welcome.
     heartbeat: (u32, u32),
+    /// The cluster as this node plans with it, from the Welcome.
+    cluster: ClusterShape,
 }
 
 impl DataNodeLink {
@@ -45,7 +47,12 @@ impl DataNodeLink {
         let welcome = connection.welcome().clone();
         let info = NodeInfo::decode(&welcome.info)
             .ok_or_else(|| format!("node {} sent no usable node info", welcome.node.0))?;
-        let coordinators = (0..info.tc_instances)
+        let tc_instances = info
+            .cluster
+            .node(welcome.node)
+            .map(|shape| shape.tc_instances)
+            .ok_or_else(|| format!("node {} is not in its own cluster", welcome.node.0))?;
+        let coordinators = (0..tc_instances)
             .map(|i| BlockAddress::new(welcome.node, TC_BLOCK, i))
             .collect();
         in_flight.node_is_live(welcome.node);
@@ -59,6 +66,7 @@ impl DataNodeLink {
             connection,
             coordinators,
             heartbeat: (info.heartbeat_interval_ms, info.heartbeat_misses_max),
+            cluster: info.cluster,
         })
     }
 
@@ -84,8 +92,16 @@ pub(crate) struct DataNodes {
 }
 
 impl DataNodes {
+    /// `links` must not be empty.
     pub fn new(links: Vec<DataNodeLink>) -> Self {
+        assert!(!links.is_empty(), "a client needs a data node");
         Self { links }
+    }
+
+    /// The cluster's shape, as the first node connected told it (every node plans with the
+    /// same one).
+    pub fn cluster(&self) -> &ClusterShape {
+        &self.links[0].cluster
     }
 
     pub fn links(&self) -> impl Iterator<Item = &DataNodeLink> {
@@ -118,6 +134,20 @@ impl DataNodes {
         Some(link.coordinators[instance])
     }
 
+    /// A coordinator on the first live node of `chain` (a partition's replicas, primary
+    /// first), where the transaction's first operation runs without a hop between nodes;
+    /// `spread` picks among that node's `tc` instances.
+    pub fn coordinator_for(
+        &self,
+        live: NodeSet,
+        chain: &ReplicaChain,
+        spread: u64,
+    ) -> Option<BlockAddress> {
+        let node = first_live_replica(chain, live)?;
+        let link = self.links.iter().find(|link| link.node == node)?;
+        Some(link.coordinators[spread as usize % link.coordinators.len()])
+    }
+
     /// The dictionary of a live node (any will do: those that are not the master pass the
     /// request on and the answer back).
     pub fn dict(&self, live: NodeSet) -> Option<BlockAddress> {
@@ -136,6 +166,15 @@ impl DataNodes {
             .ok_or_else(|| format!("data node {} is not connected", node.0))?;
         link.send(signal, section)
     }
+}
+
+/// The node of `chain`'s first replica that is live: the primary, or the backup that took
+/// its place.
+fn first_live_replica(chain: &ReplicaChain, live: NodeSet) -> Option<NodeId> {
+    chain.replicas[..chain.count as usize]
+        .iter()
+        .map(|replica| replica.node())
+        .find(|&node| live.contains(node))
 }
 
 /// The error for what was in flight through a data node whose connection was lost: a
@@ -160,5 +199,24 @@ pub(crate) fn lost_connection_error(node: NodeId, committing: bool, reason: &str
                 node.0
             ),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kista_datanode::protocol::LDM_BLOCK;
+
+    #[test]
+    fn a_transaction_goes_to_its_partitions_primary_or_the_backup_that_took_over() {
+        let ldm = |node: u8| BlockAddress::new(NodeId(node), LDM_BLOCK, 0);
+        let chain = ReplicaChain::of(&[ldm(2), ldm(1)]);
+        let both = NodeSet::of([NodeId(1), NodeId(2)]);
+        assert_eq!(first_live_replica(&chain, both), Some(NodeId(2)));
+        assert_eq!(
+            first_live_replica(&chain, NodeSet::of([NodeId(1)])),
+            Some(NodeId(1))
+        );
+        assert_eq!(first_live_replica(&chain, NodeSet::of([NodeId(3)])), None);
     }
 }

@@ -42,6 +42,9 @@ pub struct Transaction<'c> {
     client_tx: u64,
     /// Chosen when the first batch is sent; every later batch goes to it too.
     coordinator: Option<BlockAddress>,
+    /// The replicas of the first operation's partition (by primary key), whose primary's
+    /// node is where the coordinator should be.
+    first_chain: Option<ReplicaChain>,
     batch: Vec<Operation>,
     finished: bool,
 }
@@ -52,6 +55,7 @@ impl<'c> Transaction<'c> {
             client,
             client_tx,
             coordinator: None,
+            first_chain: None,
             batch: Vec::new(),
             finished: false,
         }
@@ -193,6 +197,12 @@ impl<'c> Transaction<'c> {
         if self.finished {
             return Err(ClientError::Usage("the transaction has ended".into()));
         }
+        let first = self.coordinator.is_none() && self.batch.is_empty();
+        if first && index_id == PRIMARY_KEY {
+            if let Ok(key) = KeyBodyRef::parse(&body).map(|body| body.key) {
+                self.first_chain = Some(table.map.chain(table.map.partition_of(key)));
+            }
+        }
         self.batch.push(Operation {
             kind,
             lock,
@@ -238,9 +248,10 @@ impl<'c> Transaction<'c> {
         let client = self.client;
         let tc = match self.coordinator {
             Some(tc) => tc,
-            None => *self
-                .coordinator
-                .insert(client.any_coordinator(self.client_tx)?),
+            None => {
+                let near = client.coordinator_near(self.first_chain.as_ref(), self.client_tx)?;
+                *self.coordinator.insert(near)
+            }
         };
         self.finished = matches!(mode, ExecuteMode::Commit | ExecuteMode::Rollback);
         let batch = std::mem::take(&mut self.batch);

@@ -47,8 +47,11 @@ impl DataNodeProcess {
         settings.tc_instances = layout.instances_of(Module::Tc) as u16;
         settings.ldm_instances = layout.instances_of(Module::Ldm) as u16;
         settings.query_instances = layout.instances_of(Module::Query) as u16;
+        let cluster = settings
+            .cluster_shape()
+            .map_err(|e| format!("the data node does not form a cluster: {e}"))?;
         let info = NodeInfo {
-            tc_instances: settings.tc_instances,
+            cluster,
             heartbeat_interval_ms: u32::try_from(settings.heartbeat_interval_ms)
                 .unwrap_or(u32::MAX),
             heartbeat_misses_max: settings.heartbeat_misses_max,

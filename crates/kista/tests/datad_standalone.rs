@@ -57,7 +57,13 @@ impl GoodClient {
         })
         .expect("connects");
         let info = NodeInfo::decode(&connection.welcome().info).expect("node info");
-        assert!(info.tc_instances >= 1);
+        let node = connection.welcome().node;
+        assert_eq!(
+            info.cluster.nodes().len(),
+            1,
+            "a standalone node is its cluster"
+        );
+        assert!(info.cluster.node(node).is_some_and(|n| n.tc_instances >= 1));
         let me = BlockAddress::new(connection.welcome().client_node, BlockId(1), 0);
         Self {
             connection,

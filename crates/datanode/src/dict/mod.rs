@@ -44,8 +44,15 @@ struct DictTable {
 /// What to tell the client once every instance has applied a change.
 #[derive(Clone, Copy)]
 enum Reply {
-    TableCreated { table_id: u32, version: u32 },
-    IndexCreated { index_id: u32, version: u32 },
+    TableCreated {
+        table_id: u32,
+        version: u32,
+        partitions: u32,
+    },
+    IndexCreated {
+        index_id: u32,
+        version: u32,
+    },
     TableDropped,
 }
 
@@ -210,6 +217,7 @@ impl Dictionary {
         let reply = Reply::TableCreated {
             table_id,
             version: 1,
+            partitions: self.partitions_per_table(),
         };
         self.publish(
             ctx,
@@ -552,10 +560,15 @@ impl Dictionary {
         let request_id = change.client_request;
         let here = ctx.address();
         let signal = match reply {
-            Reply::TableCreated { table_id, version } => CreateTableConf {
+            Reply::TableCreated {
+                table_id,
+                version,
+                partitions,
+            } => CreateTableConf {
                 request_id,
                 table_id,
                 schema_version: version,
+                partitions,
             }
             .to_signal(client, here),
             Reply::IndexCreated { index_id, version } => CreateIndexConf {

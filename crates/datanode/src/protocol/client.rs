@@ -8,6 +8,7 @@
 use kista_signal::{BlockAddress, NodeId, Signal, TypedSignal};
 
 use super::*;
+use crate::cluster::{ClusterShape, DataNodeShape};
 
 /// Checks one signal from the client on connection `client_node`.
 pub fn check_client_signal(signal: &Signal, client_node: NodeId) -> Result<(), String> {
@@ -62,41 +63,62 @@ pub fn check_client_signal(signal: &Signal, client_node: NodeId) -> Result<(), S
     names_itself(client.map_err(malformed)?)
 }
 
-/// What a client learns when it connects: where the coordinators are, and how often to
-/// check the node is alive (the cluster's own heartbeat settings).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What a client learns when it connects: the cluster's shape as this node plans with it
+/// (where the coordinators are, and, with a table's partition count, where its partitions
+/// live), and how often to check that the node is alive (the cluster's heartbeat settings).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeInfo {
-    pub tc_instances: u16,
+    pub cluster: ClusterShape,
     pub heartbeat_interval_ms: u32,
     pub heartbeat_misses_max: u32,
 }
 
 impl NodeInfo {
-    const BYTES: usize = 10;
-
-    /// `tc_instances` u16, `heartbeat_interval_ms` u32, `heartbeat_misses_max` u32, LE.
+    /// Little-endian: `heartbeat_interval_ms` u32, `heartbeat_misses_max` u32, replicas
+    /// u16, node count u16, then per node its id u8, node group u16, `tc` and `ldm`
+    /// instances u16 each.
     pub fn encode(&self) -> Vec<u8> {
-        let mut bytes = Vec::with_capacity(Self::BYTES);
-        bytes.extend_from_slice(&self.tc_instances.to_le_bytes());
+        let nodes = self.cluster.nodes();
+        let mut bytes = Vec::with_capacity(12 + 7 * nodes.len());
         bytes.extend_from_slice(&self.heartbeat_interval_ms.to_le_bytes());
         bytes.extend_from_slice(&self.heartbeat_misses_max.to_le_bytes());
+        bytes.extend_from_slice(&self.cluster.replicas().to_le_bytes());
+        bytes.extend_from_slice(&(nodes.len() as u16).to_le_bytes());
+        for node in nodes {
+            bytes.push(node.node.0);
+            for count in [node.node_group, node.tc_instances, node.ldm_instances] {
+                bytes.extend_from_slice(&count.to_le_bytes());
+            }
+        }
         bytes
     }
 
+    /// `None` when the bytes are short or describe no valid cluster.
     pub fn decode(bytes: &[u8]) -> Option<Self> {
-        let bytes = bytes.get(..Self::BYTES)?;
-        let u32_at = |at: usize| {
-            u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
-        };
-        let info = Self {
-            tc_instances: u16::from_le_bytes([bytes[0], bytes[1]]),
-            heartbeat_interval_ms: u32_at(2),
-            heartbeat_misses_max: u32_at(6),
-        };
-        let usable = info.tc_instances > 0
-            && info.heartbeat_interval_ms > 0
-            && info.heartbeat_misses_max > 0;
-        usable.then_some(info)
+        let u32_of = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        let heartbeat_interval_ms = u32_of(bytes.get(0..4)?);
+        let heartbeat_misses_max = u32_of(bytes.get(4..8)?);
+        let (replicas, count) = (
+            u16::from_le_bytes([*bytes.get(8)?, *bytes.get(9)?]),
+            u16::from_le_bytes([*bytes.get(10)?, *bytes.get(11)?]),
+        );
+        let nodes = bytes.get(12..12 + 7 * usize::from(count))?;
+        let nodes = nodes
+            .chunks_exact(7)
+            .map(|n| DataNodeShape {
+                node: NodeId(n[0]),
+                node_group: u16::from_le_bytes([n[1], n[2]]),
+                tc_instances: u16::from_le_bytes([n[3], n[4]]),
+                ldm_instances: u16::from_le_bytes([n[5], n[6]]),
+            })
+            .collect();
+        let cluster = ClusterShape::new(replicas, nodes).ok()?;
+        let usable = heartbeat_interval_ms > 0 && heartbeat_misses_max > 0;
+        usable.then_some(Self {
+            cluster,
+            heartbeat_interval_ms,
+            heartbeat_misses_max,
+        })
     }
 }
 
@@ -158,18 +180,29 @@ mod tests {
 
     #[test]
     fn node_info_round_trips_and_refuses_nonsense() {
+        let node = |id: u8, group: u16| DataNodeShape {
+            node: NodeId(id),
+            node_group: group,
+            tc_instances: 2,
+            ldm_instances: 4,
+        };
+        let cluster = ClusterShape::new(2, vec![node(1, 0), node(2, 0), node(3, 1), node(4, 1)]);
         let info = NodeInfo {
-            tc_instances: 3,
+            cluster: cluster.unwrap(),
             heartbeat_interval_ms: 1500,
             heartbeat_misses_max: 3,
         };
-        assert_eq!(NodeInfo::decode(&info.encode()), Some(info));
+        let bytes = info.encode();
+        assert_eq!(NodeInfo::decode(&bytes), Some(info.clone()));
+        assert_eq!(NodeInfo::decode(&bytes[..bytes.len() - 1]), None);
         assert_eq!(NodeInfo::decode(&[]), None);
-        assert_eq!(NodeInfo::decode(&[3, 0]), None);
-        let no_coordinator = NodeInfo {
-            tc_instances: 0,
+        let mut no_coordinator = bytes.clone();
+        no_coordinator[12 + 3] = 0; // node 1's tc instances
+        assert_eq!(NodeInfo::decode(&no_coordinator), None);
+        let never_beats = NodeInfo {
+            heartbeat_interval_ms: 0,
             ..info
         };
-        assert_eq!(NodeInfo::decode(&no_coordinator.encode()), None);
+        assert_eq!(NodeInfo::decode(&never_beats.encode()), None);
     }
 }

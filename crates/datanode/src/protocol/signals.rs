@@ -288,7 +288,9 @@ typed_signal! {
     CreateTableRequest = 100 { request_id: u64, client: BlockAddress, }
 }
 typed_signal! {
-    CreateTableConf = 101 { request_id: u64, table_id: u32, schema_version: u32, }
+    /// `partitions`: how many the table has, so that a client computes the same partition
+    /// map as the nodes and sends each transaction to its first key's primary replica.
+    CreateTableConf = 101 { request_id: u64, table_id: u32, schema_version: u32, partitions: u32, }
 }
 typed_signal! {
     /// Section: an encoded `IndexSchema`.
