@@ -98,6 +98,8 @@ use nodes::{DataNodeLink, DataNodes};
 
 /// How long connecting and schema changes may take.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long connecting may take to a data node the management server does not see.
+pub const ABSENT_NODE_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// The block id the client's address uses.
 const CLIENT_BLOCK: BlockId = BlockId(1);
 
@@ -152,7 +154,7 @@ impl Client {
     /// [`Client::connect_cluster`].
     pub fn connect(address: impl ToSocketAddrs) -> Result<Self, ClientError> {
         let in_flight = Arc::new(InFlight::default());
-        let link = DataNodeLink::connect(address, None, &in_flight)
+        let link = DataNodeLink::connect(address, None, REQUEST_TIMEOUT, &in_flight)
             .map_err(ClientError::ConnectionLost)?;
         let me = BlockAddress::new(link.client_node, CLIENT_BLOCK, 0);
         Self::with_links(in_flight, vec![link], me, None)
@@ -174,7 +176,14 @@ impl Client {
         let mut failures = Vec::new();
         for data_node in &registration.data_nodes {
             let id = Some(registration.client_node);
-            match DataNodeLink::connect(&data_node.address, id, &in_flight) {
+            // A node the management server does not see is probably down: do not wait long
+            // for an address that may not answer at all.
+            let timeout = if data_node.started {
+                REQUEST_TIMEOUT
+            } else {
+                ABSENT_NODE_CONNECT_TIMEOUT
+            };
+            match DataNodeLink::connect(&data_node.address, id, timeout, &in_flight) {
                 Ok(link) => links.push(link),
                 Err(error) => failures.push(format!(
                     "node {} at {}: {error}",

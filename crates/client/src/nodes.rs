@@ -8,6 +8,7 @@
 
 use std::net::ToSocketAddrs;
 use std::sync::Arc;
+use std::time::Duration;
 
 use kista_datanode::cluster::{ClusterShape, NodeSet};
 use kista_datanode::protocol::{NodeInfo, ReplicaChain, DICT_BLOCK, TC_BLOCK};
@@ -15,7 +16,7 @@ use kista_signal::{BlockAddress, NodeId, Signal};
 use kista_transport::client::ClientConnection;
 
 use crate::in_flight::InFlight;
-use crate::{ClientError, REQUEST_TIMEOUT};
+use crate::ClientError;
 
 /// One data node as the client reaches it.
 pub(crate) struct DataNodeLink {
@@ -33,17 +34,18 @@ pub(crate) struct DataNodeLink {
 
 impl DataNodeLink {
     /// Connects to the data node at `address` as client node `id` (`None`: the node picks
-    /// one); what arrives goes to `in_flight`, which learns of the node once it is live.
+    /// one), waiting at most `timeout` for each step; what arrives goes to `in_flight`,
+    /// which learns of the node once it is live.
     pub fn connect(
         address: impl ToSocketAddrs,
         id: Option<NodeId>,
+        timeout: Duration,
         in_flight: &Arc<InFlight>,
     ) -> Result<Self, String> {
         let receiving = in_flight.clone();
-        let connection = ClientConnection::connect(address, id, REQUEST_TIMEOUT, move |event| {
-            receiving.receive(event)
-        })
-        .map_err(|e| e.to_string())?;
+        let connection =
+            ClientConnection::connect(address, id, timeout, move |event| receiving.receive(event))
+                .map_err(|e| e.to_string())?;
         let welcome = connection.welcome().clone();
         let info = NodeInfo::decode(&welcome.info)
             .ok_or_else(|| format!("node {} sent no usable node info", welcome.node.0))?;

@@ -133,6 +133,22 @@ fn killing_the_president_loses_no_acknowledged_write() {
 }
 
 #[test]
+fn a_client_connects_and_runs_while_a_data_node_is_down() {
+    let mut cluster = TestCluster::start(2, 2);
+    cluster.node(2).kill();
+    let deadline = std::time::Instant::now() + SELF_STOP_LIMIT;
+    while cluster.shown_state(2) != "not connected" {
+        assert!(std::time::Instant::now() < deadline, "node 2 still shown");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mgm = cluster.mgm.clone();
+    let args = ["bench", "--mgm", &mgm, "--keys", "2000", "--verify"];
+    let (code, stdout, stderr) = run_kista(&args, RUN_LIMIT);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("0 missing, 0 wrong"), "{stdout}");
+}
+
+#[test]
 fn a_stopped_node_is_declared_failed_and_stops_itself_when_continued() {
     let mut cluster = TestCluster::start(2, 2);
     let outcome = load_while(&mut cluster, &[], 6, |cluster| {
