@@ -3,14 +3,15 @@
 //!
 //! It says yes to the first side that asks and remembers it as the winner; later it says
 //! yes only to survivors within the winner (a winning side may lose more nodes), never to
-//! nodes outside it, until the membership grows again. The management server hosts it, as
+//! nodes outside it. A node that restarts and joins the winner's membership becomes part of
+//! the winner. The management server hosts it, as
 //! `ndb_mgmd` hosts NDB's.
 
 use kista_runtime::{Block, Context};
 use kista_signal::{BlockAddress, NodeId, Signal, TypedSignal};
 
 use crate::cluster::NodeSet;
-use crate::protocol::{ArbitrationConf, ArbitrationRequest, ARBITRATOR_BLOCK};
+use crate::protocol::{ArbitrationConf, ArbitrationRequest, MembershipGrew, ARBITRATOR_BLOCK};
 
 /// The management server's node id: data nodes have 1-48, clients 64 and up.
 pub const MANAGEMENT_NODE: NodeId = NodeId(49);
@@ -38,16 +39,27 @@ impl Arbitrator {
         granted
     }
 
-    /// The cluster's membership grew (a node restarted and joined): any of its members may
-    /// win the next split.
-    pub fn membership_grew(&mut self) {
-        self.winner = None;
+    /// `joined` joined a membership that is now `members`. When the rest of that
+    /// membership is within the winner, so is `joined` from now on; a membership outside
+    /// the winner (a side that lost) gains nothing.
+    pub fn membership_grew(&mut self, members: NodeSet, joined: NodeId) {
+        let mut before = members;
+        before.remove(joined);
+        if let Some(winner) = &mut self.winner {
+            if before.is_subset_of(*winner) {
+                winner.insert(joined);
+            }
+        }
     }
 }
 
 impl Block for Arbitrator {
     fn execute(&mut self, signal: &Signal, ctx: &mut Context<'_>) {
-        if let Ok(request) = ArbitrationRequest::from_signal(signal) {
+        if let Ok(grew) = MembershipGrew::from_signal(signal) {
+            if let Ok(joined) = u8::try_from(grew.joined) {
+                self.membership_grew(grew.members, NodeId(joined));
+            }
+        } else if let Ok(request) = ArbitrationRequest::from_signal(signal) {
             let granted = self.decide(request.survivors);
             let conf = ArbitrationConf {
                 round: request.round,
@@ -73,7 +85,12 @@ mod tests {
         assert!(!arbitrator.decide(set(&[3, 4])), "the other side loses");
         assert!(arbitrator.decide(set(&[2])), "the winner may shrink");
         assert!(!arbitrator.decide(set(&[1])), "but not to a node it lost");
-        arbitrator.membership_grew();
-        assert!(arbitrator.decide(set(&[1, 3])));
+        arbitrator.membership_grew(set(&[2, 1]), NodeId(1));
+        assert!(arbitrator.decide(set(&[1])), "node 1 rejoined the winner");
+        arbitrator.membership_grew(set(&[3, 4]), NodeId(4));
+        assert!(
+            !arbitrator.decide(set(&[4])),
+            "a losing side's join wins nothing"
+        );
     }
 }

@@ -20,7 +20,19 @@
 //!
 //! A survivor that does not confirm within the heartbeat grace joins the failed nodes and
 //! the round starts again; so does one suspected meanwhile.
-
+//!
+//! A node that restarts into a running cluster starts *joining*: each interval it asks every
+//! other data node to let it in ([`JoinRequest`]; the membership is the runtime's fence
+//! gate, so the request crosses the fence that shut the node's old incarnation out). The
+//! president, when no failure round runs, asks every member to let the node in
+//! ([`JoinPrepare`]) and, once all confirmed, commits the membership with the node as its
+//! most junior member ([`JoinCommit`], to the members and the joiner) and tells the
+//! arbitrator. A member that does not confirm within the grace, or a failure meanwhile,
+//! abandons the join; the joiner keeps asking.
+//!
+//! Since the gate lets a shut-out node's membership through, the membership heeds only its
+//! members (and the management server's arbitrator and stop requests); a join request is
+//! the one thing it takes from a data node outside the membership.
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,6 +50,15 @@ enum Arbitration {
     NotNeeded,
     Asked { since_ns: u64 },
     Granted,
+}
+
+/// A president's attempt to add `joining` to the membership.
+struct JoinRound {
+    round: u32,
+    joining: NodeId,
+    /// Members that have not confirmed they let it in.
+    unconfirmed: NodeSet,
+    started_ns: u64,
 }
 
 /// A president's attempt to remove `failed` from the membership.
@@ -62,6 +83,10 @@ pub struct Membership {
     suspects: NodeSet,
     /// The president's round in progress.
     round: Option<FailureRound>,
+    /// The president's join in progress.
+    join: Option<JoinRound>,
+    /// Whether this node is still asking to join a running cluster.
+    joining: bool,
     next_round: u32,
     /// Set once the node must stop: it ignores everything after.
     stopping: bool,
@@ -78,9 +103,26 @@ impl Membership {
             last_heard_ns: [0; DATA_NODE_ID_LIMIT as usize],
             suspects: NodeSet::EMPTY,
             round: None,
+            join: None,
+            joining: false,
             next_round: 1,
             stopping: false,
         }
+    }
+
+    /// A node restarting into a running cluster: no member yet, it asks to join.
+    pub fn joining(settings: Arc<NodeSettings>, cluster: Arc<ClusterShape>) -> Self {
+        Self {
+            members: Vec::new(),
+            generation: 0,
+            joining: true,
+            ..Self::new(settings, cluster)
+        }
+    }
+
+    /// Whether this node is a member of the cluster (not still joining).
+    pub fn is_member(&self) -> bool {
+        !self.joining
     }
 
     /// The signal that starts the membership's heartbeats.
@@ -116,6 +158,10 @@ impl Membership {
         if self.stopping {
             return;
         }
+        if self.joining {
+            self.ask_to_join(ctx);
+            return self.tick_later(ctx);
+        }
         let now = ctx.now_ns();
         let here = self.here();
         let heartbeat = Heartbeat {
@@ -143,6 +189,10 @@ impl Membership {
         if self.stopping {
             return;
         }
+        self.tick_later(ctx);
+    }
+
+    fn tick_later(&mut self, ctx: &mut Context) {
         let tick = MembershipTick {}.to_signal(ctx.address(), ctx.address());
         ctx.send_delayed(
             tick,
@@ -192,6 +242,8 @@ impl Membership {
             Some(round) => round.failed.union(failed),
             None => failed,
         };
+        // A failure goes first; the joiner asks again.
+        self.join = None;
         let members = self.member_set();
         let survivors = members.minus(failed);
         if let Some(group) = self.cluster.group_lost(survivors) {
@@ -279,6 +331,13 @@ impl Membership {
             .settings
             .arbitration_timeout_ms
             .saturating_mul(1_000_000);
+        if self
+            .join
+            .as_ref()
+            .is_some_and(|join| now.saturating_sub(join.started_ns) > grace_ns)
+        {
+            self.join = None;
+        }
         let Some(round) = &self.round else {
             return;
         };
@@ -364,6 +423,114 @@ impl Membership {
     }
 }
 
+impl Membership {
+    // ----- a restarted node joining -----
+
+    fn ask_to_join(&mut self, ctx: &mut Context) {
+        let here = self.here();
+        let others: Vec<NodeId> = self
+            .cluster
+            .nodes()
+            .iter()
+            .map(|n| n.node)
+            .filter(|&n| n != here)
+            .collect();
+        for node in others {
+            ctx.send_typed(membership_address(node), &JoinRequest {});
+        }
+    }
+
+    /// The president starts letting `joiner` in when nothing else is under way; anyone
+    /// else ignores the request (the joiner asks every node, so it asks the president too).
+    fn join_requested(&mut self, ctx: &mut Context, joiner: NodeId) {
+        let may_join = self.cluster.node(joiner).is_some() && !self.members.contains(&joiner);
+        let idle = self.round.is_none() && self.join.is_none();
+        if self.joining || !may_join || !idle || self.president() != Some(self.here()) {
+            return;
+        }
+        let round = self.next_round;
+        self.next_round += 1;
+        let members = self.member_set();
+        let prepare = JoinPrepare {
+            round,
+            joining: u32::from(joiner.0),
+        };
+        for member in members.iter() {
+            ctx.send_typed(membership_address(member), &prepare);
+        }
+        self.join = Some(JoinRound {
+            round,
+            joining: joiner,
+            unconfirmed: members,
+            started_ns: ctx.now_ns(),
+        });
+    }
+
+    fn prepare_join(&mut self, ctx: &mut Context, prepare: JoinPrepare, president: NodeId) {
+        let Ok(joining) = u8::try_from(prepare.joining) else {
+            return;
+        };
+        ctx.let_in(NodeId(joining));
+        let conf = JoinPrepareConf {
+            round: prepare.round,
+        };
+        ctx.send_typed(membership_address(president), &conf);
+    }
+
+    fn join_confirmed(&mut self, ctx: &mut Context, conf: JoinPrepareConf, from: NodeId) {
+        let Some(join) = self.join.as_mut().filter(|j| j.round == conf.round) else {
+            return;
+        };
+        join.unconfirmed.remove(from);
+        if !join.unconfirmed.is_empty() {
+            return;
+        }
+        let joined = join.joining;
+        self.join = None;
+        let mut order: Vec<u8> = self.members.iter().map(|m| m.0).collect();
+        order.push(joined.0);
+        let commit = JoinCommit {
+            generation: self.generation + 1,
+            joined: u32::from(joined.0),
+        };
+        for &node in &order {
+            let signal = commit.to_signal(membership_address(NodeId(node)), ctx.address());
+            send_with_bytes(ctx, signal, &order);
+        }
+        if let Some(arbitrator) = self.settings.arbitrator {
+            let grew = MembershipGrew {
+                members: NodeSet::of(order.iter().map(|&id| NodeId(id))),
+                joined: commit.joined,
+            };
+            ctx.send_typed(arbitrator, &grew);
+        }
+    }
+
+    /// Members and the joiner take the new membership, in the president's order.
+    fn commit_join(&mut self, ctx: &mut Context, commit: JoinCommit) {
+        if commit.generation <= self.generation {
+            return;
+        }
+        let order: Vec<NodeId> = ctx
+            .section()
+            .map(|bytes| bytes.iter().map(|&id| NodeId(id)).collect())
+            .unwrap_or_default();
+        let known = |node: &NodeId| self.cluster.node(*node).is_some();
+        let joined = u8::try_from(commit.joined).map(NodeId);
+        if !order.iter().all(known) || !joined.is_ok_and(|j| order.contains(&j)) {
+            debug_assert!(false, "a join commit names nodes outside the cluster");
+            return;
+        }
+        let now = ctx.now_ns();
+        for member in &order {
+            self.last_heard_ns[usize::from(member.0)] = now;
+        }
+        self.members = order;
+        self.generation = commit.generation;
+        self.joining = false;
+    }
+}
+
 pub fn membership_address(node: NodeId) -> BlockAddress {
     BlockAddress::new(node, MEMBERSHIP_BLOCK, 0)
 }
@@ -375,7 +542,23 @@ impl Block for Membership {
         }
         let from = signal.sender().node();
         let number = signal.number();
-        let result = if number == Heartbeat::NUMBER {
+        // Members, this node itself, and the management server hosting the arbitrator
+        // (arbitration, stop requests); a shut-out node's membership reaches this block
+        // through the fence gate.
+        let trusted = from == self.here()
+            || self.members.contains(&from)
+            || self.settings.arbitrator.is_some_and(|a| a.node() == from);
+        let result = if number == JoinRequest::NUMBER {
+            JoinRequest::from_signal(signal).map(|_| self.join_requested(ctx, from))
+        } else if number == JoinCommit::NUMBER && (trusted || self.joining) {
+            JoinCommit::from_signal(signal).map(|c| self.commit_join(ctx, c))
+        } else if !trusted {
+            Ok(())
+        } else if number == JoinPrepare::NUMBER {
+            JoinPrepare::from_signal(signal).map(|p| self.prepare_join(ctx, p, from))
+        } else if number == JoinPrepareConf::NUMBER {
+            JoinPrepareConf::from_signal(signal).map(|c| self.join_confirmed(ctx, c, from))
+        } else if number == Heartbeat::NUMBER {
             Heartbeat::from_signal(signal).map(|_| self.heard(ctx, from))
         } else if number == MembershipTick::NUMBER {
             MembershipTick::from_signal(signal).map(|_| self.tick(ctx))

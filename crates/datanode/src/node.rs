@@ -61,6 +61,9 @@ pub struct NodeSettings {
     /// How long a president waits for the arbitrator's answer before the survivors stop
     /// (NDB: ArbitrationTimeout).
     pub arbitration_timeout_ms: u64,
+    /// The node restarts into a cluster that runs without it: its membership asks to join
+    /// instead of starting with every node (NDB: a node restart, not an initial start).
+    pub joins_running_cluster: bool,
 }
 
 impl NodeSettings {
@@ -87,6 +90,7 @@ impl NodeSettings {
             heartbeat_misses_max: 3,
             arbitrator: None,
             arbitration_timeout_ms: 7500,
+            joins_running_cluster: false,
         }
     }
 
@@ -160,7 +164,11 @@ pub fn data_node_blocks(
             module: Module::Main,
             instance: 0,
         },
-        implementation: Box::new(Membership::new(settings.clone(), cluster.clone())),
+        implementation: Box::new(if settings.joins_running_cluster {
+            Membership::joining(settings.clone(), cluster.clone())
+        } else {
+            Membership::new(settings.clone(), cluster.clone())
+        }),
     });
     for instance in 0..settings.tc_instances {
         blocks.push(BlockRegistration {

@@ -1,6 +1,7 @@
 //! Membership in the deterministic simulation: heartbeats find a crashed or paused node,
 //! the president removes it with every survivor's agreement, the arbitrator lets exactly
-//! one side of a split go on, and a cluster that lost a whole node group stops.
+//! one side of a split go on, a cluster that lost a whole node group stops, and a restarted
+//! node joins again.
 
 mod support;
 
@@ -118,10 +119,12 @@ fn a_paused_node_is_shut_out_and_when_it_wakes_it_stops_instead_of_acting() {
         failures_seen_by(&cluster, 2).is_empty(),
         "node 2 never went on alone"
     );
-    // Nothing node 2 sent after it woke reached node 1.
+    // What node 2 sent after it woke changed nothing at node 1: its membership (the fence
+    // gate, so that a restarted node can ask to join) heeds members only.
+    assert_eq!(failures_seen_by(&cluster, 1).len(), 1);
     let woke_at = 2_500 * MS;
-    let heard = cluster.delivered::<Heartbeat>();
-    assert!(heard
+    let prepared = cluster.delivered::<FailPrepare>();
+    assert!(prepared
         .iter()
         .all(|(at, receiver, _)| *at < woke_at || receiver.node() != NodeId(1)));
 }
@@ -192,4 +195,91 @@ fn without_an_arbitrator_a_lone_survivor_stops() {
     assert_eq!(stopped(&cluster), [1]);
     let (_, reason) = &cluster.simulation.stopped_nodes()[0];
     assert!(reason.contains("no arbitrator is configured"), "{reason}");
+}
+
+/// The `JoinCommit`s delivered to `node`'s membership.
+fn joins_seen_by(cluster: &Node, node: u8) -> Vec<JoinCommit> {
+    cluster
+        .delivered::<JoinCommit>()
+        .into_iter()
+        .filter(|(_, receiver, _)| receiver.node() == NodeId(node))
+        .map(|(_, _, commit)| commit)
+        .collect()
+}
+
+#[test]
+fn a_restarted_node_joins_as_the_most_junior_member_and_is_watched_again() {
+    for seed in 0..12 {
+        let mut cluster = cluster(2, 40 + seed);
+        cluster.run_for_ms(400 + seed * 11);
+        cluster.simulation.crash(NodeId(2));
+        cluster.run_for_ms(1_500);
+        assert_eq!(
+            failures_seen_by(&cluster, 1).len(),
+            1,
+            "seed {seed}: removed"
+        );
+        cluster.restart_node(NodeId(2), 16 << 20);
+        cluster.run_for_ms(1_000);
+        for node in [1, 2] {
+            let joins = joins_seen_by(&cluster, node);
+            assert_eq!(joins.len(), 1, "seed {seed}: node {node} saw {joins:?}");
+            assert_eq!((joins[0].generation, joins[0].joined), (3, 2));
+        }
+        let grew = cluster.delivered::<MembershipGrew>();
+        assert_eq!(grew.len(), 1, "seed {seed}: the arbitrator heard of it");
+        assert_eq!(grew[0].2.members, set(&[1, 2]));
+        // A member again: a pause gets it removed again, and node 1, still the winner of
+        // the last split, is let go on by the arbitrator.
+        cluster.simulation.pause(NodeId(2));
+        cluster.run_for_ms(2_000);
+        let seen = failures_seen_by(&cluster, 1);
+        assert_eq!(seen.len(), 2, "seed {seed}: {seen:?}");
+        assert_eq!((seen[1].1.failed, seen[1].1.generation), (set(&[2]), 4));
+        assert!(stopped(&cluster).is_empty(), "seed {seed}");
+    }
+}
+
+#[test]
+fn a_join_and_a_failure_at_once_both_complete_in_some_order_every_member_agrees_on() {
+    let mut join_went_first = [false, false];
+    for seed in 0..12 {
+        // Four nodes in two groups: node 3 crashes, then restarts about when node 2 crashes:
+        // at once (the join waits for a member that never confirms, the failure round
+        // abandons it, and the joiner asks again) or a little later (the join is done first).
+        let mut cluster = cluster(4, 51 + seed);
+        cluster.run_for_ms(500);
+        cluster.simulation.crash(NodeId(3));
+        cluster.run_for_ms(1_500);
+        cluster.restart_node(NodeId(3), 16 << 20);
+        cluster.run_for_ms(seed % 3);
+        cluster.simulation.crash(NodeId(2));
+        cluster.run_for_ms(3_000);
+        let failures: Vec<(NodeSet, u32)> = failures_seen_by(&cluster, 1)
+            .into_iter()
+            .map(|(_, failed)| (failed.failed, failed.generation))
+            .collect();
+        assert_eq!(failures.len(), 2, "seed {seed}: {failures:?}");
+        assert_eq!((failures[0].0, failures[1].0), (set(&[3]), set(&[2])));
+        let joins: Vec<Vec<(u32, u32)>> = [1, 3, 4]
+            .map(|node| {
+                let seen = joins_seen_by(&cluster, node);
+                seen.iter().map(|c| (c.generation, c.joined)).collect()
+            })
+            .into();
+        assert!(
+            joins.iter().all(|j| j == &joins[0]),
+            "seed {seed}: {joins:?}"
+        );
+        assert_eq!(joins[0].len(), 1, "seed {seed}");
+        let (join_generation, joined) = joins[0][0];
+        assert_eq!(joined, 3);
+        // Generation 2 removed node 3; the join and node 2's removal took 3 and 4.
+        let mut generations = [join_generation, failures[1].1];
+        generations.sort_unstable();
+        assert_eq!(generations, [3, 4], "seed {seed}");
+        assert!(stopped(&cluster).is_empty(), "seed {seed}");
+        join_went_first[usize::from(join_generation == 3)] = true;
+    }
+    assert_eq!(join_went_first, [true, true], "both orders happened");
 }

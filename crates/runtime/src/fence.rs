@@ -4,11 +4,24 @@
 //! not dead: when it wakes up it must not act on the cluster that went on without it. So
 //! the membership shuts it out: nothing more is delivered from it or sent to it until it has
 //! restarted and been let in again (NDB's Qmgr tells the transporters the same).
+//!
+//! One door stays open: signals between the [`FENCE_GATE_BLOCK`]s of two nodes cross the
+//! fence, so that a restarted node can ask to be let in. The block with that id (the data
+//! node's membership) must therefore check who each signal comes from itself.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-use kista_signal::NodeId;
+use kista_signal::{BlockId, NodeId, Signal};
+
+/// The block whose signals to and from the same block on a shut-out node still pass.
+pub const FENCE_GATE_BLOCK: BlockId = BlockId(252);
+
+/// Whether `signal` goes between two gate blocks, and so passes a fence.
+#[inline]
+pub fn passes_gate(signal: &Signal) -> bool {
+    signal.sender().block() == FENCE_GATE_BLOCK && signal.receiver().block() == FENCE_GATE_BLOCK
+}
 
 /// One flag per node id, read on every signal that crosses the node's boundary.
 pub struct NodeFence {

@@ -17,6 +17,7 @@ use std::collections::{HashMap, HashSet};
 use kista_signal::{wire, BlockAddress, NodeId, Signal};
 
 use crate::block::{Block, Context, Sink};
+use crate::fence::passes_gate;
 use crate::rng::Rng;
 use crate::scheduler::BlockRegistration;
 use crate::section_pool::{SectionPool, SECTIONS_MAX_DEFAULT};
@@ -101,11 +102,9 @@ impl Network {
     /// by its sender's node (either side's fence stops it).
     fn loses(&self, signal: &Signal) -> bool {
         let (from, to) = (signal.sender().node(), signal.receiver().node());
+        let fenced = self.shut_out.contains(&(to, from)) || self.shut_out.contains(&(from, to));
         self.down.contains(&to)
-            || (from != to
-                && (self.cut.contains(&(from, to))
-                    || self.shut_out.contains(&(to, from))
-                    || self.shut_out.contains(&(from, to))))
+            || (from != to && (self.cut.contains(&(from, to)) || (fenced && !passes_gate(signal))))
     }
 }
 

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use kista_runtime::fence::FENCE_GATE_BLOCK;
 use kista_runtime::relay::{relay_on_every_module, RelayOptions};
 use kista_runtime::simulation::{Simulation, SimulationError, SimulationOptions};
 use kista_runtime::thread_config::{ThreadConfig, ThreadLayout};
@@ -213,6 +214,29 @@ fn a_node_shut_out_neither_reaches_nor_hears_the_node_that_shut_it_out() {
     simulation.inject(Signal::new(SignalNumber(1), two, one));
     simulation.run_until_idle(10).unwrap();
     assert!(received.lock().unwrap().is_empty());
+}
+
+#[test]
+fn gate_blocks_still_reach_each_other_across_a_fence() {
+    let (mut simulation, [one, two], received) = two_echo_nodes();
+    let gates = [1, 2].map(|node| BlockAddress::new(NodeId(node), FENCE_GATE_BLOCK, 0));
+    for gate in gates {
+        let echo = Echo {
+            received: received.clone(),
+        };
+        simulation.add_block(gate, Box::new(echo)).unwrap();
+    }
+    simulation.inject(Signal::new(SignalNumber(99), one, two));
+    simulation.run_until_idle(10).unwrap();
+    received.lock().unwrap().clear();
+    // From node 2's ordinary block to node 1's gate: fenced. Gate to gate: passes.
+    simulation.inject(Signal::new(SignalNumber(1), gates[0], two));
+    simulation.inject(Signal::new(SignalNumber(1), gates[0], gates[1]));
+    simulation.inject(Signal::new(SignalNumber(1), gates[1], gates[0]));
+    simulation.run_until_idle(10).unwrap();
+    let senders: Vec<NodeId> = received.lock().unwrap().iter().map(|r| r.0).collect();
+    assert_eq!(senders.len(), 2, "{senders:?}");
+    assert!(senders.contains(&NodeId(1)) && senders.contains(&NodeId(2)));
 }
 
 #[test]

@@ -2,8 +2,8 @@
 //! the side whose configuration says so (a data node dials the data nodes with lower ids
 //! and the management server) and accepted by the other. A dialer keeps trying while its
 //! peer is away, so a peer that starts later or restarts is reached without anyone's help,
-//! except a peer the membership shut out: that one is neither dialed nor accepted until the
-//! node lets it in again.
+//! a peer the membership shut out included: its connection carries nothing past the
+//! runtime's fence but its restarted incarnation's request to join.
 //!
 //! A peer connection that closes is reported at once ([`Peers::on_lost`]): a crashed peer's
 //! socket closes long before it misses its heartbeats.
@@ -65,7 +65,8 @@ pub(crate) fn dial_until_stopped(shared: &Arc<Shared>) {
         }
         for (peer, address) in &shared.options.peers.dial {
             let peer = *peer;
-            if shared.is_connected(peer) || injector.is_shut_out(peer) {
+            // Shut-out peers too: one that restarts must be able to ask to join.
+            if shared.is_connected(peer) {
                 continue;
             }
             match dial(shared, peer, address) {

@@ -447,13 +447,8 @@ fn admit_peer(
         let reason = format!("node {} is not a peer node {} expects", node.0, here.0);
         return Err(refuse(shared, stream, reason));
     }
-    if shared.injector().is_some_and(|i| i.is_shut_out(node)) {
-        let reason = format!(
-            "node {} was declared failed: it is shut out until it restarts",
-            node.0
-        );
-        return Err(refuse(shared, stream, reason));
-    }
+    // A node the cluster shut out is still admitted: the runtime's fence drops what it
+    // sends, except a restarted incarnation's request to join (the fence gate).
     let connection = Connection::new(stream.try_clone()?, node)?;
     if !shared.register_peer(&connection) {
         let reason = format!("node {} is connected already", node.0);

@@ -61,8 +61,9 @@ pub const LDM_BLOCK: BlockId = BlockId(12);
 /// Committed-read executors, one per `query` instance.
 pub const QUERY_BLOCK: BlockId = BlockId(13);
 
-/// The cluster membership (heartbeats, failures), one instance on `main`.
-pub const MEMBERSHIP_BLOCK: BlockId = BlockId(14);
+/// The cluster membership (heartbeats, failures, joins), one instance on `main`. It is the
+/// runtime's fence gate: a restarted node's membership can ask a fenced cluster to let it in.
+pub const MEMBERSHIP_BLOCK: BlockId = kista_runtime::fence::FENCE_GATE_BLOCK;
 /// The arbitrator, in the management server.
 pub const ARBITRATOR_BLOCK: BlockId = BlockId(15);
 

@@ -582,3 +582,29 @@ typed_signal! {
     /// `entries` × (transaction u64, table u32, partition u32, committed u32), little-endian.
     TakeoverReport = 181 { takeover: u32, entries: u32, last: u32, }
 }
+
+// ----- a restarted node joining the cluster: membership (joiner, president, members) -----
+
+typed_signal! {
+    /// From a restarted node's membership to every other data node's: let me in. Crosses
+    /// the fence (membership to membership); only the president acts on it.
+    JoinRequest = 182 {}
+}
+typed_signal! {
+    /// From the president to every member: `joining` is about to join; let it in.
+    JoinPrepare = 183 { round: u32, joining: u32, }
+}
+typed_signal! {
+    JoinPrepareConf = 184 { round: u32, }
+}
+typed_signal! {
+    /// From the president to every member and the joiner: the membership of `generation`
+    /// includes `joined`, as its most junior member. Section: every member's node id in
+    /// order of seniority, one byte each.
+    JoinCommit = 185 { generation: u32, joined: u32, }
+}
+typed_signal! {
+    /// From the president to the arbitrator: `joined` joined, and `members` (with it) are
+    /// the membership now, so `joined` belongs to the side that won the last split.
+    MembershipGrew = 186 { members: NodeSet, joined: u32, }
+}

@@ -18,8 +18,8 @@ use kista_storage::types::Value;
 
 /// The client stand-in's node id (clients get 64 and up).
 const CLIENT_NODE: NodeId = NodeId(64);
-/// Where the arbitrator runs, as the management server would host it.
-pub const ARBITRATOR: BlockAddress = BlockAddress::new(NodeId(65), ARBITRATOR_BLOCK, 0);
+/// Where the arbitrator runs: where the management server hosts it in a real cluster.
+pub const ARBITRATOR: BlockAddress = kista_datanode::arbitration::arbitrator_address();
 /// Virtual time steps are bounded so a test that waits for something that never comes
 /// fails instead of hanging.
 const STEPS_MAX: u64 = 1_000_000;
@@ -142,6 +142,23 @@ impl Node {
             client,
             inbox,
             next_request: 1,
+        }
+    }
+
+    /// Starts crashed data node `node` again with fresh blocks, joining the running cluster.
+    pub fn restart_node(&mut self, node: NodeId, data_memory_bytes: u64) {
+        let mut settings = self
+            .nodes
+            .iter()
+            .find(|settings| settings.node == node)
+            .expect("a node of the cluster")
+            .clone();
+        settings.joins_running_cluster = true;
+        let memory = Arc::new(DataMemory::new(data_memory_bytes));
+        let blocks = data_node_blocks(&settings, memory).expect("the nodes form a cluster");
+        self.simulation.restart(node, blocks).unwrap();
+        for signal in data_node_start_signals(&settings) {
+            self.simulation.inject(signal);
         }
     }
 

@@ -11,6 +11,7 @@ use kista_signal::{BlockAddress, NodeId, Signal};
 
 use super::routes::RouteTable;
 use super::thread::Shared;
+use crate::fence::passes_gate;
 
 /// Signals from outside that may wait for one thread. Past this the injector refuses more
 /// and the transport stops reading from its sockets until the thread catches up.
@@ -240,7 +241,7 @@ impl Injector {
             return Err(InjectError::Stopped);
         }
         let sender = signal.sender().node();
-        if self.shared.fence.is_shut_out(sender) {
+        if self.shared.fence.is_shut_out(sender) && !passes_gate(&signal) {
             return Err(InjectError::ShutOut(sender));
         }
         let receiver = signal.receiver();

@@ -12,6 +12,7 @@ use kista_signal::{NodeId, Signal};
 use super::gateway::RemoteSink;
 use super::routes::RouteTable;
 use super::thread::Shared;
+use crate::fence::passes_gate;
 use crate::job_buffer::Producer;
 use crate::section_pool::SectionPool;
 use crate::timed_queue::TimedQueue;
@@ -226,7 +227,7 @@ impl Router {
         };
         let (route, buffers) = (&remote.route, &mut remote.buffers);
         let section = signal.section();
-        if self.shared.fence.is_shut_out(signal.receiver().node()) {
+        if self.shared.fence.is_shut_out(signal.receiver().node()) && !passes_gate(signal) {
             if section.is_pooled() {
                 route.sections.release(section);
             }
@@ -304,7 +305,12 @@ impl Router {
         bytes: &[u8],
     ) -> Option<Result<(), WireError>> {
         match &mut self.remote {
-            Some(_) if self.shared.fence.is_shut_out(signal.receiver().node()) => Some(Ok(())),
+            Some(_)
+                if self.shared.fence.is_shut_out(signal.receiver().node())
+                    && !passes_gate(signal) =>
+            {
+                Some(Ok(()))
+            }
             Some(remote) if !self.routes.is_local(signal.receiver()) => {
                 Some(remote.buffers.push(&*remote.route.sink, signal, bytes))
             }
