@@ -358,8 +358,9 @@ impl Client {
     /// Sends `signal` to its receiver's node. A node whose connection is gone fails the
     /// request as the loss failed what was in flight there (the cluster aborts it).
     fn send(&self, signal: Signal, section: &[u8]) -> Result<(), ClientError> {
-        if let Some(reason) = self.in_flight.closed_reason() {
-            return Err(ClientError::ConnectionLost(reason));
+        // An atomic load per signal; the reason's lock only once nothing is live.
+        if self.in_flight.live().is_empty() {
+            return Err(self.no_live_node());
         }
         let node = signal.receiver().node();
         self.nodes

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kista_datanode::cluster::{ClusterShape, NodeSet};
-use kista_datanode::protocol::{NodeInfo, ReplicaChain, DICT_BLOCK, TC_BLOCK};
+use kista_datanode::protocol::{ErrorCode, NodeInfo, ReplicaChain, DICT_BLOCK, TC_BLOCK};
 use kista_signal::{BlockAddress, NodeId, Signal};
 use kista_transport::client::ClientConnection;
 
@@ -112,9 +112,13 @@ impl DataNodes {
 
     /// (interval ms, misses max) for the client's heartbeats: the strictest any node gave.
     pub fn heartbeat(&self) -> (u32, u32) {
-        let interval = self.links.iter().map(|l| l.heartbeat.0).min();
-        let misses = self.links.iter().map(|l| l.heartbeat.1).min();
-        (interval.unwrap_or(1500), misses.unwrap_or(3))
+        let strictest = |(i, m): (u32, u32), (li, lm): (u32, u32)| (i.min(li), m.min(lm));
+        let each = self.links.iter().map(|link| link.heartbeat);
+        each.reduce(strictest).expect("a client has a data node")
+    }
+
+    fn link(&self, node: NodeId) -> Option<&DataNodeLink> {
+        self.links.iter().find(|link| link.node == node)
     }
 
     fn live_links(&self, live: NodeSet) -> impl Iterator<Item = &DataNodeLink> + Clone {
@@ -145,8 +149,7 @@ impl DataNodes {
         chain: &ReplicaChain,
         spread: u64,
     ) -> Option<BlockAddress> {
-        let node = first_live_replica(chain, live)?;
-        let link = self.links.iter().find(|link| link.node == node)?;
+        let link = self.link(first_live_replica(chain, live)?)?;
         Some(link.coordinators[spread as usize % link.coordinators.len()])
     }
 
@@ -162,9 +165,7 @@ impl DataNodes {
     pub fn send(&self, signal: &Signal, section: &[u8]) -> Result<(), String> {
         let node = signal.receiver().node();
         let link = self
-            .links
-            .iter()
-            .find(|link| link.node == node)
+            .link(node)
             .ok_or_else(|| format!("data node {} is not connected", node.0))?;
         link.send(signal, section)
     }
@@ -182,7 +183,6 @@ fn first_live_replica(chain: &ReplicaChain, live: NodeSet) -> Option<NodeId> {
 /// The error for what was in flight through a data node whose connection was lost: a
 /// commit may or may not have happened; anything else the cluster aborts.
 pub(crate) fn lost_connection_error(node: NodeId, committing: bool, reason: &str) -> ClientError {
-    use kista_datanode::protocol::ErrorCode;
     if committing {
         ClientError::node(
             ErrorCode::OutcomeUnknown as u32,

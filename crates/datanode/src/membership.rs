@@ -85,8 +85,6 @@ pub struct Membership {
     round: Option<FailureRound>,
     /// The president's join in progress.
     join: Option<JoinRound>,
-    /// Whether this node is still asking to join a running cluster.
-    joining: bool,
     next_round: u32,
     /// Set once the node must stop: it ignores everything after.
     stopping: bool,
@@ -104,7 +102,6 @@ impl Membership {
             suspects: NodeSet::EMPTY,
             round: None,
             join: None,
-            joining: false,
             next_round: 1,
             stopping: false,
         }
@@ -115,14 +112,14 @@ impl Membership {
         Self {
             members: Vec::new(),
             generation: 0,
-            joining: true,
             ..Self::new(settings, cluster)
         }
     }
 
-    /// Whether this node is a member of the cluster (not still joining).
-    pub fn is_member(&self) -> bool {
-        !self.joining
+    /// Whether this node is still asking to join a running cluster: a member is always in
+    /// its own membership.
+    fn is_joining(&self) -> bool {
+        self.members.is_empty()
     }
 
     /// The signal that starts the membership's heartbeats.
@@ -158,7 +155,7 @@ impl Membership {
         if self.stopping {
             return;
         }
-        if self.joining {
+        if self.is_joining() {
             self.ask_to_join(ctx);
             return self.tick_later(ctx);
         }
@@ -445,7 +442,8 @@ impl Membership {
     fn join_requested(&mut self, ctx: &mut Context, joiner: NodeId) {
         let may_join = self.cluster.node(joiner).is_some() && !self.members.contains(&joiner);
         let idle = self.round.is_none() && self.join.is_none();
-        if self.joining || !may_join || !idle || self.president() != Some(self.here()) {
+        // A joining node has no members, so it is no president either.
+        if !may_join || !idle || self.president() != Some(self.here()) {
             return;
         }
         let round = self.next_round;
@@ -527,7 +525,6 @@ impl Membership {
         }
         self.members = order;
         self.generation = commit.generation;
-        self.joining = false;
     }
 }
 
@@ -550,7 +547,7 @@ impl Block for Membership {
             || self.settings.arbitrator.is_some_and(|a| a.node() == from);
         let result = if number == JoinRequest::NUMBER {
             JoinRequest::from_signal(signal).map(|_| self.join_requested(ctx, from))
-        } else if number == JoinCommit::NUMBER && (trusted || self.joining) {
+        } else if number == JoinCommit::NUMBER && (trusted || self.is_joining()) {
             JoinCommit::from_signal(signal).map(|c| self.commit_join(ctx, c))
         } else if !trusted {
             Ok(())

@@ -10,9 +10,9 @@ use kista_datanode::protocol::*;
 use kista_datanode::router::ReadPolicy;
 use kista_signal::{BlockAddress, NodeId};
 use kista_storage::partition::ScanRange;
-use kista_storage::schema::{Column, IndexKind, IndexSchema, TableSchema};
+use kista_storage::schema::{Column, TableSchema};
 use kista_storage::types::{ColumnType, Value};
-use support::{cluster_settings, primary_key, Node, Op, ScanSpec};
+use support::{cluster_settings, primary_key, with_unique_index, Node, Op, ScanSpec};
 
 use ExecuteMode::Commit;
 use TransactionOutcome::{Aborted, Committed};
@@ -125,18 +125,7 @@ fn cluster_with_users(count: u8, replicas: u16, seed: u64) -> (Node, (u32, u32))
         seed,
     );
     cluster.use_node(NodeId(count));
-    let definition = TableDefinitionBody {
-        schema: users(),
-        indexes: vec![(
-            0,
-            IndexSchema {
-                name: "by_name".into(),
-                kind: IndexKind::Unique,
-                columns: vec![1],
-            },
-        )],
-        index_tables: vec![],
-    };
+    let definition = with_unique_index(users(), "by_name", 1);
     let table = cluster
         .create_table(&definition)
         .expect("the table is created");

@@ -7,9 +7,9 @@ mod support;
 use kista_datanode::node::NodeSettings;
 use kista_datanode::protocol::*;
 use kista_signal::NodeId;
-use kista_storage::schema::{Column, IndexKind, IndexSchema, TableSchema};
+use kista_storage::schema::{Column, TableSchema};
 use kista_storage::types::{ColumnType, Value};
-use support::{primary_key, Node, Op};
+use support::{primary_key, with_unique_index, Node, Op};
 
 use ExecuteMode::{Commit, NoCommit, Rollback};
 use TransactionOutcome::{Aborted, Committed, Open};
@@ -45,18 +45,7 @@ const BY_OWNER: u32 = 1;
 /// A node with the accounts table (unique index on owner); returns (node, table id + version).
 fn node_with_accounts(settings: NodeSettings, memory_bytes: u64) -> (Node, (u32, u32)) {
     let mut node = Node::start(settings, memory_bytes, 7);
-    let definition = TableDefinitionBody {
-        schema: accounts(),
-        indexes: vec![(
-            0,
-            IndexSchema {
-                name: "by_owner".into(),
-                kind: IndexKind::Unique,
-                columns: vec![1],
-            },
-        )],
-        index_tables: vec![],
-    };
+    let definition = with_unique_index(accounts(), "by_owner", 1);
     let table = node
         .create_table(&definition)
         .expect("the table is created");

@@ -56,10 +56,9 @@ impl DataNodeProcess {
                 .unwrap_or(u32::MAX),
             heartbeat_misses_max: settings.heartbeat_misses_max,
         };
-        let standalone = options.peers.accept.is_empty() && options.peers.dial.is_empty();
         let server_options = ServerOptions {
             node: options.node,
-            client_ids: if standalone {
+            client_ids: if options.peers.is_empty() {
                 ClientIds::PickedHere
             } else {
                 ClientIds::Leased
@@ -130,7 +129,7 @@ impl DataNodeProcess {
 /// Adds to `peers` what a lost peer connection means: the membership suspects that node at
 /// once (a crashed node's socket closes long before its heartbeats are missed).
 fn with_suspicion_on_loss(mut peers: Peers, node: NodeId) -> Peers {
-    if peers.accept.is_empty() && peers.dial.is_empty() {
+    if peers.is_empty() {
         return peers;
     }
     peers.on_lost = Some(Arc::new(move |lost, injector| {

@@ -52,6 +52,13 @@ struct State {
     leases: Mutex<ClientLeases>,
 }
 
+/// One admin connection: who it is, and the client node id it holds (released when it
+/// closes).
+struct AdminSession {
+    holder: String,
+    lease: Option<NodeId>,
+}
+
 impl ManagementServer {
     pub fn start(options: ManagementOptions) -> Result<Self, String> {
         let state = Arc::new(State {
@@ -166,24 +173,24 @@ impl State {
         let Ok(reading) = stream.try_clone() else {
             return;
         };
-        let holder = stream
-            .peer_addr()
-            .map_or_else(|_| "?".to_string(), |a| a.to_string());
+        let mut session = AdminSession {
+            holder: stream
+                .peer_addr()
+                .map_or_else(|_| "?".to_string(), |a| a.to_string()),
+            lease: None,
+        };
         let mut reader = BufReader::new(reading);
         let mut writer = stream;
-        // The client node id this connection holds, released when it closes.
-        let mut lease = None;
         while let Some(line) = read_request(&mut reader) {
-            let outcome = match line.parse::<Command>() {
-                Ok(Command::RegisterClient) => self.register_client(&mut lease, &holder),
-                Ok(command) => self.execute(command),
-                Err(unknown) => Err(unknown.to_string()),
-            };
+            let outcome = line
+                .parse::<Command>()
+                .map_err(|e| e.to_string())
+                .and_then(|command| self.execute(command, &mut session));
             if write_response(&mut writer, &outcome).is_err() {
                 break;
             }
         }
-        if let Some(id) = lease {
+        if let Some(id) = session.lease {
             self.leases().release(id);
         }
     }
@@ -194,10 +201,12 @@ impl State {
 
     /// Leases a client node id to the connection (once: asking again returns the same id)
     /// and tells it where the data nodes are.
-    fn register_client(&self, lease: &mut Option<NodeId>, holder: &str) -> Result<String, String> {
-        let client_node = match *lease {
+    fn register_client(&self, session: &mut AdminSession) -> Result<String, String> {
+        let client_node = match session.lease {
             Some(id) => id,
-            None => *lease.insert(self.leases().lease(holder.to_string())?),
+            None => *session
+                .lease
+                .insert(self.leases().lease(session.holder.clone())?),
         };
         let data_nodes = self
             .config
@@ -216,7 +225,7 @@ impl State {
         .to_text())
     }
 
-    fn execute(&self, command: Command) -> Result<String, String> {
+    fn execute(&self, command: Command, session: &mut AdminSession) -> Result<String, String> {
         match command {
             Command::Show => Ok(self.show()),
             Command::Status => Ok(self
@@ -244,9 +253,7 @@ impl State {
             }
             Command::Config => Ok(self.config_text.clone()),
             Command::Help => Ok(HELP.to_string()),
-            Command::RegisterClient => {
-                Err("register client is answered on its own connection".to_string())
-            }
+            Command::RegisterClient => self.register_client(session),
         }
     }
 

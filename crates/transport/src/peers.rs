@@ -38,6 +38,13 @@ pub struct Peers {
     pub on_lost: Option<PeerLost>,
 }
 
+impl Peers {
+    /// Whether the node has no peers: a standalone node.
+    pub fn is_empty(&self) -> bool {
+        self.accept.is_empty() && self.dial.is_empty()
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 enum DialError {
     #[error("cannot connect: {0}")]

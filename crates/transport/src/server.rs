@@ -1,8 +1,9 @@
 //! The node side: accepts connections and runs each from handshake to close. A client is
 //! entered under the node id it names (leased by the management server) or, on a
-//! standalone node, one picked for the connection; a peer (another data node, the management server) is
-//! entered under its configured id, and the peers this node dials itself ([`crate::peers`])
-//! end up in the same table; an admin connection is handed to the management protocol.
+//! standalone node, one picked for the connection; a peer (another data node, the
+//! management server) is entered under its configured id, and the peers this node dials
+//! itself ([`crate::peers`]) end up in the same table; an admin connection is handed to the
+//! management protocol.
 //! Signals for a client or a peer leave through the runtime's remote sink into that
 //! connection's outgoing buffer, which its send thread writes.
 //!

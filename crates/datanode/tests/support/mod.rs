@@ -13,7 +13,7 @@ use kista_runtime::simulation::{Simulation, SimulationOptions};
 use kista_runtime::{Block, Context};
 use kista_signal::{BlockAddress, BlockId, NodeId, Signal, TypedSignal};
 use kista_storage::memory::DataMemory;
-use kista_storage::schema::TableSchema;
+use kista_storage::schema::{IndexKind, IndexSchema, TableSchema};
 use kista_storage::types::Value;
 
 /// The client stand-in's node id (clients get 64 and up).
@@ -440,6 +440,22 @@ impl Node {
 
     pub fn now_ns(&self) -> u64 {
         self.simulation.now_ns()
+    }
+}
+
+/// `schema` with one unique index, `name`, on `column` (index id 1 once created).
+pub fn with_unique_index(schema: TableSchema, name: &str, column: usize) -> TableDefinitionBody {
+    TableDefinitionBody {
+        schema,
+        indexes: vec![(
+            0,
+            IndexSchema {
+                name: name.into(),
+                kind: IndexKind::Unique,
+                columns: vec![column],
+            },
+        )],
+        index_tables: vec![],
     }
 }
 
