@@ -7,11 +7,17 @@
 //! the winner. The management server hosts it, as
 //! `ndb_mgmd` hosts NDB's.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
 use kista_runtime::{Block, Context};
 use kista_signal::{BlockAddress, NodeId, Signal, TypedSignal};
 
 use crate::cluster::NodeSet;
-use crate::protocol::{ArbitrationConf, ArbitrationRequest, MembershipGrew, ARBITRATOR_BLOCK};
+use crate::protocol::{
+    ArbitrationConf, ArbitrationRequest, MembershipGrew, NodeStarted, NodeSuspected,
+    ARBITRATOR_BLOCK,
+};
 
 /// The management server's node id: data nodes have 1-48, clients 64 and up.
 pub const MANAGEMENT_NODE: NodeId = NodeId(49);
@@ -21,13 +27,43 @@ pub const fn arbitrator_address() -> BlockAddress {
     BlockAddress::new(MANAGEMENT_NODE, ARBITRATOR_BLOCK, 0)
 }
 
+/// The data nodes the cluster reported started: written by the [`Arbitrator`] block (a
+/// node reports its first start, the master a restarted node's; a lost connection, which
+/// the management server reports as a `NodeSuspected`, clears it), read by the management
+/// server's admin commands.
+#[derive(Debug, Default)]
+pub struct StartedNodes(AtomicU64);
+
+impl StartedNodes {
+    pub fn contains(&self, node: NodeId) -> bool {
+        NodeSet(self.0.load(Ordering::Acquire)).contains(node)
+    }
+
+    fn insert(&self, node: NodeId) {
+        self.0.fetch_or(NodeSet::of([node]).0, Ordering::AcqRel);
+    }
+
+    fn remove(&self, nodes: NodeSet) {
+        self.0.fetch_and(!nodes.0, Ordering::AcqRel);
+    }
+}
+
 #[derive(Default)]
 pub struct Arbitrator {
     /// The survivors it last let go on.
     winner: Option<NodeSet>,
+    started: Arc<StartedNodes>,
 }
 
 impl Arbitrator {
+    /// An arbitrator that keeps the started nodes in `started`.
+    pub fn new(started: Arc<StartedNodes>) -> Self {
+        Self {
+            winner: None,
+            started,
+        }
+    }
+
     /// Whether `survivors` may go on.
     pub fn decide(&mut self, survivors: NodeSet) -> bool {
         let granted = self
@@ -55,7 +91,13 @@ impl Arbitrator {
 
 impl Block for Arbitrator {
     fn execute(&mut self, signal: &Signal, ctx: &mut Context<'_>) {
-        if let Ok(grew) = MembershipGrew::from_signal(signal) {
+        if let Ok(started) = NodeStarted::from_signal(signal) {
+            if let Ok(node) = u8::try_from(started.node) {
+                self.started.insert(NodeId(node));
+            }
+        } else if let Ok(lost) = NodeSuspected::from_signal(signal) {
+            self.started.remove(lost.suspects);
+        } else if let Ok(grew) = MembershipGrew::from_signal(signal) {
             if let Ok(joined) = u8::try_from(grew.joined) {
                 self.membership_grew(grew.members, NodeId(joined));
             }

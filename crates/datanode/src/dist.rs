@@ -33,7 +33,9 @@ pub fn distribution_hash(key: &[u8]) -> u32 {
 pub struct PartitionMap {
     /// Bucket → partition.
     buckets: Vec<u32>,
-    /// Partition → replicas (primary first).
+    /// Partition → replicas (primary first) when every node is started.
+    placement: Vec<ReplicaChain>,
+    /// Partition → the replicas writes go to now (see [`PartitionMap::arrange`]).
     chains: Vec<ReplicaChain>,
 }
 
@@ -65,14 +67,44 @@ impl PartitionMap {
                 }
                 ReplicaChain::of(&chain[..group.len()])
             })
-            .collect();
-        Self { buckets, chains }
+            .collect::<Vec<_>>();
+        Self {
+            buckets,
+            placement: chains.clone(),
+            chains,
+        }
     }
 
     /// Takes replicas on `lost` nodes out of every chain: their backups become primaries.
     pub fn drop_nodes(&mut self, lost: NodeSet) {
         for chain in &mut self.chains {
             *chain = chain.without_nodes(lost);
+        }
+    }
+
+    /// Chains for the nodes' states: each partition's replicas on `started` nodes in
+    /// their placement order (so a restarted node's primaries go back to it), then those
+    /// on `starting` nodes. A partition with no started replica keeps its chain (its node
+    /// group is lost, and the cluster stops).
+    pub fn arrange(&mut self, started: NodeSet, starting: NodeSet) {
+        for (chain, placed) in self.chains.iter_mut().zip(&self.placement) {
+            let on = |nodes: NodeSet| {
+                let mut found = [BlockAddress::default(); REPLICAS_MAX];
+                let mut count = 0;
+                for &replica in placed.replicas[..placed.count as usize]
+                    .iter()
+                    .filter(|r| nodes.contains(r.node()))
+                {
+                    found[count] = replica;
+                    count += 1;
+                }
+                (found, count)
+            };
+            let (first, first_count) = on(started);
+            let (then, then_count) = on(starting.minus(started));
+            if first_count > 0 {
+                *chain = ReplicaChain::with_starting(&first[..first_count], &then[..then_count]);
+            }
         }
     }
 
@@ -92,7 +124,8 @@ impl PartitionMap {
     /// needs no hop to another node (read backup).
     pub fn replica_on(&self, partition: u32, node: NodeId) -> Option<BlockAddress> {
         let chain = &self.chains[partition as usize];
-        chain.replicas[..chain.count as usize]
+        chain
+            .started()
             .iter()
             .copied()
             .find(|replica| replica.node() == node)
@@ -105,9 +138,10 @@ impl PartitionMap {
             .unwrap_or_else(|| self.chains[partition as usize].current())
     }
 
-    /// Partitions with a replica on `ldm`.
+    /// Partitions with a replica on `ldm` (where the table is placed, whatever the nodes'
+    /// states).
     pub fn held_by(&self, ldm: BlockAddress) -> impl Iterator<Item = u32> + '_ {
-        self.chains
+        self.placement
             .iter()
             .enumerate()
             .filter_map(move |(p, chain)| {
@@ -194,6 +228,39 @@ mod tests {
         }
         map.drop_nodes(NodeSet::of([NodeId(2)]));
         assert_eq!(map.chain(0).current(), ldm(2, 0), "a chain never empties");
+    }
+
+    #[test]
+    fn a_restarting_node_ends_every_chain_until_it_is_started_and_then_its_primaries_return() {
+        let mut map = PartitionMap::for_cluster(4, &shape(2, &[&[1, 2]], 1));
+        let (one, both) = (
+            NodeSet::of([NodeId(1)]),
+            NodeSet::of([NodeId(1), NodeId(2)]),
+        );
+        map.drop_nodes(NodeSet::of([NodeId(2)]));
+        map.arrange(one, NodeSet::of([NodeId(2)]));
+        for partition in 0..4 {
+            let chain = map.chain(partition);
+            assert_eq!(
+                chain.started(),
+                [ldm(1, 0)],
+                "node 2 is never primary nor read"
+            );
+            assert_eq!(
+                (chain.count, chain.last()),
+                (2, ldm(2, 0)),
+                "but takes writes"
+            );
+            assert_eq!(map.read_replica(partition, NodeId(2)), ldm(1, 0));
+        }
+        assert_eq!(map.held_by(ldm(2, 0)).count(), 4);
+        map.arrange(both, NodeSet::EMPTY);
+        assert_eq!(
+            map.chain(1).started(),
+            [ldm(2, 0), ldm(1, 0)],
+            "primary back"
+        );
+        assert_eq!(map.chain(0).started(), [ldm(1, 0), ldm(2, 0)]);
     }
 
     #[test]

@@ -33,9 +33,13 @@ use crate::read::{
 use crate::registry::{PartitionRegistry, SharedPartition};
 use crate::{error_code_of, refuse_prepare, send_sharing_section, send_with_bytes};
 
+mod copy;
+
 struct LdmTable {
     schema_version: u32,
     layout: Arc<RowLayout>,
+    /// Whether the table has a unique index (its writes report unique-key changes).
+    has_unique: bool,
     partitions: FxHashMap<u32, Arc<RwLock<Partition>>>,
 }
 
@@ -59,6 +63,9 @@ struct LdmTransaction {
     committed: Vec<(u32, u32)>,
     /// Parked operations per (table, partition), oldest first.
     parked: FxHashMap<(u32, u32), VecDeque<Parked>>,
+    /// On a starting replica: the unique-key changes the last started replica computed,
+    /// per operation (`op_ref`), to report instead of this replica's own.
+    starting_upkeep: Vec<(u32, Vec<u8>)>,
 }
 
 pub struct LocalDataManager {
@@ -75,8 +82,10 @@ pub struct LocalDataManager {
     /// The encoded `IndexUpkeepBody` (kept for its capacity).
     upkeep_bytes: Vec<u8>,
     /// Nodes whose coordinators failed: their operations are refused from now on, so none
-    /// starts after the takeover looked.
+    /// starts after the takeover looked (until the node has restarted).
     failed_coordinators: NodeSet,
+    /// Partitions being copied to or from a restarting node.
+    copies: copy::Copies,
 }
 
 fn lock_partition(partition: &RwLock<Partition>) -> RwLockWriteGuard<'_, Partition> {
@@ -105,6 +114,7 @@ impl LocalDataManager {
             unique_changes: Vec::new(),
             upkeep_bytes: Vec::new(),
             failed_coordinators: NodeSet::EMPTY,
+            copies: copy::Copies::default(),
         }
     }
 
@@ -171,9 +181,14 @@ impl LocalDataManager {
             LdmTable {
                 schema_version: 0,
                 layout,
+                has_unique: false,
                 partitions,
             }
         });
+        table.has_unique = body
+            .indexes
+            .iter()
+            .any(|(_, index)| index.kind == kista_storage::schema::IndexKind::Unique);
         // Bring each partition's indexes in line with the definition.
         for partition in table.partitions.values() {
             let mut partition = lock_partition(partition);
@@ -265,6 +280,9 @@ impl LocalDataManager {
         let is_write = prepare.kind != OperationKind::Read;
         match prepare.chain.next().filter(|_| is_write) {
             Some(chain) => {
+                if chain.at_starting_replica() && !prepare.chain.at_starting_replica() {
+                    self.pass_upkeep_to_starting(ctx, prepare, chain.current());
+                }
                 let next = Prepare { chain, ..*prepare }.to_signal(chain.current(), ctx.address());
                 match section {
                     Some(section) => send_sharing_section(ctx, next, section, true),
@@ -277,7 +295,18 @@ impl LocalDataManager {
                     op_ref: prepare.op_ref,
                     read_rows,
                 };
-                if self.unique_changes.is_empty() {
+                let passed = prepare
+                    .chain
+                    .at_starting_replica()
+                    .then(|| self.passed_upkeep(prepare))
+                    .flatten();
+                if let Some(bytes) = passed {
+                    if bytes.is_empty() {
+                        ctx.send_typed(prepare.tc, &conf);
+                    } else {
+                        send_with_bytes(ctx, conf.to_signal(prepare.tc, ctx.address()), &bytes);
+                    }
+                } else if self.unique_changes.is_empty() {
                     ctx.send_typed(prepare.tc, &conf);
                 } else {
                     self.upkeep_bytes.clear();
@@ -291,6 +320,52 @@ impl LocalDataManager {
             }
         }
         self.unique_changes.clear();
+    }
+
+    /// Before passing a write to a starting replica: the unique-key changes it made here,
+    /// which that replica reports (it may lack the row, and so compute others).
+    fn pass_upkeep_to_starting(
+        &mut self,
+        ctx: &mut Context,
+        prepare: &Prepare,
+        starting: BlockAddress,
+    ) {
+        let has_unique = self
+            .tables
+            .get(&prepare.table_id)
+            .is_some_and(|table| table.has_unique);
+        if !has_unique {
+            return;
+        }
+        self.upkeep_bytes.clear();
+        if !self.unique_changes.is_empty() {
+            IndexUpkeepBody::encode(&self.unique_changes, &mut self.upkeep_bytes);
+        }
+        let upkeep = StartingUpkeep {
+            transaction: prepare.transaction,
+            op_ref: prepare.op_ref,
+        };
+        send_with_bytes(
+            ctx,
+            upkeep.to_signal(starting, ctx.address()),
+            &self.upkeep_bytes,
+        );
+    }
+
+    fn upkeep_passed(&mut self, ctx: &mut Context, upkeep: StartingUpkeep) {
+        let bytes = ctx.section().map(|b| b.to_vec()).unwrap_or_default();
+        let transaction = self.transactions.entry(upkeep.transaction).or_default();
+        transaction.starting_upkeep.push((upkeep.op_ref, bytes));
+    }
+
+    /// The upkeep a started replica passed for `prepare`, taken.
+    fn passed_upkeep(&mut self, prepare: &Prepare) -> Option<Vec<u8>> {
+        let transaction = self.transactions.get_mut(&prepare.transaction)?;
+        let position = transaction
+            .starting_upkeep
+            .iter()
+            .position(|(op_ref, _)| *op_ref == prepare.op_ref)?;
+        Some(transaction.starting_upkeep.swap_remove(position).1)
     }
 
     fn park(
@@ -403,7 +478,10 @@ impl LocalDataManager {
             OperationKind::Write => {
                 done_or_wait(partition.write(tx, &body.values).map_err(described)?)
             }
-            OperationKind::Delete => done_or_wait(partition.delete(tx, key).map_err(described)?),
+            OperationKind::Delete => {
+                let deleted = partition.delete(tx, key);
+                done_or_wait(lenient_when_starting(prepare, deleted).map_err(described)?)
+            }
             OperationKind::Update => {
                 if body.columns.len() != body.values.len() {
                     return Err((
@@ -417,7 +495,8 @@ impl LocalDataManager {
                     .map(|&c| usize::from(c))
                     .zip(body.values.iter().cloned())
                     .collect();
-                done_or_wait(partition.update(tx, key, &changes).map_err(described)?)
+                let updated = partition.update(tx, key, &changes);
+                done_or_wait(lenient_when_starting(prepare, updated).map_err(described)?)
             }
         };
         // Empty unless the write finished and changed a unique key.
@@ -428,6 +507,9 @@ impl LocalDataManager {
     /// Runs parked operations whose locks were granted.
     fn resume(&mut self, ctx: &mut Context, table_id: u32, partition: u32, granted: Vec<Granted>) {
         for grant in granted {
+            if self.copy_lock_granted(ctx, (table_id, partition), grant.transaction) {
+                continue;
+            }
             let Some(transaction) = self.transactions.get_mut(&grant.transaction.0) else {
                 continue;
             };
@@ -582,8 +664,17 @@ impl LocalDataManager {
 impl LocalDataManager {
     // ----- failed coordinators -----
 
-    fn node_failed(&mut self, failed: NodeFailed) {
+    fn node_failed(&mut self, ctx: &mut Context, failed: NodeFailed) {
         self.failed_coordinators = self.failed_coordinators.union(failed.failed);
+        self.copies_lost(ctx, failed.failed);
+    }
+
+    /// A restarted node's coordinators are trusted again: its earlier life's transactions
+    /// were taken over before it started.
+    fn node_started(&mut self, started: NodeStarted) {
+        if let Ok(node) = u8::try_from(started.node) {
+            self.failed_coordinators.remove(kista_signal::NodeId(node));
+        }
     }
 
     /// Reports what this data manager holds of transactions whose coordinators failed.
@@ -628,6 +719,20 @@ impl LocalDataManager {
 /// Entries one takeover report carries (20 bytes each, well within a section).
 const TAKEOVER_PARTS_PER_REPORT: usize = 1000;
 
+/// On a starting replica a row missing is no error: the copy brings it later, with this
+/// write's change (see `copy`).
+fn lenient_when_starting(
+    prepare: &Prepare,
+    result: Result<Outcome<()>, OperationError>,
+) -> Result<Outcome<()>, OperationError> {
+    match result {
+        Err(OperationError::NotFound { .. }) if prepare.chain.at_starting_replica() => {
+            Ok(Outcome::Done(()))
+        }
+        other => other,
+    }
+}
+
 fn done_or_wait(outcome: Outcome<()>) -> Outcome<u32> {
     match outcome {
         Outcome::Done(()) => Outcome::Done(0),
@@ -657,7 +762,17 @@ impl Block for LocalDataManager {
         } else if number == LockWaitExpired::NUMBER {
             LockWaitExpired::from_signal(signal).map(|e| self.lock_wait_expired(ctx, e))
         } else if number == NodeFailed::NUMBER {
-            NodeFailed::from_signal(signal).map(|f| self.node_failed(f))
+            NodeFailed::from_signal(signal).map(|f| self.node_failed(ctx, f))
+        } else if number == NodeStarted::NUMBER {
+            NodeStarted::from_signal(signal).map(|s| self.node_started(s))
+        } else if number == CopyPartition::NUMBER {
+            CopyPartition::from_signal(signal).map(|c| self.copy_partition(ctx, c, signal.sender()))
+        } else if number == CopyRows::NUMBER {
+            CopyRows::from_signal(signal).map(|r| self.copied_rows(ctx, r, signal.sender()))
+        } else if number == CopyRowsConf::NUMBER {
+            CopyRowsConf::from_signal(signal).map(|c| self.copy_rows_applied(ctx, c))
+        } else if number == StartingUpkeep::NUMBER {
+            StartingUpkeep::from_signal(signal).map(|u| self.upkeep_passed(ctx, u))
         } else if number == TakeoverQuery::NUMBER {
             TakeoverQuery::from_signal(signal).map(|q| self.takeover_query(ctx, q, signal.sender()))
         } else if number == TableDefinition::NUMBER {

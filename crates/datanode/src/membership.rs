@@ -30,6 +30,9 @@
 //! arbitrator. A member that does not confirm within the grace, or a failure meanwhile,
 //! abandons the join; the joiner keeps asking.
 //!
+//! Members and the joiner tell their blocks ([`NodeJoined`]); the master's dictionary then
+//! restarts the joiner (copies its data to it) and reports it started.
+//!
 //! Since the gate lets a shut-out node's membership through, the membership heeds only its
 //! members (and the management server's arbitrator and stop requests); a join request is
 //! the one thing it takes from a data node outside the membership.
@@ -88,6 +91,11 @@ pub struct Membership {
     next_round: u32,
     /// Set once the node must stop: it ignores everything after.
     stopping: bool,
+    /// Members heard from since this node started.
+    heard_from: NodeSet,
+    /// Whether the arbitrator knows this node started (a joiner's start is the master's
+    /// to report, once its data is copied).
+    start_reported: bool,
 }
 
 impl Membership {
@@ -104,6 +112,8 @@ impl Membership {
             join: None,
             next_round: 1,
             stopping: false,
+            heard_from: NodeSet::EMPTY,
+            start_reported: false,
         }
     }
 
@@ -112,6 +122,7 @@ impl Membership {
         Self {
             members: Vec::new(),
             generation: 0,
+            start_reported: true,
             ..Self::new(settings, cluster)
         }
     }
@@ -186,7 +197,31 @@ impl Membership {
         if self.stopping {
             return;
         }
+        self.report_first_start(ctx);
         self.tick_later(ctx);
+    }
+
+    /// The cluster's first start has formed once no round runs and every member has been
+    /// heard (those that never came were removed): tell the arbitrator this node started,
+    /// so the management server shows it and a node started later joins instead.
+    fn report_first_start(&mut self, ctx: &mut Context) {
+        let here = self.here();
+        let formed = self.round.is_none()
+            && self.suspects.is_empty()
+            && self
+                .members
+                .iter()
+                .all(|&m| m == here || self.heard_from.contains(m));
+        if self.start_reported || !formed {
+            return;
+        }
+        self.start_reported = true;
+        if let Some(arbitrator) = self.settings.arbitrator {
+            let started = NodeStarted {
+                node: u32::from(here.0),
+            };
+            ctx.send_typed(arbitrator, &started);
+        }
     }
 
     fn tick_later(&mut self, ctx: &mut Context) {
@@ -200,7 +235,20 @@ impl Membership {
     fn heard(&mut self, ctx: &mut Context, from: NodeId) {
         if from.0 < DATA_NODE_ID_LIMIT {
             self.last_heard_ns[usize::from(from.0)] = ctx.now_ns();
+            self.heard_from.insert(from);
         }
+    }
+
+    /// This node's `dict`, `tc` and `ldm` instances: who hears of membership changes.
+    fn local_blocks(&self) -> Vec<BlockAddress> {
+        let here = self.cluster.node(self.here());
+        here.into_iter()
+            .flat_map(|node| {
+                std::iter::once(node.dict_address())
+                    .chain(node.tc_addresses())
+                    .chain(node.ldm_addresses())
+            })
+            .collect()
     }
 
     /// Tells the president what this node suspects (or, being it, acts).
@@ -314,9 +362,13 @@ impl Membership {
         };
         let survivors = self.member_set().minus(round.failed);
         self.round = None;
-        for survivor in survivors.iter() {
+        let here = self.here();
+        for survivor in survivors.iter().filter(|&s| s != here) {
             ctx.send_typed(membership_address(survivor), &commit);
         }
+        // At once here: a suspicion arriving before a commit to itself would start a
+        // round removing the same nodes again.
+        self.commit_failure(ctx, commit);
     }
 
     /// A round whose survivors do not all confirm within the grace loses the silent ones
@@ -405,13 +457,7 @@ impl Membership {
             failed: commit.failed,
             president: u32::from(president.0),
         };
-        let here = self.cluster.node(self.here());
-        let receivers = here.into_iter().flat_map(|node| {
-            std::iter::once(node.dict_address())
-                .chain(node.tc_addresses())
-                .chain(node.ldm_addresses())
-        });
-        for receiver in receivers.collect::<Vec<_>>() {
+        for receiver in self.local_blocks() {
             ctx.send_typed(receiver, &failed);
         }
         if !self.suspects.is_empty() {
@@ -491,7 +537,8 @@ impl Membership {
             generation: self.generation + 1,
             joined: u32::from(joined.0),
         };
-        for &node in &order {
+        let here = self.here();
+        for &node in order.iter().filter(|&&node| node != here.0) {
             let signal = commit.to_signal(membership_address(NodeId(node)), ctx.address());
             send_with_bytes(ctx, signal, &order);
         }
@@ -502,17 +549,15 @@ impl Membership {
             };
             ctx.send_typed(arbitrator, &grew);
         }
+        // At once here, so a join request arriving meanwhile finds the node a member.
+        self.commit_join(ctx, commit, order.iter().map(|&id| NodeId(id)).collect());
     }
 
-    /// Members and the joiner take the new membership, in the president's order.
-    fn commit_join(&mut self, ctx: &mut Context, commit: JoinCommit) {
+    /// Members and the joiner take the new membership, in the president's `order`.
+    fn commit_join(&mut self, ctx: &mut Context, commit: JoinCommit, order: Vec<NodeId>) {
         if commit.generation <= self.generation {
             return;
         }
-        let order: Vec<NodeId> = ctx
-            .section()
-            .map(|bytes| bytes.iter().map(|&id| NodeId(id)).collect())
-            .unwrap_or_default();
         let known = |node: &NodeId| self.cluster.node(*node).is_some();
         let joined = u8::try_from(commit.joined).map(NodeId);
         if !order.iter().all(known) || !joined.is_ok_and(|j| order.contains(&j)) {
@@ -525,6 +570,15 @@ impl Membership {
         }
         self.members = order;
         self.generation = commit.generation;
+        let joined = NodeJoined {
+            generation: commit.generation,
+            joined: commit.joined,
+            president: u32::from(self.members[0].0),
+            members: self.member_set(),
+        };
+        for receiver in self.local_blocks() {
+            ctx.send_typed(receiver, &joined);
+        }
     }
 }
 
@@ -548,7 +602,13 @@ impl Block for Membership {
         let result = if number == JoinRequest::NUMBER {
             JoinRequest::from_signal(signal).map(|_| self.join_requested(ctx, from))
         } else if number == JoinCommit::NUMBER && (trusted || self.is_joining()) {
-            JoinCommit::from_signal(signal).map(|c| self.commit_join(ctx, c))
+            JoinCommit::from_signal(signal).map(|c| {
+                let order = ctx
+                    .section()
+                    .map(|bytes| bytes.iter().map(|&id| NodeId(id)).collect())
+                    .unwrap_or_default();
+                self.commit_join(ctx, c, order)
+            })
         } else if !trusted {
             Ok(())
         } else if number == JoinPrepare::NUMBER {

@@ -64,6 +64,9 @@ pub struct NodeSettings {
     /// The node restarts into a cluster that runs without it: its membership asks to join
     /// instead of starting with every node (NDB: a node restart, not an initial start).
     pub joins_running_cluster: bool,
+    /// Rows one batch of a partition's copy to a restarting node carries at most (it also
+    /// stops at 64 KiB); the copy sends one batch at a time.
+    pub copy_batch_rows_max: u32,
 }
 
 impl NodeSettings {
@@ -91,6 +94,7 @@ impl NodeSettings {
             arbitrator: None,
             arbitration_timeout_ms: 7500,
             joins_running_cluster: false,
+            copy_batch_rows_max: 512,
         }
     }
 

@@ -29,6 +29,7 @@ use crate::{send_sharing_section, send_with_bytes};
 
 mod failures;
 mod reads_here;
+mod restart;
 mod scans;
 mod unique;
 
@@ -175,10 +176,18 @@ pub struct TransactionCoordinator {
     spare_records: Vec<Transaction>,
     /// The replicas a commit or abort goes to (kept for its capacity).
     replicas: Vec<BlockAddress>,
-    /// Data nodes the membership removed.
+    /// Data nodes the membership removed (whose transactions a takeover resolves).
     failed_nodes: NodeSet,
     takeover: Option<failures::Takeover>,
     next_takeover: u32,
+    /// Members that hold all their data (chains start with their replicas).
+    started_nodes: NodeSet,
+    /// A restarting member, whose replicas end the chains (see `restart`).
+    starting_nodes: NodeSet,
+    /// The generation this node joined in, when it restarted into a running cluster
+    /// (part of every transaction id it makes).
+    incarnation: u8,
+    drain: Option<restart::Drain>,
 }
 
 impl TransactionCoordinator {
@@ -189,6 +198,12 @@ impl TransactionCoordinator {
         registry: Arc<PartitionRegistry>,
     ) -> Self {
         let router = ReadRouter::new(settings.read_policy, settings.query_addresses().collect());
+        // A node restarting learns who is started when it joins.
+        let started_nodes = if settings.joins_running_cluster {
+            NodeSet::EMPTY
+        } else {
+            NodeSet::of(cluster.nodes().iter().map(|n| n.node))
+        };
         Self {
             settings,
             cluster,
@@ -208,6 +223,10 @@ impl TransactionCoordinator {
             failed_nodes: NodeSet::EMPTY,
             takeover: None,
             next_takeover: 1,
+            started_nodes,
+            starting_nodes: NodeSet::EMPTY,
+            incarnation: 0,
+            drain: None,
         }
     }
 
@@ -233,7 +252,7 @@ impl TransactionCoordinator {
             }
             Some(Ok(body)) => {
                 let mut map = PartitionMap::for_cluster(definition.partitions, &self.cluster);
-                map.drop_nodes(self.failed_nodes);
+                map.arrange(self.started_nodes, self.starting_nodes);
                 let unique = body
                     .indexes
                     .iter()
@@ -265,11 +284,15 @@ impl TransactionCoordinator {
         ctx.send_typed(definer, &conf);
     }
 
-    /// A transaction id unique in the cluster: node, coordinator instance, sequence.
+    /// A transaction id unique in the cluster: node, incarnation, coordinator instance
+    /// (fewer than 256), sequence (40 bits).
     fn new_transaction_id(&mut self) -> u64 {
-        let sequence = self.next_transaction;
+        let sequence = self.next_transaction & ((1 << 40) - 1);
         self.next_transaction += 1;
-        u64::from(self.settings.node.0) << 56 | u64::from(self.instance) << 40 | sequence
+        u64::from(self.settings.node.0) << 56
+            | u64::from(self.incarnation) << 48
+            | u64::from(self.instance as u8) << 40
+            | sequence
     }
 
     /// A batch with no operations: commit or roll back the earlier batches' work.
@@ -639,7 +662,7 @@ impl TransactionCoordinator {
             None,
         );
         if self.replicas.is_empty() {
-            self.finished(id);
+            self.finished(ctx, id);
         }
     }
 
@@ -664,7 +687,7 @@ impl TransactionCoordinator {
     }
 
     fn aborted(&mut self, ctx: &mut Context, id: u64) {
-        let Some(mut transaction) = self.forget(id) else {
+        let Some(mut transaction) = self.forget(ctx, id) else {
             return;
         };
         let failure = transaction.failure.take();
@@ -700,22 +723,23 @@ impl TransactionCoordinator {
         }
         match transaction.phase {
             Phase::Aborting => self.aborted(ctx, id),
-            Phase::Completing => self.finished(id),
+            Phase::Completing => self.finished(ctx, id),
             Phase::Executing | Phase::Committing => {}
         }
     }
 
-    fn finished(&mut self, id: u64) {
-        if let Some(transaction) = self.forget(id) {
+    fn finished(&mut self, ctx: &mut Context, id: u64) {
+        if let Some(transaction) = self.forget(ctx, id) {
             self.recycle(transaction);
         }
     }
 
     /// Removes a transaction's record and its client's name for it.
-    fn forget(&mut self, id: u64) -> Option<Transaction> {
+    fn forget(&mut self, ctx: &mut Context, id: u64) -> Option<Transaction> {
         let transaction = self.transactions.remove(&id)?;
         self.by_client
             .remove(&(transaction.client, transaction.client_tx));
+        self.drained(ctx, Some(id));
         Some(transaction)
     }
 
@@ -755,6 +779,20 @@ impl TransactionCoordinator {
             ctx,
             conf.to_signal(client, ctx.address()),
             message.as_bytes(),
+        );
+    }
+
+    /// Refuses a client's transaction while this node restarts.
+    fn refuse_transaction(&self, ctx: &mut Context, client: BlockAddress, client_tx: u64) {
+        let (code, message) = restart::not_serving_yet(self.settings.node);
+        let failure = Some((code, 0, message));
+        self.reply(
+            ctx,
+            client,
+            client_tx,
+            TransactionOutcome::Aborted,
+            0,
+            failure,
         );
     }
 
@@ -983,9 +1021,21 @@ impl Block for TransactionCoordinator {
     fn execute(&mut self, signal: &Signal, ctx: &mut Context<'_>) {
         let number = signal.number();
         let result = if number == KeyRequest::NUMBER {
-            KeyRequest::from_signal(signal).map(|r| self.key_request(ctx, r))
+            KeyRequest::from_signal(signal).map(|r| {
+                if self.node_serves() {
+                    self.key_request(ctx, r)
+                } else {
+                    self.refuse_transaction(ctx, r.client, r.client_tx)
+                }
+            })
         } else if number == EndBatch::NUMBER {
-            EndBatch::from_signal(signal).map(|e| self.end_batch(ctx, e))
+            EndBatch::from_signal(signal).map(|e| {
+                if self.node_serves() {
+                    self.end_batch(ctx, e)
+                } else {
+                    self.refuse_transaction(ctx, e.client, e.client_tx)
+                }
+            })
         } else if number == PrepareConf::NUMBER {
             PrepareConf::from_signal(signal).map(|c| {
                 let upkeep = ctx.section().map(|bytes| IndexUpkeepBody::decode(&bytes));
@@ -1052,6 +1102,7 @@ impl Block for TransactionCoordinator {
             ClientPing::from_signal(signal).map(|ping| {
                 let pong = ClientPong {
                     sequence: ping.sequence,
+                    started: u32::from(self.node_serves()),
                 };
                 ctx.send_typed(ping.client, &pong);
             })
@@ -1059,6 +1110,13 @@ impl Block for TransactionCoordinator {
             LoadReport::from_signal(signal).map(|report| self.load_report(ctx, report))
         } else if number == NodeFailed::NUMBER {
             NodeFailed::from_signal(signal).map(|failed| self.node_failed(ctx, failed))
+        } else if number == NodeJoined::NUMBER {
+            NodeJoined::from_signal(signal).map(|joined| self.node_joined(joined))
+        } else if number == AddStartingReplica::NUMBER {
+            AddStartingReplica::from_signal(signal)
+                .map(|add| self.add_starting_replica(ctx, add, signal.sender()))
+        } else if number == NodeStarted::NUMBER {
+            NodeStarted::from_signal(signal).map(|started| self.node_started(started))
         } else if number == TakeoverReport::NUMBER {
             TakeoverReport::from_signal(signal)
                 .map(|report| self.takeover_report(ctx, report, signal.sender()))

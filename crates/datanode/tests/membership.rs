@@ -197,13 +197,13 @@ fn without_an_arbitrator_a_lone_survivor_stops() {
     assert!(reason.contains("no arbitrator is configured"), "{reason}");
 }
 
-/// The `JoinCommit`s delivered to `node`'s membership.
-fn joins_seen_by(cluster: &Node, node: u8) -> Vec<JoinCommit> {
+/// The joins `node`'s membership announced to its first `tc`, in order.
+fn joins_seen_by(cluster: &Node, node: u8) -> Vec<NodeJoined> {
     cluster
-        .delivered::<JoinCommit>()
+        .delivered::<NodeJoined>()
         .into_iter()
-        .filter(|(_, receiver, _)| receiver.node() == NodeId(node))
-        .map(|(_, _, commit)| commit)
+        .filter(|(_, receiver, _)| receiver.node() == NodeId(node) && receiver.block() == TC_BLOCK)
+        .map(|(_, _, joined)| joined)
         .collect()
 }
 

@@ -17,7 +17,7 @@ use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use kista_runtime::{Block, Context};
-use kista_signal::{BlockAddress, Signal, TypedSignal};
+use kista_signal::{BlockAddress, NodeId, Signal, TypedSignal};
 use kista_storage::codec::{read_index_schema, Reader};
 use kista_storage::schema::{IndexKind, IndexSchema, TableSchema};
 
@@ -27,6 +27,7 @@ use crate::protocol::*;
 use crate::send_with_bytes;
 
 mod relay;
+mod restart;
 
 /// Tables one node's dictionary holds (NDB: MaxNoOfTables is 20320 schema objects).
 pub const TABLES_MAX: usize = 20_000;
@@ -79,14 +80,26 @@ pub struct Dictionary {
     next_table_id: u32,
     next_change: u64,
     changes: FxHashMap<u64, SchemaChange>,
-    /// Data nodes the membership removed.
+    /// Data nodes outside the membership.
     failed_nodes: NodeSet,
     relays: relay::Relays,
+    /// The master: the membership's president (its most senior member).
+    master_node: NodeId,
+    /// This node is restarting: it holds no data to speak of until it is started.
+    restarting: bool,
+    /// The master's node restarts, running and waiting.
+    restarts: restart::Restarts,
 }
 
 impl Dictionary {
     pub fn new(settings: Arc<NodeSettings>, cluster: Arc<ClusterShape>) -> Self {
+        // Members that start together are in node id order, the first the president; a
+        // restarting node learns the president when it joins.
+        let master_node = cluster.nodes().first().map_or(settings.node, |n| n.node);
         Self {
+            master_node,
+            restarting: settings.joins_running_cluster,
+            restarts: restart::Restarts::default(),
             settings,
             cluster,
             tables: FxHashMap::default(),
@@ -487,6 +500,9 @@ impl Dictionary {
     }
 
     fn applied(&mut self, ctx: &mut Context, conf: TableDefinitionConf, from: BlockAddress) {
+        if self.shipped_definition_applied(ctx, &conf, from) {
+            return;
+        }
         let Some(change) = self.changes.get_mut(&conf.request_id) else {
             return;
         };
@@ -499,19 +515,21 @@ impl Dictionary {
         }
     }
 
-    /// The master that makes schema changes: the first live data node.
+    /// The master that makes schema changes: the president's dictionary.
     fn master(&self) -> Option<BlockAddress> {
         self.cluster
-            .nodes()
-            .iter()
-            .find(|node| !self.failed_nodes.contains(node.node))
+            .node(self.master_node)
             .map(|node| node.dict_address())
     }
 
     /// Failed nodes will not confirm changes: stop waiting for them.
     fn node_failed(&mut self, ctx: &mut Context, failed: NodeFailed) {
         self.failed_nodes = self.failed_nodes.union(failed.failed);
+        if let Ok(president) = u8::try_from(failed.president) {
+            self.master_node = NodeId(president);
+        }
         self.relays.master_failed(ctx, failed.failed);
+        self.restart_lost(ctx, failed.failed);
         let mut done = Vec::new();
         for (&id, change) in &mut self.changes {
             change
@@ -621,6 +639,15 @@ impl Block for Dictionary {
         } else if number == TableDefinition::NUMBER {
             TableDefinition::from_signal(signal)
                 .map(|d| self.copy_definition(ctx, d, signal.sender()))
+        } else if number == NodeJoined::NUMBER {
+            NodeJoined::from_signal(signal).map(|j| self.node_joined(ctx, j))
+        } else if number == StartingReplicaAdded::NUMBER {
+            StartingReplicaAdded::from_signal(signal)
+                .map(|a| self.starting_replica_added(ctx, a, signal.sender()))
+        } else if number == PartitionCopied::NUMBER {
+            PartitionCopied::from_signal(signal).map(|c| self.partition_copied(ctx, c))
+        } else if number == NodeStarted::NUMBER {
+            NodeStarted::from_signal(signal).map(|s| self.node_is_started(ctx, s))
         } else {
             Ok(())
         };

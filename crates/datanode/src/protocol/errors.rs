@@ -69,6 +69,8 @@ error_codes! {
     BadTransactionState = 4_258, Permanent;
     /// A data node the transaction used failed; the transaction was aborted.
     NodeFailure = 4_010, Temporary;
+    /// The node is restarting and takes no transactions yet.
+    NodeStarting = 4_035, Temporary;
     /// The coordinator failed during commit: the outcome is unknown.
     OutcomeUnknown = 4_012, UnknownOutcome;
 }

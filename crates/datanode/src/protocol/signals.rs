@@ -173,11 +173,15 @@ word_enum! {
 }
 
 /// The replicas of a partition in prepare order (primary first), and how far along the
-/// chain a signal is.
+/// chain a signal is. The last `starting` replicas belong to a node restarting into the
+/// cluster: they take every write (so they miss none while their partition is copied to
+/// them) but are never read from, and a write of a row they lack yet does nothing there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReplicaChain {
     pub count: u32,
     pub position: u32,
+    /// Trailing replicas that are still starting (always fewer than `count`).
+    pub starting: u32,
     pub replicas: [BlockAddress; REPLICAS_MAX],
 }
 
@@ -193,8 +197,31 @@ impl ReplicaChain {
         Self {
             count: replicas.len() as u32,
             position: 0,
+            starting: 0,
             replicas: chain,
         }
+    }
+
+    /// The chain of `started` replicas (primary first) followed by `starting` ones.
+    pub fn with_starting(started: &[BlockAddress], starting: &[BlockAddress]) -> Self {
+        assert!(!started.is_empty(), "a chain has a started replica");
+        let mut all = [BlockAddress::default(); REPLICAS_MAX];
+        all[..started.len()].copy_from_slice(started);
+        all[started.len()..started.len() + starting.len()].copy_from_slice(starting);
+        Self {
+            starting: starting.len() as u32,
+            ..Self::of(&all[..started.len() + starting.len()])
+        }
+    }
+
+    /// The replicas that serve reads and may be primary.
+    pub fn started(&self) -> &[BlockAddress] {
+        &self.replicas[..(self.count - self.starting) as usize]
+    }
+
+    /// Whether the replica at the chain's position is a starting one.
+    pub fn at_starting_replica(&self) -> bool {
+        self.position >= self.count - self.starting
     }
 
     pub fn current(&self) -> BlockAddress {
@@ -224,18 +251,22 @@ impl ReplicaChain {
     /// The chain without replicas on `lost` nodes, positioned at its (new) primary; the
     /// chain unchanged when no replica would be left (the cluster stops then).
     pub fn without_nodes(&self, lost: NodeSet) -> Self {
-        let mut kept = [BlockAddress::default(); REPLICAS_MAX];
-        let mut count = 0;
-        for &replica in &self.replicas[..self.count as usize] {
-            if !lost.contains(replica.node()) {
+        let kept = |replicas: &[BlockAddress]| {
+            let mut kept = [BlockAddress::default(); REPLICAS_MAX];
+            let mut count = 0;
+            for &replica in replicas.iter().filter(|r| !lost.contains(r.node())) {
                 kept[count] = replica;
                 count += 1;
             }
-        }
-        if count == 0 {
+            (kept, count)
+        };
+        let started_count = (self.count - self.starting) as usize;
+        let (started, started_kept) = kept(&self.replicas[..started_count]);
+        let (starting, starting_kept) = kept(&self.replicas[started_count..self.count as usize]);
+        if started_kept == 0 {
             return *self;
         }
-        Self::of(&kept[..count])
+        Self::with_starting(&started[..started_kept], &starting[..starting_kept])
     }
 
     /// The chain positioned at its last replica (where commit starts).
@@ -251,7 +282,7 @@ impl Word for ReplicaChain {
     const WORDS: usize = 2 + REPLICAS_MAX;
     #[inline]
     fn put(&self, words: &mut [u32]) {
-        words[0] = self.count;
+        words[0] = self.count | self.starting << 16;
         words[1] = self.position;
         for (word, replica) in words[2..].iter_mut().zip(&self.replicas) {
             *word = replica.to_word();
@@ -259,9 +290,12 @@ impl Word for ReplicaChain {
     }
     #[inline]
     fn get(words: &[u32], payload: &PayloadReader<'_>) -> Result<Self, PayloadError> {
-        let (count, position) = (words[0], words[1]);
+        let (count, starting, position) = (words[0] & 0xffff, words[0] >> 16, words[1]);
         if count == 0 || count as usize > REPLICAS_MAX {
             return Err(payload.bad_value("replica count", count));
+        }
+        if starting >= count {
+            return Err(payload.bad_value("starting replicas", starting));
         }
         if position >= count {
             return Err(payload.bad_value("chain position", position));
@@ -273,6 +307,7 @@ impl Word for ReplicaChain {
         Ok(Self {
             count,
             position,
+            starting,
             replicas,
         })
     }
@@ -374,7 +409,8 @@ typed_signal! {
     ClientPing = 125 { client: BlockAddress, sequence: u64, }
 }
 typed_signal! {
-    ClientPong = 126 { sequence: u64, }
+    /// `started` 0 while the node is restarting: it answers, but takes no transactions yet.
+    ClientPong = 126 { sequence: u64, started: u32, }
 }
 typed_signal! {
     /// Runs an operation on a replica, the row found by its primary key. A read's row goes
@@ -607,4 +643,53 @@ typed_signal! {
     /// From the president to the arbitrator: `joined` joined, and `members` (with it) are
     /// the membership now, so `joined` belongs to the side that won the last split.
     MembershipGrew = 186 { members: NodeSet, joined: u32, }
+}
+
+// ----- node restart: membership -> local blocks; master dict <-> tc, ldm -----
+
+typed_signal! {
+    /// From the membership to the node's `dict`, `tc` and `ldm` instances, on every member
+    /// and on the joiner: `joined` is a member from `generation` on; `members` is the whole
+    /// membership now. The joiner is not started yet: the master's dictionary restarts it.
+    NodeJoined = 187 { generation: u32, joined: u32, president: u32, members: NodeSet, }
+}
+typed_signal! {
+    /// From the master's dictionary to every member's `tc`: put `node`'s replicas at the
+    /// end of their chains as starting replicas, then answer once every transaction begun
+    /// with the old chains has ended (so no write can reach a partition around its copy).
+    AddStartingReplica = 188 { restart: u32, node: u32, }
+}
+typed_signal! {
+    StartingReplicaAdded = 189 { restart: u32, }
+}
+typed_signal! {
+    /// From the master's dictionary to the `ldm` holding the replica just before a
+    /// starting one in a partition's chain: copy every row to `target`, the starting
+    /// replica, one batch at a time, each row under an exclusive lock while it is read.
+    CopyPartition = 190 { restart: u32, table_id: u32, partition: u32, target: BlockAddress, }
+}
+typed_signal! {
+    /// A batch of copied rows, whole (every column). Section: a `RowsBody`. Answered with
+    /// `CopyRowsConf` once applied, which lets the next batch go.
+    CopyRows = 191 { table_id: u32, partition: u32, }
+}
+typed_signal! {
+    CopyRowsConf = 192 { table_id: u32, partition: u32, }
+}
+typed_signal! {
+    /// From a copying `ldm` to the master's dictionary: the partition's rows all went.
+    PartitionCopied = 193 { restart: u32, table_id: u32, partition: u32, rows: u64, }
+}
+typed_signal! {
+    /// From the master's dictionary to every member's `dict`, `tc` and `ldm` (the
+    /// restarted node's too) and to the arbitrator: `node` holds all its data and serves.
+    /// A member's membership sends it to the arbitrator for itself when the cluster's first
+    /// start has formed.
+    NodeStarted = 194 { node: u32, }
+}
+typed_signal! {
+    /// From the last started replica to a starting one, just before it passes it a
+    /// write: the unique-key changes the write made (a starting replica may lack the row,
+    /// so it cannot compute them; it reports these). Section: an `IndexUpkeepBody`.
+    StartingUpkeep = 195 { transaction: u64, op_ref: u32, }
 }

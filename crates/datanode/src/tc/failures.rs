@@ -36,9 +36,8 @@ impl TransactionCoordinator {
     pub(super) fn node_failed(&mut self, ctx: &mut Context, failed: NodeFailed) {
         let lost = failed.failed;
         self.failed_nodes = self.failed_nodes.union(lost);
-        for table in self.tables.values_mut() {
-            table.map.drop_nodes(lost);
-        }
+        self.restart_failed(lost);
+        self.arrange_chains();
         let ids: Vec<u64> = self.transactions.keys().copied().collect();
         for id in ids {
             self.recover(ctx, id, lost);
@@ -162,6 +161,7 @@ impl TransactionCoordinator {
         let Some(takeover) = self.takeover.take() else {
             return;
         };
+
         for (id, (committed, partitions)) in takeover.found {
             if self.transactions.contains_key(&id) {
                 continue; // an earlier takeover is resolving it
@@ -180,11 +180,15 @@ impl TransactionCoordinator {
                 }));
             record.last_activity_ns = ctx.now_ns();
             self.transactions.insert(id, record);
+            // A restart waiting for this takeover waits for its transactions too: an
+            // insert they commit is no committed row yet for a partition's copy to see.
+            self.drain_also(id);
             if committed {
                 self.start_commit(ctx, id);
             } else {
                 self.start_abort(ctx, id);
             }
         }
+        self.drained(ctx, None);
     }
 }

@@ -92,6 +92,10 @@ impl TransactionCoordinator {
                 Some((code, message)),
             );
         };
+        if !self.node_serves() {
+            let (code, message) = super::restart::not_serving_yet(self.settings.node);
+            return refuse(ctx, section.ok().flatten(), code, message);
+        }
         let section = match section {
             Ok(Some(section)) => section,
             Ok(None) => {

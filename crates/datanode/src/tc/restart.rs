@@ -1,0 +1,136 @@
+//! The coordinator's part in a node restart (see `dict::restart`).
+//!
+//! A restarting node's replicas join the end of their partitions' chains as *starting*
+//! replicas ([`AddStartingReplica`]): every transaction from then on writes to them too.
+//! Transactions begun before still write along the old chains, so the coordinator answers
+//! only once all of them have ended; after that, a partition's copy cannot miss a write.
+//! When the node is started ([`NodeStarted`]) the chains go back to their placement order:
+//! its primaries return to it and reads may use it.
+//!
+//! The restarted node's own coordinators take no client transactions until then
+//! (error 4035), and number their transactions with the generation they joined in, so
+//! none is mistaken for one of the node's earlier life that a takeover may still resolve.
+
+use rustc_hash::FxHashSet;
+
+use kista_runtime::Context;
+use kista_signal::{BlockAddress, NodeId};
+
+use super::TransactionCoordinator;
+use crate::cluster::NodeSet;
+use crate::protocol::*;
+
+/// An `AddStartingReplica` waiting for the transactions begun before it.
+pub(super) struct Drain {
+    restart: u32,
+    master: BlockAddress,
+    open: FxHashSet<u64>,
+}
+
+impl TransactionCoordinator {
+    /// Whether this coordinator's node serves clients: not while it restarts.
+    pub(super) fn node_serves(&self) -> bool {
+        self.started_nodes.contains(self.settings.node)
+    }
+
+    /// The chains of every table for the nodes' states.
+    pub(super) fn arrange_chains(&mut self) {
+        for table in self.tables.values_mut() {
+            table.map.arrange(self.started_nodes, self.starting_nodes);
+        }
+    }
+
+    pub(super) fn node_joined(&mut self, joined: NodeJoined) {
+        let Ok(node) = u8::try_from(joined.joined).map(NodeId) else {
+            return;
+        };
+        if node == self.settings.node {
+            // This node restarted: the others are started, and its transaction ids must
+            // differ from its earlier life's.
+            self.started_nodes = joined.members.minus(NodeSet::of([node]));
+            self.failed_nodes = self.cluster_nodes().minus(joined.members);
+            self.incarnation = joined.generation as u8;
+            self.arrange_chains();
+        }
+    }
+
+    pub(super) fn add_starting_replica(
+        &mut self,
+        ctx: &mut Context,
+        add: AddStartingReplica,
+        master: BlockAddress,
+    ) {
+        let Ok(node) = u8::try_from(add.node).map(NodeId) else {
+            return;
+        };
+        self.starting_nodes = NodeSet::of([node]);
+        // Its earlier life's transactions were taken over before it could join (a
+        // takeover still running holds back the answer below).
+        self.failed_nodes.remove(node);
+        self.arrange_chains();
+        self.drain = Some(Drain {
+            restart: add.restart,
+            master,
+            open: self.transactions.keys().copied().collect(),
+        });
+        self.drained(ctx, None);
+    }
+
+    /// Notes that transaction `ended` ended; answers a pending `AddStartingReplica` once
+    /// every transaction begun before it has, and no takeover runs.
+    pub(super) fn drained(&mut self, ctx: &mut Context, ended: Option<u64>) {
+        let Some(drain) = &mut self.drain else {
+            return;
+        };
+        if let Some(id) = ended {
+            drain.open.remove(&id);
+        }
+        if !drain.open.is_empty() || self.takeover.is_some() {
+            return;
+        }
+        let added = StartingReplicaAdded {
+            restart: drain.restart,
+        };
+        ctx.send_typed(drain.master, &added);
+        self.drain = None;
+    }
+
+    /// Makes a pending `AddStartingReplica` wait for transaction `id` too.
+    pub(super) fn drain_also(&mut self, id: u64) {
+        if let Some(drain) = &mut self.drain {
+            drain.open.insert(id);
+        }
+    }
+
+    pub(super) fn node_started(&mut self, started: NodeStarted) {
+        let Ok(node) = u8::try_from(started.node).map(NodeId) else {
+            return;
+        };
+        self.started_nodes.insert(node);
+        self.starting_nodes.remove(node);
+        self.arrange_chains();
+    }
+
+    /// A failure abandons a restart in progress (the restarting node stops itself).
+    pub(super) fn restart_failed(&mut self, lost: NodeSet) {
+        self.started_nodes = self.started_nodes.minus(lost);
+        if !self.starting_nodes.is_empty() {
+            self.starting_nodes = NodeSet::EMPTY;
+            self.drain = None;
+        }
+    }
+
+    pub(super) fn cluster_nodes(&self) -> NodeSet {
+        NodeSet::of(self.cluster.nodes().iter().map(|n| n.node))
+    }
+}
+
+/// The error a restarting node's coordinator gives a client.
+pub(super) fn not_serving_yet(node: NodeId) -> (ErrorCode, String) {
+    let message = format!(
+        "data node {} is restarting and takes no transactions until it holds all its data; \
+         use another node or retry",
+        node.0
+    );
+    (ErrorCode::NodeStarting, message)
+}
