@@ -5,6 +5,10 @@
 //! which fails what was in flight there ([`InFlight::lose_node`]) and takes the node out
 //! of routing. The interval and count are the cluster's own (each node's Welcome says), so
 //! the client gives up on a node about when the cluster declares it failed.
+//!
+//! A second thread connects again, every interval, to each node of a cluster whose
+//! connection is gone: a node that restarts is used again once it answers a heartbeat as
+//! started (it has its data back).
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -14,12 +18,12 @@ use kista_datanode::protocol::ClientPing;
 use kista_signal::{BlockAddress, TypedSignal};
 
 use crate::in_flight::InFlight;
-use crate::nodes::DataNodes;
+use crate::nodes::{DataNodeLink, DataNodes};
 
 pub(crate) struct Heartbeats {
-    /// Set to stop the thread; the condition variable wakes it at once.
+    /// Set to stop the threads; the condition variable wakes them at once.
     stop: Arc<(Mutex<bool>, Condvar)>,
-    thread: Option<JoinHandle<()>>,
+    threads: Vec<JoinHandle<()>>,
 }
 
 impl Heartbeats {
@@ -29,14 +33,28 @@ impl Heartbeats {
         me: BlockAddress,
     ) -> std::io::Result<Self> {
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let stopping = stop.clone();
-        let thread = std::thread::Builder::new()
+        let (stopping, beating, beat_for) = (stop.clone(), nodes.clone(), in_flight.clone());
+        let heartbeat = std::thread::Builder::new()
             .name("kista-client-heartbeat".into())
-            .spawn(move || beat_until_stopped(&nodes, &in_flight, me, &stopping))?;
-        Ok(Self {
+            .spawn(move || beat_until_stopped(&beating, &beat_for, me, &stopping))?;
+        let stopping = stop.clone();
+        let reconnect = std::thread::Builder::new()
+            .name("kista-client-reconnect".into())
+            .spawn(move || reconnect_until_stopped(&nodes, &in_flight, me, &stopping));
+        let mut threads = vec![heartbeat];
+        let mut heartbeats = Self {
             stop,
-            thread: Some(thread),
-        })
+            threads: Vec::new(),
+        };
+        match reconnect {
+            Ok(reconnect) => threads.push(reconnect),
+            Err(error) => {
+                heartbeats.threads = threads;
+                return Err(error); // dropping `heartbeats` stops the first thread
+            }
+        }
+        heartbeats.threads = threads;
+        Ok(heartbeats)
     }
 }
 
@@ -45,7 +63,7 @@ impl Drop for Heartbeats {
         let (stopped, wake) = &*self.stop;
         *stopped.lock().unwrap_or_else(|p| p.into_inner()) = true;
         wake.notify_all();
-        if let Some(thread) = self.thread.take() {
+        for thread in self.threads.drain(..) {
             let _ = thread.join();
         }
     }
@@ -59,21 +77,16 @@ fn beat_until_stopped(
 ) {
     let (interval_ms, misses_max) = nodes.heartbeat();
     let interval = Duration::from_millis(u64::from(interval_ms));
-    let mut sequence = 0u64;
-    let (stopped, wake) = stop;
-    let mut is_stopped = stopped.lock().unwrap_or_else(|p| p.into_inner());
-    loop {
-        is_stopped = wake
-            .wait_timeout_while(is_stopped, interval, |stopped| !*stopped)
-            .unwrap_or_else(|p| p.into_inner())
-            .0;
-        if *is_stopped {
-            return;
-        }
-        // Pings sent so far: 1..=sequence.
-        let live = in_flight.live();
-        for link in nodes.links().filter(|link| live.contains(link.node)) {
-            let unanswered = sequence.saturating_sub(in_flight.last_pong(link.node));
+    every_interval_until_stopped(interval, stop, || {
+        let sent = in_flight.pings_sent();
+        let sequence = in_flight.next_ping();
+        // Every connected node, started or not (a restarting one says when it started).
+        for slot in nodes.slots() {
+            let link = slot.link();
+            let Some(link) = link.as_ref().filter(|link| !link.is_closed()) else {
+                continue;
+            };
+            let unanswered = sent.saturating_sub(in_flight.last_pong(link.node));
             if unanswered >= u64::from(misses_max) {
                 link.shut_down(format!(
                     "data node {} answered none of {unanswered} heartbeats ({interval_ms} ms \
@@ -84,11 +97,58 @@ fn beat_until_stopped(
             }
             let ping = ClientPing {
                 client: me,
-                sequence: sequence + 1,
+                sequence,
             };
             // A closed connection is reported by its receive thread.
             let _ = link.send(&ping.to_signal(link.coordinator(), me), &[]);
         }
-        sequence += 1;
+    });
+}
+
+/// Connects again, each interval, to every node whose connection is gone; the node is
+/// used once it answers a heartbeat as started.
+fn reconnect_until_stopped(
+    nodes: &DataNodes,
+    in_flight: &Arc<InFlight>,
+    me: BlockAddress,
+    stop: &(Mutex<bool>, Condvar),
+) {
+    let interval = Duration::from_millis(u64::from(nodes.heartbeat().0));
+    every_interval_until_stopped(interval, stop, || {
+        if in_flight.closed_reason().is_some() {
+            return; // every node was lost: the client is closed for good
+        }
+        for slot in nodes.slots().iter().filter(|slot| slot.needs_connection()) {
+            let Some(address) = &slot.address else {
+                continue;
+            };
+            let connected =
+                DataNodeLink::connect(address, Some(me.node()), interval, in_flight, false);
+            if let Ok(link) = connected {
+                slot.replace(link);
+            }
+        }
+    });
+}
+
+/// Runs `work` every `interval` until `stop` is set.
+fn every_interval_until_stopped(
+    interval: Duration,
+    stop: &(Mutex<bool>, Condvar),
+    mut work: impl FnMut(),
+) {
+    let (stopped, wake) = stop;
+    let mut is_stopped = stopped.lock().unwrap_or_else(|p| p.into_inner());
+    loop {
+        is_stopped = wake
+            .wait_timeout_while(is_stopped, interval, |stopped| !*stopped)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+        if *is_stopped {
+            return;
+        }
+        drop(is_stopped);
+        work();
+        is_stopped = stopped.lock().unwrap_or_else(|p| p.into_inner());
     }
 }

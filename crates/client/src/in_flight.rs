@@ -48,6 +48,8 @@ pub(crate) struct InFlight {
     closed: Mutex<Option<String>>,
     /// `[node id]` → the latest heartbeat it answered.
     pongs: Pongs,
+    /// Heartbeats sent so far (to each connected node, numbered 1 and up).
+    pings_sent: AtomicU64,
 }
 
 struct Pongs([AtomicU64; 64]);
@@ -67,6 +69,26 @@ impl InFlight {
         let mut set = NodeSet::default();
         set.insert(node);
         self.live.fetch_or(set.0, Ordering::AcqRel);
+    }
+
+    /// A connection to `node` opened: its heartbeats count from now; it is live at once
+    /// when `started`, else once it answers a heartbeat as started.
+    pub fn connected(&self, node: NodeId, started: bool) {
+        if let Some(latest) = self.pongs.0.get(usize::from(node.0)) {
+            latest.store(self.pings_sent(), Ordering::Release);
+        }
+        if started {
+            self.node_is_live(node);
+        }
+    }
+
+    pub fn pings_sent(&self) -> u64 {
+        self.pings_sent.load(Ordering::Acquire)
+    }
+
+    /// Counts one more heartbeat sent; returns its number.
+    pub fn next_ping(&self) -> u64 {
+        self.pings_sent.fetch_add(1, Ordering::AcqRel) + 1
     }
 
     /// The latest heartbeat `node` answered (0: none).
@@ -139,8 +161,14 @@ impl InFlight {
                 c.conf(conf, String::new());
             });
         } else if let Ok(pong) = ClientPong::from_signal(&signal) {
-            if let Some(latest) = self.pongs.0.get(usize::from(signal.sender().node().0)) {
+            let node = signal.sender().node();
+            if let Some(latest) = self.pongs.0.get(usize::from(node.0)) {
                 latest.fetch_max(pong.sequence, Ordering::AcqRel);
+            }
+            // A restarted node is used once it holds its data (and never after the client
+            // closed: every node was lost then).
+            if pong.started != 0 && self.closed_reason().is_none() {
+                self.node_is_live(node);
             }
         } else if let Ok(rows) = ScanRows::from_signal(&signal) {
             let event = ScanEvent::Rows {

@@ -77,7 +77,7 @@ use kista_datanode::dist::PartitionMap;
 use kista_datanode::protocol::*;
 use kista_mgm::admin::AdminClient;
 use kista_mgm::lease::Registration;
-use kista_signal::{BlockAddress, BlockId, Signal, TypedSignal};
+use kista_signal::{BlockAddress, BlockId, NodeId, Signal, TypedSignal};
 use kista_storage::codec::{write_index_schema, Writer};
 use kista_storage::partition::IndexId;
 use kista_storage::row::RowLayout;
@@ -154,15 +154,16 @@ impl Client {
     /// [`Client::connect_cluster`].
     pub fn connect(address: impl ToSocketAddrs) -> Result<Self, ClientError> {
         let in_flight = Arc::new(InFlight::default());
-        let link = DataNodeLink::connect(address, None, REQUEST_TIMEOUT, &in_flight)
+        let link = DataNodeLink::connect(address, None, REQUEST_TIMEOUT, &in_flight, true)
             .map_err(ClientError::ConnectionLost)?;
         let me = BlockAddress::new(link.client_node, CLIENT_BLOCK, 0);
-        Self::with_links(in_flight, vec![link], me, None)
+        Self::with_links(in_flight, vec![link], Vec::new(), me, None)
     }
 
     /// Connects to the cluster whose management server is at `mgm` (`host:port`): leases a
     /// client node id there and connects to every data node under it. Data nodes that
-    /// cannot be reached now are left out; at least one must answer.
+    /// cannot be reached now are connected later (as are nodes lost and restarted); at
+    /// least one must answer now.
     pub fn connect_cluster(mgm: &str) -> Result<Self, ClientError> {
         let lost = |e: String| ClientError::ConnectionLost(e);
         let mut lease =
@@ -183,7 +184,8 @@ impl Client {
             } else {
                 ABSENT_NODE_CONNECT_TIMEOUT
             };
-            match DataNodeLink::connect(&data_node.address, id, timeout, &in_flight) {
+            let started = data_node.started;
+            match DataNodeLink::connect(&data_node.address, id, timeout, &in_flight, started) {
                 Ok(link) => links.push(link),
                 Err(error) => failures.push(format!(
                     "node {} at {}: {error}",
@@ -198,16 +200,22 @@ impl Client {
             )));
         }
         let me = BlockAddress::new(registration.client_node, CLIENT_BLOCK, 0);
-        Self::with_links(in_flight, links, me, Some(lease))
+        let addresses = registration
+            .data_nodes
+            .into_iter()
+            .map(|data_node| (data_node.node, data_node.address))
+            .collect();
+        Self::with_links(in_flight, links, addresses, me, Some(lease))
     }
 
     fn with_links(
         in_flight: Arc<InFlight>,
         links: Vec<DataNodeLink>,
+        addresses: Vec<(NodeId, String)>,
         me: BlockAddress,
         lease: Option<AdminClient>,
     ) -> Result<Self, ClientError> {
-        let nodes = Arc::new(DataNodes::new(links));
+        let nodes = Arc::new(DataNodes::new(links, addresses));
         let heartbeats = Heartbeats::start(nodes.clone(), in_flight.clone(), me)
             .map_err(|e| ClientError::ConnectionLost(format!("no heartbeat thread: {e}")))?;
         Ok(Self {

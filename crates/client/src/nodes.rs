@@ -4,10 +4,13 @@
 //! server leases that id; a standalone node picks it for the one connection.
 //!
 //! A connection that closes takes its node out of the live set ([`InFlight::lose_node`]);
-//! new transactions go to coordinators on live nodes only.
+//! new transactions go to coordinators on live nodes only. A node is live once connected
+//! and started: one the management server reported starting (restarting, copying its data)
+//! is connected but joins the live set only when its heartbeat answer says it started. The
+//! client connects again to a node it lost (`heartbeat::reconnect`).
 
 use std::net::ToSocketAddrs;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
 use kista_datanode::cluster::{ClusterShape, NodeSet};
@@ -34,13 +37,14 @@ pub(crate) struct DataNodeLink {
 
 impl DataNodeLink {
     /// Connects to the data node at `address` as client node `id` (`None`: the node picks
-    /// one), waiting at most `timeout` for each step; what arrives goes to `in_flight`,
-    /// which learns of the node once it is live.
+    /// one), waiting at most `timeout` for each step; what arrives goes to `in_flight`. The
+    /// node is live at once when `started`, else once it answers a heartbeat as started.
     pub fn connect(
         address: impl ToSocketAddrs,
         id: Option<NodeId>,
         timeout: Duration,
         in_flight: &Arc<InFlight>,
+        started: bool,
     ) -> Result<Self, String> {
         let receiving = in_flight.clone();
         let connection =
@@ -57,7 +61,7 @@ impl DataNodeLink {
         let coordinators = (0..tc_instances)
             .map(|i| BlockAddress::new(welcome.node, TC_BLOCK, i))
             .collect();
-        in_flight.node_is_live(welcome.node);
+        in_flight.connected(welcome.node, started);
         // A connection that closed before its node was marked live stays out of the set.
         if connection.is_closed() {
             in_flight.lose_node(welcome.node, "the connection closed at once".into());
@@ -87,57 +91,105 @@ impl DataNodeLink {
     pub fn shut_down(&self, reason: String) {
         self.connection.shut_down(reason);
     }
+
+    pub fn is_closed(&self) -> bool {
+        self.connection.is_closed()
+    }
+}
+
+/// One data node of the cluster: where it listens, and the connection to it, if any.
+pub(crate) struct NodeSlot {
+    pub node: NodeId,
+    /// `host:port` to connect to again; `None` for a standalone node.
+    pub address: Option<String>,
+    pub link: RwLock<Option<DataNodeLink>>,
+}
+
+impl NodeSlot {
+    pub fn link(&self) -> RwLockReadGuard<'_, Option<DataNodeLink>> {
+        self.link.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether a connection to the node is wanted: there is none, or it closed.
+    pub fn needs_connection(&self) -> bool {
+        self.address.is_some() && self.link().as_ref().is_none_or(DataNodeLink::is_closed)
+    }
+
+    pub fn replace(&self, link: DataNodeLink) {
+        *self.link.write().unwrap_or_else(|p| p.into_inner()) = Some(link);
+    }
 }
 
 pub(crate) struct DataNodes {
-    links: Vec<DataNodeLink>,
+    slots: Vec<NodeSlot>,
+    /// The cluster's shape, as the first node connected told it (every node plans with the
+    /// same one).
+    cluster: ClusterShape,
+    /// (interval ms, misses max) for the client's heartbeats: the strictest any node gave.
+    heartbeat: (u32, u32),
 }
 
 impl DataNodes {
-    /// `links` must not be empty.
-    pub fn new(links: Vec<DataNodeLink>) -> Self {
+    /// `links` must not be empty; `addresses` names every data node (those not connected
+    /// now too), for connecting again.
+    pub fn new(links: Vec<DataNodeLink>, addresses: Vec<(NodeId, String)>) -> Self {
         assert!(!links.is_empty(), "a client needs a data node");
-        Self { links }
-    }
-
-    /// The cluster's shape, as the first node connected told it (every node plans with the
-    /// same one).
-    pub fn cluster(&self) -> &ClusterShape {
-        &self.links[0].cluster
-    }
-
-    pub fn links(&self) -> impl Iterator<Item = &DataNodeLink> {
-        self.links.iter()
-    }
-
-    /// (interval ms, misses max) for the client's heartbeats: the strictest any node gave.
-    pub fn heartbeat(&self) -> (u32, u32) {
+        let cluster = links[0].cluster.clone();
         let strictest = |(i, m): (u32, u32), (li, lm): (u32, u32)| (i.min(li), m.min(lm));
-        let each = self.links.iter().map(|link| link.heartbeat);
-        each.reduce(strictest).expect("a client has a data node")
+        let heartbeat = links.iter().map(|link| link.heartbeat).reduce(strictest);
+        let heartbeat = heartbeat.expect("a client has a data node");
+        let mut slots: Vec<NodeSlot> = addresses
+            .into_iter()
+            .map(|(node, address)| NodeSlot {
+                node,
+                address: Some(address),
+                link: RwLock::new(None),
+            })
+            .collect();
+        for link in links {
+            match slots.iter_mut().find(|slot| slot.node == link.node) {
+                Some(slot) => slot.link = RwLock::new(Some(link)),
+                None => slots.push(NodeSlot {
+                    node: link.node,
+                    address: None,
+                    link: RwLock::new(Some(link)),
+                }),
+            }
+        }
+        Self {
+            slots,
+            cluster,
+            heartbeat,
+        }
     }
 
-    fn link(&self, node: NodeId) -> Option<&DataNodeLink> {
-        self.links.iter().find(|link| link.node == node)
+    pub fn cluster(&self) -> &ClusterShape {
+        &self.cluster
     }
 
-    fn live_links(&self, live: NodeSet) -> impl Iterator<Item = &DataNodeLink> + Clone {
-        self.links
-            .iter()
-            .filter(move |link| live.contains(link.node))
+    pub fn slots(&self) -> &[NodeSlot] {
+        &self.slots
+    }
+
+    pub fn heartbeat(&self) -> (u32, u32) {
+        self.heartbeat
+    }
+
+    /// The coordinators of `node`, as the cluster's shape counts them.
+    fn coordinators(&self, node: NodeId) -> u16 {
+        self.cluster.node(node).map_or(1, |n| n.tc_instances.max(1))
     }
 
     /// A coordinator on a live node; `spread` (a transaction's or scan's id) spreads the
     /// choices over the live nodes and their `tc` instances.
     pub fn any_coordinator(&self, live: NodeSet, spread: u64) -> Option<BlockAddress> {
-        let links = self.live_links(live);
-        let count = links.clone().count() as u64;
+        let count = live.len() as u64;
         if count == 0 {
             return None;
         }
-        let link = links.clone().nth((spread % count) as usize)?;
-        let instance = (spread / count) as usize % link.coordinators.len();
-        Some(link.coordinators[instance])
+        let node = live.iter().nth((spread % count) as usize)?;
+        let instance = (spread / count) % u64::from(self.coordinators(node));
+        Some(BlockAddress::new(node, TC_BLOCK, instance as u16))
     }
 
     /// A coordinator on the first live node of `chain` (a partition's replicas, primary
@@ -149,25 +201,28 @@ impl DataNodes {
         chain: &ReplicaChain,
         spread: u64,
     ) -> Option<BlockAddress> {
-        let link = self.link(first_live_replica(chain, live)?)?;
-        Some(link.coordinators[spread as usize % link.coordinators.len()])
+        let node = first_live_replica(chain, live)?;
+        let instance = spread % u64::from(self.coordinators(node));
+        Some(BlockAddress::new(node, TC_BLOCK, instance as u16))
     }
 
     /// The dictionary of a live node (any will do: those that are not the master pass the
     /// request on and the answer back).
     pub fn dict(&self, live: NodeSet) -> Option<BlockAddress> {
-        let link = self.live_links(live).next()?;
-        Some(BlockAddress::new(link.node, DICT_BLOCK, 0))
+        let node = live.iter().next()?;
+        Some(BlockAddress::new(node, DICT_BLOCK, 0))
     }
 
     /// Sends `signal` over the connection to its receiver's node; `Err(reason)` when that
     /// node is not connected.
     pub fn send(&self, signal: &Signal, section: &[u8]) -> Result<(), String> {
         let node = signal.receiver().node();
-        let link = self
-            .link(node)
-            .ok_or_else(|| format!("data node {} is not connected", node.0))?;
-        link.send(signal, section)
+        let not_connected = || format!("data node {} is not connected", node.0);
+        let slot = self.slots.iter().find(|slot| slot.node == node);
+        let link = slot.ok_or_else(not_connected)?.link();
+        link.as_ref()
+            .ok_or_else(not_connected)?
+            .send(signal, section)
     }
 }
 

@@ -30,6 +30,9 @@ pub struct ClusterNode {
     pub bind: SocketAddr,
     pub data_memory_bytes: u64,
     pub peers: Peers,
+    /// Other data nodes the management server reports started: when there are any, the
+    /// cluster runs and this node restarts into it rather than starting with the others.
+    pub running: Vec<NodeId>,
 }
 
 /// Fetches the configuration from the management server at `mgm` and finds `node` in it.
@@ -38,7 +41,25 @@ pub fn fetch(mgm: &str, node: NodeId) -> Result<ClusterNode, Failure> {
     let text = admin.request("config").map_err(Failure::runtime)?;
     let source = format!("configuration from the management server at {mgm}");
     let config = ClusterConfig::from_toml(&text, Path::new(&source)).map_err(Failure::usage)?;
-    from_config(&config, node, mgm)
+    let mut joined = from_config(&config, node, mgm)?;
+    let status = admin.request("status").map_err(Failure::runtime)?;
+    joined.running = started_nodes(&status)
+        .into_iter()
+        .filter(|&started| started != node)
+        .collect();
+    joined.settings.joins_running_cluster = !joined.running.is_empty();
+    Ok(joined)
+}
+
+/// The data nodes a `status` answer calls started (`node N: started`).
+fn started_nodes(status: &str) -> Vec<NodeId> {
+    status
+        .lines()
+        .filter_map(|line| {
+            let (node, state) = line.strip_prefix("node ")?.split_once(": ")?;
+            (state.trim() == "started").then_some(NodeId(node.parse().ok()?))
+        })
+        .collect()
 }
 
 fn from_config(config: &ClusterConfig, node: NodeId, mgm: &str) -> Result<ClusterNode, Failure> {
@@ -106,6 +127,7 @@ fn from_config(config: &ClusterConfig, node: NodeId, mgm: &str) -> Result<Cluste
         bind,
         data_memory_bytes: cluster.data_memory_bytes,
         peers,
+        running: Vec::new(),
     })
 }
 
@@ -121,4 +143,16 @@ fn layout_of(node: &DataNodeConfig) -> Result<ThreadLayout, Failure> {
     layout.map_err(|failure| {
         Failure::usage(format!("data node {}: {}", node.node_id, failure.message))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_status_answer_names_the_started_data_nodes() {
+        let status = "node 1: started\nnode 2: starting\nnode 3: not connected\nnode 4: started";
+        assert_eq!(started_nodes(status), [NodeId(1), NodeId(4)]);
+        assert!(started_nodes("garbage\nnode x: started").is_empty());
+    }
 }

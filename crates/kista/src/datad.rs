@@ -2,7 +2,8 @@
 //!
 //! `--mgm HOST:PORT --node-id N` runs data node N of the cluster the management server at
 //! HOST:PORT configures: it fetches the configuration, connects to the other data nodes and
-//! the management server, and serves until told to stop, until its cluster stops it (lost
+//! the management server (restarting into the cluster if the management server reports
+//! another data node started), and serves until told to stop, until its cluster stops it (lost
 //! arbitration, lost node group) or until SIGINT/SIGTERM. `--standalone` runs a one-node
 //! cluster that clients reach directly. `--print-thread-config` only shows the thread layout.
 
@@ -83,6 +84,16 @@ pub fn run(args: &DatadArgs) -> Result<(), Failure> {
             let node = NodeId(id);
             let mut joined = cluster_node::fetch(mgm, node)?;
             joined.settings.read_policy = args.read_policy;
+            if !joined.running.is_empty() {
+                let running: Vec<String> = joined.running.iter().map(|n| n.0.to_string()).collect();
+                println!(
+                    "kista datad: the cluster runs (node(s) {} started): node {} restarts into \
+                     it, copying its data from the others (`kista mgm -e show` says when it \
+                     is started)",
+                    running.join(", "),
+                    id
+                );
+            }
             let options = DataNodeOptions {
                 node,
                 bind: joined.bind,

@@ -6,7 +6,7 @@ mod support;
 
 use std::time::Duration;
 
-use support::cluster::TestCluster;
+use support::cluster::{TestCluster, START_LIMIT};
 use support::run_kista;
 
 /// Longest a bench run may take before the test fails (its own duration is far shorter).
@@ -128,6 +128,22 @@ fn killing_the_president_loses_no_acknowledged_write() {
     // Node 1 is the president and hosts the first coordinator; node 2 must take over.
     let mut cluster = TestCluster::start(2, 2);
     let outcome = load_while(&mut cluster, &[], 6, |cluster| cluster.node(1).kill());
+    assert_nothing_lost(&outcome);
+    assert_eq!(cluster.shown_state(2), "started");
+}
+
+#[test]
+fn a_restarted_node_catches_up_under_load_and_then_holds_everything() {
+    let mut cluster = TestCluster::start(2, 2);
+    let outcome = load_while(&mut cluster, &[], 8, |cluster| {
+        cluster.node(2).kill();
+        cluster.wait_for_state(2, "not connected", SELF_STOP_LIMIT);
+        cluster.restart(2);
+        cluster.wait_for_state(2, "started", START_LIMIT);
+        std::thread::sleep(Duration::from_millis(1000));
+        // Node 2 now holds every row: the load goes on, and verifies, on it alone.
+        cluster.node(1).kill();
+    });
     assert_nothing_lost(&outcome);
     assert_eq!(cluster.shown_state(2), "started");
 }

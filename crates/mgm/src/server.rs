@@ -12,9 +12,10 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use kista_datanode::arbitration::{arbitrator_address, Arbitrator, MANAGEMENT_NODE};
+use kista_datanode::arbitration::{arbitrator_address, Arbitrator, StartedNodes, MANAGEMENT_NODE};
+use kista_datanode::cluster::NodeSet;
 use kista_datanode::membership::membership_address;
-use kista_datanode::protocol::{ClusterStop, ARBITRATOR_BLOCK};
+use kista_datanode::protocol::{ClusterStop, NodeSuspected, ARBITRATOR_BLOCK};
 use kista_runtime::thread_config::{ThreadConfig, ThreadLayout};
 use kista_runtime::{
     start, BlockRegistration, Module, ModuleInstance, RunningNode, RuntimeOptions,
@@ -50,6 +51,8 @@ struct State {
     links: OnceLock<Links>,
     shutdown_requested: AtomicBool,
     leases: Mutex<ClientLeases>,
+    /// Data nodes the cluster reported started (a connected node not in it is starting).
+    started: Arc<StartedNodes>,
 }
 
 /// One admin connection: who it is, and the client node id it holds (released when it
@@ -68,12 +71,21 @@ impl ManagementServer {
             links: OnceLock::new(),
             shutdown_requested: AtomicBool::new(false),
             leases: Mutex::new(ClientLeases::default()),
+            started: Arc::new(StartedNodes::default()),
         });
         let admin_state = state.clone();
         let peers = Peers {
             accept: state.data_nodes().collect(),
             dial: Vec::new(),
-            on_lost: None,
+            // A node whose connection closed is started no more (the arbitrator forgets it;
+            // its next process reports its own start).
+            on_lost: Some(Arc::new(|lost, injector| {
+                let address = arbitrator_address();
+                let lost = NodeSuspected {
+                    suspects: NodeSet::of([lost]),
+                };
+                let _ = injector.inject(lost.to_signal(address, address), &[]);
+            })),
         };
         let transport_options = ServerOptions {
             node: MANAGEMENT_NODE,
@@ -102,7 +114,7 @@ impl ManagementServer {
                 module: Module::Main,
                 instance: 0,
             },
-            implementation: Box::new(Arbitrator::default()),
+            implementation: Box::new(Arbitrator::new(state.started.clone())),
         };
         let runtime = start(
             &one_thread(),
@@ -215,7 +227,7 @@ impl State {
             .map(|node| RegisteredDataNode {
                 node: NodeId(node.node_id),
                 address: format!("{}:{}", node.host, node.port),
-                started: self.is_connected(NodeId(node.node_id)),
+                started: self.is_started(NodeId(node.node_id)),
             })
             .collect();
         Ok(Registration {
@@ -257,11 +269,17 @@ impl State {
         }
     }
 
+    /// Connected, and the cluster reported it started (a node that starts with the
+    /// cluster once its first membership formed; a restarted node once its data is copied).
+    fn is_started(&self, node: NodeId) -> bool {
+        self.is_connected(node) && self.started.contains(node)
+    }
+
     fn state_of(&self, node: NodeId) -> &'static str {
-        if self.is_connected(node) {
-            "started"
-        } else {
-            "not connected"
+        match (self.is_connected(node), self.started.contains(node)) {
+            (true, true) => "started",
+            (true, false) => "starting",
+            (false, _) => "not connected",
         }
     }
 

@@ -15,6 +15,9 @@ pub const HEARTBEAT_INTERVAL_MS: u64 = 200;
 pub const HEARTBEAT_MISSES_MAX: u32 = 4;
 /// Longest a `kista mgm` command may take.
 const MGM_LIMIT: Duration = Duration::from_secs(20);
+/// Longest a node may take to be reported started (its first start, or a restart of a
+/// test's small data).
+pub const START_LIMIT: Duration = Duration::from_secs(60);
 
 pub struct TestCluster {
     dir: PathBuf,
@@ -88,7 +91,34 @@ impl TestCluster {
         for (index, starting) in starting.into_iter().enumerate() {
             cluster.nodes[index] = Some(starting.join().expect("the data node starts"));
         }
+        for id in 1..=data_nodes {
+            cluster.wait_for_state(id, "started", START_LIMIT);
+        }
         cluster
+    }
+
+    /// Starts data node `id` again (its process must have ended): it restarts into the
+    /// running cluster.
+    pub fn restart(&mut self, id: u8) {
+        let id_text = id.to_string();
+        let process = KistaProcess::spawn(&["datad", "--mgm", &self.mgm, "--node-id", &id_text]);
+        self.nodes[usize::from(id) - 1] = Some(process);
+    }
+
+    /// Waits until `kista mgm -e show` gives data node `id` the state `wanted`.
+    pub fn wait_for_state(&self, id: u8, wanted: &str, limit: Duration) {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            let state = self.shown_state(id);
+            if state == wanted {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "node {id} is {state}, not {wanted}, after {limit:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// Data node `id`'s address for clients.
