@@ -101,7 +101,7 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long connecting may take to a data node the management server does not see.
 pub const ABSENT_NODE_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// The block id the client's address uses.
-const CLIENT_BLOCK: BlockId = BlockId(1);
+pub(crate) const CLIENT_BLOCK: BlockId = BlockId(1);
 
 /// A table as the client uses it: ids for requests, the layout for encoding keys, the
 /// indexes for unique lookups and ordered merges.
@@ -205,7 +205,26 @@ impl Client {
             .into_iter()
             .map(|data_node| (data_node.node, data_node.address))
             .collect();
-        Self::with_links(in_flight, links, addresses, me, Some(lease))
+        let client = Self::with_links(in_flight, links, addresses, me, Some(lease))?;
+        client.wait_for_a_started_node(mgm)?;
+        Ok(client)
+    }
+
+    /// Waits (at most [`REQUEST_TIMEOUT`]) until some connected node says it started: right
+    /// after a cluster's first start the management server may not call any started yet.
+    fn wait_for_a_started_node(&self, mgm: &str) -> Result<(), ClientError> {
+        let deadline = std::time::Instant::now() + REQUEST_TIMEOUT;
+        while self.in_flight.live().is_empty() {
+            if std::time::Instant::now() >= deadline {
+                return Err(ClientError::ConnectionLost(format!(
+                    "no data node of the cluster at {mgm} is started after {} s (they may be \
+                     starting: a first start forming, or restarting nodes copying their data)",
+                    REQUEST_TIMEOUT.as_secs()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Ok(())
     }
 
     fn with_links(

@@ -14,12 +14,14 @@ use std::sync::{Arc, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
 use kista_datanode::cluster::{ClusterShape, NodeSet};
-use kista_datanode::protocol::{ErrorCode, NodeInfo, ReplicaChain, DICT_BLOCK, TC_BLOCK};
-use kista_signal::{BlockAddress, NodeId, Signal};
+use kista_datanode::protocol::{
+    ClientPing, ErrorCode, NodeInfo, ReplicaChain, DICT_BLOCK, TC_BLOCK,
+};
+use kista_signal::{BlockAddress, NodeId, Signal, TypedSignal};
 use kista_transport::client::ClientConnection;
 
 use crate::in_flight::InFlight;
-use crate::ClientError;
+use crate::{ClientError, CLIENT_BLOCK};
 
 /// One data node as the client reaches it.
 pub(crate) struct DataNodeLink {
@@ -58,10 +60,19 @@ impl DataNodeLink {
             .node(welcome.node)
             .map(|shape| shape.tc_instances)
             .ok_or_else(|| format!("node {} is not in its own cluster", welcome.node.0))?;
-        let coordinators = (0..tc_instances)
+        let coordinators: Vec<BlockAddress> = (0..tc_instances)
             .map(|i| BlockAddress::new(welcome.node, TC_BLOCK, i))
             .collect();
         in_flight.connected(welcome.node, started);
+        if !started {
+            // Ask at once whether it serves, not a heartbeat interval later.
+            let me = BlockAddress::new(welcome.client_node, CLIENT_BLOCK, 0);
+            let ping = ClientPing {
+                client: me,
+                sequence: in_flight.pings_sent(),
+            };
+            let _ = connection.send(&ping.to_signal(coordinators[0], me), &[]);
+        }
         // A connection that closed before its node was marked live stays out of the set.
         if connection.is_closed() {
             in_flight.lose_node(welcome.node, "the connection closed at once".into());

@@ -75,14 +75,8 @@ impl PartitionMap {
         }
     }
 
-    /// Takes replicas on `lost` nodes out of every chain: their backups become primaries.
-    pub fn drop_nodes(&mut self, lost: NodeSet) {
-        for chain in &mut self.chains {
-            *chain = chain.without_nodes(lost);
-        }
-    }
-
-    /// Chains for the nodes' states: each partition's replicas on `started` nodes in
+    /// Chains for the nodes' states (a failed node is in neither set, so its backups
+    /// become primaries): each partition's replicas on `started` nodes in
     /// their placement order (so a restarted node's primaries go back to it), then those
     /// on `starting` nodes. A partition with no started replica keeps its chain (its node
     /// group is lost, and the cluster stops).
@@ -221,12 +215,12 @@ mod tests {
     #[test]
     fn when_a_node_fails_its_backups_become_primaries() {
         let mut map = PartitionMap::for_cluster(4, &shape(2, &[&[1, 2]], 1));
-        map.drop_nodes(NodeSet::of([NodeId(1)]));
+        map.arrange(NodeSet::of([NodeId(2)]), NodeSet::EMPTY);
         for partition in 0..4 {
             let chain = map.chain(partition);
             assert_eq!((chain.count, chain.current()), (1, ldm(2, 0)));
         }
-        map.drop_nodes(NodeSet::of([NodeId(2)]));
+        map.arrange(NodeSet::EMPTY, NodeSet::EMPTY);
         assert_eq!(map.chain(0).current(), ldm(2, 0), "a chain never empties");
     }
 
@@ -237,7 +231,6 @@ mod tests {
             NodeSet::of([NodeId(1)]),
             NodeSet::of([NodeId(1), NodeId(2)]),
         );
-        map.drop_nodes(NodeSet::of([NodeId(2)]));
         map.arrange(one, NodeSet::of([NodeId(2)]));
         for partition in 0..4 {
             let chain = map.chain(partition);

@@ -82,6 +82,15 @@ fn a_cluster_starts_and_mgm_show_reports_every_node_started() {
 }
 
 #[test]
+fn a_client_started_as_soon_as_the_data_nodes_are_ready_waits_for_them_to_serve() {
+    let cluster = TestCluster::launch(2, 2);
+    let args = ["bench", "--mgm", &cluster.mgm, "--keys", "2000", "--verify"];
+    let (code, stdout, stderr) = run_kista(&args, RUN_LIMIT);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("0 missing, 0 wrong"), "{stdout}");
+}
+
+#[test]
 fn clients_reach_rows_on_every_node_of_a_one_replica_cluster() {
     // Each node holds half the partitions and no copy of the other half: every read of a
     // key on the other node is answered by that node's ldm, straight to the client.

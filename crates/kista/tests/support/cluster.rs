@@ -41,8 +41,18 @@ fn free_ports(count: usize) -> Vec<u16> {
 
 impl TestCluster {
     /// Starts the management server and `data_nodes` data nodes in node groups of
-    /// `replicas`, and waits until every one is ready.
+    /// `replicas`, and waits until the management server shows every one started.
     pub fn start(data_nodes: u8, replicas: u8) -> Self {
+        let cluster = Self::launch(data_nodes, replicas);
+        for id in 1..=data_nodes {
+            cluster.wait_for_state(id, "started", START_LIMIT);
+        }
+        cluster
+    }
+
+    /// Starts the processes and returns once each says it is ready (the management server
+    /// may not show the data nodes started yet).
+    pub fn launch(data_nodes: u8, replicas: u8) -> Self {
         static SERIAL: AtomicU32 = AtomicU32::new(0);
         let dir = std::env::temp_dir().join(format!(
             "kista-cluster-{}-{}",
@@ -90,9 +100,6 @@ impl TestCluster {
             .collect();
         for (index, starting) in starting.into_iter().enumerate() {
             cluster.nodes[index] = Some(starting.join().expect("the data node starts"));
-        }
-        for id in 1..=data_nodes {
-            cluster.wait_for_state(id, "started", START_LIMIT);
         }
         cluster
     }
