@@ -9,6 +9,7 @@ mod demo;
 mod mgm;
 mod mgmd;
 mod thread_options;
+mod up;
 
 use std::process::ExitCode;
 
@@ -37,6 +38,9 @@ enum Command {
     Mgm(mgm::MgmArgs),
     /// Management server: serves the cluster configuration, arbitrates, answers `kista mgm`.
     Mgmd(mgmd::MgmdArgs),
+    /// The cluster in a box: a management server and data nodes on this machine, until
+    /// Ctrl-C.
+    Up(up::UpArgs),
 }
 
 /// Exit status for a bad command line or configuration (as clap uses for usage errors).
@@ -52,6 +56,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(&args),
         Command::Mgm(args) => mgm::run(&args),
         Command::Mgmd(args) => mgmd::run(&args),
+        Command::Up(args) => up::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,326 @@
+//! `kista up`: the cluster in a box. Writes a configuration for this machine (two data
+//! nodes, two replicas by default, each sized to its share of the CPUs), starts `kista mgmd`
+//! and every `kista datad` as child processes with their logs under `--dir`, waits until the
+//! management server shows every data node started, prints `kista up: ready` with how to
+//! connect, and on Ctrl-C or SIGTERM shuts the cluster down cleanly (`shutdown`: data nodes
+//! first, then the management server).
+//!
+//! The children run in their own process group, so a terminal's Ctrl-C reaches only this
+//! process, which stops them in order.
+
+use std::fs::File;
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use kista_mgm::admin::AdminClient;
+use kista_mgm::size::parse_size;
+
+use crate::Failure;
+
+#[derive(Args, Debug)]
+pub struct UpArgs {
+    /// Data nodes to start (a multiple of --replicas, at most 48).
+    #[arg(long, default_value_t = 2)]
+    data_nodes: u8,
+
+    /// Copies of each partition (1-4).
+    #[arg(long, default_value_t = 2)]
+    replicas: u8,
+
+    /// Directory for the configuration, the nodes' data directories and the logs.
+    #[arg(long, default_value = "./kista-data")]
+    dir: PathBuf,
+
+    /// The management server's port (clients and `kista mgm` connect here).
+    #[arg(long, default_value_t = 1186)]
+    mgm_port: u16,
+
+    /// The first data node's port; the next ones follow it. 0 picks free ports.
+    #[arg(long, default_value_t = 11860)]
+    data_port: u16,
+
+    /// Memory for rows and indexes per data node, e.g. 512M or 2G.
+    #[arg(long, default_value = "512M", value_parser = parse_size)]
+    data_memory: u64,
+}
+
+/// How long the cluster may take to start before `kista up` gives up.
+const START_LIMIT: Duration = Duration::from_secs(120);
+/// How long the cluster may take to stop cleanly before its processes are killed.
+const STOP_LIMIT: Duration = Duration::from_secs(30);
+/// How often the supervisor looks at its children and for a stop request.
+const POLL: Duration = Duration::from_millis(100);
+/// Longest wait for one admin request.
+const ADMIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One process `kista up` started.
+struct Started {
+    name: String,
+    child: Child,
+    log: PathBuf,
+}
+
+pub fn run(args: &UpArgs) -> Result<(), Failure> {
+    if args.replicas == 0 || args.data_nodes == 0 || args.data_nodes % args.replicas != 0 {
+        return Err(Failure::usage(format!(
+            "--data-nodes ({}) must be a positive multiple of --replicas ({})",
+            args.data_nodes, args.replicas
+        )));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, stop.clone())
+            .map_err(|e| Failure::runtime(format!("cannot handle signal {signal}: {e}")))?;
+    }
+    let logs = args.dir.join("logs");
+    std::fs::create_dir_all(&logs)
+        .map_err(|e| Failure::runtime(format!("cannot create {}: {e}", logs.display())))?;
+    let dir = args
+        .dir
+        .canonicalize()
+        .map_err(|e| Failure::runtime(format!("{}: {e}", args.dir.display())))?;
+    let ports = data_node_ports(args)?;
+    let config = configuration(args, &dir, &ports);
+    let config_path = dir.join("cluster.toml");
+    std::fs::write(&config_path, config)
+        .map_err(|e| Failure::runtime(format!("cannot write {}: {e}", config_path.display())))?;
+    let mgm = format!("127.0.0.1:{}", args.mgm_port);
+    println!(
+        "kista up: {} data nodes, {} replicas, data memory {} bytes each; configuration {}",
+        args.data_nodes,
+        args.replicas,
+        args.data_memory,
+        config_path.display()
+    );
+
+    let mut processes = Vec::new();
+    let started = start_all(args, &dir, &config_path, &mgm, &mut processes, &stop);
+    if let Err(failure) = started {
+        shut_down(&mgm, &mut processes);
+        return Err(failure);
+    }
+    println!("kista up: management server listening on {mgm}");
+    println!("kista up: ready: the cluster serves at --mgm {mgm}");
+    println!("kista up:   kista mgm --mgm {mgm} -e show");
+    println!("kista up:   kista bench --mgm {mgm}");
+    println!("kista up: Ctrl-C or SIGTERM stops it");
+    let outcome = supervise(&mut processes, &stop);
+    shut_down(&mgm, &mut processes);
+    println!("kista up: stopped");
+    outcome
+}
+
+/// The data nodes' ports: `--data-port` and the ones after it, or free ones.
+fn data_node_ports(args: &UpArgs) -> Result<Vec<u16>, Failure> {
+    if args.data_port != 0 {
+        let last = u32::from(args.data_port) + u32::from(args.data_nodes) - 1;
+        if last > u32::from(u16::MAX) {
+            return Err(Failure::usage(
+                "--data-port leaves no room for every data node",
+            ));
+        }
+        return Ok((0..u16::from(args.data_nodes))
+            .map(|i| args.data_port + i)
+            .collect());
+    }
+    // Held together so none is handed out twice, then released for the data nodes.
+    let listeners = (0..args.data_nodes)
+        .map(|_| TcpListener::bind("127.0.0.1:0"))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Failure::runtime(format!("no free port: {e}")))?;
+    listeners
+        .iter()
+        .map(|l| l.local_addr().map(|a| a.port()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| Failure::runtime(format!("no free port: {e}")))
+}
+
+/// The cluster configuration (docs/cluster-config.md): every data node on 127.0.0.1 with
+/// its share of this machine's CPUs.
+fn configuration(args: &UpArgs, dir: &Path, ports: &[u16]) -> String {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpus_per_node = (cpus / usize::from(args.data_nodes)).max(1);
+    let mut config = format!(
+        "# Written by `kista up`; rewritten at each start.\n\
+         [cluster]\nreplicas = {}\ndata_memory = \"{}\"\n\n\
+         [mgmd]\nhost = \"127.0.0.1\"\nport = {}\ndata_dir = \"{}\"\n",
+        args.replicas,
+        args.data_memory,
+        args.mgm_port,
+        dir.join("mgmd").display()
+    );
+    for (index, port) in ports.iter().enumerate() {
+        config.push_str(&format!(
+            "\n[[data_node]]\nnode_id = {}\nhost = \"127.0.0.1\"\nport = {port}\n\
+             num_cpus = {cpus_per_node}\ndata_dir = \"{}\"\n",
+            index + 1,
+            dir.join(format!("node-{}", index + 1)).display()
+        ));
+    }
+    config
+}
+
+fn start_all(
+    args: &UpArgs,
+    dir: &Path,
+    config_path: &Path,
+    mgm: &str,
+    processes: &mut Vec<Started>,
+    stop: &AtomicBool,
+) -> Result<(), Failure> {
+    let config = config_path.display().to_string();
+    processes.push(spawn("mgmd", &["mgmd", "--config", &config], dir)?);
+    wait_for_log_line(&processes[0], "kista mgmd: ready", stop)?;
+    for id in 1..=args.data_nodes {
+        let id = id.to_string();
+        let name = format!("data node {id}");
+        let datad = ["datad", "--mgm", mgm, "--node-id", &id];
+        processes.push(spawn(&name, &datad, dir)?);
+    }
+    let deadline = Instant::now() + START_LIMIT;
+    let mut last_report = Instant::now();
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            return Err(Failure::runtime("stopped before the cluster was ready"));
+        }
+        check_running(processes)?;
+        let status = AdminClient::connect(mgm, ADMIN_TIMEOUT)
+            .and_then(|mut admin| admin.request("status"))
+            .unwrap_or_default();
+        let started = status.lines().filter(|l| l.ends_with(": started")).count();
+        if started == usize::from(args.data_nodes) {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(Failure::runtime(format!(
+                "the data nodes did not all start within {} s:\n{status}",
+                START_LIMIT.as_secs()
+            )));
+        }
+        if last_report.elapsed() > Duration::from_secs(5) {
+            println!(
+                "kista up: waiting for the data nodes: {}",
+                status.replace('\n', "; ")
+            );
+            last_report = Instant::now();
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+fn spawn(name: &str, args: &[&str], dir: &Path) -> Result<Started, Failure> {
+    let log = dir
+        .join("logs")
+        .join(format!("{}.log", name.replace(' ', "-")));
+    let output = File::create(&log)
+        .map_err(|e| Failure::runtime(format!("cannot create {}: {e}", log.display())))?;
+    let errors = output
+        .try_clone()
+        .map_err(|e| Failure::runtime(format!("{}: {e}", log.display())))?;
+    let program = std::env::current_exe()
+        .map_err(|e| Failure::runtime(format!("cannot find the kista binary: {e}")))?;
+    let child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(output)
+        .stderr(errors)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| Failure::runtime(format!("cannot start {name}: {e}")))?;
+    println!(
+        "kista up: started {name} (pid {}), log {}",
+        child.id(),
+        log.display()
+    );
+    Ok(Started {
+        name: name.to_string(),
+        child,
+        log,
+    })
+}
+
+fn wait_for_log_line(process: &Started, line: &str, stop: &AtomicBool) -> Result<(), Failure> {
+    let deadline = Instant::now() + START_LIMIT;
+    while !std::fs::read_to_string(&process.log).is_ok_and(|log| log.contains(line)) {
+        if stop.load(Ordering::SeqCst) || Instant::now() > deadline {
+            return Err(Failure::runtime(format!(
+                "{} did not get ready: see {}",
+                process.name,
+                process.log.display()
+            )));
+        }
+        std::thread::sleep(POLL);
+    }
+    Ok(())
+}
+
+/// Fails, naming the process and its log, when a child has exited.
+fn check_running(processes: &mut [Started]) -> Result<(), Failure> {
+    for process in processes.iter_mut() {
+        if let Ok(Some(status)) = process.child.try_wait() {
+            return Err(Failure::runtime(format!(
+                "{} exited ({status}): see {}",
+                process.name,
+                process.log.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Runs until a stop request; a data node that exits is reported (the cluster goes on
+/// without it, as its replicas allow), the management server exiting ends the run.
+fn supervise(processes: &mut [Started], stop: &AtomicBool) -> Result<(), Failure> {
+    let mut reported = vec![false; processes.len()];
+    while !stop.load(Ordering::SeqCst) {
+        for (index, process) in processes.iter_mut().enumerate() {
+            let Ok(Some(status)) = process.child.try_wait() else {
+                continue;
+            };
+            if index == 0 {
+                return Err(Failure::runtime(format!(
+                    "the management server exited ({status}): see {}",
+                    process.log.display()
+                )));
+            }
+            if !reported[index] {
+                reported[index] = true;
+                println!(
+                    "kista up: {} exited ({status}); the cluster goes on without it (see {})",
+                    process.name,
+                    process.log.display()
+                );
+            }
+        }
+        std::thread::sleep(POLL);
+    }
+    Ok(())
+}
+
+/// Asks the management server to shut the cluster down, waits for every child, and kills
+/// what is left after [`STOP_LIMIT`].
+fn shut_down(mgm: &str, processes: &mut [Started]) {
+    println!("kista up: stopping the cluster");
+    let asked = AdminClient::connect(mgm, ADMIN_TIMEOUT)
+        .and_then(|mut admin| admin.request("shutdown"))
+        .is_ok();
+    let deadline = Instant::now() + STOP_LIMIT;
+    for process in processes.iter_mut() {
+        // Without the management server nothing stops the data nodes cleanly; they keep
+        // nothing on disk yet, so ending them loses nothing a restart would not.
+        while asked && matches!(process.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(POLL);
+        }
+        if matches!(process.child.try_wait(), Ok(None)) {
+            println!("kista up: {} did not stop; killing it", process.name);
+            let _ = process.child.kill();
+            let _ = process.child.wait();
+        }
+    }
+}
