@@ -158,6 +158,29 @@ fn a_restarted_node_catches_up_under_load_and_then_holds_everything() {
 }
 
 #[test]
+fn a_split_between_the_data_nodes_leaves_exactly_one_side_serving_and_loses_nothing() {
+    let mut cluster = TestCluster::start(2, 2);
+    let outcome = load_while(&mut cluster, &[], 6, |cluster| {
+        let (code, stdout, stderr) = cluster.mgm("cut 1 2");
+        assert_eq!(code, Some(0), "{stdout}{stderr}");
+    });
+    assert_nothing_lost(&outcome);
+    // The side that lost arbitration stopped itself; the other serves.
+    let (loser, winner) = if cluster.shown_state(1) == "started" {
+        (2, 1)
+    } else {
+        (1, 2)
+    };
+    let (_, stdout) = cluster
+        .node(loser)
+        .wait_exit(SELF_STOP_LIMIT)
+        .unwrap_or_else(|| panic!("node {loser} stops itself"));
+    assert!(stdout.contains("kista datad: stopped: "), "{stdout}");
+    assert_eq!(cluster.shown_state(winner), "started");
+    assert_eq!(cluster.shown_state(loser), "not connected");
+}
+
+#[test]
 fn a_client_connects_and_runs_while_a_data_node_is_down() {
     let mut cluster = TestCluster::start(2, 2);
     cluster.node(2).kill();

@@ -20,6 +20,10 @@ pub enum Command {
     /// Lease a client node id for as long as this admin connection lasts, and learn where
     /// the data nodes are (what the client library asks when it connects).
     RegisterClient,
+    /// Drop every signal between two data nodes (both ways), for tests of a split cluster.
+    Cut(u8, u8),
+    /// Undo a `Cut`.
+    Heal(u8, u8),
     Help,
 }
 
@@ -33,6 +37,9 @@ commands:
   config            the cluster configuration file
   register client   lease a client node id while this connection lasts (the client
                     library's first request)
+  cut N M           drop every signal between data nodes N and M, both ways (a network
+                    split for tests; the connections stay open)
+  heal N M          let signals between N and M pass again
   help              this list";
 
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
@@ -57,6 +64,16 @@ impl std::str::FromStr for Command {
             ["config"] => Command::Config,
             ["register", "client"] => Command::RegisterClient,
             ["help"] => Command::Help,
+            [verb @ ("cut" | "heal"), first, second] => {
+                let (Ok(first), Ok(second)) = (first.parse::<u8>(), second.parse::<u8>()) else {
+                    return Err(UnknownCommand(text.trim().to_string()));
+                };
+                if *verb == "cut" {
+                    Command::Cut(first, second)
+                } else {
+                    Command::Heal(first, second)
+                }
+            }
             [node, verb] => match (node.parse::<u8>(), *verb) {
                 (Ok(node), "status") => Command::NodeStatus(node),
                 (Ok(node), "stop") => Command::Stop(node),
@@ -78,6 +95,9 @@ mod tests {
         assert_eq!(" all Status ".parse(), Ok(Command::Status));
         assert_eq!("2 stop".parse(), Ok(Command::Stop(2)));
         assert_eq!("3 STATUS".parse(), Ok(Command::NodeStatus(3)));
+        assert_eq!("cut 1 2".parse(), Ok(Command::Cut(1, 2)));
+        assert_eq!("Heal 2 1".parse(), Ok(Command::Heal(2, 1)));
+        assert!("cut 1".parse::<Command>().is_err());
     }
 
     #[test]

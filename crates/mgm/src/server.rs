@@ -21,6 +21,7 @@ use kista_runtime::{
     start, BlockRegistration, Module, ModuleInstance, RunningNode, RuntimeOptions,
 };
 use kista_signal::{NodeId, TypedSignal};
+use kista_transport::faults::link_fault;
 use kista_transport::handshake::PROTOCOL_VERSION;
 use kista_transport::peers::Peers;
 use kista_transport::server::{ClientIds, Links, Server, ServerOptions};
@@ -266,7 +267,36 @@ impl State {
             Command::Config => Ok(self.config_text.clone()),
             Command::Help => Ok(HELP.to_string()),
             Command::RegisterClient => self.register_client(session),
+            Command::Cut(a, b) => self.fault_link(NodeId(a), NodeId(b), true).map(|()| {
+                format!("signals between data nodes {a} and {b} are dropped until `heal {a} {b}`")
+            }),
+            Command::Heal(a, b) => self
+                .fault_link(NodeId(a), NodeId(b), false)
+                .map(|()| format!("signals between data nodes {a} and {b} pass again")),
         }
+    }
+
+    /// Tells both nodes to cut (or restore) their link to each other.
+    fn fault_link(&self, a: NodeId, b: NodeId, cut: bool) -> Result<(), String> {
+        for node in [a, b] {
+            if !self.is_data_node(node) {
+                return Err(format!("no data node {} in the configuration", node.0));
+            }
+        }
+        if a == b {
+            return Err(format!("a node has no link to itself ({})", a.0));
+        }
+        for (at, peer) in [(a, b), (b, a)] {
+            let signal = link_fault(at, arbitrator_address(), peer, cut);
+            let sent = self
+                .links
+                .get()
+                .is_some_and(|links| links.send(&signal, &[]));
+            if !sent {
+                return Err(format!("node {} is not connected", at.0));
+            }
+        }
+        Ok(())
     }
 
     /// Connected, and the cluster reported it started (a node that starts with the

@@ -13,6 +13,7 @@
 
 pub mod client;
 mod connection;
+pub mod faults;
 mod frames;
 pub mod handshake;
 pub mod peers;

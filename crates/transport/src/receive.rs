@@ -9,6 +9,7 @@ use kista_runtime::{InjectBatch, InjectError, Injector};
 use kista_signal::{NodeId, Signal};
 
 use crate::connection::Connection;
+use crate::faults::LinkFaults;
 use crate::frames::FrameReader;
 use crate::server::Validator;
 
@@ -23,6 +24,8 @@ pub(crate) struct Admission<'a> {
     pub node: NodeId,
     /// Checks a client's signals; `None` for peers, which are cluster members.
     pub validate: Option<&'a Validator>,
+    /// For peers: the links cut for a test, and where instructions to cut them go.
+    pub faults: Option<&'a LinkFaults>,
 }
 
 /// Reads `stream` until it closes or breaks the rules, closing `connection` with the reason.
@@ -76,6 +79,11 @@ fn stage_whole_signals(
             Err(error) => return Err(format!("malformed frame: {error}")),
         };
         check(admission, connection, &signal, section)?;
+        if let Some(faults) = admission.faults {
+            if faults.apply(&signal) || faults.is_cut(connection.peer) {
+                continue;
+            }
+        }
         loop {
             match injector.stage(batch, signal, section) {
                 Ok(()) => break,

@@ -22,6 +22,7 @@ use kista_runtime::{Injector, Remote, RemoteSink};
 use kista_signal::{NodeId, Signal};
 
 use crate::connection::Connection;
+use crate::faults::LinkFaults;
 use crate::handshake::{self, HandshakeError, Role, Welcome};
 use crate::peers::{self, Peers};
 use crate::receive::{receive_until_closed, Admission};
@@ -70,15 +71,20 @@ pub(crate) struct Shared {
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// Open admin connections by a serial number, so stopping can close them too.
     admin_streams: Mutex<(u64, Vec<(u64, TcpStream)>)>,
+    /// Links to peers cut for a test (`faults`).
+    faults: LinkFaults,
 }
 
 impl RemoteSink for Shared {
     fn send(&self, node: NodeId, frames: &mut Vec<u8>) {
         let connections = self.connections.read().unwrap_or_else(|p| p.into_inner());
-        // A signal for a client that has gone, or a peer not connected, is dropped: a peer
-        // that stays away is declared failed by the membership, which copes with the loss.
+        // A signal for a client that has gone, or a peer not connected (or cut off), is
+        // dropped: a peer that stays away is declared failed by the membership, which copes
+        // with the loss.
         if let Some(connection) = &connections[usize::from(node.0)] {
-            connection.queue_frames(frames);
+            if !self.faults.is_cut(node) {
+                connection.queue_frames(frames);
+            }
         }
         frames.clear();
     }
@@ -104,6 +110,7 @@ impl Server {
             close_log: Mutex::new(Vec::new()),
             threads: Mutex::new(Vec::new()),
             admin_streams: Mutex::new((0, Vec::new())),
+            faults: LinkFaults::default(),
         });
         Ok(Self {
             shared,
@@ -328,6 +335,7 @@ impl Shared {
                 let admission = Admission {
                     node: self.options.node,
                     validate: (!is_peer).then_some(&self.options.validate),
+                    faults: is_peer.then_some(&self.faults),
                 };
                 receive_until_closed(injector, &admission, connection, &mut stream);
                 connection.close("the receive side ended".into());
