@@ -181,6 +181,32 @@ fn a_split_between_the_data_nodes_leaves_exactly_one_side_serving_and_loses_noth
 }
 
 #[test]
+fn a_short_delay_between_the_data_nodes_is_ridden_out_and_a_long_one_splits_them() {
+    let mut cluster = TestCluster::start(2, 2);
+    // 100 ms each way is well within the heartbeat grace (4 x 200 ms): both go on.
+    let outcome = load_while(&mut cluster, &[], 5, |cluster| {
+        let (code, stdout, stderr) = cluster.mgm("delay 1 2 100");
+        assert_eq!(code, Some(0), "{stdout}{stderr}");
+    });
+    assert_nothing_lost(&outcome);
+    assert_eq!(cluster.shown_state(1), "started");
+    assert_eq!(cluster.shown_state(2), "started");
+    // Beyond the grace the nodes find each other silent: one side goes on.
+    let (code, stdout, stderr) = cluster.mgm("delay 1 2 3000");
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let deadline = std::time::Instant::now() + SELF_STOP_LIMIT;
+    while cluster.shown_state(1) == "started" && cluster.shown_state(2) == "started" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a 3 s delay splits the nodes"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let serving = [1, 2].map(|id| cluster.shown_state(id) == "started");
+    assert_eq!(serving.iter().filter(|s| **s).count(), 1, "{serving:?}");
+}
+
+#[test]
 fn a_client_connects_and_runs_while_a_data_node_is_down() {
     let mut cluster = TestCluster::start(2, 2);
     cluster.node(2).kill();

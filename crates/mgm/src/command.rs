@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use kista_transport::faults::LINK_DELAY_MS_MAX;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Command {
     /// Every node: role, state, node group, version, address.
@@ -22,7 +24,9 @@ pub enum Command {
     RegisterClient,
     /// Drop every signal between two data nodes (both ways), for tests of a split cluster.
     Cut(u8, u8),
-    /// Undo a `Cut`.
+    /// Hold every signal between two data nodes this many milliseconds each way.
+    Delay(u8, u8, u32),
+    /// Undo a `Cut` or `Delay`.
     Heal(u8, u8),
     Help,
 }
@@ -39,7 +43,9 @@ commands:
                     library's first request)
   cut N M           drop every signal between data nodes N and M, both ways (a network
                     split for tests; the connections stay open)
-  heal N M          let signals between N and M pass again
+  delay N M MS      hold every signal between N and M for MS milliseconds (at most
+                    60000) each way
+  heal N M          let signals between N and M pass again, undelayed
   help              this list";
 
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
@@ -64,6 +70,14 @@ impl std::str::FromStr for Command {
             ["config"] => Command::Config,
             ["register", "client"] => Command::RegisterClient,
             ["help"] => Command::Help,
+            ["delay", first, second, ms] => {
+                match (first.parse::<u8>(), second.parse::<u8>(), ms.parse::<u32>()) {
+                    (Ok(first), Ok(second), Ok(ms)) if ms <= LINK_DELAY_MS_MAX => {
+                        Command::Delay(first, second, ms)
+                    }
+                    _ => return Err(UnknownCommand(text.trim().to_string())),
+                }
+            }
             [verb @ ("cut" | "heal"), first, second] => {
                 let (Ok(first), Ok(second)) = (first.parse::<u8>(), second.parse::<u8>()) else {
                     return Err(UnknownCommand(text.trim().to_string()));
@@ -98,6 +112,8 @@ mod tests {
         assert_eq!("cut 1 2".parse(), Ok(Command::Cut(1, 2)));
         assert_eq!("Heal 2 1".parse(), Ok(Command::Heal(2, 1)));
         assert!("cut 1".parse::<Command>().is_err());
+        assert_eq!("delay 1 2 50".parse(), Ok(Command::Delay(1, 2, 50)));
+        assert!("delay 1 2 60001".parse::<Command>().is_err());
     }
 
     #[test]

@@ -21,7 +21,7 @@ use kista_runtime::{
     start, BlockRegistration, Module, ModuleInstance, RunningNode, RuntimeOptions,
 };
 use kista_signal::{NodeId, TypedSignal};
-use kista_transport::faults::link_fault;
+use kista_transport::faults::{link_fault, LinkFault};
 use kista_transport::handshake::PROTOCOL_VERSION;
 use kista_transport::peers::Peers;
 use kista_transport::server::{ClientIds, Links, Server, ServerOptions};
@@ -267,17 +267,24 @@ impl State {
             Command::Config => Ok(self.config_text.clone()),
             Command::Help => Ok(HELP.to_string()),
             Command::RegisterClient => self.register_client(session),
-            Command::Cut(a, b) => self.fault_link(NodeId(a), NodeId(b), true).map(|()| {
+            Command::Cut(a, b) => self.fault_link(a, b, LinkFault::Cut).map(|()| {
                 format!("signals between data nodes {a} and {b} are dropped until `heal {a} {b}`")
             }),
+            Command::Delay(a, b, ms) => self.fault_link(a, b, LinkFault::Delay { ms }).map(|()| {
+                format!(
+                    "signals between data nodes {a} and {b} are held {ms} ms each way \
+                         until `heal {a} {b}`"
+                )
+            }),
             Command::Heal(a, b) => self
-                .fault_link(NodeId(a), NodeId(b), false)
+                .fault_link(a, b, LinkFault::Heal)
                 .map(|()| format!("signals between data nodes {a} and {b} pass again")),
         }
     }
 
-    /// Tells both nodes to cut (or restore) their link to each other.
-    fn fault_link(&self, a: NodeId, b: NodeId, cut: bool) -> Result<(), String> {
+    /// Tells both nodes to apply `fault` to their link to each other.
+    fn fault_link(&self, a: u8, b: u8, fault: LinkFault) -> Result<(), String> {
+        let (a, b) = (NodeId(a), NodeId(b));
         for node in [a, b] {
             if !self.is_data_node(node) {
                 return Err(format!("no data node {} in the configuration", node.0));
@@ -287,7 +294,7 @@ impl State {
             return Err(format!("a node has no link to itself ({})", a.0));
         }
         for (at, peer) in [(a, b), (b, a)] {
-            let signal = link_fault(at, arbitrator_address(), peer, cut);
+            let signal = link_fault(at, arbitrator_address(), peer, fault);
             let sent = self
                 .links
                 .get()

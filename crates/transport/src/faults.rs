@@ -1,39 +1,77 @@
-//! Faults injected into the links between cluster members, so tests can split a cluster
-//! without root privileges: a cut link drops every signal both ways while its TCP
-//! connection stays open, as when a cable between two switches is pulled.
+//! Faults injected into the links between cluster members, so tests can split a cluster or
+//! slow it down without root privileges. A *cut* link drops every signal both ways while its
+//! TCP connection stays open, as when a cable between two switches is pulled; a *delayed*
+//! link holds every signal this node sends to that peer for a while before it goes (in
+//! order), as a long or congested route would.
 //!
-//! The management server asks for a cut by sending a [`link_fault`] signal to
+//! The management server sends the instruction as a [`link_fault`] signal to
 //! [`LINK_FAULT_BLOCK`] on each of the two nodes; the transport takes that signal for itself
 //! (no block sees it) and only from a peer (the management server is one).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use kista_signal::{BlockAddress, BlockId, NodeId, Signal, SignalNumber};
 
 /// The address the transport answers for itself; no block has it.
 pub const LINK_FAULT_BLOCK: BlockId = BlockId(253);
 const LINK_FAULT: SignalNumber = SignalNumber(1);
+/// The longest delay a link may be given.
+pub const LINK_DELAY_MS_MAX: u32 = 60_000;
+/// Bytes a delayed link may hold back before it drops what more comes (a link that slow
+/// is as good as cut).
+const DELAYED_BYTES_MAX: usize = 256 << 20;
 
-/// Tells node `at` to cut (`cut` true) or restore its link to `peer`.
-pub fn link_fault(at: NodeId, from: BlockAddress, peer: NodeId, cut: bool) -> Signal {
-    let receiver = BlockAddress::new(at, LINK_FAULT_BLOCK, 0);
-    Signal::with_words(
-        LINK_FAULT,
-        receiver,
-        from,
-        &[u32::from(peer.0), u32::from(cut)],
-    )
+/// What to do to a link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkFault {
+    /// Drop every signal both ways.
+    Cut,
+    /// Hold every signal sent this long before it goes.
+    Delay { ms: u32 },
+    /// Back to normal.
+    Heal,
 }
 
-/// The links this node has cut, read on every batch sent or received.
+/// Tells node `at` to apply `fault` to its link to `peer`.
+pub fn link_fault(at: NodeId, from: BlockAddress, peer: NodeId, fault: LinkFault) -> Signal {
+    let receiver = BlockAddress::new(at, LINK_FAULT_BLOCK, 0);
+    let (kind, ms) = match fault {
+        LinkFault::Heal => (0, 0),
+        LinkFault::Cut => (1, 0),
+        LinkFault::Delay { ms } => (2, ms.min(LINK_DELAY_MS_MAX)),
+    };
+    Signal::with_words(LINK_FAULT, receiver, from, &[u32::from(peer.0), kind, ms])
+}
+
+/// Frames held back on delayed links, oldest first.
+#[derive(Default)]
+struct Delayed {
+    frames: VecDeque<(Instant, NodeId, Vec<u8>)>,
+    bytes: usize,
+    stopping: bool,
+}
+
+/// The faults of this node's links, read on every batch sent or received.
 pub struct LinkFaults {
     cut: [AtomicBool; 256],
+    delay_ms: [AtomicU32; 256],
+    /// Frames held back per peer (so a link whose delay ends sends them first).
+    held: [AtomicU32; 256],
+    delayed: Mutex<Delayed>,
+    due: Condvar,
 }
 
 impl Default for LinkFaults {
     fn default() -> Self {
         Self {
             cut: std::array::from_fn(|_| AtomicBool::new(false)),
+            delay_ms: std::array::from_fn(|_| AtomicU32::new(0)),
+            held: std::array::from_fn(|_| AtomicU32::new(0)),
+            delayed: Mutex::default(),
+            due: Condvar::new(),
         }
     }
 }
@@ -44,17 +82,107 @@ impl LinkFaults {
         self.cut[usize::from(peer.0)].load(Ordering::Relaxed)
     }
 
+    /// Whether frames for `peer` must go through the delay line.
+    #[inline]
+    pub fn is_delayed(&self, peer: NodeId) -> bool {
+        let index = usize::from(peer.0);
+        self.delay_ms[index].load(Ordering::Relaxed) > 0
+            || self.held[index].load(Ordering::Relaxed) > 0
+    }
+
     /// Applies `signal` if it is a link fault instruction; whether it was one.
     pub(crate) fn apply(&self, signal: &Signal) -> bool {
         if signal.receiver().block() != LINK_FAULT_BLOCK {
             return false;
         }
-        if let (LINK_FAULT, [peer, cut, ..]) = (signal.number(), signal.words()) {
+        if let (LINK_FAULT, [peer, kind, ms, ..]) = (signal.number(), signal.words()) {
             if let Ok(peer) = u8::try_from(*peer) {
-                self.cut[usize::from(peer)].store(*cut != 0, Ordering::SeqCst);
+                let index = usize::from(peer);
+                self.cut[index].store(*kind == 1, Ordering::SeqCst);
+                let delay = if *kind == 2 {
+                    (*ms).min(LINK_DELAY_MS_MAX)
+                } else {
+                    0
+                };
+                self.delay_ms[index].store(delay, Ordering::SeqCst);
             }
         }
         true
+    }
+
+    fn delayed(&self) -> MutexGuard<'_, Delayed> {
+        self.delayed.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Holds `frames` for `peer` until its delay has passed (taking them).
+    pub(crate) fn hold(&self, peer: NodeId, frames: &mut Vec<u8>) {
+        let index = usize::from(peer.0);
+        let delay = Duration::from_millis(u64::from(self.delay_ms[index].load(Ordering::Relaxed)));
+        let mut delayed = self.delayed();
+        if delayed.bytes + frames.len() > DELAYED_BYTES_MAX {
+            frames.clear();
+            return;
+        }
+        delayed.bytes += frames.len();
+        self.held[index].fetch_add(1, Ordering::SeqCst);
+        // Ordered by due time per peer since each peer's delay applies to all its frames;
+        // a delay shortened meanwhile waits for the frames before it.
+        let due = Instant::now() + delay;
+        let due = delayed
+            .frames
+            .iter()
+            .rev()
+            .find(|(_, node, _)| *node == peer)
+            .map_or(due, |(last, _, _)| due.max(*last));
+        delayed
+            .frames
+            .push_back((due, peer, std::mem::take(frames)));
+        self.due.notify_one();
+    }
+
+    /// Runs until [`LinkFaults::stop`]: hands each held batch to `send` once it is due.
+    pub(crate) fn release_until_stopped(&self, mut send: impl FnMut(NodeId, &mut Vec<u8>)) {
+        let mut delayed = self.delayed();
+        loop {
+            if delayed.stopping {
+                return;
+            }
+            let now = Instant::now();
+            let next_due = delayed.frames.iter().map(|(due, _, _)| *due).min();
+            match next_due {
+                Some(due) if due <= now => {
+                    let position = delayed
+                        .frames
+                        .iter()
+                        .position(|(d, _, _)| *d == due)
+                        .unwrap_or(0);
+                    if let Some((_, peer, mut frames)) = delayed.frames.remove(position) {
+                        delayed.bytes -= frames.len();
+                        drop(delayed);
+                        if !self.is_cut(peer) {
+                            send(peer, &mut frames);
+                        }
+                        self.held[usize::from(peer.0)].fetch_sub(1, Ordering::SeqCst);
+                        delayed = self.delayed();
+                    }
+                }
+                Some(due) => {
+                    delayed = self
+                        .due
+                        .wait_timeout(delayed, due - now)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                }
+                None => {
+                    delayed = self.due.wait(delayed).unwrap_or_else(|p| p.into_inner());
+                }
+            }
+        }
+    }
+
+    pub(crate) fn stop(&self) {
+        self.delayed().stopping = true;
+        self.due.notify_all();
     }
 }
 
@@ -62,20 +190,47 @@ impl LinkFaults {
 mod tests {
     use super::*;
 
+    fn mgmd() -> BlockAddress {
+        BlockAddress::new(NodeId(49), BlockId(15), 0)
+    }
+
     #[test]
-    fn a_link_stays_cut_until_restored_and_other_signals_are_not_taken() {
+    fn a_link_stays_cut_until_healed_and_other_signals_are_not_taken() {
         let faults = LinkFaults::default();
-        let mgmd = BlockAddress::new(NodeId(49), BlockId(15), 0);
-        assert!(faults.apply(&link_fault(NodeId(1), mgmd, NodeId(2), true)));
+        assert!(faults.apply(&link_fault(NodeId(1), mgmd(), NodeId(2), LinkFault::Cut)));
         assert!(faults.is_cut(NodeId(2)));
         assert!(!faults.is_cut(NodeId(3)));
-        assert!(faults.apply(&link_fault(NodeId(1), mgmd, NodeId(2), false)));
+        assert!(faults.apply(&link_fault(NodeId(1), mgmd(), NodeId(2), LinkFault::Heal)));
         assert!(!faults.is_cut(NodeId(2)));
-        let other = Signal::new(
-            SignalNumber(1),
-            BlockAddress::new(NodeId(1), BlockId(10), 0),
-            mgmd,
+        let to_a_block = BlockAddress::new(NodeId(1), BlockId(10), 0);
+        assert!(!faults.apply(&Signal::new(SignalNumber(1), to_a_block, mgmd())));
+    }
+
+    #[test]
+    fn delayed_frames_go_in_order_once_due() {
+        let faults = std::sync::Arc::new(LinkFaults::default());
+        let delay = LinkFault::Delay { ms: 30 };
+        faults.apply(&link_fault(NodeId(1), mgmd(), NodeId(2), delay));
+        assert!(faults.is_delayed(NodeId(2)));
+        let started = Instant::now();
+        faults.hold(NodeId(2), &mut vec![1]);
+        faults.hold(NodeId(2), &mut vec![2]);
+        let sent = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let (releasing, into) = (faults.clone(), sent.clone());
+        let releaser = std::thread::spawn(move || {
+            releasing.release_until_stopped(|_, frames| into.lock().unwrap().push(frames[0]));
+        });
+        while sent.lock().unwrap().len() < 2 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(
+            started.elapsed() >= Duration::from_millis(30),
+            "held for the delay"
         );
-        assert!(!faults.apply(&other));
+        assert_eq!(*sent.lock().unwrap(), [1, 2]);
+        faults.apply(&link_fault(NodeId(1), mgmd(), NodeId(2), LinkFault::Heal));
+        assert!(!faults.is_delayed(NodeId(2)), "nothing held, no delay");
+        faults.stop();
+        releaser.join().unwrap();
     }
 }

@@ -75,6 +75,18 @@ pub(crate) struct Shared {
     faults: LinkFaults,
 }
 
+impl Shared {
+    /// Sends frames held on delayed links once they are due (`faults`).
+    fn release_delayed_until_stopped(&self) {
+        self.faults.release_until_stopped(|node, frames| {
+            let connections = self.connections.read().unwrap_or_else(|p| p.into_inner());
+            if let Some(connection) = &connections[usize::from(node.0)] {
+                connection.queue_frames(frames);
+            }
+        });
+    }
+}
+
 impl RemoteSink for Shared {
     fn send(&self, node: NodeId, frames: &mut Vec<u8>) {
         let connections = self.connections.read().unwrap_or_else(|p| p.into_inner());
@@ -82,6 +94,9 @@ impl RemoteSink for Shared {
         // dropped: a peer that stays away is declared failed by the membership, which copes
         // with the loss.
         if let Some(connection) = &connections[usize::from(node.0)] {
+            if self.faults.is_delayed(node) {
+                return self.faults.hold(node, frames);
+            }
             if !self.faults.is_cut(node) {
                 connection.queue_frames(frames);
             }
@@ -140,6 +155,13 @@ impl Server {
             .name("kista-accept".into())
             .spawn(move || accept_until_stopped(&shared, &listener))?;
         self.shared.add_thread(acceptor);
+        if !self.shared.options.peers.is_empty() {
+            let shared = self.shared.clone();
+            let delay_line = std::thread::Builder::new()
+                .name("kista-delay-line".into())
+                .spawn(move || shared.release_delayed_until_stopped())?;
+            self.shared.add_thread(delay_line);
+        }
         if !self.shared.options.peers.dial.is_empty() {
             let shared = self.shared.clone();
             let dialer = std::thread::Builder::new()
@@ -197,6 +219,7 @@ impl Server {
         for (_, stream) in &self.shared.admin_streams().1 {
             let _ = stream.shutdown(std::net::Shutdown::Both);
         }
+        self.shared.faults.stop();
         let threads = std::mem::take(&mut *self.shared.threads());
         for thread in threads {
             let _ = thread.join();
