@@ -207,6 +207,27 @@ fn a_short_delay_between_the_data_nodes_is_ridden_out_and_a_long_one_splits_them
 }
 
 #[test]
+fn four_nodes_in_two_groups_survive_a_kill_in_each_group_and_a_restart() {
+    // Partitions are spread over both node groups: every kill hits live data.
+    let mut cluster = TestCluster::start(4, 2);
+    let outcome = load_while(&mut cluster, &["--threads", "3"], 10, |cluster| {
+        cluster.node(3).kill();
+        cluster.wait_for_state(3, "not connected", SELF_STOP_LIMIT);
+        cluster.node(2).kill();
+        cluster.wait_for_state(2, "not connected", SELF_STOP_LIMIT);
+        cluster.restart(3);
+        cluster.wait_for_state(3, "started", START_LIMIT);
+        std::thread::sleep(Duration::from_millis(500));
+        // Node 3 holds its group's data again: its partner can go.
+        cluster.node(4).kill();
+    });
+    assert_nothing_lost(&outcome);
+    for (id, state) in [(1, "started"), (2, "not connected"), (3, "started")] {
+        assert_eq!(cluster.shown_state(id), state, "node {id}");
+    }
+}
+
+#[test]
 fn a_client_connects_and_runs_while_a_data_node_is_down() {
     let mut cluster = TestCluster::start(2, 2);
     cluster.node(2).kill();
