@@ -4,18 +4,18 @@
 //! It says yes to the first side that asks and remembers it as the winner; later it says
 //! yes only to survivors within the winner (a winning side may lose more nodes), never to
 //! nodes outside it. A node that restarts and joins the winner's membership becomes part of
-//! the winner. The management server hosts it, as
-//! `ndb_mgmd` hosts NDB's.
+//! the winner. The management server hosts it, as `ndb_mgmd` hosts NDB's, and it keeps
+//! what the data nodes report there ([`NodeReports`]: started or not, data memory).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use kista_runtime::{Block, Context};
 use kista_signal::{BlockAddress, NodeId, Signal, TypedSignal};
 
 use crate::cluster::NodeSet;
 use crate::protocol::{
-    ArbitrationConf, ArbitrationRequest, MembershipGrew, NodeStarted, NodeSuspected,
+    ArbitrationConf, ArbitrationRequest, MembershipGrew, MemoryUsage, NodeStarted, NodeSuspected,
     ARBITRATOR_BLOCK,
 };
 
@@ -27,24 +27,51 @@ pub const fn arbitrator_address() -> BlockAddress {
     BlockAddress::new(MANAGEMENT_NODE, ARBITRATOR_BLOCK, 0)
 }
 
-/// The data nodes the cluster reported started: written by the [`Arbitrator`] block (a
-/// node reports its first start, the master a restarted node's; a lost connection, which
-/// the management server reports as a `NodeSuspected`, clears it), read by the management
-/// server's admin commands.
+/// What the data nodes report to the management server, written by the [`Arbitrator`]
+/// block and read by the management server's admin commands: which are started (a node
+/// reports its first start, the master a restarted node's; a lost connection, which the
+/// management server reports as a `NodeSuspected`, clears it) and each one's data memory
+/// (reported every heartbeat interval).
 #[derive(Debug, Default)]
-pub struct StartedNodes(AtomicU64);
+pub struct NodeReports {
+    started: AtomicU64,
+    /// `[node id]` → (used bytes, limit bytes), once reported.
+    memory: Mutex<Vec<Option<(u64, u64)>>>,
+}
 
-impl StartedNodes {
-    pub fn contains(&self, node: NodeId) -> bool {
-        NodeSet(self.0.load(Ordering::Acquire)).contains(node)
+impl NodeReports {
+    pub fn is_started(&self, node: NodeId) -> bool {
+        NodeSet(self.started.load(Ordering::Acquire)).contains(node)
     }
 
-    fn insert(&self, node: NodeId) {
-        self.0.fetch_or(NodeSet::of([node]).0, Ordering::AcqRel);
+    /// The latest (used bytes, limit bytes) `node` reported.
+    pub fn memory_of(&self, node: NodeId) -> Option<(u64, u64)> {
+        let memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
+        memory.get(usize::from(node.0)).copied().flatten()
     }
 
-    fn remove(&self, nodes: NodeSet) {
-        self.0.fetch_and(!nodes.0, Ordering::AcqRel);
+    fn started(&self, node: NodeId) {
+        self.started
+            .fetch_or(NodeSet::of([node]).0, Ordering::AcqRel);
+    }
+
+    fn lost(&self, nodes: NodeSet) {
+        self.started.fetch_and(!nodes.0, Ordering::AcqRel);
+        let mut memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
+        for node in nodes.iter() {
+            if let Some(slot) = memory.get_mut(usize::from(node.0)) {
+                *slot = None;
+            }
+        }
+    }
+
+    fn memory_used(&self, node: NodeId, used_bytes: u64, limit_bytes: u64) {
+        let mut memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
+        let index = usize::from(node.0);
+        if memory.len() <= index {
+            memory.resize(index + 1, None);
+        }
+        memory[index] = Some((used_bytes, limit_bytes));
     }
 }
 
@@ -52,15 +79,15 @@ impl StartedNodes {
 pub struct Arbitrator {
     /// The survivors it last let go on.
     winner: Option<NodeSet>,
-    started: Arc<StartedNodes>,
+    reports: Arc<NodeReports>,
 }
 
 impl Arbitrator {
-    /// An arbitrator that keeps the started nodes in `started`.
-    pub fn new(started: Arc<StartedNodes>) -> Self {
+    /// An arbitrator that keeps what the data nodes report in `reports`.
+    pub fn new(reports: Arc<NodeReports>) -> Self {
         Self {
             winner: None,
-            started,
+            reports,
         }
     }
 
@@ -91,12 +118,16 @@ impl Arbitrator {
 
 impl Block for Arbitrator {
     fn execute(&mut self, signal: &Signal, ctx: &mut Context<'_>) {
-        if let Ok(started) = NodeStarted::from_signal(signal) {
+        if let Ok(usage) = MemoryUsage::from_signal(signal) {
+            let node = signal.sender().node();
+            self.reports
+                .memory_used(node, usage.used_bytes, usage.limit_bytes);
+        } else if let Ok(started) = NodeStarted::from_signal(signal) {
             if let Ok(node) = u8::try_from(started.node) {
-                self.started.insert(NodeId(node));
+                self.reports.started(NodeId(node));
             }
         } else if let Ok(lost) = NodeSuspected::from_signal(signal) {
-            self.started.remove(lost.suspects);
+            self.reports.lost(lost.suspects);
         } else if let Ok(grew) = MembershipGrew::from_signal(signal) {
             if let Ok(joined) = u8::try_from(grew.joined) {
                 self.membership_grew(grew.members, NodeId(joined));

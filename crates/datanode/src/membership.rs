@@ -41,6 +41,7 @@ use std::time::Duration;
 
 use kista_runtime::{Block, Context};
 use kista_signal::{BlockAddress, NodeId, Signal, TypedSignal};
+use kista_storage::memory::DataMemory;
 
 use crate::cluster::{ClusterShape, NodeSet, DATA_NODE_ID_LIMIT};
 use crate::node::NodeSettings;
@@ -77,6 +78,8 @@ struct FailureRound {
 pub struct Membership {
     settings: Arc<NodeSettings>,
     cluster: Arc<ClusterShape>,
+    /// Reported to the management server each interval.
+    memory: Arc<DataMemory>,
     /// The members, most senior (the president) first.
     members: Vec<NodeId>,
     generation: u32,
@@ -100,8 +103,13 @@ pub struct Membership {
 
 impl Membership {
     /// A member of a cluster whose data nodes all start together.
-    pub fn new(settings: Arc<NodeSettings>, cluster: Arc<ClusterShape>) -> Self {
+    pub fn new(
+        settings: Arc<NodeSettings>,
+        cluster: Arc<ClusterShape>,
+        memory: Arc<DataMemory>,
+    ) -> Self {
         Self {
+            memory,
             members: cluster.nodes().iter().map(|n| n.node).collect(),
             settings,
             cluster,
@@ -118,12 +126,16 @@ impl Membership {
     }
 
     /// A node restarting into a running cluster: no member yet, it asks to join.
-    pub fn joining(settings: Arc<NodeSettings>, cluster: Arc<ClusterShape>) -> Self {
+    pub fn joining(
+        settings: Arc<NodeSettings>,
+        cluster: Arc<ClusterShape>,
+        memory: Arc<DataMemory>,
+    ) -> Self {
         Self {
             members: Vec::new(),
             generation: 0,
             start_reported: true,
-            ..Self::new(settings, cluster)
+            ..Self::new(settings, cluster, memory)
         }
     }
 
@@ -165,6 +177,13 @@ impl Membership {
     fn tick(&mut self, ctx: &mut Context) {
         if self.stopping {
             return;
+        }
+        if let Some(arbitrator) = self.settings.arbitrator {
+            let usage = MemoryUsage {
+                used_bytes: self.memory.used_bytes(),
+                limit_bytes: self.memory.limit_bytes(),
+            };
+            ctx.send_typed(arbitrator, &usage);
         }
         if self.is_joining() {
             self.ask_to_join(ctx);

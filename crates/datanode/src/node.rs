@@ -169,9 +169,9 @@ pub fn data_node_blocks(
             instance: 0,
         },
         implementation: Box::new(if settings.joins_running_cluster {
-            Membership::joining(settings.clone(), cluster.clone())
+            Membership::joining(settings.clone(), cluster.clone(), memory.clone())
         } else {
-            Membership::new(settings.clone(), cluster.clone())
+            Membership::new(settings.clone(), cluster.clone(), memory.clone())
         }),
     });
     for instance in 0..settings.tc_instances {

@@ -91,6 +91,26 @@ fn a_client_started_as_soon_as_the_data_nodes_are_ready_waits_for_them_to_serve(
 }
 
 #[test]
+fn report_memory_shows_each_data_nodes_data_memory() {
+    let mut cluster = TestCluster::start(2, 2);
+    let deadline = std::time::Instant::now() + SELF_STOP_LIMIT;
+    let report = loop {
+        let (code, stdout, stderr) = cluster.mgm("report memory");
+        assert_eq!(code, Some(0), "{stderr}");
+        if stdout.matches("used of 64.0 MiB").count() == 2 {
+            break stdout;
+        }
+        assert!(std::time::Instant::now() < deadline, "{stdout}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(report.contains("node 1: data memory "), "{report}");
+    cluster.node(2).kill();
+    cluster.wait_for_state(2, "not connected", SELF_STOP_LIMIT);
+    let (_, stdout, _) = cluster.mgm("report memory");
+    assert!(stdout.contains("node 2: not connected"), "{stdout}");
+}
+
+#[test]
 fn clients_reach_rows_on_every_node_of_a_one_replica_cluster() {
     // Each node holds half the partitions and no copy of the other half: every read of a
     // key on the other node is answered by that node's ldm, straight to the client.

@@ -22,6 +22,8 @@ pub enum Command {
     /// Lease a client node id for as long as this admin connection lasts, and learn where
     /// the data nodes are (what the client library asks when it connects).
     RegisterClient,
+    /// Data memory used and available on every data node.
+    ReportMemory,
     /// Drop every signal between two data nodes (both ways), for tests of a split cluster.
     Cut(u8, u8),
     /// Hold every signal between two data nodes this many milliseconds each way.
@@ -37,6 +39,8 @@ commands:
   status            every data node's state (also: all status)
   N status          node N's state
   N stop            stop data node N; its node group's other replicas take over
+  report memory     data memory used and available on every data node (as each
+                    reported it within the last heartbeat interval)
   shutdown          stop every data node, then the management server
   config            the cluster configuration file
   register client   lease a client node id while this connection lasts (the client
@@ -69,6 +73,7 @@ impl std::str::FromStr for Command {
             ["shutdown"] => Command::Shutdown,
             ["config"] => Command::Config,
             ["register", "client"] => Command::RegisterClient,
+            ["report", "memory"] | ["all", "report", "memory"] => Command::ReportMemory,
             ["help"] => Command::Help,
             ["delay", first, second, ms] => {
                 match (first.parse::<u8>(), second.parse::<u8>(), ms.parse::<u32>()) {

@@ -12,7 +12,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use kista_datanode::arbitration::{arbitrator_address, Arbitrator, StartedNodes, MANAGEMENT_NODE};
+use kista_datanode::arbitration::{arbitrator_address, Arbitrator, NodeReports, MANAGEMENT_NODE};
 use kista_datanode::cluster::NodeSet;
 use kista_datanode::membership::membership_address;
 use kista_datanode::protocol::{ClusterStop, NodeSuspected, ARBITRATOR_BLOCK};
@@ -52,8 +52,9 @@ struct State {
     links: OnceLock<Links>,
     shutdown_requested: AtomicBool,
     leases: Mutex<ClientLeases>,
-    /// Data nodes the cluster reported started (a connected node not in it is starting).
-    started: Arc<StartedNodes>,
+    /// What the data nodes reported: started (a connected node not started is starting)
+    /// and data memory.
+    reports: Arc<NodeReports>,
 }
 
 /// One admin connection: who it is, and the client node id it holds (released when it
@@ -72,7 +73,7 @@ impl ManagementServer {
             links: OnceLock::new(),
             shutdown_requested: AtomicBool::new(false),
             leases: Mutex::new(ClientLeases::default()),
-            started: Arc::new(StartedNodes::default()),
+            reports: Arc::new(NodeReports::default()),
         });
         let admin_state = state.clone();
         let peers = Peers {
@@ -115,7 +116,7 @@ impl ManagementServer {
                 module: Module::Main,
                 instance: 0,
             },
-            implementation: Box::new(Arbitrator::new(state.started.clone())),
+            implementation: Box::new(Arbitrator::new(state.reports.clone())),
         };
         let runtime = start(
             &one_thread(),
@@ -267,6 +268,11 @@ impl State {
             Command::Config => Ok(self.config_text.clone()),
             Command::Help => Ok(HELP.to_string()),
             Command::RegisterClient => self.register_client(session),
+            Command::ReportMemory => Ok(self
+                .data_nodes()
+                .map(|node| self.memory_line(node))
+                .collect::<Vec<_>>()
+                .join("\n")),
             Command::Cut(a, b) => self.fault_link(a, b, LinkFault::Cut).map(|()| {
                 format!("signals between data nodes {a} and {b} are dropped until `heal {a} {b}`")
             }),
@@ -309,14 +315,33 @@ impl State {
     /// Connected, and the cluster reported it started (a node that starts with the
     /// cluster once its first membership formed; a restarted node once its data is copied).
     fn is_started(&self, node: NodeId) -> bool {
-        self.is_connected(node) && self.started.contains(node)
+        self.is_connected(node) && self.reports.is_started(node)
     }
 
     fn state_of(&self, node: NodeId) -> &'static str {
-        match (self.is_connected(node), self.started.contains(node)) {
+        match (self.is_connected(node), self.reports.is_started(node)) {
             (true, true) => "started",
             (true, false) => "starting",
             (false, _) => "not connected",
+        }
+    }
+
+    /// `node N: data memory X MiB used of Y MiB (Z%)`, as the node last reported it.
+    fn memory_line(&self, node: NodeId) -> String {
+        let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+        match self
+            .reports
+            .memory_of(node)
+            .filter(|_| self.is_connected(node))
+        {
+            Some((used, limit)) => format!(
+                "node {}: data memory {:.1} MiB used of {:.1} MiB ({:.1}%)",
+                node.0,
+                mib(used),
+                mib(limit),
+                used as f64 * 100.0 / limit.max(1) as f64
+            ),
+            None => format!("node {}: {}", node.0, self.state_of(node)),
         }
     }
 

@@ -688,6 +688,11 @@ typed_signal! {
     NodeStarted = 194 { node: u32, }
 }
 typed_signal! {
+    /// From every data node's membership to the arbitrator each heartbeat interval: its
+    /// data memory, for the management server's `report memory`.
+    MemoryUsage = 196 { used_bytes: u64, limit_bytes: u64, }
+}
+typed_signal! {
     /// From the last started replica to a starting one, just before it passes it a
     /// write: the unique-key changes the write made (a starting replica may lack the row,
     /// so it cannot compute them; it reports these). Section: an `IndexUpkeepBody`.
