@@ -601,6 +601,10 @@ impl Membership {
     }
 }
 
+/// The reason the management server gives when it stops a node to have it restart
+/// (`N restart`): the node's process starts it again, restarting into the cluster.
+pub const RESTART_REQUESTED: &str = "restart requested by the management server (N restart)";
+
 pub fn membership_address(node: NodeId) -> BlockAddress {
     BlockAddress::new(node, MEMBERSHIP_BLOCK, 0)
 }

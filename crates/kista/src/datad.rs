@@ -3,7 +3,8 @@
 //! `--mgm HOST:PORT --node-id N` runs data node N of the cluster the management server at
 //! HOST:PORT configures: it fetches the configuration, connects to the other data nodes and
 //! the management server (restarting into the cluster if the management server reports
-//! another data node started), and serves until told to stop, until its cluster stops it (lost
+//! another data node started), and serves until told to stop (`N restart` stops the node
+//! and starts it again in the same process), until its cluster stops it (lost
 //! arbitration, lost node group) or until SIGINT/SIGTERM. `--standalone` runs a one-node
 //! cluster that clients reach directly. `--print-thread-config` only shows the thread layout.
 
@@ -13,8 +14,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use kista_datanode::membership::RESTART_REQUESTED;
 use kista_datanode::node::NodeSettings;
 use kista_datanode::router::ReadPolicy;
+use kista_runtime::thread_config::ThreadLayout;
 use kista_signal::NodeId;
 use kista_transport::peers::Peers;
 
@@ -79,37 +82,63 @@ pub fn run(args: &DatadArgs) -> Result<(), Failure> {
         print!("{}", args.threads.layout()?);
         return Ok(());
     }
-    let (layout, options) = match (&args.mgm, args.node_id) {
-        (Some(mgm), Some(id)) => {
-            let node = NodeId(id);
-            let mut joined = cluster_node::fetch(mgm, node)?;
-            joined.settings.read_policy = args.read_policy;
-            if !joined.running.is_empty() {
-                let running: Vec<String> = joined.running.iter().map(|n| n.0.to_string()).collect();
-                println!(
-                    "kista datad: the cluster runs (node(s) {} started): node {} restarts into \
-                     it, copying its data from the others (`kista mgm -e show` says when it \
-                     is started)",
-                    running.join(", "),
-                    id
-                );
-            }
-            let options = DataNodeOptions {
-                node,
-                bind: joined.bind,
-                data_memory_bytes: joined.data_memory_bytes,
-                settings: joined.settings,
-                peers: joined.peers,
-            };
-            (joined.layout, options)
-        }
-        _ => (args.threads.layout()?, standalone_options(args)?),
-    };
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, stop.clone())
             .map_err(|e| Failure::runtime(format!("cannot handle signal {signal}: {e}")))?;
     }
+    // Each pass is one life of the node; `N restart` ends one and begins the next, which
+    // restarts into the cluster (NDB's angel process does the same).
+    loop {
+        let (layout, options) = node_options(args)?;
+        match run_once(args, &layout, options, &stop)? {
+            Ended::Restart => println!("kista datad: restarting, as the management server asked"),
+            Ended::Stopped => return Ok(()),
+        }
+    }
+}
+
+/// How one life of the node ended.
+enum Ended {
+    Stopped,
+    Restart,
+}
+
+/// The node's layout and options: from the management server (fetched again for each
+/// life), or standalone.
+fn node_options(args: &DatadArgs) -> Result<(ThreadLayout, DataNodeOptions), Failure> {
+    let (Some(mgm), Some(id)) = (&args.mgm, args.node_id) else {
+        return Ok((args.threads.layout()?, standalone_options(args)?));
+    };
+    let node = NodeId(id);
+    let mut joined = cluster_node::fetch(mgm, node)?;
+    joined.settings.read_policy = args.read_policy;
+    if !joined.running.is_empty() {
+        let running: Vec<String> = joined.running.iter().map(|n| n.0.to_string()).collect();
+        println!(
+            "kista datad: the cluster runs (node(s) {} started): node {} restarts into \
+             it, copying its data from the others (`kista mgm -e show` says when it \
+             is started)",
+            running.join(", "),
+            id
+        );
+    }
+    let options = DataNodeOptions {
+        node,
+        bind: joined.bind,
+        data_memory_bytes: joined.data_memory_bytes,
+        settings: joined.settings,
+        peers: joined.peers,
+    };
+    Ok((joined.layout, options))
+}
+
+fn run_once(
+    args: &DatadArgs,
+    layout: &ThreadLayout,
+    options: DataNodeOptions,
+    stop: &AtomicBool,
+) -> Result<Ended, Failure> {
     let node_id = options.node;
     let peers: Vec<NodeId> = (options.peers.accept.iter().copied())
         .chain(options.peers.dial.iter().map(|(peer, _)| *peer))
@@ -117,7 +146,7 @@ pub fn run(args: &DatadArgs) -> Result<(), Failure> {
     let grace_ms =
         options.settings.heartbeat_interval_ms * u64::from(options.settings.heartbeat_misses_max);
     let data_memory = options.data_memory_bytes;
-    let node = DataNodeProcess::start(&layout, options).map_err(Failure::runtime)?;
+    let node = DataNodeProcess::start(layout, options).map_err(Failure::runtime)?;
     println!(
         "kista datad: node {} listening on {} ({} threads, data memory {} bytes, read policy {:?})",
         node_id.0,
@@ -126,7 +155,7 @@ pub fn run(args: &DatadArgs) -> Result<(), Failure> {
         data_memory,
         args.read_policy
     );
-    wait_for_peers(&node, &peers, Duration::from_millis(grace_ms), &stop);
+    wait_for_peers(&node, &peers, Duration::from_millis(grace_ms), stop);
     println!("kista datad: ready");
     while !stop.load(Ordering::SeqCst) && !node.has_stopped() {
         std::thread::sleep(STOP_POLL);
@@ -136,8 +165,11 @@ pub fn run(args: &DatadArgs) -> Result<(), Failure> {
     println!("kista datad: stopping");
     node.stop().map_err(Failure::runtime)?;
     if let Some(reason) = stopped_by_cluster {
+        if reason == RESTART_REQUESTED {
+            return Ok(Ended::Restart);
+        }
         println!("kista datad: stopped: {reason}");
-        return Ok(());
+        return Ok(Ended::Stopped);
     }
     if failed {
         return Err(Failure::runtime(
@@ -145,7 +177,7 @@ pub fn run(args: &DatadArgs) -> Result<(), Failure> {
         ));
     }
     println!("kista datad: stopped");
-    Ok(())
+    Ok(Ended::Stopped)
 }
 
 fn standalone_options(args: &DatadArgs) -> Result<DataNodeOptions, Failure> {

@@ -248,6 +248,32 @@ fn four_nodes_in_two_groups_survive_a_kill_in_each_group_and_a_restart() {
 }
 
 #[test]
+fn mgm_restart_has_a_node_restart_in_its_own_process_and_catch_up() {
+    let mut cluster = TestCluster::start(2, 2);
+    let outcome = load_while(&mut cluster, &[], 8, |cluster| {
+        let (code, stdout, stderr) = cluster.mgm("2 restart");
+        assert_eq!(code, Some(0), "{stdout}{stderr}");
+        let deadline = std::time::Instant::now() + SELF_STOP_LIMIT;
+        while cluster.shown_state(2) == "started" {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "node 2 never went down"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        cluster.wait_for_state(2, "started", START_LIMIT);
+        assert!(
+            cluster.node(2).is_running(),
+            "the same process restarted the node"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        cluster.node(1).kill();
+    });
+    assert_nothing_lost(&outcome);
+    assert_eq!(cluster.shown_state(2), "started");
+}
+
+#[test]
 fn a_client_connects_and_runs_while_a_data_node_is_down() {
     let mut cluster = TestCluster::start(2, 2);
     cluster.node(2).kill();

@@ -15,6 +15,9 @@ pub enum Command {
     NodeStatus(u8),
     /// Stop one data node; the others take over its work.
     Stop(u8),
+    /// Stop one data node and have its process start it again: it restarts into the
+    /// cluster, its data copied from the others.
+    Restart(u8),
     /// Stop every data node, then the management server.
     Shutdown,
     /// The configuration file's text (what data nodes read at start).
@@ -39,6 +42,8 @@ commands:
   status            every data node's state (also: all status)
   N status          node N's state
   N stop            stop data node N; its node group's other replicas take over
+  N restart         stop data node N and have its process start it again (it rejoins
+                    and gets its data copied back while the cluster runs)
   report memory     data memory used and available on every data node (as each
                     reported it within the last heartbeat interval)
   shutdown          stop every data node, then the management server
@@ -96,6 +101,7 @@ impl std::str::FromStr for Command {
             [node, verb] => match (node.parse::<u8>(), *verb) {
                 (Ok(node), "status") => Command::NodeStatus(node),
                 (Ok(node), "stop") => Command::Stop(node),
+                (Ok(node), "restart") => Command::Restart(node),
                 _ => return Err(UnknownCommand(text.trim().to_string())),
             },
             _ => return Err(UnknownCommand(text.trim().to_string())),
@@ -113,6 +119,7 @@ mod tests {
         assert_eq!("SHOW".parse(), Ok(Command::Show));
         assert_eq!(" all Status ".parse(), Ok(Command::Status));
         assert_eq!("2 stop".parse(), Ok(Command::Stop(2)));
+        assert_eq!("2 Restart".parse(), Ok(Command::Restart(2)));
         assert_eq!("3 STATUS".parse(), Ok(Command::NodeStatus(3)));
         assert_eq!("cut 1 2".parse(), Ok(Command::Cut(1, 2)));
         assert_eq!("Heal 2 1".parse(), Ok(Command::Heal(2, 1)));

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use kista_datanode::arbitration::{arbitrator_address, Arbitrator, NodeReports, MANAGEMENT_NODE};
 use kista_datanode::cluster::NodeSet;
-use kista_datanode::membership::membership_address;
+use kista_datanode::membership::{membership_address, RESTART_REQUESTED};
 use kista_datanode::protocol::{ClusterStop, NodeSuspected, ARBITRATOR_BLOCK};
 use kista_runtime::thread_config::{ThreadConfig, ThreadLayout};
 use kista_runtime::{
@@ -248,6 +248,12 @@ impl State {
                 .collect::<Vec<_>>()
                 .join("\n")),
             Command::NodeStatus(id) => self.node_status(NodeId(id)),
+            Command::Restart(id) => self.send_stop(NodeId(id), RESTART_REQUESTED).map(|()| {
+                format!(
+                    "node {id} is restarting: it rejoins and gets its data copied back \
+                     (`show` says starting, then started)"
+                )
+            }),
             Command::Stop(id) => self.stop_node(NodeId(id), "N stop").map(|()| {
                 format!("node {id} is stopping; its node group's other replicas take over")
             }),
@@ -360,10 +366,15 @@ impl State {
     }
 
     fn stop_node(&self, node: NodeId, command: &str) -> Result<(), String> {
+        let reason = format!("stopped by the management server ({command})");
+        self.send_stop(node, &reason)
+    }
+
+    /// Stops data node `node`'s blocks with `reason` (which its process reads).
+    fn send_stop(&self, node: NodeId, reason: &str) -> Result<(), String> {
         if !self.is_data_node(node) {
             return Err(format!("no data node {} in the configuration", node.0));
         }
-        let reason = format!("stopped by the management server ({command})");
         let stop = ClusterStop {}.to_signal(membership_address(node), arbitrator_address());
         let sent = self
             .links
