@@ -50,6 +50,18 @@ fn load_while(
     running.join().expect("the bench thread")
 }
 
+/// Waits until `condition` holds, failing the test with `what` after `limit`.
+fn wait_until(limit: Duration, what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + limit;
+    while !condition() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: not after {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// The bench finished, lost nothing and failed only transactions the failure touched:
 /// aborted (4010) or, for commits in flight on the lost node, of unknown outcome (4012).
 fn assert_nothing_lost(outcome: &(Option<i32>, String, String)) {
@@ -214,14 +226,9 @@ fn a_short_delay_between_the_data_nodes_is_ridden_out_and_a_long_one_splits_them
     // Beyond the grace the nodes find each other silent: one side goes on.
     let (code, stdout, stderr) = cluster.mgm("delay 1 2 3000");
     assert_eq!(code, Some(0), "{stdout}{stderr}");
-    let deadline = std::time::Instant::now() + SELF_STOP_LIMIT;
-    while cluster.shown_state(1) == "started" && cluster.shown_state(2) == "started" {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "a 3 s delay splits the nodes"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(SELF_STOP_LIMIT, "a 3 s delay splits the nodes", || {
+        cluster.shown_state(1) != "started" || cluster.shown_state(2) != "started"
+    });
     let serving = [1, 2].map(|id| cluster.shown_state(id) == "started");
     assert_eq!(serving.iter().filter(|s| **s).count(), 1, "{serving:?}");
 }
@@ -253,14 +260,9 @@ fn mgm_restart_has_a_node_restart_in_its_own_process_and_catch_up() {
     let outcome = load_while(&mut cluster, &[], 8, |cluster| {
         let (code, stdout, stderr) = cluster.mgm("2 restart");
         assert_eq!(code, Some(0), "{stdout}{stderr}");
-        let deadline = std::time::Instant::now() + SELF_STOP_LIMIT;
-        while cluster.shown_state(2) == "started" {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "node 2 never went down"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_until(SELF_STOP_LIMIT, "node 2 goes down", || {
+            cluster.shown_state(2) != "started"
+        });
         cluster.wait_for_state(2, "started", START_LIMIT);
         assert!(
             cluster.node(2).is_running(),
@@ -277,11 +279,7 @@ fn mgm_restart_has_a_node_restart_in_its_own_process_and_catch_up() {
 fn a_client_connects_and_runs_while_a_data_node_is_down() {
     let mut cluster = TestCluster::start(2, 2);
     cluster.node(2).kill();
-    let deadline = std::time::Instant::now() + SELF_STOP_LIMIT;
-    while cluster.shown_state(2) != "not connected" {
-        assert!(std::time::Instant::now() < deadline, "node 2 still shown");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    cluster.wait_for_state(2, "not connected", SELF_STOP_LIMIT);
     let mgm = cluster.mgm.clone();
     let args = ["bench", "--mgm", &mgm, "--keys", "2000", "--verify"];
     let (code, stdout, stderr) = run_kista(&args, RUN_LIMIT);
