@@ -234,6 +234,21 @@ impl ClusterShape {
             .and_then(|members| self.node(members[0]))
             .map(|node| node.node_group)
     }
+
+    /// Whether `survivors` hold every member of some node group (of `members`, the
+    /// membership they survive from): then no other part of the membership holds any node
+    /// of that group, so no other part can go on, and these need no arbitration (NDB's
+    /// rule; a plain majority is not enough with more than two replicas).
+    pub fn holds_a_whole_group(&self, members: NodeSet, survivors: NodeSet) -> bool {
+        self.groups.iter().any(|group| {
+            let in_membership: Vec<NodeId> = group
+                .iter()
+                .copied()
+                .filter(|&n| members.contains(n))
+                .collect();
+            !in_membership.is_empty() && in_membership.iter().all(|&n| survivors.contains(n))
+        })
+    }
 }
 
 #[cfg(test)]

@@ -86,6 +86,10 @@ pub struct LocalDataManager {
     failed_coordinators: NodeSet,
     /// Partitions being copied to or from a restarting node.
     copies: copy::Copies,
+    /// False on a restarted node until it is a member again: operations that reach it
+    /// meanwhile were meant for its earlier life (whose connections the others have not
+    /// yet seen close) and are refused.
+    member: bool,
 }
 
 fn lock_partition(partition: &RwLock<Partition>) -> RwLockWriteGuard<'_, Partition> {
@@ -102,6 +106,7 @@ impl LocalDataManager {
         memory: Arc<DataMemory>,
         registry: Arc<PartitionRegistry>,
     ) -> Self {
+        let member = !settings.joins_running_cluster;
         Self {
             cluster,
             scans: FragmentScans::new(registry.clone(), settings.partition_scans_per_executor_max),
@@ -115,6 +120,7 @@ impl LocalDataManager {
             upkeep_bytes: Vec::new(),
             failed_coordinators: NodeSet::EMPTY,
             copies: copy::Copies::default(),
+            member,
         }
     }
 
@@ -223,6 +229,13 @@ impl LocalDataManager {
     // ----- operations -----
 
     fn prepare(&mut self, ctx: &mut Context, prepare: Prepare, section: Option<SectionHandle>) {
+        if !self.member {
+            if let Some(section) = section {
+                ctx.release_section(section);
+            }
+            let message = "the replica's node restarted and is not a member again yet";
+            return refuse_prepare(ctx, &prepare, ErrorCode::NodeFailure, message);
+        }
         if self.failed_coordinators.contains(prepare.tc.node()) {
             if let Some(section) = section {
                 ctx.release_section(section);
@@ -669,6 +682,12 @@ impl LocalDataManager {
         self.copies_lost(ctx, failed.failed);
     }
 
+    fn node_joined(&mut self, ctx: &Context, joined: NodeJoined) {
+        if joined.joined == u32::from(ctx.address().node().0) {
+            self.member = true;
+        }
+    }
+
     /// A restarted node's coordinators are trusted again: its earlier life's transactions
     /// were taken over before it started.
     fn node_started(&mut self, started: NodeStarted) {
@@ -765,6 +784,8 @@ impl Block for LocalDataManager {
             NodeFailed::from_signal(signal).map(|f| self.node_failed(ctx, f))
         } else if number == NodeStarted::NUMBER {
             NodeStarted::from_signal(signal).map(|s| self.node_started(s))
+        } else if number == NodeJoined::NUMBER {
+            NodeJoined::from_signal(signal).map(|j| self.node_joined(ctx, j))
         } else if number == CopyPartition::NUMBER {
             CopyPartition::from_signal(signal).map(|c| self.copy_partition(ctx, c, signal.sender()))
         } else if number == CopyRows::NUMBER {

@@ -1,5 +1,6 @@
 //! Cluster membership: heartbeats, failure detection, and the president's two-phase
-//! removal of failed nodes (NDB's Qmgr), with arbitration when a split leaves no majority.
+//! removal of failed nodes (NDB's Qmgr), with arbitration when a split leaves no side
+//! that alone can go on.
 //!
 //! Every member sends every other a heartbeat each interval; one silent for more than
 //! `heartbeat_misses_max` intervals is *suspected*, and the suspicion goes to the president,
@@ -8,12 +9,15 @@
 //!
 //! 1. If some node group would have no survivor, the cluster cannot go on: it tells every
 //!    survivor to stop ([`ClusterStop`]).
-//! 2. It asks every survivor to shut the failed nodes out ([`FailPrepare`]): from then on
-//!    nothing a failed node sends is delivered, so a node that was only paused cannot act on
-//!    the cluster when it wakes.
-//! 3. When the survivors are no majority of the membership, it asks the arbitrator whether
-//!    they may go on; the arbitrator says yes to one side of a split only. A refusal, or no
-//!    answer within `arbitration_timeout_ms`, stops the survivors.
+//! 2. It asks every survivor to shut the failed nodes out ([`FailPrepare`], repeated each
+//!    interval until confirmed): from then on nothing a failed node sends is delivered, so
+//!    a node that was only paused cannot act on the cluster when it wakes. A survivor obeys
+//!    only the node it takes for president itself, so a member cut off from the president
+//!    alone cannot remove it while the president removes that member.
+//! 3. When the survivors hold no node group whole (of the membership), another part of a
+//!    split could go on too: it asks the arbitrator, which says yes to one side only. A
+//!    refusal, or no answer within `arbitration_timeout_ms`, stops the survivors. (A plain
+//!    majority would not do: with three replicas a minority may hold every group.)
 //! 4. Once all survivors confirmed (and arbitration, if needed, was won), it commits the new
 //!    membership ([`FailCommit`]); each survivor tells its blocks ([`NodeFailed`]), which
 //!    finish or abort what the failed nodes left behind.
@@ -87,6 +91,10 @@ pub struct Membership {
     last_heard_ns: [u64; DATA_NODE_ID_LIMIT as usize],
     /// Members this node believes failed, until the membership drops them.
     suspects: NodeSet,
+    /// Members this node agreed to remove (it confirmed a president's `FailPrepare` and
+    /// shut them out), until the membership drops them: it heeds them no more, for it may
+    /// already belong to a membership without them.
+    shut_out: NodeSet,
     /// The president's round in progress.
     round: Option<FailureRound>,
     /// The president's join in progress.
@@ -116,6 +124,7 @@ impl Membership {
             generation: 1,
             last_heard_ns: [0; DATA_NODE_ID_LIMIT as usize],
             suspects: NodeSet::EMPTY,
+            shut_out: NodeSet::EMPTY,
             round: None,
             join: None,
             next_round: 1,
@@ -164,7 +173,7 @@ impl Membership {
         self.members
             .iter()
             .copied()
-            .find(|&m| !self.suspects.contains(m))
+            .find(|&m| !self.suspects.contains(m) && !self.shut_out.contains(m))
     }
 
     fn grace_ns(&self) -> u64 {
@@ -320,13 +329,13 @@ impl Membership {
         let round = self.next_round;
         self.next_round += 1;
         let now = ctx.now_ns();
-        let arbitration = if survivors.len() * 2 > members.len() {
+        let arbitration = if self.cluster.holds_a_whole_group(members, survivors) {
             Arbitration::NotNeeded
         } else {
             let Some(arbitrator) = self.settings.arbitrator else {
                 let reason = format!(
-                    "the survivors {survivors:?} are no majority of {members:?} and no \
-                     arbitrator is configured to let them go on"
+                    "the survivors {survivors:?} of {members:?} hold no whole node group and \
+                     no arbitrator is configured to let them go on"
                 );
                 return self.stop_cluster(ctx, survivors, &reason);
             };
@@ -409,6 +418,13 @@ impl Membership {
         let Some(round) = &self.round else {
             return;
         };
+        let prepare = FailPrepare {
+            round: round.round,
+            failed: round.failed,
+        };
+        for survivor in round.unconfirmed.iter() {
+            ctx.send_typed(membership_address(survivor), &prepare);
+        }
         if let Arbitration::Asked { since_ns } = round.arbitration {
             if now.saturating_sub(since_ns) > arbitration_ns {
                 let survivors = self.member_set().minus(round.failed);
@@ -447,9 +463,18 @@ impl Membership {
     // ----- every survivor -----
 
     fn prepare_failure(&mut self, ctx: &mut Context, prepare: FailPrepare, president: NodeId) {
+        // Only this node's president may remove nodes: a member cut off from the president
+        // alone would otherwise run a round of its own, removing the president, while the
+        // president removes it, and the others could confirm both. It asks again each
+        // interval, in case this node comes to suspect the president too.
+        if self.president() != Some(president) {
+            return;
+        }
         for failed in prepare.failed.iter() {
             ctx.shut_out(failed);
         }
+        self.shut_out = self.shut_out.union(prepare.failed);
+        self.shut_out.remove(self.here());
         ctx.send_typed(
             membership_address(president),
             &FailPrepareConf {
@@ -469,6 +494,7 @@ impl Membership {
         }
         self.members.retain(|&m| !commit.failed.contains(m));
         self.suspects = self.suspects.minus(commit.failed);
+        self.shut_out = self.shut_out.minus(commit.failed);
         self.generation = commit.generation;
         let president = self.president().unwrap_or(self.here());
         let failed = NodeFailed {
@@ -534,6 +560,7 @@ impl Membership {
             return;
         };
         ctx.let_in(NodeId(joining));
+        self.shut_out.remove(NodeId(joining));
         let conf = JoinPrepareConf {
             round: prepare.round,
         };
@@ -620,7 +647,7 @@ impl Block for Membership {
         // (arbitration, stop requests); a shut-out node's membership reaches this block
         // through the fence gate.
         let trusted = from == self.here()
-            || self.members.contains(&from)
+            || (self.members.contains(&from) && !self.shut_out.contains(from))
             || self.settings.arbitrator.is_some_and(|a| a.node() == from);
         let result = if number == JoinRequest::NUMBER {
             JoinRequest::from_signal(signal).map(|_| self.join_requested(ctx, from))

@@ -70,6 +70,10 @@ pub(crate) struct Network {
     down: HashSet<NodeId>,
     /// Pairs of nodes cut apart, both ways.
     cut: HashSet<(NodeId, NodeId)>,
+    /// Signals caught on a cut link, in order, until it heals. A link between cluster
+    /// nodes is TCP: it delivers everything in order or breaks; a cut that heals before the
+    /// nodes declare each other failed loses nothing, and one that does not is fenced.
+    held_by_cut: Vec<Signal>,
     /// (at, from): `at` shut `from` out.
     shut_out: HashSet<(NodeId, NodeId)>,
     /// Extra latency between two nodes, both ways.
@@ -98,13 +102,12 @@ impl Network {
         self.stop_requests.push((node, reason.to_string()));
     }
 
-    /// Whether `signal` is lost on its way: its receiver is down, or cut from or shut out
-    /// by its sender's node (either side's fence stops it).
+    /// Whether `signal` is lost on its way: its receiver is down, or shut out by its
+    /// sender's node (either side's fence stops it).
     fn loses(&self, signal: &Signal) -> bool {
         let (from, to) = (signal.sender().node(), signal.receiver().node());
         let fenced = self.shut_out.contains(&(to, from)) || self.shut_out.contains(&(from, to));
-        self.down.contains(&to)
-            || (from != to && (self.cut.contains(&(from, to)) || (fenced && !passes_gate(signal))))
+        self.down.contains(&to) || (from != to && fenced && !passes_gate(signal))
     }
 }
 
@@ -152,6 +155,7 @@ impl Simulation {
                 last_ready_ns: HashMap::new(),
                 down: HashSet::new(),
                 cut: HashSet::new(),
+                held_by_cut: Vec::new(),
                 shut_out: HashSet::new(),
                 slow: HashMap::new(),
                 stop_requests: Vec::new(),
@@ -216,7 +220,12 @@ impl Simulation {
             }
             return true;
         }
-        if self.network.paused.contains(&signal.receiver().node()) {
+        let (from, to) = (signal.sender().node(), signal.receiver().node());
+        if self.network.cut.contains(&(from, to)) {
+            self.network.held_by_cut.push(signal);
+            return true;
+        }
+        if self.network.paused.contains(&to) {
             self.network.held.push(signal);
             return true;
         }
@@ -246,7 +255,8 @@ impl Simulation {
     }
 
     /// Starts a crashed node again with fresh blocks; the other nodes still shut it out
-    /// if they did.
+    /// if they did. What its earlier life sent or was sent and is still on its way is lost:
+    /// a new process has new connections, and its old timers died with it.
     pub fn restart(
         &mut self,
         node: NodeId,
@@ -254,6 +264,19 @@ impl Simulation {
     ) -> Result<(), SimulationError> {
         if !self.network.down.contains(&node) {
             return Err(SimulationError::NodeRunning(node));
+        }
+        let from_earlier_life =
+            |signal: &Signal| signal.sender().node() == node || signal.receiver().node() == node;
+        let mut lost = self.network.events.remove_where(from_earlier_life);
+        for held in [&mut self.network.held, &mut self.network.held_by_cut] {
+            let (gone, kept) = std::mem::take(held)
+                .into_iter()
+                .partition(from_earlier_life);
+            *held = kept;
+            lost.extend::<Vec<Signal>>(gone);
+        }
+        for signal in lost.iter().filter(|s| s.section().is_pooled()) {
+            self.sections.release(signal.section());
         }
         self.network.down.remove(&node);
         self.add_registrations(node, blocks)
@@ -289,16 +312,22 @@ impl Simulation {
         }
     }
 
-    /// Cuts `a` and `b` apart: every signal between them is lost until [`Self::heal`].
+    /// Cuts `a` and `b` apart: every signal between them waits, in order, until
+    /// [`Self::heal`] (as TCP holds what it cannot deliver); one the receiver's fence or a
+    /// crash makes undeliverable by then is lost.
     pub fn cut(&mut self, a: NodeId, b: NodeId) {
         self.network.cut.insert((a, b));
         self.network.cut.insert((b, a));
     }
 
-    /// Undoes every cut and slowdown.
+    /// Undoes every cut and slowdown; what waited on a cut link arrives now, in order.
     pub fn heal(&mut self) {
         self.network.cut.clear();
         self.network.slow.clear();
+        let now = self.network.now_ns;
+        for signal in std::mem::take(&mut self.network.held_by_cut) {
+            self.network.schedule(now, &signal);
+        }
     }
 
     /// Adds `extra_ns` to the latency of every signal between `a` and `b`.

@@ -81,4 +81,17 @@ impl TimedQueue {
     pub fn is_empty(&self) -> bool {
         self.heap.is_empty()
     }
+
+    /// Removes the signals `drop` picks, returning them.
+    pub fn remove_where(&mut self, mut drop: impl FnMut(&Signal) -> bool) -> Vec<Signal> {
+        let mut removed = Vec::new();
+        self.heap.retain(|timed| {
+            let dropped = drop(&timed.signal);
+            if dropped {
+                removed.push(timed.signal);
+            }
+            !dropped
+        });
+        removed
+    }
 }

@@ -79,7 +79,8 @@ impl Dictionary {
         let all = NodeSet::of(self.cluster.nodes().iter().map(|n| n.node));
         self.failed_nodes = all.minus(joined.members);
         if node == ctx.address().node() {
-            self.restarting = true;
+            // `restarting` is set from the start (and cleared if the master's word that
+            // the restart is over came before this).
             return;
         }
         if self.is_master(ctx) {

@@ -45,9 +45,14 @@ impl TransactionCoordinator {
             return;
         };
         if node == self.settings.node {
-            // This node restarted: the others are started, and its transaction ids must
-            // differ from its earlier life's.
+            // This node restarted: the others are started (and so is this one if the
+            // master's word came first), and its transaction ids must differ from its
+            // earlier life's.
+            let started_already = self.started_nodes.contains(node);
             self.started_nodes = joined.members.minus(NodeSet::of([node]));
+            if started_already {
+                self.started_nodes.insert(node);
+            }
             self.failed_nodes = self.cluster_nodes().minus(joined.members);
             self.incarnation = joined.generation as u8;
             self.arrange_chains();

@@ -183,6 +183,26 @@ impl Node {
         found
     }
 
+    /// The signals executed since trace byte `offset`, with their times, and the offset
+    /// to read on from: for tests that watch the cluster step by step.
+    pub fn trace_since(&self, offset: usize) -> (Vec<(u64, Signal)>, usize) {
+        let trace = self.simulation.trace();
+        let mut found = Vec::new();
+        let mut at = offset;
+        while trace.len() > at + 8 {
+            let at_ns = u64::from_le_bytes(trace[at..at + 8].try_into().unwrap());
+            let decoded = kista_signal::wire::decode(&trace[at + 8..]).unwrap();
+            found.push((at_ns, decoded.signal));
+            at += 8 + decoded.frame_len;
+        }
+        (found, at)
+    }
+
+    /// Takes every signal the client has received and not yet taken.
+    pub fn take_inbox(&mut self) -> Vec<(Signal, Vec<u8>)> {
+        std::mem::take(&mut *self.inbox.lock().unwrap())
+    }
+
     /// Sends the following requests to `node`.
     pub fn use_node(&mut self, node: NodeId) {
         self.settings = self
