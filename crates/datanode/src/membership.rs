@@ -95,6 +95,10 @@ pub struct Membership {
     /// shut them out), until the membership drops them: it heeds them no more, for it may
     /// already belong to a membership without them.
     shut_out: NodeSet,
+    /// Nodes let in by a president's `JoinPrepare` and not yet members: a failure round
+    /// committed meanwhile shuts them out again (that join was abandoned, and a president
+    /// that was removed must not make them members behind the others' backs).
+    letting_in: NodeSet,
     /// The president's round in progress.
     round: Option<FailureRound>,
     /// The president's join in progress.
@@ -125,6 +129,7 @@ impl Membership {
             last_heard_ns: [0; DATA_NODE_ID_LIMIT as usize],
             suspects: NodeSet::EMPTY,
             shut_out: NodeSet::EMPTY,
+            letting_in: NodeSet::EMPTY,
             round: None,
             join: None,
             next_round: 1,
@@ -384,11 +389,11 @@ impl Membership {
         if !round.unconfirmed.is_empty() || matches!(round.arbitration, Arbitration::Asked { .. }) {
             return;
         }
+        let survivors = self.member_set().minus(round.failed);
         let commit = FailCommit {
             generation: self.generation + 1,
-            failed: round.failed,
+            members: survivors,
         };
-        let survivors = self.member_set().minus(round.failed);
         self.round = None;
         let here = self.here();
         for survivor in survivors.iter().filter(|&s| s != here) {
@@ -487,23 +492,43 @@ impl Membership {
         if commit.generation <= self.generation {
             return;
         }
-        for failed in commit.failed.iter() {
+        // Everyone this node knew that is not in the new membership left (some perhaps in
+        // a generation whose commit this node missed).
+        let removed = self.member_set().minus(commit.members);
+        for failed in removed.iter() {
             // A commit may follow a prepare this node never saw (it was lost with an
             // earlier president): shutting out twice is harmless.
             ctx.shut_out(failed);
         }
-        self.members.retain(|&m| !commit.failed.contains(m));
-        self.suspects = self.suspects.minus(commit.failed);
-        self.shut_out = self.shut_out.minus(commit.failed);
+        self.members.retain(|&m| commit.members.contains(m));
+        for abandoned in self.letting_in.minus(commit.members).iter() {
+            ctx.shut_out(abandoned);
+        }
+        self.letting_in = NodeSet::EMPTY;
+        // A join whose commit this node missed: the node is the most junior.
+        let missed_joins = commit.members.minus(self.member_set());
+        self.members.extend(missed_joins.iter());
+        self.suspects = self.suspects.minus(removed);
+        self.shut_out = self.shut_out.minus(removed);
         self.generation = commit.generation;
         let president = self.president().unwrap_or(self.here());
         let failed = NodeFailed {
             generation: commit.generation,
-            failed: commit.failed,
+            failed: removed,
             president: u32::from(president.0),
         };
+        let members = self.member_set();
         for receiver in self.local_blocks() {
             ctx.send_typed(receiver, &failed);
+            for joined in missed_joins.iter() {
+                let joined = NodeJoined {
+                    generation: commit.generation,
+                    joined: u32::from(joined.0),
+                    president: u32::from(president.0),
+                    members,
+                };
+                ctx.send_typed(receiver, &joined);
+            }
         }
         if !self.suspects.is_empty() {
             self.report_suspects(ctx);
@@ -561,6 +586,7 @@ impl Membership {
         };
         ctx.let_in(NodeId(joining));
         self.shut_out.remove(NodeId(joining));
+        self.letting_in.insert(NodeId(joining));
         let conf = JoinPrepareConf {
             round: prepare.round,
         };

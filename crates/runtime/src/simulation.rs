@@ -282,6 +282,11 @@ impl Simulation {
         self.add_registrations(node, blocks)
     }
 
+    /// Whether node `at` shut `node` out (its fence stops everything between them).
+    pub fn shuts_out(&self, at: NodeId, node: NodeId) -> bool {
+        self.network.shut_out.contains(&(at, node))
+    }
+
     /// Whether `node` is down (crashed, or stopped by its blocks).
     pub fn is_down(&self, node: NodeId) -> bool {
         self.network.down.contains(&node)

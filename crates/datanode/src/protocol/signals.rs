@@ -582,9 +582,10 @@ typed_signal! {
 }
 typed_signal! {
     /// From the president once every survivor shut the failed nodes out (and, when the
-    /// survivors are no majority, the arbitrator agreed): the membership is now `generation`
-    /// without `failed`.
-    FailCommit = 175 { generation: u32, failed: NodeSet, }
+    /// survivors hold no node group whole, the arbitrator agreed): the membership of
+    /// `generation` is `members`. Whole, not as a change: a survivor that missed an earlier
+    /// generation's commit (it was slow) takes the membership as it is.
+    FailCommit = 175 { generation: u32, members: NodeSet, }
 }
 typed_signal! {
     /// From the membership to the node's `dict`, `tc` and `ldm` instances: the `failed`
