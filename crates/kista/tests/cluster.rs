@@ -213,6 +213,20 @@ fn a_split_between_the_data_nodes_leaves_exactly_one_side_serving_and_loses_noth
 }
 
 #[test]
+fn a_cut_healed_within_the_heartbeat_grace_loses_nothing_and_splits_nothing() {
+    let mut cluster = TestCluster::start(2, 2);
+    let outcome = load_while(&mut cluster, &[], 5, |cluster| {
+        assert_eq!(cluster.mgm("cut 1 2").0, Some(0));
+        // Shorter than the grace (4 x 200 ms): what waited on the link arrives after.
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(cluster.mgm("heal 1 2").0, Some(0));
+    });
+    assert_nothing_lost(&outcome);
+    assert_eq!(cluster.shown_state(1), "started");
+    assert_eq!(cluster.shown_state(2), "started");
+}
+
+#[test]
 fn a_short_delay_between_the_data_nodes_is_ridden_out_and_a_long_one_splits_them() {
     let mut cluster = TestCluster::start(2, 2);
     // 100 ms each way is well within the heartbeat grace (4 x 200 ms): both go on.

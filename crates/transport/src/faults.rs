@@ -1,8 +1,11 @@
 //! Faults injected into the links between cluster members, so tests can split a cluster or
-//! slow it down without root privileges. A *cut* link drops every signal both ways while its
-//! TCP connection stays open, as when a cable between two switches is pulled; a *delayed*
-//! link holds every signal this node sends to that peer for a while before it goes (in
-//! order), as a long or congested route would.
+//! slow it down without root privileges. A *cut* link delivers nothing either way while its
+//! TCP connection stays open, as when a cable between two switches is pulled: what each
+//! side sends waits, in order, until the link heals (TCP loses nothing; if the cut lasts,
+//! the nodes declare each other failed and their fences drop it then). A *delayed* link
+//! holds every signal this node sends to that peer for a while before it goes (in order),
+//! as a long or congested route would. A link holding more than [`DELAYED_BYTES_MAX`] is
+//! broken off: its connection closes, as TCP's would give up.
 //!
 //! The management server sends the instruction as a [`link_fault`] signal to
 //! [`LINK_FAULT_BLOCK`] on each of the two nodes; the transport takes that signal for itself
@@ -20,9 +23,9 @@ pub const LINK_FAULT_BLOCK: BlockId = BlockId(253);
 const LINK_FAULT: SignalNumber = SignalNumber(1);
 /// The longest delay a link may be given.
 pub const LINK_DELAY_MS_MAX: u32 = 60_000;
-/// Bytes a delayed link may hold back before it drops what more comes (a link that slow
-/// is as good as cut).
-const DELAYED_BYTES_MAX: usize = 256 << 20;
+/// Bytes the delayed and cut links may hold back together before a link that would hold
+/// more is broken off.
+pub const DELAYED_BYTES_MAX: usize = 256 << 20;
 
 /// What to do to a link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,10 +49,10 @@ pub fn link_fault(at: NodeId, from: BlockAddress, peer: NodeId, fault: LinkFault
     Signal::with_words(LINK_FAULT, receiver, from, &[u32::from(peer.0), kind, ms])
 }
 
-/// Frames held back on delayed links, oldest first.
+/// Frames held back on delayed or cut links, oldest first; `None` is due when the cut heals.
 #[derive(Default)]
 struct Delayed {
-    frames: VecDeque<(Instant, NodeId, Vec<u8>)>,
+    frames: VecDeque<(Option<Instant>, NodeId, Vec<u8>)>,
     bytes: usize,
     stopping: bool,
 }
@@ -82,11 +85,13 @@ impl LinkFaults {
         self.cut[usize::from(peer.0)].load(Ordering::Relaxed)
     }
 
-    /// Whether frames for `peer` must go through the delay line.
+    /// Whether frames for `peer` must go through the delay line (it is cut or delayed, or
+    /// frames from before still wait there).
     #[inline]
     pub fn is_delayed(&self, peer: NodeId) -> bool {
         let index = usize::from(peer.0);
-        self.delay_ms[index].load(Ordering::Relaxed) > 0
+        self.cut[index].load(Ordering::Relaxed)
+            || self.delay_ms[index].load(Ordering::Relaxed) > 0
             || self.held[index].load(Ordering::Relaxed) > 0
     }
 
@@ -98,13 +103,28 @@ impl LinkFaults {
         if let (LINK_FAULT, [peer, kind, ms, ..]) = (signal.number(), signal.words()) {
             if let Ok(peer) = u8::try_from(*peer) {
                 let index = usize::from(peer);
-                self.cut[index].store(*kind == 1, Ordering::SeqCst);
+                let cut = *kind == 1;
                 let delay = if *kind == 2 {
                     (*ms).min(LINK_DELAY_MS_MAX)
                 } else {
                     0
                 };
+                let mut delayed = self.delayed();
+                self.cut[index].store(cut, Ordering::SeqCst);
                 self.delay_ms[index].store(delay, Ordering::SeqCst);
+                if !cut {
+                    // What waited for the cut to heal goes now, after what was delayed.
+                    let mut last = Instant::now();
+                    let of_peer = delayed.frames.iter_mut().filter(|f| f.1 == NodeId(peer));
+                    for (due, _, _) in of_peer {
+                        match due {
+                            Some(at) => last = last.max(*at),
+                            None => *due = Some(last),
+                        }
+                    }
+                    self.due.notify_all();
+                }
+                drop(delayed);
             }
         }
         true
@@ -114,30 +134,57 @@ impl LinkFaults {
         self.delayed.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Holds `frames` for `peer` until its delay has passed (taking them).
-    pub(crate) fn hold(&self, peer: NodeId, frames: &mut Vec<u8>) {
+    /// Holds `frames` for `peer` until its delay has passed or its cut healed (taking
+    /// them); false when there is no room left, and the link must be broken off.
+    #[must_use]
+    pub(crate) fn hold(&self, peer: NodeId, frames: &mut Vec<u8>) -> bool {
         let index = usize::from(peer.0);
-        let delay = Duration::from_millis(u64::from(self.delay_ms[index].load(Ordering::Relaxed)));
         let mut delayed = self.delayed();
         if delayed.bytes + frames.len() > DELAYED_BYTES_MAX {
             frames.clear();
-            return;
+            return false;
         }
-        delayed.bytes += frames.len();
-        self.held[index].fetch_add(1, Ordering::SeqCst);
-        // Ordered by due time per peer since each peer's delay applies to all its frames;
-        // a delay shortened meanwhile waits for the frames before it.
-        let due = Instant::now() + delay;
-        let due = delayed
+        let delay_ms = u64::from(self.delay_ms[index].load(Ordering::Relaxed));
+        let mut due =
+            (!self.is_cut(peer)).then(|| Instant::now() + Duration::from_millis(delay_ms));
+        // In order per peer: never before the frames ahead of it (a delay shortened, or a
+        // cut still holding earlier frames).
+        if let Some((last, _, _)) = delayed
             .frames
             .iter()
             .rev()
             .find(|(_, node, _)| *node == peer)
-            .map_or(due, |(last, _, _)| due.max(*last));
+        {
+            due = match (due, last) {
+                (Some(due), Some(last)) => Some(due.max(*last)),
+                _ => None,
+            };
+        }
+        delayed.bytes += frames.len();
+        self.held[index].fetch_add(1, Ordering::SeqCst);
         delayed
             .frames
             .push_back((due, peer, std::mem::take(frames)));
         self.due.notify_one();
+        true
+    }
+
+    /// Drops what waits for `peer`, whose connection closed (TCP loses what a broken
+    /// connection had not delivered).
+    pub(crate) fn forget(&self, peer: NodeId) {
+        let mut delayed = self.delayed();
+        let before = delayed.frames.len();
+        let mut freed = 0;
+        delayed.frames.retain(|(_, node, frames)| {
+            let keep = *node != peer;
+            if !keep {
+                freed += frames.len();
+            }
+            keep
+        });
+        let dropped = before - delayed.frames.len();
+        delayed.bytes -= freed;
+        self.held[usize::from(peer.0)].fetch_sub(dropped as u32, Ordering::SeqCst);
     }
 
     /// Runs until [`LinkFaults::stop`]: hands each held batch to `send` once it is due.
@@ -148,20 +195,18 @@ impl LinkFaults {
                 return;
             }
             let now = Instant::now();
-            let next_due = delayed.frames.iter().map(|(due, _, _)| *due).min();
+            let next_due = delayed.frames.iter().filter_map(|(due, _, _)| *due).min();
             match next_due {
                 Some(due) if due <= now => {
                     let position = delayed
                         .frames
                         .iter()
-                        .position(|(d, _, _)| *d == due)
+                        .position(|(d, _, _)| *d == Some(due))
                         .unwrap_or(0);
                     if let Some((_, peer, mut frames)) = delayed.frames.remove(position) {
                         delayed.bytes -= frames.len();
                         drop(delayed);
-                        if !self.is_cut(peer) {
-                            send(peer, &mut frames);
-                        }
+                        send(peer, &mut frames);
                         self.held[usize::from(peer.0)].fetch_sub(1, Ordering::SeqCst);
                         delayed = self.delayed();
                     }
@@ -207,14 +252,40 @@ mod tests {
     }
 
     #[test]
+    fn a_cut_link_holds_what_is_sent_until_it_heals() {
+        let faults = std::sync::Arc::new(LinkFaults::default());
+        faults.apply(&link_fault(NodeId(1), mgmd(), NodeId(2), LinkFault::Cut));
+        assert!(faults.is_delayed(NodeId(2)), "a cut link's frames wait");
+        assert!(faults.hold(NodeId(2), &mut vec![7]));
+        let sent = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let (releasing, into) = (faults.clone(), sent.clone());
+        let releaser = std::thread::spawn(move || {
+            releasing.release_until_stopped(|_, frames| into.lock().unwrap().push(frames[0]));
+        });
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(sent.lock().unwrap().is_empty(), "nothing crosses a cut");
+        faults.apply(&link_fault(NodeId(1), mgmd(), NodeId(2), LinkFault::Heal));
+        while sent.lock().unwrap().is_empty() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(
+            *sent.lock().unwrap(),
+            [7],
+            "what waited arrives once healed"
+        );
+        faults.stop();
+        releaser.join().unwrap();
+    }
+
+    #[test]
     fn delayed_frames_go_in_order_once_due() {
         let faults = std::sync::Arc::new(LinkFaults::default());
         let delay = LinkFault::Delay { ms: 30 };
         faults.apply(&link_fault(NodeId(1), mgmd(), NodeId(2), delay));
         assert!(faults.is_delayed(NodeId(2)));
         let started = Instant::now();
-        faults.hold(NodeId(2), &mut vec![1]);
-        faults.hold(NodeId(2), &mut vec![2]);
+        assert!(faults.hold(NodeId(2), &mut vec![1]));
+        assert!(faults.hold(NodeId(2), &mut vec![2]));
         let sent = std::sync::Arc::new(Mutex::new(Vec::new()));
         let (releasing, into) = (faults.clone(), sent.clone());
         let releaser = std::thread::spawn(move || {

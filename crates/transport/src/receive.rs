@@ -24,7 +24,7 @@ pub(crate) struct Admission<'a> {
     pub node: NodeId,
     /// Checks a client's signals; `None` for peers, which are cluster members.
     pub validate: Option<&'a Validator>,
-    /// For peers: the links cut for a test, and where instructions to cut them go.
+    /// For peers: where instructions to cut or delay links go.
     pub faults: Option<&'a LinkFaults>,
 }
 
@@ -79,10 +79,9 @@ fn stage_whole_signals(
             Err(error) => return Err(format!("malformed frame: {error}")),
         };
         check(admission, connection, &signal, section)?;
-        if let Some(faults) = admission.faults {
-            if faults.apply(&signal) || faults.is_cut(connection.peer) {
-                continue;
-            }
+        // A cut is held on the sending side (each node of the pair holds what it sends).
+        if admission.faults.is_some_and(|faults| faults.apply(&signal)) {
+            continue;
         }
         loop {
             match injector.stage(batch, signal, section) {

@@ -22,7 +22,7 @@ use kista_runtime::{Injector, Remote, RemoteSink};
 use kista_signal::{NodeId, Signal};
 
 use crate::connection::Connection;
-use crate::faults::LinkFaults;
+use crate::faults::{LinkFaults, DELAYED_BYTES_MAX};
 use crate::handshake::{self, HandshakeError, Role, Welcome};
 use crate::peers::{self, Peers};
 use crate::receive::{receive_until_closed, Admission};
@@ -94,11 +94,15 @@ impl RemoteSink for Shared {
         // dropped: a peer that stays away is declared failed by the membership, which copes
         // with the loss.
         if let Some(connection) = &connections[usize::from(node.0)] {
-            if self.faults.is_delayed(node) {
-                return self.faults.hold(node, frames);
-            }
-            if !self.faults.is_cut(node) {
+            if !self.faults.is_delayed(node) {
                 connection.queue_frames(frames);
+            } else if !self.faults.hold(node, frames) {
+                let reason = format!(
+                    "the link to node {} held more than {DELAYED_BYTES_MAX} bytes back (a cut \
+                     or delay for a test): broken off",
+                    node.0
+                );
+                connection.close(reason);
             }
         }
         frames.clear();
@@ -362,6 +366,10 @@ impl Shared {
                 };
                 receive_until_closed(injector, &admission, connection, &mut stream);
                 connection.close("the receive side ended".into());
+                if is_peer {
+                    // What waited on a cut or delayed link went down with the connection.
+                    self.faults.forget(connection.peer);
+                }
                 let _ = sender.join();
             }
             (Ok(sender), None) => {
