@@ -1,5 +1,5 @@
 //! Random faults in the deterministic simulation. For each seed, a cluster of 2 or 4 data
-//! nodes (2 replicas) takes a stream of writes while a seeded schedule crashes and restarts
+//! nodes (2 replicas) or 3 (3 replicas) takes a stream of writes while a seeded schedule crashes and restarts
 //! nodes, pauses and resumes them, and cuts and slows the links between them.
 //!
 //! Checked after every slice of virtual time: every node that reaches a membership
@@ -122,6 +122,8 @@ struct Run {
     table: (u32, u32),
     dice: Dice,
     nodes: Vec<u8>,
+    /// Nodes per node group.
+    replicas: u8,
     keys: Vec<Key>,
     writes: HashMap<u64, Write>,
     /// Writes past the answer limit, whose answer may still come.
@@ -142,8 +144,10 @@ struct Run {
 
 impl Run {
     fn start(seed: u64) -> Self {
-        let count = if seed % 2 == 0 { 2 } else { 4 };
-        let settings = cluster_settings(count, 2, node_settings);
+        // Two nodes in one group, four in two groups (two replicas), or three in one group
+        // (three replicas, where a majority is no longer enough to go on unasked).
+        let (count, replicas) = [(2, 2), (4, 2), (3, 3)][(seed % 3) as usize];
+        let settings = cluster_settings(count, replicas, node_settings);
         let mut cluster = Node::start_cluster(settings, DATA_MEMORY_BYTES, seed);
         let definition = TableDefinitionBody {
             schema: counters(),
@@ -174,6 +178,7 @@ impl Run {
             generations: HashMap::from([(1, nodes.iter().map(|&n| (n, all)).collect())]),
             restarted_ns: HashMap::new(),
             nodes,
+            replicas: replicas as u8,
             trace_offset: 0,
             acknowledged: 0,
         };
@@ -208,10 +213,16 @@ impl Run {
             .is_some_and(|(_, members)| members.contains(NodeId(node)))
     }
 
-    /// Whether the other node of `node`'s group runs as a member.
+    /// Whether another node of `node`'s group runs as a member.
     fn partner_runs(&self, node: u8) -> bool {
-        let partner = if node % 2 == 1 { node + 1 } else { node - 1 };
-        !self.is_down(partner) && self.is_member(partner) && !self.paused.contains(&partner)
+        let group = |n: u8| (n - 1) / self.replicas;
+        self.nodes.iter().any(|&other| {
+            other != node
+                && group(other) == group(node)
+                && !self.is_down(other)
+                && self.is_member(other)
+                && !self.paused.contains(&other)
+        })
     }
 
     /// Nodes running and not paused.
