@@ -663,6 +663,11 @@ impl Membership {
 /// (`N restart`): the node's process starts it again, restarting into the cluster.
 pub const RESTART_REQUESTED: &str = "restart requested by the management server (N restart)";
 
+/// The reason for `N restart -n`: the node's process waits for `N start` before it starts
+/// the node again.
+pub const RESTART_WHEN_STARTED: &str =
+    "restart requested by the management server (N restart -n): waiting for N start";
+
 pub fn membership_address(node: NodeId) -> BlockAddress {
     BlockAddress::new(node, MEMBERSHIP_BLOCK, 0)
 }

@@ -14,9 +14,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use kista_datanode::membership::RESTART_REQUESTED;
+use kista_datanode::membership::{RESTART_REQUESTED, RESTART_WHEN_STARTED};
 use kista_datanode::node::NodeSettings;
 use kista_datanode::router::ReadPolicy;
+use kista_mgm::admin::AdminClient;
 use kista_runtime::thread_config::ThreadLayout;
 use kista_signal::NodeId;
 use kista_transport::peers::Peers;
@@ -76,6 +77,8 @@ pub struct DatadArgs {
 
 /// How often the main thread looks for a stop request.
 const STOP_POLL: Duration = Duration::from_millis(50);
+/// Longest one question to the management server may take while waiting for `N start`.
+const MGM_WAIT: Duration = Duration::from_secs(5);
 
 pub fn run(args: &DatadArgs) -> Result<(), Failure> {
     if args.print_thread_config {
@@ -93,15 +96,44 @@ pub fn run(args: &DatadArgs) -> Result<(), Failure> {
         let (layout, options) = node_options(args)?;
         match run_once(args, &layout, options, &stop)? {
             Ended::Restart => println!("kista datad: restarting, as the management server asked"),
+            Ended::RestartWhenStarted => {
+                if !wait_for_start(args, &stop)? {
+                    return Ok(());
+                }
+                println!("kista datad: starting, as the management server asked");
+            }
             Ended::Stopped => return Ok(()),
         }
     }
+}
+
+/// After `N restart -n`: asks the management server until `N start` is given (true) or
+/// this process is told to stop (false).
+fn wait_for_start(args: &DatadArgs, stop: &AtomicBool) -> Result<bool, Failure> {
+    let (Some(mgm), Some(id)) = (&args.mgm, args.node_id) else {
+        return Ok(false);
+    };
+    println!("kista datad: node {id} stopped; waiting for `kista mgm -e \"{id} start\"`");
+    let question = format!("{id} await start");
+    while !stop.load(Ordering::SeqCst) {
+        let answer =
+            AdminClient::connect(mgm, MGM_WAIT).and_then(|mut admin| admin.request(&question));
+        match answer {
+            Ok(answer) if answer == "start" => return Ok(true),
+            Ok(_) => {}
+            // The management server may be restarting: ask again shortly.
+            Err(_) => std::thread::sleep(STOP_POLL * 10),
+        }
+    }
+    Ok(false)
 }
 
 /// How one life of the node ended.
 enum Ended {
     Stopped,
     Restart,
+    /// Restart once the management server says `N start`.
+    RestartWhenStarted,
 }
 
 /// The node's layout and options: from the management server (fetched again for each
@@ -167,6 +199,9 @@ fn run_once(
     if let Some(reason) = stopped_by_cluster {
         if reason == RESTART_REQUESTED {
             return Ok(Ended::Restart);
+        }
+        if reason == RESTART_WHEN_STARTED {
+            return Ok(Ended::RestartWhenStarted);
         }
         println!("kista datad: stopped: {reason}");
         return Ok(Ended::Stopped);

@@ -290,6 +290,31 @@ fn mgm_restart_has_a_node_restart_in_its_own_process_and_catch_up() {
 }
 
 #[test]
+fn restart_dash_n_leaves_the_process_waiting_until_mgm_start() {
+    let mut cluster = TestCluster::start(2, 2);
+    let (code, stdout, stderr) = cluster.mgm("1 start");
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(stderr.contains("node 1 is running"), "{stderr}");
+    let (code, stdout, stderr) = cluster.mgm("2 restart -n");
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    cluster.wait_for_state(2, "not connected", SELF_STOP_LIMIT);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(cluster.shown_state(2), "not connected", "it waits");
+    assert!(
+        cluster.node(2).is_running(),
+        "its process waits for N start"
+    );
+    let (code, stdout, stderr) = cluster.mgm("2 start");
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    cluster.wait_for_state(2, "started", START_LIMIT);
+    let mgm = cluster.mgm.clone();
+    let args = ["bench", "--mgm", &mgm, "--keys", "2000", "--verify"];
+    let (code, stdout, stderr) = run_kista(&args, RUN_LIMIT);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("0 missing, 0 wrong"), "{stdout}");
+}
+
+#[test]
 fn a_client_connects_and_runs_while_a_data_node_is_down() {
     let mut cluster = TestCluster::start(2, 2);
     cluster.node(2).kill();

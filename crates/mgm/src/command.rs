@@ -16,8 +16,17 @@ pub enum Command {
     /// Stop one data node; the others take over its work.
     Stop(u8),
     /// Stop one data node and have its process start it again: it restarts into the
-    /// cluster, its data copied from the others.
-    Restart(u8),
+    /// cluster, its data copied from the others. With `-n`, the process waits for
+    /// `N start` first.
+    Restart {
+        node: u8,
+        wait_for_start: bool,
+    },
+    /// Start a data node whose process waits after `N restart -n`.
+    Start(u8),
+    /// A data node's process waiting after `N restart -n` asks whether to start (answers
+    /// `start` or, after a second, `waiting`).
+    AwaitStart(u8),
     /// Stop every data node, then the management server.
     Shutdown,
     /// The configuration file's text (what data nodes read at start).
@@ -42,8 +51,10 @@ commands:
   status            every data node's state (also: all status)
   N status          node N's state
   N stop            stop data node N; its node group's other replicas take over
-  N restart         stop data node N and have its process start it again (it rejoins
-                    and gets its data copied back while the cluster runs)
+  N restart [-n]    stop data node N and have its process start it again (it rejoins
+                    and gets its data copied back while the cluster runs); with -n the
+                    process waits for `N start`
+  N start           start data node N, whose process waits after `N restart -n`
   report memory     data memory used and available on every data node (as each
                     reported it within the last heartbeat interval)
   shutdown          stop every data node, then the management server
@@ -101,8 +112,23 @@ impl std::str::FromStr for Command {
             [node, verb] => match (node.parse::<u8>(), *verb) {
                 (Ok(node), "status") => Command::NodeStatus(node),
                 (Ok(node), "stop") => Command::Stop(node),
-                (Ok(node), "restart") => Command::Restart(node),
+                (Ok(node), "restart") => Command::Restart {
+                    node,
+                    wait_for_start: false,
+                },
+                (Ok(node), "start") => Command::Start(node),
                 _ => return Err(UnknownCommand(text.trim().to_string())),
+            },
+            [node, "restart", "-n"] => match node.parse::<u8>() {
+                Ok(node) => Command::Restart {
+                    node,
+                    wait_for_start: true,
+                },
+                Err(_) => return Err(UnknownCommand(text.trim().to_string())),
+            },
+            [node, "await", "start"] => match node.parse::<u8>() {
+                Ok(node) => Command::AwaitStart(node),
+                Err(_) => return Err(UnknownCommand(text.trim().to_string())),
             },
             _ => return Err(UnknownCommand(text.trim().to_string())),
         };
@@ -119,7 +145,13 @@ mod tests {
         assert_eq!("SHOW".parse(), Ok(Command::Show));
         assert_eq!(" all Status ".parse(), Ok(Command::Status));
         assert_eq!("2 stop".parse(), Ok(Command::Stop(2)));
-        assert_eq!("2 Restart".parse(), Ok(Command::Restart(2)));
+        let restart = |wait_for_start| Command::Restart {
+            node: 2,
+            wait_for_start,
+        };
+        assert_eq!("2 Restart".parse(), Ok(restart(false)));
+        assert_eq!("2 restart -n".parse(), Ok(restart(true)));
+        assert_eq!("2 start".parse(), Ok(Command::Start(2)));
         assert_eq!("3 STATUS".parse(), Ok(Command::NodeStatus(3)));
         assert_eq!("cut 1 2".parse(), Ok(Command::Cut(1, 2)));
         assert_eq!("Heal 2 1".parse(), Ok(Command::Heal(2, 1)));

@@ -7,14 +7,16 @@
 //! `shutdown`) reach it as signals over that connection. Clients register over the admin
 //! protocol and hold their client node id while that connection lasts ([`crate::lease`]).
 
+use std::collections::HashMap;
 use std::io::BufReader;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use kista_datanode::arbitration::{arbitrator_address, Arbitrator, NodeReports, MANAGEMENT_NODE};
 use kista_datanode::cluster::NodeSet;
-use kista_datanode::membership::{membership_address, RESTART_REQUESTED};
+use kista_datanode::membership::{membership_address, RESTART_REQUESTED, RESTART_WHEN_STARTED};
 use kista_datanode::protocol::{ClusterStop, NodeSuspected, ARBITRATOR_BLOCK};
 use kista_runtime::thread_config::{ThreadConfig, ThreadLayout};
 use kista_runtime::{
@@ -55,6 +57,11 @@ struct State {
     /// What the data nodes reported: started (a connected node not started is starting)
     /// and data memory.
     reports: Arc<NodeReports>,
+    /// Data nodes whose processes wait for `N start` (after `N restart -n`), with when each
+    /// last asked, and those `N start` was given for; `started_wake` wakes the waiting
+    /// processes' requests.
+    start_gate: Mutex<(HashMap<NodeId, Instant>, NodeSet)>,
+    started_wake: std::sync::Condvar,
 }
 
 /// One admin connection: who it is, and the client node id it holds (released when it
@@ -74,6 +81,8 @@ impl ManagementServer {
             shutdown_requested: AtomicBool::new(false),
             leases: Mutex::new(ClientLeases::default()),
             reports: Arc::new(NodeReports::default()),
+            start_gate: Mutex::new((HashMap::new(), NodeSet::EMPTY)),
+            started_wake: std::sync::Condvar::new(),
         });
         let admin_state = state.clone();
         let peers = Peers {
@@ -248,12 +257,23 @@ impl State {
                 .collect::<Vec<_>>()
                 .join("\n")),
             Command::NodeStatus(id) => self.node_status(NodeId(id)),
-            Command::Restart(id) => self.send_stop(NodeId(id), RESTART_REQUESTED).map(|()| {
+            Command::Restart {
+                node: id,
+                wait_for_start: false,
+            } => self.send_stop(NodeId(id), RESTART_REQUESTED).map(|()| {
                 format!(
                     "node {id} is restarting: it rejoins and gets its data copied back \
                      (`show` says starting, then started)"
                 )
             }),
+            Command::Restart {
+                node: id,
+                wait_for_start: true,
+            } => self
+                .send_stop(NodeId(id), RESTART_WHEN_STARTED)
+                .map(|()| format!("node {id} stopped; its process waits for `{id} start`")),
+            Command::Start(id) => self.start_waiting(NodeId(id)),
+            Command::AwaitStart(id) => Ok(self.await_start(NodeId(id))),
             Command::Stop(id) => self.stop_node(NodeId(id), "N stop").map(|()| {
                 format!("node {id} is stopping; its node group's other replicas take over")
             }),
@@ -292,6 +312,62 @@ impl State {
                 .fault_link(a, b, LinkFault::Heal)
                 .map(|()| format!("signals between data nodes {a} and {b} pass again")),
         }
+    }
+
+    fn start_gate(&self) -> std::sync::MutexGuard<'_, (HashMap<NodeId, Instant>, NodeSet)> {
+        self.start_gate.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `N start`: lets a process waiting after `N restart -n` start its node.
+    fn start_waiting(&self, node: NodeId) -> Result<String, String> {
+        if !self.is_data_node(node) {
+            return Err(format!("no data node {} in the configuration", node.0));
+        }
+        let mut gate = self.start_gate();
+        // A waiting process asks again at least every second.
+        let waits = gate
+            .0
+            .get(&node)
+            .is_some_and(|asked| asked.elapsed() < Duration::from_secs(3));
+        if !waits {
+            return Err(if self.is_connected(node) {
+                format!("node {} is running", node.0)
+            } else {
+                format!(
+                    "no process of node {} waits to start (only one stopped by `{} restart \
+                     -n` does); start `kista datad --mgm ... --node-id {}`",
+                    node.0, node.0, node.0
+                )
+            });
+        }
+        gate.1.insert(node);
+        self.started_wake.notify_all();
+        Ok(format!(
+            "node {} is starting: it rejoins and gets its data copied back",
+            node.0
+        ))
+    }
+
+    /// A waiting process's question: `start` once `N start` was given, else `waiting`
+    /// after at most a second (so it can ask again, or stop).
+    fn await_start(&self, node: NodeId) -> String {
+        let mut gate = self.start_gate();
+        gate.0.insert(node, Instant::now());
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while !gate.1.contains(node) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return "waiting".to_string();
+            }
+            gate = self
+                .started_wake
+                .wait_timeout(gate, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        gate.0.remove(&node);
+        gate.1.remove(node);
+        "start".to_string()
     }
 
     /// Tells both nodes to apply `fault` to their link to each other.
