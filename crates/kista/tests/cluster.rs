@@ -50,6 +50,14 @@ fn load_while(
     running.join().expect("the bench thread")
 }
 
+/// A short `kista bench --verify` against the cluster succeeds and finds every record.
+fn bench_verifies(cluster: &TestCluster) {
+    let args = ["bench", "--mgm", &cluster.mgm, "--keys", "2000", "--verify"];
+    let (code, stdout, stderr) = run_kista(&args, RUN_LIMIT);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("0 missing, 0 wrong"), "{stdout}");
+}
+
 /// Waits until `condition` holds, failing the test with `what` after `limit`.
 fn wait_until(limit: Duration, what: &str, mut condition: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + limit;
@@ -96,10 +104,7 @@ fn a_cluster_starts_and_mgm_show_reports_every_node_started() {
 #[test]
 fn a_client_started_as_soon_as_the_data_nodes_are_ready_waits_for_them_to_serve() {
     let cluster = TestCluster::launch(2, 2);
-    let args = ["bench", "--mgm", &cluster.mgm, "--keys", "2000", "--verify"];
-    let (code, stdout, stderr) = run_kista(&args, RUN_LIMIT);
-    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
-    assert!(stdout.contains("0 missing, 0 wrong"), "{stdout}");
+    bench_verifies(&cluster);
 }
 
 #[test]
@@ -307,11 +312,7 @@ fn restart_dash_n_leaves_the_process_waiting_until_mgm_start() {
     let (code, stdout, stderr) = cluster.mgm("2 start");
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     cluster.wait_for_state(2, "started", START_LIMIT);
-    let mgm = cluster.mgm.clone();
-    let args = ["bench", "--mgm", &mgm, "--keys", "2000", "--verify"];
-    let (code, stdout, stderr) = run_kista(&args, RUN_LIMIT);
-    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
-    assert!(stdout.contains("0 missing, 0 wrong"), "{stdout}");
+    bench_verifies(&cluster);
 }
 
 #[test]
@@ -319,11 +320,7 @@ fn a_client_connects_and_runs_while_a_data_node_is_down() {
     let mut cluster = TestCluster::start(2, 2);
     cluster.node(2).kill();
     cluster.wait_for_state(2, "not connected", SELF_STOP_LIMIT);
-    let mgm = cluster.mgm.clone();
-    let args = ["bench", "--mgm", &mgm, "--keys", "2000", "--verify"];
-    let (code, stdout, stderr) = run_kista(&args, RUN_LIMIT);
-    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
-    assert!(stdout.contains("0 missing, 0 wrong"), "{stdout}");
+    bench_verifies(&cluster);
 }
 
 #[test]
