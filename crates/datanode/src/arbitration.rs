@@ -15,8 +15,8 @@ use kista_signal::{BlockAddress, NodeId, Signal, TypedSignal};
 
 use crate::cluster::NodeSet;
 use crate::protocol::{
-    ArbitrationConf, ArbitrationRequest, MembershipGrew, MemoryUsage, NodeStarted, NodeSuspected,
-    ARBITRATOR_BLOCK,
+    ArbitrationConf, ArbitrationRequest, MembershipGrew, MembershipShrank, MemoryUsage,
+    NodeStarted, NodeSuspected, ARBITRATOR_BLOCK,
 };
 
 /// The management server's node id: data nodes have 1-48, clients 64 and up.
@@ -35,6 +35,8 @@ pub const fn arbitrator_address() -> BlockAddress {
 #[derive(Debug, Default)]
 pub struct NodeReports {
     started: AtomicU64,
+    /// Removed by the cluster, until their connection closes (a paused process's stays).
+    removed: AtomicU64,
     /// `[node id]` → (used bytes, limit bytes), once reported.
     memory: Mutex<Vec<Option<(u64, u64)>>>,
 }
@@ -42,6 +44,16 @@ pub struct NodeReports {
 impl NodeReports {
     pub fn is_started(&self, node: NodeId) -> bool {
         NodeSet(self.started.load(Ordering::Acquire)).contains(node)
+    }
+
+    /// Whether the cluster removed `node` (and its connection has not closed since).
+    pub fn is_removed(&self, node: NodeId) -> bool {
+        NodeSet(self.removed.load(Ordering::Acquire)).contains(node)
+    }
+
+    fn removed(&self, nodes: NodeSet) {
+        self.started.fetch_and(!nodes.0, Ordering::AcqRel);
+        self.removed.fetch_or(nodes.0, Ordering::AcqRel);
     }
 
     /// The latest (used bytes, limit bytes) `node` reported.
@@ -53,10 +65,19 @@ impl NodeReports {
     fn started(&self, node: NodeId) {
         self.started
             .fetch_or(NodeSet::of([node]).0, Ordering::AcqRel);
+        self.rejoined(node);
+    }
+
+    /// `node` is a member again (its removal may have been reported after the connection
+    /// of its earlier life closed).
+    fn rejoined(&self, node: NodeId) {
+        self.removed
+            .fetch_and(!NodeSet::of([node]).0, Ordering::AcqRel);
     }
 
     fn lost(&self, nodes: NodeSet) {
         self.started.fetch_and(!nodes.0, Ordering::AcqRel);
+        self.removed.fetch_and(!nodes.0, Ordering::AcqRel);
         let mut memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
         for node in nodes.iter() {
             if let Some(slot) = memory.get_mut(usize::from(node.0)) {
@@ -128,8 +149,11 @@ impl Block for Arbitrator {
             }
         } else if let Ok(lost) = NodeSuspected::from_signal(signal) {
             self.reports.lost(lost.suspects);
+        } else if let Ok(shrank) = MembershipShrank::from_signal(signal) {
+            self.reports.removed(shrank.removed);
         } else if let Ok(grew) = MembershipGrew::from_signal(signal) {
             if let Ok(joined) = u8::try_from(grew.joined) {
+                self.reports.rejoined(NodeId(joined));
                 self.membership_grew(grew.members, NodeId(joined));
             }
         } else if let Ok(request) = ArbitrationRequest::from_signal(signal) {

@@ -404,6 +404,13 @@ impl Membership {
         for survivor in survivors.iter().filter(|&s| s != here) {
             ctx.send_typed(membership_address(survivor), &commit);
         }
+        if let Some(arbitrator) = self.settings.arbitrator {
+            let shrank = MembershipShrank {
+                members: survivors,
+                removed: self.member_set().minus(survivors),
+            };
+            ctx.send_typed(arbitrator, &shrank);
+        }
         // At once here: a suspicion arriving before a commit to itself would start a
         // round removing the same nodes again.
         self.commit_failure(ctx, commit);

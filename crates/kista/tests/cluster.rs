@@ -274,6 +274,42 @@ fn four_nodes_in_two_groups_survive_a_kill_in_each_group_and_a_restart() {
 }
 
 #[test]
+fn four_nodes_in_two_groups_handle_a_stopped_node_and_a_split_down_the_middle() {
+    let mut cluster = TestCluster::start(4, 2);
+    let outcome = load_while(&mut cluster, &["--threads", "3"], 10, |cluster| {
+        // A stopped node is found by its missed heartbeats; continued, it stops itself.
+        cluster.node(4).signal(libc::SIGSTOP);
+        cluster.wait_for_state(4, "failed", SELF_STOP_LIMIT);
+        cluster.node(4).signal(libc::SIGCONT);
+        assert!(
+            cluster.node(4).wait_exit(SELF_STOP_LIMIT).is_some(),
+            "node 4 stops"
+        );
+        cluster.restart(4);
+        cluster.wait_for_state(4, "started", START_LIMIT);
+        // {1, 3} and {2, 4}: each side one node of each group; the arbitrator picks one.
+        for (a, b) in [(1, 2), (1, 4), (3, 2), (3, 4)] {
+            assert_eq!(cluster.mgm(&format!("cut {a} {b}")).0, Some(0));
+        }
+    });
+    assert_nothing_lost(&outcome);
+    wait_until(SELF_STOP_LIMIT, "one side of the split stops", || {
+        [1, 2, 3, 4]
+            .iter()
+            .filter(|&&id| cluster.shown_state(id) == "started")
+            .count()
+            == 2
+    });
+    let serving: Vec<bool> = [1, 2, 3, 4]
+        .map(|id| cluster.shown_state(id) == "started")
+        .into();
+    assert!(
+        serving == [true, false, true, false] || serving == [false, true, false, true],
+        "exactly one side, holding both groups, goes on: {serving:?}"
+    );
+}
+
+#[test]
 fn mgm_restart_has_a_node_restart_in_its_own_process_and_catch_up() {
     let mut cluster = TestCluster::start(2, 2);
     let outcome = load_while(&mut cluster, &[], 8, |cluster| {

@@ -401,7 +401,12 @@ impl State {
     }
 
     fn state_of(&self, node: NodeId) -> &'static str {
-        match (self.is_connected(node), self.reports.is_started(node)) {
+        let connected = self.is_connected(node);
+        if connected && self.reports.is_removed(node) {
+            // A paused process keeps its connection; the cluster went on without it.
+            return "failed";
+        }
+        match (connected, self.reports.is_started(node)) {
             (true, true) => "started",
             (true, false) => "starting",
             (false, _) => "not connected",

@@ -645,6 +645,11 @@ typed_signal! {
     /// the membership now, so `joined` belongs to the side that won the last split.
     MembershipGrew = 186 { members: NodeSet, joined: u32, }
 }
+typed_signal! {
+    /// From the president to the arbitrator: the cluster removed `removed` (the management
+    /// server shows them failed while their processes, shut out, still hold connections).
+    MembershipShrank = 197 { members: NodeSet, removed: NodeSet, }
+}
 
 // ----- node restart: membership -> local blocks; master dict <-> tc, ldm -----
 
