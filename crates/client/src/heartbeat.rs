@@ -38,22 +38,15 @@ impl Heartbeats {
             .name("kista-client-heartbeat".into())
             .spawn(move || beat_until_stopped(&beating, &beat_for, me, &stopping))?;
         let stopping = stop.clone();
-        let reconnect = std::thread::Builder::new()
-            .name("kista-client-reconnect".into())
-            .spawn(move || reconnect_until_stopped(&nodes, &in_flight, me, &stopping));
-        let mut threads = vec![heartbeat];
         let mut heartbeats = Self {
             stop,
-            threads: Vec::new(),
+            threads: vec![heartbeat],
         };
-        match reconnect {
-            Ok(reconnect) => threads.push(reconnect),
-            Err(error) => {
-                heartbeats.threads = threads;
-                return Err(error); // dropping `heartbeats` stops the first thread
-            }
-        }
-        heartbeats.threads = threads;
+        // On failure, dropping `heartbeats` stops the first thread.
+        let reconnect = std::thread::Builder::new()
+            .name("kista-client-reconnect".into())
+            .spawn(move || reconnect_until_stopped(&nodes, &in_flight, me, &stopping))?;
+        heartbeats.threads.push(reconnect);
         Ok(heartbeats)
     }
 }

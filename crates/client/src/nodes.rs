@@ -29,8 +29,8 @@ pub(crate) struct DataNodeLink {
     /// The client's node id on this connection (the same on every link of a client).
     pub client_node: NodeId,
     connection: ClientConnection,
-    /// The node's coordinators (`tc` instances), as its Welcome announced them.
-    coordinators: Vec<BlockAddress>,
+    /// The node's first coordinator, which answers heartbeats.
+    coordinator: BlockAddress,
     /// (interval ms, misses max): the cluster's heartbeat settings, from the Welcome.
     heartbeat: (u32, u32),
     /// The cluster as this node plans with it, from the Welcome.
@@ -55,14 +55,10 @@ impl DataNodeLink {
         let welcome = connection.welcome().clone();
         let info = NodeInfo::decode(&welcome.info)
             .ok_or_else(|| format!("node {} sent no usable node info", welcome.node.0))?;
-        let tc_instances = info
-            .cluster
-            .node(welcome.node)
-            .map(|shape| shape.tc_instances)
-            .ok_or_else(|| format!("node {} is not in its own cluster", welcome.node.0))?;
-        let coordinators: Vec<BlockAddress> = (0..tc_instances)
-            .map(|i| BlockAddress::new(welcome.node, TC_BLOCK, i))
-            .collect();
+        if info.cluster.node(welcome.node).is_none() {
+            return Err(format!("node {} is not in its own cluster", welcome.node.0));
+        }
+        let coordinator = BlockAddress::new(welcome.node, TC_BLOCK, 0);
         in_flight.connected(welcome.node, started);
         if !started {
             // Ask at once whether it serves, not a heartbeat interval later.
@@ -71,7 +67,7 @@ impl DataNodeLink {
                 client: me,
                 sequence: in_flight.pings_sent(),
             };
-            let _ = connection.send(&ping.to_signal(coordinators[0], me), &[]);
+            let _ = connection.send(&ping.to_signal(coordinator, me), &[]);
         }
         // A connection that closed before its node was marked live stays out of the set.
         if connection.is_closed() {
@@ -81,7 +77,7 @@ impl DataNodeLink {
             node: welcome.node,
             client_node: welcome.client_node,
             connection,
-            coordinators,
+            coordinator,
             heartbeat: (info.heartbeat_interval_ms, info.heartbeat_misses_max),
             cluster: info.cluster,
         })
@@ -89,7 +85,7 @@ impl DataNodeLink {
 
     /// The coordinator that answers heartbeats.
     pub fn coordinator(&self) -> BlockAddress {
-        self.coordinators[0]
+        self.coordinator
     }
 
     pub fn send(&self, signal: &Signal, section: &[u8]) -> Result<(), String> {

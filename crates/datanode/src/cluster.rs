@@ -213,6 +213,11 @@ impl ClusterShape {
         &self.nodes
     }
 
+    /// Every data node's id.
+    pub fn node_set(&self) -> NodeSet {
+        NodeSet::of(self.nodes.iter().map(|n| n.node))
+    }
+
     pub fn node(&self, id: NodeId) -> Option<&DataNodeShape> {
         self.nodes
             .binary_search_by_key(&id, |n| n.node)

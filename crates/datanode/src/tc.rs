@@ -202,7 +202,7 @@ impl TransactionCoordinator {
         let started_nodes = if settings.joins_running_cluster {
             NodeSet::EMPTY
         } else {
-            NodeSet::of(cluster.nodes().iter().map(|n| n.node))
+            cluster.node_set()
         };
         Self {
             settings,

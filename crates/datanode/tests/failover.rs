@@ -8,51 +8,13 @@ mod support;
 use kista_datanode::node::NodeSettings;
 use kista_datanode::protocol::*;
 use kista_signal::NodeId;
-use kista_storage::schema::{Column, TableSchema};
-use kista_storage::types::{ColumnType, Value};
-use support::{cluster_settings, primary_key, Node, Op};
+use kista_storage::types::Value;
+use support::{cluster_settings, counter_op, counters, Node};
 
 use ExecuteMode::Commit;
 use TransactionOutcome::{Aborted, Committed};
 
 const MS: u64 = 1_000_000;
-
-fn counters() -> TableSchema {
-    let int = ColumnType::Int {
-        bytes: 8,
-        signed: true,
-    };
-    TableSchema {
-        name: "counters".into(),
-        columns: vec![Column::new("id", int), Column::new("value", int)],
-        primary_key: vec![0],
-    }
-}
-
-fn op(kind: OperationKind, id: i64, value: i64) -> Op {
-    let key = primary_key(&counters(), &[Value::Int(id)]);
-    let (columns, values) = match kind {
-        OperationKind::Insert | OperationKind::Write => {
-            (vec![], vec![Value::Int(id), Value::Int(value)])
-        }
-        OperationKind::Update => (vec![1], vec![Value::Int(value)]),
-        _ => (vec![], vec![]),
-    };
-    Op {
-        kind,
-        lock: if kind == OperationKind::Read {
-            LockKind::Committed
-        } else {
-            LockKind::Exclusive
-        },
-        index_id: PRIMARY_KEY,
-        body: KeyBody {
-            key,
-            columns,
-            values,
-        },
-    }
-}
 
 fn node_settings(node: NodeId) -> NodeSettings {
     let mut settings = NodeSettings::new(node);
@@ -75,7 +37,12 @@ fn cluster_with_counters(nodes: u8, seed: u64) -> (Node, (u32, u32)) {
 }
 
 fn value_of(cluster: &mut Node, table: (u32, u32), tx: u64, id: i64) -> Option<i64> {
-    let done = cluster.execute(tx, table, vec![op(OperationKind::Read, id, 0)], Commit);
+    let done = cluster.execute(
+        tx,
+        table,
+        vec![counter_op(OperationKind::Read, id, 0)],
+        Commit,
+    );
     assert_eq!(done.outcome, Committed, "{}", done.message);
     done.rows.first().map(|(_, row)| match row[1] {
         Value::Int(value) => value,
@@ -101,7 +68,12 @@ fn send_writes(
             } else {
                 OperationKind::Update
             };
-            cluster.send_batch(tx, table, vec![op(kind, id, round * 1000 + id)], Commit);
+            cluster.send_batch(
+                tx,
+                table,
+                vec![counter_op(kind, id, round * 1000 + id)],
+                Commit,
+            );
             (tx, id)
         })
         .collect()

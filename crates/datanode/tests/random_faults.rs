@@ -21,9 +21,8 @@ use kista_datanode::cluster::NodeSet;
 use kista_datanode::node::NodeSettings;
 use kista_datanode::protocol::*;
 use kista_signal::{NodeId, TypedSignal};
-use kista_storage::schema::{Column, TableSchema};
-use kista_storage::types::{ColumnType, Value};
-use support::{cluster_settings, primary_key, Executed, Node, Op};
+use kista_storage::types::Value;
+use support::{cluster_settings, counter_op, counters, Executed, Node};
 
 /// Seeds per run: thousands in an optimized build (as `scripts/test-all` runs it), fewer in
 /// a debug one.
@@ -38,39 +37,6 @@ const SEND_EVERY_MS: u64 = 10;
 const ANSWER_LIMIT_MS: u64 = 4_000;
 const MS: u64 = 1_000_000;
 const DATA_MEMORY_BYTES: u64 = 16 << 20;
-
-fn counters() -> TableSchema {
-    let int = ColumnType::Int {
-        bytes: 8,
-        signed: true,
-    };
-    TableSchema {
-        name: "counters".into(),
-        columns: vec![Column::new("id", int), Column::new("value", int)],
-        primary_key: vec![0],
-    }
-}
-
-fn op(kind: OperationKind, id: i64, value: i64) -> Op {
-    let values = match kind {
-        OperationKind::Write => vec![Value::Int(id), Value::Int(value)],
-        _ => vec![],
-    };
-    Op {
-        kind,
-        lock: if kind == OperationKind::Read {
-            LockKind::Committed
-        } else {
-            LockKind::Exclusive
-        },
-        index_id: PRIMARY_KEY,
-        body: KeyBody {
-            key: primary_key(&counters(), &[Value::Int(id)]),
-            columns: vec![],
-            values,
-        },
-    }
-}
 
 fn node_settings(node: NodeId) -> NodeSettings {
     let mut settings = NodeSettings::new(node);
@@ -199,6 +165,11 @@ impl Run {
         self.cluster.simulation.is_down(NodeId(node))
     }
 
+    /// The nodes running (paused ones too), and those down (crashed or stopped).
+    fn up_and_down(&self) -> (Vec<u8>, Vec<u8>) {
+        self.nodes.iter().partition(|&&n| !self.is_down(n))
+    }
+
     /// Whether some member runs (a restarting node has no cluster to join otherwise).
     fn cluster_alive(&self) -> bool {
         self.nodes
@@ -238,7 +209,7 @@ impl Run {
         let tx = self.next_tx;
         self.next_tx += 1;
         self.cluster.use_node(NodeId(via));
-        let ops = vec![op(OperationKind::Write, key, value)];
+        let ops = vec![counter_op(OperationKind::Write, key, value)];
         self.cluster
             .send_batch(tx, self.table, ops, ExecuteMode::Commit);
         let until = self.cluster.now_ns() + ANSWER_LIMIT_MS * MS;
@@ -255,12 +226,7 @@ impl Run {
         let free: Vec<i64> = (0..KEYS)
             .filter(|&k| !self.keys[k as usize].busy && !self.keys[k as usize].frozen)
             .collect();
-        let up: Vec<u8> = self
-            .nodes
-            .iter()
-            .copied()
-            .filter(|&n| !self.is_down(n))
-            .collect();
+        let (up, _) = self.up_and_down();
         let (Some(key), Some(via)) = (self.dice.pick(&free), self.dice.pick(&up)) else {
             return;
         };
@@ -268,7 +234,7 @@ impl Run {
         self.next_tx += 1;
         let value = tx as i64;
         self.cluster.use_node(NodeId(via));
-        let ops = vec![op(OperationKind::Write, key, value)];
+        let ops = vec![counter_op(OperationKind::Write, key, value)];
         self.cluster
             .send_batch(tx, self.table, ops, ExecuteMode::Commit);
         self.keys[key as usize].busy = true;
@@ -435,18 +401,7 @@ impl Run {
             self.cluster.simulation.resume(NodeId(node));
         }
         self.cluster.simulation.heal();
-        let up: Vec<u8> = self
-            .nodes
-            .iter()
-            .copied()
-            .filter(|&n| !self.is_down(n))
-            .collect();
-        let down: Vec<u8> = self
-            .nodes
-            .iter()
-            .copied()
-            .filter(|&n| self.is_down(n))
-            .collect();
+        let (up, down) = self.up_and_down();
         let alive = self.cluster_alive();
         // Most crashes and pauses leave each node group a member to go on with; one in
         // four may take a group's last (the cluster must then stop, not go on without).
@@ -590,7 +545,7 @@ impl Run {
         let tx = self.next_tx;
         self.next_tx += 1;
         self.cluster.use_node(NodeId(via));
-        let ops = vec![op(OperationKind::Read, key, 0)];
+        let ops = vec![counter_op(OperationKind::Read, key, 0)];
         let done = self
             .cluster
             .execute(tx, self.table, ops, ExecuteMode::Commit);

@@ -411,10 +411,7 @@ impl Dictionary {
         });
         let here = ctx.address();
         let receivers: Vec<BlockAddress> = self
-            .cluster
-            .nodes()
-            .iter()
-            .filter(|node| !self.failed_nodes.contains(node.node))
+            .members()
             .flat_map(|node| {
                 let dict = node.dict_address();
                 let other_dict = (dict != here).then_some(dict);
@@ -513,6 +510,14 @@ impl Dictionary {
         if change.awaiting.is_empty() {
             self.change_applied(ctx, conf.request_id);
         }
+    }
+
+    /// The members (a restarting node among them).
+    fn members(&self) -> impl Iterator<Item = &crate::cluster::DataNodeShape> {
+        self.cluster
+            .nodes()
+            .iter()
+            .filter(|node| !self.failed_nodes.contains(node.node))
     }
 
     /// The master that makes schema changes: the president's dictionary.

@@ -61,14 +61,6 @@ pub(super) struct Restarts {
 }
 
 impl Dictionary {
-    /// The members (the restarting node among them).
-    fn members(&self) -> impl Iterator<Item = &crate::cluster::DataNodeShape> {
-        self.cluster
-            .nodes()
-            .iter()
-            .filter(|node| !self.failed_nodes.contains(node.node))
-    }
-
     pub(super) fn node_joined(&mut self, ctx: &mut Context, joined: NodeJoined) {
         let Ok(node) = u8::try_from(joined.joined).map(NodeId) else {
             return;
@@ -76,8 +68,7 @@ impl Dictionary {
         if let Ok(president) = u8::try_from(joined.president) {
             self.master_node = NodeId(president);
         }
-        let all = NodeSet::of(self.cluster.nodes().iter().map(|n| n.node));
-        self.failed_nodes = all.minus(joined.members);
+        self.failed_nodes = self.cluster.node_set().minus(joined.members);
         if node == ctx.address().node() {
             // `restarting` is set from the start (and cleared if the master's word that
             // the restart is over came before this).

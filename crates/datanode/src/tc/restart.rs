@@ -53,7 +53,7 @@ impl TransactionCoordinator {
             if started_already {
                 self.started_nodes.insert(node);
             }
-            self.failed_nodes = self.cluster_nodes().minus(joined.members);
+            self.failed_nodes = self.cluster.node_set().minus(joined.members);
             self.incarnation = joined.generation as u8;
             self.arrange_chains();
         }
@@ -123,10 +123,6 @@ impl TransactionCoordinator {
             self.starting_nodes = NodeSet::EMPTY;
             self.drain = None;
         }
-    }
-
-    pub(super) fn cluster_nodes(&self) -> NodeSet {
-        NodeSet::of(self.cluster.nodes().iter().map(|n| n.node))
     }
 }
 

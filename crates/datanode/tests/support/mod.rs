@@ -13,8 +13,8 @@ use kista_runtime::simulation::{Simulation, SimulationOptions};
 use kista_runtime::{Block, Context};
 use kista_signal::{BlockAddress, BlockId, NodeId, Signal, TypedSignal};
 use kista_storage::memory::DataMemory;
-use kista_storage::schema::{IndexKind, IndexSchema, TableSchema};
-use kista_storage::types::Value;
+use kista_storage::schema::{Column, IndexKind, IndexSchema, TableSchema};
+use kista_storage::types::{ColumnType, Value};
 
 /// The client stand-in's node id (clients get 64 and up).
 const CLIENT_NODE: NodeId = NodeId(64);
@@ -511,4 +511,44 @@ pub fn cluster_settings(
             .collect();
     }
     nodes
+}
+
+/// `counters`: an `id` and a `value`, both 8-byte integers.
+pub fn counters() -> TableSchema {
+    let int = ColumnType::Int {
+        bytes: 8,
+        signed: true,
+    };
+    TableSchema {
+        name: "counters".into(),
+        columns: vec![Column::new("id", int), Column::new("value", int)],
+        primary_key: vec![0],
+    }
+}
+
+/// An operation on `counters`: inserts and writes give the whole row, updates the value,
+/// reads and deletes only the key (a read without a lock).
+pub fn counter_op(kind: OperationKind, id: i64, value: i64) -> Op {
+    let key = primary_key(&counters(), &[Value::Int(id)]);
+    let (columns, values) = match kind {
+        OperationKind::Insert | OperationKind::Write => {
+            (vec![], vec![Value::Int(id), Value::Int(value)])
+        }
+        OperationKind::Update => (vec![1], vec![Value::Int(value)]),
+        _ => (vec![], vec![]),
+    };
+    Op {
+        kind,
+        lock: if kind == OperationKind::Read {
+            LockKind::Committed
+        } else {
+            LockKind::Exclusive
+        },
+        index_id: PRIMARY_KEY,
+        body: KeyBody {
+            key,
+            columns,
+            values,
+        },
+    }
 }
