@@ -163,7 +163,11 @@ impl FragmentScans {
     }
 
     fn batch(&mut self, ctx: &mut Context, key: ScanKey, rows_max: u32) {
-        match self.fill_batch(key, rows_max) {
+        let filled = self
+            .registry
+            .check_read_lease(ctx.now_ns())
+            .and_then(|()| self.fill_batch(key, rows_max));
+        match filled {
             Ok((rows, done)) => {
                 let scan = &self.scans[&key];
                 let header = ScanRows {

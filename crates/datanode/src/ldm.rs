@@ -420,6 +420,11 @@ impl LocalDataManager {
         prepare: &Prepare,
         section: Option<SectionHandle>,
     ) -> Result<Outcome<u32>, (ErrorCode, String)> {
+        if prepare.kind == OperationKind::Read {
+            // A read ends here, at one replica: it may be stale unless the node holds its
+            // lease. (A write goes on to every replica, which refuse a removed node.)
+            self.registry.check_read_lease(ctx.now_ns())?;
+        }
         let table = self.tables.get(&prepare.table_id).ok_or_else(|| {
             (
                 ErrorCode::NoSuchTable,

@@ -5,7 +5,8 @@
 //! Blocks are deterministic state machines on the runtime: they keep their state, react to
 //! signals, and reach the world only through their `Context`. Partitions are the one thing
 //! shared between blocks: an `ldm` owns them and `query` instances read them through the
-//! [`registry`], each partition behind its own reader/writer lock.
+//! [`registry`], each partition behind its own reader/writer lock, with the node's
+//! [`read_lease`] that says whether its replicas may answer reads at all.
 
 pub mod arbitration;
 pub mod cluster;
@@ -18,6 +19,7 @@ pub mod node;
 pub mod protocol;
 pub mod query;
 mod read;
+pub mod read_lease;
 pub mod registry;
 pub mod router;
 pub mod tc;

@@ -37,7 +37,14 @@
 //! again if a failure commits before the join does.
 //!
 //! Members and the joiner tell their blocks ([`NodeJoined`]); the master's dictionary then
-//! restarts the joiner (copies its data to it) and reports it started.
+//! restarts the joiner (copies its data to it) and reports it started. The joiner shuts out
+//! every node outside the membership it joined (removed nodes may wake believing they are
+//! members); a node let in while it is a member in its own eyes (its late join request
+//! arrived after the cluster removed it again) stops, and must restart.
+//!
+//! Members echo each other's heartbeats ([`HeartbeatEcho`]), which keeps each node's read
+//! lease (see `read_lease`): no echo goes to a node this node suspects, nor, from a
+//! president, to a survivor its round waits for.
 //!
 //! Since the gate lets a shut-out node's membership through, the membership heeds only its
 //! members (not those it agreed to remove, and the management server's arbitrator and stop
@@ -55,6 +62,7 @@ use kista_storage::memory::DataMemory;
 use crate::cluster::{ClusterShape, NodeSet, DATA_NODE_ID_LIMIT};
 use crate::node::NodeSettings;
 use crate::protocol::*;
+use crate::read_lease::{lease_end_ns, ReadLease};
 use crate::send_with_bytes;
 
 /// Where arbitration stands in a president's round.
@@ -94,6 +102,11 @@ pub struct Membership {
     generation: u32,
     /// `[node]` → when its last heartbeat arrived.
     last_heard_ns: [u64; DATA_NODE_ID_LIMIT as usize],
+    /// `[node]` → the send time of this node's latest heartbeat that `node` echoed (0:
+    /// none yet), on this node's clock.
+    echoed_ns: [u64; DATA_NODE_ID_LIMIT as usize],
+    /// Renewed from the echoes; read by every block that serves reads.
+    lease: Arc<ReadLease>,
     /// Members this node believes failed, until the membership drops them.
     suspects: NodeSet,
     /// Members this node agreed to remove (it confirmed a president's `FailPrepare` and
@@ -124,9 +137,12 @@ impl Membership {
         settings: Arc<NodeSettings>,
         cluster: Arc<ClusterShape>,
         memory: Arc<DataMemory>,
+        lease: Arc<ReadLease>,
     ) -> Self {
-        Self {
+        let membership = Self {
             memory,
+            lease,
+            echoed_ns: [0; DATA_NODE_ID_LIMIT as usize],
             members: cluster.nodes().iter().map(|n| n.node).collect(),
             settings,
             cluster,
@@ -141,7 +157,10 @@ impl Membership {
             stopping: false,
             heard_from: NodeSet::EMPTY,
             start_reported: false,
-        }
+        };
+        // A node alone in its cluster reads freely from the start; others once echoed.
+        membership.renew_lease();
+        membership
     }
 
     /// A node restarting into a running cluster: no member yet, it asks to join.
@@ -149,12 +168,13 @@ impl Membership {
         settings: Arc<NodeSettings>,
         cluster: Arc<ClusterShape>,
         memory: Arc<DataMemory>,
+        lease: Arc<ReadLease>,
     ) -> Self {
         Self {
             members: Vec::new(),
             generation: 0,
             start_reported: true,
-            ..Self::new(settings, cluster, memory)
+            ..Self::new(settings, cluster, memory, lease)
         }
     }
 
@@ -212,6 +232,7 @@ impl Membership {
         let here = self.here();
         let heartbeat = Heartbeat {
             generation: self.generation,
+            sent_ns: now,
         };
         for &member in &self.members {
             if member != here {
@@ -228,6 +249,7 @@ impl Membership {
         for member in silent {
             self.suspects.insert(member);
         }
+        self.renew_lease();
         if !self.suspects.is_empty() {
             self.report_suspects(ctx);
         }
@@ -244,12 +266,14 @@ impl Membership {
     /// so the management server shows it and a node started later joins instead.
     fn report_first_start(&mut self, ctx: &mut Context) {
         let here = self.here();
+        // Clients read as soon as they see the node started: it must hold its read lease.
         let formed = self.round.is_none()
             && self.suspects.is_empty()
             && self
                 .members
                 .iter()
-                .all(|&m| m == here || self.heard_from.contains(m));
+                .all(|&m| m == here || self.heard_from.contains(m))
+            && self.lease.check(ctx.now_ns()).is_ok();
         if self.start_reported || !formed {
             return;
         }
@@ -270,11 +294,58 @@ impl Membership {
         );
     }
 
-    fn heard(&mut self, ctx: &mut Context, from: NodeId) {
-        if from.0 < DATA_NODE_ID_LIMIT {
-            self.last_heard_ns[usize::from(from.0)] = ctx.now_ns();
-            self.heard_from.insert(from);
+    fn heard(&mut self, ctx: &mut Context, heartbeat: Heartbeat, from: NodeId) {
+        if from.0 >= DATA_NODE_ID_LIMIT {
+            return;
         }
+        self.last_heard_ns[usize::from(from.0)] = ctx.now_ns();
+        self.heard_from.insert(from);
+        // No echo to a node this node may be about to remove: its lease must run out
+        // before the removal can commit (see `read_lease`).
+        let may_remove = self.suspects.contains(from)
+            || self
+                .round
+                .as_ref()
+                .is_some_and(|round| round.unconfirmed.contains(from));
+        if !may_remove {
+            let echo = HeartbeatEcho {
+                sent_ns: heartbeat.sent_ns,
+            };
+            ctx.send_typed(membership_address(from), &echo);
+        }
+    }
+
+    fn echoed(&mut self, ctx: &mut Context, echo: HeartbeatEcho, from: NodeId) {
+        // A time ahead of this node's clock is no heartbeat of this node's life.
+        if from.0 >= DATA_NODE_ID_LIMIT || echo.sent_ns > ctx.now_ns() {
+            return;
+        }
+        let latest = &mut self.echoed_ns[usize::from(from.0)];
+        *latest = (*latest).max(echo.sent_ns);
+        self.renew_lease();
+    }
+
+    /// The read lease from the members' latest echoes: none while a member is suspected
+    /// (a lost connection makes that member suspect this node at once too) or has not
+    /// echoed yet; unbounded for a node alone in its membership.
+    fn renew_lease(&self) {
+        if self.is_joining() {
+            return self.lease.renew_until(0);
+        }
+        let here = self.here();
+        let mut oldest_echo_ns = u64::MAX;
+        for &member in self.members.iter().filter(|&&m| m != here) {
+            let echoed_ns = self.echoed_ns[usize::from(member.0)];
+            if echoed_ns == 0 || self.suspects.contains(member) {
+                return self.lease.renew_until(0);
+            }
+            oldest_echo_ns = oldest_echo_ns.min(echoed_ns);
+        }
+        let valid_until_ns = match oldest_echo_ns {
+            u64::MAX => u64::MAX,
+            oldest => lease_end_ns(oldest, self.grace_ns()),
+        };
+        self.lease.renew_until(valid_until_ns);
     }
 
     /// This node's `dict`, `tc` and `ldm` instances: who hears of membership changes.
@@ -310,6 +381,7 @@ impl Membership {
         let reported = NodeSet(report.suspects.0 & self.member_set().0);
         self.suspects = self.suspects.union(reported);
         self.suspects.remove(self.here());
+        self.renew_lease();
         if !self.suspects.is_empty() {
             self.report_suspects(ctx);
         }
@@ -456,6 +528,7 @@ impl Membership {
         if now.saturating_sub(round.started_ns) > grace_ns && !round.unconfirmed.is_empty() {
             let silent = round.unconfirmed;
             self.suspects = self.suspects.union(silent);
+            self.renew_lease();
             let failed = round.failed.union(silent);
             self.round = None;
             self.remove_nodes(ctx, failed);
@@ -473,6 +546,7 @@ impl Membership {
 
     fn stop(&mut self, ctx: &mut Context, reason: &str) {
         self.stopping = true;
+        self.lease.renew_until(0);
         self.round = None;
         ctx.stop_node(reason);
     }
@@ -523,6 +597,7 @@ impl Membership {
         self.suspects = self.suspects.minus(removed);
         self.shut_out = self.shut_out.minus(removed);
         self.generation = commit.generation;
+        self.renew_lease();
         let president = self.president().unwrap_or(self.here());
         let failed = NodeFailed {
             generation: commit.generation,
@@ -599,6 +674,12 @@ impl Membership {
         ctx.let_in(NodeId(joining));
         self.shut_out.remove(NodeId(joining));
         self.letting_in.insert(NodeId(joining));
+        // The joiner starts timing silences when the join commits, which is after this:
+        // it cannot suspect this node before the grace has passed from now, as if it had
+        // echoed a heartbeat sent now.
+        if let Some(echoed_ns) = self.echoed_ns.get_mut(usize::from(joining)) {
+            *echoed_ns = ctx.now_ns();
+        }
         let conf = JoinPrepareConf {
             round: prepare.round,
         };
@@ -648,12 +729,31 @@ impl Membership {
             debug_assert!(false, "a join commit names nodes outside the cluster");
             return;
         }
+        if joined == Ok(self.here()) && !self.is_joining() {
+            // A join request this node sent before it became a member reached the
+            // president after the cluster had removed it again: its replicas missed the
+            // writes since, and only a restart copies them afresh.
+            let reason = "the cluster removed this node and then let it in again on a join \
+                          request it had sent earlier; it must restart to rejoin";
+            return self.stop(ctx, reason);
+        }
+        if self.is_joining() {
+            // The cluster removed the nodes outside the membership, perhaps while they were
+            // paused: this node shuts them out too, or a node that wakes believing itself
+            // a member could lock rows here, or even commit, with this node as its only
+            // other replica.
+            let members = NodeSet::of(order.iter().copied());
+            for outside in self.cluster.node_set().minus(members).iter() {
+                ctx.shut_out(outside);
+            }
+        }
         let now = ctx.now_ns();
         for member in &order {
             self.last_heard_ns[usize::from(member.0)] = now;
         }
         self.members = order;
         self.generation = commit.generation;
+        self.renew_lease();
         let joined = NodeJoined {
             generation: commit.generation,
             joined: commit.joined,
@@ -709,7 +809,9 @@ impl Block for Membership {
         } else if number == JoinPrepareConf::NUMBER {
             JoinPrepareConf::from_signal(signal).map(|c| self.join_confirmed(ctx, c, from))
         } else if number == Heartbeat::NUMBER {
-            Heartbeat::from_signal(signal).map(|_| self.heard(ctx, from))
+            Heartbeat::from_signal(signal).map(|h| self.heard(ctx, h, from))
+        } else if number == HeartbeatEcho::NUMBER {
+            HeartbeatEcho::from_signal(signal).map(|e| self.echoed(ctx, e, from))
         } else if number == MembershipTick::NUMBER {
             MembershipTick::from_signal(signal).map(|_| self.tick(ctx))
         } else if number == NodeSuspected::NUMBER {

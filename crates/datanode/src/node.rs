@@ -12,6 +12,7 @@ use crate::ldm::LocalDataManager;
 use crate::membership::Membership;
 use crate::protocol::{DICT_BLOCK, LDM_BLOCK, MEMBERSHIP_BLOCK, QUERY_BLOCK, TC_BLOCK};
 use crate::query::QueryExecutor;
+use crate::read_lease::ReadLease;
 use crate::registry::PartitionRegistry;
 use crate::router::ReadPolicy;
 use crate::tc::TransactionCoordinator;
@@ -151,7 +152,8 @@ pub fn data_node_blocks(
 ) -> Result<Vec<BlockRegistration>, ShapeError> {
     let cluster = Arc::new(settings.cluster_shape()?);
     let settings = Arc::new(settings.clone());
-    let registry = Arc::new(PartitionRegistry::default());
+    let lease = Arc::new(ReadLease::default());
+    let registry = Arc::new(PartitionRegistry::new(lease.clone()));
     let mut blocks = vec![BlockRegistration {
         block: DICT_BLOCK,
         instance: 0,
@@ -169,9 +171,9 @@ pub fn data_node_blocks(
             instance: 0,
         },
         implementation: Box::new(if settings.joins_running_cluster {
-            Membership::joining(settings.clone(), cluster.clone(), memory.clone())
+            Membership::joining(settings.clone(), cluster.clone(), memory.clone(), lease)
         } else {
-            Membership::new(settings.clone(), cluster.clone(), memory.clone())
+            Membership::new(settings.clone(), cluster.clone(), memory.clone(), lease)
         }),
     });
     for instance in 0..settings.tc_instances {

@@ -62,6 +62,7 @@ fn read_shared(
     section: SectionHandle,
 ) -> Result<u32, (ErrorCode, String)> {
     let (table, partition, version) = (prepare.table_id, prepare.partition, prepare.schema_version);
+    registry.check_read_lease(ctx.now_ns())?;
     answer_committed_read(ctx, section, ReadAnswer::row_of(prepare), |body, row| {
         registry.with_partition_at_version(table, partition, version, |shared| {
             encode_committed_row(&shared.partition, body, row)

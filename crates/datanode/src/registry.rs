@@ -1,5 +1,5 @@
 //! The node's partitions, shared between the `ldm` instance that owns each and the `query`
-//! instances that read them.
+//! instances that read them, and the node's [`ReadLease`], which every reader checks first.
 //!
 //! Each partition sits behind its own reader/writer lock, like NDB's fragment mutexes for
 //! query threads: the owning `ldm` takes it exclusively for each operation it runs, readers
@@ -11,6 +11,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard};
 use kista_storage::partition::Partition;
 
 use crate::protocol::ErrorCode;
+use crate::read_lease::ReadLease;
 
 /// Takes a partition's shared lock, for one read or one scan batch.
 pub fn read_partition(partition: &RwLock<Partition>) -> RwLockReadGuard<'_, Partition> {
@@ -27,12 +28,25 @@ pub struct SharedPartition {
     pub partition: Arc<RwLock<Partition>>,
 }
 
-#[derive(Default)]
 pub struct PartitionRegistry {
     partitions: RwLock<FxHashMap<(u32, u32), SharedPartition>>,
+    lease: Arc<ReadLease>,
 }
 
 impl PartitionRegistry {
+    pub fn new(lease: Arc<ReadLease>) -> Self {
+        Self {
+            partitions: RwLock::default(),
+            lease,
+        }
+    }
+
+    /// Whether a read that arrived by `now_ns` may be answered here (see [`ReadLease`]).
+    #[inline]
+    pub fn check_read_lease(&self, now_ns: u64) -> Result<(), (ErrorCode, String)> {
+        self.lease.check(now_ns)
+    }
+
     pub fn publish(&self, table_id: u32, partition: u32, shared: SharedPartition) {
         self.write().insert((table_id, partition), shared);
     }

@@ -9,7 +9,7 @@ use kista_datanode::node::NodeSettings;
 use kista_datanode::protocol::*;
 use kista_signal::NodeId;
 use kista_storage::types::Value;
-use support::{cluster_settings, counter_op, counters, Node};
+use support::{cluster_settings, counter_op, Node};
 
 use ExecuteMode::Commit;
 use TransactionOutcome::{Aborted, Committed};
@@ -27,12 +27,7 @@ fn node_settings(node: NodeId) -> NodeSettings {
 fn cluster_with_counters(nodes: u8, seed: u64) -> (Node, (u32, u32)) {
     let mut cluster =
         Node::start_cluster(cluster_settings(nodes, 2, node_settings), 32 << 20, seed);
-    let definition = TableDefinitionBody {
-        schema: counters(),
-        indexes: vec![],
-        index_tables: vec![],
-    };
-    let table = cluster.create_table(&definition).expect("created");
+    let table = cluster.create_counters();
     (cluster, table)
 }
 

@@ -42,14 +42,7 @@ fn failures_seen_by(cluster: &Node, node: u8) -> Vec<(u64, NodeFailed)> {
 }
 
 fn stopped(cluster: &Node) -> Vec<u8> {
-    let mut nodes: Vec<u8> = cluster
-        .simulation
-        .stopped_nodes()
-        .iter()
-        .map(|(node, _)| node.0)
-        .collect();
-    nodes.sort_unstable();
-    nodes
+    cluster.stopped()
 }
 
 #[test]
@@ -282,4 +275,28 @@ fn a_join_and_a_failure_at_once_both_complete_in_some_order_every_member_agrees_
         join_went_first[usize::from(join_generation == 3)] = true;
     }
     assert_eq!(join_went_first, [true, true], "both orders happened");
+}
+
+#[test]
+fn a_joiner_removed_before_it_heard_its_join_commit_stops_when_a_late_request_lets_it_in_again() {
+    // A slow link: node 2's join commit and its first heartbeats each take longer than half
+    // the grace, so node 1 removes it again; join requests node 2 sent before the commit
+    // reached it still arrive afterwards, and node 1 lets it in once more. Node 2, a member
+    // all along in its own eyes, missed the writes in between: it must stop and restart.
+    let mut cluster = cluster(2, 61);
+    cluster.run_for_ms(500);
+    cluster.simulation.crash(NodeId(2));
+    cluster.run_for_ms(1_000);
+    cluster.restart_node(NodeId(2), 16 << 20);
+    cluster.simulation.slow_down(NodeId(1), NodeId(2), 272 * MS);
+    cluster.run_for_ms(3_000);
+    let joined: Vec<u32> = joins_seen_by(&cluster, 1)
+        .iter()
+        .map(|join| join.generation)
+        .collect();
+    assert!(joined.len() >= 2, "node 1 let node 2 in twice: {joined:?}");
+    let stops = cluster.simulation.stopped_nodes();
+    assert_eq!(stops.len(), 1, "{stops:?}");
+    assert_eq!(stops[0].0, NodeId(2));
+    assert!(stops[0].1.contains("let it in again"), "{}", stops[0].1);
 }

@@ -5,7 +5,10 @@
 //! Checked after every slice of virtual time: every node that reaches a membership
 //! generation has the same members in it, unless the two nodes fenced each other off (the
 //! survivors agree; two sides of a split that both went on, each the primary of the same
-//! partitions, would disagree). Checked at the end, once every fault is healed, every node restarted and the
+//! partitions, would disagree). Checked all along: reads sent through any running node,
+//! paused ones included, of keys with no write in flight return the last acknowledged
+//! value or a temporary error, never an older value (a node that was removed while paused
+//! or cut off must not answer from its stale replicas). Checked at the end, once every fault is healed, every node restarted and the
 //! cluster quiet: every acknowledged write is there, every replica holds the same rows (each
 //! key is read through every node, which reads its own replica when it holds one), and every
 //! key takes a new write (nothing was left locked).
@@ -20,9 +23,9 @@ use std::collections::{BTreeSet, HashMap};
 use kista_datanode::cluster::NodeSet;
 use kista_datanode::node::NodeSettings;
 use kista_datanode::protocol::*;
-use kista_signal::{NodeId, TypedSignal};
+use kista_signal::{BlockAddress, NodeId, TypedSignal};
 use kista_storage::types::Value;
-use support::{cluster_settings, counter_op, counters, Executed, Node};
+use support::{cluster_settings, counter_op, Executed, Node};
 
 /// Seeds per run: thousands in an optimized build (as `scripts/test-all` runs it), fewer in
 /// a debug one.
@@ -82,6 +85,14 @@ struct Write {
     sent_ns: u64,
 }
 
+/// A read of a key with no write in flight, which must return `expected`.
+struct Read {
+    key: i64,
+    expected: i64,
+    via: u8,
+    sent_ns: u64,
+}
+
 struct Run {
     seed: u64,
     cluster: Node,
@@ -94,6 +105,9 @@ struct Run {
     writes: HashMap<u64, Write>,
     /// Writes past the answer limit, whose answer may still come.
     unknown: HashMap<u64, Write>,
+    /// Reads in flight (their keys take no writes meanwhile).
+    reads: HashMap<u64, Read>,
+    reads_answered: u64,
     next_tx: u64,
     paused: BTreeSet<u8>,
     /// Per node: its membership's generation and members (from the `NodeFailed` and
@@ -115,12 +129,7 @@ impl Run {
         let (count, replicas) = [(2, 2), (4, 2), (3, 3)][(seed % 3) as usize];
         let settings = cluster_settings(count, replicas, node_settings);
         let mut cluster = Node::start_cluster(settings, DATA_MEMORY_BYTES, seed);
-        let definition = TableDefinitionBody {
-            schema: counters(),
-            indexes: vec![],
-            index_tables: vec![],
-        };
-        let table = cluster.create_table(&definition).expect("created");
+        let table = cluster.create_counters();
         let nodes: Vec<u8> = (1..=count).collect();
         let all = NodeSet::of(nodes.iter().map(|&n| NodeId(n)));
         let mut run = Self {
@@ -138,6 +147,8 @@ impl Run {
             ],
             writes: HashMap::new(),
             unknown: HashMap::new(),
+            reads: HashMap::new(),
+            reads_answered: 0,
             next_tx: 1,
             paused: BTreeSet::new(),
             views: nodes.iter().map(|&n| (n, (1, all))).collect(),
@@ -220,7 +231,7 @@ impl Run {
     // ----- the load -----
 
     fn send_one(&mut self) {
-        if self.writes.len() >= WINDOW {
+        if self.writes.len() + self.reads.len() >= WINDOW {
             return;
         }
         let free: Vec<i64> = (0..KEYS)
@@ -230,6 +241,9 @@ impl Run {
         let (Some(key), Some(via)) = (self.dice.pick(&free), self.dice.pick(&up)) else {
             return;
         };
+        if self.dice.below(2) == 0 {
+            return self.send_read(key, via);
+        }
         let tx = self.next_tx;
         self.next_tx += 1;
         let value = tx as i64;
@@ -239,6 +253,12 @@ impl Run {
             .send_batch(tx, self.table, ops, ExecuteMode::Commit);
         self.keys[key as usize].busy = true;
         let sent_ns = self.cluster.now_ns();
+        if verbose() {
+            eprintln!(
+                "{:>8} ms  tx {tx} writes key {key} via node {via}",
+                sent_ns / MS
+            );
+        }
         self.writes.insert(
             tx,
             Write {
@@ -249,11 +269,90 @@ impl Run {
         );
     }
 
+    /// Reads `key` through `via` (paused or not): the key takes no write until the answer.
+    fn send_read(&mut self, key: i64, via: u8) {
+        let tx = self.next_tx;
+        self.next_tx += 1;
+        self.cluster.use_node(NodeId(via));
+        let ops = vec![counter_op(OperationKind::Read, key, 0)];
+        self.cluster
+            .send_batch(tx, self.table, ops, ExecuteMode::Commit);
+        if verbose() {
+            let now = self.cluster.now_ns() / MS;
+            eprintln!("{now:>8} ms  tx {tx} reads key {key} via node {via}");
+        }
+        let state = &mut self.keys[key as usize];
+        state.busy = true;
+        let read = Read {
+            key,
+            expected: state.may_hold[0],
+            via,
+            sent_ns: self.cluster.now_ns(),
+        };
+        self.reads.insert(tx, read);
+    }
+
+    /// A read's row (or its absence) must be the last acknowledged value: any other is a
+    /// stale read.
+    fn check_read_row(&self, client_tx: u64, found: u32, bytes: &[u8], from: BlockAddress) {
+        let Some(read) = self.reads.get(&client_tx) else {
+            return;
+        };
+        let value = (found != 0).then(|| match RowBody::decode(bytes).map(|r| r.values) {
+            Ok(values) => values[1].clone(),
+            Err(error) => panic!("seed {}: a read's row does not decode: {error}", self.seed),
+        });
+        assert_eq!(
+            value,
+            Some(Value::Int(read.expected)),
+            "seed {}: a read of key {} sent through node {} at {} ms was answered by {from} \
+             at {} ms with a value other than the last acknowledged one (a stale read)",
+            self.seed,
+            read.key,
+            read.via,
+            read.sent_ns / MS,
+            self.cluster.now_ns() / MS
+        );
+    }
+
+    /// A read ends with its commit, or a temporary error; its key takes writes again.
+    fn end_read(&mut self, client_tx: u64, code: u32, message: &[u8]) {
+        let Some(read) = self.reads.remove(&client_tx) else {
+            return;
+        };
+        self.keys[read.key as usize].busy = false;
+        if code != 0 {
+            let category = ErrorCode::from_u32(code).map(ErrorCode::category);
+            assert_eq!(
+                category,
+                Some(ErrorCategory::Temporary),
+                "seed {}: a read failed for good: {}",
+                self.seed,
+                String::from_utf8_lossy(message)
+            );
+        } else {
+            self.reads_answered += 1;
+        }
+    }
+
     fn take_answers(&mut self) {
         for (signal, bytes) in self.cluster.take_inbox() {
+            if let Ok(read) = ReadCommitted::from_signal(&signal) {
+                self.check_read_row(read.client_tx, read.found, &bytes, signal.sender());
+                self.end_read(read.client_tx, 0, &[]);
+                continue;
+            }
+            if let Ok(row) = ReadResult::from_signal(&signal) {
+                self.check_read_row(row.client_tx, row.found, &bytes, signal.sender());
+                continue;
+            }
             let Ok(conf) = ExecuteConf::from_signal(&signal) else {
                 continue;
             };
+            if self.reads.contains_key(&conf.client_tx) {
+                self.end_read(conf.client_tx, conf.code, &bytes);
+                continue;
+            }
             let committed = conf.outcome == TransactionOutcome::Committed;
             if verbose() {
                 if let Some(write) = self
@@ -306,6 +405,19 @@ impl Run {
             .filter(|(_, w)| now.saturating_sub(w.sent_ns) > ANSWER_LIMIT_MS * MS)
             .map(|(&tx, _)| tx)
             .collect();
+        // A read with no answer in time is forgotten: a row it brings later was read while
+        // new writes may have been under way.
+        let late_reads: Vec<u64> = self
+            .reads
+            .iter()
+            .filter(|(_, r)| now.saturating_sub(r.sent_ns) > ANSWER_LIMIT_MS * MS)
+            .map(|(&tx, _)| tx)
+            .collect();
+        for tx in late_reads {
+            if let Some(read) = self.reads.remove(&tx) {
+                self.keys[read.key as usize].busy = false;
+            }
+        }
         for tx in late {
             if let Some(write) = self.writes.remove(&tx) {
                 let key = &mut self.keys[write.key as usize];
@@ -337,6 +449,18 @@ impl Run {
         self.trace_offset = offset;
         for (_, signal) in signals {
             let receiver = signal.receiver();
+            if verbose() {
+                let now = self.cluster.now_ns() / MS;
+                if let Ok(copy) = CopyPartition::from_signal(&signal) {
+                    eprintln!("{now:>8} ms  {receiver}: {copy:?}");
+                } else if let Ok(copied) = PartitionCopied::from_signal(&signal) {
+                    eprintln!("{now:>8} ms  {} -> {receiver}: {copied:?}", signal.sender());
+                } else if let Ok(started) = NodeStarted::from_signal(&signal) {
+                    if receiver.block() == TC_BLOCK && receiver.instance() == 0 {
+                        eprintln!("{now:>8} ms  {receiver}: {started:?}");
+                    }
+                }
+            }
             if receiver.block() != TC_BLOCK || receiver.instance() != 0 {
                 continue;
             }
@@ -479,8 +603,8 @@ impl Run {
                 }
             }
         }
-        // Every write sent has its answer, or is past the limit and of unknown outcome.
-        while !self.writes.is_empty() {
+        // Every write and read sent has its answer, or is past the limit.
+        while !self.writes.is_empty() || !self.reads.is_empty() {
             self.run_for_ms(100, false);
         }
         self.run_for_ms(1_000, false);
@@ -587,16 +711,18 @@ fn env_u64(name: &str, default: u64) -> u64 {
 }
 
 #[test]
-fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_acknowledged_write() {
+fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_write_and_serve_no_stale_read() {
     let seeds = env_u64("KISTA_RANDOM_FAULT_SEEDS", SEEDS_DEFAULT);
     let first = env_u64("KISTA_RANDOM_FAULT_FIRST_SEED", 0);
-    let (mut checked, mut stopped, mut acknowledged) = (0, 0, 0);
+    let (mut checked, mut stopped, mut acknowledged, mut reads) = (0, 0, 0, 0);
     for seed in first..first + seeds {
         let mut run = Run::start(seed);
         for _ in 0..STEPS {
             run.step();
         }
-        if !run.heal_all() {
+        let healed = run.heal_all();
+        reads += run.reads_answered;
+        if !healed {
             // Every node stopped itself (a split left no side with every node group): the
             // safe outcome; nothing to read.
             stopped += 1;
@@ -608,7 +734,8 @@ fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_acknowledged_write() {
     }
     eprintln!(
         "{seeds} seeds: {checked} checked to the end ({acknowledged} acknowledged writes), \
-         {stopped} stopped whole"
+         {stopped} stopped whole; {reads} reads answered under faults"
     );
     assert!(checked > 0, "some seeds end with a running cluster");
+    assert!(reads > 0, "reads were answered while faults ran");
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use kista_datanode::node::NodeSettings;
 use kista_datanode::protocol::*;
-use kista_signal::NodeId;
+use kista_signal::{NodeId, TypedSignal};
 use kista_storage::schema::{Column, TableSchema};
 use kista_storage::types::{ColumnType, Value};
 use support::{cluster_settings, primary_key, with_unique_index, Node, Op};
@@ -132,13 +132,22 @@ fn write_round(cluster: &mut Node, table: (u32, u32), model: &mut Model, round: 
     committed
 }
 
+/// Whether node `node` heard that node 2 started.
 fn started(cluster: &Node, node: u8) -> bool {
+    heard_started(cluster, node, 2).is_some()
+}
+
+/// When node `node` heard that node `restarted` started, if it did.
+fn heard_started(cluster: &Node, node: u8, restarted: u8) -> Option<u64> {
     cluster
         .delivered::<NodeStarted>()
         .iter()
-        .any(|(_, receiver, started)| {
-            receiver.node() == NodeId(node) && receiver.block() == TC_BLOCK && started.node == 2
+        .find(|(_, receiver, started)| {
+            receiver.node() == NodeId(node)
+                && receiver.block() == TC_BLOCK
+                && started.node == u32::from(restarted)
         })
+        .map(|(at, _, _)| *at)
 }
 
 /// Every row as node `via` reads it, by primary key and by its unique code.
@@ -285,13 +294,7 @@ fn a_failure_during_a_restart_stops_the_restarting_node_which_then_restarts_agai
     // Node 3 (the other node group) fails in the middle of node 2's restart.
     cluster.simulation.crash(NodeId(3));
     cluster.run_for_ms(2_000);
-    let stopped: Vec<NodeId> = cluster
-        .simulation
-        .stopped_nodes()
-        .iter()
-        .map(|(node, _)| *node)
-        .collect();
-    assert_eq!(stopped, [NodeId(2)], "node 2 gave up its restart");
+    assert_eq!(cluster.stopped(), [2], "node 2 gave up its restart");
     assert!(!started(&cluster, 1));
     let ended = cluster.execute(7, table, vec![], Commit);
     if ended.outcome == Committed {
@@ -305,4 +308,125 @@ fn a_failure_during_a_restart_stops_the_restarting_node_which_then_restarts_agai
     cluster.simulation.crash(NodeId(1));
     cluster.run_for_ms(1_000);
     check_rows(&mut cluster, table, &model, 2, 91);
+}
+
+/// Three data nodes in one group with three replicas, holding `rows` accounts.
+fn three_replica_cluster(rows: i64, seed: u64) -> (Node, (u32, u32), Model) {
+    let nodes = cluster_settings(3, 3, node_settings);
+    let mut cluster = Node::start_cluster(nodes, DATA_MEMORY_BYTES, seed);
+    let table = cluster
+        .create_table(&with_unique_index(accounts(), "by_code", 2))
+        .expect("created");
+    let mut model: Model = (0..rows).map(|id| (id, None)).collect();
+    assert_eq!(
+        write_round(&mut cluster, table, &mut model, 1),
+        rows as usize
+    );
+    (cluster, table, model)
+}
+
+#[test]
+fn a_node_that_joins_while_another_restarts_gets_its_rows_from_a_started_replica() {
+    // Three replicas: nodes 2 and 3 crash, then restart together; node 3 joins while node
+    // 2's restart runs and waits its turn, holding nothing yet. Node 2's rows must come
+    // from node 1, the one started replica.
+    let (mut cluster, table, mut model) = three_replica_cluster(60, 41);
+    cluster.simulation.crash(NodeId(2));
+    cluster.simulation.crash(NodeId(3));
+    cluster.run_for_ms(1_000);
+    write_round(&mut cluster, table, &mut model, 2);
+    // A transaction left open holds the first restart back until both nodes joined.
+    cluster.use_node(NodeId(1));
+    let insert = vec![key_op(OperationKind::Insert, 500, 500)];
+    let open = cluster.execute(7, table, insert, ExecuteMode::NoCommit);
+    assert_eq!(open.outcome, TransactionOutcome::Open, "{}", open.message);
+    cluster.restart_node(NodeId(2), DATA_MEMORY_BYTES);
+    cluster.restart_node(NodeId(3), DATA_MEMORY_BYTES);
+    cluster.run_for_ms(1_000);
+    let committed = cluster.execute(7, table, vec![], Commit);
+    assert_eq!(committed.outcome, Committed, "{}", committed.message);
+    model.insert(500, Some(500));
+    cluster.run_for_ms(3_000);
+
+    let (Some(node_2_started), Some(node_3_started)) =
+        (heard_started(&cluster, 1, 2), heard_started(&cluster, 1, 3))
+    else {
+        panic!("both restarted nodes started");
+    };
+    let joined_at = |node: u32| {
+        cluster
+            .delivered::<NodeJoined>()
+            .iter()
+            .find(|(_, receiver, joined)| receiver.node() == NodeId(1) && joined.joined == node)
+            .map(|(at, _, _)| *at)
+            .expect("joined")
+    };
+    let (first_started, second_joined) = if node_2_started < node_3_started {
+        (node_2_started, joined_at(3))
+    } else {
+        (node_3_started, joined_at(2))
+    };
+    assert!(
+        second_joined < first_started,
+        "one node joined during the other's restart"
+    );
+    for (at, copier, copy) in cluster.delivered::<CopyPartition>() {
+        let copier_started = match copier.node().0 {
+            1 => Some(0),
+            other => heard_started(&cluster, 1, other),
+        };
+        assert!(
+            copier_started.is_some_and(|started| started < at),
+            "node {} copied partition {} before it had started",
+            copier.node().0,
+            copy.partition
+        );
+    }
+
+    // Both restarted nodes hold every row: lose node 1 and read through each.
+    cluster.simulation.crash(NodeId(1));
+    cluster.run_for_ms(1_000);
+    check_rows(&mut cluster, table, &model, 2, 41);
+    check_rows(&mut cluster, table, &model, 3, 41);
+}
+
+#[test]
+fn a_restarted_node_shuts_out_a_node_the_cluster_removed_while_it_was_down() {
+    // Three replicas. Node 3 is paused and removed; node 2 crashes, restarts and joins
+    // node 1. Node 3 wakes still believing in the first membership and takes writes:
+    // node 1 ignores it, and so must node 2, whose restart came after the removal, or
+    // node 3 would leave rows locked there (or commit with node 2 alone).
+    let (mut cluster, table, mut model) = three_replica_cluster(24, 43);
+    cluster.simulation.pause(NodeId(3));
+    cluster.run_for_ms(1_000);
+    cluster.simulation.crash(NodeId(2));
+    cluster.run_for_ms(1_000);
+    cluster.restart_node(NodeId(2), DATA_MEMORY_BYTES);
+    cluster.run_for_ms(2_000);
+    assert!(started(&cluster, 1), "node 2 restarted");
+
+    // Writes sent to node 3 while it sleeps run when it wakes.
+    cluster.use_node(NodeId(3));
+    for id in 0..24 {
+        let op = key_op(OperationKind::Update, id, 3_000 + id);
+        cluster.send_batch(800_000 + id as u64, table, vec![op], Commit);
+    }
+    cluster.simulation.resume(NodeId(3));
+    cluster.run_for_ms(3_000);
+    let stopped = cluster.stopped();
+    assert!(stopped.contains(&3), "node 3 stopped: {stopped:?}");
+    for (signal, _) in cluster.take_inbox() {
+        if let Ok(conf) = ExecuteConf::from_signal(&signal) {
+            assert_ne!(
+                conf.outcome, Committed,
+                "node 3 committed {}",
+                conf.client_tx
+            );
+        }
+    }
+
+    // Nothing node 3 did committed, and nothing is left locked: every row takes a write.
+    check_rows(&mut cluster, table, &model, 1, 43);
+    assert_eq!(write_round(&mut cluster, table, &mut model, 2), 24);
+    check_rows(&mut cluster, table, &model, 2, 43);
 }

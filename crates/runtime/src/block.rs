@@ -128,7 +128,8 @@ impl<'a> Context<'a> {
     }
 
     /// Nanoseconds since the runtime started: real in production, virtual in simulation.
-    /// Constant while one signal executes.
+    /// Constant while one signal executes, and never earlier than that signal's arrival at
+    /// the node (the clock is read after the signals of a batch are taken).
     #[inline]
     pub fn now_ns(&self) -> u64 {
         self.now_ns

@@ -230,7 +230,10 @@ impl Dictionary {
     /// Asks, for every partition with a replica on `node`, the replica before it in the
     /// chain to copy it there; returns the partitions asked for.
     fn start_copies(&mut self, ctx: &mut Context, id: u32, node: NodeId) -> FxHashSet<(u32, u32)> {
-        let started = NodeSet::of(self.members().map(|n| n.node)).minus(NodeSet::of([node]));
+        // Only started replicas hold data to copy: not `node`, nor nodes that joined
+        // meanwhile and wait for their turn.
+        let not_started = NodeSet::of(self.restarts.queued.iter().copied().chain([node]));
+        let started = NodeSet::of(self.members().map(|n| n.node)).minus(not_started);
         let mut map = PartitionMap::for_cluster(self.partitions_per_table(), &self.cluster);
         map.arrange(started, NodeSet::of([node]));
         let mut copies = FxHashSet::default();

@@ -71,6 +71,9 @@ error_codes! {
     NodeFailure = 4_010, Temporary;
     /// The node is restarting and takes no transactions yet.
     NodeStarting = 4_035, Temporary;
+    /// The node cannot be sure it is still a member (its read lease lapsed), so it serves
+    /// no reads from its replicas for now.
+    ReadLeaseLapsed = 4_259, Temporary;
     /// The coordinator failed during commit: the outcome is unknown.
     OutcomeUnknown = 4_012, UnknownOutcome;
 }

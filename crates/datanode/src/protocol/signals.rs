@@ -558,8 +558,15 @@ impl Word for NodeSet {
 }
 
 typed_signal! {
-    /// "I am alive", sent to every other member each heartbeat interval.
-    Heartbeat = 170 { generation: u32, }
+    /// "I am alive", sent to every other member each heartbeat interval. `sent_ns` is the
+    /// sender's clock when it sent it, echoed back at once ([`HeartbeatEcho`]) for the
+    /// sender's read lease.
+    Heartbeat = 170 { generation: u32, sent_ns: u64, }
+}
+typed_signal! {
+    /// A member's answer to a [`Heartbeat`]: it heard the heartbeat sent at `sent_ns` (on
+    /// the heartbeat sender's clock) and had not begun removing its sender then.
+    HeartbeatEcho = 198 { sent_ns: u64, }
 }
 typed_signal! {
     /// The membership's own timer: send heartbeats, look for silent members and for

@@ -90,7 +90,7 @@ fn read_in_place(
     request: &KeyRequest,
     answer: ReadAnswer,
 ) -> Result<Result<u32, (ErrorCode, String)>, ReadHere> {
-    let here = ctx.address();
+    let (here, now_ns) = (ctx.address(), ctx.now_ns());
     with_row_scratch(|row| {
         let found = {
             // The body's borrow of the context ends before the answer is sent.
@@ -106,12 +106,14 @@ fn read_in_place(
                 ReadPlace::Here => {}
                 ReadPlace::Executor(executor) => return Err(ReadHere::PlacedOn(executor)),
             }
-            registry.with_partition_at_version(
-                request.table_id,
-                partition,
-                request.schema_version,
-                |shared| encode_committed_row(&shared.partition, &body, row),
-            )
+            registry.check_read_lease(now_ns).and_then(|()| {
+                registry.with_partition_at_version(
+                    request.table_id,
+                    partition,
+                    request.schema_version,
+                    |shared| encode_committed_row(&shared.partition, &body, row),
+                )
+            })
         };
         Ok(found.and_then(|found| send_answer(ctx, answer, found.then_some(row))))
     })

@@ -461,6 +461,28 @@ impl Node {
     pub fn now_ns(&self) -> u64 {
         self.simulation.now_ns()
     }
+
+    /// Creates the `counters` table (no indexes).
+    pub fn create_counters(&mut self) -> (u32, u32) {
+        let definition = TableDefinitionBody {
+            schema: counters(),
+            indexes: vec![],
+            index_tables: vec![],
+        };
+        self.create_table(&definition).expect("created")
+    }
+
+    /// The data nodes that stopped themselves, lowest id first.
+    pub fn stopped(&self) -> Vec<u8> {
+        let mut nodes: Vec<u8> = self
+            .simulation
+            .stopped_nodes()
+            .iter()
+            .map(|(node, _)| node.0)
+            .collect();
+        nodes.sort_unstable();
+        nodes
+    }
 }
 
 /// `schema` with one unique index, `name`, on `column` (index id 1 once created).

@@ -19,6 +19,11 @@ use super::workload::{check_read, KeyOp, KeySlice, Payloads, Phase, ReadCheck};
 /// How often a transaction failing with a temporary error is sent again before its error
 /// counts as final.
 pub const TEMPORARY_RETRIES_MAX: u32 = 10;
+/// The wait before the first retry; each further one waits twice as long as the last, up
+/// to [`RETRY_DELAY_MAX`]: ten retries span about 0.7 s, which rides out a failover
+/// (during which the survivors refuse reads until the cluster's membership is settled).
+pub const RETRY_DELAY_FIRST: Duration = Duration::from_millis(1);
+pub const RETRY_DELAY_MAX: Duration = Duration::from_millis(200);
 /// How long a thread waits for any of its transactions to answer before it gives up.
 pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
 /// Latency the histograms can hold (longer ones are clamped), in microseconds.
@@ -129,7 +134,8 @@ pub struct Worker<'a> {
     /// `[slot]` → whether a transaction in flight holds the key.
     busy: Vec<bool>,
     payloads: Payloads,
-    retries: Vec<Flight>,
+    /// Transactions to send again once their time comes.
+    retries: Vec<(Instant, Flight)>,
     next_ticket: u64,
     next_slot: usize,
     transactions_started: u64,
@@ -170,7 +176,7 @@ impl<'a> Worker<'a> {
     pub fn run(mut self, work: &Work) -> Tally {
         loop {
             while !self.stopping && self.flights.len() < self.settings.parallel as usize {
-                let flight = match self.retries.pop() {
+                let flight = match self.due_retry() {
                     Some(flight) => flight,
                     None => match self.next_flight(work) {
                         Some(flight) => flight,
@@ -179,12 +185,28 @@ impl<'a> Worker<'a> {
                 };
                 self.launch(flight);
             }
-            // Retries wait in `retries` only while the window is full or the thread stops.
+            // A stopping thread drops the retries still waiting.
+            let next_retry = self
+                .retries
+                .iter()
+                .map(|(at, _)| *at)
+                .min()
+                .filter(|_| !self.stopping);
             if self.flights.is_empty() {
-                break;
+                match next_retry {
+                    Some(at) => {
+                        std::thread::sleep(at.saturating_duration_since(Instant::now()));
+                        continue;
+                    }
+                    None => break,
+                }
             }
-            match self.answers.1.recv_timeout(ANSWER_TIMEOUT) {
+            let wait = next_retry.map_or(ANSWER_TIMEOUT, |at| {
+                ANSWER_TIMEOUT.min(at.saturating_duration_since(Instant::now()))
+            });
+            match self.answers.1.recv_timeout(wait) {
                 Ok((ticket, result)) => self.settle(ticket, result),
+                Err(RecvTimeoutError::Timeout) if wait < ANSWER_TIMEOUT => {}
                 Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
                     self.tally.connection_lost = Some(format!(
                         "{} transactions got no answer within {} s",
@@ -196,6 +218,13 @@ impl<'a> Worker<'a> {
             }
         }
         self.tally
+    }
+
+    /// A retry whose wait is over, if any.
+    fn due_retry(&mut self) -> Option<Flight> {
+        let now = Instant::now();
+        let due = self.retries.iter().position(|(at, _)| *at <= now)?;
+        Some(self.retries.swap_remove(due).1)
     }
 
     /// The next batch of operations, or `None` when the work is done.
@@ -339,8 +368,11 @@ impl<'a> Worker<'a> {
                     .or_insert_with(|| (0, error.to_string()));
                 entry.0 += 1;
                 if error.is_temporary() && flight.attempts < TEMPORARY_RETRIES_MAX {
+                    let delay = RETRY_DELAY_FIRST
+                        .saturating_mul(1 << flight.attempts.min(16))
+                        .min(RETRY_DELAY_MAX);
                     flight.attempts += 1;
-                    return self.retries.push(flight);
+                    return self.retries.push((Instant::now() + delay, flight));
                 }
                 if error.category() == ErrorCategory::UnknownOutcome {
                     for &(slot, op) in &flight.ops {

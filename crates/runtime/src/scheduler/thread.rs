@@ -98,6 +98,9 @@ pub(crate) struct SchedulerThread {
     pub idle_sleep_max_ns: u64,
     /// Signals from outside taken for this round ([`ExternalQueue::take_all`]).
     external: Vec<Signal>,
+    /// `[input]` → how many of its signals this round executes, counted before the clock
+    /// is read.
+    batches: Vec<usize>,
     signals_executed: u64,
     busy_rounds: u64,
     sleeps: u64,
@@ -128,6 +131,7 @@ impl SchedulerThread {
             spin_ns,
             idle_sleep_max_ns,
             external: Vec::new(),
+            batches: Vec::new(),
             signals_executed: 0,
             busy_rounds: 0,
             sleeps: 0,
@@ -150,6 +154,15 @@ impl SchedulerThread {
     }
 
     fn round(&mut self) -> usize {
+        // What this round executes is in hand before the clock is read, so no signal runs
+        // with a time from before it arrived, even across a pause of the process (see
+        // `Context::now_ns`; a node's read lease relies on it).
+        self.shared.external[self.index].take_all(&mut self.external);
+        self.batches.clear();
+        for input in &mut self.inputs {
+            self.batches
+                .push(input.available().min(self.batch_per_input));
+        }
         let now_ns = self.shared.now_ns();
         self.router.now_ns = now_ns;
         while let Some(signal) = self.router.timers.pop_due(now_ns) {
@@ -168,7 +181,6 @@ impl SchedulerThread {
             executed += 1;
         }
         // Signals from outside run where they arrived, in the buffer taken from the queue.
-        self.shared.external[self.index].take_all(&mut self.external);
         if !self.external.is_empty() {
             let sink = Sink::Threads(&mut self.router);
             let mut ctx = Context::new(now_ns, &mut self.rng, sink, &self.shared.sections);
@@ -180,7 +192,7 @@ impl SchedulerThread {
         }
         self.router.flush(&self.shared.wake);
         for input in 0..self.inputs.len() {
-            let batch = self.inputs[input].available().min(self.batch_per_input);
+            let batch = self.batches[input];
             if batch == 0 {
                 continue;
             }
