@@ -766,6 +766,10 @@ impl Membership {
     }
 }
 
+/// How the reason begins when the management server stops a node for good (`N stop`,
+/// `shutdown`): its process ends normally, unlike a node its cluster stopped.
+pub const STOPPED_BY_MANAGEMENT_SERVER: &str = "stopped by the management server";
+
 /// The reason the management server gives when it stops a node to have it restart
 /// (`N restart`): the node's process starts it again, restarting into the cluster.
 pub const RESTART_REQUESTED: &str = "restart requested by the management server (N restart)";

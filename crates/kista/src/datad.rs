@@ -14,7 +14,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use kista_datanode::membership::{RESTART_REQUESTED, RESTART_WHEN_STARTED};
+use kista_datanode::membership::{
+    RESTART_REQUESTED, RESTART_WHEN_STARTED, STOPPED_BY_MANAGEMENT_SERVER,
+};
 use kista_datanode::node::NodeSettings;
 use kista_datanode::router::ReadPolicy;
 use kista_mgm::admin::AdminClient;
@@ -204,7 +206,14 @@ fn run_once(
             return Ok(Ended::RestartWhenStarted);
         }
         println!("kista datad: stopped: {reason}");
-        return Ok(Ended::Stopped);
+        if reason.starts_with(STOPPED_BY_MANAGEMENT_SERVER) {
+            return Ok(Ended::Stopped);
+        }
+        // The cluster shut this node out or could not go on: a supervisor should know.
+        return Err(Failure::runtime(format!(
+            "the cluster stopped this data node ({reason}); start `kista datad` again to \
+             restart it into the cluster"
+        )));
     }
     if failed {
         return Err(Failure::runtime(

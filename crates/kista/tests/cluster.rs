@@ -211,11 +211,15 @@ fn a_split_between_the_data_nodes_leaves_exactly_one_side_serving_and_loses_noth
     } else {
         (1, 2)
     };
-    let (_, stdout) = cluster
+    let (exited_cleanly, stdout) = cluster
         .node(loser)
         .wait_exit(SELF_STOP_LIMIT)
         .unwrap_or_else(|| panic!("node {loser} stops itself"));
     assert!(stdout.contains("kista datad: stopped: "), "{stdout}");
+    assert!(
+        !exited_cleanly,
+        "a node its cluster stopped exits with a failure"
+    );
     assert_eq!(cluster.shown_state(winner), "started");
     assert_eq!(cluster.shown_state(loser), "not connected");
 }
@@ -388,7 +392,7 @@ fn mgm_stop_stops_one_node_and_the_other_goes_on_serving() {
         assert!(stdout.contains("node 1 is stopping"), "{stdout}");
     });
     assert_nothing_lost(&outcome);
-    let (_, stdout) = cluster
+    let (exited_cleanly, stdout) = cluster
         .node(1)
         .wait_exit(SELF_STOP_LIMIT)
         .expect("node 1 stops");
@@ -396,6 +400,7 @@ fn mgm_stop_stops_one_node_and_the_other_goes_on_serving() {
         stdout.contains("stopped by the management server (N stop)"),
         "{stdout}"
     );
+    assert!(exited_cleanly, "a requested stop is no failure");
 }
 
 #[test]

@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 
 use kista_datanode::arbitration::{arbitrator_address, Arbitrator, NodeReports, MANAGEMENT_NODE};
 use kista_datanode::cluster::NodeSet;
-use kista_datanode::membership::{membership_address, RESTART_REQUESTED, RESTART_WHEN_STARTED};
+use kista_datanode::membership::{
+    membership_address, RESTART_REQUESTED, RESTART_WHEN_STARTED, STOPPED_BY_MANAGEMENT_SERVER,
+};
 use kista_datanode::protocol::{ClusterStop, NodeSuspected, ARBITRATOR_BLOCK};
 use kista_runtime::thread_config::{ThreadConfig, ThreadLayout};
 use kista_runtime::{
@@ -447,7 +449,7 @@ impl State {
     }
 
     fn stop_node(&self, node: NodeId, command: &str) -> Result<(), String> {
-        let reason = format!("stopped by the management server ({command})");
+        let reason = format!("{STOPPED_BY_MANAGEMENT_SERVER} ({command})");
         self.send_stop(node, &reason)
     }
 
