@@ -1,8 +1,13 @@
 # Shared by the cluster benchmarks: start `kista mgmd` and data nodes on free ports.
-# Source it after setting `kista` (the binary) and `dir` (a scratch directory).
+# Source it from the repository root after setting `bench_name`: it builds kista (`$kista`),
+# makes a scratch directory (`$dir`) and kills what it started, and removes `$dir`, on exit.
 
+cargo build --release -q -p kista
+kista=target/release/kista
+dir=$(mktemp -d "/tmp/kista-$bench_name.XXXXXX")
 pids=()
 cleanup() { for pid in "${pids[@]:-}"; do kill -9 "$pid" 2>/dev/null || true; done; rm -rf "$dir"; }
+trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 

@@ -13,11 +13,8 @@ set -euo pipefail
 trials=${1:-20}
 heartbeat_ms=${2:-200}
 cd "$(dirname "$0")/.."
-cargo build --release -q -p kista
-kista=target/release/kista
-dir=$(mktemp -d /tmp/kista-failover.XXXXXX)
+bench_name=failover
 source bench/cluster-lib.sh
-trap cleanup EXIT
 
 trial() { # way -> prints the gap in ms
   local way=$1

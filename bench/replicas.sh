@@ -7,11 +7,8 @@ set -euo pipefail
 runs=${1:-3}
 keys=${2:-100000}
 cd "$(dirname "$0")/.."
-cargo build --release -q -p kista
-kista=target/release/kista
-dir=$(mktemp -d /tmp/kista-replicas.XXXXXX)
+bench_name=replicas
 source bench/cluster-lib.sh
-trap cleanup EXIT
 
 for replicas in 1 2; do
   for run in $(seq 1 "$runs"); do

@@ -13,11 +13,8 @@ rows=${1:-1000000}
 threads=${2:-2}
 parallel=${3:-32}
 cd "$(dirname "$0")/.."
-cargo build --release -q -p kista
-kista=target/release/kista
-dir=$(mktemp -d /tmp/kista-restart.XXXXXX)
+bench_name=restart
 source bench/cluster-lib.sh
-trap cleanup EXIT
 
 now_ms() { date +%s%3N; }
 state_of() { # node -> its state in `show`

@@ -61,20 +61,7 @@ fn key_op(kind: OperationKind, id: i64, value: i64) -> Op {
         ),
         _ => (vec![], vec![]),
     };
-    Op {
-        kind,
-        lock: if kind == OperationKind::Read {
-            LockKind::Committed
-        } else {
-            LockKind::Exclusive
-        },
-        index_id: PRIMARY_KEY,
-        body: KeyBody {
-            key,
-            columns,
-            values,
-        },
-    }
+    Op::by_primary_key(kind, key, columns, values)
 }
 
 fn node_settings(node: NodeId) -> NodeSettings {

@@ -60,6 +60,13 @@ pub(super) struct Restarts {
     next_id: u32,
 }
 
+impl Restarts {
+    /// The running restart, if it is number `id` (answers to an abandoned one are ignored).
+    fn running_with(&mut self, id: u32) -> Option<&mut Restart> {
+        self.running.as_mut().filter(|restart| restart.id == id)
+    }
+}
+
 impl Dictionary {
     pub(super) fn node_joined(&mut self, ctx: &mut Context, joined: NodeJoined) {
         let Ok(node) = u8::try_from(joined.joined).map(NodeId) else {
@@ -141,12 +148,10 @@ impl Dictionary {
         if conf.request_id & SHIPPED_DEFINITION == 0 {
             return false;
         }
-        let Some(restart) = &mut self.restarts.running else {
+        let id = u32::try_from(conf.request_id & !SHIPPED_DEFINITION);
+        let Some(restart) = id.ok().and_then(|id| self.restarts.running_with(id)) else {
             return true;
         };
-        if conf.request_id != SHIPPED_DEFINITION | u64::from(restart.id) {
-            return true;
-        }
         if let Step::Definitions(awaiting) = &mut restart.step {
             awaiting.remove(&(from, conf.table_id));
         }
@@ -160,12 +165,7 @@ impl Dictionary {
         added: StartingReplicaAdded,
         from: BlockAddress,
     ) {
-        let Some(restart) = self
-            .restarts
-            .running
-            .as_mut()
-            .filter(|r| r.id == added.restart)
-        else {
+        let Some(restart) = self.restarts.running_with(added.restart) else {
             return;
         };
         if let Step::Chains(awaiting) = &mut restart.step {
@@ -175,12 +175,7 @@ impl Dictionary {
     }
 
     pub(super) fn partition_copied(&mut self, ctx: &mut Context, copied: PartitionCopied) {
-        let Some(restart) = self
-            .restarts
-            .running
-            .as_mut()
-            .filter(|r| r.id == copied.restart)
-        else {
+        let Some(restart) = self.restarts.running_with(copied.restart) else {
             return;
         };
         if let Step::Copies(awaiting) = &mut restart.step {

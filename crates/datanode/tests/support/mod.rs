@@ -559,18 +559,31 @@ pub fn counter_op(kind: OperationKind, id: i64, value: i64) -> Op {
         OperationKind::Update => (vec![1], vec![Value::Int(value)]),
         _ => (vec![], vec![]),
     };
-    Op {
-        kind,
-        lock: if kind == OperationKind::Read {
-            LockKind::Committed
-        } else {
-            LockKind::Exclusive
-        },
-        index_id: PRIMARY_KEY,
-        body: KeyBody {
-            key,
-            columns,
-            values,
-        },
+    Op::by_primary_key(kind, key, columns, values)
+}
+
+impl Op {
+    /// An operation on the row with primary `key`: reads take no lock, writes an
+    /// exclusive one.
+    pub fn by_primary_key(
+        kind: OperationKind,
+        key: Vec<u8>,
+        columns: Vec<u16>,
+        values: Vec<Value>,
+    ) -> Self {
+        Op {
+            kind,
+            lock: if kind == OperationKind::Read {
+                LockKind::Committed
+            } else {
+                LockKind::Exclusive
+            },
+            index_id: PRIMARY_KEY,
+            body: KeyBody {
+                key,
+                columns,
+                values,
+            },
+        }
     }
 }
