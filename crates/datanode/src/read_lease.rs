@@ -19,7 +19,7 @@
 //! drops the lease until the member echoes again (a lost connection makes that member
 //! suspect this node at once, without waiting for the grace).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::protocol::ErrorCode;
 
@@ -35,11 +35,21 @@ pub struct ReadLease {
     /// 0 until the first renewal: a node that has not heard every member echo serves no
     /// reads. `u64::MAX` when the node is alone in its membership.
     valid_until_ns: AtomicU64,
+    /// Whether the node ever held a lease: until then it tells clients it does not serve
+    /// yet (a cluster's first start), so they do not spend their retries on it.
+    held_once: AtomicBool,
 }
 
 impl ReadLease {
     pub fn renew_until(&self, valid_until_ns: u64) {
         self.valid_until_ns.store(valid_until_ns, Ordering::Release);
+        if valid_until_ns > 0 {
+            self.held_once.store(true, Ordering::Release);
+        }
+    }
+
+    pub fn was_ever_held(&self) -> bool {
+        self.held_once.load(Ordering::Acquire)
     }
 
     pub fn valid_until_ns(&self) -> u64 {

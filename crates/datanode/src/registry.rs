@@ -41,6 +41,11 @@ impl PartitionRegistry {
         }
     }
 
+    /// Whether the node has held its read lease at all since it started (see [`ReadLease`]).
+    pub fn read_lease_was_held(&self) -> bool {
+        self.lease.was_ever_held()
+    }
+
     /// Whether a read that arrived by `now_ns` may be answered here (see [`ReadLease`]).
     #[inline]
     pub fn check_read_lease(&self, now_ns: u64) -> Result<(), (ErrorCode, String)> {

@@ -1102,7 +1102,7 @@ impl Block for TransactionCoordinator {
             ClientPing::from_signal(signal).map(|ping| {
                 let pong = ClientPong {
                     sequence: ping.sequence,
-                    started: u32::from(self.node_serves()),
+                    started: u32::from(self.node_serves() && self.registry.read_lease_was_held()),
                 };
                 ctx.send_typed(ping.client, &pong);
             })

@@ -8,7 +8,7 @@ use kista_datanode::node::NodeSettings;
 use kista_datanode::protocol::*;
 use kista_signal::NodeId;
 use kista_storage::types::Value;
-use support::{cluster_settings, counter_op, Executed, Node};
+use support::{cluster_settings, counter_op, Executed, Node, ARBITRATOR};
 
 use ExecuteMode::Commit;
 use TransactionOutcome::{Aborted, Committed};
@@ -63,7 +63,9 @@ fn a_node_removed_while_paused_answers_no_read_from_its_stale_replica_when_it_wa
     write(&mut cluster, table, 2, 7, 71);
 
     // A client still connected to node 2 asks it; node 2 sees the request when it wakes,
-    // still believing itself a member.
+    // still believing itself a member. (Its link to the arbitrator is cut, so that it
+    // cannot lose arbitration, and stop, before it answers.)
+    cluster.simulation.cut(NodeId(2), ARBITRATOR.node());
     cluster.use_node(NodeId(2));
     let op = counter_op(OperationKind::Read, 7, 0);
     cluster.send_batch(3, table, vec![op], Commit);

@@ -50,12 +50,14 @@ fn load_while(
     running.join().expect("the bench thread")
 }
 
-/// A short `kista bench --verify` against the cluster succeeds and finds every record.
+/// A short `kista bench --verify` against the cluster succeeds, without a single error, and
+/// finds every record.
 fn bench_verifies(cluster: &TestCluster) {
     let args = ["bench", "--mgm", &cluster.mgm, "--keys", "2000", "--verify"];
     let (code, stdout, stderr) = run_kista(&args, RUN_LIMIT);
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     assert!(stdout.contains("0 missing, 0 wrong"), "{stdout}");
+    assert!(!stdout.contains(": error "), "{stdout}");
 }
 
 /// Waits until `condition` holds, failing the test with `what` after `limit`.

@@ -29,6 +29,7 @@ use kista_signal::{BlockAddress, NodeId, TypedSignal};
 use super::Dictionary;
 use crate::cluster::NodeSet;
 use crate::dist::PartitionMap;
+use crate::membership::membership_address;
 use crate::protocol::*;
 use crate::send_with_bytes;
 
@@ -252,7 +253,8 @@ impl Dictionary {
         copies
     }
 
-    /// `node` holds all its data: every member's blocks and the arbitrator learn it.
+    /// `node` holds all its data: every member's blocks learn it, and the node's membership,
+    /// which tells the arbitrator once the node holds its read lease too.
     fn node_started(&mut self, ctx: &mut Context, node: NodeId) {
         self.restarts.running = None;
         let started = NodeStarted {
@@ -265,7 +267,7 @@ impl Dictionary {
                     .chain(n.tc_addresses())
                     .chain(n.ldm_addresses())
             })
-            .chain(self.settings.arbitrator)
+            .chain(std::iter::once(membership_address(node)))
             .collect();
         for receiver in receivers {
             ctx.send_typed(receiver, &started);

@@ -128,8 +128,10 @@ pub struct Membership {
     stopping: bool,
     /// Members heard from since this node started.
     heard_from: NodeSet,
-    /// Whether the arbitrator knows this node started (a joiner's start is the master's
-    /// to report, once its data is copied).
+    /// Whether the node holds its data: from the start in a first start; for a joiner
+    /// once the master's dictionary says its copy is done ([`NodeStarted`]).
+    holds_data: bool,
+    /// Whether the arbitrator knows this node started.
     start_reported: bool,
 }
 
@@ -158,6 +160,7 @@ impl Membership {
             next_round: 1,
             stopping: false,
             heard_from: NodeSet::EMPTY,
+            holds_data: true,
             start_reported: false,
         };
         // A node alone in its cluster reads freely from the start; others once echoed.
@@ -175,7 +178,7 @@ impl Membership {
         Self {
             members: Vec::new(),
             generation: 0,
-            start_reported: true,
+            holds_data: false,
             ..Self::new(settings, cluster, memory, lease)
         }
     }
@@ -259,17 +262,18 @@ impl Membership {
         if self.stopping {
             return;
         }
-        self.report_first_start(ctx);
+        self.report_start(ctx);
         self.tick_later(ctx);
     }
 
-    /// The cluster's first start has formed once no round runs and every member has been
-    /// heard (those that never came were removed): tell the arbitrator this node started,
-    /// so the management server shows it and a node started later joins instead.
-    fn report_first_start(&mut self, ctx: &mut Context) {
+    /// Tells the arbitrator this node started, so the management server shows it (clients
+    /// use it at once then, and a node started later joins instead), once it holds its data
+    /// and its read lease, no round runs and every member has been heard (in a first start,
+    /// those that never came were removed).
+    fn report_start(&mut self, ctx: &mut Context) {
         let here = self.here();
-        // Clients read as soon as they see the node started: it must hold its read lease.
-        let formed = self.round.is_none()
+        let formed = self.holds_data
+            && self.round.is_none()
             && self.suspects.is_empty()
             && self
                 .members
@@ -325,6 +329,15 @@ impl Membership {
         let latest = &mut self.echoed_ns[usize::from(from.0)];
         *latest = (*latest).max(echo.sent_ns);
         self.renew_lease();
+        self.report_start(ctx);
+    }
+
+    /// The master's word that a restarted node holds its data again.
+    fn node_started(&mut self, ctx: &mut Context, started: NodeStarted) {
+        if started.node == u32::from(self.here().0) {
+            self.holds_data = true;
+            self.report_start(ctx);
+        }
     }
 
     /// The read lease from the members' latest echoes: none while a member is suspected
@@ -673,6 +686,8 @@ impl Block for Membership {
             JoinPrepareConf::from_signal(signal).map(|c| self.join_confirmed(ctx, c, from))
         } else if number == Heartbeat::NUMBER {
             Heartbeat::from_signal(signal).map(|h| self.heard(ctx, h, from))
+        } else if number == NodeStarted::NUMBER {
+            NodeStarted::from_signal(signal).map(|s| self.node_started(ctx, s))
         } else if number == HeartbeatEcho::NUMBER {
             HeartbeatEcho::from_signal(signal).map(|e| self.echoed(ctx, e, from))
         } else if number == MembershipTick::NUMBER {

@@ -409,7 +409,8 @@ typed_signal! {
     ClientPing = 125 { client: BlockAddress, sequence: u64, }
 }
 typed_signal! {
-    /// `started` 0 while the node is restarting: it answers, but takes no transactions yet.
+    /// `started` 0 while the node is restarting, or has not held its read lease yet (a
+    /// cluster's first start): it answers, but serves no transactions yet.
     ClientPong = 126 { sequence: u64, started: u32, }
 }
 typed_signal! {
@@ -695,9 +696,9 @@ typed_signal! {
 }
 typed_signal! {
     /// From the master's dictionary to every member's `dict`, `tc` and `ldm` (the
-    /// restarted node's too) and to the arbitrator: `node` holds all its data and serves.
-    /// A member's membership sends it to the arbitrator for itself when the cluster's first
-    /// start has formed.
+    /// restarted node's too) and the restarted node's membership: `node` holds all its data
+    /// and serves. A node's membership sends it to the arbitrator for itself once it also
+    /// holds its read lease (in a first start, once the cluster has formed).
     NodeStarted = 194 { node: u32, }
 }
 typed_signal! {
