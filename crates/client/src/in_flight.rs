@@ -19,14 +19,19 @@ use crate::scan::ScanEvent;
 use crate::transaction::Collecting;
 use crate::ClientError;
 
-/// A schema change's answer.
-#[derive(Clone, Copy, Debug, Default)]
+/// A dictionary's answer: to a schema change, a table lookup or a list of tables.
+#[derive(Clone, Debug, Default)]
 pub(crate) struct SchemaAnswer {
-    /// The table or index created.
+    /// The table or index created, or the table found.
     pub id: u32,
     pub schema_version: u32,
-    /// A created table's partition count.
+    /// A created or found table's partition count.
     pub partitions: u32,
+    /// A found table's definition.
+    pub definition: Option<TableDefinitionBody>,
+    /// Listed tables (id, name), and whether more follow.
+    pub listed: Vec<(u32, String)>,
+    pub more: bool,
 }
 
 /// A schema change waiting for its answer from the dictionary of `node`.
@@ -191,15 +196,36 @@ impl InFlight {
                     id: conf.table_id,
                     schema_version: conf.schema_version,
                     partitions: conf.partitions,
+                    ..SchemaAnswer::default()
                 };
                 (conf.request_id, Ok(answer))
             } else if let Ok(conf) = CreateIndexConf::from_signal(&signal) {
                 let answer = SchemaAnswer {
                     id: conf.index_id,
                     schema_version: conf.schema_version,
-                    partitions: 0,
+                    ..SchemaAnswer::default()
                 };
                 (conf.request_id, Ok(answer))
+            } else if let Ok(conf) = TableLookupConf::from_signal(&signal) {
+                let answer = TableDefinitionBody::decode(section)
+                    .map(|definition| SchemaAnswer {
+                        id: conf.table_id,
+                        schema_version: conf.schema_version,
+                        partitions: conf.partitions,
+                        definition: Some(definition),
+                        ..SchemaAnswer::default()
+                    })
+                    .map_err(|e| unreadable("table definition", e));
+                (conf.request_id, answer)
+            } else if let Ok(conf) = TableListConf::from_signal(&signal) {
+                let answer = decode_table_list(section, conf.count)
+                    .map(|listed| SchemaAnswer {
+                        listed,
+                        more: conf.more != 0,
+                        ..SchemaAnswer::default()
+                    })
+                    .map_err(|e| unreadable("table list", e));
+                (conf.request_id, answer)
             } else if let Ok(conf) = DropTableConf::from_signal(&signal) {
                 (conf.request_id, Ok(SchemaAnswer::default()))
             } else if let Ok(refusal) = DictRef::from_signal(&signal) {
@@ -302,4 +328,26 @@ impl InFlight {
             change.completion.complete(Err(error));
         }
     }
+}
+
+fn unreadable(what: &str, error: impl std::fmt::Display) -> ClientError {
+    ClientError::Usage(format!(
+        "the node sent a {what} this client cannot read: {error}"
+    ))
+}
+
+/// A [`TableListConf`]'s section: `count` times a table id and its name.
+fn decode_table_list(
+    section: &[u8],
+    count: u32,
+) -> Result<Vec<(u32, String)>, kista_storage::codec::CodecError> {
+    let mut reader = kista_storage::codec::Reader::new(section);
+    let mut listed = Vec::with_capacity(count.min(4096) as usize);
+    for _ in 0..count {
+        let id = reader.u32()?;
+        let name = String::from_utf8_lossy(reader.bytes()?).into_owned();
+        listed.push((id, name));
+    }
+    reader.finish()?;
+    Ok(listed)
 }

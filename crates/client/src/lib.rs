@@ -265,26 +265,12 @@ impl Client {
             request_id,
             client,
         })?;
-        let TableDefinitionBody {
-            schema, indexes, ..
-        } = definition;
-        if created.partitions == 0 {
-            return Err(ClientError::ConnectionLost(
-                "the node created a table without partitions".into(),
-            ));
-        }
-        let map = PartitionMap::for_cluster(created.partitions, self.nodes.cluster());
-        Ok(Table {
-            id: created.id,
-            schema_version: created.schema_version,
-            map: Arc::new(map),
-            layout: Arc::new(RowLayout::new(&schema)),
-            schema: Arc::new(schema),
-            indexes: indexes
-                .into_iter()
-                .map(|(id, index)| (IndexId(id), index))
-                .collect(),
-        })
+        self.table_from(
+            created.id,
+            created.schema_version,
+            created.partitions,
+            definition,
+        )
     }
 
     /// Adds a secondary index to `table`, built from the rows it holds; returns the table
@@ -316,6 +302,66 @@ impl Client {
             table_id,
         })?;
         Ok(())
+    }
+
+    /// The table called `name` (case-insensitive), as the dictionary of a live node knows it
+    /// now; error 723 if there is none. Ask again after error 241 (the table changed).
+    pub fn open_table(&self, name: &str) -> Result<Table, ClientError> {
+        let found = self.change_schema(name.as_bytes(), |request_id, client| {
+            TableLookupRequest { request_id, client }
+        })?;
+        let Some(definition) = found.definition else {
+            return Err(ClientError::Usage("the node found no definition".into()));
+        };
+        self.table_from(found.id, found.schema_version, found.partitions, definition)
+    }
+
+    /// The names of every table, in the order they were created.
+    pub fn table_names(&self) -> Result<Vec<String>, ClientError> {
+        let mut names = Vec::new();
+        let mut after_table_id = 0;
+        loop {
+            let page = self.change_schema(&[], |request_id, client| TableListRequest {
+                request_id,
+                client,
+                after_table_id,
+            })?;
+            after_table_id = page.listed.last().map_or(after_table_id, |&(id, _)| id);
+            let more = page.more && !page.listed.is_empty();
+            names.extend(page.listed.into_iter().map(|(_, name)| name));
+            if !more {
+                return Ok(names);
+            }
+        }
+    }
+
+    fn table_from(
+        &self,
+        id: u32,
+        schema_version: u32,
+        partitions: u32,
+        definition: TableDefinitionBody,
+    ) -> Result<Table, ClientError> {
+        if partitions == 0 {
+            return Err(ClientError::ConnectionLost(
+                "the node described a table without partitions".into(),
+            ));
+        }
+        let TableDefinitionBody {
+            schema, indexes, ..
+        } = definition;
+        let map = PartitionMap::for_cluster(partitions, self.nodes.cluster());
+        Ok(Table {
+            id,
+            schema_version,
+            map: Arc::new(map),
+            layout: Arc::new(RowLayout::new(&schema)),
+            schema: Arc::new(schema),
+            indexes: indexes
+                .into_iter()
+                .map(|(id, index)| (IndexId(id), index))
+                .collect(),
+        })
     }
 
     /// Sends a schema request built by `request` (from its id and our address) to the

@@ -207,3 +207,33 @@ fn a_lost_connection_fails_what_is_in_flight_with_an_unknown_outcome() {
     assert_eq!(error.category(), ErrorCategory::UnknownOutcome, "{error}");
     assert_eq!(error.code(), 4009);
 }
+
+#[test]
+fn another_client_finds_a_table_by_name_and_lists_every_table() {
+    let datad = Datad::start(&[]);
+    let creator = Client::connect(datad.address).unwrap();
+    let created = creator.create_table(accounts(), vec![]).unwrap();
+    let mut insert = creator.transaction();
+    insert.insert(&created, account(7, 700)).unwrap();
+    insert.execute(ExecuteMode::Commit).unwrap().wait().unwrap();
+    let mut other = accounts();
+    other.name = "db/other".into();
+    creator.create_table(other, vec![]).unwrap();
+
+    let finder = Client::connect(datad.address).unwrap();
+    let found = finder.open_table("ACCOUNTS").unwrap();
+    assert_eq!(found.id, created.id);
+    assert_eq!(found.schema_version, created.schema_version);
+    assert_eq!(found.schema(), created.schema());
+    assert_eq!(balance_of(&finder, &found, 7), Some(Value::Int(700)));
+    assert_eq!(
+        finder.table_names().unwrap(),
+        vec!["accounts".to_string(), "db/other".to_string()]
+    );
+
+    let missing = finder.open_table("nothing").err().unwrap();
+    assert_eq!(missing.code(), 723, "{missing}");
+    creator.drop_table(&created).unwrap();
+    assert_eq!(finder.table_names().unwrap(), vec!["db/other".to_string()]);
+    assert_eq!(finder.open_table("accounts").err().unwrap().code(), 723);
+}

@@ -26,6 +26,7 @@ use crate::node::NodeSettings;
 use crate::protocol::*;
 use crate::send_with_bytes;
 
+mod lookup;
 mod relay;
 mod restart;
 
@@ -637,6 +638,10 @@ impl Block for Dictionary {
             CreateIndexRequest::from_signal(signal).map(|r| self.create_index(ctx, r))
         } else if number == DropTableRequest::NUMBER {
             DropTableRequest::from_signal(signal).map(|r| self.drop_table(ctx, r))
+        } else if number == TableLookupRequest::NUMBER {
+            TableLookupRequest::from_signal(signal).map(|r| self.look_up_table(ctx, r))
+        } else if number == TableListRequest::NUMBER {
+            TableListRequest::from_signal(signal).map(|r| self.list_tables(ctx, r))
         } else if number == TableDefinitionConf::NUMBER {
             TableDefinitionConf::from_signal(signal).map(|c| self.applied(ctx, c, signal.sender()))
         } else if number == NodeFailed::NUMBER {

@@ -345,6 +345,29 @@ typed_signal! {
     DictRef = 106 { request_id: u64, code: u32, }
 }
 typed_signal! {
+    /// Finds a client table by name (case-insensitive). Any dictionary answers from its own
+    /// copy of the definitions. Section: the name, UTF-8.
+    TableLookupRequest = 109 { request_id: u64, client: BlockAddress, }
+}
+typed_signal! {
+    /// Section: the table's `TableDefinitionBody`.
+    TableLookupConf = 110 { request_id: u64, table_id: u32, schema_version: u32, partitions: u32, }
+}
+typed_signal! {
+    /// Lists client tables with ids above `after_table_id`, in id order, as many as fit one
+    /// answer ([`TABLE_LIST_BYTES_MAX`]).
+    TableListRequest = 111 { request_id: u64, client: BlockAddress, after_table_id: u32, }
+}
+typed_signal! {
+    /// `more`: 1 if tables after the last listed remain. Section: per table its id (u32)
+    /// and name (length-prefixed bytes).
+    TableListConf = 112 { request_id: u64, count: u32, more: u32, }
+}
+
+/// Bytes of names one [`TableListConf`] carries at most.
+pub const TABLE_LIST_BYTES_MAX: usize = 64 * 1024;
+
+typed_signal! {
     /// The master's dictionary publishes a table's current definition to every `ldm` and
     /// `tc` instance and every other dictionary of the cluster. `index_of`: for an index
     /// table, the table whose unique index it holds (0 for a table of its own). Section: a
