@@ -87,7 +87,7 @@ pub use completion::Pending;
 pub use error::ClientError;
 pub use kista_datanode::protocol::{ErrorCategory, ExecuteMode, LockKind, TransactionOutcome};
 pub use kista_storage::partition::IndexBound;
-pub use kista_storage::{filter, schema, types};
+pub use kista_storage::{compare, filter, schema, types};
 pub use scan::{Scan, ScanSpec, SCAN_BATCH_ROWS_DEFAULT};
 pub use transaction::{Executed, OpIndex, Transaction};
 
@@ -120,6 +120,11 @@ pub struct Table {
 impl Table {
     pub fn schema(&self) -> &TableSchema {
         &self.schema
+    }
+
+    /// The table's secondary indexes.
+    pub fn indexes(&self) -> impl Iterator<Item = &(IndexId, IndexSchema)> {
+        self.indexes.iter()
     }
 
     /// The secondary index called `name` (names compare case-insensitively, as in SQL).

@@ -213,6 +213,12 @@ impl<'c> Transaction<'c> {
         Ok(OpIndex(self.batch.len() as u32 - 1))
     }
 
+    /// Whether any batch was sent: a transaction that sent nothing holds nothing in the
+    /// cluster, and may be dropped without ending it.
+    pub fn has_sent(&self) -> bool {
+        self.coordinator.is_some()
+    }
+
     /// Sends the batch (every operation added since the last execute) and ends it with
     /// `mode`; returns at once. `Commit` and `Rollback` end the transaction.
     pub fn execute(&mut self, mode: ExecuteMode) -> Result<Pending<Executed>, ClientError> {

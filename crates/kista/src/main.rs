@@ -8,6 +8,7 @@ mod datad;
 mod demo;
 mod mgm;
 mod mgmd;
+mod sql;
 mod thread_options;
 mod up;
 
@@ -38,6 +39,9 @@ enum Command {
     Mgm(mgm::MgmArgs),
     /// Management server: serves the cluster configuration, arbitrates, answers `kista mgm`.
     Mgmd(mgmd::MgmdArgs),
+    /// The SQL front end: serves MySQL clients (the mysql client, drivers, sysbench) on
+    /// `--port`, running their SQL on the cluster at `--mgm`.
+    Sql(sql::SqlArgs),
     /// The cluster in a box: a management server and data nodes on this machine, until
     /// Ctrl-C.
     Up(up::UpArgs),
@@ -56,6 +60,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(&args),
         Command::Mgm(args) => mgm::run(&args),
         Command::Mgmd(args) => mgmd::run(&args),
+        Command::Sql(args) => sql::run(&args),
         Command::Up(args) => up::run(&args),
     };
     match result {

@@ -1,0 +1,105 @@
+//! `kista sql`: the SQL front end. Connects to the cluster through its management server
+//! and serves MySQL clients on `--port` until SIGINT/SIGTERM. It holds no data and no
+//! schema, so several may serve one cluster.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use kista_client::Client;
+use kista_sql::{Catalog, ServerConfig, SqlServer, User, Users, CONNECTIONS_MAX_DEFAULT};
+
+use crate::Failure;
+
+#[derive(Args, Debug)]
+pub struct SqlArgs {
+    /// The cluster's management server.
+    #[arg(long, default_value = "127.0.0.1:1186")]
+    mgm: String,
+
+    /// Port for MySQL clients (0 picks a free one, printed at start).
+    #[arg(long, default_value_t = 3306)]
+    port: u16,
+
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    bind: String,
+
+    /// An account as NAME:PASSWORD (repeatable). Without any, `root` with an empty password.
+    #[arg(long = "user", value_name = "NAME:PASSWORD")]
+    users: Vec<String>,
+
+    /// Client connections served at once; more are refused with error 1040.
+    #[arg(long, default_value_t = CONNECTIONS_MAX_DEFAULT)]
+    connections_max: usize,
+
+    /// Print why client connections broke.
+    #[arg(long)]
+    verbose: bool,
+}
+
+/// How often the main thread looks for a stop request.
+const STOP_POLL: Duration = Duration::from_millis(50);
+
+/// The accounts `--user` names, or `root` without a password.
+pub fn users_of(specs: &[String]) -> Result<Users, Failure> {
+    if specs.is_empty() {
+        return Ok(Users::new(vec![User::new("root", "")]));
+    }
+    let users = specs
+        .iter()
+        .map(|spec| {
+            let (name, password) = spec
+                .split_once(':')
+                .ok_or_else(|| Failure::usage(format!("--user {spec}: expected NAME:PASSWORD")))?;
+            if name.is_empty() {
+                return Err(Failure::usage(format!("--user {spec}: the name is empty")));
+            }
+            Ok(User::new(name, password))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Users::new(users))
+}
+
+pub fn run(args: &SqlArgs) -> Result<(), Failure> {
+    let users = users_of(&args.users)?;
+    let listen: SocketAddr = (args.bind.as_str(), args.port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut addresses| addresses.next())
+        .ok_or_else(|| Failure::usage(format!("cannot listen on {}:{}", args.bind, args.port)))?;
+    if args.connections_max == 0 {
+        return Err(Failure::usage("--connections-max must be at least 1"));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, stop.clone())
+            .map_err(|e| Failure::runtime(format!("cannot handle signal {signal}: {e}")))?;
+    }
+    let client = Client::connect_cluster(&args.mgm)
+        .map_err(|e| Failure::runtime(format!("cannot reach the cluster at {}: {e}", args.mgm)))?;
+    let mut catalog = Catalog::new(client);
+    catalog.log_connection_errors = args.verbose;
+    let config = ServerConfig {
+        listen,
+        users,
+        connections_max: args.connections_max,
+    };
+    let mut server = SqlServer::start(Arc::new(catalog), config)
+        .map_err(|e| Failure::runtime(format!("cannot listen on {listen}: {e}")))?;
+    println!(
+        "kista sql: listening on {} for MySQL clients (cluster at {})",
+        server.address(),
+        args.mgm
+    );
+    println!("kista sql: ready");
+    while !stop.load(Ordering::SeqCst) {
+        std::thread::sleep(STOP_POLL);
+    }
+    println!("kista sql: stopping");
+    server.stop();
+    println!("kista sql: stopped");
+    Ok(())
+}

@@ -1,0 +1,727 @@
+//! Everything that is not a query or a row change: databases and tables (DDL),
+//! transactions, SET, SHOW, DESCRIBE and EXPLAIN, and the server variables drivers ask for.
+
+use sqlparser::ast::{self, ObjectType, Set, ShowStatementFilter, Statement};
+use sqlparser::tokenizer::Location;
+
+use kista_client::types::Value;
+use kista_client::ScanSpec;
+
+use crate::catalog::{check_name, cluster_name};
+use crate::ddl::{self, type_name};
+use crate::error::{SqlError, SqlResult};
+use crate::expr::{bind, eval, like, Binder};
+use crate::output;
+use crate::select::{self, split_name};
+use crate::session::{Outcome, Session, SERVER_VERSION};
+use crate::value::truth;
+
+/// Rows TRUNCATE deletes per transaction.
+pub const TRUNCATE_BATCH_ROWS: usize = 1000;
+
+/// Server variables drivers and tools read on connect.
+pub fn server_variable(name: &str) -> Option<Value> {
+    let text = |s: &str| Value::Bytes(s.as_bytes().to_vec());
+    Some(match name {
+        "version" => text(SERVER_VERSION),
+        "version_comment" => text("Kista SQL front end"),
+        "version_compile_os" => text("Linux"),
+        "version_compile_machine" => text(std::env::consts::ARCH),
+        "max_allowed_packet" => Value::Int(crate::protocol::packet::COMMAND_BYTES_MAX as i64),
+        "sql_mode" => text("STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION"),
+        "character_set_client"
+        | "character_set_connection"
+        | "character_set_results"
+        | "character_set_server"
+        | "character_set_database" => text("utf8mb4"),
+        "character_set_system" => text("utf8mb3"),
+        "collation_connection" | "collation_server" | "collation_database" => {
+            text("utf8mb4_general_ci")
+        }
+        "transaction_isolation" | "tx_isolation" => text("READ-COMMITTED"),
+        "transaction_read_only" | "tx_read_only" | "read_only" => Value::Int(0),
+        "lower_case_table_names" => Value::Int(1),
+        "time_zone" => text("SYSTEM"),
+        "system_time_zone" => text("UTC"),
+        "wait_timeout" | "interactive_timeout" => Value::Int(28_800),
+        "net_write_timeout" => Value::Int(60),
+        "net_read_timeout" => Value::Int(30),
+        "net_buffer_length" => Value::Int(16_384),
+        "license" => text("Apache-2.0"),
+        "init_connect" => text(""),
+        "performance_schema" => Value::Int(0),
+        "have_ssl" | "have_openssl" => text("DISABLED"),
+        "query_cache_size" => Value::Int(0),
+        "query_cache_type" => text("OFF"),
+        "auto_increment_increment" | "auto_increment_offset" => Value::Int(1),
+        "max_connections" => Value::Int(crate::server::CONNECTIONS_MAX_DEFAULT as i64),
+        "default_storage_engine" | "storage_engine" => text("ndbcluster"),
+        "lock_wait_timeout" | "innodb_lock_wait_timeout" => Value::Int(1),
+        "max_execution_time" => Value::Int(0),
+        "sql_select_limit" => Value::UInt(u64::MAX),
+        "warning_count" | "error_count" => Value::Int(0),
+        "default_authentication_plugin" => text(crate::protocol::handshake::GREETING_PLUGIN),
+        _ => return None,
+    })
+}
+
+/// The names `SHOW VARIABLES` lists.
+const LISTED_VARIABLES: &[&str] = &[
+    "auto_increment_increment",
+    "auto_increment_offset",
+    "autocommit",
+    "character_set_client",
+    "character_set_connection",
+    "character_set_database",
+    "character_set_results",
+    "character_set_server",
+    "character_set_system",
+    "collation_connection",
+    "collation_database",
+    "collation_server",
+    "default_authentication_plugin",
+    "default_storage_engine",
+    "have_ssl",
+    "init_connect",
+    "interactive_timeout",
+    "license",
+    "lock_wait_timeout",
+    "lower_case_table_names",
+    "max_allowed_packet",
+    "max_connections",
+    "net_buffer_length",
+    "net_read_timeout",
+    "net_write_timeout",
+    "performance_schema",
+    "query_cache_size",
+    "query_cache_type",
+    "sql_mode",
+    "system_time_zone",
+    "time_zone",
+    "transaction_isolation",
+    "tx_isolation",
+    "version",
+    "version_comment",
+    "version_compile_machine",
+    "version_compile_os",
+    "wait_timeout",
+];
+
+/// A result of text columns.
+fn text_result(names: &[&str], rows: Vec<Vec<Value>>) -> Outcome {
+    let columns = names
+        .iter()
+        .enumerate()
+        .map(|(position, name)| {
+            output::definition(
+                name,
+                None,
+                None,
+                rows.iter()
+                    .map(|r| r[position].clone())
+                    .chain(std::iter::once(Value::Bytes(Vec::new()))),
+            )
+        })
+        .collect();
+    Outcome::Rows { columns, rows }
+}
+
+fn text(s: impl Into<String>) -> Value {
+    Value::Bytes(s.into().into_bytes())
+}
+
+fn name_of(name: &ast::ObjectName) -> String {
+    name.0
+        .iter()
+        .filter_map(|p| p.as_ident())
+        .map(|i| i.value.clone())
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+fn matches_filter(name: &str, filter: Option<&ShowStatementFilter>) -> bool {
+    match filter {
+        Some(ShowStatementFilter::Like(pattern))
+        | Some(ShowStatementFilter::NoKeyword(pattern)) => like(
+            name.to_lowercase().as_bytes(),
+            pattern.to_lowercase().as_bytes(),
+        ),
+        _ => true,
+    }
+}
+
+pub fn run(
+    session: &mut Session,
+    statement: &Statement,
+    placeholders: &[Location],
+    params: &[Value],
+) -> SqlResult<Outcome> {
+    match statement {
+        Statement::StartTransaction { .. } => session.begin().map(|_| Outcome::done()),
+        Statement::Commit { .. } => session.commit().map(|_| Outcome::done()),
+        Statement::Rollback {
+            savepoint: None, ..
+        } => session.rollback().map(|_| Outcome::done()),
+        Statement::Set(set) => set_variables(session, set, placeholders, params),
+        Statement::Use(use_statement) => {
+            let name = match use_statement {
+                ast::Use::Object(name) | ast::Use::Database(name) | ast::Use::Schema(name) => {
+                    name_of(name)
+                }
+                _ => return Err(SqlError::not_supported(use_statement)),
+            };
+            session.use_database(&name)?;
+            Ok(Outcome::done())
+        }
+        Statement::CreateDatabase {
+            db_name,
+            if_not_exists,
+            ..
+        }
+        | Statement::CreateSchema {
+            schema_name: ast::SchemaName::Simple(db_name),
+            if_not_exists,
+            ..
+        } => match session.catalog.create_database(&name_of(db_name)) {
+            Err(e) if e.code == 1007 && *if_not_exists => {
+                session.warn(1007, e.message);
+                Ok(Outcome::done())
+            }
+            other => other.map(|_| Outcome::affected(1)),
+        },
+        Statement::Drop {
+            object_type,
+            if_exists,
+            names,
+            ..
+        } => drop(session, *object_type, *if_exists, names),
+        Statement::CreateTable(create) => create_table(session, create),
+        Statement::CreateIndex(create) => {
+            let (database, name) = split_name(session, &create.table_name)?;
+            let table = session.catalog.table(&database, &name)?;
+            let index = ddl::create_index(create, table.schema())?;
+            session.catalog.forget(&database, &name);
+            session
+                .catalog
+                .client()
+                .create_index(&table.table, index)
+                .map_err(SqlError::from)?;
+            Ok(Outcome::done())
+        }
+        Statement::Truncate { table_names, .. } => {
+            for target in table_names {
+                truncate(session, &target.name)?;
+            }
+            Ok(Outcome::done())
+        }
+        Statement::ShowDatabases { .. } => {
+            let rows = session
+                .catalog
+                .databases()?
+                .into_iter()
+                .map(|d| vec![text(d)])
+                .collect();
+            Ok(text_result(&["Database"], rows))
+        }
+        Statement::ShowTables { show_options, .. } => {
+            let database = match show_options
+                .show_in
+                .as_ref()
+                .and_then(|i| i.parent_name.as_ref())
+            {
+                Some(name) => name_of(name),
+                None => session.current_database()?.to_string(),
+            };
+            let filter = show_options.filter_position.as_ref().map(|p| match p {
+                ast::ShowStatementFilterPosition::Infix(f)
+                | ast::ShowStatementFilterPosition::Suffix(f) => f,
+            });
+            let rows = session
+                .catalog
+                .table_names(&database)?
+                .into_iter()
+                .filter(|t| matches_filter(t, filter))
+                .map(|t| vec![text(t)])
+                .collect();
+            let header = format!("Tables_in_{database}");
+            Ok(text_result(&[&header], rows))
+        }
+        Statement::ShowVariables { filter, .. } => {
+            let rows = LISTED_VARIABLES
+                .iter()
+                .filter(|name| matches_filter(name, filter.as_ref()))
+                .filter_map(|name| {
+                    session.variable(name).map(|v| {
+                        vec![
+                            text(*name),
+                            text(String::from_utf8_lossy(&crate::value::to_text(&v)).into_owned()),
+                        ]
+                    })
+                })
+                .collect();
+            Ok(text_result(&["Variable_name", "Value"], rows))
+        }
+        Statement::ShowStatus { .. } => Ok(text_result(
+            &["Variable_name", "Value"],
+            vec![
+                vec![
+                    text("Threads_connected"),
+                    text(session.catalog.connections().to_string()),
+                ],
+                vec![text("Uptime"), text(session.catalog.uptime_s().to_string())],
+            ],
+        )),
+        Statement::ShowVariable { variable } => {
+            let words: Vec<String> = variable.iter().map(|v| v.value.to_lowercase()).collect();
+            match words.first().map(String::as_str) {
+                Some("warnings") => {
+                    let rows = session
+                        .warnings
+                        .iter()
+                        .map(|w| {
+                            vec![
+                                text(w.level),
+                                Value::Int(i64::from(w.code)),
+                                text(w.message.clone()),
+                            ]
+                        })
+                        .collect();
+                    Ok(text_result(&["Level", "Code", "Message"], rows))
+                }
+                Some("index" | "indexes" | "keys") if words.len() >= 3 => {
+                    let (database, name) = match words.get(3..) {
+                        Some([_, database]) => (database.clone(), words[2].clone()),
+                        _ => (session.current_database()?.to_string(), words[2].clone()),
+                    };
+                    show_index(session, &database, &name)
+                }
+                Some("engines") => Ok(text_result(
+                    &[
+                        "Engine",
+                        "Support",
+                        "Comment",
+                        "Transactions",
+                        "XA",
+                        "Savepoints",
+                    ],
+                    vec![vec![
+                        text("ndbcluster"),
+                        text("DEFAULT"),
+                        text("Kista: distributed, in-memory, synchronously replicated"),
+                        text("YES"),
+                        text("NO"),
+                        text("NO"),
+                    ]],
+                )),
+                Some("collation") => Ok(text_result(
+                    &[
+                        "Collation",
+                        "Charset",
+                        "Id",
+                        "Default",
+                        "Compiled",
+                        "Sortlen",
+                    ],
+                    vec![vec![
+                        text("utf8mb4_general_ci"),
+                        text("utf8mb4"),
+                        Value::Int(45),
+                        text("Yes"),
+                        text("Yes"),
+                        Value::Int(1),
+                    ]],
+                )),
+                Some("character" | "charset") => Ok(text_result(
+                    &["Charset", "Description", "Default collation", "Maxlen"],
+                    vec![vec![
+                        text("utf8mb4"),
+                        text("UTF-8 Unicode"),
+                        text("utf8mb4_general_ci"),
+                        Value::Int(4),
+                    ]],
+                )),
+                _ => Err(SqlError::not_supported(statement)),
+            }
+        }
+        Statement::ShowCreate {
+            obj_type: ast::ShowCreateObject::Table,
+            obj_name,
+        } => {
+            let (database, name) = split_name(session, obj_name)?;
+            let create = show_create_table(session, &database, &name)?;
+            Ok(text_result(
+                &["Table", "Create Table"],
+                vec![vec![text(name), text(create)]],
+            ))
+        }
+        Statement::ShowColumns { show_options, .. } => {
+            let Some(name) = show_options
+                .show_in
+                .as_ref()
+                .and_then(|i| i.parent_name.as_ref())
+            else {
+                return Err(SqlError::syntax("SHOW COLUMNS needs FROM table"));
+            };
+            let (database, name) = split_name(session, name)?;
+            describe(session, &database, &name)
+        }
+        Statement::ExplainTable { table_name, .. } => {
+            let (database, name) = split_name(session, table_name)?;
+            describe(session, &database, &name)
+        }
+        Statement::Explain { statement, .. } => explain(session, statement, placeholders),
+        other => Err(SqlError::not_supported(
+            other
+                .to_string()
+                .split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" "),
+        )),
+    }
+}
+
+fn set_variables(
+    session: &mut Session,
+    set: &Set,
+    placeholders: &[Location],
+    params: &[Value],
+) -> SqlResult<Outcome> {
+    let assignments: Vec<(String, &ast::Expr)> = match set {
+        Set::SingleAssignment {
+            variable, values, ..
+        } => match values.as_slice() {
+            [value] => vec![(name_of(variable), value)],
+            _ => return Err(SqlError::not_supported(set)),
+        },
+        Set::MultipleAssignments { assignments } => assignments
+            .iter()
+            .map(|a| (name_of(&a.name), &a.value))
+            .collect(),
+        Set::SetNames { .. }
+        | Set::SetNamesDefault {}
+        | Set::SetTransaction { .. }
+        | Set::SetTimeZone { .. } => return Ok(Outcome::done()),
+        other => return Err(SqlError::not_supported(other)),
+    };
+    for (name, expr) in assignments {
+        let name = name.to_lowercase();
+        let name = name
+            .trim_start_matches("@@")
+            .trim_start_matches("session.")
+            .trim_start_matches("global.")
+            .to_string();
+        let value = match expr {
+            // SET sql_mode = STRICT_ALL_TABLES: a bare word is its own text.
+            ast::Expr::Identifier(ident) if !ident.value.starts_with('@') => {
+                Value::Bytes(ident.value.clone().into_bytes())
+            }
+            other => {
+                let mut binder = Binder {
+                    columns: &[],
+                    placeholders,
+                    aggregates: None,
+                    place: "SET",
+                    inserted_row_at: None,
+                };
+                let bound = bind(&mut binder, other)?;
+                let variable = |n: &str| session.variable(n);
+                let ctx = session.eval_context(params, &[], &variable);
+                eval(&bound, &[], &ctx)?
+            }
+        };
+        if name == "autocommit" {
+            let on = match &value {
+                Value::Bytes(b) => b.eq_ignore_ascii_case(b"on") || b == b"1",
+                other => truth(other) == Some(true),
+            };
+            if on && !session.autocommit {
+                // Turning autocommit on commits what is open (MySQL's rule).
+                session.commit()?;
+            }
+            session.autocommit = on;
+            continue;
+        }
+        session.variables.insert(name, value);
+    }
+    Ok(Outcome::done())
+}
+
+fn drop(
+    session: &mut Session,
+    object_type: ObjectType,
+    if_exists: bool,
+    names: &[ast::ObjectName],
+) -> SqlResult<Outcome> {
+    match object_type {
+        ObjectType::Table => {
+            for name in names {
+                let (database, table) = split_name(session, name)?;
+                match session.catalog.drop_table(&database, &table) {
+                    Err(e) if (e.code == 1146 || e.code == 1051) && if_exists => {
+                        session.warn(1051, format!("Unknown table '{database}.{table}'"))
+                    }
+                    Err(e) if e.code == 1146 => {
+                        return Err(SqlError::new(
+                            1051,
+                            "42S02",
+                            format!("Unknown table '{database}.{table}'"),
+                        ))
+                    }
+                    other => other?,
+                }
+            }
+            Ok(Outcome::done())
+        }
+        ObjectType::Schema | ObjectType::Database => {
+            let mut dropped = 0;
+            for name in names {
+                let name = name_of(name);
+                match session.catalog.drop_database(&name) {
+                    Err(e) if e.code == 1008 && if_exists => session.warn(1008, e.message),
+                    other => dropped += other?,
+                }
+                if session.database.as_deref() == Some(name.to_lowercase().as_str()) {
+                    session.database = None;
+                }
+            }
+            Ok(Outcome::affected(dropped as u64))
+        }
+        ObjectType::Index => Err(SqlError::not_supported("DROP INDEX")),
+        other => Err(SqlError::not_supported(format!("DROP {other}"))),
+    }
+}
+
+fn create_table(session: &mut Session, create: &ast::CreateTable) -> SqlResult<Outcome> {
+    if create.temporary {
+        return Err(SqlError::not_supported("CREATE TEMPORARY TABLE"));
+    }
+    let (database, name) = split_name(session, &create.name)?;
+    check_name("table", &name)?;
+    if !session.catalog.database_exists(&database)? {
+        return Err(SqlError::unknown_database(&database));
+    }
+    let definition = ddl::create_table(create, cluster_name(&database, &name))?;
+    match session.catalog.create_table(
+        &database,
+        definition.schema,
+        definition.indexes,
+        definition.auto_increment,
+    ) {
+        Err(e) if e.code == 1050 && create.if_not_exists => {
+            session.warn(1050, e.message);
+            Ok(Outcome::done())
+        }
+        other => other.map(|_| Outcome::done()),
+    }
+}
+
+/// Deletes every row, a batch of keys per transaction.
+fn truncate(session: &mut Session, name: &ast::ObjectName) -> SqlResult<()> {
+    let (database, table_name) = split_name(session, name)?;
+    let table = session.catalog.table(&database, &table_name)?;
+    let key_columns: Vec<u16> = table
+        .schema()
+        .primary_key
+        .iter()
+        .map(|&c| c as u16)
+        .collect();
+    let client = session.catalog.client();
+    let keys: Vec<Vec<Value>> = client
+        .scan(&table.table, ScanSpec::full().columns(key_columns))?
+        .collect::<Result<_, _>>()?;
+    for batch in keys.chunks(TRUNCATE_BATCH_ROWS) {
+        let mut transaction = client.transaction();
+        for key in batch {
+            transaction.delete(&table.table, key)?;
+        }
+        transaction
+            .execute(kista_client::ExecuteMode::Commit)?
+            .wait()?;
+    }
+    Ok(())
+}
+
+fn describe(session: &Session, database: &str, name: &str) -> SqlResult<Outcome> {
+    let table = session.catalog.table(database, name)?;
+    let schema = table.schema();
+    let rows = schema
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(position, column)| {
+            let key = if schema.primary_key.contains(&position) {
+                "PRI"
+            } else if table.table.indexes().any(|(_, i)| {
+                i.columns.first() == Some(&position)
+                    && i.kind == kista_client::schema::IndexKind::Unique
+            }) {
+                "UNI"
+            } else if table
+                .table
+                .indexes()
+                .any(|(_, i)| i.columns.first() == Some(&position))
+            {
+                "MUL"
+            } else {
+                ""
+            };
+            let default = column
+                .default
+                .as_ref()
+                .map_or(Value::Null, |v| Value::Bytes(crate::value::to_text(v)));
+            let extra = if table.auto_increment == Some(position) {
+                "auto_increment"
+            } else {
+                ""
+            };
+            vec![
+                text(column.name.clone()),
+                text(type_name(column.column_type)),
+                text(if column.nullable { "YES" } else { "NO" }),
+                text(key),
+                default,
+                text(extra),
+            ]
+        })
+        .collect();
+    Ok(text_result(
+        &["Field", "Type", "Null", "Key", "Default", "Extra"],
+        rows,
+    ))
+}
+
+fn show_index(session: &Session, database: &str, name: &str) -> SqlResult<Outcome> {
+    let table = session.catalog.table(database, name)?;
+    let schema = table.schema();
+    let mut rows = Vec::new();
+    for (_, index) in table.table.indexes() {
+        let unique = index.name == ddl::PRIMARY_INDEX
+            || index.kind == kista_client::schema::IndexKind::Unique;
+        for (sequence, &column) in index.columns.iter().enumerate() {
+            rows.push(vec![
+                text(table.name.clone()),
+                Value::Int(i64::from(!unique)),
+                text(index.name.clone()),
+                Value::Int(sequence as i64 + 1),
+                text(schema.columns[column].name.clone()),
+                text(
+                    if index.kind == kista_client::schema::IndexKind::Unique
+                        && index.name != ddl::PRIMARY_INDEX
+                    {
+                        "HASH"
+                    } else {
+                        "BTREE"
+                    },
+                ),
+            ]);
+        }
+    }
+    Ok(text_result(
+        &[
+            "Table",
+            "Non_unique",
+            "Key_name",
+            "Seq_in_index",
+            "Column_name",
+            "Index_type",
+        ],
+        rows,
+    ))
+}
+
+fn show_create_table(session: &Session, database: &str, name: &str) -> SqlResult<String> {
+    let table = session.catalog.table(database, name)?;
+    let schema = table.schema();
+    let mut lines = Vec::new();
+    for (position, column) in schema.columns.iter().enumerate() {
+        let mut line = format!("  `{}` {}", column.name, type_name(column.column_type));
+        if !column.nullable {
+            line.push_str(" NOT NULL");
+        }
+        if table.auto_increment == Some(position) {
+            line.push_str(" AUTO_INCREMENT");
+        } else if let Some(default) = &column.default {
+            line.push_str(&format!(
+                " DEFAULT '{}'",
+                String::from_utf8_lossy(&crate::value::to_text(default)).replace('\'', "''")
+            ));
+        } else if column.nullable {
+            line.push_str(" DEFAULT NULL");
+        }
+        lines.push(line);
+    }
+    let names = |columns: &[usize]| {
+        columns
+            .iter()
+            .map(|&c| format!("`{}`", schema.columns[c].name))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    lines.push(format!("  PRIMARY KEY ({})", names(&schema.primary_key)));
+    for (_, index) in table.table.indexes() {
+        if index.name == ddl::PRIMARY_INDEX {
+            continue;
+        }
+        let kind = if index.kind == kista_client::schema::IndexKind::Unique {
+            "UNIQUE KEY"
+        } else {
+            "KEY"
+        };
+        lines.push(format!(
+            "  {kind} `{}` ({})",
+            index.name,
+            names(&index.columns)
+        ));
+    }
+    Ok(format!(
+        "CREATE TABLE `{}` (\n{}\n) ENGINE=ndbcluster DEFAULT CHARSET=utf8mb4",
+        table.name,
+        lines.join(",\n")
+    ))
+}
+
+fn explain(
+    session: &mut Session,
+    statement: &Statement,
+    placeholders: &[Location],
+) -> SqlResult<Outcome> {
+    let plan = match statement {
+        Statement::Query(query) => {
+            select::explain(&select::bind_query(session, query, placeholders)?)
+        }
+        Statement::Update {
+            table, selection, ..
+        } => {
+            let (table, _) = select::table_of(session, &table.relation)?;
+            select::explain(&select::SelectPlan::for_write(
+                &table,
+                selection.as_ref(),
+                None,
+                placeholders,
+            )?)
+        }
+        Statement::Delete(delete) => {
+            let from = match &delete.from {
+                ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
+            };
+            let Some(target) = from.first() else {
+                return Err(SqlError::syntax("DELETE without a table"));
+            };
+            let (table, _) = select::table_of(session, &target.relation)?;
+            select::explain(&select::SelectPlan::for_write(
+                &table,
+                delete.selection.as_ref(),
+                None,
+                placeholders,
+            )?)
+        }
+        other => {
+            return Err(SqlError::not_supported(format!(
+                "EXPLAIN {}",
+                other.to_string().split_whitespace().next().unwrap_or("")
+            )))
+        }
+    };
+    Ok(text_result(&["plan"], vec![vec![text(plan)]]))
+}

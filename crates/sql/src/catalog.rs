@@ -1,0 +1,461 @@
+//! Databases and tables as SQL names them, kept in the cluster so that any number of
+//! front ends share them (the front end itself is stateless).
+//!
+//! A table `t` of database `db` is the cluster table `db/t`. Databases and each table's
+//! AUTO_INCREMENT counter live in two system tables of the cluster (names starting with
+//! `#`, which no database may have). Tables opened once are cached; an answer saying a
+//! table changed (241) or vanished (723) makes the session forget it and look again.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use kista_client::schema::{Column, TableSchema};
+use kista_client::types::{ColumnType, Value};
+use kista_client::{Client, ClientError, ExecuteMode, LockKind, ScanSpec, Table};
+
+use crate::error::{SqlError, SqlResult};
+
+/// The cluster table listing databases: one row per database.
+pub const DATABASES_TABLE: &str = "#kista/databases";
+/// The cluster table holding AUTO_INCREMENT counters: table name → column, next value.
+pub const AUTO_INCREMENT_TABLE: &str = "#kista/auto_increment";
+/// Values one front end takes from a counter at a time (NDB's
+/// `ndb_autoincrement_prefetch_sz`); values are unique, not consecutive across front ends.
+pub const AUTO_INCREMENT_PREFETCH: u64 = 1024;
+/// Longest database or table name (MySQL's limit).
+pub const NAME_BYTES_MAX: usize = 64;
+/// Tables one front end keeps open; past this the cache starts again empty.
+pub const OPEN_TABLES_MAX: usize = 4096;
+
+/// A table as SQL sees it.
+pub struct SqlTable {
+    pub database: String,
+    pub name: String,
+    pub table: Table,
+    /// The AUTO_INCREMENT column, if the table has one.
+    pub auto_increment: Option<usize>,
+}
+
+impl SqlTable {
+    pub fn schema(&self) -> &TableSchema {
+        self.table.schema()
+    }
+
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.schema()
+            .columns
+            .iter()
+            .position(|c| c.name.eq_ignore_ascii_case(name))
+    }
+}
+
+/// Values of one counter this front end took and has not handed out yet.
+#[derive(Clone, Copy)]
+struct Reserved {
+    next: u64,
+    end: u64,
+}
+
+pub struct Catalog {
+    client: Client,
+    started: std::time::Instant,
+    connections: Arc<std::sync::atomic::AtomicUsize>,
+    /// Print why connections broke (`--verbose`).
+    pub log_connection_errors: bool,
+    tables: Mutex<HashMap<String, Arc<SqlTable>>>,
+    counters: Mutex<HashMap<u32, Reserved>>,
+    system: Mutex<Option<(Table, Table)>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The cluster's name for table `name` of `database`.
+pub fn cluster_name(database: &str, name: &str) -> String {
+    format!("{}/{}", database.to_lowercase(), name.to_lowercase())
+}
+
+/// Refuses names the cluster's naming cannot hold.
+pub fn check_name(kind: &str, name: &str) -> SqlResult<()> {
+    let bad = name.is_empty()
+        || name.len() > NAME_BYTES_MAX
+        || name.contains('/')
+        || name.starts_with('#')
+        || name.ends_with(' ');
+    if bad {
+        return Err(SqlError::new(
+            1103,
+            "42000",
+            format!("Incorrect {kind} name '{name}'"),
+        ));
+    }
+    Ok(())
+}
+
+fn varchar(name: &str, max_length: u32) -> Column {
+    Column::new(name, ColumnType::VarChar { max_length })
+}
+
+impl Catalog {
+    pub fn new(client: Client) -> Self {
+        Self {
+            client,
+            started: std::time::Instant::now(),
+            connections: Arc::default(),
+            log_connection_errors: false,
+            tables: Mutex::new(HashMap::new()),
+            counters: Mutex::new(HashMap::new()),
+            system: Mutex::new(None),
+        }
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Client connections open now.
+    pub fn connections(&self) -> usize {
+        self.connections.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Counts a connection until the guard is dropped.
+    pub fn connection_opened(&self) -> ConnectionGuard {
+        self.connections
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        ConnectionGuard(self.connections.clone())
+    }
+
+    pub fn uptime_s(&self) -> u64 {
+        self.started.elapsed().as_secs()
+    }
+
+    pub fn log_connection_error(&self, connection_id: u32, error: &str) {
+        if self.log_connection_errors {
+            eprintln!("kista sql: connection {connection_id} closed: {error}");
+        }
+    }
+
+    /// The two system tables, created by the first front end that needs them.
+    fn system(&self) -> SqlResult<(Table, Table)> {
+        let mut system = lock(&self.system);
+        if let Some(tables) = system.as_ref() {
+            return Ok(tables.clone());
+        }
+        let databases = self.open_or_create(TableSchema {
+            name: DATABASES_TABLE.into(),
+            columns: vec![varchar("name", NAME_BYTES_MAX as u32)],
+            primary_key: vec![0],
+        })?;
+        let counters = self.open_or_create(TableSchema {
+            name: AUTO_INCREMENT_TABLE.into(),
+            columns: vec![
+                varchar("table_name", 2 * NAME_BYTES_MAX as u32 + 1),
+                Column::new(
+                    "column_no",
+                    ColumnType::Int {
+                        bytes: 4,
+                        signed: false,
+                    },
+                ),
+                Column::new(
+                    "next_value",
+                    ColumnType::Int {
+                        bytes: 8,
+                        signed: false,
+                    },
+                ),
+            ],
+            primary_key: vec![0],
+        })?;
+        *system = Some((databases.clone(), counters.clone()));
+        Ok((databases, counters))
+    }
+
+    fn open_or_create(&self, schema: TableSchema) -> SqlResult<Table> {
+        match self.client.open_table(&schema.name) {
+            Ok(table) => return Ok(table),
+            Err(error) if error.code() == 723 => {}
+            Err(error) => return Err(error.into()),
+        }
+        let name = schema.name.clone();
+        match self.client.create_table(schema, vec![]) {
+            Ok(table) => Ok(table),
+            // Another front end created it meanwhile.
+            Err(_) => Ok(self.client.open_table(&name)?),
+        }
+    }
+
+    pub fn database_exists(&self, name: &str) -> SqlResult<bool> {
+        if name.eq_ignore_ascii_case("information_schema") {
+            return Ok(true);
+        }
+        let (databases, _) = self.system()?;
+        let mut read = self.client.transaction();
+        let key = [Value::Bytes(name.to_lowercase().into_bytes())];
+        let op = read.read(&databases, &key, LockKind::Committed)?;
+        let done = read.execute(ExecuteMode::Commit)?.wait()?;
+        Ok(done.row(op).is_some())
+    }
+
+    pub fn create_database(&self, name: &str) -> SqlResult<()> {
+        check_name("database", name)?;
+        let (databases, _) = self.system()?;
+        let mut insert = self.client.transaction();
+        insert.insert(
+            &databases,
+            vec![Value::Bytes(name.to_lowercase().into_bytes())],
+        )?;
+        match insert.execute(ExecuteMode::Commit)?.wait() {
+            Err(error) if error.code() == 630 => Err(SqlError::database_exists(name)),
+            other => other.map(drop).map_err(SqlError::from),
+        }
+    }
+
+    /// Drops the database and every table in it; returns how many tables it dropped.
+    pub fn drop_database(&self, name: &str) -> SqlResult<usize> {
+        if !self.database_exists(name)? {
+            return Err(SqlError::new(
+                1008,
+                "HY000",
+                format!("Can't drop database '{name}'; database doesn't exist"),
+            ));
+        }
+        let tables = self.table_names(name)?;
+        for table in &tables {
+            self.drop_table(name, table)?;
+        }
+        let (databases, _) = self.system()?;
+        let mut delete = self.client.transaction();
+        delete.delete(
+            &databases,
+            &[Value::Bytes(name.to_lowercase().into_bytes())],
+        )?;
+        delete.execute(ExecuteMode::Commit)?.wait()?;
+        Ok(tables.len())
+    }
+
+    /// Every database, sorted, `information_schema` included.
+    pub fn databases(&self) -> SqlResult<Vec<String>> {
+        let (databases, _) = self.system()?;
+        let mut names = vec!["information_schema".to_string()];
+        for row in self.client.scan(&databases, ScanSpec::full())? {
+            if let Some(Value::Bytes(name)) = row?.into_iter().next() {
+                names.push(String::from_utf8_lossy(&name).into_owned());
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// The tables of `database`, sorted.
+    pub fn table_names(&self, database: &str) -> SqlResult<Vec<String>> {
+        let prefix = format!("{}/", database.to_lowercase());
+        let mut names: Vec<String> = self
+            .client
+            .table_names()?
+            .into_iter()
+            .filter_map(|name| name.strip_prefix(&prefix).map(str::to_string))
+            .filter(|name| !name.contains('/'))
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    /// The table `name` of `database`, from the cache or the cluster.
+    pub fn table(&self, database: &str, name: &str) -> SqlResult<Arc<SqlTable>> {
+        let full = cluster_name(database, name);
+        if let Some(table) = lock(&self.tables).get(&full) {
+            return Ok(table.clone());
+        }
+        let table = match self.client.open_table(&full) {
+            Ok(table) => table,
+            Err(error) if error.code() == 723 => {
+                return Err(SqlError::unknown_table(database, name))
+            }
+            Err(error) => return Err(error.into()),
+        };
+        let auto_increment = self.auto_increment_column(&full)?;
+        let opened = Arc::new(SqlTable {
+            database: database.to_lowercase(),
+            name: name.to_lowercase(),
+            table,
+            auto_increment,
+        });
+        let mut tables = lock(&self.tables);
+        if tables.len() >= OPEN_TABLES_MAX {
+            tables.clear();
+        }
+        tables.insert(full, opened.clone());
+        Ok(opened)
+    }
+
+    /// Forgets what is cached of a table (it changed or vanished).
+    pub fn forget(&self, database: &str, name: &str) {
+        lock(&self.tables).remove(&cluster_name(database, name));
+    }
+
+    fn auto_increment_column(&self, full: &str) -> SqlResult<Option<usize>> {
+        let (_, counters) = self.system()?;
+        let mut read = self.client.transaction();
+        let op = read.read(
+            &counters,
+            &[Value::Bytes(full.as_bytes().to_vec())],
+            LockKind::Committed,
+        )?;
+        let done = read.execute(ExecuteMode::Commit)?.wait()?;
+        Ok(done.row(op).and_then(|row| match row.get(1) {
+            Some(Value::UInt(column)) => Some(*column as usize),
+            _ => None,
+        }))
+    }
+
+    /// Creates a table (and its AUTO_INCREMENT counter, starting at `auto_increment_start`).
+    pub fn create_table(
+        &self,
+        database: &str,
+        schema: TableSchema,
+        indexes: Vec<kista_client::schema::IndexSchema>,
+        auto_increment: Option<(usize, u64)>,
+    ) -> SqlResult<()> {
+        let full = schema.name.clone();
+        let table_name = full.rsplit('/').next().unwrap_or(&full).to_string();
+        if let Some((column, start)) = auto_increment {
+            // The counter first: a table never exists without its counter.
+            let (_, counters) = self.system()?;
+            let mut write = self.client.transaction();
+            let row = vec![
+                Value::Bytes(full.clone().into_bytes()),
+                Value::UInt(column as u64),
+                Value::UInt(start.max(1)),
+            ];
+            write.write(&counters, row)?;
+            write.execute(ExecuteMode::Commit)?.wait()?;
+        }
+        match self.client.create_table(schema, indexes) {
+            Ok(_) => Ok(()),
+            Err(ClientError::Node {
+                code: 4256,
+                message,
+                ..
+            }) if message.contains("exists") => Err(SqlError::table_exists(&table_name)),
+            Err(ClientError::Node {
+                code: 4256,
+                message,
+                ..
+            }) => Err(SqlError::new(
+                1005,
+                "HY000",
+                format!("Can't create table '{database}.{table_name}' ({message})"),
+            )),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    pub fn drop_table(&self, database: &str, name: &str) -> SqlResult<()> {
+        let table = self.table(database, name)?;
+        self.forget(database, name);
+        match self.client.drop_table(&table.table) {
+            Ok(()) => {}
+            Err(error) if error.code() == 723 => {
+                return Err(SqlError::new(
+                    1051,
+                    "42S02",
+                    format!("Unknown table '{database}.{name}'"),
+                ))
+            }
+            Err(error) => return Err(error.into()),
+        }
+        lock(&self.counters).remove(&table.table.id);
+        if table.auto_increment.is_some() {
+            let (_, counters) = self.system()?;
+            let mut delete = self.client.transaction();
+            let key = [Value::Bytes(cluster_name(database, name).into_bytes())];
+            delete.delete(&counters, &key)?;
+            // A counter already gone is no error.
+            let _ = delete.execute(ExecuteMode::Commit)?.wait();
+        }
+        Ok(())
+    }
+
+    /// The next `count` AUTO_INCREMENT values of `table` (consecutive), taken from this
+    /// front end's reserve, which is refilled from the cluster's counter when short.
+    pub fn next_auto_increment(&self, table: &SqlTable, count: u64) -> SqlResult<u64> {
+        let id = table.table.id;
+        if let Some(reserved) = lock(&self.counters).get_mut(&id) {
+            if reserved.end - reserved.next >= count {
+                let first = reserved.next;
+                reserved.next += count;
+                return Ok(first);
+            }
+        }
+        let take = count.max(AUTO_INCREMENT_PREFETCH);
+        let first = self.take_from_counter(table, |next| (next, next + take))?;
+        lock(&self.counters).insert(
+            id,
+            Reserved {
+                next: first + count,
+                end: first + take,
+            },
+        );
+        Ok(first)
+    }
+
+    /// A row was inserted with an explicit AUTO_INCREMENT value: later values must be
+    /// above it.
+    pub fn saw_auto_increment_value(&self, table: &SqlTable, value: u64) -> SqlResult<()> {
+        let id = table.table.id;
+        if let Some(reserved) = lock(&self.counters).get_mut(&id) {
+            if value < reserved.next {
+                return Ok(());
+            }
+            if value < reserved.end {
+                reserved.next = value + 1;
+                return Ok(());
+            }
+        }
+        let above = value.saturating_add(1);
+        self.take_from_counter(table, |next| (next, next.max(above)))?;
+        Ok(())
+    }
+
+    /// Reads the table's counter under an exclusive lock and moves it to what `step`
+    /// returns (from its current value: the value to hand back and the new next value).
+    fn take_from_counter(
+        &self,
+        table: &SqlTable,
+        step: impl Fn(u64) -> (u64, u64),
+    ) -> SqlResult<u64> {
+        let (_, counters) = self.system()?;
+        let key = [Value::Bytes(
+            cluster_name(&table.database, &table.name).into_bytes(),
+        )];
+        let mut transaction = self.client.transaction();
+        let op = transaction.read(&counters, &key, LockKind::Exclusive)?;
+        let done = transaction.execute(ExecuteMode::NoCommit)?.wait()?;
+        let next = match done.row(op).and_then(|row| row.get(2).cloned()) {
+            Some(Value::UInt(next)) => next,
+            _ => {
+                transaction.execute(ExecuteMode::Rollback)?.wait()?;
+                return Err(SqlError::new(
+                    1467,
+                    "HY000",
+                    "Failed to read auto-increment value from storage engine",
+                ));
+            }
+        };
+        let (handed, new_next) = step(next);
+        transaction.update(&counters, &key, vec![(2, Value::UInt(new_next))])?;
+        transaction.execute(ExecuteMode::Commit)?.wait()?;
+        Ok(handed)
+    }
+}
+
+/// Holds one place in the connection count.
+pub struct ConnectionGuard(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for ConnectionGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,455 @@
+//! One client connection: the handshake, then commands until the client quits or the
+//! connection breaks. A malformed packet closes this connection only; a statement's error
+//! is answered with an error packet and the session goes on.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+
+use kista_client::types::Value;
+
+use crate::catalog::Catalog;
+use crate::error::{SqlError, SqlResult};
+use crate::protocol::binary::{read_parameter, write_value, PARAMETER_UNSIGNED};
+use crate::protocol::handshake::{handshake, HandshakeError, Users};
+use crate::protocol::packet::{PacketError, PacketStream};
+use crate::protocol::results::{self, ColumnDefinition};
+use crate::protocol::wire::{put_lenenc_int, put_u16, put_u32, Input, Malformed};
+use crate::protocol::{capability, column_type, command, status};
+use crate::session::{parse, Outcome, Parsed, Session};
+
+/// Prepared statements one connection may hold (MySQL's `max_prepared_stmt_count` is
+/// server-wide, 16382).
+pub const PREPARED_STATEMENTS_MAX: usize = 16_382;
+
+struct Prepared {
+    parsed: Parsed,
+    parameters: usize,
+    /// Each parameter's type code and unsigned flag, as the last execute bound them.
+    types: Vec<(u8, bool)>,
+    /// Values sent with COM_STMT_SEND_LONG_DATA, by parameter.
+    long_data: HashMap<usize, Vec<u8>>,
+}
+
+/// Why a connection ended other than by the client quitting.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectionError {
+    #[error(transparent)]
+    Packet(#[from] PacketError),
+    #[error(transparent)]
+    Handshake(#[from] HandshakeError),
+    #[error(transparent)]
+    Malformed(#[from] Malformed),
+}
+
+struct Connection<'c, S: Read + Write> {
+    stream: PacketStream<S>,
+    session: Session<'c>,
+    capabilities: u32,
+    prepared: HashMap<u32, Prepared>,
+    next_statement_id: u32,
+}
+
+/// Serves one client until it quits (`Ok`) or the connection fails.
+pub fn serve<S: Read + Write>(
+    stream: S,
+    catalog: &Catalog,
+    users: &Users,
+    connection_id: u32,
+) -> Result<(), ConnectionError> {
+    let mut stream = PacketStream::new(stream);
+    let login = match handshake(
+        &mut stream,
+        users,
+        connection_id,
+        crate::session::SERVER_VERSION,
+    ) {
+        Ok(login) => login,
+        Err(HandshakeError::AccessDenied {
+            user,
+            with_password,
+        }) => {
+            let mut out = Vec::new();
+            let yes_no = if with_password { "YES" } else { "NO" };
+            results::error(
+                &mut out,
+                1045,
+                "28000",
+                &format!("Access denied for user '{user}' (using password: {yes_no})"),
+            );
+            stream.write_payload(&out);
+            stream.flush().map_err(PacketError::from)?;
+            return Ok(());
+        }
+        Err(error) => return Err(error.into()),
+    };
+    let mut connection = Connection {
+        stream,
+        session: Session::new(catalog, login.user, connection_id),
+        capabilities: login.capabilities,
+        prepared: HashMap::new(),
+        next_statement_id: 1,
+    };
+    if let Some(database) = &login.database {
+        if let Err(error) = connection.session.use_database(database) {
+            connection.send_error(&error);
+            connection.stream.flush().map_err(PacketError::from)?;
+            return Ok(());
+        }
+    }
+    connection.send_ok(0, 0, "");
+    connection.stream.flush().map_err(PacketError::from)?;
+    let result = connection.run();
+    // Whatever was open is rolled back, as when a MySQL client disconnects.
+    let _ = connection.session.rollback();
+    result
+}
+
+impl<S: Read + Write> Connection<'_, S> {
+    fn run(&mut self) -> Result<(), ConnectionError> {
+        let mut payload = Vec::with_capacity(1024);
+        loop {
+            self.stream.reset_sequence();
+            if !self.stream.read_payload(&mut payload)? {
+                return Ok(());
+            }
+            let Some((&command, body)) = payload.split_first() else {
+                return Err(Malformed("empty command").into());
+            };
+            match command {
+                command::QUIT => return Ok(()),
+                command::PING => self.send_ok(0, 0, ""),
+                command::INIT_DB => {
+                    let name = String::from_utf8_lossy(body).into_owned();
+                    match self.session.use_database(&name) {
+                        Ok(()) => self.send_ok(0, 0, ""),
+                        Err(error) => self.send_error(&error),
+                    }
+                }
+                command::QUERY => {
+                    let sql = String::from_utf8_lossy(body);
+                    let result = parse(&sql).and_then(|parsed| self.session.execute(&parsed, &[]));
+                    self.send_outcome(result, false);
+                }
+                command::STMT_PREPARE => {
+                    let sql = String::from_utf8_lossy(body).into_owned();
+                    self.prepare(&sql);
+                }
+                command::STMT_EXECUTE => self.execute(body)?,
+                command::STMT_SEND_LONG_DATA => {
+                    let mut input = Input::new(body);
+                    let id = input.u32("statement id")?;
+                    let parameter = usize::from(input.u16("parameter")?);
+                    if let Some(statement) = self.prepared.get_mut(&id) {
+                        statement
+                            .long_data
+                            .entry(parameter)
+                            .or_default()
+                            .extend_from_slice(input.rest());
+                    }
+                    continue;
+                }
+                command::STMT_CLOSE => {
+                    let id = Input::new(body).u32("statement id")?;
+                    self.prepared.remove(&id);
+                    continue;
+                }
+                command::STMT_RESET => {
+                    let id = Input::new(body).u32("statement id")?;
+                    match self.prepared.get_mut(&id) {
+                        Some(statement) => {
+                            statement.long_data.clear();
+                            self.send_ok(0, 0, "");
+                        }
+                        None => self.send_error(&SqlError::unknown_statement(id)),
+                    }
+                }
+                command::FIELD_LIST => self.field_list(body),
+                command::SET_OPTION => self.send_eof(),
+                command::RESET_CONNECTION => {
+                    let _ = self.session.rollback();
+                    let catalog = self.session.catalog;
+                    let fresh = Session::new(
+                        catalog,
+                        self.session.user.clone(),
+                        self.session.connection_id,
+                    );
+                    let database = self.session.database.take();
+                    self.session = fresh;
+                    self.session.database = database;
+                    self.prepared.clear();
+                    self.send_ok(0, 0, "");
+                }
+                command::STATISTICS => {
+                    let uptime = self.session.catalog.uptime_s();
+                    let threads = self.session.catalog.connections();
+                    self.stream
+                        .write_payload(format!("Uptime: {uptime}  Threads: {threads}").as_bytes());
+                }
+                other => self.send_error(&SqlError::new(
+                    1047,
+                    "08S01",
+                    format!("Unknown command {other}"),
+                )),
+            }
+            self.stream.flush().map_err(PacketError::from)?;
+        }
+    }
+
+    fn status(&self) -> u16 {
+        let mut flags = 0;
+        if self.session.autocommit {
+            flags |= status::AUTOCOMMIT;
+        }
+        if self.session.in_transaction() {
+            flags |= status::IN_TRANSACTION;
+        }
+        flags
+    }
+
+    fn warnings(&self) -> u16 {
+        self.session.warnings.len().min(usize::from(u16::MAX)) as u16
+    }
+
+    fn deprecate_eof(&self) -> bool {
+        self.capabilities & capability::DEPRECATE_EOF != 0
+    }
+
+    fn send_ok(&mut self, affected_rows: u64, last_insert_id: u64, info: &str) {
+        let mut out = Vec::with_capacity(16);
+        results::ok(
+            &mut out,
+            false,
+            affected_rows,
+            last_insert_id,
+            self.status(),
+            self.warnings(),
+            info,
+        );
+        self.stream.write_payload(&out);
+    }
+
+    fn send_eof(&mut self) {
+        let mut out = Vec::with_capacity(8);
+        results::eof(&mut out, self.warnings(), self.status());
+        self.stream.write_payload(&out);
+    }
+
+    /// Ends a list of column definitions or rows: EOF, or OK with the EOF header.
+    fn send_end(&mut self) {
+        if self.deprecate_eof() {
+            let mut out = Vec::with_capacity(16);
+            results::ok(&mut out, true, 0, 0, self.status(), self.warnings(), "");
+            self.stream.write_payload(&out);
+        } else {
+            self.send_eof();
+        }
+    }
+
+    fn send_error(&mut self, error: &SqlError) {
+        let mut out = Vec::with_capacity(64 + error.message.len());
+        results::error(&mut out, error.code, error.state, &error.message);
+        self.stream.write_payload(&out);
+    }
+
+    fn send_columns(&mut self, columns: &[ColumnDefinition]) {
+        let mut out = Vec::with_capacity(64);
+        for column in columns {
+            out.clear();
+            column.encode(&mut out);
+            self.stream.write_payload(&out);
+        }
+    }
+
+    fn send_outcome(&mut self, outcome: SqlResult<Outcome>, binary: bool) {
+        match outcome {
+            Err(error) => self.send_error(&error),
+            Ok(Outcome::Done {
+                affected_rows,
+                last_insert_id,
+                info,
+            }) => self.send_ok(affected_rows, last_insert_id, &info),
+            Ok(Outcome::Rows { columns, rows }) => {
+                let mut out = Vec::with_capacity(8);
+                put_lenenc_int(&mut out, columns.len() as u64);
+                self.stream.write_payload(&out);
+                self.send_columns(&columns);
+                if !self.deprecate_eof() {
+                    self.send_eof();
+                }
+                for row in &rows {
+                    let start = self.stream.begin_payload();
+                    let out = self.stream.out();
+                    if binary {
+                        write_binary_row(out, &columns, row);
+                    } else {
+                        write_text_row(out, row);
+                    }
+                    self.stream.finish_payload(start);
+                }
+                self.send_end();
+            }
+        }
+    }
+
+    fn prepare(&mut self, sql: &str) {
+        let parsed = match parse(sql) {
+            Ok(parsed) => parsed,
+            Err(error) => return self.send_error(&error),
+        };
+        if self.prepared.len() >= PREPARED_STATEMENTS_MAX {
+            return self.send_error(&SqlError::new(
+                1461,
+                "42000",
+                format!("Can't create more than {PREPARED_STATEMENTS_MAX} prepared statements"),
+            ));
+        }
+        let columns = match crate::select::prepared_columns(&self.session, &parsed) {
+            Ok(columns) => columns,
+            Err(error) => return self.send_error(&error),
+        };
+        let id = self.next_statement_id;
+        self.next_statement_id = self.next_statement_id.wrapping_add(1).max(1);
+        let parameters = parsed.placeholders.len();
+        let mut out = Vec::with_capacity(16);
+        out.push(results::OK_HEADER);
+        put_u32(&mut out, id);
+        put_u16(&mut out, columns.len() as u16);
+        put_u16(&mut out, parameters as u16);
+        out.push(0);
+        put_u16(&mut out, 0);
+        self.stream.write_payload(&out);
+        if parameters > 0 {
+            let parameter = ColumnDefinition::expression(
+                "?",
+                column_type::VAR_STRING,
+                0,
+                0,
+                crate::protocol::COLLATION_BINARY,
+            );
+            self.send_columns(&vec![parameter; parameters]);
+            if !self.deprecate_eof() {
+                self.send_eof();
+            }
+        }
+        if !columns.is_empty() {
+            self.send_columns(&columns);
+            if !self.deprecate_eof() {
+                self.send_eof();
+            }
+        }
+        self.prepared.insert(
+            id,
+            Prepared {
+                parsed,
+                parameters,
+                types: vec![(column_type::VAR_STRING, false); parameters],
+                long_data: HashMap::new(),
+            },
+        );
+    }
+
+    fn execute(&mut self, body: &[u8]) -> Result<(), ConnectionError> {
+        let mut input = Input::new(body);
+        let id = input.u32("statement id")?;
+        let _flags = input.u8("cursor flags")?;
+        let _iterations = input.u32("iteration count")?;
+        let Some(statement) = self.prepared.get_mut(&id) else {
+            self.send_error(&SqlError::unknown_statement(id));
+            return Ok(());
+        };
+        let count = statement.parameters;
+        let mut params = Vec::with_capacity(count);
+        if count > 0 {
+            let null_bitmap = input.take(count.div_ceil(8), "null bitmap")?.to_vec();
+            if input.u8("new parameters bound")? == 1 {
+                for slot in statement.types.iter_mut() {
+                    let type_code = input.u8("parameter type")?;
+                    let flags = input.u8("parameter flags")?;
+                    *slot = (type_code, flags & PARAMETER_UNSIGNED != 0);
+                }
+            }
+            for (position, &(type_code, unsigned)) in statement.types.iter().enumerate() {
+                if let Some(bytes) = statement.long_data.remove(&position) {
+                    params.push(Value::Bytes(bytes));
+                } else if null_bitmap[position / 8] & (1 << (position % 8)) != 0 {
+                    params.push(Value::Null);
+                } else {
+                    params.push(read_parameter(&mut input, type_code, unsigned)?);
+                }
+            }
+        }
+        let statement = self.prepared.remove(&id).expect("statement found above");
+        let outcome = self.session.execute(&statement.parsed, &params);
+        self.prepared.insert(id, statement);
+        self.send_outcome(outcome, true);
+        Ok(())
+    }
+
+    /// `COM_FIELD_LIST` (old clients' column completion): the table's column definitions.
+    fn field_list(&mut self, body: &[u8]) {
+        let table = String::from_utf8_lossy(body.split(|&b| b == 0).next().unwrap_or_default())
+            .into_owned();
+        let columns = self
+            .session
+            .current_database()
+            .map(str::to_string)
+            .and_then(|database| {
+                let table = self.session.catalog.table(&database, &table)?;
+                Ok(table
+                    .schema()
+                    .columns
+                    .iter()
+                    .map(|c| {
+                        let origin = crate::output::Origin {
+                            schema: &table.database,
+                            table: &table.name,
+                            column: &c.name,
+                            nullable: c.nullable,
+                        };
+                        crate::output::definition(
+                            &c.name,
+                            Some(c.column_type),
+                            Some(origin),
+                            std::iter::empty(),
+                        )
+                    })
+                    .collect::<Vec<_>>())
+            });
+        match columns {
+            Ok(columns) => {
+                self.send_columns(&columns);
+                self.send_end();
+            }
+            Err(error) => self.send_error(&error),
+        }
+    }
+}
+
+fn write_text_row(out: &mut Vec<u8>, row: &[Value]) {
+    let mut text = Vec::new();
+    for value in row {
+        match value {
+            Value::Null => out.push(results::TEXT_NULL),
+            Value::Bytes(bytes) => crate::protocol::wire::put_lenenc_bytes(out, bytes),
+            other => {
+                text.clear();
+                crate::value::write_text(other, &mut text);
+                crate::protocol::wire::put_lenenc_bytes(out, &text);
+            }
+        }
+    }
+}
+
+fn write_binary_row(out: &mut Vec<u8>, columns: &[ColumnDefinition], row: &[Value]) {
+    out.push(results::OK_HEADER);
+    let bitmap_start = out.len();
+    out.resize(bitmap_start + (columns.len() + 7 + 2) / 8, 0);
+    for (position, (column, value)) in columns.iter().zip(row).enumerate() {
+        if value.is_null() || column.type_code == column_type::NULL {
+            let bit = position + 2;
+            out[bitmap_start + bit / 8] |= 1 << (bit % 8);
+        } else {
+            write_value(out, column.type_code, value);
+        }
+    }
+}

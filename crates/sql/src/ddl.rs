@@ -1,0 +1,401 @@
+//! CREATE TABLE and CREATE INDEX, translated to the cluster's table and index schemas.
+//!
+//! Every table gets an ordered index on its primary key, named `PRIMARY` (NDB does the
+//! same unless `USING HASH`), so primary-key ranges scan in order. `ENGINE=...`, character
+//! sets, comments and other table options are accepted and ignored.
+
+use sqlparser::ast::{self, ColumnOption, DataType, TableConstraint};
+
+use kista_client::schema::{Column, IndexKind, IndexSchema, TableSchema};
+use kista_client::types::{ColumnType, Value};
+
+use crate::error::{SqlError, SqlResult};
+use crate::expr::{self, Binder};
+use crate::value::coerce;
+
+/// The name of the ordered index every table has on its primary key.
+pub const PRIMARY_INDEX: &str = "PRIMARY";
+
+/// A table definition ready for the catalog.
+pub struct TableDefinition {
+    pub schema: TableSchema,
+    pub indexes: Vec<IndexSchema>,
+    /// The AUTO_INCREMENT column and its first value.
+    pub auto_increment: Option<(usize, u64)>,
+}
+
+/// The storage type for a MySQL column type.
+pub fn column_type(data_type: &DataType) -> SqlResult<ColumnType> {
+    use DataType as D;
+    let int = |bytes, signed| ColumnType::Int { bytes, signed };
+    let length = |l: &Option<ast::CharacterLength>, default: u64| match l {
+        Some(ast::CharacterLength::IntegerLength { length, .. }) => *length,
+        Some(ast::CharacterLength::Max) => 65_535,
+        None => default,
+    };
+    Ok(match data_type {
+        D::TinyInt(_) | D::Bool | D::Boolean => int(1, true),
+        D::TinyIntUnsigned(_) => int(1, false),
+        D::SmallInt(_) => int(2, true),
+        D::SmallIntUnsigned(_) => int(2, false),
+        D::MediumInt(_) | D::Int(_) | D::Integer(_) => int(4, true),
+        D::MediumIntUnsigned(_) | D::IntUnsigned(_) | D::IntegerUnsigned(_) => int(4, false),
+        D::BigInt(_) => int(8, true),
+        D::BigIntUnsigned(_) => int(8, false),
+        D::Float(_) | D::Real => ColumnType::Float,
+        D::Double(_) | D::DoublePrecision => ColumnType::Double,
+        D::Decimal(info) | D::Numeric(info) | D::Dec(info) => {
+            let (precision, scale) = match info {
+                ast::ExactNumberInfo::None => (10, 0),
+                ast::ExactNumberInfo::Precision(p) => (*p, 0),
+                ast::ExactNumberInfo::PrecisionAndScale(p, s) => {
+                    (*p, u64::try_from(*s).unwrap_or(99))
+                }
+            };
+            if precision > 38 || scale > precision {
+                return Err(SqlError::new(
+                    1426,
+                    "42000",
+                    format!("Too-big precision {precision} specified; maximum is 38"),
+                ));
+            }
+            ColumnType::Decimal {
+                precision: precision as u8,
+                scale: scale as u8,
+            }
+        }
+        D::Char(l) | D::Character(l) => char_length(length(l, 1), false)?,
+        D::Binary(l) => char_length(l.unwrap_or(1), true)?,
+        D::Varchar(l) | D::CharacterVarying(l) | D::Nvarchar(l) => ColumnType::VarChar {
+            max_length: var_length(length(l, 0))?,
+        },
+        D::Varbinary(l) => ColumnType::VarBinary {
+            max_length: var_length(match l {
+                Some(ast::BinaryLength::IntegerLength { length }) => *length,
+                _ => 65_535,
+            })?,
+        },
+        D::Text | D::TinyText | D::MediumText | D::LongText => ColumnType::Text,
+        D::Blob(_) | D::TinyBlob | D::MediumBlob | D::LongBlob | D::Bytea => ColumnType::Blob,
+        D::Date => ColumnType::Date,
+        D::Time(_, _) => ColumnType::Time,
+        D::Datetime(_) => ColumnType::DateTime,
+        D::Timestamp(_, _) => ColumnType::Timestamp,
+        other => return Err(SqlError::not_supported(format!("column type {other}"))),
+    })
+}
+
+fn char_length(length: u64, binary: bool) -> SqlResult<ColumnType> {
+    if length == 0 || length > 255 {
+        return Err(SqlError::new(
+            1074,
+            "42000",
+            format!("Column length too big (max = 255); use BLOB or TEXT instead ({length})"),
+        ));
+    }
+    let length = length as u16;
+    Ok(if binary {
+        ColumnType::Binary { length }
+    } else {
+        ColumnType::Char { length }
+    })
+}
+
+fn var_length(length: u64) -> SqlResult<u32> {
+    if length == 0 || length > 65_535 {
+        return Err(SqlError::new(
+            1074,
+            "42000",
+            format!("Column length too big (max = 65535); use BLOB or TEXT instead ({length})"),
+        ));
+    }
+    Ok(length as u32)
+}
+
+fn index_columns(columns: &[ast::IndexColumn], schema: &TableSchema) -> SqlResult<Vec<usize>> {
+    columns
+        .iter()
+        .map(|c| {
+            let name = match &c.column.expr {
+                ast::Expr::Identifier(ident) => ident.value.clone(),
+                other => return Err(SqlError::not_supported(format!("index on {other}"))),
+            };
+            schema
+                .columns
+                .iter()
+                .position(|col| col.name.eq_ignore_ascii_case(&name))
+                .ok_or_else(|| {
+                    SqlError::new(
+                        1072,
+                        "42000",
+                        format!("Key column '{name}' doesn't exist in table"),
+                    )
+                })
+        })
+        .collect()
+}
+
+/// Translates `CREATE TABLE`; `cluster_name` is the table's name in the cluster.
+pub fn create_table(create: &ast::CreateTable, cluster_name: String) -> SqlResult<TableDefinition> {
+    if create.query.is_some() || create.like.is_some() || create.clone.is_some() {
+        return Err(SqlError::not_supported("CREATE TABLE ... AS / LIKE"));
+    }
+    let mut schema = TableSchema {
+        name: cluster_name,
+        columns: Vec::new(),
+        primary_key: Vec::new(),
+    };
+    let mut unique_columns = Vec::new();
+    let mut auto_increment = None;
+    for (position, definition) in create.columns.iter().enumerate() {
+        let name = definition.name.value.clone();
+        let column_type = column_type(&definition.data_type)?;
+        let mut column = Column::new(&name, column_type).nullable();
+        let mut default = None;
+        for option in &definition.options {
+            match &option.option {
+                ColumnOption::Null => column.nullable = true,
+                ColumnOption::NotNull => column.nullable = false,
+                ColumnOption::Default(expr) => default = Some(expr.clone()),
+                ColumnOption::Unique {
+                    is_primary: true, ..
+                } => {
+                    column.nullable = false;
+                    schema.primary_key = vec![position];
+                }
+                ColumnOption::Unique {
+                    is_primary: false, ..
+                } => unique_columns.push(position),
+                ColumnOption::DialectSpecific(tokens)
+                    if tokens
+                        .iter()
+                        .any(|t| t.to_string().eq_ignore_ascii_case("AUTO_INCREMENT")) =>
+                {
+                    if !matches!(column_type, ColumnType::Int { .. }) {
+                        return Err(SqlError::new(
+                            1063,
+                            "42000",
+                            format!("Incorrect column specifier for column '{name}'"),
+                        ));
+                    }
+                    auto_increment = Some(position);
+                }
+                ColumnOption::CharacterSet(_)
+                | ColumnOption::Collation(_)
+                | ColumnOption::Comment(_) => {}
+                ColumnOption::DialectSpecific(_) => {}
+                other => return Err(SqlError::not_supported(format!("column option {other}"))),
+            }
+        }
+        if let Some(expr) = default {
+            column.default = Some(default_value(&expr, column_type, &name, column.nullable)?);
+        }
+        schema.columns.push(column);
+    }
+    let mut indexes = Vec::new();
+    for constraint in &create.constraints {
+        match constraint {
+            TableConstraint::PrimaryKey { columns, .. } => {
+                if !schema.primary_key.is_empty() {
+                    return Err(SqlError::new(1068, "42000", "Multiple primary key defined"));
+                }
+                schema.primary_key = index_columns(columns, &schema)?;
+            }
+            TableConstraint::Unique {
+                name,
+                index_name,
+                columns,
+                ..
+            } => {
+                let columns = index_columns(columns, &schema)?;
+                let name = index_name
+                    .as_ref()
+                    .or(name.as_ref())
+                    .map(|n| n.value.clone());
+                indexes.push(named_index(
+                    name,
+                    IndexKind::Unique,
+                    columns,
+                    &schema,
+                    &indexes,
+                ));
+            }
+            TableConstraint::Index { name, columns, .. } => {
+                let columns = index_columns(columns, &schema)?;
+                let name = name.as_ref().map(|n| n.value.clone());
+                indexes.push(named_index(
+                    name,
+                    IndexKind::Ordered,
+                    columns,
+                    &schema,
+                    &indexes,
+                ));
+            }
+            TableConstraint::ForeignKey { .. } | TableConstraint::Check { .. } => {
+                return Err(SqlError::not_supported("FOREIGN KEY and CHECK constraints"))
+            }
+            other => return Err(SqlError::not_supported(other)),
+        }
+    }
+    for column in unique_columns {
+        indexes.push(named_index(
+            None,
+            IndexKind::Unique,
+            vec![column],
+            &schema,
+            &indexes,
+        ));
+    }
+    if schema.primary_key.is_empty() {
+        return Err(SqlError::new(
+            1173,
+            "42000",
+            "This table type requires a primary key",
+        ));
+    }
+    for &key in &schema.primary_key {
+        schema.columns[key].nullable = false;
+    }
+    if let Some(column) = auto_increment {
+        let is_key = schema.primary_key.first() == Some(&column)
+            || indexes.iter().any(|i| i.columns.first() == Some(&column));
+        if !is_key {
+            return Err(SqlError::new(1075, "42000", "Incorrect table definition; there can be only one auto column and it must be defined as a key"));
+        }
+    }
+    indexes.insert(
+        0,
+        IndexSchema {
+            name: PRIMARY_INDEX.into(),
+            kind: IndexKind::Ordered,
+            columns: schema.primary_key.clone(),
+        },
+    );
+    let start = create_table_auto_increment_start(create);
+    Ok(TableDefinition {
+        schema,
+        indexes,
+        auto_increment: auto_increment.map(|c| (c, start)),
+    })
+}
+
+fn create_table_auto_increment_start(create: &ast::CreateTable) -> u64 {
+    let options = create.table_options.to_string().to_uppercase();
+    options
+        .split_once("AUTO_INCREMENT")
+        .and_then(|(_, rest)| {
+            rest.trim_start_matches([' ', '='])
+                .split(|c: char| !c.is_ascii_digit())
+                .next()
+        })
+        .and_then(|digits| digits.parse().ok())
+        .unwrap_or(1)
+}
+
+/// An index named as given, or after its first column (`col`, `col_2`, ... as MySQL).
+fn named_index(
+    name: Option<String>,
+    kind: IndexKind,
+    columns: Vec<usize>,
+    schema: &TableSchema,
+    existing: &[IndexSchema],
+) -> IndexSchema {
+    let name = name.unwrap_or_else(|| {
+        let base = schema.columns[columns[0]].name.clone();
+        let mut candidate = base.clone();
+        let mut n = 2;
+        while existing
+            .iter()
+            .any(|i| i.name.eq_ignore_ascii_case(&candidate))
+        {
+            candidate = format!("{base}_{n}");
+            n += 1;
+        }
+        candidate
+    });
+    IndexSchema {
+        name,
+        kind,
+        columns,
+    }
+}
+
+fn default_value(
+    expr: &ast::Expr,
+    column_type: ColumnType,
+    column: &str,
+    nullable: bool,
+) -> SqlResult<Value> {
+    let mut binder = Binder {
+        columns: &[],
+        placeholders: &[],
+        aggregates: None,
+        place: "DEFAULT",
+        inserted_row_at: None,
+    };
+    let bound = expr::bind(&mut binder, expr)?;
+    let expr::Expr::Literal(value) = bound else {
+        return Err(SqlError::not_supported(format!("DEFAULT {expr}")));
+    };
+    if value.is_null() && !nullable {
+        return Err(SqlError::new(
+            1067,
+            "42000",
+            format!("Invalid default value for '{column}'"),
+        ));
+    }
+    coerce(&value, column_type, column).map_err(|_| {
+        SqlError::new(
+            1067,
+            "42000",
+            format!("Invalid default value for '{column}'"),
+        )
+    })
+}
+
+/// Translates `CREATE [UNIQUE] INDEX name ON table (columns)`.
+pub fn create_index(create: &ast::CreateIndex, schema: &TableSchema) -> SqlResult<IndexSchema> {
+    let columns = index_columns(&create.columns, schema)?;
+    let kind = if create.unique {
+        IndexKind::Unique
+    } else {
+        IndexKind::Ordered
+    };
+    let name = create
+        .name
+        .as_ref()
+        .map(|n| n.to_string().trim_matches('`').to_string());
+    Ok(named_index(name, kind, columns, schema, &[]))
+}
+
+/// The MySQL type name of a storage type, as SHOW CREATE TABLE and DESCRIBE print it.
+pub fn type_name(column_type: ColumnType) -> String {
+    match column_type {
+        ColumnType::Int { bytes, signed } => {
+            let name = match bytes {
+                1 => "tinyint",
+                2 => "smallint",
+                4 => "int",
+                _ => "bigint",
+            };
+            if signed {
+                name.to_string()
+            } else {
+                format!("{name} unsigned")
+            }
+        }
+        ColumnType::Float => "float".into(),
+        ColumnType::Double => "double".into(),
+        ColumnType::Decimal { precision, scale } => format!("decimal({precision},{scale})"),
+        ColumnType::Char { length } => format!("char({length})"),
+        ColumnType::Binary { length } => format!("binary({length})"),
+        ColumnType::VarChar { max_length } => format!("varchar({max_length})"),
+        ColumnType::VarBinary { max_length } => format!("varbinary({max_length})"),
+        ColumnType::Text => "text".into(),
+        ColumnType::Blob => "blob".into(),
+        ColumnType::Date => "date".into(),
+        ColumnType::Time => "time".into(),
+        ColumnType::DateTime => "datetime".into(),
+        ColumnType::Timestamp => "timestamp".into(),
+    }
+}

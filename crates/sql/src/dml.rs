@@ -1,0 +1,430 @@
+//! INSERT, REPLACE, UPDATE and DELETE, as key operations in the session's transaction.
+//!
+//! - INSERT sends all its rows in one batch; AUTO_INCREMENT values come from the
+//!   catalog's reserve. INSERT IGNORE and ON DUPLICATE KEY UPDATE first read the keys
+//!   under an exclusive lock (an operation the cluster refuses aborts the whole
+//!   transaction, so a duplicate must be found before it is written); both look at the
+//!   primary key only.
+//! - REPLACE writes (upserts) each row.
+//! - UPDATE and DELETE find their rows like SELECT (`select::fetch`) under an exclusive
+//!   lock, then change them in the same transaction; an UPDATE that changes the primary
+//!   key deletes the row and inserts it under its new key.
+
+use sqlparser::ast::{
+    self, Assignment, AssignmentTarget, FromTable, OnInsert, SetExpr, TableObject,
+};
+use sqlparser::tokenizer::Location;
+
+use kista_client::types::Value;
+use kista_client::LockKind;
+
+use crate::catalog::SqlTable;
+use crate::error::{SqlError, SqlResult};
+use crate::expr::{bind, eval, Binder, Expr, ScopeColumn};
+use crate::select::{self, split_name, SelectPlan};
+use crate::session::{Outcome, Session};
+use crate::value::{coerce, compare, to_i64};
+
+fn scope_of(table: &SqlTable) -> Vec<ScopeColumn> {
+    table
+        .schema()
+        .columns
+        .iter()
+        .map(|c| ScopeColumn {
+            table: table.name.clone(),
+            name: c.name.clone(),
+        })
+        .collect()
+}
+
+/// Makes `value` fit column `column` of `table` (NULL refused in NOT NULL columns).
+fn fit(table: &SqlTable, column: usize, value: &Value) -> SqlResult<Value> {
+    let definition = &table.schema().columns[column];
+    if value.is_null() {
+        if !definition.nullable {
+            return Err(SqlError::not_null(&definition.name));
+        }
+        return Ok(Value::Null);
+    }
+    coerce(value, definition.column_type, &definition.name)
+}
+
+pub fn insert(
+    session: &mut Session,
+    insert: &ast::Insert,
+    placeholders: &[Location],
+    params: &[Value],
+) -> SqlResult<Outcome> {
+    let TableObject::TableName(name) = &insert.table else {
+        return Err(SqlError::not_supported("INSERT INTO TABLE FUNCTION"));
+    };
+    let (database, table_name) = split_name(session, name)?;
+    let table = session.catalog.table(&database, &table_name)?;
+    let schema = table.schema();
+    let width = schema.columns.len();
+    let targets: Vec<usize> = if insert.columns.is_empty() {
+        (0..width).collect()
+    } else {
+        insert
+            .columns
+            .iter()
+            .map(|c| {
+                table
+                    .column_index(&c.value)
+                    .ok_or_else(|| SqlError::unknown_column(&c.value, "field list"))
+            })
+            .collect::<SqlResult<_>>()?
+    };
+    let source = insert
+        .source
+        .as_ref()
+        .ok_or_else(|| SqlError::not_supported("INSERT ... SET"))?;
+    let SetExpr::Values(values) = source.body.as_ref() else {
+        return Err(SqlError::not_supported("INSERT ... SELECT"));
+    };
+    let variable = |name: &str| session.variable(name);
+    let ctx = session.eval_context(params, &[], &variable);
+    let mut rows: Vec<Vec<Value>> = Vec::with_capacity(values.rows.len());
+    let mut auto_needed = 0u64;
+    for exprs in &values.rows {
+        if exprs.len() != targets.len() {
+            return Err(SqlError::column_count(targets.len(), exprs.len()));
+        }
+        let mut given: Vec<Option<Value>> = vec![None; width];
+        for (&column, e) in targets.iter().zip(exprs) {
+            if matches!(e, ast::Expr::Identifier(ident) if ident.value.eq_ignore_ascii_case("DEFAULT") && ident.quote_style.is_none())
+            {
+                continue;
+            }
+            let mut binder = Binder {
+                columns: &[],
+                placeholders,
+                aggregates: None,
+                place: "field list",
+                inserted_row_at: None,
+            };
+            let bound = bind(&mut binder, e)?;
+            given[column] = Some(eval(&bound, &[], &ctx)?);
+        }
+        let mut row = Vec::with_capacity(width);
+        for (column, value) in given.into_iter().enumerate() {
+            let definition = &schema.columns[column];
+            let is_auto = table.auto_increment == Some(column);
+            let value = match value {
+                Some(v) if is_auto && (v.is_null() || to_i64(&v) == Some(0)) => None,
+                Some(v) => Some(v),
+                None => None,
+            };
+            row.push(match value {
+                Some(v) => fit(&table, column, &v)?,
+                None if is_auto => {
+                    auto_needed += 1;
+                    Value::Null
+                }
+                None => match &definition.default {
+                    Some(default) => default.clone(),
+                    None if definition.nullable => Value::Null,
+                    None => {
+                        return Err(SqlError::new(
+                            1364,
+                            "HY000",
+                            format!("Field '{}' doesn't have a default value", definition.name),
+                        ));
+                    }
+                },
+            });
+        }
+        rows.push(row);
+    }
+    let mut first_auto = 0;
+    if let Some(column) = table.auto_increment {
+        if auto_needed > 0 {
+            first_auto = session.catalog.next_auto_increment(&table, auto_needed)?;
+        }
+        let mut next = first_auto;
+        let mut highest_given = None;
+        for row in &mut rows {
+            if row[column].is_null() {
+                row[column] = fit(&table, column, &Value::UInt(next))?;
+                next += 1;
+            } else if let Some(v) = to_i64(&row[column]).filter(|v| *v > 0) {
+                highest_given = Some(highest_given.map_or(v as u64, |h: u64| h.max(v as u64)));
+            }
+        }
+        if let Some(highest) = highest_given {
+            session.catalog.saw_auto_increment_value(&table, highest)?;
+        }
+    }
+    let duplicate_update = match &insert.on {
+        Some(OnInsert::DuplicateKeyUpdate(assignments)) => Some(bind_assignments(
+            &table,
+            assignments,
+            placeholders,
+            Some(width),
+        )?),
+        Some(_) => return Err(SqlError::not_supported("ON CONFLICT")),
+        None => None,
+    };
+    let replace = insert.replace_into;
+    let ignore = insert.ignore;
+    let mut ignored = 0;
+    let affected = session.transactional(|tx, session| {
+        if !ignore && duplicate_update.is_none() {
+            for row in &rows {
+                if replace {
+                    tx.transaction.write(&table.table, row.clone())?;
+                } else {
+                    tx.transaction.insert(&table.table, row.clone())?;
+                }
+            }
+            tx.execute(true)?;
+            return Ok(rows.len() as u64);
+        }
+        // IGNORE / ON DUPLICATE KEY UPDATE: look first, under a lock.
+        let keys: Vec<Vec<Value>> = rows
+            .iter()
+            .map(|row| schema.primary_key.iter().map(|&c| row[c].clone()).collect())
+            .collect();
+        let mut ops = Vec::with_capacity(keys.len());
+        for key in &keys {
+            ops.push(
+                tx.transaction
+                    .read(&table.table, key, LockKind::Exclusive)?,
+            );
+        }
+        let found = tx.execute(false)?;
+        let variable = |name: &str| session.variable(name);
+        let ctx = session.eval_context(params, &[], &variable);
+        let mut affected = 0;
+        ignored = 0;
+        let mut inserted_keys: Vec<&Vec<Value>> = Vec::new();
+        for ((row, key), op) in rows.iter().zip(&keys).zip(ops) {
+            let duplicate_in_statement = inserted_keys.iter().any(|k| keys_equal(k, key));
+            match (found.row(op), &duplicate_update) {
+                (None, _) if !duplicate_in_statement => {
+                    tx.transaction.insert(&table.table, row.clone())?;
+                    inserted_keys.push(key);
+                    affected += 1;
+                }
+                (Some(existing), Some(assignments)) => {
+                    let mut both = existing.to_vec();
+                    both.extend(row.iter().cloned());
+                    let changes = evaluate_assignments(&table, assignments, &both, &ctx)?;
+                    let changed: Vec<(u16, Value)> = changes
+                        .into_iter()
+                        .filter(|(c, v)| !values_equal(&existing[usize::from(*c)], v))
+                        .collect();
+                    if !changed.is_empty() {
+                        tx.transaction.update(&table.table, key, changed)?;
+                        affected += 2;
+                    }
+                }
+                _ => ignored += 1,
+            }
+        }
+        tx.execute(true)?;
+        Ok(affected)
+    });
+    let affected = affected.map_err(|e| duplicate_message(e, &table, &rows))?;
+    for _ in 0..ignored {
+        session.warn(
+            1062,
+            format!("Duplicate entry for key '{}.PRIMARY'", table.name),
+        );
+    }
+    if first_auto > 0 {
+        session.last_insert_id = first_auto;
+    }
+    Ok(Outcome::Done {
+        affected_rows: affected,
+        last_insert_id: first_auto,
+        info: String::new(),
+    })
+}
+
+fn keys_equal(a: &[Value], b: &[Value]) -> bool {
+    a.iter().zip(b).all(|(x, y)| values_equal(x, y))
+}
+
+fn values_equal(a: &Value, b: &Value) -> bool {
+    match (a.is_null(), b.is_null()) {
+        (true, true) => true,
+        (false, false) => compare(a, b) == Some(std::cmp::Ordering::Equal),
+        _ => false,
+    }
+}
+
+/// MySQL names the duplicate entry; for a one-row insert so does this server.
+fn duplicate_message(error: SqlError, table: &SqlTable, rows: &[Vec<Value>]) -> SqlError {
+    if error.code != 1062 || rows.len() != 1 {
+        return error;
+    }
+    let key: Vec<String> = table
+        .schema()
+        .primary_key
+        .iter()
+        .map(|&c| String::from_utf8_lossy(&crate::value::to_text(&rows[0][c])).into_owned())
+        .collect();
+    SqlError::new(
+        1062,
+        "23000",
+        format!(
+            "Duplicate entry '{}' for key '{}.PRIMARY'",
+            key.join("-"),
+            table.name
+        ),
+    )
+}
+
+/// `SET col = expr, ...` bound over the table's row (and, for ON DUPLICATE KEY UPDATE,
+/// the row that was to be inserted after it).
+fn bind_assignments(
+    table: &SqlTable,
+    assignments: &[Assignment],
+    placeholders: &[Location],
+    inserted_row_at: Option<usize>,
+) -> SqlResult<Vec<(usize, Expr)>> {
+    let scope = scope_of(table);
+    assignments
+        .iter()
+        .map(|assignment| {
+            let AssignmentTarget::ColumnName(name) = &assignment.target else {
+                return Err(SqlError::not_supported("tuple assignment"));
+            };
+            let column_name = name
+                .0
+                .last()
+                .and_then(|p| p.as_ident())
+                .map(|i| i.value.clone())
+                .unwrap_or_default();
+            let column = table
+                .column_index(&column_name)
+                .ok_or_else(|| SqlError::unknown_column(&column_name, "field list"))?;
+            let mut binder = Binder {
+                columns: &scope,
+                placeholders,
+                aggregates: None,
+                place: "field list",
+                inserted_row_at,
+            };
+            Ok((column, bind(&mut binder, &assignment.value)?))
+        })
+        .collect()
+}
+
+fn evaluate_assignments(
+    table: &SqlTable,
+    assignments: &[(usize, Expr)],
+    row: &[Value],
+    ctx: &crate::expr::EvalContext,
+) -> SqlResult<Vec<(u16, Value)>> {
+    assignments
+        .iter()
+        .map(|(column, expr)| Ok((*column as u16, fit(table, *column, &eval(expr, row, ctx)?)?)))
+        .collect()
+}
+
+pub fn update(
+    session: &mut Session,
+    target: &ast::TableWithJoins,
+    assignments: &[Assignment],
+    selection: Option<&ast::Expr>,
+    limit: Option<&ast::Expr>,
+    placeholders: &[Location],
+    params: &[Value],
+) -> SqlResult<Outcome> {
+    if !target.joins.is_empty() {
+        return Err(SqlError::not_supported("multi-table UPDATE"));
+    }
+    let (table, _) = select::table_of(session, &target.relation)?;
+    let assignments = bind_assignments(&table, assignments, placeholders, None)?;
+    let plan = SelectPlan::for_write(&table, selection, limit, placeholders)?;
+    let changes_key = assignments
+        .iter()
+        .any(|(c, _)| table.schema().primary_key.contains(c));
+    let affected = session.transactional(|tx, session| {
+        let rows = select::fetch(tx, session, &plan, &table, params, false)?;
+        let rows = plan.limited(session, rows, params)?;
+        let variable = |name: &str| session.variable(name);
+        let ctx = session.eval_context(params, &[], &variable);
+        let mut affected = 0;
+        for row in &rows {
+            let changes = evaluate_assignments(&table, &assignments, row, &ctx)?;
+            let changed: Vec<(u16, Value)> = changes
+                .into_iter()
+                .filter(|(c, v)| !values_equal(&row[usize::from(*c)], v))
+                .collect();
+            if changed.is_empty() {
+                continue;
+            }
+            affected += 1;
+            let key: Vec<Value> = table
+                .schema()
+                .primary_key
+                .iter()
+                .map(|&c| row[c].clone())
+                .collect();
+            if changes_key {
+                let mut new_row = row.clone();
+                for (c, v) in changed {
+                    new_row[usize::from(c)] = v;
+                }
+                tx.transaction.delete(&table.table, &key)?;
+                tx.transaction.insert(&table.table, new_row)?;
+            } else {
+                tx.transaction.update(&table.table, &key, changed)?;
+            }
+        }
+        if affected > 0 {
+            tx.execute(true)?;
+        }
+        Ok(affected)
+    })?;
+    Ok(Outcome::Done {
+        affected_rows: affected,
+        last_insert_id: 0,
+        info: format!("Rows matched: {affected}  Changed: {affected}  Warnings: 0"),
+    })
+}
+
+pub fn delete(
+    session: &mut Session,
+    delete: &ast::Delete,
+    placeholders: &[Location],
+    params: &[Value],
+) -> SqlResult<Outcome> {
+    let from = match &delete.from {
+        FromTable::WithFromKeyword(from) | FromTable::WithoutKeyword(from) => from,
+    };
+    let [target] = from.as_slice() else {
+        return Err(SqlError::not_supported("multi-table DELETE"));
+    };
+    if !delete.tables.is_empty() || delete.using.is_some() || !target.joins.is_empty() {
+        return Err(SqlError::not_supported("multi-table DELETE"));
+    }
+    let (table, _) = select::table_of(session, &target.relation)?;
+    let plan = SelectPlan::for_write(
+        &table,
+        delete.selection.as_ref(),
+        delete.limit.as_ref(),
+        placeholders,
+    )?;
+    let affected = session.transactional(|tx, session| {
+        let rows = select::fetch(tx, session, &plan, &table, params, false)?;
+        let rows = plan.limited(session, rows, params)?;
+        for row in &rows {
+            let key: Vec<Value> = table
+                .schema()
+                .primary_key
+                .iter()
+                .map(|&c| row[c].clone())
+                .collect();
+            tx.transaction.delete(&table.table, &key)?;
+        }
+        if !rows.is_empty() {
+            tx.execute(true)?;
+        }
+        Ok(rows.len() as u64)
+    })?;
+    Ok(Outcome::affected(affected))
+}

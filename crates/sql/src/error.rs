@@ -1,0 +1,161 @@
+//! Errors as MySQL clients know them: a code, an SQLSTATE and a message. Everything a
+//! statement can fail with becomes one of these; the session sends it and carries on.
+
+use kista_client::{ClientError, ErrorCategory};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("ERROR {code} ({state}): {message}")]
+pub struct SqlError {
+    pub code: u16,
+    pub state: &'static str,
+    pub message: String,
+}
+
+pub type SqlResult<T> = Result<T, SqlError>;
+
+impl SqlError {
+    pub fn new(code: u16, state: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            state,
+            message: message.into(),
+        }
+    }
+
+    /// 1064: the parser's message names the position.
+    pub fn syntax(message: impl std::fmt::Display) -> Self {
+        Self::new(
+            1064,
+            "42000",
+            format!("You have an error in your SQL syntax: {message}"),
+        )
+    }
+
+    /// 1235: valid SQL this server does not run.
+    pub fn not_supported(what: impl std::fmt::Display) -> Self {
+        Self::new(
+            1235,
+            "42000",
+            format!("This version of Kista doesn't yet support '{what}'"),
+        )
+    }
+
+    pub fn no_database() -> Self {
+        Self::new(1046, "3D000", "No database selected")
+    }
+
+    pub fn unknown_database(name: &str) -> Self {
+        Self::new(1049, "42000", format!("Unknown database '{name}'"))
+    }
+
+    pub fn database_exists(name: &str) -> Self {
+        Self::new(
+            1007,
+            "HY000",
+            format!("Can't create database '{name}'; database exists"),
+        )
+    }
+
+    pub fn unknown_table(database: &str, table: &str) -> Self {
+        Self::new(
+            1146,
+            "42S02",
+            format!("Table '{database}.{table}' doesn't exist"),
+        )
+    }
+
+    pub fn table_exists(table: &str) -> Self {
+        Self::new(1050, "42S01", format!("Table '{table}' already exists"))
+    }
+
+    pub fn unknown_column(column: &str, place: &str) -> Self {
+        Self::new(
+            1054,
+            "42S22",
+            format!("Unknown column '{column}' in '{place}'"),
+        )
+    }
+
+    pub fn duplicate_key(detail: &str) -> Self {
+        Self::new(1062, "23000", format!("Duplicate entry for key: {detail}"))
+    }
+
+    pub fn not_null(column: &str) -> Self {
+        Self::new(1048, "23000", format!("Column '{column}' cannot be null"))
+    }
+
+    pub fn data_too_long(column: &str) -> Self {
+        Self::new(
+            1406,
+            "22001",
+            format!("Data too long for column '{column}'"),
+        )
+    }
+
+    pub fn out_of_range(column: &str) -> Self {
+        Self::new(
+            1264,
+            "22003",
+            format!("Out of range value for column '{column}'"),
+        )
+    }
+
+    pub fn wrong_value(kind: &str, value: &str, column: &str) -> Self {
+        Self::new(
+            1366,
+            "HY000",
+            format!("Incorrect {kind} value: '{value}' for column '{column}'"),
+        )
+    }
+
+    pub fn column_count(expected: usize, got: usize) -> Self {
+        Self::new(
+            1136,
+            "21S01",
+            format!("Column count doesn't match value count ({expected} columns, {got} values)"),
+        )
+    }
+
+    pub fn wrong_arguments(what: &str) -> Self {
+        Self::new(1210, "HY000", format!("Incorrect arguments to {what}"))
+    }
+
+    pub fn unknown_statement(id: u32) -> Self {
+        Self::new(
+            1243,
+            "HY000",
+            format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute"),
+        )
+    }
+
+    /// An error from the cluster, by the code the data node gave it.
+    pub fn from_cluster(error: &ClientError) -> Self {
+        let message = error.to_string();
+        match error.code() {
+            266 => Self::new(
+                1205,
+                "HY000",
+                format!("Lock wait timeout exceeded; try restarting transaction ({message})"),
+            ),
+            630 => Self::new(1062, "23000", format!("Duplicate entry ({message})")),
+            723 => Self::new(1146, "42S02", message),
+            827 => Self::new(1114, "HY000", format!("The table is full ({message})")),
+            _ if error.category() == ErrorCategory::UnknownOutcome => Self::new(
+                1180,
+                "HY000",
+                format!("Got error {} during COMMIT: the transaction may or may not have committed ({message})", error.code()),
+            ),
+            code => Self::new(
+                1296,
+                "HY000",
+                format!("Got error {code} '{message}' from Kista"),
+            ),
+        }
+    }
+}
+
+impl From<ClientError> for SqlError {
+    fn from(error: ClientError) -> Self {
+        Self::from_cluster(&error)
+    }
+}

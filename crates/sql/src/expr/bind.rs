@@ -1,0 +1,380 @@
+//! From the parser's expressions to [`Expr`]: names to row positions, `?` to parameter
+//! numbers (by position in the text), aggregate calls to slots.
+
+use sqlparser::ast::{self, BinaryOperator, FunctionArg, FunctionArgExpr, UnaryOperator};
+use sqlparser::tokenizer::Location;
+
+use kista_client::types::{ColumnType, Decimal, Value};
+
+use super::{ArithmeticOp, CompareOp, Expr, Function};
+use crate::error::{SqlError, SqlResult};
+
+/// A column the expression may name: `table.name` or just `name`.
+#[derive(Clone, Debug)]
+pub struct ScopeColumn {
+    /// The table's alias, or its name (lower case).
+    pub table: String,
+    pub name: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AggregateKind {
+    CountRows,
+    Count,
+    Sum,
+    Avg,
+    Min,
+    Max,
+}
+
+/// An aggregate the query computes per group.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Aggregate {
+    pub kind: AggregateKind,
+    /// Its argument, over the input row (none for `COUNT(*)`).
+    pub argument: Option<Expr>,
+    pub distinct: bool,
+}
+
+/// What names mean while binding one statement.
+pub struct Binder<'a> {
+    pub columns: &'a [ScopeColumn],
+    /// Where each `?` of the statement's text is, in order.
+    pub placeholders: &'a [Location],
+    /// Aggregates found so far; `None` where aggregates are not allowed.
+    pub aggregates: Option<&'a mut Vec<Aggregate>>,
+    /// For "Unknown column 'x' in '...'".
+    pub place: &'static str,
+    /// In ON DUPLICATE KEY UPDATE: `VALUES(c)` is the row that was to be inserted, whose
+    /// columns follow the existing row's from this position.
+    pub inserted_row_at: Option<usize>,
+}
+
+impl Binder<'_> {
+    fn column(&self, table: Option<&str>, name: &str) -> SqlResult<Expr> {
+        let mut found = self.columns.iter().enumerate().filter(|(_, c)| {
+            c.name.eq_ignore_ascii_case(name)
+                && table.is_none_or(|t| c.table.eq_ignore_ascii_case(t))
+        });
+        let shown = match table {
+            Some(table) => format!("{table}.{name}"),
+            None => name.to_string(),
+        };
+        match (found.next(), found.next()) {
+            (Some((position, _)), None) => Ok(Expr::Column(position)),
+            (Some(_), Some(_)) => Err(SqlError::new(
+                1052,
+                "23000",
+                format!("Column '{shown}' in {} is ambiguous", self.place),
+            )),
+            (None, _) => Err(SqlError::unknown_column(&shown, self.place)),
+        }
+    }
+}
+
+/// Binds `expr` in `binder`'s scope.
+pub fn bind(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Expr> {
+    use ast::Expr as A;
+    let boxed = |binder: &mut Binder, e: &ast::Expr| bind(binder, e).map(Box::new);
+    Ok(match expr {
+        A::Identifier(ident) => {
+            if let Some(variable) = ident.value.strip_prefix("@@") {
+                Expr::SystemVariable(variable.to_lowercase())
+            } else if ident.quote_style == Some('"') && binder.column(None, &ident.value).is_err() {
+                // MySQL reads "text" as a string unless ANSI_QUOTES is on.
+                Expr::Literal(Value::Bytes(ident.value.clone().into_bytes()))
+            } else {
+                binder.column(None, &ident.value)?
+            }
+        }
+        A::CompoundIdentifier(parts) => match parts.as_slice() {
+            [scope, name] if scope.value.starts_with("@@") => {
+                Expr::SystemVariable(name.value.to_lowercase())
+            }
+            [table, name] => binder.column(Some(&table.value), &name.value)?,
+            [_database, table, name] => binder.column(Some(&table.value), &name.value)?,
+            _ => return Err(SqlError::not_supported(expr)),
+        },
+        A::Value(value) => literal(binder, &value.value, value.span.start)?,
+        A::Nested(inner) => bind(binder, inner)?,
+        A::UnaryOp { op, expr: inner } => match op {
+            UnaryOperator::Not => Expr::Not(boxed(binder, inner)?),
+            UnaryOperator::Minus => match bind(binder, inner)? {
+                Expr::Literal(Value::Int(n)) => Expr::Literal(Value::Int(-n)),
+                Expr::Literal(Value::UInt(n)) if n <= 1 << 63 => {
+                    Expr::Literal(Value::Int((n as i64).wrapping_neg()))
+                }
+                Expr::Literal(Value::Decimal(d)) => Expr::Literal(Value::Decimal(Decimal {
+                    unscaled: -d.unscaled,
+                    scale: d.scale,
+                })),
+                Expr::Literal(Value::Double(x)) => Expr::Literal(Value::Double(-x)),
+                other => Expr::Negate(Box::new(other)),
+            },
+            UnaryOperator::Plus => bind(binder, inner)?,
+            _ => return Err(SqlError::not_supported(expr)),
+        },
+        A::BinaryOp { left, op, right } => {
+            let (l, r) = (boxed(binder, left)?, boxed(binder, right)?);
+            let compare = |op| Expr::Compare(op, l.clone(), r.clone());
+            let arithmetic = |op| Expr::Arithmetic(op, l.clone(), r.clone());
+            match op {
+                BinaryOperator::And => Expr::And(l, r),
+                BinaryOperator::Or => Expr::Or(l, r),
+                BinaryOperator::Eq => compare(CompareOp::Eq),
+                BinaryOperator::NotEq => compare(CompareOp::NotEq),
+                BinaryOperator::Lt => compare(CompareOp::Lt),
+                BinaryOperator::LtEq => compare(CompareOp::LtEq),
+                BinaryOperator::Gt => compare(CompareOp::Gt),
+                BinaryOperator::GtEq => compare(CompareOp::GtEq),
+                BinaryOperator::Spaceship => compare(CompareOp::NullSafeEq),
+                BinaryOperator::Plus => arithmetic(ArithmeticOp::Add),
+                BinaryOperator::Minus => arithmetic(ArithmeticOp::Subtract),
+                BinaryOperator::Multiply => arithmetic(ArithmeticOp::Multiply),
+                BinaryOperator::Divide => arithmetic(ArithmeticOp::Divide),
+                BinaryOperator::MyIntegerDivide => arithmetic(ArithmeticOp::IntegerDivide),
+                BinaryOperator::Modulo => arithmetic(ArithmeticOp::Modulo),
+                _ => return Err(SqlError::not_supported(format!("operator {op}"))),
+            }
+        }
+        A::IsNull(inner) => Expr::IsNull {
+            expr: boxed(binder, inner)?,
+            negated: false,
+        },
+        A::IsNotNull(inner) => Expr::IsNull {
+            expr: boxed(binder, inner)?,
+            negated: true,
+        },
+        A::InList {
+            expr: inner,
+            list,
+            negated,
+        } => Expr::InList {
+            expr: boxed(binder, inner)?,
+            list: list
+                .iter()
+                .map(|e| bind(binder, e))
+                .collect::<SqlResult<_>>()?,
+            negated: *negated,
+        },
+        A::Between {
+            expr: inner,
+            negated,
+            low,
+            high,
+        } => Expr::Between {
+            expr: boxed(binder, inner)?,
+            low: boxed(binder, low)?,
+            high: boxed(binder, high)?,
+            negated: *negated,
+        },
+        A::Like {
+            negated,
+            any: false,
+            expr: inner,
+            pattern,
+            escape_char: None,
+        } => Expr::Like {
+            expr: boxed(binder, inner)?,
+            pattern: boxed(binder, pattern)?,
+            negated: *negated,
+        },
+        A::Function(function) => bind_function(binder, function)?,
+        A::Cast {
+            expr: inner,
+            data_type,
+            ..
+        } => Expr::Cast(boxed(binder, inner)?, cast_type(data_type)?),
+        _ => return Err(SqlError::not_supported(expr)),
+    })
+}
+
+fn literal(binder: &Binder, value: &ast::Value, at: Location) -> SqlResult<Expr> {
+    use ast::Value as V;
+    Ok(Expr::Literal(match value {
+        V::Number(text, _) => number(text)?,
+        V::SingleQuotedString(text) | V::DoubleQuotedString(text) => {
+            Value::Bytes(text.clone().into_bytes())
+        }
+        V::HexStringLiteral(hex) => Value::Bytes(
+            (0..hex.len() / 2)
+                .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16))
+                .collect::<Result<_, _>>()
+                .map_err(|_| SqlError::syntax(format!("bad hex literal X'{hex}'")))?,
+        ),
+        V::Boolean(b) => Value::Int(i64::from(*b)),
+        V::Null => Value::Null,
+        V::Placeholder(text) if text == "?" => {
+            let index = binder
+                .placeholders
+                .binary_search(&at)
+                .map_err(|_| SqlError::syntax("a '?' parameter outside a prepared statement"))?;
+            return Ok(Expr::Param(index));
+        }
+        other => return Err(SqlError::not_supported(other)),
+    }))
+}
+
+/// A numeric literal: an integer if it is one (unsigned above i64), a DECIMAL with a
+/// point, a DOUBLE with an exponent (MySQL's rules).
+pub fn number(text: &str) -> SqlResult<Value> {
+    if let Ok(n) = text.parse::<i64>() {
+        return Ok(Value::Int(n));
+    }
+    if let Ok(n) = text.parse::<u64>() {
+        return Ok(Value::UInt(n));
+    }
+    if !text.contains(['e', 'E']) {
+        let scale = text.split_once('.').map_or(0, |(_, f)| f.len());
+        if scale <= 38 {
+            if let Some(decimal) = crate::value::parse_decimal(text, scale as u8) {
+                return Ok(Value::Decimal(decimal));
+            }
+        }
+    }
+    text.parse::<f64>()
+        .map(Value::Double)
+        .map_err(|_| SqlError::syntax(format!("bad number {text}")))
+}
+
+fn bind_function(binder: &mut Binder, function: &ast::Function) -> SqlResult<Expr> {
+    let name = function.name.to_string().to_lowercase();
+    let (args, distinct) = match &function.args {
+        ast::FunctionArguments::None => (Vec::new(), false),
+        ast::FunctionArguments::List(list) => (
+            list.args.iter().collect::<Vec<_>>(),
+            list.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct),
+        ),
+        ast::FunctionArguments::Subquery(_) => return Err(SqlError::not_supported(function)),
+    };
+    if name == "values" {
+        if let (
+            Some(offset),
+            [FunctionArg::Unnamed(FunctionArgExpr::Expr(ast::Expr::Identifier(column)))],
+        ) = (binder.inserted_row_at, args.as_slice())
+        {
+            return match binder.column(None, &column.value)? {
+                Expr::Column(position) => Ok(Expr::Column(offset + position)),
+                _ => Err(SqlError::wrong_arguments("VALUES")),
+            };
+        }
+    }
+    let aggregate = match name.as_str() {
+        "count" => Some(AggregateKind::Count),
+        "sum" => Some(AggregateKind::Sum),
+        "avg" => Some(AggregateKind::Avg),
+        "min" => Some(AggregateKind::Min),
+        "max" => Some(AggregateKind::Max),
+        _ => None,
+    };
+    if let Some(mut kind) = aggregate {
+        let argument = match args.as_slice() {
+            [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)] if kind == AggregateKind::Count => {
+                kind = AggregateKind::CountRows;
+                None
+            }
+            [FunctionArg::Unnamed(FunctionArgExpr::Expr(e))] => {
+                let mut inner = Binder {
+                    columns: binder.columns,
+                    placeholders: binder.placeholders,
+                    aggregates: None,
+                    place: binder.place,
+                    inserted_row_at: None,
+                };
+                Some(bind(&mut inner, e)?)
+            }
+            _ => return Err(SqlError::wrong_arguments(&name)),
+        };
+        let Some(aggregates) = binder.aggregates.as_deref_mut() else {
+            return Err(SqlError::new(
+                1111,
+                "HY000",
+                "Invalid use of group function",
+            ));
+        };
+        aggregates.push(Aggregate {
+            kind,
+            argument,
+            distinct,
+        });
+        return Ok(Expr::Aggregate(aggregates.len() - 1));
+    }
+    let arguments: Vec<Expr> = args
+        .iter()
+        .map(|arg| match arg {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => bind(binder, e),
+            _ => Err(SqlError::wrong_arguments(&name)),
+        })
+        .collect::<SqlResult<_>>()?;
+    let (function, arity): (Function, std::ops::RangeInclusive<usize>) = match name.as_str() {
+        "database" | "schema" => (Function::Database, 0..=0),
+        "version" => (Function::Version, 0..=0),
+        "connection_id" => (Function::ConnectionId, 0..=0),
+        "last_insert_id" => (Function::LastInsertId, 0..=0),
+        "user" | "current_user" | "session_user" | "system_user" => (Function::User, 0..=0),
+        "now" | "current_timestamp" | "sysdate" => (Function::Now, 0..=1),
+        "concat" => (Function::Concat, 1..=usize::MAX),
+        "length" | "octet_length" => (Function::Length, 1..=1),
+        "char_length" | "character_length" => (Function::CharLength, 1..=1),
+        "upper" | "ucase" => (Function::Upper, 1..=1),
+        "lower" | "lcase" => (Function::Lower, 1..=1),
+        "abs" => (Function::Abs, 1..=1),
+        "coalesce" | "ifnull" => (Function::Coalesce, 1..=usize::MAX),
+        "if" => (Function::If, 3..=3),
+        "floor" => (Function::Floor, 1..=1),
+        "ceil" | "ceiling" => (Function::Ceil, 1..=1),
+        "round" => (Function::Round, 1..=2),
+        "substring" | "substr" => (Function::Substring, 2..=3),
+        _ => {
+            return Err(SqlError::new(
+                1305,
+                "42000",
+                format!("FUNCTION {name} does not exist"),
+            ))
+        }
+    };
+    if !arity.contains(&arguments.len()) {
+        return Err(SqlError::new(
+            1582,
+            "42000",
+            format!("Incorrect parameter count in the call to native function '{name}'"),
+        ));
+    }
+    Ok(Expr::Call(function, arguments))
+}
+
+fn cast_type(data_type: &ast::DataType) -> SqlResult<ColumnType> {
+    use ast::DataType as D;
+    Ok(match data_type {
+        D::Signed | D::SignedInteger | D::Int(_) | D::Integer(_) | D::BigInt(_) => {
+            ColumnType::Int {
+                bytes: 8,
+                signed: true,
+            }
+        }
+        D::Unsigned | D::UnsignedInteger | D::IntUnsigned(_) | D::BigIntUnsigned(_) => {
+            ColumnType::Int {
+                bytes: 8,
+                signed: false,
+            }
+        }
+        D::Char(_) | D::Varchar(_) | D::Text | D::String(_) => ColumnType::Text,
+        D::Binary(_) => ColumnType::Blob,
+        D::Date => ColumnType::Date,
+        D::Datetime(_) => ColumnType::DateTime,
+        D::Time(_, _) => ColumnType::Time,
+        D::Double(_) | D::Float(_) | D::Real => ColumnType::Double,
+        D::Decimal(info) | D::Numeric(info) => {
+            let (precision, scale) = match info {
+                ast::ExactNumberInfo::None => (10, 0),
+                ast::ExactNumberInfo::Precision(p) => (*p, 0),
+                ast::ExactNumberInfo::PrecisionAndScale(p, s) => (*p, *s as u64),
+            };
+            ColumnType::Decimal {
+                precision: precision.min(38) as u8,
+                scale: scale.min(38) as u8,
+            }
+        }
+        other => return Err(SqlError::not_supported(format!("CAST AS {other}"))),
+    })
+}

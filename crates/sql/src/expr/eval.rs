@@ -1,0 +1,472 @@
+//! Evaluating bound expressions over one row, with MySQL's NULL and conversion rules.
+
+use std::cmp::Ordering;
+
+use kista_client::types::{Decimal, Value};
+
+use super::{ArithmeticOp, CompareOp, Expr, Function};
+use crate::error::{SqlError, SqlResult};
+use crate::value::{self, compare, to_f64, to_text, truth};
+
+/// What an expression may refer to besides the row.
+pub struct EvalContext<'a> {
+    pub params: &'a [Value],
+    /// The current group's aggregate values.
+    pub aggregates: &'a [Value],
+    pub database: Option<&'a str>,
+    pub user: &'a str,
+    pub connection_id: u32,
+    pub last_insert_id: u64,
+    /// `@@name` → its value.
+    pub variable: &'a dyn Fn(&str) -> Option<Value>,
+}
+
+fn bool_value(b: Option<bool>) -> Value {
+    match b {
+        Some(b) => Value::Int(i64::from(b)),
+        None => Value::Null,
+    }
+}
+
+pub fn eval(expr: &Expr, row: &[Value], ctx: &EvalContext) -> SqlResult<Value> {
+    Ok(match expr {
+        Expr::Literal(v) => v.clone(),
+        Expr::Param(n) => ctx.params.get(*n).cloned().unwrap_or(Value::Null),
+        Expr::Column(n) => row.get(*n).cloned().unwrap_or(Value::Null),
+        Expr::Aggregate(n) => ctx.aggregates.get(*n).cloned().unwrap_or(Value::Null),
+        Expr::SystemVariable(name) => (ctx.variable)(name).ok_or_else(|| {
+            SqlError::new(1193, "HY000", format!("Unknown system variable '{name}'"))
+        })?,
+        Expr::Not(e) => bool_value(truth(&eval(e, row, ctx)?).map(|b| !b)),
+        Expr::Negate(e) => match eval(e, row, ctx)? {
+            Value::Null => Value::Null,
+            Value::Int(n) => Value::Int(n.checked_neg().ok_or_else(overflow)?),
+            Value::UInt(n) => Value::Int(-i64::try_from(n).map_err(|_| overflow())?),
+            Value::Decimal(d) => Value::Decimal(Decimal {
+                unscaled: -d.unscaled,
+                scale: d.scale,
+            }),
+            other => Value::Double(-to_f64(&other).unwrap_or(0.0)),
+        },
+        Expr::And(a, b) => {
+            let left = truth(&eval(a, row, ctx)?);
+            if left == Some(false) {
+                return Ok(Value::Int(0));
+            }
+            let right = truth(&eval(b, row, ctx)?);
+            bool_value(match (left, right) {
+                (_, Some(false)) => Some(false),
+                (Some(true), Some(true)) => Some(true),
+                _ => None,
+            })
+        }
+        Expr::Or(a, b) => {
+            let left = truth(&eval(a, row, ctx)?);
+            if left == Some(true) {
+                return Ok(Value::Int(1));
+            }
+            let right = truth(&eval(b, row, ctx)?);
+            bool_value(match (left, right) {
+                (_, Some(true)) => Some(true),
+                (Some(false), Some(false)) => Some(false),
+                _ => None,
+            })
+        }
+        Expr::Compare(op, a, b) => {
+            let (a, b) = (eval(a, row, ctx)?, eval(b, row, ctx)?);
+            if *op == CompareOp::NullSafeEq {
+                return Ok(bool_value(Some(match (a.is_null(), b.is_null()) {
+                    (true, true) => true,
+                    (false, false) => compare(&a, &b) == Some(Ordering::Equal),
+                    _ => false,
+                })));
+            }
+            bool_value(compare(&a, &b).map(|order| compare_holds(*op, order)))
+        }
+        Expr::Arithmetic(op, a, b) => arithmetic(*op, &eval(a, row, ctx)?, &eval(b, row, ctx)?)?,
+        Expr::IsNull { expr, negated } => {
+            Value::Int(i64::from(eval(expr, row, ctx)?.is_null() != *negated))
+        }
+        Expr::InList {
+            expr,
+            list,
+            negated,
+        } => {
+            let needle = eval(expr, row, ctx)?;
+            if needle.is_null() {
+                return Ok(Value::Null);
+            }
+            let mut saw_null = false;
+            let mut found = false;
+            for candidate in list {
+                match compare(&needle, &eval(candidate, row, ctx)?) {
+                    Some(Ordering::Equal) => {
+                        found = true;
+                        break;
+                    }
+                    None => saw_null = true,
+                    _ => {}
+                }
+            }
+            bool_value(if found {
+                Some(!negated)
+            } else if saw_null {
+                None
+            } else {
+                Some(*negated)
+            })
+        }
+        Expr::Between {
+            expr,
+            low,
+            high,
+            negated,
+        } => {
+            let v = eval(expr, row, ctx)?;
+            let above = compare(&v, &eval(low, row, ctx)?).map(|o| o != Ordering::Less);
+            let below = compare(&v, &eval(high, row, ctx)?).map(|o| o != Ordering::Greater);
+            let inside = match (above, below) {
+                (Some(false), _) | (_, Some(false)) => Some(false),
+                (Some(true), Some(true)) => Some(true),
+                _ => None,
+            };
+            bool_value(inside.map(|b| b != *negated))
+        }
+        Expr::Like {
+            expr,
+            pattern,
+            negated,
+        } => {
+            let (v, p) = (eval(expr, row, ctx)?, eval(pattern, row, ctx)?);
+            if v.is_null() || p.is_null() {
+                Value::Null
+            } else {
+                Value::Int(i64::from(like(&to_text(&v), &to_text(&p)) != *negated))
+            }
+        }
+        Expr::Call(function, args) => call(*function, args, row, ctx)?,
+        Expr::Cast(e, column_type) => {
+            let v = eval(e, row, ctx)?;
+            match column_type {
+                kista_client::types::ColumnType::Text => Value::Bytes(to_text(&v)),
+                kista_client::types::ColumnType::Blob => Value::Bytes(to_text(&v)),
+                kista_client::types::ColumnType::Int { signed: true, .. } => {
+                    value::to_i64(&v).map_or(Value::Null, Value::Int)
+                }
+                other => value::coerce(&v, *other, "CAST")?,
+            }
+        }
+    })
+}
+
+fn compare_holds(op: CompareOp, order: Ordering) -> bool {
+    match op {
+        CompareOp::Eq | CompareOp::NullSafeEq => order == Ordering::Equal,
+        CompareOp::NotEq => order != Ordering::Equal,
+        CompareOp::Lt => order == Ordering::Less,
+        CompareOp::LtEq => order != Ordering::Greater,
+        CompareOp::Gt => order == Ordering::Greater,
+        CompareOp::GtEq => order != Ordering::Less,
+    }
+}
+
+fn overflow() -> SqlError {
+    SqlError::new(1690, "22003", "BIGINT value is out of range")
+}
+
+/// Integers stay integers (checked), anything with a DOUBLE or a string goes to DOUBLE,
+/// DECIMALs stay exact for + - *; `/` gives DOUBLE here (MySQL: DECIMAL).
+pub fn arithmetic(op: ArithmeticOp, a: &Value, b: &Value) -> SqlResult<Value> {
+    if a.is_null() || b.is_null() {
+        return Ok(Value::Null);
+    }
+    let integers = |v: &Value| match v {
+        Value::Int(n) => Some(i128::from(*n)),
+        Value::UInt(n) => Some(i128::from(*n)),
+        _ => None,
+    };
+    if let (Some(x), Some(y)) = (integers(a), integers(b)) {
+        let unsigned = matches!(a, Value::UInt(_)) || matches!(b, Value::UInt(_));
+        let result = match op {
+            ArithmeticOp::Add => x + y,
+            ArithmeticOp::Subtract => x - y,
+            ArithmeticOp::Multiply => x.checked_mul(y).ok_or_else(overflow)?,
+            ArithmeticOp::Divide => {
+                return Ok(if y == 0 {
+                    Value::Null
+                } else {
+                    Value::Double(x as f64 / y as f64)
+                })
+            }
+            ArithmeticOp::IntegerDivide | ArithmeticOp::Modulo if y == 0 => return Ok(Value::Null),
+            ArithmeticOp::IntegerDivide => x / y,
+            ArithmeticOp::Modulo => x % y,
+        };
+        return integer_result(result, unsigned);
+    }
+    let decimals = |v: &Value| match v {
+        Value::Decimal(d) => Some(*d),
+        Value::Int(n) => Some(Decimal {
+            unscaled: i128::from(*n),
+            scale: 0,
+        }),
+        Value::UInt(n) => Some(Decimal {
+            unscaled: i128::from(*n),
+            scale: 0,
+        }),
+        _ => None,
+    };
+    if let (Some(x), Some(y)) = (decimals(a), decimals(b)) {
+        if matches!(
+            op,
+            ArithmeticOp::Add | ArithmeticOp::Subtract | ArithmeticOp::Multiply
+        ) {
+            if let Some(result) = decimal_arithmetic(op, x, y) {
+                return Ok(Value::Decimal(result));
+            }
+        }
+    }
+    let (x, y) = (to_f64(a).unwrap_or(0.0), to_f64(b).unwrap_or(0.0));
+    Ok(match op {
+        ArithmeticOp::Add => Value::Double(x + y),
+        ArithmeticOp::Subtract => Value::Double(x - y),
+        ArithmeticOp::Multiply => Value::Double(x * y),
+        _ if y == 0.0 => Value::Null,
+        ArithmeticOp::Divide => Value::Double(x / y),
+        ArithmeticOp::IntegerDivide => Value::Int((x / y).trunc() as i64),
+        ArithmeticOp::Modulo => Value::Double(x % y),
+    })
+}
+
+fn integer_result(result: i128, unsigned: bool) -> SqlResult<Value> {
+    if unsigned {
+        u64::try_from(result)
+            .map(Value::UInt)
+            .map_err(|_| overflow())
+    } else {
+        i64::try_from(result)
+            .map(Value::Int)
+            .map_err(|_| overflow())
+    }
+}
+
+fn decimal_arithmetic(op: ArithmeticOp, x: Decimal, y: Decimal) -> Option<Decimal> {
+    let scale = x.scale.max(y.scale);
+    let widen = |d: Decimal| {
+        d.unscaled
+            .checked_mul(10i128.pow(u32::from(scale - d.scale)))
+    };
+    Some(match op {
+        ArithmeticOp::Add => Decimal {
+            unscaled: widen(x)?.checked_add(widen(y)?)?,
+            scale,
+        },
+        ArithmeticOp::Subtract => Decimal {
+            unscaled: widen(x)?.checked_sub(widen(y)?)?,
+            scale,
+        },
+        ArithmeticOp::Multiply => Decimal {
+            unscaled: x.unscaled.checked_mul(y.unscaled)?,
+            scale: x.scale.checked_add(y.scale).filter(|&s| s <= 38)?,
+        },
+        _ => return None,
+    })
+}
+
+fn call(function: Function, args: &[Expr], row: &[Value], ctx: &EvalContext) -> SqlResult<Value> {
+    let arg = |n: usize| eval(&args[n], row, ctx);
+    let text = |s: &str| Value::Bytes(s.as_bytes().to_vec());
+    Ok(match function {
+        Function::Database => ctx.database.map_or(Value::Null, text),
+        Function::Version => (ctx.variable)("version").unwrap_or(Value::Null),
+        Function::ConnectionId => Value::UInt(u64::from(ctx.connection_id)),
+        Function::LastInsertId => Value::UInt(ctx.last_insert_id),
+        Function::User => text(&format!("{}@%", ctx.user)),
+        Function::Now => {
+            let micros = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64 * 1_000_000);
+            kista_client::types::DateTime::from_micros(micros).map_or(Value::Null, Value::DateTime)
+        }
+        Function::Concat => {
+            let mut out = Vec::new();
+            for n in 0..args.len() {
+                let v = arg(n)?;
+                if v.is_null() {
+                    return Ok(Value::Null);
+                }
+                out.extend_from_slice(&to_text(&v));
+            }
+            Value::Bytes(out)
+        }
+        Function::Length => match arg(0)? {
+            Value::Null => Value::Null,
+            v => Value::Int(to_text(&v).len() as i64),
+        },
+        Function::CharLength => match arg(0)? {
+            Value::Null => Value::Null,
+            v => Value::Int(String::from_utf8_lossy(&to_text(&v)).chars().count() as i64),
+        },
+        Function::Upper | Function::Lower => match arg(0)? {
+            Value::Null => Value::Null,
+            v => {
+                let s = String::from_utf8_lossy(&to_text(&v)).into_owned();
+                let changed = if function == Function::Upper {
+                    s.to_uppercase()
+                } else {
+                    s.to_lowercase()
+                };
+                Value::Bytes(changed.into_bytes())
+            }
+        },
+        Function::Abs => match arg(0)? {
+            Value::Null => Value::Null,
+            Value::Int(n) => Value::Int(n.checked_abs().ok_or_else(overflow)?),
+            Value::UInt(n) => Value::UInt(n),
+            Value::Decimal(d) => Value::Decimal(Decimal {
+                unscaled: d.unscaled.abs(),
+                scale: d.scale,
+            }),
+            v => Value::Double(to_f64(&v).unwrap_or(0.0).abs()),
+        },
+        Function::Coalesce => {
+            for n in 0..args.len() {
+                let v = arg(n)?;
+                if !v.is_null() {
+                    return Ok(v);
+                }
+            }
+            Value::Null
+        }
+        Function::If => {
+            if truth(&arg(0)?) == Some(true) {
+                arg(1)?
+            } else {
+                arg(2)?
+            }
+        }
+        Function::Floor | Function::Ceil | Function::Round => match arg(0)? {
+            Value::Null => Value::Null,
+            v @ (Value::Int(_) | Value::UInt(_)) => v,
+            v => {
+                let x = to_f64(&v).unwrap_or(0.0);
+                let digits = if args.len() > 1 {
+                    value::to_i64(&arg(1)?).unwrap_or(0)
+                } else {
+                    0
+                };
+                let scale = 10f64.powi(digits.clamp(-30, 30) as i32);
+                let rounded = match function {
+                    Function::Floor => x.floor(),
+                    Function::Ceil => x.ceil(),
+                    _ => (x * scale).round() / scale,
+                };
+                if digits == 0 && rounded.abs() < 9.2e18 {
+                    Value::Int(rounded as i64)
+                } else {
+                    Value::Double(rounded)
+                }
+            }
+        },
+        Function::Substring => {
+            let v = arg(0)?;
+            let start = value::to_i64(&arg(1)?);
+            let length = if args.len() > 2 {
+                value::to_i64(&arg(2)?)
+            } else {
+                Some(i64::MAX)
+            };
+            match (v, start, length) {
+                (Value::Null, _, _) | (_, None, _) | (_, _, None) => Value::Null,
+                (v, Some(start), Some(length)) => {
+                    let chars: Vec<char> = String::from_utf8_lossy(&to_text(&v)).chars().collect();
+                    let count = chars.len() as i64;
+                    let first = if start > 0 { start - 1 } else { count + start };
+                    if start == 0 || first < 0 || first >= count || length <= 0 {
+                        Value::Bytes(Vec::new())
+                    } else {
+                        let end = first.saturating_add(length).min(count);
+                        let taken: String = chars[first as usize..end as usize].iter().collect();
+                        Value::Bytes(taken.into_bytes())
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// SQL LIKE: `%` any run, `_` any one character, `\` escapes (byte-wise, case-sensitive).
+pub fn like(text: &[u8], pattern: &[u8]) -> bool {
+    let (mut t, mut p) = (0, 0);
+    let mut backtrack: Option<(usize, usize)> = None;
+    while t < text.len() {
+        if p < pattern.len() {
+            match pattern[p] {
+                b'%' => {
+                    backtrack = Some((p, t));
+                    p += 1;
+                    continue;
+                }
+                b'_' => {
+                    t += 1;
+                    p += 1;
+                    continue;
+                }
+                b'\\' if p + 1 < pattern.len() && pattern[p + 1] == text[t] => {
+                    t += 1;
+                    p += 2;
+                    continue;
+                }
+                c if c != b'\\' && c == text[t] => {
+                    t += 1;
+                    p += 1;
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        match backtrack {
+            Some((bp, bt)) => {
+                p = bp + 1;
+                t = bt + 1;
+                backtrack = Some((bp, bt + 1));
+            }
+            None => return false,
+        }
+    }
+    pattern[p..].iter().all(|&c| c == b'%')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_matches_runs_single_characters_and_escapes() {
+        assert!(like(b"hello", b"h%o"));
+        assert!(like(b"hello", b"%"));
+        assert!(like(b"hello", b"_ello"));
+        assert!(!like(b"hello", b"h_o"));
+        assert!(like(b"50%", b"50\\%"));
+        assert!(!like(b"500", b"50\\%"));
+        assert!(like(b"abcabc", b"%bc"));
+        assert!(like(b"", b"%%"));
+    }
+
+    #[test]
+    fn integer_arithmetic_is_exact_and_overflow_is_an_error() {
+        let add = arithmetic(ArithmeticOp::Add, &Value::Int(2), &Value::Int(3)).unwrap();
+        assert_eq!(add, Value::Int(5));
+        let big = arithmetic(
+            ArithmeticOp::Multiply,
+            &Value::Int(i64::MAX),
+            &Value::Int(2),
+        );
+        assert_eq!(big.unwrap_err().code, 1690);
+        let divide = arithmetic(ArithmeticOp::Divide, &Value::Int(1), &Value::Int(0)).unwrap();
+        assert_eq!(divide, Value::Null);
+        let text = Value::Bytes(b"2".to_vec());
+        let mixed = arithmetic(ArithmeticOp::Add, &text, &Value::Int(1)).unwrap();
+        assert_eq!(mixed, Value::Double(3.0));
+    }
+}

@@ -1,0 +1,195 @@
+//! Expressions bound to a row: column references resolved to positions, parameters to
+//! their numbers, aggregates to slots. Binding (`bind.rs`) happens once per statement
+//! (once per prepare for prepared statements); evaluation (`eval.rs`) once per row.
+
+mod bind;
+mod eval;
+
+pub use bind::{bind, Aggregate, AggregateKind, Binder, ScopeColumn};
+pub use eval::{arithmetic, eval, like, EvalContext};
+
+/// Adds two values under SQL's rules (SUM's running total); NULL on overflow.
+pub fn eval_arithmetic_add(a: &Value, b: &Value) -> Value {
+    arithmetic(ArithmeticOp::Add, a, b).unwrap_or(Value::Null)
+}
+
+use kista_client::types::Value;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompareOp {
+    Eq,
+    NotEq,
+    Lt,
+    LtEq,
+    Gt,
+    GtEq,
+    /// `<=>`: equal, NULL-safe.
+    NullSafeEq,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArithmeticOp {
+    Add,
+    Subtract,
+    Multiply,
+    Divide,
+    IntegerDivide,
+    Modulo,
+}
+
+/// Functions evaluated by the front end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Function {
+    Database,
+    Version,
+    ConnectionId,
+    LastInsertId,
+    User,
+    Now,
+    Concat,
+    Length,
+    CharLength,
+    Upper,
+    Lower,
+    Abs,
+    Coalesce,
+    If,
+    Floor,
+    Ceil,
+    Round,
+    Substring,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    Literal(Value),
+    /// The statement's n-th `?`.
+    Param(usize),
+    /// The input row's n-th value.
+    Column(usize),
+    /// The n-th aggregate of the group being output.
+    Aggregate(usize),
+    /// `@@name`, a server or session variable.
+    SystemVariable(String),
+    Not(Box<Expr>),
+    Negate(Box<Expr>),
+    And(Box<Expr>, Box<Expr>),
+    Or(Box<Expr>, Box<Expr>),
+    Compare(CompareOp, Box<Expr>, Box<Expr>),
+    Arithmetic(ArithmeticOp, Box<Expr>, Box<Expr>),
+    IsNull {
+        expr: Box<Expr>,
+        negated: bool,
+    },
+    InList {
+        expr: Box<Expr>,
+        list: Vec<Expr>,
+        negated: bool,
+    },
+    Between {
+        expr: Box<Expr>,
+        low: Box<Expr>,
+        high: Box<Expr>,
+        negated: bool,
+    },
+    Like {
+        expr: Box<Expr>,
+        pattern: Box<Expr>,
+        negated: bool,
+    },
+    Call(Function, Vec<Expr>),
+    /// `CAST(x AS SIGNED|UNSIGNED|CHAR|DECIMAL|DATE|...)`.
+    Cast(Box<Expr>, kista_client::types::ColumnType),
+}
+
+impl Expr {
+    /// The conjuncts of an AND tree.
+    pub fn conjuncts(self) -> Vec<Expr> {
+        match self {
+            Expr::And(left, right) => {
+                let mut all = left.conjuncts();
+                all.extend(right.conjuncts());
+                all
+            }
+            other => vec![other],
+        }
+    }
+
+    /// Whether the value depends on no row: literals, parameters, variables.
+    pub fn is_constant(&self) -> bool {
+        match self {
+            Expr::Literal(_) | Expr::Param(_) | Expr::SystemVariable(_) => true,
+            Expr::Column(_) | Expr::Aggregate(_) => false,
+            Expr::Call(Function::Now | Function::LastInsertId, _) => false,
+            Expr::Not(e) | Expr::Negate(e) | Expr::Cast(e, _) => e.is_constant(),
+            Expr::IsNull { expr, .. } => expr.is_constant(),
+            Expr::And(a, b)
+            | Expr::Or(a, b)
+            | Expr::Compare(_, a, b)
+            | Expr::Arithmetic(_, a, b) => a.is_constant() && b.is_constant(),
+            Expr::InList { expr, list, .. } => {
+                expr.is_constant() && list.iter().all(Expr::is_constant)
+            }
+            Expr::Between {
+                expr, low, high, ..
+            } => expr.is_constant() && low.is_constant() && high.is_constant(),
+            Expr::Like { expr, pattern, .. } => expr.is_constant() && pattern.is_constant(),
+            Expr::Call(_, args) => args.iter().all(Expr::is_constant),
+        }
+    }
+
+    /// Whether any aggregate appears.
+    pub fn has_aggregate(&self) -> bool {
+        let mut found = false;
+        self.visit(&mut |e| found |= matches!(e, Expr::Aggregate(_)));
+        found
+    }
+
+    /// Calls `f` on this node and every node below it.
+    pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
+        f(self);
+        match self {
+            Expr::Not(e) | Expr::Negate(e) | Expr::Cast(e, _) => e.visit(f),
+            Expr::IsNull { expr, .. } => expr.visit(f),
+            Expr::And(a, b)
+            | Expr::Or(a, b)
+            | Expr::Compare(_, a, b)
+            | Expr::Arithmetic(_, a, b) => {
+                a.visit(f);
+                b.visit(f);
+            }
+            Expr::InList { expr, list, .. } => {
+                expr.visit(f);
+                list.iter().for_each(|e| e.visit(f));
+            }
+            Expr::Between {
+                expr, low, high, ..
+            } => {
+                expr.visit(f);
+                low.visit(f);
+                high.visit(f);
+            }
+            Expr::Like { expr, pattern, .. } => {
+                expr.visit(f);
+                pattern.visit(f);
+            }
+            Expr::Call(_, args) => args.iter().for_each(|e| e.visit(f)),
+            Expr::Literal(_)
+            | Expr::Param(_)
+            | Expr::Column(_)
+            | Expr::Aggregate(_)
+            | Expr::SystemVariable(_) => {}
+        }
+    }
+
+    /// The number of `?` parameters the expression uses (the highest index + 1).
+    pub fn parameter_count(&self) -> usize {
+        let mut count = 0;
+        self.visit(&mut |e| {
+            if let Expr::Param(n) = e {
+                count = count.max(n + 1);
+            }
+        });
+        count
+    }
+}

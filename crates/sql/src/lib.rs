@@ -1,0 +1,23 @@
+//! The SQL front end: a MySQL-protocol server that runs SQL on a Kista cluster through the
+//! native client. It keeps no data and no schema of its own (the cluster holds both), so
+//! any number of front ends may serve the same cluster.
+
+pub mod admin;
+pub mod catalog;
+pub mod connection;
+pub mod ddl;
+pub mod dml;
+pub mod error;
+pub mod expr;
+pub mod output;
+pub mod plan;
+pub mod protocol;
+pub mod select;
+pub mod server;
+pub mod session;
+pub mod value;
+
+pub use catalog::Catalog;
+pub use protocol::auth::User;
+pub use protocol::handshake::Users;
+pub use server::{ServerConfig, SqlServer, CONNECTIONS_MAX_DEFAULT};

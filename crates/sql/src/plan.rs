@@ -1,0 +1,196 @@
+//! Choosing how to reach a table's rows from a WHERE clause (the *access path*):
+//!
+//! 1. equality on every primary-key column → one key read;
+//! 2. `pk IN (...)` (one-column key) → all keys read in one batch, one round trip;
+//! 3. equality on every column of a unique index → a unique-index read;
+//! 4. a range (`=`, `<`, `<=`, `>`, `>=`, `BETWEEN`) on the first column of the primary
+//!    key or an ordered index → an ordered range scan;
+//! 5. otherwise a scan of every partition in parallel.
+//!
+//! Scans carry every conjunct of the form `column op constant` (and IS NULL, LIKE) to the
+//! data nodes as a filter. The front end still checks the whole WHERE on every row it
+//! gets, so a pushed filter only ever saves work and never decides an answer alone.
+
+use kista_client::schema::IndexKind;
+
+use crate::catalog::SqlTable;
+use crate::ddl::PRIMARY_INDEX;
+use crate::expr::{CompareOp, Expr};
+
+/// How to reach the rows; key and bound expressions are constants (literals or
+/// parameters), evaluated when the statement runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Access {
+    PrimaryKey(Vec<Expr>),
+    PrimaryKeyIn(Vec<Expr>),
+    Unique {
+        index: String,
+        key: Vec<Expr>,
+    },
+    Range {
+        index: String,
+        column: usize,
+        lower: Option<(Expr, bool)>,
+        upper: Option<(Expr, bool)>,
+    },
+    Scan,
+}
+
+impl Access {
+    /// What EXPLAIN says.
+    pub fn describe(&self) -> String {
+        match self {
+            Access::PrimaryKey(_) => "primary key read".into(),
+            Access::PrimaryKeyIn(keys) => format!(
+                "batched primary key read of {} keys in one round trip",
+                keys.len()
+            ),
+            Access::Unique { index, .. } => format!("unique index read on `{index}`"),
+            Access::Range { index, .. } => format!("ordered range scan of index `{index}`"),
+            Access::Scan => "scan of all partitions in parallel".into(),
+        }
+    }
+}
+
+/// `column op constant` (either way round), with `op` as seen from the column.
+fn column_compare(conjunct: &Expr) -> Option<(usize, CompareOp, &Expr)> {
+    let Expr::Compare(op, left, right) = conjunct else {
+        return None;
+    };
+    match (left.as_ref(), right.as_ref()) {
+        (Expr::Column(c), constant) if constant.is_constant() => Some((*c, *op, constant)),
+        (constant, Expr::Column(c)) if constant.is_constant() => {
+            let flipped = match op {
+                CompareOp::Lt => CompareOp::Gt,
+                CompareOp::LtEq => CompareOp::GtEq,
+                CompareOp::Gt => CompareOp::Lt,
+                CompareOp::GtEq => CompareOp::LtEq,
+                other => *other,
+            };
+            Some((*c, flipped, constant))
+        }
+        _ => None,
+    }
+}
+
+fn equality_on(conjuncts: &[Expr], column: usize) -> Option<Expr> {
+    conjuncts.iter().find_map(|c| match column_compare(c) {
+        Some((col, CompareOp::Eq, constant)) if col == column => Some(constant.clone()),
+        _ => None,
+    })
+}
+
+/// The access path for `table` under the WHERE's conjuncts (bound over the table's row).
+pub fn choose_access(table: &SqlTable, conjuncts: &[Expr]) -> Access {
+    let schema = table.schema();
+    let key: Option<Vec<Expr>> = schema
+        .primary_key
+        .iter()
+        .map(|&c| equality_on(conjuncts, c))
+        .collect();
+    if let Some(key) = key {
+        return Access::PrimaryKey(key);
+    }
+    if let [key_column] = schema.primary_key.as_slice() {
+        for conjunct in conjuncts {
+            if let Expr::InList {
+                expr,
+                list,
+                negated: false,
+            } = conjunct
+            {
+                if **expr == Expr::Column(*key_column) && list.iter().all(Expr::is_constant) {
+                    return Access::PrimaryKeyIn(list.clone());
+                }
+            }
+        }
+    }
+    for (_, index) in table.table.indexes() {
+        if index.kind != IndexKind::Unique {
+            continue;
+        }
+        let key: Option<Vec<Expr>> = index
+            .columns
+            .iter()
+            .map(|&c| equality_on(conjuncts, c))
+            .collect();
+        if let Some(key) = key {
+            return Access::Unique {
+                index: index.name.clone(),
+                key,
+            };
+        }
+    }
+    let ordered = table
+        .table
+        .indexes()
+        .filter(|(_, i)| i.kind == IndexKind::Ordered);
+    // The primary key's index first: its ranges are the common case (sysbench's).
+    let mut candidates: Vec<(String, usize)> = ordered
+        .map(|(_, i)| (i.name.clone(), i.columns[0]))
+        .collect();
+    candidates.sort_by_key(|(name, _)| name != PRIMARY_INDEX);
+    for (index, column) in candidates {
+        let (mut lower, mut upper) = (None, None);
+        for conjunct in conjuncts {
+            if let Expr::Between {
+                expr,
+                low,
+                high,
+                negated: false,
+            } = conjunct
+            {
+                if **expr == Expr::Column(column) && low.is_constant() && high.is_constant() {
+                    lower = Some(((**low).clone(), true));
+                    upper = Some(((**high).clone(), true));
+                }
+            }
+            match column_compare(conjunct) {
+                Some((c, CompareOp::Eq, v)) if c == column => {
+                    lower = Some((v.clone(), true));
+                    upper = Some((v.clone(), true));
+                }
+                Some((c, CompareOp::Gt, v)) if c == column => lower = Some((v.clone(), false)),
+                Some((c, CompareOp::GtEq, v)) if c == column => lower = Some((v.clone(), true)),
+                Some((c, CompareOp::Lt, v)) if c == column => upper = Some((v.clone(), false)),
+                Some((c, CompareOp::LtEq, v)) if c == column => upper = Some((v.clone(), true)),
+                _ => {}
+            }
+        }
+        if lower.is_some() || upper.is_some() {
+            return Access::Range {
+                index,
+                column,
+                lower,
+                upper,
+            };
+        }
+    }
+    Access::Scan
+}
+
+/// The conjuncts a data node can evaluate, once their constants are known: comparisons of
+/// a column with a constant, IS [NOT] NULL, LIKE with a constant pattern, and AND/OR/NOT
+/// of those.
+pub fn pushable(conjunct: &Expr) -> bool {
+    match conjunct {
+        Expr::Compare(op, _, _) => {
+            *op != CompareOp::NullSafeEq && column_compare(conjunct).is_some()
+        }
+        Expr::IsNull { expr, .. } => matches!(**expr, Expr::Column(_)),
+        Expr::Like { expr, pattern, .. } => {
+            matches!(**expr, Expr::Column(_)) && pattern.is_constant()
+        }
+        Expr::Between {
+            expr, low, high, ..
+        } => matches!(**expr, Expr::Column(_)) && low.is_constant() && high.is_constant(),
+        Expr::InList { expr, list, .. } => {
+            matches!(**expr, Expr::Column(_))
+                && list.iter().all(Expr::is_constant)
+                && list.len() <= 256
+        }
+        Expr::And(a, b) | Expr::Or(a, b) => pushable(a) && pushable(b),
+        Expr::Not(e) => pushable(e),
+        _ => false,
+    }
+}

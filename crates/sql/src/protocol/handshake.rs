@@ -1,0 +1,239 @@
+//! The connection phase: the server's greeting, the client's answer, the password check.
+//!
+//! Every account can log in with either plugin (the server keeps the hashes both need), so
+//! a client answering the greeting with `mysql_native_password` or `caching_sha2_password`
+//! is checked at once; any other plugin is asked to switch to `mysql_native_password`.
+
+use std::io::{Read, Write};
+
+use super::auth::{self, User, CACHING_SHA2_PASSWORD, NATIVE_PASSWORD, SCRAMBLE_BYTES};
+use super::packet::{PacketError, PacketStream};
+use super::wire::{put_nul_string, put_u16, put_u32, Input, Malformed};
+use super::{capability, status, COLLATION_UTF8MB4};
+
+/// The plugin the greeting names (MySQL 8's default); clients may answer with the other.
+pub const GREETING_PLUGIN: &str = CACHING_SHA2_PASSWORD;
+
+/// `caching_sha2_password`'s "more data" byte and its "fast auth succeeded" status.
+const AUTH_MORE_DATA: u8 = 0x01;
+const FAST_AUTH_SUCCESS: u8 = 0x03;
+/// The auth switch request's first byte.
+const AUTH_SWITCH: u8 = 0xFE;
+
+/// A client that logged in.
+#[derive(Debug, Clone)]
+pub struct Login {
+    pub user: String,
+    /// The database named in the handshake (checked by the session, not here).
+    pub database: Option<String>,
+    /// The capabilities both sides have.
+    pub capabilities: u32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HandshakeError {
+    #[error(transparent)]
+    Packet(#[from] PacketError),
+    #[error(transparent)]
+    Malformed(#[from] Malformed),
+    #[error("the client does not speak protocol 4.1")]
+    OldProtocol,
+    #[error("Access denied for user '{user}' (using password: {})", if *.with_password { "YES" } else { "NO" })]
+    AccessDenied { user: String, with_password: bool },
+}
+
+/// The users the server accepts.
+#[derive(Clone, Default)]
+pub struct Users(Vec<User>);
+
+impl Users {
+    pub fn new(users: Vec<User>) -> Self {
+        Self(users)
+    }
+
+    fn find(&self, name: &str) -> Option<&User> {
+        self.0.iter().find(|user| user.name == name)
+    }
+}
+
+/// What the client's first answer said.
+struct HandshakeResponse {
+    capabilities: u32,
+    user: String,
+    proof: Vec<u8>,
+    database: Option<String>,
+    plugin: String,
+}
+
+/// Greets the client, reads its answer and checks its password; on success the OK packet
+/// is queued (not flushed) and the login returned. Denials are returned for the caller to
+/// answer with error 1045.
+pub fn handshake<S: Read + Write>(
+    stream: &mut PacketStream<S>,
+    users: &Users,
+    connection_id: u32,
+    server_version: &str,
+) -> Result<Login, HandshakeError> {
+    let scramble = auth::new_scramble();
+    stream.write_payload(&greeting(connection_id, server_version, &scramble));
+    stream.flush().map_err(PacketError::from)?;
+    let mut payload = Vec::new();
+    if !stream.read_payload(&mut payload)? {
+        return Err(PacketError::Io(std::io::ErrorKind::UnexpectedEof.into()).into());
+    }
+    let mut response = parse_response(&payload)?;
+    let capabilities = response.capabilities & capability::SERVER;
+    let known_plugin = [NATIVE_PASSWORD, CACHING_SHA2_PASSWORD].contains(&response.plugin.as_str());
+    if !known_plugin {
+        let mut switch = vec![AUTH_SWITCH];
+        put_nul_string(&mut switch, NATIVE_PASSWORD);
+        switch.extend_from_slice(&scramble);
+        switch.push(0);
+        stream.write_payload(&switch);
+        stream.flush().map_err(PacketError::from)?;
+        if !stream.read_payload(&mut payload)? {
+            return Err(PacketError::Io(std::io::ErrorKind::UnexpectedEof.into()).into());
+        }
+        response.proof = payload.clone();
+        response.plugin = NATIVE_PASSWORD.into();
+    }
+    let accepted = users
+        .find(&response.user)
+        .is_some_and(|user| user.accepts(&response.plugin, &scramble, &response.proof));
+    if !accepted {
+        return Err(HandshakeError::AccessDenied {
+            user: response.user,
+            with_password: !response.proof.is_empty(),
+        });
+    }
+    if response.plugin == CACHING_SHA2_PASSWORD && !response.proof.is_empty() {
+        stream.write_payload(&[AUTH_MORE_DATA, FAST_AUTH_SUCCESS]);
+    }
+    Ok(Login {
+        user: response.user,
+        database: response.database.filter(|d| !d.is_empty()),
+        capabilities,
+    })
+}
+
+/// The initial handshake packet, protocol version 10.
+fn greeting(connection_id: u32, server_version: &str, scramble: &[u8; SCRAMBLE_BYTES]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(128);
+    out.push(10);
+    put_nul_string(&mut out, server_version);
+    put_u32(&mut out, connection_id);
+    out.extend_from_slice(&scramble[..8]);
+    out.push(0);
+    put_u16(&mut out, capability::SERVER as u16);
+    out.push(COLLATION_UTF8MB4 as u8);
+    put_u16(&mut out, status::AUTOCOMMIT);
+    put_u16(&mut out, (capability::SERVER >> 16) as u16);
+    out.push(SCRAMBLE_BYTES as u8 + 1);
+    out.extend_from_slice(&[0; 10]);
+    out.extend_from_slice(&scramble[8..]);
+    out.push(0);
+    put_nul_string(&mut out, GREETING_PLUGIN);
+    out
+}
+
+/// `HandshakeResponse41`.
+fn parse_response(payload: &[u8]) -> Result<HandshakeResponse, HandshakeError> {
+    let mut input = Input::new(payload);
+    let capabilities = input.u32("capabilities")?;
+    if capabilities & capability::PROTOCOL_41 == 0 {
+        return Err(HandshakeError::OldProtocol);
+    }
+    input.take(4 + 1 + 23, "handshake response header")?;
+    let user = String::from_utf8_lossy(input.nul_terminated()).into_owned();
+    let proof = if capabilities & capability::PLUGIN_AUTH_LENENC_CLIENT_DATA != 0 {
+        input.lenenc_bytes("auth response")?.to_vec()
+    } else if capabilities & capability::SECURE_CONNECTION != 0 {
+        let length = input.u8("auth response length")?;
+        input.take(usize::from(length), "auth response")?.to_vec()
+    } else {
+        input.nul_terminated().to_vec()
+    };
+    let database = (capabilities & capability::CONNECT_WITH_DB != 0)
+        .then(|| String::from_utf8_lossy(input.nul_terminated()).into_owned());
+    let plugin = if capabilities & capability::PLUGIN_AUTH != 0 {
+        String::from_utf8_lossy(input.nul_terminated()).into_owned()
+    } else {
+        NATIVE_PASSWORD.to_string()
+    };
+    // Connection attributes follow; nothing here needs them.
+    Ok(HandshakeResponse {
+        capabilities,
+        user,
+        proof,
+        database,
+        plugin,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::auth::tests::{native_proof, sha2_proof};
+    use crate::protocol::wire::put_lenenc_bytes;
+
+    fn response(user: &str, proof: &[u8], database: Option<&str>, plugin: &str) -> Vec<u8> {
+        let mut capabilities = capability::PROTOCOL_41
+            | capability::PLUGIN_AUTH
+            | capability::PLUGIN_AUTH_LENENC_CLIENT_DATA
+            | capability::SECURE_CONNECTION;
+        if database.is_some() {
+            capabilities |= capability::CONNECT_WITH_DB;
+        }
+        let mut out = Vec::new();
+        put_u32(&mut out, capabilities);
+        put_u32(&mut out, 1 << 24);
+        out.push(45);
+        out.extend_from_slice(&[0; 23]);
+        put_nul_string(&mut out, user);
+        put_lenenc_bytes(&mut out, proof);
+        if let Some(database) = database {
+            put_nul_string(&mut out, database);
+        }
+        put_nul_string(&mut out, plugin);
+        out
+    }
+
+    #[test]
+    fn the_greeting_carries_the_whole_scramble_and_names_the_plugin() {
+        let scramble = [b'Z'; SCRAMBLE_BYTES];
+        let greeting = greeting(7, "8.0.36-kista", &scramble);
+        assert_eq!(greeting[0], 10);
+        assert!(greeting.ends_with(b"caching_sha2_password\0"));
+        let text = String::from_utf8_lossy(&greeting);
+        assert!(text.contains("8.0.36-kista"));
+        assert_eq!(
+            greeting.iter().filter(|&&b| b == b'Z').count(),
+            SCRAMBLE_BYTES
+        );
+    }
+
+    #[test]
+    fn a_response_names_user_proof_database_and_plugin() {
+        let parsed =
+            parse_response(&response("app", b"proof", Some("shop"), NATIVE_PASSWORD)).unwrap();
+        assert_eq!(parsed.user, "app");
+        assert_eq!(parsed.proof, b"proof");
+        assert_eq!(parsed.database.as_deref(), Some("shop"));
+        assert_eq!(parsed.plugin, NATIVE_PASSWORD);
+        assert!(parse_response(&[1, 2, 3]).is_err(), "short");
+    }
+
+    #[test]
+    fn proofs_of_either_plugin_check_against_the_same_account() {
+        let users = Users::new(vec![User::new("app", "pw")]);
+        let scramble = [b'x'; SCRAMBLE_BYTES];
+        let user = users.find("app").unwrap();
+        assert!(user.accepts(NATIVE_PASSWORD, &scramble, &native_proof("pw", &scramble)));
+        assert!(user.accepts(
+            CACHING_SHA2_PASSWORD,
+            &scramble,
+            &sha2_proof("pw", &scramble)
+        ));
+        assert!(users.find("nobody").is_none());
+    }
+}

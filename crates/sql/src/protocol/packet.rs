@@ -1,0 +1,232 @@
+//! MySQL packets: a 3-byte little-endian length, a sequence number, the payload. A payload
+//! of 16 MiB - 1 or more continues in the next packet; a command's packets are numbered
+//! from 0 and the answer continues the numbering.
+
+use std::io::{self, Read, Write};
+
+/// The largest payload one packet carries; longer ones continue in the next.
+pub const PACKET_PAYLOAD_MAX: usize = 0xFF_FFFF;
+/// The largest command this server accepts (MySQL's `max_allowed_packet` default: 64 MiB).
+pub const COMMAND_BYTES_MAX: usize = 64 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PacketError {
+    #[error("connection: {0}")]
+    Io(#[from] io::Error),
+    #[error("packet numbered {got}, expected {expected}")]
+    OutOfSequence { expected: u8, got: u8 },
+    #[error("command of more than {COMMAND_BYTES_MAX} bytes (max_allowed_packet)")]
+    TooLarge,
+}
+
+/// One connection's packet stream: reads whole (reassembled) payloads, buffers what it
+/// writes until `flush`, and keeps the sequence numbers.
+pub struct PacketStream<S> {
+    stream: S,
+    sequence: u8,
+    out: Vec<u8>,
+}
+
+impl<S: Read + Write> PacketStream<S> {
+    pub fn new(stream: S) -> Self {
+        Self {
+            stream,
+            sequence: 0,
+            out: Vec::with_capacity(16 * 1024),
+        }
+    }
+
+    /// Reads the next payload into `payload` (cleared first). A new command starts the
+    /// numbering again (`reset_sequence`); `Ok(false)` is a clean end of stream before a packet.
+    pub fn read_payload(&mut self, payload: &mut Vec<u8>) -> Result<bool, PacketError> {
+        payload.clear();
+        loop {
+            let mut header = [0u8; 4];
+            if !read_exact_or_eof(&mut self.stream, &mut header, payload.is_empty())? {
+                return Ok(false);
+            }
+            let length =
+                usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
+            if header[3] != self.sequence {
+                return Err(PacketError::OutOfSequence {
+                    expected: self.sequence,
+                    got: header[3],
+                });
+            }
+            self.sequence = self.sequence.wrapping_add(1);
+            if payload.len() + length > COMMAND_BYTES_MAX {
+                return Err(PacketError::TooLarge);
+            }
+            let start = payload.len();
+            payload.resize(start + length, 0);
+            self.stream.read_exact(&mut payload[start..])?;
+            if length < PACKET_PAYLOAD_MAX {
+                return Ok(true);
+            }
+        }
+    }
+
+    /// Numbers the next packet 0: each command starts a new exchange.
+    pub fn reset_sequence(&mut self) {
+        self.sequence = 0;
+    }
+
+    /// Queues one payload (split into packets as needed).
+    pub fn write_payload(&mut self, payload: &[u8]) {
+        let mut rest = payload;
+        loop {
+            let chunk = rest.len().min(PACKET_PAYLOAD_MAX);
+            self.out
+                .extend_from_slice(&(chunk as u32).to_le_bytes()[..3]);
+            self.out.push(self.sequence);
+            self.sequence = self.sequence.wrapping_add(1);
+            self.out.extend_from_slice(&rest[..chunk]);
+            rest = &rest[chunk..];
+            if chunk < PACKET_PAYLOAD_MAX {
+                return;
+            }
+        }
+    }
+
+    /// Starts a payload written in place (`finish_payload` closes it): rows are encoded
+    /// straight into the output buffer, with no copy per row.
+    pub fn begin_payload(&mut self) -> usize {
+        let start = self.out.len();
+        self.out.extend_from_slice(&[0, 0, 0, 0]);
+        start
+    }
+
+    pub fn out(&mut self) -> &mut Vec<u8> {
+        &mut self.out
+    }
+
+    /// Fills in the header of the payload begun at `start`; a payload too long for one
+    /// packet is moved out and written as several.
+    pub fn finish_payload(&mut self, start: usize) {
+        let length = self.out.len() - start - 4;
+        if length >= PACKET_PAYLOAD_MAX {
+            let payload = self.out.split_off(start + 4);
+            self.out.truncate(start);
+            return self.write_payload(&payload);
+        }
+        self.out[start..start + 3].copy_from_slice(&(length as u32).to_le_bytes()[..3]);
+        self.out[start + 3] = self.sequence;
+        self.sequence = self.sequence.wrapping_add(1);
+    }
+
+    /// Bytes queued and not yet sent.
+    pub fn pending_bytes(&self) -> usize {
+        self.out.len()
+    }
+
+    pub fn flush(&mut self) -> io::Result<()> {
+        if !self.out.is_empty() {
+            self.stream.write_all(&self.out)?;
+            self.out.clear();
+        }
+        self.stream.flush()
+    }
+
+    pub fn get_ref(&self) -> &S {
+        &self.stream
+    }
+}
+
+/// Like `read_exact`, but a stream that ends before the first byte, where `eof_allowed`,
+/// is a clean end (`Ok(false)`).
+fn read_exact_or_eof(
+    stream: &mut impl Read,
+    buffer: &mut [u8],
+    eof_allowed: bool,
+) -> io::Result<bool> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match stream.read(&mut buffer[filled..]) {
+            Ok(0) if filled == 0 && eof_allowed => return Ok(false),
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(read) => filled += read,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+
+    /// A duplex stand-in: reads from `input`, writes to `output`.
+    struct Duplex {
+        input: Cursor<Vec<u8>>,
+        output: Vec<u8>,
+    }
+
+    impl Read for Duplex {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.input.read(buf)
+        }
+    }
+
+    impl Write for Duplex {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.output.write(buf)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn stream_of(input: Vec<u8>) -> PacketStream<Duplex> {
+        PacketStream::new(Duplex {
+            input: Cursor::new(input),
+            output: Vec::new(),
+        })
+    }
+
+    #[test]
+    fn a_payload_of_16_mib_or_more_travels_split_and_comes_back_whole() {
+        let payload: Vec<u8> = (0..PACKET_PAYLOAD_MAX + 10).map(|i| i as u8).collect();
+        let mut writer = stream_of(Vec::new());
+        writer.write_payload(&payload);
+        writer.flush().unwrap();
+        let wire = writer.stream.output;
+        assert_eq!(wire.len(), payload.len() + 8, "two packet headers");
+        assert_eq!(wire[3], 0);
+        assert_eq!(wire[4 + PACKET_PAYLOAD_MAX + 3], 1);
+
+        let mut reader = stream_of(wire);
+        let mut read = Vec::new();
+        assert!(reader.read_payload(&mut read).unwrap());
+        assert_eq!(read, payload);
+        assert!(!reader.read_payload(&mut read).unwrap(), "clean end");
+    }
+
+    #[test]
+    fn a_packet_out_of_sequence_or_cut_short_is_an_error_not_a_hang() {
+        let mut reader = stream_of(vec![1, 0, 0, 5, b'x']);
+        let error = reader.read_payload(&mut Vec::new()).unwrap_err();
+        assert!(
+            matches!(error, PacketError::OutOfSequence { .. }),
+            "{error}"
+        );
+        let mut reader = stream_of(vec![9, 0, 0, 0, b'x']);
+        let error = reader.read_payload(&mut Vec::new()).unwrap_err();
+        assert!(matches!(error, PacketError::Io(_)), "{error}");
+    }
+
+    #[test]
+    fn a_payload_written_in_place_gets_its_header_and_number() {
+        let mut writer = stream_of(Vec::new());
+        writer.write_payload(b"ab");
+        let start = writer.begin_payload();
+        writer.out().extend_from_slice(b"xyz");
+        writer.finish_payload(start);
+        writer.flush().unwrap();
+        assert_eq!(
+            writer.stream.output,
+            b"\x02\x00\x00\x00ab\x03\x00\x00\x01xyz"
+        );
+    }
+}

@@ -1,0 +1,137 @@
+//! The listener: accepts MySQL clients and serves each on a thread of its own (clients
+//! block on one statement at a time, so a thread per connection costs nothing a pool
+//! would save, and keeps each statement's path free of hand-offs).
+
+use std::io;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crate::catalog::Catalog;
+use crate::connection;
+use crate::protocol::handshake::Users;
+use crate::protocol::packet::PacketStream;
+use crate::protocol::results;
+
+/// Connections served at once unless configured otherwise (MySQL's `max_connections`
+/// default is 151; sysbench runs use up to a few hundred).
+pub const CONNECTIONS_MAX_DEFAULT: usize = 1024;
+/// Stack of each connection's thread: deep enough for the parser's recursion limit.
+pub const CONNECTION_STACK_BYTES: usize = 2 << 20;
+
+pub struct ServerConfig {
+    pub listen: SocketAddr,
+    pub users: Users,
+    pub connections_max: usize,
+}
+
+/// A running server; `stop` (or dropping it) stops accepting. Open connections end when
+/// their clients leave.
+pub struct SqlServer {
+    address: SocketAddr,
+    stopping: Arc<AtomicBool>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+impl SqlServer {
+    pub fn start(catalog: Arc<Catalog>, config: ServerConfig) -> io::Result<Self> {
+        let listener = TcpListener::bind(config.listen)?;
+        let address = listener.local_addr()?;
+        let stopping = Arc::new(AtomicBool::new(false));
+        let stop = stopping.clone();
+        let acceptor = std::thread::Builder::new()
+            .name("sql-accept".into())
+            .spawn(move || {
+                accept(
+                    listener,
+                    catalog,
+                    Arc::new(config.users),
+                    config.connections_max,
+                    &stop,
+                )
+            })?;
+        Ok(Self {
+            address,
+            stopping,
+            acceptor: Some(acceptor),
+        })
+    }
+
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Stops accepting connections and waits for the acceptor to end.
+    pub fn stop(&mut self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        // Wake the blocking accept.
+        let _ = TcpStream::connect(self.address);
+        if let Some(acceptor) = self.acceptor.take() {
+            let _ = acceptor.join();
+        }
+    }
+
+    /// Blocks until the server stops.
+    pub fn wait(mut self) {
+        if let Some(acceptor) = self.acceptor.take() {
+            let _ = acceptor.join();
+        }
+    }
+}
+
+impl Drop for SqlServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn accept(
+    listener: TcpListener,
+    catalog: Arc<Catalog>,
+    users: Arc<Users>,
+    connections_max: usize,
+    stopping: &AtomicBool,
+) {
+    let next_id = AtomicU32::new(1);
+    for stream in listener.incoming() {
+        if stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(stream) = stream else { continue };
+        let _ = stream.set_nodelay(true);
+        let id = next_id.fetch_add(1, Ordering::Relaxed);
+        if catalog.connections() >= connections_max {
+            refuse(stream, connections_max);
+            continue;
+        }
+        let guard = catalog.connection_opened();
+        let (catalog, users) = (catalog.clone(), users.clone());
+        let spawned = std::thread::Builder::new()
+            .name(format!("sql-{id}"))
+            .stack_size(CONNECTION_STACK_BYTES)
+            .spawn(move || {
+                let _guard = guard;
+                if let Err(error) = connection::serve(stream, &catalog, &users, id) {
+                    catalog.log_connection_error(id, &error.to_string());
+                }
+            });
+        if let Err(error) = spawned {
+            eprintln!("kista sql: no thread for connection {id}: {error}");
+        }
+    }
+}
+
+/// Tells a client over the limit why it is refused (error 1040), then closes.
+fn refuse(stream: TcpStream, connections_max: usize) {
+    let mut stream = PacketStream::new(stream);
+    let mut out = Vec::new();
+    results::error(
+        &mut out,
+        1040,
+        "08004",
+        &format!("Too many connections (the limit is {connections_max})"),
+    );
+    stream.write_payload(&out);
+    let _ = stream.flush();
+}

@@ -1,0 +1,362 @@
+//! One client's session: its current database, transaction, variables, warnings and
+//! prepared statements; and statement dispatch. The protocol side (`connection.rs`)
+//! hands it statements and sends what it returns.
+
+use std::collections::HashMap;
+
+use sqlparser::ast::Statement;
+use sqlparser::dialect::MySqlDialect;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::{Location, Token, Tokenizer};
+
+use kista_client::types::Value;
+use kista_client::{ClientError, ExecuteMode, Transaction};
+
+use crate::catalog::Catalog;
+use crate::error::{SqlError, SqlResult};
+use crate::expr::EvalContext;
+use crate::protocol::results::ColumnDefinition;
+use crate::{admin, dml, select};
+
+/// The version string clients see (`@@version`, the greeting).
+pub const SERVER_VERSION: &str = "8.0.36-kista";
+/// Rows one result may hold (the front end materialises results before sending them).
+pub const RESULT_ROWS_MAX: usize = 1_000_000;
+/// Warnings a session keeps for SHOW WARNINGS (MySQL's `max_error_count`).
+pub const WARNINGS_MAX: usize = 64;
+
+/// What a statement returns.
+#[derive(Debug, PartialEq)]
+pub enum Outcome {
+    Rows {
+        columns: Vec<ColumnDefinition>,
+        rows: Vec<Vec<Value>>,
+    },
+    Done {
+        affected_rows: u64,
+        last_insert_id: u64,
+        info: String,
+    },
+}
+
+impl Outcome {
+    pub fn done() -> Self {
+        Outcome::Done {
+            affected_rows: 0,
+            last_insert_id: 0,
+            info: String::new(),
+        }
+    }
+
+    pub fn affected(rows: u64) -> Self {
+        Outcome::Done {
+            affected_rows: rows,
+            last_insert_id: 0,
+            info: String::new(),
+        }
+    }
+}
+
+/// A statement parsed once, with where each `?` is.
+pub struct Parsed {
+    pub statement: Statement,
+    pub placeholders: Vec<Location>,
+}
+
+/// Parses one statement (MySQL dialect). `LOCK IN SHARE MODE` becomes `FOR SHARE`.
+pub fn parse(sql: &str) -> SqlResult<Parsed> {
+    let dialect = MySqlDialect {};
+    let tokens = Tokenizer::new(&dialect, sql)
+        .tokenize_with_location()
+        .map_err(SqlError::syntax)?;
+    let mut tokens = tokens;
+    rewrite_lock_in_share_mode(&mut tokens);
+    let placeholders = tokens
+        .iter()
+        .filter(|t| matches!(&t.token, Token::Placeholder(p) if p == "?"))
+        .map(|t| t.span.start)
+        .collect();
+    let mut parser = Parser::new(&dialect).with_tokens_with_locations(tokens);
+    let mut statements = parser.parse_statements().map_err(SqlError::syntax)?;
+    match statements.len() {
+        1 => Ok(Parsed {
+            statement: statements.remove(0),
+            placeholders,
+        }),
+        0 => Err(SqlError::new(1065, "42000", "Query was empty")),
+        _ => Err(SqlError::not_supported("several statements in one query")),
+    }
+}
+
+fn rewrite_lock_in_share_mode(tokens: &mut Vec<sqlparser::tokenizer::TokenWithSpan>) {
+    let words: Vec<String> = tokens
+        .iter()
+        .filter(|t| !matches!(t.token, Token::Whitespace(_)))
+        .map(|t| t.token.to_string().to_uppercase())
+        .collect();
+    let n = words.len();
+    let trailing_semicolon = usize::from(words.last().is_some_and(|w| w == ";"));
+    if n >= 4 + trailing_semicolon
+        && words[n - 4 - trailing_semicolon..n - trailing_semicolon]
+            == ["LOCK", "IN", "SHARE", "MODE"]
+    {
+        let mut kept = 0;
+        let mut to_drop = 4;
+        let mut position = tokens.len();
+        while to_drop > 0 && position > 0 {
+            position -= 1;
+            if matches!(tokens[position].token, Token::Whitespace(_))
+                || tokens[position].token == Token::SemiColon
+            {
+                continue;
+            }
+            to_drop -= 1;
+            if to_drop == 0 {
+                kept = position;
+            }
+        }
+        tokens.truncate(kept);
+        let share =
+            |word: &str| sqlparser::tokenizer::TokenWithSpan::wrap(Token::make_keyword(word));
+        tokens.push(share("FOR"));
+        tokens.push(sqlparser::tokenizer::TokenWithSpan::wrap(
+            Token::Whitespace(sqlparser::tokenizer::Whitespace::Space),
+        ));
+        tokens.push(share("SHARE"));
+    }
+}
+
+pub struct Warning {
+    pub level: &'static str,
+    pub code: u16,
+    pub message: String,
+}
+
+pub struct Session<'c> {
+    pub(crate) catalog: &'c Catalog,
+    pub database: Option<String>,
+    pub user: String,
+    pub connection_id: u32,
+    pub autocommit: bool,
+    /// Open while a transaction is (BEGIN, or autocommit off and a statement ran).
+    pub(crate) transaction: Option<Transaction<'c>>,
+    /// Whether the open transaction was begun explicitly or by autocommit off.
+    pub(crate) explicit: bool,
+    pub last_insert_id: u64,
+    /// Session variables set with SET (lower-case names).
+    pub(crate) variables: HashMap<String, Value>,
+    pub(crate) warnings: Vec<Warning>,
+}
+
+impl<'c> Session<'c> {
+    pub fn new(catalog: &'c Catalog, user: String, connection_id: u32) -> Self {
+        Self {
+            catalog,
+            database: None,
+            user,
+            connection_id,
+            autocommit: true,
+            transaction: None,
+            explicit: false,
+            last_insert_id: 0,
+            variables: HashMap::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    pub fn in_transaction(&self) -> bool {
+        self.transaction.is_some()
+    }
+
+    /// The database statements name implicitly.
+    pub fn current_database(&self) -> SqlResult<&str> {
+        self.database.as_deref().ok_or_else(SqlError::no_database)
+    }
+
+    pub fn use_database(&mut self, name: &str) -> SqlResult<()> {
+        if !self.catalog.database_exists(name)? {
+            return Err(SqlError::unknown_database(name));
+        }
+        self.database = Some(name.to_lowercase());
+        Ok(())
+    }
+
+    pub fn warn(&mut self, code: u16, message: String) {
+        if self.warnings.len() < WARNINGS_MAX {
+            self.warnings.push(Warning {
+                level: "Warning",
+                code,
+                message,
+            });
+        }
+    }
+
+    /// Runs one parsed statement with `params` for its `?`s.
+    pub fn execute(&mut self, parsed: &Parsed, params: &[Value]) -> SqlResult<Outcome> {
+        let is_show_warnings = matches!(&parsed.statement, Statement::ShowVariable { variable } if variable.first().is_some_and(|v| v.value.eq_ignore_ascii_case("warnings")));
+        if !is_show_warnings {
+            self.warnings.clear();
+        }
+        match &parsed.statement {
+            Statement::Query(query) => select::run(self, query, &parsed.placeholders, params),
+            Statement::Insert(insert) => dml::insert(self, insert, &parsed.placeholders, params),
+            Statement::Update {
+                table,
+                assignments,
+                from,
+                selection,
+                limit,
+                ..
+            } => {
+                if from.is_some() {
+                    return Err(SqlError::not_supported("UPDATE ... FROM"));
+                }
+                dml::update(
+                    self,
+                    table,
+                    assignments,
+                    selection.as_ref(),
+                    limit.as_ref(),
+                    &parsed.placeholders,
+                    params,
+                )
+            }
+            Statement::Delete(delete) => dml::delete(self, delete, &parsed.placeholders, params),
+            other => admin::run(self, other, &parsed.placeholders, params),
+        }
+    }
+
+    /// The context expressions are evaluated in.
+    pub fn eval_context<'a>(
+        &'a self,
+        params: &'a [Value],
+        aggregates: &'a [Value],
+        variable: &'a dyn Fn(&str) -> Option<Value>,
+    ) -> EvalContext<'a> {
+        EvalContext {
+            params,
+            aggregates,
+            database: self.database.as_deref(),
+            user: &self.user,
+            connection_id: self.connection_id,
+            last_insert_id: self.last_insert_id,
+            variable,
+        }
+    }
+
+    /// Runs `work` in the session's transaction (opening one if none is open). With
+    /// autocommit and no explicit transaction the statement ends it: `work`'s last batch
+    /// commits ([`Tx::execute`] with `last`), or it commits afterwards. An error aborts the
+    /// transaction (the cluster has rolled it back: NDB's rule, not InnoDB's
+    /// statement-level rollback).
+    pub fn transactional<T>(
+        &mut self,
+        work: impl FnOnce(&mut Tx<'c>, &Self) -> SqlResult<T>,
+    ) -> SqlResult<T> {
+        let catalog = self.catalog;
+        let transaction = match self.transaction.take() {
+            Some(transaction) => transaction,
+            None => catalog.client().transaction(),
+        };
+        let mut tx = Tx {
+            transaction,
+            catalog,
+            commits: self.autocommit && !self.explicit,
+            ended: false,
+        };
+        match work(&mut tx, self) {
+            Ok(value) => {
+                if !tx.commits {
+                    self.transaction = Some(tx.transaction);
+                } else if !tx.ended && tx.transaction.has_sent() {
+                    tx.transaction.execute(ExecuteMode::Commit)?.wait()?;
+                }
+                Ok(value)
+            }
+            Err(error) => {
+                self.explicit = false;
+                // The cluster aborted the transaction already when it refused an
+                // operation; one refused before its batch went needs a rollback.
+                if !tx.ended && tx.transaction.has_sent() {
+                    let _ = tx
+                        .transaction
+                        .execute(ExecuteMode::Rollback)
+                        .map(|p| p.wait());
+                }
+                Err(error)
+            }
+        }
+    }
+
+    pub fn begin(&mut self) -> SqlResult<()> {
+        self.commit()?;
+        self.transaction = Some(self.catalog.client().transaction());
+        self.explicit = true;
+        Ok(())
+    }
+
+    pub fn commit(&mut self) -> SqlResult<()> {
+        self.explicit = false;
+        if let Some(mut transaction) = self.transaction.take().filter(Transaction::has_sent) {
+            transaction.execute(ExecuteMode::Commit)?.wait()?;
+        }
+        Ok(())
+    }
+
+    pub fn rollback(&mut self) -> SqlResult<()> {
+        self.explicit = false;
+        if let Some(mut transaction) = self.transaction.take().filter(Transaction::has_sent) {
+            match transaction.execute(ExecuteMode::Rollback)?.wait() {
+                // A transaction the cluster ended already (timeout, failure) is rolled back.
+                Ok(_) | Err(ClientError::Node { .. }) => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// The value of `@@name` (session first, then the server's).
+    pub fn variable(&self, name: &str) -> Option<Value> {
+        let name = name
+            .strip_prefix("session.")
+            .or_else(|| name.strip_prefix("global."))
+            .unwrap_or(name);
+        if name == "autocommit" {
+            return Some(Value::Int(i64::from(self.autocommit)));
+        }
+        if let Some(value) = self.variables.get(name) {
+            return Some(value.clone());
+        }
+        admin::server_variable(name)
+    }
+}
+
+/// A statement's view of its transaction.
+pub struct Tx<'c> {
+    pub transaction: Transaction<'c>,
+    pub catalog: &'c Catalog,
+    /// Whether the statement ends the transaction (autocommit).
+    commits: bool,
+    ended: bool,
+}
+
+impl Tx<'_> {
+    /// Sends the operations added since the last batch; when `last` (the statement sends
+    /// nothing after it) and the statement ends the transaction, commits with it, in the
+    /// same round trip.
+    pub fn execute(&mut self, last: bool) -> SqlResult<kista_client::Executed> {
+        let mode = if last && self.commits {
+            self.ended = true;
+            ExecuteMode::Commit
+        } else {
+            ExecuteMode::NoCommit
+        };
+        Ok(self.transaction.execute(mode)?.wait()?)
+    }
+
+    /// Whether a read needs a lock to be consistent with the statement's writes: inside a
+    /// longer transaction, reads see committed rows unless asked to lock.
+    pub fn ends_with_statement(&self) -> bool {
+        self.commits
+    }
+}

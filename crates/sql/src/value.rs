@@ -1,0 +1,517 @@
+//! Values under MySQL's rules: how they print in the text protocol, how strings and
+//! numbers convert into each other, how values of different kinds compare, and how a value
+//! is made to fit a column (an INSERT's `'0'` into an INT column).
+
+use std::cmp::Ordering;
+
+use kista_client::types::{ColumnType, Date, DateTime, Decimal, Value};
+
+use crate::error::{SqlError, SqlResult};
+
+/// Writes `value` as the text protocol shows it (NULL is the caller's business).
+pub fn write_text(value: &Value, out: &mut Vec<u8>) {
+    use std::io::Write;
+    match value {
+        Value::Null => out.extend_from_slice(b"NULL"),
+        Value::Int(n) => {
+            let _ = write!(out, "{n}");
+        }
+        Value::UInt(n) => {
+            let _ = write!(out, "{n}");
+        }
+        Value::Float(x) => {
+            let _ = write!(out, "{x}");
+        }
+        Value::Double(x) => {
+            let _ = write!(out, "{x}");
+        }
+        Value::Decimal(d) => {
+            let _ = write!(out, "{d}");
+        }
+        Value::Bytes(bytes) => out.extend_from_slice(bytes),
+        Value::Date(date) => {
+            let _ = write!(out, "{:04}-{:02}-{:02}", date.year, date.month, date.day);
+        }
+        Value::Time(micros) => write_time(*micros, out),
+        Value::DateTime(datetime) => write_datetime(*datetime, out),
+        Value::Timestamp(micros) => match DateTime::from_micros(*micros) {
+            Some(datetime) => write_datetime(datetime, out),
+            None => {
+                let _ = write!(out, "{micros}");
+            }
+        },
+    }
+}
+
+fn write_datetime(datetime: DateTime, out: &mut Vec<u8>) {
+    write_text(&Value::Date(datetime.date), out);
+    out.push(b' ');
+    write_time(datetime.time_us as i64, out);
+}
+
+fn write_time(micros: i64, out: &mut Vec<u8>) {
+    use std::io::Write;
+    let sign = if micros < 0 { "-" } else { "" };
+    let magnitude = micros.unsigned_abs();
+    let seconds = magnitude / 1_000_000;
+    let fraction = magnitude % 1_000_000;
+    let _ = write!(
+        out,
+        "{sign}{:02}:{:02}:{:02}",
+        seconds / 3600,
+        seconds / 60 % 60,
+        seconds % 60
+    );
+    if fraction != 0 {
+        let _ = write!(out, ".{fraction:06}");
+    }
+}
+
+/// The value as text (for string functions and comparisons with strings).
+pub fn to_text(value: &Value) -> Vec<u8> {
+    match value {
+        Value::Bytes(bytes) => bytes.clone(),
+        other => {
+            let mut out = Vec::new();
+            write_text(other, &mut out);
+            out
+        }
+    }
+}
+
+/// The value as a number, as MySQL reads one: strings by their longest numeric prefix
+/// ('12abc' is 12, 'abc' is 0), dates as YYYYMMDD.
+pub fn to_f64(value: &Value) -> Option<f64> {
+    Some(match value {
+        Value::Null => return None,
+        Value::Int(n) => *n as f64,
+        Value::UInt(n) => *n as f64,
+        Value::Float(x) => f64::from(*x),
+        Value::Double(x) => *x,
+        Value::Decimal(d) => d.unscaled as f64 / 10f64.powi(i32::from(d.scale)),
+        Value::Bytes(bytes) => numeric_prefix(bytes),
+        Value::Date(d) => f64::from(d.year) * 1e4 + f64::from(d.month) * 100.0 + f64::from(d.day),
+        Value::Time(micros) | Value::Timestamp(micros) => *micros as f64 / 1e6,
+        Value::DateTime(dt) => dt.to_micros() as f64 / 1e6,
+    })
+}
+
+/// The value as a signed integer (rounded, saturating), `None` for NULL.
+pub fn to_i64(value: &Value) -> Option<i64> {
+    match value {
+        Value::Int(n) => Some(*n),
+        Value::UInt(n) => Some(i64::try_from(*n).unwrap_or(i64::MAX)),
+        other => to_f64(other).map(|x| x.round() as i64),
+    }
+}
+
+fn numeric_prefix(bytes: &[u8]) -> f64 {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim_start();
+    let mut end = 0;
+    let mut seen_digit = false;
+    let mut seen_point = false;
+    let mut seen_exponent = false;
+    let chars: Vec<char> = text.chars().collect();
+    while end < chars.len() {
+        let c = chars[end];
+        let ok = match c {
+            '0'..='9' => {
+                seen_digit = true;
+                true
+            }
+            '+' | '-' => end == 0 || matches!(chars[end - 1], 'e' | 'E'),
+            '.' if !seen_point && !seen_exponent => {
+                seen_point = true;
+                true
+            }
+            'e' | 'E' if seen_digit && !seen_exponent => {
+                seen_exponent = true;
+                true
+            }
+            _ => false,
+        };
+        if !ok {
+            break;
+        }
+        end += 1;
+    }
+    let prefix: String = chars[..end].iter().collect();
+    let prefix = prefix.trim_end_matches(['e', 'E', '+', '-']);
+    prefix.parse().unwrap_or(0.0)
+}
+
+/// Whether the value counts as true in a condition (`None`: NULL, unknown).
+pub fn truth(value: &Value) -> Option<bool> {
+    match value {
+        Value::Null => None,
+        Value::Int(n) => Some(*n != 0),
+        Value::UInt(n) => Some(*n != 0),
+        other => to_f64(other).map(|x| x != 0.0),
+    }
+}
+
+fn is_numeric(value: &Value) -> bool {
+    matches!(
+        value,
+        Value::Int(_) | Value::UInt(_) | Value::Float(_) | Value::Double(_) | Value::Decimal(_)
+    )
+}
+
+/// MySQL's comparison of two values: same kinds directly; numbers with anything as
+/// numbers; strings with dates as dates; `None` if either is NULL.
+pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
+    if a.is_null() || b.is_null() {
+        return None;
+    }
+    if let Some(order) = kista_client::compare::compare(a, b) {
+        return Some(order);
+    }
+    match (a, b) {
+        (Value::Bytes(_), Value::Bytes(_)) => None,
+        (Value::Decimal(x), Value::Decimal(y)) => Some(compare_decimals(*x, *y)),
+        (Value::Bytes(text), other) | (other, Value::Bytes(text)) if !is_numeric(other) => {
+            let parsed = coerce(&Value::Bytes(text.clone()), kind_of(other), "")
+                .ok()
+                .filter(|v| !v.is_null())?;
+            let order = kista_client::compare::compare(&parsed, other)?;
+            Some(if matches!(a, Value::Bytes(_)) {
+                order
+            } else {
+                order.reverse()
+            })
+        }
+        _ => to_f64(a)?.partial_cmp(&to_f64(b)?),
+    }
+}
+
+fn compare_decimals(x: Decimal, y: Decimal) -> Ordering {
+    let scale = x.scale.max(y.scale);
+    let widen = |d: Decimal| {
+        d.unscaled
+            .saturating_mul(10i128.pow(u32::from(scale - d.scale)))
+    };
+    widen(x).cmp(&widen(y))
+}
+
+/// A column type of the value's own kind, for converting strings to it.
+fn kind_of(value: &Value) -> ColumnType {
+    match value {
+        Value::Date(_) => ColumnType::Date,
+        Value::Time(_) => ColumnType::Time,
+        Value::DateTime(_) => ColumnType::DateTime,
+        Value::Timestamp(_) => ColumnType::Timestamp,
+        _ => ColumnType::Double,
+    }
+}
+
+/// Makes `value` fit a column of `column_type` as MySQL's strict mode does: numbers from
+/// numeric strings, strings from numbers, dates from 'YYYY-MM-DD[ hh:mm:ss[.ffffff]]';
+/// an error naming `column` when it cannot (out of range, not a number, too long).
+pub fn coerce(value: &Value, column_type: ColumnType, column: &str) -> SqlResult<Value> {
+    if value.is_null() {
+        return Ok(Value::Null);
+    }
+    match column_type {
+        ColumnType::Int { bytes, signed } => coerce_integer(value, bytes, signed, column),
+        ColumnType::Float => Ok(Value::Float(number_of(value, column)? as f32)),
+        ColumnType::Double => Ok(Value::Double(number_of(value, column)?)),
+        ColumnType::Decimal { precision, scale } => coerce_decimal(value, precision, scale, column),
+        ColumnType::Char { length } | ColumnType::Binary { length } => {
+            let bytes = to_text(value);
+            if bytes.len() > usize::from(length) {
+                return Err(SqlError::data_too_long(column));
+            }
+            Ok(Value::Bytes(bytes))
+        }
+        ColumnType::VarChar { max_length } | ColumnType::VarBinary { max_length } => {
+            let bytes = to_text(value);
+            if bytes.len() > max_length as usize {
+                return Err(SqlError::data_too_long(column));
+            }
+            Ok(Value::Bytes(bytes))
+        }
+        ColumnType::Text | ColumnType::Blob => Ok(Value::Bytes(to_text(value))),
+        ColumnType::Date => match value {
+            Value::Date(_) => Ok(value.clone()),
+            Value::DateTime(dt) => Ok(Value::Date(dt.date)),
+            other => parse_datetime(&to_text(other))
+                .map(|dt| Value::Date(dt.date))
+                .ok_or_else(|| wrong("date", other, column)),
+        },
+        ColumnType::DateTime => match value {
+            Value::DateTime(_) => Ok(value.clone()),
+            Value::Date(d) => Ok(Value::DateTime(DateTime {
+                date: *d,
+                time_us: 0,
+            })),
+            other => parse_datetime(&to_text(other))
+                .map(Value::DateTime)
+                .ok_or_else(|| wrong("datetime", other, column)),
+        },
+        ColumnType::Timestamp => match value {
+            Value::Timestamp(_) => Ok(value.clone()),
+            Value::DateTime(dt) => Ok(Value::Timestamp(dt.to_micros())),
+            other => parse_datetime(&to_text(other))
+                .map(|dt| Value::Timestamp(dt.to_micros()))
+                .ok_or_else(|| wrong("datetime", other, column)),
+        },
+        ColumnType::Time => match value {
+            Value::Time(_) => Ok(value.clone()),
+            other => parse_time(&to_text(other))
+                .map(Value::Time)
+                .ok_or_else(|| wrong("time", other, column)),
+        },
+    }
+}
+
+fn wrong(kind: &str, value: &Value, column: &str) -> SqlError {
+    let text = String::from_utf8_lossy(&to_text(value)).into_owned();
+    SqlError::wrong_value(kind, &text, column)
+}
+
+/// A number from a number, or from a string that is wholly one (strict mode).
+fn number_of(value: &Value, column: &str) -> SqlResult<f64> {
+    match value {
+        Value::Bytes(bytes) => {
+            let text = String::from_utf8_lossy(bytes);
+            let trimmed = text.trim();
+            if trimmed.is_empty() {
+                return Err(wrong("integer", value, column));
+            }
+            trimmed
+                .parse::<f64>()
+                .map_err(|_| wrong("integer", value, column))
+        }
+        other => to_f64(other).ok_or_else(|| wrong("integer", other, column)),
+    }
+}
+
+fn coerce_integer(value: &Value, bytes: u8, signed: bool, column: &str) -> SqlResult<Value> {
+    let bits = u32::from(bytes) * 8;
+    let in_range = |n: i128| {
+        if signed {
+            n >= -(1i128 << (bits - 1)) && n < (1i128 << (bits - 1))
+        } else {
+            n >= 0 && n < (1i128 << bits)
+        }
+    };
+    let n: i128 = match value {
+        Value::Int(n) => i128::from(*n),
+        Value::UInt(n) => i128::from(*n),
+        Value::Bytes(text) if text.iter().all(|b| b.is_ascii_digit() || *b == b'-') => {
+            let text = String::from_utf8_lossy(text);
+            text.parse::<i128>()
+                .map_err(|_| wrong("integer", value, column))?
+        }
+        other => {
+            let x = number_of(other, column)?.round();
+            if !x.is_finite() || x.abs() > 1.8e19 {
+                return Err(SqlError::out_of_range(column));
+            }
+            x as i128
+        }
+    };
+    if !in_range(n) {
+        return Err(SqlError::out_of_range(column));
+    }
+    Ok(if signed {
+        Value::Int(n as i64)
+    } else {
+        Value::UInt(n as u64)
+    })
+}
+
+fn coerce_decimal(value: &Value, precision: u8, scale: u8, column: &str) -> SqlResult<Value> {
+    let text = match value {
+        Value::Decimal(d) => d.to_string(),
+        Value::Int(n) => n.to_string(),
+        Value::UInt(n) => n.to_string(),
+        Value::Bytes(b) => String::from_utf8_lossy(b).trim().to_string(),
+        other => format!("{:.*}", usize::from(scale), to_f64(other).unwrap_or(0.0)),
+    };
+    let decimal = parse_decimal(&text, scale).ok_or_else(|| wrong("decimal", value, column))?;
+    let limit = 10i128.pow(u32::from(precision));
+    if decimal.unscaled.abs() >= limit {
+        return Err(SqlError::out_of_range(column));
+    }
+    Ok(Value::Decimal(decimal))
+}
+
+/// '[-]digits[.digits]' at `scale`, rounding half away from zero.
+pub fn parse_decimal(text: &str, scale: u8) -> Option<Decimal> {
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    if whole.is_empty() && fraction.is_empty()
+        || !whole
+            .bytes()
+            .chain(fraction.bytes())
+            .all(|b| b.is_ascii_digit())
+        || whole.len() > 38
+    {
+        return None;
+    }
+    let mut unscaled: i128 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().ok()?
+    };
+    let fraction = fraction.as_bytes();
+    for position in 0..usize::from(scale) {
+        let digit = fraction.get(position).map_or(0, |b| i128::from(b - b'0'));
+        unscaled = unscaled.checked_mul(10)?.checked_add(digit)?;
+    }
+    if fraction.get(usize::from(scale)).is_some_and(|&b| b >= b'5') {
+        unscaled = unscaled.checked_add(1)?;
+    }
+    Some(Decimal {
+        unscaled: if negative { -unscaled } else { unscaled },
+        scale,
+    })
+}
+
+/// 'YYYY-MM-DD', 'YYYY-MM-DD hh:mm:ss[.ffffff]' (or with 'T').
+pub fn parse_datetime(bytes: &[u8]) -> Option<DateTime> {
+    let text = std::str::from_utf8(bytes).ok()?.trim();
+    let (date, time) = match text.split_once([' ', 'T']) {
+        Some((date, time)) => (date, Some(time)),
+        None => (text, None),
+    };
+    let mut parts = date.splitn(3, '-');
+    let year = parts.next()?.parse().ok()?;
+    let month = parts.next()?.parse().ok()?;
+    let day = parts.next()?.parse().ok()?;
+    let date = Date::new(year, month, day)?;
+    let time_us = match time {
+        Some(time) => {
+            let micros = parse_time(time.as_bytes())?;
+            u64::try_from(micros).ok()?
+        }
+        None => 0,
+    };
+    DateTime::new(date, time_us)
+}
+
+/// '[-]hh:mm:ss[.ffffff]' as signed microseconds.
+pub fn parse_time(bytes: &[u8]) -> Option<i64> {
+    let text = std::str::from_utf8(bytes).ok()?.trim();
+    let (negative, text) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (clock, fraction) = text.split_once('.').unwrap_or((text, ""));
+    let mut parts = clock.splitn(3, ':');
+    let hours: i64 = parts.next()?.parse().ok()?;
+    let minutes: i64 = parts.next().unwrap_or("0").parse().ok()?;
+    let seconds: i64 = parts.next().unwrap_or("0").parse().ok()?;
+    if minutes > 59 || seconds > 59 || fraction.len() > 6 {
+        return None;
+    }
+    let fraction: i64 = if fraction.is_empty() {
+        0
+    } else {
+        format!("{fraction:0<6}").parse().ok()?
+    };
+    let micros = ((hours * 60 + minutes) * 60 + seconds) * 1_000_000 + fraction;
+    Some(if negative { -micros } else { micros })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(value: &Value) -> String {
+        let mut out = Vec::new();
+        write_text(value, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn values_print_as_mysql_prints_them() {
+        assert_eq!(text(&Value::Int(-5)), "-5");
+        let decimal = Value::Decimal(Decimal {
+            unscaled: -1234,
+            scale: 2,
+        });
+        assert_eq!(text(&decimal), "-12.34");
+        let datetime = parse_datetime(b"2024-02-29 13:05:09.5").unwrap();
+        assert_eq!(
+            text(&Value::DateTime(datetime)),
+            "2024-02-29 13:05:09.500000"
+        );
+        assert_eq!(text(&Value::Time(-3_600_000_000)), "-01:00:00");
+    }
+
+    #[test]
+    fn strings_fit_numeric_columns_only_when_they_are_numbers() {
+        let int = ColumnType::Int {
+            bytes: 4,
+            signed: true,
+        };
+        assert_eq!(
+            coerce(&Value::Bytes(b"0".to_vec()), int, "k"),
+            Ok(Value::Int(0))
+        );
+        assert_eq!(
+            coerce(&Value::Bytes(b"abc".to_vec()), int, "k")
+                .unwrap_err()
+                .code,
+            1366
+        );
+        assert_eq!(
+            coerce(&Value::Int(1 << 40), int, "k").unwrap_err().code,
+            1264
+        );
+        let tiny = ColumnType::Int {
+            bytes: 1,
+            signed: false,
+        };
+        assert_eq!(coerce(&Value::Int(-1), tiny, "t").unwrap_err().code, 1264);
+        let char3 = ColumnType::Char { length: 3 };
+        assert_eq!(
+            coerce(&Value::Bytes(b"abcd".to_vec()), char3, "c")
+                .unwrap_err()
+                .code,
+            1406
+        );
+        assert_eq!(
+            coerce(&Value::Int(12), char3, "c"),
+            Ok(Value::Bytes(b"12".to_vec()))
+        );
+        let money = ColumnType::Decimal {
+            precision: 5,
+            scale: 2,
+        };
+        let price = coerce(&Value::Bytes(b"12.345".to_vec()), money, "p").unwrap();
+        assert_eq!(
+            price,
+            Value::Decimal(Decimal {
+                unscaled: 1235,
+                scale: 2
+            })
+        );
+    }
+
+    #[test]
+    fn mixed_kinds_compare_as_mysql_compares_them() {
+        let s = |t: &str| Value::Bytes(t.as_bytes().to_vec());
+        assert_eq!(compare(&Value::Int(10), &s("9")), Some(Ordering::Greater));
+        assert_eq!(
+            compare(&s("10"), &s("9")),
+            Some(Ordering::Less),
+            "as strings"
+        );
+        assert_eq!(
+            compare(&Value::Int(1), &Value::Double(1.0)),
+            Some(Ordering::Equal)
+        );
+        let day = Value::Date(Date::new(2024, 1, 2).unwrap());
+        assert_eq!(compare(&day, &s("2024-01-01")), Some(Ordering::Greater));
+        assert_eq!(compare(&s("2024-01-03"), &day), Some(Ordering::Greater));
+        assert_eq!(compare(&Value::Null, &Value::Int(1)), None);
+        assert_eq!(to_f64(&s("12abc")), Some(12.0));
+    }
+}
