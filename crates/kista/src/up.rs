@@ -9,7 +9,7 @@
 //! process, which stops them in order.
 
 use std::fs::File;
-use std::net::TcpListener;
+use std::net::{SocketAddr, TcpListener};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -48,8 +48,15 @@ pub struct UpArgs {
     /// Memory for rows and indexes per data node, e.g. 512M or 2G.
     #[arg(long, default_value = "512M", value_parser = parse_size)]
     data_memory: u64,
+
+    /// The SQL front end's port for MySQL clients (`kista sql`, user root without a
+    /// password). 0 picks a free one, printed at start.
+    #[arg(long, default_value_t = 3306)]
+    sql_port: u16,
 }
 
+/// The SQL front end's name among the started processes (and its log's).
+const SQL_PROCESS: &str = "sql";
 /// How long the cluster may take to start before `kista up` gives up.
 const START_LIMIT: Duration = Duration::from_secs(120);
 /// How long the cluster may take to stop cleanly before its processes are killed.
@@ -105,8 +112,21 @@ pub fn run(args: &UpArgs) -> Result<(), Failure> {
         shut_down(&mgm, &mut processes);
         return Err(failure);
     }
+    let sql = match start_sql(args, &dir, &mgm, &mut processes, &stop) {
+        Ok(sql) => sql,
+        Err(failure) => {
+            shut_down(&mgm, &mut processes);
+            return Err(failure);
+        }
+    };
     println!("kista up: management server listening on {mgm}");
-    println!("kista up: ready: the cluster serves at --mgm {mgm}");
+    println!("kista up: SQL front end (MySQL protocol) at {sql}");
+    println!("kista up: ready: the cluster serves at --mgm {mgm} and SQL at {sql}");
+    println!(
+        "kista up:   mysql -h {} -P {} -u root",
+        sql.ip(),
+        sql.port()
+    );
     println!("kista up:   kista mgm --mgm {mgm} -e show");
     println!("kista up:   kista bench --mgm {mgm}");
     println!("kista up: Ctrl-C or SIGTERM stops it");
@@ -214,6 +234,35 @@ fn start_all(
     }
 }
 
+/// Starts `kista sql` on the cluster and returns the address it serves MySQL clients at.
+fn start_sql(
+    args: &UpArgs,
+    dir: &Path,
+    mgm: &str,
+    processes: &mut Vec<Started>,
+    stop: &AtomicBool,
+) -> Result<SocketAddr, Failure> {
+    let port = args.sql_port.to_string();
+    processes.push(spawn(
+        SQL_PROCESS,
+        &["sql", "--mgm", mgm, "--port", &port],
+        dir,
+    )?);
+    let sql = processes.last().expect("just pushed");
+    wait_for_log_line(sql, "kista sql: ready", stop)?;
+    let log = std::fs::read_to_string(&sql.log).unwrap_or_default();
+    log.split("listening on ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|address| address.parse().ok())
+        .ok_or_else(|| {
+            Failure::runtime(format!(
+                "the SQL front end did not say where it listens: see {}",
+                sql.log.display()
+            ))
+        })
+}
+
 fn spawn(name: &str, args: &[&str], dir: &Path) -> Result<Started, Failure> {
     let log = dir
         .join("logs")
@@ -306,6 +355,15 @@ fn supervise(processes: &mut [Started], stop: &AtomicBool) -> Result<(), Failure
 /// Asks the management server to shut the cluster down, waits for every child, and kills
 /// what is left after [`STOP_LIMIT`].
 fn shut_down(mgm: &str, processes: &mut [Started]) {
+    // The SQL front end first: its clients' connections close before the cluster goes.
+    if let Some(sql) = processes.iter_mut().find(|p| p.name == SQL_PROCESS) {
+        // SAFETY: kill(2) on our own child's pid; no memory is touched.
+        unsafe { libc::kill(sql.child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + STOP_LIMIT;
+        while matches!(sql.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(POLL);
+        }
+    }
     println!("kista up: stopping the cluster");
     let asked = AdminClient::connect(mgm, ADMIN_TIMEOUT)
         .and_then(|mut admin| admin.request("shutdown"))

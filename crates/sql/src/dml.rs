@@ -169,6 +169,7 @@ pub fn insert(
     let ignore = insert.ignore;
     let mut ignored = 0;
     let affected = session.transactional(|tx, session| {
+        tx.wrote(table.table.id);
         if !ignore && duplicate_update.is_none() {
             for row in &rows {
                 if replace {
@@ -343,6 +344,7 @@ pub fn update(
         .iter()
         .any(|(c, _)| table.schema().primary_key.contains(c));
     let affected = session.transactional(|tx, session| {
+        tx.wrote(table.table.id);
         let rows = select::fetch(tx, session, &plan, &table, params, false)?;
         let rows = plan.limited(session, rows, params)?;
         let variable = |name: &str| session.variable(name);
@@ -410,6 +412,7 @@ pub fn delete(
         placeholders,
     )?;
     let affected = session.transactional(|tx, session| {
+        tx.wrote(table.table.id);
         let rows = select::fetch(tx, session, &plan, &table, params, false)?;
         let rows = plan.limited(session, rows, params)?;
         for row in &rows {

@@ -477,6 +477,7 @@ pub(crate) fn fetch(
         }
         row
     };
+    let lock = tx.read_lock(table.table.id, plan.lock);
     let mut access = plan.access.clone();
     let keys: Vec<Vec<Value>> = match &plan.access {
         Access::PrimaryKey(exprs) => {
@@ -513,7 +514,7 @@ pub(crate) fn fetch(
     };
     let found: Vec<Vec<Value>> = match &access {
         Access::PrimaryKey(_) | Access::PrimaryKeyIn(_) => {
-            read_keys_in(tx, table, &keys, plan.lock, &columns, last)?
+            read_keys_in(tx, table, &keys, lock, &columns, last)?
         }
         Access::Unique { index, key } => {
             let index_columns = table.table.index(index)?.1.columns.clone();
@@ -523,26 +524,27 @@ pub(crate) fn fetch(
                         &table.table,
                         index,
                         &key,
-                        plan.lock,
+                        lock,
                         columns.clone(),
                     )?;
                     let done = tx.execute(last)?;
                     done.row(op).map(|r| r.to_vec()).into_iter().collect()
                 }
-                None => scan(tx, session, plan, table, None, &columns, params, last)?,
+                None => scan(tx, session, plan, lock, table, None, &columns, params, last)?,
             }
         }
         Access::Range { .. } => scan(
             tx,
             session,
             plan,
+            lock,
             table,
             Some(&access),
             &columns,
             params,
             last,
         )?,
-        Access::Scan => scan(tx, session, plan, table, None, &columns, params, last)?,
+        Access::Scan => scan(tx, session, plan, lock, table, None, &columns, params, last)?,
     };
     let mut rows = Vec::with_capacity(found.len());
     let variable = |name: &str| session.variable(name);
@@ -595,6 +597,7 @@ fn scan(
     tx: &mut Tx,
     session: &Session,
     plan: &SelectPlan,
+    lock: LockKind,
     table: &Arc<SqlTable>,
     range: Option<&Access>,
     columns: &[u16],
@@ -644,7 +647,7 @@ fn scan(
         1 => spec = spec.filter(pushed.into_iter().next().expect("one filter")),
         _ => spec = spec.filter(Filter::And(pushed)),
     }
-    let locking = plan.lock != LockKind::Committed;
+    let locking = lock != LockKind::Committed;
     let key_columns: Vec<u16> = table
         .schema()
         .primary_key
@@ -664,7 +667,7 @@ fn scan(
         }
     }
     if locking {
-        return read_keys_in(tx, table, &rows, plan.lock, columns, last);
+        return read_keys_in(tx, table, &rows, lock, columns, last);
     }
     Ok(rows)
 }

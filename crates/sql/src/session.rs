@@ -10,7 +10,7 @@ use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Location, Token, Tokenizer};
 
 use kista_client::types::Value;
-use kista_client::{ClientError, ExecuteMode, Transaction};
+use kista_client::{ClientError, ExecuteMode, LockKind, Transaction};
 
 use crate::catalog::Catalog;
 use crate::error::{SqlError, SqlResult};
@@ -142,6 +142,9 @@ pub struct Session<'c> {
     pub(crate) transaction: Option<Transaction<'c>>,
     /// Whether the open transaction was begun explicitly or by autocommit off.
     pub(crate) explicit: bool,
+    /// Tables the open transaction wrote: its reads of them lock, so they see its own
+    /// changes (a committed read sees only committed rows; ha_ndbcluster does the same).
+    pub(crate) written_tables: Vec<u32>,
     pub last_insert_id: u64,
     /// Session variables set with SET (lower-case names).
     pub(crate) variables: HashMap<String, Value>,
@@ -158,6 +161,7 @@ impl<'c> Session<'c> {
             autocommit: true,
             transaction: None,
             explicit: false,
+            written_tables: Vec::new(),
             last_insert_id: 0,
             variables: HashMap::new(),
             warnings: Vec::new(),
@@ -258,16 +262,19 @@ impl<'c> Session<'c> {
             Some(transaction) => transaction,
             None => catalog.client().transaction(),
         };
+        let written_tables = std::mem::take(&mut self.written_tables);
         let mut tx = Tx {
             transaction,
             catalog,
             commits: self.autocommit && !self.explicit,
             ended: false,
+            written_tables,
         };
         match work(&mut tx, self) {
             Ok(value) => {
                 if !tx.commits {
                     self.transaction = Some(tx.transaction);
+                    self.written_tables = tx.written_tables;
                 } else if !tx.ended && tx.transaction.has_sent() {
                     tx.transaction.execute(ExecuteMode::Commit)?.wait()?;
                 }
@@ -297,6 +304,7 @@ impl<'c> Session<'c> {
 
     pub fn commit(&mut self) -> SqlResult<()> {
         self.explicit = false;
+        self.written_tables.clear();
         if let Some(mut transaction) = self.transaction.take().filter(Transaction::has_sent) {
             transaction.execute(ExecuteMode::Commit)?.wait()?;
         }
@@ -305,6 +313,7 @@ impl<'c> Session<'c> {
 
     pub fn rollback(&mut self) -> SqlResult<()> {
         self.explicit = false;
+        self.written_tables.clear();
         if let Some(mut transaction) = self.transaction.take().filter(Transaction::has_sent) {
             match transaction.execute(ExecuteMode::Rollback)?.wait() {
                 // A transaction the cluster ended already (timeout, failure) is rolled back.
@@ -338,6 +347,7 @@ pub struct Tx<'c> {
     /// Whether the statement ends the transaction (autocommit).
     commits: bool,
     ended: bool,
+    written_tables: Vec<u32>,
 }
 
 impl Tx<'_> {
@@ -354,9 +364,19 @@ impl Tx<'_> {
         Ok(self.transaction.execute(mode)?.wait()?)
     }
 
-    /// Whether a read needs a lock to be consistent with the statement's writes: inside a
-    /// longer transaction, reads see committed rows unless asked to lock.
-    pub fn ends_with_statement(&self) -> bool {
-        self.commits
+    /// Notes that the transaction writes `table_id`.
+    pub fn wrote(&mut self, table_id: u32) {
+        if !self.written_tables.contains(&table_id) {
+            self.written_tables.push(table_id);
+        }
+    }
+
+    /// The lock a read of `table_id` needs to see the transaction's own changes.
+    pub fn read_lock(&self, table_id: u32, asked: LockKind) -> LockKind {
+        if asked == LockKind::Committed && self.written_tables.contains(&table_id) {
+            LockKind::Shared
+        } else {
+            asked
+        }
     }
 }
