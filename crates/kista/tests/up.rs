@@ -29,6 +29,7 @@ fn kista_up_starts_a_cluster_that_serves_and_sigterm_stops_every_process() {
     let dir = std::env::temp_dir().join(format!("kista-up-{}", std::process::id()));
     let dir_arg = dir.display().to_string();
     let port = free_port().to_string();
+    let sql_port = free_port().to_string();
     let up = KistaProcess::spawn(&[
         "up",
         "--dir",
@@ -39,6 +40,8 @@ fn kista_up_starts_a_cluster_that_serves_and_sigterm_stops_every_process() {
         "0",
         "--data-memory",
         "64M",
+        "--sql-port",
+        &sql_port,
     ]);
     let mgm = up.address.to_string();
     let _guard = ShutdownOnDrop(mgm.clone());
@@ -55,6 +58,8 @@ fn kista_up_starts_a_cluster_that_serves_and_sigterm_stops_every_process() {
     assert!(stdout.contains("0 missing, 0 wrong"), "{stdout}");
     assert!(dir.join("cluster.toml").exists());
     assert!(dir.join("logs").join("data-node-1.log").exists());
+    let sql = format!("127.0.0.1:{sql_port}");
+    assert!(TcpStream::connect(&sql).is_ok(), "the SQL front end serves");
 
     let (success, out, err) = up.stop();
     assert!(success, "{out}\n{err}");
@@ -62,6 +67,10 @@ fn kista_up_starts_a_cluster_that_serves_and_sigterm_stops_every_process() {
     assert!(
         TcpStream::connect(&mgm).is_err(),
         "the management server stopped with it"
+    );
+    assert!(
+        TcpStream::connect(&sql).is_err(),
+        "the SQL front end stopped with it"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,0 +1,82 @@
+"""A PyMySQL session against `kista sql`: connect, DDL, DML, transactions and errors.
+
+Run by crates/kista/tests/sql.rs with the front end's port; exits non-zero (with the
+failed assertion) when the server does not behave as MySQL does.
+"""
+import decimal
+import sys
+
+import pymysql
+
+port = int(sys.argv[1])
+conn = pymysql.connect(host="127.0.0.1", port=port, user="root", password="", autocommit=True)
+cur = conn.cursor()
+
+cur.execute("CREATE DATABASE py")
+cur.execute("USE py")
+cur.execute(
+    "CREATE TABLE accounts (id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, "
+    "owner VARCHAR(40) NOT NULL, balance DECIMAL(12,2) NOT NULL DEFAULT 0, "
+    "opened DATE, UNIQUE KEY by_owner (owner))"
+)
+
+# Parameters are quoted by the driver; AUTO_INCREMENT values come back as lastrowid.
+cur.execute("INSERT INTO accounts (owner, balance, opened) VALUES (%s, %s, %s)", ("ada", "100.50", "2024-02-29"))
+first = cur.lastrowid
+assert first >= 1, first
+cur.executemany("INSERT INTO accounts (owner, balance) VALUES (%s, %s)", [("bob", 20), ("cy", 5)])
+assert cur.rowcount == 2, cur.rowcount
+
+cur.execute("SELECT id, owner, balance, opened FROM accounts WHERE id = %s", (first,))
+row = cur.fetchone()
+assert row[1] == "ada" and row[2] == decimal.Decimal("100.50"), row
+assert str(row[3]) == "2024-02-29", row
+
+cur.execute("SELECT owner FROM accounts WHERE owner = 'bob'")
+assert cur.fetchall() == (("bob",),)
+cur.execute("SELECT COUNT(*), SUM(balance) FROM accounts")
+assert cur.fetchone() == (3, decimal.Decimal("125.50"))
+cur.execute("SELECT owner FROM accounts WHERE balance BETWEEN 1 AND 50 ORDER BY owner DESC")
+assert cur.fetchall() == (("cy",), ("bob",))
+
+# Errors carry MySQL's codes.
+def error_code(sql, args=None):
+    try:
+        cur.execute(sql, args)
+    except pymysql.MySQLError as error:
+        return error.args[0]
+    raise AssertionError("no error from " + sql)
+
+assert error_code("INSERT INTO accounts (id, owner) VALUES (%s, 'dup')", (first,)) == 1062
+assert error_code("SELECT nothing FROM accounts") == 1054
+assert error_code("SELECT * FROM missing") == 1146
+assert error_code("SELEKT 1") == 1064
+assert error_code("INSERT INTO accounts (owner, balance) VALUES (NULL, 1)") == 1048
+assert error_code("INSERT INTO accounts (owner) VALUES (%s)", ("x" * 41,)) == 1406
+
+# A transaction sees its own changes; ROLLBACK undoes them, COMMIT keeps them.
+conn.begin()
+cur.execute("UPDATE accounts SET balance = balance - 10 WHERE owner = 'ada'")
+cur.execute("UPDATE accounts SET balance = balance + 10 WHERE owner = 'bob'")
+cur.execute("SELECT balance FROM accounts WHERE id = %s", (first,))
+assert cur.fetchone() == (decimal.Decimal("90.50"),)
+conn.rollback()
+cur.execute("SELECT balance FROM accounts WHERE id = %s", (first,))
+assert cur.fetchone() == (decimal.Decimal("100.50"),)
+
+conn.begin()
+cur.execute("DELETE FROM accounts WHERE owner = 'cy'")
+conn.commit()
+cur.execute("SELECT COUNT(*) FROM accounts")
+assert cur.fetchone() == (2,)
+
+# A second connection sees what the first committed.
+other = pymysql.connect(host="127.0.0.1", port=port, user="root", password="", database="py")
+with other.cursor() as c:
+    c.execute("SELECT owner FROM accounts ORDER BY id")
+    assert c.fetchall() == (("ada",), ("bob",))
+other.close()
+
+cur.execute("DROP DATABASE py")
+conn.close()
+print("pymysql session ok")
