@@ -63,6 +63,8 @@ pub struct Catalog {
     /// Print why connections broke (`--verbose`).
     pub log_connection_errors: bool,
     tables: Mutex<HashMap<String, Arc<SqlTable>>>,
+    /// Bumped whenever a cached table is forgotten: plans bound before are stale.
+    generation: std::sync::atomic::AtomicU64,
     counters: Mutex<HashMap<u32, Reserved>>,
     system: Mutex<Option<(Table, Table)>>,
 }
@@ -105,6 +107,7 @@ impl Catalog {
             connections: Arc::default(),
             log_connection_errors: false,
             tables: Mutex::new(HashMap::new()),
+            generation: std::sync::atomic::AtomicU64::new(0),
             counters: Mutex::new(HashMap::new()),
             system: Mutex::new(None),
         }
@@ -293,6 +296,22 @@ impl Catalog {
     /// Forgets what is cached of a table (it changed or vanished).
     pub fn forget(&self, database: &str, name: &str) {
         lock(&self.tables).remove(&cluster_name(database, name));
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Forgets every cached table: after the cluster said a table changed (error 241), as
+    /// another front end may have changed any.
+    pub fn forget_all(&self) {
+        lock(&self.tables).clear();
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Changes with every [`Catalog::forget`]; a plan bound at another generation may name
+    /// a table that changed.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::Acquire)
     }
 
     fn auto_increment_column(&self, full: &str) -> SqlResult<Option<usize>> {

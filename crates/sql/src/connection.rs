@@ -15,7 +15,7 @@ use crate::protocol::packet::{PacketError, PacketStream};
 use crate::protocol::results::{self, ColumnDefinition};
 use crate::protocol::wire::{put_lenenc_int, put_u16, put_u32, Input, Malformed};
 use crate::protocol::{capability, column_type, command, status};
-use crate::session::{parse, Outcome, Parsed, Session};
+use crate::session::{parse, Outcome, Parsed, PlanCache, Session};
 
 /// Prepared statements one connection may hold (MySQL's `max_prepared_stmt_count` is
 /// server-wide, 16382).
@@ -28,6 +28,7 @@ struct Prepared {
     types: Vec<(u8, bool)>,
     /// Values sent with COM_STMT_SEND_LONG_DATA, by parameter.
     long_data: HashMap<usize, Vec<u8>>,
+    plan: PlanCache,
 }
 
 /// Why a connection ended other than by the client quitting.
@@ -344,6 +345,7 @@ impl<S: Read + Write> Connection<'_, S> {
                 parameters,
                 types: vec![(column_type::VAR_STRING, false); parameters],
                 long_data: HashMap::new(),
+                plan: PlanCache::default(),
             },
         );
     }
@@ -378,9 +380,9 @@ impl<S: Read + Write> Connection<'_, S> {
                 }
             }
         }
-        let statement = self.prepared.remove(&id).expect("statement found above");
-        let outcome = self.session.execute(&statement.parsed, &params);
-        self.prepared.insert(id, statement);
+        let outcome = self
+            .session
+            .execute_cached(&statement.parsed, &mut statement.plan, &params);
         self.send_outcome(outcome, true);
         Ok(())
     }

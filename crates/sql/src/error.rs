@@ -9,6 +9,9 @@ pub struct SqlError {
     pub code: u16,
     pub state: &'static str,
     pub message: String,
+    /// The cluster refused an operation built from an old table definition (error 241):
+    /// the statement may run again with the table looked up afresh.
+    pub stale_schema: bool,
 }
 
 pub type SqlResult<T> = Result<T, SqlError>;
@@ -19,6 +22,7 @@ impl SqlError {
             code,
             state,
             message: message.into(),
+            stale_schema: false,
         }
     }
 
@@ -132,6 +136,10 @@ impl SqlError {
     pub fn from_cluster(error: &ClientError) -> Self {
         let message = error.to_string();
         match error.code() {
+            241 => Self {
+                stale_schema: true,
+                ..Self::new(1412, "HY000", format!("Table definition has changed, please retry transaction ({message})"))
+            },
             266 => Self::new(
                 1205,
                 "HY000",

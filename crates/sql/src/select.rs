@@ -49,16 +49,6 @@ pub struct SelectPlan {
     needed_columns: Vec<usize>,
 }
 
-pub fn run(
-    session: &mut Session,
-    query: &ast::Query,
-    placeholders: &[Location],
-    params: &[Value],
-) -> SqlResult<Outcome> {
-    let plan = bind_query(session, query, placeholders)?;
-    execute(session, &plan, params)
-}
-
 /// Binds a query (SELECT only; no joins, subqueries or set operations yet).
 pub fn bind_query(
     session: &Session,

@@ -57,6 +57,14 @@ impl Outcome {
     }
 }
 
+/// A prepared query's bound plan, with what it was bound under.
+#[derive(Default)]
+pub struct PlanCache {
+    generation: u64,
+    database: Option<String>,
+    plan: Option<std::sync::Arc<select::SelectPlan>>,
+}
+
 /// A statement parsed once, with where each `?` is.
 pub struct Parsed {
     pub statement: Statement,
@@ -195,14 +203,64 @@ impl<'c> Session<'c> {
         }
     }
 
-    /// Runs one parsed statement with `params` for its `?`s.
+    /// Runs one parsed statement with `params` for its `?`s. A statement of its own
+    /// (autocommit) refused because a table changed under it runs once more with the
+    /// tables looked up afresh.
     pub fn execute(&mut self, parsed: &Parsed, params: &[Value]) -> SqlResult<Outcome> {
+        self.execute_cached(parsed, &mut PlanCache::default(), params)
+    }
+
+    /// Like [`Session::execute`], keeping a query's bound plan in `cache` for the next
+    /// execution (prepared statements): binding costs more than running a key read.
+    pub fn execute_cached(
+        &mut self,
+        parsed: &Parsed,
+        cache: &mut PlanCache,
+        params: &[Value],
+    ) -> SqlResult<Outcome> {
+        match self.execute_once(parsed, cache, params) {
+            Err(error) if error.stale_schema && self.transaction.is_none() => {
+                self.catalog.forget_all();
+                self.execute_once(parsed, cache, params)
+            }
+            other => other,
+        }
+    }
+
+    fn execute_once(
+        &mut self,
+        parsed: &Parsed,
+        cache: &mut PlanCache,
+        params: &[Value],
+    ) -> SqlResult<Outcome> {
+        if let Statement::Query(query) = &parsed.statement {
+            self.warnings.clear();
+            let generation = self.catalog.generation();
+            let database_changed = cache.database != self.database;
+            let plan = match &cache.plan {
+                Some(plan) if cache.generation == generation && !database_changed => plan.clone(),
+                _ => {
+                    let plan =
+                        std::sync::Arc::new(select::bind_query(self, query, &parsed.placeholders)?);
+                    *cache = PlanCache {
+                        generation,
+                        database: self.database.clone(),
+                        plan: Some(plan.clone()),
+                    };
+                    plan
+                }
+            };
+            return select::execute(self, &plan, params);
+        }
+        self.execute_uncached(parsed, params)
+    }
+
+    fn execute_uncached(&mut self, parsed: &Parsed, params: &[Value]) -> SqlResult<Outcome> {
         let is_show_warnings = matches!(&parsed.statement, Statement::ShowVariable { variable } if variable.first().is_some_and(|v| v.value.eq_ignore_ascii_case("warnings")));
         if !is_show_warnings {
             self.warnings.clear();
         }
         match &parsed.statement {
-            Statement::Query(query) => select::run(self, query, &parsed.placeholders, params),
             Statement::Insert(insert) => dml::insert(self, insert, &parsed.placeholders, params),
             Statement::Update {
                 table,
