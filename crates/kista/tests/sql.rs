@@ -103,7 +103,6 @@ fn text(bytes: &[u8]) -> String {
 #[test]
 fn the_mysql_client_runs_a_session_with_ddl_transactions_and_errors() {
     let up = Up::start("mysql");
-    let port = up.sql_port.to_string();
     let script = "
         SELECT @@version_comment, 1 + 1 AS two;
         CREATE DATABASE shop;
@@ -126,12 +125,7 @@ fn the_mysql_client_runs_a_session_with_ddl_transactions_and_errors() {
         DESCRIBE items;
         DROP DATABASE shop;
     ";
-    let output = run_client(
-        "mysql",
-        &["--force", "-h", "127.0.0.1", "-P", &port, "-u", "root"],
-        script,
-    );
-    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    let (stdout, stderr) = mysql_script(up.sql_port, script);
     let lines: Vec<&str> = stdout.lines().collect();
     let expect = |line: &str| {
         assert!(
@@ -172,6 +166,15 @@ fn pymysql_runs_a_session_with_ddl_transactions_and_errors() {
         text(&output.stderr)
     );
     assert!(text(&output.stdout).contains("pymysql session ok"));
+}
+
+/// Runs `script` through the mysql client, going on after errors (`--force`); returns
+/// its standard output (tab-separated results) and error output.
+fn mysql_script(port: u16, script: &str) -> (String, String) {
+    let port = port.to_string();
+    let args = ["--force", "-h", "127.0.0.1", "-P", &port, "-u", "root"];
+    let output = run_client("mysql", &args, script);
+    (text(&output.stdout), text(&output.stderr))
 }
 
 /// Runs one sysbench command against the front end; returns its output.
@@ -304,4 +307,76 @@ fn two_front_ends_share_tables_and_counters_and_survive_each_others_schema_chang
         "AUTO_INCREMENT values are unique: {ids:?}"
     );
     drop(second);
+}
+
+#[test]
+fn joins_use_batched_key_lookups_and_information_schema_describes_the_tables() {
+    let up = Up::start("joins");
+    let script = "
+        CREATE DATABASE j;
+        USE j;
+        CREATE TABLE customers (id INT NOT NULL PRIMARY KEY, name VARCHAR(20) NOT NULL, UNIQUE KEY by_name (name));
+        CREATE TABLE orders (id INT NOT NULL PRIMARY KEY, customer INT, total INT NOT NULL, KEY by_customer (customer));
+        INSERT INTO customers VALUES (1, 'ada'), (2, 'bob'), (3, 'cy');
+        INSERT INTO orders VALUES (10, 1, 100), (11, 1, 50), (12, 2, 70), (13, NULL, 5), (14, 9, 1);
+        SELECT o.id, c.name, o.total FROM orders o JOIN customers c ON c.id = o.customer ORDER BY o.id;
+        SELECT c.name, o.id FROM customers c LEFT JOIN orders o ON o.customer = c.id ORDER BY c.name, o.id;
+        SELECT c.name, SUM(o.total) AS spent FROM orders o, customers c WHERE c.id = o.customer GROUP BY c.name ORDER BY spent DESC;
+        SELECT o.id FROM orders o JOIN customers c ON c.name = 'bob' AND c.id = o.customer;
+        EXPLAIN SELECT o.id, c.name FROM orders o JOIN customers c ON c.id = o.customer;
+        EXPLAIN SELECT c.name, o.id FROM customers c LEFT JOIN orders o ON o.customer = c.id;
+        SELECT TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'j' ORDER BY TABLE_NAME;
+        SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COLUMN_KEY FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'j' AND TABLE_NAME = 'orders' ORDER BY ORDINAL_POSITION;
+        SELECT INDEX_NAME, COLUMN_NAME, NON_UNIQUE FROM information_schema.STATISTICS WHERE TABLE_NAME = 'customers' ORDER BY INDEX_NAME;
+        SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'j';
+        SELECT * FROM information_schema.ENGINES;
+    ";
+    let (stdout, stderr) = mysql_script(up.sql_port, script);
+    let lines: Vec<&str> = stdout.lines().collect();
+    let position = |line: &str| {
+        lines
+            .iter()
+            .position(|l| *l == line)
+            .unwrap_or_else(|| panic!("no line {line:?} in:\n{stdout}\n{stderr}"))
+    };
+    // Inner join: orders without a customer, or with an unknown one, drop out.
+    let inner = position("10\tada\t100");
+    assert_eq!(
+        &lines[inner..inner + 3],
+        ["10\tada\t100", "11\tada\t50", "12\tbob\t70"]
+    );
+    assert!(
+        !stdout.contains("\t5\n") && !stdout.contains("14\t"),
+        "{stdout}"
+    );
+    // Left join: a customer with no order keeps a row, with NULL.
+    let left = position("ada\t10");
+    assert_eq!(
+        &lines[left..left + 4],
+        ["ada\t10", "ada\t11", "bob\t12", "cy\tNULL"]
+    );
+    let grouped = position("ada\t150");
+    assert_eq!(lines[grouped + 1], "bob\t70");
+    assert_eq!(lines[position("12") - 1], "id", "{stdout}");
+    position("j.orders: scan of all partitions in parallel; then join j.customers: batched primary key lookups");
+    position("j.customers: scan of all partitions in parallel; then left join j.orders: one scan of all partitions, matched in the front end");
+    position("customers\tBASE TABLE");
+    position("orders\tBASE TABLE");
+    let columns = position("id\tint\tNO\tPRI");
+    assert_eq!(
+        &lines[columns..columns + 3],
+        [
+            "id\tint\tNO\tPRI",
+            "customer\tint\tYES\tMUL",
+            "total\tint\tNO\t"
+        ]
+    );
+    position("PRIMARY\tid\t0");
+    position("by_name\tname\t0");
+    position("j");
+    assert!(
+        stderr.contains("ERROR 1109 (42S02)"),
+        "unknown information_schema table:\n{stderr}"
+    );
+    assert_eq!(stderr.matches("ERROR").count(), 1, "{stderr}");
 }

@@ -11,6 +11,7 @@ use crate::catalog::{check_name, cluster_name};
 use crate::ddl::{self, type_name};
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{bind, eval, like, Binder};
+use crate::information_schema;
 use crate::output;
 use crate::select::{self, split_name};
 use crate::session::{Outcome, Session, SERVER_VERSION};
@@ -550,31 +551,9 @@ fn describe(session: &Session, database: &str, name: &str) -> SqlResult<Outcome>
         .iter()
         .enumerate()
         .map(|(position, column)| {
-            let key = if schema.primary_key.contains(&position) {
-                "PRI"
-            } else if table.table.indexes().any(|(_, i)| {
-                i.columns.first() == Some(&position)
-                    && i.kind == kista_client::schema::IndexKind::Unique
-            }) {
-                "UNI"
-            } else if table
-                .table
-                .indexes()
-                .any(|(_, i)| i.columns.first() == Some(&position))
-            {
-                "MUL"
-            } else {
-                ""
-            };
-            let default = column
-                .default
-                .as_ref()
-                .map_or(Value::Null, |v| Value::Bytes(crate::value::to_text(v)));
-            let extra = if table.auto_increment == Some(position) {
-                "auto_increment"
-            } else {
-                ""
-            };
+            let key = information_schema::column_key(&table, position);
+            let default = information_schema::column_default(column);
+            let extra = information_schema::column_extra(&table, position);
             vec![
                 text(column.name.clone()),
                 text(type_name(column.column_type)),
@@ -594,29 +573,19 @@ fn describe(session: &Session, database: &str, name: &str) -> SqlResult<Outcome>
 fn show_index(session: &Session, database: &str, name: &str) -> SqlResult<Outcome> {
     let table = session.catalog.table(database, name)?;
     let schema = table.schema();
-    let mut rows = Vec::new();
-    for (_, index) in table.table.indexes() {
-        let unique = index.name == ddl::PRIMARY_INDEX
-            || index.kind == kista_client::schema::IndexKind::Unique;
-        for (sequence, &column) in index.columns.iter().enumerate() {
-            rows.push(vec![
+    let rows = information_schema::index_columns(&table)
+        .into_iter()
+        .map(|entry| {
+            vec![
                 text(table.name.clone()),
-                Value::Int(i64::from(!unique)),
-                text(index.name.clone()),
-                Value::Int(sequence as i64 + 1),
-                text(schema.columns[column].name.clone()),
-                text(
-                    if index.kind == kista_client::schema::IndexKind::Unique
-                        && index.name != ddl::PRIMARY_INDEX
-                    {
-                        "HASH"
-                    } else {
-                        "BTREE"
-                    },
-                ),
-            ]);
-        }
-    }
+                Value::Int(i64::from(!entry.unique)),
+                text(entry.index),
+                Value::Int(entry.sequence as i64),
+                text(schema.columns[entry.column].name.clone()),
+                text(entry.index_type),
+            ]
+        })
+        .collect();
     Ok(text_result(
         &[
             "Table",

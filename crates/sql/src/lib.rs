@@ -9,6 +9,8 @@ pub mod ddl;
 pub mod dml;
 pub mod error;
 pub mod expr;
+pub mod information_schema;
+pub mod join;
 pub mod output;
 pub mod plan;
 pub mod protocol;

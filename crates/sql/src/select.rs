@@ -12,16 +12,19 @@ use sqlparser::ast::{
 use sqlparser::tokenizer::Location;
 
 use kista_client::filter::{CompareOp as FilterOp, Filter};
+use kista_client::schema::TableSchema;
 use kista_client::types::{ColumnType, Value};
 use kista_client::{IndexBound, LockKind, ScanSpec};
 
 use crate::catalog::SqlTable;
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{bind, eval, Aggregate, AggregateKind, Binder, CompareOp, Expr, ScopeColumn};
+use crate::information_schema::{self, SystemTable};
+use crate::join::{self, JoinedTable};
 use crate::output::{self, Origin};
 use crate::plan::{choose_access, pushable, Access};
 use crate::session::{Outcome, Session, Tx, RESULT_ROWS_MAX};
-use crate::value::{coerce, compare, to_i64};
+use crate::value::{compare, fit_exactly, to_i64};
 
 /// One output column: its name and how to compute it from a (grouped) row.
 struct OutputColumn {
@@ -32,6 +35,10 @@ struct OutputColumn {
 /// A bound single-table (or table-less) SELECT.
 pub struct SelectPlan {
     table: Option<Arc<SqlTable>>,
+    /// An `information_schema` table instead (its rows are built when the query runs).
+    system: Option<(SystemTable, TableSchema)>,
+    /// With joins: how `table` (the first) is read, and the tables joined to it in order.
+    joins: Option<(Box<SelectPlan>, Vec<JoinedTable>)>,
     access: Access,
     filter: Option<Expr>,
     conjuncts: Vec<Expr>,
@@ -61,29 +68,87 @@ pub fn bind_query(
     let SetExpr::Select(select) = query.body.as_ref() else {
         return Err(SqlError::not_supported("UNION and other set operations"));
     };
+    let mut system = None;
+    // Every table in FROM order, whether a LEFT JOIN brought it, and its ON condition.
+    let mut from: Vec<FromItem> = Vec::new();
     let table = match select.from.as_slice() {
         [] => None,
-        [from] if from.joins.is_empty() => Some(table_of(session, &from.relation)?),
-        _ => return Err(SqlError::not_supported("joins")),
+        [only] if only.joins.is_empty() => match system_table_of(session, &only.relation)? {
+            Some(found) => {
+                system = Some(found);
+                None
+            }
+            None => Some(table_of(session, &only.relation)?),
+        },
+        items => {
+            for item in items {
+                let (table, alias) = table_of(session, &item.relation)?;
+                from.push(FromItem {
+                    table,
+                    alias,
+                    left: false,
+                    on: None,
+                });
+                for join in &item.joins {
+                    use ast::{JoinConstraint, JoinOperator};
+                    let (left, constraint) = match &join.join_operator {
+                        JoinOperator::Join(c)
+                        | JoinOperator::Inner(c)
+                        | JoinOperator::CrossJoin(c) => (false, c),
+                        JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (true, c),
+                        other => {
+                            return Err(SqlError::not_supported(
+                                format!("{other:?}")
+                                    .split('(')
+                                    .next()
+                                    .unwrap_or("join")
+                                    .to_uppercase()
+                                    + " JOIN",
+                            ))
+                        }
+                    };
+                    let on = match constraint {
+                        JoinConstraint::On(on) => Some(on),
+                        JoinConstraint::None => None,
+                        _ => return Err(SqlError::not_supported("JOIN ... USING / NATURAL JOIN")),
+                    };
+                    let (table, alias) = table_of(session, &join.relation)?;
+                    from.push(FromItem {
+                        table,
+                        alias,
+                        left,
+                        on,
+                    });
+                }
+            }
+            Some((from[0].table.clone(), from[0].alias.clone()))
+        }
     };
-    let scope: Vec<ScopeColumn> = match &table {
-        Some((table, alias)) => table
-            .schema()
+    let scope_of = |schema: &TableSchema, alias: &str| -> Vec<ScopeColumn> {
+        schema
             .columns
             .iter()
             .map(|c| ScopeColumn {
-                table: alias.clone(),
+                table: alias.to_string(),
                 name: c.name.clone(),
             })
+            .collect()
+    };
+    let scope: Vec<ScopeColumn> = match (&table, &system) {
+        _ if !from.is_empty() => from
+            .iter()
+            .flat_map(|item| scope_of(item.table.schema(), &item.alias))
             .collect(),
-        None => Vec::new(),
+        (Some((table, alias)), _) => scope_of(table.schema(), alias),
+        (None, Some((_, schema, alias))) => scope_of(schema, alias),
+        (None, None) => Vec::new(),
     };
     let mut aggregates = Vec::new();
     let mut outputs = Vec::new();
     for item in &select.projection {
         match item {
             SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
-                if table.is_none() {
+                if scope.is_empty() {
                     return Err(SqlError::new(1096, "HY000", "No tables used"));
                 }
                 for (position, column) in scope.iter().enumerate() {
@@ -212,9 +277,14 @@ pub fn bind_query(
     };
     let grouped = !group_by.is_empty() || !aggregates.is_empty();
     let conjuncts = filter.clone().map(Expr::conjuncts).unwrap_or_default();
+    let joins = if from.is_empty() {
+        None
+    } else {
+        Some(bind_joins(&from, &scope, &conjuncts, placeholders, lock)?)
+    };
     let access = match &table {
-        Some((table, _)) => choose_access(table, &conjuncts),
-        None => Access::Scan,
+        Some((table, _)) if joins.is_none() => choose_access(table, &conjuncts),
+        _ => Access::Scan,
     };
     let mut needed = HashSet::new();
     let mut note = |e: &Expr| {
@@ -235,7 +305,7 @@ pub fn bind_query(
         .for_each(&mut note);
     let mut needed_columns: Vec<usize> = needed.into_iter().collect();
     needed_columns.sort_unstable();
-    if needed_columns.len() == scope.len() {
+    if needed_columns.len() == scope.len() || joins.is_some() {
         needed_columns.clear();
     } else if needed_columns.is_empty() && !scope.is_empty() {
         // COUNT(*): any one column shows the row exists.
@@ -243,6 +313,8 @@ pub fn bind_query(
     }
     Ok(SelectPlan {
         table: table.map(|(t, _)| t),
+        system: system.map(|(kind, schema, _)| (kind, schema)),
+        joins,
         access,
         filter,
         conjuncts,
@@ -261,6 +333,39 @@ pub fn bind_query(
 }
 
 impl SelectPlan {
+    /// A plan reading `table`'s rows that pass `conjuncts` (bound over its row), every
+    /// column, under `lock`.
+    fn for_write_bound(
+        table: &Arc<SqlTable>,
+        conjuncts: Vec<Expr>,
+        limit: Option<Expr>,
+        lock: LockKind,
+    ) -> Self {
+        let filter = conjuncts
+            .iter()
+            .cloned()
+            .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)));
+        Self {
+            access: choose_access(table, &conjuncts),
+            table: Some(table.clone()),
+            system: None,
+            joins: None,
+            filter,
+            conjuncts,
+            outputs: Vec::new(),
+            aggregates: Vec::new(),
+            group_by: Vec::new(),
+            grouped: false,
+            having: None,
+            distinct: false,
+            order_by: Vec::new(),
+            limit,
+            offset: None,
+            lock,
+            needed_columns: Vec::new(),
+        }
+    }
+
     /// The rows an UPDATE or DELETE changes: every column, under an exclusive lock.
     pub fn for_write(
         table: &Arc<SqlTable>,
@@ -293,24 +398,13 @@ impl SelectPlan {
             inserted_row_at: None,
         };
         let limit = limit.map(|e| bind(&mut limit_binder, e)).transpose()?;
-        let conjuncts = filter.clone().map(Expr::conjuncts).unwrap_or_default();
-        Ok(Self {
-            access: choose_access(table, &conjuncts),
-            table: Some(table.clone()),
-            filter,
+        let conjuncts = filter.map(Expr::conjuncts).unwrap_or_default();
+        Ok(Self::for_write_bound(
+            table,
             conjuncts,
-            outputs: Vec::new(),
-            aggregates: Vec::new(),
-            group_by: Vec::new(),
-            grouped: false,
-            having: None,
-            distinct: false,
-            order_by: Vec::new(),
             limit,
-            offset: None,
-            lock: LockKind::Exclusive,
-            needed_columns: Vec::new(),
-        })
+            LockKind::Exclusive,
+        ))
     }
 
     /// `rows` cut to the plan's LIMIT.
@@ -328,6 +422,172 @@ impl SelectPlan {
         }
         Ok(rows)
     }
+}
+
+/// A table of FROM: its name in the query, whether a LEFT JOIN brought it, its ON.
+struct FromItem<'q> {
+    table: Arc<SqlTable>,
+    alias: String,
+    left: bool,
+    on: Option<&'q ast::Expr>,
+}
+
+/// The joins of FROM: the first table's own plan (the WHERE's conditions on it alone), and
+/// for each next table how its rows are found.
+fn bind_joins(
+    from: &[FromItem],
+    scope: &[ScopeColumn],
+    conjuncts: &[Expr],
+    placeholders: &[Location],
+    lock: LockKind,
+) -> SqlResult<(Box<SelectPlan>, Vec<JoinedTable>)> {
+    let within = |e: &Expr, low: usize, high: usize| {
+        e.column_span().is_some_and(|(a, b)| a >= low && b < high)
+    };
+    let first = &from[0].table;
+    let first_width = first.schema().columns.len();
+    let first_conjuncts: Vec<Expr> = conjuncts
+        .iter()
+        .filter(|c| within(c, 0, first_width))
+        .cloned()
+        .collect();
+    let mut first_plan = SelectPlan::for_write_bound(first, first_conjuncts, None, lock);
+    first_plan.needed_columns.clear();
+    let mut joined = Vec::new();
+    let mut offset = first_width;
+    for FromItem {
+        table, left, on, ..
+    } in &from[1..]
+    {
+        let width = table.schema().columns.len();
+        let on = match on {
+            Some(on) => {
+                let mut binder = Binder {
+                    columns: scope,
+                    placeholders,
+                    aggregates: None,
+                    place: "on clause",
+                    inserted_row_at: None,
+                };
+                Some(bind(&mut binder, on)?)
+            }
+            None => None,
+        };
+        let mut usable: Vec<Expr> = on.clone().map(Expr::conjuncts).unwrap_or_default();
+        if !left {
+            usable.extend(conjuncts.iter().cloned());
+        }
+        let lookup = join::choose_lookup(table, offset, &usable);
+        let pushed = usable
+            .iter()
+            .filter(|c| within(c, offset, offset + width))
+            .map(|c| c.rebased(offset))
+            .collect();
+        // An inner join's WHERE conditions are checked once every table is joined; its ON
+        // is checked as each pair is formed.
+        joined.push(JoinedTable {
+            table: table.clone(),
+            offset,
+            left: *left,
+            on,
+            lookup,
+            pushed,
+        });
+        offset += width;
+    }
+    Ok((Box::new(first_plan), joined))
+}
+
+/// The joined rows (before the WHERE is checked on them).
+fn fetch_joined(
+    tx: &mut Tx,
+    session: &Session,
+    plan: &SelectPlan,
+    first: &SelectPlan,
+    joined: &[JoinedTable],
+    params: &[Value],
+) -> SqlResult<Vec<Vec<Value>>> {
+    let Some(first_table) = &first.table else {
+        return Ok(Vec::new());
+    };
+    let mut rows = fetch(tx, session, first, first_table, params, false)?;
+    for step in joined {
+        let pushed_filter = |conditions: &[Expr]| -> Option<Filter> {
+            let filters: Vec<Filter> = conditions
+                .iter()
+                .filter(|c| pushable(c))
+                .filter_map(|c| to_filter(session, &step.table, c, params))
+                .collect();
+            match filters.len() {
+                0 => None,
+                1 => filters.into_iter().next(),
+                _ => Some(Filter::And(filters)),
+            }
+        };
+        rows = join::extend(tx, session, rows, step, params, pushed_filter)?;
+    }
+    let variable = |name: &str| session.variable(name);
+    let ctx = session.eval_context(params, &[], &variable);
+    let mut kept = Vec::with_capacity(rows.len());
+    for row in rows {
+        let passes = match &plan.filter {
+            Some(filter) => crate::value::truth(&eval(filter, &row, &ctx)?) == Some(true),
+            None => true,
+        };
+        if passes {
+            kept.push(row);
+        }
+    }
+    Ok(kept)
+}
+
+/// An `information_schema` table's rows that pass the WHERE.
+fn system_rows(
+    session: &Session,
+    plan: &SelectPlan,
+    system: SystemTable,
+    params: &[Value],
+) -> SqlResult<Vec<Vec<Value>>> {
+    let variable = |name: &str| session.variable(name);
+    let ctx = session.eval_context(params, &[], &variable);
+    let mut rows = system.rows(session.catalog)?;
+    if let Some(filter) = &plan.filter {
+        let mut kept = Vec::with_capacity(rows.len());
+        for row in rows {
+            if crate::value::truth(&eval(filter, &row, &ctx)?) == Some(true) {
+                kept.push(row);
+            }
+        }
+        rows = kept;
+    }
+    Ok(rows)
+}
+
+/// The `information_schema` table a FROM item names, its schema and alias; `None` for any
+/// other table.
+fn system_table_of(
+    session: &Session,
+    relation: &TableFactor,
+) -> SqlResult<Option<(SystemTable, TableSchema, String)>> {
+    let TableFactor::Table { name, alias, .. } = relation else {
+        return Ok(None);
+    };
+    let parts: Vec<&str> = name
+        .0
+        .iter()
+        .filter_map(|p| p.as_ident())
+        .map(|i| i.value.as_str())
+        .collect();
+    let table = match parts.as_slice() {
+        [database, table] if database.eq_ignore_ascii_case(information_schema::DATABASE) => *table,
+        [table] if session.database.as_deref() == Some(information_schema::DATABASE) => *table,
+        _ => return Ok(None),
+    };
+    let system = SystemTable::named(table)?;
+    let alias = alias
+        .as_ref()
+        .map_or_else(|| table.to_string(), |a| a.name.value.clone());
+    Ok(Some((system, system.schema(), alias)))
 }
 
 /// The table a FROM item names, and the name its columns are qualified with.
@@ -421,19 +681,21 @@ fn key_values(
     exprs: &[Expr],
     params: &[Value],
 ) -> SqlResult<Option<Vec<Value>>> {
-    let mut key = Vec::with_capacity(exprs.len());
-    for (&column, expr) in columns.iter().zip(exprs) {
-        let value = constant(session, expr, params)?;
-        let column = &table.schema().columns[column];
-        match coerce(&value, column.column_type, &column.name) {
-            Ok(v) if !v.is_null() && compare(&v, &value) == Some(Ordering::Equal) => key.push(v),
-            _ => return Ok(None),
-        }
-    }
-    Ok(Some(key))
+    let variable = |name: &str| session.variable(name);
+    let ctx = session.eval_context(params, &[], &variable);
+    join::key_of(table, columns, exprs, &[], &ctx)
 }
 
 pub fn execute(session: &mut Session, plan: &SelectPlan, params: &[Value]) -> SqlResult<Outcome> {
+    if let Some((system, _)) = &plan.system {
+        let rows = system_rows(session, plan, *system, params)?;
+        return finish(session, plan, rows, params);
+    }
+    if let Some((first, joined)) = &plan.joins {
+        let rows = session
+            .transactional(|tx, session| fetch_joined(tx, session, plan, first, joined, params))?;
+        return finish(session, plan, rows, params);
+    }
     let rows = match &plan.table {
         None => vec![Vec::new()],
         Some(table) => {
@@ -606,16 +868,13 @@ fn scan(
                     return Ok(Some(None));
                 };
                 let value = constant(session, expr, params)?;
-                let col = &table.schema().columns[*column];
-                match coerce(&value, col.column_type, &col.name) {
-                    Ok(v) if !v.is_null() && compare(&v, &value) == Some(Ordering::Equal) => {
-                        Ok(Some(Some(IndexBound {
-                            values: vec![v],
-                            inclusive: *inclusive,
-                        })))
-                    }
-                    _ => Ok(None),
-                }
+                let column_type = table.schema().columns[*column].column_type;
+                Ok(fit_exactly(&value, column_type).map(|v| {
+                    Some(IndexBound {
+                        values: vec![v],
+                        inclusive: *inclusive,
+                    })
+                }))
             };
             match (bound(lower)?, bound(upper)?) {
                 (Some(lower), Some(upper)) => {
@@ -667,9 +926,7 @@ fn scan(
 fn to_filter(session: &Session, table: &SqlTable, expr: &Expr, params: &[Value]) -> Option<Filter> {
     let column_value = |column: usize, e: &Expr| -> Option<Value> {
         let value = constant(session, e, params).ok()?;
-        let col = &table.schema().columns[column];
-        let fitted = coerce(&value, col.column_type, &col.name).ok()?;
-        (!fitted.is_null() && compare(&fitted, &value) == Some(Ordering::Equal)).then_some(fitted)
+        fit_exactly(&value, table.schema().columns[column].column_type)
     };
     let compare_filter = |column: usize, op: CompareOp, e: &Expr| -> Option<Filter> {
         let op = match op {
@@ -910,7 +1167,41 @@ fn rows_equal(a: &[Value], b: &[Value]) -> bool {
 /// known type.
 fn static_type<'p>(plan: &'p SelectPlan, expr: &Expr) -> (Option<ColumnType>, Option<Origin<'p>>) {
     match expr {
+        Expr::Column(c) if plan.joins.is_some() => {
+            let Some((first, joined)) = &plan.joins else {
+                unreachable!("just checked")
+            };
+            let mut tables: Vec<(&Arc<SqlTable>, usize)> =
+                first.table.iter().map(|t| (t, 0)).collect();
+            tables.extend(joined.iter().map(|j| (&j.table, j.offset)));
+            let Some(&(table, offset)) = tables.iter().rev().find(|(_, offset)| *offset <= *c)
+            else {
+                return (None, None);
+            };
+            let column = &table.schema().columns[*c - offset];
+            let nullable = column.nullable || joined.iter().any(|j| j.left && j.offset == offset);
+            let origin = Origin {
+                schema: &table.database,
+                table: &table.name,
+                column: &column.name,
+                nullable,
+            };
+            (Some(column.column_type), Some(origin))
+        }
         Expr::Column(c) => match &plan.table {
+            None if plan.system.is_some() => {
+                let Some((system, schema)) = &plan.system else {
+                    unreachable!("just checked")
+                };
+                let column = &schema.columns[*c];
+                let origin = Origin {
+                    schema: information_schema::DATABASE,
+                    table: system.name(),
+                    column: &column.name,
+                    nullable: column.nullable,
+                };
+                (Some(column.column_type), Some(origin))
+            }
             Some(table) => {
                 let column = &table.schema().columns[*c];
                 let origin = Origin {
@@ -989,7 +1280,16 @@ fn group(
         }
     }
     if groups.is_empty() && plan.group_by.is_empty() {
-        let width = plan.table.as_ref().map_or(0, |t| t.schema().columns.len());
+        let width = match (&plan.table, &plan.system) {
+            _ if plan.joins.is_some() => plan.joins.as_ref().map_or(0, |(_, joined)| {
+                joined
+                    .last()
+                    .map_or(0, |j| j.offset + j.table.schema().columns.len())
+            }),
+            (Some(table), _) => table.schema().columns.len(),
+            (None, Some((_, schema))) => schema.columns.len(),
+            (None, None) => 0,
+        };
         groups.push((
             Vec::new(),
             vec![Value::Null; width],
@@ -1152,6 +1452,11 @@ pub fn prepared_columns(
 
 /// The plan, for EXPLAIN.
 pub fn explain(plan: &SelectPlan) -> String {
+    if let Some((first, joined)) = &plan.joins {
+        let mut steps = vec![explain(first)];
+        steps.extend(joined.iter().map(JoinedTable::describe));
+        return steps.join("; then ");
+    }
     match &plan.table {
         Some(table) => format!(
             "{}.{}: {}",
@@ -1159,7 +1464,13 @@ pub fn explain(plan: &SelectPlan) -> String {
             table.name,
             plan.access.describe()
         ),
-        None => "no table".into(),
+        None => match &plan.system {
+            Some((system, _)) => format!(
+                "information_schema.{}: built by the front end from the catalog",
+                system.name()
+            ),
+            None => "no table".into(),
+        },
     }
 }
 

@@ -265,6 +265,14 @@ pub fn coerce(value: &Value, column_type: ColumnType, column: &str) -> SqlResult
     }
 }
 
+/// `value` as a value of `column_type` that compares equal to it, if there is one: a key
+/// or a bound the data nodes may use in its place (`'7'` for an INT column is 7; `7.5` or
+/// `'abc'` have none, and MySQL compares those as numbers, so the front end must).
+pub fn fit_exactly(value: &Value, column_type: ColumnType) -> Option<Value> {
+    let fitted = coerce(value, column_type, "").ok()?;
+    (!fitted.is_null() && compare(&fitted, value) == Some(Ordering::Equal)).then_some(fitted)
+}
+
 fn wrong(kind: &str, value: &Value, column: &str) -> SqlError {
     let text = String::from_utf8_lossy(&to_text(value)).into_owned();
     SqlError::wrong_value(kind, &text, column)

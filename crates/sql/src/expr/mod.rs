@@ -182,6 +182,66 @@ impl Expr {
         }
     }
 
+    /// The lowest and highest row position the expression reads (`None`: no column).
+    pub fn column_span(&self) -> Option<(usize, usize)> {
+        let mut span: Option<(usize, usize)> = None;
+        self.visit(&mut |e| {
+            if let Expr::Column(c) = e {
+                span = Some(span.map_or((*c, *c), |(low, high)| (low.min(*c), high.max(*c))));
+            }
+        });
+        span
+    }
+
+    /// The expression with every column position moved down by `offset` (it reads only
+    /// positions at or above `offset`): a join's conjunct on one table, for that table's
+    /// own row.
+    pub fn rebased(&self, offset: usize) -> Expr {
+        let mut copy = self.clone();
+        copy.visit_mut(&mut |e| {
+            if let Expr::Column(c) = e {
+                *c -= offset;
+            }
+        });
+        copy
+    }
+
+    fn visit_mut(&mut self, f: &mut impl FnMut(&mut Expr)) {
+        f(self);
+        match self {
+            Expr::Not(e) | Expr::Negate(e) | Expr::Cast(e, _) => e.visit_mut(f),
+            Expr::IsNull { expr, .. } => expr.visit_mut(f),
+            Expr::And(a, b)
+            | Expr::Or(a, b)
+            | Expr::Compare(_, a, b)
+            | Expr::Arithmetic(_, a, b) => {
+                a.visit_mut(f);
+                b.visit_mut(f);
+            }
+            Expr::InList { expr, list, .. } => {
+                expr.visit_mut(f);
+                list.iter_mut().for_each(|e| e.visit_mut(f));
+            }
+            Expr::Between {
+                expr, low, high, ..
+            } => {
+                expr.visit_mut(f);
+                low.visit_mut(f);
+                high.visit_mut(f);
+            }
+            Expr::Like { expr, pattern, .. } => {
+                expr.visit_mut(f);
+                pattern.visit_mut(f);
+            }
+            Expr::Call(_, args) => args.iter_mut().for_each(|e| e.visit_mut(f)),
+            Expr::Literal(_)
+            | Expr::Param(_)
+            | Expr::Column(_)
+            | Expr::Aggregate(_)
+            | Expr::SystemVariable(_) => {}
+        }
+    }
+
     /// The number of `?` parameters the expression uses (the highest index + 1).
     pub fn parameter_count(&self) -> usize {
         let mut count = 0;

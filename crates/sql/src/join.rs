@@ -1,0 +1,239 @@
+//! Joins, table by table from the left (inner and left outer). The first table is read
+//! through its own access path; each next table is reached by **batched key lookups** when
+//! the join conditions give its whole primary key (or a unique index) from the tables
+//! before it: the keys of up to [`LOOKUP_BATCH_ROWS`] rows go in one batch, one round trip
+//! (NDB's batched key access). Any other table is scanned once, with the conditions on it
+//! alone pushed to the data nodes, and matched in the front end.
+
+use std::sync::Arc;
+
+use kista_client::filter::Filter;
+use kista_client::schema::IndexKind;
+use kista_client::types::Value;
+use kista_client::{LockKind, ScanSpec};
+
+use crate::catalog::SqlTable;
+use crate::error::{SqlError, SqlResult};
+use crate::expr::{eval, CompareOp, Expr};
+use crate::session::{Session, Tx, RESULT_ROWS_MAX};
+use crate::value::{fit_exactly, truth};
+
+/// Left rows whose keys one lookup batch carries.
+pub const LOOKUP_BATCH_ROWS: usize = 1000;
+
+/// How a joined table's matching rows are found.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Lookup {
+    /// Its primary key, one expression per key column over the rows before it.
+    PrimaryKey(Vec<Expr>),
+    /// A unique index's key, likewise.
+    Unique { index: String, key: Vec<Expr> },
+    /// Every row (after the pushed conditions), matched in the front end.
+    Scan,
+}
+
+/// A table joined to the rows before it.
+pub struct JoinedTable {
+    pub table: Arc<SqlTable>,
+    /// Where its first column sits in the joined row.
+    pub offset: usize,
+    /// LEFT JOIN: a row with no match continues with NULLs for this table.
+    pub left: bool,
+    /// The ON condition, over the joined row (`None`: every pair matches).
+    pub on: Option<Expr>,
+    pub lookup: Lookup,
+    /// Conditions on this table alone, over its own row: pushed to its scan.
+    pub pushed: Vec<Expr>,
+}
+
+impl JoinedTable {
+    pub fn describe(&self) -> String {
+        let kind = if self.left { "left join" } else { "join" };
+        let how = match &self.lookup {
+            Lookup::PrimaryKey(_) => "batched primary key lookups".to_string(),
+            Lookup::Unique { index, .. } => format!("batched unique lookups on `{index}`"),
+            Lookup::Scan => "one scan of all partitions, matched in the front end".to_string(),
+        };
+        format!("{kind} {}.{}: {how}", self.table.database, self.table.name)
+    }
+}
+
+/// `Column(target) = e` (either way round) where `e` reads only positions before `before`.
+fn equality_for(conjuncts: &[Expr], target: usize, before: usize) -> Option<Expr> {
+    conjuncts.iter().find_map(|c| {
+        let Expr::Compare(CompareOp::Eq, left, right) = c else {
+            return None;
+        };
+        let earlier = |e: &Expr| e.column_span().is_none_or(|(_, high)| high < before);
+        match (left.as_ref(), right.as_ref()) {
+            (Expr::Column(t), e) if *t == target && earlier(e) => Some(e.clone()),
+            (e, Expr::Column(t)) if *t == target && earlier(e) => Some(e.clone()),
+            _ => None,
+        }
+    })
+}
+
+/// How to reach `table` (at `offset`) from the rows before it, under `conjuncts`.
+pub fn choose_lookup(table: &SqlTable, offset: usize, conjuncts: &[Expr]) -> Lookup {
+    let key_for = |columns: &[usize]| -> Option<Vec<Expr>> {
+        columns
+            .iter()
+            .map(|&c| equality_for(conjuncts, offset + c, offset))
+            .collect()
+    };
+    if let Some(key) = key_for(&table.schema().primary_key) {
+        return Lookup::PrimaryKey(key);
+    }
+    for (_, index) in table
+        .table
+        .indexes()
+        .filter(|(_, i)| i.kind == IndexKind::Unique)
+    {
+        if let Some(key) = key_for(&index.columns) {
+            return Lookup::Unique {
+                index: index.name.clone(),
+                key,
+            };
+        }
+    }
+    Lookup::Scan
+}
+
+/// Extends `rows` (the joined rows so far) by `joined`, in `tx`.
+pub fn extend(
+    tx: &mut Tx,
+    session: &Session,
+    rows: Vec<Vec<Value>>,
+    joined: &JoinedTable,
+    params: &[Value],
+    pushed_filter: impl Fn(&[Expr]) -> Option<Filter>,
+) -> SqlResult<Vec<Vec<Value>>> {
+    let width = joined.table.schema().columns.len();
+    let variable = |name: &str| session.variable(name);
+    let ctx = session.eval_context(params, &[], &variable);
+    let mut out = Vec::with_capacity(rows.len());
+    let emit = |left: &[Value],
+                right: Option<&[Value]>,
+                out: &mut Vec<Vec<Value>>|
+     -> SqlResult<bool> {
+        let mut row = Vec::with_capacity(left.len() + width);
+        row.extend_from_slice(left);
+        match right {
+            Some(right) => row.extend_from_slice(right),
+            None => row.resize(left.len() + width, Value::Null),
+        }
+        if right.is_some() {
+            if let Some(on) = &joined.on {
+                if truth(&eval(on, &row, &ctx)?) != Some(true) {
+                    return Ok(false);
+                }
+            }
+        }
+        if out.len() >= RESULT_ROWS_MAX {
+            return Err(SqlError::new(1104, "42000", format!("The join would produce more than {RESULT_ROWS_MAX} rows, the front end's limit")));
+        }
+        out.push(row);
+        Ok(true)
+    };
+    match &joined.lookup {
+        Lookup::PrimaryKey(exprs) | Lookup::Unique { key: exprs, .. } => {
+            let key_columns: Vec<usize> = match &joined.lookup {
+                Lookup::Unique { index, .. } => joined.table.table.index(index)?.1.columns.clone(),
+                _ => joined.table.schema().primary_key.clone(),
+            };
+            for batch in rows.chunks(LOOKUP_BATCH_ROWS) {
+                let mut keys: Vec<Option<Vec<Value>>> = Vec::with_capacity(batch.len());
+                for left in batch {
+                    keys.push(key_of(&joined.table, &key_columns, exprs, left, &ctx)?);
+                }
+                let mut ops = Vec::with_capacity(batch.len());
+                for key in &keys {
+                    ops.push(match key {
+                        None => None,
+                        Some(key) => Some(match &joined.lookup {
+                            Lookup::Unique { index, .. } => tx.transaction.read_unique(
+                                &joined.table.table,
+                                index,
+                                key,
+                                LockKind::Committed,
+                                Vec::new(),
+                            )?,
+                            _ => tx.transaction.read(
+                                &joined.table.table,
+                                key,
+                                tx.read_lock(joined.table.table.id, LockKind::Committed),
+                            )?,
+                        }),
+                    });
+                }
+                let done = if ops.iter().any(Option::is_some) {
+                    Some(tx.execute(false)?)
+                } else {
+                    None
+                };
+                for (left, op) in batch.iter().zip(ops) {
+                    let found = match (&done, op) {
+                        (Some(done), Some(op)) => done.row(op),
+                        _ => None,
+                    };
+                    let matched = match found {
+                        Some(right) => emit(left, Some(right), &mut out)?,
+                        None => false,
+                    };
+                    if !matched && joined.left {
+                        emit(left, None, &mut out)?;
+                    }
+                }
+            }
+        }
+        Lookup::Scan => {
+            let mut spec = ScanSpec::full();
+            if let Some(filter) = pushed_filter(&joined.pushed) {
+                spec = spec.filter(filter);
+            }
+            let mut right_rows = Vec::new();
+            for row in session.catalog.client().scan(&joined.table.table, spec)? {
+                let row = row?;
+                let keep = joined.pushed.iter().try_fold(true, |keep, condition| {
+                    Ok::<_, SqlError>(keep && truth(&eval(condition, &row, &ctx)?) == Some(true))
+                })?;
+                if keep {
+                    right_rows.push(row);
+                }
+                if right_rows.len() > RESULT_ROWS_MAX {
+                    return Err(SqlError::new(1104, "42000", format!("The join would examine more than {RESULT_ROWS_MAX} rows, the front end's limit")));
+                }
+            }
+            for left in &rows {
+                let mut matched = false;
+                for right in &right_rows {
+                    matched |= emit(left, Some(right), &mut out)?;
+                }
+                if !matched && joined.left {
+                    emit(left, None, &mut out)?;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The key `exprs` give over `row`, each value made to fit its key column exactly; `None`
+/// when one is NULL or cannot equal any key value (then no row matches).
+pub fn key_of(
+    table: &SqlTable,
+    columns: &[usize],
+    exprs: &[Expr],
+    row: &[Value],
+    ctx: &crate::expr::EvalContext,
+) -> SqlResult<Option<Vec<Value>>> {
+    let mut key = Vec::with_capacity(exprs.len());
+    for (&column, expr) in columns.iter().zip(exprs) {
+        let value = eval(expr, row, ctx)?;
+        match fit_exactly(&value, table.schema().columns[column].column_type) {
+            Some(fitted) => key.push(fitted),
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(key))
+}
