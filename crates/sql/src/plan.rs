@@ -5,7 +5,9 @@
 //! 3. equality on every column of a unique index → a unique-index read;
 //! 4. a range (`=`, `<`, `<=`, `>`, `>=`, `BETWEEN`) on the first column of the primary
 //!    key or an ordered index → an ordered range scan;
-//! 5. otherwise a scan of every partition in parallel.
+//! 5. an IN list or an OR of ranges on such a column → one range scan per range, all in
+//!    flight at once (at most [`RANGES_MAX`]);
+//! 6. otherwise a scan of every partition in parallel.
 //!
 //! Scans carry every conjunct of the form `column op constant` (and IS NULL, LIKE) to the
 //! data nodes as a filter. The front end still checks the whole WHERE on every row it
@@ -17,6 +19,26 @@ use crate::catalog::SqlTable;
 use crate::ddl::PRIMARY_INDEX;
 use crate::expr::{CompareOp, Expr};
 
+/// Range scans one statement runs at once; a longer IN list or OR scans the table.
+pub const RANGES_MAX: usize = 64;
+
+/// One range of an index's first column: each end a constant and whether it is included
+/// (`None`: open).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bounds {
+    pub lower: Option<(Expr, bool)>,
+    pub upper: Option<(Expr, bool)>,
+}
+
+impl Bounds {
+    fn point(value: &Expr) -> Self {
+        Bounds {
+            lower: Some((value.clone(), true)),
+            upper: Some((value.clone(), true)),
+        }
+    }
+}
+
 /// How to reach the rows; key and bound expressions are constants (literals or
 /// parameters), evaluated when the statement runs.
 #[derive(Clone, Debug, PartialEq)]
@@ -27,11 +49,11 @@ pub enum Access {
         index: String,
         key: Vec<Expr>,
     },
+    /// Scans of these ranges of the index's first column (one, or several in parallel).
     Range {
         index: String,
         column: usize,
-        lower: Option<(Expr, bool)>,
-        upper: Option<(Expr, bool)>,
+        ranges: Vec<Bounds>,
     },
     Scan,
 }
@@ -46,7 +68,15 @@ impl Access {
                 keys.len()
             ),
             Access::Unique { index, .. } => format!("unique index read on `{index}`"),
-            Access::Range { index, .. } => format!("ordered range scan of index `{index}`"),
+            Access::Range { index, ranges, .. } if ranges.len() == 1 => {
+                format!("ordered range scan of index `{index}`")
+            }
+            Access::Range { index, ranges, .. } => {
+                format!(
+                    "{} range scans of index `{index}` in parallel",
+                    ranges.len()
+                )
+            }
             Access::Scan => "scan of all partitions in parallel".into(),
         }
     }
@@ -130,43 +160,95 @@ pub fn choose_access(table: &SqlTable, conjuncts: &[Expr]) -> Access {
         .map(|(_, i)| (i.name.clone(), i.columns[0]))
         .collect();
     candidates.sort_by_key(|(name, _)| name != PRIMARY_INDEX);
-    for (index, column) in candidates {
-        let (mut lower, mut upper) = (None, None);
+    // One range: every conjunct that bounds the column narrows it.
+    for (index, column) in &candidates {
+        let mut range = Bounds {
+            lower: None,
+            upper: None,
+        };
         for conjunct in conjuncts {
-            if let Expr::Between {
-                expr,
-                low,
-                high,
-                negated: false,
-            } = conjunct
-            {
-                if **expr == Expr::Column(column) && low.is_constant() && high.is_constant() {
-                    lower = Some(((**low).clone(), true));
-                    upper = Some(((**high).clone(), true));
-                }
-            }
-            match column_compare(conjunct) {
-                Some((c, CompareOp::Eq, v)) if c == column => {
-                    lower = Some((v.clone(), true));
-                    upper = Some((v.clone(), true));
-                }
-                Some((c, CompareOp::Gt, v)) if c == column => lower = Some((v.clone(), false)),
-                Some((c, CompareOp::GtEq, v)) if c == column => lower = Some((v.clone(), true)),
-                Some((c, CompareOp::Lt, v)) if c == column => upper = Some((v.clone(), false)),
-                Some((c, CompareOp::LtEq, v)) if c == column => upper = Some((v.clone(), true)),
-                _ => {}
+            if let Some([one]) = ranges_of(conjunct, *column).as_deref() {
+                range.lower = one.lower.clone().or(range.lower);
+                range.upper = one.upper.clone().or(range.upper);
             }
         }
-        if lower.is_some() || upper.is_some() {
+        if range.lower.is_some() || range.upper.is_some() {
             return Access::Range {
-                index,
-                column,
-                lower,
-                upper,
+                index: index.clone(),
+                column: *column,
+                ranges: vec![range],
             };
         }
     }
+    // Several ranges, from one conjunct that is an IN list or an OR of ranges.
+    for (index, column) in &candidates {
+        for conjunct in conjuncts {
+            if let Some(ranges) = ranges_of(conjunct, *column).filter(|r| r.len() <= RANGES_MAX) {
+                return Access::Range {
+                    index: index.clone(),
+                    column: *column,
+                    ranges,
+                };
+            }
+        }
+    }
     Access::Scan
+}
+
+/// The ranges of `column` a condition accepts, when it is an IN list, a range, or an OR of
+/// those, all on `column` with constant ends.
+fn ranges_of(condition: &Expr, column: usize) -> Option<Vec<Bounds>> {
+    match condition {
+        Expr::InList {
+            expr,
+            list,
+            negated: false,
+        } if **expr == Expr::Column(column) => list
+            .iter()
+            .all(Expr::is_constant)
+            .then(|| list.iter().map(Bounds::point).collect()),
+        Expr::Between {
+            expr,
+            low,
+            high,
+            negated: false,
+        } if **expr == Expr::Column(column) => {
+            (low.is_constant() && high.is_constant()).then(|| {
+                vec![Bounds {
+                    lower: Some(((**low).clone(), true)),
+                    upper: Some(((**high).clone(), true)),
+                }]
+            })
+        }
+        Expr::Or(a, b) => {
+            let mut ranges = ranges_of(a, column)?;
+            ranges.extend(ranges_of(b, column)?);
+            Some(ranges)
+        }
+        other => match column_compare(other) {
+            Some((c, op, value)) if c == column => Some(vec![match op {
+                CompareOp::Eq => Bounds::point(value),
+                CompareOp::Gt => Bounds {
+                    lower: Some((value.clone(), false)),
+                    upper: None,
+                },
+                CompareOp::GtEq => Bounds {
+                    lower: Some((value.clone(), true)),
+                    upper: None,
+                },
+                CompareOp::Lt => Bounds {
+                    lower: None,
+                    upper: Some((value.clone(), false)),
+                },
+                CompareOp::LtEq => Bounds {
+                    lower: None,
+                    upper: Some((value.clone(), true)),
+                },
+                _ => return None,
+            }]),
+            _ => None,
+        },
+    }
 }
 
 /// The conjuncts a data node can evaluate, once their constants are known: comparisons of

@@ -303,6 +303,11 @@ pub fn bind_query(
         .iter()
         .filter_map(|a| a.argument.as_ref())
         .for_each(&mut note);
+    if let (Access::Range { ranges, .. }, Some((table, _))) = (&access, &table) {
+        if ranges.len() > 1 {
+            needed.extend(table.schema().primary_key.iter().copied());
+        }
+    }
     let mut needed_columns: Vec<usize> = needed.into_iter().collect();
     needed_columns.sort_unstable();
     if needed_columns.len() == scope.len() || joins.is_some() {
@@ -856,46 +861,61 @@ fn scan(
     params: &[Value],
     last: bool,
 ) -> SqlResult<Vec<Vec<Value>>> {
-    let mut spec = match range {
-        Some(Access::Range {
-            index,
-            column,
-            lower,
-            upper,
-        }) => {
-            let bound = |b: &Option<(Expr, bool)>| -> SqlResult<Option<Option<IndexBound>>> {
-                let Some((expr, inclusive)) = b else {
-                    return Ok(Some(None));
-                };
-                let value = constant(session, expr, params)?;
-                let column_type = table.schema().columns[*column].column_type;
-                Ok(fit_exactly(&value, column_type).map(|v| {
-                    Some(IndexBound {
-                        values: vec![v],
-                        inclusive: *inclusive,
-                    })
-                }))
+    // One spec per range; any bound that does not fit the column exactly (MySQL would
+    // compare it as a number) makes it a full scan, the WHERE deciding.
+    let mut specs = vec![ScanSpec::full()];
+    if let Some(Access::Range {
+        index,
+        column,
+        ranges,
+    }) = range
+    {
+        let column_type = table.schema().columns[*column].column_type;
+        let bound = |end: &Option<(Expr, bool)>| -> SqlResult<Option<Option<IndexBound>>> {
+            let Some((expr, inclusive)) = end else {
+                return Ok(Some(None));
             };
-            match (bound(lower)?, bound(upper)?) {
+            let value = constant(session, expr, params)?;
+            Ok(fit_exactly(&value, column_type).map(|v| {
+                Some(IndexBound {
+                    values: vec![v],
+                    inclusive: *inclusive,
+                })
+            }))
+        };
+        let mut ranged = Vec::with_capacity(ranges.len());
+        for range in ranges {
+            match (bound(&range.lower)?, bound(&range.upper)?) {
                 (Some(lower), Some(upper)) => {
-                    ScanSpec::index_range(&table.table, index, lower, upper, false)?
+                    let spec = ScanSpec::index_range(&table.table, index, lower, upper, false)?;
+                    // Several ranges are merged here, not in index order.
+                    ranged.push(if ranges.len() > 1 {
+                        spec.unordered()
+                    } else {
+                        spec
+                    });
                 }
-                _ => ScanSpec::full(),
+                _ => {
+                    ranged.clear();
+                    break;
+                }
             }
         }
-        _ => ScanSpec::full(),
-    };
+        if !ranged.is_empty() {
+            specs = ranged;
+        }
+    }
     let pushed: Vec<Filter> = plan
         .conjuncts
         .iter()
         .filter(|c| pushable(c))
         .filter_map(|c| to_filter(session, table, c, params))
         .collect();
-    match pushed.len() {
-        0 => {}
-        1 => spec = spec.filter(pushed.into_iter().next().expect("one filter")),
-        _ => spec = spec.filter(Filter::And(pushed)),
-    }
+    let filter = match pushed.len() {
+        0 => None,
+        1 => pushed.into_iter().next(),
+        _ => Some(Filter::And(pushed)),
+    };
     let locking = lock != LockKind::Committed;
     let key_columns: Vec<u16> = table
         .schema()
@@ -903,16 +923,46 @@ fn scan(
         .iter()
         .map(|&c| c as u16)
         .collect();
-    if locking {
-        spec = spec.columns(key_columns.clone());
-    } else if !columns.is_empty() {
-        spec = spec.columns(columns.to_vec());
+    let several = specs.len() > 1;
+    // Scans are all sent before any is read: their round trips overlap.
+    let mut scans = Vec::with_capacity(specs.len());
+    for mut spec in specs {
+        if let Some(filter) = &filter {
+            spec = spec.filter(filter.clone());
+        }
+        if locking {
+            spec = spec.columns(key_columns.clone());
+        } else if !columns.is_empty() {
+            spec = spec.columns(columns.to_vec());
+        }
+        scans.push(session.catalog.client().scan(&table.table, spec)?);
     }
     let mut rows = Vec::new();
-    for row in session.catalog.client().scan(&table.table, spec)? {
-        rows.push(row?);
-        if rows.len() > RESULT_ROWS_MAX {
-            return Err(SqlError::new(1104, "42000", format!("The SELECT would examine more than {RESULT_ROWS_MAX} rows, the front end's limit")));
+    // Overlapping ranges (or a repeated IN value) find a row more than once.
+    let mut seen = std::collections::HashSet::new();
+    let key_positions: Vec<usize> = if locking {
+        (0..key_columns.len()).collect()
+    } else if columns.is_empty() {
+        table.schema().primary_key.clone()
+    } else {
+        key_columns
+            .iter()
+            .filter_map(|k| columns.iter().position(|c| c == k))
+            .collect()
+    };
+    for scan in scans {
+        for row in scan {
+            let row = row?;
+            if several {
+                let key: Vec<Value> = key_positions.iter().map(|&p| row[p].clone()).collect();
+                if !seen.insert(encode_group_key(&key)) {
+                    continue;
+                }
+            }
+            rows.push(row);
+            if rows.len() > RESULT_ROWS_MAX {
+                return Err(SqlError::new(1104, "42000", format!("The SELECT would examine more than {RESULT_ROWS_MAX} rows, the front end's limit")));
+            }
         }
     }
     if locking {
