@@ -19,12 +19,20 @@ pub enum PacketError {
     TooLarge,
 }
 
-/// One connection's packet stream: reads whole (reassembled) payloads, buffers what it
-/// writes until `flush`, and keeps the sequence numbers.
+/// Bytes read from the client at once: a command's header and body usually arrive in one
+/// read (one system call, not two).
+const READ_BUFFER_BYTES: usize = 16 * 1024;
+
+/// One connection's packet stream: reads whole (reassembled) payloads through a buffer,
+/// buffers what it writes until `flush`, and keeps the sequence numbers.
 pub struct PacketStream<S> {
     stream: S,
     sequence: u8,
     out: Vec<u8>,
+    input: Box<[u8]>,
+    /// `input[start..end]` is read and not yet consumed.
+    start: usize,
+    end: usize,
 }
 
 impl<S: Read + Write> PacketStream<S> {
@@ -33,7 +41,42 @@ impl<S: Read + Write> PacketStream<S> {
             stream,
             sequence: 0,
             out: Vec::with_capacity(16 * 1024),
+            input: vec![0; READ_BUFFER_BYTES].into_boxed_slice(),
+            start: 0,
+            end: 0,
         }
+    }
+
+    /// Fills `buffer` from what is buffered, then from the stream. `Ok(false)`: the stream
+    /// ended before the first byte and `eof_allowed`.
+    fn read_exact_buffered(&mut self, buffer: &mut [u8], eof_allowed: bool) -> io::Result<bool> {
+        let mut filled = 0;
+        while filled < buffer.len() {
+            if self.start == self.end {
+                let wanted = buffer.len() - filled;
+                if wanted >= self.input.len() {
+                    // A large payload goes straight to its place.
+                    let read = read_some(&mut self.stream, &mut buffer[filled..])?;
+                    if read == 0 {
+                        return end_of_stream(filled == 0 && eof_allowed);
+                    }
+                    filled += read;
+                    continue;
+                }
+                let read = read_some(&mut self.stream, &mut self.input)?;
+                if read == 0 {
+                    return end_of_stream(filled == 0 && eof_allowed);
+                }
+                self.start = 0;
+                self.end = read;
+            }
+            let take = (self.end - self.start).min(buffer.len() - filled);
+            buffer[filled..filled + take]
+                .copy_from_slice(&self.input[self.start..self.start + take]);
+            self.start += take;
+            filled += take;
+        }
+        Ok(true)
     }
 
     /// Reads the next payload into `payload` (cleared first). A new command starts the
@@ -42,7 +85,7 @@ impl<S: Read + Write> PacketStream<S> {
         payload.clear();
         loop {
             let mut header = [0u8; 4];
-            if !read_exact_or_eof(&mut self.stream, &mut header, payload.is_empty())? {
+            if !self.read_exact_buffered(&mut header, payload.is_empty())? {
                 return Ok(false);
             }
             let length =
@@ -59,7 +102,7 @@ impl<S: Read + Write> PacketStream<S> {
             }
             let start = payload.len();
             payload.resize(start + length, 0);
-            self.stream.read_exact(&mut payload[start..])?;
+            self.read_exact_buffered(&mut payload[start..], false)?;
             if length < PACKET_PAYLOAD_MAX {
                 return Ok(true);
             }
@@ -132,24 +175,23 @@ impl<S: Read + Write> PacketStream<S> {
     }
 }
 
-/// Like `read_exact`, but a stream that ends before the first byte, where `eof_allowed`,
-/// is a clean end (`Ok(false)`).
-fn read_exact_or_eof(
-    stream: &mut impl Read,
-    buffer: &mut [u8],
-    eof_allowed: bool,
-) -> io::Result<bool> {
-    let mut filled = 0;
-    while filled < buffer.len() {
-        match stream.read(&mut buffer[filled..]) {
-            Ok(0) if filled == 0 && eof_allowed => return Ok(false),
-            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-            Ok(read) => filled += read,
+/// One read, retried when interrupted.
+fn read_some(stream: &mut impl Read, buffer: &mut [u8]) -> io::Result<usize> {
+    loop {
+        match stream.read(buffer) {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            other => return other,
         }
     }
-    Ok(true)
+}
+
+/// The stream ended: cleanly if nothing of a packet was read (and that is allowed).
+fn end_of_stream(clean: bool) -> io::Result<bool> {
+    if clean {
+        Ok(false)
+    } else {
+        Err(io::ErrorKind::UnexpectedEof.into())
+    }
 }
 
 #[cfg(test)]
@@ -214,6 +256,19 @@ mod tests {
         let mut reader = stream_of(vec![9, 0, 0, 0, b'x']);
         let error = reader.read_payload(&mut Vec::new()).unwrap_err();
         assert!(matches!(error, PacketError::Io(_)), "{error}");
+    }
+
+    #[test]
+    fn commands_arriving_in_one_read_are_each_read_whole_and_in_order() {
+        let mut reader = stream_of(b"\x01\x00\x00\x00a\x02\x00\x00\x00bc".to_vec());
+        let mut payload = Vec::new();
+        assert!(reader.read_payload(&mut payload).unwrap());
+        assert_eq!(payload, b"a");
+        reader.reset_sequence();
+        assert!(reader.read_payload(&mut payload).unwrap());
+        assert_eq!(payload, b"bc");
+        reader.reset_sequence();
+        assert!(!reader.read_payload(&mut payload).unwrap());
     }
 
     #[test]
