@@ -392,3 +392,39 @@ fn joins_use_batched_key_lookups_and_information_schema_describes_the_tables() {
     );
     assert_eq!(stderr.matches("ERROR").count(), 1, "{stderr}");
 }
+
+#[test]
+fn a_broken_packet_closes_only_its_own_connection() {
+    use std::io::Read;
+    let up = Up::start("broken-packet");
+    let address = format!("127.0.0.1:{}", up.sql_port);
+    let read_greeting = |stream: &mut std::net::TcpStream| {
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut header = [0u8; 4];
+        stream.read_exact(&mut header).unwrap();
+        let length = u32::from_le_bytes([header[0], header[1], header[2], 0]) as usize;
+        let mut greeting = vec![0; length];
+        stream.read_exact(&mut greeting).unwrap();
+        assert_eq!(greeting[0], 10, "protocol version 10");
+    };
+    // A handshake answer cut short, then a packet out of sequence, then a packet that
+    // promises more bytes than it brings before the client goes away.
+    let broken: [&[u8]; 3] = [
+        b"\x03\x00\x00\x01abc",
+        b"\x05\x00\x00\x07hello",
+        b"\xff\x00\x00\x01short",
+    ];
+    for bytes in broken {
+        let mut stream = std::net::TcpStream::connect(&address).unwrap();
+        read_greeting(&mut stream);
+        stream.write_all(bytes).unwrap();
+        stream.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut rest = Vec::new();
+        // The server closes the connection (it may first say why): no hang.
+        let _ = stream.read_to_end(&mut rest);
+    }
+    let (stdout, stderr) = mysql_script(up.sql_port, "SELECT 'still serving';");
+    assert!(stdout.contains("still serving"), "{stdout}\n{stderr}");
+}

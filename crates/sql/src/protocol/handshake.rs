@@ -224,6 +224,29 @@ mod tests {
     }
 
     #[test]
+    fn random_bytes_as_a_handshake_answer_are_refused_never_a_panic() {
+        let mut rng = fastrand::Rng::with_seed(5);
+        let valid = response("app", b"proof", Some("shop"), NATIVE_PASSWORD);
+        for _ in 0..20_000 {
+            let mut bytes: Vec<u8> = if rng.bool() {
+                (0..rng.usize(0..64)).map(|_| rng.u8(..)).collect()
+            } else {
+                // A valid answer cut or with bytes changed.
+                let mut bytes = valid[..rng.usize(0..=valid.len())].to_vec();
+                for _ in 0..rng.usize(0..4) {
+                    if !bytes.is_empty() {
+                        let at = rng.usize(0..bytes.len());
+                        bytes[at] = rng.u8(..);
+                    }
+                }
+                bytes
+            };
+            bytes.truncate(256);
+            let _ = parse_response(&bytes);
+        }
+    }
+
+    #[test]
     fn proofs_of_either_plugin_check_against_the_same_account() {
         let users = Users::new(vec![User::new("app", "pw")]);
         let scramble = [b'x'; SCRAMBLE_BYTES];
