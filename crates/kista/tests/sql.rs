@@ -428,3 +428,148 @@ fn a_broken_packet_closes_only_its_own_connection() {
     let (stdout, stderr) = mysql_script(up.sql_port, "SELECT 'still serving';");
     assert!(stdout.contains("still serving"), "{stdout}\n{stderr}");
 }
+
+/// Just enough of a MySQL client to drive prepared statements in the binary protocol by
+/// hand (user root, no password, no DEPRECATE_EOF).
+struct RawMysql {
+    stream: std::net::TcpStream,
+}
+
+impl RawMysql {
+    fn connect(port: u16) -> Self {
+        let stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        let mut client = Self { stream };
+        let greeting = client.read_packet();
+        assert_eq!(greeting[0], 10);
+        // PROTOCOL_41 | SECURE_CONNECTION | PLUGIN_AUTH
+        let capabilities: u32 = 0x200 | 0x8000 | 0x8_0000;
+        let mut answer = Vec::new();
+        answer.extend_from_slice(&capabilities.to_le_bytes());
+        answer.extend_from_slice(&(1u32 << 24).to_le_bytes());
+        answer.push(45);
+        answer.extend_from_slice(&[0; 23]);
+        answer.extend_from_slice(b"root\0");
+        answer.push(0);
+        answer.extend_from_slice(b"mysql_native_password\0");
+        client.write_packet(1, &answer);
+        let ok = client.read_packet();
+        assert_eq!(ok[0], 0, "logged in: {ok:?}");
+        client
+    }
+
+    fn write_packet(&mut self, sequence: u8, payload: &[u8]) {
+        let mut packet = (payload.len() as u32).to_le_bytes()[..3].to_vec();
+        packet.push(sequence);
+        packet.extend_from_slice(payload);
+        self.stream.write_all(&packet).unwrap();
+    }
+
+    fn read_packet(&mut self) -> Vec<u8> {
+        use std::io::Read;
+        let mut header = [0u8; 4];
+        self.stream.read_exact(&mut header).unwrap();
+        let length = u32::from_le_bytes([header[0], header[1], header[2], 0]) as usize;
+        let mut payload = vec![0; length];
+        self.stream.read_exact(&mut payload).unwrap();
+        payload
+    }
+
+    /// Reads packets up to and including an EOF packet.
+    fn skip_to_eof(&mut self) {
+        while self.read_packet().first() != Some(&0xFE) {}
+    }
+
+    /// Prepares `sql`; returns the statement id and its parameter and column counts.
+    fn prepare(&mut self, sql: &str) -> (u32, u16, u16) {
+        let mut command = vec![0x16];
+        command.extend_from_slice(sql.as_bytes());
+        self.write_packet(0, &command);
+        let answer = self.read_packet();
+        assert_eq!(
+            answer[0],
+            0,
+            "prepared: {:?}",
+            String::from_utf8_lossy(&answer)
+        );
+        let id = u32::from_le_bytes(answer[1..5].try_into().unwrap());
+        let columns = u16::from_le_bytes([answer[5], answer[6]]);
+        let parameters = u16::from_le_bytes([answer[7], answer[8]]);
+        if parameters > 0 {
+            self.skip_to_eof();
+        }
+        if columns > 0 {
+            self.skip_to_eof();
+        }
+        (id, parameters, columns)
+    }
+
+    /// Executes statement `id` with one BIGINT parameter: the binary rows' payloads, or the
+    /// error's code.
+    fn execute(&mut self, id: u32, parameter: i64) -> Result<Vec<Vec<u8>>, u16> {
+        let mut command = vec![0x17];
+        command.extend_from_slice(&id.to_le_bytes());
+        command.push(0);
+        command.extend_from_slice(&1u32.to_le_bytes());
+        command.extend_from_slice(&[0, 1, 8, 0]);
+        command.extend_from_slice(&parameter.to_le_bytes());
+        self.write_packet(0, &command);
+        let first = self.read_packet();
+        if first[0] == 0xFF {
+            return Err(u16::from_le_bytes([first[1], first[2]]));
+        }
+        self.skip_to_eof();
+        let mut rows = Vec::new();
+        loop {
+            let packet = self.read_packet();
+            if packet[0] == 0xFE && packet.len() < 9 {
+                return Ok(rows);
+            }
+            rows.push(packet);
+        }
+    }
+}
+
+#[test]
+fn prepared_point_reads_answer_in_the_binary_protocol_and_again_after_a_schema_change() {
+    let up = Up::start("prepared");
+    let (_, stderr) = mysql_script(
+        up.sql_port,
+        "CREATE DATABASE p; CREATE TABLE p.t (id BIGINT NOT NULL PRIMARY KEY, v INT, note VARCHAR(10));
+         INSERT INTO p.t VALUES (1, 100, 'one'), (2, NULL, 'two');",
+    );
+    assert!(stderr.is_empty(), "{stderr}");
+    let mut client = RawMysql::connect(up.sql_port);
+    let (read_v, parameters, columns) = client.prepare("SELECT v, note FROM p.t WHERE id = ?");
+    assert_eq!((parameters, columns), (1, 2));
+    // A binary row: header 0, NULL bitmap (offset 2), then INT v (4 bytes) and the note.
+    let rows = client.execute(read_v, 1).unwrap();
+    assert_eq!(
+        rows,
+        vec![[&[0u8, 0][..], &100i32.to_le_bytes(), &[3], b"one"].concat()]
+    );
+    let rows = client.execute(read_v, 2).unwrap();
+    assert_eq!(
+        rows,
+        vec![[&[0u8, 0b100][..], &[3], b"two"].concat()],
+        "v is NULL"
+    );
+    assert_eq!(
+        client.execute(read_v, 3).unwrap(),
+        Vec::<Vec<u8>>::new(),
+        "no row"
+    );
+
+    // Another front end changes the table; the statement's cached definition is old. At
+    // most one execution reports it (1412), and the next runs on the new definition.
+    let second = KistaProcess::spawn(&["sql", "--mgm", &up.mgm, "--port", "0"]);
+    let (_, stderr) = mysql_script(second.address.port(), "CREATE INDEX by_v ON p.t (v);");
+    assert!(stderr.is_empty(), "{stderr}");
+    let first = client.execute(read_v, 1);
+    assert!(matches!(first, Ok(_) | Err(1412)), "{first:?}");
+    let rows = client.execute(read_v, 1).unwrap();
+    assert_eq!(rows.len(), 1);
+    drop(second);
+}

@@ -4,11 +4,13 @@
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
+use std::sync::Arc;
 
 use kista_client::types::Value;
 
 use crate::catalog::Catalog;
 use crate::error::{SqlError, SqlResult};
+use crate::point_read::Responder;
 use crate::protocol::binary::{read_parameter, write_value, PARAMETER_UNSIGNED};
 use crate::protocol::handshake::{handshake, HandshakeError, Users};
 use crate::protocol::packet::{PacketError, PacketStream};
@@ -44,6 +46,8 @@ pub enum ConnectionError {
 
 struct Connection<'c, S: Read + Write> {
     stream: PacketStream<S>,
+    /// Answers point reads from the receive thread (TCP clients only).
+    responder: Option<Arc<Responder>>,
     session: Session<'c>,
     capabilities: u32,
     prepared: HashMap<u32, Prepared>,
@@ -53,6 +57,7 @@ struct Connection<'c, S: Read + Write> {
 /// Serves one client until it quits (`Ok`) or the connection fails.
 pub fn serve<S: Read + Write>(
     stream: S,
+    responder: Option<Arc<Responder>>,
     catalog: &Catalog,
     users: &Users,
     connection_id: u32,
@@ -85,6 +90,7 @@ pub fn serve<S: Read + Write>(
     };
     let mut connection = Connection {
         stream,
+        responder,
         session: Session::new(catalog, login.user, connection_id),
         capabilities: login.capabilities,
         prepared: HashMap::new(),
@@ -100,6 +106,9 @@ pub fn serve<S: Read + Write>(
     connection.send_ok(0, 0, "");
     connection.stream.flush().map_err(PacketError::from)?;
     let result = connection.run();
+    if let Some(responder) = &connection.responder {
+        responder.wait_idle();
+    }
     // Whatever was open is rolled back, as when a MySQL client disconnects.
     let _ = connection.session.rollback();
     result
@@ -116,6 +125,13 @@ impl<S: Read + Write> Connection<'_, S> {
             let Some((&command, body)) = payload.split_first() else {
                 return Err(Malformed("empty command").into());
             };
+            // An answer still being written by the receive thread goes first.
+            if let Some(responder) = &self.responder {
+                responder.wait_idle();
+                if responder.take_stale_schema() {
+                    self.session.catalog.forget_all();
+                }
+            }
             match command {
                 command::QUIT => return Ok(()),
                 command::PING => self.send_ok(0, 0, ""),
@@ -377,6 +393,23 @@ impl<S: Read + Write> Connection<'_, S> {
                     params.push(Value::Null);
                 } else {
                     params.push(read_parameter(&mut input, type_code, unsigned)?);
+                }
+            }
+        }
+        if let Some(responder) = self.responder.clone() {
+            if let Some(point) = self
+                .session
+                .point_read(&statement.parsed, &mut statement.plan)
+            {
+                if let Some(key) = point.key_values(&params) {
+                    let client = self.session.catalog.client();
+                    match point.send(client, &key, responder, self.capabilities) {
+                        Ok(()) => return Ok(()),
+                        Err(error) => {
+                            self.send_error(&SqlError::from_cluster(&error));
+                            return Ok(());
+                        }
+                    }
                 }
             }
         }

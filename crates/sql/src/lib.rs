@@ -13,6 +13,7 @@ pub mod information_schema;
 pub mod join;
 pub mod output;
 pub mod plan;
+pub mod point_read;
 pub mod protocol;
 pub mod select;
 pub mod server;

@@ -412,6 +412,43 @@ impl SelectPlan {
         ))
     }
 
+    /// The plan as a point read (`point_read.rs`): one table, by its whole primary key
+    /// and nothing else, columns only, no lock, grouping or limit.
+    pub fn as_point_read(&self) -> Option<crate::point_read::PointRead> {
+        let table = self.table.as_ref()?;
+        let Access::PrimaryKey(key) = &self.access else {
+            return None;
+        };
+        let simple = self.joins.is_none()
+            && self.system.is_none()
+            && !self.grouped
+            && self.having.is_none()
+            && self.limit.is_none()
+            && self.offset.is_none()
+            && self.lock == LockKind::Committed
+            && self.conjuncts.len() == table.schema().primary_key.len();
+        let output_columns: Vec<usize> = self
+            .outputs
+            .iter()
+            .map(|o| match o.expr {
+                Expr::Column(c) => Some(c),
+                _ => None,
+            })
+            .collect::<Option<_>>()?;
+        if !simple || output_columns.is_empty() {
+            return None;
+        }
+        let columns = self
+            .outputs
+            .iter()
+            .map(|o| {
+                let (column_type, origin) = static_type(self, &o.expr);
+                output::definition(&o.name, column_type, origin, std::iter::empty())
+            })
+            .collect();
+        crate::point_read::PointRead::new(table.clone(), key.clone(), &output_columns, columns)
+    }
+
     /// `rows` cut to the plan's LIMIT.
     pub fn limited(
         &self,

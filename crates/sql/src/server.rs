@@ -10,6 +10,7 @@ use std::thread::JoinHandle;
 
 use crate::catalog::Catalog;
 use crate::connection;
+use crate::point_read::Responder;
 use crate::protocol::handshake::Users;
 use crate::protocol::packet::PacketStream;
 use crate::protocol::results;
@@ -112,7 +113,8 @@ fn accept(
             .stack_size(CONNECTION_STACK_BYTES)
             .spawn(move || {
                 let _guard = guard;
-                if let Err(error) = connection::serve(stream, &catalog, &users, id) {
+                let responder = stream.try_clone().ok().map(Responder::new);
+                if let Err(error) = connection::serve(stream, responder, &catalog, &users, id) {
                     catalog.log_connection_error(id, &error.to_string());
                 }
             });

@@ -63,6 +63,8 @@ pub struct PlanCache {
     generation: u64,
     database: Option<String>,
     plan: Option<std::sync::Arc<select::SelectPlan>>,
+    /// Whether the plan is a point read (`Some(None)`: looked, it is not).
+    point_read: Option<Option<std::sync::Arc<crate::point_read::PointRead>>>,
 }
 
 /// A statement parsed once, with where each `?` is.
@@ -235,24 +237,59 @@ impl<'c> Session<'c> {
     ) -> SqlResult<Outcome> {
         if let Statement::Query(query) = &parsed.statement {
             self.warnings.clear();
-            let generation = self.catalog.generation();
-            let database_changed = cache.database != self.database;
-            let plan = match &cache.plan {
-                Some(plan) if cache.generation == generation && !database_changed => plan.clone(),
-                _ => {
-                    let plan =
-                        std::sync::Arc::new(select::bind_query(self, query, &parsed.placeholders)?);
-                    *cache = PlanCache {
-                        generation,
-                        database: self.database.clone(),
-                        plan: Some(plan.clone()),
-                    };
-                    plan
-                }
-            };
+            let plan = self.cached_plan(query, &parsed.placeholders, cache)?;
             return select::execute(self, &plan, params);
         }
         self.execute_uncached(parsed, params)
+    }
+
+    /// The query's plan from `cache`, bound again when a table it names may have changed
+    /// or the current database did.
+    fn cached_plan(
+        &mut self,
+        query: &sqlparser::ast::Query,
+        placeholders: &[Location],
+        cache: &mut PlanCache,
+    ) -> SqlResult<std::sync::Arc<select::SelectPlan>> {
+        let generation = self.catalog.generation();
+        match &cache.plan {
+            Some(plan) if cache.generation == generation && cache.database == self.database => {
+                Ok(plan.clone())
+            }
+            _ => {
+                let plan = std::sync::Arc::new(select::bind_query(self, query, placeholders)?);
+                *cache = PlanCache {
+                    generation,
+                    database: self.database.clone(),
+                    plan: Some(plan.clone()),
+                    point_read: None,
+                };
+                Ok(plan)
+            }
+        }
+    }
+
+    /// The prepared statement as a point read that may be answered from the client's
+    /// receive thread: a query reading one row by primary key, outside any transaction
+    /// (autocommit). `None` for anything else (or when binding fails: the ordinary path
+    /// then reports the error).
+    pub fn point_read(
+        &mut self,
+        parsed: &Parsed,
+        cache: &mut PlanCache,
+    ) -> Option<std::sync::Arc<crate::point_read::PointRead>> {
+        let Statement::Query(query) = &parsed.statement else {
+            return None;
+        };
+        if !self.autocommit || self.transaction.is_some() {
+            return None;
+        }
+        let plan = self.cached_plan(query, &parsed.placeholders, cache).ok()?;
+        if cache.point_read.is_none() {
+            cache.point_read = Some(plan.as_point_read().map(std::sync::Arc::new));
+        }
+        self.warnings.clear();
+        cache.point_read.clone().flatten()
     }
 
     fn execute_uncached(&mut self, parsed: &Parsed, params: &[Value]) -> SqlResult<Outcome> {
