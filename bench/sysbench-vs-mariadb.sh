@@ -4,6 +4,7 @@
 # run, each point on one server then the other. Also the CPU time `kista sql` spends per
 # point select (its user + system time over the 16-thread point-select run / queries).
 #   bench/sysbench-vs-mariadb.sh [SECONDS_PER_POINT=30] [TABLE_SIZE=100000]
+# WORKLOADS="oltp_point_select" runs only those.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
@@ -19,7 +20,7 @@ for port in "$kista_port" "$mariadb_port"; do
     || { cat "$dir/prepare.log"; exit 1; }
 done
 printf '%-18s %7s %-8s %10s %10s %8s %8s\n' workload threads server tps qps p95_ms ignored
-for workload in oltp_point_select oltp_read_only oltp_read_write; do
+for workload in ${WORKLOADS:-oltp_point_select oltp_read_only oltp_read_write}; do
   for threads in 1 16 64; do
     for server in kista mariadb; do
       port=$kista_port

@@ -573,3 +573,45 @@ fn prepared_point_reads_answer_in_the_binary_protocol_and_again_after_a_schema_c
     assert_eq!(rows.len(), 1);
     drop(second);
 }
+
+#[test]
+fn the_mysql_client_works_interactively_on_a_terminal() {
+    let up = Up::start("interactive");
+    // `script` gives the client a terminal, so it runs as a person would use it: banner,
+    // prompts, tables drawn with borders, "Query OK" lines.
+    let command = format!("mysql -h 127.0.0.1 -P {} -u root", up.sql_port);
+    let input = "CREATE DATABASE talk;\n\
+                 USE talk;\n\
+                 CREATE TABLE notes (id INT NOT NULL PRIMARY KEY, body VARCHAR(30));\n\
+                 INSERT INTO notes VALUES (1, 'hello'), (2, 'world');\n\
+                 SELECT * FROM notes ORDER BY id;\n\
+                 INSERT INTO notes VALUES (1, 'again');\n\
+                 BEGIN;\n\
+                 DELETE FROM notes WHERE id = 2;\n\
+                 ROLLBACK;\n\
+                 SELECT COUNT(*) FROM notes;\n\
+                 exit\n";
+    let output = run_client("script", &["-q", "-e", "-c", &command, "/dev/null"], input);
+    let screen = text(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{screen}\n{}",
+        text(&output.stderr)
+    );
+    for expected in [
+        "Server version: 8.0.36-kista",
+        "Query OK, 2 rows affected",
+        "| id | body  |",
+        "|  1 | hello |",
+        "|  2 | world |",
+        "2 rows in set",
+        "ERROR 1062 (23000): Duplicate entry '1' for key 'notes.PRIMARY'",
+        "| COUNT(*) |",
+        "|        2 |",
+    ] {
+        assert!(
+            screen.contains(expected),
+            "no {expected:?} on the screen:\n{screen}"
+        );
+    }
+}
