@@ -418,13 +418,7 @@ fn set_variables(
                 Value::Bytes(ident.value.clone().into_bytes())
             }
             other => {
-                let mut binder = Binder {
-                    columns: &[],
-                    placeholders,
-                    aggregates: None,
-                    place: "SET",
-                    inserted_row_at: None,
-                };
+                let mut binder = Binder::without_columns(placeholders, "SET");
                 let bound = bind(&mut binder, other)?;
                 let variable = |n: &str| session.variable(n);
                 let ctx = session.eval_context(params, &[], &variable);
@@ -521,12 +515,7 @@ fn create_table(session: &mut Session, create: &ast::CreateTable) -> SqlResult<O
 fn truncate(session: &mut Session, name: &ast::ObjectName) -> SqlResult<()> {
     let (database, table_name) = split_name(session, name)?;
     let table = session.catalog.table(&database, &table_name)?;
-    let key_columns: Vec<u16> = table
-        .schema()
-        .primary_key
-        .iter()
-        .map(|&c| c as u16)
-        .collect();
+    let key_columns = table.key_columns();
     let client = session.catalog.client();
     let keys: Vec<Vec<Value>> = client
         .scan(&table.table, ScanSpec::full().columns(key_columns))?

@@ -41,6 +41,27 @@ impl SqlTable {
         self.table.schema()
     }
 
+    /// The primary key's columns, as the client's column lists name them.
+    pub fn key_columns(&self) -> Vec<u16> {
+        self.schema()
+            .primary_key
+            .iter()
+            .map(|&c| c as u16)
+            .collect()
+    }
+
+    /// The table's columns as expressions over its row see them, qualified by `alias`.
+    pub fn scope(&self, alias: &str) -> Vec<crate::expr::ScopeColumn> {
+        self.schema()
+            .columns
+            .iter()
+            .map(|c| crate::expr::ScopeColumn {
+                table: alias.to_string(),
+                name: c.name.clone(),
+            })
+            .collect()
+    }
+
     pub fn column_index(&self, name: &str) -> Option<usize> {
         self.schema()
             .columns

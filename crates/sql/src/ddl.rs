@@ -326,13 +326,7 @@ fn default_value(
     column: &str,
     nullable: bool,
 ) -> SqlResult<Value> {
-    let mut binder = Binder {
-        columns: &[],
-        placeholders: &[],
-        aggregates: None,
-        place: "DEFAULT",
-        inserted_row_at: None,
-    };
+    let mut binder = Binder::without_columns(&[], "DEFAULT");
     let bound = expr::bind(&mut binder, expr)?;
     let expr::Expr::Literal(value) = bound else {
         return Err(SqlError::not_supported(format!("DEFAULT {expr}")));

@@ -20,22 +20,10 @@ use kista_client::LockKind;
 
 use crate::catalog::SqlTable;
 use crate::error::{SqlError, SqlResult};
-use crate::expr::{bind, eval, Binder, Expr, ScopeColumn};
+use crate::expr::{bind, eval, Binder, Expr};
 use crate::select::{self, split_name, SelectPlan};
 use crate::session::{Outcome, Session};
 use crate::value::{coerce, compare, to_i64};
-
-fn scope_of(table: &SqlTable) -> Vec<ScopeColumn> {
-    table
-        .schema()
-        .columns
-        .iter()
-        .map(|c| ScopeColumn {
-            table: table.name.clone(),
-            name: c.name.clone(),
-        })
-        .collect()
-}
 
 /// Makes `value` fit column `column` of `table` (NULL refused in NOT NULL columns).
 fn fit(table: &SqlTable, column: usize, value: &Value) -> SqlResult<Value> {
@@ -96,13 +84,7 @@ pub fn insert(
             {
                 continue;
             }
-            let mut binder = Binder {
-                columns: &[],
-                placeholders,
-                aggregates: None,
-                place: "field list",
-                inserted_row_at: None,
-            };
+            let mut binder = Binder::without_columns(placeholders, "field list");
             let bound = bind(&mut binder, e)?;
             given[column] = Some(eval(&bound, &[], &ctx)?);
         }
@@ -285,7 +267,7 @@ fn bind_assignments(
     placeholders: &[Location],
     inserted_row_at: Option<usize>,
 ) -> SqlResult<Vec<(usize, Expr)>> {
-    let scope = scope_of(table);
+    let scope = table.scope(&table.name);
     assignments
         .iter()
         .map(|assignment| {

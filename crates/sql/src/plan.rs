@@ -90,13 +90,7 @@ fn column_compare(conjunct: &Expr) -> Option<(usize, CompareOp, &Expr)> {
     match (left.as_ref(), right.as_ref()) {
         (Expr::Column(c), constant) if constant.is_constant() => Some((*c, *op, constant)),
         (constant, Expr::Column(c)) if constant.is_constant() => {
-            let flipped = match op {
-                CompareOp::Lt => CompareOp::Gt,
-                CompareOp::LtEq => CompareOp::GtEq,
-                CompareOp::Gt => CompareOp::Lt,
-                CompareOp::GtEq => CompareOp::LtEq,
-                other => *other,
-            };
+            let flipped = op.flipped();
             Some((*c, flipped, constant))
         }
         _ => None,

@@ -50,7 +50,18 @@ pub struct Binder<'a> {
     pub inserted_row_at: Option<usize>,
 }
 
-impl Binder<'_> {
+impl<'a> Binder<'a> {
+    /// A binder for expressions that may name no column (LIMIT, VALUES, SET, DEFAULT).
+    pub fn without_columns(placeholders: &'a [Location], place: &'static str) -> Self {
+        Binder {
+            columns: &[],
+            placeholders,
+            aggregates: None,
+            place,
+            inserted_row_at: None,
+        }
+    }
+
     fn column(&self, table: Option<&str>, name: &str) -> SqlResult<Expr> {
         let mut found = self.columns.iter().enumerate().filter(|(_, c)| {
             c.name.eq_ignore_ascii_case(name)

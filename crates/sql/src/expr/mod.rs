@@ -27,6 +27,19 @@ pub enum CompareOp {
     NullSafeEq,
 }
 
+impl CompareOp {
+    /// The same comparison with its sides swapped (`a < b` is `b > a`).
+    pub fn flipped(self) -> Self {
+        match self {
+            CompareOp::Lt => CompareOp::Gt,
+            CompareOp::LtEq => CompareOp::GtEq,
+            CompareOp::Gt => CompareOp::Lt,
+            CompareOp::GtEq => CompareOp::LtEq,
+            other => other,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ArithmeticOp {
     Add,

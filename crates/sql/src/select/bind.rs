@@ -1,0 +1,466 @@
+//! Binding a SELECT: FROM (one table, joins, or an `information_schema` table), the
+//! select list, WHERE, GROUP BY, HAVING, ORDER BY and LIMIT, each name resolved to a row
+//! position once.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use sqlparser::ast::{
+    self, GroupByExpr, LimitClause, OrderByKind, SelectItem, SetExpr, TableFactor,
+};
+use sqlparser::tokenizer::Location;
+
+use kista_client::schema::TableSchema;
+use kista_client::LockKind;
+
+use super::{OutputColumn, SelectPlan};
+use crate::catalog::SqlTable;
+use crate::error::{SqlError, SqlResult};
+use crate::expr::{bind, Aggregate, Binder, Expr, ScopeColumn};
+use crate::information_schema::{self, SystemTable};
+use crate::join::{self, JoinedTable};
+use crate::plan::{choose_access, Access};
+use crate::session::Session;
+
+/// Binds a query (SELECT only; no joins, subqueries or set operations yet).
+pub fn bind_query(
+    session: &Session,
+    query: &ast::Query,
+    placeholders: &[Location],
+) -> SqlResult<SelectPlan> {
+    if query.with.is_some() {
+        return Err(SqlError::not_supported("WITH"));
+    }
+    let SetExpr::Select(select) = query.body.as_ref() else {
+        return Err(SqlError::not_supported("UNION and other set operations"));
+    };
+    let mut system = None;
+    // Every table in FROM order, whether a LEFT JOIN brought it, and its ON condition.
+    let mut from: Vec<FromItem> = Vec::new();
+    let table = match select.from.as_slice() {
+        [] => None,
+        [only] if only.joins.is_empty() => match system_table_of(session, &only.relation)? {
+            Some(found) => {
+                system = Some(found);
+                None
+            }
+            None => Some(table_of(session, &only.relation)?),
+        },
+        items => {
+            for item in items {
+                let (table, alias) = table_of(session, &item.relation)?;
+                from.push(FromItem {
+                    table,
+                    alias,
+                    left: false,
+                    on: None,
+                });
+                for join in &item.joins {
+                    use ast::{JoinConstraint, JoinOperator};
+                    let (left, constraint) = match &join.join_operator {
+                        JoinOperator::Join(c)
+                        | JoinOperator::Inner(c)
+                        | JoinOperator::CrossJoin(c) => (false, c),
+                        JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (true, c),
+                        other => {
+                            return Err(SqlError::not_supported(
+                                format!("{other:?}")
+                                    .split('(')
+                                    .next()
+                                    .unwrap_or("join")
+                                    .to_uppercase()
+                                    + " JOIN",
+                            ))
+                        }
+                    };
+                    let on = match constraint {
+                        JoinConstraint::On(on) => Some(on),
+                        JoinConstraint::None => None,
+                        _ => return Err(SqlError::not_supported("JOIN ... USING / NATURAL JOIN")),
+                    };
+                    let (table, alias) = table_of(session, &join.relation)?;
+                    from.push(FromItem {
+                        table,
+                        alias,
+                        left,
+                        on,
+                    });
+                }
+            }
+            Some((from[0].table.clone(), from[0].alias.clone()))
+        }
+    };
+    let scope_of = |schema: &TableSchema, alias: &str| -> Vec<ScopeColumn> {
+        schema
+            .columns
+            .iter()
+            .map(|c| ScopeColumn {
+                table: alias.to_string(),
+                name: c.name.clone(),
+            })
+            .collect()
+    };
+    let scope: Vec<ScopeColumn> = match (&table, &system) {
+        _ if !from.is_empty() => from
+            .iter()
+            .flat_map(|item| scope_of(item.table.schema(), &item.alias))
+            .collect(),
+        (Some((table, alias)), _) => scope_of(table.schema(), alias),
+        (None, Some((_, schema, alias))) => scope_of(schema, alias),
+        (None, None) => Vec::new(),
+    };
+    let mut aggregates = Vec::new();
+    let mut outputs = Vec::new();
+    for item in &select.projection {
+        match item {
+            SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
+                if scope.is_empty() {
+                    return Err(SqlError::new(1096, "HY000", "No tables used"));
+                }
+                for (position, column) in scope.iter().enumerate() {
+                    outputs.push(OutputColumn {
+                        name: column.name.clone(),
+                        expr: Expr::Column(position),
+                    });
+                }
+            }
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+                let mut binder = Binder {
+                    columns: &scope,
+                    placeholders,
+                    aggregates: Some(&mut aggregates),
+                    place: "field list",
+                    inserted_row_at: None,
+                };
+                let expr = bind(&mut binder, e)?;
+                let name = match item {
+                    SelectItem::ExprWithAlias { alias, .. } => alias.value.clone(),
+                    _ => match e {
+                        ast::Expr::Identifier(ident) => ident.value.clone(),
+                        ast::Expr::CompoundIdentifier(parts) => {
+                            parts.last().map(|p| p.value.clone()).unwrap_or_default()
+                        }
+                        other => other.to_string(),
+                    },
+                };
+                outputs.push(OutputColumn { name, expr });
+            }
+        }
+    }
+    let mut where_binder = Binder {
+        columns: &scope,
+        placeholders,
+        aggregates: None,
+        place: "where clause",
+        inserted_row_at: None,
+    };
+    let filter = select
+        .selection
+        .as_ref()
+        .map(|e| bind(&mut where_binder, e))
+        .transpose()?;
+    let group_by = match &select.group_by {
+        GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => exprs
+            .iter()
+            .map(|e| {
+                bind_output_reference(e, &outputs, &scope, placeholders, "group statement", None)
+            })
+            .collect::<SqlResult<Vec<_>>>()?,
+        _ => return Err(SqlError::not_supported("GROUP BY ALL / WITH ROLLUP")),
+    };
+    let having = select
+        .having
+        .as_ref()
+        .map(|e| {
+            bind_output_reference(
+                e,
+                &outputs,
+                &scope,
+                placeholders,
+                "having clause",
+                Some(&mut aggregates),
+            )
+        })
+        .transpose()?;
+    let mut order_by = Vec::new();
+    if let Some(order) = &query.order_by {
+        let OrderByKind::Expressions(exprs) = &order.kind else {
+            return Err(SqlError::not_supported("ORDER BY ALL"));
+        };
+        for item in exprs {
+            let expr = bind_output_reference(
+                &item.expr,
+                &outputs,
+                &scope,
+                placeholders,
+                "order clause",
+                Some(&mut aggregates),
+            )?;
+            order_by.push((expr, item.options.asc != Some(false)));
+        }
+    }
+    let mut limit_binder = Binder::without_columns(placeholders, "limit");
+    let (limit, offset) = match &query.limit_clause {
+        None => (None, None),
+        Some(LimitClause::LimitOffset {
+            limit,
+            offset,
+            limit_by,
+        }) if limit_by.is_empty() => (
+            limit
+                .as_ref()
+                .map(|e| bind(&mut limit_binder, e))
+                .transpose()?,
+            offset
+                .as_ref()
+                .map(|o| bind(&mut limit_binder, &o.value))
+                .transpose()?,
+        ),
+        Some(LimitClause::OffsetCommaLimit { offset, limit }) => (
+            Some(bind(&mut limit_binder, limit)?),
+            Some(bind(&mut limit_binder, offset)?),
+        ),
+        Some(_) => return Err(SqlError::not_supported("LIMIT BY")),
+    };
+    let lock = match query.locks.first().map(|l| &l.lock_type) {
+        None => LockKind::Committed,
+        Some(ast::LockType::Share) => LockKind::Shared,
+        Some(ast::LockType::Update) => LockKind::Exclusive,
+    };
+    let grouped = !group_by.is_empty() || !aggregates.is_empty();
+    let conjuncts = filter.clone().map(Expr::conjuncts).unwrap_or_default();
+    let joins = if from.is_empty() {
+        None
+    } else {
+        Some(bind_joins(&from, &scope, &conjuncts, placeholders, lock)?)
+    };
+    let access = match &table {
+        Some((table, _)) if joins.is_none() => choose_access(table, &conjuncts),
+        _ => Access::Scan,
+    };
+    let mut needed = HashSet::new();
+    let mut note = |e: &Expr| {
+        e.visit(&mut |node| {
+            if let Expr::Column(c) = node {
+                needed.insert(*c);
+            }
+        })
+    };
+    outputs.iter().for_each(|o| note(&o.expr));
+    filter.iter().for_each(&mut note);
+    group_by.iter().for_each(&mut note);
+    having.iter().for_each(&mut note);
+    order_by.iter().for_each(|(e, _)| note(e));
+    aggregates
+        .iter()
+        .filter_map(|a| a.argument.as_ref())
+        .for_each(&mut note);
+    if let (Access::Range { ranges, .. }, Some((table, _))) = (&access, &table) {
+        if ranges.len() > 1 {
+            needed.extend(table.schema().primary_key.iter().copied());
+        }
+    }
+    let mut needed_columns: Vec<usize> = needed.into_iter().collect();
+    needed_columns.sort_unstable();
+    if needed_columns.len() == scope.len() || joins.is_some() {
+        needed_columns.clear();
+    } else if needed_columns.is_empty() && !scope.is_empty() {
+        // COUNT(*): any one column shows the row exists.
+        needed_columns.push(table.as_ref().map_or(0, |(t, _)| t.schema().primary_key[0]));
+    }
+    Ok(SelectPlan {
+        table: table.map(|(t, _)| t),
+        system: system.map(|(kind, schema, _)| (kind, schema)),
+        joins,
+        access,
+        filter,
+        conjuncts,
+        outputs,
+        aggregates,
+        group_by,
+        grouped,
+        having,
+        distinct: select.distinct.is_some(),
+        order_by,
+        limit,
+        offset,
+        lock,
+        needed_columns,
+    })
+}
+
+/// A table of FROM: its name in the query, whether a LEFT JOIN brought it, its ON.
+pub(super) struct FromItem<'q> {
+    table: Arc<SqlTable>,
+    alias: String,
+    left: bool,
+    on: Option<&'q ast::Expr>,
+}
+
+/// The joins of FROM: the first table's own plan (the WHERE's conditions on it alone), and
+/// for each next table how its rows are found.
+pub(super) fn bind_joins(
+    from: &[FromItem],
+    scope: &[ScopeColumn],
+    conjuncts: &[Expr],
+    placeholders: &[Location],
+    lock: LockKind,
+) -> SqlResult<(Box<SelectPlan>, Vec<JoinedTable>)> {
+    let within = |e: &Expr, low: usize, high: usize| {
+        e.column_span().is_some_and(|(a, b)| a >= low && b < high)
+    };
+    let first = &from[0].table;
+    let first_width = first.schema().columns.len();
+    let first_conjuncts: Vec<Expr> = conjuncts
+        .iter()
+        .filter(|c| within(c, 0, first_width))
+        .cloned()
+        .collect();
+    let mut first_plan = SelectPlan::for_write_bound(first, first_conjuncts, None, lock);
+    first_plan.needed_columns.clear();
+    let mut joined = Vec::new();
+    let mut offset = first_width;
+    for FromItem {
+        table, left, on, ..
+    } in &from[1..]
+    {
+        let width = table.schema().columns.len();
+        let on = match on {
+            Some(on) => {
+                let mut binder = Binder {
+                    columns: scope,
+                    placeholders,
+                    aggregates: None,
+                    place: "on clause",
+                    inserted_row_at: None,
+                };
+                Some(bind(&mut binder, on)?)
+            }
+            None => None,
+        };
+        let mut usable: Vec<Expr> = on.clone().map(Expr::conjuncts).unwrap_or_default();
+        if !left {
+            usable.extend(conjuncts.iter().cloned());
+        }
+        let lookup = join::choose_lookup(table, offset, &usable);
+        let pushed = usable
+            .iter()
+            .filter(|c| within(c, offset, offset + width))
+            .map(|c| c.rebased(offset))
+            .collect();
+        // An inner join's WHERE conditions are checked once every table is joined; its ON
+        // is checked as each pair is formed.
+        joined.push(JoinedTable {
+            table: table.clone(),
+            offset,
+            left: *left,
+            on,
+            lookup,
+            pushed,
+        });
+        offset += width;
+    }
+    Ok((Box::new(first_plan), joined))
+}
+
+/// The `information_schema` table a FROM item names, its schema and alias; `None` for any
+/// other table.
+pub(super) fn system_table_of(
+    session: &Session,
+    relation: &TableFactor,
+) -> SqlResult<Option<(SystemTable, TableSchema, String)>> {
+    let TableFactor::Table { name, alias, .. } = relation else {
+        return Ok(None);
+    };
+    let parts: Vec<&str> = name
+        .0
+        .iter()
+        .filter_map(|p| p.as_ident())
+        .map(|i| i.value.as_str())
+        .collect();
+    let table = match parts.as_slice() {
+        [database, table] if database.eq_ignore_ascii_case(information_schema::DATABASE) => *table,
+        [table] if session.database.as_deref() == Some(information_schema::DATABASE) => *table,
+        _ => return Ok(None),
+    };
+    let system = SystemTable::named(table)?;
+    let alias = alias
+        .as_ref()
+        .map_or_else(|| table.to_string(), |a| a.name.value.clone());
+    Ok(Some((system, system.schema(), alias)))
+}
+
+/// The table a FROM item names, and the name its columns are qualified with.
+pub fn table_of(session: &Session, relation: &TableFactor) -> SqlResult<(Arc<SqlTable>, String)> {
+    let TableFactor::Table {
+        name,
+        alias,
+        args: None,
+        ..
+    } = relation
+    else {
+        return Err(SqlError::not_supported(relation));
+    };
+    let (database, table) = split_name(session, name)?;
+    let table = session.catalog.table(&database, &table)?;
+    let alias = alias
+        .as_ref()
+        .map_or_else(|| table.name.clone(), |a| a.name.value.clone());
+    Ok((table, alias))
+}
+
+/// `db.table` or `table` (in the current database).
+pub fn split_name(session: &Session, name: &ast::ObjectName) -> SqlResult<(String, String)> {
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .filter_map(|p| p.as_ident())
+        .map(|i| i.value.clone())
+        .collect();
+    match parts.as_slice() {
+        [table] => Ok((session.current_database()?.to_string(), table.clone())),
+        [database, table] => Ok((database.clone(), table.clone())),
+        _ => Err(SqlError::syntax(format!("bad table name {name}"))),
+    }
+}
+
+/// ORDER BY / GROUP BY / HAVING may name an output column by alias or position.
+pub(super) fn bind_output_reference(
+    e: &ast::Expr,
+    outputs: &[OutputColumn],
+    scope: &[ScopeColumn],
+    placeholders: &[Location],
+    place: &'static str,
+    aggregates: Option<&mut Vec<Aggregate>>,
+) -> SqlResult<Expr> {
+    if let ast::Expr::Value(v) = e {
+        if let ast::Value::Number(n, _) = &v.value {
+            let position: usize = n.parse().map_err(|_| SqlError::unknown_column(n, place))?;
+            return outputs
+                .get(position.wrapping_sub(1))
+                .map(|o| o.expr.clone())
+                .ok_or_else(|| SqlError::unknown_column(n, place));
+        }
+    }
+    if let ast::Expr::Identifier(ident) = e {
+        let in_scope = scope
+            .iter()
+            .any(|c| c.name.eq_ignore_ascii_case(&ident.value));
+        if !in_scope {
+            if let Some(output) = outputs
+                .iter()
+                .find(|o| o.name.eq_ignore_ascii_case(&ident.value))
+            {
+                return Ok(output.expr.clone());
+            }
+        }
+    }
+    let mut binder = Binder {
+        columns: scope,
+        placeholders,
+        aggregates,
+        place,
+        inserted_row_at: None,
+    };
+    bind(&mut binder, e)
+}

@@ -1,0 +1,395 @@
+//! Finishing a query in the front end: groups and aggregates, HAVING, the select list,
+//! DISTINCT, ORDER BY and LIMIT; and the types its result columns announce.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use kista_client::types::{ColumnType, Value};
+
+use super::{constant, SelectPlan};
+use crate::catalog::SqlTable;
+use crate::error::{SqlError, SqlResult};
+use crate::expr::{eval, Aggregate, AggregateKind, Expr};
+use crate::information_schema;
+use crate::output::{self, Origin};
+use crate::session::{Outcome, Session};
+use crate::value::{compare, to_i64};
+
+/// Groups and aggregates, HAVING, outputs, DISTINCT, ORDER BY, LIMIT.
+pub(super) fn finish(
+    session: &Session,
+    plan: &SelectPlan,
+    rows: Vec<Vec<Value>>,
+    params: &[Value],
+) -> SqlResult<Outcome> {
+    let variable = |name: &str| session.variable(name);
+    // (the row the outputs read, its aggregates)
+    let groups: Vec<(Vec<Value>, Vec<Value>)> = if plan.grouped {
+        group(session, plan, rows, params, &variable)?
+    } else {
+        rows.into_iter().map(|r| (r, Vec::new())).collect()
+    };
+    let mut results: Vec<(Vec<Value>, Vec<Value>)> = Vec::with_capacity(groups.len());
+    for (row, aggregates) in &groups {
+        let ctx = session.eval_context(params, aggregates, &variable);
+        if let Some(having) = &plan.having {
+            if crate::value::truth(&eval(having, row, &ctx)?) != Some(true) {
+                continue;
+            }
+        }
+        let output: Vec<Value> = plan
+            .outputs
+            .iter()
+            .map(|o| eval(&o.expr, row, &ctx))
+            .collect::<SqlResult<_>>()?;
+        let keys: Vec<Value> = plan
+            .order_by
+            .iter()
+            .map(|(e, _)| eval(e, row, &ctx))
+            .collect::<SqlResult<_>>()?;
+        results.push((keys, output));
+    }
+    if plan.distinct {
+        let mut seen: Vec<Vec<Value>> = Vec::new();
+        results.retain(|(_, output)| {
+            if seen.iter().any(|s| rows_equal(s, output)) {
+                false
+            } else {
+                seen.push(output.clone());
+                true
+            }
+        });
+    }
+    if !plan.order_by.is_empty() {
+        results.sort_by(|(a, _), (b, _)| {
+            for (position, (_, ascending)) in plan.order_by.iter().enumerate() {
+                // NULLs first ascending, as MySQL.
+                let order = match (a[position].is_null(), b[position].is_null()) {
+                    (true, true) => Ordering::Equal,
+                    (true, false) => Ordering::Less,
+                    (false, true) => Ordering::Greater,
+                    _ => compare(&a[position], &b[position]).unwrap_or(Ordering::Equal),
+                };
+                let order = if *ascending { order } else { order.reverse() };
+                if order != Ordering::Equal {
+                    return order;
+                }
+            }
+            Ordering::Equal
+        });
+    }
+    let count = |e: &Option<Expr>| -> SqlResult<Option<usize>> {
+        e.as_ref()
+            .map(|e| {
+                let v = constant(session, e, params)?;
+                to_i64(&v)
+                    .filter(|n| *n >= 0)
+                    .map(|n| n as usize)
+                    .ok_or_else(|| SqlError::wrong_arguments("LIMIT"))
+            })
+            .transpose()
+    };
+    let offset = count(&plan.offset)?.unwrap_or(0);
+    let limit = count(&plan.limit)?.unwrap_or(usize::MAX);
+    let rows: Vec<Vec<Value>> = results
+        .into_iter()
+        .skip(offset)
+        .take(limit)
+        .map(|(_, o)| o)
+        .collect();
+    let columns = plan
+        .outputs
+        .iter()
+        .enumerate()
+        .map(|(position, o)| {
+            let (column_type, origin) = static_type(plan, &o.expr);
+            output::definition(
+                &o.name,
+                column_type,
+                origin,
+                rows.iter().map(|r| r[position].clone()),
+            )
+        })
+        .collect();
+    Ok(Outcome::Rows { columns, rows })
+}
+
+pub(super) fn rows_equal(a: &[Value], b: &[Value]) -> bool {
+    a.iter()
+        .zip(b)
+        .all(|(x, y)| match (x.is_null(), y.is_null()) {
+            (true, true) => true,
+            (false, false) => compare(x, y) == Some(Ordering::Equal),
+            _ => false,
+        })
+}
+
+/// A column's type (and origin) when the expression is a table column or an aggregate of
+/// known type.
+pub(super) fn static_type<'p>(
+    plan: &'p SelectPlan,
+    expr: &Expr,
+) -> (Option<ColumnType>, Option<Origin<'p>>) {
+    match expr {
+        Expr::Column(c) => column_type_and_origin(plan, *c),
+        Expr::Aggregate(n) => {
+            let aggregate = &plan.aggregates[*n];
+            match aggregate.kind {
+                AggregateKind::Count | AggregateKind::CountRows => (
+                    Some(ColumnType::Int {
+                        bytes: 8,
+                        signed: true,
+                    }),
+                    None,
+                ),
+                AggregateKind::Min | AggregateKind::Max => match &aggregate.argument {
+                    Some(arg) => (static_type(plan, arg).0, None),
+                    None => (None, None),
+                },
+                _ => (None, None),
+            }
+        }
+        _ => (None, None),
+    }
+}
+
+/// Row position `c`'s column: its type and where it comes from.
+fn column_type_and_origin(plan: &SelectPlan, c: usize) -> (Option<ColumnType>, Option<Origin<'_>>) {
+    // The table holding position `c`, its first position, and whether a LEFT JOIN may
+    // make its columns NULL.
+    let found: Option<(&str, &str, &kista_client::schema::Column, bool)> =
+        match (&plan.joins, &plan.table, &plan.system) {
+            (Some((first, joined)), _, _) => {
+                let mut tables: Vec<(&Arc<SqlTable>, usize, bool)> =
+                    first.table.iter().map(|t| (t, 0, false)).collect();
+                tables.extend(joined.iter().map(|j| (&j.table, j.offset, j.left)));
+                tables.iter().rev().find(|(_, offset, _)| *offset <= c).map(
+                    |&(table, offset, left)| {
+                        (
+                            table.database.as_str(),
+                            table.name.as_str(),
+                            &table.schema().columns[c - offset],
+                            left,
+                        )
+                    },
+                )
+            }
+            (None, Some(table), _) => Some((
+                table.database.as_str(),
+                table.name.as_str(),
+                &table.schema().columns[c],
+                false,
+            )),
+            (None, None, Some((system, schema))) => Some((
+                information_schema::DATABASE,
+                system.name(),
+                &schema.columns[c],
+                false,
+            )),
+            (None, None, None) => None,
+        };
+    let Some((schema, table, column, left_joined)) = found else {
+        return (None, None);
+    };
+    let origin = Origin {
+        schema,
+        table,
+        column: &column.name,
+        nullable: column.nullable || left_joined,
+    };
+    (Some(column.column_type), Some(origin))
+}
+
+/// Rows into groups (by the GROUP BY values; one group for aggregates alone, even of no
+/// rows), each with its aggregates computed.
+pub(super) fn group(
+    session: &Session,
+    plan: &SelectPlan,
+    rows: Vec<Vec<Value>>,
+    params: &[Value],
+    variable: &dyn Fn(&str) -> Option<Value>,
+) -> SqlResult<Vec<(Vec<Value>, Vec<Value>)>> {
+    let ctx = session.eval_context(params, &[], variable);
+    // (group key, first row, accumulators)
+    let mut groups: Vec<(Vec<Value>, Vec<Value>, Vec<Accumulator>)> = Vec::new();
+    let mut index: std::collections::HashMap<Vec<u8>, usize> = std::collections::HashMap::new();
+    for row in rows {
+        let key: Vec<Value> = plan
+            .group_by
+            .iter()
+            .map(|e| eval(e, &row, &ctx))
+            .collect::<SqlResult<_>>()?;
+        let encoded = encode_group_key(&key);
+        let position = match index.get(&encoded) {
+            Some(&p) => p,
+            None => {
+                groups.push((
+                    key,
+                    row.clone(),
+                    plan.aggregates
+                        .iter()
+                        .map(|_| Accumulator::default())
+                        .collect(),
+                ));
+                index.insert(encoded, groups.len() - 1);
+                groups.len() - 1
+            }
+        };
+        let accumulators = &mut groups[position].2;
+        for (aggregate, accumulator) in plan.aggregates.iter().zip(accumulators.iter_mut()) {
+            let value = match &aggregate.argument {
+                Some(arg) => Some(eval(arg, &row, &ctx)?),
+                None => None,
+            };
+            accumulator.add(aggregate, value);
+        }
+    }
+    if groups.is_empty() && plan.group_by.is_empty() {
+        let width = match (&plan.table, &plan.system) {
+            _ if plan.joins.is_some() => plan.joins.as_ref().map_or(0, |(_, joined)| {
+                joined
+                    .last()
+                    .map_or(0, |j| j.offset + j.table.schema().columns.len())
+            }),
+            (Some(table), _) => table.schema().columns.len(),
+            (None, Some((_, schema))) => schema.columns.len(),
+            (None, None) => 0,
+        };
+        groups.push((
+            Vec::new(),
+            vec![Value::Null; width],
+            plan.aggregates
+                .iter()
+                .map(|_| Accumulator::default())
+                .collect(),
+        ));
+    }
+    Ok(groups
+        .into_iter()
+        .map(|(_, row, accumulators)| {
+            let values = plan
+                .aggregates
+                .iter()
+                .zip(accumulators)
+                .map(|(a, acc)| acc.result(a))
+                .collect();
+            (row, values)
+        })
+        .collect())
+}
+
+/// Group keys compare as values: the text of each, with a kind tag (so 1 and '1' group
+/// apart, as MySQL's own grouping by type does).
+pub(super) fn encode_group_key(key: &[Value]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for value in key {
+        match value {
+            Value::Null => out.push(0),
+            Value::Bytes(b) => {
+                out.push(1);
+                out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+                out.extend_from_slice(b);
+            }
+            other => {
+                out.push(2);
+                let text = crate::value::to_text(other);
+                out.extend_from_slice(&(text.len() as u32).to_le_bytes());
+                out.extend_from_slice(&text);
+            }
+        }
+    }
+    out
+}
+
+#[derive(Default)]
+pub(super) struct Accumulator {
+    count: i64,
+    sum: Option<Value>,
+    best: Option<Value>,
+    seen: Vec<Value>,
+}
+
+impl Accumulator {
+    fn add(&mut self, aggregate: &Aggregate, value: Option<Value>) {
+        let Some(value) = value else {
+            self.count += 1;
+            return;
+        };
+        if value.is_null() {
+            return;
+        }
+        if aggregate.distinct {
+            if self
+                .seen
+                .iter()
+                .any(|s| compare(s, &value) == Some(Ordering::Equal))
+            {
+                return;
+            }
+            self.seen.push(value.clone());
+        }
+        self.count += 1;
+        match aggregate.kind {
+            AggregateKind::Sum | AggregateKind::Avg => {
+                let value = match value {
+                    Value::Int(n) => Value::Decimal(kista_client::types::Decimal {
+                        unscaled: i128::from(n),
+                        scale: 0,
+                    }),
+                    Value::UInt(n) => Value::Decimal(kista_client::types::Decimal {
+                        unscaled: i128::from(n),
+                        scale: 0,
+                    }),
+                    Value::Bytes(_) => Value::Double(crate::value::to_f64(&value).unwrap_or(0.0)),
+                    other => other,
+                };
+                self.sum = Some(match self.sum.take() {
+                    None => value,
+                    Some(sum) => crate::expr::eval_arithmetic_add(&sum, &value),
+                });
+            }
+            AggregateKind::Min | AggregateKind::Max => {
+                let better = match &self.best {
+                    None => true,
+                    Some(best) => {
+                        let order = compare(&value, best);
+                        if aggregate.kind == AggregateKind::Min {
+                            order == Some(Ordering::Less)
+                        } else {
+                            order == Some(Ordering::Greater)
+                        }
+                    }
+                };
+                if better {
+                    self.best = Some(value);
+                }
+            }
+            AggregateKind::Count | AggregateKind::CountRows => {}
+        }
+    }
+
+    fn result(self, aggregate: &Aggregate) -> Value {
+        match aggregate.kind {
+            AggregateKind::Count | AggregateKind::CountRows => Value::Int(self.count),
+            AggregateKind::Sum => self.sum.unwrap_or(Value::Null),
+            AggregateKind::Avg => match self.sum {
+                None => Value::Null,
+                Some(Value::Decimal(d)) => {
+                    // Four more digits than the values have, as MySQL.
+                    let scale = (d.scale + 4).min(38);
+                    let widened = d.unscaled * 10i128.pow(u32::from(scale - d.scale));
+                    let count = i128::from(self.count.max(1));
+                    let rounded = (widened + widened.signum() * count / 2) / count;
+                    Value::Decimal(kista_client::types::Decimal {
+                        unscaled: rounded,
+                        scale,
+                    })
+                }
+                Some(other) => Value::Double(
+                    crate::value::to_f64(&other).unwrap_or(0.0) / self.count.max(1) as f64,
+                ),
+            },
+            AggregateKind::Min | AggregateKind::Max => self.best.unwrap_or(Value::Null),
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! SELECT: bind the query against its tables (`bind.rs`), fetch the rows through the
+//! access path or the joins (`fetch.rs`), then finish in the front end (`finish.rs`):
+//! GROUP BY with aggregates, HAVING, the select list, DISTINCT, ORDER BY, LIMIT/OFFSET.
+
+mod bind;
+mod fetch;
+mod finish;
+
+pub use bind::{bind_query, split_name, table_of};
+pub(crate) use fetch::fetch;
+
+use std::sync::Arc;
+
+use sqlparser::ast;
+use sqlparser::tokenizer::Location;
+
+use kista_client::schema::TableSchema;
+use kista_client::types::{ColumnType, Value};
+use kista_client::LockKind;
+
+use crate::catalog::SqlTable;
+use crate::error::{SqlError, SqlResult};
+use crate::expr::{bind, eval, Aggregate, Binder, Expr};
+use crate::information_schema::SystemTable;
+use crate::join::{self, JoinedTable};
+use crate::output;
+use crate::plan::{choose_access, Access};
+use crate::session::{Outcome, Session};
+use crate::value::to_i64;
+use fetch::{fetch_joined, system_rows};
+use finish::{finish, static_type};
+
+/// One output column: its name and how to compute it from a (grouped) row.
+struct OutputColumn {
+    name: String,
+    expr: Expr,
+}
+
+/// A bound single-table (or table-less) SELECT.
+pub struct SelectPlan {
+    table: Option<Arc<SqlTable>>,
+    /// An `information_schema` table instead (its rows are built when the query runs).
+    system: Option<(SystemTable, TableSchema)>,
+    /// With joins: how `table` (the first) is read, and the tables joined to it in order.
+    joins: Option<(Box<SelectPlan>, Vec<JoinedTable>)>,
+    access: Access,
+    filter: Option<Expr>,
+    conjuncts: Vec<Expr>,
+    outputs: Vec<OutputColumn>,
+    aggregates: Vec<Aggregate>,
+    group_by: Vec<Expr>,
+    grouped: bool,
+    having: Option<Expr>,
+    distinct: bool,
+    order_by: Vec<(Expr, bool)>,
+    limit: Option<Expr>,
+    offset: Option<Expr>,
+    lock: LockKind,
+    /// The table columns any expression reads (empty: none or all).
+    needed_columns: Vec<usize>,
+}
+
+impl SelectPlan {
+    /// A plan reading `table`'s rows that pass `conjuncts` (bound over its row), every
+    /// column, under `lock`.
+    fn for_write_bound(
+        table: &Arc<SqlTable>,
+        conjuncts: Vec<Expr>,
+        limit: Option<Expr>,
+        lock: LockKind,
+    ) -> Self {
+        let filter = conjuncts
+            .iter()
+            .cloned()
+            .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)));
+        Self {
+            access: choose_access(table, &conjuncts),
+            table: Some(table.clone()),
+            system: None,
+            joins: None,
+            filter,
+            conjuncts,
+            outputs: Vec::new(),
+            aggregates: Vec::new(),
+            group_by: Vec::new(),
+            grouped: false,
+            having: None,
+            distinct: false,
+            order_by: Vec::new(),
+            limit,
+            offset: None,
+            lock,
+            needed_columns: Vec::new(),
+        }
+    }
+
+    /// The rows an UPDATE or DELETE changes: every column, under an exclusive lock.
+    pub fn for_write(
+        table: &Arc<SqlTable>,
+        selection: Option<&ast::Expr>,
+        limit: Option<&ast::Expr>,
+        placeholders: &[Location],
+    ) -> SqlResult<Self> {
+        let scope = table.scope(&table.name);
+        let mut binder = Binder {
+            columns: &scope,
+            placeholders,
+            aggregates: None,
+            place: "where clause",
+            inserted_row_at: None,
+        };
+        let filter = selection.map(|e| bind(&mut binder, e)).transpose()?;
+        let mut limit_binder = Binder::without_columns(placeholders, "limit");
+        let limit = limit.map(|e| bind(&mut limit_binder, e)).transpose()?;
+        let conjuncts = filter.map(Expr::conjuncts).unwrap_or_default();
+        Ok(Self::for_write_bound(
+            table,
+            conjuncts,
+            limit,
+            LockKind::Exclusive,
+        ))
+    }
+
+    /// The plan as a point read (`point_read.rs`): one table, by its whole primary key
+    /// and nothing else, columns only, no lock, grouping or limit.
+    pub fn as_point_read(&self) -> Option<crate::point_read::PointRead> {
+        let table = self.table.as_ref()?;
+        let Access::PrimaryKey(key) = &self.access else {
+            return None;
+        };
+        let simple = self.joins.is_none()
+            && self.system.is_none()
+            && !self.grouped
+            && self.having.is_none()
+            && self.limit.is_none()
+            && self.offset.is_none()
+            && self.lock == LockKind::Committed
+            && self.conjuncts.len() == table.schema().primary_key.len();
+        let output_columns: Vec<usize> = self
+            .outputs
+            .iter()
+            .map(|o| match o.expr {
+                Expr::Column(c) => Some(c),
+                _ => None,
+            })
+            .collect::<Option<_>>()?;
+        if !simple || output_columns.is_empty() {
+            return None;
+        }
+        let columns = self
+            .outputs
+            .iter()
+            .map(|o| {
+                let (column_type, origin) = static_type(self, &o.expr);
+                output::definition(&o.name, column_type, origin, std::iter::empty())
+            })
+            .collect();
+        crate::point_read::PointRead::new(table.clone(), key.clone(), &output_columns, columns)
+    }
+
+    /// `rows` cut to the plan's LIMIT.
+    pub fn limited(
+        &self,
+        session: &Session,
+        mut rows: Vec<Vec<Value>>,
+        params: &[Value],
+    ) -> SqlResult<Vec<Vec<Value>>> {
+        if let Some(limit) = &self.limit {
+            let n = to_i64(&constant(session, limit, params)?)
+                .filter(|n| *n >= 0)
+                .ok_or_else(|| SqlError::wrong_arguments("LIMIT"))?;
+            rows.truncate(n as usize);
+        }
+        Ok(rows)
+    }
+}
+
+/// Evaluates a constant expression (a key, a bound, a LIMIT).
+pub(super) fn constant(session: &Session, expr: &Expr, params: &[Value]) -> SqlResult<Value> {
+    let variable = |name: &str| session.variable(name);
+    let ctx = session.eval_context(params, &[], &variable);
+    eval(expr, &[], &ctx)
+}
+
+/// A key's values made to fit the key's columns; `None` when one cannot (the access path
+/// then falls back to a scan, which evaluates the comparison as MySQL would).
+pub(super) fn key_values(
+    session: &Session,
+    table: &SqlTable,
+    columns: &[usize],
+    exprs: &[Expr],
+    params: &[Value],
+) -> SqlResult<Option<Vec<Value>>> {
+    let variable = |name: &str| session.variable(name);
+    let ctx = session.eval_context(params, &[], &variable);
+    join::key_of(table, columns, exprs, &[], &ctx)
+}
+
+pub fn execute(session: &mut Session, plan: &SelectPlan, params: &[Value]) -> SqlResult<Outcome> {
+    if let Some((system, _)) = &plan.system {
+        let rows = system_rows(session, plan, *system, params)?;
+        return finish(session, plan, rows, params);
+    }
+    if let Some((first, joined)) = &plan.joins {
+        let rows = session
+            .transactional(|tx, session| fetch_joined(tx, session, plan, first, joined, params))?;
+        return finish(session, plan, rows, params);
+    }
+    let rows = match &plan.table {
+        None => vec![Vec::new()],
+        Some(table) => {
+            session.transactional(|tx, session| fetch(tx, session, plan, table, params, true))?
+        }
+    };
+    finish(session, plan, rows, params)
+}
+
+/// The result columns a prepared statement announces: for a query, its outputs' types
+/// where known (the execute answer describes the actual values again); none otherwise.
+pub fn prepared_columns(
+    session: &Session,
+    parsed: &crate::session::Parsed,
+) -> SqlResult<Vec<crate::protocol::results::ColumnDefinition>> {
+    let sqlparser::ast::Statement::Query(query) = &parsed.statement else {
+        return Ok(Vec::new());
+    };
+    let plan = bind_query(session, query, &parsed.placeholders)?;
+    Ok(plan
+        .outputs
+        .iter()
+        .map(|o| {
+            let (column_type, origin) = static_type(&plan, &o.expr);
+            let column_type = column_type.or(Some(ColumnType::VarChar { max_length: 16_383 }));
+            output::definition(&o.name, column_type, origin, std::iter::empty())
+        })
+        .collect())
+}
+
+/// The plan, for EXPLAIN.
+pub fn explain(plan: &SelectPlan) -> String {
+    if let Some((first, joined)) = &plan.joins {
+        let mut steps = vec![explain(first)];
+        steps.extend(joined.iter().map(JoinedTable::describe));
+        return steps.join("; then ");
+    }
+    match &plan.table {
+        Some(table) => format!(
+            "{}.{}: {}",
+            table.database,
+            table.name,
+            plan.access.describe()
+        ),
+        None => match &plan.system {
+            Some((system, _)) => format!(
+                "information_schema.{}: built by the front end from the catalog",
+                system.name()
+            ),
+            None => "no table".into(),
+        },
+    }
+}
