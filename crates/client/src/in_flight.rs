@@ -226,6 +226,12 @@ impl InFlight {
                     })
                     .map_err(|e| unreadable("table list", e));
                 (conf.request_id, answer)
+            } else if let Ok(conf) = DropIndexConf::from_signal(&signal) {
+                let answer = SchemaAnswer {
+                    schema_version: conf.schema_version,
+                    ..SchemaAnswer::default()
+                };
+                (conf.request_id, Ok(answer))
             } else if let Ok(conf) = DropTableConf::from_signal(&signal) {
                 (conf.request_id, Ok(SchemaAnswer::default()))
             } else if let Ok(refusal) = DictRef::from_signal(&signal) {

@@ -298,6 +298,23 @@ impl Client {
         Ok(changed)
     }
 
+    /// Drops the secondary index called `name` of `table`; returns the table at its new
+    /// schema version.
+    pub fn drop_index(&self, table: &Table, name: &str) -> Result<Table, ClientError> {
+        let (index_id, _) = table.index(name)?;
+        let (table_id, index_id) = (table.id, index_id.0);
+        let dropped = self.change_schema(&[], |request_id, client| DropIndexRequest {
+            request_id,
+            client,
+            table_id,
+            index_id,
+        })?;
+        let mut changed = table.clone();
+        changed.schema_version = dropped.schema_version;
+        changed.indexes.retain(|(id, _)| id.0 != index_id);
+        Ok(changed)
+    }
+
     /// Drops `table` and every row in it.
     pub fn drop_table(&self, table: &Table) -> Result<(), ClientError> {
         let table_id = table.id;

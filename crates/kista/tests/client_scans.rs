@@ -389,3 +389,39 @@ fn an_index_created_later_serves_scans_and_a_dropped_table_is_gone() {
     let again = client.drop_table(&indexed).unwrap_err();
     assert_eq!(again.code(), 723, "{again}");
 }
+
+#[test]
+fn a_dropped_index_is_gone_and_its_rows_stay() {
+    let (_datad, client, table) = node_with_people();
+    let dropped = client.drop_index(&table, "by_email").unwrap();
+    let dropped = client.drop_index(&dropped, "by_age").unwrap();
+    assert!(dropped.schema_version > table.schema_version);
+    assert!(dropped.index("by_age").is_err() && dropped.index("by_email").is_err());
+    let found = client.open_table("people").unwrap();
+    assert_eq!(found.indexes().count(), 0, "the dictionary forgot both");
+    assert_eq!(
+        all(client.scan(&dropped, ScanSpec::full()).unwrap()).len(),
+        PEOPLE as usize
+    );
+
+    // Another row may now carry an e-mail address already in use: no unique index checks it.
+    let mut twin = person(PEOPLE + 1);
+    twin[3] = person(0)[3].clone();
+    let mut insert = client.transaction();
+    insert.insert(&dropped, twin).unwrap();
+    insert.execute(ExecuteMode::Commit).unwrap().wait().unwrap();
+
+    // The old definition is refused, as after any schema change.
+    let mut stale = client.transaction();
+    stale.insert(&table, person(PEOPLE + 2)).unwrap();
+    let refused = stale
+        .execute(ExecuteMode::Commit)
+        .unwrap()
+        .wait()
+        .unwrap_err();
+    assert_eq!(refused.code(), 241, "{refused}");
+    assert!(
+        client.drop_index(&dropped, "by_age").is_err(),
+        "no such index any more"
+    );
+}

@@ -340,6 +340,9 @@ fn joins_use_batched_key_lookups_and_information_schema_describes_the_tables() {
         SELECT TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'j' ORDER BY TABLE_NAME;
         SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COLUMN_KEY FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'j' AND TABLE_NAME = 'orders' ORDER BY ORDINAL_POSITION;
         SELECT INDEX_NAME, COLUMN_NAME, NON_UNIQUE FROM information_schema.STATISTICS WHERE TABLE_NAME = 'customers' ORDER BY INDEX_NAME;
+        DROP INDEX by_customer ON orders;
+        SELECT 'after drop', INDEX_NAME FROM information_schema.STATISTICS WHERE TABLE_NAME = 'orders';
+        DROP INDEX by_customer ON orders;
         SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'j';
         SELECT * FROM information_schema.ENGINES;
     ";
@@ -390,7 +393,13 @@ fn joins_use_batched_key_lookups_and_information_schema_describes_the_tables() {
         stderr.contains("ERROR 1109 (42S02)"),
         "unknown information_schema table:\n{stderr}"
     );
-    assert_eq!(stderr.matches("ERROR").count(), 1, "{stderr}");
+    position("after drop\tPRIMARY");
+    assert!(!stdout.contains("after drop\tby_customer"), "{stdout}");
+    assert!(
+        stderr.contains("ERROR 1091 (42000)"),
+        "dropped twice:\n{stderr}"
+    );
+    assert_eq!(stderr.matches("ERROR").count(), 2, "{stderr}");
 }
 
 #[test]

@@ -191,6 +191,18 @@ pub fn run(
             other => other.map(|_| Outcome::affected(1)),
         },
         Statement::Drop {
+            object_type: ObjectType::Index,
+            names,
+            table: Some(table),
+            ..
+        } => {
+            let (database, name) = split_name(session, table)?;
+            for index in names {
+                drop_index(session, &database, &name, &name_of(index))?;
+            }
+            Ok(Outcome::done())
+        }
+        Statement::Drop {
             object_type,
             if_exists,
             names,
@@ -482,7 +494,7 @@ fn drop(
             }
             Ok(Outcome::affected(dropped as u64))
         }
-        ObjectType::Index => Err(SqlError::not_supported("DROP INDEX")),
+        ObjectType::Index => Err(SqlError::syntax("DROP INDEX needs ON table")),
         other => Err(SqlError::not_supported(format!("DROP {other}"))),
     }
 }
@@ -509,6 +521,24 @@ fn create_table(session: &mut Session, create: &ast::CreateTable) -> SqlResult<O
         }
         other => other.map(|_| Outcome::done()),
     }
+}
+
+/// `DROP INDEX index ON table`: any secondary index; not the primary key's.
+fn drop_index(session: &mut Session, database: &str, name: &str, index: &str) -> SqlResult<()> {
+    let table = session.catalog.table(database, name)?;
+    if index.eq_ignore_ascii_case(ddl::PRIMARY_INDEX) {
+        return Err(SqlError::not_supported("dropping the primary key"));
+    }
+    if table.table.index(index).is_err() {
+        return Err(SqlError::new(
+            1091,
+            "42000",
+            format!("Can't DROP '{index}'; check that column/key exists"),
+        ));
+    }
+    session.catalog.forget(database, name);
+    session.catalog.client().drop_index(&table.table, index)?;
+    Ok(())
 }
 
 /// Deletes every row, a batch of keys per transaction.

@@ -56,6 +56,9 @@ enum Reply {
         version: u32,
     },
     TableDropped,
+    IndexDropped {
+        version: u32,
+    },
 }
 
 struct SchemaChange {
@@ -383,6 +386,55 @@ impl Dictionary {
         );
     }
 
+    /// Drops a secondary index: the table's new definition goes out first, then the drop
+    /// of a unique index's index table, so every instance stops maintaining the entries
+    /// before their table goes (each instance gets the dictionary's signals in order).
+    fn drop_index(&mut self, ctx: &mut Context, request: DropIndexRequest) {
+        let Some(table) = self.client_table(request.table_id) else {
+            return self.no_such_table(ctx, request.client, request.request_id, request.table_id);
+        };
+        let Some(position) = table
+            .definition
+            .indexes
+            .iter()
+            .position(|&(id, _)| id == request.index_id)
+        else {
+            let message = format!(
+                "table {} has no index {}",
+                request.table_id, request.index_id
+            );
+            return self.refuse(
+                ctx,
+                request.client,
+                request.request_id,
+                ErrorCode::BadSchema,
+                &message,
+            );
+        };
+        table.definition.indexes.remove(position);
+        let index_table = table.definition.index_table(request.index_id);
+        table
+            .definition
+            .index_tables
+            .retain(|&(index, _)| index != request.index_id);
+        table.version += 1;
+        let reply = Reply::IndexDropped {
+            version: table.version,
+        };
+        // No way back once sent: an instance cannot fail to forget an index.
+        self.publish(
+            ctx,
+            request.client,
+            request.request_id,
+            request.table_id,
+            Some(reply),
+            None,
+        );
+        if let Some(index_table) = index_table {
+            self.drop_index_table(ctx, index_table);
+        }
+    }
+
     /// Drops an index table; nobody waits for it (its table's change answers the client).
     fn drop_index_table(&mut self, ctx: &mut Context, index_table: u32) {
         self.tables.remove(&index_table);
@@ -602,6 +654,11 @@ impl Dictionary {
             }
             .to_signal(client, here),
             Reply::TableDropped => DropTableConf { request_id }.to_signal(client, here),
+            Reply::IndexDropped { version } => DropIndexConf {
+                request_id,
+                schema_version: version,
+            }
+            .to_signal(client, here),
         };
         ctx.send(signal);
     }
@@ -616,7 +673,8 @@ impl Block for Dictionary {
         let number = signal.number();
         let is_client_request = number == CreateTableRequest::NUMBER
             || number == CreateIndexRequest::NUMBER
-            || number == DropTableRequest::NUMBER;
+            || number == DropTableRequest::NUMBER
+            || number == DropIndexRequest::NUMBER;
         if is_client_request {
             if let Some(master) = self.master().filter(|&m| m != ctx.address()) {
                 if let Err((client, request_id)) = self.relays.pass_on(ctx, signal, master) {
@@ -638,6 +696,8 @@ impl Block for Dictionary {
             CreateIndexRequest::from_signal(signal).map(|r| self.create_index(ctx, r))
         } else if number == DropTableRequest::NUMBER {
             DropTableRequest::from_signal(signal).map(|r| self.drop_table(ctx, r))
+        } else if number == DropIndexRequest::NUMBER {
+            DropIndexRequest::from_signal(signal).map(|r| self.drop_index(ctx, r))
         } else if number == TableLookupRequest::NUMBER {
             TableLookupRequest::from_signal(signal).map(|r| self.look_up_table(ctx, r))
         } else if number == TableListRequest::NUMBER {

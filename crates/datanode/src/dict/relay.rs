@@ -67,7 +67,8 @@ impl Relays {
             },
             CreateTableRequest,
             CreateIndexRequest,
-            DropTableRequest
+            DropTableRequest,
+            DropIndexRequest
         );
         let Some(((client, request_id), forwarded)) = passed else {
             debug_assert!(false, "only client schema requests are passed on");
@@ -104,6 +105,7 @@ impl Relays {
             CreateTableConf,
             CreateIndexConf,
             DropTableConf,
+            DropIndexConf,
             DictRef
         );
         let Some(back) = back else {

@@ -51,6 +51,8 @@ pub fn check_client_signal(signal: &Signal, client_node: NodeId) -> Result<(), S
             CreateIndexRequest::from_signal(signal).map(|s| s.client)
         } else if number == DropTableRequest::NUMBER {
             DropTableRequest::from_signal(signal).map(|s| s.client)
+        } else if number == DropIndexRequest::NUMBER {
+            DropIndexRequest::from_signal(signal).map(|s| s.client)
         } else if number == TableLookupRequest::NUMBER {
             TableLookupRequest::from_signal(signal).map(|s| s.client)
         } else if number == TableListRequest::NUMBER {

@@ -364,6 +364,14 @@ typed_signal! {
     TableListConf = 112 { request_id: u64, count: u32, more: u32, }
 }
 
+typed_signal! {
+    /// Drops secondary index `index_id` of a table (a unique index's index table with it).
+    DropIndexRequest = 113 { request_id: u64, client: BlockAddress, table_id: u32, index_id: u32, }
+}
+typed_signal! {
+    DropIndexConf = 114 { request_id: u64, schema_version: u32, }
+}
+
 /// Bytes of names one [`TableListConf`] carries at most.
 pub const TABLE_LIST_BYTES_MAX: usize = 64 * 1024;
 
