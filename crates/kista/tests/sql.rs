@@ -624,3 +624,61 @@ fn the_mysql_client_works_interactively_on_a_terminal() {
         );
     }
 }
+
+#[test]
+fn accounts_log_in_with_either_password_plugin_and_wrong_passwords_are_refused() {
+    let up = Up::start("accounts");
+    let front_end = KistaProcess::spawn(&[
+        "sql",
+        "--mgm",
+        &up.mgm,
+        "--port",
+        "0",
+        "--user",
+        "app:s3cret",
+        "--user",
+        "ops:",
+    ]);
+    let port = front_end.address.port().to_string();
+    let mysql = |user: &str, password: Option<&str>| {
+        let mut args = vec!["-h", "127.0.0.1", "-P", &port, "-u", user];
+        let flag;
+        if let Some(password) = password {
+            flag = format!("-p{password}");
+            args.push(&flag);
+        }
+        let output = run_client("mysql", &args, "SELECT CURRENT_USER();");
+        (text(&output.stdout), text(&output.stderr))
+    };
+    // The mysql client answers with mysql_native_password.
+    let (stdout, stderr) = mysql("app", Some("s3cret"));
+    assert!(stdout.contains("app@%"), "{stdout}\n{stderr}");
+    let (_, stderr) = mysql("app", Some("wrong"));
+    assert!(stderr.contains("ERROR 1045 (28000)"), "{stderr}");
+    let (_, stderr) = mysql("root", None);
+    assert!(
+        stderr.contains("ERROR 1045 (28000)"),
+        "only the accounts given: {stderr}"
+    );
+    let (stdout, stderr) = mysql("ops", None);
+    assert!(
+        stdout.contains("ops@%"),
+        "an empty password: {stdout}\n{stderr}"
+    );
+    // PyMySQL answers the greeting's caching_sha2_password.
+    let script = "import pymysql, sys\n\
+        port = int(sys.argv[1])\n\
+        c = pymysql.connect(host='127.0.0.1', port=port, user='app', password='s3cret')\n\
+        assert c._auth_plugin_name == 'caching_sha2_password', c._auth_plugin_name\n\
+        cur = c.cursor(); cur.execute('SELECT 1'); assert cur.fetchone() == (1,)\n\
+        try:\n    pymysql.connect(host='127.0.0.1', port=port, user='app', password='nope')\n    sys.exit('a wrong password was accepted')\n\
+        except pymysql.err.OperationalError as e:\n    assert e.args[0] == 1045, e\n\
+        print('sha2 ok')\n";
+    let output = run_client("/usr/bin/python3", &["-c", script, &port], "");
+    assert!(
+        text(&output.stdout).contains("sha2 ok"),
+        "{}\n{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+}
