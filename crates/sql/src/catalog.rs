@@ -41,6 +41,15 @@ impl SqlTable {
         self.table.schema()
     }
 
+    /// The primary key of a full row of this table.
+    pub fn key_of(&self, row: &[Value]) -> Vec<Value> {
+        self.schema()
+            .primary_key
+            .iter()
+            .map(|&c| row[c].clone())
+            .collect()
+    }
+
     /// The primary key's columns, as the client's column lists name them.
     pub fn key_columns(&self) -> Vec<u16> {
         self.schema()

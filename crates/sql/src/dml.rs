@@ -23,7 +23,7 @@ use crate::error::{SqlError, SqlResult};
 use crate::expr::{bind, eval, Binder, Expr};
 use crate::select::{self, split_name, SelectPlan};
 use crate::session::{Outcome, Session};
-use crate::value::{coerce, compare, to_i64};
+use crate::value::{coerce, same_value, same_values, to_i64};
 
 /// Makes `value` fit column `column` of `table` (NULL refused in NOT NULL columns).
 fn fit(table: &SqlTable, column: usize, value: &Value) -> SqlResult<Value> {
@@ -164,10 +164,7 @@ pub fn insert(
             return Ok(rows.len() as u64);
         }
         // IGNORE / ON DUPLICATE KEY UPDATE: look first, under a lock.
-        let keys: Vec<Vec<Value>> = rows
-            .iter()
-            .map(|row| schema.primary_key.iter().map(|&c| row[c].clone()).collect())
-            .collect();
+        let keys: Vec<Vec<Value>> = rows.iter().map(|row| table.key_of(row)).collect();
         let mut ops = Vec::with_capacity(keys.len());
         for key in &keys {
             ops.push(
@@ -182,7 +179,7 @@ pub fn insert(
         ignored = 0;
         let mut inserted_keys: Vec<&Vec<Value>> = Vec::new();
         for ((row, key), op) in rows.iter().zip(&keys).zip(ops) {
-            let duplicate_in_statement = inserted_keys.iter().any(|k| keys_equal(k, key));
+            let duplicate_in_statement = inserted_keys.iter().any(|k| same_values(k, key));
             match (found.row(op), &duplicate_update) {
                 (None, _) if !duplicate_in_statement => {
                     tx.transaction.insert(&table.table, row.clone())?;
@@ -195,7 +192,7 @@ pub fn insert(
                     let changes = evaluate_assignments(&table, assignments, &both, &ctx)?;
                     let changed: Vec<(u16, Value)> = changes
                         .into_iter()
-                        .filter(|(c, v)| !values_equal(&existing[usize::from(*c)], v))
+                        .filter(|(c, v)| !same_value(&existing[usize::from(*c)], v))
                         .collect();
                     if !changed.is_empty() {
                         tx.transaction.update(&table.table, key, changed)?;
@@ -223,18 +220,6 @@ pub fn insert(
         last_insert_id: first_auto,
         info: String::new(),
     })
-}
-
-fn keys_equal(a: &[Value], b: &[Value]) -> bool {
-    a.iter().zip(b).all(|(x, y)| values_equal(x, y))
-}
-
-fn values_equal(a: &Value, b: &Value) -> bool {
-    match (a.is_null(), b.is_null()) {
-        (true, true) => true,
-        (false, false) => compare(a, b) == Some(std::cmp::Ordering::Equal),
-        _ => false,
-    }
 }
 
 /// MySQL names the duplicate entry; for a one-row insert so does this server.
@@ -336,18 +321,13 @@ pub fn update(
             let changes = evaluate_assignments(&table, &assignments, row, &ctx)?;
             let changed: Vec<(u16, Value)> = changes
                 .into_iter()
-                .filter(|(c, v)| !values_equal(&row[usize::from(*c)], v))
+                .filter(|(c, v)| !same_value(&row[usize::from(*c)], v))
                 .collect();
             if changed.is_empty() {
                 continue;
             }
             affected += 1;
-            let key: Vec<Value> = table
-                .schema()
-                .primary_key
-                .iter()
-                .map(|&c| row[c].clone())
-                .collect();
+            let key = table.key_of(row);
             if changes_key {
                 let mut new_row = row.clone();
                 for (c, v) in changed {
@@ -398,12 +378,7 @@ pub fn delete(
         let rows = select::fetch(tx, session, &plan, &table, params, false)?;
         let rows = plan.limited(session, rows, params)?;
         for row in &rows {
-            let key: Vec<Value> = table
-                .schema()
-                .primary_key
-                .iter()
-                .map(|&c| row[c].clone())
-                .collect();
+            let key = table.key_of(row);
             tx.transaction.delete(&table.table, &key)?;
         }
         if !rows.is_empty() {

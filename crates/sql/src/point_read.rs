@@ -42,7 +42,39 @@ pub struct PointRead {
     read_columns: Vec<u16>,
     /// Each output column's position among `read_columns`.
     outputs: Vec<usize>,
-    columns: Vec<ColumnDefinition>,
+    /// Each output column's type code, for its binary value.
+    type_codes: Vec<u8>,
+    /// The answer's packets before the row (column count, definitions, and the EOF of
+    /// clients without `DEPRECATE_EOF`), numbered from 1, and the next packet's number:
+    /// `[deprecate_eof as usize]`.
+    headers: [(Vec<u8>, u8); 2],
+}
+
+/// Appends one packet numbered `*sequence` (then counts on) with the body `body` writes.
+fn put_packet(out: &mut Vec<u8>, sequence: &mut u8, body: impl FnOnce(&mut Vec<u8>)) {
+    let start = out.len();
+    out.extend_from_slice(&[0, 0, 0, *sequence]);
+    *sequence = sequence.wrapping_add(1);
+    body(out);
+    let length = (out.len() - start - 4) as u32;
+    out[start..start + 3].copy_from_slice(&length.to_le_bytes()[..3]);
+}
+
+/// The packets of a result set before its rows, numbered from 1; returns the next number.
+fn result_header(columns: &[ColumnDefinition], deprecate_eof: bool, out: &mut Vec<u8>) -> u8 {
+    let mut sequence = 1;
+    put_packet(out, &mut sequence, |o| {
+        put_lenenc_int(o, columns.len() as u64)
+    });
+    for column in columns {
+        put_packet(out, &mut sequence, |o| column.encode(o));
+    }
+    if !deprecate_eof {
+        put_packet(out, &mut sequence, |o| {
+            results::eof(o, 0, status::AUTOCOMMIT)
+        });
+    }
+    sequence
 }
 
 impl PointRead {
@@ -70,12 +102,18 @@ impl PointRead {
                     .unwrap_or(0)
             })
             .collect();
+        let headers = [false, true].map(|deprecate_eof| {
+            let mut header = Vec::new();
+            let next = result_header(&columns, deprecate_eof, &mut header);
+            (header, next)
+        });
         Some(Self {
             table,
             key,
             read_columns,
             outputs,
-            columns,
+            type_codes: columns.iter().map(|c| c.type_code).collect(),
+            headers,
         })
     }
 
@@ -134,56 +172,44 @@ impl PointRead {
     /// The whole answer to the execute command: a result set of the row (or of none), or
     /// the error; packets numbered from 1.
     fn answer(&self, result: Result<Executed, ClientError>, capabilities: u32) -> Vec<u8> {
-        let mut out = Vec::with_capacity(256);
-        let mut sequence = 1u8;
-        let mut packet = |out: &mut Vec<u8>, body: &dyn Fn(&mut Vec<u8>)| {
-            let start = out.len();
-            out.extend_from_slice(&[0, 0, 0, sequence]);
-            sequence = sequence.wrapping_add(1);
-            body(out);
-            let length = (out.len() - start - 4) as u32;
-            out[start..start + 3].copy_from_slice(&length.to_le_bytes()[..3]);
-        };
         let executed = match result {
             Ok(executed) => executed,
             Err(error) => {
                 let error = SqlError::from_cluster(&error);
-                packet(&mut out, &|o| {
+                let mut out = Vec::with_capacity(64 + error.message.len());
+                put_packet(&mut out, &mut 1, |o| {
                     results::error(o, error.code, error.state, &error.message)
                 });
                 return out;
             }
         };
         let deprecate_eof = capabilities & crate::protocol::capability::DEPRECATE_EOF != 0;
-        packet(&mut out, &|o| put_lenenc_int(o, self.columns.len() as u64));
-        for column in &self.columns {
-            packet(&mut out, &|o| column.encode(o));
-        }
-        if !deprecate_eof {
-            packet(&mut out, &|o| results::eof(o, 0, status::AUTOCOMMIT));
-        }
+        let (header, mut sequence) = &self.headers[usize::from(deprecate_eof)];
+        let mut out = Vec::with_capacity(header.len() + 128);
+        out.extend_from_slice(header);
+        let columns = self.type_codes.len();
         if let Some(row) = executed.rows.first().and_then(|r| r.as_deref()) {
-            packet(&mut out, &|o| {
+            put_packet(&mut out, &mut sequence, |o| {
                 o.push(results::OK_HEADER);
                 let bitmap = o.len();
-                o.resize(bitmap + (self.columns.len() + 7 + 2) / 8, 0);
-                for (position, (&source, column)) in
-                    self.outputs.iter().zip(&self.columns).enumerate()
+                o.resize(bitmap + (columns + 7 + 2) / 8, 0);
+                for (position, (&source, &type_code)) in
+                    self.outputs.iter().zip(&self.type_codes).enumerate()
                 {
                     match row.get(source) {
-                        Some(value) if !value.is_null() => write_value(o, column.type_code, value),
+                        Some(value) if !value.is_null() => write_value(o, type_code, value),
                         _ => o[bitmap + (position + 2) / 8] |= 1 << ((position + 2) % 8),
                     }
                 }
             });
         }
-        if deprecate_eof {
-            packet(&mut out, &|o| {
+        put_packet(&mut out, &mut sequence, |o| {
+            if deprecate_eof {
                 results::ok(o, true, 0, 0, status::AUTOCOMMIT, 0, "")
-            });
-        } else {
-            packet(&mut out, &|o| results::eof(o, 0, status::AUTOCOMMIT));
-        }
+            } else {
+                results::eof(o, 0, status::AUTOCOMMIT)
+            }
+        });
         out
     }
 }

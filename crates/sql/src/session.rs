@@ -99,40 +99,31 @@ pub fn parse(sql: &str) -> SqlResult<Parsed> {
 }
 
 fn rewrite_lock_in_share_mode(tokens: &mut Vec<sqlparser::tokenizer::TokenWithSpan>) {
-    let words: Vec<String> = tokens
+    use sqlparser::tokenizer::{TokenWithSpan, Whitespace};
+    // Only the last four words can be the clause; no other token is looked at.
+    let mut words = tokens
         .iter()
-        .filter(|t| !matches!(t.token, Token::Whitespace(_)))
-        .map(|t| t.token.to_string().to_uppercase())
-        .collect();
-    let n = words.len();
-    let trailing_semicolon = usize::from(words.last().is_some_and(|w| w == ";"));
-    if n >= 4 + trailing_semicolon
-        && words[n - 4 - trailing_semicolon..n - trailing_semicolon]
-            == ["LOCK", "IN", "SHARE", "MODE"]
-    {
-        let mut kept = 0;
-        let mut to_drop = 4;
-        let mut position = tokens.len();
-        while to_drop > 0 && position > 0 {
-            position -= 1;
-            if matches!(tokens[position].token, Token::Whitespace(_))
-                || tokens[position].token == Token::SemiColon
-            {
-                continue;
-            }
-            to_drop -= 1;
-            if to_drop == 0 {
-                kept = position;
-            }
-        }
-        tokens.truncate(kept);
-        let share =
-            |word: &str| sqlparser::tokenizer::TokenWithSpan::wrap(Token::make_keyword(word));
-        tokens.push(share("FOR"));
-        tokens.push(sqlparser::tokenizer::TokenWithSpan::wrap(
-            Token::Whitespace(sqlparser::tokenizer::Whitespace::Space),
-        ));
-        tokens.push(share("SHARE"));
+        .enumerate()
+        .rev()
+        .filter(|(_, t)| !matches!(t.token, Token::Whitespace(_) | Token::SemiColon))
+        .map(|(position, _)| position);
+    let last: Vec<usize> = words.by_ref().take(4).collect();
+    let is_clause = last.len() == 4
+        && last
+            .iter()
+            .rev()
+            .zip(["LOCK", "IN", "SHARE", "MODE"])
+            .all(|(&position, word)| {
+                tokens[position]
+                    .token
+                    .to_string()
+                    .eq_ignore_ascii_case(word)
+            });
+    if is_clause {
+        tokens.truncate(last[3]);
+        tokens.push(TokenWithSpan::wrap(Token::make_keyword("FOR")));
+        tokens.push(TokenWithSpan::wrap(Token::Whitespace(Whitespace::Space)));
+        tokens.push(TokenWithSpan::wrap(Token::make_keyword("SHARE")));
     }
 }
 
@@ -473,5 +464,36 @@ impl Tx<'_> {
         } else {
             asked
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lock_of(sql: &str) -> Option<sqlparser::ast::LockType> {
+        let Statement::Query(query) = parse(sql).unwrap().statement else {
+            panic!("not a query: {sql}");
+        };
+        query.locks.first().map(|l| l.lock_type)
+    }
+
+    #[test]
+    fn lock_in_share_mode_reads_as_for_share() {
+        use sqlparser::ast::LockType;
+        assert_eq!(
+            lock_of("SELECT c FROM t WHERE id = ? LOCK IN SHARE MODE"),
+            Some(LockType::Share)
+        );
+        assert_eq!(
+            lock_of("select c from t lock  in share\nmode ;"),
+            Some(LockType::Share)
+        );
+        assert_eq!(
+            lock_of("SELECT c FROM t FOR UPDATE"),
+            Some(LockType::Update)
+        );
+        assert_eq!(lock_of("SELECT 'LOCK IN SHARE MODE'"), None);
+        assert_eq!(parse("SELECT ? + ?").unwrap().placeholders.len(), 2);
     }
 }

@@ -158,6 +158,20 @@ fn is_numeric(value: &Value) -> bool {
     )
 }
 
+/// Whether two values are the same, NULL matching NULL (as DISTINCT and keys see it).
+pub fn same_value(a: &Value, b: &Value) -> bool {
+    match (a.is_null(), b.is_null()) {
+        (true, true) => true,
+        (false, false) => compare(a, b) == Some(Ordering::Equal),
+        _ => false,
+    }
+}
+
+/// [`same_value`] column by column.
+pub fn same_values(a: &[Value], b: &[Value]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_value(x, y))
+}
+
 /// MySQL's comparison of two values: same kinds directly; numbers with anything as
 /// numbers; strings with dates as dates; `None` if either is NULL.
 pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
@@ -170,8 +184,8 @@ pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
     match (a, b) {
         (Value::Bytes(_), Value::Bytes(_)) => None,
         (Value::Decimal(x), Value::Decimal(y)) => Some(compare_decimals(*x, *y)),
-        (Value::Bytes(text), other) | (other, Value::Bytes(text)) if !is_numeric(other) => {
-            let parsed = coerce(&Value::Bytes(text.clone()), kind_of(other), "")
+        (text @ Value::Bytes(_), other) | (other, text @ Value::Bytes(_)) if !is_numeric(other) => {
+            let parsed = coerce(text, kind_of(other), "")
                 .ok()
                 .filter(|v| !v.is_null())?;
             let order = kista_client::compare::compare(&parsed, other)?;

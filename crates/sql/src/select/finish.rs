@@ -52,7 +52,7 @@ pub(super) fn finish(
     if plan.distinct {
         let mut seen: Vec<Vec<Value>> = Vec::new();
         results.retain(|(_, output)| {
-            if seen.iter().any(|s| rows_equal(s, output)) {
+            if seen.iter().any(|s| crate::value::same_values(s, output)) {
                 false
             } else {
                 seen.push(output.clone());
@@ -112,16 +112,6 @@ pub(super) fn finish(
         })
         .collect();
     Ok(Outcome::Rows { columns, rows })
-}
-
-pub(super) fn rows_equal(a: &[Value], b: &[Value]) -> bool {
-    a.iter()
-        .zip(b)
-        .all(|(x, y)| match (x.is_null(), y.is_null()) {
-            (true, true) => true,
-            (false, false) => compare(x, y) == Some(Ordering::Equal),
-            _ => false,
-        })
 }
 
 /// A column's type (and origin) when the expression is a table column or an aggregate of
