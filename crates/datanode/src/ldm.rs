@@ -4,7 +4,8 @@
 //! commit or abort grants the lock it runs again, and when the timer fires first the
 //! operation fails with error 266 and its coordinator aborts the transaction. Later
 //! operations of the same transaction on the same partition queue behind a parked one, so a
-//! transaction's operations on a partition run in the order they arrived.
+//! transaction's operations on a partition run in the order they arrived. A wait that lasts
+//! also looks for a deadlock it closes (`deadlock.rs`), which ends it sooner, with error 4261.
 
 use std::collections::VecDeque;
 
@@ -34,6 +35,7 @@ use crate::registry::{PartitionRegistry, SharedPartition};
 use crate::{error_code_of, refuse_prepare, send_sharing_section, send_with_bytes};
 
 mod copy;
+mod deadlock;
 
 struct LdmTable {
     schema_version: u32,
@@ -86,6 +88,7 @@ pub struct LocalDataManager {
     failed_coordinators: NodeSet,
     /// Partitions being copied to or from a restarting node.
     copies: copy::Copies,
+    deadlocks: deadlock::DeadlockDetection,
     /// False on a restarted node until it is a member again: operations that reach it
     /// meanwhile were meant for its earlier life (whose connections the others have not
     /// yet seen close) and are refused.
@@ -120,6 +123,7 @@ impl LocalDataManager {
             upkeep_bytes: Vec::new(),
             failed_coordinators: NodeSet::EMPTY,
             copies: copy::Copies::default(),
+            deadlocks: deadlock::DeadlockDetection::default(),
             member,
         }
     }
@@ -399,6 +403,7 @@ impl LocalDataManager {
             expiry,
             Duration::from_millis(self.settings.lock_wait_timeout_ms),
         );
+        self.schedule_deadlock_check(ctx, prepare.transaction, wait_id);
         let key = (prepare.table_id, prepare.partition);
         let transaction = self.transactions.entry(prepare.transaction).or_default();
         transaction
@@ -567,33 +572,55 @@ impl LocalDataManager {
     }
 
     fn lock_wait_expired(&mut self, ctx: &mut Context, expired: LockWaitExpired) {
-        let Some(transaction) = self.transactions.get_mut(&expired.transaction) else {
-            return;
+        let timeout_ms = self.settings.lock_wait_timeout_ms;
+        self.end_wait(ctx, expired.transaction, expired.wait_id, |table_id| {
+            let message = format!(
+                "lock wait timeout after {timeout_ms} ms on table {table_id} (probably a deadlock); the transaction is aborted"
+            );
+            (ErrorCode::LockWaitTimeout, message)
+        });
+    }
+
+    /// The (table, partition) and row where `transaction`'s wait `wait_id` is parked, if it
+    /// still waits (not granted, timed out or aborted since).
+    fn waiting(&self, transaction: u64, wait_id: u32) -> Option<((u32, u32), RowId)> {
+        let transaction = self.transactions.get(&transaction)?;
+        transaction.parked.iter().find_map(|(&key, queue)| {
+            let front = queue.front().filter(|p| p.wait_id == wait_id)?;
+            Some((key, front.waiting_on?))
+        })
+    }
+
+    /// Gives up a wait: the waiting operation, and the operations of its transaction queued
+    /// behind it on the partition, are refused with the error `refusal` describes for the
+    /// table (the coordinator then aborts the transaction). Nothing if the wait is over.
+    fn end_wait(
+        &mut self,
+        ctx: &mut Context,
+        transaction: u64,
+        wait_id: u32,
+        refusal: impl Fn(u32) -> (ErrorCode, String),
+    ) {
+        let Some((key, anchor)) = self.waiting(transaction, wait_id) else {
+            return; // granted or aborted before the timer or the probe came
         };
-        let Some((&key, _)) = transaction.parked.iter().find(|(_, queue)| {
-            queue
-                .front()
-                .is_some_and(|p| p.wait_id == expired.wait_id && p.waiting_on.is_some())
-        }) else {
-            return; // granted or aborted before the timer fired
-        };
-        let queue = transaction.parked.remove(&key).unwrap_or_default();
-        let mut granted = Vec::new();
-        for (position, parked) in queue.into_iter().enumerate() {
-            if let (0, Some(anchor)) = (position, parked.waiting_on) {
-                if let Some(partition) = self.partition(key) {
-                    granted = lock_partition(&partition)
-                        .cancel_wait(TransactionId(expired.transaction), anchor);
-                }
+        let granted = match self.partition(key) {
+            Some(partition) => {
+                lock_partition(&partition).cancel_wait(TransactionId(transaction), anchor)
             }
+            None => Vec::new(),
+        };
+        let queue = self
+            .transactions
+            .get_mut(&transaction)
+            .and_then(|record| record.parked.remove(&key))
+            .unwrap_or_default();
+        let (code, message) = refusal(key.0);
+        for parked in queue {
             if let Some(section) = parked.section {
                 ctx.release_section(section);
             }
-            let message = format!(
-                "lock wait timeout after {} ms on table {} (probably a deadlock); the transaction is aborted",
-                self.settings.lock_wait_timeout_ms, key.0
-            );
-            refuse_prepare(ctx, &parked.prepare, ErrorCode::LockWaitTimeout, &message);
+            refuse_prepare(ctx, &parked.prepare, code, &message);
         }
         self.resume(ctx, key.0, key.1, granted);
     }
@@ -785,6 +812,12 @@ impl Block for LocalDataManager {
             result
         } else if number == LockWaitExpired::NUMBER {
             LockWaitExpired::from_signal(signal).map(|e| self.lock_wait_expired(ctx, e))
+        } else if number == DeadlockCheck::NUMBER {
+            DeadlockCheck::from_signal(signal).map(|c| self.deadlock_check(ctx, c))
+        } else if number == DeadlockProbe::NUMBER {
+            DeadlockProbe::from_signal(signal).map(|p| self.deadlock_probe(ctx, p))
+        } else if number == DeadlockFound::NUMBER {
+            DeadlockFound::from_signal(signal).map(|f| self.deadlock_found(ctx, f))
         } else if number == NodeFailed::NUMBER {
             NodeFailed::from_signal(signal).map(|f| self.node_failed(ctx, f))
         } else if number == NodeStarted::NUMBER {

@@ -37,6 +37,10 @@ pub struct NodeSettings {
     /// How long an operation may wait for a row lock before its transaction aborts (NDB:
     /// TransactionDeadlockDetectionTimeout).
     pub lock_wait_timeout_ms: u64,
+    /// How long an operation waits for a row lock before it looks for a deadlock it closes,
+    /// and how often it looks again while it waits; 0 turns deadlock detection off (then
+    /// only the lock-wait timeout ends a deadlock, as in NDB).
+    pub deadlock_detection_interval_ms: u64,
     /// How long a transaction may stay idle, waiting for its client, before it is aborted
     /// (NDB: TransactionInactiveTimeout).
     pub transaction_inactive_timeout_ms: u64,
@@ -83,6 +87,7 @@ impl NodeSettings {
             replicas: 1,
             partitions_per_node: 2,
             lock_wait_timeout_ms: 1200,
+            deadlock_detection_interval_ms: 50,
             transaction_inactive_timeout_ms: 10_000,
             locks_per_partition_max: 100_000,
             transactions_per_tc_max: 65_536,

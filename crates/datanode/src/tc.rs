@@ -295,6 +295,22 @@ impl TransactionCoordinator {
             | sequence
     }
 
+    /// Passes a deadlock probe for one of this coordinator's transactions to the data
+    /// managers where it may be waiting for a lock: those of the partitions it uses, while
+    /// it has operations running (see `ldm/deadlock.rs`).
+    fn deadlock_probe(&mut self, ctx: &mut Context, probe: DeadlockProbe) {
+        let Some(transaction) = self.transactions.get(&probe.target) else {
+            return; // ended: its locks are gone, so is the edge to it
+        };
+        if transaction.phase != Phase::Executing || transaction.outstanding == 0 {
+            return; // waits for its client or commits: for no lock
+        }
+        replicas_of(&transaction.participants, &mut self.replicas);
+        for &replica in &self.replicas {
+            ctx.send_typed(replica, &probe);
+        }
+    }
+
     /// A batch with no operations: commit or roll back the earlier batches' work.
     fn end_batch(&mut self, ctx: &mut Context, end: EndBatch) {
         let Some(&id) = self.by_client.get(&(end.client, end.client_tx)) else {
@@ -1054,6 +1070,8 @@ impl Block for TransactionCoordinator {
                 }
                 self.prepare_answered(ctx, c.transaction, c.op_ref, Ok(c.read_rows))
             })
+        } else if number == DeadlockProbe::NUMBER {
+            DeadlockProbe::from_signal(signal).map(|p| self.deadlock_probe(ctx, p))
         } else if number == ReadResult::NUMBER {
             ReadResult::from_signal(signal).map(|r| self.unique_entry(ctx, r))
         } else if number == PrepareRef::NUMBER {

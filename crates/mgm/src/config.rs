@@ -53,6 +53,7 @@ pub struct ClusterSettings {
     pub heartbeat_interval_ms: u64,
     pub heartbeat_misses_max: u32,
     pub lock_wait_timeout_ms: u64,
+    pub deadlock_detection_interval_ms: u64,
     pub transaction_inactive_timeout_ms: u64,
 }
 
@@ -262,6 +263,12 @@ fn check_cluster(raw: &raw::Cluster) -> Result<ClusterSettings, Fault> {
             1..=3_600_000,
             "lock_wait_timeout_ms",
         )?,
+        deadlock_detection_interval_ms: in_range(
+            raw.deadlock_detection_interval_ms.as_ref(),
+            50,
+            0..=3_600_000,
+            "deadlock_detection_interval_ms",
+        )?,
         transaction_inactive_timeout_ms: in_range(
             raw.transaction_inactive_timeout_ms.as_ref(),
             10_000,
@@ -450,6 +457,7 @@ mod raw {
         pub heartbeat_interval_ms: Option<Spanned<u64>>,
         pub heartbeat_misses_max: Option<Spanned<u32>>,
         pub lock_wait_timeout_ms: Option<Spanned<u64>>,
+        pub deadlock_detection_interval_ms: Option<Spanned<u64>>,
         pub transaction_inactive_timeout_ms: Option<Spanned<u64>>,
     }
 

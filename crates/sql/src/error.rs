@@ -145,6 +145,11 @@ impl SqlError {
                 "HY000",
                 format!("Lock wait timeout exceeded; try restarting transaction ({message})"),
             ),
+            4261 => Self::new(
+                1213,
+                "40001",
+                format!("Deadlock found when trying to get lock; try restarting transaction ({message})"),
+            ),
             630 => Self::new(1062, "23000", format!("Duplicate entry ({message})")),
             723 => Self::new(1146, "42S02", message),
             827 => Self::new(1114, "HY000", format!("The table is full ({message})")),

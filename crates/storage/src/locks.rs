@@ -2,8 +2,10 @@
 //!
 //! The table only decides who holds and who waits. Waiting itself belongs to the caller: the
 //! `ldm` block parks the operation, sets a lock-wait timer, and on expiry calls
-//! [`LockTable::cancel`] and aborts the transaction (deadlocks are resolved by that timeout,
-//! as in NDB). Every call that can let waiters in returns exactly the requests it granted.
+//! [`LockTable::cancel`] and aborts the transaction. [`LockTable::blockers`] gives the edges
+//! of the wait-for graph that the `ldm` blocks' deadlock detection follows (NDB has none and
+//! leaves deadlocks to the timeout). Every call that can let waiters in returns exactly the
+//! requests it granted.
 
 use std::collections::VecDeque;
 
@@ -182,6 +184,25 @@ impl<K: Hash + Eq + Copy> LockTable<K> {
         }
     }
 
+    /// Adds to `blockers` the transactions `tx`'s waiting request on `row` waits for: the
+    /// holders but `tx`, and the waiters queued ahead of it (first come, first served); none
+    /// when `tx` does not wait for `row`. Deadlock detection follows these edges.
+    pub fn blockers(&self, row: K, tx: TransactionId, blockers: &mut Vec<TransactionId>) {
+        let Some(lock) = self.rows.get(&row) else {
+            return;
+        };
+        let Some(position) = lock.waiting.iter().position(|(waiter, _)| *waiter == tx) else {
+            return;
+        };
+        let holders = lock.holders.iter().map(|&(holder, _)| holder);
+        let ahead = lock
+            .waiting
+            .iter()
+            .take(position)
+            .map(|&(waiter, _)| waiter);
+        blockers.extend(holders.chain(ahead).filter(|&other| other != tx));
+    }
+
     /// Whether `tx` holds `row` (at any mode).
     pub fn holds(&self, row: K, tx: TransactionId) -> bool {
         self.rows
@@ -291,6 +312,32 @@ mod tests {
         assert_eq!(
             locks.acquire(1, T3, Exclusive),
             Err(LockError::AlreadyWaiting(T3))
+        );
+    }
+
+    #[test]
+    fn a_waiter_is_blocked_by_the_other_holders_and_the_waiters_ahead_of_it() {
+        let mut locks = LockTable::new(100);
+        let mut blockers = Vec::new();
+        locks.acquire(1, T1, Shared).unwrap();
+        locks.acquire(1, T2, Shared).unwrap();
+        locks.acquire(1, T3, Exclusive).unwrap();
+        locks.acquire(1, TransactionId(4), Shared).unwrap();
+        locks.blockers(1, TransactionId(4), &mut blockers);
+        assert_eq!(blockers, [T1, T2, T3]);
+        locks.acquire(1, T1, Exclusive).unwrap();
+        blockers.clear();
+        locks.blockers(1, T1, &mut blockers);
+        assert_eq!(
+            blockers,
+            [T2],
+            "an upgrade waits for the other holders only"
+        );
+        blockers.clear();
+        locks.blockers(1, T2, &mut blockers);
+        assert!(
+            blockers.is_empty(),
+            "a holder that does not wait is blocked by nothing"
         );
     }
 

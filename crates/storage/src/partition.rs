@@ -345,8 +345,19 @@ impl Partition {
         self.finish(transaction, false)
     }
 
-    /// Withdraws a waiting request (its lock-wait timeout expired); the transaction keeps
-    /// what it holds until it aborts.
+    /// Adds to `blockers` who `transaction`, waiting for `anchor`'s lock, waits for (see
+    /// [`LockTable::blockers`]).
+    pub fn lock_blockers(
+        &self,
+        transaction: TransactionId,
+        anchor: RowId,
+        blockers: &mut Vec<TransactionId>,
+    ) {
+        self.locks.blockers(anchor, transaction, blockers);
+    }
+
+    /// Withdraws a waiting request (its lock-wait timeout expired or it was chosen to break
+    /// a deadlock); the transaction keeps what it holds until it aborts.
     pub fn cancel_wait(&mut self, transaction: TransactionId, anchor: RowId) -> Vec<Granted> {
         let granted = self.locks.cancel(anchor, transaction);
         if !self.locks.holds(anchor, transaction) {

@@ -41,6 +41,9 @@ macro_rules! error_codes {
 error_codes! {
     /// A lock wait exceeded the lock-wait timeout (probably a deadlock); the transaction aborted.
     LockWaitTimeout = 266, Temporary;
+    /// The transaction waited for a lock in a cycle of waits (a deadlock) and was chosen to
+    /// break it; it aborted. (NDB has no deadlock detection and ends these with 266.)
+    Deadlock = 4_261, Temporary;
     /// The transaction was idle longer than the inactivity timeout and was aborted.
     TransactionInactive = 237, Temporary;
     /// DataMemory is full.

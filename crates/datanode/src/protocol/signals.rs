@@ -506,6 +506,25 @@ typed_signal! {
     CoordinatorTick = 141 {}
 }
 
+// ----- deadlock detection: ldm -> tc -> ldm (see `ldm/deadlock.rs`) -----
+
+typed_signal! {
+    /// A parked operation's periodic look for a deadlock it is part of (ldm to itself).
+    DeadlockCheck = 142 { transaction: u64, wait_id: u32, }
+}
+typed_signal! {
+    /// A probe following the wait-for graph: `initiator`, parked at `origin` (its wait
+    /// `wait_id`), waits, through `hops` transactions, for `target`. Sent by a data manager
+    /// to `target`'s coordinator, which passes it to the data managers of the partitions
+    /// `target` uses while it has operations running.
+    DeadlockProbe = 143 { initiator: u64, target: u64, origin: BlockAddress, wait_id: u32, probe_id: u32, hops: u32, }
+}
+typed_signal! {
+    /// A probe came back to its initiator: the wait `wait_id` of `transaction` closes a
+    /// cycle and ends with error 4261 (sent to the probe's origin).
+    DeadlockFound = 144 { transaction: u64, wait_id: u32, }
+}
+
 // ----- scans: client <-> tc <-> ldm or query -----
 
 typed_signal! {

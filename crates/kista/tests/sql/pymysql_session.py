@@ -5,6 +5,7 @@ failed assertion) when the server does not behave as MySQL does.
 """
 import decimal
 import sys
+import threading
 
 import pymysql
 
@@ -76,6 +77,37 @@ with other.cursor() as c:
     c.execute("SELECT owner FROM accounts ORDER BY id")
     assert c.fetchall() == (("ada",), ("bob",))
 other.close()
+
+# A deadlock: each transaction waits for a row the other holds. One of them gets 1213 and is
+# rolled back (well before the 1.2 s lock wait timeout would end it); the other goes on.
+a = pymysql.connect(host="127.0.0.1", port=port, user="root", password="", database="py")
+b = pymysql.connect(host="127.0.0.1", port=port, user="root", password="", database="py")
+a.begin()
+b.begin()
+a.cursor().execute("UPDATE accounts SET balance = balance + 1 WHERE owner = 'ada'")
+b.cursor().execute("UPDATE accounts SET balance = balance + 1 WHERE owner = 'bob'")
+outcomes = {}
+
+def update(name, conn, owner):
+    try:
+        conn.cursor().execute("UPDATE accounts SET balance = balance + 1 WHERE owner = %s", (owner,))
+        outcomes[name] = "ok"
+    except pymysql.MySQLError as error:
+        outcomes[name] = error.args[0]
+
+waiter = threading.Thread(target=update, args=("a", a, "bob"))
+waiter.start()
+update("b", b, "ada")
+waiter.join(30)
+assert not waiter.is_alive(), "the deadlock was never broken"
+assert sorted(outcomes.values(), key=str) == [1213, "ok"], outcomes
+a.commit()
+b.commit()
+cur.execute("SELECT owner, balance FROM accounts ORDER BY owner")
+# The survivor added 1 to both rows; the victim's change was rolled back.
+assert cur.fetchall() == (("ada", decimal.Decimal("101.50")), ("bob", decimal.Decimal("21.00"))), outcomes
+a.close()
+b.close()
 
 cur.execute("DROP DATABASE py")
 conn.close()
