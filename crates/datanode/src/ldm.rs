@@ -4,8 +4,9 @@
 //! commit or abort grants the lock it runs again, and when the timer fires first the
 //! operation fails with error 266 and its coordinator aborts the transaction. Later
 //! operations of the same transaction on the same partition queue behind a parked one, so a
-//! transaction's operations on a partition run in the order they arrived. A wait that lasts
-//! also looks for a deadlock it closes (`deadlock.rs`), which ends it sooner, with error 4261.
+//! transaction's operations on a partition run in the order they arrived. A wait also looks
+//! for a cycle of waits it is part of (`deadlock.rs`), which ends one of them at once, with
+//! error 4261.
 
 use std::collections::VecDeque;
 
@@ -403,7 +404,7 @@ impl LocalDataManager {
             expiry,
             Duration::from_millis(self.settings.lock_wait_timeout_ms),
         );
-        self.schedule_deadlock_check(ctx, prepare.transaction, wait_id);
+        self.start_deadlock_checks(ctx, prepare.transaction, wait_id);
         let key = (prepare.table_id, prepare.partition);
         let transaction = self.transactions.entry(prepare.transaction).or_default();
         transaction

@@ -33,6 +33,7 @@ fn a_minimal_file_gets_the_documented_defaults() {
     assert_eq!(config.cluster.heartbeat_interval_ms, 1500);
     assert_eq!(config.cluster.heartbeat_misses_max, 3);
     assert_eq!(config.cluster.lock_wait_timeout_ms, 1200);
+    assert_eq!(config.cluster.deadlock_detection_interval_ms, 50);
     assert_eq!(config.cluster.transaction_inactive_timeout_ms, 10_000);
     assert_eq!(config.mgmd.port, MGMD_PORT_DEFAULT);
     let ids: Vec<_> = config
@@ -59,6 +60,7 @@ partitions_per_node = 4
 heartbeat_interval_ms = 500
 heartbeat_misses_max = 3
 lock_wait_timeout_ms = 2000
+deadlock_detection_interval_ms = 0
 transaction_inactive_timeout_ms = 60000
 
 [mgmd]
@@ -90,6 +92,7 @@ port = 3307
     let config = parse(text).unwrap();
     assert_eq!(config.cluster.data_memory_bytes, 512 << 20);
     assert_eq!(config.cluster.partitions_per_node, 4);
+    assert_eq!(config.cluster.deadlock_detection_interval_ms, 0, "off");
     assert_eq!(config.mgmd.port, 2186);
     let nodes: Vec<_> = config
         .data_nodes

@@ -509,19 +509,32 @@ typed_signal! {
 // ----- deadlock detection: ldm -> tc -> ldm (see `ldm/deadlock.rs`) -----
 
 typed_signal! {
-    /// A parked operation's periodic look for a deadlock it is part of (ldm to itself).
+    /// A parked operation's look for a deadlock it is part of (ldm to itself): when it
+    /// parks, then every detection interval while it waits.
     DeadlockCheck = 142 { transaction: u64, wait_id: u32, }
 }
 typed_signal! {
-    /// A probe following the wait-for graph: `initiator`, parked at `origin` (its wait
-    /// `wait_id`), waits, through `hops` transactions, for `target`. Sent by a data manager
-    /// to `target`'s coordinator, which passes it to the data managers of the partitions
-    /// `target` uses while it has operations running.
-    DeadlockProbe = 143 { initiator: u64, target: u64, origin: BlockAddress, wait_id: u32, probe_id: u32, hops: u32, }
+    /// A probe following the wait-for graph: `initiator`, whose wait `wait_id` started it
+    /// (`probe_id` at `origin`), waits, through `hops` transactions, for `target`. `victim`
+    /// is the highest-ranked transaction on the path so far, waiting at `victim_at` (its
+    /// wait `victim_wait`). Sent by a data manager to `target`'s coordinator, which passes
+    /// it to the data managers of the partitions `target` uses while it has operations
+    /// running.
+    DeadlockProbe = 143 {
+        initiator: u64,
+        target: u64,
+        origin: BlockAddress,
+        wait_id: u32,
+        probe_id: u32,
+        hops: u32,
+        victim: u64,
+        victim_at: BlockAddress,
+        victim_wait: u32,
+    }
 }
 typed_signal! {
-    /// A probe came back to its initiator: the wait `wait_id` of `transaction` closes a
-    /// cycle and ends with error 4261 (sent to the probe's origin).
+    /// A probe came back to its initiator: the cycle's victim's wait `wait_id` ends with
+    /// error 4261 (sent to the data manager where it waits).
     DeadlockFound = 144 { transaction: u64, wait_id: u32, }
 }
 
