@@ -20,9 +20,8 @@ trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# start_kista DATA_MEMORY: sets kista_port (SQL) and kista_sql_pid.
+# start_kista DATA_MEMORY: sets kista_port (SQL), kista_sql_pid and mgm_port.
 start_kista() {
-  local mgm_port
   mgm_port=$(free_port); kista_port=$(free_port)
   $kista up --dir "$dir/kista" --mgm-port "$mgm_port" --data-port 0 --sql-port "$kista_port" \
     --data-memory "$1" > "$dir/up.log" 2>&1 & up_pid=$!
