@@ -154,6 +154,7 @@ pub fn insert(
         tx.wrote(table.table.id);
         if !ignore && duplicate_update.is_none() {
             for row in &rows {
+                tx.wrote_row(table.table.id, table.key_of(row));
                 if replace {
                     tx.transaction.write(&table.table, row.clone())?;
                 } else {
@@ -182,6 +183,7 @@ pub fn insert(
             let duplicate_in_statement = inserted_keys.iter().any(|k| same_values(k, key));
             match (found.row(op), &duplicate_update) {
                 (None, _) if !duplicate_in_statement => {
+                    tx.wrote_row(table.table.id, key.clone());
                     tx.transaction.insert(&table.table, row.clone())?;
                     inserted_keys.push(key);
                     affected += 1;
@@ -195,6 +197,7 @@ pub fn insert(
                         .filter(|(c, v)| !same_value(&existing[usize::from(*c)], v))
                         .collect();
                     if !changed.is_empty() {
+                        tx.wrote_row(table.table.id, key.clone());
                         tx.transaction.update(&table.table, key, changed)?;
                         affected += 2;
                     }
@@ -333,9 +336,11 @@ pub fn update(
                 for (c, v) in changed {
                     new_row[usize::from(c)] = v;
                 }
+                tx.wrote_row(table.table.id, table.key_of(&new_row));
                 tx.transaction.delete(&table.table, &key)?;
                 tx.transaction.insert(&table.table, new_row)?;
             } else {
+                tx.wrote_row(table.table.id, key.clone());
                 tx.transaction.update(&table.table, &key, changed)?;
             }
         }

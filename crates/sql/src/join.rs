@@ -15,6 +15,7 @@ use kista_client::{LockKind, ScanSpec};
 use crate::catalog::SqlTable;
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{eval, CompareOp, Expr};
+use crate::select::{add_written_keys, read_keys_in};
 use crate::session::{Session, Tx, RESULT_ROWS_MAX};
 use crate::value::{fit_exactly, truth};
 
@@ -191,17 +192,27 @@ pub fn extend(
             if let Some(filter) = pushed_filter(&joined.pushed) {
                 spec = spec.filter(filter);
             }
+            let table_id = joined.table.table.id;
+            let lock = tx.read_lock(table_id, LockKind::Committed);
+            let scanned = if lock == LockKind::Committed {
+                let scan = session.catalog.client().scan(&joined.table.table, spec)?;
+                collect_bounded(scan)?
+            } else {
+                // The transaction wrote the table: the scan finds keys, the transaction's own
+                // rows join them, and all are read under the lock that shows its versions.
+                let spec = spec.columns(joined.table.key_columns());
+                let scan = session.catalog.client().scan(&joined.table.table, spec)?;
+                let mut keys = collect_bounded(scan)?;
+                add_written_keys(tx, table_id, &mut keys);
+                read_keys_in(tx, &joined.table, &keys, lock, &[], false)?
+            };
             let mut right_rows = Vec::new();
-            for row in session.catalog.client().scan(&joined.table.table, spec)? {
-                let row = row?;
+            for row in scanned {
                 let keep = joined.pushed.iter().try_fold(true, |keep, condition| {
                     Ok::<_, SqlError>(keep && truth(&eval(condition, &row, &ctx)?) == Some(true))
                 })?;
                 if keep {
                     right_rows.push(row);
-                }
-                if right_rows.len() > RESULT_ROWS_MAX {
-                    return Err(SqlError::new(1104, "42000", format!("The join would examine more than {RESULT_ROWS_MAX} rows, the front end's limit")));
                 }
             }
             for left in &rows {
@@ -216,6 +227,20 @@ pub fn extend(
         }
     }
     Ok(out)
+}
+
+/// A joined table's scanned rows, refused past the front end's limit.
+fn collect_bounded(
+    scan: impl Iterator<Item = Result<Vec<Value>, kista_client::ClientError>>,
+) -> SqlResult<Vec<Vec<Value>>> {
+    let mut rows = Vec::new();
+    for row in scan {
+        rows.push(row?);
+        if rows.len() > RESULT_ROWS_MAX {
+            return Err(SqlError::new(1104, "42000", format!("The join would examine more than {RESULT_ROWS_MAX} rows, the front end's limit")));
+        }
+    }
+    Ok(rows)
 }
 
 /// The key `exprs` give over `row`, each value made to fit its key column exactly; `None`

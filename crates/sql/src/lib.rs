@@ -19,6 +19,7 @@ pub mod select;
 pub mod server;
 pub mod session;
 pub mod value;
+pub mod write_set;
 
 pub use catalog::Catalog;
 pub use protocol::auth::User;

@@ -16,6 +16,7 @@ use crate::catalog::Catalog;
 use crate::error::{SqlError, SqlResult};
 use crate::expr::EvalContext;
 use crate::protocol::results::ColumnDefinition;
+use crate::write_set::WriteSet;
 use crate::{admin, dml, select};
 
 /// The version string clients see (`@@version`, the greeting).
@@ -143,9 +144,8 @@ pub struct Session<'c> {
     pub(crate) transaction: Option<Transaction<'c>>,
     /// Whether the open transaction was begun explicitly or by autocommit off.
     pub(crate) explicit: bool,
-    /// Tables the open transaction wrote: its reads of them lock, so they see its own
-    /// changes (a committed read sees only committed rows; ha_ndbcluster does the same).
-    pub(crate) written_tables: Vec<u32>,
+    /// What the open transaction wrote, so its reads see it (`write_set.rs`).
+    pub(crate) written: WriteSet,
     pub last_insert_id: u64,
     /// Session variables set with SET (lower-case names).
     pub(crate) variables: HashMap<String, Value>,
@@ -162,7 +162,7 @@ impl<'c> Session<'c> {
             autocommit: true,
             transaction: None,
             explicit: false,
-            written_tables: Vec::new(),
+            written: WriteSet::default(),
             last_insert_id: 0,
             variables: HashMap::new(),
             warnings: Vec::new(),
@@ -348,19 +348,19 @@ impl<'c> Session<'c> {
             Some(transaction) => transaction,
             None => catalog.client().transaction(),
         };
-        let written_tables = std::mem::take(&mut self.written_tables);
+        let written = std::mem::take(&mut self.written);
         let mut tx = Tx {
             transaction,
             catalog,
             commits: self.autocommit && !self.explicit,
             ended: false,
-            written_tables,
+            written,
         };
         match work(&mut tx, self) {
             Ok(value) => {
                 if !tx.commits {
                     self.transaction = Some(tx.transaction);
-                    self.written_tables = tx.written_tables;
+                    self.written = tx.written;
                 } else if !tx.ended && tx.transaction.has_sent() {
                     tx.transaction.execute(ExecuteMode::Commit)?.wait()?;
                 }
@@ -390,7 +390,7 @@ impl<'c> Session<'c> {
 
     pub fn commit(&mut self) -> SqlResult<()> {
         self.explicit = false;
-        self.written_tables.clear();
+        self.written.clear();
         if let Some(mut transaction) = self.transaction.take().filter(Transaction::has_sent) {
             transaction.execute(ExecuteMode::Commit)?.wait()?;
         }
@@ -399,7 +399,7 @@ impl<'c> Session<'c> {
 
     pub fn rollback(&mut self) -> SqlResult<()> {
         self.explicit = false;
-        self.written_tables.clear();
+        self.written.clear();
         if let Some(mut transaction) = self.transaction.take().filter(Transaction::has_sent) {
             match transaction.execute(ExecuteMode::Rollback)?.wait() {
                 // A transaction the cluster ended already (timeout, failure) is rolled back.
@@ -433,7 +433,7 @@ pub struct Tx<'c> {
     /// Whether the statement ends the transaction (autocommit).
     commits: bool,
     ended: bool,
-    written_tables: Vec<u32>,
+    written: WriteSet,
 }
 
 impl Tx<'_> {
@@ -452,14 +452,23 @@ impl Tx<'_> {
 
     /// Notes that the transaction writes `table_id`.
     pub fn wrote(&mut self, table_id: u32) {
-        if !self.written_tables.contains(&table_id) {
-            self.written_tables.push(table_id);
-        }
+        self.written.wrote_table(table_id);
+    }
+
+    /// Notes that the transaction inserts or changes the row of `table_id` with primary key
+    /// `key`, so its scans of the table find it.
+    pub fn wrote_row(&mut self, table_id: u32, key: Vec<Value>) {
+        self.written.wrote_row(table_id, key);
+    }
+
+    /// Keys of the rows of `table_id` the transaction inserted or changed.
+    pub fn written_keys(&self, table_id: u32) -> &[Vec<Value>] {
+        self.written.keys(table_id)
     }
 
     /// The lock a read of `table_id` needs to see the transaction's own changes.
     pub fn read_lock(&self, table_id: u32, asked: LockKind) -> LockKind {
-        if asked == LockKind::Committed && self.written_tables.contains(&table_id) {
+        if asked == LockKind::Committed && self.written.wrote(table_id) {
             LockKind::Shared
         } else {
             asked

@@ -71,6 +71,26 @@ conn.commit()
 cur.execute("SELECT COUNT(*) FROM accounts")
 assert cur.fetchone() == (2,)
 
+# A transaction's scans see its own inserts, changes and deletes (the data nodes scan
+# committed rows only; the front end adds the rows the transaction wrote).
+conn.begin()
+cur.execute("INSERT INTO accounts (owner, balance) VALUES ('dee', 7)")
+cur.execute("UPDATE accounts SET balance = 3 WHERE owner = 'bob'")
+cur.execute("SELECT owner FROM accounts WHERE balance < 10 ORDER BY owner")
+assert cur.fetchall() == (("bob",), ("dee",)), "a scan finds its own insert and change"
+cur.execute("UPDATE accounts SET balance = balance + 1 WHERE balance < 10")
+assert cur.rowcount == 2, cur.rowcount
+cur.execute("DELETE FROM accounts WHERE owner = 'ada'")
+cur.execute("SELECT COUNT(*), SUM(balance) FROM accounts")
+assert cur.fetchone() == (2, decimal.Decimal("12.00")), "bob 4 + dee 8, ada gone"
+cur.execute(
+    "SELECT a.owner, b.owner FROM accounts a JOIN accounts b ON b.balance > a.balance"
+)
+assert cur.fetchall() == (("bob", "dee"),), "a joined table's scan sees them too"
+conn.rollback()
+cur.execute("SELECT owner, balance FROM accounts ORDER BY owner")
+assert cur.fetchall() == (("ada", decimal.Decimal("100.50")), ("bob", decimal.Decimal("20.00")))
+
 # A second connection sees what the first committed.
 other = pymysql.connect(host="127.0.0.1", port=port, user="root", password="", database="py")
 with other.cursor() as c:

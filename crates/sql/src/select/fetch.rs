@@ -335,9 +335,26 @@ pub(super) fn scan(
         }
     }
     if locking {
+        add_written_keys(tx, table.table.id, &mut rows);
         return read_keys_in(tx, table, &rows, lock, columns, last);
     }
     Ok(rows)
+}
+
+/// Adds to `keys` (primary keys a scan found) the keys of the rows of `table_id` the
+/// transaction inserted or changed, which a committed scan may miss (`write_set.rs`).
+pub(crate) fn add_written_keys(tx: &Tx, table_id: u32, keys: &mut Vec<Vec<Value>>) {
+    let written = tx.written_keys(table_id);
+    if written.is_empty() {
+        return;
+    }
+    let mut seen: std::collections::HashSet<Vec<u8>> =
+        keys.iter().map(|key| encode_group_key(key)).collect();
+    for key in written {
+        if seen.insert(encode_group_key(key)) {
+            keys.push(key.clone());
+        }
+    }
 }
 
 /// A WHERE conjunct as a data-node filter, its constants evaluated and made to fit the

@@ -7,7 +7,7 @@ mod fetch;
 mod finish;
 
 pub use bind::{bind_query, split_name, table_of};
-pub(crate) use fetch::fetch;
+pub(crate) use fetch::{add_written_keys, fetch, read_keys_in};
 
 use std::sync::Arc;
 
