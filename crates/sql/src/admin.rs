@@ -685,6 +685,7 @@ fn explain(
             select::explain(&select::SelectPlan::for_write(
                 &table,
                 selection.as_ref(),
+                &[],
                 None,
                 placeholders,
             )?)
@@ -700,6 +701,7 @@ fn explain(
             select::explain(&select::SelectPlan::for_write(
                 &table,
                 delete.selection.as_ref(),
+                &[],
                 None,
                 placeholders,
             )?)

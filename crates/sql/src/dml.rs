@@ -2,12 +2,13 @@
 //!
 //! - INSERT sends all its rows in one batch; AUTO_INCREMENT values come from the
 //!   catalog's reserve. INSERT IGNORE and ON DUPLICATE KEY UPDATE first read the keys
-//!   under an exclusive lock (an operation the cluster refuses aborts the whole
-//!   transaction, so a duplicate must be found before it is written); both look at the
-//!   primary key only.
+//!   under an exclusive lock, by primary key and by each unique index (an operation the
+//!   cluster refuses aborts the whole transaction, so a duplicate must be found before it
+//!   is written); the first row found (primary key first, then the unique indexes in
+//!   order, as MySQL) is the one ignored against or updated.
 //! - REPLACE writes (upserts) each row.
 //! - UPDATE and DELETE find their rows like SELECT (`select::fetch`) under an exclusive
-//!   lock, then change them in the same transaction; an UPDATE that changes the primary
+//!   lock, order and cut them (ORDER BY, LIMIT), then change them in the same transaction; an UPDATE that changes the primary
 //!   key deletes the row and inserts it under its new key.
 
 use sqlparser::ast::{
@@ -15,6 +16,7 @@ use sqlparser::ast::{
 };
 use sqlparser::tokenizer::Location;
 
+use kista_client::schema::IndexKind;
 use kista_client::types::Value;
 use kista_client::LockKind;
 
@@ -22,7 +24,7 @@ use crate::catalog::SqlTable;
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{bind, eval, Binder, Expr};
 use crate::select::{self, split_name, SelectPlan};
-use crate::session::{Outcome, Session};
+use crate::session::{Outcome, Parsed, Session};
 use crate::value::{coerce, same_value, same_values, to_i64};
 
 /// Makes `value` fit column `column` of `table` (NULL refused in NOT NULL columns).
@@ -164,31 +166,55 @@ pub fn insert(
             tx.execute(true)?;
             return Ok(rows.len() as u64);
         }
-        // IGNORE / ON DUPLICATE KEY UPDATE: look first, under a lock.
-        let keys: Vec<Vec<Value>> = rows.iter().map(|row| table.key_of(row)).collect();
-        let mut ops = Vec::with_capacity(keys.len());
-        for key in &keys {
-            ops.push(
-                tx.transaction
-                    .read(&table.table, key, LockKind::Exclusive)?,
-            );
+        // IGNORE / ON DUPLICATE KEY UPDATE: look first, under a lock, by every unique key.
+        let unique = unique_indexes(&table);
+        let mut lookups = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let mut ops =
+                vec![tx
+                    .transaction
+                    .read(&table.table, &table.key_of(row), LockKind::Exclusive)?];
+            for (name, columns) in &unique {
+                // NULL never equals anything, so it clashes with no row.
+                if let Some(key) = unique_key_of(row, columns) {
+                    ops.push(tx.transaction.read_unique(
+                        &table.table,
+                        name,
+                        &key,
+                        LockKind::Exclusive,
+                        Vec::new(),
+                    )?);
+                }
+            }
+            lookups.push(ops);
         }
         let found = tx.execute(false)?;
         let variable = |name: &str| session.variable(name);
         let ctx = session.eval_context(params, &[], &variable);
         let mut affected = 0;
         ignored = 0;
-        let mut inserted_keys: Vec<&Vec<Value>> = Vec::new();
-        for ((row, key), op) in rows.iter().zip(&keys).zip(ops) {
-            let duplicate_in_statement = inserted_keys.iter().any(|k| same_values(k, key));
-            match (found.row(op), &duplicate_update) {
-                (None, _) if !duplicate_in_statement => {
-                    tx.wrote_row(table.table.id, key.clone());
+        // Rows this statement inserts, for clashes among its own rows.
+        let mut inserted: Vec<&Vec<Value>> = Vec::new();
+        for (row, ops) in rows.iter().zip(&lookups) {
+            let clashes_in_statement = inserted.iter().any(|earlier| {
+                same_values(&table.key_of(earlier), &table.key_of(row))
+                    || unique.iter().any(|(_, columns)| {
+                        match (unique_key_of(row, columns), unique_key_of(earlier, columns)) {
+                            (Some(key), Some(other)) => same_values(&key, &other),
+                            _ => false,
+                        }
+                    })
+            });
+            let existing = ops.iter().find_map(|&op| found.row(op));
+            match (existing, &duplicate_update) {
+                (None, _) if !clashes_in_statement => {
+                    tx.wrote_row(table.table.id, table.key_of(row));
                     tx.transaction.insert(&table.table, row.clone())?;
-                    inserted_keys.push(key);
+                    inserted.push(row);
                     affected += 1;
                 }
                 (Some(existing), Some(assignments)) => {
+                    let key = &table.key_of(existing);
                     let mut both = existing.to_vec();
                     both.extend(row.iter().cloned());
                     let changes = evaluate_assignments(&table, assignments, &both, &ctx)?;
@@ -210,10 +236,7 @@ pub fn insert(
     });
     let affected = affected.map_err(|e| duplicate_message(e, &table, &rows))?;
     for _ in 0..ignored {
-        session.warn(
-            1062,
-            format!("Duplicate entry for key '{}.PRIMARY'", table.name),
-        );
+        session.warn(1062, format!("Duplicate entry in table '{}'", table.name));
     }
     if first_auto > 0 {
         session.last_insert_id = first_auto;
@@ -223,6 +246,24 @@ pub fn insert(
         last_insert_id: first_auto,
         info: String::new(),
     })
+}
+
+/// The table's unique indexes: name and columns.
+fn unique_indexes(table: &SqlTable) -> Vec<(String, Vec<usize>)> {
+    table
+        .table
+        .indexes()
+        .filter(|(_, index)| index.kind == IndexKind::Unique)
+        .map(|(_, index)| (index.name.clone(), index.columns.clone()))
+        .collect()
+}
+
+/// A full row's key in a unique index on `columns`; `None` if a part is NULL.
+fn unique_key_of(row: &[Value], columns: &[usize]) -> Option<Vec<Value>> {
+    columns
+        .iter()
+        .map(|&c| Some(row[c].clone()).filter(|v| *v != Value::Null))
+        .collect()
 }
 
 /// MySQL names the duplicate entry; for a one-row insert so does this server.
@@ -295,21 +336,23 @@ fn evaluate_assignments(
         .collect()
 }
 
+/// UPDATE; `parsed` gives the placeholders and the ORDER BY the parser left out.
 pub fn update(
     session: &mut Session,
     target: &ast::TableWithJoins,
     assignments: &[Assignment],
     selection: Option<&ast::Expr>,
     limit: Option<&ast::Expr>,
-    placeholders: &[Location],
+    parsed: &Parsed,
     params: &[Value],
 ) -> SqlResult<Outcome> {
+    let (placeholders, order_by) = (&parsed.placeholders, &parsed.update_order_by);
     if !target.joins.is_empty() {
         return Err(SqlError::not_supported("multi-table UPDATE"));
     }
     let (table, _) = select::table_of(session, &target.relation)?;
     let assignments = bind_assignments(&table, assignments, placeholders, None)?;
-    let plan = SelectPlan::for_write(&table, selection, limit, placeholders)?;
+    let plan = SelectPlan::for_write(&table, selection, order_by, limit, placeholders)?;
     let changes_key = assignments
         .iter()
         .any(|(c, _)| table.schema().primary_key.contains(c));
@@ -375,6 +418,7 @@ pub fn delete(
     let plan = SelectPlan::for_write(
         &table,
         delete.selection.as_ref(),
+        &delete.order_by,
         delete.limit.as_ref(),
         placeholders,
     )?;

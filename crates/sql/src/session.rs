@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use sqlparser::ast::Statement;
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::{Location, Token, Tokenizer};
+use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
 
 use kista_client::types::Value;
 use kista_client::{ClientError, ExecuteMode, LockKind, Transaction};
@@ -72,6 +72,9 @@ pub struct PlanCache {
 pub struct Parsed {
     pub statement: Statement,
     pub placeholders: Vec<Location>,
+    /// An UPDATE's ORDER BY, which the parser does not take (MySQL has it): cut from the
+    /// statement's tokens and parsed on its own.
+    pub update_order_by: Vec<sqlparser::ast::OrderByExpr>,
 }
 
 /// Parses one statement (MySQL dialect). `LOCK IN SHARE MODE` becomes `FOR SHARE`.
@@ -87,20 +90,86 @@ pub fn parse(sql: &str) -> SqlResult<Parsed> {
         .filter(|t| matches!(&t.token, Token::Placeholder(p) if p == "?"))
         .map(|t| t.span.start)
         .collect();
+    let update_order_by = match take_update_order_by(&mut tokens) {
+        Some(clause) => parse_order_by(clause)?,
+        None => Vec::new(),
+    };
     let mut parser = Parser::new(&dialect).with_tokens_with_locations(tokens);
     let mut statements = parser.parse_statements().map_err(SqlError::syntax)?;
     match statements.len() {
         1 => Ok(Parsed {
             statement: statements.remove(0),
             placeholders,
+            update_order_by,
         }),
         0 => Err(SqlError::new(1065, "42000", "Query was empty")),
         _ => Err(SqlError::not_supported("several statements in one query")),
     }
 }
 
-fn rewrite_lock_in_share_mode(tokens: &mut Vec<sqlparser::tokenizer::TokenWithSpan>) {
-    use sqlparser::tokenizer::{TokenWithSpan, Whitespace};
+/// Cuts `ORDER BY ...` (up to a LIMIT or the end) out of an UPDATE statement's tokens and
+/// returns it; `None` for any other statement or an UPDATE without one. Only words outside
+/// parentheses count, so a subquery's ORDER BY stays (and is refused later).
+fn take_update_order_by(tokens: &mut Vec<TokenWithSpan>) -> Option<Vec<TokenWithSpan>> {
+    let is_word = |t: &TokenWithSpan, word: &str| matches!(&t.token, Token::Word(w) if w.value.eq_ignore_ascii_case(word));
+    let mut meaningful = tokens
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| !matches!(t.token, Token::Whitespace(_)));
+    if !meaningful.next().is_some_and(|(_, t)| is_word(t, "UPDATE")) {
+        return None;
+    }
+    let mut depth = 0i32;
+    let mut start = None;
+    let mut end = tokens.len();
+    let mut previous_order = None;
+    for (position, token) in meaningful {
+        match &token.token {
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            Token::SemiColon if start.is_some() => {
+                end = position;
+                break;
+            }
+            _ if depth != 0 => {}
+            _ if start.is_none() && is_word(token, "ORDER") => previous_order = Some(position),
+            _ if start.is_none() && is_word(token, "BY") && previous_order.is_some() => {
+                start = previous_order;
+            }
+            _ if start.is_some() && is_word(token, "LIMIT") => {
+                end = position;
+                break;
+            }
+            _ => previous_order = None,
+        }
+    }
+    let start = start?;
+    let clause: Vec<TokenWithSpan> = tokens.drain(start..end).collect();
+    Some(clause)
+}
+
+/// Parses a cut-out `ORDER BY ...` clause (its tokens keep their places, so placeholders in
+/// it are found as in the statement).
+fn parse_order_by(clause: Vec<TokenWithSpan>) -> SqlResult<Vec<sqlparser::ast::OrderByExpr>> {
+    let mut tokens = vec![
+        TokenWithSpan::wrap(Token::make_keyword("SELECT")),
+        TokenWithSpan::wrap(Token::Whitespace(sqlparser::tokenizer::Whitespace::Space)),
+        TokenWithSpan::wrap(Token::Number("1".into(), false)),
+        TokenWithSpan::wrap(Token::Whitespace(sqlparser::tokenizer::Whitespace::Space)),
+    ];
+    tokens.extend(clause);
+    let query = Parser::new(&MySqlDialect {})
+        .with_tokens_with_locations(tokens)
+        .parse_query()
+        .map_err(SqlError::syntax)?;
+    match query.order_by.map(|order| order.kind) {
+        Some(sqlparser::ast::OrderByKind::Expressions(exprs)) => Ok(exprs),
+        _ => Err(SqlError::not_supported("this ORDER BY in UPDATE")),
+    }
+}
+
+fn rewrite_lock_in_share_mode(tokens: &mut Vec<TokenWithSpan>) {
+    use sqlparser::tokenizer::Whitespace;
     // Only the last four words can be the clause; no other token is looked at.
     let mut words = tokens
         .iter()
@@ -307,7 +376,7 @@ impl<'c> Session<'c> {
                     assignments,
                     selection.as_ref(),
                     limit.as_ref(),
-                    &parsed.placeholders,
+                    parsed,
                     params,
                 )
             }
@@ -479,6 +548,33 @@ impl Tx<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_update_keeps_its_order_by_which_the_parser_does_not_take() {
+        let parsed = parse("UPDATE t SET a = 1 WHERE b > ? ORDER BY c DESC, d LIMIT ?").unwrap();
+        let order: Vec<String> = parsed
+            .update_order_by
+            .iter()
+            .map(|o| o.to_string())
+            .collect();
+        assert_eq!(order, ["c DESC", "d"]);
+        assert_eq!(parsed.placeholders.len(), 2);
+        assert!(parsed.statement.to_string().ends_with("LIMIT ?"));
+        let parsed = parse("update t set a = (select 1 order by 1) order by e;").unwrap();
+        assert_eq!(
+            parsed.update_order_by.len(),
+            1,
+            "the subquery's ORDER BY stays"
+        );
+        assert!(parse("SELECT a FROM t ORDER BY a")
+            .unwrap()
+            .update_order_by
+            .is_empty());
+        assert!(parse("UPDATE t SET a = 1")
+            .unwrap()
+            .update_order_by
+            .is_empty());
+    }
 
     fn lock_of(sql: &str) -> Option<sqlparser::ast::LockType> {
         let Statement::Query(query) = parse(sql).unwrap().statement else {

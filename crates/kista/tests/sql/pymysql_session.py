@@ -91,6 +91,39 @@ conn.rollback()
 cur.execute("SELECT owner, balance FROM accounts ORDER BY owner")
 assert cur.fetchall() == (("ada", decimal.Decimal("100.50")), ("bob", decimal.Decimal("20.00")))
 
+# INSERT IGNORE and ON DUPLICATE KEY UPDATE find duplicates by unique index too, not only by
+# primary key: the clash is ignored (a 1062 warning) or the clashing row updated.
+cur.execute("INSERT IGNORE INTO accounts (owner, balance) VALUES ('ada', 1), ('fay', 2)")
+assert cur.rowcount == 1, cur.rowcount
+cur.execute("SHOW WARNINGS")
+assert [w[1] for w in cur.fetchall()] == [1062]
+cur.execute(
+    "INSERT INTO accounts (owner, balance) VALUES ('bob', 5) "
+    "ON DUPLICATE KEY UPDATE balance = balance + VALUES(balance)"
+)
+assert cur.rowcount == 2, cur.rowcount
+cur.execute("SELECT owner, balance FROM accounts ORDER BY owner")
+assert cur.fetchall() == (
+    ("ada", decimal.Decimal("100.50")),
+    ("bob", decimal.Decimal("25.00")),
+    ("fay", decimal.Decimal("2.00")),
+)
+cur.execute("DELETE FROM accounts WHERE owner = 'fay'")
+cur.execute("UPDATE accounts SET balance = 20 WHERE owner = 'bob'")
+
+# UPDATE and DELETE with ORDER BY ... LIMIT change the first rows in that order.
+cur.execute("INSERT INTO accounts (owner, balance) VALUES ('gus', 1), ('hal', 2), ('ida', 3)")
+cur.execute("UPDATE accounts SET balance = balance * 10 WHERE balance < 10 ORDER BY balance DESC LIMIT 2")
+assert cur.rowcount == 2, cur.rowcount
+cur.execute("DELETE FROM accounts WHERE balance < 50 ORDER BY balance DESC, owner LIMIT 1")
+cur.execute("SELECT owner, balance FROM accounts WHERE balance < 50 ORDER BY owner")
+assert cur.fetchall() == (
+    ("bob", decimal.Decimal("20.00")),
+    ("gus", decimal.Decimal("1.00")),
+    ("hal", decimal.Decimal("20.00")),
+), "hal and ida were multiplied, then ida (30) deleted"
+cur.execute("DELETE FROM accounts WHERE owner IN ('gus', 'hal')")
+
 # A second connection sees what the first committed.
 other = pymysql.connect(host="127.0.0.1", port=port, user="root", password="", database="py")
 with other.cursor() as c:

@@ -61,22 +61,7 @@ pub(super) fn finish(
         });
     }
     if !plan.order_by.is_empty() {
-        results.sort_by(|(a, _), (b, _)| {
-            for (position, (_, ascending)) in plan.order_by.iter().enumerate() {
-                // NULLs first ascending, as MySQL.
-                let order = match (a[position].is_null(), b[position].is_null()) {
-                    (true, true) => Ordering::Equal,
-                    (true, false) => Ordering::Less,
-                    (false, true) => Ordering::Greater,
-                    _ => compare(&a[position], &b[position]).unwrap_or(Ordering::Equal),
-                };
-                let order = if *ascending { order } else { order.reverse() };
-                if order != Ordering::Equal {
-                    return order;
-                }
-            }
-            Ordering::Equal
-        });
+        results.sort_by(|(a, _), (b, _)| compare_sort_keys(&plan.order_by, a, b));
     }
     let count = |e: &Option<Expr>| -> SqlResult<Option<usize>> {
         e.as_ref()
@@ -382,4 +367,22 @@ impl Accumulator {
             AggregateKind::Min | AggregateKind::Max => self.best.unwrap_or(Value::Null),
         }
     }
+}
+
+/// The order of two rows' ORDER BY keys (`a[i]` is the value of `order_by[i]`): NULLs first
+/// ascending, as MySQL.
+pub(super) fn compare_sort_keys(order_by: &[(Expr, bool)], a: &[Value], b: &[Value]) -> Ordering {
+    for (position, (_, ascending)) in order_by.iter().enumerate() {
+        let order = match (a[position].is_null(), b[position].is_null()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => Ordering::Less,
+            (false, true) => Ordering::Greater,
+            _ => compare(&a[position], &b[position]).unwrap_or(Ordering::Equal),
+        };
+        let order = if *ascending { order } else { order.reverse() };
+        if order != Ordering::Equal {
+            return order;
+        }
+    }
+    Ordering::Equal
 }

@@ -98,6 +98,7 @@ impl SelectPlan {
     pub fn for_write(
         table: &Arc<SqlTable>,
         selection: Option<&ast::Expr>,
+        order_by: &[ast::OrderByExpr],
         limit: Option<&ast::Expr>,
         placeholders: &[Location],
     ) -> SqlResult<Self> {
@@ -110,15 +111,23 @@ impl SelectPlan {
             inserted_row_at: None,
         };
         let filter = selection.map(|e| bind(&mut binder, e)).transpose()?;
+        binder.place = "order clause";
+        let order_by = order_by
+            .iter()
+            .map(|item| {
+                Ok((
+                    bind(&mut binder, &item.expr)?,
+                    item.options.asc != Some(false),
+                ))
+            })
+            .collect::<SqlResult<Vec<_>>>()?;
         let mut limit_binder = Binder::without_columns(placeholders, "limit");
         let limit = limit.map(|e| bind(&mut limit_binder, e)).transpose()?;
         let conjuncts = filter.map(Expr::conjuncts).unwrap_or_default();
-        Ok(Self::for_write_bound(
-            table,
-            conjuncts,
-            limit,
-            LockKind::Exclusive,
-        ))
+        Ok(Self {
+            order_by,
+            ..Self::for_write_bound(table, conjuncts, limit, LockKind::Exclusive)
+        })
     }
 
     /// The plan as a point read (`point_read.rs`): one table, by its whole primary key
@@ -158,13 +167,26 @@ impl SelectPlan {
         crate::point_read::PointRead::new(table.clone(), key.clone(), &output_columns, columns)
     }
 
-    /// `rows` cut to the plan's LIMIT.
+    /// `rows` in the plan's ORDER BY (UPDATE and DELETE), cut to its LIMIT.
     pub fn limited(
         &self,
         session: &Session,
         mut rows: Vec<Vec<Value>>,
         params: &[Value],
     ) -> SqlResult<Vec<Vec<Value>>> {
+        if !self.order_by.is_empty() {
+            let variable = |name: &str| session.variable(name);
+            let ctx = session.eval_context(params, &[], &variable);
+            let mut keyed = Vec::with_capacity(rows.len());
+            for row in rows {
+                let keys = (self.order_by.iter())
+                    .map(|(e, _)| eval(e, &row, &ctx))
+                    .collect::<SqlResult<Vec<_>>>()?;
+                keyed.push((keys, row));
+            }
+            keyed.sort_by(|(a, _), (b, _)| finish::compare_sort_keys(&self.order_by, a, b));
+            rows = keyed.into_iter().map(|(_, row)| row).collect();
+        }
         if let Some(limit) = &self.limit {
             let n = to_i64(&constant(session, limit, params)?)
                 .filter(|n| *n >= 0)
