@@ -167,24 +167,34 @@ pub fn insert(
             return Ok(rows.len() as u64);
         }
         // IGNORE / ON DUPLICATE KEY UPDATE: look first, under a lock, by every unique key.
+        // Each row's keys: its primary key, then its key in each unique index (`None` when
+        // NULL: NULL never equals anything, so it clashes with no row).
         let unique = unique_indexes(&table);
+        let row_keys: Vec<Vec<Option<Vec<Value>>>> = rows
+            .iter()
+            .map(|row| {
+                let unique_keys = unique
+                    .iter()
+                    .map(|(_, columns)| unique_key_of(row, columns));
+                std::iter::once(Some(table.key_of(row)))
+                    .chain(unique_keys)
+                    .collect()
+            })
+            .collect();
         let mut lookups = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let mut ops =
-                vec![tx
-                    .transaction
-                    .read(&table.table, &table.key_of(row), LockKind::Exclusive)?];
-            for (name, columns) in &unique {
-                // NULL never equals anything, so it clashes with no row.
-                if let Some(key) = unique_key_of(row, columns) {
-                    ops.push(tx.transaction.read_unique(
-                        &table.table,
-                        name,
-                        &key,
-                        LockKind::Exclusive,
-                        Vec::new(),
-                    )?);
-                }
+        for keys in &row_keys {
+            let mut ops = Vec::with_capacity(keys.len());
+            for (position, key) in keys.iter().enumerate() {
+                let Some(key) = key else { continue };
+                let lock = LockKind::Exclusive;
+                ops.push(match position.checked_sub(1) {
+                    None => tx.transaction.read(&table.table, key, lock)?,
+                    Some(index) => {
+                        let name = &unique[index].0;
+                        tx.transaction
+                            .read_unique(&table.table, name, key, lock, Vec::new())?
+                    }
+                });
             }
             lookups.push(ops);
         }
@@ -193,24 +203,21 @@ pub fn insert(
         let ctx = session.eval_context(params, &[], &variable);
         let mut affected = 0;
         ignored = 0;
-        // Rows this statement inserts, for clashes among its own rows.
-        let mut inserted: Vec<&Vec<Value>> = Vec::new();
-        for (row, ops) in rows.iter().zip(&lookups) {
+        // Keys of the rows this statement inserts, for clashes among its own rows.
+        let mut inserted: Vec<&[Option<Vec<Value>>]> = Vec::new();
+        for ((row, keys), ops) in rows.iter().zip(&row_keys).zip(&lookups) {
             let clashes_in_statement = inserted.iter().any(|earlier| {
-                same_values(&table.key_of(earlier), &table.key_of(row))
-                    || unique.iter().any(|(_, columns)| {
-                        match (unique_key_of(row, columns), unique_key_of(earlier, columns)) {
-                            (Some(key), Some(other)) => same_values(&key, &other),
-                            _ => false,
-                        }
-                    })
+                earlier.iter().zip(keys).any(|pair| match pair {
+                    (Some(a), Some(b)) => same_values(a, b),
+                    _ => false,
+                })
             });
             let existing = ops.iter().find_map(|&op| found.row(op));
             match (existing, &duplicate_update) {
                 (None, _) if !clashes_in_statement => {
                     tx.wrote_row(table.table.id, table.key_of(row));
                     tx.transaction.insert(&table.table, row.clone())?;
-                    inserted.push(row);
+                    inserted.push(keys);
                     affected += 1;
                 }
                 (Some(existing), Some(assignments)) => {

@@ -525,9 +525,13 @@ impl Tx<'_> {
     }
 
     /// Notes that the transaction inserts or changes the row of `table_id` with primary key
-    /// `key`, so its scans of the table find it.
+    /// `key`, so its later statements' scans of the table find it. Nothing is kept when this
+    /// statement ends the transaction (autocommit): no later statement will read in it, and
+    /// a statement writes only after its own reads.
     pub fn wrote_row(&mut self, table_id: u32, key: Vec<Value>) {
-        self.written.wrote_row(table_id, key);
+        if !self.commits {
+            self.written.wrote_row(table_id, key);
+        }
     }
 
     /// Keys of the rows of `table_id` the transaction inserted or changed.
