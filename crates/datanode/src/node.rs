@@ -66,6 +66,10 @@ pub struct NodeSettings {
     /// How long a president waits for the arbitrator's answer before the survivors stop
     /// (NDB: ArbitrationTimeout).
     pub arbitration_timeout_ms: u64,
+    /// In a first start, how long a node waits for a member it has never heard from before
+    /// the others start without it (NDB: StartPartialTimeout); once heard, a member is
+    /// suspected after `heartbeat_misses_max` silent intervals.
+    pub start_partial_timeout_ms: u64,
     /// The node restarts into a cluster that runs without it: its membership asks to join
     /// instead of starting with every node (NDB: a node restart, not an initial start).
     pub joins_running_cluster: bool,
@@ -99,6 +103,7 @@ impl NodeSettings {
             heartbeat_misses_max: 3,
             arbitrator: None,
             arbitration_timeout_ms: 7500,
+            start_partial_timeout_ms: 30_000,
             joins_running_cluster: false,
             copy_batch_rows_max: 512,
         }

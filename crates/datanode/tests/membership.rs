@@ -300,3 +300,51 @@ fn a_joiner_removed_before_it_heard_its_join_commit_stops_when_a_late_request_le
     assert_eq!(stops[0].0, NodeId(2));
     assert!(stops[0].1.contains("let it in again"), "{}", stops[0].1);
 }
+
+/// The nodes whose membership told the arbitrator they started.
+fn reported_started(cluster: &Node) -> Vec<u32> {
+    let mut started: Vec<u32> = cluster
+        .delivered::<NodeStarted>()
+        .into_iter()
+        .filter(|(_, receiver, _)| *receiver == ARBITRATOR)
+        .map(|(_, _, started)| started.node)
+        .collect();
+    started.sort_unstable();
+    started
+}
+
+#[test]
+fn a_first_start_waits_for_a_peer_whose_process_comes_up_late() {
+    // Processes started together on a loaded machine may come up seconds apart: a node
+    // that started must not remove a peer it never heard from within one heartbeat grace.
+    for late_ms in [HEARTBEAT_MS * MISSES + 50, 2_000, 5_000] {
+        let mut cluster = cluster(2, 35);
+        cluster.simulation.pause(NodeId(2));
+        cluster.run_for_ms(late_ms);
+        assert!(reported_started(&cluster).is_empty(), "node 1 waits alone");
+        cluster.simulation.resume(NodeId(2));
+        cluster.run_for_ms(2_000);
+        assert!(stopped(&cluster).is_empty(), "late by {late_ms} ms");
+        assert!(failures_seen_by(&cluster, 1).is_empty());
+        assert!(failures_seen_by(&cluster, 2).is_empty());
+        assert_eq!(reported_started(&cluster), [1, 2], "late by {late_ms} ms");
+    }
+}
+
+#[test]
+fn a_first_start_goes_on_without_a_peer_that_never_comes_once_the_partial_timeout_passes() {
+    let partial_ms = 2_000;
+    let settings = |node| NodeSettings {
+        start_partial_timeout_ms: partial_ms,
+        ..node_settings(node)
+    };
+    let mut cluster = Node::start_cluster(cluster_settings(2, 2, settings), 16 << 20, 36);
+    cluster.simulation.pause(NodeId(2));
+    cluster.run_for_ms(partial_ms - 100);
+    assert!(failures_seen_by(&cluster, 1).is_empty(), "still waiting");
+    cluster.run_for_ms(1_000);
+    let seen = failures_seen_by(&cluster, 1);
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0].1.failed, set(&[2]));
+    assert_eq!(reported_started(&cluster), [1]);
+}

@@ -90,6 +90,7 @@ fn from_config(config: &ClusterConfig, node: NodeId, mgm: &str) -> Result<Cluste
     settings.lock_wait_timeout_ms = cluster.lock_wait_timeout_ms;
     settings.deadlock_detection_interval_ms = cluster.deadlock_detection_interval_ms;
     settings.transaction_inactive_timeout_ms = cluster.transaction_inactive_timeout_ms;
+    settings.start_partial_timeout_ms = cluster.start_partial_timeout_ms;
     settings.arbitrator = Some(arbitrator_address());
     settings.tc_instances = layout.instances_of(Module::Tc) as u16;
     settings.ldm_instances = layout.instances_of(Module::Ldm) as u16;

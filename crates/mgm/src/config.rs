@@ -55,6 +55,7 @@ pub struct ClusterSettings {
     pub lock_wait_timeout_ms: u64,
     pub deadlock_detection_interval_ms: u64,
     pub transaction_inactive_timeout_ms: u64,
+    pub start_partial_timeout_ms: u64,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -275,6 +276,12 @@ fn check_cluster(raw: &raw::Cluster) -> Result<ClusterSettings, Fault> {
             1..=86_400_000,
             "transaction_inactive_timeout_ms",
         )?,
+        start_partial_timeout_ms: in_range(
+            raw.start_partial_timeout_ms.as_ref(),
+            30_000,
+            1..=3_600_000,
+            "start_partial_timeout_ms",
+        )?,
     })
 }
 
@@ -459,6 +466,7 @@ mod raw {
         pub lock_wait_timeout_ms: Option<Spanned<u64>>,
         pub deadlock_detection_interval_ms: Option<Spanned<u64>>,
         pub transaction_inactive_timeout_ms: Option<Spanned<u64>>,
+        pub start_partial_timeout_ms: Option<Spanned<u64>>,
     }
 
     /// A byte count, or a size such as "512M".

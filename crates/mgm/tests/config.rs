@@ -35,6 +35,7 @@ fn a_minimal_file_gets_the_documented_defaults() {
     assert_eq!(config.cluster.lock_wait_timeout_ms, 1200);
     assert_eq!(config.cluster.deadlock_detection_interval_ms, 50);
     assert_eq!(config.cluster.transaction_inactive_timeout_ms, 10_000);
+    assert_eq!(config.cluster.start_partial_timeout_ms, 30_000);
     assert_eq!(config.mgmd.port, MGMD_PORT_DEFAULT);
     let ids: Vec<_> = config
         .data_nodes
@@ -62,6 +63,7 @@ heartbeat_misses_max = 3
 lock_wait_timeout_ms = 2000
 deadlock_detection_interval_ms = 0
 transaction_inactive_timeout_ms = 60000
+start_partial_timeout_ms = 5000
 
 [mgmd]
 host = "127.0.0.1"
@@ -93,6 +95,7 @@ port = 3307
     assert_eq!(config.cluster.data_memory_bytes, 512 << 20);
     assert_eq!(config.cluster.partitions_per_node, 4);
     assert_eq!(config.cluster.deadlock_detection_interval_ms, 0, "off");
+    assert_eq!(config.cluster.start_partial_timeout_ms, 5_000);
     assert_eq!(config.mgmd.port, 2186);
     let nodes: Vec<_> = config
         .data_nodes

@@ -163,17 +163,14 @@ impl LocalDataManager {
                             true
                         },
                     );
-                    match resume {
-                        Ok(resume) => {
-                            job.scan_done = resume.is_none();
-                            job.position = resume;
-                        }
-                        Err(_) => {
-                            // A full scan without a filter fails on nothing but a bug.
-                            debug_assert!(false, "the copy's scan failed");
-                            job.scan_done = true;
-                        }
-                    }
+                    // A full scan without a filter fails on nothing but a bug, and a copy
+                    // that went on without its rows would leave the restarting replica
+                    // short of them: the node stops instead.
+                    let resume = resume.unwrap_or_else(|error| {
+                        panic!("the copy's scan of a partition failed: {error:?}")
+                    });
+                    job.scan_done = resume.is_none();
+                    job.position = resume;
                     continue;
                 };
                 match guard.read_locked(owner, row_key, LockMode::Exclusive) {

@@ -124,10 +124,13 @@ impl Membership {
         }
         let known = |node: &NodeId| self.cluster.node(*node).is_some();
         let joined = u8::try_from(commit.joined).map(NodeId);
-        if !order.iter().all(known) || !joined.is_ok_and(|j| order.contains(&j)) {
-            debug_assert!(false, "a join commit names nodes outside the cluster");
-            return;
-        }
+        // The president built the order from the cluster's own nodes: a membership with
+        // strangers in it is no membership this node can act on.
+        assert!(
+            order.iter().all(known) && joined.is_ok_and(|j| order.contains(&j)),
+            "a join commit names nodes outside the cluster: {order:?}, joined {}",
+            commit.joined
+        );
         if joined == Ok(self.here()) && !self.is_joining() {
             // A join request this node sent before it became a member reached the
             // president after the cluster had removed it again: its replicas missed the

@@ -3,7 +3,8 @@
 //! that alone can go on.
 //!
 //! Every member sends every other a heartbeat each interval; one silent for more than
-//! `heartbeat_misses_max` intervals is *suspected*, and the suspicion goes to the president,
+//! `heartbeat_misses_max` intervals is *suspected* (in a first start, a member never heard
+//! from only after `start_partial_timeout_ms`: its process may come up late), and the suspicion goes to the president,
 //! the most senior member not suspected (today: the lowest node id, since all nodes start
 //! together). The president then runs a round:
 //!
@@ -133,6 +134,12 @@ pub struct Membership {
     holds_data: bool,
     /// Whether the arbitrator knows this node started.
     start_reported: bool,
+    /// When this node's membership began (its first tick); in a first start, a member
+    /// never heard from is suspected only `start_partial_timeout_ms` after it.
+    began_ns: Option<u64>,
+    /// Whether this node is in a first start, where every member's process may come up
+    /// late: not for a node joining a running cluster, whose members are all running.
+    first_start: bool,
 }
 
 impl Membership {
@@ -162,6 +169,8 @@ impl Membership {
             heard_from: NodeSet::EMPTY,
             holds_data: true,
             start_reported: false,
+            began_ns: None,
+            first_start: true,
         };
         // A node alone in its cluster reads freely from the start; others once echoed.
         membership.renew_lease();
@@ -179,6 +188,7 @@ impl Membership {
             members: Vec::new(),
             generation: 0,
             holds_data: false,
+            first_start: false,
             ..Self::new(settings, cluster, memory, lease)
         }
     }
@@ -218,6 +228,23 @@ impl Membership {
             .saturating_mul(1_000_000)
     }
 
+    /// Whether `member` stayed silent too long: a heartbeat grace since it was last heard,
+    /// or, in a first start, for a member never heard from, the partial-start timeout since
+    /// this node began (processes started together on a loaded machine come up seconds
+    /// apart, and a peer removed before it ever came would leave the cluster half-formed
+    /// and racing for the arbitrator).
+    fn is_silent(&self, member: NodeId, now_ns: u64, began_ns: u64) -> bool {
+        if self.first_start && !self.heard_from.contains(member) {
+            let wait_ns = self
+                .settings
+                .start_partial_timeout_ms
+                .saturating_mul(1_000_000)
+                .max(self.grace_ns());
+            return now_ns.saturating_sub(began_ns) > wait_ns;
+        }
+        now_ns.saturating_sub(self.last_heard_ns[usize::from(member.0)]) > self.grace_ns()
+    }
+
     fn tick(&mut self, ctx: &mut Context) {
         if self.stopping {
             return;
@@ -234,6 +261,7 @@ impl Membership {
             return self.tick_later(ctx);
         }
         let now = ctx.now_ns();
+        let began_ns = *self.began_ns.get_or_insert(now);
         let here = self.here();
         let heartbeat = Heartbeat {
             generation: self.generation,
@@ -249,7 +277,7 @@ impl Membership {
             .iter()
             .copied()
             .filter(|&m| m != here && !self.suspects.contains(m))
-            .filter(|&m| now.saturating_sub(self.last_heard_ns[usize::from(m.0)]) > self.grace_ns())
+            .filter(|&m| self.is_silent(m, now, began_ns))
             .collect();
         for member in silent {
             self.suspects.insert(member);
