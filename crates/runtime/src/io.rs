@@ -3,8 +3,9 @@
 //!
 //! Blocks never touch files. They call [`Context::request_io`](crate::Context::request_io);
 //! the [`FileSystemBlock`] (NDB's NDBFS) executes the request on a [`FileStorage`]: real files
-//! under the node's data directory in production ([`DiskStorage`]), in-memory files in the
-//! simulation ([`MemoryStorage`]), so the same block code runs in both. Data travels in
+//! under the node's data directory in production ([`DiskStorage`]), in-memory files that
+//! lose unsynced writes at a crash in the simulation ([`SimulatedDisk`]), so the same block
+//! code runs in both. Data travels in
 //! sections: the path for `Open`, the bytes for `Write`, and the bytes read in the reply.
 
 use std::collections::HashMap;
@@ -19,6 +20,10 @@ use kista_signal::{
 };
 
 use crate::block::{Block, Context};
+
+mod simulated_disk;
+
+pub use simulated_disk::SimulatedDisk;
 
 /// The file-system block's id; its instance 0 runs on `io.0`.
 pub const FILE_SYSTEM_BLOCK: BlockId = BlockId(251);
@@ -70,6 +75,8 @@ pub enum FileStatus {
     OutOfSections = 6,
     /// Any other operating-system error.
     Failed = 7,
+    /// The disk is full.
+    NoSpace = 8,
 }
 
 impl FileStatus {
@@ -82,6 +89,7 @@ impl FileStatus {
             4 => FileStatus::UnknownFile,
             5 => FileStatus::TooLarge,
             6 => FileStatus::OutOfSections,
+            8 => FileStatus::NoSpace,
             _ => FileStatus::Failed,
         }
     }
@@ -97,6 +105,7 @@ impl FileStatus {
             ErrorKind::NotFound => FileStatus::NotFound,
             ErrorKind::PermissionDenied => FileStatus::PermissionDenied,
             ErrorKind::InvalidInput => FileStatus::InvalidPath,
+            ErrorKind::StorageFull => FileStatus::NoSpace,
             _ => FileStatus::Failed,
         }
     }
@@ -384,73 +393,6 @@ impl FileStorage for DiskStorage {
 
     fn close(&mut self, file: u32) -> std::io::Result<()> {
         self.files
-            .remove(&file)
-            .map(drop)
-            .ok_or_else(|| unknown_file(file))
-    }
-}
-
-/// In-memory files for the simulation: deterministic, and where later issues inject faults.
-#[derive(Default)]
-pub struct MemoryStorage {
-    contents: HashMap<PathBuf, Vec<u8>>,
-    open: HashMap<u32, PathBuf>,
-    next_file: u32,
-}
-
-impl MemoryStorage {
-    fn contents_of(&mut self, file: u32) -> std::io::Result<&mut Vec<u8>> {
-        let path = self.open.get(&file).ok_or_else(|| unknown_file(file))?;
-        Ok(self.contents.entry(path.clone()).or_default())
-    }
-}
-
-impl FileStorage for MemoryStorage {
-    fn open(&mut self, path: &Path, create: bool) -> std::io::Result<u32> {
-        let path = checked_relative(path)?.to_path_buf();
-        if !create && !self.contents.contains_key(&path) {
-            return Err(std::io::Error::new(ErrorKind::NotFound, "no such file"));
-        }
-        self.contents.entry(path.clone()).or_default();
-        self.next_file += 1;
-        self.open.insert(self.next_file, path);
-        Ok(self.next_file)
-    }
-
-    fn write_at(&mut self, file: u32, offset: u64, data: &[u8]) -> std::io::Result<()> {
-        let contents = self.contents_of(file)?;
-        let start =
-            usize::try_from(offset).map_err(|_| std::io::Error::from(ErrorKind::InvalidInput))?;
-        let end = start + data.len();
-        if contents.len() < end {
-            contents.resize(end, 0);
-        }
-        contents[start..end].copy_from_slice(data);
-        Ok(())
-    }
-
-    fn read_at(
-        &mut self,
-        file: u32,
-        offset: u64,
-        length: usize,
-        buffer: &mut Vec<u8>,
-    ) -> std::io::Result<()> {
-        let contents = self.contents_of(file)?;
-        let start = usize::try_from(offset)
-            .unwrap_or(usize::MAX)
-            .min(contents.len());
-        let end = start.saturating_add(length).min(contents.len());
-        buffer.extend_from_slice(&contents[start..end]);
-        Ok(())
-    }
-
-    fn sync(&mut self, file: u32) -> std::io::Result<()> {
-        self.contents_of(file).map(drop)
-    }
-
-    fn close(&mut self, file: u32) -> std::io::Result<()> {
-        self.open
             .remove(&file)
             .map(drop)
             .ok_or_else(|| unknown_file(file))

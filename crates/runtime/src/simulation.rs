@@ -18,6 +18,7 @@ use kista_signal::{wire, BlockAddress, NodeId, Signal};
 
 use crate::block::{Block, Context, Sink};
 use crate::fence::passes_gate;
+use crate::io::SimulatedDisk;
 use crate::rng::Rng;
 use crate::scheduler::BlockRegistration;
 use crate::section_pool::{SectionPool, SECTIONS_MAX_DEFAULT};
@@ -140,6 +141,10 @@ pub struct Simulation {
     trace_digest: u64,
     /// Nodes their own blocks stopped, with the reason, in order.
     stopped: Vec<(NodeId, String)>,
+    /// Each node's disk, which outlives its blocks; a crash loses what it had not synced.
+    disks: HashMap<NodeId, SimulatedDisk>,
+    /// Chooses what a crash keeps of unsynced writes.
+    disk_rng: Rng,
 }
 
 impl Simulation {
@@ -169,7 +174,15 @@ impl Simulation {
             trace: Vec::new(),
             trace_digest: FNV_OFFSET,
             stopped: Vec::new(),
+            disks: HashMap::new(),
+            disk_rng: Rng::new(seeds.next_u64()),
         }
+    }
+
+    /// Gives `node` its disk: the file-system blocks of each of its lives must use clones
+    /// of it, and each crash of the node crashes it.
+    pub fn attach_disk(&mut self, node: NodeId, disk: SimulatedDisk) {
+        self.disks.insert(node, disk);
     }
 
     pub fn add_block(
@@ -246,10 +259,15 @@ impl Simulation {
         true
     }
 
-    /// Crashes `node`: its blocks and everything they held vanish, and signals to it are
-    /// lost from now on (also those already on their way).
+    /// Crashes `node` as a power failure would: its blocks and everything they held vanish,
+    /// signals to it are lost from now on (also those already on their way), and its disk
+    /// keeps only what was synced and a seeded part of what was not (a node stopping itself
+    /// is taken as badly, the harshest case).
     pub fn crash(&mut self, node: NodeId) {
         self.blocks.retain(|address, _| address.node() != node);
+        if let Some(disk) = self.disks.get(&node) {
+            disk.crash(&mut self.disk_rng);
+        }
         self.network.down.insert(node);
         self.network.shut_out.retain(|&(at, _)| at != node);
     }

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kista_runtime::io::{
-    DiskStorage, FileOperation, FileReply, FileRequest, FileStatus, FileSystemBlock, MemoryStorage,
+    DiskStorage, FileOperation, FileReply, FileRequest, FileStatus, FileSystemBlock, SimulatedDisk,
     FILE_SYSTEM_BLOCK,
 };
 use kista_runtime::simulation::{Simulation, SimulationOptions};
@@ -137,7 +137,7 @@ fn kick() -> Signal {
 fn a_block_writes_syncs_and_reads_a_file_in_the_simulation() {
     let outcomes = Arc::new(Mutex::new(Vec::new()));
     let mut simulation = Simulation::new(&SimulationOptions::default());
-    let file_system = FileSystemBlock::new(Box::new(MemoryStorage::default()));
+    let file_system = FileSystemBlock::new(Box::new(SimulatedDisk::new()));
     simulation
         .add_block(
             BlockAddress::new(NODE, FILE_SYSTEM_BLOCK, 0),
