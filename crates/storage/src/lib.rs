@@ -11,9 +11,11 @@
 //! - [`filter`]: filter programs pushed down to scans.
 //! - [`partition`]: one partition replica: rows, indexes, committed and pending versions, locks.
 //! - [`codec`]: the byte forms of values, schemas and filters that travel in signal sections.
+//! - [`redo`]: the REDO log's records, their place in the ring of log files, the scan that
+//!   finds where a log ends, and the writer that fills it.
 //!
-//! Nothing here knows about signals, threads or the network: the datanode blocks own the
-//! partitions and call into this crate.
+//! Nothing here knows about signals, threads, files or the network: the datanode blocks own
+//! the partitions and the logs' files and call into this crate.
 
 pub mod codec;
 pub mod compare;
@@ -23,6 +25,7 @@ pub mod locks;
 pub mod memory;
 pub mod ordered_index;
 pub mod partition;
+pub mod redo;
 pub mod row;
 pub mod row_store;
 pub mod schema;

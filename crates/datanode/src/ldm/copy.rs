@@ -337,12 +337,12 @@ impl LocalDataManager {
             source,
             rows: decoded.into(),
         };
-        if self.copies.incoming.insert(key, incoming).is_some() {
-            debug_assert!(
-                false,
-                "a copy sends its next batch only once this one applied"
-            );
-        }
+        let unapplied = self.copies.incoming.insert(key, incoming);
+        // A batch overwritten before it was applied would leave its rows missing here.
+        assert!(
+            unapplied.is_none(),
+            "a copy sends its next batch only once this one applied"
+        );
         self.apply_copied(ctx, key);
     }
 

@@ -1,0 +1,417 @@
+//! The REDO log's format: records, where they sit in the ring of log files, and the scan
+//! that finds where a log ends.
+//!
+//! Each `ldm` instance writes one log: committed changes as idempotent after-images (a row
+//! written whole, a key deleted), each stamped with the global checkpoint id (GCI) of its
+//! transaction. The log is endless in *log sequence numbers* (LSNs: byte positions), and
+//! lives in a ring of preallocated files of equal size, so an LSN names its file and offset
+//! ([`LogRing`]). A record never spans two files: one that does not fit goes to the next
+//! file, after a [`Record::FileEnd`] when the rest of the file has room for a header.
+//!
+//! ```text
+//! header (32 bytes, little-endian)
+//!   0  magic u16 "KR"     2  kind u8     3  zero u8     4  body length u32
+//!   8  lsn u64            16 gci u64     24 life u32    28 crc32 of bytes 0..28 and the body
+//! body
+//!   write row   table id u32, table version u32, partition u32,
+//!               fixed length u32, variable length u32, fixed part, variable part
+//!   delete row  table id u32, table version u32, partition u32, key length u32, key
+//!   gci done, file end: empty
+//! ```
+//!
+//! Nothing read back is trusted: a scan ([`LogScan`]) stops at the first record that is cut
+//! short, fails its checksum, carries another LSN than its position (a record of an earlier
+//! lap of the ring), or an older *life* than the record before it. The life is the node's
+//! start count: a crash may leave records of one life beyond the point where the next life
+//! went on writing, and those must never be mistaken for the next life's.
+
+mod writer;
+
+pub use writer::{LogFull, LogWriter};
+
+/// Bytes of a record's header.
+pub const RECORD_HEADER_BYTES: usize = 32;
+/// Largest record, header included: a row is far smaller, and a scan reads a record whole.
+pub const RECORD_BYTES_MAX: usize = 256 << 10;
+
+const MAGIC: [u8; 2] = *b"KR";
+const CHECKSUM_AT: usize = 28;
+const PLACE_BYTES: usize = 12;
+
+/// The kinds of record, by their byte in the header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    WriteRow = 1,
+    DeleteRow = 2,
+    GciDone = 3,
+    FileEnd = 4,
+}
+
+impl Kind {
+    fn from_byte(byte: u8) -> Option<Self> {
+        [
+            Kind::WriteRow,
+            Kind::DeleteRow,
+            Kind::GciDone,
+            Kind::FileEnd,
+        ]
+        .into_iter()
+        .find(|kind| *kind as u8 == byte)
+    }
+}
+
+/// The partition a row record belongs to, and the table definition its bytes follow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowPlace {
+    pub table_id: u32,
+    pub table_version: u32,
+    pub partition: u32,
+}
+
+/// One change the log holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Record<'a> {
+    /// The row's committed version, whole: its fixed and variable parts as the partition
+    /// stores them.
+    WriteRow {
+        place: RowPlace,
+        fixed: &'a [u8],
+        var: &'a [u8],
+    },
+    /// The row with this encoded primary key is gone.
+    DeleteRow { place: RowPlace, key: &'a [u8] },
+    /// Every record of this log whose GCI is at most the header's comes before this one.
+    GciDone,
+    /// The rest of this file is unused: the next record starts the next file.
+    FileEnd,
+}
+
+impl Record<'_> {
+    fn kind(&self) -> Kind {
+        match self {
+            Record::WriteRow { .. } => Kind::WriteRow,
+            Record::DeleteRow { .. } => Kind::DeleteRow,
+            Record::GciDone => Kind::GciDone,
+            Record::FileEnd => Kind::FileEnd,
+        }
+    }
+
+    /// Bytes the record takes in the log, header included.
+    pub fn encoded_bytes(&self) -> usize {
+        RECORD_HEADER_BYTES
+            + match self {
+                Record::WriteRow { fixed, var, .. } => PLACE_BYTES + 8 + fixed.len() + var.len(),
+                Record::DeleteRow { key, .. } => PLACE_BYTES + 4 + key.len(),
+                Record::GciDone | Record::FileEnd => 0,
+            }
+    }
+}
+
+/// What every record's header says besides its kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    /// Where the record starts in the endless log.
+    pub lsn: u64,
+    /// The global checkpoint its change belongs to.
+    pub gci: u64,
+    /// The node's start count when it was written.
+    pub life: u32,
+}
+
+/// Appends `record` with `stamp` to `out`; returns the bytes it took. Allocates only when
+/// `out` must grow.
+///
+/// # Panics
+/// When the record is larger than [`RECORD_BYTES_MAX`]: the caller checks rows against it
+/// before they are committed.
+pub fn encode(stamp: Stamp, record: &Record<'_>, out: &mut Vec<u8>) -> usize {
+    let bytes = record.encoded_bytes();
+    assert!(bytes <= RECORD_BYTES_MAX, "a {bytes}-byte REDO record");
+    let start = out.len();
+    out.reserve(bytes);
+    out.extend_from_slice(&MAGIC);
+    out.push(record.kind() as u8);
+    out.push(0);
+    out.extend_from_slice(&((bytes - RECORD_HEADER_BYTES) as u32).to_le_bytes());
+    out.extend_from_slice(&stamp.lsn.to_le_bytes());
+    out.extend_from_slice(&stamp.gci.to_le_bytes());
+    out.extend_from_slice(&stamp.life.to_le_bytes());
+    out.extend_from_slice(&[0; 4]);
+    let put_place = |out: &mut Vec<u8>, place: &RowPlace| {
+        for word in [place.table_id, place.table_version, place.partition] {
+            out.extend_from_slice(&word.to_le_bytes());
+        }
+    };
+    match record {
+        Record::WriteRow { place, fixed, var } => {
+            put_place(out, place);
+            out.extend_from_slice(&(fixed.len() as u32).to_le_bytes());
+            out.extend_from_slice(&(var.len() as u32).to_le_bytes());
+            out.extend_from_slice(fixed);
+            out.extend_from_slice(var);
+        }
+        Record::DeleteRow { place, key } => {
+            put_place(out, place);
+            out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+            out.extend_from_slice(key);
+        }
+        Record::GciDone | Record::FileEnd => {}
+    }
+    let checksum = checksum_of(&out[start..]);
+    out[start + CHECKSUM_AT..start + RECORD_HEADER_BYTES].copy_from_slice(&checksum.to_le_bytes());
+    bytes
+}
+
+fn checksum_of(record: &[u8]) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&record[..CHECKSUM_AT]);
+    hasher.update(&record[RECORD_HEADER_BYTES..]);
+    hasher.finalize()
+}
+
+/// Why the log ends where a scan stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LogEnd {
+    #[error("the record there is cut short")]
+    Truncated,
+    #[error("no record starts there")]
+    NoRecord,
+    #[error("the record there fails its checksum")]
+    Checksum,
+    #[error("the record there was written for LSN {found}, an earlier lap of the ring")]
+    EarlierLap { found: u64 },
+    #[error("the record there is of life {found}, older than the records before it ({life})")]
+    EarlierLife { found: u32, life: u32 },
+    #[error("the record there has a body that does not match its kind")]
+    Malformed,
+}
+
+/// A record read back, with its stamp and the bytes it took.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decoded<'a> {
+    pub stamp: Stamp,
+    pub record: Record<'a>,
+    pub bytes: usize,
+}
+
+/// Reads the record at the start of `bytes`, which should be the one at `lsn` and of life
+/// `life_at_least` or later. `Truncated` may only mean `bytes` stops early.
+pub fn decode(bytes: &[u8], lsn: u64, life_at_least: u32) -> Result<Decoded<'_>, LogEnd> {
+    let header = bytes.get(..RECORD_HEADER_BYTES).ok_or(LogEnd::Truncated)?;
+    let word = |at: usize| u32::from_le_bytes(header[at..at + 4].try_into().expect("4 bytes"));
+    let long = |at: usize| u64::from_le_bytes(header[at..at + 8].try_into().expect("8 bytes"));
+    if header[..2] != MAGIC || header[3] != 0 {
+        return Err(LogEnd::NoRecord);
+    }
+    let kind = Kind::from_byte(header[2]).ok_or(LogEnd::NoRecord)?;
+    let total = RECORD_HEADER_BYTES.saturating_add(word(4) as usize);
+    if total > RECORD_BYTES_MAX {
+        return Err(LogEnd::NoRecord);
+    }
+    let record = bytes.get(..total).ok_or(LogEnd::Truncated)?;
+    if checksum_of(record) != word(CHECKSUM_AT) {
+        return Err(LogEnd::Checksum);
+    }
+    let stamp = Stamp {
+        lsn: long(8),
+        gci: long(16),
+        life: word(24),
+    };
+    if stamp.lsn != lsn {
+        return Err(LogEnd::EarlierLap { found: stamp.lsn });
+    }
+    if stamp.life < life_at_least {
+        return Err(LogEnd::EarlierLife {
+            found: stamp.life,
+            life: life_at_least,
+        });
+    }
+    let record = decode_body(kind, &record[RECORD_HEADER_BYTES..]).ok_or(LogEnd::Malformed)?;
+    Ok(Decoded {
+        stamp,
+        record,
+        bytes: total,
+    })
+}
+
+fn decode_body(kind: Kind, body: &[u8]) -> Option<Record<'_>> {
+    let mut input = Body(body);
+    let record = match kind {
+        Kind::WriteRow => {
+            let place = input.place()?;
+            let (fixed_len, var_len) = (input.length()?, input.length()?);
+            Record::WriteRow {
+                place,
+                fixed: input.take(fixed_len)?,
+                var: input.take(var_len)?,
+            }
+        }
+        Kind::DeleteRow => {
+            let place = input.place()?;
+            let key_len = input.length()?;
+            Record::DeleteRow {
+                place,
+                key: input.take(key_len)?,
+            }
+        }
+        Kind::GciDone => Record::GciDone,
+        Kind::FileEnd => Record::FileEnd,
+    };
+    input.0.is_empty().then_some(record)
+}
+
+/// A body being read, front first.
+struct Body<'a>(&'a [u8]);
+
+impl<'a> Body<'a> {
+    fn take(&mut self, count: usize) -> Option<&'a [u8]> {
+        let (taken, rest) = self.0.split_at_checked(count)?;
+        self.0 = rest;
+        Some(taken)
+    }
+
+    fn length(&mut self) -> Option<usize> {
+        let bytes = self.take(4)?;
+        Some(u32::from_le_bytes(bytes.try_into().ok()?) as usize)
+    }
+
+    fn place(&mut self) -> Option<RowPlace> {
+        Some(RowPlace {
+            table_id: self.length()? as u32,
+            table_version: self.length()? as u32,
+            partition: self.length()? as u32,
+        })
+    }
+}
+
+/// The ring of equally sized files one log lives in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogRing {
+    pub file_bytes: u64,
+    pub files: u32,
+}
+
+impl LogRing {
+    /// Bytes of the whole ring: how far the log's head may run ahead of its oldest needed
+    /// record.
+    pub fn ring_bytes(&self) -> u64 {
+        self.file_bytes * u64::from(self.files)
+    }
+
+    /// The file `lsn` falls in.
+    pub fn file_of(&self, lsn: u64) -> u32 {
+        ((lsn / self.file_bytes) % u64::from(self.files)) as u32
+    }
+
+    /// Where in its file `lsn` falls.
+    pub fn offset_of(&self, lsn: u64) -> u64 {
+        lsn % self.file_bytes
+    }
+
+    /// The LSN that starts the file after `lsn`'s.
+    pub fn next_file_start(&self, lsn: u64) -> u64 {
+        (lsn / self.file_bytes + 1) * self.file_bytes
+    }
+
+    /// Where a record of `bytes` goes when the log's head is at `lsn`: at `lsn` when the
+    /// file has room for it, else at the start of the next file. `Skip` says whether a
+    /// [`Record::FileEnd`] must mark the rest of the file first (no mark fits in less
+    /// than a header, and a scan skips such a rest by itself).
+    pub fn place(&self, lsn: u64, bytes: usize) -> Placement {
+        let room = self.file_bytes - self.offset_of(lsn);
+        if bytes as u64 <= room {
+            return Placement {
+                at: lsn,
+                skip: None,
+            };
+        }
+        let skip = (room >= RECORD_HEADER_BYTES as u64).then_some(lsn);
+        Placement {
+            at: self.next_file_start(lsn),
+            skip,
+        }
+    }
+}
+
+/// Where a record goes; see [`LogRing::place`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placement {
+    pub at: u64,
+    /// Where a [`Record::FileEnd`] must be written first, if one must.
+    pub skip: Option<u64>,
+}
+
+/// A walk over a log from a known record onwards, fed with the bytes it asks for.
+#[derive(Clone, Debug)]
+pub struct LogScan {
+    ring: LogRing,
+    next_lsn: u64,
+    life: u32,
+}
+
+/// What a scan found next.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ScanStep<'a> {
+    /// The next record (never a [`Record::FileEnd`]: the scan steps over those itself).
+    Record(Decoded<'a>),
+    /// The bytes given do not hold the next record whole: read its file from this LSN
+    /// (at least [`RECORD_BYTES_MAX`] bytes, or to the file's end) and call again.
+    Read(u64),
+    /// The log ends at [`LogScan::next_lsn`], for this reason.
+    End(LogEnd),
+}
+
+impl LogScan {
+    /// A scan from the record at `lsn`, which must be of life `life_at_least` or later.
+    pub fn new(ring: LogRing, lsn: u64, life_at_least: u32) -> Self {
+        Self {
+            ring,
+            next_lsn: lsn,
+            life: life_at_least,
+        }
+    }
+
+    /// Where the next record would start: after a scan's end, where the log goes on.
+    pub fn next_lsn(&self) -> u64 {
+        self.next_lsn
+    }
+
+    /// The life of the last record read (or the one the scan began with).
+    pub fn life(&self) -> u32 {
+        self.life
+    }
+
+    /// The next record, from `chunk`: the bytes of the next record's file from `chunk_lsn`
+    /// on (as far as they were read).
+    pub fn next<'a>(&mut self, chunk: &'a [u8], chunk_lsn: u64) -> ScanStep<'a> {
+        loop {
+            let room = self.ring.file_bytes - self.ring.offset_of(self.next_lsn);
+            if room < RECORD_HEADER_BYTES as u64 {
+                self.next_lsn = self.ring.next_file_start(self.next_lsn);
+                continue;
+            }
+            let same_file = self.ring.file_of(chunk_lsn) == self.ring.file_of(self.next_lsn)
+                && chunk_lsn / self.ring.file_bytes == self.next_lsn / self.ring.file_bytes;
+            let start = self.next_lsn.wrapping_sub(chunk_lsn);
+            if !same_file || self.next_lsn < chunk_lsn || start > chunk.len() as u64 {
+                return ScanStep::Read(self.next_lsn);
+            }
+            match decode(&chunk[start as usize..], self.next_lsn, self.life) {
+                Ok(decoded) if decoded.record == Record::FileEnd => {
+                    self.next_lsn = self.ring.next_file_start(self.next_lsn);
+                }
+                Ok(decoded) => {
+                    self.next_lsn += decoded.bytes as u64;
+                    self.life = decoded.stamp.life;
+                    return ScanStep::Record(decoded);
+                }
+                // Read again from the record itself, unless that is what was given.
+                Err(LogEnd::Truncated) if start > 0 => return ScanStep::Read(self.next_lsn),
+                Err(end) => return ScanStep::End(end),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
