@@ -14,6 +14,7 @@ use rustc_hash::FxHashMap;
 use std::sync::{Arc, RwLock, RwLockWriteGuard};
 use std::time::Duration;
 
+use kista_runtime::io::FileReply;
 use kista_runtime::{Block, Context};
 use kista_signal::{BlockAddress, SectionHandle, Signal, TypedSignal};
 use kista_storage::locks::{LockMode, TransactionId};
@@ -21,6 +22,7 @@ use kista_storage::memory::DataMemory;
 use kista_storage::partition::{
     Granted, IndexId, OperationError, Outcome, Partition, PartitionLimits, UniqueChange,
 };
+use kista_storage::redo::RowPlace;
 use kista_storage::row::RowLayout;
 use kista_storage::row_store::RowId;
 
@@ -37,6 +39,7 @@ use crate::{error_code_of, refuse_prepare, send_sharing_section, send_with_bytes
 
 mod copy;
 mod deadlock;
+mod redo;
 
 struct LdmTable {
     schema_version: u32,
@@ -64,6 +67,8 @@ struct LdmTransaction {
     partitions: Vec<(u32, u32)>,
     /// (table, partition) that committed it here, until it completes.
     committed: Vec<(u32, u32)>,
+    /// The global checkpoint its commit belongs to, once a commit arrived.
+    gci: u64,
     /// Parked operations per (table, partition), oldest first.
     parked: FxHashMap<(u32, u32), VecDeque<Parked>>,
     /// On a starting replica: the unique-key changes the last started replica computed,
@@ -94,6 +99,8 @@ pub struct LocalDataManager {
     /// meanwhile were meant for its earlier life (whose connections the others have not
     /// yet seen close) and are refused.
     member: bool,
+    /// Where committed changes are logged; `None` on a node without a REDO log.
+    redo: Option<redo::RedoLog>,
 }
 
 fn lock_partition(partition: &RwLock<Partition>) -> RwLockWriteGuard<'_, Partition> {
@@ -109,8 +116,10 @@ impl LocalDataManager {
         cluster: Arc<ClusterShape>,
         memory: Arc<DataMemory>,
         registry: Arc<PartitionRegistry>,
+        instance: u16,
     ) -> Self {
         let member = !settings.joins_running_cluster;
+        let redo = redo::ring_for(&settings).map(|ring| redo::RedoLog::new(ring, instance));
         Self {
             cluster,
             scans: FragmentScans::new(registry.clone(), settings.partition_scans_per_executor_max),
@@ -126,6 +135,7 @@ impl LocalDataManager {
             copies: copy::Copies::default(),
             deadlocks: deadlock::DeadlockDetection::default(),
             member,
+            redo,
         }
     }
 
@@ -639,9 +649,11 @@ impl LocalDataManager {
     fn commit(&mut self, ctx: &mut Context, commit: Commit) {
         let key = (commit.table_id, commit.partition);
         if let Some(partition) = self.partition(key) {
-            let granted = lock_partition(&partition).commit(TransactionId(commit.transaction));
+            let granted =
+                self.commit_partition(ctx, &partition, key, commit.transaction, commit.gci);
             if let Some(transaction) = self.transactions.get_mut(&commit.transaction) {
                 transaction.partitions.retain(|&p| p != key);
+                transaction.gci = commit.gci;
                 if !transaction.committed.contains(&key) {
                     transaction.committed.push(key);
                 }
@@ -694,15 +706,58 @@ impl LocalDataManager {
         }
         for key in record.partitions {
             if let Some(partition) = self.partition(key) {
-                let mut partition = lock_partition(&partition);
                 let granted = if abort {
-                    partition.abort(TransactionId(transaction))
+                    lock_partition(&partition).abort(TransactionId(transaction))
                 } else {
-                    partition.commit(TransactionId(transaction))
+                    self.commit_partition(ctx, &partition, key, transaction, record.gci)
                 };
-                drop(partition);
                 self.resume(ctx, key.0, key.1, granted);
             }
+        }
+    }
+
+    /// Commits `transaction`'s changes to one partition, logging each in the REDO log.
+    fn commit_partition(
+        &mut self,
+        ctx: &mut Context,
+        partition: &RwLock<Partition>,
+        (table_id, partition_id): (u32, u32),
+        transaction: u64,
+        gci: u64,
+    ) -> Vec<Granted> {
+        let transaction = TransactionId(transaction);
+        let (Some(redo), Some(table)) = (self.redo.as_mut(), self.tables.get(&table_id)) else {
+            return lock_partition(partition).commit(transaction);
+        };
+        let place = RowPlace {
+            table_id,
+            table_version: table.schema_version,
+            partition: partition_id,
+        };
+        let mut failure = None;
+        let granted = lock_partition(partition).commit_logged(transaction, &mut |change| {
+            if failure.is_none() {
+                failure = redo.log_change(gci, place, &table.layout, change).err();
+            }
+        });
+        if let Some(reason) = failure.or_else(|| redo.write_more(ctx).err()) {
+            // The change is committed in memory but cannot be made durable here: the node
+            // stops rather than go on without its log; the other replicas hold the change.
+            ctx.stop_node(&reason);
+        }
+        granted
+    }
+
+    /// Opens the REDO log when the node starts.
+    fn start(&mut self, ctx: &mut Context) {
+        if let Some(Err(reason)) = self.redo.as_mut().map(|redo| redo.open(ctx)) {
+            ctx.stop_node(&reason);
+        }
+    }
+
+    fn file_replied(&mut self, ctx: &mut Context, reply: FileReply) {
+        if let Some(Err(reason)) = self.redo.as_mut().map(|redo| redo.replied(ctx, reply)) {
+            ctx.stop_node(&reason);
         }
     }
 }
@@ -805,6 +860,10 @@ impl Block for LocalDataManager {
             })
         } else if number == Commit::NUMBER {
             Commit::from_signal(signal).map(|c| self.commit(ctx, c))
+        } else if number == FileReply::NUMBER {
+            FileReply::from_signal(signal).map(|reply| self.file_replied(ctx, reply))
+        } else if number == LdmStart::NUMBER {
+            LdmStart::from_signal(signal).map(|_| self.start(ctx))
         } else if number == Complete::NUMBER {
             Complete::from_signal(signal).map(|c| self.complete(ctx, c))
         } else if number == Abort::NUMBER {

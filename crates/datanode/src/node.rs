@@ -2,15 +2,16 @@
 
 use std::sync::Arc;
 
+use kista_runtime::io::{FileStorage, FileSystemBlock, FILE_SYSTEM_BLOCK};
 use kista_runtime::{BlockRegistration, Module, ModuleInstance};
-use kista_signal::{BlockAddress, NodeId, Signal};
+use kista_signal::{BlockAddress, NodeId, Signal, TypedSignal};
 use kista_storage::memory::DataMemory;
 
 use crate::cluster::{instances, ClusterShape, DataNodeShape, ShapeError};
 use crate::dict::Dictionary;
 use crate::ldm::LocalDataManager;
 use crate::membership::Membership;
-use crate::protocol::{DICT_BLOCK, LDM_BLOCK, MEMBERSHIP_BLOCK, QUERY_BLOCK, TC_BLOCK};
+use crate::protocol::{LdmStart, DICT_BLOCK, LDM_BLOCK, MEMBERSHIP_BLOCK, QUERY_BLOCK, TC_BLOCK};
 use crate::query::QueryExecutor;
 use crate::read_lease::ReadLease;
 use crate::registry::PartitionRegistry;
@@ -76,6 +77,11 @@ pub struct NodeSettings {
     /// Rows one batch of a partition's copy to a restarting node carries at most (it also
     /// stops at 64 KiB); the copy sends one batch at a time.
     pub copy_batch_rows_max: u32,
+    /// Bytes of REDO log the node keeps, split among its `ldm` instances' logs; 0: no
+    /// REDO log (a diskless node, as NDB's Diskless).
+    pub redo_log_bytes: u64,
+    /// Files each `ldm` instance's log is a ring of (NDB: NoOfFragmentLogFiles), at least 3.
+    pub redo_files_per_log: u32,
 }
 
 impl NodeSettings {
@@ -106,6 +112,8 @@ impl NodeSettings {
             start_partial_timeout_ms: 30_000,
             joins_running_cluster: false,
             copy_batch_rows_max: 512,
+            redo_log_bytes: 0,
+            redo_files_per_log: 4,
         }
     }
 
@@ -143,23 +151,33 @@ impl NodeSettings {
     }
 }
 
-/// The signals that start a data node's blocks: the membership's heartbeats, when the node
-/// has peers.
+/// The signals that start a data node's blocks: each `ldm`'s (its REDO log opens), and the
+/// membership's heartbeats when the node has peers.
 pub fn data_node_start_signals(settings: &NodeSettings) -> Vec<Signal> {
-    if settings.peers.is_empty() {
-        Vec::new()
-    } else {
-        vec![Membership::start_signal(settings.node)]
+    let mut signals: Vec<Signal> = settings
+        .ldm_addresses()
+        .map(|ldm| LdmStart {}.to_signal(ldm, ldm))
+        .collect();
+    if !settings.peers.is_empty() {
+        signals.push(Membership::start_signal(settings.node));
     }
+    signals
 }
 
 /// The blocks of a data node, placed on their modules: `dict` on `main.0`, each `tc`,
-/// `ldm` and `query` instance on the module instance of the same kind and number.
-/// Fails when the node and its peers do not form a cluster.
+/// `ldm` and `query` instance on the module instance of the same kind and number, and the
+/// file-system block on `io.0` over `files` (the data directory, or the simulation's disk),
+/// which a node with a REDO log must have. Fails when the node and its peers do not form a
+/// cluster.
 pub fn data_node_blocks(
     settings: &NodeSettings,
     memory: Arc<DataMemory>,
+    files: Option<Box<dyn FileStorage>>,
 ) -> Result<Vec<BlockRegistration>, ShapeError> {
+    assert!(
+        files.is_some() || settings.redo_log_bytes == 0,
+        "a node with a REDO log has files to keep it in"
+    );
     let cluster = Arc::new(settings.cluster_shape()?);
     let settings = Arc::new(settings.clone());
     let lease = Arc::new(ReadLease::default());
@@ -215,6 +233,7 @@ pub fn data_node_blocks(
                 cluster.clone(),
                 memory.clone(),
                 registry.clone(),
+                instance,
             )),
         });
     }
@@ -227,6 +246,17 @@ pub fn data_node_blocks(
                 instance,
             },
             implementation: Box::new(QueryExecutor::new(&settings, registry.clone())),
+        });
+    }
+    if let Some(files) = files {
+        blocks.push(BlockRegistration {
+            block: FILE_SYSTEM_BLOCK,
+            instance: 0,
+            host: ModuleInstance {
+                module: Module::Io,
+                instance: 0,
+            },
+            implementation: Box::new(FileSystemBlock::new(files)),
         });
     }
     Ok(blocks)

@@ -41,6 +41,8 @@ use unique::{UniqueIndexRoute, UniqueLookup};
 const INACTIVITY_CHECK_MS: u64 = 100;
 /// Ended transactions' records kept for reuse.
 const SPARE_RECORDS_MAX: usize = 4096;
+/// The global checkpoint of a new cluster's first commits.
+const FIRST_GCI: u64 = 1;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Phase {
@@ -97,6 +99,8 @@ struct Transaction {
     /// Replicas whose complete or abort confirmation is still expected.
     awaiting: Vec<BlockAddress>,
     last_activity_ns: u64,
+    /// The global checkpoint it commits in, stamped when its commit starts (0 before).
+    gci: u64,
 }
 
 /// A partition that may hold a transaction's locks or changes.
@@ -188,6 +192,9 @@ pub struct TransactionCoordinator {
     /// (part of every transaction id it makes).
     incarnation: u8,
     drain: Option<restart::Drain>,
+    /// The global checkpoint commits starting now belong to. (Global checkpoints do not
+    /// advance yet: every commit is of the first.)
+    gci: u64,
 }
 
 impl TransactionCoordinator {
@@ -227,6 +234,7 @@ impl TransactionCoordinator {
             starting_nodes: NodeSet::EMPTY,
             incarnation: 0,
             drain: None,
+            gci: FIRST_GCI,
         }
     }
 
@@ -620,9 +628,12 @@ impl TransactionCoordinator {
         };
         transaction.phase = Phase::Committing;
         transaction.confirmations_left = transaction.participants.len();
+        if transaction.gci == 0 {
+            transaction.gci = self.gci;
+        }
         let here = ctx.address();
         for participant in &transaction.participants {
-            send_commit(ctx, here, id, participant);
+            send_commit(ctx, here, id, transaction.gci, participant);
         }
         if transaction.confirmations_left == 0 {
             self.committed(ctx, id);
@@ -894,7 +905,13 @@ fn replicas_of(participants: &[Participant], replicas: &mut Vec<BlockAddress>) {
 }
 
 /// Sends the commit of one participant to the last replica of its chain.
-fn send_commit(ctx: &mut Context, tc: BlockAddress, transaction: u64, participant: &Participant) {
+fn send_commit(
+    ctx: &mut Context,
+    tc: BlockAddress,
+    transaction: u64,
+    gci: u64,
+    participant: &Participant,
+) {
     let chain = participant.chain.at_last();
     let commit = Commit {
         tc,
@@ -902,6 +919,7 @@ fn send_commit(ctx: &mut Context, tc: BlockAddress, transaction: u64, participan
         table_id: participant.table_id,
         partition: participant.partition,
         chain,
+        gci,
     };
     ctx.send_typed(chain.current(), &commit);
 }

@@ -436,7 +436,7 @@ fn query_threads_read_whole_committed_rows_while_the_ldm_thread_writes() {
     settings.query_instances = 2;
     settings.read_policy = ReadPolicy::Query;
     let observed = Arc::new(Observed::default());
-    let mut blocks = data_node_blocks(&settings, Arc::new(DataMemory::new(64 << 20)))
+    let mut blocks = data_node_blocks(&settings, Arc::new(DataMemory::new(64 << 20)), None)
         .expect("one node is a cluster");
     blocks.push(driver(
         WRITER,

@@ -1,6 +1,8 @@
 //! Random faults in the deterministic simulation. For each seed, a cluster of 2 or 4 data
-//! nodes (2 replicas) or 3 (3 replicas) takes a stream of writes while a seeded schedule crashes and restarts
-//! nodes, pauses and resumes them, and cuts and slows the links between them.
+//! nodes (2 replicas) or 3 (3 replicas) takes a stream of writes, which every replica logs
+//! to its REDO log on a simulated disk, while a seeded schedule crashes (tearing the disk's
+//! unsynced writes) and restarts nodes, pauses and resumes them, and cuts and slows the
+//! links between them.
 //!
 //! Checked after every slice of virtual time: every node that reaches a membership
 //! generation has the same members in it, unless the two nodes fenced each other off (the
@@ -50,6 +52,8 @@ fn node_settings(node: NodeId) -> NodeSettings {
     settings.transaction_inactive_timeout_ms = 1_000;
     settings.arbitration_timeout_ms = 1_000;
     settings.copy_batch_rows_max = 4;
+    // Every replica logs its commits, on a disk that each crash tears.
+    settings.redo_log_bytes = 4 << 20;
     settings
 }
 

@@ -3,7 +3,7 @@
 //! node's settings, thread layout, listening address and peer connections.
 
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use kista_datanode::arbitration::{arbitrator_address, MANAGEMENT_NODE};
@@ -29,6 +29,8 @@ pub struct ClusterNode {
     pub layout: ThreadLayout,
     pub bind: SocketAddr,
     pub data_memory_bytes: u64,
+    /// Where the node keeps its files (its REDO log).
+    pub data_dir: PathBuf,
     pub peers: Peers,
     /// Other data nodes the management server reports started: when there are any, the
     /// cluster runs and this node restarts into it rather than starting with the others.
@@ -91,6 +93,7 @@ fn from_config(config: &ClusterConfig, node: NodeId, mgm: &str) -> Result<Cluste
     settings.deadlock_detection_interval_ms = cluster.deadlock_detection_interval_ms;
     settings.transaction_inactive_timeout_ms = cluster.transaction_inactive_timeout_ms;
     settings.start_partial_timeout_ms = cluster.start_partial_timeout_ms;
+    settings.redo_log_bytes = cluster.redo_log_bytes;
     settings.arbitrator = Some(arbitrator_address());
     settings.tc_instances = layout.instances_of(Module::Tc) as u16;
     settings.ldm_instances = layout.instances_of(Module::Ldm) as u16;
@@ -128,6 +131,7 @@ fn from_config(config: &ClusterConfig, node: NodeId, mgm: &str) -> Result<Cluste
         layout,
         bind,
         data_memory_bytes: cluster.data_memory_bytes,
+        data_dir: own.data_dir.clone(),
         peers,
         running: Vec::new(),
     })

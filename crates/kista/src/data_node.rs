@@ -3,6 +3,7 @@
 //! to the read router. A standalone node is a one-node cluster with no peers.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -15,6 +16,7 @@ use kista_datanode::protocol::{
     check_client_signal, LoadLevelsBody, LoadReport, NodeInfo, NodeSuspected,
 };
 use kista_datanode::router::{load_report, LOAD_REPORT_INTERVAL_MS};
+use kista_runtime::io::DiskStorage;
 use kista_runtime::thread_config::ThreadLayout;
 use kista_runtime::{start, Module, RunningNode, RuntimeOptions};
 use kista_signal::{NodeId, TypedSignal};
@@ -26,6 +28,9 @@ pub struct DataNodeOptions {
     pub node: NodeId,
     pub bind: SocketAddr,
     pub data_memory_bytes: u64,
+    /// Where the node keeps its files; `None`: nowhere (a standalone node keeps no REDO
+    /// log).
+    pub data_dir: Option<PathBuf>,
     pub settings: NodeSettings,
     /// The other data nodes and the management server; empty for a standalone node.
     pub peers: Peers,
@@ -76,7 +81,13 @@ impl DataNodeProcess {
             remote: Some(server.remote()),
             ..RuntimeOptions::default()
         };
-        let blocks = data_node_blocks(settings, memory)
+        let files = options.data_dir.as_ref().map(|directory| {
+            Box::new(DiskStorage::new(directory)) as Box<dyn kista_runtime::io::FileStorage>
+        });
+        if files.is_none() {
+            settings.redo_log_bytes = 0;
+        }
+        let blocks = data_node_blocks(settings, memory, files)
             .map_err(|e| format!("the data node does not form a cluster: {e}"))?;
         let start_signals = data_node_start_signals(settings);
         let runtime = start(layout, blocks, start_signals, &runtime_options)

@@ -161,6 +161,7 @@ fn node_options(args: &DatadArgs) -> Result<(ThreadLayout, DataNodeOptions), Fai
         node,
         bind: joined.bind,
         data_memory_bytes: joined.data_memory_bytes,
+        data_dir: Some(joined.data_dir),
         settings: joined.settings,
         peers: joined.peers,
     };
@@ -236,6 +237,7 @@ fn standalone_options(args: &DatadArgs) -> Result<DataNodeOptions, Failure> {
         node,
         bind: SocketAddr::new(args.bind, args.port),
         data_memory_bytes: args.data_memory,
+        data_dir: None,
         settings,
         peers: Peers::default(),
     })

@@ -49,6 +49,10 @@ pub struct UpArgs {
     #[arg(long, default_value = "512M", value_parser = parse_size)]
     data_memory: u64,
 
+    /// REDO log per data node, e.g. 256M or 1G (at least 8M); 0 keeps none.
+    #[arg(long, default_value = "256M", value_parser = parse_size)]
+    redo_log: u64,
+
     /// The SQL front end's port for MySQL clients (`kista sql`, user root without a
     /// password). 0 picks a free one, printed at start.
     #[arg(long, default_value_t = 3306)]
@@ -168,10 +172,11 @@ fn configuration(args: &UpArgs, dir: &Path, ports: &[u16]) -> String {
     let cpus_per_node = (cpus / usize::from(args.data_nodes)).max(1);
     let mut config = format!(
         "# Written by `kista up`; rewritten at each start.\n\
-         [cluster]\nreplicas = {}\ndata_memory = \"{}\"\n\n\
+         [cluster]\nreplicas = {}\ndata_memory = \"{}\"\nredo_log = \"{}\"\n\n\
          [mgmd]\nhost = \"127.0.0.1\"\nport = {}\ndata_dir = \"{}\"\n",
         args.replicas,
         args.data_memory,
+        args.redo_log,
         args.mgm_port,
         dir.join("mgmd").display()
     );

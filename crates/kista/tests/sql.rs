@@ -42,6 +42,8 @@ impl Up {
             &mgm_port,
             "--data-port",
             "0",
+            "--redo-log",
+            "16M",
             "--data-memory",
             "256M",
             "--sql-port",

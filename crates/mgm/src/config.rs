@@ -26,6 +26,10 @@ pub const PARTITIONS_PER_NODE_MAX: u32 = 128;
 pub const HEARTBEAT_INTERVAL_MS_MIN: u64 = 10;
 /// The smallest data memory a node may have.
 pub const DATA_MEMORY_BYTES_MIN: u64 = 1 << 20;
+/// REDO log per data node unless configured: room for a laptop's disk (NDB's default is
+/// 1 GiB, RonDB's 64 GiB).
+pub const REDO_LOG_BYTES_DEFAULT: u64 = 256 << 20;
+pub const REDO_LOG_BYTES_MIN: u64 = 8 << 20;
 
 /// The management server's port unless the file says otherwise (NDB's too).
 pub const MGMD_PORT_DEFAULT: u16 = 1186;
@@ -49,6 +53,8 @@ pub struct ClusterConfig {
 pub struct ClusterSettings {
     pub replicas: u8,
     pub data_memory_bytes: u64,
+    /// REDO log per data node; 0: none.
+    pub redo_log_bytes: u64,
     pub partitions_per_node: u32,
     pub heartbeat_interval_ms: u64,
     pub heartbeat_misses_max: u32,
@@ -226,20 +232,29 @@ fn check_cluster(raw: &raw::Cluster) -> Result<ClusterSettings, Fault> {
     let replicas = in_range(raw.replicas.as_ref(), 2, 1..=REPLICAS_MAX, "replicas")?;
     let data_memory_bytes = match &raw.data_memory {
         None => 1 << 30,
-        Some(size) => {
-            let bytes = match size.get_ref() {
-                raw::Size::Bytes(bytes) => *bytes,
-                raw::Size::Text(text) => parse_size(text).map_err(|e| (size.span(), e))?,
-            };
-            if bytes < DATA_MEMORY_BYTES_MIN {
+        Some(size) => match bytes_of(size)? {
+            bytes if bytes < DATA_MEMORY_BYTES_MIN => {
                 return Err((size.span(), "data_memory must be at least 1M".into()));
             }
-            bytes
-        }
+            bytes => bytes,
+        },
+    };
+    let redo_log_bytes = match &raw.redo_log {
+        None => REDO_LOG_BYTES_DEFAULT,
+        Some(size) => match bytes_of(size)? {
+            bytes if bytes != 0 && bytes < REDO_LOG_BYTES_MIN => {
+                return Err((
+                    size.span(),
+                    "redo_log must be 0 (none) or at least 8M".into(),
+                ));
+            }
+            bytes => bytes,
+        },
     };
     Ok(ClusterSettings {
         replicas,
         data_memory_bytes,
+        redo_log_bytes,
         partitions_per_node: in_range(
             raw.partitions_per_node.as_ref(),
             2,
@@ -389,6 +404,14 @@ fn check_data_nodes(
 }
 
 /// `value` if it lies in `range` (or `default` when absent), else a fault naming `name`.
+/// The bytes a size setting names (a count, or text such as "512M").
+fn bytes_of(size: &Spanned<raw::Size>) -> Result<u64, Fault> {
+    match size.get_ref() {
+        raw::Size::Bytes(bytes) => Ok(*bytes),
+        raw::Size::Text(text) => parse_size(text).map_err(|e| (size.span(), e)),
+    }
+}
+
 fn in_range<T>(
     value: Option<&Spanned<T>>,
     default: T,
@@ -460,6 +483,7 @@ mod raw {
     pub struct Cluster {
         pub replicas: Option<Spanned<u8>>,
         pub data_memory: Option<Spanned<Size>>,
+        pub redo_log: Option<Spanned<Size>>,
         pub partitions_per_node: Option<Spanned<u32>>,
         pub heartbeat_interval_ms: Option<Spanned<u64>>,
         pub heartbeat_misses_max: Option<Spanned<u32>>,

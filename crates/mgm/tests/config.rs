@@ -36,6 +36,7 @@ fn a_minimal_file_gets_the_documented_defaults() {
     assert_eq!(config.cluster.deadlock_detection_interval_ms, 50);
     assert_eq!(config.cluster.transaction_inactive_timeout_ms, 10_000);
     assert_eq!(config.cluster.start_partial_timeout_ms, 30_000);
+    assert_eq!(config.cluster.redo_log_bytes, 256 << 20);
     assert_eq!(config.mgmd.port, MGMD_PORT_DEFAULT);
     let ids: Vec<_> = config
         .data_nodes
@@ -64,6 +65,7 @@ lock_wait_timeout_ms = 2000
 deadlock_detection_interval_ms = 0
 transaction_inactive_timeout_ms = 60000
 start_partial_timeout_ms = 5000
+redo_log = "1G"
 
 [mgmd]
 host = "127.0.0.1"
@@ -96,6 +98,9 @@ port = 3307
     assert_eq!(config.cluster.partitions_per_node, 4);
     assert_eq!(config.cluster.deadlock_detection_interval_ms, 0, "off");
     assert_eq!(config.cluster.start_partial_timeout_ms, 5_000);
+    assert_eq!(config.cluster.redo_log_bytes, 1 << 30);
+    let none = parse(&format!("[cluster]\nredo_log = 0\n{TWO_NODES}")).unwrap();
+    assert_eq!(none.cluster.redo_log_bytes, 0, "no REDO log");
     assert_eq!(config.mgmd.port, 2186);
     let nodes: Vec<_> = config
         .data_nodes
@@ -159,6 +164,11 @@ fn impossible_values_are_refused_with_the_reason() {
         ("[cluster]\nreplicas = 0\n", 2, "out of range"),
         ("[cluster]\nheartbeat_interval_ms = 1\n", 2, "out of range"),
         ("[cluster]\ndata_memory = \"4K\"\n", 2, "at least"),
+        (
+            "[cluster]\nredo_log = \"1M\"\n",
+            2,
+            "0 (none) or at least 8M",
+        ),
         ("[mgmd]\nport = 11860\n", 0, "used by two processes"),
     ];
     for (head, line_in_head, reason) in cases {

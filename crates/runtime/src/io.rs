@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::ErrorKind;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Component, Path, PathBuf};
 
@@ -32,8 +33,15 @@ pub const FILE_SYSTEM_BLOCK: BlockId = BlockId(251);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FileOperation {
     /// Opens the file whose relative path is the request's data; the reply names the file.
+    /// `truncate` empties it first.
     Open {
         create: bool,
+        truncate: bool,
+    },
+    /// Makes the file `bytes` long with its blocks reserved, so later writes within it
+    /// neither grow the file nor run out of space.
+    Allocate {
+        bytes: u64,
     },
     /// Writes the request's data at `offset`.
     Write {
@@ -126,6 +134,10 @@ const WRITE: u32 = 1;
 const READ: u32 = 2;
 const SYNC: u32 = 3;
 const CLOSE: u32 = 4;
+const ALLOCATE: u32 = 5;
+/// Bits of an `Open`'s length word.
+const OPEN_CREATE: u32 = 1;
+const OPEN_TRUNCATE: u32 = 2;
 
 impl TypedSignal for FileRequest {
     const NUMBER: SignalNumber = SignalNumber(0xF000);
@@ -134,7 +146,12 @@ impl TypedSignal for FileRequest {
         payload.put_u64(self.request_id);
         payload.put_u32(self.file);
         let (code, offset, length) = match self.operation {
-            FileOperation::Open { create } => (OPEN, 0, u32::from(create)),
+            FileOperation::Open { create, truncate } => (
+                OPEN,
+                0,
+                (u32::from(create) * OPEN_CREATE) | (u32::from(truncate) * OPEN_TRUNCATE),
+            ),
+            FileOperation::Allocate { bytes } => (ALLOCATE, bytes, 0),
             FileOperation::Write { offset } => (WRITE, offset, 0),
             FileOperation::Read { offset, length } => (READ, offset, length),
             FileOperation::Sync => (SYNC, 0, 0),
@@ -151,8 +168,10 @@ impl TypedSignal for FileRequest {
         let (code, offset, length) = (payload.u32()?, payload.u64()?, payload.u32()?);
         let operation = match code {
             OPEN => FileOperation::Open {
-                create: length != 0,
+                create: length & OPEN_CREATE != 0,
+                truncate: length & OPEN_TRUNCATE != 0,
             },
+            ALLOCATE => FileOperation::Allocate { bytes: offset },
             WRITE => FileOperation::Write { offset },
             READ => FileOperation::Read { offset, length },
             SYNC => FileOperation::Sync,
@@ -188,7 +207,9 @@ impl TypedSignal for FileReply {
 
 /// Where files live. Numbers name open files; each storage hands them out itself.
 pub trait FileStorage: Send {
-    fn open(&mut self, path: &Path, create: bool) -> std::io::Result<u32>;
+    fn open(&mut self, path: &Path, create: bool, truncate: bool) -> std::io::Result<u32>;
+    /// Makes the file `bytes` long (longer or shorter) with its blocks reserved.
+    fn allocate(&mut self, file: u32, bytes: u64) -> std::io::Result<()>;
     fn write_at(&mut self, file: u32, offset: u64, data: &[u8]) -> std::io::Result<()>;
     /// Appends up to `length` bytes read at `offset` to `buffer`.
     fn read_at(
@@ -225,14 +246,14 @@ impl FileSystemBlock {
         let io = |result: std::io::Result<()>| result.map_err(|e| FileStatus::from_io(&e));
         let data_length = || ctx.section().map_or(0, |data| data.len() as u32);
         match request.operation {
-            FileOperation::Open { create } => {
+            FileOperation::Open { create, truncate } => {
                 let path = ctx
                     .section()
                     .map(|data| String::from_utf8_lossy(&data).into_owned());
                 let path = path.ok_or(FileStatus::InvalidPath)?;
                 let file = self
                     .storage
-                    .open(Path::new(&path), create)
+                    .open(Path::new(&path), create, truncate)
                     .map_err(|e| FileStatus::from_io(&e))?;
                 Ok((file, 0))
             }
@@ -256,6 +277,9 @@ impl FileSystemBlock {
                     &mut self.read_buffer,
                 ))?;
                 Ok((request.file, self.read_buffer.len() as u32))
+            }
+            FileOperation::Allocate { bytes } => {
+                io(self.storage.allocate(request.file, bytes)).map(|()| (request.file, 0))
             }
             FileOperation::Sync => io(self.storage.sync(request.file)).map(|()| (request.file, 0)),
             FileOperation::Close => {
@@ -341,7 +365,7 @@ impl DiskStorage {
 }
 
 impl FileStorage for DiskStorage {
-    fn open(&mut self, path: &Path, create: bool) -> std::io::Result<u32> {
+    fn open(&mut self, path: &Path, create: bool, truncate: bool) -> std::io::Result<u32> {
         let full = self.root.join(checked_relative(path)?);
         if create {
             if let Some(parent) = full.parent() {
@@ -352,7 +376,7 @@ impl FileStorage for DiskStorage {
             .read(true)
             .write(true)
             .create(create)
-            .truncate(false)
+            .truncate(truncate)
             .open(full)?;
         let file = self.next_file;
         self.next_file += 1;
@@ -385,6 +409,23 @@ impl FileStorage for DiskStorage {
         }
         buffer.truncate(start + filled);
         Ok(())
+    }
+
+    fn allocate(&mut self, file: u32, bytes: u64) -> std::io::Result<()> {
+        let handle = self.file(file)?;
+        handle.set_len(bytes)?;
+        let length = libc::off_t::try_from(bytes)
+            .map_err(|_| std::io::Error::from(ErrorKind::InvalidInput))?;
+        // SAFETY: the descriptor belongs to `handle`, which stays open for the call;
+        // posix_fallocate reads no memory of ours.
+        let code = unsafe { libc::posix_fallocate(handle.as_raw_fd(), 0, length) };
+        match code {
+            0 => Ok(()),
+            // A file system that cannot reserve blocks keeps the file sparse: writes may
+            // then find the disk full, and say so.
+            libc::EOPNOTSUPP | libc::EINVAL => Ok(()),
+            errno => Err(std::io::Error::from_raw_os_error(errno)),
+        }
     }
 
     fn sync(&mut self, file: u32) -> std::io::Result<()> {

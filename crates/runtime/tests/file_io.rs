@@ -70,7 +70,10 @@ impl Block for Script {
 fn journal_steps() -> Vec<(FileOperation, Vec<u8>)> {
     vec![
         (
-            FileOperation::Open { create: true },
+            FileOperation::Open {
+                create: true,
+                truncate: false,
+            },
             b"redo/part0.log".to_vec(),
         ),
         (
@@ -79,6 +82,7 @@ fn journal_steps() -> Vec<(FileOperation, Vec<u8>)> {
         ),
         (FileOperation::Write { offset: 6 }, b"2".to_vec()),
         (FileOperation::Sync, Vec::new()),
+        (FileOperation::Allocate { bytes: 32 }, Vec::new()),
         (
             FileOperation::Read {
                 offset: 0,
@@ -95,11 +99,17 @@ fn journal_steps() -> Vec<(FileOperation, Vec<u8>)> {
             Vec::new(),
         ),
         (
-            FileOperation::Open { create: false },
+            FileOperation::Open {
+                create: false,
+                truncate: false,
+            },
             b"../outside".to_vec(),
         ),
         (
-            FileOperation::Open { create: false },
+            FileOperation::Open {
+                create: false,
+                truncate: false,
+            },
             b"redo/missing.log".to_vec(),
         ),
     ]
@@ -111,12 +121,20 @@ fn expected_journal_outcomes() -> Vec<Outcome> {
         (FileStatus::Ok, 18, Vec::new()),
         (FileStatus::Ok, 1, Vec::new()),
         (FileStatus::Ok, 0, Vec::new()),
-        (FileStatus::Ok, 18, b"epoch 2: committed".to_vec()),
+        (FileStatus::Ok, 0, Vec::new()),
+        (FileStatus::Ok, 32, allocated_journal()),
         (FileStatus::Ok, 0, Vec::new()),
         (FileStatus::UnknownFile, 0, Vec::new()),
         (FileStatus::InvalidPath, 0, Vec::new()),
         (FileStatus::NotFound, 0, Vec::new()),
     ]
+}
+
+/// The journal after the allocation made it 32 bytes long.
+fn allocated_journal() -> Vec<u8> {
+    let mut journal = b"epoch 2: committed".to_vec();
+    journal.resize(32, 0);
+    journal
 }
 
 fn script(outcomes: &Arc<Mutex<Vec<Outcome>>>) -> Script {
@@ -192,5 +210,5 @@ fn a_block_writes_syncs_and_reads_a_real_file_through_the_io_thread() {
     let on_disk = std::fs::read(directory.join("redo/part0.log"));
     std::fs::remove_dir_all(&directory).unwrap();
     assert_eq!(*outcomes.lock().unwrap(), expected_journal_outcomes());
-    assert_eq!(on_disk.unwrap(), b"epoch 2: committed");
+    assert_eq!(on_disk.unwrap(), allocated_journal());
 }

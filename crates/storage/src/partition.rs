@@ -57,6 +57,16 @@ pub struct Granted {
     pub row: RowId,
 }
 
+/// A change a commit made, as the REDO log records it: row bytes as the partition stores
+/// them (the fixed part and the variable part).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommittedChange<'a> {
+    /// The row's new committed version.
+    Written { fixed: &'a [u8], var: &'a [u8] },
+    /// The row is gone; these are its last bytes, which hold its primary key.
+    Deleted { fixed: &'a [u8], var: &'a [u8] },
+}
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum OperationError {
     #[error("no row with this key in table `{table}`")]
@@ -337,12 +347,22 @@ impl Partition {
 
     /// Makes the transaction's changes the committed versions and frees its locks.
     pub fn commit(&mut self, transaction: TransactionId) -> Vec<Granted> {
-        self.finish(transaction, true)
+        self.finish(transaction, true, &mut |_| {})
+    }
+
+    /// Commits as [`Partition::commit`] does, showing `log` each row the transaction
+    /// changed, once, as committed (rows it only read or locked are not shown).
+    pub fn commit_logged(
+        &mut self,
+        transaction: TransactionId,
+        log: &mut dyn FnMut(CommittedChange<'_>),
+    ) -> Vec<Granted> {
+        self.finish(transaction, true, log)
     }
 
     /// Drops the transaction's changes (the committed versions stay) and frees its locks.
     pub fn abort(&mut self, transaction: TransactionId) -> Vec<Granted> {
-        self.finish(transaction, false)
+        self.finish(transaction, false, &mut |_| {})
     }
 
     /// Adds to `blockers` who `transaction`, waiting for `anchor`'s lock, waits for (see
@@ -628,7 +648,12 @@ impl Partition {
         }
     }
 
-    fn finish(&mut self, transaction: TransactionId, commit: bool) -> Vec<Granted> {
+    fn finish(
+        &mut self,
+        transaction: TransactionId,
+        commit: bool,
+        log: &mut dyn FnMut(CommittedChange<'_>),
+    ) -> Vec<Granted> {
         let Some(mut anchors) = self.transactions.remove(&transaction) else {
             return Vec::new();
         };
@@ -641,6 +666,13 @@ impl Partition {
                     self.pending.remove(&anchor);
                     if commit {
                         self.commit_version(anchor, pending);
+                        // The anchor holds the committed version now, or, deleted, its
+                        // last bytes until it is freed below.
+                        let (fixed, var) = self.rows.get(anchor);
+                        log(match self.state(anchor) {
+                            RowState::Committed => CommittedChange::Written { fixed, var },
+                            _ => CommittedChange::Deleted { fixed, var },
+                        });
                     } else {
                         self.abort_version(anchor, pending);
                     }

@@ -473,8 +473,9 @@ typed_signal! {
 }
 typed_signal! {
     /// Commits the transaction's changes to one partition, travelling from the last replica
-    /// back to the primary.
-    Commit = 133 { tc: BlockAddress, transaction: u64, table_id: u32, partition: u32, chain: ReplicaChain, }
+    /// back to the primary. `gci`: the global checkpoint the transaction belongs to, which
+    /// stamps its REDO records.
+    Commit = 133 { tc: BlockAddress, transaction: u64, table_id: u32, partition: u32, chain: ReplicaChain, gci: u64, }
 }
 typed_signal! {
     CommitConf = 134 { transaction: u64, table_id: u32, partition: u32, }
@@ -774,4 +775,11 @@ typed_signal! {
     /// write: the unique-key changes the write made (a starting replica may lack the row,
     /// so it cannot compute them; it reports these). Section: an `IndexUpkeepBody`.
     StartingUpkeep = 195 { transaction: u64, op_ref: u32, }
+}
+
+// ----- the node's start -----
+
+typed_signal! {
+    /// To each `ldm` when its node starts: open the REDO log.
+    LdmStart = 200 {}
 }

@@ -86,7 +86,7 @@ impl TransactionCoordinator {
             Phase::Executing => {}
             Phase::Committing if touched => {
                 for participant in transaction.participants.iter().filter(|p| !p.committed) {
-                    send_commit(ctx, here, id, participant);
+                    send_commit(ctx, here, id, transaction.gci, participant);
                 }
             }
             Phase::Committing => {}

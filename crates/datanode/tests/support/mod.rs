@@ -4,11 +4,13 @@
 // Shared by several test binaries, each of which uses only part of it.
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use kista_datanode::arbitration::Arbitrator;
 use kista_datanode::node::{data_node_blocks, data_node_start_signals, NodeSettings};
 use kista_datanode::protocol::*;
+use kista_runtime::io::SimulatedDisk;
 use kista_runtime::simulation::{Simulation, SimulationOptions};
 use kista_runtime::{Block, Context};
 use kista_signal::{BlockAddress, BlockId, NodeId, Signal, TypedSignal};
@@ -45,6 +47,8 @@ pub struct Node {
     /// The settings of the node requests go to.
     pub settings: NodeSettings,
     nodes: Vec<NodeSettings>,
+    /// Each node's disk, which outlives its crashes.
+    pub disks: HashMap<NodeId, SimulatedDisk>,
     client: BlockAddress,
     inbox: Inbox,
     next_request: u64,
@@ -114,9 +118,14 @@ impl Node {
             record_trace: nodes.len() > 1,
             sections_max: 4096,
         });
+        let mut disks = HashMap::new();
         for settings in &nodes {
             let memory = Arc::new(DataMemory::new(data_memory_bytes));
-            let blocks = data_node_blocks(settings, memory).expect("the nodes form a cluster");
+            let disk = SimulatedDisk::new();
+            simulation.attach_disk(settings.node, disk.clone());
+            disks.insert(settings.node, disk.clone());
+            let blocks = data_node_blocks(settings, memory, Some(Box::new(disk)))
+                .expect("the nodes form a cluster");
             simulation.add_registrations(settings.node, blocks).unwrap();
             for signal in data_node_start_signals(settings) {
                 simulation.inject(signal);
@@ -139,6 +148,7 @@ impl Node {
             simulation,
             settings: nodes[0].clone(),
             nodes,
+            disks,
             client,
             inbox,
             next_request: 1,
@@ -155,7 +165,9 @@ impl Node {
             .clone();
         settings.joins_running_cluster = true;
         let memory = Arc::new(DataMemory::new(data_memory_bytes));
-        let blocks = data_node_blocks(&settings, memory).expect("the nodes form a cluster");
+        let disk = self.disks[&node].clone();
+        let blocks = data_node_blocks(&settings, memory, Some(Box::new(disk)))
+            .expect("the nodes form a cluster");
         self.simulation.restart(node, blocks).unwrap();
         for signal in data_node_start_signals(&settings) {
             self.simulation.inject(signal);

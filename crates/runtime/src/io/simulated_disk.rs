@@ -5,7 +5,9 @@
 //! the node crashes ([`SimulatedDisk::crash`]), each file keeps what was synced, then a
 //! seeded number of its later writes in the order they were made (a cache writes back in
 //! the background), then possibly the first bytes of the next one (a torn write), and loses
-//! the rest. A disk can also be given a capacity, past which writes fail as on a full disk.
+//! the rest; the file keeps the length its writes gave it, so what was lost reads as zeros
+//! (as on file systems that journal a file's size before its data). A disk can also be
+//! given a capacity, past which writes fail as on a full disk.
 //!
 //! The disk outlives the node's blocks: a [`SimulatedDisk`] is a handle, and the file-system
 //! block of a restarted node gets a clone of the crashed one's, as a restarted process finds
@@ -26,6 +28,8 @@ struct PendingWrite {
     data: Vec<u8>,
 }
 
+/// A file's bytes are kept only as far as they were written: past that, up to its length,
+/// it holds zeros (so allocating a large file costs nothing).
 #[derive(Default)]
 struct SimulatedFile {
     /// What survives a crash.
@@ -34,11 +38,14 @@ struct SimulatedFile {
     pending: Vec<PendingWrite>,
     /// `durable` with `pending` applied: what the file holds now.
     current: Vec<u8>,
+    /// The file's length (allocated or written to), never less than `current`'s.
+    length: usize,
 }
 
 impl SimulatedFile {
     fn write(&mut self, offset: usize, data: &[u8]) {
         write_into(&mut self.current, offset, data);
+        self.length = self.length.max(self.current.len());
         self.pending.push(PendingWrite {
             offset,
             data: data.to_vec(),
@@ -46,8 +53,27 @@ impl SimulatedFile {
     }
 
     fn sync(&mut self) {
-        self.pending.clear();
-        self.durable.clone_from(&self.current);
+        for write in self.pending.drain(..) {
+            write_into(&mut self.durable, write.offset, &write.data);
+        }
+    }
+
+    /// Sets the length, durably at once (a length is metadata, which the file system
+    /// journals): bytes past a shorter length are gone.
+    fn set_length(&mut self, length: usize) {
+        self.sync();
+        self.current.truncate(length);
+        self.durable.truncate(length);
+        self.length = length;
+    }
+
+    /// The bytes from `start` to `end` (within the length), zeros past what was written.
+    fn read(&self, start: usize, end: usize, buffer: &mut Vec<u8>) {
+        let end = end.min(self.length);
+        let start = start.min(end);
+        let written = self.current.len().clamp(start, end);
+        buffer.extend_from_slice(&self.current[start..written]);
+        buffer.resize(buffer.len() + (end - written), 0);
     }
 
     /// Keeps the durable bytes, `kept` whole pending writes in order, and `torn_bytes` of
@@ -64,11 +90,12 @@ impl SimulatedFile {
         self.pending.clear();
         self.current.clone_from(&survivor);
         self.durable = survivor;
+        self.length = self.length.max(self.current.len());
     }
 
     /// Bytes this file takes on the disk.
     fn size_bytes(&self) -> usize {
-        self.current.len()
+        self.length
     }
 }
 
@@ -98,6 +125,18 @@ impl DiskState {
 
     fn used_bytes(&self) -> usize {
         self.files.values().map(SimulatedFile::size_bytes).sum()
+    }
+
+    /// Fails as a full disk would when `file` growing to `end` bytes passes the capacity.
+    fn check_room(&mut self, file: u32, end: usize) -> std::io::Result<()> {
+        let growth = end.saturating_sub(self.file(file)?.size_bytes());
+        match self.capacity_bytes {
+            Some(capacity) if self.used_bytes() + growth > capacity => Err(std::io::Error::new(
+                ErrorKind::StorageFull,
+                "no space left on the simulated disk",
+            )),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -144,18 +183,21 @@ impl SimulatedDisk {
 
     /// What `path` holds now, synced or not (for tests that look at the disk).
     pub fn contents(&self, path: &Path) -> Option<Vec<u8>> {
-        self.state()
-            .files
-            .get(path)
-            .map(|file| file.current.clone())
+        let state = self.state();
+        let file = state.files.get(path)?;
+        let mut contents = Vec::with_capacity(file.length);
+        file.read(0, file.length, &mut contents);
+        Some(contents)
     }
 
     /// Replaces what `path` holds, durably (for tests that damage files).
     pub fn put(&self, path: &Path, contents: Vec<u8>) {
         let mut state = self.state();
         let file = state.files.entry(path.to_path_buf()).or_default();
-        file.current = contents;
-        file.sync();
+        file.length = contents.len();
+        file.current.clone_from(&contents);
+        file.durable = contents;
+        file.pending.clear();
     }
 
     /// Removes `path` (for tests that lose files).
@@ -165,33 +207,37 @@ impl SimulatedDisk {
 }
 
 impl FileStorage for SimulatedDisk {
-    fn open(&mut self, path: &Path, create: bool) -> std::io::Result<u32> {
+    fn open(&mut self, path: &Path, create: bool, truncate: bool) -> std::io::Result<u32> {
         let path = checked_relative(path)?.to_path_buf();
         let mut state = self.state();
         if !create && !state.files.contains_key(&path) {
             return Err(std::io::Error::new(ErrorKind::NotFound, "no such file"));
         }
-        state.files.entry(path.clone()).or_default();
+        let file = state.files.entry(path.clone()).or_default();
+        if truncate {
+            // The file's new length, as any metadata, is taken as durable at once.
+            *file = SimulatedFile::default();
+        }
         state.next_file += 1;
         let file = state.next_file;
         state.open.insert(file, path);
         Ok(file)
     }
 
+    fn allocate(&mut self, file: u32, bytes: u64) -> std::io::Result<()> {
+        let mut state = self.state();
+        let length =
+            usize::try_from(bytes).map_err(|_| std::io::Error::from(ErrorKind::InvalidInput))?;
+        state.check_room(file, length)?;
+        state.file(file)?.set_length(length);
+        Ok(())
+    }
+
     fn write_at(&mut self, file: u32, offset: u64, data: &[u8]) -> std::io::Result<()> {
         let mut state = self.state();
         let start =
             usize::try_from(offset).map_err(|_| std::io::Error::from(ErrorKind::InvalidInput))?;
-        let end = start + data.len();
-        let growth = end.saturating_sub(state.file(file)?.size_bytes());
-        if let Some(capacity) = state.capacity_bytes {
-            if state.used_bytes() + growth > capacity {
-                return Err(std::io::Error::new(
-                    ErrorKind::StorageFull,
-                    "no space left on the simulated disk",
-                ));
-            }
-        }
+        state.check_room(file, start + data.len())?;
         state.file(file)?.write(start, data);
         Ok(())
     }
@@ -204,12 +250,10 @@ impl FileStorage for SimulatedDisk {
         buffer: &mut Vec<u8>,
     ) -> std::io::Result<()> {
         let mut state = self.state();
-        let contents = &state.file(file)?.current;
-        let start = usize::try_from(offset)
-            .unwrap_or(usize::MAX)
-            .min(contents.len());
-        let end = start.saturating_add(length).min(contents.len());
-        buffer.extend_from_slice(&contents[start..end]);
+        let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        state
+            .file(file)?
+            .read(start, start.saturating_add(length), buffer);
         Ok(())
     }
 
@@ -233,7 +277,7 @@ mod tests {
 
     fn disk_with_log() -> (SimulatedDisk, u32) {
         let mut disk = SimulatedDisk::new();
-        let file = disk.open(Path::new("redo/log"), true).unwrap();
+        let file = disk.open(Path::new("redo/log"), true, false).unwrap();
         disk.write_at(file, 0, b"synced.").unwrap();
         disk.sync(file).unwrap();
         disk.write_at(file, 7, b"one.").unwrap();
@@ -247,7 +291,11 @@ mod tests {
         for seed in 0..200 {
             let (disk, _) = disk_with_log();
             disk.crash(&mut Rng::new(seed));
-            let after = disk.contents(Path::new("redo/log")).unwrap();
+            let mut after = disk.contents(Path::new("redo/log")).unwrap();
+            assert_eq!(after.len(), 15, "the length the writes gave it");
+            while after.last() == Some(&0) {
+                after.pop();
+            }
             assert!(after.starts_with(b"synced."), "seed {seed}");
             assert!(
                 b"synced.one.two.".starts_with(&after),
@@ -269,7 +317,7 @@ mod tests {
             disk.write_at(file, 0, b"x").is_err(),
             "the old life's number"
         );
-        let again = disk.open(Path::new("redo/log"), false).unwrap();
+        let again = disk.open(Path::new("redo/log"), false, false).unwrap();
         let mut read = Vec::new();
         disk.read_at(again, 0, 100, &mut read).unwrap();
         assert_eq!(read, b"synced.one.two.");

@@ -562,3 +562,45 @@ fn an_ordered_index_added_later_covers_existing_rows_but_a_unique_one_needs_no_k
     users.drop_index(IndexId(9)).unwrap();
     assert!(users.drop_index(IndexId(9)).is_err());
 }
+
+#[test]
+fn a_logged_commit_shows_each_changed_row_once_as_committed_and_nothing_it_only_read() {
+    let (_, mut partition) = users(1 << 20);
+    for id in [2, 3, 4] {
+        partition.insert(T1, &user(id, None, Some(id))).unwrap();
+    }
+    partition.commit(T1);
+    partition.insert(T2, &user(1, Some("new@x"), None)).unwrap();
+    partition
+        .update(T2, &key(&partition, 2), &[(2, Value::Int(20))])
+        .unwrap();
+    partition
+        .update(T2, &key(&partition, 2), &[(2, Value::Int(21))])
+        .unwrap();
+    partition.delete(T2, &key(&partition, 3)).unwrap();
+    partition
+        .read_locked(T2, &key(&partition, 4), Exclusive)
+        .unwrap();
+    let mut shown = Vec::new();
+    let layout = partition.layout().clone();
+    partition.commit_logged(T2, &mut |change| {
+        shown.push(match change {
+            CommittedChange::Written { fixed, var } => ("written", layout.values(fixed, var)),
+            CommittedChange::Deleted { fixed, var } => {
+                let mut key = Vec::new();
+                layout.primary_key_of_row(fixed, var, &mut key);
+                ("deleted", vec![Value::Bytes(key)])
+            }
+        })
+    });
+    shown.sort_by_key(|(kind, values)| format!("{kind} {values:?}"));
+    assert_eq!(
+        shown,
+        [
+            ("deleted", vec![Value::Bytes(key(&partition, 3))]),
+            ("written", user(1, Some("new@x"), None)),
+            ("written", user(2, None, Some(21))),
+        ]
+    );
+    assert_eq!(committed(&partition, 2), Some(user(2, None, Some(21))));
+}

@@ -1,0 +1,168 @@
+//! This data manager's REDO log: every change its partitions commit, as an after-image
+//! stamped with the transaction's GCI, appended to a [`LogWriter`] and written through the
+//! node's file-system block (never by the block itself), one write in flight at a time, so
+//! writes grow to what accumulated while the last one ran (group writes).
+//!
+//! The log is a ring of `redo_files_per_log` files of equal size under
+//! `redo/ldm-<instance>/`, created and allocated whole when the node starts.
+//!
+//! Until local checkpoints exist, no restart reads the log back and nothing needs its old
+//! records: the ring's space is released as soon as it is written.
+
+use kista_runtime::io::{FileOperation, FileReply, FileRequest, FileStatus};
+use kista_runtime::Context;
+use kista_signal::wire::SECTION_BYTES_MAX;
+use kista_storage::partition::CommittedChange;
+use kista_storage::redo::{LogRing, LogWriter, Record, RowPlace, RECORD_BYTES_MAX};
+use kista_storage::row::RowLayout;
+
+use crate::node::NodeSettings;
+
+/// Largest write handed to the file system at once (one section).
+const WRITE_BYTES_MAX: usize = SECTION_BYTES_MAX;
+/// What a file-system request was for: the high half of its id (the low half is the file).
+const OPENING: u64 = 1 << 32;
+const ALLOCATING: u64 = 2 << 32;
+const WRITING: u64 = 3 << 32;
+
+/// How the ring is laid out for one log, from the node's settings; `None` for a node
+/// without a REDO log.
+pub(crate) fn ring_for(settings: &NodeSettings) -> Option<LogRing> {
+    if settings.redo_log_bytes == 0 {
+        return None;
+    }
+    let files = settings.redo_files_per_log.max(3);
+    let per_log = settings.redo_log_bytes / u64::from(settings.ldm_instances.max(1));
+    let file_bytes = (per_log / u64::from(files)).max(2 * RECORD_BYTES_MAX as u64);
+    Some(LogRing { file_bytes, files })
+}
+
+pub(crate) struct RedoLog {
+    writer: LogWriter,
+    directory: String,
+    /// `[ring file]` → its number at the file-system block once open and allocated.
+    files: Vec<Option<u32>>,
+    /// The write in flight: its LSN and length.
+    writing: Option<(u64, usize)>,
+    /// Reused to encode a deleted row's key.
+    key: Vec<u8>,
+}
+
+impl RedoLog {
+    pub fn new(ring: LogRing, instance: u16) -> Self {
+        Self {
+            writer: LogWriter::new(ring, 1, 0, 0),
+            directory: format!("redo/ldm-{instance}"),
+            files: vec![None; ring.files as usize],
+            writing: None,
+            key: Vec::new(),
+        }
+    }
+
+    fn path(&self, file: usize) -> String {
+        format!("{}/{file:02}.log", self.directory)
+    }
+
+    /// Creates the ring's files afresh (the node starts with empty tables).
+    pub fn open(&mut self, ctx: &mut Context) -> Result<(), String> {
+        for file in 0..self.files.len() {
+            let request = FileRequest {
+                request_id: OPENING | file as u64,
+                file: 0,
+                operation: FileOperation::Open {
+                    create: true,
+                    truncate: true,
+                },
+            };
+            ctx.request_io(&request, self.path(file).as_bytes())
+                .map_err(|_| "no section for a REDO file's name".to_string())?;
+        }
+        Ok(())
+    }
+
+    /// Appends what one partition's commit changed.
+    pub fn log_change(
+        &mut self,
+        gci: u64,
+        place: RowPlace,
+        layout: &RowLayout,
+        change: CommittedChange<'_>,
+    ) -> Result<(), String> {
+        let record = match change {
+            CommittedChange::Written { fixed, var } => Record::WriteRow { place, fixed, var },
+            CommittedChange::Deleted { fixed, var } => {
+                self.key.clear();
+                layout.primary_key_of_row(fixed, var, &mut self.key);
+                Record::DeleteRow {
+                    place,
+                    key: &self.key,
+                }
+            }
+        };
+        self.writer.append(gci, &record).map_err(|full| {
+            format!("the REDO log's disk does not keep up with the commits: {full}")
+        })?;
+        Ok(())
+    }
+
+    /// Hands the next write to the file system, unless one is in flight or its file is not
+    /// ready yet.
+    pub fn write_more(&mut self, ctx: &mut Context) -> Result<(), String> {
+        if self.writing.is_some() {
+            return Ok(());
+        }
+        let Some((lsn, bytes)) = self.writer.next_write(WRITE_BYTES_MAX) else {
+            return Ok(());
+        };
+        let ring = self.writer.ring();
+        let index = ring.file_of(lsn) as usize;
+        let Some(file) = self.files[index] else {
+            return Ok(()); // written once the file is allocated
+        };
+        let request = FileRequest {
+            request_id: WRITING | index as u64,
+            file,
+            operation: FileOperation::Write {
+                offset: ring.offset_of(lsn),
+            },
+        };
+        let length = bytes.len();
+        ctx.request_io(&request, bytes)
+            .map_err(|_| "no section for a REDO write".to_string())?;
+        self.writer.handed_out(length);
+        self.writing = Some((lsn, length));
+        Ok(())
+    }
+
+    /// The file system's answer to one of this log's requests.
+    pub fn replied(&mut self, ctx: &mut Context, reply: FileReply) -> Result<(), String> {
+        let index = (reply.request_id & u64::from(u32::MAX)) as usize;
+        if reply.status != FileStatus::Ok {
+            return Err(format!(
+                "the REDO log file {} of this data node failed: {:?}",
+                self.path(index),
+                reply.status
+            ));
+        }
+        match reply.request_id & !u64::from(u32::MAX) {
+            OPENING => {
+                let request = FileRequest {
+                    request_id: ALLOCATING | index as u64,
+                    file: reply.file,
+                    operation: FileOperation::Allocate {
+                        bytes: self.writer.ring().file_bytes,
+                    },
+                };
+                ctx.request_io(&request, &[])
+                    .map_err(|_| "no section for a REDO allocation".to_string())?;
+            }
+            ALLOCATING => self.files[index] = Some(reply.file),
+            _ => {
+                let (lsn, length) = self.writing.take().expect("a write was in flight");
+                // No checkpoint needs the records yet (see the module's comment).
+                self.writer.release_until(lsn + length as u64);
+            }
+        }
+        self.write_more(ctx)
+    }
+}
