@@ -17,17 +17,20 @@ wait_ready() { # log file
 }
 
 # start_cluster DATA_NODES REPLICAS HEARTBEAT_MS: sets mgm (HOST:PORT), mgmd_pid,
-# node_pids[], node_ports[]
+# node_pids[], node_ports[]. REDO_LOG (e.g. 256M, 0 for none) sets each node's REDO log;
+# unset, the configuration's default. Each node's data directory is under $dir.
 start_cluster() {
-  local nodes=$1 replicas=$2 heartbeat_ms=$3 mgm_port
+  local nodes=$1 replicas=$2 heartbeat_ms=$3 mgm_port redo_line=""
   mgm_port=$(free_port)
   mgm="127.0.0.1:$mgm_port"
   node_pids=(); node_ports=()
-  printf '[cluster]\nreplicas = %s\ndata_memory = "256M"\nheartbeat_interval_ms = %s\nheartbeat_misses_max = 3\n[mgmd]\nport = %s\n' \
-    "$replicas" "$heartbeat_ms" "$mgm_port" > "$dir/cluster.toml"
+  if [ -n "${REDO_LOG:-}" ]; then redo_line="redo_log = \"$REDO_LOG\""; fi
+  printf '[cluster]\nreplicas = %s\ndata_memory = "256M"\nheartbeat_interval_ms = %s\nheartbeat_misses_max = 3\n%s\n[mgmd]\nport = %s\ndata_dir = "%s"\n' \
+    "$replicas" "$heartbeat_ms" "$redo_line" "$mgm_port" "$dir/mgmd" > "$dir/cluster.toml"
   for id in $(seq 1 "$nodes"); do
     node_ports[id]=$(free_port)
-    printf '[[data_node]]\nhost = "127.0.0.1"\nport = %s\n' "${node_ports[id]}" >> "$dir/cluster.toml"
+    printf '[[data_node]]\nhost = "127.0.0.1"\nport = %s\ndata_dir = "%s"\n' \
+      "${node_ports[id]}" "$dir/node-$id" >> "$dir/cluster.toml"
   done
   $kista mgmd --config "$dir/cluster.toml" > "$dir/mgmd.log" 2>&1 & mgmd_pid=$!
   pids=("$mgmd_pid")
