@@ -157,11 +157,12 @@ impl RedoLog {
                     .map_err(|_| "no section for a REDO allocation".to_string())?;
             }
             ALLOCATING => self.files[index] = Some(reply.file),
-            _ => {
+            WRITING => {
                 let (lsn, length) = self.writing.take().expect("a write was in flight");
                 // No checkpoint needs the records yet (see the module's comment).
                 self.writer.release_until(lsn + length as u64);
             }
+            other => unreachable!("the log asked for nothing of kind {other:#x}"),
         }
         self.write_more(ctx)
     }

@@ -11,6 +11,13 @@ const RING: LogRing = LogRing {
     files: 3,
 };
 
+/// Where the fixed examples' rows belong.
+const PLACE: RowPlace = RowPlace {
+    table_id: 1,
+    table_version: 1,
+    partition: 0,
+};
+
 /// The ring's files as a disk holds them (preallocated: zeros until written).
 struct Files(Vec<Vec<u8>>);
 
@@ -172,15 +179,7 @@ proptest! {
 fn a_scan_stops_at_the_records_of_an_earlier_lap_of_the_ring() {
     let mut files = Files::new(RING);
     let mut writer = LogWriter::new(RING, 1, 0, 0);
-    let row = OwnedRecord::Write(
-        RowPlace {
-            table_id: 1,
-            table_version: 1,
-            partition: 0,
-        },
-        vec![7; 100],
-        vec![9; 1000],
-    );
+    let row = OwnedRecord::Write(PLACE, vec![7; 100], vec![9; 1000]);
     // More than a ring's worth of records, the tail following the head closely.
     let mut last = 0;
     while writer.head_lsn() < RING.ring_bytes() + RING.file_bytes / 2 {
@@ -199,11 +198,7 @@ fn a_scan_stops_at_the_records_of_an_earlier_lap_of_the_ring() {
 
 #[test]
 fn a_later_life_that_goes_on_before_an_earlier_lifes_end_hides_what_is_left_of_it() {
-    let place = RowPlace {
-        table_id: 1,
-        table_version: 1,
-        partition: 0,
-    };
+    let place = PLACE;
     let delete = |key: u8| OwnedRecord::Delete(place, vec![key; 40]);
     let mut files = Files::new(RING);
     let mut first = LogWriter::new(RING, 1, 0, 0);
@@ -241,15 +236,7 @@ fn a_later_life_that_goes_on_before_an_earlier_lifes_end_hides_what_is_left_of_i
 #[test]
 fn a_full_ring_refuses_records_until_a_checkpoint_releases_space() {
     let mut writer = LogWriter::new(RING, 1, 0, 0);
-    let row = OwnedRecord::Write(
-        RowPlace {
-            table_id: 1,
-            table_version: 1,
-            partition: 0,
-        },
-        vec![1; 200],
-        vec![2; 20_000],
-    );
+    let row = OwnedRecord::Write(PLACE, vec![1; 200], vec![2; 20_000]);
     let mut appended = Vec::new();
     let full = loop {
         match writer.append(3, &row.as_record()) {
