@@ -648,9 +648,7 @@ impl LocalDataManager {
 
     fn commit(&mut self, ctx: &mut Context, commit: Commit) {
         let key = (commit.table_id, commit.partition);
-        if let Some(partition) = self.partition(key) {
-            let granted =
-                self.commit_partition(ctx, &partition, key, commit.transaction, commit.gci);
+        if let Some(granted) = self.commit_partition(ctx, key, commit.transaction, commit.gci) {
             if let Some(transaction) = self.transactions.get_mut(&commit.transaction) {
                 transaction.partitions.retain(|&p| p != key);
                 transaction.gci = commit.gci;
@@ -705,29 +703,32 @@ impl LocalDataManager {
             }
         }
         for key in record.partitions {
-            if let Some(partition) = self.partition(key) {
-                let granted = if abort {
-                    lock_partition(&partition).abort(TransactionId(transaction))
-                } else {
-                    self.commit_partition(ctx, &partition, key, transaction, record.gci)
-                };
+            let granted = if abort {
+                self.partition(key)
+                    .map(|partition| lock_partition(&partition).abort(TransactionId(transaction)))
+            } else {
+                self.commit_partition(ctx, key, transaction, record.gci)
+            };
+            if let Some(granted) = granted {
                 self.resume(ctx, key.0, key.1, granted);
             }
         }
     }
 
-    /// Commits `transaction`'s changes to one partition, logging each in the REDO log.
+    /// Commits `transaction`'s changes to one partition, logging each in the REDO log;
+    /// `None` when this data manager has no such partition.
     fn commit_partition(
         &mut self,
         ctx: &mut Context,
-        partition: &RwLock<Partition>,
         (table_id, partition_id): (u32, u32),
         transaction: u64,
         gci: u64,
-    ) -> Vec<Granted> {
+    ) -> Option<Vec<Granted>> {
         let transaction = TransactionId(transaction);
-        let (Some(redo), Some(table)) = (self.redo.as_mut(), self.tables.get(&table_id)) else {
-            return lock_partition(partition).commit(transaction);
+        let table = self.tables.get(&table_id)?;
+        let partition = table.partitions.get(&partition_id)?;
+        let Some(redo) = self.redo.as_mut() else {
+            return Some(lock_partition(partition).commit(transaction));
         };
         let place = RowPlace {
             table_id,
@@ -745,7 +746,7 @@ impl LocalDataManager {
             // stops rather than go on without its log; the other replicas hold the change.
             ctx.stop_node(&reason);
         }
-        granted
+        Some(granted)
     }
 
     /// Opens the REDO log when the node starts.

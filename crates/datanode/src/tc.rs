@@ -99,7 +99,7 @@ struct Transaction {
     /// Replicas whose complete or abort confirmation is still expected.
     awaiting: Vec<BlockAddress>,
     last_activity_ns: u64,
-    /// The global checkpoint it commits in, stamped when its commit starts (0 before).
+    /// The global checkpoint it commits in, stamped when its commit starts.
     gci: u64,
 }
 
@@ -628,9 +628,7 @@ impl TransactionCoordinator {
         };
         transaction.phase = Phase::Committing;
         transaction.confirmations_left = transaction.participants.len();
-        if transaction.gci == 0 {
-            transaction.gci = self.gci;
-        }
+        transaction.gci = self.gci;
         let here = ctx.address();
         for participant in &transaction.participants {
             send_commit(ctx, here, id, transaction.gci, participant);

@@ -16,7 +16,7 @@ use kista_datanode::protocol::{
     check_client_signal, LoadLevelsBody, LoadReport, NodeInfo, NodeSuspected,
 };
 use kista_datanode::router::{load_report, LOAD_REPORT_INTERVAL_MS};
-use kista_runtime::io::DiskStorage;
+use kista_runtime::io::{DiskStorage, FileStorage};
 use kista_runtime::thread_config::ThreadLayout;
 use kista_runtime::{start, Module, RunningNode, RuntimeOptions};
 use kista_signal::{NodeId, TypedSignal};
@@ -81,12 +81,10 @@ impl DataNodeProcess {
             remote: Some(server.remote()),
             ..RuntimeOptions::default()
         };
-        let files = options.data_dir.as_ref().map(|directory| {
-            Box::new(DiskStorage::new(directory)) as Box<dyn kista_runtime::io::FileStorage>
-        });
-        if files.is_none() {
-            settings.redo_log_bytes = 0;
-        }
+        let files = options
+            .data_dir
+            .as_ref()
+            .map(|directory| Box::new(DiskStorage::new(directory)) as Box<dyn FileStorage>);
         let blocks = data_node_blocks(settings, memory, files)
             .map_err(|e| format!("the data node does not form a cluster: {e}"))?;
         let start_signals = data_node_start_signals(settings);

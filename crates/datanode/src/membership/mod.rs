@@ -4,8 +4,8 @@
 //!
 //! Every member sends every other a heartbeat each interval; one silent for more than
 //! `heartbeat_misses_max` intervals is *suspected* (in a first start, a member never heard
-//! from only after `start_partial_timeout_ms`: its process may come up late), and the suspicion goes to the president,
-//! the most senior member not suspected (today: the lowest node id, since all nodes start
+//! from only after `start_partial_timeout_ms`: its process may come up late), and the
+//! suspicion goes to the president, the most senior member not suspected (today: the lowest node id, since all nodes start
 //! together). The president then runs a round:
 //!
 //! 1. If some node group would have no survivor, the cluster cannot go on: it tells every
