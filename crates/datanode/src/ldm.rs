@@ -756,6 +756,17 @@ impl LocalDataManager {
         }
     }
 
+    /// Marks a global checkpoint done in the REDO log and confirms it to the master once
+    /// the log is durable through the mark (at once without a log: nothing to save).
+    fn save_checkpoint(&mut self, ctx: &mut Context, save: GcpSave, master: BlockAddress) {
+        let Some(redo) = self.redo.as_mut() else {
+            return ctx.send_typed(master, &GcpSaveConf { gci: save.gci });
+        };
+        if let Err(reason) = redo.save(ctx, save.gci, master) {
+            ctx.stop_node(&reason);
+        }
+    }
+
     fn file_replied(&mut self, ctx: &mut Context, reply: FileReply) {
         if let Some(Err(reason)) = self.redo.as_mut().map(|redo| redo.replied(ctx, reply)) {
             ctx.stop_node(&reason);
@@ -801,6 +812,7 @@ impl LocalDataManager {
                     table_id,
                     partition,
                     committed,
+                    gci: if committed { record.gci } else { 0 },
                 });
             }
         }
@@ -824,7 +836,7 @@ impl LocalDataManager {
     }
 }
 
-/// Entries one takeover report carries (20 bytes each, well within a section).
+/// Entries one takeover report carries (28 bytes each, well within a section).
 const TAKEOVER_PARTS_PER_REPORT: usize = 1000;
 
 /// On a starting replica a row missing is no error: the copy brings it later, with this
@@ -865,6 +877,9 @@ impl Block for LocalDataManager {
             FileReply::from_signal(signal).map(|reply| self.file_replied(ctx, reply))
         } else if number == LdmStart::NUMBER {
             LdmStart::from_signal(signal).map(|_| self.start(ctx))
+        } else if number == GcpSave::NUMBER {
+            GcpSave::from_signal(signal)
+                .map(|save| self.save_checkpoint(ctx, save, signal.sender()))
         } else if number == Complete::NUMBER {
             Complete::from_signal(signal).map(|c| self.complete(ctx, c))
         } else if number == Abort::NUMBER {

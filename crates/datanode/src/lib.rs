@@ -13,6 +13,7 @@ pub mod cluster;
 pub mod dict;
 pub mod dist;
 pub mod fragment_scan;
+pub mod gcp;
 pub mod ldm;
 pub mod membership;
 pub mod node;

@@ -9,9 +9,12 @@ use kista_storage::memory::DataMemory;
 
 use crate::cluster::{instances, ClusterShape, DataNodeShape, ShapeError};
 use crate::dict::Dictionary;
+use crate::gcp::GlobalCheckpoints;
 use crate::ldm::LocalDataManager;
 use crate::membership::Membership;
-use crate::protocol::{LdmStart, DICT_BLOCK, LDM_BLOCK, MEMBERSHIP_BLOCK, QUERY_BLOCK, TC_BLOCK};
+use crate::protocol::{
+    LdmStart, DICT_BLOCK, GCP_BLOCK, LDM_BLOCK, MEMBERSHIP_BLOCK, QUERY_BLOCK, TC_BLOCK,
+};
 use crate::query::QueryExecutor;
 use crate::read_lease::ReadLease;
 use crate::registry::PartitionRegistry;
@@ -82,6 +85,10 @@ pub struct NodeSettings {
     pub redo_log_bytes: u64,
     /// Files each `ldm` instance's log is a ring of (NDB: NoOfFragmentLogFiles), at least 3.
     pub redo_files_per_log: u32,
+    /// How often the master closes a global checkpoint: every member's REDO log is made
+    /// durable up to it, so a crash of the whole cluster loses at most about this much of
+    /// the latest commits (NDB: TimeBetweenGlobalCheckpoints).
+    pub global_checkpoint_interval_ms: u64,
 }
 
 impl NodeSettings {
@@ -114,6 +121,7 @@ impl NodeSettings {
             copy_batch_rows_max: 512,
             redo_log_bytes: 0,
             redo_files_per_log: 4,
+            global_checkpoint_interval_ms: 1000,
         }
     }
 
@@ -158,6 +166,7 @@ pub fn data_node_start_signals(settings: &NodeSettings) -> Vec<Signal> {
         .ldm_addresses()
         .map(|ldm| LdmStart {}.to_signal(ldm, ldm))
         .collect();
+    signals.push(GlobalCheckpoints::start_signal(settings.node));
     if !settings.peers.is_empty() {
         signals.push(Membership::start_signal(settings.node));
     }
@@ -191,6 +200,15 @@ pub fn data_node_blocks(
         },
         implementation: Box::new(Dictionary::new(settings.clone(), cluster.clone())),
     }];
+    blocks.push(BlockRegistration {
+        block: GCP_BLOCK,
+        instance: 0,
+        host: ModuleInstance {
+            module: Module::Main,
+            instance: 0,
+        },
+        implementation: Box::new(GlobalCheckpoints::new(settings.clone(), cluster.clone())),
+    });
     blocks.push(BlockRegistration {
         block: MEMBERSHIP_BLOCK,
         instance: 0,

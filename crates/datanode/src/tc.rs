@@ -28,6 +28,7 @@ use crate::router::ReadRouter;
 use crate::{send_sharing_section, send_with_bytes};
 
 mod failures;
+mod gcp;
 mod reads_here;
 mod restart;
 mod scans;
@@ -42,7 +43,7 @@ const INACTIVITY_CHECK_MS: u64 = 100;
 /// Ended transactions' records kept for reuse.
 const SPARE_RECORDS_MAX: usize = 4096;
 /// The global checkpoint of a new cluster's first commits.
-const FIRST_GCI: u64 = 1;
+pub(crate) const FIRST_GCI: u64 = 1;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Phase {
@@ -128,6 +129,15 @@ impl Transaction {
         op_ref
     }
 
+    /// Whether its commit is decided but held until the next GCI begins (`tc/gcp.rs`):
+    /// every operation answered and none failed, so every live replica holds its changes.
+    fn commit_held(&self) -> bool {
+        self.phase == Phase::Executing
+            && self.outstanding == 0
+            && self.failure.is_none()
+            && self.batch_end == Some(ExecuteMode::Commit)
+    }
+
     /// Operations the transaction has had, for the limit on them: those with records and
     /// the reads answered as they arrived.
     fn operation_count(&self) -> usize {
@@ -192,9 +202,10 @@ pub struct TransactionCoordinator {
     /// (part of every transaction id it makes).
     incarnation: u8,
     drain: Option<restart::Drain>,
-    /// The global checkpoint commits starting now belong to. (Global checkpoints do not
-    /// advance yet: every commit is of the first.)
-    gci: u64,
+    /// The latest membership generation this coordinator heard of.
+    generation: u32,
+    /// Where this coordinator stands in the global checkpoints (see `tc/gcp.rs`).
+    checkpoints: gcp::CoordinatorCheckpoints,
 }
 
 impl TransactionCoordinator {
@@ -206,10 +217,15 @@ impl TransactionCoordinator {
     ) -> Self {
         let router = ReadRouter::new(settings.read_policy, settings.query_addresses().collect());
         // A node restarting learns who is started when it joins.
-        let started_nodes = if settings.joins_running_cluster {
-            NodeSet::EMPTY
+        let (started_nodes, generation, checkpoints) = if settings.joins_running_cluster {
+            // It learns the GCI from the master's next round.
+            (NodeSet::EMPTY, 0, gcp::CoordinatorCheckpoints::new(0))
         } else {
-            cluster.node_set()
+            (
+                cluster.node_set(),
+                1,
+                gcp::CoordinatorCheckpoints::new(FIRST_GCI),
+            )
         };
         Self {
             settings,
@@ -234,7 +250,8 @@ impl TransactionCoordinator {
             starting_nodes: NodeSet::EMPTY,
             incarnation: 0,
             drain: None,
-            gci: FIRST_GCI,
+            generation,
+            checkpoints,
         }
     }
 
@@ -622,13 +639,31 @@ impl TransactionCoordinator {
         }
     }
 
+    /// The client's transaction is to commit: stamp it with the current GCI and commit
+    /// it, unless a global checkpoint holds commits (then it waits, as it is, until the
+    /// next GCI begins: see `tc/gcp.rs`).
     fn start_commit(&mut self, ctx: &mut Context, id: u64) {
+        let Some(transaction) = self.transactions.get_mut(&id) else {
+            return;
+        };
+        match self.checkpoints.stamp() {
+            Some(gci) => transaction.gci = gci,
+            // A transaction that changed nothing belongs to no GCI: it commits at once.
+            None if transaction.participants.is_empty() => transaction.gci = 0,
+            None => return self.checkpoints.hold(id),
+        }
+        self.send_commits(ctx, id);
+    }
+
+    /// Commits a transaction whose GCI is stamped: the commit of each participant goes to
+    /// the last replica of its chain.
+    fn send_commits(&mut self, ctx: &mut Context, id: u64) {
         let Some(transaction) = self.transactions.get_mut(&id) else {
             return;
         };
         transaction.phase = Phase::Committing;
         transaction.confirmations_left = transaction.participants.len();
-        transaction.gci = self.gci;
+        self.checkpoints.committing(transaction.gci);
         let here = ctx.address();
         for participant in &transaction.participants {
             send_commit(ctx, here, id, transaction.gci, participant);
@@ -670,6 +705,9 @@ impl TransactionCoordinator {
         replicas_of(&transaction.participants, &mut self.replicas);
         transaction.phase = Phase::Completing;
         transaction.awaiting.clone_from(&self.replicas);
+        let gci = transaction.gci;
+        self.checkpoints.committed(gci);
+        self.report_checkpoint(ctx);
         let here = ctx.address();
         for &replica in &self.replicas {
             let complete = Complete {
@@ -1143,9 +1181,17 @@ impl Block for TransactionCoordinator {
         } else if number == LoadReport::NUMBER {
             LoadReport::from_signal(signal).map(|report| self.load_report(ctx, report))
         } else if number == NodeFailed::NUMBER {
-            NodeFailed::from_signal(signal).map(|failed| self.node_failed(ctx, failed))
+            NodeFailed::from_signal(signal).map(|failed| {
+                self.node_failed(ctx, failed);
+                self.membership_changed(ctx, failed.generation);
+            })
         } else if number == NodeJoined::NUMBER {
-            NodeJoined::from_signal(signal).map(|joined| self.node_joined(joined))
+            NodeJoined::from_signal(signal).map(|joined| {
+                self.node_joined(joined);
+                self.membership_changed(ctx, joined.generation);
+            })
+        } else if let Some(result) = self.checkpoint_signal(ctx, signal) {
+            result
         } else if number == AddStartingReplica::NUMBER {
             AddStartingReplica::from_signal(signal)
                 .map(|add| self.add_starting_replica(ctx, add, signal.sender()))

@@ -93,6 +93,7 @@ fn from_config(config: &ClusterConfig, node: NodeId, mgm: &str) -> Result<Cluste
     settings.deadlock_detection_interval_ms = cluster.deadlock_detection_interval_ms;
     settings.transaction_inactive_timeout_ms = cluster.transaction_inactive_timeout_ms;
     settings.start_partial_timeout_ms = cluster.start_partial_timeout_ms;
+    settings.global_checkpoint_interval_ms = cluster.global_checkpoint_interval_ms;
     settings.redo_log_bytes = cluster.redo_log_bytes;
     settings.arbitrator = Some(arbitrator_address());
     settings.tc_instances = layout.instances_of(Module::Tc) as u16;

@@ -62,6 +62,7 @@ pub struct ClusterSettings {
     pub deadlock_detection_interval_ms: u64,
     pub transaction_inactive_timeout_ms: u64,
     pub start_partial_timeout_ms: u64,
+    pub global_checkpoint_interval_ms: u64,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -297,6 +298,12 @@ fn check_cluster(raw: &raw::Cluster) -> Result<ClusterSettings, Fault> {
             1..=3_600_000,
             "start_partial_timeout_ms",
         )?,
+        global_checkpoint_interval_ms: in_range(
+            raw.global_checkpoint_interval_ms.as_ref(),
+            1000,
+            10..=60_000,
+            "global_checkpoint_interval_ms",
+        )?,
     })
 }
 
@@ -491,6 +498,7 @@ mod raw {
         pub deadlock_detection_interval_ms: Option<Spanned<u64>>,
         pub transaction_inactive_timeout_ms: Option<Spanned<u64>>,
         pub start_partial_timeout_ms: Option<Spanned<u64>>,
+        pub global_checkpoint_interval_ms: Option<Spanned<u64>>,
     }
 
     /// A byte count, or a size such as "512M".

@@ -36,6 +36,7 @@ fn a_minimal_file_gets_the_documented_defaults() {
     assert_eq!(config.cluster.deadlock_detection_interval_ms, 50);
     assert_eq!(config.cluster.transaction_inactive_timeout_ms, 10_000);
     assert_eq!(config.cluster.start_partial_timeout_ms, 30_000);
+    assert_eq!(config.cluster.global_checkpoint_interval_ms, 1000);
     assert_eq!(config.cluster.redo_log_bytes, 256 << 20);
     assert_eq!(config.mgmd.port, MGMD_PORT_DEFAULT);
     let ids: Vec<_> = config
@@ -65,6 +66,7 @@ lock_wait_timeout_ms = 2000
 deadlock_detection_interval_ms = 0
 transaction_inactive_timeout_ms = 60000
 start_partial_timeout_ms = 5000
+global_checkpoint_interval_ms = 2000
 redo_log = "1G"
 
 [mgmd]
@@ -98,6 +100,7 @@ port = 3307
     assert_eq!(config.cluster.partitions_per_node, 4);
     assert_eq!(config.cluster.deadlock_detection_interval_ms, 0, "off");
     assert_eq!(config.cluster.start_partial_timeout_ms, 5_000);
+    assert_eq!(config.cluster.global_checkpoint_interval_ms, 2_000);
     assert_eq!(config.cluster.redo_log_bytes, 1 << 30);
     let none = parse(&format!("[cluster]\nredo_log = 0\n{TWO_NODES}")).unwrap();
     assert_eq!(none.cluster.redo_log_bytes, 0, "no REDO log");

@@ -6,17 +6,25 @@
 //! The log is a ring of `redo_files_per_log` files of equal size under
 //! `redo/ldm-<instance>/`, created and allocated whole when the node starts.
 //!
+//! A global checkpoint's save (`GcpSave` of GCI n) appends the mark `GciDone(n)`: every
+//! record of n and below is before it, since the master asks only once all of n's
+//! transactions committed. Once the write holding the mark is done, every file written
+//! since the last sync is synced, then the master hears that n is saved here. Syncs happen
+//! only there: records not yet under a mark belong to no restorable GCI.
+//!
 //! Until local checkpoints exist, no restart reads the log back and nothing needs its old
 //! records: the ring's space is released as soon as it is written.
 
 use kista_runtime::io::{FileOperation, FileReply, FileRequest, FileStatus};
 use kista_runtime::Context;
 use kista_signal::wire::SECTION_BYTES_MAX;
+use kista_signal::BlockAddress;
 use kista_storage::partition::CommittedChange;
 use kista_storage::redo::{LogRing, LogWriter, Record, RowPlace, RECORD_BYTES_MAX};
 use kista_storage::row::RowLayout;
 
 use crate::node::NodeSettings;
+use crate::protocol::GcpSaveConf;
 
 /// Largest write handed to the file system at once (one section).
 const WRITE_BYTES_MAX: usize = SECTION_BYTES_MAX;
@@ -24,6 +32,14 @@ const WRITE_BYTES_MAX: usize = SECTION_BYTES_MAX;
 const OPENING: u64 = 1 << 32;
 const ALLOCATING: u64 = 2 << 32;
 const WRITING: u64 = 3 << 32;
+const SYNCING: u64 = 4 << 32;
+
+/// A global checkpoint's save: confirmed to `master` once the log is durable through `lsn`.
+struct Save {
+    lsn: u64,
+    gci: u64,
+    master: BlockAddress,
+}
 
 /// How the ring is laid out for one log, from the node's settings; `None` for a node
 /// without a REDO log.
@@ -44,6 +60,15 @@ pub(crate) struct RedoLog {
     files: Vec<Option<u32>>,
     /// The write in flight: its LSN and length.
     writing: Option<(u64, usize)>,
+    /// Where the writes done so far end.
+    written_lsn: u64,
+    /// `[ring file]`: written since its last sync.
+    unsynced: Vec<bool>,
+    /// Syncs in flight, and the saves they make durable.
+    syncs_in_flight: u32,
+    syncing: Vec<Save>,
+    /// Saves waiting for their mark to be written.
+    saves: Vec<Save>,
     /// Reused to encode a deleted row's key.
     key: Vec<u8>,
 }
@@ -55,6 +80,11 @@ impl RedoLog {
             directory: format!("redo/ldm-{instance}"),
             files: vec![None; ring.files as usize],
             writing: None,
+            written_lsn: 0,
+            unsynced: vec![false; ring.files as usize],
+            syncs_in_flight: 0,
+            syncing: Vec::new(),
+            saves: Vec::new(),
             key: Vec::new(),
         }
     }
@@ -103,6 +133,62 @@ impl RedoLog {
             format!("the REDO log's disk does not keep up with the commits: {full}")
         })?;
         Ok(())
+    }
+
+    /// Marks `gci` done (every record of it and below is already appended) and confirms it
+    /// to `master` once the log is durable through the mark.
+    pub fn save(
+        &mut self,
+        ctx: &mut Context,
+        gci: u64,
+        master: BlockAddress,
+    ) -> Result<(), String> {
+        self.writer
+            .append(gci, &Record::GciDone)
+            .map_err(|full| format!("no room in the REDO log for a global checkpoint: {full}"))?;
+        let lsn = self.writer.head_lsn();
+        self.saves.push(Save { lsn, gci, master });
+        self.write_more(ctx)
+    }
+
+    /// Syncs every file written since its last sync once a save's mark is written, unless
+    /// syncs are in flight (the next round covers it).
+    fn sync_for_saves(&mut self, ctx: &mut Context) -> Result<(), String> {
+        if self.syncs_in_flight > 0 {
+            return Ok(());
+        }
+        let written = self.written_lsn;
+        let (ready, waiting) = self.saves.drain(..).partition(|save| save.lsn <= written);
+        self.saves = waiting;
+        self.syncing = ready;
+        if self.syncing.is_empty() {
+            return Ok(());
+        }
+        for index in 0..self.unsynced.len() {
+            let Some(file) = self.files[index].filter(|_| self.unsynced[index]) else {
+                continue;
+            };
+            let request = FileRequest {
+                request_id: SYNCING | index as u64,
+                file,
+                operation: FileOperation::Sync,
+            };
+            ctx.request_io(&request, &[])
+                .map_err(|_| "no section for a REDO sync".to_string())?;
+            self.unsynced[index] = false;
+            self.syncs_in_flight += 1;
+        }
+        if self.syncs_in_flight == 0 {
+            self.saved(ctx);
+        }
+        Ok(())
+    }
+
+    /// The saves being synced are durable: tell their masters.
+    fn saved(&mut self, ctx: &mut Context) {
+        for save in self.syncing.drain(..) {
+            ctx.send_typed(save.master, &GcpSaveConf { gci: save.gci });
+        }
     }
 
     /// Hands the next write to the file system, unless one is in flight or its file is not
@@ -159,8 +245,18 @@ impl RedoLog {
             ALLOCATING => self.files[index] = Some(reply.file),
             WRITING => {
                 let (lsn, length) = self.writing.take().expect("a write was in flight");
+                self.written_lsn = lsn + length as u64;
+                self.unsynced[index] = true;
                 // No checkpoint needs the records yet (see the module's comment).
-                self.writer.release_until(lsn + length as u64);
+                self.writer.release_until(self.written_lsn);
+                self.sync_for_saves(ctx)?;
+            }
+            SYNCING => {
+                self.syncs_in_flight -= 1;
+                if self.syncs_in_flight == 0 {
+                    self.saved(ctx);
+                    self.sync_for_saves(ctx)?;
+                }
             }
             other => unreachable!("the log asked for nothing of kind {other:#x}"),
         }

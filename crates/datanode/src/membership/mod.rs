@@ -61,6 +61,7 @@ use kista_signal::{BlockAddress, NodeId, Signal, TypedSignal};
 use kista_storage::memory::DataMemory;
 
 use crate::cluster::{ClusterShape, NodeSet, DATA_NODE_ID_LIMIT};
+use crate::gcp::gcp_address;
 use crate::node::NodeSettings;
 use crate::protocol::*;
 use crate::read_lease::{lease_end_ns, ReadLease};
@@ -391,12 +392,14 @@ impl Membership {
         self.lease.renew_until(valid_until_ns);
     }
 
-    /// This node's `dict`, `tc` and `ldm` instances: who hears of membership changes.
+    /// This node's `dict`, `gcp`, `tc` and `ldm` instances: who hears of membership
+    /// changes.
     fn local_blocks(&self) -> Vec<BlockAddress> {
         let here = self.cluster.node(self.here());
         here.into_iter()
             .flat_map(|node| {
-                std::iter::once(node.dict_address())
+                [node.dict_address(), gcp_address(node.node)]
+                    .into_iter()
                     .chain(node.tc_addresses())
                     .chain(node.ldm_addresses())
             })

@@ -485,13 +485,16 @@ pub struct OrphanedPart {
     pub partition: u32,
     /// The partition committed it (so the coordinator had decided to commit).
     pub committed: bool,
+    /// The global checkpoint its commit was stamped with (0 when not committed here): the
+    /// takeover commits it everywhere with the same one.
+    pub gci: u64,
 }
 
-/// A `TakeoverReport`'s entries, 20 bytes each.
+/// A `TakeoverReport`'s entries, 28 bytes each.
 pub struct TakeoverReportBody;
 
 impl TakeoverReportBody {
-    pub const ENTRY_BYTES: usize = 20;
+    pub const ENTRY_BYTES: usize = 28;
 
     pub fn encode(parts: &[OrphanedPart], out: &mut Vec<u8>) {
         let mut writer = Writer(out);
@@ -500,6 +503,7 @@ impl TakeoverReportBody {
             writer.u32(part.table_id);
             writer.u32(part.partition);
             writer.u32(u32::from(part.committed));
+            writer.u64(part.gci);
         }
     }
 
@@ -517,6 +521,7 @@ impl TakeoverReportBody {
                     table_id: word(8),
                     partition: word(12),
                     committed: word(16) != 0,
+                    gci: u64::from(word(20)) | u64::from(word(24)) << 32,
                 }
             })
             .collect()
@@ -536,19 +541,21 @@ mod tests {
                 table_id: 3,
                 partition: 9,
                 committed: true,
+                gci: 0x1_0000_0002,
             },
             OrphanedPart {
                 transaction: 5,
                 table_id: 1,
                 partition: 0,
                 committed: false,
+                gci: 0,
             },
         ];
         let mut bytes = Vec::new();
         TakeoverReportBody::encode(&parts, &mut bytes);
         assert_eq!(bytes.len(), 2 * TakeoverReportBody::ENTRY_BYTES);
         assert_eq!(TakeoverReportBody::decode(&bytes, 2), parts);
-        assert_eq!(TakeoverReportBody::decode(&bytes[..30], 2), parts[..1]);
+        assert_eq!(TakeoverReportBody::decode(&bytes[..40], 2), parts[..1]);
     }
 
     fn parts(body: KeyBodyRef) -> (Vec<u8>, Vec<u16>) {

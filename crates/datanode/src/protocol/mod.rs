@@ -60,6 +60,8 @@ pub const TC_BLOCK: BlockId = BlockId(11);
 pub const LDM_BLOCK: BlockId = BlockId(12);
 /// Committed-read executors, one per `query` instance.
 pub const QUERY_BLOCK: BlockId = BlockId(13);
+/// Global checkpoints, one instance on `main`; the president's runs the rounds.
+pub const GCP_BLOCK: BlockId = BlockId(14);
 
 /// The cluster membership (heartbeats, failures, joins), one instance on `main`. It is the
 /// runtime's fence gate: a restarted node's membership can ask a fenced cluster to let it in.

@@ -688,7 +688,8 @@ typed_signal! {
 }
 typed_signal! {
     /// An `ldm`'s answer, possibly in several parts (`last` 1 on the final one). Section:
-    /// `entries` × (transaction u64, table u32, partition u32, committed u32), little-endian.
+    /// `entries` × (transaction u64, table u32, partition u32, committed u32,
+    /// gci u64), little-endian.
     TakeoverReport = 181 { takeover: u32, entries: u32, last: u32, }
 }
 
@@ -775,6 +776,57 @@ typed_signal! {
     /// write: the unique-key changes the write made (a starting replica may lack the row,
     /// so it cannot compute them; it reports these). Section: an `IndexUpkeepBody`.
     StartingUpkeep = 195 { transaction: u64, op_ref: u32, }
+}
+
+// ----- global checkpoints: the master's gcp <-> every member's tc, ldm and gcp -----
+
+typed_signal! {
+    /// From the master's `gcp` to every member's `tc`: hold the commits decided from now on
+    /// (until `GcpCommit` of `gci` arrives), then confirm.
+    GcpPrepare = 210 { gci: u64, }
+}
+typed_signal! {
+    GcpPrepareConf = 211 { gci: u64, }
+}
+typed_signal! {
+    /// From the master's `gcp` to every member's `tc`: stamp commits with `gci` from now on
+    /// and start the held ones; confirm once every transaction stamped below `gci` has
+    /// committed on every replica.
+    GcpCommit = 212 { gci: u64, }
+}
+typed_signal! {
+    /// A coordinator's confirmation of `GcpCommit` of `gci`, given while it knew the
+    /// membership of `generation` (the master counts it only if that is the latest failure's
+    /// generation or later: a coordinator taking over failed nodes' transactions must have
+    /// begun to).
+    GcpCommitConf = 213 { gci: u64, generation: u32, }
+}
+typed_signal! {
+    /// From the master's `gcp` to every member's `ldm`: every change of `gci` and below is
+    /// in your REDO log; mark it (`GciDone`), make the log durable through the mark, then
+    /// confirm.
+    GcpSave = 214 { gci: u64, }
+}
+typed_signal! {
+    GcpSaveConf = 215 { gci: u64, }
+}
+typed_signal! {
+    /// From the master's `gcp` to every member's `gcp`: every member's log holds `gci`
+    /// whole, so a system restart can restore the cluster to it.
+    GcpSaved = 216 { gci: u64, }
+}
+typed_signal! {
+    /// From a new master's `gcp` to every member's `tc`: which GCI do you stamp commits
+    /// with? (The old master may have failed in the middle of a round.)
+    GcpStateQuery = 217 {}
+}
+typed_signal! {
+    /// A coordinator's answer: the GCI it stamps commits with (0: it does not know yet).
+    GcpState = 218 { gci: u64, }
+}
+typed_signal! {
+    /// The `gcp` block's timer: the master starts a round each interval.
+    GcpTick = 219 {}
 }
 
 // ----- the node's start -----

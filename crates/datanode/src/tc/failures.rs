@@ -1,7 +1,8 @@
 //! What a coordinator does when data nodes fail (NDB's node failure handling in Dbtc).
 //!
 //! Its own transactions: one still executing that used a failed node aborts (error 4010,
-//! which a client may retry); one committing sends the commit again along the chains that
+//! which a client may retry), unless its commit is only held for the next GCI; one
+//! committing sends the commit again along the chains that
 //! lost a replica (a replica commits a transaction once; the coordinator counts each
 //! partition's confirmation once); one completing or aborting stops waiting for replicas on
 //! failed nodes. Its tables' chains lose those replicas, so backups become primaries.
@@ -13,7 +14,7 @@
 //! every replica committed): it aborts. Either way its locks are freed. The query names
 //! every failed coordinator node, not only the latest, so a takeover cut short by the
 //! president's own failure is redone by the next president; resolving a transaction twice
-//! is harmless.
+//! is harmless. A transaction committed keeps the GCI its coordinator stamped.
 
 use rustc_hash::FxHashMap;
 
@@ -24,12 +25,23 @@ use super::{nodes_of, send_commit, Participant, Phase, TransactionCoordinator};
 use crate::cluster::NodeSet;
 use crate::protocol::*;
 
+/// What the `ldm` instances report of one transaction whose coordinator failed.
+#[derive(Default)]
+struct Orphan {
+    /// Some partition committed it: the coordinator had decided to commit.
+    committed: bool,
+    /// The GCI its commit was stamped with (where committed).
+    gci: u64,
+    /// Its partitions: (table, partition).
+    partitions: Vec<(u32, u32)>,
+}
+
 /// A takeover waiting for the `ldm` instances' reports.
 pub(super) struct Takeover {
     id: u32,
     awaiting: Vec<BlockAddress>,
-    /// Transaction → (some partition committed it, its partitions).
-    found: FxHashMap<u64, (bool, Vec<(u32, u32)>)>,
+    /// Transaction → what the reports say of it.
+    found: FxHashMap<u64, Orphan>,
 }
 
 impl TransactionCoordinator {
@@ -73,6 +85,9 @@ impl TransactionCoordinator {
             participant.chain = participant.chain.without_nodes(lost);
         }
         match transaction.phase {
+            // Held for the next GCI, it commits as if it had begun: along the shortened
+            // chains, whose live replicas all hold its changes.
+            Phase::Executing if transaction.commit_held() => {}
             Phase::Executing if touched => {
                 let message = format!(
                     "data node(s) {lost:?} failed while the transaction used them; it was \
@@ -140,11 +155,21 @@ impl TransactionCoordinator {
             .map(|bytes| TakeoverReportBody::decode(&bytes, report.entries as usize))
             .unwrap_or_default();
         for part in parts {
-            let (committed, partitions) = takeover.found.entry(part.transaction).or_default();
-            *committed |= part.committed;
+            let orphan = takeover.found.entry(part.transaction).or_default();
+            if part.committed {
+                assert!(
+                    !orphan.committed || orphan.gci == part.gci,
+                    "transaction {:#x} committed with two GCIs ({} and {})",
+                    part.transaction,
+                    orphan.gci,
+                    part.gci
+                );
+                orphan.committed = true;
+                orphan.gci = part.gci;
+            }
             let key = (part.table_id, part.partition);
-            if !partitions.contains(&key) {
-                partitions.push(key);
+            if !orphan.partitions.contains(&key) {
+                orphan.partitions.push(key);
             }
         }
         if report.last != 0 {
@@ -162,33 +187,47 @@ impl TransactionCoordinator {
             return;
         };
 
-        for (id, (committed, partitions)) in takeover.found {
+        for (id, orphan) in takeover.found {
             if self.transactions.contains_key(&id) {
                 continue; // an earlier takeover is resolving it
             }
             let mut record = self.spare_records.pop().unwrap_or_default();
             record
                 .participants
-                .extend(partitions.iter().filter_map(|&(table_id, partition)| {
-                    let table = self.tables.get(&table_id)?;
-                    Some(Participant {
-                        table_id,
-                        partition,
-                        chain: table.map.chain(partition),
-                        committed: false,
-                    })
-                }));
+                .extend(
+                    orphan
+                        .partitions
+                        .iter()
+                        .filter_map(|&(table_id, partition)| {
+                            let table = self.tables.get(&table_id)?;
+                            Some(Participant {
+                                table_id,
+                                partition,
+                                chain: table.map.chain(partition),
+                                committed: false,
+                            })
+                        }),
+                );
             record.last_activity_ns = ctx.now_ns();
+            record.gci = orphan.gci;
             self.transactions.insert(id, record);
             // A restart waiting for this takeover waits for its transactions too: an
             // insert they commit is no committed row yet for a partition's copy to see.
             self.drain_also(id);
-            if committed {
-                self.start_commit(ctx, id);
+            if orphan.committed {
+                // Decided, and stamped: it commits in its GCI, which no global checkpoint
+                // is saved beyond until it has (see `tc/gcp.rs`).
+                self.send_commits(ctx, id);
             } else {
                 self.start_abort(ctx, id);
             }
         }
         self.drained(ctx, None);
+        self.report_checkpoint(ctx);
+    }
+
+    /// Whether a takeover waits for the data managers' reports.
+    pub(super) fn taking_over(&self) -> bool {
+        self.takeover.is_some()
     }
 }

@@ -4,6 +4,8 @@
 // Shared by several test binaries, each of which uses only part of it.
 #![allow(dead_code)]
 
+pub mod redo_logs;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 

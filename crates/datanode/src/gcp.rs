@@ -1,0 +1,311 @@
+//! Global checkpoints (NDB's GCP, run by the master's Dbdih): the cluster-wide cuts that a
+//! system restart restores to.
+//!
+//! Every commit is stamped by its coordinator with a global checkpoint id (GCI), and every
+//! replica logs the transaction's changes with it (see `ldm/redo.rs`). One `gcp` block runs
+//! on each node's `main`; the president's is the master. Every
+//! `global_checkpoint_interval_ms` the master closes the current GCI n in one round:
+//!
+//! 1. **Prepare** ([`GcpPrepare`] of n+1 to every member's `tc`): each coordinator holds the
+//!    commits it decides from then on, and confirms.
+//! 2. **Commit** ([`GcpCommit`] of n+1): each stamps n+1 from then on, starts the held
+//!    commits, and confirms once every transaction it stamped n or below has committed on
+//!    every replica (`tc/gcp.rs`). No coordinator stamps n after any stamped n+1, so the
+//!    changes up to n are a state the cluster was in: nothing of n depends on n+1.
+//! 3. **Save** ([`GcpSave`] of n to every member's `ldm`): each marks n done in its REDO log
+//!    (after every change of n and below), writes and syncs the log through the mark, and
+//!    confirms. Then n is *restorable*: [`GcpSaved`] tells every member's `gcp`.
+//!
+//! One round runs at a time; at each tick the master asks again whoever has not answered (a
+//! request to a peer not yet connected, or over a link that broke, is lost; every request
+//! may come twice). Node failures: the master stops waiting for the failed nodes,
+//! and a round in its commit step asks every coordinator again, counting only
+//! confirmations given in the new membership (so the president's coordinator, which takes
+//! over the failed coordinators' transactions and commits them with their own GCIs, has
+//! begun to: it confirms once they committed). A new master (the president failed) first
+//! asks every coordinator which GCI it stamps ([`GcpStateQuery`]) and closes the highest.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kista_runtime::{Block, Context};
+use kista_signal::{BlockAddress, NodeId, Signal, TypedSignal};
+
+use crate::cluster::{ClusterShape, NodeSet};
+use crate::node::NodeSettings;
+use crate::protocol::*;
+use crate::tc::FIRST_GCI;
+
+/// Where the master's round stands; each step waits for some blocks' confirmations.
+#[derive(Clone, Copy, Debug)]
+enum Round {
+    Idle,
+    /// A new master learns the GCIs the coordinators stamp (`highest` so far).
+    Learning {
+        highest: u64,
+    },
+    Preparing {
+        gci: u64,
+    },
+    Committing {
+        gci: u64,
+    },
+    /// Saving `gci`: every change of it and below is in the logs.
+    Saving {
+        gci: u64,
+    },
+}
+
+pub struct GlobalCheckpoints {
+    settings: Arc<NodeSettings>,
+    cluster: Arc<ClusterShape>,
+    /// The node whose `gcp` runs the rounds: the president.
+    master: NodeId,
+    members: NodeSet,
+    /// The latest membership generation heard of, and that of the latest failure (a
+    /// coordinator's confirmation counts only if it knew that one).
+    generation: u32,
+    failure_generation: u32,
+    /// The master's: the GCI coordinators stamp commits with.
+    current_gci: u64,
+    /// The latest GCI every member's log holds whole.
+    restorable_gci: u64,
+    round: Round,
+    /// The blocks the round's step waits for.
+    awaiting: Vec<BlockAddress>,
+}
+
+impl GlobalCheckpoints {
+    pub fn new(settings: Arc<NodeSettings>, cluster: Arc<ClusterShape>) -> Self {
+        // A restarting node learns the members, their president and the GCI when it joins.
+        let joining = settings.joins_running_cluster;
+        Self {
+            master: cluster.nodes().first().map_or(settings.node, |n| n.node),
+            members: if joining {
+                NodeSet::EMPTY
+            } else {
+                cluster.node_set()
+            },
+            generation: u32::from(!joining),
+            failure_generation: 0,
+            current_gci: FIRST_GCI,
+            restorable_gci: 0,
+            round: Round::Idle,
+            awaiting: Vec::new(),
+            settings,
+            cluster,
+        }
+    }
+
+    /// The signal that starts the node's global-checkpoint timer.
+    pub fn start_signal(node: NodeId) -> Signal {
+        let address = gcp_address(node);
+        GcpTick {}.to_signal(address, address)
+    }
+
+    fn is_master(&self) -> bool {
+        self.master == self.settings.node && self.members.contains(self.master)
+    }
+
+    fn tick(&mut self, ctx: &mut Context) {
+        if self.is_master() {
+            match self.round {
+                Round::Idle => {
+                    let gci = self.current_gci + 1;
+                    self.begin(ctx, Round::Preparing { gci });
+                }
+                // A request sent before a peer was connected, or over a link that broke
+                // and came back, is lost: ask again (every request may come twice).
+                round => {
+                    let awaited = self.awaiting.clone();
+                    send_step(ctx, round, &awaited);
+                }
+            }
+        }
+        let tick = GcpTick {}.to_signal(ctx.address(), ctx.address());
+        let interval_ms = self.settings.global_checkpoint_interval_ms.max(1);
+        ctx.send_delayed(tick, Duration::from_millis(interval_ms));
+    }
+
+    fn member_tcs(&self) -> Vec<BlockAddress> {
+        let nodes = self
+            .members
+            .iter()
+            .filter_map(|node| self.cluster.node(node));
+        nodes.flat_map(|node| node.tc_addresses()).collect()
+    }
+
+    fn member_ldms(&self) -> Vec<BlockAddress> {
+        let nodes = self
+            .members
+            .iter()
+            .filter_map(|node| self.cluster.node(node));
+        nodes.flat_map(|node| node.ldm_addresses()).collect()
+    }
+
+    /// Starts a step of the round: tells the blocks it involves, then waits for them.
+    fn begin(&mut self, ctx: &mut Context, round: Round) {
+        let targets = match round {
+            Round::Idle => Vec::new(),
+            Round::Saving { .. } => self.member_ldms(),
+            _ => self.member_tcs(),
+        };
+        send_step(ctx, round, &targets);
+        self.round = round;
+        self.awaiting = targets;
+        self.step_done(ctx);
+    }
+
+    /// `from` confirmed the round's step.
+    fn confirmed(&mut self, ctx: &mut Context, from: BlockAddress) {
+        if let Some(at) = self.awaiting.iter().position(|&block| block == from) {
+            self.awaiting.swap_remove(at);
+            self.step_done(ctx);
+        }
+    }
+
+    /// Goes on to the round's next step once the current one waits for nobody.
+    fn step_done(&mut self, ctx: &mut Context) {
+        if !self.awaiting.is_empty() {
+            return;
+        }
+        match self.round {
+            Round::Idle => {}
+            Round::Learning { highest } => {
+                self.current_gci = self.current_gci.max(highest);
+                let gci = self.current_gci + 1;
+                self.begin(ctx, Round::Preparing { gci });
+            }
+            Round::Preparing { gci } => self.begin(ctx, Round::Committing { gci }),
+            Round::Committing { gci } => {
+                self.current_gci = gci;
+                self.begin(ctx, Round::Saving { gci: gci - 1 });
+            }
+            Round::Saving { gci } => {
+                self.round = Round::Idle;
+                let nodes = self
+                    .members
+                    .iter()
+                    .filter_map(|node| self.cluster.node(node));
+                let gcps: Vec<BlockAddress> = nodes.map(|node| gcp_address(node.node)).collect();
+                for gcp in gcps {
+                    ctx.send_typed(gcp, &GcpSaved { gci });
+                }
+            }
+        }
+    }
+
+    /// The answer to one of the round's requests, if it is for the step under way.
+    fn answered(&mut self, ctx: &mut Context, answer: Answer, from: BlockAddress) {
+        let current = match (&mut self.round, answer) {
+            (Round::Learning { highest }, Answer::State { gci }) => {
+                *highest = (*highest).max(gci);
+                true
+            }
+            (Round::Preparing { gci }, Answer::Prepared { gci: answered }) => *gci == answered,
+            (
+                Round::Committing { gci },
+                Answer::Committed {
+                    gci: answered,
+                    generation,
+                },
+            ) => *gci == answered && generation >= self.failure_generation,
+            (Round::Saving { gci }, Answer::Saved { gci: answered }) => *gci == answered,
+            _ => false,
+        };
+        if current {
+            self.confirmed(ctx, from);
+        }
+    }
+
+    fn node_failed(&mut self, ctx: &mut Context, failed: NodeFailed) {
+        self.generation = self.generation.max(failed.generation);
+        self.failure_generation = self.failure_generation.max(failed.generation);
+        self.members = self.members.minus(failed.failed);
+        let was_master = self.is_master();
+        self.master = NodeId(u8::try_from(failed.president).unwrap_or(0));
+        if !self.is_master() {
+            self.round = Round::Idle;
+            self.awaiting.clear();
+        } else if !was_master {
+            // The old master may have failed amid a round: learn where the coordinators are.
+            self.begin(ctx, Round::Learning { highest: 0 });
+        } else if let Round::Committing { gci } = self.round {
+            // Ask again: only confirmations given in the new membership count.
+            self.begin(ctx, Round::Committing { gci });
+        } else {
+            self.awaiting
+                .retain(|block| !failed.failed.contains(block.node()));
+            self.step_done(ctx);
+        }
+    }
+
+    fn node_joined(&mut self, joined: NodeJoined) {
+        self.generation = self.generation.max(joined.generation);
+        self.members = joined.members;
+        self.master = NodeId(u8::try_from(joined.president).unwrap_or(0));
+    }
+}
+
+/// Sends a round's step's request to `targets`.
+fn send_step(ctx: &mut Context, round: Round, targets: &[BlockAddress]) {
+    for &target in targets {
+        match round {
+            Round::Idle => {}
+            Round::Learning { .. } => ctx.send_typed(target, &GcpStateQuery {}),
+            Round::Preparing { gci } => ctx.send_typed(target, &GcpPrepare { gci }),
+            Round::Committing { gci } => ctx.send_typed(target, &GcpCommit { gci }),
+            Round::Saving { gci } => ctx.send_typed(target, &GcpSave { gci }),
+        }
+    }
+}
+
+/// A confirmation of one step of a round.
+#[derive(Clone, Copy)]
+enum Answer {
+    State { gci: u64 },
+    Prepared { gci: u64 },
+    Committed { gci: u64, generation: u32 },
+    Saved { gci: u64 },
+}
+
+pub fn gcp_address(node: NodeId) -> BlockAddress {
+    BlockAddress::new(node, GCP_BLOCK, 0)
+}
+
+impl Block for GlobalCheckpoints {
+    fn execute(&mut self, signal: &Signal, ctx: &mut Context<'_>) {
+        let number = signal.number();
+        let from = signal.sender();
+        let result = if number == GcpTick::NUMBER {
+            GcpTick::from_signal(signal).map(|_| self.tick(ctx))
+        } else if number == GcpState::NUMBER {
+            GcpState::from_signal(signal)
+                .map(|s| self.answered(ctx, Answer::State { gci: s.gci }, from))
+        } else if number == GcpPrepareConf::NUMBER {
+            GcpPrepareConf::from_signal(signal)
+                .map(|c| self.answered(ctx, Answer::Prepared { gci: c.gci }, from))
+        } else if number == GcpCommitConf::NUMBER {
+            GcpCommitConf::from_signal(signal).map(|c| {
+                let answer = Answer::Committed {
+                    gci: c.gci,
+                    generation: c.generation,
+                };
+                self.answered(ctx, answer, from)
+            })
+        } else if number == GcpSaveConf::NUMBER {
+            GcpSaveConf::from_signal(signal)
+                .map(|c| self.answered(ctx, Answer::Saved { gci: c.gci }, from))
+        } else if number == GcpSaved::NUMBER {
+            GcpSaved::from_signal(signal)
+                .map(|saved| self.restorable_gci = self.restorable_gci.max(saved.gci))
+        } else if number == NodeFailed::NUMBER {
+            NodeFailed::from_signal(signal).map(|failed| self.node_failed(ctx, failed))
+        } else if number == NodeJoined::NUMBER {
+            NodeJoined::from_signal(signal).map(|joined| self.node_joined(joined))
+        } else {
+            Ok(())
+        };
+        debug_assert!(result.is_ok(), "malformed signal to gcp: {result:?}");
+    }
+}
