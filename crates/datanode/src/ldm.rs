@@ -691,6 +691,20 @@ impl LocalDataManager {
         );
     }
 
+    /// Aborts here, then passes the abort on to the chain's next replica; the last confirms.
+    fn abort_along(&mut self, ctx: &mut Context, abort: AbortAlong) {
+        self.forget(ctx, abort.transaction, true);
+        match abort.chain.next() {
+            Some(chain) => ctx.send_typed(chain.current(), &AbortAlong { chain, ..abort }),
+            None => ctx.send_typed(
+                abort.tc,
+                &AbortConf {
+                    transaction: abort.transaction,
+                },
+            ),
+        }
+    }
+
     /// Drops a transaction's record here, rolling back what it still holds (`abort`) and
     /// dropping its parked operations.
     fn forget(&mut self, ctx: &mut Context, transaction: u64, abort: bool) {
@@ -884,6 +898,8 @@ impl Block for LocalDataManager {
             Complete::from_signal(signal).map(|c| self.complete(ctx, c))
         } else if number == Abort::NUMBER {
             Abort::from_signal(signal).map(|a| self.abort(ctx, a))
+        } else if number == AbortAlong::NUMBER {
+            AbortAlong::from_signal(signal).map(|a| self.abort_along(ctx, a))
         } else if let Some(result) = self.scans.execute(signal, ctx) {
             result
         } else if number == LockWaitExpired::NUMBER {

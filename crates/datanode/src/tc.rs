@@ -102,6 +102,9 @@ struct Transaction {
     last_activity_ns: u64,
     /// The global checkpoint it commits in, stamped when its commit starts.
     gci: u64,
+    /// Its abort goes along each participant's chain (`AbortAlong`): it began with
+    /// operations still under way.
+    aborts_along_chains: bool,
 }
 
 /// A partition that may hold a transaction's locks or changes.
@@ -733,18 +736,43 @@ impl TransactionCoordinator {
         let Some(transaction) = self.transactions.get_mut(&id) else {
             return;
         };
-        replicas_of(&transaction.participants, &mut self.replicas);
         transaction.phase = Phase::Aborting;
-        transaction.awaiting.clone_from(&self.replicas);
+        // Only a node failure aborts with operations under way (`tc/failures.rs`).
+        transaction.aborts_along_chains = transaction.outstanding > 0;
+        self.send_aborts(ctx, id);
+    }
+
+    /// Tells the replicas to abort: each at once, or, while operations may still travel
+    /// along their chains, along each participant's chain behind them.
+    fn send_aborts(&mut self, ctx: &mut Context, id: u64) {
+        let Some(transaction) = self.transactions.get_mut(&id) else {
+            return;
+        };
         let here = ctx.address();
-        for &replica in &self.replicas {
-            let abort = Abort {
-                tc: here,
-                transaction: id,
-            };
-            ctx.send_typed(replica, &abort);
+        transaction.awaiting.clear();
+        if transaction.aborts_along_chains {
+            for participant in &transaction.participants {
+                let chain = participant.chain;
+                transaction.awaiting.push(chain.last());
+                let abort = AbortAlong {
+                    tc: here,
+                    transaction: id,
+                    chain,
+                };
+                ctx.send_typed(chain.current(), &abort);
+            }
+        } else {
+            replicas_of(&transaction.participants, &mut self.replicas);
+            transaction.awaiting.clone_from(&self.replicas);
+            for &replica in &self.replicas {
+                let abort = Abort {
+                    tc: here,
+                    transaction: id,
+                };
+                ctx.send_typed(replica, &abort);
+            }
         }
-        if self.replicas.is_empty() {
+        if transaction.awaiting.is_empty() {
             self.aborted(ctx, id);
         }
     }

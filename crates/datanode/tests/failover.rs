@@ -197,3 +197,38 @@ fn a_node_failure_during_a_scan_fails_the_scan_with_a_retryable_error() {
     assert_eq!(scanned.code, 0, "{}", scanned.message);
     assert_eq!(scanned.rows().len(), 40);
 }
+
+#[test]
+fn a_write_aborted_by_a_node_failure_while_on_its_way_along_the_chain_leaves_no_lock() {
+    // Three replicas. Transaction A holds a row's lock on every replica; B's write of the
+    // row waits for it at the primary (node 2). Node 1 fails: both abort. A's abort lets
+    // B's write go on along the chain to node 3 just as B's own abort arrives there; the
+    // row must be free afterwards whichever comes first.
+    for seed in 0..40 {
+        let mut cluster =
+            Node::start_cluster(cluster_settings(3, 3, node_settings), 32 << 20, 500 + seed);
+        let table = cluster.create_counters();
+        let shape = cluster.settings.cluster_shape().unwrap();
+        let map = kista_datanode::dist::PartitionMap::for_cluster(2 * 3, &shape);
+        let id = (0..1000)
+            .find(|&id| {
+                let key = support::primary_key(&support::counters(), &[Value::Int(id)]);
+                let chain = map.chain(map.partition_of(&key));
+                chain.current().node() == NodeId(2) && chain.replicas[1].node() == NodeId(3)
+            })
+            .expect("a row whose chain runs from node 2 to node 3");
+        cluster.use_node(NodeId(2));
+        let write = |value| vec![counter_op(OperationKind::Write, id, value)];
+        cluster.send_batch(1, table, write(1), ExecuteMode::NoCommit);
+        let held = cluster.batch_result(1, u64::MAX).unwrap();
+        assert_eq!(held.outcome, TransactionOutcome::Open);
+        cluster.use_node(NodeId(3));
+        cluster.send_batch(2, table, write(2), Commit);
+        cluster.run_for_ms(5);
+        cluster.simulation.crash(NodeId(1));
+        cluster.run_for_ms(2_000);
+        assert_eq!(cluster.batch_result(2, u64::MAX).unwrap().outcome, Aborted);
+        let after = cluster.execute(3, table, write(3), Commit);
+        assert_eq!(after.outcome, Committed, "seed {seed}: {}", after.message);
+    }
+}

@@ -495,6 +495,13 @@ typed_signal! {
 typed_signal! {
     AbortConf = 138 { transaction: u64, }
 }
+typed_signal! {
+    /// An `Abort` passed along a partition's chain from its primary, which the last
+    /// replica confirms. For a transaction with operations still under way: a prepare
+    /// travels the same links first (signals between two blocks keep their order), so the
+    /// abort overtakes none and no replica is left holding what a late prepare locked.
+    AbortAlong = 139 { tc: BlockAddress, transaction: u64, chain: ReplicaChain, }
+}
 
 // ----- timers (a block to itself) -----
 

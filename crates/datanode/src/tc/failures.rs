@@ -1,8 +1,9 @@
 //! What a coordinator does when data nodes fail (NDB's node failure handling in Dbtc).
 //!
 //! Its own transactions: one still executing that used a failed node aborts (error 4010,
-//! which a client may retry), unless its commit is only held for the next GCI; one
-//! committing sends the commit again along the chains that
+//! which a client may retry), unless its commit is only held for the next GCI; its abort
+//! goes along each participant's chain behind any prepare still travelling it, so none
+//! locks a row after the abort passed; one committing sends the commit again along the chains that
 //! lost a replica (a replica commits a transaction once; the coordinator counts each
 //! partition's confirmation once); one completing or aborting stops waiting for replicas on
 //! failed nodes. Its tables' chains lose those replicas, so backups become primaries.
@@ -105,6 +106,11 @@ impl TransactionCoordinator {
                 }
             }
             Phase::Committing => {}
+            // An abort along the chains may have stopped at the failed node: again along
+            // the shortened chains (aborting twice is harmless).
+            Phase::Aborting if touched && transaction.aborts_along_chains => {
+                self.send_aborts(ctx, id);
+            }
             Phase::Completing | Phase::Aborting => {
                 transaction
                     .awaiting
