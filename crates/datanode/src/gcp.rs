@@ -62,9 +62,8 @@ pub struct GlobalCheckpoints {
     /// The node whose `gcp` runs the rounds: the president.
     master: NodeId,
     members: NodeSet,
-    /// The latest membership generation heard of, and that of the latest failure (a
-    /// coordinator's confirmation counts only if it knew that one).
-    generation: u32,
+    /// The membership generation of the latest failure: a coordinator's confirmation
+    /// counts only if it knew that one.
     failure_generation: u32,
     /// The master's: the GCI coordinators stamp commits with.
     current_gci: u64,
@@ -86,7 +85,6 @@ impl GlobalCheckpoints {
             } else {
                 cluster.node_set()
             },
-            generation: u32::from(!joining),
             failure_generation: 0,
             current_gci: FIRST_GCI,
             restorable_gci: 0,
@@ -219,7 +217,6 @@ impl GlobalCheckpoints {
     }
 
     fn node_failed(&mut self, ctx: &mut Context, failed: NodeFailed) {
-        self.generation = self.generation.max(failed.generation);
         self.failure_generation = self.failure_generation.max(failed.generation);
         self.members = self.members.minus(failed.failed);
         let was_master = self.is_master();
@@ -241,7 +238,6 @@ impl GlobalCheckpoints {
     }
 
     fn node_joined(&mut self, joined: NodeJoined) {
-        self.generation = self.generation.max(joined.generation);
         self.members = joined.members;
         self.master = NodeId(u8::try_from(joined.president).unwrap_or(0));
     }
