@@ -116,7 +116,7 @@ impl GlobalCheckpoints {
                 // and came back, is lost: ask again (every request may come twice).
                 round => {
                     let awaited = self.awaiting.clone();
-                    send_step(ctx, round, &awaited);
+                    send_step(ctx, round, &awaited, self.restorable_gci);
                 }
             }
         }
@@ -148,7 +148,7 @@ impl GlobalCheckpoints {
             Round::Saving { .. } => self.member_ldms(),
             _ => self.member_tcs(),
         };
-        send_step(ctx, round, &targets);
+        send_step(ctx, round, &targets, self.restorable_gci);
         self.round = round;
         self.awaiting = targets;
         self.step_done(ctx);
@@ -243,15 +243,16 @@ impl GlobalCheckpoints {
     }
 }
 
-/// Sends a round's step's request to `targets`.
-fn send_step(ctx: &mut Context, round: Round, targets: &[BlockAddress]) {
+/// Sends a round's step's request to `targets`; `restorable` is the latest GCI the master
+/// knows every member saved.
+fn send_step(ctx: &mut Context, round: Round, targets: &[BlockAddress], restorable: u64) {
     for &target in targets {
         match round {
             Round::Idle => {}
             Round::Learning { .. } => ctx.send_typed(target, &GcpStateQuery {}),
             Round::Preparing { gci } => ctx.send_typed(target, &GcpPrepare { gci }),
             Round::Committing { gci } => ctx.send_typed(target, &GcpCommit { gci }),
-            Round::Saving { gci } => ctx.send_typed(target, &GcpSave { gci }),
+            Round::Saving { gci } => ctx.send_typed(target, &GcpSave { gci, restorable }),
         }
     }
 }

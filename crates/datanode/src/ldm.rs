@@ -37,6 +37,7 @@ use crate::read::{
 use crate::registry::{PartitionRegistry, SharedPartition};
 use crate::{error_code_of, refuse_prepare, send_sharing_section, send_with_bytes};
 
+mod checkpoint;
 mod copy;
 mod deadlock;
 mod redo;
@@ -101,6 +102,8 @@ pub struct LocalDataManager {
     member: bool,
     /// Where committed changes are logged; `None` on a node without a REDO log.
     redo: Option<redo::RedoLog>,
+    /// The partitions' checkpoints, which free the REDO log (with it or not at all).
+    checkpoints: Option<checkpoint::LocalCheckpoints>,
 }
 
 fn lock_partition(partition: &RwLock<Partition>) -> RwLockWriteGuard<'_, Partition> {
@@ -120,6 +123,9 @@ impl LocalDataManager {
     ) -> Self {
         let member = !settings.joins_running_cluster;
         let redo = redo::ring_for(&settings).map(|ring| redo::RedoLog::new(ring, instance));
+        let checkpoints = redo.is_some().then(|| {
+            checkpoint::LocalCheckpoints::new(instance, settings.checkpoint_write_bytes_per_sec)
+        });
         Self {
             cluster,
             scans: FragmentScans::new(registry.clone(), settings.partition_scans_per_executor_max),
@@ -136,6 +142,7 @@ impl LocalDataManager {
             deadlocks: deadlock::DeadlockDetection::default(),
             member,
             redo,
+            checkpoints,
         }
     }
 
@@ -257,6 +264,15 @@ impl LocalDataManager {
             }
             let message = "the transaction's coordinator failed";
             return refuse_prepare(ctx, &prepare, ErrorCode::NodeFailure, message);
+        }
+        let is_write = prepare.kind != OperationKind::Read;
+        if is_write && self.redo.as_ref().is_some_and(redo::RedoLog::nearly_full) {
+            if let Some(section) = section {
+                ctx.release_section(section);
+            }
+            let message = "the REDO log is nearly full: writes wait until a local checkpoint \
+                frees some of it (a larger redo_log or checkpoint_write_bytes_per_sec helps)";
+            return refuse_prepare(ctx, &prepare, ErrorCode::RedoLogFull, message);
         }
         if prepare.kind == OperationKind::Read && prepare.lock == LockKind::Committed {
             // Takes no lock and leaves nothing behind: no record, and no commit or abort
@@ -771,18 +787,44 @@ impl LocalDataManager {
     }
 
     /// Marks a global checkpoint done in the REDO log and confirms it to the master once
-    /// the log is durable through the mark (at once without a log: nothing to save).
+    /// the log is durable through the mark (at once without a log: nothing to save). The
+    /// GCI every member saved may make a local checkpoint usable, and a filling log may
+    /// call for the next.
     fn save_checkpoint(&mut self, ctx: &mut Context, save: GcpSave, master: BlockAddress) {
-        let Some(redo) = self.redo.as_mut() else {
+        let (Some(redo), Some(checkpoints)) = (self.redo.as_mut(), self.checkpoints.as_mut())
+        else {
             return ctx.send_typed(master, &GcpSaveConf { gci: save.gci });
         };
-        if let Err(reason) = redo.save(ctx, save.gci, master) {
+        checkpoints.restorable(save.restorable, redo);
+        let result = redo
+            .save(ctx, save.gci, master)
+            .and_then(|()| checkpoints.start_if_due(ctx, &self.tables, redo));
+        if let Err(reason) = result {
             ctx.stop_node(&reason);
         }
     }
 
     fn file_replied(&mut self, ctx: &mut Context, reply: FileReply) {
-        if let Some(Err(reason)) = self.redo.as_mut().map(|redo| redo.replied(ctx, reply)) {
+        let (Some(redo), Some(checkpoints)) = (self.redo.as_mut(), self.checkpoints.as_mut())
+        else {
+            return;
+        };
+        let result = if reply.request_id & checkpoint::CHECKPOINT_REQUEST != 0 {
+            checkpoints.replied(ctx, reply, &self.tables, redo)
+        } else {
+            redo.replied(ctx, reply)
+        };
+        if let Err(reason) = result {
+            ctx.stop_node(&reason);
+        }
+    }
+
+    fn local_checkpoint_step(&mut self, ctx: &mut Context, step: LocalCheckpointStep) {
+        let (Some(redo), Some(checkpoints)) = (self.redo.as_ref(), self.checkpoints.as_mut())
+        else {
+            return;
+        };
+        if let Err(reason) = checkpoints.step_due(ctx, step, &self.tables, redo) {
             ctx.stop_node(&reason);
         }
     }
@@ -889,6 +931,8 @@ impl Block for LocalDataManager {
             Commit::from_signal(signal).map(|c| self.commit(ctx, c))
         } else if number == FileReply::NUMBER {
             FileReply::from_signal(signal).map(|reply| self.file_replied(ctx, reply))
+        } else if number == LocalCheckpointStep::NUMBER {
+            LocalCheckpointStep::from_signal(signal).map(|s| self.local_checkpoint_step(ctx, s))
         } else if number == LdmStart::NUMBER {
             LdmStart::from_signal(signal).map(|_| self.start(ctx))
         } else if number == GcpSave::NUMBER {

@@ -89,6 +89,10 @@ pub struct NodeSettings {
     /// durable up to it, so a crash of the whole cluster loses at most about this much of
     /// the latest commits (NDB: TimeBetweenGlobalCheckpoints).
     pub global_checkpoint_interval_ms: u64,
+    /// How fast each `ldm` instance writes its local checkpoints while its REDO log has
+    /// room (four times that once half the log is used, unbounded at three quarters); 0:
+    /// unbounded (NDB: MaxDiskWriteSpeed, 20M).
+    pub checkpoint_write_bytes_per_sec: u64,
 }
 
 impl NodeSettings {
@@ -122,6 +126,7 @@ impl NodeSettings {
             redo_log_bytes: 0,
             redo_files_per_log: 4,
             global_checkpoint_interval_ms: 1000,
+            checkpoint_write_bytes_per_sec: 20 << 20,
         }
     }
 

@@ -95,6 +95,7 @@ fn from_config(config: &ClusterConfig, node: NodeId, mgm: &str) -> Result<Cluste
     settings.start_partial_timeout_ms = cluster.start_partial_timeout_ms;
     settings.global_checkpoint_interval_ms = cluster.global_checkpoint_interval_ms;
     settings.redo_log_bytes = cluster.redo_log_bytes;
+    settings.checkpoint_write_bytes_per_sec = cluster.checkpoint_write_bytes_per_sec;
     settings.arbitrator = Some(arbitrator_address());
     settings.tc_instances = layout.instances_of(Module::Tc) as u16;
     settings.ldm_instances = layout.instances_of(Module::Ldm) as u16;

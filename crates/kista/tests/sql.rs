@@ -43,7 +43,7 @@ impl Up {
             "--data-port",
             "0",
             "--redo-log",
-            "16M",
+            "64M",
             "--data-memory",
             "256M",
             "--sql-port",

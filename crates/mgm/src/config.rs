@@ -30,6 +30,9 @@ pub const DATA_MEMORY_BYTES_MIN: u64 = 1 << 20;
 /// 1 GiB, RonDB's 64 GiB).
 pub const REDO_LOG_BYTES_DEFAULT: u64 = 256 << 20;
 pub const REDO_LOG_BYTES_MIN: u64 = 8 << 20;
+/// Local checkpoint writes per `ldm` thread and second (NDB's MaxDiskWriteSpeed: 20M).
+pub const CHECKPOINT_WRITE_BYTES_PER_SEC_DEFAULT: u64 = 20 << 20;
+pub const CHECKPOINT_WRITE_BYTES_PER_SEC_MIN: u64 = 1 << 20;
 
 /// The management server's port unless the file says otherwise (NDB's too).
 pub const MGMD_PORT_DEFAULT: u16 = 1186;
@@ -63,6 +66,9 @@ pub struct ClusterSettings {
     pub transaction_inactive_timeout_ms: u64,
     pub start_partial_timeout_ms: u64,
     pub global_checkpoint_interval_ms: u64,
+    /// Local checkpoint write speed per `ldm` thread while its REDO log has room; 0: no
+    /// bound.
+    pub checkpoint_write_bytes_per_sec: u64,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -240,20 +246,21 @@ fn check_cluster(raw: &raw::Cluster) -> Result<ClusterSettings, Fault> {
             bytes => bytes,
         },
     };
-    let redo_log_bytes = match &raw.redo_log {
-        None => REDO_LOG_BYTES_DEFAULT,
-        Some(size) => match bytes_of(size)? {
-            bytes if bytes != 0 && bytes < REDO_LOG_BYTES_MIN => {
-                return Err((
-                    size.span(),
-                    "redo_log must be 0 (none) or at least 8M".into(),
-                ));
-            }
-            bytes => bytes,
-        },
-    };
+    let redo_log_bytes = size_or_zero(
+        raw.redo_log.as_ref(),
+        REDO_LOG_BYTES_DEFAULT,
+        REDO_LOG_BYTES_MIN,
+        "redo_log must be 0 (none) or at least 8M",
+    )?;
+    let checkpoint_write_bytes_per_sec = size_or_zero(
+        raw.checkpoint_write_bytes_per_sec.as_ref(),
+        CHECKPOINT_WRITE_BYTES_PER_SEC_DEFAULT,
+        CHECKPOINT_WRITE_BYTES_PER_SEC_MIN,
+        "checkpoint_write_bytes_per_sec must be 0 (no bound) or at least 1M",
+    )?;
     Ok(ClusterSettings {
         replicas,
+        checkpoint_write_bytes_per_sec,
         data_memory_bytes,
         redo_log_bytes,
         partitions_per_node: in_range(
@@ -419,6 +426,22 @@ fn bytes_of(size: &Spanned<raw::Size>) -> Result<u64, Fault> {
     }
 }
 
+/// A size that is 0 (the feature off) or at least `min`; `default` when not given.
+fn size_or_zero(
+    size: Option<&Spanned<raw::Size>>,
+    default: u64,
+    min: u64,
+    refusal: &str,
+) -> Result<u64, Fault> {
+    let Some(size) = size else {
+        return Ok(default);
+    };
+    match bytes_of(size)? {
+        bytes if bytes != 0 && bytes < min => Err((size.span(), refusal.into())),
+        bytes => Ok(bytes),
+    }
+}
+
 fn in_range<T>(
     value: Option<&Spanned<T>>,
     default: T,
@@ -499,6 +522,7 @@ mod raw {
         pub transaction_inactive_timeout_ms: Option<Spanned<u64>>,
         pub start_partial_timeout_ms: Option<Spanned<u64>>,
         pub global_checkpoint_interval_ms: Option<Spanned<u64>>,
+        pub checkpoint_write_bytes_per_sec: Option<Spanned<Size>>,
     }
 
     /// A byte count, or a size such as "512M".

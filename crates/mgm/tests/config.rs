@@ -38,6 +38,7 @@ fn a_minimal_file_gets_the_documented_defaults() {
     assert_eq!(config.cluster.start_partial_timeout_ms, 30_000);
     assert_eq!(config.cluster.global_checkpoint_interval_ms, 1000);
     assert_eq!(config.cluster.redo_log_bytes, 256 << 20);
+    assert_eq!(config.cluster.checkpoint_write_bytes_per_sec, 20 << 20);
     assert_eq!(config.mgmd.port, MGMD_PORT_DEFAULT);
     let ids: Vec<_> = config
         .data_nodes
@@ -68,6 +69,7 @@ transaction_inactive_timeout_ms = 60000
 start_partial_timeout_ms = 5000
 global_checkpoint_interval_ms = 2000
 redo_log = "1G"
+checkpoint_write_bytes_per_sec = "100M"
 
 [mgmd]
 host = "127.0.0.1"
@@ -102,6 +104,7 @@ port = 3307
     assert_eq!(config.cluster.start_partial_timeout_ms, 5_000);
     assert_eq!(config.cluster.global_checkpoint_interval_ms, 2_000);
     assert_eq!(config.cluster.redo_log_bytes, 1 << 30);
+    assert_eq!(config.cluster.checkpoint_write_bytes_per_sec, 100 << 20);
     let none = parse(&format!("[cluster]\nredo_log = 0\n{TWO_NODES}")).unwrap();
     assert_eq!(none.cluster.redo_log_bytes, 0, "no REDO log");
     assert_eq!(config.mgmd.port, 2186);
@@ -171,6 +174,11 @@ fn impossible_values_are_refused_with_the_reason() {
             "[cluster]\nredo_log = \"1M\"\n",
             2,
             "0 (none) or at least 8M",
+        ),
+        (
+            "[cluster]\ncheckpoint_write_bytes_per_sec = 1000\n",
+            2,
+            "0 (no bound) or at least 1M",
         ),
         ("[mgmd]\nport = 11860\n", 0, "used by two processes"),
     ];

@@ -13,10 +13,13 @@
 //! - [`codec`]: the byte forms of values, schemas and filters that travel in signal sections.
 //! - [`redo`]: the REDO log's records, their place in the ring of log files, the scan that
 //!   finds where a log ends, and the writer that fills it.
+//! - [`checkpoint`]: the local checkpoint file's format (REDO records at a checkpoint's
+//!   own LSNs) and its reading.
 //!
 //! Nothing here knows about signals, threads, files or the network: the datanode blocks own
 //! the partitions and the logs' files and call into this crate.
 
+pub mod checkpoint;
 pub mod codec;
 pub mod compare;
 pub mod filter;

@@ -17,7 +17,10 @@
 //!               fixed length u32, variable length u32, fixed part, variable part
 //!   delete row  table id u32, table version u32, partition u32, key length u32, key
 //!   gci done, file end: empty
+//!   checkpoint done  checkpoint id u64, REDO LSN u64, rows u64
 //! ```
+//!
+//! A local checkpoint file (`crate::checkpoint`) is written in the same records.
 //!
 //! Nothing read back is trusted: a scan ([`LogScan`]) stops at the first record that is cut
 //! short, fails its checksum, carries another LSN than its position (a record of an earlier
@@ -45,6 +48,7 @@ enum Kind {
     DeleteRow = 2,
     GciDone = 3,
     FileEnd = 4,
+    CheckpointDone = 5,
 }
 
 impl Kind {
@@ -54,6 +58,7 @@ impl Kind {
             Kind::DeleteRow,
             Kind::GciDone,
             Kind::FileEnd,
+            Kind::CheckpointDone,
         ]
         .into_iter()
         .find(|kind| *kind as u8 == byte)
@@ -84,6 +89,10 @@ pub enum Record<'a> {
     GciDone,
     /// The rest of this file is unused: the next record starts the next file.
     FileEnd,
+    /// Ends a local checkpoint file: checkpoint `id` holds `rows` rows (the records
+    /// before it), and restoring it needs the REDO log from `redo_lsn` on. Its GCI is
+    /// the highest any of those rows can carry.
+    CheckpointDone { id: u64, redo_lsn: u64, rows: u64 },
 }
 
 impl Record<'_> {
@@ -93,6 +102,7 @@ impl Record<'_> {
             Record::DeleteRow { .. } => Kind::DeleteRow,
             Record::GciDone => Kind::GciDone,
             Record::FileEnd => Kind::FileEnd,
+            Record::CheckpointDone { .. } => Kind::CheckpointDone,
         }
     }
 
@@ -103,6 +113,7 @@ impl Record<'_> {
                 Record::WriteRow { fixed, var, .. } => PLACE_BYTES + 8 + fixed.len() + var.len(),
                 Record::DeleteRow { key, .. } => PLACE_BYTES + 4 + key.len(),
                 Record::GciDone | Record::FileEnd => 0,
+                Record::CheckpointDone { .. } => 24,
             }
     }
 }
@@ -156,6 +167,11 @@ pub fn encode(stamp: Stamp, record: &Record<'_>, out: &mut Vec<u8>) -> usize {
             out.extend_from_slice(key);
         }
         Record::GciDone | Record::FileEnd => {}
+        Record::CheckpointDone { id, redo_lsn, rows } => {
+            for word in [id, redo_lsn, rows] {
+                out.extend_from_slice(&word.to_le_bytes());
+            }
+        }
     }
     let checksum = checksum_of(&out[start..]);
     out[start + CHECKSUM_AT..start + RECORD_HEADER_BYTES].copy_from_slice(&checksum.to_le_bytes());
@@ -256,6 +272,11 @@ fn decode_body(kind: Kind, body: &[u8]) -> Option<Record<'_>> {
         }
         Kind::GciDone => Record::GciDone,
         Kind::FileEnd => Record::FileEnd,
+        Kind::CheckpointDone => Record::CheckpointDone {
+            id: input.long()?,
+            redo_lsn: input.long()?,
+            rows: input.long()?,
+        },
     };
     input.0.is_empty().then_some(record)
 }
@@ -273,6 +294,10 @@ impl<'a> Body<'a> {
     fn length(&mut self) -> Option<usize> {
         let bytes = self.take(4)?;
         Some(u32::from_le_bytes(bytes.try_into().ok()?) as usize)
+    }
+
+    fn long(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
 
     fn place(&mut self) -> Option<RowPlace> {

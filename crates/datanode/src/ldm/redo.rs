@@ -12,8 +12,10 @@
 //! since the last sync is synced, then the master hears that n is saved here. Syncs happen
 //! only there: records not yet under a mark belong to no restorable GCI.
 //!
-//! Until local checkpoints exist, no restart reads the log back and nothing needs its old
-//! records: the ring's space is released as soon as it is written.
+//! The log's records are needed until a local checkpoint that began after them is usable
+//! (`ldm/checkpoint.rs` releases them). Once less than an eighth of the ring is free, the
+//! data manager refuses new writes with a temporary error (`RedoLogFull`) while the
+//! checkpoint hurries: the rest is for the commits of writes already prepared.
 
 use kista_runtime::io::{FileOperation, FileReply, FileRequest, FileStatus};
 use kista_runtime::Context;
@@ -71,6 +73,8 @@ pub(crate) struct RedoLog {
     saves: Vec<Save>,
     /// Reused to encode a deleted row's key.
     key: Vec<u8>,
+    /// The highest GCI of a change logged here.
+    highest_gci: u64,
 }
 
 impl RedoLog {
@@ -86,7 +90,36 @@ impl RedoLog {
             syncing: Vec::new(),
             saves: Vec::new(),
             key: Vec::new(),
+            highest_gci: 0,
         }
+    }
+
+    /// Where the next record goes: every change logged so far lies before it.
+    pub fn head_lsn(&self) -> u64 {
+        self.writer.head_lsn()
+    }
+
+    pub fn ring_bytes(&self) -> u64 {
+        self.writer.ring().ring_bytes()
+    }
+
+    /// Bytes of the ring holding records still needed.
+    pub fn used_bytes(&self) -> u64 {
+        self.ring_bytes() - self.writer.free_bytes()
+    }
+
+    /// Whether new writes must wait for a local checkpoint to free space.
+    pub fn nearly_full(&self) -> bool {
+        self.writer.free_bytes() < self.ring_bytes() / 8
+    }
+
+    pub fn highest_gci(&self) -> u64 {
+        self.highest_gci
+    }
+
+    /// Records before `lsn` are needed no more (a usable local checkpoint holds them).
+    pub fn release_until(&mut self, lsn: u64) {
+        self.writer.release_until(lsn);
     }
 
     fn path(&self, file: usize) -> String {
@@ -129,9 +162,10 @@ impl RedoLog {
                 }
             }
         };
-        self.writer.append(gci, &record).map_err(|full| {
-            format!("the REDO log's disk does not keep up with the commits: {full}")
-        })?;
+        self.writer
+            .append(gci, &record)
+            .map_err(|full| format!("the REDO log has no room for a commit's change: {full}"))?;
+        self.highest_gci = self.highest_gci.max(gci);
         Ok(())
     }
 
@@ -247,8 +281,6 @@ impl RedoLog {
                 let (lsn, length) = self.writing.take().expect("a write was in flight");
                 self.written_lsn = lsn + length as u64;
                 self.unsynced[index] = true;
-                // No checkpoint needs the records yet (see the module's comment).
-                self.writer.release_until(self.written_lsn);
                 self.sync_for_saves(ctx)?;
             }
             SYNCING => {

@@ -48,6 +48,8 @@ error_codes! {
     TransactionInactive = 237, Temporary;
     /// DataMemory is full.
     DataMemoryFull = 827, Temporary;
+    /// The REDO log is nearly full: writes wait until a local checkpoint frees some of it.
+    RedoLogFull = 410, Temporary;
     /// Too many row locks or operations at once.
     TooManyLocks = 233, Temporary;
     /// Too many scans are open on the coordinator or a partition executor.

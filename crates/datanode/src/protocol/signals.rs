@@ -811,8 +811,9 @@ typed_signal! {
 typed_signal! {
     /// From the master's `gcp` to every member's `ldm`: every change of `gci` and below is
     /// in your REDO log; mark it (`GciDone`), make the log durable through the mark, then
-    /// confirm.
-    GcpSave = 214 { gci: u64, }
+    /// confirm. Every member saved `restorable` already (the latest GCI the master knows
+    /// a system restart can restore), so local checkpoints of it and below are usable.
+    GcpSave = 214 { gci: u64, restorable: u64, }
 }
 typed_signal! {
     GcpSaveConf = 215 { gci: u64, }
@@ -834,6 +835,11 @@ typed_signal! {
 typed_signal! {
     /// The `gcp` block's timer: the master starts a round each interval.
     GcpTick = 219 {}
+}
+typed_signal! {
+    /// An `ldm`'s local checkpoint `id` goes on (sent to itself, delayed to keep the
+    /// checkpoint's disk writes to their speed).
+    LocalCheckpointStep = 220 { id: u64, }
 }
 
 // ----- the node's start -----

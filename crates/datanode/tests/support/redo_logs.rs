@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use kista_runtime::io::SimulatedDisk;
+use kista_storage::checkpoint::{self, CheckpointSummary};
 use kista_storage::redo::{LogRing, LogScan, Record, ScanStep, RECORD_BYTES_MAX};
 use kista_storage::row::RowLayout;
 use kista_storage::types::Value;
@@ -30,6 +31,12 @@ pub enum Logged {
 
 /// Every record of one `ldm`'s log on `disk`, in order, up to the first it cannot trust.
 pub fn read_log(disk: &SimulatedDisk, ring: LogRing, ldm: u16) -> Vec<Entry> {
+    read_log_from(disk, ring, ldm, 0)
+}
+
+/// The records of one `ldm`'s log from the one at `lsn` on, up to the first it cannot
+/// trust.
+pub fn read_log_from(disk: &SimulatedDisk, ring: LogRing, ldm: u16, lsn: u64) -> Vec<Entry> {
     let files: Vec<Vec<u8>> = (0..ring.files)
         .map(|file| {
             let path = format!("redo/ldm-{ldm}/{file:02}.log");
@@ -41,8 +48,8 @@ pub fn read_log(disk: &SimulatedDisk, ring: LogRing, ldm: u16) -> Vec<Entry> {
         })
         .collect();
     let layout = RowLayout::new(&counters());
-    let mut scan = LogScan::new(ring, 0, 1);
-    let mut chunk_lsn = 0;
+    let mut scan = LogScan::new(ring, lsn, 1);
+    let mut chunk_lsn = lsn;
     let mut entries = Vec::new();
     // A delete names its row by key: the key of a row written earlier in the log.
     let mut ids = HashMap::new();
@@ -64,7 +71,7 @@ pub fn read_log(disk: &SimulatedDisk, ring: LogRing, ldm: u16) -> Vec<Entry> {
                         Logged::Delete(*ids.get(key).expect("a row is written before its delete"))
                     }
                     Record::GciDone => Logged::GciDone,
-                    Record::FileEnd => continue,
+                    Record::FileEnd | Record::CheckpointDone { .. } => continue,
                 };
                 let (gci, life) = (decoded.stamp.gci, decoded.stamp.life);
                 entries.push(Entry { gci, life, record });
@@ -126,4 +133,47 @@ pub fn replay(rows: &mut BTreeMap<i64, i64>, entry: &Entry) {
         }
         Logged::GciDone => {}
     }
+}
+
+/// The local checkpoint in one of an `ldm`'s two checkpoint files: its rows (id → value)
+/// and what it says of itself, or `None` if the file is missing or holds no complete one.
+pub fn read_checkpoint(
+    disk: &SimulatedDisk,
+    ldm: u16,
+    slot: u32,
+) -> Option<(CheckpointSummary, BTreeMap<i64, i64>)> {
+    let file = disk.contents(Path::new(&format!("lcp/ldm-{ldm}/{slot}.ckpt")))?;
+    let layout = RowLayout::new(&counters());
+    let mut rows = BTreeMap::new();
+    let summary = checkpoint::read_file(&file, |_, fixed, var| {
+        let values = layout.values(fixed, var);
+        rows.insert(int(&values[0]), int(&values[1]));
+    })
+    .ok()?;
+    Some((summary, rows))
+}
+
+/// One `ldm`'s rows restored to `gci` as a restart would: its newest complete checkpoint
+/// that needs no later GCI, then its REDO log from that checkpoint's start, the changes of
+/// `gci` and below. Returns the checkpoint used too (`None`: the log from its start).
+pub fn restore_ldm(
+    disk: &SimulatedDisk,
+    ring: LogRing,
+    ldm: u16,
+    gci: u64,
+) -> (Option<CheckpointSummary>, BTreeMap<i64, i64>) {
+    let newest = (0..2)
+        .filter_map(|slot| read_checkpoint(disk, ldm, slot))
+        .filter(|(summary, _)| summary.max_gci <= gci)
+        .max_by_key(|(summary, _)| summary.id);
+    let (summary, mut rows, redo_lsn) = match newest {
+        Some((summary, rows)) => (Some(summary), rows, summary.redo_lsn),
+        None => (None, BTreeMap::new(), 0),
+    };
+    for entry in read_log_from(disk, ring, ldm, redo_lsn) {
+        if entry.gci <= gci {
+            replay(&mut rows, &entry);
+        }
+    }
+    (summary, rows)
 }

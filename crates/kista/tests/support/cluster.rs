@@ -62,7 +62,7 @@ impl TestCluster {
         std::fs::create_dir_all(&dir).expect("a test directory");
         let ports = free_ports(usize::from(data_nodes) + 1);
         let mut config = format!(
-            "[cluster]\nreplicas = {replicas}\ndata_memory = \"64M\"\nredo_log = \"16M\"\n\
+            "[cluster]\nreplicas = {replicas}\ndata_memory = \"64M\"\nredo_log = \"64M\"\n\
              heartbeat_interval_ms = {HEARTBEAT_INTERVAL_MS}\n\
              heartbeat_misses_max = {HEARTBEAT_MISSES_MAX}\n\n\
              [mgmd]\nport = {}\ndata_dir = \"{}\"\n",

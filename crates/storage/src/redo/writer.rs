@@ -76,6 +76,13 @@ impl LogWriter {
         self.tail_lsn
     }
 
+    /// Bytes appended and not yet handed out.
+    pub fn unwritten_bytes(&self) -> u64 {
+        self.pieces
+            .front()
+            .map_or(0, |piece| self.head_lsn - piece.lsn)
+    }
+
     /// Bytes the ring has left before the head would overwrite a needed record.
     pub fn free_bytes(&self) -> u64 {
         self.ring.ring_bytes() - (self.head_lsn - self.tail_lsn)

@@ -1,0 +1,339 @@
+//! This data manager's local checkpoints (NDB's LCP): every committed row of its
+//! partitions written to a checkpoint file in the background, so that the REDO log before
+//! the checkpoint's start can be released and a restart restores the checkpoint, then
+//! replays the REDO log from where the checkpoint began.
+//!
+//! A checkpoint is fuzzy: it scans the partitions in batches while commits go on. Every
+//! commit after its start is in the REDO log after its `redo_lsn`, and a row's record is
+//! its whole after-image, so replaying the log from there over the checkpoint's rows gives
+//! every row its latest state. A row the scan reached after a commit of GCI g holds g's
+//! state, so the checkpoint serves only restarts to GCI `max_gci` (the highest GCI
+//! committed here before it ended) or later; until every member saved that GCI, the
+//! previous checkpoint and the log from its start stay needed.
+//!
+//! Checkpoints alternate between two files (`lcp/ldm-<instance>/0.ckpt` and `1.ckpt`), so
+//! writing one never harms the newest complete one. One runs at a time, started once the
+//! REDO log holds a quarter of its ring since the last usable checkpoint's start, and
+//! writes at `checkpoint_write_bytes_per_sec`, faster as the log fills.
+
+use std::time::Duration;
+
+use kista_runtime::io::{FileOperation, FileReply, FileRequest, FileStatus};
+use kista_runtime::Context;
+use kista_signal::wire::SECTION_BYTES_MAX;
+use kista_signal::TypedSignal;
+use kista_storage::checkpoint::{self, CheckpointSummary};
+use kista_storage::partition::{ScanPosition, ScanRange};
+use kista_storage::redo::{LogWriter, Record, RowPlace};
+use rustc_hash::FxHashMap;
+
+use super::redo::RedoLog;
+use super::LdmTable;
+use crate::protocol::LocalCheckpointStep;
+
+/// Request ids of the checkpoint's file requests have this bit (the REDO log's do not).
+pub(crate) const CHECKPOINT_REQUEST: u64 = 1 << 63;
+const OPENING: u64 = CHECKPOINT_REQUEST | 1;
+const WRITING: u64 = CHECKPOINT_REQUEST | 2;
+const SYNCING: u64 = CHECKPOINT_REQUEST | 3;
+const CLOSING: u64 = CHECKPOINT_REQUEST | 4;
+
+/// Bytes a checkpoint appends before handing them to the disk (one section).
+const WRITE_BYTES: u64 = SECTION_BYTES_MAX as u64;
+/// Rows one scan batch takes at most, so a partition's lock is held briefly.
+const BATCH_ROWS_MAX: usize = 1024;
+
+pub(crate) struct LocalCheckpoints {
+    directory: String,
+    write_bytes_per_sec: u64,
+    next_id: u64,
+    running: Option<Running>,
+    /// Checkpoints written whose GCI not every member has saved yet, oldest first.
+    written: Vec<CheckpointSummary>,
+}
+
+/// The checkpoint being written.
+struct Running {
+    id: u64,
+    /// Its file's number at the file-system block, once open.
+    file: Option<u32>,
+    writer: LogWriter,
+    redo_lsn: u64,
+    /// Partitions still to scan, the next last; the first one's scan resumes after
+    /// `position`.
+    todo: Vec<(u32, u32)>,
+    position: Option<ScanPosition>,
+    rows: u64,
+    /// A write (or the sync) is in flight, or the next step waits for its delay.
+    busy: bool,
+    /// Once the end record is appended: the highest GCI committed here before it.
+    max_gci: Option<u64>,
+}
+
+impl LocalCheckpoints {
+    pub fn new(instance: u16, write_bytes_per_sec: u64) -> Self {
+        Self {
+            directory: format!("lcp/ldm-{instance}"),
+            write_bytes_per_sec,
+            next_id: 1,
+            running: None,
+            written: Vec::new(),
+        }
+    }
+
+    fn path(&self, id: u64) -> String {
+        format!("{}/{}.ckpt", self.directory, id % 2)
+    }
+
+    /// Every member saved `restorable`: the checkpoints that need no later GCI are usable,
+    /// and the log before the newest one's start is needed no more.
+    pub fn restorable(&mut self, restorable: u64, redo: &mut RedoLog) {
+        let usable = self
+            .written
+            .iter()
+            .rposition(|done| done.max_gci <= restorable);
+        if let Some(newest) = usable {
+            redo.release_until(self.written[newest].redo_lsn);
+            self.written.drain(..=newest);
+        }
+    }
+
+    /// Starts a checkpoint if none runs or waits to become usable and the log has filled a
+    /// quarter of its ring since the last usable one began.
+    pub fn start_if_due(
+        &mut self,
+        ctx: &mut Context,
+        tables: &FxHashMap<u32, LdmTable>,
+        redo: &RedoLog,
+    ) -> Result<(), String> {
+        // One waiting to become usable frees the log at the next global checkpoint.
+        let waiting = self.running.is_some() || !self.written.is_empty();
+        if waiting || redo.used_bytes() < redo.ring_bytes() / 4 {
+            return Ok(());
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut todo: Vec<(u32, u32)> = tables
+            .iter()
+            .flat_map(|(&table, t)| t.partitions.keys().map(move |&p| (table, p)))
+            .collect();
+        todo.sort_unstable_by(|a, b| b.cmp(a));
+        self.running = Some(Running {
+            id,
+            file: None,
+            writer: checkpoint::writer(id, 1),
+            redo_lsn: redo.head_lsn(),
+            todo,
+            position: None,
+            rows: 0,
+            busy: true,
+            max_gci: None,
+        });
+        let request = FileRequest {
+            request_id: OPENING,
+            file: 0,
+            operation: FileOperation::Open {
+                create: true,
+                truncate: true,
+            },
+        };
+        ctx.request_io(&request, self.path(id).as_bytes())
+            .map_err(|_| "no section for a checkpoint file's name".to_string())
+    }
+
+    /// The delayed step of checkpoint `id` is due.
+    pub fn step_due(
+        &mut self,
+        ctx: &mut Context,
+        step: LocalCheckpointStep,
+        tables: &FxHashMap<u32, LdmTable>,
+        redo: &RedoLog,
+    ) -> Result<(), String> {
+        match &mut self.running {
+            Some(running) if running.id == step.id => {
+                running.busy = false;
+                self.step(ctx, tables, redo.highest_gci())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Scans rows until a write's worth is appended (or the partitions end), then hands
+    /// the write to the disk; once all is written, syncs the file. `highest_gci`: the
+    /// highest GCI committed here so far.
+    fn step(
+        &mut self,
+        ctx: &mut Context,
+        tables: &FxHashMap<u32, LdmTable>,
+        highest_gci: u64,
+    ) -> Result<(), String> {
+        let Some(running) = self.running.as_mut().filter(|r| !r.busy) else {
+            return Ok(());
+        };
+        while running.writer.unwritten_bytes() < WRITE_BYTES && running.max_gci.is_none() {
+            running.scan_batch(tables, highest_gci)?;
+        }
+        let (operation, request_id, bytes) = match running.writer.next_write(WRITE_BYTES as usize) {
+            Some((lsn, bytes)) => {
+                let offset = checkpoint::ring().offset_of(lsn);
+                (FileOperation::Write { offset }, WRITING, bytes)
+            }
+            None => (FileOperation::Sync, SYNCING, &[][..]),
+        };
+        let request = FileRequest {
+            request_id,
+            file: running.file.expect("the step runs once the file is open"),
+            operation,
+        };
+        ctx.request_io(&request, bytes)
+            .map_err(|_| "no section for a checkpoint write".to_string())?;
+        let length = bytes.len();
+        if length > 0 {
+            running.writer.handed_out(length);
+        }
+        running.busy = true;
+        Ok(())
+    }
+
+    /// The file system's answer to one of the checkpoint's requests.
+    pub fn replied(
+        &mut self,
+        ctx: &mut Context,
+        reply: FileReply,
+        tables: &FxHashMap<u32, LdmTable>,
+        redo: &RedoLog,
+    ) -> Result<(), String> {
+        let Some(running) = self.running.as_mut() else {
+            return Ok(()); // a close
+        };
+        if reply.status != FileStatus::Ok {
+            return Err(format!(
+                "the local checkpoint file {}/{}.ckpt of this data node failed: {:?}",
+                self.directory,
+                running.id % 2,
+                reply.status
+            ));
+        }
+        match reply.request_id {
+            OPENING => {
+                running.file = Some(reply.file);
+                running.busy = false;
+                self.step(ctx, tables, redo.highest_gci())
+            }
+            WRITING => {
+                let delay = delay_after(self.write_bytes_per_sec, u64::from(reply.length), redo);
+                let step = LocalCheckpointStep { id: running.id };
+                ctx.send_delayed(step.to_signal(ctx.address(), ctx.address()), delay);
+                Ok(())
+            }
+            SYNCING => {
+                let summary = running.summary();
+                let close = FileRequest {
+                    request_id: CLOSING,
+                    file: reply.file,
+                    operation: FileOperation::Close,
+                };
+                self.running = None;
+                self.written.push(summary);
+                ctx.request_io(&close, &[])
+                    .map_err(|_| "no section to close a checkpoint file".to_string())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// How long to wait after writing `bytes`: at `bytes_per_sec` while the log has room, four
+/// times as fast once half of it is used, at once when three quarters are.
+fn delay_after(bytes_per_sec: u64, bytes: u64, redo: &RedoLog) -> Duration {
+    let used = redo.used_bytes();
+    let ring = redo.ring_bytes();
+    let per_sec = match used {
+        _ if bytes_per_sec == 0 || used >= ring / 4 * 3 => return Duration::ZERO,
+        _ if used >= ring / 2 => bytes_per_sec * 4,
+        _ => bytes_per_sec,
+    };
+    Duration::from_micros(bytes.saturating_mul(1_000_000) / per_sec)
+}
+
+impl Running {
+    /// Appends the rows of the next batch of the partition being scanned, or the end
+    /// record when no partition is left (stamped `highest_gci`, the highest GCI any of the
+    /// rows can carry).
+    fn scan_batch(
+        &mut self,
+        tables: &FxHashMap<u32, LdmTable>,
+        highest_gci: u64,
+    ) -> Result<(), String> {
+        let Some(&(table_id, partition_id)) = self.todo.last() else {
+            let done = Record::CheckpointDone {
+                id: self.id,
+                redo_lsn: self.redo_lsn,
+                rows: self.rows,
+            };
+            self.append(highest_gci, &done)?;
+            self.max_gci = Some(highest_gci);
+            return Ok(());
+        };
+        let found = tables
+            .get(&table_id)
+            .and_then(|table| Some((table, table.partitions.get(&partition_id)?)));
+        let Some((table, partition)) = found else {
+            // Dropped meanwhile: nothing of it is needed.
+            self.todo.pop();
+            self.position = None;
+            return Ok(());
+        };
+        let place = RowPlace {
+            table_id,
+            table_version: table.schema_version,
+            partition: partition_id,
+        };
+        let partition = partition
+            .read()
+            .unwrap_or_else(|poison| poison.into_inner());
+        let mut failure = None;
+        let mut rows = 0;
+        let next = partition
+            .scan_committed(
+                &ScanRange::Full,
+                None,
+                self.position.as_ref(),
+                BATCH_ROWS_MAX,
+                |fixed, var| {
+                    let record = Record::WriteRow { place, fixed, var };
+                    if failure.is_none() {
+                        failure = self.writer.append(0, &record).err();
+                        rows += 1;
+                    }
+                    true
+                },
+            )
+            .map_err(|error| format!("a local checkpoint's scan failed: {error}"))?;
+        if let Some(full) = failure {
+            return Err(format!("a local checkpoint outgrew its file: {full}"));
+        }
+        self.rows += rows;
+        self.position = next;
+        if self.position.is_none() {
+            self.todo.pop();
+        }
+        Ok(())
+    }
+
+    fn append(&mut self, gci: u64, record: &Record<'_>) -> Result<(), String> {
+        self.writer
+            .append(gci, record)
+            .map(drop)
+            .map_err(|full| format!("a local checkpoint outgrew its file: {full}"))
+    }
+
+    fn summary(&self) -> CheckpointSummary {
+        CheckpointSummary {
+            id: self.id,
+            max_gci: self.max_gci.expect("synced once ended"),
+            redo_lsn: self.redo_lsn,
+            rows: self.rows,
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! Local checkpoints in the deterministic simulation: with a REDO log far smaller than the
+//! changes made, each `ldm`'s newest usable checkpoint plus its log from the checkpoint's
+//! start restores every replica to the last saved GCI, alike on both replicas and with
+//! every acknowledged write; through a crash of every node with torn disks too.
+//!
+//! The workload: a ballast of batches that rewrite `BALLAST_ROWS` rows (to fill the log
+//! many times over), beside chains of dependent transactions (as in
+//! `global_checkpoints.rs`) whose restored state must be one the cluster was in.
+
+mod support;
+
+use std::collections::BTreeMap;
+
+use kista_datanode::node::NodeSettings;
+use kista_datanode::protocol::*;
+use kista_runtime::io::SimulatedDisk;
+use kista_signal::NodeId;
+use kista_storage::redo::LogRing;
+use support::redo_logs::restore_ldm;
+use support::{cluster_settings, counter_op, Node};
+
+const LDM_INSTANCES: u16 = 2;
+/// The smallest log: each `ldm`'s ring is 4 files of 512 KiB (two largest records each).
+const REDO_LOG_BYTES: u64 = 4 << 20;
+const GCP_INTERVAL_MS: u64 = 20;
+const BALLAST_ROWS: i64 = 400;
+const BALLAST_FIRST_ROW: i64 = 1_000_000;
+const CHAINS: i64 = 4;
+const ROUND_PAUSE_MS: u64 = 2;
+
+fn node_settings(node: NodeId) -> NodeSettings {
+    let mut settings = NodeSettings::new(node);
+    settings.ldm_instances = LDM_INSTANCES;
+    settings.redo_log_bytes = REDO_LOG_BYTES;
+    settings.global_checkpoint_interval_ms = GCP_INTERVAL_MS;
+    settings.checkpoint_write_bytes_per_sec = 4 << 20;
+    settings
+}
+
+fn ring() -> LogRing {
+    LogRing {
+        file_bytes: REDO_LOG_BYTES / u64::from(LDM_INSTANCES) / 4,
+        files: 4,
+    }
+}
+
+/// The workload and what was acknowledged of it.
+struct Workload {
+    table: (u32, u32),
+    client_tx: u64,
+    /// Per chain: the last step acknowledged (rows `chain_row(c, 1..=step)` written).
+    chain_steps: Vec<i64>,
+    /// The last ballast batch acknowledged: every ballast row holds its number.
+    ballast_batch: i64,
+    /// When each ballast batch was acknowledged (ns), by batch.
+    acknowledged_ns: Vec<(i64, u64)>,
+}
+
+fn chain_row(chain: i64, step: i64) -> i64 {
+    1000 * (chain + 1) + step
+}
+
+impl Workload {
+    fn new(cluster: &mut Node) -> Self {
+        Self {
+            table: cluster.create_counters(),
+            client_tx: 1,
+            chain_steps: vec![0; CHAINS as usize],
+            ballast_batch: 0,
+            acknowledged_ns: Vec::new(),
+        }
+    }
+
+    /// The last ballast batch that a restore to `gci` must hold. A commit acknowledged
+    /// while GCI s was the last saved belongs to GCI s+2 or below (coordinators stamp at
+    /// most one GCI past the one being saved, which is one past the last saved).
+    fn ballast_in(&self, cluster: &Node, gci: u64) -> i64 {
+        let saved = cluster.delivered::<GcpSaved>();
+        let saved_at = |at_ns: u64| {
+            saved
+                .iter()
+                .filter(|(ns, _, _)| *ns <= at_ns)
+                .map(|(_, _, s)| s.gci)
+                .max()
+                .unwrap_or(0)
+        };
+        self.acknowledged_ns
+            .iter()
+            .filter(|&&(_, at_ns)| saved_at(at_ns) + 2 <= gci)
+            .map(|&(batch, _)| batch)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// One ballast batch and one step of every chain, side by side; waits for them, then
+    /// lets `ROUND_PAUSE_MS` pass (so the log fills at about 10 MB/s per `ldm`, as a busy
+    /// node's would).
+    fn round(&mut self, cluster: &mut Node) {
+        let nodes = [NodeId(1), NodeId(2)];
+        let mut sent = Vec::new();
+        let batch = self.ballast_batch + 1;
+        cluster.use_node(nodes[self.client_tx as usize % 2]);
+        let ops = (0..BALLAST_ROWS)
+            .map(|row| counter_op(OperationKind::Write, BALLAST_FIRST_ROW + row, batch))
+            .collect();
+        cluster.send_batch(self.client_tx, self.table, ops, ExecuteMode::Commit);
+        sent.push((self.client_tx, None));
+        self.client_tx += 1;
+        for chain in 0..CHAINS {
+            let step = self.chain_steps[chain as usize] + 1;
+            cluster.use_node(nodes[(self.client_tx as usize + chain as usize) % 2]);
+            let ops = vec![
+                counter_op(OperationKind::Write, chain, step),
+                counter_op(OperationKind::Write, chain_row(chain, step), step),
+            ];
+            cluster.send_batch(self.client_tx, self.table, ops, ExecuteMode::Commit);
+            sent.push((self.client_tx, Some(chain)));
+            self.client_tx += 1;
+        }
+        let until_ns = cluster.now_ns() + 2_000_000_000;
+        for (client_tx, chain) in sent {
+            let result = cluster.batch_result(client_tx, until_ns);
+            if !result.is_some_and(|r| r.outcome == TransactionOutcome::Committed) {
+                continue;
+            }
+            match chain {
+                Some(chain) => self.chain_steps[chain as usize] += 1,
+                None => {
+                    self.ballast_batch = batch;
+                    self.acknowledged_ns.push((batch, cluster.now_ns()));
+                }
+            }
+        }
+        cluster.run_for_ms(ROUND_PAUSE_MS);
+    }
+}
+
+/// Checks that `rows` is a state the workload was in: each chain's rows up to its counter
+/// and none after, every ballast row from one batch. Returns the chains' counters and the
+/// ballast's batch.
+fn consistent(rows: &BTreeMap<i64, i64>) -> (Vec<i64>, i64) {
+    let counters = (0..CHAINS)
+        .map(|chain| {
+            let counter = rows.get(&chain).copied().unwrap_or(0);
+            for step in 1..=counter {
+                assert_eq!(
+                    rows.get(&chain_row(chain, step)),
+                    Some(&step),
+                    "chain {chain}"
+                );
+            }
+            assert!(!rows.contains_key(&chain_row(chain, counter + 1)));
+            counter
+        })
+        .collect();
+    let batches: Vec<i64> = (0..BALLAST_ROWS)
+        .map(|row| rows.get(&(BALLAST_FIRST_ROW + row)).copied().unwrap_or(0))
+        .collect();
+    assert!(
+        batches.iter().all(|&b| b == batches[0]),
+        "one ballast batch, whole: {batches:?}"
+    );
+    (counters, batches[0])
+}
+
+/// A node's rows restored to `gci` from its checkpoints and logs; asserts that each `ldm`
+/// restored from a checkpoint taken after its log had wrapped.
+fn restore_node(disk: &SimulatedDisk, gci: u64) -> BTreeMap<i64, i64> {
+    let mut rows = BTreeMap::new();
+    for ldm in 0..LDM_INSTANCES {
+        let (checkpoint, ldm_rows) = restore_ldm(disk, ring(), ldm, gci);
+        let checkpoint = checkpoint.expect("a usable checkpoint");
+        assert!(
+            checkpoint.redo_lsn > ring().ring_bytes(),
+            "ldm {ldm}: the log wrapped before the checkpoint began: {checkpoint:?}"
+        );
+        rows.extend(ldm_rows);
+    }
+    rows
+}
+
+fn last_saved_gci(cluster: &Node) -> u64 {
+    cluster
+        .delivered::<GcpSaved>()
+        .into_iter()
+        .map(|(_, _, saved)| saved.gci)
+        .max()
+        .expect("some GCI was saved")
+}
+
+#[test]
+fn a_checkpoint_and_the_log_after_it_restore_the_last_saved_gci() {
+    let mut cluster = Node::start_cluster(cluster_settings(2, 2, node_settings), 64 << 20, 11);
+    cluster.run_for_ms(200);
+    let mut workload = Workload::new(&mut cluster);
+    for _ in 0..300 {
+        workload.round(&mut cluster);
+    }
+    cluster.run_for_ms(10 * GCP_INTERVAL_MS);
+    let gci = last_saved_gci(&cluster);
+    let states: Vec<_> = [NodeId(1), NodeId(2)]
+        .iter()
+        .map(|node| restore_node(&cluster.disks[node], gci))
+        .collect();
+    assert_eq!(states[0], states[1], "both replicas restore alike");
+    assert_eq!(
+        consistent(&states[0]),
+        (workload.chain_steps.clone(), workload.ballast_batch),
+        "every acknowledged write is restored"
+    );
+    assert!(workload.ballast_batch > 250, "the writes went on");
+}
+
+#[test]
+fn after_every_node_crashed_the_last_saved_gci_restores_from_the_checkpoints() {
+    for seed in 0..8u64 {
+        let settings = cluster_settings(2, 2, node_settings);
+        let mut cluster = Node::start_cluster(settings, 64 << 20, 300 + seed);
+        cluster.run_for_ms(200);
+        let mut workload = Workload::new(&mut cluster);
+        for _ in 0..200 + 10 * seed {
+            workload.round(&mut cluster);
+        }
+        // Crash both amid a round of writes (and perhaps a checkpoint's writes).
+        let table = workload.table;
+        cluster.use_node(NodeId(1));
+        let ops = (0..BALLAST_ROWS)
+            .map(|row| counter_op(OperationKind::Write, BALLAST_FIRST_ROW + row, -1))
+            .collect();
+        cluster.send_batch(99_999, table, ops, ExecuteMode::Commit);
+        cluster.run_for_ms(seed);
+        let gci = last_saved_gci(&cluster);
+        for node in [NodeId(1), NodeId(2)] {
+            cluster.simulation.crash(node);
+        }
+        let states: Vec<_> = [NodeId(1), NodeId(2)]
+            .iter()
+            .map(|node| restore_node(&cluster.disks[node], gci))
+            .collect();
+        assert_eq!(
+            states[0], states[1],
+            "seed {seed}: both replicas restore alike"
+        );
+        let (_, batch) = consistent(&states[0]);
+        let needed = workload.ballast_in(&cluster, gci);
+        assert!(
+            batch >= needed || batch == -1,
+            "seed {seed}: GCI {gci} restores batch {batch}, not {needed} acknowledged before"
+        );
+        assert!(needed > 150, "seed {seed}: the check has teeth: {needed}");
+    }
+}
+
+#[test]
+fn a_full_log_refuses_writes_with_a_temporary_error_until_a_checkpoint_frees_it() {
+    let slow = |node| {
+        let mut settings = node_settings(node);
+        settings.checkpoint_write_bytes_per_sec = 64 << 10;
+        settings
+    };
+    let mut cluster = Node::start_cluster(cluster_settings(2, 2, slow), 64 << 20, 12);
+    cluster.run_for_ms(200);
+    let table = cluster.create_counters();
+    let mut refused = 0;
+    let mut committed_after_refusal = 0;
+    for client_tx in 1..=400u64 {
+        let ops = (0..BALLAST_ROWS)
+            .map(|row| counter_op(OperationKind::Write, row, client_tx as i64))
+            .collect();
+        cluster.send_batch(client_tx, table, ops, ExecuteMode::Commit);
+        let until_ns = cluster.now_ns() + 2_000_000_000;
+        let result = cluster
+            .batch_result(client_tx, until_ns)
+            .expect("an answer");
+        match result.outcome {
+            TransactionOutcome::Committed if refused > 0 => committed_after_refusal += 1,
+            TransactionOutcome::Committed => {}
+            _ => {
+                assert_eq!(result.code, ErrorCode::RedoLogFull as u32, "{result:?}");
+                refused += 1;
+                cluster.run_for_ms(50);
+            }
+        }
+    }
+    assert!(
+        refused > 0,
+        "the log filled faster than the checkpoints freed it"
+    );
+    assert!(committed_after_refusal > 0, "checkpoints freed it again");
+    assert!(cluster.stopped().is_empty(), "no node stopped");
+}
