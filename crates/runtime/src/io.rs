@@ -67,6 +67,20 @@ pub struct FileRequest {
     pub operation: FileOperation,
 }
 
+impl FileRequest {
+    /// Opens the file the request's data names afresh: created if missing, emptied if not.
+    pub fn open_empty(request_id: u64) -> Self {
+        FileRequest {
+            request_id,
+            file: 0,
+            operation: FileOperation::Open {
+                create: true,
+                truncate: true,
+            },
+        }
+    }
+}
+
 /// How a request ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FileStatus {

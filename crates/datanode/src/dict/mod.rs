@@ -12,10 +12,16 @@
 //!
 //! Each unique index gets an *index table* (`IndexSchema::index_table`), published before
 //! the table that uses it and dropped with it. Clients never see index tables.
+//!
+//! On a node that keeps its data on disk, every dictionary writes its tables to its file
+//! ([`schema_file`]) after each change and confirms the change only once the file is
+//! synced; the master counts its own file among the confirmations it waits for. So an
+//! acknowledged change is on every member's disk.
 
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
+use kista_runtime::io::FileReply;
 use kista_runtime::{Block, Context};
 use kista_signal::{BlockAddress, NodeId, Signal, TypedSignal};
 use kista_storage::codec::{read_index_schema, Reader};
@@ -29,6 +35,7 @@ use crate::send_with_bytes;
 mod lookup;
 mod relay;
 mod restart;
+pub mod schema_file;
 
 /// Tables one node's dictionary holds (NDB: MaxNoOfTables is 20320 schema objects).
 pub const TABLES_MAX: usize = 20_000;
@@ -93,6 +100,9 @@ pub struct Dictionary {
     restarting: bool,
     /// The master's node restarts, running and waiting.
     restarts: restart::Restarts,
+    /// Writes the dictionary to this node's disk; `None` on a node that keeps nothing on
+    /// disk.
+    schema_writer: Option<schema_file::SchemaWriter>,
 }
 
 impl Dictionary {
@@ -104,6 +114,7 @@ impl Dictionary {
             master_node,
             restarting: settings.joins_running_cluster,
             restarts: restart::Restarts::default(),
+            schema_writer: (settings.redo_log_bytes > 0).then(|| schema_file::SchemaWriter::new(0)),
             settings,
             cluster,
             tables: FxHashMap::default(),
@@ -475,6 +486,14 @@ impl Dictionary {
             })
             .collect();
         let index_of = table.and_then(|table| table.index_of).unwrap_or(0);
+        let mut awaiting = receivers.clone();
+        awaiting.push(here);
+        let own = TableDefinitionConf {
+            request_id: change_id,
+            table_id,
+            code: 0,
+        };
+        self.schema_changed(ctx, Some((here, own)));
         for &receiver in &receivers {
             let signal = TableDefinition {
                 request_id: change_id,
@@ -493,7 +512,7 @@ impl Dictionary {
                 client,
                 client_request,
                 table_id,
-                awaiting: receivers,
+                awaiting,
                 failure: None,
                 reply,
                 previous,
@@ -546,7 +565,53 @@ impl Dictionary {
             table_id,
             code,
         };
-        ctx.send_typed(master, &conf);
+        if code == 0 {
+            self.schema_changed(ctx, Some((master, conf)));
+        } else {
+            ctx.send_typed(master, &conf);
+        }
+    }
+
+    /// The dictionary changed: write it to disk, and send `conf` once it is there (at
+    /// once on a node that keeps nothing on disk).
+    fn schema_changed(&mut self, ctx: &mut Context, conf: Option<schema_file::HeldConf>) {
+        let Some(writer) = self.schema_writer.as_mut() else {
+            if let Some((receiver, conf)) = conf {
+                ctx.send_typed(receiver, &conf);
+            }
+            return;
+        };
+        if writer.changed(conf) {
+            self.write_schema(ctx);
+        }
+    }
+
+    /// Starts writing the whole dictionary to its file.
+    fn write_schema(&mut self, ctx: &mut Context) {
+        let Some(writer) = self.schema_writer.as_mut() else {
+            return;
+        };
+        let mut ids: Vec<u32> = self.tables.keys().copied().collect();
+        ids.sort_unstable();
+        let tables = ids.iter().map(|id| {
+            let table = &self.tables[id];
+            (*id, table.version, table.index_of, &table.definition)
+        });
+        let image = schema_file::encode(writer.next_sequence(), self.next_table_id, tables);
+        if let Err(reason) = writer.start(ctx, image) {
+            ctx.stop_node(&reason);
+        }
+    }
+
+    fn schema_file_replied(&mut self, ctx: &mut Context, reply: FileReply) {
+        let Some(writer) = self.schema_writer.as_mut() else {
+            return;
+        };
+        match writer.replied(ctx, reply) {
+            Ok(true) => self.write_schema(ctx),
+            Ok(false) => {}
+            Err(reason) => ctx.stop_node(&reason),
+        }
     }
 
     fn applied(&mut self, ctx: &mut Context, conf: TableDefinitionConf, from: BlockAddress) {
@@ -711,6 +776,8 @@ impl Block for Dictionary {
                 .map(|d| self.copy_definition(ctx, d, signal.sender()))
         } else if number == NodeJoined::NUMBER {
             NodeJoined::from_signal(signal).map(|j| self.node_joined(ctx, j))
+        } else if number == FileReply::NUMBER {
+            FileReply::from_signal(signal).map(|r| self.schema_file_replied(ctx, r))
         } else if number == StartingReplicaAdded::NUMBER {
             StartingReplicaAdded::from_signal(signal)
                 .map(|a| self.starting_replica_added(ctx, a, signal.sender()))

@@ -129,14 +129,7 @@ impl LocalCheckpoints {
             busy: true,
             max_gci: None,
         });
-        let request = FileRequest {
-            request_id: OPENING,
-            file: 0,
-            operation: FileOperation::Open {
-                create: true,
-                truncate: true,
-            },
-        };
+        let request = FileRequest::open_empty(OPENING);
         ctx.request_io(&request, self.path(id).as_bytes())
             .map_err(|_| "no section for a checkpoint file's name".to_string())
     }

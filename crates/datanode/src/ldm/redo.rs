@@ -129,14 +129,7 @@ impl RedoLog {
     /// Creates the ring's files afresh (the node starts with empty tables).
     pub fn open(&mut self, ctx: &mut Context) -> Result<(), String> {
         for file in 0..self.files.len() {
-            let request = FileRequest {
-                request_id: OPENING | file as u64,
-                file: 0,
-                operation: FileOperation::Open {
-                    create: true,
-                    truncate: true,
-                },
-            };
+            let request = FileRequest::open_empty(OPENING | file as u64);
             ctx.request_io(&request, self.path(file).as_bytes())
                 .map_err(|_| "no section for a REDO file's name".to_string())?;
         }

@@ -282,6 +282,28 @@ impl Node {
         Err((refusal.code, String::from_utf8_lossy(&bytes).into_owned()))
     }
 
+    /// Drops a table; `Err` with the refusal's code.
+    pub fn drop_table(&mut self, table_id: u32) -> Result<(), u32> {
+        let request_id = self.next_request;
+        self.next_request += 1;
+        let signal = DropTableRequest {
+            request_id,
+            client: self.client,
+            table_id,
+        }
+        .to_signal(self.settings.dict_address(), self.client);
+        self.send(signal, &[]);
+        let (signal, _) = self
+            .wait_for(u64::MAX, |s| {
+                s.number() == DropTableConf::NUMBER || s.number() == DictRef::NUMBER
+            })
+            .expect("dict answers");
+        match DictRef::from_signal(&signal) {
+            Ok(refusal) => Err(refusal.code),
+            Err(_) => Ok(()),
+        }
+    }
+
     /// Sends a batch of operations as transaction `client_tx`, ending with `mode`.
     pub fn send_batch(
         &mut self,

@@ -1,0 +1,109 @@
+//! The dictionary on disk: every node's dictionary writes its tables to its schema file,
+//! and a schema change is acknowledged only once every node's file holds it, so a crash
+//! of every node right after the acknowledgement keeps it.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use kista_datanode::dict::schema_file::{decode, SchemaImage};
+use kista_datanode::node::NodeSettings;
+use kista_datanode::protocol::TableDefinitionBody;
+use kista_runtime::io::SimulatedDisk;
+use kista_signal::NodeId;
+use kista_storage::schema::TableSchema;
+use support::{cluster_settings, counters, with_unique_index, Node};
+
+fn node_settings(node: NodeId) -> NodeSettings {
+    let mut settings = NodeSettings::new(node);
+    settings.redo_log_bytes = 8 << 20;
+    settings
+}
+
+fn named(name: &str) -> TableSchema {
+    TableSchema {
+        name: name.into(),
+        ..counters()
+    }
+}
+
+/// The newest valid schema file on `disk`.
+fn saved_schema(disk: &SimulatedDisk) -> SchemaImage {
+    (0..2)
+        .filter_map(|slot| disk.contents(Path::new(&format!("dict/schema.{slot}"))))
+        .filter_map(|bytes| decode(&bytes).ok())
+        .max_by_key(|image| image.sequence)
+        .expect("a valid schema file")
+}
+
+/// Table name → (id, whether it is an index table).
+fn tables_of(image: &SchemaImage) -> BTreeMap<String, (u32, bool)> {
+    image
+        .tables
+        .iter()
+        .map(|t| {
+            let name = t.definition.schema.name.clone();
+            (name, (t.table_id, t.index_of.is_some()))
+        })
+        .collect()
+}
+
+#[test]
+fn every_acknowledged_schema_change_survives_a_crash_of_every_node_right_after_it() {
+    for seed in 0..6 {
+        let settings = cluster_settings(2, 2, node_settings);
+        let mut cluster = Node::start_cluster(settings, 64 << 20, 40 + seed);
+        cluster.run_for_ms(200);
+        let plain = TableDefinitionBody::new(named("db/plain"), Vec::new());
+        let (plain_id, _) = cluster.create_table(&plain).expect("created");
+        let unique = with_unique_index(named("db/unique"), "by_value", 1);
+        let (unique_id, _) = cluster.create_table(&unique).expect("created");
+        let doomed = TableDefinitionBody::new(named("db/doomed"), Vec::new());
+        let (doomed_id, _) = cluster.create_table(&doomed).expect("created");
+        cluster.drop_table(doomed_id).expect("dropped");
+        cluster.use_node(NodeId(2 - seed as u8 % 2));
+        let last = TableDefinitionBody::new(named("db/last"), Vec::new());
+        let (last_id, _) = cluster.create_table(&last).expect("created");
+        // Every node crashes the moment the last change is acknowledged.
+        for node in [NodeId(1), NodeId(2)] {
+            cluster.simulation.crash(node);
+        }
+        for node in [NodeId(1), NodeId(2)] {
+            let image = saved_schema(&cluster.disks[&node]);
+            let tables = tables_of(&image);
+            let client_tables: Vec<(&str, u32)> = tables
+                .iter()
+                .filter(|(_, (_, index))| !index)
+                .map(|(name, (id, _))| (name.as_str(), *id))
+                .collect();
+            assert_eq!(
+                client_tables,
+                [
+                    ("db/last", last_id),
+                    ("db/plain", plain_id),
+                    ("db/unique", unique_id)
+                ],
+                "seed {seed}: {node:?}"
+            );
+            assert_eq!(tables.len(), 4, "seed {seed}: and the unique index's table");
+            let highest = image.tables.iter().map(|t| t.table_id).max().unwrap();
+            assert!(
+                image.next_table_id > highest.max(doomed_id),
+                "seed {seed}: no id is handed out twice"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_node_without_a_disk_writes_no_schema_file() {
+    let diskless = |node| NodeSettings::new(node);
+    let mut cluster = Node::start_cluster(cluster_settings(2, 2, diskless), 64 << 20, 3);
+    cluster.run_for_ms(200);
+    cluster.create_counters();
+    for node in [NodeId(1), NodeId(2)] {
+        let disk = &cluster.disks[&node];
+        assert!(disk.contents(Path::new("dict/schema.1")).is_none());
+    }
+}
