@@ -130,6 +130,12 @@ impl NodeSettings {
         }
     }
 
+    /// Whether the node keeps its data on disk (REDO log, checkpoints, dictionary file);
+    /// a node without a REDO log keeps nothing there (NDB: Diskless).
+    pub fn keeps_data_on_disk(&self) -> bool {
+        self.redo_log_bytes > 0
+    }
+
     /// This node as the others see it.
     pub fn shape(&self) -> DataNodeShape {
         DataNodeShape {
@@ -189,7 +195,7 @@ pub fn data_node_blocks(
     files: Option<Box<dyn FileStorage>>,
 ) -> Result<Vec<BlockRegistration>, ShapeError> {
     assert!(
-        files.is_some() || settings.redo_log_bytes == 0,
+        files.is_some() || !settings.keeps_data_on_disk(),
         "a node with a REDO log has files to keep it in"
     );
     let cluster = Arc::new(settings.cluster_shape()?);

@@ -260,7 +260,6 @@ fn check_cluster(raw: &raw::Cluster) -> Result<ClusterSettings, Fault> {
     )?;
     Ok(ClusterSettings {
         replicas,
-        checkpoint_write_bytes_per_sec,
         data_memory_bytes,
         redo_log_bytes,
         partitions_per_node: in_range(
@@ -311,6 +310,7 @@ fn check_cluster(raw: &raw::Cluster) -> Result<ClusterSettings, Fault> {
             10..=60_000,
             "global_checkpoint_interval_ms",
         )?,
+        checkpoint_write_bytes_per_sec,
     })
 }
 

@@ -114,7 +114,9 @@ impl Dictionary {
             master_node,
             restarting: settings.joins_running_cluster,
             restarts: restart::Restarts::default(),
-            schema_writer: (settings.redo_log_bytes > 0).then(|| schema_file::SchemaWriter::new(0)),
+            schema_writer: settings
+                .keeps_data_on_disk()
+                .then(|| schema_file::SchemaWriter::new(0)),
             settings,
             cluster,
             tables: FxHashMap::default(),
@@ -474,7 +476,7 @@ impl Dictionary {
             table.version
         });
         let here = ctx.address();
-        let receivers: Vec<BlockAddress> = self
+        let mut receivers: Vec<BlockAddress> = self
             .members()
             .flat_map(|node| {
                 let dict = node.dict_address();
@@ -486,8 +488,6 @@ impl Dictionary {
             })
             .collect();
         let index_of = table.and_then(|table| table.index_of).unwrap_or(0);
-        let mut awaiting = receivers.clone();
-        awaiting.push(here);
         let own = TableDefinitionConf {
             request_id: change_id,
             table_id,
@@ -506,13 +506,15 @@ impl Dictionary {
             .to_signal(receiver, here);
             send_with_bytes(ctx, signal, &body);
         }
+        // This dictionary's own file is among the confirmations awaited.
+        receivers.push(here);
         self.changes.insert(
             change_id,
             SchemaChange {
                 client,
                 client_request,
                 table_id,
-                awaiting,
+                awaiting: receivers,
                 failure: None,
                 reply,
                 previous,

@@ -170,7 +170,7 @@ enum Step {
     Closing,
 }
 
-/// Request ids: the step in the high half, the file in the low half.
+/// Request ids: the step each answers.
 const OPENING: u64 = 1 << 32;
 const WRITING: u64 = 2 << 32;
 const SYNCING: u64 = 3 << 32;

@@ -81,10 +81,6 @@ impl LocalCheckpoints {
         }
     }
 
-    fn path(&self, id: u64) -> String {
-        format!("{}/{}.ckpt", self.directory, id % 2)
-    }
-
     /// Every member saved `restorable`: the checkpoints that need no later GCI are usable,
     /// and the log before the newest one's start is needed no more.
     pub fn restorable(&mut self, restorable: u64, redo: &mut RedoLog) {
@@ -130,7 +126,7 @@ impl LocalCheckpoints {
             max_gci: None,
         });
         let request = FileRequest::open_empty(OPENING);
-        ctx.request_io(&request, self.path(id).as_bytes())
+        ctx.request_io(&request, path_of(&self.directory, id).as_bytes())
             .map_err(|_| "no section for a checkpoint file's name".to_string())
     }
 
@@ -201,9 +197,8 @@ impl LocalCheckpoints {
         };
         if reply.status != FileStatus::Ok {
             return Err(format!(
-                "the local checkpoint file {}/{}.ckpt of this data node failed: {:?}",
-                self.directory,
-                running.id % 2,
+                "the local checkpoint file {} of this data node failed: {:?}",
+                path_of(&self.directory, running.id),
                 reply.status
             ));
         }
@@ -234,6 +229,11 @@ impl LocalCheckpoints {
             _ => Ok(()),
         }
     }
+}
+
+/// The file checkpoint `id` of the `ldm` whose checkpoints live in `directory` goes to.
+fn path_of(directory: &str, id: u64) -> String {
+    format!("{directory}/{}.ckpt", id % 2)
 }
 
 /// How long to wait after writing `bytes`: at `bytes_per_sec` while the log has room, four

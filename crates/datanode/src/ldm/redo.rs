@@ -46,7 +46,7 @@ struct Save {
 /// How the ring is laid out for one log, from the node's settings; `None` for a node
 /// without a REDO log.
 pub(crate) fn ring_for(settings: &NodeSettings) -> Option<LogRing> {
-    if settings.redo_log_bytes == 0 {
+    if !settings.keeps_data_on_disk() {
         return None;
     }
     let files = settings.redo_files_per_log.max(3);
