@@ -28,6 +28,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use kista_runtime::io::FileReply;
 use kista_runtime::{Block, Context};
 use kista_signal::{BlockAddress, NodeId, Signal, TypedSignal};
 
@@ -35,6 +36,8 @@ use crate::cluster::{ClusterShape, NodeSet};
 use crate::node::NodeSettings;
 use crate::protocol::*;
 use crate::tc::FIRST_GCI;
+
+pub mod control_file;
 
 /// Where the master's round stands; each step waits for some blocks' confirmations.
 #[derive(Clone, Copy, Debug)]
@@ -72,6 +75,11 @@ pub struct GlobalCheckpoints {
     round: Round,
     /// The blocks the round's step waits for.
     awaiting: Vec<BlockAddress>,
+    /// The node's control file; `None` on a node that keeps nothing on disk.
+    control: Option<control_file::NodeControl>,
+    /// Whether the cluster serves, so a master runs rounds: from the start on a node
+    /// that keeps nothing on disk, else once the start from disk is over.
+    started: bool,
 }
 
 impl GlobalCheckpoints {
@@ -90,6 +98,10 @@ impl GlobalCheckpoints {
             restorable_gci: 0,
             round: Round::Idle,
             awaiting: Vec::new(),
+            control: settings
+                .keeps_data_on_disk()
+                .then(|| control_file::NodeControl::new(joining)),
+            started: !settings.keeps_data_on_disk() || joining,
             settings,
             cluster,
         }
@@ -106,7 +118,12 @@ impl GlobalCheckpoints {
     }
 
     fn tick(&mut self, ctx: &mut Context) {
-        if self.is_master() {
+        if let Some(control) = self.control.as_mut().filter(|c| !c.is_read()) {
+            // The first tick is the node's start: the control file is read first.
+            if let Err(reason) = control.start(ctx) {
+                ctx.stop_node(&reason);
+            }
+        } else if self.is_master() && self.started {
             match self.round {
                 Round::Idle => {
                     let gci = self.current_gci + 1;
@@ -221,7 +238,7 @@ impl GlobalCheckpoints {
         self.members = self.members.minus(failed.failed);
         let was_master = self.is_master();
         self.master = NodeId(u8::try_from(failed.president).unwrap_or(0));
-        if !self.is_master() {
+        if !self.is_master() || !self.started {
             self.round = Round::Idle;
             self.awaiting.clear();
         } else if !was_master {
@@ -235,6 +252,34 @@ impl GlobalCheckpoints {
                 .retain(|block| !failed.failed.contains(block.node()));
             self.step_done(ctx);
         }
+    }
+
+    /// Every member saved `gci`: a system restart could restore it.
+    fn saved(&mut self, ctx: &mut Context, gci: u64) {
+        self.restorable_gci = self.restorable_gci.max(gci);
+        let result = self.control.as_mut().map_or(Ok(()), |c| c.saved(ctx, gci));
+        if let Err(reason) = result {
+            ctx.stop_node(&reason);
+        }
+    }
+
+    fn control_file_replied(&mut self, ctx: &mut Context, reply: FileReply) {
+        let result = self
+            .control
+            .as_mut()
+            .map_or(Ok(()), |c| c.replied(ctx, reply));
+        if let Err(reason) = result {
+            ctx.stop_node(&reason);
+        }
+    }
+
+    /// The start from disk is over: the cluster was restored to `gci` and goes on with
+    /// the next.
+    fn system_started(&mut self, started: SystemStarted) {
+        self.started = true;
+        self.members = started.members;
+        self.current_gci = started.gci + 1;
+        self.restorable_gci = started.gci;
     }
 
     fn node_joined(&mut self, joined: NodeJoined) {
@@ -294,8 +339,20 @@ impl Block for GlobalCheckpoints {
             GcpSaveConf::from_signal(signal)
                 .map(|c| self.answered(ctx, Answer::Saved { gci: c.gci }, from))
         } else if number == GcpSaved::NUMBER {
-            GcpSaved::from_signal(signal)
-                .map(|saved| self.restorable_gci = self.restorable_gci.max(saved.gci))
+            GcpSaved::from_signal(signal).map(|saved| self.saved(ctx, saved.gci))
+        } else if number == FileReply::NUMBER {
+            FileReply::from_signal(signal).map(|reply| self.control_file_replied(ctx, reply))
+        } else if number == DiskStateSet::NUMBER {
+            DiskStateSet::from_signal(signal).map(|set| {
+                let result = self.control.as_mut().map_or(Ok(()), |control| {
+                    control.set(ctx, set.cluster_life, set.gci, from)
+                });
+                if let Err(reason) = result {
+                    ctx.stop_node(&reason);
+                }
+            })
+        } else if number == SystemStarted::NUMBER {
+            SystemStarted::from_signal(signal).map(|started| self.system_started(started))
         } else if number == NodeFailed::NUMBER {
             NodeFailed::from_signal(signal).map(|failed| self.node_failed(ctx, failed))
         } else if number == NodeJoined::NUMBER {

@@ -41,6 +41,7 @@ mod checkpoint;
 mod copy;
 mod deadlock;
 mod redo;
+mod restore;
 
 struct LdmTable {
     schema_version: u32,
@@ -104,6 +105,8 @@ pub struct LocalDataManager {
     redo: Option<redo::RedoLog>,
     /// The partitions' checkpoints, which free the REDO log (with it or not at all).
     checkpoints: Option<checkpoint::LocalCheckpoints>,
+    /// The start from disk's restore of the partitions, while it runs.
+    restore: Option<restore::Restore>,
 }
 
 fn lock_partition(partition: &RwLock<Partition>) -> RwLockWriteGuard<'_, Partition> {
@@ -143,6 +146,7 @@ impl LocalDataManager {
             member,
             redo,
             checkpoints,
+            restore: None,
         }
     }
 
@@ -779,11 +783,79 @@ impl LocalDataManager {
         Some(granted)
     }
 
-    /// Opens the REDO log when the node starts.
+    /// Opens the REDO log afresh when the node starts, unless the start from disk will
+    /// say what it holds ([`LdmRestore`]): a node that joins a running cluster copies
+    /// its data and logs from scratch.
     fn start(&mut self, ctx: &mut Context) {
-        if let Some(Err(reason)) = self.redo.as_mut().map(|redo| redo.open(ctx)) {
+        if !self.settings.joins_running_cluster {
+            return;
+        }
+        if let Some(Err(reason)) = self.redo.as_mut().map(|redo| redo.open(ctx, 1)) {
             ctx.stop_node(&reason);
         }
+    }
+
+    /// The master's order to restore the partitions (or start them empty).
+    fn restore(&mut self, ctx: &mut Context, order: LdmRestore, master: BlockAddress) {
+        let Some(redo) = self.redo.as_ref().filter(|_| self.restore.is_none()) else {
+            return;
+        };
+        let limits = PartitionLimits {
+            locks_max: self.settings.locks_per_partition_max,
+        };
+        let restores = order.restores != 0;
+        let (gci, life) = (order.gci, order.node_life);
+        match restore::Restore::start(ctx, gci, life, restores, master, redo.ring(), limits) {
+            Ok(restore) => self.restore = Some(restore),
+            Err(reason) => ctx.stop_node(&reason),
+        }
+    }
+
+    /// A reply to the restore: go on with the log, and checkpoint, once it is over.
+    fn restore_replied(&mut self, ctx: &mut Context, reply: FileReply) -> Result<(), String> {
+        let (Some(restore), Some(redo), Some(checkpoints)) = (
+            self.restore.as_mut(),
+            self.redo.as_mut(),
+            self.checkpoints.as_mut(),
+        ) else {
+            return Ok(());
+        };
+        match restore.replied(ctx, reply, &self.tables)? {
+            restore::Next::Going => Ok(()),
+            restore::Next::Fresh => {
+                redo.open(ctx, restore.life)?;
+                self.restored(ctx);
+                Ok(())
+            }
+            restore::Next::Resume {
+                files,
+                head_lsn,
+                tail_lsn,
+                checkpoint_id,
+            } => {
+                redo.resume(&files, head_lsn, tail_lsn, restore.life, restore.gci);
+                checkpoints.start_restored(ctx, &self.tables, redo, checkpoint_id)
+            }
+        }
+    }
+
+    /// The restore is over: the master hears it.
+    fn restored(&mut self, ctx: &mut Context) {
+        let Some(restore) = self.restore.take() else {
+            return;
+        };
+        if restore.skipped > 0 {
+            ctx.log(&format!(
+                "ldm {}: {} restored rows or changes were of tables this node no longer holds",
+                ctx.address().instance(),
+                restore.skipped
+            ));
+        }
+        let conf = LdmRestoreConf {
+            rows: restore.rows,
+            records: restore.records,
+        };
+        ctx.send_typed(restore.master, &conf);
     }
 
     /// Marks a global checkpoint done in the REDO log and confirms it to the master once
@@ -810,7 +882,22 @@ impl LocalDataManager {
             return;
         };
         let result = if reply.request_id & checkpoint::CHECKPOINT_REQUEST != 0 {
-            checkpoints.replied(ctx, reply, &self.tables, redo)
+            match checkpoints.replied(ctx, reply, &self.tables, redo) {
+                Ok(Some(written)) => {
+                    if let Some(restore) =
+                        self.restore.as_ref().filter(|r| r.checkpointed(written.id))
+                    {
+                        // Of the restored GCI: usable at once, and the log before it is free.
+                        checkpoints.restorable(restore.gci, redo);
+                        self.restored(ctx);
+                    }
+                    Ok(())
+                }
+                Ok(None) => Ok(()),
+                Err(reason) => Err(reason),
+            }
+        } else if reply.request_id & restore::RESTORE_REQUEST != 0 {
+            self.restore_replied(ctx, reply)
         } else {
             redo.replied(ctx, reply)
         };
@@ -935,6 +1022,8 @@ impl Block for LocalDataManager {
             LocalCheckpointStep::from_signal(signal).map(|s| self.local_checkpoint_step(ctx, s))
         } else if number == LdmStart::NUMBER {
             LdmStart::from_signal(signal).map(|_| self.start(ctx))
+        } else if number == LdmRestore::NUMBER {
+            LdmRestore::from_signal(signal).map(|r| self.restore(ctx, r, signal.sender()))
         } else if number == GcpSave::NUMBER {
             GcpSave::from_signal(signal)
                 .map(|save| self.save_checkpoint(ctx, save, signal.sender()))

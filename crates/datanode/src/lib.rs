@@ -24,6 +24,7 @@ pub mod read_lease;
 pub mod registry;
 pub mod router;
 pub mod tc;
+pub mod twin_file;
 
 use kista_runtime::Context;
 use kista_signal::{SectionHandle, Signal, TypedSignal};

@@ -223,6 +223,9 @@ impl TransactionCoordinator {
         let (started_nodes, generation, checkpoints) = if settings.joins_running_cluster {
             // It learns the GCI from the master's next round.
             (NodeSet::EMPTY, 0, gcp::CoordinatorCheckpoints::new(0))
+        } else if settings.keeps_data_on_disk() {
+            // The start from disk tells who started and the GCI to go on with.
+            (NodeSet::EMPTY, 1, gcp::CoordinatorCheckpoints::new(0))
         } else {
             (
                 cluster.node_set(),
@@ -1225,6 +1228,8 @@ impl Block for TransactionCoordinator {
                 .map(|add| self.add_starting_replica(ctx, add, signal.sender()))
         } else if number == NodeStarted::NUMBER {
             NodeStarted::from_signal(signal).map(|started| self.node_started(started))
+        } else if number == SystemStarted::NUMBER {
+            SystemStarted::from_signal(signal).map(|started| self.system_started(started))
         } else if number == TakeoverReport::NUMBER {
             TakeoverReport::from_signal(signal)
                 .map(|report| self.takeover_report(ctx, report, signal.sender()))

@@ -440,16 +440,16 @@ fn a_gci_is_saved_only_once_its_slowest_commit_is_logged() {
 }
 
 #[test]
-fn a_request_lost_to_a_peer_not_yet_up_is_asked_again() {
+fn a_node_late_to_the_start_is_waited_for_and_then_checkpoints_go_on() {
     let settings = cluster_settings(2, 2, node_settings);
     let late = settings[1].clone();
-    let mut cluster = Node::start_cluster(settings, 64 << 20, 13);
+    let mut cluster = Node::begin_cluster(settings, 64 << 20, 13);
     // Node 2's process is not up yet: what the master sends it meanwhile is lost.
     cluster.simulation.crash(NodeId(2));
     cluster.run_for_ms(10 * GCP_INTERVAL_MS);
     assert!(
         saved_gcis(&cluster).is_empty(),
-        "no round ends without node 2"
+        "no round runs before the cluster started, which waits for node 2"
     );
     let memory = Arc::new(DataMemory::new(64 << 20));
     let disk = cluster.disks[&NodeId(2)].clone();
@@ -458,7 +458,7 @@ fn a_request_lost_to_a_peer_not_yet_up_is_asked_again() {
     for signal in data_node_start_signals(&late) {
         cluster.simulation.inject(signal);
     }
-    cluster.run_for_ms(500);
+    cluster.wait_for_start();
     let mut chains = Chains::new(&mut cluster);
     for _ in 0..20 {
         chains.step(&mut cluster, &[NodeId(1), NodeId(2)]);

@@ -60,6 +60,13 @@ impl Sink<'_> {
         }
     }
 
+    fn log(&mut self, node: NodeId, line: &str) {
+        match self {
+            Sink::Threads(_) => eprintln!("data node {}: {line}", node.0),
+            Sink::Simulation(network) => network.log(node, line),
+        }
+    }
+
     fn stop_node(&mut self, node: NodeId, reason: &str) {
         match self {
             Sink::Threads(router) => router.stop_node(reason),
@@ -258,6 +265,13 @@ impl<'a> Context<'a> {
     /// Talks to `node` again (it restarted and rejoins).
     pub fn let_in(&mut self, node: NodeId) {
         self.sink.let_in(self.address.node(), node);
+    }
+
+    /// Writes a line to the node's log, for operators (the progress of long work, what
+    /// a start found on disk): standard error of a node's process, kept by the
+    /// simulation for tests to read.
+    pub fn log(&mut self, line: &str) {
+        self.sink.log(self.address.node(), line);
     }
 
     /// Stops this whole node: it may not go on (it lost arbitration, its cluster cannot

@@ -12,7 +12,7 @@
 //! can shut another out or stop itself through its blocks' `Context`. Signals that meet a
 //! failure are dropped where a real network would lose them: at delivery.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use kista_signal::{wire, BlockAddress, NodeId, Signal};
 
@@ -84,7 +84,12 @@ pub(crate) struct Network {
     /// Paused nodes (a stopped process): what arrives for them waits, in order.
     paused: HashSet<NodeId>,
     held: Vec<Signal>,
+    /// Lines the nodes' blocks logged, oldest first, the last `LOG_LINES_MAX`.
+    log: VecDeque<(NodeId, String)>,
 }
+
+/// Log lines the simulation keeps.
+const LOG_LINES_MAX: usize = 10_000;
 
 impl Network {
     fn schedule(&mut self, ready_ns: u64, signal: &Signal) {
@@ -97,6 +102,13 @@ impl Network {
 
     pub(crate) fn let_in(&mut self, at: NodeId, node: NodeId) {
         self.shut_out.remove(&(at, node));
+    }
+
+    pub(crate) fn log(&mut self, node: NodeId, line: &str) {
+        if self.log.len() == LOG_LINES_MAX {
+            self.log.pop_front();
+        }
+        self.log.push_back((node, line.to_string()));
     }
 
     pub(crate) fn stop_node(&mut self, node: NodeId, reason: &str) {
@@ -166,6 +178,7 @@ impl Simulation {
                 stop_requests: Vec::new(),
                 paused: HashSet::new(),
                 held: Vec::new(),
+                log: VecDeque::new(),
             },
             block_rng: Rng::new(seeds.next_u64()),
             sections: SectionPool::new(options.sections_max),
@@ -298,6 +311,12 @@ impl Simulation {
         }
         self.network.down.remove(&node);
         self.add_registrations(node, blocks)
+    }
+
+    /// The lines `node`'s blocks logged (the latest `LOG_LINES_MAX` of all nodes').
+    pub fn log_of(&self, node: NodeId) -> Vec<&str> {
+        let lines = self.network.log.iter().filter(|(n, _)| *n == node);
+        lines.map(|(_, line)| line.as_str()).collect()
     }
 
     /// Whether node `at` shut `node` out (its fence stops everything between them).

@@ -34,6 +34,17 @@ pub fn first_lsn(id: u64) -> u64 {
     (id % LAPS) * CHECKPOINT_FILE_BYTES_MAX
 }
 
+/// The lap (checkpoint id modulo the laps) of a checkpoint whose first record is at `lsn`.
+pub fn lap_of(lsn: u64) -> u64 {
+    lsn / CHECKPOINT_FILE_BYTES_MAX % LAPS
+}
+
+/// Whether lap `a` is of a later checkpoint than lap `b`, for two checkpoints less than
+/// half the laps apart (laps wrap).
+pub fn is_later_lap(a: u64, b: u64) -> bool {
+    a != b && a.wrapping_sub(b) % LAPS < LAPS / 2
+}
+
 /// A writer for checkpoint `id`'s file; nothing it wrote is needed once handed out.
 pub fn writer(id: u64, life: u32) -> LogWriter {
     LogWriter::new(ring(), life, first_lsn(id), first_lsn(id))

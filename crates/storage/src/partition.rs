@@ -180,6 +180,24 @@ impl Partition {
         }
     }
 
+    /// A partition like this one (layout, memory, indexes) without a row: what a restore
+    /// that must start over from another checkpoint begins with again.
+    ///
+    /// # Panics
+    ///
+    /// If a transaction has changes here (a restore runs before any transaction).
+    pub fn emptied(&self, limits: PartitionLimits) -> Result<Self, OperationError> {
+        assert!(
+            self.transactions.is_empty(),
+            "a partition is emptied only while no transaction uses it"
+        );
+        let mut empty = Partition::new(self.layout.clone(), self.memory.clone(), limits);
+        for index in &self.indexes {
+            empty.add_index(index.id, index.schema.clone())?;
+        }
+        Ok(empty)
+    }
+
     pub fn layout(&self) -> &Arc<RowLayout> {
         &self.layout
     }

@@ -36,6 +36,8 @@ mod lookup;
 mod relay;
 mod restart;
 pub mod schema_file;
+pub mod system_restart;
+use crate::twin_file::WriteProgress;
 
 /// Tables one node's dictionary holds (NDB: MaxNoOfTables is 20320 schema objects).
 pub const TABLES_MAX: usize = 20_000;
@@ -103,6 +105,14 @@ pub struct Dictionary {
     /// Writes the dictionary to this node's disk; `None` on a node that keeps nothing on
     /// disk.
     schema_writer: Option<schema_file::SchemaWriter>,
+    /// Where the node is in its start from disk (`Started` from the beginning on a node
+    /// that keeps nothing on disk or joins a running cluster).
+    start: system_restart::Phase,
+    /// The dictionary this node's schema file held at the start, until the master ships
+    /// its own (or, on the master, takes it as the cluster's).
+    saved_schema: Option<schema_file::SchemaImage>,
+    /// The master's side of the start from disk.
+    master_start: Option<system_restart::MasterStart>,
 }
 
 impl Dictionary {
@@ -116,7 +126,14 @@ impl Dictionary {
             restarts: restart::Restarts::default(),
             schema_writer: settings
                 .keeps_data_on_disk()
-                .then(|| schema_file::SchemaWriter::new(0)),
+                .then(|| schema_file::SchemaWriter::new(schema_file::SCHEMA_FILE, 0)),
+            start: if settings.keeps_data_on_disk() && !settings.joins_running_cluster {
+                system_restart::Phase::ReadingControl
+            } else {
+                system_restart::Phase::Started
+            },
+            saved_schema: None,
+            master_start: None,
             settings,
             cluster,
             tables: FxHashMap::default(),
@@ -610,13 +627,25 @@ impl Dictionary {
             return;
         };
         match writer.replied(ctx, reply) {
-            Ok(true) => self.write_schema(ctx),
-            Ok(false) => {}
+            Ok(WriteProgress::Going) => {}
+            Ok(WriteProgress::Durable(confs)) => {
+                for (receiver, conf) in confs {
+                    ctx.send_typed(receiver, &conf);
+                }
+            }
+            Ok(WriteProgress::Finished { again }) => {
+                if again {
+                    self.write_schema(ctx)
+                }
+            }
             Err(reason) => ctx.stop_node(&reason),
         }
     }
 
     fn applied(&mut self, ctx: &mut Context, conf: TableDefinitionConf, from: BlockAddress) {
+        if self.starting_definition_applied(ctx, &conf, from) {
+            return;
+        }
         if self.shipped_definition_applied(ctx, &conf, from) {
             return;
         }
@@ -655,6 +684,7 @@ impl Dictionary {
         }
         self.relays.master_failed(ctx, failed.failed);
         self.restart_lost(ctx, failed.failed);
+        self.start_lost(ctx, failed.failed);
         let mut done = Vec::new();
         for (&id, change) in &mut self.changes {
             change
@@ -742,6 +772,13 @@ impl Block for Dictionary {
             || number == CreateIndexRequest::NUMBER
             || number == DropTableRequest::NUMBER
             || number == DropIndexRequest::NUMBER;
+        if is_client_request && self.is_starting() {
+            if let Some((client, request_id)) = relay::client_of(signal) {
+                let message = "the cluster is starting from disk: schema changes wait";
+                self.refuse(ctx, client, request_id, ErrorCode::NodeStarting, message);
+            }
+            return;
+        }
         if is_client_request {
             if let Some(master) = self.master().filter(|&m| m != ctx.address()) {
                 if let Err((client, request_id)) = self.relays.pass_on(ctx, signal, master) {
@@ -779,7 +816,28 @@ impl Block for Dictionary {
         } else if number == NodeJoined::NUMBER {
             NodeJoined::from_signal(signal).map(|j| self.node_joined(ctx, j))
         } else if number == FileReply::NUMBER {
-            FileReply::from_signal(signal).map(|r| self.schema_file_replied(ctx, r))
+            FileReply::from_signal(signal).map(|r| {
+                if !self.schema_read_replied(ctx, r) {
+                    self.schema_file_replied(ctx, r)
+                }
+            })
+        } else if number == DiskState::NUMBER {
+            DiskState::from_signal(signal).map(|d| self.disk_state(ctx, d))
+        } else if number == StartTick::NUMBER {
+            StartTick::from_signal(signal).map(|_| self.start_tick(ctx))
+        } else if number == StartReport::NUMBER {
+            StartReport::from_signal(signal).map(|r| self.start_reported(ctx, r))
+        } else if number == StartOrder::NUMBER {
+            StartOrder::from_signal(signal).map(|o| self.start_ordered(ctx, o))
+        } else if number == DiskStateSetConf::NUMBER {
+            DiskStateSetConf::from_signal(signal).map(|_| self.disk_state_set(ctx))
+        } else if number == StartOrderConf::NUMBER {
+            StartOrderConf::from_signal(signal)
+                .map(|_| self.start_order_confirmed(ctx, signal.sender()))
+        } else if number == LdmRestoreConf::NUMBER {
+            LdmRestoreConf::from_signal(signal).map(|c| self.ldm_restored(ctx, c, signal.sender()))
+        } else if number == SystemStarted::NUMBER {
+            SystemStarted::from_signal(signal).map(|_| self.started())
         } else if number == StartingReplicaAdded::NUMBER {
             StartingReplicaAdded::from_signal(signal)
                 .map(|a| self.starting_replica_added(ctx, a, signal.sender()))

@@ -45,6 +45,19 @@ macro_rules! with_typed {
     }};
 }
 
+/// The client and its request id of a client's schema request.
+#[allow(unused_mut)] // `with_typed!` decodes mutably for `pass_on`
+pub fn client_of(request: &Signal) -> Option<(BlockAddress, u64)> {
+    with_typed!(
+        request,
+        |typed| Some((typed.client, typed.request_id)),
+        CreateTableRequest,
+        CreateIndexRequest,
+        DropTableRequest,
+        DropIndexRequest
+    )
+}
+
 impl Relays {
     /// Passes a client's schema request on to `master` with this dictionary as its client.
     /// `Err` names the client to refuse when too many requests wait already.

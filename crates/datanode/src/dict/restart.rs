@@ -108,7 +108,26 @@ impl Dictionary {
             .chain(shape.ldm_addresses())
             .chain(shape.tc_addresses())
             .collect();
-        // Index tables first: a table's definition names its index tables.
+        let request_id = SHIPPED_DEFINITION | u64::from(id);
+        let awaiting = self.send_definitions(ctx, &receivers, request_id);
+        self.restarts.running = Some(Restart {
+            id,
+            node,
+            step: Step::Definitions(awaiting),
+            rows_copied: 0,
+        });
+        self.restart_progress(ctx);
+    }
+
+    /// Sends every table definition to each of `receivers`, index tables first (a table's
+    /// definition names its index tables), as request `request_id`; returns the (receiver,
+    /// table) confirmations to await.
+    pub(super) fn send_definitions(
+        &self,
+        ctx: &mut Context,
+        receivers: &[BlockAddress],
+        request_id: u64,
+    ) -> FxHashSet<(BlockAddress, u32)> {
         let mut tables: Vec<u32> = self.tables.keys().copied().collect();
         tables.sort_by_key(|id| (self.tables[id].index_of.is_none(), *id));
         let mut awaiting = FxHashSet::default();
@@ -118,25 +137,19 @@ impl Dictionary {
             body.clear();
             table.definition.encode(&mut body);
             let definition = TableDefinition {
-                request_id: SHIPPED_DEFINITION | u64::from(id),
+                request_id,
                 table_id,
                 schema_version: table.version,
                 partitions: self.partitions_per_table(),
                 dropped: 0,
                 index_of: table.index_of.unwrap_or(0),
             };
-            for &receiver in &receivers {
+            for &receiver in receivers {
                 send_with_bytes(ctx, definition.to_signal(receiver, ctx.address()), &body);
                 awaiting.insert((receiver, table_id));
             }
         }
-        self.restarts.running = Some(Restart {
-            id,
-            node,
-            step: Step::Definitions(awaiting),
-            rows_copied: 0,
-        });
-        self.restart_progress(ctx);
+        awaiting
     }
 
     /// Whether `conf` answers a definition shipped to a restarting node (and takes it).

@@ -68,6 +68,8 @@ struct Running {
     busy: bool,
     /// Once the end record is appended: the highest GCI committed here before it.
     max_gci: Option<u64>,
+    /// Its pace while the log has room (0: unbounded).
+    write_bytes_per_sec: u64,
 }
 
 impl LocalCheckpoints {
@@ -107,6 +109,33 @@ impl LocalCheckpoints {
         if waiting || redo.used_bytes() < redo.ring_bytes() / 4 {
             return Ok(());
         }
+        self.start(ctx, tables, redo, self.write_bytes_per_sec)
+    }
+
+    /// Starts checkpoint `id` at once, written as fast as the disk takes it: a start from
+    /// disk's checkpoint of the rows it restored (the ids go on from the one restored).
+    pub fn start_restored(
+        &mut self,
+        ctx: &mut Context,
+        tables: &FxHashMap<u32, LdmTable>,
+        redo: &RedoLog,
+        id: u64,
+    ) -> Result<(), String> {
+        assert!(
+            self.running.is_none(),
+            "a restore's checkpoint is the node's first"
+        );
+        self.next_id = id;
+        self.start(ctx, tables, redo, 0)
+    }
+
+    fn start(
+        &mut self,
+        ctx: &mut Context,
+        tables: &FxHashMap<u32, LdmTable>,
+        redo: &RedoLog,
+        write_bytes_per_sec: u64,
+    ) -> Result<(), String> {
         let id = self.next_id;
         self.next_id += 1;
         let mut todo: Vec<(u32, u32)> = tables
@@ -124,6 +153,7 @@ impl LocalCheckpoints {
             rows: 0,
             busy: true,
             max_gci: None,
+            write_bytes_per_sec,
         });
         let request = FileRequest::open_empty(OPENING);
         ctx.request_io(&request, path_of(&self.directory, id).as_bytes())
@@ -184,16 +214,17 @@ impl LocalCheckpoints {
         Ok(())
     }
 
-    /// The file system's answer to one of the checkpoint's requests.
+    /// The file system's answer to one of the checkpoint's requests; the checkpoint
+    /// just written whole and synced, if any.
     pub fn replied(
         &mut self,
         ctx: &mut Context,
         reply: FileReply,
         tables: &FxHashMap<u32, LdmTable>,
         redo: &RedoLog,
-    ) -> Result<(), String> {
+    ) -> Result<Option<CheckpointSummary>, String> {
         let Some(running) = self.running.as_mut() else {
-            return Ok(()); // a close
+            return Ok(None); // a close
         };
         if reply.status != FileStatus::Ok {
             return Err(format!(
@@ -206,13 +237,13 @@ impl LocalCheckpoints {
             OPENING => {
                 running.file = Some(reply.file);
                 running.busy = false;
-                self.step(ctx, tables, redo.highest_gci())
+                self.step(ctx, tables, redo.highest_gci()).map(|()| None)
             }
             WRITING => {
-                let delay = delay_after(self.write_bytes_per_sec, u64::from(reply.length), redo);
+                let delay = delay_after(running.write_bytes_per_sec, u64::from(reply.length), redo);
                 let step = LocalCheckpointStep { id: running.id };
                 ctx.send_delayed(step.to_signal(ctx.address(), ctx.address()), delay);
-                Ok(())
+                Ok(None)
             }
             SYNCING => {
                 let summary = running.summary();
@@ -224,9 +255,10 @@ impl LocalCheckpoints {
                 self.running = None;
                 self.written.push(summary);
                 ctx.request_io(&close, &[])
-                    .map_err(|_| "no section to close a checkpoint file".to_string())
+                    .map_err(|_| "no section to close a checkpoint file".to_string())?;
+                Ok(Some(summary))
             }
-            _ => Ok(()),
+            _ => Ok(None),
         }
     }
 }

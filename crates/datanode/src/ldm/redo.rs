@@ -117,6 +117,20 @@ impl RedoLog {
         self.highest_gci
     }
 
+    pub fn ring(&self) -> LogRing {
+        self.writer.ring()
+    }
+
+    /// Goes on with a log a start restored: records go at `head_lsn` (where the scan found
+    /// its end) in the ring's open `files`, stamped `life`; those from `tail_lsn` on are
+    /// still needed. The restored rows are of GCI `gci` and below.
+    pub fn resume(&mut self, files: &[u32], head_lsn: u64, tail_lsn: u64, life: u32, gci: u64) {
+        self.writer = LogWriter::new(self.writer.ring(), life, head_lsn, tail_lsn);
+        self.files = files.iter().copied().map(Some).collect();
+        self.written_lsn = head_lsn;
+        self.highest_gci = gci;
+    }
+
     /// Records before `lsn` are needed no more (a usable local checkpoint holds them).
     pub fn release_until(&mut self, lsn: u64) {
         self.writer.release_until(lsn);
@@ -126,8 +140,10 @@ impl RedoLog {
         format!("{}/{file:02}.log", self.directory)
     }
 
-    /// Creates the ring's files afresh (the node starts with empty tables).
-    pub fn open(&mut self, ctx: &mut Context) -> Result<(), String> {
+    /// Creates the ring's files afresh (the node starts with empty tables), its records
+    /// stamped `life`.
+    pub fn open(&mut self, ctx: &mut Context, life: u32) -> Result<(), String> {
+        self.writer = LogWriter::new(self.writer.ring(), life, 0, 0);
         for file in 0..self.files.len() {
             let request = FileRequest::open_empty(OPENING | file as u64);
             ctx.request_io(&request, self.path(file).as_bytes())

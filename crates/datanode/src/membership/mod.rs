@@ -130,8 +130,10 @@ pub struct Membership {
     stopping: bool,
     /// Members heard from since this node started.
     heard_from: NodeSet,
-    /// Whether the node holds its data: from the start in a first start; for a joiner
-    /// once the master's dictionary says its copy is done ([`NodeStarted`]).
+    /// Whether the node holds its data: from the start in a first start of nodes that
+    /// keep nothing on disk; else once the master's dictionary says so ([`NodeStarted`]),
+    /// for a joiner when its copy is done, in a start from disk when every partition is
+    /// restored.
     holds_data: bool,
     /// Whether the arbitrator knows this node started.
     start_reported: bool,
@@ -151,6 +153,7 @@ impl Membership {
         memory: Arc<DataMemory>,
         lease: Arc<ReadLease>,
     ) -> Self {
+        let keeps_data_on_disk = settings.keeps_data_on_disk();
         let membership = Self {
             memory,
             lease,
@@ -168,7 +171,8 @@ impl Membership {
             next_round: 1,
             stopping: false,
             heard_from: NodeSet::EMPTY,
-            holds_data: true,
+            // A node that keeps its data on disk holds it once the start from disk is over.
+            holds_data: !keeps_data_on_disk,
             start_reported: false,
             began_ns: None,
             first_start: true,

@@ -842,6 +842,70 @@ typed_signal! {
     LocalCheckpointStep = 220 { id: u64, }
 }
 
+// ----- a start from disk (system restart): gcp, dict, ldm, the master's dict -----
+
+typed_signal! {
+    /// From a node's `gcp` to its `dict` at the start, once the node's control file was
+    /// read and rewritten for this life: what the node's disk holds. `holds_data` (0 or
+    /// 1): its checkpoints and logs restore the cluster of `cluster_life` to
+    /// `restorable_gci`.
+    DiskState = 221 { node_life: u32, cluster_life: u32, restorable_gci: u64, holds_data: u32, }
+}
+typed_signal! {
+    /// From every member's `dict` to the master's at a start: the node's `DiskState`, and
+    /// the next table id its schema file holds (0: no schema file).
+    StartReport = 222 {
+        node: u32,
+        node_life: u32,
+        cluster_life: u32,
+        restorable_gci: u64,
+        holds_data: u32,
+        next_table_id: u32,
+    }
+}
+typed_signal! {
+    /// From the master's `dict` to every member's that takes part in the start: the
+    /// cluster starts as `cluster_life`, restored to `gci` by `participants` (0 and no
+    /// restore in an initial start). Each records it in its control file, then confirms
+    /// (`StartOrderConf`).
+    StartOrder = 223 { cluster_life: u32, gci: u64, participants: NodeSet, }
+}
+typed_signal! {
+    StartOrderConf = 224 {}
+}
+typed_signal! {
+    /// From a node's `dict` to its `gcp`: record in the control file that the node is of
+    /// `cluster_life`, restoring `gci`; confirm once synced (`DiskStateSetConf`).
+    DiskStateSet = 225 { cluster_life: u32, gci: u64, }
+}
+typed_signal! {
+    DiskStateSetConf = 226 {}
+}
+typed_signal! {
+    /// From the master's `dict` to every participant's `ldm`, once the definitions are in
+    /// place: restore your partitions to `gci` from your newest usable local checkpoint
+    /// and REDO log (`restores` 1), or start with empty ones and a fresh log (0); stamp
+    /// your log's records with `node_life` from now on. Confirmed by `LdmRestoreConf`
+    /// once restored and checkpointed.
+    LdmRestore = 227 { gci: u64, node_life: u32, restores: u32, }
+}
+typed_signal! {
+    /// An `ldm`'s restore is done: `rows` rows from its checkpoint, `records` REDO
+    /// records replayed.
+    LdmRestoreConf = 228 { rows: u64, records: u64, }
+}
+typed_signal! {
+    /// A `dict`'s timer while its node reports for a start from disk: a report sent before
+    /// the connection to the master was up is lost, so it goes again each tick.
+    StartTick = 230 {}
+}
+typed_signal! {
+    /// From the master's `dict` to every participant's `dict`, `gcp`, `tc` and
+    /// membership: every partition is restored to `gci`; the cluster serves, `members`
+    /// started, and the next GCI is `gci` + 1.
+    SystemStarted = 229 { gci: u64, members: NodeSet, }
+}
+
 // ----- the node's start -----
 
 typed_signal! {

@@ -116,6 +116,14 @@ impl TransactionCoordinator {
         self.arrange_chains();
     }
 
+    /// The start from disk is over: `members` serve, and commits are stamped with the
+    /// GCI after the one restored.
+    pub(super) fn system_started(&mut self, started: SystemStarted) {
+        self.started_nodes = started.members;
+        self.checkpoints = super::gcp::CoordinatorCheckpoints::new(started.gci + 1);
+        self.arrange_chains();
+    }
+
     /// A failure abandons a restart in progress (the restarting node stops itself).
     pub(super) fn restart_failed(&mut self, lost: NodeSet) {
         self.started_nodes = self.started_nodes.minus(lost);

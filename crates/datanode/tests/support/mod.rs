@@ -111,8 +111,18 @@ impl Node {
     }
 
     /// Data nodes that form one cluster (each one's `peers` name the others), each with
-    /// its own `data_memory_bytes`; requests go to the first.
+    /// its own `data_memory_bytes`; requests go to the first. Returns once the cluster
+    /// started (nodes that keep their data on disk start from it).
     pub fn start_cluster(nodes: Vec<NodeSettings>, data_memory_bytes: u64, seed: u64) -> Self {
+        let mut cluster = Self::begin_cluster(nodes, data_memory_bytes, seed);
+        if cluster.nodes.iter().any(NodeSettings::keeps_data_on_disk) {
+            cluster.wait_for_start();
+        }
+        cluster
+    }
+
+    /// [`Node::start_cluster`], returning at once, before the nodes started.
+    pub fn begin_cluster(nodes: Vec<NodeSettings>, data_memory_bytes: u64, seed: u64) -> Self {
         let mut simulation = Simulation::new(&SimulationOptions {
             seed,
             latency_ns_max: 20_000,
@@ -155,6 +165,59 @@ impl Node {
             inbox,
             next_request: 1,
         }
+    }
+
+    /// Runs until the start from disk is over (every node that keeps its data on disk
+    /// starts so, an initial start too): the master logs it, and its word reaches every
+    /// node within a few milliseconds.
+    pub fn wait_for_start(&mut self) {
+        let starts = |cluster: &Self| -> usize {
+            let logs = cluster
+                .nodes
+                .iter()
+                .map(|n| cluster.simulation.log_of(n.node));
+            let ends = logs.map(|log| {
+                let done = log
+                    .iter()
+                    .filter(|line| line.starts_with("start from disk done"));
+                done.count()
+            });
+            ends.sum()
+        };
+        let before = starts(self);
+        let done = |cluster: &Self| starts(cluster) > before;
+        let until_ns = self.simulation.now_ns() + 120_000_000_000;
+        while !done(self) {
+            if self.simulation.now_ns() < until_ns && self.simulation.step() {
+                continue;
+            }
+            let logs: Vec<_> = self
+                .nodes
+                .iter()
+                .map(|n| self.simulation.log_of(n.node))
+                .collect();
+            panic!(
+                "the start from disk did not end within 120 s: logs {logs:?}, stopped {:?}",
+                self.simulation.stopped_nodes()
+            );
+        }
+        self.run_for_ms(20);
+    }
+
+    /// Starts every data node again (all crashed or stopped) as a cluster starts: from
+    /// what their disks hold.
+    pub fn start_again(&mut self, data_memory_bytes: u64) {
+        for settings in self.nodes.clone() {
+            let memory = Arc::new(DataMemory::new(data_memory_bytes));
+            let disk = self.disks[&settings.node].clone();
+            let blocks = data_node_blocks(&settings, memory, Some(Box::new(disk)))
+                .expect("the nodes form a cluster");
+            self.simulation.restart(settings.node, blocks).unwrap();
+            for signal in data_node_start_signals(&settings) {
+                self.simulation.inject(signal);
+            }
+        }
+        self.wait_for_start();
     }
 
     /// Starts crashed data node `node` again with fresh blocks, joining the running cluster.

@@ -136,3 +136,15 @@ fn an_end_of_another_checkpoint_or_count_is_refused() {
     let (_, bytes) = writer.next_write(1 << 20).unwrap();
     assert_eq!(rows_of(bytes).1, Err(CheckpointError::WrongId { found: 8 }));
 }
+
+#[test]
+fn a_later_lap_is_told_apart_across_the_wrap() {
+    assert_eq!(lap_of(first_lsn(7)), 7);
+    assert!(is_later_lap(8, 7));
+    assert!(!is_later_lap(7, 8));
+    assert!(!is_later_lap(7, 7));
+    assert!(
+        is_later_lap(lap_of(first_lsn(LAPS)), LAPS - 1),
+        "lap 0 follows the last"
+    );
+}

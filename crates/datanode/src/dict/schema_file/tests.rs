@@ -60,29 +60,39 @@ fn a_damaged_or_foreign_file_is_refused_with_the_reason() {
         damaged[at] ^= 0x01;
         assert_eq!(
             decode(&damaged),
-            Err(SchemaFileError::Checksum),
+            Err(SchemaFileError::Sealed(SealError::Checksum)),
             "byte {at}"
         );
     }
     assert_eq!(
         decode(&bytes[..bytes.len() - 10]),
-        Err(SchemaFileError::Checksum),
+        Err(SchemaFileError::Sealed(SealError::Checksum)),
         "cut short"
     );
-    assert_eq!(decode(&bytes[..10]), Err(SchemaFileError::Short(10)));
+    assert_eq!(
+        decode(&bytes[..10]),
+        Err(SchemaFileError::Sealed(SealError::Short(10)))
+    );
     let mut foreign = bytes.clone();
     foreign[..4].copy_from_slice(b"KR\x01\x00");
-    assert_eq!(decode(&foreign), Err(SchemaFileError::NotASchemaFile));
+    assert!(matches!(
+        decode(&foreign),
+        Err(SchemaFileError::Sealed(SealError::Foreign { .. }))
+    ));
     let mut newer = bytes.clone();
     newer[4] = 2;
-    assert_eq!(decode(&newer), Err(SchemaFileError::Version(2)));
+    let refused = Err(SchemaFileError::Sealed(SealError::Version {
+        found: 2,
+        ours: 1,
+    }));
+    assert_eq!(decode(&newer), refused);
 }
 
 #[test]
 fn a_definition_that_does_not_decode_is_refused_though_the_checksum_holds() {
     let mut bytes = Vec::new();
     bytes.extend_from_slice(b"KSCH");
-    for word in [FORMAT_VERSION, 1, 0, 2, 1] {
+    for word in [SCHEMA_FILE.format_version, 1, 0, 2, 1] {
         bytes.extend_from_slice(&word.to_le_bytes());
     }
     for word in [9u32, 1, 0, 3] {

@@ -1,0 +1,695 @@
+//! A start from disk (NDB's system restart), run by the master's dictionary. Every start
+//! of a cluster whose nodes keep their data on disk is one: an initial start is the case
+//! where no node holds any data.
+//!
+//! 1. Each node's `gcp` reads its control file, counts the node's new life into it and
+//!    tells the node's `dict` what the disk holds ([`DiskState`]); the `dict` reads its
+//!    schema file and reports both to the master ([`StartReport`]), again to a new master
+//!    should the president fail meanwhile.
+//! 2. Once every member reported (in a first start the membership removes members that
+//!    never came after `start_partial_timeout_ms`), the master decides ([`decide`]): the
+//!    latest cluster life any node holds data of, and the latest GCI that some such node
+//!    of every node group restores. Nodes that cannot restore it (an older life, an
+//!    earlier GCI, no data) are stopped: started again, they join and copy from a peer.
+//!    A node group with no node able to restore stops the whole cluster, saying so.
+//! 3. It orders every participant to record the cluster's new life and the GCI in its
+//!    control file ([`StartOrder`]); from then on that disk claims no later GCI, so a
+//!    crash amid the restore cannot make a later start take what this one dropped.
+//! 4. It ships its own dictionary (read from its schema file) to every participant's
+//!    `dict`, `ldm` and `tc`, then has every `ldm` restore its partitions ([`LdmRestore`]:
+//!    newest usable local checkpoint, REDO log up to the GCI, then a local checkpoint of
+//!    the result, so records of GCIs this restart dropped are never replayed again).
+//! 5. When all are restored, it tells every participant that the cluster started
+//!    ([`SystemStarted`]): coordinators take transactions, stamping the GCI after the
+//!    restored one, and the management server shows the nodes started.
+//!
+//! A participant failing after the order stops the others (as NDB's system restart does):
+//! the cluster is started again. Progress goes to the master's log.
+
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashSet;
+
+use kista_runtime::io::FileReply;
+use kista_runtime::Context;
+use kista_signal::{BlockAddress, NodeId, TypedSignal};
+
+use super::schema_file::{self, SchemaImage, SCHEMA_FILE};
+use super::{DictTable, Dictionary};
+use crate::cluster::{ClusterShape, NodeSet};
+use crate::membership::membership_address;
+use crate::protocol::*;
+use crate::send_with_bytes;
+use crate::twin_file::{newest, TwinReader};
+
+/// Request ids of definitions shipped in a start from disk (a node restart's are
+/// `1 << 62`; schema changes count up from 1).
+const STARTING_DEFINITION: u64 = 1 << 61;
+/// Longest time between a starting node's reports to the master.
+const START_TICK_MS_MAX: u64 = 200;
+
+/// Where this node's dictionary is in the start.
+pub(super) enum Phase {
+    /// Waiting for the control file's word from `gcp`.
+    ReadingControl,
+    ReadingSchema {
+        disk: DiskState,
+        reader: TwinReader,
+    },
+    /// Reported to the master; waiting for its order.
+    Reported(StartReport),
+    /// Ordered to take part; recording it in the control file, then confirmed.
+    Ordered {
+        participants: NodeSet,
+    },
+    Started,
+}
+
+/// The master's side of the start.
+#[derive(Default)]
+pub(super) struct MasterStart {
+    reports: BTreeMap<u8, StartReport>,
+    step: Option<Step>,
+    /// Rows and REDO records the `ldm`s restored so far.
+    rows: u64,
+    records: u64,
+}
+
+enum Step {
+    /// Participants' `dict`s yet to record the order.
+    Ordering(Decision, Vec<BlockAddress>),
+    /// (block, table) yet to apply a shipped definition.
+    Definitions(Decision, FxHashSet<(BlockAddress, u32)>),
+    /// `ldm`s yet to restore.
+    Restoring(Decision, Vec<BlockAddress>),
+}
+
+/// What the master decided from the reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decision {
+    /// The cluster's life from this start on.
+    pub cluster_life: u32,
+    /// The GCI every participant restores (0: an initial start, nothing to restore).
+    pub gci: u64,
+    pub participants: NodeSet,
+    /// Nodes that cannot restore it, with why: they stop, and join when started again.
+    pub stale: Vec<(NodeId, String)>,
+    pub next_table_id: u32,
+}
+
+/// Decides a start from the members' reports: every node group must have a member that
+/// holds data of the latest life any member holds, and the GCI restored is the latest
+/// that such a member of every group restores. No member with data: an initial start.
+pub fn decide(cluster: &ClusterShape, reports: &[StartReport]) -> Result<Decision, String> {
+    let holding = |r: &&StartReport| r.holds_data != 0 && r.cluster_life > 0;
+    let next_table_id = reports.iter().map(|r| r.next_table_id).max().unwrap_or(1);
+    let all = NodeSet::of(reports.iter().filter_map(|r| node_of(r.node)));
+    let Some(life) = reports.iter().filter(holding).map(|r| r.cluster_life).max() else {
+        return Ok(Decision {
+            cluster_life: 1,
+            gci: 0,
+            participants: all,
+            stale: Vec::new(),
+            next_table_id: next_table_id.max(1),
+        });
+    };
+    let current = |r: &&StartReport| holding(r) && r.cluster_life == life;
+    let mut gci = u64::MAX;
+    for (group, nodes) in cluster.node_groups().iter().enumerate() {
+        let in_group = |r: &&StartReport| node_of(r.node).is_some_and(|n| nodes.contains(&n));
+        let best = reports.iter().filter(current).filter(in_group);
+        let Some(best) = best.map(|r| r.restorable_gci).max() else {
+            let ids: Vec<u8> = nodes.iter().map(|n| n.0).collect();
+            return Err(format!(
+                "no started data node of node group {group} holds the data of the cluster's \
+                 latest life ({life}): start its nodes {ids:?}"
+            ));
+        };
+        gci = gci.min(best);
+    }
+    let mut participants = NodeSet::EMPTY;
+    let mut stale = Vec::new();
+    for report in reports {
+        let Some(node) = node_of(report.node) else {
+            continue;
+        };
+        if current(&report) && report.restorable_gci >= gci {
+            participants.insert(node);
+            continue;
+        }
+        let why = match report {
+            r if r.holds_data == 0 || r.cluster_life == 0 => "holds no data to restore".into(),
+            r if r.cluster_life < life => {
+                format!("holds data of the cluster's life {}", r.cluster_life)
+            }
+            r => format!("restores GCI {} only", r.restorable_gci),
+        };
+        let reason = format!(
+            "data node {} {why}, while the cluster restarts as of life {life}, GCI {gci}: \
+             it stops, and copies its data from a peer when started again",
+            node.0
+        );
+        stale.push((node, reason));
+    }
+    Ok(Decision {
+        cluster_life: life + 1,
+        gci,
+        participants,
+        stale,
+        next_table_id,
+    })
+}
+
+fn node_of(word: u32) -> Option<NodeId> {
+    u8::try_from(word).ok().map(NodeId)
+}
+
+impl Dictionary {
+    /// What this node's disk holds, from `gcp`: the schema file is read next.
+    pub(super) fn disk_state(&mut self, ctx: &mut Context, disk: DiskState) {
+        if !matches!(self.start, Phase::ReadingControl) {
+            return;
+        }
+        match TwinReader::start(ctx, SCHEMA_FILE) {
+            Ok(reader) => self.start = Phase::ReadingSchema { disk, reader },
+            Err(reason) => ctx.stop_node(&reason),
+        }
+    }
+
+    /// Whether `reply` answers the start's read of the schema file (and takes it).
+    pub(super) fn schema_read_replied(&mut self, ctx: &mut Context, reply: FileReply) -> bool {
+        let Phase::ReadingSchema { disk, reader } = &mut self.start else {
+            return false;
+        };
+        if !TwinReader::answers(&reply) {
+            return false;
+        }
+        let disk = *disk;
+        match reader.replied(ctx, reply) {
+            Ok(None) => {}
+            Ok(Some(files)) => match self.schema_read(ctx, &files) {
+                Ok(image) => self.report(ctx, disk, image),
+                Err(reason) => ctx.stop_node(&reason),
+            },
+            Err(reason) => ctx.stop_node(&reason),
+        }
+        true
+    }
+
+    /// The newest valid schema file, if any; the writer goes on after it.
+    fn schema_read(
+        &mut self,
+        ctx: &mut Context,
+        files: &[Option<Vec<u8>>; 2],
+    ) -> Result<Option<SchemaImage>, String> {
+        let (found, refusals) = newest(&SCHEMA_FILE, files, schema_file::decode, |i| i.sequence);
+        for refusal in &refusals {
+            ctx.log(&format!("schema file refused: {refusal}"));
+        }
+        if found.is_none() && files.iter().any(Option::is_some) {
+            return Err(format!(
+                "no schema file of this data node can be used ({}); the data directory is \
+                 damaged: restore it, or empty it to start the node afresh",
+                refusals.join("; ")
+            ));
+        }
+        let sequence = found.as_ref().map_or(0, |image| image.sequence);
+        self.schema_writer = Some(schema_file::SchemaWriter::new(SCHEMA_FILE, sequence));
+        Ok(found)
+    }
+
+    fn report(&mut self, ctx: &mut Context, disk: DiskState, image: Option<SchemaImage>) {
+        let report = StartReport {
+            node: u32::from(ctx.address().node().0),
+            node_life: disk.node_life,
+            cluster_life: disk.cluster_life,
+            restorable_gci: disk.restorable_gci,
+            holds_data: disk.holds_data,
+            next_table_id: image.as_ref().map_or(0, |i| i.next_table_id),
+        };
+        self.saved_schema = image;
+        self.start = Phase::Reported(report);
+        self.send_report(ctx);
+        self.start_tick(ctx);
+    }
+
+    /// Sends the report again each tick until the master's order came.
+    pub(super) fn start_tick(&mut self, ctx: &mut Context) {
+        if !matches!(self.start, Phase::Reported(_)) {
+            return;
+        }
+        self.send_report(ctx);
+        let tick = StartTick {}.to_signal(ctx.address(), ctx.address());
+        let interval_ms = self
+            .settings
+            .heartbeat_interval_ms
+            .clamp(1, START_TICK_MS_MAX);
+        ctx.send_delayed(tick, std::time::Duration::from_millis(interval_ms));
+    }
+
+    fn send_report(&mut self, ctx: &mut Context) {
+        if let (Phase::Reported(report), Some(master)) = (&self.start, self.master()) {
+            ctx.send_typed(master, report);
+        }
+    }
+
+    /// A member's report, at the master.
+    pub(super) fn start_reported(&mut self, ctx: &mut Context, report: StartReport) {
+        let Some(node) = node_of(report.node) else {
+            return;
+        };
+        let master = self.master_start.get_or_insert_with(MasterStart::default);
+        match &master.step {
+            None => {
+                master.reports.insert(node.0, report);
+                self.decide_when_reported(ctx);
+            }
+            // The order was lost (sent before the connection was up): again.
+            Some(Step::Ordering(decision, awaiting)) => {
+                let order = StartOrder {
+                    cluster_life: decision.cluster_life,
+                    gci: decision.gci,
+                    participants: decision.participants,
+                };
+                let dicts: Vec<BlockAddress> = awaiting
+                    .iter()
+                    .copied()
+                    .filter(|d| d.node() == node)
+                    .collect();
+                for dict in dicts {
+                    ctx.send_typed(dict, &order);
+                }
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// Once every member reported: decide, stop the nodes that cannot take part, and
+    /// order the others.
+    fn decide_when_reported(&mut self, ctx: &mut Context) {
+        let members: Vec<NodeId> = self.members().map(|n| n.node).collect();
+        let Some(master) = self.master_start.as_mut().filter(|m| m.step.is_none()) else {
+            return;
+        };
+        master
+            .reports
+            .retain(|&node, _| members.contains(&NodeId(node)));
+        if master.reports.len() < members.len() {
+            return;
+        }
+        let reports: Vec<StartReport> = master.reports.values().copied().collect();
+        let decision = match decide(&self.cluster, &reports) {
+            Ok(decision) => decision,
+            Err(reason) => return self.stop_cluster(ctx, &reason),
+        };
+        if let Some((_, reason)) = decision
+            .stale
+            .iter()
+            .find(|(n, _)| *n == ctx.address().node())
+        {
+            // The others elect a new president, which decides again without this node.
+            ctx.log(reason);
+            return ctx.stop_node(reason);
+        }
+        ctx.log(&format!(
+            "start from disk: cluster life {}, restoring GCI {} on data nodes {:?}",
+            decision.cluster_life,
+            decision.gci,
+            decision
+                .participants
+                .iter()
+                .map(|n| n.0)
+                .collect::<Vec<_>>()
+        ));
+        for (node, reason) in &decision.stale {
+            ctx.log(reason);
+            let stop = ClusterStop {}.to_signal(membership_address(*node), ctx.address());
+            send_with_bytes(ctx, stop, reason.as_bytes());
+        }
+        let order = StartOrder {
+            cluster_life: decision.cluster_life,
+            gci: decision.gci,
+            participants: decision.participants,
+        };
+        let dicts = self.dicts_of(decision.participants);
+        for &dict in &dicts {
+            ctx.send_typed(dict, &order);
+        }
+        if let Some(master) = &mut self.master_start {
+            master.step = Some(Step::Ordering(decision, dicts));
+        }
+    }
+
+    fn dicts_of(&self, nodes: NodeSet) -> Vec<BlockAddress> {
+        let shapes = nodes.iter().filter_map(|n| self.cluster.node(n));
+        shapes.map(|n| n.dict_address()).collect()
+    }
+
+    fn stop_cluster(&mut self, ctx: &mut Context, reason: &str) {
+        ctx.log(reason);
+        let nodes: Vec<NodeId> = self.members().map(|n| n.node).collect();
+        for node in nodes {
+            let stop = ClusterStop {}.to_signal(membership_address(node), ctx.address());
+            send_with_bytes(ctx, stop, reason.as_bytes());
+        }
+    }
+
+    /// The master's order: record it in the control file, then confirm.
+    pub(super) fn start_ordered(&mut self, ctx: &mut Context, order: StartOrder) {
+        if !matches!(self.start, Phase::Reported(_)) {
+            return;
+        }
+        self.start = Phase::Ordered {
+            participants: order.participants,
+        };
+        let here = ctx.address().node();
+        if self.master_node != here {
+            // The master's dictionary is the cluster's: it ships it.
+            self.saved_schema = None;
+        }
+        let gcp = crate::gcp::gcp_address(here);
+        let set = DiskStateSet {
+            cluster_life: order.cluster_life,
+            gci: order.gci,
+        };
+        ctx.send_typed(gcp, &set);
+    }
+
+    /// The control file records the order.
+    pub(super) fn disk_state_set(&mut self, ctx: &mut Context) {
+        if let (Phase::Ordered { .. }, Some(master)) = (&self.start, self.master()) {
+            ctx.send_typed(master, &StartOrderConf {});
+        }
+    }
+
+    /// A participant recorded the order, at the master.
+    pub(super) fn start_order_confirmed(&mut self, ctx: &mut Context, from: BlockAddress) {
+        let Some(MasterStart {
+            step: Some(Step::Ordering(decision, awaiting)),
+            ..
+        }) = &mut self.master_start
+        else {
+            return;
+        };
+        awaiting.retain(|&dict| dict != from);
+        if awaiting.is_empty() {
+            let decision = decision.clone();
+            self.ship_definitions(ctx, decision);
+        }
+    }
+
+    /// Takes the master's own saved dictionary as the cluster's and ships it to every
+    /// participant's `dict` (but its own), `ldm` and `tc`.
+    fn ship_definitions(&mut self, ctx: &mut Context, decision: Decision) {
+        if let Some(image) = self.saved_schema.take() {
+            for saved in image.tables {
+                let next_index_id = saved.definition.indexes.iter().map(|(id, _)| id + 1).max();
+                let table = DictTable {
+                    version: saved.version,
+                    definition: saved.definition,
+                    next_index_id: next_index_id.unwrap_or(1),
+                    index_of: saved.index_of,
+                };
+                self.tables.insert(saved.table_id, table);
+            }
+        }
+        self.next_table_id = self.next_table_id.max(decision.next_table_id);
+        let here = ctx.address();
+        let receivers: Vec<BlockAddress> = decision
+            .participants
+            .iter()
+            .filter_map(|n| self.cluster.node(n))
+            .flat_map(|n| {
+                let dict = Some(n.dict_address()).filter(|&d| d != here);
+                dict.into_iter()
+                    .chain(n.ldm_addresses())
+                    .chain(n.tc_addresses())
+            })
+            .collect();
+        let awaiting = self.send_definitions(ctx, &receivers, STARTING_DEFINITION);
+        ctx.log(&format!(
+            "start from disk: {} table definitions shipped",
+            self.tables.len()
+        ));
+        if let Some(master) = &mut self.master_start {
+            master.step = Some(Step::Definitions(decision, awaiting));
+        }
+        self.definitions_progress(ctx);
+    }
+
+    /// Whether `conf` answers a definition shipped in the start (and takes it).
+    pub(super) fn starting_definition_applied(
+        &mut self,
+        ctx: &mut Context,
+        conf: &TableDefinitionConf,
+        from: BlockAddress,
+    ) -> bool {
+        if conf.request_id != STARTING_DEFINITION {
+            return false;
+        }
+        if conf.code != 0 {
+            let reason = format!(
+                "data node {} could not apply table {}'s definition (error {}) in the start \
+                 from disk",
+                from.node().0,
+                conf.table_id,
+                conf.code
+            );
+            self.stop_cluster(ctx, &reason);
+            return true;
+        }
+        if let Some(MasterStart {
+            step: Some(Step::Definitions(_, awaiting)),
+            ..
+        }) = &mut self.master_start
+        {
+            awaiting.remove(&(from, conf.table_id));
+        }
+        self.definitions_progress(ctx);
+        true
+    }
+
+    /// Once every participant holds the definitions, every `ldm` restores.
+    fn definitions_progress(&mut self, ctx: &mut Context) {
+        let Some(MasterStart {
+            step: Some(Step::Definitions(decision, awaiting)),
+            reports,
+            ..
+        }) = &mut self.master_start
+        else {
+            return;
+        };
+        if !awaiting.is_empty() {
+            return;
+        }
+        let decision = decision.clone();
+        let mut ldms = Vec::new();
+        for node in decision.participants.iter() {
+            let Some(shape) = self.cluster.node(node) else {
+                continue;
+            };
+            let restore = LdmRestore {
+                gci: decision.gci,
+                node_life: reports.get(&node.0).map_or(1, |r| r.node_life),
+                restores: u32::from(decision.gci > 0),
+            };
+            for ldm in shape.ldm_addresses() {
+                ctx.send_typed(ldm, &restore);
+                ldms.push(ldm);
+            }
+        }
+        if let Some(master) = &mut self.master_start {
+            master.step = Some(Step::Restoring(decision, ldms));
+        }
+    }
+
+    /// An `ldm` restored its partitions, at the master.
+    pub(super) fn ldm_restored(
+        &mut self,
+        ctx: &mut Context,
+        conf: LdmRestoreConf,
+        from: BlockAddress,
+    ) {
+        let Some(MasterStart {
+            step: Some(Step::Restoring(decision, awaiting)),
+            rows,
+            records,
+            ..
+        }) = &mut self.master_start
+        else {
+            return;
+        };
+        let Some(at) = awaiting.iter().position(|&ldm| ldm == from) else {
+            return;
+        };
+        awaiting.swap_remove(at);
+        *rows += conf.rows;
+        *records += conf.records;
+        ctx.log(&format!(
+            "start from disk: ldm {} of data node {} restored {} rows from its checkpoint \
+             and replayed {} REDO records; {} ldm instances to go",
+            from.instance(),
+            from.node().0,
+            conf.rows,
+            conf.records,
+            awaiting.len()
+        ));
+        if awaiting.is_empty() {
+            let decision = decision.clone();
+            self.system_started(ctx, decision);
+        }
+    }
+
+    /// Every partition is restored: every participant starts.
+    fn system_started(&mut self, ctx: &mut Context, decision: Decision) {
+        let started = SystemStarted {
+            gci: decision.gci,
+            members: decision.participants,
+        };
+        for node in decision.participants.iter() {
+            let Some(shape) = self.cluster.node(node) else {
+                continue;
+            };
+            let receivers = std::iter::once(shape.dict_address())
+                .chain(std::iter::once(crate::gcp::gcp_address(node)))
+                .chain(shape.tc_addresses());
+            for receiver in receivers.collect::<Vec<_>>() {
+                ctx.send_typed(receiver, &started);
+            }
+            let node_started = NodeStarted {
+                node: u32::from(node.0),
+            };
+            ctx.send_typed(membership_address(node), &node_started);
+        }
+        if let Some(master) = self.master_start.take() {
+            ctx.log(&format!(
+                "start from disk done: {} rows restored from checkpoints, {} REDO records \
+                 replayed; the cluster serves from GCI {}",
+                master.rows,
+                master.records,
+                decision.gci + 1
+            ));
+        }
+    }
+
+    /// The cluster serves.
+    pub(super) fn started(&mut self) {
+        self.start = Phase::Started;
+    }
+
+    /// Whether this node's dictionary still runs the start (schema changes wait).
+    pub(super) fn is_starting(&self) -> bool {
+        !matches!(self.start, Phase::Started)
+    }
+
+    /// A failure amid the start: before the order, a new master collects the reports
+    /// again; after it, a participant's failure stops the others.
+    pub(super) fn start_lost(&mut self, ctx: &mut Context, failed: NodeSet) {
+        match &self.start {
+            Phase::Started => {}
+            Phase::Ordered { participants } if participants.intersects(failed) => {
+                let reason = format!(
+                    "data node(s) {:?} failed during the start from disk; start the cluster \
+                     again",
+                    failed.iter().map(|n| n.0).collect::<Vec<_>>()
+                );
+                ctx.stop_node(&reason);
+            }
+            _ => {
+                self.send_report(ctx);
+                self.decide_when_reported(ctx);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::DataNodeShape;
+
+    /// Four data nodes in two node groups of two.
+    fn cluster() -> ClusterShape {
+        let nodes = (1..=4)
+            .map(|id| DataNodeShape {
+                node: NodeId(id),
+                node_group: u16::from(id - 1) / 2,
+                tc_instances: 1,
+                ldm_instances: 1,
+            })
+            .collect();
+        ClusterShape::new(2, nodes).unwrap()
+    }
+
+    fn report(node: u32, cluster_life: u32, restorable_gci: u64, holds_data: bool) -> StartReport {
+        StartReport {
+            node,
+            node_life: 3,
+            cluster_life,
+            restorable_gci,
+            holds_data: u32::from(holds_data),
+            next_table_id: node,
+        }
+    }
+
+    fn nodes(ids: &[u8]) -> NodeSet {
+        NodeSet::of(ids.iter().map(|&id| NodeId(id)))
+    }
+
+    #[test]
+    fn no_node_with_data_is_an_initial_start_of_them_all() {
+        let reports = [report(1, 0, 0, false), report(2, 4, 90, false)];
+        let decision = decide(&cluster(), &reports).unwrap();
+        assert_eq!((decision.cluster_life, decision.gci), (1, 0));
+        assert_eq!(decision.participants, nodes(&[1, 2]));
+        assert!(decision.stale.is_empty());
+    }
+
+    #[test]
+    fn the_gci_is_the_latest_some_node_of_every_group_restores() {
+        let reports = [
+            report(1, 2, 40, true),
+            report(2, 2, 38, true),
+            report(3, 2, 35, true),
+            report(4, 2, 39, true),
+        ];
+        let decision = decide(&cluster(), &reports).unwrap();
+        assert_eq!((decision.cluster_life, decision.gci), (3, 39));
+        assert_eq!(decision.participants, nodes(&[1, 4]));
+        let stale: Vec<u8> = decision.stale.iter().map(|(n, _)| n.0).collect();
+        assert_eq!(stale, vec![2, 3]);
+        assert!(
+            decision.stale[0].1.contains("restores GCI 38 only"),
+            "{:?}",
+            decision.stale
+        );
+        assert_eq!(decision.next_table_id, 4);
+    }
+
+    #[test]
+    fn data_of_an_older_life_or_without_its_copy_does_not_count() {
+        let reports = [
+            report(1, 2, 40, true),
+            // Older life: its GCIs are of a history the cluster left behind.
+            report(2, 1, 90, true),
+            report(3, 2, 35, true),
+            // Copied its data in a node restart: its log lacks what was copied.
+            report(4, 2, 50, false),
+        ];
+        let decision = decide(&cluster(), &reports).unwrap();
+        assert_eq!(decision.gci, 35);
+        assert_eq!(decision.participants, nodes(&[1, 3]));
+        assert!(decision.stale[0].1.contains("of the cluster's life 1"));
+        assert!(decision.stale[1].1.contains("holds no data to restore"));
+    }
+
+    #[test]
+    fn a_node_group_without_a_node_that_can_restore_stops_the_start() {
+        let reports = [report(1, 2, 40, true), report(3, 1, 35, true)];
+        let refused = decide(&cluster(), &reports).unwrap_err();
+        assert!(
+            refused.contains("node group 1") && refused.contains("[3, 4]"),
+            "{refused}"
+        );
+    }
+}

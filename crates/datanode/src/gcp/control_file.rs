@@ -1,0 +1,254 @@
+//! The node's control file (NDB's `P0.sysfile`): what its disk holds, read first at every
+//! start and rewritten as that changes, in twin files `control/node.0` and `.1`.
+//!
+//! ```text
+//! payload   node life u32, cluster life u32, restorable GCI u64, holds data u32 (0 or 1)
+//! ```
+//!
+//! - *node life*: the node's start count, stamped on its REDO records so a log that goes
+//!   on across starts tells a record of this start from an older one left behind;
+//! - *cluster life*: the cluster's count of starts from disk; a node whose disk is of an
+//!   older life than the others' holds a history the cluster left behind;
+//! - *restorable GCI*: the latest GCI every member saved while this node was one, which
+//!   this node's checkpoints and logs restore;
+//! - *holds data*: whether they restore it at all (not on a node that copied its data
+//!   from a peer in a node restart, whose log lacks what was copied).
+
+use kista_runtime::io::FileReply;
+use kista_runtime::Context;
+use kista_signal::BlockAddress;
+
+use crate::protocol::{DiskState, DiskStateSetConf, DICT_BLOCK};
+use crate::twin_file::{newest, SealError, TwinKind, TwinReader, TwinWriter, WriteProgress};
+
+pub const CONTROL_FILE: TwinKind = TwinKind {
+    magic: *b"KCTL",
+    format_version: 1,
+    path: "control/node",
+};
+
+const PAYLOAD_BYTES: usize = 20;
+
+/// What the control file says.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DiskImage {
+    pub sequence: u64,
+    pub node_life: u32,
+    pub cluster_life: u32,
+    pub restorable_gci: u64,
+    pub holds_data: bool,
+}
+
+/// Why a control file cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ControlFileError {
+    #[error("{0}")]
+    Sealed(#[from] SealError),
+    #[error("its content is {0} bytes, not {PAYLOAD_BYTES}")]
+    Length(usize),
+}
+
+impl DiskImage {
+    /// The file's bytes, sealed with the image's sequence number.
+    pub fn encode(&self) -> Vec<u8> {
+        CONTROL_FILE.seal(self.sequence, |out| {
+            out.extend_from_slice(&self.node_life.to_le_bytes());
+            out.extend_from_slice(&self.cluster_life.to_le_bytes());
+            out.extend_from_slice(&self.restorable_gci.to_le_bytes());
+            out.extend_from_slice(&u32::from(self.holds_data).to_le_bytes());
+        })
+    }
+
+    /// Reads a control file's bytes back, checking everything.
+    pub fn decode(bytes: &[u8]) -> Result<Self, ControlFileError> {
+        let (sequence, payload) = CONTROL_FILE.unseal(bytes)?;
+        let payload: &[u8; PAYLOAD_BYTES] = payload
+            .try_into()
+            .map_err(|_| ControlFileError::Length(payload.len()))?;
+        let word = |at: usize| u32::from_le_bytes(payload[at..at + 4].try_into().expect("4"));
+        Ok(Self {
+            sequence,
+            node_life: word(0),
+            cluster_life: word(4),
+            restorable_gci: u64::from(word(8)) | (u64::from(word(12)) << 32),
+            holds_data: word(16) != 0,
+        })
+    }
+}
+
+/// What waits for a control file write to be durable.
+#[derive(Debug, PartialEq)]
+enum Held {
+    /// The node's `dict` hears what the disk holds (after the start's write).
+    ReportTo(BlockAddress),
+    /// A `DiskStateSet` is confirmed to its sender.
+    ConfirmTo(BlockAddress),
+}
+
+/// The `gcp` block's keeping of the control file.
+pub(crate) struct NodeControl {
+    reader: Option<TwinReader>,
+    /// The content as last changed (written, or to be).
+    image: DiskImage,
+    writer: TwinWriter<Held>,
+    /// A node joining a running cluster copies its data: its disk holds none to restore.
+    joining: bool,
+    /// Whether the start's read is over.
+    read: bool,
+}
+
+impl NodeControl {
+    pub fn new(joining: bool) -> Self {
+        Self {
+            reader: None,
+            image: DiskImage::default(),
+            writer: TwinWriter::new(CONTROL_FILE, 0),
+            joining,
+            read: false,
+        }
+    }
+
+    /// Starts reading the control file (at the node's start).
+    pub fn start(&mut self, ctx: &mut Context) -> Result<(), String> {
+        if self.reader.is_some() || self.read {
+            return Ok(());
+        }
+        self.reader = Some(TwinReader::start(ctx, CONTROL_FILE)?);
+        Ok(())
+    }
+
+    /// The node's life, once the start's read is over.
+    pub fn is_read(&self) -> bool {
+        self.read
+    }
+
+    /// Every member saved `gci`: so did this node's logs.
+    pub fn saved(&mut self, ctx: &mut Context, gci: u64) -> Result<(), String> {
+        if !self.read || gci <= self.image.restorable_gci {
+            return Ok(());
+        }
+        self.image.restorable_gci = gci;
+        self.changed(ctx, None)
+    }
+
+    /// The node is of `cluster_life` now and restores `gci`: confirmed to `from` once the
+    /// file says so.
+    pub fn set(
+        &mut self,
+        ctx: &mut Context,
+        cluster_life: u32,
+        gci: u64,
+        from: BlockAddress,
+    ) -> Result<(), String> {
+        self.image.cluster_life = cluster_life;
+        self.image.restorable_gci = gci;
+        self.image.holds_data = true;
+        self.changed(ctx, Some(Held::ConfirmTo(from)))
+    }
+
+    fn changed(&mut self, ctx: &mut Context, held: Option<Held>) -> Result<(), String> {
+        if self.writer.changed(held) {
+            self.write(ctx)?;
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, ctx: &mut Context) -> Result<(), String> {
+        self.image.sequence = self.writer.next_sequence();
+        self.writer.start(ctx, self.image.encode())
+    }
+
+    /// The file system's answer to a read or write of the control file.
+    pub fn replied(&mut self, ctx: &mut Context, reply: FileReply) -> Result<(), String> {
+        if TwinReader::answers(&reply) {
+            let reader = self.reader.as_mut().expect("replies come to a reader");
+            if let Some(files) = reader.replied(ctx, reply)? {
+                self.reader = None;
+                return self.files_read(ctx, &files);
+            }
+            return Ok(());
+        }
+        match self.writer.replied(ctx, reply)? {
+            WriteProgress::Going => {}
+            WriteProgress::Durable(held) => {
+                for held in held {
+                    match held {
+                        Held::ReportTo(dict) => ctx.send_typed(dict, &self.disk_state()),
+                        Held::ConfirmTo(dict) => ctx.send_typed(dict, &DiskStateSetConf {}),
+                    }
+                }
+            }
+            WriteProgress::Finished { again: true } => self.write(ctx)?,
+            WriteProgress::Finished { again: false } => {}
+        }
+        Ok(())
+    }
+
+    /// The start's read is over: this start is the node's next life, recorded before
+    /// anything of it is logged; then the node's `dict` hears what the disk holds.
+    fn files_read(
+        &mut self,
+        ctx: &mut Context,
+        files: &[Option<Vec<u8>>; 2],
+    ) -> Result<(), String> {
+        let (found, refusals) = newest(&CONTROL_FILE, files, DiskImage::decode, |i| i.sequence);
+        for refusal in &refusals {
+            ctx.log(&format!("control file refused: {refusal}"));
+        }
+        let present = files.iter().any(Option::is_some);
+        let Some(image) = found.or((!present).then(DiskImage::default)) else {
+            return Err(format!(
+                "no control file of this data node can be used ({}); the data directory \
+                 is damaged: restore it, or empty it to start the node afresh",
+                refusals.join("; ")
+            ));
+        };
+        self.image = image;
+        self.image.node_life += 1;
+        if self.joining {
+            self.image.holds_data = false;
+        }
+        self.writer = TwinWriter::new(CONTROL_FILE, image.sequence);
+        self.read = true;
+        let dict = BlockAddress::new(ctx.address().node(), DICT_BLOCK, 0);
+        let held = (!self.joining).then_some(Held::ReportTo(dict));
+        self.changed(ctx, held)
+    }
+
+    fn disk_state(&self) -> DiskState {
+        DiskState {
+            node_life: self.image.node_life,
+            cluster_life: self.image.cluster_life,
+            restorable_gci: self.image.restorable_gci,
+            holds_data: u32::from(self.image.holds_data),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_control_file_reads_back_as_written() {
+        let image = DiskImage {
+            sequence: 12,
+            node_life: 3,
+            cluster_life: 2,
+            restorable_gci: (7 << 32) | 9,
+            holds_data: true,
+        };
+        assert_eq!(DiskImage::decode(&image.encode()), Ok(image));
+    }
+
+    #[test]
+    fn a_damaged_or_misshapen_control_file_is_refused() {
+        let bytes = DiskImage::default().encode();
+        let mut damaged = bytes.clone();
+        damaged[20] ^= 4;
+        let checksum = Err(ControlFileError::Sealed(SealError::Checksum));
+        assert_eq!(DiskImage::decode(&damaged), checksum);
+        let short = CONTROL_FILE.seal(1, |out| out.extend_from_slice(&[0; 8]));
+        assert_eq!(DiskImage::decode(&short), Err(ControlFileError::Length(8)));
+    }
+}

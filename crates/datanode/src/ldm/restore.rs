@@ -1,0 +1,599 @@
+//! This data manager's part in a start from disk (NDB's restore of fragments and REDO
+//! execution): its partitions restored to the GCI the master chose, from its own disk.
+//!
+//! 1. **Checkpoint.** Of its two checkpoint files, the one whose first record is of the
+//!    later lap (the newer checkpoint) is read first, its rows written into the
+//!    partitions as they come. One that proves unfinished or damaged, or that needs a
+//!    GCI later than the one restored, is undone (the partitions emptied) and the other is
+//!    read instead; with neither, the partitions start empty and the log from LSN 0.
+//! 2. **REDO.** The log is read from the checkpoint's `redo_lsn` to its end (the first
+//!    record it cannot trust), replaying every change of the GCI restored or below.
+//!    Ordered indexes are kept up as rows are written: they are rebuilt, not read.
+//! 3. **Checkpoint of the result.** The log goes on after its end, stamped with the node's
+//!    new life, and a local checkpoint of the restored rows is written at once (unpaced):
+//!    once it is synced the log before its start is released, so the changes of later
+//!    GCIs that this start dropped are never replayed by another.
+//!
+//! A start with nothing to restore empties both checkpoint files and the log instead.
+//! Everything read is checked (the formats carry checksums); what cannot be used stops
+//! the node with a message naming the file.
+
+use kista_runtime::io::{FileOperation, FileReply, FileRequest, FileStatus};
+use kista_runtime::Context;
+use kista_signal::wire::SECTION_BYTES_MAX;
+use kista_signal::BlockAddress;
+use kista_storage::checkpoint::{self, CheckpointScan, CheckpointStep, CheckpointSummary};
+use kista_storage::locks::TransactionId;
+use kista_storage::partition::{OperationError, Outcome, PartitionLimits};
+use kista_storage::redo::{LogEnd, LogRing, LogScan, Record, RowPlace, ScanStep};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::{lock_partition, LdmTable};
+
+/// Request ids of the restore's file requests have this bit (the REDO log's and the
+/// checkpoint's do not).
+pub(crate) const RESTORE_REQUEST: u64 = 1 << 62;
+/// The step a request belongs to: the bits above the low half (which hold the file).
+const OPEN_CHECKPOINT: u64 = RESTORE_REQUEST | (1 << 32);
+const READ_CHECKPOINT: u64 = RESTORE_REQUEST | (2 << 32);
+const OPEN_LOG: u64 = RESTORE_REQUEST | (3 << 32);
+const READ_LOG: u64 = RESTORE_REQUEST | (4 << 32);
+const CLEAR_CHECKPOINT: u64 = RESTORE_REQUEST | (5 << 32);
+const CLOSE: u64 = RESTORE_REQUEST | (6 << 32);
+const STEP_MASK: u64 = !(u32::MAX as u64);
+
+/// Bytes asked of the disk per read (one section).
+const READ_BYTES: u32 = SECTION_BYTES_MAX as u32;
+
+/// The lock owner of restored rows. Real transaction ids carry a data node id (below 64)
+/// in their top byte, and copies use 0xfe and 0xff, so these never meet another.
+fn restore_owner(instance: u16) -> TransactionId {
+    TransactionId(0xfd00_0000_0000_0000 | u64::from(instance))
+}
+
+/// One checkpoint file found at the start: its slot, file and lap (checkpoint id modulo
+/// the laps).
+#[derive(Clone, Copy, Debug)]
+struct Candidate {
+    slot: u32,
+    file: u32,
+    lap: u64,
+}
+
+enum Step {
+    /// Opening (and reading the first record of) checkpoint slot `slot`.
+    Probing,
+    /// Reading the candidate's rows.
+    Checkpoint {
+        candidate: Candidate,
+        scan: CheckpointScan,
+    },
+    /// Opening the log's files; `[file]` → its number once open.
+    OpeningLog(Vec<Option<u32>>),
+    Replaying {
+        files: Vec<u32>,
+        scan: LogScan,
+    },
+    /// Waiting for the checkpoint of the restored rows.
+    Checkpointing {
+        id: u64,
+    },
+    /// Emptying both checkpoint files for a start with nothing to restore.
+    Clearing {
+        closed: u32,
+    },
+}
+
+/// What the restore asks of the data manager when a step is over.
+pub(crate) enum Next {
+    Going,
+    /// Replay is over: go on logging at `head_lsn` (records from `tail_lsn` on still
+    /// needed) in `files`, then checkpoint as `checkpoint_id`.
+    Resume {
+        files: Vec<u32>,
+        head_lsn: u64,
+        tail_lsn: u64,
+        checkpoint_id: u64,
+    },
+    /// Nothing to restore: start a fresh log.
+    Fresh,
+}
+
+pub(crate) struct Restore {
+    pub gci: u64,
+    pub life: u32,
+    pub master: BlockAddress,
+    instance: u16,
+    limits: PartitionLimits,
+    ring: LogRing,
+    step: Step,
+    candidates: Vec<Candidate>,
+    chosen: Option<CheckpointSummary>,
+    /// Rows read from the checkpoint used, and REDO records replayed.
+    pub rows: u64,
+    pub records: u64,
+    /// Records and rows of tables or partitions this node no longer holds.
+    pub skipped: u64,
+    /// Partitions the current owner transaction wrote: committed after each read.
+    touched: FxHashSet<(u32, u32)>,
+    /// Where the read in flight began.
+    read_offset: Option<u64>,
+}
+
+impl Restore {
+    /// Starts restoring to `gci` (`restores`), or clearing the disk for a fresh start.
+    #[allow(clippy::too_many_arguments)]
+    pub fn start(
+        ctx: &mut Context,
+        gci: u64,
+        life: u32,
+        restores: bool,
+        master: BlockAddress,
+        ring: LogRing,
+        limits: PartitionLimits,
+    ) -> Result<Self, String> {
+        let instance = ctx.address().instance();
+        let mut restore = Self {
+            gci,
+            life,
+            master,
+            instance,
+            limits,
+            ring,
+            step: Step::Probing,
+            candidates: Vec::new(),
+            chosen: None,
+            rows: 0,
+            records: 0,
+            skipped: 0,
+            touched: FxHashSet::default(),
+            read_offset: None,
+        };
+        if restores {
+            restore.open(
+                ctx,
+                OPEN_CHECKPOINT,
+                0,
+                &checkpoint_path(instance, 0),
+                false,
+            )?;
+        } else {
+            restore.step = Step::Clearing { closed: 0 };
+            for slot in 0..2 {
+                restore.open(
+                    ctx,
+                    CLEAR_CHECKPOINT,
+                    slot,
+                    &checkpoint_path(instance, slot),
+                    true,
+                )?;
+            }
+        }
+        Ok(restore)
+    }
+
+    fn open(
+        &self,
+        ctx: &mut Context,
+        step: u64,
+        index: u32,
+        path: &str,
+        empty: bool,
+    ) -> Result<(), String> {
+        let request = FileRequest {
+            request_id: step | u64::from(index),
+            file: 0,
+            operation: FileOperation::Open {
+                create: empty,
+                truncate: empty,
+            },
+        };
+        ctx.request_io(&request, path.as_bytes())
+            .map_err(|_| "no section for a file's name".to_string())
+    }
+
+    fn request(
+        &self,
+        ctx: &mut Context,
+        step: u64,
+        index: u32,
+        file: u32,
+        operation: FileOperation,
+    ) -> Result<(), String> {
+        let request = FileRequest {
+            request_id: step | u64::from(index),
+            file,
+            operation,
+        };
+        ctx.request_io(&request, &[])
+            .map_err(|_| "no section for a file request".to_string())
+    }
+
+    /// The checkpoint being written for the restored rows was synced.
+    pub fn checkpointed(&self, id: u64) -> bool {
+        matches!(self.step, Step::Checkpointing { id: waited } if waited == id)
+    }
+
+    /// The file system's answer to one of the restore's requests.
+    pub fn replied(
+        &mut self,
+        ctx: &mut Context,
+        reply: FileReply,
+        tables: &FxHashMap<u32, LdmTable>,
+    ) -> Result<Next, String> {
+        let index = (reply.request_id & u64::from(u32::MAX)) as u32;
+        let step = reply.request_id & STEP_MASK;
+        match (step, reply.status) {
+            (OPEN_CHECKPOINT, FileStatus::NotFound) => return self.probed(ctx, index, None),
+            (_, FileStatus::Ok) => {}
+            (_, status) => {
+                return Err(format!(
+                    "restoring from disk failed: {} of ldm {}: {status:?}",
+                    self.path_of(step, index),
+                    self.instance
+                ))
+            }
+        }
+        match step {
+            OPEN_CHECKPOINT => {
+                let read = FileOperation::Read {
+                    offset: 0,
+                    length: 16,
+                };
+                self.request(ctx, READ_CHECKPOINT | (1 << 31), index, reply.file, read)?;
+                Ok(Next::Going)
+            }
+            READ_CHECKPOINT if index & (1 << 31) != 0 => {
+                let header = ctx.section().map(|data| data.to_vec()).unwrap_or_default();
+                let lap = header
+                    .get(8..16)
+                    .map(|lsn| u64::from_le_bytes(lsn.try_into().expect("8 bytes")))
+                    .map(checkpoint::lap_of);
+                let slot = index & !(1 << 31);
+                let candidate = lap.map(|lap| Candidate {
+                    slot,
+                    file: reply.file,
+                    lap,
+                });
+                self.probed(ctx, slot, candidate)
+            }
+            READ_CHECKPOINT => self.checkpoint_read(ctx, tables),
+            OPEN_LOG => self.log_opened(ctx, index, reply.file),
+            READ_LOG => self.log_read(ctx, tables),
+            CLEAR_CHECKPOINT => {
+                self.request(ctx, CLOSE, index, reply.file, FileOperation::Close)?;
+                Ok(Next::Going)
+            }
+            CLOSE => match &mut self.step {
+                Step::Clearing { closed } => {
+                    *closed += 1;
+                    Ok(if *closed == 2 {
+                        Next::Fresh
+                    } else {
+                        Next::Going
+                    })
+                }
+                _ => Ok(Next::Going),
+            },
+            other => unreachable!("the restore asked for nothing of kind {other:#x}"),
+        }
+    }
+
+    fn path_of(&self, step: u64, index: u32) -> String {
+        match step {
+            OPEN_LOG | READ_LOG => format!("redo/ldm-{}/{index:02}.log", self.instance),
+            _ => checkpoint_path(self.instance, index & 1),
+        }
+    }
+
+    /// Slot `slot` was looked at: probe the next, or read the newest candidate.
+    fn probed(
+        &mut self,
+        ctx: &mut Context,
+        slot: u32,
+        candidate: Option<Candidate>,
+    ) -> Result<Next, String> {
+        self.candidates.extend(candidate);
+        if slot == 0 {
+            self.step = Step::Probing;
+            self.open(
+                ctx,
+                OPEN_CHECKPOINT,
+                1,
+                &checkpoint_path(self.instance, 1),
+                false,
+            )?;
+            return Ok(Next::Going);
+        }
+        // Newest last, so the next to try is popped: laps wrap, and the two files hold
+        // checkpoints far less than half the laps apart.
+        if let [a, b] = self.candidates[..] {
+            if checkpoint::is_later_lap(a.lap, b.lap) {
+                self.candidates.swap(0, 1);
+            }
+        }
+        self.next_candidate(ctx)
+    }
+
+    /// Reads the newest checkpoint not yet tried; with none left, replays the log from
+    /// its beginning.
+    fn next_candidate(&mut self, ctx: &mut Context) -> Result<Next, String> {
+        let Some(candidate) = self.candidates.pop() else {
+            return self.open_log(ctx);
+        };
+        self.step = Step::Checkpoint {
+            candidate,
+            scan: CheckpointScan::new(),
+        };
+        let read = FileOperation::Read {
+            offset: 0,
+            length: READ_BYTES,
+        };
+        self.request(ctx, READ_CHECKPOINT, candidate.slot, candidate.file, read)?;
+        Ok(Next::Going)
+    }
+
+    /// A chunk of the checkpoint being read: its rows go into the partitions.
+    fn checkpoint_read(
+        &mut self,
+        ctx: &mut Context,
+        tables: &FxHashMap<u32, LdmTable>,
+    ) -> Result<Next, String> {
+        let data = ctx.section().map(|data| data.to_vec()).unwrap_or_default();
+        let start = self.read_offset.take().unwrap_or(0);
+        let Step::Checkpoint { candidate, scan } = &mut self.step else {
+            return Ok(Next::Going);
+        };
+        let candidate = *candidate;
+        let mut rows = Vec::new();
+        let outcome = loop {
+            match scan.next(&data, start) {
+                CheckpointStep::Row { place, fixed, var } => rows.push((place, fixed, var)),
+                CheckpointStep::Read(at) => break Ok(at),
+                CheckpointStep::Done(summary) => break Err(Ok(summary)),
+                CheckpointStep::Broken(error) => break Err(Err(error)),
+            }
+        };
+        for (place, fixed, var) in rows {
+            self.rows += 1;
+            self.write_row(place, fixed, var, tables)?;
+        }
+        self.commit_touched(tables);
+        match outcome {
+            Ok(at) => {
+                self.read_offset = Some(at);
+                let read = FileOperation::Read {
+                    offset: at,
+                    length: READ_BYTES,
+                };
+                self.request(ctx, READ_CHECKPOINT, candidate.slot, candidate.file, read)?;
+                Ok(Next::Going)
+            }
+            Err(Ok(summary)) if summary.max_gci <= self.gci => {
+                self.chosen = Some(summary);
+                self.request(ctx, CLOSE, 0, candidate.file, FileOperation::Close)?;
+                self.open_log(ctx)
+            }
+            Err(found) => {
+                let why = match found {
+                    Ok(summary) => format!("it needs GCI {}", summary.max_gci),
+                    Err(error) => error.to_string(),
+                };
+                ctx.log(&format!(
+                    "ldm {}: checkpoint file {} not used ({why}); trying the other",
+                    self.instance,
+                    checkpoint_path(self.instance, candidate.slot)
+                ));
+                self.request(ctx, CLOSE, 0, candidate.file, FileOperation::Close)?;
+                self.rows = 0;
+                self.empty_partitions(tables)?;
+                self.next_candidate(ctx)
+            }
+        }
+    }
+}
+
+impl Restore {
+    fn open_log(&mut self, ctx: &mut Context) -> Result<Next, String> {
+        self.step = Step::OpeningLog(vec![None; self.ring.files as usize]);
+        for file in 0..self.ring.files {
+            self.open(ctx, OPEN_LOG, file, &self.path_of(OPEN_LOG, file), false)?;
+        }
+        Ok(Next::Going)
+    }
+
+    fn log_opened(&mut self, ctx: &mut Context, index: u32, file: u32) -> Result<Next, String> {
+        let Step::OpeningLog(opened) = &mut self.step else {
+            return Ok(Next::Going);
+        };
+        opened[index as usize] = Some(file);
+        let Some(files) = opened.iter().copied().collect::<Option<Vec<u32>>>() else {
+            return Ok(Next::Going);
+        };
+        let from = self.chosen.map_or(0, |c| c.redo_lsn);
+        self.step = Step::Replaying {
+            files,
+            scan: LogScan::new(self.ring, from, 0),
+        };
+        self.read_log_at(ctx, from)
+    }
+
+    fn read_log_at(&mut self, ctx: &mut Context, lsn: u64) -> Result<Next, String> {
+        let Step::Replaying { files, .. } = &self.step else {
+            return Ok(Next::Going);
+        };
+        let index = self.ring.file_of(lsn);
+        let offset = self.ring.offset_of(lsn);
+        let length = (self.ring.file_bytes - offset).min(u64::from(READ_BYTES)) as u32;
+        let file = files[index as usize];
+        self.read_offset = Some(lsn);
+        let read = FileOperation::Read { offset, length };
+        self.request(ctx, READ_LOG, index, file, read)?;
+        Ok(Next::Going)
+    }
+
+    /// A chunk of the log: its changes of the GCI restored or below are replayed.
+    fn log_read(
+        &mut self,
+        ctx: &mut Context,
+        tables: &FxHashMap<u32, LdmTable>,
+    ) -> Result<Next, String> {
+        let data = ctx.section().map(|data| data.to_vec()).unwrap_or_default();
+        let chunk_lsn = self.read_offset.take().unwrap_or(0);
+        let Step::Replaying { scan, .. } = &mut self.step else {
+            return Ok(Next::Going);
+        };
+        let from = self.chosen.map_or(0, |c| c.redo_lsn);
+        let mut changes = Vec::new();
+        let end = loop {
+            let at = scan.next_lsn();
+            match scan.next(&data, chunk_lsn) {
+                ScanStep::Record(decoded) if decoded.stamp.gci <= self.gci => {
+                    changes.push(decoded.record)
+                }
+                ScanStep::Record(_) => {}
+                ScanStep::Read(lsn) => break Ok(lsn),
+                ScanStep::End(LogEnd::EarlierLap { found }) if at == from && found > at => {
+                    break Err(Some(found))
+                }
+                ScanStep::End(_) => break Err(None),
+            }
+        };
+        let head_lsn = scan.next_lsn();
+        for change in changes {
+            self.records += 1;
+            match change {
+                Record::WriteRow { place, fixed, var } => {
+                    self.write_row(place, fixed, var, tables)?
+                }
+                Record::DeleteRow { place, key } => self.delete_row(place, key, tables)?,
+                _ => self.records -= 1,
+            }
+        }
+        self.commit_touched(tables);
+        match end {
+            Ok(lsn) => self.read_log_at(ctx, lsn),
+            Err(Some(found)) => Err(format!(
+                "the REDO log of ldm {} was overwritten where the restore must begin (LSN \
+                 {from}, found {found}): its local checkpoints are missing or damaged, and \
+                 the log alone no longer holds every change",
+                self.instance
+            )),
+            Err(None) => self.replayed(head_lsn),
+        }
+    }
+
+    /// The log's end is reached: the data manager goes on logging there and checkpoints.
+    fn replayed(&mut self, head_lsn: u64) -> Result<Next, String> {
+        let Step::Replaying { files, .. } = &mut self.step else {
+            return Ok(Next::Going);
+        };
+        let files = std::mem::take(files);
+        let checkpoint_id = self.chosen.map_or(1, |c| c.id + 1);
+        self.step = Step::Checkpointing { id: checkpoint_id };
+        Ok(Next::Resume {
+            files,
+            head_lsn,
+            tail_lsn: self.chosen.map_or(0, |c| c.redo_lsn),
+            checkpoint_id,
+        })
+    }
+
+    /// Writes a restored row (its whole committed image) into its partition.
+    fn write_row(
+        &mut self,
+        place: RowPlace,
+        fixed: &[u8],
+        var: &[u8],
+        tables: &FxHashMap<u32, LdmTable>,
+    ) -> Result<(), String> {
+        let Some((table, partition)) = partition_of(tables, place) else {
+            self.skipped += 1;
+            return Ok(());
+        };
+        let values = table.layout.values(fixed, var);
+        let outcome = lock_partition(partition).write(restore_owner(self.instance), &values);
+        self.touched.insert((place.table_id, place.partition));
+        self.done(place, outcome)
+    }
+
+    fn delete_row(
+        &mut self,
+        place: RowPlace,
+        key: &[u8],
+        tables: &FxHashMap<u32, LdmTable>,
+    ) -> Result<(), String> {
+        let Some((_, partition)) = partition_of(tables, place) else {
+            self.skipped += 1;
+            return Ok(());
+        };
+        let outcome = lock_partition(partition).delete(restore_owner(self.instance), key);
+        self.touched.insert((place.table_id, place.partition));
+        match outcome {
+            // Replay is idempotent: the row may be gone already.
+            Err(OperationError::NotFound { .. }) => Ok(()),
+            outcome => self.done(place, outcome),
+        }
+    }
+
+    fn done(
+        &self,
+        place: RowPlace,
+        outcome: Result<Outcome<()>, OperationError>,
+    ) -> Result<(), String> {
+        match outcome {
+            Ok(Outcome::Done(())) => Ok(()),
+            Ok(Outcome::Waiting(_)) => unreachable!("nothing but the restore locks rows"),
+            Err(error) => Err(format!(
+                "restoring partition {} of table {} failed: {error}",
+                place.partition, place.table_id
+            )),
+        }
+    }
+
+    /// Commits what the restore wrote so far (a read's worth at a time).
+    fn commit_touched(&mut self, tables: &FxHashMap<u32, LdmTable>) {
+        let owner = restore_owner(self.instance);
+        for (table_id, partition) in self.touched.drain() {
+            let place = RowPlace {
+                table_id,
+                table_version: 0,
+                partition,
+            };
+            if let Some((_, partition)) = partition_of(tables, place) {
+                let granted = lock_partition(partition).commit(owner);
+                assert!(granted.is_empty(), "nobody waits for a restored row");
+            }
+        }
+    }
+
+    /// Undoes a checkpoint that proved unusable: every partition empty again.
+    fn empty_partitions(&mut self, tables: &FxHashMap<u32, LdmTable>) -> Result<(), String> {
+        for (table_id, table) in tables {
+            for partition in table.partitions.values() {
+                let mut guard = lock_partition(partition);
+                let empty = guard.emptied(self.limits).map_err(|error| {
+                    format!("emptying table {table_id} for another checkpoint failed: {error}")
+                })?;
+                *guard = empty;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn partition_of(
+    tables: &FxHashMap<u32, LdmTable>,
+    place: RowPlace,
+) -> Option<(
+    &LdmTable,
+    &std::sync::Arc<std::sync::RwLock<kista_storage::partition::Partition>>,
+)> {
+    let table = tables.get(&place.table_id)?;
+    Some((table, table.partitions.get(&place.partition)?))
+}
+
+/// An `ldm` instance's checkpoint file in `slot`.
+pub(crate) fn checkpoint_path(instance: u16, slot: u32) -> String {
+    format!("lcp/ldm-{instance}/{slot}.ckpt")
+}
