@@ -44,7 +44,7 @@ const WRITE_BYTES: u64 = SECTION_BYTES_MAX as u64;
 const BATCH_ROWS_MAX: usize = 1024;
 
 pub(crate) struct LocalCheckpoints {
-    directory: String,
+    instance: u16,
     write_bytes_per_sec: u64,
     next_id: u64,
     running: Option<Running>,
@@ -75,7 +75,7 @@ struct Running {
 impl LocalCheckpoints {
     pub fn new(instance: u16, write_bytes_per_sec: u64) -> Self {
         Self {
-            directory: format!("lcp/ldm-{instance}"),
+            instance,
             write_bytes_per_sec,
             next_id: 1,
             running: None,
@@ -156,7 +156,7 @@ impl LocalCheckpoints {
             write_bytes_per_sec,
         });
         let request = FileRequest::open_empty(OPENING);
-        ctx.request_io(&request, path_of(&self.directory, id).as_bytes())
+        ctx.request_io(&request, checkpoint_path(self.instance, id).as_bytes())
             .map_err(|_| "no section for a checkpoint file's name".to_string())
     }
 
@@ -229,7 +229,7 @@ impl LocalCheckpoints {
         if reply.status != FileStatus::Ok {
             return Err(format!(
                 "the local checkpoint file {} of this data node failed: {:?}",
-                path_of(&self.directory, running.id),
+                checkpoint_path(self.instance, running.id),
                 reply.status
             ));
         }
@@ -263,9 +263,10 @@ impl LocalCheckpoints {
     }
 }
 
-/// The file checkpoint `id` of the `ldm` whose checkpoints live in `directory` goes to.
-fn path_of(directory: &str, id: u64) -> String {
-    format!("{directory}/{}.ckpt", id % 2)
+/// The file checkpoint `id` of `ldm` instance `instance` goes to (ids alternate between
+/// two files; `id` may be the file's slot itself).
+pub(crate) fn checkpoint_path(instance: u16, id: u64) -> String {
+    format!("lcp/ldm-{instance}/{}.ckpt", id % 2)
 }
 
 /// How long to wait after writing `bytes`: at `bytes_per_sec` while the log has room, four

@@ -55,9 +55,14 @@ pub(crate) fn ring_for(settings: &NodeSettings) -> Option<LogRing> {
     Some(LogRing { file_bytes, files })
 }
 
+/// File `file` of the ring of `ldm` instance `instance`'s log.
+pub(crate) fn log_path(instance: u16, file: u32) -> String {
+    format!("redo/ldm-{instance}/{file:02}.log")
+}
+
 pub(crate) struct RedoLog {
     writer: LogWriter,
-    directory: String,
+    instance: u16,
     /// `[ring file]` → its number at the file-system block once open and allocated.
     files: Vec<Option<u32>>,
     /// The write in flight: its LSN and length.
@@ -81,7 +86,7 @@ impl RedoLog {
     pub fn new(ring: LogRing, instance: u16) -> Self {
         Self {
             writer: LogWriter::new(ring, 1, 0, 0),
-            directory: format!("redo/ldm-{instance}"),
+            instance,
             files: vec![None; ring.files as usize],
             writing: None,
             written_lsn: 0,
@@ -137,7 +142,7 @@ impl RedoLog {
     }
 
     fn path(&self, file: usize) -> String {
-        format!("{}/{file:02}.log", self.directory)
+        log_path(self.instance, file as u32)
     }
 
     /// Creates the ring's files afresh (the node starts with empty tables), its records

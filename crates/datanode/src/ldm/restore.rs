@@ -28,6 +28,8 @@ use kista_storage::partition::{OperationError, Outcome, PartitionLimits};
 use kista_storage::redo::{LogEnd, LogRing, LogScan, Record, RowPlace, ScanStep};
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::checkpoint::checkpoint_path;
+use super::redo::log_path;
 use super::{lock_partition, LdmTable};
 
 /// Request ids of the restore's file requests have this bit (the REDO log's and the
@@ -40,6 +42,7 @@ const OPEN_LOG: u64 = RESTORE_REQUEST | (3 << 32);
 const READ_LOG: u64 = RESTORE_REQUEST | (4 << 32);
 const CLEAR_CHECKPOINT: u64 = RESTORE_REQUEST | (5 << 32);
 const CLOSE: u64 = RESTORE_REQUEST | (6 << 32);
+const READ_HEADER: u64 = RESTORE_REQUEST | (7 << 32);
 const STEP_MASK: u64 = !(u32::MAX as u64);
 
 /// Bytes asked of the disk per read (one section).
@@ -164,7 +167,7 @@ impl Restore {
                     ctx,
                     CLEAR_CHECKPOINT,
                     slot,
-                    &checkpoint_path(instance, slot),
+                    &checkpoint_path(instance, u64::from(slot)),
                     true,
                 )?;
             }
@@ -240,22 +243,21 @@ impl Restore {
                     offset: 0,
                     length: 16,
                 };
-                self.request(ctx, READ_CHECKPOINT | (1 << 31), index, reply.file, read)?;
+                self.request(ctx, READ_HEADER, index, reply.file, read)?;
                 Ok(Next::Going)
             }
-            READ_CHECKPOINT if index & (1 << 31) != 0 => {
+            READ_HEADER => {
                 let header = ctx.section().map(|data| data.to_vec()).unwrap_or_default();
                 let lap = header
                     .get(8..16)
                     .map(|lsn| u64::from_le_bytes(lsn.try_into().expect("8 bytes")))
                     .map(checkpoint::lap_of);
-                let slot = index & !(1 << 31);
                 let candidate = lap.map(|lap| Candidate {
-                    slot,
+                    slot: index,
                     file: reply.file,
                     lap,
                 });
-                self.probed(ctx, slot, candidate)
+                self.probed(ctx, index, candidate)
             }
             READ_CHECKPOINT => self.checkpoint_read(ctx, tables),
             OPEN_LOG => self.log_opened(ctx, index, reply.file),
@@ -281,8 +283,8 @@ impl Restore {
 
     fn path_of(&self, step: u64, index: u32) -> String {
         match step {
-            OPEN_LOG | READ_LOG => format!("redo/ldm-{}/{index:02}.log", self.instance),
-            _ => checkpoint_path(self.instance, index & 1),
+            OPEN_LOG | READ_LOG => log_path(self.instance, index),
+            _ => checkpoint_path(self.instance, u64::from(index)),
         }
     }
 
@@ -382,7 +384,7 @@ impl Restore {
                 ctx.log(&format!(
                     "ldm {}: checkpoint file {} not used ({why}); trying the other",
                     self.instance,
-                    checkpoint_path(self.instance, candidate.slot)
+                    checkpoint_path(self.instance, u64::from(candidate.slot))
                 ));
                 self.request(ctx, CLOSE, 0, candidate.file, FileOperation::Close)?;
                 self.rows = 0;
@@ -591,9 +593,4 @@ fn partition_of(
 )> {
     let table = tables.get(&place.table_id)?;
     Some((table, table.partitions.get(&place.partition)?))
-}
-
-/// An `ldm` instance's checkpoint file in `slot`.
-pub(crate) fn checkpoint_path(instance: u16, slot: u32) -> String {
-    format!("lcp/ldm-{instance}/{slot}.ckpt")
 }
