@@ -24,6 +24,12 @@
 //! over the failed coordinators' transactions and commits them with their own GCIs, has
 //! begun to: it confirms once they committed). A new master (the president failed) first
 //! asks every coordinator which GCI it stamps ([`GcpStateQuery`]) and closes the highest.
+//!
+//! A clean shutdown ([`ClusterShutdown`], from the management server to every node) loses
+//! no acknowledged commit: the master runs one more round at once, which closes the GCI
+//! commits are stamped with then, has every member record it in its control file
+//! ([`ShutdownSaved`]), and only then stops every node. Every node hears the request, so a
+//! new master (the old one failed amid the shutdown) goes on with it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,6 +39,7 @@ use kista_runtime::{Block, Context};
 use kista_signal::{BlockAddress, NodeId, Signal, TypedSignal};
 
 use crate::cluster::{ClusterShape, NodeSet};
+use crate::membership::{membership_address, STOPPED_BY_MANAGEMENT_SERVER};
 use crate::node::NodeSettings;
 use crate::protocol::*;
 use crate::tc::FIRST_GCI;
@@ -57,6 +64,25 @@ enum Round {
     Saving {
         gci: u64,
     },
+    /// At a shutdown: every member's control file records `gci`, the last GCI.
+    Recording {
+        gci: u64,
+    },
+}
+
+/// Where a shutdown the management server asked for stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shutdown {
+    NotAsked,
+    /// The next round to begin closes the last GCI (a round under way may close one that
+    /// acknowledged commits are not in).
+    Asked,
+    /// The round under way closes `gci`, the last.
+    Closing {
+        gci: u64,
+    },
+    /// Every member recorded the last GCI; the nodes were told to stop.
+    Stopping,
 }
 
 pub struct GlobalCheckpoints {
@@ -80,6 +106,7 @@ pub struct GlobalCheckpoints {
     /// Whether the cluster serves, so a master runs rounds: from the start on a node
     /// that keeps nothing on disk, else once the start from disk is over.
     started: bool,
+    shutdown: Shutdown,
 }
 
 impl GlobalCheckpoints {
@@ -102,6 +129,7 @@ impl GlobalCheckpoints {
                 .keeps_data_on_disk()
                 .then(|| control_file::NodeControl::new(joining)),
             started: !settings.keeps_data_on_disk() || joining,
+            shutdown: Shutdown::NotAsked,
             settings,
             cluster,
         }
@@ -125,10 +153,8 @@ impl GlobalCheckpoints {
             }
         } else if self.is_master() && self.started {
             match self.round {
-                Round::Idle => {
-                    let gci = self.current_gci + 1;
-                    self.begin(ctx, Round::Preparing { gci });
-                }
+                Round::Idle if self.shutdown == Shutdown::Stopping => {}
+                Round::Idle => self.begin_round(ctx),
                 // A request sent before a peer was connected, or over a link that broke
                 // and came back, is lost: ask again (every request may come twice).
                 round => {
@@ -158,13 +184,27 @@ impl GlobalCheckpoints {
         nodes.flat_map(|node| node.ldm_addresses()).collect()
     }
 
+    fn member_gcps(&self) -> Vec<BlockAddress> {
+        self.members.iter().map(gcp_address).collect()
+    }
+
+    /// Starts a round: it closes the GCI commits are stamped with now.
+    fn begin_round(&mut self, ctx: &mut Context) {
+        let gci = self.current_gci + 1;
+        self.begin(ctx, Round::Preparing { gci });
+    }
+
     /// Starts a step of the round: tells the blocks it involves, then waits for them.
     fn begin(&mut self, ctx: &mut Context, round: Round) {
         let targets = match round {
             Round::Idle => Vec::new(),
             Round::Saving { .. } => self.member_ldms(),
+            Round::Recording { .. } => self.member_gcps(),
             _ => self.member_tcs(),
         };
+        if let (Round::Preparing { gci }, Shutdown::Asked) = (round, self.shutdown) {
+            self.shutdown = Shutdown::Closing { gci: gci - 1 };
+        }
         send_step(ctx, round, &targets, self.restorable_gci);
         self.round = round;
         self.awaiting = targets;
@@ -198,15 +238,62 @@ impl GlobalCheckpoints {
             }
             Round::Saving { gci } => {
                 self.round = Round::Idle;
-                let nodes = self
-                    .members
-                    .iter()
-                    .filter_map(|node| self.cluster.node(node));
-                let gcps: Vec<BlockAddress> = nodes.map(|node| gcp_address(node.node)).collect();
-                for gcp in gcps {
+                for gcp in self.member_gcps() {
                     ctx.send_typed(gcp, &GcpSaved { gci });
                 }
+                match self.shutdown {
+                    Shutdown::Closing { gci: last } if gci >= last => {
+                        self.begin(ctx, Round::Recording { gci });
+                    }
+                    Shutdown::Asked | Shutdown::Closing { .. } => self.begin_round(ctx),
+                    Shutdown::NotAsked | Shutdown::Stopping => {}
+                }
             }
+            Round::Recording { gci } => {
+                self.round = Round::Idle;
+                self.shutdown = Shutdown::Stopping;
+                self.stop_cluster(ctx, gci);
+            }
+        }
+    }
+
+    /// The management server asked for a clean shutdown.
+    fn shutdown_asked(&mut self, ctx: &mut Context) {
+        if self.control.is_none() || !self.started {
+            // Nothing to save: the node keeps nothing on disk, or its start from disk is
+            // under way (the next start restores what this one would have).
+            return ctx.stop_node(&format!("{STOPPED_BY_MANAGEMENT_SERVER} (shutdown)"));
+        }
+        if self.shutdown == Shutdown::NotAsked {
+            self.shutdown = Shutdown::Asked;
+        }
+        if self.is_master() && matches!(self.round, Round::Idle) {
+            self.begin_round(ctx);
+        }
+    }
+
+    /// At a shutdown, every member's control file records `gci` as restorable: every
+    /// configured node stops (one not yet a member, joining, too), this one last.
+    fn stop_cluster(&mut self, ctx: &mut Context, gci: u64) {
+        ctx.log(&format!("shutdown: GCI {gci} saved on every node"));
+        let reason = format!("{STOPPED_BY_MANAGEMENT_SERVER} (shutdown); GCI {gci} is restorable");
+        let own = self.settings.node;
+        let others = self.cluster.nodes().iter().map(|n| n.node);
+        for node in others.filter(|&node| node != own).chain([own]) {
+            let stop = ClusterStop {}.to_signal(membership_address(node), ctx.address());
+            crate::send_with_bytes(ctx, stop, reason.as_bytes());
+        }
+    }
+
+    /// The master's word at a shutdown: `gci` is the last; confirmed once the control file
+    /// records it.
+    fn shutdown_saved(&mut self, ctx: &mut Context, gci: u64, master: BlockAddress) {
+        self.restorable_gci = self.restorable_gci.max(gci);
+        let Some(control) = self.control.as_mut() else {
+            return ctx.send_typed(master, &ShutdownSavedConf { gci });
+        };
+        if let Err(reason) = control.record_last(ctx, gci, master) {
+            ctx.stop_node(&reason);
         }
     }
 
@@ -226,6 +313,7 @@ impl GlobalCheckpoints {
                 },
             ) => *gci == answered && generation >= self.failure_generation,
             (Round::Saving { gci }, Answer::Saved { gci: answered }) => *gci == answered,
+            (Round::Recording { gci }, Answer::Recorded { gci: answered }) => *gci == answered,
             _ => false,
         };
         if current {
@@ -298,6 +386,7 @@ fn send_step(ctx: &mut Context, round: Round, targets: &[BlockAddress], restorab
             Round::Preparing { gci } => ctx.send_typed(target, &GcpPrepare { gci }),
             Round::Committing { gci } => ctx.send_typed(target, &GcpCommit { gci }),
             Round::Saving { gci } => ctx.send_typed(target, &GcpSave { gci, restorable }),
+            Round::Recording { gci } => ctx.send_typed(target, &ShutdownSaved { gci }),
         }
     }
 }
@@ -309,6 +398,7 @@ enum Answer {
     Prepared { gci: u64 },
     Committed { gci: u64, generation: u32 },
     Saved { gci: u64 },
+    Recorded { gci: u64 },
 }
 
 pub fn gcp_address(node: NodeId) -> BlockAddress {
@@ -351,6 +441,13 @@ impl Block for GlobalCheckpoints {
                     ctx.stop_node(&reason);
                 }
             })
+        } else if number == ClusterShutdown::NUMBER {
+            ClusterShutdown::from_signal(signal).map(|_| self.shutdown_asked(ctx))
+        } else if number == ShutdownSaved::NUMBER {
+            ShutdownSaved::from_signal(signal).map(|s| self.shutdown_saved(ctx, s.gci, from))
+        } else if number == ShutdownSavedConf::NUMBER {
+            ShutdownSavedConf::from_signal(signal)
+                .map(|c| self.answered(ctx, Answer::Recorded { gci: c.gci }, from))
         } else if number == SystemStarted::NUMBER {
             SystemStarted::from_signal(signal).map(|started| self.system_started(started))
         } else if number == NodeFailed::NUMBER {

@@ -9,12 +9,13 @@ mod support;
 
 use std::collections::BTreeMap;
 
+use kista_datanode::gcp::gcp_address;
 use kista_datanode::node::NodeSettings;
 use kista_datanode::protocol::*;
-use kista_signal::NodeId;
+use kista_signal::{NodeId, TypedSignal};
 use kista_storage::partition::ScanRange;
 use kista_storage::types::Value;
-use support::{cluster_settings, counter_op, Node, ScanSpec};
+use support::{cluster_settings, counter_op, Node, ScanSpec, ARBITRATOR};
 
 const LDM_INSTANCES: u16 = 2;
 /// A small log (each `ldm`'s ring 4 files of 512 KiB), so local checkpoints run often and
@@ -189,45 +190,100 @@ fn the_schema_is_back_after_a_start_from_disk_and_new_tables_get_new_ids() {
     assert!(again.0 > dropped.0, "table ids are not reused: {again:?}");
 }
 
-/// A chain of dependent transactions: step s writes the chain's counter row (`chain`) and
-/// row `chain_row(chain, s)`, both with value s.
+/// Chains of dependent transactions, each step acknowledged before the next is sent:
+/// step s of chain c writes the chain's counter row (`c`) and row `chain_row(c, s)`, both
+/// with value s. Restored rows are a state the cluster was in if each chain holds every
+/// step up to its counter.
+struct Chains {
+    table: (u32, u32),
+    mode: ExecuteMode,
+    /// Per chain, the steps acknowledged with when, in order.
+    acknowledged: Vec<Vec<(i64, u64)>>,
+    client_tx: u64,
+}
+
+const CHAINS: i64 = 4;
+
 fn chain_row(chain: i64, step: i64) -> i64 {
     1000 * (chain + 1) + step
 }
 
+impl Chains {
+    fn new(table: (u32, u32), mode: ExecuteMode) -> Self {
+        Self {
+            table,
+            mode,
+            acknowledged: vec![Vec::new(); CHAINS as usize],
+            client_tx: 1,
+        }
+    }
+
+    /// The last step of `chain` acknowledged.
+    fn last(&self, chain: i64) -> i64 {
+        self.acknowledged[chain as usize]
+            .last()
+            .map_or(0, |&(step, _)| step)
+    }
+
+    /// Sends every chain's next step, through either node in turn.
+    fn send_round(&mut self, cluster: &mut Node) -> Vec<(u64, i64)> {
+        let mut sent = Vec::new();
+        for chain in 0..CHAINS {
+            let step = self.last(chain) + 1;
+            cluster.use_node(NodeId(1 + (self.client_tx % 2) as u8));
+            let ops = vec![
+                counter_op(OperationKind::Write, chain, step),
+                counter_op(OperationKind::Write, chain_row(chain, step), step),
+            ];
+            cluster.send_batch(self.client_tx, self.table, ops, self.mode);
+            sent.push((self.client_tx, chain));
+            self.client_tx += 1;
+        }
+        sent
+    }
+
+    /// Waits for a round's answers and counts the steps acknowledged.
+    fn collect(&mut self, cluster: &mut Node, sent: Vec<(u64, i64)>) {
+        let until_ns = cluster.now_ns() + 2_000_000_000;
+        for (tx, chain) in sent {
+            let result = cluster.batch_result(tx, until_ns);
+            if result.is_some_and(|r| r.outcome == TransactionOutcome::Committed) {
+                let step = self.last(chain) + 1;
+                self.acknowledged[chain as usize].push((step, cluster.now_ns()));
+            }
+        }
+    }
+
+    /// Checks rows restored on both replicas alike, each chain whole up to its counter;
+    /// returns the counters.
+    fn restored(&self, cluster: &mut Node, what: &str) -> Vec<i64> {
+        let one = rows_through(cluster, NodeId(1), self.table, 1);
+        let two = rows_through(cluster, NodeId(2), self.table, 2);
+        assert_eq!(one, two, "{what}: both replicas restored alike");
+        let counters: Vec<i64> = (0..CHAINS)
+            .map(|c| one.get(&c).copied().unwrap_or(0))
+            .collect();
+        for chain in 0..CHAINS {
+            let steps = self.last(chain).max(counters[chain as usize]);
+            for step in 1..=steps {
+                let present = one.get(&chain_row(chain, step)) == Some(&step);
+                let expected = step <= counters[chain as usize];
+                assert_eq!(present, expected, "{what}: chain {chain} step {step}");
+            }
+        }
+        counters
+    }
+}
+
 #[test]
 fn a_crash_of_every_node_under_load_restores_a_state_the_cluster_was_in() {
-    const CHAINS: i64 = 4;
     for seed in 0..6 {
         let settings = cluster_settings(2, 2, node_settings);
         let mut cluster = Node::start_cluster(settings, MEMORY_BYTES, 100 + seed);
-        let table = cluster.create_counters();
-        let mut steps = vec![0i64; CHAINS as usize];
-        // (the step acknowledged, when) per chain.
-        let mut acknowledged: Vec<Vec<(i64, u64)>> = vec![Vec::new(); CHAINS as usize];
-        let mut client_tx = 1;
-        let rounds = 60 + seed as usize * 13;
-        for _ in 0..rounds {
-            let mut sent = Vec::new();
-            for chain in 0..CHAINS {
-                let step = steps[chain as usize] + 1;
-                cluster.use_node(NodeId(1 + (client_tx % 2) as u8));
-                let ops = vec![
-                    counter_op(OperationKind::Write, chain, step),
-                    counter_op(OperationKind::Write, chain_row(chain, step), step),
-                ];
-                cluster.send_batch(client_tx, table, ops, ExecuteMode::Commit);
-                sent.push((client_tx, chain));
-                client_tx += 1;
-            }
-            let until_ns = cluster.now_ns() + 2_000_000_000;
-            for (tx, chain) in sent {
-                let result = cluster.batch_result(tx, until_ns);
-                if result.is_some_and(|r| r.outcome == TransactionOutcome::Committed) {
-                    steps[chain as usize] += 1;
-                    acknowledged[chain as usize].push((steps[chain as usize], cluster.now_ns()));
-                }
-            }
+        let mut chains = Chains::new(cluster.create_counters(), ExecuteMode::Commit);
+        for _ in 0..60 + seed as usize * 13 {
+            let sent = chains.send_round(&mut cluster);
+            chains.collect(&mut cluster, sent);
             cluster.run_for_ms(1);
         }
         // Crash amid the load: disks keep what was synced and perhaps some of the rest.
@@ -242,26 +298,16 @@ fn a_crash_of_every_node_under_load_restores_a_state_the_cluster_was_in() {
             before.map(|(_, _, s)| s.gci).max().unwrap_or(0)
         };
         cluster.start_again(MEMORY_BYTES);
-        let one = rows_through(&mut cluster, NodeId(1), table, 1);
-        let two = rows_through(&mut cluster, NodeId(2), table, 2);
-        assert_eq!(one, two, "seed {seed}: both replicas restored alike");
+        let counters = chains.restored(&mut cluster, &format!("seed {seed}"));
         for chain in 0..CHAINS {
-            let counter = one.get(&chain).copied().unwrap_or(0);
-            for step in 1..=steps[chain as usize] {
-                let present = one.get(&chain_row(chain, step)) == Some(&step);
-                assert_eq!(
-                    present,
-                    step <= counter,
-                    "seed {seed}: chain {chain} step {step}"
-                );
-            }
             // A commit acknowledged while GCI s was the last saved belongs to s+2 or below.
-            let surely = acknowledged[chain as usize]
+            let surely = chains.acknowledged[chain as usize]
                 .iter()
                 .filter(|&&(_, at_ns)| saved_at(at_ns) + 2 <= last_saved)
                 .map(|&(step, _)| step)
                 .max()
                 .unwrap_or(0);
+            let counter = counters[chain as usize];
             assert!(
                 counter >= surely,
                 "seed {seed}: chain {chain} restored to step {counter}, acknowledged {surely} \
@@ -293,4 +339,76 @@ fn a_node_whose_disk_is_behind_stops_and_the_others_serve_everything() {
         .expect("node 2 stopped");
     assert!(reason.contains("data node 2 restores GCI"), "{reason}");
     assert_eq!(rows_through(&mut cluster, NodeId(1), table, 1), expected);
+}
+
+/// Asks every data node for a clean shutdown, as the management server does.
+fn ask_for_shutdown(cluster: &mut Node, nodes: &[NodeId]) {
+    for &node in nodes {
+        let request = ClusterShutdown {}.to_signal(gcp_address(node), ARBITRATOR);
+        cluster.simulation.inject(request);
+    }
+}
+
+/// Runs until every one of `nodes` stopped; returns their reasons.
+fn wait_for_stops(cluster: &mut Node, nodes: &[NodeId]) -> Vec<String> {
+    // Long enough for a failure amid the shutdown to be detected and arbitrated.
+    for _ in 0..3000 {
+        if cluster.stopped().len() >= nodes.len() {
+            break;
+        }
+        cluster.run_for_ms(10);
+    }
+    let stopped = cluster.simulation.stopped_nodes();
+    assert_eq!(
+        stopped.len(),
+        nodes.len(),
+        "every node stopped: {stopped:?}"
+    );
+    stopped.iter().map(|(_, reason)| reason.clone()).collect()
+}
+
+#[test]
+fn a_shutdown_amid_load_keeps_every_commit_acknowledged_before_it() {
+    for seed in 0..4 {
+        let settings = cluster_settings(2, 2, node_settings);
+        let mut cluster = Node::start_cluster(settings, MEMORY_BYTES, 300 + seed);
+        let mut chains = Chains::new(cluster.create_counters(), ExecuteMode::Commit);
+        for _ in 0..40 + seed as usize * 9 {
+            let sent = chains.send_round(&mut cluster);
+            chains.collect(&mut cluster, sent);
+        }
+        // The last round's commits are under way when the shutdown is asked for.
+        chains.send_round(&mut cluster);
+        ask_for_shutdown(&mut cluster, &[NodeId(1), NodeId(2)]);
+        let reasons = wait_for_stops(&mut cluster, &[NodeId(1), NodeId(2)]);
+        for reason in &reasons {
+            assert!(reason.contains("(shutdown); GCI"), "seed {seed}: {reason}");
+        }
+        cluster.start_again(MEMORY_BYTES);
+        let counters = chains.restored(&mut cluster, &format!("seed {seed}"));
+        for chain in 0..CHAINS {
+            let (counter, acknowledged) = (counters[chain as usize], chains.last(chain));
+            assert!(
+                counter >= acknowledged,
+                "seed {seed}: chain {chain} restored to step {counter}, acknowledged {acknowledged}"
+            );
+        }
+    }
+}
+
+#[test]
+fn when_the_master_fails_amid_a_shutdown_the_new_master_finishes_it() {
+    let settings = cluster_settings(2, 2, node_settings);
+    let mut cluster = Node::start_cluster(settings, MEMORY_BYTES, 41);
+    let table = cluster.create_counters();
+    let mut client_tx = 1;
+    let mut expected = BTreeMap::new();
+    write_rounds(&mut cluster, table, &mut client_tx, 1..30, &mut expected);
+    ask_for_shutdown(&mut cluster, &[NodeId(1), NodeId(2)]);
+    cluster.simulation.crash(NodeId(1));
+    let reasons = wait_for_stops(&mut cluster, &[NodeId(2)]);
+    assert!(reasons[0].contains("(shutdown); GCI"), "{}", reasons[0]);
+    // Node 1's disk misses what node 2 saved alone: it stops, and node 2 serves it all.
+    cluster.start_again(MEMORY_BYTES);
+    assert_eq!(rows_through(&mut cluster, NodeId(2), table, 1), expected);
 }

@@ -37,7 +37,8 @@ pub struct UpArgs {
     #[arg(long, default_value = "./kista-data")]
     dir: PathBuf,
 
-    /// The management server's port (clients and `kista mgm` connect here).
+    /// The management server's port (clients and `kista mgm` connect here). 0 picks a
+    /// free one, printed at start.
     #[arg(long, default_value_t = 1186)]
     mgm_port: u16,
 
@@ -101,7 +102,8 @@ pub fn run(args: &UpArgs) -> Result<(), Failure> {
     let config_path = dir.join("cluster.toml");
     std::fs::write(&config_path, config)
         .map_err(|e| Failure::runtime(format!("cannot write {}: {e}", config_path.display())))?;
-    let mgm = format!("127.0.0.1:{}", args.mgm_port);
+    // With --mgm-port 0 the management server's log says where it listens.
+    let mut mgm = format!("127.0.0.1:{}", args.mgm_port);
     println!(
         "kista up: {} data nodes, {} replicas, data memory {} bytes each; configuration {}",
         args.data_nodes,
@@ -111,7 +113,7 @@ pub fn run(args: &UpArgs) -> Result<(), Failure> {
     );
 
     let mut processes = Vec::new();
-    let started = start_all(args, &dir, &config_path, &mgm, &mut processes, &stop);
+    let started = start_all(args, &dir, &config_path, &mut mgm, &mut processes, &stop);
     if let Err(failure) = started {
         shut_down(&mgm, &mut processes);
         return Err(failure);
@@ -177,7 +179,8 @@ fn configuration(args: &UpArgs, dir: &Path, ports: &[u16]) -> String {
         args.replicas,
         args.data_memory,
         args.redo_log,
-        args.mgm_port,
+        // `kista mgmd --port` overrides it; a file's port is never 0.
+        args.mgm_port.max(1),
         dir.join("mgmd").display()
     );
     for (index, port) in ports.iter().enumerate() {
@@ -195,13 +198,17 @@ fn start_all(
     args: &UpArgs,
     dir: &Path,
     config_path: &Path,
-    mgm: &str,
+    mgm: &mut String,
     processes: &mut Vec<Started>,
     stop: &AtomicBool,
 ) -> Result<(), Failure> {
     let config = config_path.display().to_string();
-    processes.push(spawn("mgmd", &["mgmd", "--config", &config], dir)?);
-    wait_for_log_line(&processes[0], "kista mgmd: ready", stop)?;
+    let port = args.mgm_port.to_string();
+    let mgmd = ["mgmd", "--config", &config, "--port", &port];
+    processes.push(spawn("mgmd", &mgmd, dir)?);
+    wait_for_log_line(&mut processes[0], "kista mgmd: ready", stop)?;
+    *mgm = address_in_log(&processes[0])?.to_string();
+    let mgm = mgm.as_str();
     for id in 1..=args.data_nodes {
         let id = id.to_string();
         let name = format!("data node {id}");
@@ -253,17 +260,23 @@ fn start_sql(
         &["sql", "--mgm", mgm, "--port", &port],
         dir,
     )?);
-    let sql = processes.last().expect("just pushed");
+    let sql = processes.last_mut().expect("just pushed");
     wait_for_log_line(sql, "kista sql: ready", stop)?;
-    let log = std::fs::read_to_string(&sql.log).unwrap_or_default();
+    address_in_log(sql)
+}
+
+/// The address a started server's log says it listens on.
+fn address_in_log(process: &Started) -> Result<SocketAddr, Failure> {
+    let log = std::fs::read_to_string(&process.log).unwrap_or_default();
     log.split("listening on ")
         .nth(1)
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|address| address.parse().ok())
         .ok_or_else(|| {
             Failure::runtime(format!(
-                "the SQL front end did not say where it listens: see {}",
-                sql.log.display()
+                "{} did not say where it listens: see {}",
+                process.name,
+                process.log.display()
             ))
         })
 }
@@ -299,9 +312,10 @@ fn spawn(name: &str, args: &[&str], dir: &Path) -> Result<Started, Failure> {
     })
 }
 
-fn wait_for_log_line(process: &Started, line: &str, stop: &AtomicBool) -> Result<(), Failure> {
+fn wait_for_log_line(process: &mut Started, line: &str, stop: &AtomicBool) -> Result<(), Failure> {
     let deadline = Instant::now() + START_LIMIT;
     while !std::fs::read_to_string(&process.log).is_ok_and(|log| log.contains(line)) {
+        check_running(std::slice::from_mut(process))?;
         if stop.load(Ordering::SeqCst) || Instant::now() > deadline {
             return Err(Failure::runtime(format!(
                 "{} did not get ready: see {}",
@@ -375,8 +389,8 @@ fn shut_down(mgm: &str, processes: &mut [Started]) {
         .is_ok();
     let deadline = Instant::now() + STOP_LIMIT;
     for process in processes.iter_mut() {
-        // Without the management server nothing stops the data nodes cleanly; they keep
-        // nothing on disk yet, so ending them loses nothing a restart would not.
+        // Without the management server nothing stops the data nodes cleanly; killing
+        // them loses the commits after the last saved global checkpoint, as a crash does.
         while asked && matches!(process.child.try_wait(), Ok(None)) && Instant::now() < deadline {
             std::thread::sleep(POLL);
         }

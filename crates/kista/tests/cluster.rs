@@ -410,13 +410,20 @@ fn shutdown_stops_every_node_and_the_management_server() {
     let mut cluster = TestCluster::start(2, 2);
     let (code, stdout, stderr) = cluster.mgm("shutdown");
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(stdout.contains("data nodes [1, 2] stopping"), "{stdout}");
+    assert!(
+        stdout.contains("data nodes [1, 2] save a last global checkpoint and stop"),
+        "{stdout}"
+    );
     for id in [1, 2] {
-        let (clean, _) = cluster
+        let (clean, stdout) = cluster
             .node(id)
             .wait_exit(SELF_STOP_LIMIT)
             .expect("the data node stops");
         assert!(clean, "node {id} stopped with a failure");
+        assert!(
+            stdout.contains("stopped by the management server (shutdown); GCI"),
+            "node {id} stopped once its disk held the last GCI: {stdout}"
+        );
     }
     let (clean, stdout) = cluster
         .mgmd

@@ -5,7 +5,6 @@
 mod support;
 
 use std::io::Write;
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -14,11 +13,6 @@ use support::{run_kista, KistaProcess};
 
 /// Longest one client command may run.
 const CLIENT_LIMIT: Duration = Duration::from_secs(300);
-
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
-    listener.local_addr().unwrap().port()
-}
 
 /// `kista up` with its SQL front end on a free port; shut down when dropped.
 struct Up {
@@ -31,15 +25,19 @@ struct Up {
 impl Up {
     fn start(name: &str) -> Self {
         let dir = std::env::temp_dir().join(format!("kista-sql-{name}-{}", std::process::id()));
+        Self::start_in(dir)
+    }
+
+    /// `kista up` on `dir`, which may hold a cluster's data from an earlier run. Its
+    /// servers listen on ports the system picks (no race with other tests for a port).
+    fn start_in(dir: PathBuf) -> Self {
         let dir_arg = dir.display().to_string();
-        let (mgm_port, sql_port) = (free_port().to_string(), free_port());
-        let sql_port_arg = sql_port.to_string();
         let process = KistaProcess::spawn(&[
             "up",
             "--dir",
             &dir_arg,
             "--mgm-port",
-            &mgm_port,
+            "0",
             "--data-port",
             "0",
             "--redo-log",
@@ -47,15 +45,26 @@ impl Up {
             "--data-memory",
             "256M",
             "--sql-port",
-            &sql_port_arg,
+            "0",
         ]);
         let mgm = process.address.to_string();
+        let sql_port = process.sql_address().port();
         Self {
             process: Some(process),
             mgm,
             sql_port,
             dir,
         }
+    }
+}
+
+impl Up {
+    /// Stops `kista up` as Ctrl-C does, keeping its directory; returns its output.
+    fn stop_keeping_dir(mut self) -> (PathBuf, String) {
+        let process = self.process.take().expect("running");
+        let (stopped, out, err) = process.stop();
+        assert!(stopped, "kista up stopped cleanly:\n{out}\n{err}");
+        (std::mem::take(&mut self.dir), out)
     }
 }
 
@@ -164,6 +173,51 @@ fn the_mysql_client_runs_a_session_with_ddl_transactions_and_errors() {
         stderr.matches("ERROR").count(),
         3,
         "only the three errors asked for:\n{stderr}"
+    );
+}
+
+#[test]
+fn tables_and_rows_written_through_sql_are_back_after_kista_up_stops_and_starts_again() {
+    let up = Up::start("restart");
+    let script = "
+        CREATE DATABASE shop;
+        CREATE TABLE shop.items (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+                                 name VARCHAR(20) NOT NULL, qty INT, UNIQUE KEY by_name (name));
+        INSERT INTO shop.items (name, qty) VALUES ('pen', 1), ('ink', 2), ('pad', 3), ('cup', 4);
+        UPDATE shop.items SET qty = qty * 10 WHERE name = 'ink';
+        DELETE FROM shop.items WHERE name = 'pad';
+        CREATE TABLE shop.gone (id INT PRIMARY KEY);
+        DROP TABLE shop.gone;
+    ";
+    let (_, stderr) = mysql_script(up.sql_port, script);
+    assert!(stderr.is_empty(), "{stderr}");
+    // Ctrl-C right after the writes: the shutdown saves the GCI they are in.
+    let (dir, out) = up.stop_keeping_dir();
+    assert!(out.contains("kista up: stopped"), "{out}");
+
+    let up = Up::start_in(dir);
+    let script = "
+        SELECT id, name, qty FROM shop.items ORDER BY id;
+        SHOW TABLES FROM shop;
+        INSERT INTO shop.items (name, qty) VALUES ('pen', 5);
+        INSERT INTO shop.items (name, qty) VALUES ('mug', 6);
+        SELECT 'mug', id > 4 FROM shop.items WHERE name = 'mug';
+    ";
+    let (stdout, stderr) = mysql_script(up.sql_port, script);
+    let lines: Vec<&str> = stdout.lines().collect();
+    for line in ["1\tpen\t1", "2\tink\t20", "4\tcup\t4", "items", "mug\t1"] {
+        assert!(
+            lines.contains(&line),
+            "no line {line:?} in:\n{stdout}\n{stderr}"
+        );
+    }
+    assert!(
+        !stdout.contains("pad") && !stdout.contains("gone"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("ERROR 1062 (23000)") && stderr.matches("ERROR").count() == 1,
+        "the unique index is back, and nothing else fails: {stderr}"
     );
 }
 

@@ -2,7 +2,7 @@
 
 mod support;
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::time::Duration;
 
 use support::{run_kista, KistaProcess};
@@ -19,29 +19,22 @@ impl Drop for ShutdownOnDrop {
     }
 }
 
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
-    listener.local_addr().unwrap().port()
-}
-
 #[test]
 fn kista_up_starts_a_cluster_that_serves_and_sigterm_stops_every_process() {
     let dir = std::env::temp_dir().join(format!("kista-up-{}", std::process::id()));
     let dir_arg = dir.display().to_string();
-    let port = free_port().to_string();
-    let sql_port = free_port().to_string();
     let up = KistaProcess::spawn(&[
         "up",
         "--dir",
         &dir_arg,
         "--mgm-port",
-        &port,
+        "0",
         "--data-port",
         "0",
         "--data-memory",
         "64M",
         "--sql-port",
-        &sql_port,
+        "0",
     ]);
     let mgm = up.address.to_string();
     let _guard = ShutdownOnDrop(mgm.clone());
@@ -58,8 +51,8 @@ fn kista_up_starts_a_cluster_that_serves_and_sigterm_stops_every_process() {
     assert!(stdout.contains("0 missing, 0 wrong"), "{stdout}");
     assert!(dir.join("cluster.toml").exists());
     assert!(dir.join("logs").join("data-node-1.log").exists());
-    let sql = format!("127.0.0.1:{sql_port}");
-    assert!(TcpStream::connect(&sql).is_ok(), "the SQL front end serves");
+    let sql = up.sql_address();
+    assert!(TcpStream::connect(sql).is_ok(), "the SQL front end serves");
 
     let (success, out, err) = up.stop();
     assert!(success, "{out}\n{err}");
@@ -69,7 +62,7 @@ fn kista_up_starts_a_cluster_that_serves_and_sigterm_stops_every_process() {
         "the management server stopped with it"
     );
     assert!(
-        TcpStream::connect(&sql).is_err(),
+        TcpStream::connect(sql).is_err(),
         "the SQL front end stopped with it"
     );
     let _ = std::fs::remove_dir_all(&dir);

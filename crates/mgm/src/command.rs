@@ -57,7 +57,8 @@ commands:
   N start           start data node N, whose process waits after `N restart -n`
   report memory     data memory used and available on every data node (as each
                     reported it within the last heartbeat interval)
-  shutdown          stop every data node, then the management server
+  shutdown          save a last global checkpoint, stop every data node, then
+                    the management server
   config            the cluster configuration file
   register client   lease a client node id while this connection lasts (the client
                     library's first request)

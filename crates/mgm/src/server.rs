@@ -16,10 +16,11 @@ use std::time::{Duration, Instant};
 
 use kista_datanode::arbitration::{arbitrator_address, Arbitrator, NodeReports, MANAGEMENT_NODE};
 use kista_datanode::cluster::NodeSet;
+use kista_datanode::gcp::gcp_address;
 use kista_datanode::membership::{
     membership_address, RESTART_REQUESTED, RESTART_WHEN_STARTED, STOPPED_BY_MANAGEMENT_SERVER,
 };
-use kista_datanode::protocol::{ClusterStop, NodeSuspected, ARBITRATOR_BLOCK};
+use kista_datanode::protocol::{ClusterShutdown, ClusterStop, NodeSuspected, ARBITRATOR_BLOCK};
 use kista_runtime::thread_config::{ThreadConfig, ThreadLayout};
 use kista_runtime::{
     start, BlockRegistration, Module, ModuleInstance, RunningNode, RuntimeOptions,
@@ -283,13 +284,19 @@ impl State {
                 self.shutdown_requested.store(true, Ordering::SeqCst);
                 let stopping = self.connected_data_nodes();
                 for &node in &stopping {
-                    // A node that went meanwhile is stopped already.
-                    let _ = self.stop_node(node, "shutdown");
+                    // Every node hears it, so whichever is master goes on with it; a node
+                    // that went meanwhile is stopped already.
+                    let shutdown =
+                        ClusterShutdown {}.to_signal(gcp_address(node), arbitrator_address());
+                    let _ = self
+                        .links
+                        .get()
+                        .is_some_and(|links| links.send(&shutdown, &[]));
                 }
                 let names: Vec<String> = stopping.iter().map(|n| n.0.to_string()).collect();
                 Ok(format!(
-                    "shutting down: data nodes [{}] stopping; the management server stops \
-                     after them",
+                    "shutting down: data nodes [{}] save a last global checkpoint and stop; \
+                     the management server stops after them",
                     names.join(", ")
                 ))
             }

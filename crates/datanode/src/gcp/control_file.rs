@@ -18,7 +18,7 @@ use kista_runtime::io::FileReply;
 use kista_runtime::Context;
 use kista_signal::BlockAddress;
 
-use crate::protocol::{DiskState, DiskStateSetConf, DICT_BLOCK};
+use crate::protocol::{DiskState, DiskStateSetConf, ShutdownSavedConf, DICT_BLOCK};
 use crate::twin_file::{newest, SealError, TwinKind, TwinReader, TwinWriter, WriteProgress};
 
 pub const CONTROL_FILE: TwinKind = TwinKind {
@@ -83,6 +83,8 @@ enum Held {
     ReportTo(BlockAddress),
     /// A `DiskStateSet` is confirmed to its sender.
     ConfirmTo(BlockAddress),
+    /// The master's `gcp` hears that the last GCI of a shutdown is recorded.
+    LastRecorded { master: BlockAddress, gci: u64 },
 }
 
 /// The `gcp` block's keeping of the control file.
@@ -131,6 +133,18 @@ impl NodeControl {
         self.changed(ctx, None)
     }
 
+    /// `gci` is the last GCI before a shutdown: confirmed to `master` once the file says
+    /// so (written again even if it did already, as the master may ask twice).
+    pub fn record_last(
+        &mut self,
+        ctx: &mut Context,
+        gci: u64,
+        master: BlockAddress,
+    ) -> Result<(), String> {
+        self.image.restorable_gci = self.image.restorable_gci.max(gci);
+        self.changed(ctx, Some(Held::LastRecorded { master, gci }))
+    }
+
     /// The node is of `cluster_life` now and restores `gci`: confirmed to `from` once the
     /// file says so.
     pub fn set(
@@ -175,6 +189,9 @@ impl NodeControl {
                     match held {
                         Held::ReportTo(dict) => ctx.send_typed(dict, &self.disk_state()),
                         Held::ConfirmTo(dict) => ctx.send_typed(dict, &DiskStateSetConf {}),
+                        Held::LastRecorded { master, gci } => {
+                            ctx.send_typed(master, &ShutdownSavedConf { gci });
+                        }
                     }
                 }
             }

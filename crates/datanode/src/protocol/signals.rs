@@ -906,6 +906,23 @@ typed_signal! {
     SystemStarted = 229 { gci: u64, members: NodeSet, }
 }
 
+// ----- a clean shutdown: the management server -> every gcp; the master's gcp <-> every gcp -----
+typed_signal! {
+    /// From the management server to every data node's `gcp`: shut the cluster down
+    /// without losing an acknowledged commit. The master closes the GCI that commits are
+    /// stamped with, has every member record it as restorable (`ShutdownSaved`), then stops
+    /// every node. A node whose cluster does not serve yet stops at once.
+    ClusterShutdown = 231 {}
+}
+typed_signal! {
+    /// From the master's `gcp` to every member's at a shutdown: `gci` is the last GCI,
+    /// saved by every member; confirm (`ShutdownSavedConf`) once your control file says so.
+    ShutdownSaved = 232 { gci: u64, }
+}
+typed_signal! {
+    ShutdownSavedConf = 233 { gci: u64, }
+}
+
 // ----- the node's start -----
 
 typed_signal! {

@@ -23,6 +23,8 @@ pub type Datad = KistaProcess;
 pub struct KistaProcess {
     child: Option<Child>,
     pub address: SocketAddr,
+    /// What it printed up to `ready`.
+    pub startup: String,
     stdout: Option<BufReader<ChildStdout>>,
     /// Drained by a thread so the node never blocks on a full pipe.
     stderr: Arc<Mutex<String>>,
@@ -66,12 +68,14 @@ impl KistaProcess {
         });
         let deadline = Instant::now() + PROCESS_TIMEOUT;
         let mut address = None;
+        let mut startup = String::new();
         let mut line = String::new();
         while Instant::now() < deadline {
             line.clear();
             if stdout.read_line(&mut line).unwrap_or(0) == 0 {
                 break;
             }
+            startup.push_str(&line);
             if let Some(rest) = line.split("listening on ").nth(1) {
                 address = rest.split_whitespace().next().and_then(|a| a.parse().ok());
             }
@@ -83,14 +87,28 @@ impl KistaProcess {
             let _ = child.kill();
             let _ = child.wait();
             std::thread::sleep(Duration::from_millis(100));
-            panic!("kista {args:?} did not start: {}", stderr.lock().unwrap());
+            panic!(
+                "kista {args:?} did not start:\n{startup}{}",
+                stderr.lock().unwrap()
+            );
         };
         Self {
             child: Some(child),
             address,
+            startup,
             stdout: Some(stdout),
             stderr,
         }
+    }
+
+    /// The address `kista up` printed for its SQL front end.
+    pub fn sql_address(&self) -> SocketAddr {
+        self.startup
+            .split("SQL front end (MySQL protocol) at ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|address| address.parse().ok())
+            .unwrap_or_else(|| panic!("kista up names its SQL address:\n{}", self.startup))
     }
 
     /// The node's stderr as it grows.
