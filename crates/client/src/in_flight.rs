@@ -158,6 +158,7 @@ impl InFlight {
                 reads: read.found,
                 code: 0,
                 failed_op: 0,
+                gci: 0,
             };
             self.progress(read.client_tx, |c| {
                 if let Some(row) = row {

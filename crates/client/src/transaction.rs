@@ -20,6 +20,10 @@ pub struct Executed {
     pub outcome: TransactionOutcome,
     /// `[op index]` → the row a read found (`None` for writes and for reads of missing rows).
     pub rows: Vec<Option<Vec<Value>>>,
+    /// The global checkpoint a committed transaction that changed rows belongs to (NDB's
+    /// `getGCI`), else 0: a start from disk restores it once that GCI was saved, and a
+    /// commit with `ExecuteMode::CommitDurable` is confirmed only then.
+    pub gci: u64,
 }
 
 impl Executed {
@@ -259,11 +263,11 @@ impl<'c> Transaction<'c> {
                 *self.coordinator.insert(near)
             }
         };
-        self.finished = matches!(mode, ExecuteMode::Commit | ExecuteMode::Rollback);
+        self.finished = mode.commits() || mode == ExecuteMode::Rollback;
         let batch = std::mem::take(&mut self.batch);
         let collecting = Collecting {
             coordinator: tc.node(),
-            committing: mode == ExecuteMode::Commit,
+            committing: mode.commits(),
             reads_expected: batch.iter().any(|op| op.kind == OperationKind::Read),
             ..Collecting::new(batch.len(), completion)
         };
@@ -399,6 +403,7 @@ impl Collecting {
         } else {
             Ok(Executed {
                 outcome: conf.outcome,
+                gci: conf.gci,
                 rows: self.rows,
             })
         };

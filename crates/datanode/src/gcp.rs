@@ -14,7 +14,11 @@
 //!    changes up to n are a state the cluster was in: nothing of n depends on n+1.
 //! 3. **Save** ([`GcpSave`] of n to every member's `ldm`): each marks n done in its REDO log
 //!    (after every change of n and below), writes and syncs the log through the mark, and
-//!    confirms. Then n is *restorable*: [`GcpSaved`] tells every member's `gcp`.
+//!    confirms.
+//! 4. **Record** ([`GcpRecord`] of n to every member's `gcp`): each writes n into its
+//!    control file, which a start from disk decides from, and confirms once synced (NDB's
+//!    COPY_GCIREQ of the sysfile). Then n is *restorable*: [`GcpSaved`] tells every
+//!    member's `gcp` and `tc`.
 //!
 //! One round runs at a time; at each tick the master asks again whoever has not answered (a
 //! request to a peer not yet connected, or over a link that broke, is lost; every request
@@ -25,10 +29,14 @@
 //! begun to: it confirms once they committed). A new master (the president failed) first
 //! asks every coordinator which GCI it stamps ([`GcpStateQuery`]) and closes the highest.
 //!
+//! A durable commit (`tc/durable.rs`) waits for its GCI to be saved: its coordinator asks
+//! the master to hurry ([`GcpHurry`]), which begins a round at once if none runs, or right
+//! after the one under way, rather than at the next tick; [`GcpSaved`] goes to every
+//! member's `tc` too, which then confirms the commits waiting for it.
+//!
 //! A clean shutdown ([`ClusterShutdown`], from the management server to every node) loses
 //! no acknowledged commit: the master runs one more round at once, which closes the GCI
-//! commits are stamped with then, has every member record it in its control file
-//! ([`ShutdownSaved`]), and only then stops every node. Every node hears the request, so a
+//! commits are stamped with then, and once every member recorded it stops every node. Every node hears the request, so a
 //! new master (the old one failed amid the shutdown) goes on with it.
 
 use std::sync::Arc;
@@ -64,7 +72,7 @@ enum Round {
     Saving {
         gci: u64,
     },
-    /// At a shutdown: every member's control file records `gci`, the last GCI.
+    /// Every member's control file records `gci`.
     Recording {
         gci: u64,
     },
@@ -107,6 +115,8 @@ pub struct GlobalCheckpoints {
     /// that keeps nothing on disk, else once the start from disk is over.
     started: bool,
     shutdown: Shutdown,
+    /// The master's: the latest GCI a durable commit waits for.
+    hurried_gci: u64,
 }
 
 impl GlobalCheckpoints {
@@ -130,6 +140,7 @@ impl GlobalCheckpoints {
                 .then(|| control_file::NodeControl::new(joining)),
             started: !settings.keeps_data_on_disk() || joining,
             shutdown: Shutdown::NotAsked,
+            hurried_gci: 0,
             settings,
             cluster,
         }
@@ -236,24 +247,42 @@ impl GlobalCheckpoints {
                 self.current_gci = gci;
                 self.begin(ctx, Round::Saving { gci: gci - 1 });
             }
-            Round::Saving { gci } => {
+            Round::Saving { gci } => self.begin(ctx, Round::Recording { gci }),
+            Round::Recording { gci } => {
                 self.round = Round::Idle;
-                for gcp in self.member_gcps() {
-                    ctx.send_typed(gcp, &GcpSaved { gci });
+                let told = self.member_gcps().into_iter().chain(self.member_tcs());
+                for block in told.collect::<Vec<_>>() {
+                    ctx.send_typed(block, &GcpSaved { gci });
                 }
                 match self.shutdown {
+                    Shutdown::NotAsked if self.hurried_gci > gci => self.begin_round(ctx),
                     Shutdown::Closing { gci: last } if gci >= last => {
-                        self.begin(ctx, Round::Recording { gci });
+                        self.shutdown = Shutdown::Stopping;
+                        self.stop_cluster(ctx, gci);
                     }
                     Shutdown::Asked | Shutdown::Closing { .. } => self.begin_round(ctx),
                     Shutdown::NotAsked | Shutdown::Stopping => {}
                 }
             }
-            Round::Recording { gci } => {
-                self.round = Round::Idle;
-                self.shutdown = Shutdown::Stopping;
-                self.stop_cluster(ctx, gci);
+        }
+    }
+
+    /// A durable commit of `gci` waits for it to be saved: the master closes it as soon as
+    /// it can; another node passes the request on to the master.
+    fn hurry(&mut self, ctx: &mut Context, gci: u64) {
+        if gci <= self.restorable_gci {
+            return;
+        }
+        if !self.is_master() {
+            if self.master != self.settings.node {
+                ctx.send_typed(gcp_address(self.master), &GcpHurry { gci });
             }
+            return;
+        }
+        self.hurried_gci = self.hurried_gci.max(gci);
+        let idle = matches!(self.round, Round::Idle);
+        if idle && self.started && self.shutdown == Shutdown::NotAsked {
+            self.begin_round(ctx);
         }
     }
 
@@ -285,14 +314,13 @@ impl GlobalCheckpoints {
         }
     }
 
-    /// The master's word at a shutdown: `gci` is the last; confirmed once the control file
-    /// records it.
-    fn shutdown_saved(&mut self, ctx: &mut Context, gci: u64, master: BlockAddress) {
-        self.restorable_gci = self.restorable_gci.max(gci);
+    /// The master's `GcpRecord`: every member's log holds `gci`; confirmed once the
+    /// control file records it.
+    fn record(&mut self, ctx: &mut Context, gci: u64, master: BlockAddress) {
         let Some(control) = self.control.as_mut() else {
-            return ctx.send_typed(master, &ShutdownSavedConf { gci });
+            return ctx.send_typed(master, &GcpRecordConf { gci });
         };
-        if let Err(reason) = control.record_last(ctx, gci, master) {
+        if let Err(reason) = control.record(ctx, gci, master) {
             ctx.stop_node(&reason);
         }
     }
@@ -343,12 +371,8 @@ impl GlobalCheckpoints {
     }
 
     /// Every member saved `gci`: a system restart could restore it.
-    fn saved(&mut self, ctx: &mut Context, gci: u64) {
+    fn saved(&mut self, gci: u64) {
         self.restorable_gci = self.restorable_gci.max(gci);
-        let result = self.control.as_mut().map_or(Ok(()), |c| c.saved(ctx, gci));
-        if let Err(reason) = result {
-            ctx.stop_node(&reason);
-        }
     }
 
     fn control_file_replied(&mut self, ctx: &mut Context, reply: FileReply) {
@@ -386,7 +410,7 @@ fn send_step(ctx: &mut Context, round: Round, targets: &[BlockAddress], restorab
             Round::Preparing { gci } => ctx.send_typed(target, &GcpPrepare { gci }),
             Round::Committing { gci } => ctx.send_typed(target, &GcpCommit { gci }),
             Round::Saving { gci } => ctx.send_typed(target, &GcpSave { gci, restorable }),
-            Round::Recording { gci } => ctx.send_typed(target, &ShutdownSaved { gci }),
+            Round::Recording { gci } => ctx.send_typed(target, &GcpRecord { gci }),
         }
     }
 }
@@ -429,7 +453,7 @@ impl Block for GlobalCheckpoints {
             GcpSaveConf::from_signal(signal)
                 .map(|c| self.answered(ctx, Answer::Saved { gci: c.gci }, from))
         } else if number == GcpSaved::NUMBER {
-            GcpSaved::from_signal(signal).map(|saved| self.saved(ctx, saved.gci))
+            GcpSaved::from_signal(signal).map(|saved| self.saved(saved.gci))
         } else if number == FileReply::NUMBER {
             FileReply::from_signal(signal).map(|reply| self.control_file_replied(ctx, reply))
         } else if number == DiskStateSet::NUMBER {
@@ -441,12 +465,14 @@ impl Block for GlobalCheckpoints {
                     ctx.stop_node(&reason);
                 }
             })
+        } else if number == GcpHurry::NUMBER {
+            GcpHurry::from_signal(signal).map(|hurry| self.hurry(ctx, hurry.gci))
         } else if number == ClusterShutdown::NUMBER {
             ClusterShutdown::from_signal(signal).map(|_| self.shutdown_asked(ctx))
-        } else if number == ShutdownSaved::NUMBER {
-            ShutdownSaved::from_signal(signal).map(|s| self.shutdown_saved(ctx, s.gci, from))
-        } else if number == ShutdownSavedConf::NUMBER {
-            ShutdownSavedConf::from_signal(signal)
+        } else if number == GcpRecord::NUMBER {
+            GcpRecord::from_signal(signal).map(|r| self.record(ctx, r.gci, from))
+        } else if number == GcpRecordConf::NUMBER {
+            GcpRecordConf::from_signal(signal)
                 .map(|c| self.answered(ctx, Answer::Recorded { gci: c.gci }, from))
         } else if number == SystemStarted::NUMBER {
             SystemStarted::from_signal(signal).map(|started| self.system_started(started))

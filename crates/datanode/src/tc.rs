@@ -27,6 +27,7 @@ use crate::registry::PartitionRegistry;
 use crate::router::ReadRouter;
 use crate::{send_sharing_section, send_with_bytes};
 
+mod durable;
 mod failures;
 mod gcp;
 mod reads_here;
@@ -138,7 +139,7 @@ impl Transaction {
         self.phase == Phase::Executing
             && self.outstanding == 0
             && self.failure.is_none()
-            && self.batch_end == Some(ExecuteMode::Commit)
+            && self.batch_end.is_some_and(ExecuteMode::commits)
     }
 
     /// Operations the transaction has had, for the limit on them: those with records and
@@ -209,6 +210,8 @@ pub struct TransactionCoordinator {
     generation: u32,
     /// Where this coordinator stands in the global checkpoints (see `tc/gcp.rs`).
     checkpoints: gcp::CoordinatorCheckpoints,
+    /// Confirmations of durable commits waiting for their GCI (see `tc/durable.rs`).
+    durable: durable::DurableCommits,
 }
 
 impl TransactionCoordinator {
@@ -258,6 +261,7 @@ impl TransactionCoordinator {
             drain: None,
             generation,
             checkpoints,
+            durable: durable::DurableCommits::default(),
         }
     }
 
@@ -347,7 +351,7 @@ impl TransactionCoordinator {
         let Some(&id) = self.by_client.get(&(end.client, end.client_tx)) else {
             // Nothing ran here, so nothing to commit or roll back.
             let outcome = match end.execute {
-                ExecuteMode::Commit => TransactionOutcome::Committed,
+                ExecuteMode::Commit | ExecuteMode::CommitDurable => TransactionOutcome::Committed,
                 ExecuteMode::Rollback => TransactionOutcome::Aborted,
                 _ => TransactionOutcome::Open,
             };
@@ -627,7 +631,7 @@ impl TransactionCoordinator {
             return self.start_abort(ctx, id);
         }
         match end {
-            ExecuteMode::Commit => self.start_commit(ctx, id),
+            ExecuteMode::Commit | ExecuteMode::CommitDurable => self.start_commit(ctx, id),
             _ => {
                 let (client, client_tx, reads) =
                     (transaction.client, transaction.client_tx, transaction.reads);
@@ -652,6 +656,16 @@ impl TransactionCoordinator {
         let Some(transaction) = self.transactions.get_mut(&id) else {
             return;
         };
+        let durable = transaction.batch_end == Some(ExecuteMode::CommitDurable);
+        if durable && !transaction.participants.is_empty() && self.durable.is_full() {
+            let message = format!(
+                "more than {} durable commits wait for their global checkpoint here: \
+                 try again",
+                durable::DURABLE_COMMITS_WAITING_MAX
+            );
+            self.fail(id, ErrorCode::Overloaded, 0, message);
+            return self.start_abort(ctx, id);
+        }
         match self.checkpoints.stamp() {
             Some(gci) => transaction.gci = gci,
             // A transaction that changed nothing belongs to no GCI: it commits at once.
@@ -706,8 +720,13 @@ impl TransactionCoordinator {
         let Some(transaction) = self.transactions.get_mut(&id) else {
             return;
         };
-        let (client, client_tx, reads) =
-            (transaction.client, transaction.client_tx, transaction.reads);
+        let ack = durable::CommitAck {
+            client: transaction.client,
+            client_tx: transaction.client_tx,
+            reads: transaction.reads,
+            gci: transaction.gci,
+        };
+        let durable = transaction.batch_end == Some(ExecuteMode::CommitDurable);
         replicas_of(&transaction.participants, &mut self.replicas);
         transaction.phase = Phase::Completing;
         transaction.awaiting.clone_from(&self.replicas);
@@ -722,14 +741,7 @@ impl TransactionCoordinator {
             };
             ctx.send_typed(replica, &complete);
         }
-        self.reply(
-            ctx,
-            client,
-            client_tx,
-            TransactionOutcome::Committed,
-            reads,
-            None,
-        );
+        self.acknowledge_commit(ctx, ack, durable);
         if self.replicas.is_empty() {
             self.finished(ctx, id);
         }
@@ -868,6 +880,7 @@ impl TransactionCoordinator {
             reads,
             code,
             failed_op,
+            gci: 0,
         };
         send_with_bytes(
             ctx,
@@ -952,6 +965,7 @@ fn refuse_state(ctx: &mut Context, client: BlockAddress, client_tx: u64, failed_
         reads: 0,
         code: ErrorCode::BadTransactionState as u32,
         failed_op,
+        gci: 0,
     };
     send_with_bytes(
         ctx,

@@ -412,3 +412,44 @@ fn when_the_master_fails_amid_a_shutdown_the_new_master_finishes_it() {
     cluster.start_again(MEMORY_BYTES);
     assert_eq!(rows_through(&mut cluster, NodeId(2), table, 1), expected);
 }
+
+#[test]
+fn a_durable_commit_is_confirmed_within_a_round_and_survives_a_crash_of_every_node() {
+    // Global checkpoints are far apart: a durable commit hurries its own.
+    const INTERVAL_MS: u64 = 10_000;
+    const ROUNDS: i64 = 25;
+    let rare_checkpoints = |node| NodeSettings {
+        global_checkpoint_interval_ms: INTERVAL_MS,
+        ..node_settings(node)
+    };
+    for seed in 0..4 {
+        let settings = cluster_settings(2, 2, rare_checkpoints);
+        let mut cluster = Node::start_cluster(settings, MEMORY_BYTES, 500 + seed);
+        let mut chains = Chains::new(cluster.create_counters(), ExecuteMode::CommitDurable);
+        let began_ns = cluster.now_ns();
+        for _ in 0..ROUNDS {
+            let sent = chains.send_round(&mut cluster);
+            chains.collect(&mut cluster, sent);
+        }
+        let took_ms = (cluster.now_ns() - began_ns) / 1_000_000;
+        for chain in 0..CHAINS {
+            assert_eq!(
+                chains.last(chain),
+                ROUNDS,
+                "seed {seed}: every commit confirmed"
+            );
+        }
+        assert!(
+            took_ms < INTERVAL_MS,
+            "seed {seed}: {ROUNDS} rounds of durable commits took {took_ms} ms of simulated \
+             time: they waited for the interval"
+        );
+        // Every node crashes right after the last confirmation.
+        for node in [NodeId(1), NodeId(2)] {
+            cluster.simulation.crash(node);
+        }
+        cluster.start_again(MEMORY_BYTES);
+        let counters = chains.restored(&mut cluster, &format!("seed {seed}"));
+        assert_eq!(counters, vec![ROUNDS; CHAINS as usize], "seed {seed}");
+    }
+}

@@ -188,9 +188,13 @@ fn tables_and_rows_written_through_sql_are_back_after_kista_up_stops_and_starts_
         DELETE FROM shop.items WHERE name = 'pad';
         CREATE TABLE shop.gone (id INT PRIMARY KEY);
         DROP TABLE shop.gone;
+        SET kista_durable_commits = ON;
+        INSERT INTO shop.items (name, qty) VALUES ('box', 7);
+        SELECT 'durable', @@kista_durable_commits;
     ";
-    let (_, stderr) = mysql_script(up.sql_port, script);
+    let (stdout, stderr) = mysql_script(up.sql_port, script);
     assert!(stderr.is_empty(), "{stderr}");
+    assert!(stdout.contains("durable\t1"), "{stdout}");
     // Ctrl-C right after the writes: the shutdown saves the GCI they are in.
     let (dir, out) = up.stop_keeping_dir();
     assert!(out.contains("kista up: stopped"), "{out}");
@@ -201,11 +205,12 @@ fn tables_and_rows_written_through_sql_are_back_after_kista_up_stops_and_starts_
         SHOW TABLES FROM shop;
         INSERT INTO shop.items (name, qty) VALUES ('pen', 5);
         INSERT INTO shop.items (name, qty) VALUES ('mug', 6);
-        SELECT 'mug', id > 4 FROM shop.items WHERE name = 'mug';
+        SELECT 'mug', id > 5 FROM shop.items WHERE name = 'mug';
     ";
     let (stdout, stderr) = mysql_script(up.sql_port, script);
     let lines: Vec<&str> = stdout.lines().collect();
-    for line in ["1\tpen\t1", "2\tink\t20", "4\tcup\t4", "items", "mug\t1"] {
+    let rows = ["1\tpen\t1", "2\tink\t20", "4\tcup\t4", "5\tbox\t7"];
+    for line in rows.into_iter().chain(["items", "mug\t1"]) {
         assert!(
             lines.contains(&line),
             "no line {line:?} in:\n{stdout}\n{stderr}"

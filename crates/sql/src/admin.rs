@@ -85,6 +85,7 @@ const LISTED_VARIABLES: &[&str] = &[
     "have_ssl",
     "init_connect",
     "interactive_timeout",
+    crate::session::DURABLE_COMMITS,
     "license",
     "lock_wait_timeout",
     "lower_case_table_names",
@@ -437,11 +438,15 @@ fn set_variables(
                 eval(&bound, &[], &ctx)?
             }
         };
+        let on = match &value {
+            Value::Bytes(b) => b.eq_ignore_ascii_case(b"on") || b == b"1",
+            other => truth(other) == Some(true),
+        };
+        if name == crate::session::DURABLE_COMMITS {
+            session.durable_commits = on;
+            continue;
+        }
         if name == "autocommit" {
-            let on = match &value {
-                Value::Bytes(b) => b.eq_ignore_ascii_case(b"on") || b == b"1",
-                other => truth(other) == Some(true),
-            };
             if on && !session.autocommit {
                 // Turning autocommit on commits what is open (MySQL's rule).
                 session.commit()?;

@@ -203,12 +203,18 @@ pub struct Warning {
     pub message: String,
 }
 
+/// The session variable that makes commits durable (`SET kista_durable_commits = ON`).
+pub const DURABLE_COMMITS: &str = "kista_durable_commits";
+
 pub struct Session<'c> {
     pub(crate) catalog: &'c Catalog,
     pub database: Option<String>,
     pub user: String,
     pub connection_id: u32,
     pub autocommit: bool,
+    /// `SET kista_durable_commits = ON`: commits are confirmed only once on disk on every
+    /// replica (docs/durability.md); off, once in memory on every replica (NDB's rule).
+    pub durable_commits: bool,
     /// Open while a transaction is (BEGIN, or autocommit off and a statement ran).
     pub(crate) transaction: Option<Transaction<'c>>,
     /// Whether the open transaction was begun explicitly or by autocommit off.
@@ -229,6 +235,7 @@ impl<'c> Session<'c> {
             user,
             connection_id,
             autocommit: true,
+            durable_commits: false,
             transaction: None,
             explicit: false,
             written: WriteSet::default(),
@@ -421,17 +428,21 @@ impl<'c> Session<'c> {
         let mut tx = Tx {
             transaction,
             catalog,
-            commits: self.autocommit && !self.explicit,
+            commits: (self.autocommit && !self.explicit).then(|| self.commit_mode()),
             ended: false,
             written,
         };
         match work(&mut tx, self) {
             Ok(value) => {
-                if !tx.commits {
-                    self.transaction = Some(tx.transaction);
-                    self.written = tx.written;
-                } else if !tx.ended && tx.transaction.has_sent() {
-                    tx.transaction.execute(ExecuteMode::Commit)?.wait()?;
+                match tx.commits {
+                    None => {
+                        self.transaction = Some(tx.transaction);
+                        self.written = tx.written;
+                    }
+                    Some(mode) if !tx.ended && tx.transaction.has_sent() => {
+                        tx.transaction.execute(mode)?.wait()?;
+                    }
+                    Some(_) => {}
                 }
                 Ok(value)
             }
@@ -461,9 +472,18 @@ impl<'c> Session<'c> {
         self.explicit = false;
         self.written.clear();
         if let Some(mut transaction) = self.transaction.take().filter(Transaction::has_sent) {
-            transaction.execute(ExecuteMode::Commit)?.wait()?;
+            transaction.execute(self.commit_mode())?.wait()?;
         }
         Ok(())
+    }
+
+    /// How the session's transactions commit.
+    fn commit_mode(&self) -> ExecuteMode {
+        if self.durable_commits {
+            ExecuteMode::CommitDurable
+        } else {
+            ExecuteMode::Commit
+        }
     }
 
     pub fn rollback(&mut self) -> SqlResult<()> {
@@ -488,6 +508,9 @@ impl<'c> Session<'c> {
         if name == "autocommit" {
             return Some(Value::Int(i64::from(self.autocommit)));
         }
+        if name == DURABLE_COMMITS {
+            return Some(Value::Int(i64::from(self.durable_commits)));
+        }
         if let Some(value) = self.variables.get(name) {
             return Some(value.clone());
         }
@@ -499,8 +522,8 @@ impl<'c> Session<'c> {
 pub struct Tx<'c> {
     pub transaction: Transaction<'c>,
     pub catalog: &'c Catalog,
-    /// Whether the statement ends the transaction (autocommit).
-    commits: bool,
+    /// How the statement ends the transaction, if it does (autocommit).
+    commits: Option<ExecuteMode>,
     ended: bool,
     written: WriteSet,
 }
@@ -510,11 +533,12 @@ impl Tx<'_> {
     /// nothing after it) and the statement ends the transaction, commits with it, in the
     /// same round trip.
     pub fn execute(&mut self, last: bool) -> SqlResult<kista_client::Executed> {
-        let mode = if last && self.commits {
-            self.ended = true;
-            ExecuteMode::Commit
-        } else {
-            ExecuteMode::NoCommit
+        let mode = match self.commits {
+            Some(commit) if last => {
+                self.ended = true;
+                commit
+            }
+            _ => ExecuteMode::NoCommit,
         };
         Ok(self.transaction.execute(mode)?.wait()?)
     }
@@ -529,7 +553,7 @@ impl Tx<'_> {
     /// statement ends the transaction (autocommit): no later statement will read in it, and
     /// a statement writes only after its own reads.
     pub fn wrote_row(&mut self, table_id: u32, key: Vec<Value>) {
-        if !self.commits {
+        if self.commits.is_none() {
             self.written.wrote_row(table_id, key);
         }
     }

@@ -18,7 +18,7 @@ use kista_runtime::io::FileReply;
 use kista_runtime::Context;
 use kista_signal::BlockAddress;
 
-use crate::protocol::{DiskState, DiskStateSetConf, ShutdownSavedConf, DICT_BLOCK};
+use crate::protocol::{DiskState, DiskStateSetConf, GcpRecordConf, DICT_BLOCK};
 use crate::twin_file::{newest, SealError, TwinKind, TwinReader, TwinWriter, WriteProgress};
 
 pub const CONTROL_FILE: TwinKind = TwinKind {
@@ -83,8 +83,8 @@ enum Held {
     ReportTo(BlockAddress),
     /// A `DiskStateSet` is confirmed to its sender.
     ConfirmTo(BlockAddress),
-    /// The master's `gcp` hears that the last GCI of a shutdown is recorded.
-    LastRecorded { master: BlockAddress, gci: u64 },
+    /// The master's `gcp` hears that a GCI is recorded as restorable.
+    Recorded { master: BlockAddress, gci: u64 },
 }
 
 /// The `gcp` block's keeping of the control file.
@@ -124,25 +124,21 @@ impl NodeControl {
         self.read
     }
 
-    /// Every member saved `gci`: so did this node's logs.
-    pub fn saved(&mut self, ctx: &mut Context, gci: u64) -> Result<(), String> {
-        if !self.read || gci <= self.image.restorable_gci {
-            return Ok(());
-        }
-        self.image.restorable_gci = gci;
-        self.changed(ctx, None)
-    }
-
-    /// `gci` is the last GCI before a shutdown: confirmed to `master` once the file says
-    /// so (written again even if it did already, as the master may ask twice).
-    pub fn record_last(
+    /// Every member's log holds `gci`: the file says so, confirmed to `master` once
+    /// synced (written again if it did already, as the master may ask twice). Before the
+    /// start's read the file is not written (this start restores nothing yet).
+    pub fn record(
         &mut self,
         ctx: &mut Context,
         gci: u64,
         master: BlockAddress,
     ) -> Result<(), String> {
+        if !self.read {
+            ctx.send_typed(master, &GcpRecordConf { gci });
+            return Ok(());
+        }
         self.image.restorable_gci = self.image.restorable_gci.max(gci);
-        self.changed(ctx, Some(Held::LastRecorded { master, gci }))
+        self.changed(ctx, Some(Held::Recorded { master, gci }))
     }
 
     /// The node is of `cluster_life` now and restores `gci`: confirmed to `from` once the
@@ -189,8 +185,8 @@ impl NodeControl {
                     match held {
                         Held::ReportTo(dict) => ctx.send_typed(dict, &self.disk_state()),
                         Held::ConfirmTo(dict) => ctx.send_typed(dict, &DiskStateSetConf {}),
-                        Held::LastRecorded { master, gci } => {
-                            ctx.send_typed(master, &ShutdownSavedConf { gci });
+                        Held::Recorded { master, gci } => {
+                            ctx.send_typed(master, &GcpRecordConf { gci });
                         }
                     }
                 }

@@ -160,6 +160,16 @@ word_enum! {
         Commit = 2,
         /// Roll the transaction back (the operation carrying this is not run).
         Rollback = 3,
+        /// Run the batch and commit, acknowledged only once the commit's GCI is on disk
+        /// on every replica (a durable commit; see `tc/durable.rs`).
+        CommitDurable = 4,
+    }
+}
+
+impl ExecuteMode {
+    /// Whether the batch ends with a commit.
+    pub fn commits(self) -> bool {
+        matches!(self, ExecuteMode::Commit | ExecuteMode::CommitDurable)
     }
 }
 
@@ -411,14 +421,16 @@ typed_signal! {
 }
 typed_signal! {
     /// A batch ended (or the transaction did). Reads answer with `ReadResult`s from the data
-    /// managers; `reads` says how many the client must collect. Section: the message, when
-    /// `code` is not 0.
+    /// managers; `reads` says how many the client must collect. `gci`: the global
+    /// checkpoint a committed transaction that changed rows belongs to (else 0). Section:
+    /// the message, when `code` is not 0.
     ExecuteConf = 121 {
         client_tx: u64,
         outcome: TransactionOutcome,
         reads: u32,
         code: u32,
         failed_op: u32,
+        gci: u64,
     }
 }
 typed_signal! {
@@ -912,15 +924,22 @@ typed_signal! {
     /// without losing an acknowledged commit. The master closes the GCI that commits are
     /// stamped with, has every member record it as restorable (`ShutdownSaved`), then stops
     /// every node. A node whose cluster does not serve yet stops at once.
+    /// (`GcpRecord`, the round's last step, has every member record it.)
     ClusterShutdown = 231 {}
 }
 typed_signal! {
-    /// From the master's `gcp` to every member's at a shutdown: `gci` is the last GCI,
-    /// saved by every member; confirm (`ShutdownSavedConf`) once your control file says so.
-    ShutdownSaved = 232 { gci: u64, }
+    /// From the master's `gcp` to every member's, the last step of a round: every member's
+    /// log holds `gci`; confirm (`GcpRecordConf`) once your control file says a start from
+    /// disk restores it.
+    GcpRecord = 232 { gci: u64, }
 }
 typed_signal! {
-    ShutdownSavedConf = 233 { gci: u64, }
+    GcpRecordConf = 233 { gci: u64, }
+}
+typed_signal! {
+    /// From a `tc` to its node's `gcp`, which passes it on to the master's: a durable
+    /// commit of `gci` waits for it to be saved; close it without waiting for the interval.
+    GcpHurry = 234 { gci: u64, }
 }
 
 // ----- the node's start -----

@@ -110,6 +110,8 @@ impl TransactionCoordinator {
             GcpPrepare::from_signal(signal).map(|p| self.checkpoint_prepare(ctx, p, master))
         } else if number == GcpCommit::NUMBER {
             GcpCommit::from_signal(signal).map(|c| self.checkpoint_commit(ctx, c, master))
+        } else if number == GcpSaved::NUMBER {
+            GcpSaved::from_signal(signal).map(|saved| self.gci_saved(ctx, saved.gci))
         } else if number == GcpStateQuery::NUMBER {
             GcpStateQuery::from_signal(signal).map(|_| {
                 let state = GcpState {

@@ -31,7 +31,7 @@ impl TransactionCoordinator {
         let record = match self.by_client.get(&(request.client, request.client_tx)) {
             Some(&id) => Some(id),
             // One read that commits at once: the whole transaction.
-            None if request.execute == ExecuteMode::Commit => None,
+            None if request.execute.commits() => None,
             None => match self.open_record(ctx, request) {
                 Some(id) => Some(id),
                 None => return ReadHere::Answered,

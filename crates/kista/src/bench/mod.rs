@@ -16,7 +16,7 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
-use kista_client::{Client, Table};
+use kista_client::{Client, ExecuteMode, Table};
 
 use crate::Failure;
 use report::{Interval, PhaseResults, Report, VerifyReport};
@@ -70,6 +70,11 @@ pub struct BenchArgs {
     /// the committed version without locking.
     #[arg(long)]
     locked_reads: bool,
+
+    /// Commit durably: each transaction is confirmed only once its global checkpoint is on
+    /// disk on every replica (docs/durability.md).
+    #[arg(long)]
+    durable: bool,
 
     /// Run the phases mixed over random keys for this many seconds (after loading every
     /// key) instead of phase by phase.
@@ -250,6 +255,11 @@ impl Bench<'_> {
                         batch: args.batch,
                         record_size: args.record_size,
                         locked_reads,
+                        commit: if args.durable {
+                            ExecuteMode::CommitDurable
+                        } else {
+                            ExecuteMode::Commit
+                        },
                         seed: args
                             .seed
                             .wrapping_mul(1_000_003)

@@ -46,6 +46,8 @@ pub struct WorkerSettings {
     pub batch: u32,
     pub record_size: u32,
     pub locked_reads: bool,
+    /// How each transaction commits (`--durable`).
+    pub commit: ExecuteMode,
     pub seed: u64,
 }
 
@@ -318,7 +320,7 @@ impl<'a> Worker<'a> {
             };
         }
         let answers = self.answers.0.clone();
-        transaction.execute_then(ExecuteMode::Commit, move |result| {
+        transaction.execute_then(self.settings.commit, move |result| {
             // The worker may have given up waiting; then nobody needs the answer.
             let _ = answers.send((ticket, result));
         })
