@@ -4,8 +4,14 @@
 
 mod support;
 
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
+use kista_client::schema::{Column, TableSchema};
+use kista_client::types::{ColumnType, Value};
+use kista_client::{Client, ExecuteMode, ScanSpec, TransactionOutcome};
 use support::cluster::{TestCluster, START_LIMIT};
 use support::run_kista;
 
@@ -442,4 +448,154 @@ fn mgm_refuses_unknown_commands_and_nodes_with_a_reason() {
     let (code, _, stderr) = cluster.mgm("7 stop");
     assert_eq!(code, Some(1));
     assert!(stderr.contains("no data node 7"), "{stderr}");
+}
+
+/// A chain of dependent transactions: step s writes the chain's counter row (`chain`) and
+/// row `chain_row(chain, s)`, both with value s, in one transaction.
+fn chain_row(chain: i64, step: i64) -> i64 {
+    1_000_000_000 * (chain + 1) + step
+}
+
+/// Writes `chain` step after step with `mode` until `stop`; returns each step acknowledged
+/// with its GCI. A failed step is tried again (a write of the same values is idempotent).
+fn write_chain(mgm: &str, chain: i64, mode: ExecuteMode, stop: &AtomicBool) -> Vec<(i64, u64)> {
+    let client = Client::connect_cluster(mgm).expect("a client connects");
+    let table = client.open_table(CHAINS_TABLE).expect("the chains table");
+    let mut acknowledged = Vec::new();
+    while !stop.load(Ordering::SeqCst) {
+        let step = acknowledged.last().map_or(0, |&(step, _)| step) + 1;
+        let mut transaction = client.transaction();
+        for id in [chain, chain_row(chain, step)] {
+            let row = vec![Value::Int(id), Value::Int(step)];
+            transaction.write(&table, row).expect("a well-formed row");
+        }
+        let executed = transaction
+            .execute(mode)
+            .and_then(|pending| pending.wait_timeout(Duration::from_secs(10)));
+        match executed {
+            Ok(done) if done.outcome == TransactionOutcome::Committed => {
+                acknowledged.push((step, done.gci));
+            }
+            _ => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    acknowledged
+}
+
+const CHAINS_TABLE: &str = "chains";
+
+/// The GCI a start from disk restored, from the master's log.
+fn restored_gci(cluster: &mut TestCluster) -> u64 {
+    for id in [1, 2] {
+        let log = cluster.node(id).stderr();
+        let decision = log
+            .split("restoring GCI ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|gci| gci.parse().ok());
+        if let Some(gci) = decision {
+            return gci;
+        }
+    }
+    panic!("no node logged the start's decision")
+}
+
+#[test]
+fn killing_every_data_node_under_load_keeps_durable_commits_and_a_saved_state() {
+    let mut cluster = TestCluster::start(2, 2);
+    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    let int = ColumnType::Int {
+        bytes: 8,
+        signed: true,
+    };
+    let schema = TableSchema {
+        name: CHAINS_TABLE.into(),
+        columns: vec![Column::new("id", int), Column::new("step", int)],
+        primary_key: vec![0],
+    };
+    client.create_table(schema, vec![]).expect("created");
+    drop(client);
+    let mgm = cluster.mgm.clone();
+    let bench_args: Vec<String> = ["bench", "--mgm", &mgm, "--keys", "2000", "--duration", "6"]
+        .iter()
+        .chain(&["--phases", "insert,update,read"])
+        .map(|arg| arg.to_string())
+        .collect();
+    let bench = std::thread::spawn(move || {
+        let args: Vec<&str> = bench_args.iter().map(String::as_str).collect();
+        run_kista(&args, RUN_LIMIT)
+    });
+    // Chains 0 and 1 commit durably, 2 and 3 as by default.
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..4)
+        .map(|chain| {
+            let (mgm, stop) = (mgm.clone(), stop.clone());
+            let mode = if chain < 2 {
+                ExecuteMode::CommitDurable
+            } else {
+                ExecuteMode::Commit
+            };
+            std::thread::spawn(move || write_chain(&mgm, chain, mode, &stop))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(3500));
+    cluster.node(1).kill();
+    cluster.node(2).kill();
+    std::thread::sleep(Duration::from_millis(200));
+    stop.store(true, Ordering::SeqCst);
+    let acknowledged: Vec<Vec<(i64, u64)>> = writers
+        .into_iter()
+        .map(|writer| writer.join().expect("the writer thread"))
+        .collect();
+    let _ = bench.join();
+    for (chain, steps) in acknowledged.iter().enumerate() {
+        assert!(steps.len() > 3, "chain {chain} made progress: {steps:?}");
+    }
+
+    cluster.spawn_every_node();
+    for id in [1, 2] {
+        cluster.wait_for_state(id, "started", START_LIMIT);
+    }
+    let restored = restored_gci(&mut cluster);
+    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    let table = client.open_table(CHAINS_TABLE).expect("the table is back");
+    let rows: BTreeMap<i64, i64> = client
+        .scan(&table, ScanSpec::full())
+        .expect("a scan")
+        .map(|row| {
+            let row = row.expect("a row");
+            match (&row[0], &row[1]) {
+                (Value::Int(id), Value::Int(step)) => (*id, *step),
+                other => panic!("a chains row: {other:?}"),
+            }
+        })
+        .collect();
+    for (chain, steps) in acknowledged.iter().enumerate() {
+        let chain = chain as i64;
+        let counter = rows.get(&chain).copied().unwrap_or(0);
+        let last = steps.last().map_or(0, |&(step, _)| step);
+        // Nothing torn: each step's two rows came back together, or neither did.
+        for step in 1..=last.max(counter) {
+            let present = rows.get(&chain_row(chain, step)) == Some(&step);
+            assert_eq!(present, step <= counter, "chain {chain} step {step}");
+        }
+        let must_have = if chain < 2 {
+            last
+        } else {
+            let saved = steps.iter().filter(|&&(_, gci)| gci <= restored);
+            saved.map(|&(step, _)| step).max().unwrap_or(0)
+        };
+        eprintln!(
+            "chain {chain}: restored step {counter}, acknowledged {last}, must have {must_have}"
+        );
+        assert!(
+            must_have > 0,
+            "chain {chain}: a step was saved before the crash"
+        );
+        assert!(
+            counter >= must_have,
+            "chain {chain} restored to step {counter} of {last}; {must_have} must be there \
+             (GCI {restored} restored)"
+        );
+    }
 }

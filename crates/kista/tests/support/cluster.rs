@@ -91,10 +91,16 @@ impl TestCluster {
             nodes: (0..data_nodes).map(|_| None).collect(),
             ports: ports[1..].to_vec(),
         };
-        // Started together, as the membership expects of an initial start.
-        let starting: Vec<_> = (1..=data_nodes)
+        cluster.spawn_every_node();
+        cluster
+    }
+
+    /// Starts every data node's process, together, as a cluster's start expects (after
+    /// every one ended, they start from what their disks hold).
+    pub fn spawn_every_node(&mut self) {
+        let starting: Vec<_> = (1..=self.nodes.len())
             .map(|id| {
-                let mgm = cluster.mgm.clone();
+                let mgm = self.mgm.clone();
                 std::thread::spawn(move || {
                     let id = id.to_string();
                     KistaProcess::spawn(&["datad", "--mgm", &mgm, "--node-id", &id])
@@ -102,9 +108,8 @@ impl TestCluster {
             })
             .collect();
         for (index, starting) in starting.into_iter().enumerate() {
-            cluster.nodes[index] = Some(starting.join().expect("the data node starts"));
+            self.nodes[index] = Some(starting.join().expect("the data node starts"));
         }
-        cluster
     }
 
     /// Starts data node `id` again (its process must have ended): it restarts into the
