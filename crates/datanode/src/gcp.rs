@@ -36,8 +36,9 @@
 //!
 //! A clean shutdown ([`ClusterShutdown`], from the management server to every node) loses
 //! no acknowledged commit: the master runs one more round at once, which closes the GCI
-//! commits are stamped with then, and once every member recorded it stops every node. Every node hears the request, so a
-//! new master (the old one failed amid the shutdown) goes on with it.
+//! commits are stamped with then, and once every member recorded it stops every node.
+//! Every node hears the request, so a new master (the old one failed amid the shutdown)
+//! goes on with it.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -142,6 +142,11 @@ impl Transaction {
             && self.batch_end.is_some_and(ExecuteMode::commits)
     }
 
+    /// Whether it ends with a durable commit (`tc/durable.rs`).
+    fn commits_durably(&self) -> bool {
+        self.batch_end == Some(ExecuteMode::CommitDurable)
+    }
+
     /// Operations the transaction has had, for the limit on them: those with records and
     /// the reads answered as they arrived.
     fn operation_count(&self) -> usize {
@@ -656,8 +661,8 @@ impl TransactionCoordinator {
         let Some(transaction) = self.transactions.get_mut(&id) else {
             return;
         };
-        let durable = transaction.batch_end == Some(ExecuteMode::CommitDurable);
-        if durable && !transaction.participants.is_empty() && self.durable.is_full() {
+        let changes = !transaction.participants.is_empty();
+        if transaction.commits_durably() && changes && self.durable.is_full() {
             let message = format!(
                 "more than {} durable commits wait for their global checkpoint here: \
                  try again",
@@ -726,7 +731,7 @@ impl TransactionCoordinator {
             reads: transaction.reads,
             gci: transaction.gci,
         };
-        let durable = transaction.batch_end == Some(ExecuteMode::CommitDurable);
+        let durable = transaction.commits_durably();
         replicas_of(&transaction.participants, &mut self.replicas);
         transaction.phase = Phase::Completing;
         transaction.awaiting.clone_from(&self.replicas);
