@@ -261,6 +261,11 @@ impl Membership {
             };
             ctx.send_typed(arbitrator, &usage);
         }
+        if self.start_reported {
+            self.tell_started(ctx);
+        } else {
+            self.report_start(ctx);
+        }
         if self.is_joining() {
             self.ask_to_join(ctx);
             return self.tick_later(ctx);
@@ -316,7 +321,16 @@ impl Membership {
         if self.start_reported || !formed {
             return;
         }
+        ctx.log("started: the management server is told");
         self.start_reported = true;
+        self.tell_started(ctx);
+    }
+
+    /// Tells the arbitrator this node started; again at every tick, since a report sent
+    /// before the link to the management server was up is lost (kista up once waited for
+    /// two nodes whose logs said the cluster served).
+    fn tell_started(&self, ctx: &mut Context) {
+        let here = self.here();
         if let Some(arbitrator) = self.settings.arbitrator {
             let started = NodeStarted {
                 node: u32::from(here.0),
