@@ -25,7 +25,7 @@ use kista_runtime::thread_config::{ThreadConfig, ThreadLayout};
 use kista_runtime::{
     start, BlockRegistration, Module, ModuleInstance, RunningNode, RuntimeOptions,
 };
-use kista_signal::{NodeId, TypedSignal};
+use kista_signal::{NodeId, Signal, TypedSignal};
 use kista_transport::faults::{link_fault, LinkFault};
 use kista_transport::handshake::PROTOCOL_VERSION;
 use kista_transport::peers::Peers;
@@ -288,10 +288,7 @@ impl State {
                     // that went meanwhile is stopped already.
                     let shutdown =
                         ClusterShutdown {}.to_signal(gcp_address(node), arbitrator_address());
-                    let _ = self
-                        .links
-                        .get()
-                        .is_some_and(|links| links.send(&shutdown, &[]));
+                    let _ = self.send_to_node(&shutdown, &[]);
                 }
                 let names: Vec<String> = stopping.iter().map(|n| n.0.to_string()).collect();
                 Ok(format!(
@@ -391,14 +388,7 @@ impl State {
             return Err(format!("a node has no link to itself ({})", a.0));
         }
         for (at, peer) in [(a, b), (b, a)] {
-            let signal = link_fault(at, arbitrator_address(), peer, fault);
-            let sent = self
-                .links
-                .get()
-                .is_some_and(|links| links.send(&signal, &[]));
-            if !sent {
-                return Err(format!("node {} is not connected", at.0));
-            }
+            self.send_to_node(&link_fault(at, arbitrator_address(), peer, fault), &[])?;
         }
         Ok(())
     }
@@ -466,14 +456,22 @@ impl State {
             return Err(format!("no data node {} in the configuration", node.0));
         }
         let stop = ClusterStop {}.to_signal(membership_address(node), arbitrator_address());
+        self.send_to_node(&stop, reason.as_bytes())
+    }
+
+    /// Sends `signal` (with `section`) to its receiver's data node over its connection.
+    fn send_to_node(&self, signal: &Signal, section: &[u8]) -> Result<(), String> {
         let sent = self
             .links
             .get()
-            .is_some_and(|links| links.send(&stop, reason.as_bytes()));
+            .is_some_and(|links| links.send(signal, section));
         if sent {
             Ok(())
         } else {
-            Err(format!("node {} is not connected", node.0))
+            Err(format!(
+                "node {} is not connected",
+                signal.receiver().node().0
+            ))
         }
     }
 
