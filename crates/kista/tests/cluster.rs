@@ -484,20 +484,25 @@ fn write_chain(mgm: &str, chain: i64, mode: ExecuteMode, stop: &AtomicBool) -> V
 
 const CHAINS_TABLE: &str = "chains";
 
-/// The GCI a start from disk restored, from the master's log.
+/// The GCI a start from disk restored, from the master's log (waited for: the master
+/// logs it once every node reported what its disk holds).
 fn restored_gci(cluster: &mut TestCluster) -> u64 {
-    for id in [1, 2] {
-        let log = cluster.node(id).stderr();
-        let decision = log
-            .split("restoring GCI ")
-            .nth(1)
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|gci| gci.parse().ok());
-        if let Some(gci) = decision {
-            return gci;
+    let deadline = std::time::Instant::now() + START_LIMIT;
+    while std::time::Instant::now() < deadline {
+        for id in [1, 2] {
+            let log = cluster.node(id).stderr();
+            let decision = log
+                .split("restoring GCI ")
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|gci| gci.parse().ok());
+            if let Some(gci) = decision {
+                return gci;
+            }
         }
+        std::thread::sleep(Duration::from_millis(100));
     }
-    panic!("no node logged the start's decision")
+    panic!("no node logged the start's decision within {START_LIMIT:?}")
 }
 
 #[test]
@@ -553,10 +558,8 @@ fn killing_every_data_node_under_load_keeps_durable_commits_and_a_saved_state() 
     }
 
     cluster.spawn_every_node();
-    for id in [1, 2] {
-        cluster.wait_for_state(id, "started", START_LIMIT);
-    }
     let restored = restored_gci(&mut cluster);
+    cluster.wait_for_start_from_disk();
     let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
     let table = client.open_table(CHAINS_TABLE).expect("the table is back");
     let rows: BTreeMap<i64, i64> = client

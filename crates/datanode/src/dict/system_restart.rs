@@ -145,7 +145,7 @@ pub fn decide(cluster: &ClusterShape, reports: &[StartReport]) -> Result<Decisio
             r => format!("restores GCI {} only", r.restorable_gci),
         };
         let reason = format!(
-            "data node {} {why}, while the cluster restarts as of life {life}, GCI {gci}: \
+            "data node {} {why}, while the cluster restores GCI {gci} of its life {life}: \
              it stops, and copies its data from a peer when started again",
             node.0
         );

@@ -43,7 +43,7 @@ impl TestCluster {
     /// Starts the management server and `data_nodes` data nodes in node groups of
     /// `replicas`, and waits until the management server shows every one started.
     pub fn start(data_nodes: u8, replicas: u8) -> Self {
-        let cluster = Self::launch(data_nodes, replicas);
+        let mut cluster = Self::launch(data_nodes, replicas);
         for id in 1..=data_nodes {
             cluster.wait_for_state(id, "started", START_LIMIT);
         }
@@ -120,20 +120,86 @@ impl TestCluster {
         self.nodes[usize::from(id) - 1] = Some(process);
     }
 
-    /// Waits until `kista mgm -e show` gives data node `id` the state `wanted`.
-    pub fn wait_for_state(&self, id: u8, wanted: &str, limit: Duration) {
+    /// Waits until `kista mgm -e show` gives data node `id` the state `wanted`; if it
+    /// never does, the failure shows every process's state and the end of its log.
+    pub fn wait_for_state(&mut self, id: u8, wanted: &str, limit: Duration) {
         let deadline = std::time::Instant::now() + limit;
         loop {
             let state = self.shown_state(id);
             if state == wanted {
                 return;
             }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "node {id} is {state}, not {wanted}, after {limit:?}"
-            );
+            if std::time::Instant::now() >= deadline {
+                panic!(
+                    "node {id} is {state}, not {wanted}, after {limit:?}\n{}",
+                    self.processes_report()
+                );
+            }
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// Waits until every data node serves after a start from disk. A node whose disk was
+    /// behind (it failed before the others, as a loaded machine's missed heartbeats may
+    /// make it) is stopped by the start, as it should be: once the others serve, it is
+    /// started again and copies its data from a peer (started while the others still
+    /// restore, it would start a cluster of its own and be stopped by the arbitrator).
+    pub fn wait_for_start_from_disk(&mut self) {
+        const STALE: &str = "copies its data from a peer when started again";
+        let deadline = std::time::Instant::now() + START_LIMIT;
+        let ids: Vec<u8> = (1..=self.nodes.len() as u8).collect();
+        let mut restarted = Vec::new();
+        loop {
+            let states: Vec<String> = ids.iter().map(|&id| self.shown_state(id)).collect();
+            if states.iter().all(|state| state == "started") {
+                return;
+            }
+            let others_serve = |id: u8| {
+                let mut others = ids.iter().zip(&states).filter(|(&other, _)| other != id);
+                others.all(|(_, state)| state == "started")
+            };
+            for &id in &ids {
+                let node = self.node(id);
+                let stale = !node.is_running() && node.stderr().contains(STALE);
+                if stale && others_serve(id) && !restarted.contains(&id) {
+                    eprintln!("data node {id} was stale at the start from disk: restarting it");
+                    self.restart(id);
+                    restarted.push(id);
+                }
+            }
+            if std::time::Instant::now() >= deadline {
+                panic!(
+                    "the cluster did not start from disk within {START_LIMIT:?}\n{}",
+                    self.processes_report()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Whether each process runs, and the last lines of its log, for a failure message.
+    fn processes_report(&mut self) -> String {
+        const LOG_LINES_SHOWN: usize = 40;
+        let mut report = String::new();
+        let mgmd = std::iter::once(("management server".to_string(), &mut self.mgmd));
+        let nodes = self.nodes.iter_mut().enumerate();
+        let nodes = nodes
+            .filter_map(|(index, node)| Some((format!("data node {}", index + 1), node.as_mut()?)));
+        for (name, process) in mgmd.chain(nodes) {
+            let running = if process.is_running() {
+                "runs"
+            } else {
+                "has ended"
+            };
+            let log = process.stderr();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(LOG_LINES_SHOWN)..];
+            report.push_str(&format!(
+                "--- {name} {running}; its log ends:\n{}\n",
+                tail.join("\n")
+            ));
+        }
+        report
     }
 
     /// Data node `id`'s address for clients.
