@@ -73,9 +73,11 @@ enum Round {
     Saving {
         gci: u64,
     },
-    /// Every member's control file records `gci`.
+    /// Every member's control file records `gci`; `holding`: those whose disk holds
+    /// their data, so far.
     Recording {
         gci: u64,
+        holding: NodeSet,
     },
 }
 
@@ -103,7 +105,8 @@ pub struct GlobalCheckpoints {
     /// The membership generation of the latest failure: a coordinator's confirmation
     /// counts only if it knew that one.
     failure_generation: u32,
-    /// The master's: the GCI coordinators stamp commits with.
+    /// The master's: the GCI coordinators stamp commits with (elsewhere a lower bound of
+    /// it; 0 on a node that joined the membership and has not learned it yet).
     current_gci: u64,
     /// The latest GCI every member's log holds whole.
     restorable_gci: u64,
@@ -118,6 +121,10 @@ pub struct GlobalCheckpoints {
     shutdown: Shutdown,
     /// The master's: the latest GCI a durable commit waits for.
     hurried_gci: u64,
+    /// The master's: a node group whose members' disks hold none of its data (its last
+    /// such member failed while another copied its rows), since GCI `.1`: the GCIs
+    /// recorded meanwhile are not restorable.
+    group_without_data: Option<(u16, u64)>,
 }
 
 impl GlobalCheckpoints {
@@ -132,16 +139,17 @@ impl GlobalCheckpoints {
                 cluster.node_set()
             },
             failure_generation: 0,
-            current_gci: FIRST_GCI,
+            current_gci: if joining { 0 } else { FIRST_GCI },
             restorable_gci: 0,
             round: Round::Idle,
             awaiting: Vec::new(),
             control: settings
                 .keeps_data_on_disk()
-                .then(|| control_file::NodeControl::new(joining)),
+                .then(|| control_file::NodeControl::new(joining, settings.ldm_instances)),
             started: !settings.keeps_data_on_disk() || joining,
             shutdown: Shutdown::NotAsked,
             hurried_gci: 0,
+            group_without_data: None,
             settings,
             cluster,
         }
@@ -240,6 +248,15 @@ impl GlobalCheckpoints {
             Round::Idle => {}
             Round::Learning { highest } => {
                 self.current_gci = self.current_gci.max(highest);
+                if self.current_gci == 0 {
+                    // Starting from GCI 1 again would stamp commits with GCIs already
+                    // restorable: the cluster stops rather than mix them up.
+                    return ctx.stop_node(
+                        "this node became master moments after it joined, before it \
+                         learned the cluster's global checkpoint, and no coordinator knows \
+                         it: the cluster stops rather than reuse GCIs",
+                    );
+                }
                 let gci = self.current_gci + 1;
                 self.begin(ctx, Round::Preparing { gci });
             }
@@ -248,14 +265,23 @@ impl GlobalCheckpoints {
                 self.current_gci = gci;
                 self.begin(ctx, Round::Saving { gci: gci - 1 });
             }
-            Round::Saving { gci } => self.begin(ctx, Round::Recording { gci }),
-            Round::Recording { gci } => {
+            Round::Saving { gci } => {
+                let holding = NodeSet::EMPTY;
+                self.begin(ctx, Round::Recording { gci, holding })
+            }
+            Round::Recording { gci, holding } => {
                 self.round = Round::Idle;
-                let told = self.member_gcps().into_iter().chain(self.member_tcs());
-                for block in told.collect::<Vec<_>>() {
-                    ctx.send_typed(block, &GcpSaved { gci });
+                let restorable = self.restorable(ctx, gci, holding);
+                if restorable {
+                    let told = self.member_gcps().into_iter().chain(self.member_tcs());
+                    for block in told.collect::<Vec<_>>() {
+                        ctx.send_typed(block, &GcpSaved { gci });
+                    }
                 }
+                // Not restorable: the next round waits for the tick (the restarted node's
+                // checkpoint takes a while), durable commits and a shutdown too.
                 match self.shutdown {
+                    _ if !restorable => {}
                     Shutdown::NotAsked if self.hurried_gci > gci => self.begin_round(ctx),
                     Shutdown::Closing { gci: last } if gci >= last => {
                         self.shutdown = Shutdown::Stopping;
@@ -266,6 +292,34 @@ impl GlobalCheckpoints {
                 }
             }
         }
+    }
+
+    /// Whether `gci`, recorded by every member, is restorable: a member of every node
+    /// group whose disk holds its data recorded it (`holding`). A group whose only such
+    /// member failed while the others copied their rows has none until one of them
+    /// checkpointed what it copied; a start from disk meanwhile restores an earlier GCI.
+    fn restorable(&mut self, ctx: &mut Context, gci: u64, holding: NodeSet) -> bool {
+        let bare = self.cluster.group_lost(holding);
+        match (bare, self.group_without_data) {
+            (Some(group), None) => {
+                ctx.log(&format!(
+                    "GCI {gci} and later are not restorable yet: no member of node group \
+                     {group} has its data on disk (a restarted node writes its first local \
+                     checkpoint); durable commits wait"
+                ));
+                self.group_without_data = Some((group, gci));
+            }
+            (None, Some((group, since))) => {
+                ctx.log(&format!(
+                    "GCI {gci} is restorable: node group {group} has its data on disk again \
+                     (GCIs {since} to {} were not)",
+                    gci - 1
+                ));
+                self.group_without_data = None;
+            }
+            _ => {}
+        }
+        bare.is_none()
     }
 
     /// A durable commit of `gci` waits for it to be saved: the master closes it as soon as
@@ -319,7 +373,9 @@ impl GlobalCheckpoints {
     /// control file records it.
     fn record(&mut self, ctx: &mut Context, gci: u64, master: BlockAddress) {
         let Some(control) = self.control.as_mut() else {
-            return ctx.send_typed(master, &GcpRecordConf { gci });
+            // Nothing on disk: every GCI is as restorable as such a node makes it.
+            let holds_data = 1;
+            return ctx.send_typed(master, &GcpRecordConf { gci, holds_data });
         };
         if let Err(reason) = control.record(ctx, gci, master) {
             ctx.stop_node(&reason);
@@ -342,7 +398,18 @@ impl GlobalCheckpoints {
                 },
             ) => *gci == answered && generation >= self.failure_generation,
             (Round::Saving { gci }, Answer::Saved { gci: answered }) => *gci == answered,
-            (Round::Recording { gci }, Answer::Recorded { gci: answered }) => *gci == answered,
+            (
+                Round::Recording { gci, holding },
+                Answer::Recorded {
+                    gci: answered,
+                    holds_data,
+                },
+            ) => {
+                if *gci == answered && holds_data {
+                    holding.insert(from.node());
+                }
+                *gci == answered
+            }
             _ => false,
         };
         if current {
@@ -371,9 +438,17 @@ impl GlobalCheckpoints {
         }
     }
 
-    /// Every member saved `gci`: a system restart could restore it.
+    /// Every member saved `gci`: a system restart could restore it; commits are stamped
+    /// with a later one.
     fn saved(&mut self, gci: u64) {
         self.restorable_gci = self.restorable_gci.max(gci);
+        self.current_gci = self.current_gci.max(gci + 1);
+    }
+
+    /// The master's word to a node that joined: where the global checkpoints stand.
+    fn learned(&mut self, state: GcpJoinState) {
+        self.current_gci = self.current_gci.max(state.current_gci);
+        self.restorable_gci = self.restorable_gci.max(state.restorable_gci);
     }
 
     fn control_file_replied(&mut self, ctx: &mut Context, reply: FileReply) {
@@ -395,9 +470,17 @@ impl GlobalCheckpoints {
         self.restorable_gci = started.gci;
     }
 
-    fn node_joined(&mut self, joined: NodeJoined) {
+    fn node_joined(&mut self, ctx: &mut Context, joined: NodeJoined) {
         self.members = joined.members;
         self.master = NodeId(u8::try_from(joined.president).unwrap_or(0));
+        let joiner = NodeId(u8::try_from(joined.joined).unwrap_or(0));
+        if self.is_master() && joiner != self.settings.node {
+            let state = GcpJoinState {
+                current_gci: self.current_gci,
+                restorable_gci: self.restorable_gci,
+            };
+            ctx.send_typed(gcp_address(joiner), &state);
+        }
     }
 }
 
@@ -411,7 +494,7 @@ fn send_step(ctx: &mut Context, round: Round, targets: &[BlockAddress], restorab
             Round::Preparing { gci } => ctx.send_typed(target, &GcpPrepare { gci }),
             Round::Committing { gci } => ctx.send_typed(target, &GcpCommit { gci }),
             Round::Saving { gci } => ctx.send_typed(target, &GcpSave { gci, restorable }),
-            Round::Recording { gci } => ctx.send_typed(target, &GcpRecord { gci }),
+            Round::Recording { gci, .. } => ctx.send_typed(target, &GcpRecord { gci }),
         }
     }
 }
@@ -423,7 +506,7 @@ enum Answer {
     Prepared { gci: u64 },
     Committed { gci: u64, generation: u32 },
     Saved { gci: u64 },
-    Recorded { gci: u64 },
+    Recorded { gci: u64, holds_data: bool },
 }
 
 pub fn gcp_address(node: NodeId) -> BlockAddress {
@@ -473,14 +556,27 @@ impl Block for GlobalCheckpoints {
         } else if number == GcpRecord::NUMBER {
             GcpRecord::from_signal(signal).map(|r| self.record(ctx, r.gci, from))
         } else if number == GcpRecordConf::NUMBER {
-            GcpRecordConf::from_signal(signal)
-                .map(|c| self.answered(ctx, Answer::Recorded { gci: c.gci }, from))
+            GcpRecordConf::from_signal(signal).map(|c| {
+                let answer = Answer::Recorded {
+                    gci: c.gci,
+                    holds_data: c.holds_data != 0,
+                };
+                self.answered(ctx, answer, from)
+            })
+        } else if number == LdmHoldsData::NUMBER {
+            LdmHoldsData::from_signal(signal).map(|held| {
+                if let Some(control) = self.control.as_mut() {
+                    control.ldm_holds_data(from.instance(), held.max_gci);
+                }
+            })
         } else if number == SystemStarted::NUMBER {
             SystemStarted::from_signal(signal).map(|started| self.system_started(started))
         } else if number == NodeFailed::NUMBER {
             NodeFailed::from_signal(signal).map(|failed| self.node_failed(ctx, failed))
         } else if number == NodeJoined::NUMBER {
-            NodeJoined::from_signal(signal).map(|joined| self.node_joined(joined))
+            NodeJoined::from_signal(signal).map(|joined| self.node_joined(ctx, joined))
+        } else if number == GcpJoinState::NUMBER {
+            GcpJoinState::from_signal(signal).map(|state| self.learned(state))
         } else {
             Ok(())
         };

@@ -783,19 +783,9 @@ impl LocalDataManager {
         Some(granted)
     }
 
-    /// Opens the REDO log afresh when the node starts, unless the start from disk will
-    /// say what it holds ([`LdmRestore`]): a node that joins a running cluster copies
-    /// its data and logs from scratch.
-    fn start(&mut self, ctx: &mut Context) {
-        if !self.settings.joins_running_cluster {
-            return;
-        }
-        if let Some(Err(reason)) = self.redo.as_mut().map(|redo| redo.open(ctx, 1)) {
-            ctx.stop_node(&reason);
-        }
-    }
-
-    /// The master's order to restore the partitions (or start them empty).
+    /// The master's order to restore the partitions (or start them empty), or, on a node
+    /// restarting into a running cluster, its `gcp`'s word to start them empty once the
+    /// control file gave the node's life (its conf goes to that `gcp`, which ignores it).
     fn restore(&mut self, ctx: &mut Context, order: LdmRestore, master: BlockAddress) {
         let Some(redo) = self.redo.as_ref().filter(|_| self.restore.is_none()) else {
             return;
@@ -824,6 +814,8 @@ impl LocalDataManager {
             restore::Next::Going => Ok(()),
             restore::Next::Fresh => {
                 redo.open(ctx, restore.life)?;
+                // A restarting node may have started before its log opened.
+                checkpoints.start_if_due(ctx, &self.tables, redo)?;
                 self.restored(ctx);
                 Ok(())
             }
@@ -884,6 +876,11 @@ impl LocalDataManager {
         let result = if reply.request_id & checkpoint::CHECKPOINT_REQUEST != 0 {
             match checkpoints.replied(ctx, reply, &self.tables, redo) {
                 Ok(Some(written)) => {
+                    if checkpoints.is_after_copy(written.id) {
+                        let gcp = BlockAddress::new(ctx.address().node(), GCP_BLOCK, 0);
+                        let max_gci = written.max_gci;
+                        ctx.send_typed(gcp, &LdmHoldsData { max_gci });
+                    }
                     if let Some(restore) =
                         self.restore.as_ref().filter(|r| r.checkpointed(written.id))
                     {
@@ -932,10 +929,23 @@ impl LocalDataManager {
     }
 
     /// A restarted node's coordinators are trusted again: its earlier life's transactions
-    /// were taken over before it started.
-    fn node_started(&mut self, started: NodeStarted) {
+    /// were taken over before it started. This node itself holds every row once started:
+    /// a checkpoint makes its disk restore them.
+    fn node_started(&mut self, ctx: &mut Context, started: NodeStarted) {
         if let Ok(node) = u8::try_from(started.node) {
             self.failed_coordinators.remove(kista_signal::NodeId(node));
+        }
+        let here = ctx.address().node();
+        if started.node != u32::from(here.0) || !self.settings.joins_running_cluster {
+            return;
+        }
+        let (Some(redo), Some(checkpoints)) = (self.redo.as_ref(), self.checkpoints.as_mut())
+        else {
+            return;
+        };
+        checkpoints.copy_done();
+        if let Err(reason) = checkpoints.start_if_due(ctx, &self.tables, redo) {
+            ctx.stop_node(&reason);
         }
     }
 
@@ -1020,8 +1030,6 @@ impl Block for LocalDataManager {
             FileReply::from_signal(signal).map(|reply| self.file_replied(ctx, reply))
         } else if number == LocalCheckpointStep::NUMBER {
             LocalCheckpointStep::from_signal(signal).map(|s| self.local_checkpoint_step(ctx, s))
-        } else if number == LdmStart::NUMBER {
-            LdmStart::from_signal(signal).map(|_| self.start(ctx))
         } else if number == LdmRestore::NUMBER {
             LdmRestore::from_signal(signal).map(|r| self.restore(ctx, r, signal.sender()))
         } else if number == GcpSave::NUMBER {
@@ -1046,7 +1054,7 @@ impl Block for LocalDataManager {
         } else if number == NodeFailed::NUMBER {
             NodeFailed::from_signal(signal).map(|f| self.node_failed(ctx, f))
         } else if number == NodeStarted::NUMBER {
-            NodeStarted::from_signal(signal).map(|s| self.node_started(s))
+            NodeStarted::from_signal(signal).map(|s| self.node_started(ctx, s))
         } else if number == NodeJoined::NUMBER {
             NodeJoined::from_signal(signal).map(|j| self.node_joined(ctx, j))
         } else if number == CopyPartition::NUMBER {

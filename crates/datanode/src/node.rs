@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use kista_runtime::io::{FileStorage, FileSystemBlock, FILE_SYSTEM_BLOCK};
 use kista_runtime::{BlockRegistration, Module, ModuleInstance};
-use kista_signal::{BlockAddress, NodeId, Signal, TypedSignal};
+use kista_signal::{BlockAddress, NodeId, Signal};
 use kista_storage::memory::DataMemory;
 
 use crate::cluster::{instances, ClusterShape, DataNodeShape, ShapeError};
@@ -12,9 +12,7 @@ use crate::dict::Dictionary;
 use crate::gcp::GlobalCheckpoints;
 use crate::ldm::LocalDataManager;
 use crate::membership::Membership;
-use crate::protocol::{
-    LdmStart, DICT_BLOCK, GCP_BLOCK, LDM_BLOCK, MEMBERSHIP_BLOCK, QUERY_BLOCK, TC_BLOCK,
-};
+use crate::protocol::{DICT_BLOCK, GCP_BLOCK, LDM_BLOCK, MEMBERSHIP_BLOCK, QUERY_BLOCK, TC_BLOCK};
 use crate::query::QueryExecutor;
 use crate::read_lease::ReadLease;
 use crate::registry::PartitionRegistry;
@@ -170,14 +168,10 @@ impl NodeSettings {
     }
 }
 
-/// The signals that start a data node's blocks: each `ldm`'s (its REDO log opens), and the
-/// membership's heartbeats when the node has peers.
+/// The signals that start a data node's blocks: the `gcp`'s (it reads the control file),
+/// and the membership's heartbeats when the node has peers.
 pub fn data_node_start_signals(settings: &NodeSettings) -> Vec<Signal> {
-    let mut signals: Vec<Signal> = settings
-        .ldm_addresses()
-        .map(|ldm| LdmStart {}.to_signal(ldm, ldm))
-        .collect();
-    signals.push(GlobalCheckpoints::start_signal(settings.node));
+    let mut signals = vec![GlobalCheckpoints::start_signal(settings.node)];
     if !settings.peers.is_empty() {
         signals.push(Membership::start_signal(settings.node));
     }

@@ -341,6 +341,201 @@ fn a_node_whose_disk_is_behind_stops_and_the_others_serve_everything() {
     assert_eq!(rows_through(&mut cluster, NodeId(1), table, 1), expected);
 }
 
+/// Whether `node`'s log says its disk restores its data again after a node restart.
+fn disk_holds_data_again(cluster: &Node, node: NodeId) -> bool {
+    let log = cluster.simulation.log_of(node);
+    log.iter()
+        .any(|line| line.contains("disk restores its data again"))
+}
+
+/// Crashes `node` of a 2-node cluster, runs the other under writes (requests go to it
+/// from then on), then restarts `node` (it copies its rows from its peer) and waits until
+/// it started.
+fn restart_by_copy(
+    cluster: &mut Node,
+    node: NodeId,
+    table: (u32, u32),
+    client_tx: &mut u64,
+    rounds: std::ops::Range<i64>,
+    expected: &mut BTreeMap<i64, i64>,
+) {
+    cluster.simulation.crash(node);
+    let survivor = if node == NodeId(1) {
+        NodeId(2)
+    } else {
+        NodeId(1)
+    };
+    cluster.use_node(survivor);
+    // The survivor detects the failure and the arbitrator lets it go on.
+    cluster.run_for_ms(10_000);
+    write_rounds(cluster, table, client_tx, rounds, expected);
+    let since_ns = cluster.now_ns();
+    cluster.restart_node(node, MEMORY_BYTES);
+    let deadline_ns = since_ns + 30_000_000_000;
+    let started = |cluster: &Node| {
+        let heard = cluster.delivered::<NodeStarted>();
+        heard.iter().any(|(at, to, started)| {
+            *at >= since_ns && to.node() == node && started.node == u32::from(node.0)
+        })
+    };
+    while !started(cluster) {
+        assert!(cluster.now_ns() < deadline_ns, "{node:?} never started");
+        cluster.run_for_ms(10);
+    }
+}
+
+#[test]
+fn nodes_that_restarted_by_copying_restore_their_rows_in_a_start_from_disk() {
+    let settings = cluster_settings(2, 2, node_settings);
+    let mut cluster = Node::start_cluster(settings, MEMORY_BYTES, 61);
+    let table = cluster.create_counters();
+    let mut client_tx = 1;
+    let mut expected = BTreeMap::new();
+    write_rounds(&mut cluster, table, &mut client_tx, 1..20, &mut expected);
+    // Each node in turn fails and copies its rows back from the other: neither log holds
+    // the rows written before its restart.
+    for (node, rounds) in [(NodeId(2), 20..40), (NodeId(1), 60..80)] {
+        restart_by_copy(
+            &mut cluster,
+            node,
+            table,
+            &mut client_tx,
+            rounds.clone(),
+            &mut expected,
+        );
+        let next = rounds.end..rounds.end + 20;
+        write_rounds(&mut cluster, table, &mut client_tx, next, &mut expected);
+    }
+    for _ in 0..100 {
+        if [NodeId(1), NodeId(2)]
+            .iter()
+            .all(|&n| disk_holds_data_again(&cluster, n))
+        {
+            break;
+        }
+        cluster.run_for_ms(GCP_INTERVAL_MS);
+    }
+    for node in [NodeId(1), NodeId(2)] {
+        assert!(
+            disk_holds_data_again(&cluster, node),
+            "{node:?} in 100 rounds"
+        );
+    }
+    // Node 1 fails first, so node 2's disk alone holds the latest GCI: the start from
+    // disk restores every row from a node that copied them all from its peer.
+    cluster.simulation.crash(NodeId(1));
+    cluster.run_for_ms(10_000);
+    write_rounds(&mut cluster, table, &mut client_tx, 100..110, &mut expected);
+    cluster.run_for_ms(5 * GCP_INTERVAL_MS);
+    cluster.simulation.crash(NodeId(2));
+    cluster.start_again(MEMORY_BYTES);
+    assert_eq!(cluster.stopped(), vec![1], "node 1's disk is behind");
+    assert_eq!(rows_through(&mut cluster, NodeId(2), table, 1), expected);
+}
+
+#[test]
+fn while_a_group_has_no_node_with_its_data_on_disk_no_gci_is_claimed_restorable() {
+    // Checkpoints crawl, so a restarted node's first one takes about a minute.
+    let slow_checkpoints = |node| NodeSettings {
+        checkpoint_write_bytes_per_sec: 300,
+        ..node_settings(node)
+    };
+    for checkpointed in [false, true] {
+        let settings = cluster_settings(2, 2, slow_checkpoints);
+        let mut cluster = Node::start_cluster(settings, MEMORY_BYTES, 71);
+        let table = cluster.create_counters();
+        let mut client_tx = 1;
+        let mut expected = BTreeMap::new();
+        write_rounds(&mut cluster, table, &mut client_tx, 1..20, &mut expected);
+        restart_by_copy(
+            &mut cluster,
+            NodeId(2),
+            table,
+            &mut client_tx,
+            20..30,
+            &mut expected,
+        );
+        // Node 1 fails before node 2 wrote what it copied to disk (but after the writes
+        // so far are restorable): node 2 alone holds the rows, in memory. It goes on; a
+        // durable commit waits.
+        cluster.run_for_ms(5 * GCP_INTERVAL_MS);
+        let on_disk = expected.clone();
+        cluster.simulation.crash(NodeId(1));
+        cluster.use_node(NodeId(2));
+        cluster.run_for_ms(10_000);
+        write_rounds(&mut cluster, table, &mut client_tx, 30..35, &mut expected);
+        let durable = vec![counter_op(OperationKind::Write, 1_000, 1)];
+        cluster.send_batch(client_tx, table, durable, ExecuteMode::CommitDurable);
+        let confirmed = cluster.batch_result(client_tx, cluster.now_ns() + 5_000_000_000);
+        assert!(
+            confirmed.is_none(),
+            "a durable commit waits for the checkpoint"
+        );
+        let log = cluster.simulation.log_of(NodeId(2));
+        let said = log
+            .iter()
+            .any(|line| line.contains("are not restorable yet"));
+        assert!(said, "the master says why: {log:?}");
+        if checkpointed {
+            let confirmed = cluster.batch_result(client_tx, cluster.now_ns() + 120_000_000_000);
+            let confirmed = confirmed.expect("confirmed once node 2's checkpoint is written");
+            assert_eq!(confirmed.outcome, TransactionOutcome::Committed);
+            assert!(disk_holds_data_again(&cluster, NodeId(2)));
+            expected.insert(1_000, 1);
+        }
+        cluster.simulation.crash(NodeId(2));
+        cluster.start_again(MEMORY_BYTES);
+        if checkpointed {
+            // Node 2's disk restores everything, the durable commit too; node 1 is behind.
+            assert_eq!(cluster.stopped(), vec![1]);
+            assert_eq!(rows_through(&mut cluster, NodeId(2), table, 1), expected);
+        } else {
+            // Node 2's disk holds nothing to restore: node 1's older state is the latest
+            // restorable one, and nothing acknowledged as durable is lost.
+            assert_eq!(cluster.stopped(), vec![2]);
+            assert_eq!(rows_through(&mut cluster, NodeId(1), table, 1), on_disk);
+        }
+    }
+}
+
+#[test]
+fn a_node_that_becomes_master_moments_after_it_joined_goes_on_from_the_clusters_gci() {
+    let settings = cluster_settings(2, 2, node_settings);
+    let mut cluster = Node::start_cluster(settings, MEMORY_BYTES, 81);
+    let table = cluster.create_counters();
+    let mut client_tx = 1;
+    let mut expected = BTreeMap::new();
+    write_rounds(&mut cluster, table, &mut client_tx, 1..20, &mut expected);
+    restart_by_copy(
+        &mut cluster,
+        NodeId(2),
+        table,
+        &mut client_tx,
+        20..30,
+        &mut expected,
+    );
+    // The master fails before any round reached node 2's coordinators.
+    let saved = cluster.delivered::<GcpSaved>();
+    let last_saved = saved.iter().map(|(_, _, s)| s.gci).max().unwrap_or(0);
+    let crash_ns = cluster.now_ns();
+    cluster.simulation.crash(NodeId(1));
+    cluster.use_node(NodeId(2));
+    cluster.run_for_ms(10_000);
+    write_rounds(&mut cluster, table, &mut client_tx, 30..35, &mut expected);
+    let stamped: Vec<u64> = cluster
+        .delivered::<ExecuteConf>()
+        .iter()
+        .filter(|(at, _, conf)| *at > crash_ns && conf.outcome == TransactionOutcome::Committed)
+        .map(|(_, _, conf)| conf.gci)
+        .collect();
+    assert!(!stamped.is_empty(), "node 2 went on");
+    assert!(
+        stamped.iter().all(|&gci| gci > last_saved),
+        "commits after the master's failure are stamped {stamped:?}, GCI {last_saved} was \
+         restorable before it"
+    );
+}
+
 /// Asks every data node for a clean shutdown, as the management server does.
 fn ask_for_shutdown(cluster: &mut Node, nodes: &[NodeId]) {
     for &node in nodes {

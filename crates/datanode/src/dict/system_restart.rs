@@ -113,11 +113,55 @@ pub fn decide(cluster: &ClusterShape, reports: &[StartReport]) -> Result<Decisio
             next_table_id: next_table_id.max(1),
         });
     };
-    let current = |r: &&StartReport| holding(r) && r.cluster_life == life;
+    let current = |r: &StartReport| holding(&r) && r.cluster_life == life;
+    let gci = latest_every_group_restores(cluster, reports, &current, life)?;
+    let restores =
+        |r: &StartReport| current(r) && r.restores_from_gci <= gci && gci <= r.restorable_gci;
+    for (group, nodes) in cluster.node_groups().iter().enumerate() {
+        let in_group = |r: &&StartReport| node_of(r.node).is_some_and(|n| nodes.contains(&n));
+        if !reports.iter().filter(in_group).any(&restores) {
+            // Its nodes copied their rows in node restarts after `gci`: their checkpoints
+            // hold later rows, and the older checkpoints are gone.
+            return Err(format!(
+                "no data node of node group {group} can restore GCI {gci}, the latest every \
+                 node group restores: its nodes restore only later GCIs (they copied their \
+                 rows in node restarts since)"
+            ));
+        }
+    }
+    let mut participants = NodeSet::EMPTY;
+    let mut stale = Vec::new();
+    for report in reports {
+        let Some(node) = node_of(report.node) else {
+            continue;
+        };
+        if restores(report) {
+            participants.insert(node);
+        } else {
+            stale.push((node, stale_reason(report, life, gci)));
+        }
+    }
+    Ok(Decision {
+        cluster_life: life + 1,
+        gci,
+        participants,
+        stale,
+        next_table_id,
+    })
+}
+
+/// The latest GCI that a node of every node group restores, among the nodes holding
+/// data of the cluster's latest life (`current`).
+fn latest_every_group_restores(
+    cluster: &ClusterShape,
+    reports: &[StartReport],
+    current: &impl Fn(&StartReport) -> bool,
+    life: u32,
+) -> Result<u64, String> {
     let mut gci = u64::MAX;
     for (group, nodes) in cluster.node_groups().iter().enumerate() {
         let in_group = |r: &&StartReport| node_of(r.node).is_some_and(|n| nodes.contains(&n));
-        let best = reports.iter().filter(current).filter(in_group);
+        let best = reports.iter().filter(|r| current(r)).filter(in_group);
         let Some(best) = best.map(|r| r.restorable_gci).max() else {
             let ids: Vec<u8> = nodes.iter().map(|n| n.0).collect();
             return Err(format!(
@@ -127,37 +171,26 @@ pub fn decide(cluster: &ClusterShape, reports: &[StartReport]) -> Result<Decisio
         };
         gci = gci.min(best);
     }
-    let mut participants = NodeSet::EMPTY;
-    let mut stale = Vec::new();
-    for report in reports {
-        let Some(node) = node_of(report.node) else {
-            continue;
-        };
-        if current(&report) && report.restorable_gci >= gci {
-            participants.insert(node);
-            continue;
+    Ok(gci)
+}
+
+/// Why a node does not take part in a start from disk restoring `gci` of `life`.
+fn stale_reason(report: &StartReport, life: u32, gci: u64) -> String {
+    let why = match report {
+        r if r.holds_data == 0 || r.cluster_life == 0 => "holds no data to restore".into(),
+        r if r.cluster_life < life => {
+            format!("holds data of the cluster's life {}", r.cluster_life)
         }
-        let why = match report {
-            r if r.holds_data == 0 || r.cluster_life == 0 => "holds no data to restore".into(),
-            r if r.cluster_life < life => {
-                format!("holds data of the cluster's life {}", r.cluster_life)
-            }
-            r => format!("restores GCI {} only", r.restorable_gci),
-        };
-        let reason = format!(
-            "data node {} {why}, while the cluster restores GCI {gci} of its life {life}: \
-             it stops, and copies its data from a peer when started again",
-            node.0
-        );
-        stale.push((node, reason));
-    }
-    Ok(Decision {
-        cluster_life: life + 1,
-        gci,
-        participants,
-        stale,
-        next_table_id,
-    })
+        r if r.restores_from_gci > gci => {
+            format!("restores GCI {} and later only", r.restores_from_gci)
+        }
+        r => format!("restores GCI {} only", r.restorable_gci),
+    };
+    format!(
+        "data node {} {why}, while the cluster restores GCI {gci} of its life {life}: it \
+         stops, and copies its data from a peer when started again",
+        report.node
+    )
 }
 
 fn node_of(word: u32) -> Option<NodeId> {
@@ -225,6 +258,7 @@ impl Dictionary {
             cluster_life: disk.cluster_life,
             restorable_gci: disk.restorable_gci,
             holds_data: disk.holds_data,
+            restores_from_gci: disk.restores_from_gci,
             next_table_id: image.as_ref().map_or(0, |i| i.next_table_id),
         };
         self.saved_schema = image;
@@ -628,7 +662,17 @@ mod tests {
             cluster_life,
             restorable_gci,
             holds_data: u32::from(holds_data),
+            restores_from_gci: 0,
             next_table_id: node,
+        }
+    }
+
+    /// A node that copied its rows in a node restart and checkpointed them: its disk
+    /// restores GCI `from` and later only.
+    fn report_since_copy(node: u32, restorable_gci: u64, from: u64) -> StartReport {
+        StartReport {
+            restores_from_gci: from,
+            ..report(node, 2, restorable_gci, true)
         }
     }
 
@@ -664,6 +708,46 @@ mod tests {
             decision.stale
         );
         assert_eq!(decision.next_table_id, 4);
+    }
+
+    #[test]
+    fn a_node_that_copied_its_rows_restores_no_gci_before_its_checkpoint() {
+        // Node 2 copied its rows and checkpointed them with rows of GCI 42 and below.
+        let later = [
+            report(1, 2, 40, true),
+            report_since_copy(2, 45, 42),
+            report(3, 2, 41, true),
+            report(4, 2, 44, true),
+        ];
+        let decision = decide(&cluster(), &later).unwrap();
+        assert_eq!(decision.gci, 44);
+        assert_eq!(decision.participants, nodes(&[2, 4]));
+
+        let earlier = [
+            report(1, 2, 41, true),
+            report_since_copy(2, 45, 42),
+            report(3, 2, 41, true),
+            report(4, 2, 39, true),
+        ];
+        let decision = decide(&cluster(), &earlier).unwrap();
+        assert_eq!(decision.gci, 41);
+        assert_eq!(decision.participants, nodes(&[1, 3]));
+        let (stale, why) = &decision.stale[0];
+        assert_eq!(stale.0, 2);
+        assert!(why.contains("restores GCI 42 and later only"), "{why}");
+
+        // Node group 0 can go back to no GCI group 1 reaches.
+        let apart = [
+            report(1, 2, 40, true),
+            report_since_copy(2, 45, 42),
+            report(3, 2, 41, true),
+            report(4, 2, 39, true),
+        ];
+        let refused = decide(&cluster(), &apart).unwrap_err();
+        assert!(
+            refused.contains("node group 0 can restore GCI 41"),
+            "{refused}"
+        );
     }
 
     #[test]

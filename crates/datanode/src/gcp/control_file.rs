@@ -2,7 +2,8 @@
 //! start and rewritten as that changes, in twin files `control/node.0` and `.1`.
 //!
 //! ```text
-//! payload   node life u32, cluster life u32, restorable GCI u64, holds data u32 (0 or 1)
+//! payload   node life u32, cluster life u32, restorable GCI u64, holds data u32 (0 or 1),
+//!           restores from GCI u64
 //! ```
 //!
 //! - *node life*: the node's start count, stamped on its REDO records so a log that goes
@@ -11,23 +12,30 @@
 //!   older life than the others' holds a history the cluster left behind;
 //! - *restorable GCI*: the latest GCI every member saved while this node was one, which
 //!   this node's checkpoints and logs restore;
-//! - *holds data*: whether they restore it at all (not on a node that copied its data
-//!   from a peer in a node restart, whose log lacks what was copied).
+//! - *holds data*: whether they restore it at all: not on a node that copied its data
+//!   from a peer in a node restart, whose log lacks what was copied, until each of its
+//!   `ldm`s wrote a local checkpoint begun after the copy (and a GCI that checkpoint
+//!   needs is recorded);
+//! - *restores from GCI*: the earliest GCI they restore: such a checkpoint's rows may be
+//!   of GCIs up to this one, and the older checkpoints are gone (0 on a node that started
+//!   from disk, whose checkpoints serve any GCI a start may choose).
 
 use kista_runtime::io::FileReply;
 use kista_runtime::Context;
 use kista_signal::BlockAddress;
 
-use crate::protocol::{DiskState, DiskStateSetConf, GcpRecordConf, DICT_BLOCK};
+use crate::protocol::{
+    DiskState, DiskStateSetConf, GcpRecordConf, LdmRestore, DICT_BLOCK, LDM_BLOCK,
+};
 use crate::twin_file::{newest, SealError, TwinKind, TwinReader, TwinWriter, WriteProgress};
 
 pub const CONTROL_FILE: TwinKind = TwinKind {
     magic: *b"KCTL",
-    format_version: 1,
+    format_version: 2,
     path: "control/node",
 };
 
-const PAYLOAD_BYTES: usize = 20;
+const PAYLOAD_BYTES: usize = 28;
 
 /// What the control file says.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -37,6 +45,7 @@ pub struct DiskImage {
     pub cluster_life: u32,
     pub restorable_gci: u64,
     pub holds_data: bool,
+    pub restores_from_gci: u64,
 }
 
 /// Why a control file cannot be used.
@@ -56,6 +65,7 @@ impl DiskImage {
             out.extend_from_slice(&self.cluster_life.to_le_bytes());
             out.extend_from_slice(&self.restorable_gci.to_le_bytes());
             out.extend_from_slice(&u32::from(self.holds_data).to_le_bytes());
+            out.extend_from_slice(&self.restores_from_gci.to_le_bytes());
         })
     }
 
@@ -66,12 +76,14 @@ impl DiskImage {
             .try_into()
             .map_err(|_| ControlFileError::Length(payload.len()))?;
         let word = |at: usize| u32::from_le_bytes(payload[at..at + 4].try_into().expect("4"));
+        let double = |at: usize| u64::from(word(at)) | (u64::from(word(at + 4)) << 32);
         Ok(Self {
             sequence,
             node_life: word(0),
             cluster_life: word(4),
-            restorable_gci: u64::from(word(8)) | (u64::from(word(12)) << 32),
+            restorable_gci: double(8),
             holds_data: word(16) != 0,
+            restores_from_gci: double(20),
         })
     }
 }
@@ -83,8 +95,15 @@ enum Held {
     ReportTo(BlockAddress),
     /// A `DiskStateSet` is confirmed to its sender.
     ConfirmTo(BlockAddress),
-    /// The master's `gcp` hears that a GCI is recorded as restorable.
-    Recorded { master: BlockAddress, gci: u64 },
+    /// The master's `gcp` hears that a GCI is recorded as restorable, and whether the
+    /// node's disk holds its data.
+    Recorded {
+        master: BlockAddress,
+        gci: u64,
+        holds_data: bool,
+    },
+    /// A restarting node's `ldm`s open their logs, stamped with the life just recorded.
+    OpenLogs,
 }
 
 /// The `gcp` block's keeping of the control file.
@@ -93,19 +112,29 @@ pub(crate) struct NodeControl {
     /// The content as last changed (written, or to be).
     image: DiskImage,
     writer: TwinWriter<Held>,
-    /// A node joining a running cluster copies its data: its disk holds none to restore.
+    /// A node joining a running cluster copies its data: its disk holds none to restore
+    /// until each of its `ldm_instances` checkpointed what it copied.
     joining: bool,
+    ldm_instances: u16,
+    /// The `ldm`s whose checkpoint after the copy is written (bit per instance), and the
+    /// latest GCI any of those checkpoints' rows may be of.
+    ldms_holding_data: u64,
+    copy_checkpoints_gci: u64,
     /// Whether the start's read is over.
     read: bool,
 }
 
 impl NodeControl {
-    pub fn new(joining: bool) -> Self {
+    pub fn new(joining: bool, ldm_instances: u16) -> Self {
+        assert!(ldm_instances <= 64, "an ldm's bit fits the mask");
         Self {
             reader: None,
             image: DiskImage::default(),
             writer: TwinWriter::new(CONTROL_FILE, 0),
             joining,
+            ldm_instances,
+            ldms_holding_data: 0,
+            copy_checkpoints_gci: 0,
             read: false,
         }
     }
@@ -134,11 +163,42 @@ impl NodeControl {
         master: BlockAddress,
     ) -> Result<(), String> {
         if !self.read {
-            ctx.send_typed(master, &GcpRecordConf { gci });
+            let holds_data = 0;
+            ctx.send_typed(master, &GcpRecordConf { gci, holds_data });
             return Ok(());
         }
         self.image.restorable_gci = self.image.restorable_gci.max(gci);
-        self.changed(ctx, Some(Held::Recorded { master, gci }))
+        let every_ldm = (1u64 << self.ldm_instances) - 1;
+        let checkpointed = self.ldms_holding_data == every_ldm
+            && self.copy_checkpoints_gci <= self.image.restorable_gci;
+        if self.joining && !self.image.holds_data && checkpointed {
+            // Every ldm's checkpoint since the copy is on disk, and its log holds every
+            // change since: the GCIs from the latest of its rows on are restorable here.
+            self.image.holds_data = true;
+            self.image.restores_from_gci = self.copy_checkpoints_gci;
+            ctx.log(&format!(
+                "this node's disk restores its data again, GCI {} and later: a start from \
+                 disk may restore from it",
+                self.image.restores_from_gci
+            ));
+        }
+        let holds_data = self.image.holds_data;
+        let held = Held::Recorded {
+            master,
+            gci,
+            holds_data,
+        };
+        self.changed(ctx, Some(held))
+    }
+
+    /// `ldm` instance `instance` of a restarting node wrote its checkpoint after the
+    /// copy, whose rows are of `max_gci` and below; the next GCI recorded says the node
+    /// holds data once every `ldm` did.
+    pub fn ldm_holds_data(&mut self, instance: u16, max_gci: u64) {
+        if instance < self.ldm_instances {
+            self.ldms_holding_data |= 1 << instance;
+            self.copy_checkpoints_gci = self.copy_checkpoints_gci.max(max_gci);
+        }
     }
 
     /// The node is of `cluster_life` now and restores `gci`: confirmed to `from` once the
@@ -153,6 +213,7 @@ impl NodeControl {
         self.image.cluster_life = cluster_life;
         self.image.restorable_gci = gci;
         self.image.holds_data = true;
+        self.image.restores_from_gci = 0;
         self.changed(ctx, Some(Held::ConfirmTo(from)))
     }
 
@@ -185,9 +246,15 @@ impl NodeControl {
                     match held {
                         Held::ReportTo(dict) => ctx.send_typed(dict, &self.disk_state()),
                         Held::ConfirmTo(dict) => ctx.send_typed(dict, &DiskStateSetConf {}),
-                        Held::Recorded { master, gci } => {
-                            ctx.send_typed(master, &GcpRecordConf { gci });
+                        Held::Recorded {
+                            master,
+                            gci,
+                            holds_data,
+                        } => {
+                            let holds_data = u32::from(holds_data);
+                            ctx.send_typed(master, &GcpRecordConf { gci, holds_data });
                         }
+                        Held::OpenLogs => self.open_logs(ctx),
                     }
                 }
             }
@@ -224,8 +291,26 @@ impl NodeControl {
         self.writer = TwinWriter::new(CONTROL_FILE, image.sequence);
         self.read = true;
         let dict = BlockAddress::new(ctx.address().node(), DICT_BLOCK, 0);
-        let held = (!self.joining).then_some(Held::ReportTo(dict));
-        self.changed(ctx, held)
+        let held = if self.joining {
+            Held::OpenLogs
+        } else {
+            Held::ReportTo(dict)
+        };
+        self.changed(ctx, Some(held))
+    }
+
+    /// A restarting node's `ldm`s start with empty partitions, checkpoint files and logs,
+    /// their records stamped with this life (later than any left on the disk).
+    fn open_logs(&self, ctx: &mut Context) {
+        let node = ctx.address().node();
+        let fresh = LdmRestore {
+            gci: 0,
+            node_life: self.image.node_life,
+            restores: 0,
+        };
+        for instance in 0..self.ldm_instances {
+            ctx.send_typed(BlockAddress::new(node, LDM_BLOCK, instance), &fresh);
+        }
     }
 
     fn disk_state(&self) -> DiskState {
@@ -234,6 +319,7 @@ impl NodeControl {
             cluster_life: self.image.cluster_life,
             restorable_gci: self.image.restorable_gci,
             holds_data: u32::from(self.image.holds_data),
+            restores_from_gci: self.image.restores_from_gci,
         }
     }
 }
@@ -250,6 +336,7 @@ mod tests {
             cluster_life: 2,
             restorable_gci: (7 << 32) | 9,
             holds_data: true,
+            restores_from_gci: (5 << 32) | 1,
         };
         assert_eq!(DiskImage::decode(&image.encode()), Ok(image));
     }

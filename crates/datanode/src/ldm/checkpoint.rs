@@ -50,6 +50,20 @@ pub(crate) struct LocalCheckpoints {
     running: Option<Running>,
     /// Checkpoints written whose GCI not every member has saved yet, oldest first.
     written: Vec<CheckpointSummary>,
+    after_copy: AfterCopy,
+}
+
+/// A node that restarted into a running cluster copied its rows from peers, which its log
+/// never held: its disk restores them once a checkpoint begun after the copy is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AfterCopy {
+    /// The node started from disk (or is still copying).
+    NotNeeded,
+    /// The copy is over: the next checkpoint is due at once.
+    Due,
+    Checkpointing {
+        id: u64,
+    },
 }
 
 /// The checkpoint being written.
@@ -80,6 +94,7 @@ impl LocalCheckpoints {
             next_id: 1,
             running: None,
             written: Vec::new(),
+            after_copy: AfterCopy::NotNeeded,
         }
     }
 
@@ -96,17 +111,40 @@ impl LocalCheckpoints {
         }
     }
 
-    /// Starts a checkpoint if none runs or waits to become usable and the log has filled a
-    /// quarter of its ring since the last usable one began.
+    /// Whether checkpoint `id`, just written, is the one after a node restart's copy
+    /// (once: the node's disk restores its rows from it on).
+    pub fn is_after_copy(&mut self, id: u64) -> bool {
+        let after_copy = self.after_copy == AfterCopy::Checkpointing { id };
+        if after_copy {
+            self.after_copy = AfterCopy::NotNeeded;
+        }
+        after_copy
+    }
+
+    /// The node restarted into a running cluster and holds every row now: a checkpoint of
+    /// them all is due.
+    pub fn copy_done(&mut self) {
+        self.after_copy = AfterCopy::Due;
+    }
+
+    /// Starts a checkpoint if none runs and, unless one is due after a copy, none waits to
+    /// become usable and the log has filled a quarter of its ring since the last usable
+    /// one began.
     pub fn start_if_due(
         &mut self,
         ctx: &mut Context,
         tables: &FxHashMap<u32, LdmTable>,
         redo: &RedoLog,
     ) -> Result<(), String> {
+        if self.running.is_some() || !redo.is_open() {
+            return Ok(());
+        }
+        if self.after_copy == AfterCopy::Due {
+            self.after_copy = AfterCopy::Checkpointing { id: self.next_id };
+            return self.start(ctx, tables, redo, self.write_bytes_per_sec);
+        }
         // One waiting to become usable frees the log at the next global checkpoint.
-        let waiting = self.running.is_some() || !self.written.is_empty();
-        if waiting || redo.used_bytes() < redo.ring_bytes() / 4 {
+        if !self.written.is_empty() || redo.used_bytes() < redo.ring_bytes() / 4 {
             return Ok(());
         }
         self.start(ctx, tables, redo, self.write_bytes_per_sec)

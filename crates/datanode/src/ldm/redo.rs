@@ -4,7 +4,10 @@
 //! writes grow to what accumulated while the last one ran (group writes).
 //!
 //! The log is a ring of `redo_files_per_log` files of equal size under
-//! `redo/ldm-<instance>/`, created and allocated whole when the node starts.
+//! `redo/ldm-<instance>/`, resumed or created afresh once the node knows its life (the
+//! start count its records are stamped with): by a start from disk (`ldm/restore.rs`), or,
+//! on a node restarting into a running cluster, once its control file is read
+//! (`gcp/control_file.rs`). Nothing is logged before.
 //!
 //! A global checkpoint's save (`GcpSave` of GCI n) appends the mark `GciDone(n)`: every
 //! record of n and below is before it, since the master asks only once all of n's
@@ -80,6 +83,10 @@ pub(crate) struct RedoLog {
     key: Vec<u8>,
     /// The highest GCI of a change logged here.
     highest_gci: u64,
+    /// Whether the log was opened or resumed for this life. Before, nothing is logged: a
+    /// restarting node learns its life from its control file first, and its disk restores
+    /// nothing of this life until a local checkpoint begun after the opening is usable.
+    opened: bool,
 }
 
 impl RedoLog {
@@ -96,6 +103,7 @@ impl RedoLog {
             saves: Vec::new(),
             key: Vec::new(),
             highest_gci: 0,
+            opened: false,
         }
     }
 
@@ -118,6 +126,10 @@ impl RedoLog {
         self.writer.free_bytes() < self.ring_bytes() / 8
     }
 
+    pub fn is_open(&self) -> bool {
+        self.opened
+    }
+
     pub fn highest_gci(&self) -> u64 {
         self.highest_gci
     }
@@ -134,6 +146,7 @@ impl RedoLog {
         self.files = files.iter().copied().map(Some).collect();
         self.written_lsn = head_lsn;
         self.highest_gci = gci;
+        self.opened = true;
     }
 
     /// Records before `lsn` are needed no more (a usable local checkpoint holds them).
@@ -149,6 +162,7 @@ impl RedoLog {
     /// stamped `life`.
     pub fn open(&mut self, ctx: &mut Context, life: u32) -> Result<(), String> {
         self.writer = LogWriter::new(self.writer.ring(), life, 0, 0);
+        self.opened = true;
         for file in 0..self.files.len() {
             let request = FileRequest::open_empty(OPENING | file as u64);
             ctx.request_io(&request, self.path(file).as_bytes())
@@ -165,6 +179,9 @@ impl RedoLog {
         layout: &RowLayout,
         change: CommittedChange<'_>,
     ) -> Result<(), String> {
+        if !self.opened {
+            return Ok(());
+        }
         let record = match change {
             CommittedChange::Written { fixed, var } => Record::WriteRow { place, fixed, var },
             CommittedChange::Deleted { fixed, var } => {
@@ -184,13 +201,18 @@ impl RedoLog {
     }
 
     /// Marks `gci` done (every record of it and below is already appended) and confirms it
-    /// to `master` once the log is durable through the mark.
+    /// to `master` once the log is durable through the mark (at once before the log
+    /// opened: it holds nothing to save).
     pub fn save(
         &mut self,
         ctx: &mut Context,
         gci: u64,
         master: BlockAddress,
     ) -> Result<(), String> {
+        if !self.opened {
+            ctx.send_typed(master, &GcpSaveConf { gci });
+            return Ok(());
+        }
         self.writer
             .append(gci, &Record::GciDone)
             .map_err(|full| format!("no room in the REDO log for a global checkpoint: {full}"))?;

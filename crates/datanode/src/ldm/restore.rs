@@ -43,6 +43,7 @@ const READ_LOG: u64 = RESTORE_REQUEST | (4 << 32);
 const CLEAR_CHECKPOINT: u64 = RESTORE_REQUEST | (5 << 32);
 const CLOSE: u64 = RESTORE_REQUEST | (6 << 32);
 const READ_HEADER: u64 = RESTORE_REQUEST | (7 << 32);
+const SYNC_CLEARED: u64 = RESTORE_REQUEST | (8 << 32);
 const STEP_MASK: u64 = !(u32::MAX as u64);
 
 /// Bytes asked of the disk per read (one section).
@@ -263,6 +264,12 @@ impl Restore {
             OPEN_LOG => self.log_opened(ctx, index, reply.file),
             READ_LOG => self.log_read(ctx, tables),
             CLEAR_CHECKPOINT => {
+                // Synced empty: a crash must not bring back an old checkpoint, which a
+                // later start would take for the newest.
+                self.request(ctx, SYNC_CLEARED, index, reply.file, FileOperation::Sync)?;
+                Ok(Next::Going)
+            }
+            SYNC_CLEARED => {
                 self.request(ctx, CLOSE, index, reply.file, FileOperation::Close)?;
                 Ok(Next::Going)
             }

@@ -860,8 +860,14 @@ typed_signal! {
     /// From a node's `gcp` to its `dict` at the start, once the node's control file was
     /// read and rewritten for this life: what the node's disk holds. `holds_data` (0 or
     /// 1): its checkpoints and logs restore the cluster of `cluster_life` to
-    /// `restorable_gci`.
-    DiskState = 221 { node_life: u32, cluster_life: u32, restorable_gci: u64, holds_data: u32, }
+    /// `restorable_gci`, or to any GCI from `restores_from_gci` on.
+    DiskState = 221 {
+        node_life: u32,
+        cluster_life: u32,
+        restorable_gci: u64,
+        holds_data: u32,
+        restores_from_gci: u64,
+    }
 }
 typed_signal! {
     /// From every member's `dict` to the master's at a start: the node's `DiskState`, and
@@ -872,6 +878,7 @@ typed_signal! {
         cluster_life: u32,
         restorable_gci: u64,
         holds_data: u32,
+        restores_from_gci: u64,
         next_table_id: u32,
     }
 }
@@ -922,9 +929,9 @@ typed_signal! {
 typed_signal! {
     /// From the management server to every data node's `gcp`: shut the cluster down
     /// without losing an acknowledged commit. The master closes the GCI that commits are
-    /// stamped with, has every member record it as restorable (`ShutdownSaved`), then stops
-    /// every node. A node whose cluster does not serve yet stops at once.
-    /// (`GcpRecord`, the round's last step, has every member record it.)
+    /// stamped with, has every member record it as restorable (`GcpRecord`, the round's
+    /// last step), then stops every node. A node whose cluster does not serve yet stops at
+    /// once.
     ClusterShutdown = 231 {}
 }
 typed_signal! {
@@ -934,17 +941,30 @@ typed_signal! {
     GcpRecord = 232 { gci: u64, }
 }
 typed_signal! {
-    GcpRecordConf = 233 { gci: u64, }
+    /// `holds_data` (0 or 1): the node's disk restores its data (one that restarted into
+    /// the cluster does once it checkpointed what it copied): a GCI is restorable only
+    /// once such a member of every node group recorded it.
+    GcpRecordConf = 233 { gci: u64, holds_data: u32, }
 }
 typed_signal! {
     /// From a `tc` to its node's `gcp`, which passes it on to the master's: a durable
     /// commit of `gci` waits for it to be saved; close it without waiting for the interval.
     GcpHurry = 234 { gci: u64, }
 }
-
-// ----- the node's start -----
-
 typed_signal! {
-    /// To each `ldm` when its node starts: open the REDO log.
-    LdmStart = 200 {}
+    /// From the master's `gcp` to the `gcp` of a node that just joined the membership: the
+    /// GCI coordinators stamp now, and the latest restorable one. Should it become master
+    /// before a round reached it, it goes on from there, never from an earlier GCI.
+    GcpJoinState = 236 { current_gci: u64, restorable_gci: u64, }
+}
+
+// ----- a node restart's disk: ldm -> its node's gcp -----
+typed_signal! {
+    /// From each `ldm` of a node that restarted into a running cluster to its node's
+    /// `gcp`: the first local checkpoint this `ldm` began once the node started (every
+    /// partition copied from a peer) is written, its rows of `max_gci` and below, so its
+    /// checkpoint and log restore its partitions again. Once every `ldm` said so and
+    /// such a GCI is recorded, the control file says the node holds data (a start from
+    /// disk may restore from it).
+    LdmHoldsData = 235 { max_gci: u64, }
 }
