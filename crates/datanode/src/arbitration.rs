@@ -4,7 +4,11 @@
 //! It says yes to the first side that asks and remembers it as the winner; later it says
 //! yes only to survivors within the winner (a winning side may lose more nodes), never to
 //! nodes outside it. A node that restarts and joins the winner's membership becomes part of
-//! the winner. The management server hosts it, as `ndb_mgmd` hosts NDB's, and it keeps
+//! the winner. A start from disk begins a new life of the cluster: its participants are the
+//! winner from then on, whatever an earlier life's split left (a start of an earlier or the
+//! same life changes nothing: a stale node cannot start a cluster of its own). The nodes
+//! that start stopped as stale do not count against survivors (they stop, whichever order
+//! their stops are noticed in), nor for them. The management server hosts it, as `ndb_mgmd` hosts NDB's, and it keeps
 //! what the data nodes report there ([`NodeReports`]: started or not, data memory).
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,8 +19,8 @@ use kista_signal::{BlockAddress, NodeId, Signal, TypedSignal};
 
 use crate::cluster::NodeSet;
 use crate::protocol::{
-    ArbitrationConf, ArbitrationRequest, MembershipGrew, MembershipShrank, MemoryUsage,
-    NodeStarted, NodeSuspected, ARBITRATOR_BLOCK,
+    ArbitrationConf, ArbitrationRequest, ClusterLifeBegins, ClusterLifeBegunConf, MembershipGrew,
+    MembershipShrank, MemoryUsage, NodeStarted, NodeSuspected, ARBITRATOR_BLOCK,
 };
 
 /// The management server's node id: data nodes have 1-48, clients 64 and up.
@@ -100,6 +104,9 @@ impl NodeReports {
 pub struct Arbitrator {
     /// The survivors it last let go on.
     winner: Option<NodeSet>,
+    /// The latest cluster life a start from disk began, and the nodes it stopped.
+    cluster_life: u32,
+    stopping: NodeSet,
     reports: Arc<NodeReports>,
 }
 
@@ -108,17 +115,31 @@ impl Arbitrator {
     pub fn new(reports: Arc<NodeReports>) -> Self {
         Self {
             winner: None,
+            cluster_life: 0,
+            stopping: NodeSet::EMPTY,
             reports,
+        }
+    }
+
+    /// A start from disk began the cluster's life `cluster_life` with `participants`;
+    /// `stopping` stop.
+    pub fn life_begins(&mut self, cluster_life: u32, participants: NodeSet, stopping: NodeSet) {
+        if cluster_life > self.cluster_life {
+            self.cluster_life = cluster_life;
+            self.winner = Some(participants);
+            self.stopping = stopping;
         }
     }
 
     /// Whether `survivors` may go on.
     pub fn decide(&mut self, survivors: NodeSet) -> bool {
-        let granted = self
-            .winner
-            .is_none_or(|winner| survivors.is_subset_of(winner));
+        let going_on = survivors.minus(self.stopping);
+        let granted = going_on != NodeSet::EMPTY
+            && self
+                .winner
+                .is_none_or(|winner| going_on.is_subset_of(winner));
         if granted {
-            self.winner = Some(survivors);
+            self.winner = Some(going_on);
         }
         granted
     }
@@ -156,6 +177,12 @@ impl Block for Arbitrator {
                 self.reports.rejoined(NodeId(joined));
                 self.membership_grew(grew.members, NodeId(joined));
             }
+        } else if let Ok(begins) = ClusterLifeBegins::from_signal(signal) {
+            self.life_begins(begins.cluster_life, begins.participants, begins.stopping);
+            let conf = ClusterLifeBegunConf {
+                cluster_life: begins.cluster_life,
+            };
+            ctx.send_typed(signal.sender(), &conf);
         } else if let Ok(request) = ArbitrationRequest::from_signal(signal) {
             let granted = self.decide(request.survivors);
             let conf = ArbitrationConf {
@@ -189,5 +216,25 @@ mod tests {
             !arbitrator.decide(set(&[4])),
             "a losing side's join wins nothing"
         );
+    }
+
+    #[test]
+    fn a_start_from_disk_of_a_later_life_begins_arbitration_afresh() {
+        let mut arbitrator = Arbitrator::default();
+        arbitrator.life_begins(2, set(&[1, 2, 3]), set(&[]));
+        assert!(arbitrator.decide(set(&[1])), "node 1 won a split");
+        // Every node crashed; node 2's disk restores the next life alone, 1 and 3 stop.
+        arbitrator.life_begins(3, set(&[2]), set(&[1, 3]));
+        assert!(
+            arbitrator.decide(set(&[2, 3])),
+            "node 1's stop noticed before node 3's"
+        );
+        assert!(arbitrator.decide(set(&[2])), "the new life's side goes on");
+        assert!(!arbitrator.decide(set(&[1])), "the old winner lost");
+        assert!(!arbitrator.decide(set(&[3])), "a stopped node wins nothing");
+        // A stale node's start of an earlier life wins nothing.
+        arbitrator.life_begins(3, set(&[1]), set(&[]));
+        arbitrator.life_begins(2, set(&[1]), set(&[]));
+        assert!(!arbitrator.decide(set(&[1])));
     }
 }

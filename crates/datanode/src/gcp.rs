@@ -449,6 +449,9 @@ impl GlobalCheckpoints {
     fn learned(&mut self, state: GcpJoinState) {
         self.current_gci = self.current_gci.max(state.current_gci);
         self.restorable_gci = self.restorable_gci.max(state.restorable_gci);
+        if let Some(control) = self.control.as_mut() {
+            control.joined_life(state.cluster_life);
+        }
     }
 
     fn control_file_replied(&mut self, ctx: &mut Context, reply: FileReply) {
@@ -478,6 +481,7 @@ impl GlobalCheckpoints {
             let state = GcpJoinState {
                 current_gci: self.current_gci,
                 restorable_gci: self.restorable_gci,
+                cluster_life: self.control.as_ref().map_or(0, |c| c.cluster_life()),
             };
             ctx.send_typed(gcp_address(joiner), &state);
         }
@@ -564,9 +568,9 @@ impl Block for GlobalCheckpoints {
                 self.answered(ctx, answer, from)
             })
         } else if number == LdmHoldsData::NUMBER {
-            LdmHoldsData::from_signal(signal).map(|held| {
+            LdmHoldsData::from_signal(signal).map(|_| {
                 if let Some(control) = self.control.as_mut() {
-                    control.ldm_holds_data(from.instance(), held.max_gci);
+                    control.ldm_holds_data(from.instance());
                 }
             })
         } else if number == SystemStarted::NUMBER {
@@ -575,6 +579,17 @@ impl Block for GlobalCheckpoints {
             NodeFailed::from_signal(signal).map(|failed| self.node_failed(ctx, failed))
         } else if number == NodeJoined::NUMBER {
             NodeJoined::from_signal(signal).map(|joined| self.node_joined(ctx, joined))
+        } else if number == NodeStarted::NUMBER {
+            NodeStarted::from_signal(signal).map(|started| {
+                let own = started.node == u32::from(self.settings.node.0);
+                let result = match self.control.as_mut() {
+                    Some(control) if own => control.copy_done(ctx),
+                    _ => Ok(()),
+                };
+                if let Err(reason) = result {
+                    ctx.stop_node(&reason);
+                }
+            })
         } else if number == GcpJoinState::NUMBER {
             GcpJoinState::from_signal(signal).map(|state| self.learned(state))
         } else {

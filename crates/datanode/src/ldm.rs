@@ -784,8 +784,8 @@ impl LocalDataManager {
     }
 
     /// The master's order to restore the partitions (or start them empty), or, on a node
-    /// restarting into a running cluster, its `gcp`'s word to start them empty once the
-    /// control file gave the node's life (its conf goes to that `gcp`, which ignores it).
+    /// restarting into a running cluster once it started, its `gcp`'s word to start its
+    /// log and checkpoints afresh (its conf goes to that `gcp`, which ignores it).
     fn restore(&mut self, ctx: &mut Context, order: LdmRestore, master: BlockAddress) {
         let Some(redo) = self.redo.as_ref().filter(|_| self.restore.is_none()) else {
             return;
@@ -814,8 +814,12 @@ impl LocalDataManager {
             restore::Next::Going => Ok(()),
             restore::Next::Fresh => {
                 redo.open(ctx, restore.life)?;
-                // A restarting node may have started before its log opened.
-                checkpoints.start_if_due(ctx, &self.tables, redo)?;
+                if self.settings.joins_running_cluster {
+                    // A restarting node started (its copy is over): its disk restores
+                    // its rows once a checkpoint of them all is written.
+                    checkpoints.copy_done();
+                    checkpoints.start_if_due(ctx, &self.tables, redo)?;
+                }
                 self.restored(ctx);
                 Ok(())
             }
@@ -878,8 +882,7 @@ impl LocalDataManager {
                 Ok(Some(written)) => {
                     if checkpoints.is_after_copy(written.id) {
                         let gcp = BlockAddress::new(ctx.address().node(), GCP_BLOCK, 0);
-                        let max_gci = written.max_gci;
-                        ctx.send_typed(gcp, &LdmHoldsData { max_gci });
+                        ctx.send_typed(gcp, &LdmHoldsData {});
                     }
                     if let Some(restore) =
                         self.restore.as_ref().filter(|r| r.checkpointed(written.id))
@@ -929,23 +932,10 @@ impl LocalDataManager {
     }
 
     /// A restarted node's coordinators are trusted again: its earlier life's transactions
-    /// were taken over before it started. This node itself holds every row once started:
-    /// a checkpoint makes its disk restore them.
-    fn node_started(&mut self, ctx: &mut Context, started: NodeStarted) {
+    /// were taken over before it started.
+    fn node_started(&mut self, started: NodeStarted) {
         if let Ok(node) = u8::try_from(started.node) {
             self.failed_coordinators.remove(kista_signal::NodeId(node));
-        }
-        let here = ctx.address().node();
-        if started.node != u32::from(here.0) || !self.settings.joins_running_cluster {
-            return;
-        }
-        let (Some(redo), Some(checkpoints)) = (self.redo.as_ref(), self.checkpoints.as_mut())
-        else {
-            return;
-        };
-        checkpoints.copy_done();
-        if let Err(reason) = checkpoints.start_if_due(ctx, &self.tables, redo) {
-            ctx.stop_node(&reason);
         }
     }
 
@@ -1054,7 +1044,7 @@ impl Block for LocalDataManager {
         } else if number == NodeFailed::NUMBER {
             NodeFailed::from_signal(signal).map(|f| self.node_failed(ctx, f))
         } else if number == NodeStarted::NUMBER {
-            NodeStarted::from_signal(signal).map(|s| self.node_started(ctx, s))
+            NodeStarted::from_signal(signal).map(|s| self.node_started(s))
         } else if number == NodeJoined::NUMBER {
             NodeJoined::from_signal(signal).map(|j| self.node_joined(ctx, j))
         } else if number == CopyPartition::NUMBER {

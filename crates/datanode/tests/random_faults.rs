@@ -1,8 +1,15 @@
 //! Random faults in the deterministic simulation. For each seed, a cluster of 2 or 4 data
-//! nodes (2 replicas) or 3 (3 replicas) takes a stream of writes, which every replica logs
-//! to its REDO log on a simulated disk, while a seeded schedule crashes (tearing the disk's
-//! unsynced writes) and restarts nodes, pauses and resumes them, and cuts and slows the
-//! links between them.
+//! nodes (2 replicas) or 3 (3 replicas) takes a stream of writes (each writes a key's row
+//! and its mirror row in one transaction; one in four commits durably), which every
+//! replica logs to its REDO log on a simulated disk, while a seeded schedule crashes
+//! (tearing the disk's unsynced writes) and restarts nodes, pauses and resumes them, cuts
+//! and slows the links between them, and crashes every node and starts the cluster from
+//! disk (a system restart; also whenever the cluster stopped itself).
+//!
+//! Checked at each system restart: the GCI restored is at least every GCI the cluster
+//! called restorable before the crash, and at least that of every durable commit
+//! acknowledged; every key then holds the last value acknowledged in a GCI up to the one
+//! restored (or that of a write whose outcome is unknown), and its mirror the same.
 //!
 //! Checked after every slice of virtual time: every node that reaches a membership
 //! generation has the same members in it, unless the two nodes fenced each other off (the
@@ -29,7 +36,7 @@ use kista_signal::{BlockAddress, NodeId, TypedSignal};
 use kista_storage::types::Value;
 use support::{cluster_settings, counter_op, Executed, Node};
 
-/// Seeds per run: about ten seconds in the optimized `ci` profile `scripts/test-all` uses
+/// Seeds per run: about 45 seconds in the optimized `ci` profile `scripts/test-all` uses
 /// (an unoptimized build takes minutes: set `KISTA_RANDOM_FAULT_SEEDS` lower there).
 const SEEDS_DEFAULT: u64 = 5000;
 const KEYS: i64 = 16;
@@ -54,6 +61,7 @@ fn node_settings(node: NodeId) -> NodeSettings {
     settings.copy_batch_rows_max = 4;
     // Every replica logs its commits, on a disk that each crash tears.
     settings.redo_log_bytes = 4 << 20;
+    settings.global_checkpoint_interval_ms = 200;
     settings
 }
 
@@ -79,14 +87,21 @@ impl Dice {
 #[derive(Clone)]
 struct Key {
     may_hold: Vec<i64>,
+    /// Every acknowledged value with its GCI, in order: a system restart restores the
+    /// last of a GCI up to the one restored.
+    acknowledged: Vec<(i64, u64)>,
     busy: bool,
     frozen: bool,
 }
+
+/// What a key holds when its row is absent (a system restart to before its first write).
+const ABSENT: i64 = i64::MIN;
 
 struct Write {
     key: i64,
     value: i64,
     sent_ns: u64,
+    durable: bool,
 }
 
 /// A read of a key with no write in flight, which must return `expected`.
@@ -124,6 +139,11 @@ struct Run {
     restarted_ns: HashMap<u8, u64>,
     trace_offset: usize,
     acknowledged: u64,
+    /// The highest GCI of an acknowledged durable commit: every system restart restores it.
+    durable_gci: u64,
+    system_restarts: u64,
+    /// Why a start from disk refused to go on, if one did: the seed ends there.
+    refused: Option<String>,
 }
 
 impl Run {
@@ -144,6 +164,7 @@ impl Run {
             keys: vec![
                 Key {
                     may_hold: vec![],
+                    acknowledged: vec![],
                     busy: false,
                     frozen: false,
                 };
@@ -162,6 +183,9 @@ impl Run {
             replicas: replicas as u8,
             trace_offset: 0,
             acknowledged: 0,
+            durable_gci: 0,
+            system_restarts: 0,
+            refused: None,
         };
         for key in 0..KEYS {
             let done = run.write_now(key, 0, 1);
@@ -172,6 +196,7 @@ impl Run {
                 done.message
             );
             run.keys[key as usize].may_hold = vec![0];
+            run.keys[key as usize].acknowledged = vec![(0, done.gci)];
         }
         run
     }
@@ -224,9 +249,12 @@ impl Run {
         let tx = self.next_tx;
         self.next_tx += 1;
         self.cluster.use_node(NodeId(via));
-        let ops = vec![counter_op(OperationKind::Write, key, value)];
-        self.cluster
-            .send_batch(tx, self.table, ops, ExecuteMode::Commit);
+        self.cluster.send_batch(
+            tx,
+            self.table,
+            key_and_mirror(key, value),
+            ExecuteMode::Commit,
+        );
         let until = self.cluster.now_ns() + ANSWER_LIMIT_MS * MS;
         let done = self.cluster.batch_result(tx, until);
         done.unwrap_or_else(|| panic!("seed {}: write of key {key} got no answer", self.seed))
@@ -252,15 +280,21 @@ impl Run {
         self.next_tx += 1;
         let value = tx as i64;
         self.cluster.use_node(NodeId(via));
-        let ops = vec![counter_op(OperationKind::Write, key, value)];
+        let durable = self.dice.below(4) == 0;
+        let mode = if durable {
+            ExecuteMode::CommitDurable
+        } else {
+            ExecuteMode::Commit
+        };
         self.cluster
-            .send_batch(tx, self.table, ops, ExecuteMode::Commit);
+            .send_batch(tx, self.table, key_and_mirror(key, value), mode);
         self.keys[key as usize].busy = true;
         let sent_ns = self.cluster.now_ns();
         if verbose() {
             eprintln!(
-                "{:>8} ms  tx {tx} writes key {key} via node {via}",
-                sent_ns / MS
+                "{:>8} ms  tx {tx} writes key {key} via node {via}{}",
+                sent_ns / MS,
+                if durable { " (durable)" } else { "" }
             );
         }
         self.writes.insert(
@@ -269,6 +303,7 @@ impl Run {
                 key,
                 value,
                 sent_ns,
+                durable,
             },
         );
     }
@@ -381,7 +416,11 @@ impl Run {
                 key.busy = false;
                 if committed {
                     key.may_hold = vec![write.value];
+                    key.acknowledged.push((write.value, conf.gci));
                     self.acknowledged += 1;
+                    if write.durable {
+                        self.durable_gci = self.durable_gci.max(conf.gci);
+                    }
                 } else {
                     let category = ErrorCode::from_u32(conf.code).map(ErrorCode::category);
                     assert_eq!(
@@ -397,6 +436,7 @@ impl Run {
                 let key = &mut self.keys[write.key as usize];
                 if committed {
                     key.may_hold = vec![write.value];
+                    key.acknowledged.push((write.value, conf.gci));
                 } else {
                     key.may_hold.retain(|&v| v != write.value);
                 }
@@ -524,6 +564,9 @@ impl Run {
     }
 
     fn step(&mut self) {
+        if self.refused.is_some() {
+            return;
+        }
         // The last step's pauses, cuts and slowdowns end.
         for node in std::mem::take(&mut self.paused) {
             self.cluster.simulation.resume(NodeId(node));
@@ -539,7 +582,7 @@ impl Run {
             .copied()
             .filter(|&n| lethal || self.partner_runs(n))
             .collect();
-        let fault = match self.dice.below(6) {
+        let fault = match self.dice.below(7) {
             0 => self.dice.pick(&victims).map(Fault::Crash),
             // A restarted node joins a running cluster; with none left, nothing can.
             1 => self.dice.pick(&down).filter(|_| alive).map(Fault::Restart),
@@ -549,10 +592,16 @@ impl Run {
                 (Some(a), Some(b)) if a != b => Some(Fault::Slow(a, b, 20 + self.dice.below(400))),
                 _ => None,
             },
+            6 if self.dice.below(2) == 0 => Some(Fault::SystemRestart),
             _ => None,
         };
         if verbose() {
             eprintln!("{:>8} ms  {fault:?}", self.cluster.now_ns() / MS);
+        }
+        if let Some(Fault::SystemRestart) = fault {
+            if !self.system_restart() {
+                return;
+            }
         }
         let simulation = &mut self.cluster.simulation;
         match fault {
@@ -564,10 +613,92 @@ impl Run {
             }
             Some(Fault::Cut(a, b)) => simulation.cut(NodeId(a), NodeId(b)),
             Some(Fault::Slow(a, b, ms)) => simulation.slow_down(NodeId(a), NodeId(b), ms * MS),
-            None => {}
+            Some(Fault::SystemRestart) | None => {}
         }
         let ms = 100 + self.dice.below(500);
         self.run_for_ms(ms, true);
+    }
+
+    /// Crashes every node still running and starts the cluster from disk; false when the
+    /// start refused to go on (a node group had no node able to restore: said why).
+    fn system_restart(&mut self) -> bool {
+        if self.refused.is_some() {
+            return false;
+        }
+        self.take_answers();
+        self.check_no_split_brain();
+        for node in std::mem::take(&mut self.paused) {
+            self.cluster.simulation.resume(NodeId(node));
+        }
+        self.cluster.simulation.heal();
+        for &node in &self.nodes {
+            if !self.cluster.simulation.is_down(NodeId(node)) {
+                self.cluster.simulation.crash(NodeId(node));
+            }
+        }
+        let saved = self.cluster.delivered::<GcpSaved>();
+        let restorable = saved.iter().map(|(_, _, s)| s.gci).max().unwrap_or(0);
+        // Nothing answers what was under way: its outcome is unknown.
+        for (tx, write) in std::mem::take(&mut self.writes) {
+            let key = &mut self.keys[write.key as usize];
+            key.may_hold.push(write.value);
+            key.frozen = true;
+            self.unknown.insert(tx, write);
+        }
+        for (_, read) in std::mem::take(&mut self.reads) {
+            self.keys[read.key as usize].busy = false;
+        }
+        self.system_restarts += 1;
+        if verbose() {
+            eprintln!("{:>8} ms  system restart", self.cluster.now_ns() / MS);
+        }
+        if let Err(why) = self.cluster.try_start_again(DATA_MEMORY_BYTES) {
+            self.refused = Some(why);
+            return false;
+        }
+        let restored = self.restored_gci();
+        assert!(
+            restored >= restorable && restored >= self.durable_gci,
+            "seed {}: the start from disk restored GCI {restored}; GCI {restorable} was \
+             restorable before the crash, and a durable commit of GCI {} was acknowledged",
+            self.seed,
+            self.durable_gci
+        );
+        for key in &mut self.keys {
+            // The later ones are lost for good, and the cluster goes on from the GCI after
+            // the one restored, so their GCIs come again.
+            key.acknowledged.retain(|&(_, gci)| gci <= restored);
+            let base = key.acknowledged.last().map_or(ABSENT, |&(value, _)| value);
+            // Values of writes whose outcome is unknown stay possible.
+            let unknown: Vec<i64> = key.may_hold.iter().skip(1).copied().collect();
+            key.may_hold = std::iter::once(base).chain(unknown).collect();
+        }
+        // The membership starts again: every node in its first generation, then the
+        // removal of those whose disks were behind.
+        let all = NodeSet::of(self.nodes.iter().map(|&n| NodeId(n)));
+        self.views = self.nodes.iter().map(|&n| (n, (1, all))).collect();
+        self.generations = HashMap::from([(1, self.nodes.iter().map(|&n| (n, all)).collect())]);
+        self.restarted_ns.clear();
+        true
+    }
+
+    /// The GCI the latest start from disk restored, from the decision its master logged.
+    fn restored_gci(&self) -> u64 {
+        let decisions = self.nodes.iter().flat_map(|&node| {
+            let log = self.cluster.simulation.log_of(NodeId(node));
+            log.iter()
+                .filter_map(|line| {
+                    let rest = line.strip_prefix("start from disk: cluster life ")?;
+                    let (life, rest) = rest.split_once(", restoring GCI ")?;
+                    let gci = rest.split_whitespace().next()?;
+                    Some((life.parse::<u32>().ok()?, gci.parse::<u64>().ok()?))
+                })
+                .collect::<Vec<_>>()
+        });
+        let latest = decisions
+            .max()
+            .expect("the start's master logged its decision");
+        latest.1
     }
 
     // ----- the end -----
@@ -584,7 +715,7 @@ impl Run {
             // A node restarted during the faults may still be restarting, or have given
             // up (a failure meanwhile); each ends started.
             for _attempt in 0..3 {
-                if !self.cluster_alive() {
+                if !self.cluster_alive() && !self.system_restart() {
                     return false;
                 }
                 if self.is_down(node) {
@@ -650,8 +781,8 @@ impl Run {
                 self.seed
             );
             assert!(
-                first.is_some_and(|value| may_hold.contains(&value)),
-                "seed {}: key {key} holds {first:?}, acknowledged or possible: {may_hold:?}",
+                may_hold.contains(&first),
+                "seed {}: key {key} holds {first}, acknowledged or possible: {may_hold:?}",
                 self.seed
             );
         }
@@ -669,11 +800,16 @@ impl Run {
         }
     }
 
-    fn read(&mut self, key: i64, via: u8) -> Option<i64> {
+    /// Reads `key` and its mirror through `via`: both hold the same ([`ABSENT`] if the
+    /// rows are), or a transaction was torn.
+    fn read(&mut self, key: i64, via: u8) -> i64 {
         let tx = self.next_tx;
         self.next_tx += 1;
         self.cluster.use_node(NodeId(via));
-        let ops = vec![counter_op(OperationKind::Read, key, 0)];
+        let ops = vec![
+            counter_op(OperationKind::Read, key, 0),
+            counter_op(OperationKind::Read, mirror_of(key), 0),
+        ];
         let done = self
             .cluster
             .execute(tx, self.table, ops, ExecuteMode::Commit);
@@ -684,10 +820,20 @@ impl Run {
             self.seed,
             done.message
         );
-        done.rows.first().map(|(_, row)| match row[1] {
-            Value::Int(value) => value,
-            ref other => panic!("{other:?}"),
-        })
+        let value_of = |op: u32| {
+            let row = done.rows.iter().find(|(index, _)| *index == op);
+            row.map_or(ABSENT, |(_, row)| match row[1] {
+                Value::Int(value) => value,
+                ref other => panic!("{other:?}"),
+            })
+        };
+        let (value, mirrored) = (value_of(0), value_of(1));
+        assert_eq!(
+            value, mirrored,
+            "seed {}: key {key} and its mirror differ through node {via} (a torn transaction)",
+            self.seed
+        );
+        value
     }
 }
 
@@ -700,6 +846,20 @@ enum Fault {
     Cut(u8, u8),
     /// Extra latency in ms between two nodes.
     Slow(u8, u8, u64),
+    /// Every node crashes, and the cluster starts from disk.
+    SystemRestart,
+}
+
+/// The row that every write of `key` writes too, in the same transaction.
+fn mirror_of(key: i64) -> i64 {
+    key + KEYS
+}
+
+fn key_and_mirror(key: i64, value: i64) -> Vec<support::Op> {
+    vec![
+        counter_op(OperationKind::Write, key, value),
+        counter_op(OperationKind::Write, mirror_of(key), value),
+    ]
 }
 
 /// `KISTA_RANDOM_FAULT_VERBOSE=1` prints each seed's faults and membership changes.
@@ -719,6 +879,7 @@ fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_write_and_serve_no_sta
     let seeds = env_u64("KISTA_RANDOM_FAULT_SEEDS", SEEDS_DEFAULT);
     let first = env_u64("KISTA_RANDOM_FAULT_FIRST_SEED", 0);
     let (mut checked, mut stopped, mut acknowledged, mut reads) = (0, 0, 0, 0);
+    let (mut system_restarts, mut refused) = (0, 0);
     for seed in first..first + seeds {
         let mut run = Run::start(seed);
         for _ in 0..STEPS {
@@ -726,6 +887,17 @@ fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_write_and_serve_no_sta
         }
         let healed = run.heal_all();
         reads += run.reads_answered;
+        system_restarts += run.system_restarts;
+        if let Some(why) = &run.refused {
+            // A start from disk may refuse to go on only for want of a node able to
+            // restore some node group's data.
+            assert!(
+                why.contains("can restore GCI") || why.contains("holds the data of"),
+                "seed {seed}: the start from disk failed: {why}"
+            );
+            refused += 1;
+            continue;
+        }
         if !healed {
             // Every node stopped itself (a split left no side with every node group): the
             // safe outcome; nothing to read.
@@ -738,8 +910,10 @@ fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_write_and_serve_no_sta
     }
     eprintln!(
         "{seeds} seeds: {checked} checked to the end ({acknowledged} acknowledged writes), \
-         {stopped} stopped whole; {reads} reads answered under faults"
+         {stopped} stopped whole, {refused} refused a start from disk; {reads} reads \
+         answered under faults; {system_restarts} system restarts"
     );
     assert!(checked > 0, "some seeds end with a running cluster");
     assert!(reads > 0, "reads were answered while faults ran");
+    assert!(system_restarts > 0, "the cluster started from disk");
 }

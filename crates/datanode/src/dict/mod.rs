@@ -825,6 +825,8 @@ impl Block for Dictionary {
             DiskState::from_signal(signal).map(|d| self.disk_state(ctx, d))
         } else if number == StartTick::NUMBER {
             StartTick::from_signal(signal).map(|_| self.start_tick(ctx))
+        } else if number == ClusterLifeBegunConf::NUMBER {
+            ClusterLifeBegunConf::from_signal(signal).map(|c| self.life_begun(ctx, c.cluster_life))
         } else if number == StartReport::NUMBER {
             StartReport::from_signal(signal).map(|r| self.start_reported(ctx, r))
         } else if number == StartOrder::NUMBER {

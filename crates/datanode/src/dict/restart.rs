@@ -29,6 +29,7 @@ use kista_signal::{BlockAddress, NodeId, TypedSignal};
 use super::Dictionary;
 use crate::cluster::NodeSet;
 use crate::dist::PartitionMap;
+use crate::gcp::gcp_address;
 use crate::membership::membership_address;
 use crate::protocol::*;
 use crate::send_with_bytes;
@@ -280,7 +281,7 @@ impl Dictionary {
                     .chain(n.tc_addresses())
                     .chain(n.ldm_addresses())
             })
-            .chain(std::iter::once(membership_address(node)))
+            .chain([membership_address(node), gcp_address(node)])
             .collect();
         for receiver in receivers {
             ctx.send_typed(receiver, &started);

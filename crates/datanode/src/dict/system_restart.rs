@@ -76,6 +76,8 @@ pub(super) struct MasterStart {
 }
 
 enum Step {
+    /// The arbitrator is yet to hear of the new life.
+    Arbitrating(Decision),
     /// Participants' `dict`s yet to record the order.
     Ordering(Decision, Vec<BlockAddress>),
     /// (block, table) yet to apply a shipped definition.
@@ -193,6 +195,20 @@ fn stale_reason(report: &StartReport, life: u32, gci: u64) -> String {
     )
 }
 
+/// Before any node stops (the master too, if it cannot take part), the arbitrator hears
+/// that the participants begin a new life: their survivors' arbitration is of it, not of
+/// an earlier life's split.
+fn tell_arbitrator(ctx: &mut Context, arbitrator: Option<BlockAddress>, decision: &Decision) {
+    if let Some(arbitrator) = arbitrator {
+        let begins = ClusterLifeBegins {
+            cluster_life: decision.cluster_life,
+            participants: decision.participants,
+            stopping: NodeSet::of(decision.stale.iter().map(|(node, _)| *node)),
+        };
+        ctx.send_typed(arbitrator, &begins);
+    }
+}
+
 fn node_of(word: u32) -> Option<NodeId> {
     u8::try_from(word).ok().map(NodeId)
 }
@@ -292,6 +308,7 @@ impl Dictionary {
         let Some(node) = node_of(report.node) else {
             return;
         };
+        let arbitrator = self.settings.arbitrator;
         let master = self.master_start.get_or_insert_with(MasterStart::default);
         match &master.step {
             None => {
@@ -314,12 +331,14 @@ impl Dictionary {
                     ctx.send_typed(dict, &order);
                 }
             }
+            // The arbitrator's answer was lost (or not yet sent): ask again.
+            Some(Step::Arbitrating(decision)) => tell_arbitrator(ctx, arbitrator, decision),
             Some(_) => {}
         }
     }
 
-    /// Once every member reported: decide, stop the nodes that cannot take part, and
-    /// order the others.
+    /// Once every member reported: decide, have the arbitrator hear of the new life, then
+    /// stop the nodes that cannot take part and order the others.
     fn decide_when_reported(&mut self, ctx: &mut Context) {
         let members: Vec<NodeId> = self.members().map(|n| n.node).collect();
         let Some(master) = self.master_start.as_mut().filter(|m| m.step.is_none()) else {
@@ -336,12 +355,40 @@ impl Dictionary {
             Ok(decision) => decision,
             Err(reason) => return self.stop_cluster(ctx, &reason),
         };
-        if let Some((_, reason)) = decision
-            .stale
-            .iter()
-            .find(|(n, _)| *n == ctx.address().node())
-        {
-            // The others elect a new president, which decides again without this node.
+        if self.settings.arbitrator.is_some() {
+            tell_arbitrator(ctx, self.settings.arbitrator, &decision);
+            master.step = Some(Step::Arbitrating(decision));
+        } else {
+            self.carry_out(ctx, decision);
+        }
+    }
+
+    /// The arbitrator heard of life `cluster_life`: the start goes on.
+    pub(super) fn life_begun(&mut self, ctx: &mut Context, cluster_life: u32) {
+        let Some(master) = self.master_start.as_mut() else {
+            return;
+        };
+        match master.step.take() {
+            Some(Step::Arbitrating(decision)) if decision.cluster_life == cluster_life => {
+                self.carry_out(ctx, decision);
+            }
+            other => master.step = other,
+        }
+    }
+
+    /// Stops the nodes that cannot take part (this one, if it cannot: the others elect a
+    /// new president, which decides again) and orders the others.
+    fn carry_out(&mut self, ctx: &mut Context, decision: Decision) {
+        let own = ctx.address().node();
+        // The other stale nodes stop first: the survivors of this node's stop must be
+        // the participants the arbitrator heard of.
+        for (node, reason) in decision.stale.iter().filter(|(n, _)| *n != own) {
+            ctx.log(reason);
+            let stop = ClusterStop {}.to_signal(membership_address(*node), ctx.address());
+            send_with_bytes(ctx, stop, reason.as_bytes());
+        }
+        if let Some((_, reason)) = decision.stale.iter().find(|(n, _)| *n == own) {
+            // The participants elect a new president, which decides again without it.
             ctx.log(reason);
             return ctx.stop_node(reason);
         }
@@ -355,11 +402,6 @@ impl Dictionary {
                 .map(|n| n.0)
                 .collect::<Vec<_>>()
         ));
-        for (node, reason) in &decision.stale {
-            ctx.log(reason);
-            let stop = ClusterStop {}.to_signal(membership_address(*node), ctx.address());
-            send_with_bytes(ctx, stop, reason.as_bytes());
-        }
         let order = StartOrder {
             cluster_life: decision.cluster_life,
             gci: decision.gci,

@@ -112,14 +112,18 @@ pub(crate) struct NodeControl {
     /// The content as last changed (written, or to be).
     image: DiskImage,
     writer: TwinWriter<Held>,
-    /// A node joining a running cluster copies its data: its disk holds none to restore
-    /// until each of its `ldm_instances` checkpointed what it copied.
+    /// A node joining a running cluster copies its data. Its disk keeps what it held
+    /// (which a start from disk may still need) until the copy is over (`old_data_kept`);
+    /// then it holds none until each of its `ldm_instances` checkpointed what it copied.
     joining: bool,
+    old_data_kept: bool,
     ldm_instances: u16,
-    /// The `ldm`s whose checkpoint after the copy is written (bit per instance), and the
-    /// latest GCI any of those checkpoints' rows may be of.
+    /// The `ldm`s whose checkpoint after the copy is written (bit per instance).
     ldms_holding_data: u64,
-    copy_checkpoints_gci: u64,
+    /// Once all are: the GCIs recorded since (at most two are counted).
+    recorded_since_checkpoints: Option<Vec<u64>>,
+    /// The cluster's life a joining node learned from the master.
+    learned_life: Option<u32>,
     /// Whether the start's read is over.
     read: bool,
 }
@@ -132,9 +136,11 @@ impl NodeControl {
             image: DiskImage::default(),
             writer: TwinWriter::new(CONTROL_FILE, 0),
             joining,
+            old_data_kept: joining,
             ldm_instances,
             ldms_holding_data: 0,
-            copy_checkpoints_gci: 0,
+            recorded_since_checkpoints: None,
+            learned_life: None,
             read: false,
         }
     }
@@ -162,24 +168,20 @@ impl NodeControl {
         gci: u64,
         master: BlockAddress,
     ) -> Result<(), String> {
-        if !self.read {
+        if !self.read || self.old_data_kept {
+            // Nothing of this life to restore yet: the file keeps what it said.
             let holds_data = 0;
             ctx.send_typed(master, &GcpRecordConf { gci, holds_data });
             return Ok(());
         }
         self.image.restorable_gci = self.image.restorable_gci.max(gci);
-        let every_ldm = (1u64 << self.ldm_instances) - 1;
-        let checkpointed = self.ldms_holding_data == every_ldm
-            && self.copy_checkpoints_gci <= self.image.restorable_gci;
-        if self.joining && !self.image.holds_data && checkpointed {
-            // Every ldm's checkpoint since the copy is on disk, and its log holds every
-            // change since: the GCIs from the latest of its rows on are restorable here.
+        let restores = self.learned_life.is_some() && self.checkpoints_restore(gci);
+        if self.joining && !self.image.holds_data && restores {
             self.image.holds_data = true;
-            self.image.restores_from_gci = self.copy_checkpoints_gci;
+            self.image.restores_from_gci = gci;
             ctx.log(&format!(
-                "this node's disk restores its data again, GCI {} and later: a start from \
-                 disk may restore from it",
-                self.image.restores_from_gci
+                "this node's disk restores its data again, GCI {gci} and later: a start from \
+                 disk may restore from it"
             ));
         }
         let holds_data = self.image.holds_data;
@@ -191,14 +193,62 @@ impl NodeControl {
         self.changed(ctx, Some(held))
     }
 
-    /// `ldm` instance `instance` of a restarting node wrote its checkpoint after the
-    /// copy, whose rows are of `max_gci` and below; the next GCI recorded says the node
-    /// holds data once every `ldm` did.
-    pub fn ldm_holds_data(&mut self, instance: u16, max_gci: u64) {
-        if instance < self.ldm_instances {
-            self.ldms_holding_data |= 1 << instance;
-            self.copy_checkpoints_gci = self.copy_checkpoints_gci.max(max_gci);
+    /// The cluster's life, as this node's disk records it.
+    pub fn cluster_life(&self) -> u32 {
+        self.image.cluster_life
+    }
+
+    /// A restarting node joined the cluster of life `cluster_life`: its disk, once it
+    /// holds data again, holds data of that life.
+    pub fn joined_life(&mut self, cluster_life: u32) {
+        if self.joining {
+            self.learned_life = Some(cluster_life);
         }
+    }
+
+    /// A restarting node started: it holds every row in memory, copied from its peers. Its
+    /// disk gives up what it held (recorded before anything of it is overwritten), then
+    /// its `ldm`s start their logs and checkpoints afresh.
+    pub fn copy_done(&mut self, ctx: &mut Context) -> Result<(), String> {
+        if !self.old_data_kept || !self.read {
+            return Ok(());
+        }
+        self.old_data_kept = false;
+        self.image.holds_data = false;
+        self.image.restores_from_gci = 0;
+        if let Some(life) = self.learned_life {
+            self.image.cluster_life = life;
+        }
+        self.changed(ctx, Some(Held::OpenLogs))
+    }
+
+    /// `ldm` instance `instance` of a restarting node wrote its checkpoint after the
+    /// copy; once every one did, GCIs recorded from then on count towards the node
+    /// holding data.
+    pub fn ldm_holds_data(&mut self, instance: u16) {
+        if instance >= self.ldm_instances {
+            return;
+        }
+        self.ldms_holding_data |= 1 << instance;
+        let every_ldm = (1u64 << self.ldm_instances) - 1;
+        if self.ldms_holding_data == every_ldm && self.recorded_since_checkpoints.is_none() {
+            self.recorded_since_checkpoints = Some(Vec::new());
+        }
+    }
+
+    /// Whether the checkpoints after the copy and the log restore `gci`, being recorded:
+    /// the second GCI recorded after they were all written. The checkpoints' rows (copied
+    /// rows carry no GCI) are of the GCI open when the last was written or earlier, and a
+    /// node's record of GCI n comes while the open GCI is n + 1 at most, so it is at most
+    /// the second GCI recorded after (each round records one, and waits for this node).
+    fn checkpoints_restore(&mut self, gci: u64) -> bool {
+        let Some(recorded) = self.recorded_since_checkpoints.as_mut() else {
+            return false;
+        };
+        if recorded.last().is_none_or(|&last| gci > last) {
+            recorded.push(gci);
+        }
+        recorded.len() >= 2
     }
 
     /// The node is of `cluster_life` now and restores `gci`: confirmed to `from` once the
@@ -285,18 +335,12 @@ impl NodeControl {
         };
         self.image = image;
         self.image.node_life += 1;
-        if self.joining {
-            self.image.holds_data = false;
-        }
         self.writer = TwinWriter::new(CONTROL_FILE, image.sequence);
         self.read = true;
         let dict = BlockAddress::new(ctx.address().node(), DICT_BLOCK, 0);
-        let held = if self.joining {
-            Held::OpenLogs
-        } else {
-            Held::ReportTo(dict)
-        };
-        self.changed(ctx, Some(held))
+        // A joining node's disk keeps what it held until its copy is over.
+        let held = (!self.joining).then_some(Held::ReportTo(dict));
+        self.changed(ctx, held)
     }
 
     /// A restarting node's `ldm`s start with empty partitions, checkpoint files and logs,

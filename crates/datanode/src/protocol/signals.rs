@@ -733,6 +733,19 @@ typed_signal! {
     JoinCommit = 185 { generation: u32, joined: u32, }
 }
 typed_signal! {
+    /// From the master's `dict` to the arbitrator when a start from disk decided, before
+    /// any node stops: the cluster begins its life `cluster_life` with `participants`,
+    /// and `stopping` (the nodes whose disks cannot take part) stop. A split of an earlier
+    /// life is over: the participants are the side that goes on. Confirmed by
+    /// `ClusterLifeBegunConf`.
+    ClusterLifeBegins = 237 { cluster_life: u32, participants: NodeSet, stopping: NodeSet, }
+}
+typed_signal! {
+    /// The arbitrator heard `ClusterLifeBegins` of `cluster_life`: the master goes on
+    /// with the start (stopping the nodes that do not take part, itself perhaps).
+    ClusterLifeBegunConf = 238 { cluster_life: u32, }
+}
+typed_signal! {
     /// From the president to the arbitrator: `joined` joined, and `members` (with it) are
     /// the membership now, so `joined` belongs to the side that won the last split.
     MembershipGrew = 186 { members: NodeSet, joined: u32, }
@@ -953,18 +966,19 @@ typed_signal! {
 }
 typed_signal! {
     /// From the master's `gcp` to the `gcp` of a node that just joined the membership: the
-    /// GCI coordinators stamp now, and the latest restorable one. Should it become master
-    /// before a round reached it, it goes on from there, never from an earlier GCI.
-    GcpJoinState = 236 { current_gci: u64, restorable_gci: u64, }
+    /// GCI coordinators stamp now, and the latest restorable one (should it become master
+    /// before a round reached it, it goes on from there, never from an earlier GCI), and
+    /// the cluster's life, which its disk holds data of once it checkpointed its copy.
+    GcpJoinState = 236 { current_gci: u64, restorable_gci: u64, cluster_life: u32, }
 }
 
 // ----- a node restart's disk: ldm -> its node's gcp -----
 typed_signal! {
     /// From each `ldm` of a node that restarted into a running cluster to its node's
     /// `gcp`: the first local checkpoint this `ldm` began once the node started (every
-    /// partition copied from a peer) is written, its rows of `max_gci` and below, so its
-    /// checkpoint and log restore its partitions again. Once every `ldm` said so and
-    /// such a GCI is recorded, the control file says the node holds data (a start from
-    /// disk may restore from it).
-    LdmHoldsData = 235 { max_gci: u64, }
+    /// partition copied from a peer) is written, so its checkpoint and log restore its
+    /// partitions again. Once every `ldm` said so (and a GCI later than the checkpoints'
+    /// rows is recorded), the control file says the node holds data (a start from disk
+    /// may restore from it).
+    LdmHoldsData = 235 {}
 }

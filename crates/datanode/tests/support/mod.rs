@@ -66,6 +66,8 @@ pub struct Executed {
     pub rows: Vec<(u32, Vec<Value>)>,
     /// The block that sent each row, in the order of `rows`.
     pub row_senders: Vec<BlockAddress>,
+    /// The GCI a committed transaction belongs to (0 for a single committed read).
+    pub gci: u64,
 }
 
 /// What a scan returned.
@@ -171,6 +173,14 @@ impl Node {
     /// starts so, an initial start too): the master logs it, and its word reaches every
     /// node within a few milliseconds.
     pub fn wait_for_start(&mut self) {
+        if let Err(failure) = self.try_wait_for_start() {
+            panic!("{failure}");
+        }
+    }
+
+    /// [`Node::wait_for_start`], saying why when the start from disk did not end: every
+    /// node stopped (the start refused to go on), or 120 s passed.
+    pub fn try_wait_for_start(&mut self) -> Result<(), String> {
         let starts = |cluster: &Self| -> usize {
             let logs = cluster
                 .nodes
@@ -196,17 +206,25 @@ impl Node {
                 .iter()
                 .map(|n| self.simulation.log_of(n.node))
                 .collect();
-            panic!(
+            return Err(format!(
                 "the start from disk did not end within 120 s: logs {logs:?}, stopped {:?}",
                 self.simulation.stopped_nodes()
-            );
+            ));
         }
         self.run_for_ms(20);
+        Ok(())
     }
 
     /// Starts every data node again (all crashed or stopped) as a cluster starts: from
     /// what their disks hold.
     pub fn start_again(&mut self, data_memory_bytes: u64) {
+        if let Err(failure) = self.try_start_again(data_memory_bytes) {
+            panic!("{failure}");
+        }
+    }
+
+    /// [`Node::start_again`], saying why when the start did not end.
+    pub fn try_start_again(&mut self, data_memory_bytes: u64) -> Result<(), String> {
         for settings in self.nodes.clone() {
             let memory = Arc::new(DataMemory::new(data_memory_bytes));
             let disk = self.disks[&settings.node].clone();
@@ -217,7 +235,7 @@ impl Node {
                 self.simulation.inject(signal);
             }
         }
-        self.wait_for_start();
+        self.try_wait_for_start()
     }
 
     /// Starts crashed data node `node` again with fresh blocks, joining the running cluster.
@@ -426,6 +444,7 @@ impl Node {
                     .into_iter()
                     .collect(),
                 row_senders: found.then(|| signal.sender()).into_iter().collect(),
+                gci: 0,
             });
         }
         let conf = ExecuteConf::from_signal(&signal).unwrap();
@@ -452,6 +471,7 @@ impl Node {
             message: String::from_utf8_lossy(&bytes).into_owned(),
             rows,
             row_senders,
+            gci: conf.gci,
         })
     }
 
