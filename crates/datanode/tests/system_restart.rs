@@ -384,6 +384,30 @@ fn restart_by_copy(
     }
 }
 
+/// A 2-node cluster (`settings` per node, seeded `seed`) that took writes, whose node 2
+/// then failed and restarted by copying from node 1, under more writes: the cluster, its
+/// `counters` table, the next client transaction and the rows acknowledged.
+fn node_2_restarted_by_copy(
+    settings: impl Fn(NodeId) -> NodeSettings,
+    seed: u64,
+) -> (Node, (u32, u32), u64, BTreeMap<i64, i64>) {
+    let mut cluster = Node::start_cluster(cluster_settings(2, 2, settings), MEMORY_BYTES, seed);
+    let table = cluster.create_counters();
+    let mut client_tx = 1;
+    let mut expected = BTreeMap::new();
+    write_rounds(&mut cluster, table, &mut client_tx, 1..20, &mut expected);
+    let rounds = 20..30;
+    restart_by_copy(
+        &mut cluster,
+        NodeId(2),
+        table,
+        &mut client_tx,
+        rounds,
+        &mut expected,
+    );
+    (cluster, table, client_tx, expected)
+}
+
 #[test]
 fn nodes_that_restarted_by_copying_restore_their_rows_in_a_start_from_disk() {
     let settings = cluster_settings(2, 2, node_settings);
@@ -441,20 +465,8 @@ fn while_a_group_has_no_node_with_its_data_on_disk_no_gci_is_claimed_restorable(
         ..node_settings(node)
     };
     for checkpointed in [false, true] {
-        let settings = cluster_settings(2, 2, slow_checkpoints);
-        let mut cluster = Node::start_cluster(settings, MEMORY_BYTES, 71);
-        let table = cluster.create_counters();
-        let mut client_tx = 1;
-        let mut expected = BTreeMap::new();
-        write_rounds(&mut cluster, table, &mut client_tx, 1..20, &mut expected);
-        restart_by_copy(
-            &mut cluster,
-            NodeId(2),
-            table,
-            &mut client_tx,
-            20..30,
-            &mut expected,
-        );
+        let (mut cluster, table, mut client_tx, mut expected) =
+            node_2_restarted_by_copy(slow_checkpoints, 71);
         // Node 1 fails before node 2 wrote what it copied to disk (but after the writes
         // so far are restorable): node 2 alone holds the rows, in memory. It goes on; a
         // durable commit waits.
@@ -500,20 +512,8 @@ fn while_a_group_has_no_node_with_its_data_on_disk_no_gci_is_claimed_restorable(
 
 #[test]
 fn a_node_that_becomes_master_moments_after_it_joined_goes_on_from_the_clusters_gci() {
-    let settings = cluster_settings(2, 2, node_settings);
-    let mut cluster = Node::start_cluster(settings, MEMORY_BYTES, 81);
-    let table = cluster.create_counters();
-    let mut client_tx = 1;
-    let mut expected = BTreeMap::new();
-    write_rounds(&mut cluster, table, &mut client_tx, 1..20, &mut expected);
-    restart_by_copy(
-        &mut cluster,
-        NodeId(2),
-        table,
-        &mut client_tx,
-        20..30,
-        &mut expected,
-    );
+    let (mut cluster, table, mut client_tx, mut expected) =
+        node_2_restarted_by_copy(node_settings, 81);
     // The master fails before any round reached node 2's coordinators.
     let saved = cluster.delivered::<GcpSaved>();
     let last_saved = saved.iter().map(|(_, _, s)| s.gci).max().unwrap_or(0);

@@ -120,8 +120,8 @@ pub(crate) struct NodeControl {
     ldm_instances: u16,
     /// The `ldm`s whose checkpoint after the copy is written (bit per instance).
     ldms_holding_data: u64,
-    /// Once all are: the GCIs recorded since (at most two are counted).
-    recorded_since_checkpoints: Option<Vec<u64>>,
+    /// Once all are: how many GCIs were recorded since, and the latest.
+    recorded_since_checkpoints: Option<(u32, u64)>,
     /// The cluster's life a joining node learned from the master.
     learned_life: Option<u32>,
     /// Whether the start's read is over.
@@ -232,7 +232,7 @@ impl NodeControl {
         self.ldms_holding_data |= 1 << instance;
         let every_ldm = (1u64 << self.ldm_instances) - 1;
         if self.ldms_holding_data == every_ldm && self.recorded_since_checkpoints.is_none() {
-            self.recorded_since_checkpoints = Some(Vec::new());
+            self.recorded_since_checkpoints = Some((0, 0));
         }
     }
 
@@ -242,13 +242,15 @@ impl NodeControl {
     /// node's record of GCI n comes while the open GCI is n + 1 at most, so it is at most
     /// the second GCI recorded after (each round records one, and waits for this node).
     fn checkpoints_restore(&mut self, gci: u64) -> bool {
-        let Some(recorded) = self.recorded_since_checkpoints.as_mut() else {
+        let Some((count, latest)) = self.recorded_since_checkpoints.as_mut() else {
             return false;
         };
-        if recorded.last().is_none_or(|&last| gci > last) {
-            recorded.push(gci);
+        // The master may ask to record a GCI twice: it counts once.
+        if gci > *latest {
+            *count += 1;
+            *latest = gci;
         }
-        recorded.len() >= 2
+        *count >= 2
     }
 
     /// The node is of `cluster_life` now and restores `gci`: confirmed to `from` once the
