@@ -54,6 +54,7 @@ use crate::protocol::*;
 use crate::tc::FIRST_GCI;
 
 pub mod control_file;
+mod own_disk;
 
 /// Where the master's round stands; each step waits for some blocks' confirmations.
 #[derive(Clone, Copy, Debug)]
@@ -125,6 +126,8 @@ pub struct GlobalCheckpoints {
     /// such member failed while another copied its rows), since GCI `.1`: the GCIs
     /// recorded meanwhile are not restorable.
     group_without_data: Option<(u16, u64)>,
+    /// A restarting node's restore from its own disk, while it runs.
+    own_disk: Option<own_disk::OwnDisk>,
 }
 
 impl GlobalCheckpoints {
@@ -150,6 +153,7 @@ impl GlobalCheckpoints {
             shutdown: Shutdown::NotAsked,
             hurried_gci: 0,
             group_without_data: None,
+            own_disk: None,
             settings,
             cluster,
         }
@@ -446,11 +450,40 @@ impl GlobalCheckpoints {
     }
 
     /// The master's word to a node that joined: where the global checkpoints stand.
-    fn learned(&mut self, state: GcpJoinState) {
+    fn learned(&mut self, ctx: &mut Context, state: GcpJoinState) {
         self.current_gci = self.current_gci.max(state.current_gci);
         self.restorable_gci = self.restorable_gci.max(state.restorable_gci);
         if let Some(control) = self.control.as_mut() {
             control.joined_life(state.cluster_life);
+        }
+        self.own_disk_go_on(ctx);
+    }
+
+    /// The master's `dict` asks this restarting node to load its partitions from its own
+    /// disk before its copy.
+    fn own_disk_asked(&mut self, ctx: &mut Context, asked: OwnDiskRestore, from: BlockAddress) {
+        self.own_disk = Some(own_disk::OwnDisk::asked(asked.restart, from));
+        self.own_disk_go_on(ctx);
+    }
+
+    fn own_disk_go_on(&mut self, ctx: &mut Context) {
+        let ldms = self.settings.ldm_instances;
+        let answered = self
+            .own_disk
+            .as_mut()
+            .is_some_and(|own| own.go_on(ctx, self.control.as_ref(), ldms));
+        if answered {
+            self.own_disk = None;
+        }
+    }
+
+    fn own_disk_loaded(&mut self, ctx: &mut Context, conf: LdmRestoreConf) {
+        let answered = self
+            .own_disk
+            .as_mut()
+            .is_some_and(|own| own.ldm_loaded(ctx, conf));
+        if answered {
+            self.own_disk = None;
         }
     }
 
@@ -460,8 +493,10 @@ impl GlobalCheckpoints {
             .as_mut()
             .map_or(Ok(()), |c| c.replied(ctx, reply));
         if let Err(reason) = result {
-            ctx.stop_node(&reason);
+            return ctx.stop_node(&reason);
         }
+        // A restore from the node's own disk waits for the file's read.
+        self.own_disk_go_on(ctx);
     }
 
     /// The start from disk is over: the cluster was restored to `gci` and goes on with
@@ -478,12 +513,21 @@ impl GlobalCheckpoints {
         self.master = NodeId(u8::try_from(joined.president).unwrap_or(0));
         let joiner = NodeId(u8::try_from(joined.joined).unwrap_or(0));
         if self.is_master() && joiner != self.settings.node {
+            // A round under way may have coordinators stamp its GCI already.
+            let stamped = match self.round {
+                Round::Preparing { gci } | Round::Committing { gci } => gci,
+                _ => self.current_gci,
+            };
             let state = GcpJoinState {
-                current_gci: self.current_gci,
+                current_gci: stamped.max(self.current_gci),
                 restorable_gci: self.restorable_gci,
                 cluster_life: self.control.as_ref().map_or(0, |c| c.cluster_life()),
             };
-            ctx.send_typed(gcp_address(joiner), &state);
+            let tcs = self.cluster.node(joiner).map(|n| n.tc_addresses());
+            let told = std::iter::once(gcp_address(joiner)).chain(tcs.into_iter().flatten());
+            for block in told.collect::<Vec<_>>() {
+                ctx.send_typed(block, &state);
+            }
         }
     }
 }
@@ -591,7 +635,11 @@ impl Block for GlobalCheckpoints {
                 }
             })
         } else if number == GcpJoinState::NUMBER {
-            GcpJoinState::from_signal(signal).map(|state| self.learned(state))
+            GcpJoinState::from_signal(signal).map(|state| self.learned(ctx, state))
+        } else if number == OwnDiskRestore::NUMBER {
+            OwnDiskRestore::from_signal(signal).map(|asked| self.own_disk_asked(ctx, asked, from))
+        } else if number == LdmRestoreConf::NUMBER {
+            LdmRestoreConf::from_signal(signal).map(|conf| self.own_disk_loaded(ctx, conf))
         } else {
             Ok(())
         };

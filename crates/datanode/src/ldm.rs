@@ -194,9 +194,7 @@ impl LocalDataManager {
             let layout = Arc::new(RowLayout::new(&body.schema));
             let map = PartitionMap::for_cluster(definition.partitions, &self.cluster);
             let here = ctx.address();
-            let limits = PartitionLimits {
-                locks_max: self.settings.locks_per_partition_max,
-            };
+            let limits = partition_limits(&self.settings);
             let partitions = map
                 .held_by(here)
                 .map(|p| {
@@ -526,6 +524,12 @@ impl LocalDataManager {
                     },
                 );
             }
+            OperationKind::Insert if prepare.chain.at_starting_replica() => {
+                // The replicas before checked the insert; this one may still hold the
+                // key from its own disk (deleted since, the copy will say) and takes
+                // the row as written.
+                done_or_wait(partition.write(tx, &body.values).map_err(described)?)
+            }
             OperationKind::Insert => {
                 done_or_wait(partition.insert(tx, &body.values).map_err(described)?)
             }
@@ -762,7 +766,7 @@ impl LocalDataManager {
         let table = self.tables.get(&table_id)?;
         let partition = table.partitions.get(&partition_id)?;
         let Some(redo) = self.redo.as_mut() else {
-            return Some(lock_partition(partition).commit(transaction));
+            return Some(lock_partition(partition).commit(transaction, gci));
         };
         let place = RowPlace {
             table_id,
@@ -770,7 +774,7 @@ impl LocalDataManager {
             partition: partition_id,
         };
         let mut failure = None;
-        let granted = lock_partition(partition).commit_logged(transaction, &mut |change| {
+        let granted = lock_partition(partition).commit_logged(transaction, gci, &mut |change| {
             if failure.is_none() {
                 failure = redo.log_change(gci, place, &table.layout, change).err();
             }
@@ -784,18 +788,22 @@ impl LocalDataManager {
     }
 
     /// The master's order to restore the partitions (or start them empty), or, on a node
-    /// restarting into a running cluster once it started, its `gcp`'s word to start its
-    /// log and checkpoints afresh (its conf goes to that `gcp`, which ignores it).
+    /// restarting into a running cluster, its `gcp`'s word to load them from its own disk
+    /// before the copy, and, once it started, to start its log and checkpoints afresh
+    /// (those confs go to that `gcp`).
     fn restore(&mut self, ctx: &mut Context, order: LdmRestore, master: BlockAddress) {
         let Some(redo) = self.redo.as_ref().filter(|_| self.restore.is_none()) else {
             return;
         };
-        let limits = PartitionLimits {
-            locks_max: self.settings.locks_per_partition_max,
+        let Some(kind) = RestoreKind::of(order.restores) else {
+            return ctx.log(&format!(
+                "ldm: a restore of unknown kind {}",
+                order.restores
+            ));
         };
-        let restores = order.restores != 0;
+        let limits = partition_limits(&self.settings);
         let (gci, life) = (order.gci, order.node_life);
-        match restore::Restore::start(ctx, gci, life, restores, master, redo.ring(), limits) {
+        match restore::Restore::start(ctx, gci, life, kind, master, redo.ring(), limits) {
             Ok(restore) => self.restore = Some(restore),
             Err(reason) => ctx.stop_node(&reason),
         }
@@ -810,7 +818,14 @@ impl LocalDataManager {
         ) else {
             return Ok(());
         };
-        match restore.replied(ctx, reply, &self.tables)? {
+        let next = match restore.replied(ctx, reply, &self.tables) {
+            Ok(next) => next,
+            Err(reason) if restore.kind == RestoreKind::BeforeCopy => {
+                return self.restore_abandoned(ctx, &reason);
+            }
+            Err(reason) => return Err(reason),
+        };
+        match next {
             restore::Next::Going => Ok(()),
             restore::Next::Fresh => {
                 redo.open(ctx, restore.life)?;
@@ -823,16 +838,41 @@ impl LocalDataManager {
                 self.restored(ctx);
                 Ok(())
             }
+            restore::Next::Loaded => {
+                restore.partitions_restored(&self.tables);
+                self.restored(ctx);
+                Ok(())
+            }
             restore::Next::Resume {
                 files,
                 head_lsn,
                 tail_lsn,
                 checkpoint_id,
             } => {
+                restore.partitions_restored(&self.tables);
                 redo.resume(&files, head_lsn, tail_lsn, restore.life, restore.gci);
                 checkpoints.start_restored(ctx, &self.tables, redo, checkpoint_id)
             }
         }
+    }
+
+    /// A restore before a copy found this node's disk unusable: the partitions start
+    /// empty, and the copy brings every row.
+    fn restore_abandoned(&mut self, ctx: &mut Context, reason: &str) -> Result<(), String> {
+        let Some(restore) = self.restore.as_mut() else {
+            return Ok(());
+        };
+        ctx.log(&format!(
+            "ldm {}: this node's disk cannot be restored before its copy ({reason}); every \
+             row is copied from the other replicas",
+            ctx.address().instance()
+        ));
+        restore.empty_partitions(&self.tables)?;
+        restore.gci = 0;
+        restore.rows = 0;
+        restore.records = 0;
+        self.restored(ctx);
+        Ok(())
     }
 
     /// The restore is over: the master hears it.
@@ -850,6 +890,7 @@ impl LocalDataManager {
         let conf = LdmRestoreConf {
             rows: restore.rows,
             records: restore.records,
+            gci: restore.gci,
         };
         ctx.send_typed(restore.master, &conf);
     }
@@ -976,6 +1017,13 @@ impl LocalDataManager {
                 break;
             }
         }
+    }
+}
+
+fn partition_limits(settings: &NodeSettings) -> PartitionLimits {
+    PartitionLimits {
+        locks_max: settings.locks_per_partition_max,
+        deleted_keys_bytes_max: settings.deleted_keys_per_partition_bytes_max,
     }
 }
 

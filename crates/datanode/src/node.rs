@@ -48,6 +48,10 @@ pub struct NodeSettings {
     pub transaction_inactive_timeout_ms: u64,
     /// Row locks one partition may track at once.
     pub locks_per_partition_max: usize,
+    /// Bytes of deleted keys each partition keeps (with their GCIs) so that a replica
+    /// restarting from its own disk learns what was deleted while it was down; a replica
+    /// down longer than these cover is copied whole.
+    pub deleted_keys_per_partition_bytes_max: usize,
     /// Open transactions one coordinator may hold (NDB: MaxNoOfConcurrentTransactions).
     pub transactions_per_tc_max: usize,
     /// Operations one transaction may have (NDB: MaxNoOfConcurrentOperations, per tx).
@@ -109,6 +113,7 @@ impl NodeSettings {
             deadlock_detection_interval_ms: 50,
             transaction_inactive_timeout_ms: 10_000,
             locks_per_partition_max: 100_000,
+            deleted_keys_per_partition_bytes_max: 1 << 20,
             transactions_per_tc_max: 65_536,
             operations_per_transaction_max: 100_000,
             read_policy: ReadPolicy::Adaptive,

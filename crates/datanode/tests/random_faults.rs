@@ -1,6 +1,7 @@
 //! Random faults in the deterministic simulation. For each seed, a cluster of 2 or 4 data
 //! nodes (2 replicas) or 3 (3 replicas) takes a stream of writes (each writes a key's row
-//! and its mirror row in one transaction; one in four commits durably), which every
+//! and its mirror row in one transaction, or deletes both when they surely exist; one in
+//! four commits durably), which every
 //! replica logs to its REDO log on a simulated disk, while a seeded schedule crashes
 //! (tearing the disk's unsynced writes) and restarts nodes, pauses and resumes them, cuts
 //! and slows the links between them, and crashes every node and starts the cluster from
@@ -278,7 +279,13 @@ impl Run {
         }
         let tx = self.next_tx;
         self.next_tx += 1;
-        let value = tx as i64;
+        // A key surely present may be deleted (a delete of an absent row fails for good).
+        let present = matches!(self.keys[key as usize].may_hold[..], [value] if value != ABSENT);
+        let value = if present && self.dice.below(4) == 0 {
+            ABSENT
+        } else {
+            tx as i64
+        };
         self.cluster.use_node(NodeId(via));
         let durable = self.dice.below(4) == 0;
         let mode = if durable {
@@ -292,8 +299,9 @@ impl Run {
         let sent_ns = self.cluster.now_ns();
         if verbose() {
             eprintln!(
-                "{:>8} ms  tx {tx} writes key {key} via node {via}{}",
+                "{:>8} ms  tx {tx} {} key {key} via node {via}{}",
                 sent_ns / MS,
+                if value == ABSENT { "deletes" } else { "writes" },
                 if durable { " (durable)" } else { "" }
             );
         }
@@ -337,13 +345,16 @@ impl Run {
         let Some(read) = self.reads.get(&client_tx) else {
             return;
         };
-        let value = (found != 0).then(|| match RowBody::decode(bytes).map(|r| r.values) {
-            Ok(values) => values[1].clone(),
-            Err(error) => panic!("seed {}: a read's row does not decode: {error}", self.seed),
-        });
+        let value = match (found != 0).then(|| RowBody::decode(bytes).map(|r| r.values)) {
+            None => Value::Int(ABSENT),
+            Some(Ok(values)) => values[1].clone(),
+            Some(Err(error)) => {
+                panic!("seed {}: a read's row does not decode: {error}", self.seed)
+            }
+        };
         assert_eq!(
             value,
-            Some(Value::Int(read.expected)),
+            Value::Int(read.expected),
             "seed {}: a read of key {} sent through node {} at {} ms was answered by {from} \
              at {} ms with a value other than the last acknowledged one (a stale read)",
             self.seed,
@@ -400,12 +411,13 @@ impl Run {
                     .or(self.unknown.get(&conf.client_tx))
                 {
                     eprintln!(
-                        "{:>8} ms  tx {} key {} via {}: {:?} {} {}",
+                        "{:>8} ms  tx {} key {} via {}: {:?} (GCI {}) {} {}",
                         self.cluster.now_ns() / MS,
                         conf.client_tx,
                         write.key,
                         signal.sender(),
                         conf.outcome,
+                        conf.gci,
                         conf.code,
                         String::from_utf8_lossy(&bytes)
                     );
@@ -766,6 +778,14 @@ impl Run {
     }
 
     fn check_every_key(&mut self) {
+        if verbose() {
+            // What the nodes logged (the latest lines), to read with the faults above.
+            for &node in &self.nodes {
+                for line in self.cluster.simulation.log_of(NodeId(node)) {
+                    eprintln!("node {node} logged: {line}");
+                }
+            }
+        }
         let running = self.running();
         for key in 0..KEYS {
             let may_hold = self.keys[key as usize].may_hold.clone();
@@ -855,14 +875,20 @@ fn mirror_of(key: i64) -> i64 {
     key + KEYS
 }
 
+/// Writes `value` to `key` and its mirror, or deletes both ([`ABSENT`]).
 fn key_and_mirror(key: i64, value: i64) -> Vec<support::Op> {
+    let kind = match value {
+        ABSENT => OperationKind::Delete,
+        _ => OperationKind::Write,
+    };
     vec![
-        counter_op(OperationKind::Write, key, value),
-        counter_op(OperationKind::Write, mirror_of(key), value),
+        counter_op(kind, key, value),
+        counter_op(kind, mirror_of(key), value),
     ]
 }
 
-/// `KISTA_RANDOM_FAULT_VERBOSE=1` prints each seed's faults and membership changes.
+/// `KISTA_RANDOM_FAULT_VERBOSE=1` prints each seed's faults, membership changes and
+/// answers (with their GCIs), and at its end what the nodes logged.
 fn verbose() -> bool {
     std::env::var_os("KISTA_RANDOM_FAULT_VERBOSE").is_some()
 }
@@ -880,12 +906,14 @@ fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_write_and_serve_no_sta
     let first = env_u64("KISTA_RANDOM_FAULT_FIRST_SEED", 0);
     let (mut checked, mut stopped, mut acknowledged, mut reads) = (0, 0, 0, 0);
     let (mut system_restarts, mut refused) = (0, 0);
+    let mut node_restarts = NodeRestarts::default();
     for seed in first..first + seeds {
         let mut run = Run::start(seed);
         for _ in 0..STEPS {
             run.step();
         }
         let healed = run.heal_all();
+        node_restarts.count(&run);
         reads += run.reads_answered;
         system_restarts += run.system_restarts;
         if let Some(why) = &run.refused {
@@ -911,9 +939,52 @@ fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_write_and_serve_no_sta
     eprintln!(
         "{seeds} seeds: {checked} checked to the end ({acknowledged} acknowledged writes), \
          {stopped} stopped whole, {refused} refused a start from disk; {reads} reads \
-         answered under faults; {system_restarts} system restarts"
+         answered under faults; {system_restarts} system restarts; {} node restarts, {} \
+         from their own disk (copying what changed: {} rows, {} deleted keys)",
+        node_restarts.all, node_restarts.own_disk, node_restarts.rows, node_restarts.deleted
     );
     assert!(checked > 0, "some seeds end with a running cluster");
     assert!(reads > 0, "reads were answered while faults ran");
     assert!(system_restarts > 0, "the cluster started from disk");
+    if seeds >= SEEDS_DEFAULT {
+        assert!(
+            node_restarts.own_disk > 0,
+            "nodes restarted from their own disk"
+        );
+        assert!(node_restarts.deleted > 0, "copies brought deletes");
+    }
+}
+
+/// Node restarts of every seed, as the masters logged them.
+#[derive(Default)]
+struct NodeRestarts {
+    all: u64,
+    own_disk: u64,
+    rows: u64,
+    deleted: u64,
+}
+
+impl NodeRestarts {
+    fn count(&mut self, run: &Run) {
+        for &node in &run.nodes {
+            for line in run.cluster.simulation.log_of(NodeId(node)) {
+                if !line.contains(" started") || !line.contains("rows") {
+                    continue;
+                }
+                self.all += 1;
+                let Some(copied) = line.split_once("): ").map(|(_, copied)| copied) else {
+                    continue;
+                };
+                if line.contains("from its own disk") {
+                    self.own_disk += 1;
+                    let numbers: Vec<u64> = copied
+                        .split_whitespace()
+                        .filter_map(|word| word.parse().ok())
+                        .collect();
+                    self.rows += numbers.first().copied().unwrap_or(0);
+                    self.deleted += numbers.get(1).copied().unwrap_or(0);
+                }
+            }
+        }
+    }
 }

@@ -9,7 +9,6 @@ use kista_datanode::node::NodeSettings;
 use kista_datanode::protocol::*;
 use kista_datanode::router::ReadPolicy;
 use kista_signal::{BlockAddress, NodeId};
-use kista_storage::partition::ScanRange;
 use kista_storage::schema::{Column, TableSchema};
 use kista_storage::types::{ColumnType, Value};
 use support::{cluster_settings, primary_key, with_unique_index, Node, Op, ScanSpec};
@@ -236,17 +235,7 @@ fn four_nodes_in_two_groups_hold_each_partition_on_one_group() {
     let expected: Vec<Vec<Value>> = (0..ROWS).map(|id| user(id, &name_of(id))).collect();
     for reader in 1..=4u8 {
         cluster.use_node(NodeId(reader));
-        let spec = ScanSpec {
-            table,
-            body: ScanBody {
-                range: ScanRange::Full,
-                filter: None,
-                columns: vec![],
-            },
-            limit: u64::MAX,
-            batch_rows: 16,
-            ordered: false,
-        };
+        let spec = ScanSpec::every_row(table, 16);
         let scanned = cluster.scan(8_000 + u64::from(reader), &spec, None);
         assert_eq!(scanned.code, 0, "{}", scanned.message);
         let mut rows = scanned.rows();

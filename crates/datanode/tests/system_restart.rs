@@ -13,89 +13,8 @@ use kista_datanode::gcp::gcp_address;
 use kista_datanode::node::NodeSettings;
 use kista_datanode::protocol::*;
 use kista_signal::{NodeId, TypedSignal};
-use kista_storage::partition::ScanRange;
-use kista_storage::types::Value;
-use support::{cluster_settings, counter_op, Node, ScanSpec, ARBITRATOR};
-
-const LDM_INSTANCES: u16 = 2;
-/// A small log (each `ldm`'s ring 4 files of 512 KiB), so local checkpoints run often and
-/// a restore reads a checkpoint and then the log.
-const REDO_LOG_BYTES: u64 = 4 << 20;
-const GCP_INTERVAL_MS: u64 = 20;
-const MEMORY_BYTES: u64 = 64 << 20;
-
-fn node_settings(node: NodeId) -> NodeSettings {
-    let mut settings = NodeSettings::new(node);
-    settings.ldm_instances = LDM_INSTANCES;
-    settings.redo_log_bytes = REDO_LOG_BYTES;
-    settings.global_checkpoint_interval_ms = GCP_INTERVAL_MS;
-    settings.checkpoint_write_bytes_per_sec = 4 << 20;
-    settings
-}
-
-/// Every row of `counters` (id → value), read by a scan through `node`.
-fn rows_through(
-    cluster: &mut Node,
-    node: NodeId,
-    table: (u32, u32),
-    scan: u64,
-) -> BTreeMap<i64, i64> {
-    cluster.use_node(node);
-    let spec = ScanSpec {
-        table,
-        body: ScanBody {
-            range: ScanRange::Full,
-            filter: None,
-            columns: vec![],
-        },
-        limit: u64::MAX,
-        batch_rows: 256,
-        ordered: false,
-    };
-    let scanned = cluster.scan(scan, &spec, None);
-    let int = |value: &Value| match value {
-        Value::Int(int) => *int,
-        other => panic!("a counters column: {other:?}"),
-    };
-    scanned
-        .rows()
-        .iter()
-        .map(|row| (int(&row[0]), int(&row[1])))
-        .collect()
-}
-
-/// Rounds of writes to `rows` rows and deletes of every seventh, each acknowledged before
-/// the next; `expected` follows what was acknowledged.
-fn write_rounds(
-    cluster: &mut Node,
-    table: (u32, u32),
-    client_tx: &mut u64,
-    rounds: std::ops::Range<i64>,
-    expected: &mut BTreeMap<i64, i64>,
-) {
-    const ROWS: i64 = 300;
-    for round in rounds {
-        let deleted = (round * 7) % ROWS;
-        let mut ops: Vec<_> = (0..ROWS)
-            .filter(|&id| id != deleted)
-            .map(|id| counter_op(OperationKind::Write, id, round))
-            .collect();
-        if expected.contains_key(&deleted) {
-            ops.push(counter_op(OperationKind::Delete, deleted, 0));
-        }
-        let executed = cluster.execute(*client_tx, table, ops, ExecuteMode::Commit);
-        *client_tx += 1;
-        assert_eq!(
-            executed.outcome,
-            TransactionOutcome::Committed,
-            "round {round}"
-        );
-        for id in 0..ROWS {
-            expected.insert(id, round);
-        }
-        expected.remove(&deleted);
-    }
-}
+use support::disk_cluster::*;
+use support::{cluster_settings, counter_op, Node, ARBITRATOR};
 
 /// The rows the `ldm`s logged they restored from checkpoints in the latest start.
 fn rows_from_checkpoints(cluster: &Node, master: NodeId) -> u64 {
@@ -341,49 +260,6 @@ fn a_node_whose_disk_is_behind_stops_and_the_others_serve_everything() {
     assert_eq!(rows_through(&mut cluster, NodeId(1), table, 1), expected);
 }
 
-/// Whether `node`'s log says its disk restores its data again after a node restart.
-fn disk_holds_data_again(cluster: &Node, node: NodeId) -> bool {
-    let log = cluster.simulation.log_of(node);
-    log.iter()
-        .any(|line| line.contains("disk restores its data again"))
-}
-
-/// Crashes `node` of a 2-node cluster, runs the other under writes (requests go to it
-/// from then on), then restarts `node` (it copies its rows from its peer) and waits until
-/// it started.
-fn restart_by_copy(
-    cluster: &mut Node,
-    node: NodeId,
-    table: (u32, u32),
-    client_tx: &mut u64,
-    rounds: std::ops::Range<i64>,
-    expected: &mut BTreeMap<i64, i64>,
-) {
-    cluster.simulation.crash(node);
-    let survivor = if node == NodeId(1) {
-        NodeId(2)
-    } else {
-        NodeId(1)
-    };
-    cluster.use_node(survivor);
-    // The survivor detects the failure and the arbitrator lets it go on.
-    cluster.run_for_ms(10_000);
-    write_rounds(cluster, table, client_tx, rounds, expected);
-    let since_ns = cluster.now_ns();
-    cluster.restart_node(node, MEMORY_BYTES);
-    let deadline_ns = since_ns + 30_000_000_000;
-    let started = |cluster: &Node| {
-        let heard = cluster.delivered::<NodeStarted>();
-        heard.iter().any(|(at, to, started)| {
-            *at >= since_ns && to.node() == node && started.node == u32::from(node.0)
-        })
-    };
-    while !started(cluster) {
-        assert!(cluster.now_ns() < deadline_ns, "{node:?} never started");
-        cluster.run_for_ms(10);
-    }
-}
-
 /// A 2-node cluster (`settings` per node, seeded `seed`) that took writes, whose node 2
 /// then failed and restarted by copying from node 1, under more writes: the cluster, its
 /// `counters` table, the next client transaction and the rows acknowledged.
@@ -397,7 +273,7 @@ fn node_2_restarted_by_copy(
     let mut expected = BTreeMap::new();
     write_rounds(&mut cluster, table, &mut client_tx, 1..20, &mut expected);
     let rounds = 20..30;
-    restart_by_copy(
+    restart_under_writes(
         &mut cluster,
         NodeId(2),
         table,
@@ -419,7 +295,7 @@ fn nodes_that_restarted_by_copying_restore_their_rows_in_a_start_from_disk() {
     // Each node in turn fails and copies its rows back from the other: neither log holds
     // the rows written before its restart.
     for (node, rounds) in [(NodeId(2), 20..40), (NodeId(1), 60..80)] {
-        restart_by_copy(
+        restart_under_writes(
             &mut cluster,
             node,
             table,

@@ -1,7 +1,7 @@
 //! The local checkpoint file's format.
 //!
 //! A local checkpoint of one `ldm` instance is every committed row of its partitions, as
-//! REDO [`Record::WriteRow`] records, closed by a [`Record::CheckpointDone`] that names the
+//! REDO [`Record::WriteRow`] records stamped with the GCI that last wrote the row, closed by a [`Record::CheckpointDone`] that names the
 //! checkpoint, counts its rows and says from which LSN the REDO log must be replayed over
 //! it. The file is a one-file log ([`ring`]) written with a [`LogWriter`] and read with a
 //! [`LogScan`], so every record carries its checksum and its position.
@@ -60,6 +60,9 @@ pub struct CheckpointSummary {
     /// Where the REDO log's replay over it starts.
     pub redo_lsn: u64,
     pub rows: u64,
+    /// The latest GCI marked done in the log before `redo_lsn`: a restore to a later GCI
+    /// must find that GCI's mark in the replay (else the log lost records it needs).
+    pub marked_gci: u64,
 }
 
 /// Why a checkpoint file cannot be used.
@@ -80,10 +83,12 @@ pub enum CheckpointError {
 /// What a [`CheckpointScan`] found next.
 #[derive(Debug, PartialEq, Eq)]
 pub enum CheckpointStep<'a> {
+    /// A row, with the GCI that last wrote it.
     Row {
         place: RowPlace,
         fixed: &'a [u8],
         var: &'a [u8],
+        gci: u64,
     },
     /// Read the file from this offset (at least `RECORD_BYTES_MAX` bytes, or to its end)
     /// and call again.
@@ -131,9 +136,20 @@ impl CheckpointScan {
             ScanStep::Record(decoded) => match decoded.record {
                 Record::WriteRow { place, fixed, var } => {
                     self.rows += 1;
-                    CheckpointStep::Row { place, fixed, var }
+                    let gci = decoded.stamp.gci;
+                    CheckpointStep::Row {
+                        place,
+                        fixed,
+                        var,
+                        gci,
+                    }
                 }
-                Record::CheckpointDone { id, redo_lsn, rows } => {
+                Record::CheckpointDone {
+                    id,
+                    redo_lsn,
+                    rows,
+                    marked_gci,
+                } => {
                     let outcome = if first_lsn(id) != lap_start {
                         Err(CheckpointError::WrongId { found: id })
                     } else if rows != self.rows {
@@ -147,6 +163,7 @@ impl CheckpointScan {
                             max_gci: decoded.stamp.gci,
                             redo_lsn,
                             rows,
+                            marked_gci,
                         })
                     };
                     outcome.map_or_else(CheckpointStep::Broken, CheckpointStep::Done)
@@ -169,7 +186,9 @@ pub fn read_file(
     loop {
         let chunk = file.get(offset as usize..).unwrap_or(&[]);
         match scan.next(chunk, offset) {
-            CheckpointStep::Row { place, fixed, var } => row(place, fixed, var),
+            CheckpointStep::Row {
+                place, fixed, var, ..
+            } => row(place, fixed, var),
             CheckpointStep::Read(at) if at != offset => offset = at,
             CheckpointStep::Read(_) => {
                 return Err(CheckpointError::Unfinished(LogEnd::Truncated));

@@ -18,6 +18,7 @@
 //! another version. **Unique indexes** keep their entries in a table of their own; a write
 //! reports how it changed the row's unique keys ([`Partition::take_unique_changes`]).
 
+mod changes;
 mod indexes;
 mod scan;
 #[cfg(test)]
@@ -135,11 +136,16 @@ enum NewVersion {
 pub struct PartitionLimits {
     /// Row locks held or waited for at once (NDB: MaxNoOfConcurrentOperations).
     pub locks_max: usize,
+    /// Bytes of deleted keys kept for restarting replicas (see `changes`).
+    pub deleted_keys_bytes_max: usize,
 }
 
 impl Default for PartitionLimits {
     fn default() -> Self {
-        Self { locks_max: 100_000 }
+        Self {
+            locks_max: 100_000,
+            deleted_keys_bytes_max: 1 << 20,
+        }
     }
 }
 
@@ -152,6 +158,9 @@ pub struct Partition {
     locks: LockTable<RowId>,
     /// By row id, parallel to the row store's slots.
     states: Vec<RowState>,
+    /// By anchor row id: the GCI that wrote its committed version.
+    gcis: Vec<u64>,
+    deleted: changes::DeletedKeys,
     pending: FxHashMap<RowId, Pending>,
     /// Anchors each open transaction has locked here (possibly repeated).
     transactions: FxHashMap<TransactionId, Vec<RowId>>,
@@ -170,6 +179,8 @@ impl Partition {
             indexes: Vec::new(),
             locks: LockTable::new(limits.locks_max),
             states: Vec::new(),
+            gcis: Vec::new(),
+            deleted: changes::DeletedKeys::new(limits.deleted_keys_bytes_max),
             pending: FxHashMap::default(),
             transactions: FxHashMap::default(),
             fixed: vec![0; layout.fixed_bytes()],
@@ -363,9 +374,10 @@ impl Partition {
         std::mem::take(&mut self.unique_changes)
     }
 
-    /// Makes the transaction's changes the committed versions and frees its locks.
-    pub fn commit(&mut self, transaction: TransactionId) -> Vec<Granted> {
-        self.finish(transaction, true, &mut |_| {})
+    /// Makes the transaction's changes the committed versions, written in global
+    /// checkpoint `gci`, and frees its locks.
+    pub fn commit(&mut self, transaction: TransactionId, gci: u64) -> Vec<Granted> {
+        self.finish(transaction, Some(gci), &mut |_| {})
     }
 
     /// Commits as [`Partition::commit`] does, showing `log` each row the transaction
@@ -373,14 +385,15 @@ impl Partition {
     pub fn commit_logged(
         &mut self,
         transaction: TransactionId,
+        gci: u64,
         log: &mut dyn FnMut(CommittedChange<'_>),
     ) -> Vec<Granted> {
-        self.finish(transaction, true, log)
+        self.finish(transaction, Some(gci), log)
     }
 
     /// Drops the transaction's changes (the committed versions stay) and frees its locks.
     pub fn abort(&mut self, transaction: TransactionId) -> Vec<Granted> {
-        self.finish(transaction, false, &mut |_| {})
+        self.finish(transaction, None, &mut |_| {})
     }
 
     /// Adds to `blockers` who `transaction`, waiting for `anchor`'s lock, waits for (see
@@ -666,10 +679,11 @@ impl Partition {
         }
     }
 
+    /// Ends a transaction here: commits it in GCI `commit`, or aborts it (`None`).
     fn finish(
         &mut self,
         transaction: TransactionId,
-        commit: bool,
+        commit: Option<u64>,
         log: &mut dyn FnMut(CommittedChange<'_>),
     ) -> Vec<Granted> {
         let Some(mut anchors) = self.transactions.remove(&transaction) else {
@@ -682,8 +696,9 @@ impl Partition {
             if let Some(pending) = self.pending.get(&anchor).copied() {
                 if pending.transaction == transaction {
                     self.pending.remove(&anchor);
-                    if commit {
+                    if let Some(gci) = commit {
                         self.commit_version(anchor, pending);
+                        self.committed_at(anchor, gci);
                         // The anchor holds the committed version now, or, deleted, its
                         // last bytes until it is freed below.
                         let (fixed, var) = self.rows.get(anchor);

@@ -17,7 +17,7 @@
 //!               fixed length u32, variable length u32, fixed part, variable part
 //!   delete row  table id u32, table version u32, partition u32, key length u32, key
 //!   gci done, file end: empty
-//!   checkpoint done  checkpoint id u64, REDO LSN u64, rows u64
+//!   checkpoint done  checkpoint id u64, REDO LSN u64, rows u64, marked GCI u64
 //! ```
 //!
 //! A local checkpoint file (`crate::checkpoint`) is written in the same records.
@@ -91,8 +91,14 @@ pub enum Record<'a> {
     FileEnd,
     /// Ends a local checkpoint file: checkpoint `id` holds `rows` rows (the records
     /// before it), and restoring it needs the REDO log from `redo_lsn` on. Its GCI is
-    /// the highest any of those rows can carry.
-    CheckpointDone { id: u64, redo_lsn: u64, rows: u64 },
+    /// the highest any of those rows can carry; `marked_gci`, the latest GCI marked done
+    /// in the log before `redo_lsn` (a restore to a later one must find its mark).
+    CheckpointDone {
+        id: u64,
+        redo_lsn: u64,
+        rows: u64,
+        marked_gci: u64,
+    },
 }
 
 impl Record<'_> {
@@ -113,7 +119,7 @@ impl Record<'_> {
                 Record::WriteRow { fixed, var, .. } => PLACE_BYTES + 8 + fixed.len() + var.len(),
                 Record::DeleteRow { key, .. } => PLACE_BYTES + 4 + key.len(),
                 Record::GciDone | Record::FileEnd => 0,
-                Record::CheckpointDone { .. } => 24,
+                Record::CheckpointDone { .. } => 32,
             }
     }
 }
@@ -167,8 +173,13 @@ pub fn encode(stamp: Stamp, record: &Record<'_>, out: &mut Vec<u8>) -> usize {
             out.extend_from_slice(key);
         }
         Record::GciDone | Record::FileEnd => {}
-        Record::CheckpointDone { id, redo_lsn, rows } => {
-            for word in [id, redo_lsn, rows] {
+        Record::CheckpointDone {
+            id,
+            redo_lsn,
+            rows,
+            marked_gci,
+        } => {
+            for word in [id, redo_lsn, rows, marked_gci] {
                 out.extend_from_slice(&word.to_le_bytes());
             }
         }
@@ -276,6 +287,7 @@ fn decode_body(kind: Kind, body: &[u8]) -> Option<Record<'_>> {
             id: input.long()?,
             redo_lsn: input.long()?,
             rows: input.long()?,
+            marked_gci: input.long()?,
         },
     };
     input.0.is_empty().then_some(record)

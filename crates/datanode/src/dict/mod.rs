@@ -836,6 +836,8 @@ impl Block for Dictionary {
         } else if number == StartOrderConf::NUMBER {
             StartOrderConf::from_signal(signal)
                 .map(|_| self.start_order_confirmed(ctx, signal.sender()))
+        } else if number == OwnDiskRestored::NUMBER {
+            OwnDiskRestored::from_signal(signal).map(|r| self.own_disk_restored(ctx, r))
         } else if number == LdmRestoreConf::NUMBER {
             LdmRestoreConf::from_signal(signal).map(|c| self.ldm_restored(ctx, c, signal.sender()))
         } else if number == SystemStarted::NUMBER {

@@ -4,13 +4,17 @@
 //!
 //! 1. ships it every table definition (index tables first), which its `dict`, `ldm` and
 //!    `tc` instances apply: it now holds its partitions, empty;
-//! 2. asks every member's coordinators to put the node's replicas at the end of their
+//! 2. has it load its partitions from its own disk ([`OwnDiskRestore`], see
+//!    `gcp::own_disk`), as of the latest GCI it recorded, if its disk holds data of the
+//!    cluster's life;
+//! 3. asks every member's coordinators to put the node's replicas at the end of their
 //!    chains as starting replicas ([`AddStartingReplica`]); each answers once the
 //!    transactions it began before have ended, so from then on every write reaches the
 //!    node;
-//! 3. has each partition copied to the node by the replica before it in the chain
-//!    ([`CopyPartition`], see `ldm::copy`);
-//! 4. when every partition is copied, tells every block of every member and the arbitrator
+//! 4. has each partition copied to the node by the replica before it in the chain
+//!    ([`CopyPartition`], see `ldm::copy`): what changed after the GCI its disk restored,
+//!    or every row;
+//! 5. when every partition is copied, tells every block of every member and the arbitrator
 //!    that the node started ([`NodeStarted`]): chains go back to their placement order, so
 //!    the node's primaries return to it, and clients may use it.
 //!
@@ -41,6 +45,8 @@ const SHIPPED_DEFINITION: u64 = 1 << 62;
 enum Step {
     /// Definitions sent; (block, table) confirmations awaited.
     Definitions(FxHashSet<(BlockAddress, u32)>),
+    /// The node loads its partitions from its own disk (until `restored`).
+    OwnDisk { restored: bool },
     /// Coordinators that have not added the starting replica yet.
     Chains(Vec<BlockAddress>),
     /// Partitions (table, partition) still being copied.
@@ -51,7 +57,19 @@ pub(super) struct Restart {
     id: u32,
     node: NodeId,
     step: Step,
-    rows_copied: u64,
+    /// The GCI the node's own disk restored its partitions to (0: none).
+    from_gci: u64,
+    copied: Copied,
+}
+
+/// What a restart's copies sent.
+#[derive(Clone, Copy, Debug, Default)]
+struct Copied {
+    rows: u64,
+    deleted: u64,
+    partitions: u32,
+    /// Partitions copied whole (every row).
+    whole: u32,
 }
 
 #[derive(Default)]
@@ -115,7 +133,8 @@ impl Dictionary {
             id,
             node,
             step: Step::Definitions(awaiting),
-            rows_copied: 0,
+            from_gci: 0,
+            copied: Copied::default(),
         });
         self.restart_progress(ctx);
     }
@@ -195,8 +214,23 @@ impl Dictionary {
         };
         if let Step::Copies(awaiting) = &mut restart.step {
             if awaiting.remove(&(copied.table_id, copied.partition)) {
-                restart.rows_copied += copied.rows;
+                restart.copied.rows += copied.rows;
+                restart.copied.deleted += copied.deleted;
+                restart.copied.partitions += 1;
+                restart.copied.whole += copied.whole;
             }
+        }
+        self.restart_progress(ctx);
+    }
+
+    /// The restarting node loaded its partitions from its own disk.
+    pub(super) fn own_disk_restored(&mut self, ctx: &mut Context, restored: OwnDiskRestored) {
+        let Some(restart) = self.restarts.running_with(restored.restart) else {
+            return;
+        };
+        if let Step::OwnDisk { restored: false } = restart.step {
+            restart.from_gci = restored.gci;
+            restart.step = Step::OwnDisk { restored: true };
         }
         self.restart_progress(ctx);
     }
@@ -209,14 +243,20 @@ impl Dictionary {
         let (id, node) = (restart.id, restart.node);
         let done = match &restart.step {
             Step::Definitions(awaiting) => awaiting.is_empty(),
+            Step::OwnDisk { restored } => *restored,
             Step::Chains(awaiting) => awaiting.is_empty(),
             Step::Copies(awaiting) => awaiting.is_empty(),
         };
         if !done {
             return;
         }
+        let from_gci = restart.from_gci;
         let next = match restart.step {
             Step::Definitions(_) => {
+                ctx.send_typed(gcp_address(node), &OwnDiskRestore { restart: id });
+                Step::OwnDisk { restored: false }
+            }
+            Step::OwnDisk { .. } => {
                 let coordinators: Vec<BlockAddress> =
                     self.members().flat_map(|n| n.tc_addresses()).collect();
                 let add = AddStartingReplica {
@@ -228,7 +268,7 @@ impl Dictionary {
                 }
                 Step::Chains(coordinators)
             }
-            Step::Chains(_) => Step::Copies(self.start_copies(ctx, id, node)),
+            Step::Chains(_) => Step::Copies(self.start_copies(ctx, id, node, from_gci)),
             Step::Copies(_) => return self.node_started(ctx, node),
         };
         if let Some(restart) = &mut self.restarts.running {
@@ -238,8 +278,15 @@ impl Dictionary {
     }
 
     /// Asks, for every partition with a replica on `node`, the replica before it in the
-    /// chain to copy it there; returns the partitions asked for.
-    fn start_copies(&mut self, ctx: &mut Context, id: u32, node: NodeId) -> FxHashSet<(u32, u32)> {
+    /// chain to copy it there (what changed after `from_gci`); returns the partitions
+    /// asked for.
+    fn start_copies(
+        &mut self,
+        ctx: &mut Context,
+        id: u32,
+        node: NodeId,
+        from_gci: u64,
+    ) -> FxHashSet<(u32, u32)> {
         // Only started replicas hold data to copy: not `node`, nor nodes that joined
         // meanwhile and wait for their turn.
         let not_started = NodeSet::of(self.restarts.queued.iter().copied().chain([node]));
@@ -259,6 +306,7 @@ impl Dictionary {
                     table_id,
                     partition,
                     target: chain.last(),
+                    from_gci,
                 };
                 ctx.send_typed(source, &copy);
                 copies.insert((table_id, partition));
@@ -270,7 +318,9 @@ impl Dictionary {
     /// `node` holds all its data: every member's blocks learn it, and the node's membership,
     /// which tells the arbitrator once the node holds its read lease too.
     fn node_started(&mut self, ctx: &mut Context, node: NodeId) {
-        self.restarts.running = None;
+        if let Some(restart) = self.restarts.running.take() {
+            ctx.log(&restart.summary());
+        }
         let started = NodeStarted {
             node: u32::from(node.0),
         };
@@ -307,5 +357,30 @@ impl Dictionary {
         if started.node == u32::from(ctx.address().node().0) {
             self.restarting = false;
         }
+    }
+}
+
+impl Restart {
+    /// What the restart copied, for the log.
+    fn summary(&self) -> String {
+        let Copied {
+            rows,
+            deleted,
+            partitions,
+            whole,
+        } = self.copied;
+        let node = self.node.0;
+        if self.from_gci == 0 {
+            return format!(
+                "node {node} started: {rows} rows copied ({partitions} partitions copied \
+                 whole: its disk held nothing usable)"
+            );
+        }
+        format!(
+            "node {node} started from its own disk (GCI {}): {rows} rows and {deleted} \
+             deleted keys copied, changed since ({whole} of {partitions} partitions copied \
+             whole: their deletes were not known that far back)",
+            self.from_gci
+        )
     }
 }

@@ -567,7 +567,11 @@ impl Dictionary {
             let restore = LdmRestore {
                 gci: decision.gci,
                 node_life: reports.get(&node.0).map_or(1, |r| r.node_life),
-                restores: u32::from(decision.gci > 0),
+                restores: if decision.gci > 0 {
+                    RestoreKind::SystemStart as u32
+                } else {
+                    RestoreKind::Fresh as u32
+                },
             };
             for ldm in shape.ldm_addresses() {
                 ctx.send_typed(ldm, &restore);

@@ -25,7 +25,7 @@ use kista_runtime::Context;
 use kista_signal::BlockAddress;
 
 use crate::protocol::{
-    DiskState, DiskStateSetConf, GcpRecordConf, LdmRestore, DICT_BLOCK, LDM_BLOCK,
+    DiskState, DiskStateSetConf, GcpRecordConf, LdmRestore, RestoreKind, DICT_BLOCK, LDM_BLOCK,
 };
 use crate::twin_file::{newest, SealError, TwinKind, TwinReader, TwinWriter, WriteProgress};
 
@@ -206,6 +206,23 @@ impl NodeControl {
         }
     }
 
+    /// The GCI a restarting node's disk restores its partitions to before the copy: the
+    /// latest it recorded, if it holds data of the cluster's life (0: it holds none, and
+    /// every row is copied); `None` until the file is read and the node learned that life.
+    pub fn own_disk_gci(&self) -> Option<u64> {
+        let life = self.learned_life.filter(|_| self.read)?;
+        let image = &self.image;
+        let usable = image.holds_data
+            && image.cluster_life == life
+            && image.restorable_gci >= image.restores_from_gci;
+        Some(if usable { image.restorable_gci } else { 0 })
+    }
+
+    /// The node's life, as this start recorded it.
+    pub fn node_life(&self) -> u32 {
+        self.image.node_life
+    }
+
     /// A restarting node started: it holds every row in memory, copied from its peers. Its
     /// disk gives up what it held (recorded before anything of it is overwritten), then
     /// its `ldm`s start their logs and checkpoints afresh.
@@ -352,7 +369,7 @@ impl NodeControl {
         let fresh = LdmRestore {
             gci: 0,
             node_life: self.image.node_life,
-            restores: 0,
+            restores: RestoreKind::Fresh as u32,
         };
         for instance in 0..self.ldm_instances {
             ctx.send_typed(BlockAddress::new(node, LDM_BLOCK, instance), &fresh);

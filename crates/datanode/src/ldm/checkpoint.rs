@@ -23,8 +23,8 @@ use kista_runtime::Context;
 use kista_signal::wire::SECTION_BYTES_MAX;
 use kista_signal::TypedSignal;
 use kista_storage::checkpoint::{self, CheckpointSummary};
-use kista_storage::partition::{ScanPosition, ScanRange};
 use kista_storage::redo::{LogWriter, Record, RowPlace};
+use kista_storage::row_store::RowId;
 use rustc_hash::FxHashMap;
 
 use super::redo::RedoLog;
@@ -73,10 +73,12 @@ struct Running {
     file: Option<u32>,
     writer: LogWriter,
     redo_lsn: u64,
+    /// The latest GCI marked done in the log before `redo_lsn`.
+    marked_gci: u64,
     /// Partitions still to scan, the next last; the first one's scan resumes after
     /// `position`.
     todo: Vec<(u32, u32)>,
-    position: Option<ScanPosition>,
+    position: Option<RowId>,
     rows: u64,
     /// A write (or the sync) is in flight, or the next step waits for its delay.
     busy: bool,
@@ -186,6 +188,7 @@ impl LocalCheckpoints {
             file: None,
             writer: checkpoint::writer(id, 1),
             redo_lsn: redo.head_lsn(),
+            marked_gci: redo.marked_gci(),
             todo,
             position: None,
             rows: 0,
@@ -334,6 +337,7 @@ impl Running {
                 id: self.id,
                 redo_lsn: self.redo_lsn,
                 rows: self.rows,
+                marked_gci: self.marked_gci,
             };
             self.append(highest_gci, &done)?;
             self.max_gci = Some(highest_gci);
@@ -358,22 +362,13 @@ impl Running {
             .unwrap_or_else(|poison| poison.into_inner());
         let mut failure = None;
         let mut rows = 0;
-        let next = partition
-            .scan_committed(
-                &ScanRange::Full,
-                None,
-                self.position.as_ref(),
-                BATCH_ROWS_MAX,
-                |fixed, var| {
-                    let record = Record::WriteRow { place, fixed, var };
-                    if failure.is_none() {
-                        failure = self.writer.append(0, &record).err();
-                        rows += 1;
-                    }
-                    true
-                },
-            )
-            .map_err(|error| format!("a local checkpoint's scan failed: {error}"))?;
+        let next = partition.scan_with_gci(self.position, BATCH_ROWS_MAX, |fixed, var, gci| {
+            let record = Record::WriteRow { place, fixed, var };
+            if failure.is_none() {
+                failure = self.writer.append(gci, &record).err();
+                rows += 1;
+            }
+        });
         if let Some(full) = failure {
             return Err(format!("a local checkpoint outgrew its file: {full}"));
         }
@@ -398,6 +393,7 @@ impl Running {
             max_gci: self.max_gci.expect("synced once ended"),
             redo_lsn: self.redo_lsn,
             rows: self.rows,
+            marked_gci: self.marked_gci,
         }
     }
 }

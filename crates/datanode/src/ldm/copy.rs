@@ -3,17 +3,27 @@
 //! The restarting node's replica of a partition sits at the end of the partition's chain
 //! as a *starting* replica from before the copy begins, so it gets every write made from
 //! then on (see `tc::restart`). The copy brings it the rest: the `ldm` holding the replica
-//! just before it in the chain reads every row in storage order and sends it whole.
+//! just before it in the chain reads the rows in storage order and sends each whole.
+//!
+//! **What goes.** A target that restored its own disk to GCI g (`from_gci`) gets the rows
+//! written after g, then the keys deleted after g (taken once the rows are scanned, so
+//! they include every delete of a row the target lacked when it came). One restored
+//! nothing, or whose deletes this replica no longer knows (`Partition::deleted_after`),
+//! gets every row (*whole*): its first batch has it drop the rows no transaction uses.
+//! Each batch also says from which GCI on this replica knows every delete, and the
+//! target knows them from then on too (it may be a copy's source itself some day).
 //!
 //! Each row is read under an exclusive lock held until its batch has gone. A transaction
 //! that holds the row commits before the copy reads it, so the copy carries its change;
 //! one that wants the row after waits, and its write reaches the starting replica after
 //! the batch (both travel from this `ldm` to the same `ldm`, in order). A starting replica
 //! therefore never has a row older than the copy brings, and a write of a row it lacks
-//! yet may do nothing there: the copy brings the row as that write left it.
+//! yet may do nothing there: the copy brings the row as that write left it. A row the
+//! scan skipped (not written after g) is the same on both replicas, so a write of it
+//! changes both alike.
 //!
 //! Batches go one at a time: the next leaves when the starting replica confirms it applied
-//! the last. Each `ldm` copies one partition at a time.
+//! the last; the last goes even if empty. Each `ldm` copies one partition at a time.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -21,9 +31,8 @@ use std::time::Duration;
 use kista_runtime::Context;
 use kista_signal::{BlockAddress, TypedSignal};
 use kista_storage::locks::{LockMode, TransactionId};
-use kista_storage::partition::{Outcome, ScanPosition, ScanRange};
+use kista_storage::partition::{Granted, OperationError, Outcome, Partition};
 use kista_storage::row_store::RowId;
-use kista_storage::types::Value;
 use rustc_hash::FxHashMap;
 
 use super::{lock_partition, LocalDataManager};
@@ -33,8 +42,8 @@ use crate::send_with_bytes;
 
 /// A batch ends once its encoded rows reach this many bytes.
 const COPY_BATCH_BYTES_TARGET: usize = 64 * 1024;
-/// Keys taken from the partition per step of the copy's scan.
-const COPY_KEYS_PER_SCAN: usize = 512;
+/// Rows the copy's scan looks at per step (it takes the keys of those that go).
+const COPY_ROWS_PER_SCAN: usize = 512;
 /// How long a copy that could not lock a row (the lock table is full) waits to try again.
 const COPY_RETRY_MS: u64 = 10;
 
@@ -49,6 +58,35 @@ fn copy_in_owner(instance: u16) -> TransactionId {
     TransactionId(0xfe00_0000_0000_0000 | u64::from(instance))
 }
 
+/// A key the copy reads (under its lock) and sends as it finds it.
+enum CopyKey {
+    /// Of a row the scan found: sent if still there.
+    Row(Vec<u8>),
+    /// Deleted in this GCI (the latest that deleted it): sent as deleted unless it is
+    /// there again.
+    Deleted(Vec<u8>, u64),
+}
+
+impl CopyKey {
+    fn key(&self) -> &[u8] {
+        match self {
+            CopyKey::Row(key) | CopyKey::Deleted(key, _) => key,
+        }
+    }
+}
+
+/// Where a copy stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Scanning rows; the scan resumes after `.0`.
+    Rows(Option<RowId>),
+    /// Sending the deleted keys taken once the rows were scanned.
+    Deletes,
+    /// Everything went: the last batch goes (even empty), then the copy is done.
+    Last,
+    Done,
+}
+
 /// One partition being copied from here.
 struct CopyOut {
     restart: u32,
@@ -56,23 +94,48 @@ struct CopyOut {
     table_id: u32,
     partition: u32,
     target: BlockAddress,
-    /// Where the scan for keys goes on; `None` with `scan_done` at the end.
-    position: Option<ScanPosition>,
-    scan_done: bool,
-    /// Keys found and not yet copied, in storage order.
-    keys: VecDeque<Vec<u8>>,
+    /// Rows written and keys deleted after this GCI go (ignored for a whole copy).
+    from_gci: u64,
+    /// Every row goes; `announce`: the first batch, which has the target drop what it
+    /// holds, has not gone yet.
+    whole: bool,
+    announce: bool,
+    phase: Phase,
+    /// Keys found and not yet copied.
+    keys: VecDeque<CopyKey>,
     /// The front key's lock, asked for and not yet granted.
     waiting_on: Option<RowId>,
     /// Locks are held on rows of the batch being built (or on a row granted since).
     holding: bool,
     awaiting_conf: bool,
     rows: u64,
+    deleted: u64,
 }
 
-/// Copied rows waiting here for a row lock that an aborting transaction still holds.
+impl CopyOut {
+    /// Copies every row from the start again, the target told to drop what it holds.
+    fn go_whole(&mut self) {
+        self.whole = true;
+        self.announce = true;
+        self.phase = Phase::Rows(None);
+        self.keys.clear();
+    }
+
+    /// From which GCI on the target knows every delete once it has what went so far.
+    fn deletes_known_from(&self, partition: &Partition) -> u64 {
+        let here = partition.deletes_known_from();
+        if self.whole {
+            here
+        } else {
+            here.max(self.from_gci + 1)
+        }
+    }
+}
+
+/// Copied changes waiting here for a row lock that an aborting transaction still holds.
 struct CopyIn {
     source: BlockAddress,
-    rows: VecDeque<Vec<Value>>,
+    changes: VecDeque<CopiedChange>,
 }
 
 #[derive(Default)]
@@ -81,6 +144,15 @@ pub(super) struct Copies {
     outgoing: VecDeque<CopyOut>,
     incoming: FxHashMap<(u32, u32), CopyIn>,
     batch: Vec<u8>,
+}
+
+/// A batch being built.
+struct Batch {
+    changes: u32,
+    /// Locks the batch's building released (to resume their waiters).
+    granted: Vec<Granted>,
+    /// No lock could be had: try again shortly.
+    retry: bool,
 }
 
 impl LocalDataManager {
@@ -96,20 +168,32 @@ impl LocalDataManager {
         copy: CopyPartition,
         master: BlockAddress,
     ) {
-        self.copies.outgoing.push_back(CopyOut {
+        let mut job = CopyOut {
             restart: copy.restart,
             master,
             table_id: copy.table_id,
             partition: copy.partition,
             target: copy.target,
-            position: None,
-            scan_done: false,
+            from_gci: copy.from_gci,
+            whole: false,
+            announce: false,
+            phase: Phase::Rows(None),
             keys: VecDeque::new(),
             waiting_on: None,
             holding: false,
             awaiting_conf: false,
             rows: 0,
+            deleted: 0,
+        };
+        let partition = self.partition((copy.table_id, copy.partition));
+        let knows_deletes = partition.is_some_and(|partition| {
+            copy.from_gci > 0
+                && lock_partition(&partition).deletes_known_from() <= copy.from_gci + 1
         });
+        if !knows_deletes {
+            job.go_whole();
+        }
+        self.copies.outgoing.push_back(job);
         if self.copies.outgoing.len() == 1 {
             self.copy_step(ctx);
         }
@@ -138,84 +222,24 @@ impl LocalDataManager {
             let Some(job) = outgoing.front_mut() else {
                 return;
             };
-            RowsBody::start(batch);
-            let mut batch_rows = 0;
-            let batch_rows_max = self.settings.copy_batch_rows_max.max(1);
+            let batch_rows_max = self.settings.copy_batch_rows_max.max(1) as usize;
             let mut guard = lock_partition(&partition);
-            let layout = guard.layout().clone();
-            let mut retry = false;
-            let mut granted = Vec::new();
-            loop {
-                let Some(row_key) = job.keys.front() else {
-                    if job.scan_done {
-                        break;
-                    }
-                    let keys = &mut job.keys;
-                    let resume = guard.scan_committed(
-                        &ScanRange::Full,
-                        None,
-                        job.position.as_ref(),
-                        COPY_KEYS_PER_SCAN,
-                        |fixed, var| {
-                            let mut row_key = Vec::new();
-                            layout.primary_key_of_row(fixed, var, &mut row_key);
-                            keys.push_back(row_key);
-                            true
-                        },
-                    );
-                    // A full scan without a filter fails on nothing but a bug, and a copy
-                    // that went on without its rows would leave the restarting replica
-                    // short of them: the node stops instead.
-                    let resume = resume.unwrap_or_else(|error| {
-                        panic!("the copy's scan of a partition failed: {error:?}")
-                    });
-                    job.scan_done = resume.is_none();
-                    job.position = resume;
-                    continue;
-                };
-                match guard.read_locked(owner, row_key, LockMode::Exclusive) {
-                    Ok(Outcome::Done(version)) => {
-                        job.holding = true;
-                        if let Some(version) = version {
-                            let (fixed, var) = guard.version(version);
-                            RowsBody::push(batch, &layout.values(fixed, var));
-                            batch_rows += 1;
-                            job.rows += 1;
-                        }
-                        job.keys.pop_front();
-                        if batch.len() >= COPY_BATCH_BYTES_TARGET || batch_rows >= batch_rows_max {
-                            break;
-                        }
-                    }
-                    Ok(Outcome::Waiting(anchor)) => {
-                        if !job.holding {
-                            job.waiting_on = Some(anchor);
-                            break;
-                        }
-                        // Never wait while holding rows: send them (or free them), then ask
-                        // again with nothing held.
-                        granted.extend(guard.cancel_wait(owner, anchor));
-                        if batch_rows > 0 {
-                            break;
-                        }
-                        granted.extend(guard.abort(owner));
-                        job.holding = false;
-                    }
-                    Err(_) => {
-                        // No lock to be had (the lock table is full): free what is held
-                        // and try again shortly.
-                        retry = true;
-                        break;
-                    }
-                }
-            }
-            if batch_rows > 0 {
+            let built = build_batch(job, &mut guard, owner, batch, batch_rows_max);
+            let mut granted = built.granted;
+            let last = job.phase == Phase::Last && job.keys.is_empty() && job.waiting_on.is_none();
+            if built.changes > 0 || job.announce || last {
                 let rows = CopyRows {
                     table_id: job.table_id,
                     partition: job.partition,
+                    whole: u32::from(job.announce),
+                    deletes_known_from: job.deletes_known_from(&guard),
                 };
                 send_with_bytes(ctx, rows.to_signal(job.target, ctx.address()), batch);
+                job.announce = false;
                 job.awaiting_conf = true;
+                if last {
+                    job.phase = Phase::Done;
+                }
             }
             // Released only now, after the batch: a write waiting for one of these rows
             // reaches the starting replica after the row does.
@@ -224,7 +248,7 @@ impl LocalDataManager {
                 job.holding = false;
             }
             drop(guard);
-            if retry {
+            if built.retry && !job.awaiting_conf {
                 job.awaiting_conf = true;
                 let again = CopyRowsConf {
                     table_id: key.0,
@@ -233,10 +257,7 @@ impl LocalDataManager {
                 .to_signal(ctx.address(), ctx.address());
                 ctx.send_delayed(again, Duration::from_millis(COPY_RETRY_MS));
             }
-            let finished = job.scan_done
-                && job.keys.is_empty()
-                && !job.awaiting_conf
-                && job.waiting_on.is_none();
+            let finished = job.phase == Phase::Done && !job.awaiting_conf;
             self.resume(ctx, key.0, key.1, granted);
             if !finished {
                 return;
@@ -255,6 +276,8 @@ impl LocalDataManager {
             table_id: job.table_id,
             partition: job.partition,
             rows: job.rows,
+            deleted: job.deleted,
+            whole: u32::from(job.whole),
         };
         ctx.send_typed(job.master, &copied);
     }
@@ -323,7 +346,7 @@ impl LocalDataManager {
     // ----- the starting replica's side -----
 
     pub(super) fn copied_rows(&mut self, ctx: &mut Context, rows: CopyRows, source: BlockAddress) {
-        let decoded = ctx.section().map(|bytes| RowsBody::decode(&bytes));
+        let decoded = ctx.section().map(|bytes| CopyBatchBody::decode(&bytes));
         let Some(Ok(decoded)) = decoded else {
             let reason = format!(
                 "a batch of partition {} of table {} copied to this restarting node could \
@@ -333,9 +356,18 @@ impl LocalDataManager {
             return ctx.stop_node(&reason);
         };
         let key = (rows.table_id, rows.partition);
+        if let Some(partition) = self.partition(key) {
+            let mut guard = lock_partition(&partition);
+            if rows.whole != 0 {
+                guard.clear_unlocked();
+                guard.set_deletes_known_from(rows.deletes_known_from);
+            } else if rows.deletes_known_from > guard.deletes_known_from() {
+                guard.set_deletes_known_from(rows.deletes_known_from);
+            }
+        }
         let incoming = CopyIn {
             source,
-            rows: decoded.into(),
+            changes: decoded.into(),
         };
         let unapplied = self.copies.incoming.insert(key, incoming);
         // A batch overwritten before it was applied would leave its rows missing here.
@@ -346,9 +378,9 @@ impl LocalDataManager {
         self.apply_copied(ctx, key);
     }
 
-    /// Writes the copied rows of a partition, committing them once all are in; stops at a
-    /// row locked by a transaction whose abort has not arrived yet (its lock comes back
-    /// through `copy_lock_granted`).
+    /// Applies the copied changes of a partition, each committed with the GCI its source
+    /// gave it; stops at a row locked by a transaction whose abort has not arrived yet
+    /// (its lock comes back through `copy_lock_granted`).
     fn apply_copied(&mut self, ctx: &mut Context, key: (u32, u32)) {
         let owner = copy_in_owner(self.instance(ctx));
         let partition = self.partition(key);
@@ -359,14 +391,16 @@ impl LocalDataManager {
         let mut granted = Vec::new();
         if let Some(partition) = partition {
             let mut guard = lock_partition(&partition);
-            while let Some(values) = incoming.rows.front() {
-                match guard.write(owner, values) {
-                    Ok(Outcome::Done(())) => {
-                        // Index tables are copied as tables of their own.
-                        guard.take_unique_changes();
-                        incoming.rows.pop_front();
+            while let Some(change) = incoming.changes.front() {
+                match apply_change(&mut guard, owner, change) {
+                    Ok(Some(released)) => {
+                        granted.extend(released);
+                        incoming.changes.pop_front();
                     }
-                    Ok(Outcome::Waiting(_)) => return,
+                    Ok(None) => {
+                        drop(guard);
+                        return self.resume(ctx, key.0, key.1, granted);
+                    }
                     Err(error) => {
                         let reason = format!(
                             "copying partition {} of table {} to this restarting node \
@@ -378,7 +412,6 @@ impl LocalDataManager {
                     }
                 }
             }
-            granted = guard.commit(owner);
         }
         self.copies.incoming.remove(&key);
         let conf = CopyRowsConf {
@@ -388,4 +421,142 @@ impl LocalDataManager {
         ctx.send_typed(source, &conf);
         self.resume(ctx, key.0, key.1, granted);
     }
+}
+
+/// Writes or deletes one copied change and commits it with its GCI: the locks its commit
+/// released, or `None` if it waits for a row lock.
+fn apply_change(
+    partition: &mut Partition,
+    owner: TransactionId,
+    change: &CopiedChange,
+) -> Result<Option<Vec<Granted>>, OperationError> {
+    let (outcome, gci) = match change {
+        CopiedChange::Row { gci, values } => (partition.write(owner, values), *gci),
+        CopiedChange::Deleted { gci, key } => match partition.delete(owner, key) {
+            Err(OperationError::NotFound { .. }) => {
+                partition.note_deleted(key, *gci);
+                return Ok(Some(Vec::new()));
+            }
+            outcome => (outcome, *gci),
+        },
+    };
+    // Index tables are copied as tables of their own.
+    partition.take_unique_changes();
+    match outcome? {
+        Outcome::Done(()) => Ok(Some(partition.commit(owner, gci))),
+        Outcome::Waiting(_) => Ok(None),
+    }
+}
+
+/// Fills `batch` with the copy's next changes, each read under its row's lock, until the
+/// batch is full, a lock must be waited for, or nothing is left to take.
+fn build_batch(
+    job: &mut CopyOut,
+    partition: &mut Partition,
+    owner: TransactionId,
+    batch: &mut Vec<u8>,
+    changes_max: usize,
+) -> Batch {
+    CopyBatchBody::start(batch);
+    let mut built = Batch {
+        changes: 0,
+        granted: Vec::new(),
+        retry: false,
+    };
+    let layout = partition.layout().clone();
+    loop {
+        let Some(front) = job.keys.front() else {
+            if take_keys(job, partition) {
+                continue;
+            }
+            break;
+        };
+        match partition.read_locked(owner, front.key(), LockMode::Exclusive) {
+            Ok(Outcome::Done(version)) => {
+                job.holding = true;
+                match (version, front) {
+                    (Some(version), _) => {
+                        let (fixed, var) = partition.version(version);
+                        let gci = partition.committed_gci(version);
+                        CopyBatchBody::push_row(batch, gci, &layout.values(fixed, var));
+                        job.rows += 1;
+                        built.changes += 1;
+                    }
+                    (None, CopyKey::Deleted(key, gci)) => {
+                        CopyBatchBody::push_deleted(batch, *gci, key);
+                        job.deleted += 1;
+                        built.changes += 1;
+                    }
+                    // Deleted since the scan found it: its key comes with the deletes.
+                    (None, CopyKey::Row(_)) => {}
+                }
+                job.keys.pop_front();
+                let full = batch.len() >= COPY_BATCH_BYTES_TARGET;
+                if full || built.changes as usize >= changes_max {
+                    break;
+                }
+            }
+            Ok(Outcome::Waiting(anchor)) => {
+                if !job.holding {
+                    job.waiting_on = Some(anchor);
+                    break;
+                }
+                // Never wait while holding rows: send them (or free them), then ask
+                // again with nothing held.
+                built.granted.extend(partition.cancel_wait(owner, anchor));
+                if built.changes > 0 {
+                    break;
+                }
+                built.granted.extend(partition.abort(owner));
+                job.holding = false;
+            }
+            Err(_) => {
+                // No lock to be had (the lock table is full): free what is held and try
+                // again shortly.
+                built.retry = true;
+                break;
+            }
+        }
+    }
+    built
+}
+
+/// Takes the copy's next keys: rows the scan finds, then, once it is over, the deleted
+/// keys. False once none are left (the last batch is due).
+fn take_keys(job: &mut CopyOut, partition: &Partition) -> bool {
+    match job.phase {
+        Phase::Rows(position) => {
+            let (whole, from_gci) = (job.whole, job.from_gci);
+            let layout = partition.layout();
+            let keys = &mut job.keys;
+            let next = partition.scan_with_gci(position, COPY_ROWS_PER_SCAN, |fixed, var, gci| {
+                if whole || gci > from_gci {
+                    let mut key = Vec::new();
+                    layout.primary_key_of_row(fixed, var, &mut key);
+                    keys.push_back(CopyKey::Row(key));
+                }
+            });
+            job.phase = next.map_or(Phase::Deletes, |at| Phase::Rows(Some(at)));
+        }
+        Phase::Deletes => {
+            let after = match job.whole {
+                true => partition.deletes_known_from().saturating_sub(1),
+                false => job.from_gci,
+            };
+            match partition.deleted_after(after) {
+                Some(deleted) => {
+                    let deleted = deleted
+                        .into_iter()
+                        .map(|(key, gci)| CopyKey::Deleted(key, gci));
+                    job.keys.extend(deleted);
+                    job.phase = Phase::Last;
+                }
+                // Forgotten while the rows were copied (the budget for deleted keys was
+                // spent): every row goes after all.
+                None => job.go_whole(),
+            }
+        }
+        Phase::Last | Phase::Done => return false,
+    }
+    true
 }

@@ -83,6 +83,8 @@ pub(crate) struct RedoLog {
     key: Vec<u8>,
     /// The highest GCI of a change logged here.
     highest_gci: u64,
+    /// The latest GCI marked done here (or restored: the log goes on after it).
+    marked_gci: u64,
     /// Whether the log was opened or resumed for this life. Before, nothing is logged: a
     /// restarting node learns its life from its control file first, and its disk restores
     /// nothing of this life until a local checkpoint begun after the opening is usable.
@@ -103,6 +105,7 @@ impl RedoLog {
             saves: Vec::new(),
             key: Vec::new(),
             highest_gci: 0,
+            marked_gci: 0,
             opened: false,
         }
     }
@@ -134,6 +137,10 @@ impl RedoLog {
         self.highest_gci
     }
 
+    pub fn marked_gci(&self) -> u64 {
+        self.marked_gci
+    }
+
     pub fn ring(&self) -> LogRing {
         self.writer.ring()
     }
@@ -146,6 +153,7 @@ impl RedoLog {
         self.files = files.iter().copied().map(Some).collect();
         self.written_lsn = head_lsn;
         self.highest_gci = gci;
+        self.marked_gci = gci;
         self.opened = true;
     }
 
@@ -162,6 +170,7 @@ impl RedoLog {
     /// stamped `life`.
     pub fn open(&mut self, ctx: &mut Context, life: u32) -> Result<(), String> {
         self.writer = LogWriter::new(self.writer.ring(), life, 0, 0);
+        self.marked_gci = 0;
         self.opened = true;
         for file in 0..self.files.len() {
             let request = FileRequest::open_empty(OPENING | file as u64);
@@ -216,6 +225,7 @@ impl RedoLog {
         self.writer
             .append(gci, &Record::GciDone)
             .map_err(|full| format!("no room in the REDO log for a global checkpoint: {full}"))?;
+        self.marked_gci = self.marked_gci.max(gci);
         let lsn = self.writer.head_lsn();
         self.saves.push(Save { lsn, gci, master });
         self.write_more(ctx)

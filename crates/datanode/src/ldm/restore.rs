@@ -14,9 +14,18 @@
 //!    once it is synced the log before its start is released, so the changes of later
 //!    GCIs that this start dropped are never replayed by another.
 //!
+//! Rows keep the GCI that wrote them (a checkpoint's row records carry it), and each
+//! partition knows deletes from the GCI after the one restored on (see
+//! `kista_storage::partition::changes`).
+//!
 //! A start with nothing to restore empties both checkpoint files and the log instead.
 //! Everything read is checked (the formats carry checksums); what cannot be used stops
 //! the node with a message naming the file.
+//!
+//! A node restarting into a running cluster restores the same way before its copy
+//! ([`RestoreKind::BeforeCopy`]) but stops after step 2 and writes nothing: its log and
+//! checkpoints start afresh once the copy is over. What cannot be used there leaves the
+//! partitions empty instead, and the copy brings every row.
 
 use kista_runtime::io::{FileOperation, FileReply, FileRequest, FileStatus};
 use kista_runtime::Context;
@@ -26,11 +35,12 @@ use kista_storage::checkpoint::{self, CheckpointScan, CheckpointStep, Checkpoint
 use kista_storage::locks::TransactionId;
 use kista_storage::partition::{OperationError, Outcome, PartitionLimits};
 use kista_storage::redo::{LogEnd, LogRing, LogScan, Record, RowPlace, ScanStep};
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 
 use super::checkpoint::checkpoint_path;
 use super::redo::log_path;
 use super::{lock_partition, LdmTable};
+use crate::protocol::RestoreKind;
 
 /// Request ids of the restore's file requests have this bit (the REDO log's and the
 /// checkpoint's do not).
@@ -101,11 +111,14 @@ pub(crate) enum Next {
     },
     /// Nothing to restore: start a fresh log.
     Fresh,
+    /// A restore before a copy is over: the partitions are as of the GCI restored.
+    Loaded,
 }
 
 pub(crate) struct Restore {
     pub gci: u64,
     pub life: u32,
+    pub kind: RestoreKind,
     pub master: BlockAddress,
     instance: u16,
     limits: PartitionLimits,
@@ -118,20 +131,20 @@ pub(crate) struct Restore {
     pub records: u64,
     /// Records and rows of tables or partitions this node no longer holds.
     pub skipped: u64,
-    /// Partitions the current owner transaction wrote: committed after each read.
-    touched: FxHashSet<(u32, u32)>,
+    /// The latest GCI whose mark the replay passed.
+    marked_gci: u64,
     /// Where the read in flight began.
     read_offset: Option<u64>,
 }
 
 impl Restore {
-    /// Starts restoring to `gci` (`restores`), or clearing the disk for a fresh start.
+    /// Starts restoring to `gci`, or clearing the disk for a fresh start.
     #[allow(clippy::too_many_arguments)]
     pub fn start(
         ctx: &mut Context,
         gci: u64,
         life: u32,
-        restores: bool,
+        kind: RestoreKind,
         master: BlockAddress,
         ring: LogRing,
         limits: PartitionLimits,
@@ -140,6 +153,7 @@ impl Restore {
         let mut restore = Self {
             gci,
             life,
+            kind,
             master,
             instance,
             limits,
@@ -150,10 +164,10 @@ impl Restore {
             rows: 0,
             records: 0,
             skipped: 0,
-            touched: FxHashSet::default(),
+            marked_gci: 0,
             read_offset: None,
         };
-        if restores {
+        if kind != RestoreKind::Fresh {
             restore.open(
                 ctx,
                 OPEN_CHECKPOINT,
@@ -357,17 +371,21 @@ impl Restore {
         let mut rows = Vec::new();
         let outcome = loop {
             match scan.next(&data, start) {
-                CheckpointStep::Row { place, fixed, var } => rows.push((place, fixed, var)),
+                CheckpointStep::Row {
+                    place,
+                    fixed,
+                    var,
+                    gci,
+                } => rows.push((place, fixed, var, gci)),
                 CheckpointStep::Read(at) => break Ok(at),
                 CheckpointStep::Done(summary) => break Err(Ok(summary)),
                 CheckpointStep::Broken(error) => break Err(Err(error)),
             }
         };
-        for (place, fixed, var) in rows {
+        for (place, fixed, var, gci) in rows {
             self.rows += 1;
-            self.write_row(place, fixed, var, tables)?;
+            self.write_row(place, fixed, var, gci, tables)?;
         }
-        self.commit_touched(tables);
         match outcome {
             Ok(at) => {
                 self.read_offset = Some(at);
@@ -457,8 +475,11 @@ impl Restore {
         let end = loop {
             let at = scan.next_lsn();
             match scan.next(&data, chunk_lsn) {
+                ScanStep::Record(decoded) if decoded.record == Record::GciDone => {
+                    self.marked_gci = self.marked_gci.max(decoded.stamp.gci);
+                }
                 ScanStep::Record(decoded) if decoded.stamp.gci <= self.gci => {
-                    changes.push(decoded.record)
+                    changes.push((decoded.record, decoded.stamp.gci))
                 }
                 ScanStep::Record(_) => {}
                 ScanStep::Read(lsn) => break Ok(lsn),
@@ -469,17 +490,16 @@ impl Restore {
             }
         };
         let head_lsn = scan.next_lsn();
-        for change in changes {
+        for (change, gci) in changes {
             self.records += 1;
             match change {
                 Record::WriteRow { place, fixed, var } => {
-                    self.write_row(place, fixed, var, tables)?
+                    self.write_row(place, fixed, var, gci, tables)?
                 }
-                Record::DeleteRow { place, key } => self.delete_row(place, key, tables)?,
+                Record::DeleteRow { place, key } => self.delete_row(place, key, gci, tables)?,
                 _ => self.records -= 1,
             }
         }
-        self.commit_touched(tables);
         match end {
             Ok(lsn) => self.read_log_at(ctx, lsn),
             Err(Some(found)) => Err(format!(
@@ -488,16 +508,34 @@ impl Restore {
                  the log alone no longer holds every change",
                 self.instance
             )),
-            Err(None) => self.replayed(head_lsn),
+            Err(None) => self.replayed(ctx, head_lsn),
         }
     }
 
-    /// The log's end is reached: the data manager goes on logging there and checkpoints.
-    fn replayed(&mut self, head_lsn: u64) -> Result<Next, String> {
+    /// The log's end is reached: the data manager goes on logging there and checkpoints
+    /// (before a copy: the log's files close, and the partitions are loaded).
+    fn replayed(&mut self, ctx: &mut Context, head_lsn: u64) -> Result<Next, String> {
         let Step::Replaying { files, .. } = &mut self.step else {
             return Ok(Next::Going);
         };
         let files = std::mem::take(files);
+        let reached = self.chosen.map_or(0, |c| c.marked_gci).max(self.marked_gci);
+        if reached < self.gci {
+            // The node recorded the GCI only once every change of it was synced here: the
+            // log lost records (a file damaged or missing), and what it holds is less.
+            return Err(format!(
+                "the REDO log of ldm {} ends before GCI {}, which this node recorded as \
+                 saved (its last mark is of GCI {reached}): a log file under redo/ldm-{}/ \
+                 is damaged or missing",
+                self.instance, self.gci, self.instance
+            ));
+        }
+        if self.kind == RestoreKind::BeforeCopy {
+            for file in files {
+                self.request(ctx, CLOSE, 0, file, FileOperation::Close)?;
+            }
+            return Ok(Next::Loaded);
+        }
         let checkpoint_id = self.chosen.map_or(1, |c| c.id + 1);
         self.step = Step::Checkpointing { id: checkpoint_id };
         Ok(Next::Resume {
@@ -508,12 +546,14 @@ impl Restore {
         })
     }
 
-    /// Writes a restored row (its whole committed image) into its partition.
+    /// Writes a restored row (its whole committed image, written in `gci`) into its
+    /// partition.
     fn write_row(
         &mut self,
         place: RowPlace,
         fixed: &[u8],
         var: &[u8],
+        gci: u64,
         tables: &FxHashMap<u32, LdmTable>,
     ) -> Result<(), String> {
         let Some((table, partition)) = partition_of(tables, place) else {
@@ -521,27 +561,37 @@ impl Restore {
             return Ok(());
         };
         let values = table.layout.values(fixed, var);
-        let outcome = lock_partition(partition).write(restore_owner(self.instance), &values);
-        self.touched.insert((place.table_id, place.partition));
-        self.done(place, outcome)
+        let mut partition = lock_partition(partition);
+        let owner = restore_owner(self.instance);
+        let outcome = partition.write(owner, &values);
+        self.done(place, outcome)?;
+        let granted = partition.commit(owner, gci);
+        assert!(granted.is_empty(), "nobody waits for a restored row");
+        Ok(())
     }
 
     fn delete_row(
         &mut self,
         place: RowPlace,
         key: &[u8],
+        gci: u64,
         tables: &FxHashMap<u32, LdmTable>,
     ) -> Result<(), String> {
         let Some((_, partition)) = partition_of(tables, place) else {
             self.skipped += 1;
             return Ok(());
         };
-        let outcome = lock_partition(partition).delete(restore_owner(self.instance), key);
-        self.touched.insert((place.table_id, place.partition));
-        match outcome {
+        let mut partition = lock_partition(partition);
+        let owner = restore_owner(self.instance);
+        match partition.delete(owner, key) {
             // Replay is idempotent: the row may be gone already.
             Err(OperationError::NotFound { .. }) => Ok(()),
-            outcome => self.done(place, outcome),
+            outcome => {
+                self.done(place, outcome)?;
+                let granted = partition.commit(owner, gci);
+                assert!(granted.is_empty(), "nobody waits for a restored row");
+                Ok(())
+            }
         }
     }
 
@@ -560,24 +610,18 @@ impl Restore {
         }
     }
 
-    /// Commits what the restore wrote so far (a read's worth at a time).
-    fn commit_touched(&mut self, tables: &FxHashMap<u32, LdmTable>) {
-        let owner = restore_owner(self.instance);
-        for (table_id, partition) in self.touched.drain() {
-            let place = RowPlace {
-                table_id,
-                table_version: 0,
-                partition,
-            };
-            if let Some((_, partition)) = partition_of(tables, place) {
-                let granted = lock_partition(partition).commit(owner);
-                assert!(granted.is_empty(), "nobody waits for a restored row");
+    /// Every partition is as of the GCI restored: it knows the deletes after it.
+    pub fn partitions_restored(&self, tables: &FxHashMap<u32, LdmTable>) {
+        for table in tables.values() {
+            for partition in table.partitions.values() {
+                lock_partition(partition).set_deletes_known_from(self.gci + 1);
             }
         }
     }
 
-    /// Undoes a checkpoint that proved unusable: every partition empty again.
-    fn empty_partitions(&mut self, tables: &FxHashMap<u32, LdmTable>) -> Result<(), String> {
+    /// Undoes a checkpoint that proved unusable (or a restore before a copy that failed):
+    /// every partition empty again.
+    pub fn empty_partitions(&mut self, tables: &FxHashMap<u32, LdmTable>) -> Result<(), String> {
         for (table_id, table) in tables {
             for partition in table.partitions.values() {
                 let mut guard = lock_partition(partition);

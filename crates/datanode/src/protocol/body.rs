@@ -449,6 +449,74 @@ impl RowsBody {
     }
 }
 
+/// What a copy to a restarting replica carries: a row as its source holds it, or a key
+/// its source deleted, each with the GCI that wrote or deleted it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CopiedChange {
+    Row { gci: u64, values: Vec<Value> },
+    Deleted { gci: u64, key: Vec<u8> },
+}
+
+/// A batch of a partition's copy: a count, then per change a kind (0 row, 1 deleted), its
+/// GCI and the row's values or the deleted key.
+pub struct CopyBatchBody;
+
+impl CopyBatchBody {
+    /// Starts an empty batch in `out`.
+    pub fn start(out: &mut Vec<u8>) {
+        RowsBody::start(out);
+    }
+
+    pub fn push_row(out: &mut Vec<u8>, gci: u64, values: &[Value]) {
+        let mut writer = Writer(out);
+        writer.u8(0);
+        writer.u64(gci);
+        write_values(&mut writer, values);
+        Self::count_one(out);
+    }
+
+    pub fn push_deleted(out: &mut Vec<u8>, gci: u64, key: &[u8]) {
+        let mut writer = Writer(out);
+        writer.u8(1);
+        writer.u64(gci);
+        writer.bytes(key);
+        Self::count_one(out);
+    }
+
+    fn count_one(out: &mut [u8]) {
+        let count = u32::from_le_bytes([out[0], out[1], out[2], out[3]]) + 1;
+        out[..4].copy_from_slice(&count.to_le_bytes());
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Vec<CopiedChange>, CodecError> {
+        let mut input = Reader::new(bytes);
+        let count = input.u32()? as usize;
+        // Each change takes at least its kind, its GCI and a 4-byte count or length.
+        if count.saturating_mul(13) > input.remaining() {
+            return Err(invalid("change count", &input));
+        }
+        let changes = (0..count)
+            .map(|_| {
+                let kind = input.u8()?;
+                let gci = input.u64()?;
+                match kind {
+                    0 => Ok(CopiedChange::Row {
+                        gci,
+                        values: read_values(&mut input)?,
+                    }),
+                    1 => Ok(CopiedChange::Deleted {
+                        gci,
+                        key: input.bytes()?.to_vec(),
+                    }),
+                    _ => Err(invalid("copied change kind", &input)),
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        input.finish()?;
+        Ok(changes)
+    }
+}
+
 /// Load levels for read routing: (executor address word, level) pairs.
 pub struct LoadLevelsBody;
 
@@ -532,6 +600,35 @@ impl TakeoverReportBody {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn copied_rows_and_deleted_keys_read_back_as_written() {
+        let mut batch = Vec::new();
+        CopyBatchBody::start(&mut batch);
+        CopyBatchBody::push_row(&mut batch, 7, &[Value::Int(1), Value::Null]);
+        CopyBatchBody::push_deleted(&mut batch, 9, b"key");
+        assert_eq!(
+            CopyBatchBody::decode(&batch).unwrap(),
+            [
+                CopiedChange::Row {
+                    gci: 7,
+                    values: vec![Value::Int(1), Value::Null]
+                },
+                CopiedChange::Deleted {
+                    gci: 9,
+                    key: b"key".to_vec()
+                },
+            ]
+        );
+        for cut in 0..batch.len() {
+            assert!(
+                CopyBatchBody::decode(&batch[..cut]).is_err(),
+                "cut at {cut}"
+            );
+        }
+        batch[4] = 2;
+        assert!(CopyBatchBody::decode(&batch).is_err(), "an unknown kind");
+    }
 
     #[test]
     fn takeover_entries_read_back_as_written() {

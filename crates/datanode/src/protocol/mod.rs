@@ -43,8 +43,8 @@ mod errors;
 mod signals;
 
 pub use body::{
-    IndexUpkeep, IndexUpkeepBody, KeyBody, KeyBodyRef, LoadLevelsBody, OrphanedPart, RowBody,
-    RowsBody, ScanBody, TableDefinitionBody, TakeoverReportBody,
+    CopiedChange, CopyBatchBody, IndexUpkeep, IndexUpkeepBody, KeyBody, KeyBodyRef, LoadLevelsBody,
+    OrphanedPart, RowBody, RowsBody, ScanBody, TableDefinitionBody, TakeoverReportBody,
 };
 pub use client::{check_client_signal, NodeInfo};
 pub use errors::{ErrorCategory, ErrorCode};

@@ -775,21 +775,41 @@ typed_signal! {
 }
 typed_signal! {
     /// From the master's dictionary to the `ldm` holding the replica just before a
-    /// starting one in a partition's chain: copy every row to `target`, the starting
-    /// replica, one batch at a time, each row under an exclusive lock while it is read.
-    CopyPartition = 190 { restart: u32, table_id: u32, partition: u32, target: BlockAddress, }
+    /// starting one in a partition's chain: copy to `target`, the starting replica, every
+    /// row written and key deleted after `from_gci` (the GCI the target restored from its
+    /// own disk), or, with `from_gci` 0 or deletes not known that far back here, every row
+    /// (the target drops what it holds first); one batch at a time, each row under an
+    /// exclusive lock while it is read.
+    CopyPartition = 190 {
+        restart: u32,
+        table_id: u32,
+        partition: u32,
+        target: BlockAddress,
+        from_gci: u64,
+    }
 }
 typed_signal! {
-    /// A batch of copied rows, whole (every column). Section: a `RowsBody`. Answered with
-    /// `CopyRowsConf` once applied, which lets the next batch go.
-    CopyRows = 191 { table_id: u32, partition: u32, }
+    /// A batch of copied rows (whole, with the GCI that wrote them) and deleted keys.
+    /// Section: a `CopyBatchBody`. `whole` (0 or 1) on the first batch of a copy of
+    /// every row: the target first drops the rows it holds that no transaction uses, and
+    /// knows deletes from `deletes_known_from` on. Answered with `CopyRowsConf` once
+    /// applied, which lets the next batch go.
+    CopyRows = 191 { table_id: u32, partition: u32, whole: u32, deletes_known_from: u64, }
 }
 typed_signal! {
     CopyRowsConf = 192 { table_id: u32, partition: u32, }
 }
 typed_signal! {
-    /// From a copying `ldm` to the master's dictionary: the partition's rows all went.
-    PartitionCopied = 193 { restart: u32, table_id: u32, partition: u32, rows: u64, }
+    /// From a copying `ldm` to the master's dictionary: the partition's rows all went
+    /// (`rows` rows and `deleted` deleted keys; `whole` 1 if every row went).
+    PartitionCopied = 193 {
+        restart: u32,
+        table_id: u32,
+        partition: u32,
+        rows: u64,
+        deleted: u64,
+        whole: u32,
+    }
 }
 typed_signal! {
     /// From the master's dictionary to every member's `dict`, `tc` and `ldm` (the
@@ -916,15 +936,39 @@ typed_signal! {
 typed_signal! {
     /// From the master's `dict` to every participant's `ldm`, once the definitions are in
     /// place: restore your partitions to `gci` from your newest usable local checkpoint
-    /// and REDO log (`restores` 1), or start with empty ones and a fresh log (0); stamp
-    /// your log's records with `node_life` from now on. Confirmed by `LdmRestoreConf`
-    /// once restored and checkpointed.
+    /// and REDO log, or start with empty ones and a fresh log (`restores`, a
+    /// `RestoreKind`); stamp your log's records with `node_life` from now on. Confirmed
+    /// by `LdmRestoreConf` once restored and checkpointed. Also from a restarting node's
+    /// `gcp` to its `ldm`s: load your partitions as of `gci` before the copy
+    /// (`RestoreKind::BeforeCopy`, nothing written), and later start afresh.
     LdmRestore = 227 { gci: u64, node_life: u32, restores: u32, }
 }
+/// What an `LdmRestore` asks (its `restores` word).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RestoreKind {
+    /// Empty partitions, checkpoint files emptied, a fresh log.
+    Fresh = 0,
+    /// A start from disk: restore, then go on with the log and checkpoint the result.
+    SystemStart = 1,
+    /// A node restart from the node's own disk: load the partitions and write nothing
+    /// (the copy and a fresh start of the log and checkpoints follow); a disk that cannot
+    /// be used leaves them empty.
+    BeforeCopy = 2,
+}
+
+impl RestoreKind {
+    pub fn of(word: u32) -> Option<Self> {
+        [Self::Fresh, Self::SystemStart, Self::BeforeCopy]
+            .into_iter()
+            .find(|kind| *kind as u32 == word)
+    }
+}
+
 typed_signal! {
     /// An `ldm`'s restore is done: `rows` rows from its checkpoint, `records` REDO
-    /// records replayed.
-    LdmRestoreConf = 228 { rows: u64, records: u64, }
+    /// records replayed; its partitions are as of `gci` (0: empty, a restore before a
+    /// copy that found the disk unusable).
+    LdmRestoreConf = 228 { rows: u64, records: u64, gci: u64, }
 }
 typed_signal! {
     /// A `dict`'s timer while its node reports for a start from disk: a report sent before
@@ -965,10 +1009,12 @@ typed_signal! {
     GcpHurry = 234 { gci: u64, }
 }
 typed_signal! {
-    /// From the master's `gcp` to the `gcp` of a node that just joined the membership: the
-    /// GCI coordinators stamp now, and the latest restorable one (should it become master
-    /// before a round reached it, it goes on from there, never from an earlier GCI), and
-    /// the cluster's life, which its disk holds data of once it checkpointed its copy.
+    /// From the master's `gcp` to the `gcp` and the `tc`s of a node that just joined the
+    /// membership: the GCI coordinators stamp now (its coordinators stamp no earlier one,
+    /// whatever a round's request meant for the node's earlier life said), and the latest
+    /// restorable one (should it become master before a round reached it, it goes on from
+    /// there, never from an earlier GCI), and the cluster's life, which its disk holds
+    /// data of once it checkpointed its copy.
     GcpJoinState = 236 { current_gci: u64, restorable_gci: u64, cluster_life: u32, }
 }
 
@@ -981,4 +1027,18 @@ typed_signal! {
     /// rows is recorded), the control file says the node holds data (a start from disk
     /// may restore from it).
     LdmHoldsData = 235 {}
+}
+
+// ----- a node restart from the node's own disk: the master's dict <-> the restarting gcp -----
+typed_signal! {
+    /// From the master's `dict` to a restarting node's `gcp`, once the definitions are in
+    /// place: load your partitions from your own disk, if it holds data of the cluster's
+    /// life, to the latest GCI it recorded; the copy then brings only what changed since.
+    OwnDiskRestore = 239 { restart: u32, }
+}
+typed_signal! {
+    /// The answer: every partition of the node is as of `gci` (0: empty; its disk held
+    /// nothing usable, and every row is copied), from `rows` checkpointed rows and
+    /// `records` REDO records.
+    OwnDiskRestored = 240 { restart: u32, gci: u64, rows: u64, records: u64, }
 }

@@ -112,6 +112,13 @@ impl TransactionCoordinator {
             GcpCommit::from_signal(signal).map(|c| self.checkpoint_commit(ctx, c, master))
         } else if number == GcpSaved::NUMBER {
             GcpSaved::from_signal(signal).map(|saved| self.gci_saved(ctx, saved.gci))
+        } else if number == GcpJoinState::NUMBER {
+            GcpJoinState::from_signal(signal).map(|state| {
+                // A restarted node's coordinator may have heard a round's request meant
+                // for its earlier life, sent again before that life's failure was seen:
+                // the GCI it named is closed by now. It goes on from the master's.
+                self.checkpoints.gci = self.checkpoints.gci.max(state.current_gci);
+            })
         } else if number == GcpStateQuery::NUMBER {
             GcpStateQuery::from_signal(signal).map(|_| {
                 let state = GcpState {

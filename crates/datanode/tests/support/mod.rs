@@ -4,6 +4,7 @@
 // Shared by several test binaries, each of which uses only part of it.
 #![allow(dead_code)]
 
+pub mod disk_cluster;
 pub mod redo_logs;
 
 use std::collections::HashMap;
@@ -97,6 +98,23 @@ pub struct ScanSpec {
     pub limit: u64,
     pub batch_rows: u32,
     pub ordered: bool,
+}
+
+impl ScanSpec {
+    /// A scan of every row of `table`, every column, `batch_rows` per batch per partition.
+    pub fn every_row(table: (u32, u32), batch_rows: u32) -> Self {
+        ScanSpec {
+            table,
+            body: ScanBody {
+                range: kista_storage::partition::ScanRange::Full,
+                filter: None,
+                columns: vec![],
+            },
+            limit: u64::MAX,
+            batch_rows,
+            ordered: false,
+        }
+    }
 }
 
 /// One operation of a batch.

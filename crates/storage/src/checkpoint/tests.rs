@@ -25,6 +25,7 @@ fn checkpoint_file(id: u64, rows: u64, finished: bool) -> Vec<u8> {
             id,
             redo_lsn: 1234,
             rows,
+            marked_gci: 38,
         };
         writer.append(41, &done).expect("room");
     }
@@ -55,6 +56,7 @@ fn a_finished_checkpoint_reads_back_whole() {
         max_gci: 41,
         redo_lsn: 1234,
         rows: 300,
+        marked_gci: 38,
     };
     assert_eq!(outcome, Ok(summary));
 }
@@ -115,6 +117,7 @@ fn an_end_of_another_checkpoint_or_count_is_refused() {
         id: 4,
         redo_lsn: 0,
         rows: 2,
+        marked_gci: 0,
     };
     writer.append(1, &wrong_count).unwrap();
     let (lsn, bytes) = writer.next_write(1 << 20).unwrap();
@@ -131,6 +134,7 @@ fn an_end_of_another_checkpoint_or_count_is_refused() {
         id: 8,
         redo_lsn: 0,
         rows: 0,
+        marked_gci: 0,
     };
     writer.append(1, &wrong_id).unwrap();
     let (_, bytes) = writer.next_write(1 << 20).unwrap();

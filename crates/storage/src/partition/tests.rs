@@ -1,5 +1,6 @@
 //! The partition's versions, locks and indexes, as a transaction sees them.
 
+mod changes;
 mod model;
 
 use std::sync::Arc;
@@ -165,7 +166,7 @@ fn a_committed_read_never_sees_an_uncommitted_insert() {
         Outcome::Done(Some(user(1, Some("a@x"), Some(30)))),
         "a transaction reads its own writes"
     );
-    assert!(users.commit(T1).is_empty());
+    assert!(users.commit(T1, 1).is_empty());
     assert_eq!(committed(&users, 1), Some(user(1, Some("a@x"), Some(30))));
     assert_eq!(ages(&users), [30]);
     assert_eq!(users.committed_rows(), 1);
@@ -175,7 +176,7 @@ fn a_committed_read_never_sees_an_uncommitted_insert() {
 fn an_update_stays_beside_the_committed_version_until_commit() {
     let (_, mut users) = users(1 << 20);
     insert(&mut users, T1, user(1, Some("a@x"), Some(30))).unwrap();
-    users.commit(T1);
+    users.commit(T1, 1);
     assert_eq!(update_age(&mut users, T2, 1, 31), Ok(DONE));
     assert_eq!(
         update_age(&mut users, T2, 1, 32),
@@ -188,7 +189,7 @@ fn an_update_stays_beside_the_committed_version_until_commit() {
         [30],
         "the ordered index shows committed keys only"
     );
-    users.commit(T2);
+    users.commit(T2, 1);
     assert_eq!(committed(&users, 1), Some(user(1, Some("a@x"), Some(32))));
     assert_eq!(ages(&users), [32]);
 }
@@ -198,7 +199,7 @@ fn rollback_restores_the_committed_version_and_frees_what_the_change_took() {
     let (memory, mut users) = users(1 << 20);
     insert(&mut users, T1, user(1, Some("a@x"), Some(30))).unwrap();
     insert(&mut users, T1, user(2, Some("b@x"), Some(40))).unwrap();
-    users.commit(T1);
+    users.commit(T1, 1);
     let before = memory.used_bytes();
     update_age(&mut users, T2, 1, 99).unwrap();
     users
@@ -224,7 +225,7 @@ fn a_delete_hides_the_row_only_once_committed() {
     let (memory, mut users) = users(1 << 20);
     let empty = memory.used_bytes();
     insert(&mut users, T1, user(1, Some("a@x"), Some(30))).unwrap();
-    users.commit(T1);
+    users.commit(T1, 1);
     assert_eq!(delete(&mut users, T2, 1), Ok(DONE));
     assert_eq!(committed(&users, 1), Some(user(1, Some("a@x"), Some(30))));
     assert_eq!(locked(&mut users, T2, 1, Shared), Outcome::Done(None));
@@ -234,7 +235,7 @@ fn a_delete_hides_the_row_only_once_committed() {
             table: "users".into()
         })
     );
-    users.commit(T2);
+    users.commit(T2, 1);
     assert_eq!(committed(&users, 1), None);
     assert_eq!(users.committed_rows(), 0);
     let pages_kept = memory.used_bytes() - empty;
@@ -249,7 +250,7 @@ fn a_delete_hides_the_row_only_once_committed() {
 fn locked_reads_wait_for_writers_and_run_again_when_granted() {
     let (_, mut users) = users(1 << 20);
     insert(&mut users, T1, user(1, None, Some(30))).unwrap();
-    users.commit(T1);
+    users.commit(T1, 1);
     update_age(&mut users, T1, 1, 31).unwrap();
     let Outcome::Waiting(anchor) = locked(&mut users, T2, 1, Shared) else {
         panic!("T1 holds it")
@@ -263,7 +264,7 @@ fn locked_reads_wait_for_writers_and_run_again_when_granted() {
         Some(user(1, None, Some(30))),
         "committed reads do not wait"
     );
-    assert_eq!(users.commit(T1), [granted(T2, anchor)]);
+    assert_eq!(users.commit(T1, 1), [granted(T2, anchor)]);
     assert_eq!(
         locked(&mut users, T2, 1, Shared),
         Outcome::Done(Some(user(1, None, Some(31))))
@@ -273,7 +274,7 @@ fn locked_reads_wait_for_writers_and_run_again_when_granted() {
         Ok(DONE),
         "a sole holder upgrades ahead of T3"
     );
-    assert_eq!(users.commit(T2), [granted(T3, anchor)]);
+    assert_eq!(users.commit(T2, 1), [granted(T3, anchor)]);
     assert_eq!(
         locked(&mut users, T3, 1, Exclusive),
         Outcome::Done(Some(user(1, None, Some(5))))
@@ -284,7 +285,7 @@ fn locked_reads_wait_for_writers_and_run_again_when_granted() {
 fn a_timed_out_waiter_is_withdrawn_and_the_holder_keeps_its_lock() {
     let (_, mut users) = users(1 << 20);
     insert(&mut users, T1, user(1, None, None)).unwrap();
-    users.commit(T1);
+    users.commit(T1, 1);
     delete(&mut users, T1, 1).unwrap();
     let Ok(Outcome::Waiting(anchor)) = update_age(&mut users, T2, 1, 3) else {
         panic!("T1 holds it")
@@ -295,13 +296,13 @@ fn a_timed_out_waiter_is_withdrawn_and_the_holder_keeps_its_lock() {
         "T1 still holds it"
     );
     assert_eq!(users.abort(T2), [], "T2 had nothing else");
-    assert_eq!(users.commit(T1), [granted(T3, anchor)]);
+    assert_eq!(users.commit(T1, 1), [granted(T3, anchor)]);
     assert_eq!(
         locked(&mut users, T3, 1, Shared),
         Outcome::Done(None),
         "T1 deleted it"
     );
-    users.commit(T3);
+    users.commit(T3, 1);
 }
 
 #[test]
@@ -319,12 +320,12 @@ fn a_waiter_on_an_aborted_insert_wakes_to_no_row_and_the_anchor_goes_afterwards(
         Ok(DONE),
         "the key is free again"
     );
-    assert_eq!(users.commit(T2), [granted(T3, anchor)]);
+    assert_eq!(users.commit(T2, 1), [granted(T3, anchor)]);
     assert_eq!(
         locked(&mut users, T3, 7, Shared),
         Outcome::Done(Some(user(7, Some("b@x"), None)))
     );
-    users.commit(T3);
+    users.commit(T3, 1);
     // Now the same with nobody re-inserting: the anchor lives while T2 waits, then goes.
     insert(&mut users, T1, user(8, None, None)).unwrap();
     let Outcome::Waiting(anchor) = locked(&mut users, T2, 8, Exclusive) else {
@@ -338,12 +339,12 @@ fn a_waiter_on_an_aborted_insert_wakes_to_no_row_and_the_anchor_goes_afterwards(
             table: "users".into()
         })
     );
-    users.commit(T2);
+    users.commit(T2, 1);
     assert!(users.read_committed(&key(&users, 8)).is_none());
     let _ = anchor;
     users.abort(T2);
     delete(&mut users, T1, 7).unwrap();
-    users.commit(T1);
+    users.commit(T1, 1);
     assert_eq!(
         memory.used_bytes() - empty,
         crate::memory::PAGE_BYTES as u64,
@@ -401,7 +402,7 @@ fn writes_report_each_change_of_a_rows_unique_key_and_nothing_else() {
         vec![],
         "the key did not change"
     );
-    users.commit(T1);
+    users.commit(T1, 1);
     assert_eq!(
         set_email(&mut users, T2, 1, Some("z@x")),
         vec![email_change(&users, 1, Some("a@x"), Some("z@x"))]
@@ -441,7 +442,7 @@ fn writes_report_each_change_of_a_rows_unique_key_and_nothing_else() {
 fn the_primary_key_is_refused_twice_and_cannot_be_updated() {
     let (_, mut users) = users(1 << 20);
     insert(&mut users, T1, user(1, None, None)).unwrap();
-    users.commit(T1);
+    users.commit(T1, 1);
     assert_eq!(
         insert(&mut users, T2, user(1, None, None)),
         Err(OperationError::Duplicate {
@@ -462,7 +463,7 @@ fn the_primary_key_is_refused_twice_and_cannot_be_updated() {
             column: "id".into()
         })
     );
-    users.commit(T2);
+    users.commit(T2, 1);
     assert_eq!(committed(&users, 1), Some(user(1, None, Some(9))));
 }
 
@@ -483,7 +484,7 @@ fn exhausting_data_memory_fails_the_operation_and_deletes_make_room_again() {
     };
     assert_eq!(exhausted.limit_bytes, memory.limit_bytes());
     assert!(exhausted.to_string().contains("DataMemory"), "{exhausted}");
-    users.commit(T1);
+    users.commit(T1, 1);
     for id in 0..inserted {
         assert_eq!(
             committed(&users, id).map(|row| row[0].clone()),
@@ -495,11 +496,11 @@ fn exhausting_data_memory_fails_the_operation_and_deletes_make_room_again() {
     for id in 0..inserted / 2 {
         delete(&mut users, T3, id).unwrap();
     }
-    users.commit(T3);
+    users.commit(T3, 1);
     for id in 0..inserted / 2 {
         insert(&mut users, T2, user(id, None, None)).unwrap();
     }
-    users.commit(T2);
+    users.commit(T2, 1);
     assert_eq!(users.committed_rows(), inserted as usize);
 }
 
@@ -508,7 +509,7 @@ fn an_ordered_index_added_later_covers_existing_rows_but_a_unique_one_needs_no_k
     let (_, mut users) = users(1 << 20);
     insert(&mut users, T1, user(1, Some("a@x"), Some(3))).unwrap();
     insert(&mut users, T1, user(2, Some("b@x"), Some(3))).unwrap();
-    users.commit(T1);
+    users.commit(T1, 1);
     let unique_age = IndexSchema {
         name: "unique_age".into(),
         kind: IndexKind::Unique,
@@ -569,7 +570,7 @@ fn a_logged_commit_shows_each_changed_row_once_as_committed_and_nothing_it_only_
     for id in [2, 3, 4] {
         partition.insert(T1, &user(id, None, Some(id))).unwrap();
     }
-    partition.commit(T1);
+    partition.commit(T1, 1);
     partition.insert(T2, &user(1, Some("new@x"), None)).unwrap();
     partition
         .update(T2, &key(&partition, 2), &[(2, Value::Int(20))])
@@ -583,7 +584,7 @@ fn a_logged_commit_shows_each_changed_row_once_as_committed_and_nothing_it_only_
         .unwrap();
     let mut shown = Vec::new();
     let layout = partition.layout().clone();
-    partition.commit_logged(T2, &mut |change| {
+    partition.commit_logged(T2, 1, &mut |change| {
         shown.push(match change {
             CommittedChange::Written { fixed, var } => ("written", layout.values(fixed, var)),
             CommittedChange::Deleted { fixed, var } => {

@@ -66,7 +66,7 @@ enum OwnedRecord {
     Write(RowPlace, Vec<u8>, Vec<u8>),
     Delete(RowPlace, Vec<u8>),
     GciDone,
-    CheckpointDone(u64, u64, u64),
+    CheckpointDone(u64, u64, u64, u64),
 }
 
 impl OwnedRecord {
@@ -77,9 +77,12 @@ impl OwnedRecord {
             }
             Record::DeleteRow { place, key } => OwnedRecord::Delete(place, key.to_vec()),
             Record::GciDone => OwnedRecord::GciDone,
-            Record::CheckpointDone { id, redo_lsn, rows } => {
-                OwnedRecord::CheckpointDone(id, redo_lsn, rows)
-            }
+            Record::CheckpointDone {
+                id,
+                redo_lsn,
+                rows,
+                marked_gci,
+            } => OwnedRecord::CheckpointDone(id, redo_lsn, rows, marked_gci),
             Record::FileEnd => panic!("a scan never returns a file end"),
         }
     }
@@ -93,8 +96,13 @@ impl OwnedRecord {
             },
             OwnedRecord::Delete(place, key) => Record::DeleteRow { place: *place, key },
             OwnedRecord::GciDone => Record::GciDone,
-            &OwnedRecord::CheckpointDone(id, redo_lsn, rows) => {
-                Record::CheckpointDone { id, redo_lsn, rows }
+            &OwnedRecord::CheckpointDone(id, redo_lsn, rows, marked_gci) => {
+                Record::CheckpointDone {
+                    id,
+                    redo_lsn,
+                    rows,
+                    marked_gci,
+                }
             }
         }
     }
@@ -111,7 +119,8 @@ fn record() -> impl Strategy<Value = OwnedRecord> {
         (place.clone(), bytes(300), bytes(3000)).prop_map(|(p, f, v)| OwnedRecord::Write(p, f, v)),
         (place, bytes(64)).prop_map(|(p, k)| OwnedRecord::Delete(p, k)),
         Just(OwnedRecord::GciDone),
-        any::<(u64, u64, u64)>().prop_map(|(i, l, r)| OwnedRecord::CheckpointDone(i, l, r)),
+        any::<(u64, u64, u64, u64)>()
+            .prop_map(|(i, l, r, m)| OwnedRecord::CheckpointDone(i, l, r, m)),
     ]
 }
 

@@ -1,7 +1,8 @@
 //! Random transactions against a partition and against a plain model of what it must show:
 //! committed rows in maps, each transaction's changes beside them. After every step, scans
 //! with random ranges and filters must return exactly the rows the model's committed state
-//! selects, in index order, batch after batch.
+//! selects, in index order, batch after batch. Each commit is a GCI of its own, and what
+//! changed after any GCI (rows with their GCIs, deleted keys) must be what the model says.
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -85,6 +86,8 @@ enum Step {
     Commit(u64),
     Abort(u64),
     Scan(ScanRange, Option<Filter>, usize),
+    /// What changed after commit number `.0`, read `.1` rows at a time.
+    Changes(u64, usize),
 }
 
 fn an_op() -> impl Strategy<Value = CompareOp> {
@@ -176,6 +179,7 @@ fn a_step() -> impl Strategy<Value = Step> {
         2 => tx.clone().prop_map(Step::Commit),
         1 => tx.prop_map(Step::Abort),
         3 => (a_range(), proptest::option::of(a_filter()), 1..5usize).prop_map(|(r, f, b)| Step::Scan(r, f, b)),
+        1 => (0..12u64, 1..5usize).prop_map(|(g, b)| Step::Changes(g, b)),
     ]
 }
 
@@ -187,6 +191,13 @@ struct Model {
     pending: BTreeMap<i64, (u64, Option<Vec<Value>>)>,
     /// id → the transaction holding its row lock (every lock here is exclusive).
     locks: BTreeMap<i64, u64>,
+    /// Commits so far: each commit is GCI `commits`.
+    commits: u64,
+    /// id → the GCI that wrote its committed row.
+    written_in: BTreeMap<i64, u64>,
+    /// (id, GCI) of every delete committed (a row inserted and deleted by one
+    /// transaction too: a key deleted in vain is harmless).
+    deleted: Vec<(i64, u64)>,
 }
 
 /// What an operation should do, per the model.
@@ -217,6 +228,8 @@ impl Model {
     }
 
     fn finish(&mut self, tx: u64, commit: bool) {
+        self.commits += u64::from(commit);
+        let gci = self.commits;
         let mine: Vec<i64> = self
             .pending
             .iter()
@@ -227,9 +240,16 @@ impl Model {
             let (_, version) = self.pending.remove(&id).unwrap();
             if commit {
                 match version {
-                    Some(row) => self.committed.insert(id, row),
-                    None => self.committed.remove(&id),
-                };
+                    Some(row) => {
+                        self.committed.insert(id, row);
+                        self.written_in.insert(id, gci);
+                    }
+                    None => {
+                        self.committed.remove(&id);
+                        self.written_in.remove(&id);
+                        self.deleted.push((id, gci));
+                    }
+                }
             }
         }
         self.locks.retain(|_, holder| *holder != tx);
@@ -416,8 +436,9 @@ proptest! {
                 }
                 Step::Commit(tx) => {
                     model.finish(tx, true);
-                    partition.commit(TransactionId(tx));
+                    partition.commit(TransactionId(tx), model.commits);
                 }
+                Step::Changes(after, batch) => check_changes(&partition, &model, after, batch)?,
                 Step::Abort(tx) => {
                     model.finish(tx, false);
                     partition.abort(TransactionId(tx));
@@ -459,6 +480,44 @@ proptest! {
         drop(partition);
         prop_assert_eq!(memory.used_bytes(), 0);
     }
+}
+
+/// The rows written and keys deleted after GCI `after` are the model's.
+fn check_changes(
+    partition: &Partition,
+    model: &Model,
+    after: u64,
+    batch: usize,
+) -> Result<(), TestCaseError> {
+    let id_of = |fixed: &[u8], var: &[u8]| match partition.layout().values(fixed, var)[0] {
+        Value::Int(id) => id,
+        _ => unreachable!("ids are integers"),
+    };
+    let mut written = BTreeMap::new();
+    let mut resume = None;
+    loop {
+        let mut got = 0;
+        resume = partition.scan_with_gci(resume, batch, |fixed, var, gci| {
+            got += 1;
+            written.insert(id_of(fixed, var), gci);
+        });
+        prop_assert!(got <= batch);
+        if resume.is_none() {
+            break;
+        }
+    }
+    prop_assert_eq!(&written, &model.written_in, "every row with its GCI");
+    let mut deleted: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
+    for &(id, gci) in model.deleted.iter().filter(|(_, gci)| *gci > after) {
+        let latest = deleted.entry(super::key(partition, id)).or_insert(gci);
+        *latest = (*latest).max(gci);
+    }
+    let found = partition
+        .deleted_after(after)
+        .expect("nothing was forgotten");
+    let found: BTreeMap<Vec<u8>, u64> = found.into_iter().collect();
+    prop_assert_eq!(found, deleted, "keys deleted after GCI {}", after);
+    Ok(())
 }
 
 /// Checks an operation's outcome against the model's; a wait is withdrawn at once (as a
