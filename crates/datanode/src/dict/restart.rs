@@ -376,10 +376,15 @@ impl Restart {
                  whole: its disk held nothing usable)"
             );
         }
+        let why = if whole > 0 {
+            ": their deletes were not known that far back"
+        } else {
+            ""
+        };
         format!(
             "node {node} started from its own disk (GCI {}): {rows} rows and {deleted} \
              deleted keys copied, changed since ({whole} of {partitions} partitions copied \
-             whole: their deletes were not known that far back)",
+             whole{why})",
             self.from_gci
         )
     }
