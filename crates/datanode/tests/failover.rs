@@ -174,17 +174,7 @@ fn a_node_failure_during_a_scan_fails_the_scan_with_a_retryable_error() {
     // Node 1 reads the other group's partitions on their primaries, nodes 3 and 4.
     cluster.simulation.pause(NodeId(3));
     cluster.use_node(NodeId(1));
-    let spec = support::ScanSpec {
-        table,
-        body: ScanBody {
-            range: kista_storage::partition::ScanRange::Full,
-            filter: None,
-            columns: vec![],
-        },
-        limit: u64::MAX,
-        batch_rows: 4,
-        ordered: false,
-    };
+    let spec = support::ScanSpec::every_row(table, 4);
     let scanned = cluster.scan(1, &spec, None);
     assert_eq!(
         scanned.code,

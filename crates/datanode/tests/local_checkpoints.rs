@@ -11,31 +11,18 @@ mod support;
 
 use std::collections::BTreeMap;
 
-use kista_datanode::node::NodeSettings;
 use kista_datanode::protocol::*;
 use kista_runtime::io::SimulatedDisk;
 use kista_signal::NodeId;
 use kista_storage::redo::LogRing;
+use support::disk_cluster::{node_settings, GCP_INTERVAL_MS, LDM_INSTANCES, REDO_LOG_BYTES};
 use support::redo_logs::restore_ldm;
 use support::{cluster_settings, counter_op, Node};
 
-const LDM_INSTANCES: u16 = 2;
-/// The smallest log: each `ldm`'s ring is 4 files of 512 KiB (two largest records each).
-const REDO_LOG_BYTES: u64 = 4 << 20;
-const GCP_INTERVAL_MS: u64 = 20;
 const BALLAST_ROWS: i64 = 400;
 const BALLAST_FIRST_ROW: i64 = 1_000_000;
 const CHAINS: i64 = 4;
 const ROUND_PAUSE_MS: u64 = 2;
-
-fn node_settings(node: NodeId) -> NodeSettings {
-    let mut settings = NodeSettings::new(node);
-    settings.ldm_instances = LDM_INSTANCES;
-    settings.redo_log_bytes = REDO_LOG_BYTES;
-    settings.global_checkpoint_interval_ms = GCP_INTERVAL_MS;
-    settings.checkpoint_write_bytes_per_sec = 4 << 20;
-    settings
-}
 
 fn ring() -> LogRing {
     LogRing {

@@ -484,6 +484,20 @@ fn write_chain(mgm: &str, chain: i64, mode: ExecuteMode, stop: &AtomicBool) -> V
 
 const CHAINS_TABLE: &str = "chains";
 
+/// chains(id BIGINT PRIMARY KEY, step BIGINT).
+fn create_chains_table(client: &Client) {
+    let int = ColumnType::Int {
+        bytes: 8,
+        signed: true,
+    };
+    let schema = TableSchema {
+        name: CHAINS_TABLE.into(),
+        columns: vec![Column::new("id", int), Column::new("step", int)],
+        primary_key: vec![0],
+    };
+    client.create_table(schema, vec![]).expect("created");
+}
+
 /// The GCI a start from disk restored, from the master's log (waited for: the master
 /// logs it once every node reported what its disk holds).
 fn restored_gci(cluster: &mut TestCluster) -> u64 {
@@ -509,16 +523,7 @@ fn restored_gci(cluster: &mut TestCluster) -> u64 {
 fn killing_every_data_node_under_load_keeps_durable_commits_and_a_saved_state() {
     let mut cluster = TestCluster::start(2, 2);
     let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
-    let int = ColumnType::Int {
-        bytes: 8,
-        signed: true,
-    };
-    let schema = TableSchema {
-        name: CHAINS_TABLE.into(),
-        columns: vec![Column::new("id", int), Column::new("step", int)],
-        primary_key: vec![0],
-    };
-    client.create_table(schema, vec![]).expect("created");
+    create_chains_table(&client);
     drop(client);
     let mgm = cluster.mgm.clone();
     let bench_args: Vec<String> = ["bench", "--mgm", &mgm, "--keys", "2000", "--duration", "6"]
@@ -662,16 +667,7 @@ fn a_node_restarted_under_load_copies_only_what_changed_while_it_was_down() {
     const ROWS: i64 = 20_000;
     let mut cluster = TestCluster::start(2, 2);
     let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
-    let int = ColumnType::Int {
-        bytes: 8,
-        signed: true,
-    };
-    let schema = TableSchema {
-        name: CHAINS_TABLE.into(),
-        columns: vec![Column::new("id", int), Column::new("step", int)],
-        primary_key: vec![0],
-    };
-    client.create_table(schema, vec![]).expect("created");
+    create_chains_table(&client);
     write_rows(&client, 0..ROWS, 0);
     // A few global checkpoints: node 2's disk records every row.
     std::thread::sleep(Duration::from_millis(3000));

@@ -167,6 +167,8 @@ pub struct Partition {
     /// Scratch space for encoding rows, so writes do not allocate per operation.
     fixed: Vec<u8>,
     var: Vec<u8>,
+    /// Scratch space for a deleted row's primary key.
+    key: Vec<u8>,
     /// Unique-key changes of the writes since the caller last took them.
     unique_changes: Vec<UniqueChange>,
 }
@@ -185,6 +187,7 @@ impl Partition {
             transactions: FxHashMap::default(),
             fixed: vec![0; layout.fixed_bytes()],
             var: Vec::new(),
+            key: Vec::new(),
             unique_changes: Vec::new(),
             layout,
             memory,
@@ -763,15 +766,24 @@ impl Partition {
         self.set_state(anchor, state);
     }
 
+    /// The primary key of the row at `anchor`, in the scratch buffer (taken: give it back
+    /// to `self.key` when done, so deletes allocate nothing for it).
+    fn primary_key_of(&mut self, anchor: RowId) -> Vec<u8> {
+        let mut key = std::mem::take(&mut self.key);
+        key.clear();
+        let (fixed, var) = self.rows.get(anchor);
+        self.layout.primary_key_of_row(fixed, var, &mut key);
+        key
+    }
+
     /// Frees an anchor with no version once nobody holds or waits for its lock.
     fn free_if_unused(&mut self, anchor: RowId) {
         if self.state(anchor) != RowState::Empty || self.locks.is_locked(anchor) {
             return;
         }
-        let mut key = Vec::new();
-        let (fixed, var) = self.rows.get(anchor);
-        self.layout.primary_key_of_row(fixed, var, &mut key);
+        let key = self.primary_key_of(anchor);
         let removed = self.primary.remove(&key);
+        self.key = key;
         debug_assert_eq!(removed, Some(anchor), "the primary key leads to its anchor");
         self.rows.delete(anchor);
         self.set_state(anchor, RowState::Unused);

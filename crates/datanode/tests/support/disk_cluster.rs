@@ -11,8 +11,8 @@ use kista_storage::types::Value;
 use super::{counter_op, Node, ScanSpec};
 
 pub const LDM_INSTANCES: u16 = 2;
-/// A small log (each `ldm`'s ring 4 files of 512 KiB), so local checkpoints run often and
-/// a restore reads a checkpoint and then the log.
+/// The smallest log (each `ldm`'s ring 4 files of 512 KiB, two largest records each), so
+/// local checkpoints run often and a restore reads a checkpoint and then the log.
 pub const REDO_LOG_BYTES: u64 = 4 << 20;
 pub const GCP_INTERVAL_MS: u64 = 20;
 pub const MEMORY_BYTES: u64 = 64 << 20;

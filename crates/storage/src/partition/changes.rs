@@ -157,10 +157,9 @@ impl Partition {
             }
             self.gcis[index] = gci;
         } else {
-            let mut key = Vec::new();
-            let (fixed, var) = self.rows.get(anchor);
-            self.layout.primary_key_of_row(fixed, var, &mut key);
+            let key = self.primary_key_of(anchor);
             self.deleted.push(&key, gci);
+            self.key = key;
         }
     }
 }
