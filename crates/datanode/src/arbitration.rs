@@ -8,7 +8,7 @@
 //! winner from then on, whatever an earlier life's split left (a start of an earlier or the
 //! same life changes nothing: a stale node cannot start a cluster of its own). The nodes
 //! that start stopped as stale do not count against survivors (they stop, whichever order
-//! their stops are noticed in), nor for them. The management server hosts it, as `ndb_mgmd` hosts NDB's, and it keeps
+//! their stops are noticed in), nor for them, until they restart into the cluster. The management server hosts it, as `ndb_mgmd` hosts NDB's, and it keeps
 //! what the data nodes report there ([`NodeReports`]: started or not, data memory).
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -145,14 +145,16 @@ impl Arbitrator {
     }
 
     /// `joined` joined a membership that is now `members`. When the rest of that
-    /// membership is within the winner, so is `joined` from now on; a membership outside
-    /// the winner (a side that lost) gains nothing.
+    /// membership is within the winner, so is `joined` from now on (a node a start from
+    /// disk stopped too: it restarted into the cluster); a membership outside the winner
+    /// (a side that lost) gains nothing.
     pub fn membership_grew(&mut self, members: NodeSet, joined: NodeId) {
         let mut before = members;
         before.remove(joined);
         if let Some(winner) = &mut self.winner {
             if before.is_subset_of(*winner) {
                 winner.insert(joined);
+                self.stopping.remove(joined);
             }
         }
     }
@@ -232,6 +234,12 @@ mod tests {
         assert!(arbitrator.decide(set(&[2])), "the new life's side goes on");
         assert!(!arbitrator.decide(set(&[1])), "the old winner lost");
         assert!(!arbitrator.decide(set(&[3])), "a stopped node wins nothing");
+        // Node 3 restarts into the cluster, and node 2 fails: node 3 goes on alone.
+        arbitrator.membership_grew(set(&[2, 3]), NodeId(3));
+        assert!(
+            arbitrator.decide(set(&[3])),
+            "a node the start stopped that rejoined is a member like any other"
+        );
         // A stale node's start of an earlier life wins nothing.
         arbitrator.life_begins(3, set(&[1]), set(&[]));
         arbitrator.life_begins(2, set(&[1]), set(&[]));

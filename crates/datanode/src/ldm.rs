@@ -823,7 +823,13 @@ impl LocalDataManager {
             Err(reason) if restore.kind == RestoreKind::BeforeCopy => {
                 return self.restore_abandoned(ctx, &reason);
             }
-            Err(reason) => return Err(reason),
+            Err(reason) => {
+                return Err(format!(
+                    "{reason}. Restore this node's data directory from a backup, or empty \
+                     it: started again once the others serve, the node copies its data \
+                     from a peer"
+                ))
+            }
         };
         match next {
             restore::Next::Going => Ok(()),

@@ -10,13 +10,16 @@
 mod support;
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use kista_datanode::protocol::*;
 use kista_runtime::io::SimulatedDisk;
 use kista_signal::NodeId;
+use kista_storage::checkpoint::CHECKPOINT_FILES;
 use kista_storage::redo::LogRing;
+use support::disk_cluster::rows_through;
 use support::disk_cluster::{node_settings, GCP_INTERVAL_MS, LDM_INSTANCES, REDO_LOG_BYTES};
-use support::redo_logs::restore_ldm;
+use support::redo_logs::{read_checkpoint, restore_ldm};
 use support::{cluster_settings, counter_op, Node};
 
 const BALLAST_ROWS: i64 = 400;
@@ -275,4 +278,68 @@ fn a_full_log_refuses_writes_with_a_temporary_error_until_a_checkpoint_frees_it(
     );
     assert!(committed_after_refusal > 0, "checkpoints freed it again");
     assert!(cluster.stopped().is_empty(), "no node stopped");
+}
+
+/// The newest complete checkpoint file of one `ldm` on `disk`, by the id it names.
+fn newest_checkpoint_path(disk: &SimulatedDisk, ldm: u16) -> String {
+    let slot = (0..CHECKPOINT_FILES)
+        .filter_map(|slot| read_checkpoint(disk, ldm, slot).map(|(s, _)| (s.id, slot)))
+        .max()
+        .map(|(_, slot)| slot)
+        .expect("a complete checkpoint");
+    format!("lcp/ldm-{ldm}/{slot}.ckpt")
+}
+
+#[test]
+fn a_lost_or_damaged_newest_checkpoint_falls_back_to_the_one_before_and_the_log_kept_for_it() {
+    // Checkpoints slower than the writes: the log fills, and each checkpoint's start lies
+    // far behind the log's head.
+    let slow = |node| {
+        let mut settings = node_settings(node);
+        settings.checkpoint_write_bytes_per_sec = 64 << 10;
+        settings
+    };
+    let mut cluster = Node::start_cluster(cluster_settings(2, 2, slow), 64 << 20, 13);
+    cluster.run_for_ms(200);
+    let mut workload = Workload::new(&mut cluster);
+    for _ in 0..300 {
+        workload.round(&mut cluster);
+    }
+    let gci = last_saved_gci(&cluster);
+    let needed = workload.ballast_in(&cluster, gci);
+    for node in [NodeId(1), NodeId(2)] {
+        cluster.simulation.crash(node);
+    }
+    // Node 1 lost each newest complete checkpoint file; on node 2 one byte of each is
+    // flipped (a checkpoint being written at the crash is unfinished besides).
+    let mut damaged = Vec::new();
+    for ldm in 0..LDM_INSTANCES {
+        let lost = newest_checkpoint_path(&cluster.disks[&NodeId(1)], ldm);
+        cluster.disks[&NodeId(1)].remove(Path::new(&lost));
+        let path = newest_checkpoint_path(&cluster.disks[&NodeId(2)], ldm);
+        let disk = &cluster.disks[&NodeId(2)];
+        let mut bytes = disk.contents(Path::new(&path)).expect("the file");
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x5a;
+        disk.put(Path::new(&path), bytes);
+        damaged.push(path);
+    }
+
+    cluster.start_again(64 << 20);
+    let log = cluster.simulation.log_of(NodeId(2));
+    for path in damaged {
+        assert!(
+            log.iter()
+                .any(|line| line.contains(&format!("{path} not used"))),
+            "node 2 fell back from {path}: {log:?}"
+        );
+    }
+    let one = rows_through(&mut cluster, NodeId(1), workload.table, 1);
+    let two = rows_through(&mut cluster, NodeId(2), workload.table, 2);
+    assert_eq!(one, two, "both replicas restore alike");
+    let (_, batch) = consistent(&one);
+    assert!(
+        batch >= needed && needed > 150,
+        "GCI {gci} restores batch {batch}, not {needed} acknowledged before"
+    );
 }

@@ -38,6 +38,11 @@ pub struct SqlArgs {
     /// Print why client connections broke.
     #[arg(long)]
     verbose: bool,
+
+    /// Every session starts with `kista_durable_commits = ON`: a commit is confirmed only
+    /// once it is on disk on every replica (a session may still turn it off).
+    #[arg(long)]
+    durable_commits: bool,
 }
 
 /// How often the main thread looks for a stop request.
@@ -82,6 +87,7 @@ pub fn run(args: &SqlArgs) -> Result<(), Failure> {
         .map_err(|e| Failure::runtime(format!("cannot reach the cluster at {}: {e}", args.mgm)))?;
     let mut catalog = Catalog::new(client);
     catalog.log_connection_errors = args.verbose;
+    catalog.durable_commits_default = args.durable_commits;
     let config = ServerConfig {
         listen,
         users,

@@ -58,6 +58,11 @@ pub struct UpArgs {
     /// password). 0 picks a free one, printed at start.
     #[arg(long, default_value_t = 3306)]
     sql_port: u16,
+
+    /// SQL sessions start with `kista_durable_commits = ON` (`kista sql --durable-commits`):
+    /// every commit is confirmed once on disk on every replica.
+    #[arg(long)]
+    durable_commits: bool,
 }
 
 /// The SQL front end's name among the started processes (and its log's).
@@ -255,11 +260,11 @@ fn start_sql(
     stop: &AtomicBool,
 ) -> Result<SocketAddr, Failure> {
     let port = args.sql_port.to_string();
-    processes.push(spawn(
-        SQL_PROCESS,
-        &["sql", "--mgm", mgm, "--port", &port],
-        dir,
-    )?);
+    let mut sql_args = vec!["sql", "--mgm", mgm, "--port", &port];
+    if args.durable_commits {
+        sql_args.push("--durable-commits");
+    }
+    processes.push(spawn(SQL_PROCESS, &sql_args, dir)?);
     let sql = processes.last_mut().expect("just pushed");
     wait_for_log_line(sql, "kista sql: ready", stop)?;
     address_in_log(sql)

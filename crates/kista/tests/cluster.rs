@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kista_client::schema::{Column, TableSchema};
-use kista_client::types::{ColumnType, Value};
+use kista_client::types::Value;
 use kista_client::{Client, ExecuteMode, ScanSpec, TransactionOutcome};
+use support::chains::{create_chains_table, every_chains_row, write_rows, CHAINS_TABLE};
 use support::cluster::{TestCluster, START_LIMIT};
 use support::run_kista;
 
@@ -482,22 +482,6 @@ fn write_chain(mgm: &str, chain: i64, mode: ExecuteMode, stop: &AtomicBool) -> V
     acknowledged
 }
 
-const CHAINS_TABLE: &str = "chains";
-
-/// chains(id BIGINT PRIMARY KEY, step BIGINT).
-fn create_chains_table(client: &Client) {
-    let int = ColumnType::Int {
-        bytes: 8,
-        signed: true,
-    };
-    let schema = TableSchema {
-        name: CHAINS_TABLE.into(),
-        columns: vec![Column::new("id", int), Column::new("step", int)],
-        primary_key: vec![0],
-    };
-    client.create_table(schema, vec![]).expect("created");
-}
-
 /// The GCI a start from disk restored, from the master's log (waited for: the master
 /// logs it once every node reported what its disk holds).
 fn restored_gci(cluster: &mut TestCluster) -> u64 {
@@ -608,73 +592,19 @@ fn killing_every_data_node_under_load_keeps_durable_commits_and_a_saved_state() 
     }
 }
 
-/// Writes `value` to rows `ids` of the chains table, 500 to a transaction, each
-/// transaction tried again until committed (a node may be failing meanwhile).
-fn write_rows(client: &Client, ids: std::ops::Range<i64>, value: i64) {
-    let table = client.open_table(CHAINS_TABLE).expect("the chains table");
-    let deadline = std::time::Instant::now() + RUN_LIMIT;
-    let ids: Vec<i64> = ids.collect();
-    for batch in ids.chunks(500) {
-        loop {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "writes never committed"
-            );
-            let mut transaction = client.transaction();
-            for &id in batch {
-                let row = vec![Value::Int(id), Value::Int(value)];
-                transaction.write(&table, row).expect("a well-formed row");
-            }
-            let executed = transaction
-                .execute(ExecuteMode::Commit)
-                .and_then(|pending| pending.wait_timeout(Duration::from_secs(10)));
-            if matches!(executed, Ok(done) if done.outcome == TransactionOutcome::Committed) {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-/// Every row of the chains table, once a scan succeeds.
-fn every_chains_row(mgm: &str) -> BTreeMap<i64, i64> {
-    let deadline = std::time::Instant::now() + RUN_LIMIT;
-    loop {
-        let scanned = Client::connect_cluster(mgm).and_then(|client| {
-            let table = client.open_table(CHAINS_TABLE)?;
-            client
-                .scan(&table, ScanSpec::full())?
-                .map(|row| {
-                    row.map(|row| match (&row[0], &row[1]) {
-                        (Value::Int(id), Value::Int(value)) => (*id, *value),
-                        other => panic!("a chains row: {other:?}"),
-                    })
-                })
-                .collect::<Result<BTreeMap<i64, i64>, _>>()
-        });
-        match scanned {
-            Ok(rows) => return rows,
-            Err(error) => {
-                assert!(std::time::Instant::now() < deadline, "no scan: {error}");
-                std::thread::sleep(Duration::from_millis(200));
-            }
-        }
-    }
-}
-
 #[test]
 fn a_node_restarted_under_load_copies_only_what_changed_while_it_was_down() {
     const ROWS: i64 = 20_000;
     let mut cluster = TestCluster::start(2, 2);
     let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
     create_chains_table(&client);
-    write_rows(&client, 0..ROWS, 0);
+    write_rows(&client, 0..ROWS, 0, ExecuteMode::Commit);
     // A few global checkpoints: node 2's disk records every row.
     std::thread::sleep(Duration::from_millis(3000));
     cluster.node(2).kill();
     // One row in a hundred changes while node 2 is down, and writes go on while it
     // restarts.
-    write_rows(&client, 0..ROWS / 100, 1);
+    write_rows(&client, 0..ROWS / 100, 1, ExecuteMode::Commit);
     let stop = Arc::new(AtomicBool::new(false));
     let writer = {
         let (mgm, stop) = (cluster.mgm.clone(), stop.clone());
@@ -682,7 +612,7 @@ fn a_node_restarted_under_load_copies_only_what_changed_while_it_was_down() {
             let client = Client::connect_cluster(&mgm).expect("a client connects");
             let mut round = 2;
             while !stop.load(Ordering::SeqCst) {
-                write_rows(&client, 1_000..1_050, round);
+                write_rows(&client, 1_000..1_050, round, ExecuteMode::Commit);
                 round += 1;
             }
         })
@@ -691,7 +621,7 @@ fn a_node_restarted_under_load_copies_only_what_changed_while_it_was_down() {
     cluster.wait_for_state(2, "started", START_LIMIT);
     stop.store(true, Ordering::SeqCst);
     writer.join().expect("the writer thread");
-    write_rows(&client, 1_000..1_050, -1);
+    write_rows(&client, 1_000..1_050, -1, ExecuteMode::Commit);
     drop(client);
 
     let master_log = cluster.node(1).stderr();

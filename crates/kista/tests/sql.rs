@@ -25,14 +25,15 @@ struct Up {
 impl Up {
     fn start(name: &str) -> Self {
         let dir = std::env::temp_dir().join(format!("kista-sql-{name}-{}", std::process::id()));
-        Self::start_in(dir)
+        Self::start_in(dir, &[])
     }
 
-    /// `kista up` on `dir`, which may hold a cluster's data from an earlier run. Its
-    /// servers listen on ports the system picks (no race with other tests for a port).
-    fn start_in(dir: PathBuf) -> Self {
+    /// `kista up` on `dir`, which may hold a cluster's data from an earlier run, with
+    /// `extra` options. Its servers listen on ports the system picks (no race with other
+    /// tests for a port).
+    fn start_in(dir: PathBuf, extra: &[&str]) -> Self {
         let dir_arg = dir.display().to_string();
-        let process = KistaProcess::spawn(&[
+        let mut args = vec![
             "up",
             "--dir",
             &dir_arg,
@@ -46,7 +47,9 @@ impl Up {
             "256M",
             "--sql-port",
             "0",
-        ]);
+        ];
+        args.extend_from_slice(extra);
+        let process = KistaProcess::spawn(&args);
         let mgm = process.address.to_string();
         let sql_port = process.sql_address().port();
         Self {
@@ -199,8 +202,10 @@ fn tables_and_rows_written_through_sql_are_back_after_kista_up_stops_and_starts_
     let (dir, out) = up.stop_keeping_dir();
     assert!(out.contains("kista up: stopped"), "{out}");
 
-    let up = Up::start_in(dir);
+    // Started again with every session committing durably by default.
+    let up = Up::start_in(dir, &["--durable-commits"]);
     let script = "
+        SELECT 'durable by default', @@kista_durable_commits;
         SELECT id, name, qty FROM shop.items ORDER BY id;
         SHOW TABLES FROM shop;
         INSERT INTO shop.items (name, qty) VALUES ('pen', 5);
@@ -210,7 +215,8 @@ fn tables_and_rows_written_through_sql_are_back_after_kista_up_stops_and_starts_
     let (stdout, stderr) = mysql_script(up.sql_port, script);
     let lines: Vec<&str> = stdout.lines().collect();
     let rows = ["1\tpen\t1", "2\tink\t20", "4\tcup\t4", "5\tbox\t7"];
-    for line in rows.into_iter().chain(["items", "mug\t1"]) {
+    let others = ["items", "mug\t1", "durable by default\t1"];
+    for line in rows.into_iter().chain(others) {
         assert!(
             lines.contains(&line),
             "no line {line:?} in:\n{stdout}\n{stderr}"

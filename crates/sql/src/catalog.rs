@@ -92,6 +92,8 @@ pub struct Catalog {
     connections: Arc<std::sync::atomic::AtomicUsize>,
     /// Print why connections broke (`--verbose`).
     pub log_connection_errors: bool,
+    /// Whether sessions start with `kista_durable_commits` on (`--durable-commits`).
+    pub durable_commits_default: bool,
     tables: Mutex<HashMap<String, Arc<SqlTable>>>,
     /// Bumped whenever a cached table is forgotten: plans bound before are stale.
     generation: std::sync::atomic::AtomicU64,
@@ -136,6 +138,7 @@ impl Catalog {
             started: std::time::Instant::now(),
             connections: Arc::default(),
             log_connection_errors: false,
+            durable_commits_default: false,
             tables: Mutex::new(HashMap::new()),
             generation: std::sync::atomic::AtomicU64::new(0),
             counters: Mutex::new(HashMap::new()),

@@ -235,7 +235,7 @@ impl<'c> Session<'c> {
             user,
             connection_id,
             autocommit: true,
-            durable_commits: false,
+            durable_commits: catalog.durable_commits_default,
             transaction: None,
             explicit: false,
             written: WriteSet::default(),

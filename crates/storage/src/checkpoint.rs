@@ -7,10 +7,11 @@
 //! [`LogScan`], so every record carries its checksum and its position.
 //!
 //! Each checkpoint's records sit at LSNs of its own lap of that one-file ring
-//! ([`first_lsn`]). A checkpoint is written over the file of the one before last, and a
-//! crash may leave that older checkpoint's records behind the new one's end: they read as
-//! an earlier lap and end the scan, so an unfinished checkpoint never borrows an old
-//! one's rows or its end.
+//! ([`first_lsn`]). An `ldm`'s checkpoints rotate through [`CHECKPOINT_FILES`] files
+//! ([`file_slot`]), so a checkpoint is written over the file of an older one, and a crash
+//! may leave that older checkpoint's records behind the new one's end: they read as an
+//! earlier lap and end the scan, so an unfinished checkpoint never borrows an old one's
+//! rows or its end.
 
 use crate::redo::{
     LogEnd, LogRing, LogScan, LogWriter, Record, RowPlace, ScanStep, RECORD_HEADER_BYTES,
@@ -20,6 +21,15 @@ use crate::redo::{
 pub const CHECKPOINT_FILE_BYTES_MAX: u64 = 1 << 38;
 /// Checkpoint ids map to laps modulo this (2^24 laps of 2^38 bytes fill the LSN space).
 const LAPS: u64 = 1 << 24;
+/// Files an `ldm`'s checkpoints rotate through: while one is written, the two latest
+/// complete checkpoints stay whole, so a restore whose newest is damaged or lost falls
+/// back to the one before.
+pub const CHECKPOINT_FILES: u32 = 3;
+
+/// The file (of [`CHECKPOINT_FILES`]) checkpoint `id` is written to.
+pub fn file_slot(id: u64) -> u32 {
+    (id % u64::from(CHECKPOINT_FILES)) as u32
+}
 
 /// The one-file ring a checkpoint file is.
 pub fn ring() -> LogRing {

@@ -11,10 +11,13 @@
 //! committed here before it ended) or later; until every member saved that GCI, the
 //! previous checkpoint and the log from its start stay needed.
 //!
-//! Checkpoints alternate between two files (`lcp/ldm-<instance>/0.ckpt` and `1.ckpt`), so
-//! writing one never harms the newest complete one. One runs at a time, started once the
-//! REDO log holds a quarter of its ring since the last usable checkpoint's start, and
-//! writes at `checkpoint_write_bytes_per_sec`, faster as the log fills.
+//! Checkpoints rotate through three files (`lcp/ldm-<instance>/0.ckpt` to `2.ckpt`), so
+//! writing one never harms the two latest complete ones, and the log is kept from the start
+//! of the usable checkpoint *before* the newest: a restore whose newest file is lost or
+//! damaged falls back to the one before and still finds every change since. One runs at a time,
+//! started once the REDO log holds a quarter of its ring since the newest usable
+//! checkpoint's start, and writes at `checkpoint_write_bytes_per_sec`, faster as the log
+//! fills.
 
 use std::time::Duration;
 
@@ -50,6 +53,9 @@ pub(crate) struct LocalCheckpoints {
     running: Option<Running>,
     /// Checkpoints written whose GCI not every member has saved yet, oldest first.
     written: Vec<CheckpointSummary>,
+    /// Where the newest usable checkpoint's REDO replay starts (None: no checkpoint is
+    /// usable yet, and a restore replays the log from where this node's log began).
+    newest_usable_lsn: Option<u64>,
     after_copy: AfterCopy,
 }
 
@@ -96,19 +102,23 @@ impl LocalCheckpoints {
             next_id: 1,
             running: None,
             written: Vec::new(),
+            newest_usable_lsn: None,
             after_copy: AfterCopy::NotNeeded,
         }
     }
 
     /// Every member saved `restorable`: the checkpoints that need no later GCI are usable,
-    /// and the log before the newest one's start is needed no more.
+    /// and the log before the start of the usable one before the newest is needed no more.
     pub fn restorable(&mut self, restorable: u64, redo: &mut RedoLog) {
         let usable = self
             .written
             .iter()
             .rposition(|done| done.max_gci <= restorable);
         if let Some(newest) = usable {
-            redo.release_until(self.written[newest].redo_lsn);
+            let newest_lsn = self.written[newest].redo_lsn;
+            if let Some(previous_lsn) = self.newest_usable_lsn.replace(newest_lsn) {
+                redo.release_until(previous_lsn);
+            }
             self.written.drain(..=newest);
         }
     }
@@ -130,8 +140,8 @@ impl LocalCheckpoints {
     }
 
     /// Starts a checkpoint if none runs and, unless one is due after a copy, none waits to
-    /// become usable and the log has filled a quarter of its ring since the last usable
-    /// one began.
+    /// become usable and the log has filled a quarter of its ring since the newest usable
+    /// one began (or holds half the ring in all).
     pub fn start_if_due(
         &mut self,
         ctx: &mut Context,
@@ -145,8 +155,14 @@ impl LocalCheckpoints {
             self.after_copy = AfterCopy::Checkpointing { id: self.next_id };
             return self.start(ctx, tables, redo, self.write_bytes_per_sec);
         }
-        // One waiting to become usable frees the log at the next global checkpoint.
-        if !self.written.is_empty() || redo.used_bytes() < redo.ring_bytes() / 4 {
+        // One waiting to become usable frees the log at the next global checkpoint. Past
+        // half the ring, the log kept for the one before the newest must go: the next
+        // checkpoint releases it.
+        let since_usable_bytes =
+            redo.head_lsn() - self.newest_usable_lsn.unwrap_or(redo.tail_lsn());
+        let due = since_usable_bytes >= redo.ring_bytes() / 4
+            || redo.used_bytes() >= redo.ring_bytes() / 2;
+        if !self.written.is_empty() || !due {
             return Ok(());
         }
         self.start(ctx, tables, redo, self.write_bytes_per_sec)
@@ -166,6 +182,8 @@ impl LocalCheckpoints {
             "a restore's checkpoint is the node's first"
         );
         self.next_id = id;
+        // The log was resumed from the start of the checkpoint restored (or of the log).
+        self.newest_usable_lsn = Some(redo.tail_lsn());
         self.start(ctx, tables, redo, 0)
     }
 
@@ -304,10 +322,10 @@ impl LocalCheckpoints {
     }
 }
 
-/// The file checkpoint `id` of `ldm` instance `instance` goes to (ids alternate between
-/// two files; `id` may be the file's slot itself).
+/// The file checkpoint `id` of `ldm` instance `instance` goes to (`id` may be the file's
+/// slot itself).
 pub(crate) fn checkpoint_path(instance: u16, id: u64) -> String {
-    format!("lcp/ldm-{instance}/{}.ckpt", id % 2)
+    format!("lcp/ldm-{instance}/{}.ckpt", checkpoint::file_slot(id))
 }
 
 /// How long to wait after writing `bytes`: at `bytes_per_sec` while the log has room, four

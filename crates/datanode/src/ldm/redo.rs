@@ -115,6 +115,11 @@ impl RedoLog {
         self.writer.head_lsn()
     }
 
+    /// The oldest record still needed: the ring may not be written over from here on.
+    pub fn tail_lsn(&self) -> u64 {
+        self.writer.tail_lsn()
+    }
+
     pub fn ring_bytes(&self) -> u64 {
         self.writer.ring().ring_bytes()
     }

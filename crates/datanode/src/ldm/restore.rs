@@ -1,11 +1,12 @@
 //! This data manager's part in a start from disk (NDB's restore of fragments and REDO
 //! execution): its partitions restored to the GCI the master chose, from its own disk.
 //!
-//! 1. **Checkpoint.** Of its two checkpoint files, the one whose first record is of the
-//!    later lap (the newer checkpoint) is read first, its rows written into the
+//! 1. **Checkpoint.** Of its checkpoint files, the one whose first record is of the
+//!    latest lap (the newest checkpoint) is read first, its rows written into the
 //!    partitions as they come. One that proves unfinished or damaged, or that needs a
-//!    GCI later than the one restored, is undone (the partitions emptied) and the other is
-//!    read instead; with neither, the partitions start empty and the log from LSN 0.
+//!    GCI later than the one restored, is undone (the partitions emptied) and the next
+//!    newest is read instead; with none, the partitions start empty and the log from
+//!    LSN 0.
 //! 2. **REDO.** The log is read from the checkpoint's `redo_lsn` to its end (the first
 //!    record it cannot trust), replaying every change of the GCI restored or below.
 //!    Ordered indexes are kept up as rows are written: they are rebuilt, not read.
@@ -18,7 +19,7 @@
 //! partition knows deletes from the GCI after the one restored on (see
 //! `kista_storage::partition::changes`).
 //!
-//! A start with nothing to restore empties both checkpoint files and the log instead.
+//! A start with nothing to restore empties every checkpoint file and the log instead.
 //! Everything read is checked (the formats carry checksums); what cannot be used stops
 //! the node with a message naming the file.
 //!
@@ -31,7 +32,9 @@ use kista_runtime::io::{FileOperation, FileReply, FileRequest, FileStatus};
 use kista_runtime::Context;
 use kista_signal::wire::SECTION_BYTES_MAX;
 use kista_signal::BlockAddress;
-use kista_storage::checkpoint::{self, CheckpointScan, CheckpointStep, CheckpointSummary};
+use kista_storage::checkpoint::{
+    self, CheckpointScan, CheckpointStep, CheckpointSummary, CHECKPOINT_FILES,
+};
 use kista_storage::locks::TransactionId;
 use kista_storage::partition::{OperationError, Outcome, PartitionLimits};
 use kista_storage::redo::{LogEnd, LogRing, LogScan, Record, RowPlace, ScanStep};
@@ -92,7 +95,7 @@ enum Step {
     Checkpointing {
         id: u64,
     },
-    /// Emptying both checkpoint files for a start with nothing to restore.
+    /// Emptying every checkpoint file for a start with nothing to restore.
     Clearing {
         closed: u32,
     },
@@ -177,7 +180,7 @@ impl Restore {
             )?;
         } else {
             restore.step = Step::Clearing { closed: 0 };
-            for slot in 0..2 {
+            for slot in 0..CHECKPOINT_FILES {
                 restore.open(
                     ctx,
                     CLEAR_CHECKPOINT,
@@ -290,7 +293,7 @@ impl Restore {
             CLOSE => match &mut self.step {
                 Step::Clearing { closed } => {
                     *closed += 1;
-                    Ok(if *closed == 2 {
+                    Ok(if *closed == CHECKPOINT_FILES {
                         Next::Fresh
                     } else {
                         Next::Going
@@ -317,24 +320,24 @@ impl Restore {
         candidate: Option<Candidate>,
     ) -> Result<Next, String> {
         self.candidates.extend(candidate);
-        if slot == 0 {
+        let next = slot + 1;
+        if next < CHECKPOINT_FILES {
             self.step = Step::Probing;
-            self.open(
-                ctx,
-                OPEN_CHECKPOINT,
-                1,
-                &checkpoint_path(self.instance, 1),
-                false,
-            )?;
+            let path = checkpoint_path(self.instance, u64::from(next));
+            self.open(ctx, OPEN_CHECKPOINT, next, &path, false)?;
             return Ok(Next::Going);
         }
-        // Newest last, so the next to try is popped: laps wrap, and the two files hold
+        // Newest last, so the next to try is popped: laps wrap, and the files hold
         // checkpoints far less than half the laps apart.
-        if let [a, b] = self.candidates[..] {
+        self.candidates.sort_by(|a, b| {
             if checkpoint::is_later_lap(a.lap, b.lap) {
-                self.candidates.swap(0, 1);
+                std::cmp::Ordering::Greater
+            } else if a.lap == b.lap {
+                std::cmp::Ordering::Equal
+            } else {
+                std::cmp::Ordering::Less
             }
-        }
+        });
         self.next_candidate(ctx)
     }
 

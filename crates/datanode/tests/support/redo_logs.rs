@@ -162,7 +162,7 @@ pub fn restore_ldm(
     ldm: u16,
     gci: u64,
 ) -> (Option<CheckpointSummary>, BTreeMap<i64, i64>) {
-    let newest = (0..2)
+    let newest = (0..checkpoint::CHECKPOINT_FILES)
         .filter_map(|slot| read_checkpoint(disk, ldm, slot))
         .filter(|(summary, _)| summary.max_gci <= gci)
         .max_by_key(|(summary, _)| summary.id);

@@ -202,6 +202,11 @@ impl TestCluster {
         report
     }
 
+    /// Data node `id`'s data directory.
+    pub fn data_dir(&self, id: u8) -> PathBuf {
+        self.dir.join(format!("node-{id}"))
+    }
+
     /// Data node `id`'s address for clients.
     pub fn address(&self, id: u8) -> String {
         format!("127.0.0.1:{}", self.ports[usize::from(id) - 1])

@@ -5,6 +5,7 @@
 // Shared by several test binaries, each of which uses only part of it.
 #![allow(dead_code)]
 
+pub mod chains;
 pub mod cluster;
 
 use std::io::{BufRead, BufReader, Read};

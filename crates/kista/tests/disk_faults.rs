@@ -1,0 +1,270 @@
+//! Damaged data directories, through real processes: every data node is killed (`kill -9`)
+//! after durable commits, its files are damaged as a crash or a failing disk would, and the
+//! cluster is started again. A torn REDO tail is cut at the last whole record and the log
+//! goes on from there; a lost or damaged newest checkpoint falls back to the one before;
+//! a log damaged where the restore needs it is refused with a message naming it, and the
+//! node whose directory is emptied copies its data from its peer.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use kista_client::{Client, ExecuteMode};
+use kista_storage::checkpoint::{self, CHECKPOINT_FILES};
+use kista_storage::redo::{self, Record, Stamp};
+use support::chains::{create_chains_table, every_chains_row, write_rows};
+use support::cluster::TestCluster;
+
+/// Longest a node refusing its disk may take to stop.
+const REFUSAL_LIMIT: Duration = Duration::from_secs(60);
+
+/// One record of a REDO log file: where it starts in the file, its stamp and its bytes.
+struct LoggedRecord {
+    offset: usize,
+    stamp: Stamp,
+    bytes: Vec<u8>,
+    is_write: bool,
+}
+
+/// The `ldm` directories under `kind` (`redo` or `lcp`) of a data directory.
+fn ldm_dirs(data_dir: &Path, kind: &str) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(data_dir.join(kind))
+        .expect("the directory exists")
+        .map(|entry| entry.expect("an entry").path())
+        .collect();
+    dirs.sort();
+    assert!(!dirs.is_empty(), "{kind} holds an ldm's directory");
+    dirs
+}
+
+/// The records of the first file of a log (these tests' logs never fill it), up to the
+/// first it cannot trust.
+fn first_file_records(log_dir: &Path) -> Vec<LoggedRecord> {
+    let bytes = std::fs::read(log_dir.join("00.log")).expect("the log's first file");
+    let (mut offset, mut life) = (0, 0);
+    let mut records = Vec::new();
+    while let Ok(decoded) = redo::decode(&bytes[offset..], offset as u64, life) {
+        assert_ne!(
+            decoded.record,
+            Record::FileEnd,
+            "the test's log fills a file"
+        );
+        records.push(LoggedRecord {
+            offset,
+            stamp: decoded.stamp,
+            bytes: bytes[offset..offset + decoded.bytes].to_vec(),
+            is_write: matches!(decoded.record, Record::WriteRow { .. }),
+        });
+        offset += decoded.bytes;
+        life = decoded.stamp.life;
+    }
+    records
+}
+
+/// Where the log's valid records end in its first file.
+fn log_end(log_dir: &Path) -> usize {
+    let records = first_file_records(log_dir);
+    records
+        .last()
+        .map_or(0, |last| last.offset + last.bytes.len())
+}
+
+/// Writes `bytes` into `file` at `offset`, as a write that reached the disk would.
+fn overwrite(file: &Path, offset: usize, bytes: &[u8]) {
+    let mut contents = std::fs::read(file).expect("the file");
+    contents[offset..offset + bytes.len()].copy_from_slice(bytes);
+    std::fs::write(file, contents).expect("the file is written");
+}
+
+/// A crash amid a write: the first half of a row record of the next GCI, at the log's end.
+fn tear_log_tail(log_dir: &Path) -> usize {
+    let records = first_file_records(log_dir);
+    let last = records.last().expect("the log holds records");
+    let write = records.iter().rev().find(|r| r.is_write).expect("a row");
+    let end = last.offset + last.bytes.len();
+    let decoded = redo::decode(&write.bytes, write.offset as u64, 0).expect("a record");
+    let stamp = Stamp {
+        lsn: end as u64,
+        gci: last.stamp.gci + 1,
+        life: last.stamp.life,
+    };
+    let mut torn = Vec::new();
+    redo::encode(stamp, &decoded.record, &mut torn);
+    torn.truncate(torn.len() / 2);
+    overwrite(&log_dir.join("00.log"), end, &torn);
+    end
+}
+
+/// The complete checkpoints of one `ldm` directory: (checkpoint id, REDO LSN, file).
+fn complete_checkpoints(lcp_dir: &Path) -> Vec<(u64, u64, PathBuf)> {
+    let mut complete: Vec<_> = (0..CHECKPOINT_FILES)
+        .filter_map(|slot| {
+            let path = lcp_dir.join(format!("{slot}.ckpt"));
+            let bytes = std::fs::read(&path).ok()?;
+            let summary = checkpoint::read_file(&bytes, |_, _, _| {}).ok()?;
+            Some((summary.id, summary.redo_lsn, path))
+        })
+        .collect();
+    complete.sort();
+    complete
+}
+
+/// Kills every data node, lets `damage` work on the data directories, and starts the
+/// cluster again.
+fn crash_damage_and_start(cluster: &mut TestCluster, damage: impl FnOnce(&TestCluster)) {
+    for id in [1, 2] {
+        cluster.node(id).kill();
+    }
+    damage(cluster);
+    cluster.spawn_every_node();
+}
+
+fn expected(ranges: &[(std::ops::Range<i64>, i64)]) -> BTreeMap<i64, i64> {
+    let mut rows = BTreeMap::new();
+    for (ids, value) in ranges {
+        rows.extend(ids.clone().map(|id| (id, *value)));
+    }
+    rows
+}
+
+#[test]
+fn a_torn_redo_tail_is_cut_at_the_last_whole_record_and_the_log_goes_on_from_there() {
+    let mut cluster = TestCluster::start(2, 2);
+    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    create_chains_table(&client);
+    write_rows(&client, 0..1_000, 1, ExecuteMode::CommitDurable);
+    drop(client);
+
+    let mut torn_at = Vec::new();
+    crash_damage_and_start(&mut cluster, |cluster| {
+        for id in [1, 2] {
+            for log_dir in ldm_dirs(&cluster.data_dir(id), "redo") {
+                torn_at.push((log_dir.clone(), tear_log_tail(&log_dir)));
+            }
+        }
+    });
+    cluster.wait_for_start_from_disk();
+    assert_eq!(every_chains_row(&cluster.mgm), expected(&[(0..1_000, 1)]));
+
+    // The log goes on where the torn record began, and a second crash reads past it.
+    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    write_rows(&client, 1_000..1_500, 2, ExecuteMode::CommitDurable);
+    drop(client);
+    crash_damage_and_start(&mut cluster, |_| {});
+    cluster.wait_for_start_from_disk();
+    for (log_dir, end) in torn_at {
+        assert!(
+            log_end(&log_dir) > end,
+            "{}: the log was written on from the torn record's place",
+            log_dir.display()
+        );
+    }
+    let rows = every_chains_row(&cluster.mgm);
+    assert_eq!(rows, expected(&[(0..1_000, 1), (1_000..1_500, 2)]));
+}
+
+#[test]
+fn a_lost_or_damaged_checkpoint_falls_back_and_a_damaged_log_is_refused_naming_it() {
+    let mut cluster = TestCluster::start(2, 2);
+    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    create_chains_table(&client);
+    drop(client);
+    // Each start from disk checkpoints what it restored: three starts leave every ldm
+    // two complete checkpoints, the rows of each round in the log after one of them.
+    for round in 0..3 {
+        let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+        write_rows(
+            &client,
+            round * 500..round * 500 + 500,
+            round,
+            ExecuteMode::CommitDurable,
+        );
+        drop(client);
+        crash_damage_and_start(&mut cluster, |_| {});
+        cluster.wait_for_start_from_disk();
+    }
+    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    write_rows(&client, 0..100, 7, ExecuteMode::CommitDurable);
+    drop(client);
+    let mut all = expected(&[
+        (0..100, 7),
+        (100..500, 0),
+        (500..1_000, 1),
+        (1_000..1_500, 2),
+    ]);
+
+    // Node 1 lost each ldm's newest checkpoint; node 2's has a flipped byte.
+    crash_damage_and_start(&mut cluster, |cluster| {
+        for id in [1, 2] {
+            for lcp_dir in ldm_dirs(&cluster.data_dir(id), "lcp") {
+                let complete = complete_checkpoints(&lcp_dir);
+                assert!(complete.len() >= 2, "{}: {complete:?}", lcp_dir.display());
+                let (_, _, newest) = complete.last().expect("checked");
+                if id == 1 {
+                    std::fs::remove_file(newest).expect("removed");
+                } else {
+                    let middle = std::fs::metadata(newest).expect("the file").len() / 2;
+                    overwrite(newest, middle as usize, &[0x5a; 8]);
+                }
+            }
+        }
+    });
+    cluster.wait_for_start_from_disk();
+    assert_eq!(every_chains_row(&cluster.mgm), all);
+    let node_2_log = cluster.node(2).stderr();
+    assert!(
+        node_2_log.contains("not used (the checkpoint ends before its last record"),
+        "node 2 says which checkpoint it could not use: {node_2_log}"
+    );
+    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    write_rows(&client, 1_500..1_600, 3, ExecuteMode::CommitDurable);
+    drop(client);
+    all.extend((1_500..1_600).map(|id| (id, 3)));
+
+    // A row record node 2 needs is damaged: the start is refused, naming the log.
+    crash_damage_and_start(&mut cluster, |cluster| {
+        let data_dir = cluster.data_dir(2);
+        let (log_dir, lcp_dir) = (ldm_dirs(&data_dir, "redo"), ldm_dirs(&data_dir, "lcp"));
+        let (_, redo_lsn, _) = complete_checkpoints(&lcp_dir[0])
+            .pop()
+            .expect("a checkpoint");
+        let needed = first_file_records(&log_dir[0]);
+        let needed = needed.iter().filter(|r| r.offset as u64 >= redo_lsn);
+        let write = needed
+            .into_iter()
+            .find(|r| r.is_write)
+            .expect("a row logged");
+        overwrite(&log_dir[0].join("00.log"), write.offset + 40, &[0xa5; 4]);
+    });
+    let refused = cluster.node(2).wait_exit(REFUSAL_LIMIT);
+    assert!(matches!(refused, Some((false, _))), "node 2 stops, failing");
+    std::thread::sleep(Duration::from_millis(200));
+    let node_2_log = cluster.node(2).stderr();
+    assert!(
+        node_2_log.contains("redo/ldm-0/ is damaged or missing"),
+        "node 2 names its log: {node_2_log}"
+    );
+    assert!(
+        node_2_log.contains("empty it"),
+        "node 2 says what to do: {node_2_log}"
+    );
+    let stopped = cluster.node(1).wait_exit(REFUSAL_LIMIT);
+    assert!(
+        stopped.is_some(),
+        "node 1 stops with the start it cannot finish"
+    );
+
+    // Its directory emptied, node 2 copies everything from node 1.
+    std::fs::remove_dir_all(cluster.data_dir(2)).expect("node 2's directory is emptied");
+    cluster.spawn_every_node();
+    cluster.wait_for_start_from_disk();
+    assert_eq!(every_chains_row(&cluster.mgm), all);
+    cluster.node(1).kill();
+    assert_eq!(
+        every_chains_row(&cluster.mgm),
+        all,
+        "node 2 alone holds every row"
+    );
+}
