@@ -18,15 +18,16 @@ wait_ready() { # log file
 
 # start_cluster DATA_NODES REPLICAS HEARTBEAT_MS: sets mgm (HOST:PORT), mgmd_pid,
 # node_pids[], node_ports[]. REDO_LOG (e.g. 256M, 0 for none) sets each node's REDO log;
-# unset, the configuration's default. Each node's data directory is under $dir.
+# unset, the configuration's default; DATA_MEMORY (default 256M) each node's data memory.
+# Each node's data directory is under $dir.
 start_cluster() {
   local nodes=$1 replicas=$2 heartbeat_ms=$3 mgm_port redo_line=""
   mgm_port=$(free_port)
   mgm="127.0.0.1:$mgm_port"
   node_pids=(); node_ports=()
   if [ -n "${REDO_LOG:-}" ]; then redo_line="redo_log = \"$REDO_LOG\""; fi
-  printf '[cluster]\nreplicas = %s\ndata_memory = "256M"\nheartbeat_interval_ms = %s\nheartbeat_misses_max = 3\n%s\n[mgmd]\nport = %s\ndata_dir = "%s"\n' \
-    "$replicas" "$heartbeat_ms" "$redo_line" "$mgm_port" "$dir/mgmd" > "$dir/cluster.toml"
+  printf '[cluster]\nreplicas = %s\ndata_memory = "%s"\nheartbeat_interval_ms = %s\nheartbeat_misses_max = 3\n%s\n[mgmd]\nport = %s\ndata_dir = "%s"\n' \
+    "$replicas" "${DATA_MEMORY:-256M}" "$heartbeat_ms" "$redo_line" "$mgm_port" "$dir/mgmd" > "$dir/cluster.toml"
   for id in $(seq 1 "$nodes"); do
     node_ports[id]=$(free_port)
     printf '[[data_node]]\nhost = "127.0.0.1"\nport = %s\ndata_dir = "%s"\n' \

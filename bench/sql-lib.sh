@@ -20,20 +20,24 @@ trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# start_kista DATA_MEMORY: sets kista_port (SQL), kista_sql_pid and mgm_port.
+# start_kista DATA_MEMORY [kista up options...]: sets kista_port (SQL), kista_sql_pid and
+# mgm_port.
 start_kista() {
+  local data_memory=$1; shift
   mgm_port=$(free_port); kista_port=$(free_port)
   $kista up --dir "$dir/kista" --mgm-port "$mgm_port" --data-port 0 --sql-port "$kista_port" \
-    --data-memory "$1" > "$dir/up.log" 2>&1 & up_pid=$!
+    --data-memory "$data_memory" "$@" > "$dir/up.log" 2>&1 & up_pid=$!
   for _ in $(seq 1 600); do grep -q "kista up: ready" "$dir/up.log" && break; sleep 0.1; done
   grep -q "kista up: ready" "$dir/up.log" || { cat "$dir/up.log" >&2; exit 1; }
   kista_sql_pid=$(pgrep -f "kista sql --mgm 127.0.0.1:$mgm_port" | head -1)
 }
 
-# start_mariadb: Debian's mariadb-server with InnoDB, its data in memory-sized buffers and
-# no fsync at commit (Kista keeps no REDO log yet, so neither side waits for a disk); sets
-# mariadb_port.
+# start_mariadb [FLUSH_AT_COMMIT=0]: Debian's mariadb-server with InnoDB, its data in
+# memory-sized buffers, `innodb_flush_log_at_trx_commit` FLUSH_AT_COMMIT (0: its log is
+# written and synced about once a second; 2: written at each commit, synced once a second;
+# 1: synced at each commit); sets mariadb_port.
 start_mariadb() {
+  local flush_at_commit=${1:-0}
   command -v mariadbd >/dev/null || PATH=$PATH:/usr/sbin
   command -v mariadbd >/dev/null || { echo "needs mariadb-server" >&2; exit 2; }
   mariadb_port=$(free_port)
@@ -41,11 +45,15 @@ start_mariadb() {
     --auth-root-authentication-method=normal > "$dir/mariadb-install.log" 2>&1
   mariadbd --no-defaults --user="$(id -un)" --datadir="$dir/mariadb" --port="$mariadb_port" \
     --bind-address=127.0.0.1 --socket="$dir/mariadb.sock" --innodb-buffer-pool-size=2G \
-    --innodb-flush-log-at-trx-commit=0 --max-connections=500 --skip-log-bin \
+    --innodb-flush-log-at-trx-commit="$flush_at_commit" --max-connections=500 --skip-log-bin \
     > "$dir/mariadb.log" 2>&1 & mariadb_pid=$!
   for _ in $(seq 1 300); do mysql -h 127.0.0.1 -P "$mariadb_port" -u root -e "SELECT 1" >/dev/null 2>&1 && break; sleep 0.1; done
   mysql -h 127.0.0.1 -P "$mariadb_port" -u root -e "SELECT 1" >/dev/null || { cat "$dir/mariadb.log" >&2; exit 1; }
 }
+
+# stop_kista, stop_mariadb: stop the server and remove its data.
+stop_kista() { kill -TERM "$up_pid" 2>/dev/null && wait "$up_pid" 2>/dev/null; up_pid=""; rm -rf "$dir/kista"; }
+stop_mariadb() { kill -TERM "$mariadb_pid" 2>/dev/null && wait "$mariadb_pid" 2>/dev/null; mariadb_pid=""; rm -rf "$dir/mariadb"; }
 
 # sb PORT WORKLOAD COMMAND [options...]: sysbench against the server on PORT, database sbtest.
 sb() {

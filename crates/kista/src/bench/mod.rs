@@ -97,6 +97,11 @@ pub struct BenchArgs {
     /// Seed for the random keys of --duration.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+
+    /// Leave the benchmark's table and its rows in the cluster (its name is printed on
+    /// stderr) instead of dropping it at the end: to restart the cluster with data in it.
+    #[arg(long)]
+    keep_table: bool,
 }
 
 /// How often the main thread looks whether the workers finished.
@@ -138,8 +143,12 @@ pub fn run(args: &BenchArgs) -> Result<(), Failure> {
         connection_lost: None,
     };
     let report = bench.run_all();
-    // The table goes even when the run failed; a lost connection has taken it anyway.
-    let _ = clients[0].drop_table(&table);
+    if args.keep_table {
+        eprintln!("kista bench: the table {} is kept", table.schema().name);
+    } else {
+        // The table goes even when the run failed; a lost connection has taken it anyway.
+        let _ = clients[0].drop_table(&table);
+    }
     if args.json {
         println!("{}", report.to_json());
     } else {
