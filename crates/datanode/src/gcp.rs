@@ -146,9 +146,15 @@ impl GlobalCheckpoints {
             restorable_gci: 0,
             round: Round::Idle,
             awaiting: Vec::new(),
-            control: settings
-                .keeps_data_on_disk()
-                .then(|| control_file::NodeControl::new(joining, settings.ldm_instances)),
+            control: settings.keeps_data_on_disk().then(|| {
+                let shape = control_file::DiskShape {
+                    data_nodes: cluster.node_set(),
+                    replicas: u32::from(cluster.replicas()),
+                    partitions_per_node: settings.partitions_per_node,
+                    ldm_instances: u32::from(settings.ldm_instances),
+                };
+                control_file::NodeControl::new(joining, shape)
+            }),
             started: !settings.keeps_data_on_disk() || joining,
             shutdown: Shutdown::NotAsked,
             hurried_gci: 0,

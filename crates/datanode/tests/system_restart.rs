@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use kista_datanode::gcp::gcp_address;
 use kista_datanode::node::NodeSettings;
 use kista_datanode::protocol::*;
+use kista_runtime::io::SimulatedDisk;
 use kista_signal::{NodeId, TypedSignal};
 use support::disk_cluster::*;
 use support::{cluster_settings, counter_op, Node, ARBITRATOR};
@@ -258,6 +259,56 @@ fn a_node_whose_disk_is_behind_stops_and_the_others_serve_everything() {
         .expect("node 2 stopped");
     assert!(reason.contains("data node 2 restores GCI"), "{reason}");
     assert_eq!(rows_through(&mut cluster, NodeId(1), table, 1), expected);
+}
+
+/// Node 2's settings with twice the `ldm` threads (the others as they were).
+fn more_ldm_threads_on_node_2(node: NodeId) -> NodeSettings {
+    let mut settings = node_settings(node);
+    if node == NodeId(2) {
+        settings.ldm_instances *= 2;
+    }
+    settings
+}
+
+#[test]
+fn a_start_from_disk_refuses_data_placed_for_another_shape_and_the_emptied_node_copies() {
+    let settings = cluster_settings(2, 2, node_settings);
+    let mut cluster = Node::start_cluster(settings, MEMORY_BYTES, 23);
+    let table = cluster.create_counters();
+    let mut client_tx = 1;
+    let mut expected = BTreeMap::new();
+    write_rounds(&mut cluster, table, &mut client_tx, 1..20, &mut expected);
+    cluster.run_for_ms(5 * GCP_INTERVAL_MS);
+    for node in [NodeId(1), NodeId(2)] {
+        cluster.simulation.crash(node);
+    }
+
+    // The configuration gives node 2 twice the ldm threads: its partitions now sit in
+    // other ldm instances, so its disk is refused, saying why; node 1 restores alone.
+    for settings in cluster_settings(2, 2, more_ldm_threads_on_node_2) {
+        cluster.reconfigure(settings);
+    }
+    let start = cluster.try_start_again(MEMORY_BYTES);
+    let stopped = cluster.simulation.stopped_nodes().to_vec();
+    let (_, reason) = stopped
+        .iter()
+        .find(|(node, _)| *node == NodeId(2))
+        .expect("node 2 stopped");
+    assert!(
+        reason.contains("placed for data nodes {1, 2}, 2 replicas")
+            && reason.contains(&format!("{} ldm threads on this node", LDM_INSTANCES * 2))
+            && reason.contains("empty this node's directory"),
+        "{reason}"
+    );
+    start.expect("the start ends without node 2");
+    assert_eq!(rows_through(&mut cluster, NodeId(1), table, 1), expected);
+
+    // Emptied, node 2 copies every row into its new ldm instances.
+    cluster.disks.insert(NodeId(2), SimulatedDisk::new());
+    restart_after(&mut cluster, NodeId(2), |_| {});
+    cluster.simulation.crash(NodeId(1));
+    cluster.run_for_ms(10_000);
+    assert_eq!(rows_through(&mut cluster, NodeId(2), table, 2), expected);
 }
 
 /// A 2-node cluster (`settings` per node, seeded `seed`) that took writes, whose node 2

@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! payload   node life u32, cluster life u32, restorable GCI u64, holds data u32 (0 or 1),
-//!           restores from GCI u64
+//!           restores from GCI u64, shape: data nodes u64 (a bit per node id),
+//!           replicas u32, partitions per node u32, ldm instances u32
 //! ```
 //!
 //! - *node life*: the node's start count, stamped on its REDO records so a log that goes
@@ -18,12 +19,17 @@
 //!   needs is recorded);
 //! - *restores from GCI*: the earliest GCI they restore: such a checkpoint's rows may be
 //!   of GCIs up to this one, and the older checkpoints are gone (0 on a node that started
-//!   from disk, whose checkpoints serve any GCI a start may choose).
+//!   from disk, whose checkpoints serve any GCI a start may choose);
+//! - *shape*: what placed the partitions the data belongs to ([`DiskShape`]). Partitions
+//!   go to node groups and `ldm` instances by it, so data of another shape would be
+//!   restored into the wrong partitions: a start from disk refuses it, and a restarting
+//!   node copies every row instead.
 
 use kista_runtime::io::FileReply;
 use kista_runtime::Context;
 use kista_signal::BlockAddress;
 
+use crate::cluster::NodeSet;
 use crate::protocol::{
     DiskState, DiskStateSetConf, GcpRecordConf, LdmRestore, RestoreKind, DICT_BLOCK, LDM_BLOCK,
 };
@@ -31,11 +37,32 @@ use crate::twin_file::{newest, SealError, TwinKind, TwinReader, TwinWriter, Writ
 
 pub const CONTROL_FILE: TwinKind = TwinKind {
     magic: *b"KCTL",
-    format_version: 2,
+    format_version: 3,
     path: "control/node",
 };
 
-const PAYLOAD_BYTES: usize = 28;
+const PAYLOAD_BYTES: usize = 48;
+
+/// What decides where a node's partitions live: the data nodes, the replicas (with the
+/// nodes, the node groups), the partitions per node (with the nodes, each table's
+/// partition count) and this node's `ldm` instances (which of them holds a partition).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DiskShape {
+    pub data_nodes: NodeSet,
+    pub replicas: u32,
+    pub partitions_per_node: u32,
+    pub ldm_instances: u32,
+}
+
+impl std::fmt::Display for DiskShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "data nodes {:?}, {} replicas, {} partitions per node, {} ldm threads on this node",
+            self.data_nodes, self.replicas, self.partitions_per_node, self.ldm_instances
+        )
+    }
+}
 
 /// What the control file says.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -46,6 +73,8 @@ pub struct DiskImage {
     pub restorable_gci: u64,
     pub holds_data: bool,
     pub restores_from_gci: u64,
+    /// The shape its data was placed by (all zero before the node held any).
+    pub shape: DiskShape,
 }
 
 /// Why a control file cannot be used.
@@ -66,6 +95,10 @@ impl DiskImage {
             out.extend_from_slice(&self.restorable_gci.to_le_bytes());
             out.extend_from_slice(&u32::from(self.holds_data).to_le_bytes());
             out.extend_from_slice(&self.restores_from_gci.to_le_bytes());
+            out.extend_from_slice(&self.shape.data_nodes.0.to_le_bytes());
+            out.extend_from_slice(&self.shape.replicas.to_le_bytes());
+            out.extend_from_slice(&self.shape.partitions_per_node.to_le_bytes());
+            out.extend_from_slice(&self.shape.ldm_instances.to_le_bytes());
         })
     }
 
@@ -84,6 +117,12 @@ impl DiskImage {
             restorable_gci: double(8),
             holds_data: word(16) != 0,
             restores_from_gci: double(20),
+            shape: DiskShape {
+                data_nodes: NodeSet(double(28)),
+                replicas: word(36),
+                partitions_per_node: word(40),
+                ldm_instances: word(44),
+            },
         })
     }
 }
@@ -117,6 +156,10 @@ pub(crate) struct NodeControl {
     /// then it holds none until each of its `ldm_instances` checkpointed what it copied.
     joining: bool,
     old_data_kept: bool,
+    /// This start's shape; the file says it once the node's data is of it.
+    shape: DiskShape,
+    /// A joining node's disk holds data of another shape: it restores nothing of it.
+    other_shape: bool,
     ldm_instances: u16,
     /// The `ldm`s whose checkpoint after the copy is written (bit per instance).
     ldms_holding_data: u64,
@@ -129,7 +172,8 @@ pub(crate) struct NodeControl {
 }
 
 impl NodeControl {
-    pub fn new(joining: bool, ldm_instances: u16) -> Self {
+    pub fn new(joining: bool, shape: DiskShape) -> Self {
+        let ldm_instances = shape.ldm_instances as u16;
         assert!(ldm_instances <= 64, "an ldm's bit fits the mask");
         Self {
             reader: None,
@@ -137,6 +181,8 @@ impl NodeControl {
             writer: TwinWriter::new(CONTROL_FILE, 0),
             joining,
             old_data_kept: joining,
+            shape,
+            other_shape: false,
             ldm_instances,
             ldms_holding_data: 0,
             recorded_since_checkpoints: None,
@@ -213,6 +259,7 @@ impl NodeControl {
         let life = self.learned_life.filter(|_| self.read)?;
         let image = &self.image;
         let usable = image.holds_data
+            && !self.other_shape
             && image.cluster_life == life
             && image.restorable_gci >= image.restores_from_gci;
         Some(if usable { image.restorable_gci } else { 0 })
@@ -233,6 +280,7 @@ impl NodeControl {
         self.old_data_kept = false;
         self.image.holds_data = false;
         self.image.restores_from_gci = 0;
+        self.image.shape = self.shape;
         if let Some(life) = self.learned_life {
             self.image.cluster_life = life;
         }
@@ -283,6 +331,7 @@ impl NodeControl {
         self.image.restorable_gci = gci;
         self.image.holds_data = true;
         self.image.restores_from_gci = 0;
+        self.image.shape = self.shape;
         self.changed(ctx, Some(Held::ConfirmTo(from)))
     }
 
@@ -352,8 +401,29 @@ impl NodeControl {
                 refusals.join("; ")
             ));
         };
+        if image.holds_data && image.shape != self.shape {
+            if !self.joining {
+                return Err(format!(
+                    "this data directory holds data placed for {}, but the configuration \
+                     now gives {}: its partitions would be restored in the wrong places. \
+                     Start with the earlier configuration (changing the data nodes, \
+                     replicas or partitions needs an online reorganisation, not yet \
+                     possible), or empty this node's directory to have it copy its data \
+                     from a peer",
+                    image.shape, self.shape
+                ));
+            }
+            ctx.log(&format!(
+                "this node's disk holds data placed for {}, not {}: every row is copied",
+                image.shape, self.shape
+            ));
+            self.other_shape = true;
+        }
         self.image = image;
         self.image.node_life += 1;
+        if !image.holds_data {
+            self.image.shape = self.shape;
+        }
         self.writer = TwinWriter::new(CONTROL_FILE, image.sequence);
         self.read = true;
         let dict = BlockAddress::new(ctx.address().node(), DICT_BLOCK, 0);
@@ -400,6 +470,12 @@ mod tests {
             restorable_gci: (7 << 32) | 9,
             holds_data: true,
             restores_from_gci: (5 << 32) | 1,
+            shape: DiskShape {
+                data_nodes: NodeSet(0b110 | 1 << 63),
+                replicas: 2,
+                partitions_per_node: 8,
+                ldm_instances: 4,
+            },
         };
         assert_eq!(DiskImage::decode(&image.encode()), Ok(image));
     }

@@ -256,6 +256,13 @@ impl Node {
         self.try_wait_for_start()
     }
 
+    /// The settings node `node` starts with from now on (as a changed configuration
+    /// gives them).
+    pub fn reconfigure(&mut self, settings: NodeSettings) {
+        let slot = self.nodes.iter_mut().find(|s| s.node == settings.node);
+        *slot.expect("a node of the cluster") = settings;
+    }
+
     /// Starts crashed data node `node` again with fresh blocks, joining the running cluster.
     pub fn restart_node(&mut self, node: NodeId, data_memory_bytes: u64) {
         let mut settings = self
