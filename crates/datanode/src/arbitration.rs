@@ -8,8 +8,9 @@
 //! winner from then on, whatever an earlier life's split left (a start of an earlier or the
 //! same life changes nothing: a stale node cannot start a cluster of its own). The nodes
 //! that start stopped as stale do not count against survivors (they stop, whichever order
-//! their stops are noticed in), nor for them, until they restart into the cluster. The management server hosts it, as `ndb_mgmd` hosts NDB's, and it keeps
-//! what the data nodes report there ([`NodeReports`]: started or not, data memory).
+//! their stops are noticed in), nor for them, until they restart into the cluster. The
+//! management server hosts it, as `ndb_mgmd` hosts NDB's, and it keeps what the data
+//! nodes report there ([`NodeReports`]: started or not, data memory).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -55,6 +55,18 @@ pub fn is_later_lap(a: u64, b: u64) -> bool {
     a != b && a.wrapping_sub(b) % LAPS < LAPS / 2
 }
 
+/// Orders laps from the earliest checkpoint's to the latest's, for checkpoints less than
+/// half the laps apart.
+pub fn lap_order(a: u64, b: u64) -> std::cmp::Ordering {
+    if a == b {
+        std::cmp::Ordering::Equal
+    } else if is_later_lap(a, b) {
+        std::cmp::Ordering::Greater
+    } else {
+        std::cmp::Ordering::Less
+    }
+}
+
 /// A writer for checkpoint `id`'s file; nothing it wrote is needed once handed out.
 pub fn writer(id: u64, life: u32) -> LogWriter {
     LogWriter::new(ring(), life, first_lsn(id), first_lsn(id))

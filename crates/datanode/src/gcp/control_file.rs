@@ -173,7 +173,7 @@ pub(crate) struct NodeControl {
 
 impl NodeControl {
     pub fn new(joining: bool, shape: DiskShape) -> Self {
-        let ldm_instances = shape.ldm_instances as u16;
+        let ldm_instances = u16::try_from(shape.ldm_instances).unwrap_or(u16::MAX);
         assert!(ldm_instances <= 64, "an ldm's bit fits the mask");
         Self {
             reader: None,

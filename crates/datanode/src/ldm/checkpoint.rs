@@ -12,12 +12,12 @@
 //! previous checkpoint and the log from its start stay needed.
 //!
 //! Checkpoints rotate through three files (`lcp/ldm-<instance>/0.ckpt` to `2.ckpt`), so
-//! writing one never harms the two latest complete ones, and the log is kept from the start
-//! of the usable checkpoint *before* the newest: a restore whose newest file is lost or
-//! damaged falls back to the one before and still finds every change since. One runs at a time,
-//! started once the REDO log holds a quarter of its ring since the newest usable
-//! checkpoint's start, and writes at `checkpoint_write_bytes_per_sec`, faster as the log
-//! fills.
+//! writing one never harms the two latest complete ones, and the log is kept from the
+//! start of the usable checkpoint *before* the newest: a restore whose newest file is lost
+//! or damaged falls back to the one before and still finds every change since. One runs
+//! at a time, started once the REDO log holds a quarter of its ring since the newest
+//! usable checkpoint's start (or half its ring in all), and writes at
+//! `checkpoint_write_bytes_per_sec`, faster as the log fills.
 
 use std::time::Duration;
 

@@ -329,15 +329,8 @@ impl Restore {
         }
         // Newest last, so the next to try is popped: laps wrap, and the files hold
         // checkpoints far less than half the laps apart.
-        self.candidates.sort_by(|a, b| {
-            if checkpoint::is_later_lap(a.lap, b.lap) {
-                std::cmp::Ordering::Greater
-            } else if a.lap == b.lap {
-                std::cmp::Ordering::Equal
-            } else {
-                std::cmp::Ordering::Less
-            }
-        });
+        self.candidates
+            .sort_by(|a, b| checkpoint::lap_order(a.lap, b.lap));
         self.next_candidate(ctx)
     }
 

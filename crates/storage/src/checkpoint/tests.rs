@@ -151,4 +151,11 @@ fn a_later_lap_is_told_apart_across_the_wrap() {
         is_later_lap(lap_of(first_lsn(LAPS)), LAPS - 1),
         "lap 0 follows the last"
     );
+    let mut laps = vec![1, LAPS - 1, 0];
+    laps.sort_by(|a, b| lap_order(*a, *b));
+    assert_eq!(
+        laps,
+        [LAPS - 1, 0, 1],
+        "three files' laps in order across the wrap"
+    );
 }
