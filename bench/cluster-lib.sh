@@ -48,3 +48,18 @@ stop_cluster() {
   wait 2>/dev/null || true
   pids=()
 }
+
+# now_ms: the time in milliseconds. state_of NODE: its state in `kista mgm -e show`
+# ("started", "not connected", ...). wait_state NODE STATE LIMIT_S: waits until NODE is
+# in STATE, failing the benchmark after LIMIT_S seconds.
+now_ms() { date +%s%3N; }
+state_of() { # node -> its state in `show`
+  $kista mgm --mgm "$mgm" -e show | awk -v id="$1" '$1 == id && $2 == "data" { s = $3; if ($4 == "connected") s = s " " $4; print s }'
+}
+wait_state() { # node state limit_s
+  local deadline=$(( $(date +%s) + $3 ))
+  until [ "$(state_of "$1")" = "$2" ]; do
+    [ "$(date +%s)" -lt "$deadline" ] || { echo "node $1 not $2 after $3 s" >&2; exit 1; }
+    sleep 0.05
+  done
+}

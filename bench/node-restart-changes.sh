@@ -19,17 +19,6 @@ cd "$(dirname "$0")/.."
 bench_name=node-restart-changes
 source bench/cluster-lib.sh
 
-now_ms() { date +%s%3N; }
-state_of() { # node -> its state in `show`
-  $kista mgm --mgm "$mgm" -e show | awk -v id="$1" '$1 == id && $2 == "data" { s = $3; if ($4 == "connected") s = s " " $4; print s }'
-}
-wait_state() { # node state limit_s
-  local deadline=$(( $(date +%s) + $3 ))
-  until [ "$(state_of "$1")" = "$2" ]; do
-    [ "$(date +%s)" -lt "$deadline" ] || { echo "node $1 not $2 after $3 s" >&2; exit 1; }
-    sleep 0.05
-  done
-}
 sql() { mysql -h 127.0.0.1 -P "$sql_port" -u root -N -B "$@"; }
 
 DATA_MEMORY=${DATA_MEMORY:-1G} start_cluster 2 2 200

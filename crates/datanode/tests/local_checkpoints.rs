@@ -12,13 +12,15 @@ mod support;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use kista_datanode::node::NodeSettings;
 use kista_datanode::protocol::*;
 use kista_runtime::io::SimulatedDisk;
 use kista_signal::NodeId;
 use kista_storage::checkpoint::CHECKPOINT_FILES;
 use kista_storage::redo::LogRing;
-use support::disk_cluster::rows_through;
-use support::disk_cluster::{node_settings, GCP_INTERVAL_MS, LDM_INSTANCES, REDO_LOG_BYTES};
+use support::disk_cluster::{
+    node_settings, rows_through, GCP_INTERVAL_MS, LDM_INSTANCES, REDO_LOG_BYTES,
+};
 use support::redo_logs::{read_checkpoint, restore_ldm};
 use support::{cluster_settings, counter_op, Node};
 
@@ -241,14 +243,17 @@ fn after_every_node_crashed_the_last_saved_gci_restores_from_the_checkpoints() {
     }
 }
 
+/// The disk cluster's settings with checkpoints written at 64 KiB/s, far slower than the
+/// writes: the log fills.
+fn slow_checkpoints(node: NodeId) -> NodeSettings {
+    let mut settings = node_settings(node);
+    settings.checkpoint_write_bytes_per_sec = 64 << 10;
+    settings
+}
+
 #[test]
 fn a_full_log_refuses_writes_with_a_temporary_error_until_a_checkpoint_frees_it() {
-    let slow = |node| {
-        let mut settings = node_settings(node);
-        settings.checkpoint_write_bytes_per_sec = 64 << 10;
-        settings
-    };
-    let mut cluster = Node::start_cluster(cluster_settings(2, 2, slow), 64 << 20, 12);
+    let mut cluster = Node::start_cluster(cluster_settings(2, 2, slow_checkpoints), 64 << 20, 12);
     cluster.run_for_ms(200);
     let table = cluster.create_counters();
     let mut refused = 0;
@@ -294,12 +299,7 @@ fn newest_checkpoint_path(disk: &SimulatedDisk, ldm: u16) -> String {
 fn a_lost_or_damaged_newest_checkpoint_falls_back_to_the_one_before_and_the_log_kept_for_it() {
     // Checkpoints slower than the writes: the log fills, and each checkpoint's start lies
     // far behind the log's head.
-    let slow = |node| {
-        let mut settings = node_settings(node);
-        settings.checkpoint_write_bytes_per_sec = 64 << 10;
-        settings
-    };
-    let mut cluster = Node::start_cluster(cluster_settings(2, 2, slow), 64 << 20, 13);
+    let mut cluster = Node::start_cluster(cluster_settings(2, 2, slow_checkpoints), 64 << 20, 13);
     cluster.run_for_ms(200);
     let mut workload = Workload::new(&mut cluster);
     for _ in 0..300 {

@@ -158,8 +158,6 @@ pub(crate) struct NodeControl {
     old_data_kept: bool,
     /// This start's shape; the file says it once the node's data is of it.
     shape: DiskShape,
-    /// A joining node's disk holds data of another shape: it restores nothing of it.
-    other_shape: bool,
     ldm_instances: u16,
     /// The `ldm`s whose checkpoint after the copy is written (bit per instance).
     ldms_holding_data: u64,
@@ -182,7 +180,6 @@ impl NodeControl {
             joining,
             old_data_kept: joining,
             shape,
-            other_shape: false,
             ldm_instances,
             ldms_holding_data: 0,
             recorded_since_checkpoints: None,
@@ -259,7 +256,7 @@ impl NodeControl {
         let life = self.learned_life.filter(|_| self.read)?;
         let image = &self.image;
         let usable = image.holds_data
-            && !self.other_shape
+            && image.shape == self.shape
             && image.cluster_life == life
             && image.restorable_gci >= image.restores_from_gci;
         Some(if usable { image.restorable_gci } else { 0 })
@@ -417,7 +414,6 @@ impl NodeControl {
                 "this node's disk holds data placed for {}, not {}: every row is copied",
                 image.shape, self.shape
             ));
-            self.other_shape = true;
         }
         self.image = image;
         self.image.node_life += 1;
