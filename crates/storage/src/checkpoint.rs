@@ -1,34 +1,77 @@
-//! The local checkpoint file's format.
+//! The local checkpoint file's format, and which rows a checkpoint writes.
 //!
-//! A local checkpoint of one `ldm` instance is every committed row of its partitions, as
-//! REDO [`Record::WriteRow`] records stamped with the GCI that last wrote the row, closed by a [`Record::CheckpointDone`] that names the
-//! checkpoint, counts its rows and says from which LSN the REDO log must be replayed over
-//! it. The file is a one-file log ([`ring`]) written with a [`LogWriter`] and read with a
-//! [`LogScan`], so every record carries its checksum and its position.
+//! Local checkpoints are *partial* (as NDB 7.6's): a checkpoint writes, for each partition,
+//! the rows written and the keys deleted since the checkpoint before it, and every row of
+//! a rotating share of the partition (the rows whose anchor is in
+//! [`in_rotating_share`]), so that in any [`ROTATION_CHECKPOINTS`] checkpoints in a row
+//! every row is written at least once. A partition whose changes cannot be told (its
+//! deletes are not known far enough back) and every partition of a node's first
+//! checkpoint of a life are written *whole*: every row.
 //!
-//! Each checkpoint's records sit at LSNs of its own lap of that one-file ring
-//! ([`first_lsn`]). An `ldm`'s checkpoints rotate through [`CHECKPOINT_FILES`] files
-//! ([`file_slot`]), so a checkpoint is written over the file of an older one, and a crash
-//! may leave that older checkpoint's records behind the new one's end: they read as an
-//! earlier lap and end the scan, so an unfinished checkpoint never borrows an old one's
-//! rows or its end.
+//! A restore therefore reads a *chain*: the files of checkpoints `chain_start` to the one
+//! restored, oldest first, emptying a partition where its whole section begins, deleting
+//! the keys deleted and writing the rows written. For a row nobody touched after the last
+//! checkpoint began, the result is its state then: if it changed since a checkpoint of the
+//! chain began, a later file has its change (a delete's GCI and a write's are after that
+//! checkpoint's `marked_gci`, the GCI marked done in the log before its start); if not, the
+//! file where its share was written whole has it. A row touched later is set by the REDO
+//! log's replay from the last checkpoint's start.
+//!
+//! ```text
+//! checkpoint start     id, chain start
+//! per partition:       checkpoint partition (place, whole)
+//!                      delete row*   (keys deleted since the checkpoint before; none when whole)
+//!                      write row*    (stamped with the GCI that last wrote the row)
+//! checkpoint done      id, REDO LSN, rows, marked GCI (stamped with the highest GCI of a row)
+//! ```
+//!
+//! The file is a one-file log ([`ring`]) written with a [`LogWriter`] and read with a
+//! [`LogScan`], so every record carries its checksum and its position. Each checkpoint's
+//! records sit at LSNs of its own lap of that one-file ring ([`first_lsn`]). An `ldm`'s
+//! checkpoints rotate through [`CHECKPOINT_FILES`] files ([`file_slot`]), so a checkpoint
+//! is written over the file of an older one, and a crash may leave that older checkpoint's
+//! records behind the new one's end: they read as an earlier lap and end the scan, so an
+//! unfinished checkpoint never borrows an old one's rows or its end.
 
 use crate::redo::{
-    LogEnd, LogRing, LogScan, LogWriter, Record, RowPlace, ScanStep, RECORD_HEADER_BYTES,
+    decode, LogEnd, LogRing, LogScan, LogWriter, Record, RowPlace, ScanStep, RECORD_HEADER_BYTES,
 };
 
 /// Largest checkpoint file: the lap of LSNs one checkpoint may use.
 pub const CHECKPOINT_FILE_BYTES_MAX: u64 = 1 << 38;
 /// Checkpoint ids map to laps modulo this (2^24 laps of 2^38 bytes fill the LSN space).
 const LAPS: u64 = 1 << 24;
-/// Files an `ldm`'s checkpoints rotate through: while one is written, the two latest
-/// complete checkpoints stay whole, so a restore whose newest is damaged or lost falls
-/// back to the one before.
-pub const CHECKPOINT_FILES: u32 = 3;
+/// In this many checkpoints in a row, every row of a partition is written at least once:
+/// each checkpoint writes the share of the rows whose anchor is its id modulo this. More
+/// makes each checkpoint smaller and a restore's chain longer.
+pub const ROTATION_CHECKPOINTS: u64 = 4;
+/// Files an `ldm`'s checkpoints rotate through: the chain of the newest usable checkpoint
+/// ([`ROTATION_CHECKPOINTS`] files at most), the file before it (the chain of the
+/// checkpoint before, which a restore falls back to when the newest is damaged or lost),
+/// and the one being written.
+pub const CHECKPOINT_FILES: u32 = ROTATION_CHECKPOINTS as u32 + 2;
+/// Bytes of a checkpoint file's first record, which names the checkpoint and its chain.
+pub const START_RECORD_BYTES: usize = RECORD_HEADER_BYTES + 16;
 
 /// The file (of [`CHECKPOINT_FILES`]) checkpoint `id` is written to.
 pub fn file_slot(id: u64) -> u32 {
     (id % u64::from(CHECKPOINT_FILES)) as u32
+}
+
+/// Whether checkpoint `id` writes the row at `anchor` even if it did not change.
+pub fn in_rotating_share(id: u64, anchor: u32) -> bool {
+    u64::from(anchor) % ROTATION_CHECKPOINTS == id % ROTATION_CHECKPOINTS
+}
+
+/// The oldest checkpoint whose file a restore of checkpoint `id` reads: `id` itself when
+/// it writes every partition whole (`previous_chain_start` is `None`), else the oldest
+/// of the last [`ROTATION_CHECKPOINTS`] (which together wrote every share), unless the
+/// chain of the one before began later.
+pub fn chain_start(id: u64, previous_chain_start: Option<u64>) -> u64 {
+    match previous_chain_start {
+        None => id,
+        Some(previous) => previous.max((id + 1).saturating_sub(ROTATION_CHECKPOINTS)),
+    }
 }
 
 /// The one-file ring a checkpoint file is.
@@ -44,53 +87,65 @@ pub fn first_lsn(id: u64) -> u64 {
     (id % LAPS) * CHECKPOINT_FILE_BYTES_MAX
 }
 
-/// The lap (checkpoint id modulo the laps) of a checkpoint whose first record is at `lsn`.
-pub fn lap_of(lsn: u64) -> u64 {
-    lsn / CHECKPOINT_FILE_BYTES_MAX % LAPS
+/// A writer for checkpoint `id`'s file, its start record appended; nothing it wrote is
+/// needed once handed out.
+pub fn writer(id: u64, chain_start: u64, life: u32) -> LogWriter {
+    let mut writer = LogWriter::new(ring(), life, first_lsn(id), first_lsn(id));
+    let start = Record::CheckpointStart { id, chain_start };
+    writer
+        .append(0, &start)
+        .expect("a new checkpoint file has room for its start");
+    writer
 }
 
-/// Whether lap `a` is of a later checkpoint than lap `b`, for two checkpoints less than
-/// half the laps apart (laps wrap).
-pub fn is_later_lap(a: u64, b: u64) -> bool {
-    a != b && a.wrapping_sub(b) % LAPS < LAPS / 2
+/// What a checkpoint file's first record says: which checkpoint it is and where its
+/// chain starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckpointStart {
+    pub id: u64,
+    pub chain_start: u64,
 }
 
-/// Orders laps from the earliest checkpoint's to the latest's, for checkpoints less than
-/// half the laps apart.
-pub fn lap_order(a: u64, b: u64) -> std::cmp::Ordering {
-    if a == b {
-        std::cmp::Ordering::Equal
-    } else if is_later_lap(a, b) {
-        std::cmp::Ordering::Greater
-    } else {
-        std::cmp::Ordering::Less
+/// Reads the start record of a checkpoint file from its first bytes (at least
+/// [`START_RECORD_BYTES`] of them).
+pub fn read_start(first_bytes: &[u8]) -> Result<CheckpointStart, CheckpointError> {
+    let lsn = first_bytes
+        .get(8..16)
+        .map(|lsn| u64::from_le_bytes(lsn.try_into().expect("8 bytes")))
+        .ok_or(CheckpointError::NoStart)?;
+    match decode(first_bytes, lsn, 0).map(|decoded| decoded.record) {
+        Ok(Record::CheckpointStart { id, chain_start })
+            if first_lsn(id) == lsn && chain_start <= id =>
+        {
+            Ok(CheckpointStart { id, chain_start })
+        }
+        _ => Err(CheckpointError::NoStart),
     }
-}
-
-/// A writer for checkpoint `id`'s file; nothing it wrote is needed once handed out.
-pub fn writer(id: u64, life: u32) -> LogWriter {
-    LogWriter::new(ring(), life, first_lsn(id), first_lsn(id))
 }
 
 /// What a complete checkpoint file says of itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CheckpointSummary {
     pub id: u64,
+    /// The oldest checkpoint whose file its restore reads.
+    pub chain_start: u64,
     /// The highest GCI any of its rows can carry: the checkpoint is usable only to restore
     /// a GCI at least this high.
     pub max_gci: u64,
     /// Where the REDO log's replay over it starts.
     pub redo_lsn: u64,
+    /// Its row records (deleted keys not counted).
     pub rows: u64,
     /// The latest GCI marked done in the log before `redo_lsn`: a restore to a later GCI
-    /// must find that GCI's mark in the replay (else the log lost records it needs).
+    /// must find that GCI's mark in the replay, and the next checkpoint writes the changes
+    /// of the GCIs after it.
     pub marked_gci: u64,
 }
 
 /// Why a checkpoint file cannot be used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CheckpointError {
-    #[error("the file holds no checkpoint record at its start")]
+    #[error("the file holds no checkpoint start record at its start")]
     NoStart,
     #[error("the checkpoint ends before its last record ({0})")]
     Unfinished(LogEnd),
@@ -98,13 +153,22 @@ pub enum CheckpointError {
     WrongId { found: u64 },
     #[error("the checkpoint counts {counted} rows but holds {found}")]
     RowCount { counted: u64, found: u64 },
-    #[error("the checkpoint holds a record that is not a row")]
-    NotARow,
+    #[error("the checkpoint holds a record out of place")]
+    OutOfPlace,
 }
 
-/// What a [`CheckpointScan`] found next.
+/// One thing a checkpoint file holds, in the order a restore applies them.
 #[derive(Debug, PartialEq, Eq)]
-pub enum CheckpointStep<'a> {
+pub enum CheckpointEntry<'a> {
+    /// The deletes and rows of `place` follow; when `whole`, its rows are all it holds
+    /// (a restore empties it first).
+    Partition { place: RowPlace, whole: bool },
+    /// The key was deleted in GCI `gci`, after the checkpoint before this one began.
+    Delete {
+        place: RowPlace,
+        key: &'a [u8],
+        gci: u64,
+    },
     /// A row, with the GCI that last wrote it.
     Row {
         place: RowPlace,
@@ -112,6 +176,12 @@ pub enum CheckpointStep<'a> {
         var: &'a [u8],
         gci: u64,
     },
+}
+
+/// What a [`CheckpointScan`] found next.
+#[derive(Debug, PartialEq, Eq)]
+pub enum CheckpointStep<'a> {
+    Entry(CheckpointEntry<'a>),
     /// Read the file from this offset (at least `RECORD_BYTES_MAX` bytes, or to its end)
     /// and call again.
     Read(u64),
@@ -123,8 +193,10 @@ pub enum CheckpointStep<'a> {
 /// A walk over one checkpoint file, fed with the bytes it asks for.
 #[derive(Debug, Default)]
 pub struct CheckpointScan {
-    /// Known once the first record's header was read.
-    scan: Option<LogScan>,
+    /// Known once the start record was read.
+    start: Option<(LogScan, CheckpointStart)>,
+    /// The partition whose section is being read.
+    section: Option<RowPlace>,
     rows: u64,
 }
 
@@ -133,84 +205,104 @@ impl CheckpointScan {
         Self::default()
     }
 
-    /// The next row or outcome from `chunk`: the file's bytes from `offset` on.
+    /// The next entry or outcome from `chunk`: the file's bytes from `offset` on.
     pub fn next<'a>(&mut self, chunk: &'a [u8], offset: u64) -> CheckpointStep<'a> {
-        let scan = match &mut self.scan {
-            Some(scan) => scan,
+        let (scan, start) = match &mut self.start {
+            Some((scan, start)) => (scan, *start),
+            None if offset != 0 => return CheckpointStep::Read(0),
+            None if chunk.len() < START_RECORD_BYTES => {
+                return CheckpointStep::Broken(CheckpointError::NoStart)
+            }
             None => {
-                let Some(lsn) = chunk.get(8..16).filter(|_| offset == 0) else {
-                    return match offset {
-                        0 if chunk.len() < RECORD_HEADER_BYTES => {
-                            CheckpointStep::Broken(CheckpointError::NoStart)
-                        }
-                        _ => CheckpointStep::Read(0),
-                    };
+                let start = match read_start(chunk) {
+                    Ok(start) => start,
+                    Err(error) => return CheckpointStep::Broken(error),
                 };
-                let lsn = u64::from_le_bytes(lsn.try_into().expect("8 bytes"));
-                if ring().offset_of(lsn) != 0 {
+                let mut scan = LogScan::new(ring(), first_lsn(start.id), 0);
+                // Past the start record (decoded just now, the same way).
+                let ScanStep::Record(_) = scan.next(chunk, first_lsn(start.id)) else {
                     return CheckpointStep::Broken(CheckpointError::NoStart);
-                }
-                self.scan.insert(LogScan::new(ring(), lsn, 0))
+                };
+                let (scan, start) = self.start.insert((scan, start));
+                (scan, *start)
             }
         };
-        let lap_start = scan.next_lsn() - ring().offset_of(scan.next_lsn());
-        match scan.next(chunk, lap_start + offset) {
-            ScanStep::Record(decoded) => match decoded.record {
-                Record::WriteRow { place, fixed, var } => {
-                    self.rows += 1;
-                    let gci = decoded.stamp.gci;
-                    CheckpointStep::Row {
-                        place,
-                        fixed,
-                        var,
-                        gci,
-                    }
+        let lap_start = first_lsn(start.id);
+        let decoded = match scan.next(chunk, lap_start + offset) {
+            ScanStep::Record(decoded) => decoded,
+            ScanStep::Read(lsn) => return CheckpointStep::Read(ring().offset_of(lsn)),
+            ScanStep::End(end) => return CheckpointStep::Broken(CheckpointError::Unfinished(end)),
+        };
+        let gci = decoded.stamp.gci;
+        let entry = match decoded.record {
+            Record::CheckpointPartition { place, whole } => {
+                self.section = Some(place);
+                CheckpointEntry::Partition { place, whole }
+            }
+            Record::DeleteRow { place, key } if self.section == Some(place) => {
+                CheckpointEntry::Delete { place, key, gci }
+            }
+            Record::WriteRow { place, fixed, var } if self.section == Some(place) => {
+                self.rows += 1;
+                CheckpointEntry::Row {
+                    place,
+                    fixed,
+                    var,
+                    gci,
                 }
-                Record::CheckpointDone {
-                    id,
-                    redo_lsn,
-                    rows,
-                    marked_gci,
-                } => {
-                    let outcome = if first_lsn(id) != lap_start {
-                        Err(CheckpointError::WrongId { found: id })
-                    } else if rows != self.rows {
-                        Err(CheckpointError::RowCount {
-                            counted: rows,
-                            found: self.rows,
-                        })
-                    } else {
-                        Ok(CheckpointSummary {
-                            id,
-                            max_gci: decoded.stamp.gci,
-                            redo_lsn,
-                            rows,
-                            marked_gci,
-                        })
-                    };
-                    outcome.map_or_else(CheckpointStep::Broken, CheckpointStep::Done)
-                }
-                _ => CheckpointStep::Broken(CheckpointError::NotARow),
-            },
-            ScanStep::Read(lsn) => CheckpointStep::Read(ring().offset_of(lsn)),
-            ScanStep::End(end) => CheckpointStep::Broken(CheckpointError::Unfinished(end)),
-        }
+            }
+            Record::CheckpointDone {
+                id,
+                redo_lsn,
+                rows,
+                marked_gci,
+            } => return self.done(start, id, redo_lsn, rows, marked_gci, gci),
+            _ => return CheckpointStep::Broken(CheckpointError::OutOfPlace),
+        };
+        CheckpointStep::Entry(entry)
+    }
+
+    fn done(
+        &self,
+        start: CheckpointStart,
+        id: u64,
+        redo_lsn: u64,
+        rows: u64,
+        marked_gci: u64,
+        max_gci: u64,
+    ) -> CheckpointStep<'static> {
+        let outcome = if id != start.id {
+            Err(CheckpointError::WrongId { found: id })
+        } else if rows != self.rows {
+            Err(CheckpointError::RowCount {
+                counted: rows,
+                found: self.rows,
+            })
+        } else {
+            Ok(CheckpointSummary {
+                id,
+                chain_start: start.chain_start,
+                max_gci,
+                redo_lsn,
+                rows,
+                marked_gci,
+            })
+        };
+        outcome.map_or_else(CheckpointStep::Broken, CheckpointStep::Done)
     }
 }
 
-/// Reads a whole checkpoint file held in memory, giving each row to `row`.
+/// Reads a whole checkpoint file held in memory, giving each entry to `entry`.
 pub fn read_file(
     file: &[u8],
-    mut row: impl FnMut(RowPlace, &[u8], &[u8]),
+    mut entry: impl FnMut(CheckpointEntry<'_>),
 ) -> Result<CheckpointSummary, CheckpointError> {
     let mut scan = CheckpointScan::new();
     let mut offset = 0u64;
     loop {
         let chunk = file.get(offset as usize..).unwrap_or(&[]);
         match scan.next(chunk, offset) {
-            CheckpointStep::Row {
-                place, fixed, var, ..
-            } => row(place, fixed, var),
+            CheckpointStep::Entry(found) => entry(found),
             CheckpointStep::Read(at) if at != offset => offset = at,
             CheckpointStep::Read(_) => {
                 return Err(CheckpointError::Unfinished(LogEnd::Truncated));

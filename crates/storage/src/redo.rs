@@ -18,6 +18,8 @@
 //!   delete row  table id u32, table version u32, partition u32, key length u32, key
 //!   gci done, file end: empty
 //!   checkpoint done  checkpoint id u64, REDO LSN u64, rows u64, marked GCI u64
+//!   checkpoint start checkpoint id u64, chain start u64
+//!   checkpoint partition  table id u32, table version u32, partition u32, whole u32 (0 or 1)
 //! ```
 //!
 //! A local checkpoint file (`crate::checkpoint`) is written in the same records.
@@ -49,6 +51,8 @@ enum Kind {
     GciDone = 3,
     FileEnd = 4,
     CheckpointDone = 5,
+    CheckpointStart = 6,
+    CheckpointPartition = 7,
 }
 
 impl Kind {
@@ -59,6 +63,8 @@ impl Kind {
             Kind::GciDone,
             Kind::FileEnd,
             Kind::CheckpointDone,
+            Kind::CheckpointStart,
+            Kind::CheckpointPartition,
         ]
         .into_iter()
         .find(|kind| *kind as u8 == byte)
@@ -99,6 +105,12 @@ pub enum Record<'a> {
         rows: u64,
         marked_gci: u64,
     },
+    /// Opens a local checkpoint file: checkpoint `id`, whose restore reads the files of
+    /// checkpoints `chain_start` to `id` in turn.
+    CheckpointStart { id: u64, chain_start: u64 },
+    /// Opens a partition's part of a local checkpoint file: the rows and deleted keys that
+    /// follow are of `place`, and, when `whole`, its rows are every row it holds.
+    CheckpointPartition { place: RowPlace, whole: bool },
 }
 
 impl Record<'_> {
@@ -109,6 +121,8 @@ impl Record<'_> {
             Record::GciDone => Kind::GciDone,
             Record::FileEnd => Kind::FileEnd,
             Record::CheckpointDone { .. } => Kind::CheckpointDone,
+            Record::CheckpointStart { .. } => Kind::CheckpointStart,
+            Record::CheckpointPartition { .. } => Kind::CheckpointPartition,
         }
     }
 
@@ -120,6 +134,8 @@ impl Record<'_> {
                 Record::DeleteRow { key, .. } => PLACE_BYTES + 4 + key.len(),
                 Record::GciDone | Record::FileEnd => 0,
                 Record::CheckpointDone { .. } => 32,
+                Record::CheckpointStart { .. } => 16,
+                Record::CheckpointPartition { .. } => PLACE_BYTES + 4,
             }
     }
 }
@@ -182,6 +198,14 @@ pub fn encode(stamp: Stamp, record: &Record<'_>, out: &mut Vec<u8>) -> usize {
             for word in [id, redo_lsn, rows, marked_gci] {
                 out.extend_from_slice(&word.to_le_bytes());
             }
+        }
+        Record::CheckpointStart { id, chain_start } => {
+            out.extend_from_slice(&id.to_le_bytes());
+            out.extend_from_slice(&chain_start.to_le_bytes());
+        }
+        Record::CheckpointPartition { place, whole } => {
+            put_place(out, place);
+            out.extend_from_slice(&u32::from(*whole).to_le_bytes());
         }
     }
     let checksum = checksum_of(&out[start..]);
@@ -288,6 +312,18 @@ fn decode_body(kind: Kind, body: &[u8]) -> Option<Record<'_>> {
             redo_lsn: input.long()?,
             rows: input.long()?,
             marked_gci: input.long()?,
+        },
+        Kind::CheckpointStart => Record::CheckpointStart {
+            id: input.long()?,
+            chain_start: input.long()?,
+        },
+        Kind::CheckpointPartition => Record::CheckpointPartition {
+            place: input.place()?,
+            whole: match input.length()? {
+                0 => false,
+                1 => true,
+                _ => return None,
+            },
         },
     };
     input.0.is_empty().then_some(record)

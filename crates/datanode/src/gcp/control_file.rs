@@ -35,9 +35,11 @@ use crate::protocol::{
 };
 use crate::twin_file::{newest, SealError, TwinKind, TwinReader, TwinWriter, WriteProgress};
 
+/// Format 4: the local checkpoints beside it are partial (chains of files); a data
+/// directory of format 3 holds whole ones, which this version does not read.
 pub const CONTROL_FILE: TwinKind = TwinKind {
     magic: *b"KCTL",
-    format_version: 3,
+    format_version: 4,
     path: "control/node",
 };
 

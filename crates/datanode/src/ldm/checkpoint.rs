@@ -1,7 +1,14 @@
-//! This data manager's local checkpoints (NDB's LCP): every committed row of its
-//! partitions written to a checkpoint file in the background, so that the REDO log before
-//! the checkpoint's start can be released and a restart restores the checkpoint, then
-//! replays the REDO log from where the checkpoint began.
+//! This data manager's local checkpoints (NDB's LCP): its partitions written to a
+//! checkpoint file in the background, so that the REDO log before the checkpoint's start
+//! can be released and a restart restores the checkpoint, then replays the REDO log from
+//! where the checkpoint began.
+//!
+//! Checkpoints are partial (see `kista_storage::checkpoint`): each writes what changed
+//! in a partition since the one before began (the rows written and the keys deleted in a
+//! GCI after the one marked before its start) and every row of a rotating share, so a
+//! restore reads the files of the last few checkpoints (a chain). The first checkpoint of
+//! a node's life (after a fresh start, a restore or a copy) writes every partition whole,
+//! and so does any checkpoint for a partition that forgot deletes it would need.
 //!
 //! A checkpoint is fuzzy: it scans the partitions in batches while commits go on. Every
 //! commit after its start is in the REDO log after its `redo_lsn`, and a row's record is
@@ -11,10 +18,11 @@
 //! committed here before it ended) or later; until every member saved that GCI, the
 //! previous checkpoint and the log from its start stay needed.
 //!
-//! Checkpoints rotate through three files (`lcp/ldm-<instance>/0.ckpt` to `2.ckpt`), so
-//! writing one never harms the two latest complete ones, and the log is kept from the
-//! start of the usable checkpoint *before* the newest: a restore whose newest file is lost
-//! or damaged falls back to the one before and still finds every change since. One runs
+//! Checkpoints rotate through `CHECKPOINT_FILES` files (`lcp/ldm-<instance>/0.ckpt` to
+//! `5.ckpt`), so writing one never harms the chains of the two latest complete ones, and
+//! the log is kept from the start of the usable checkpoint *before* the newest: a restore
+//! whose newest file is lost or damaged falls back to the one before and still finds
+//! every change since. One runs
 //! at a time, started once the REDO log holds a quarter of its ring since the newest
 //! usable checkpoint's start (or half its ring in all), and writes at
 //! `checkpoint_write_bytes_per_sec`, faster as the log fills.
@@ -26,6 +34,7 @@ use kista_runtime::Context;
 use kista_signal::wire::SECTION_BYTES_MAX;
 use kista_signal::TypedSignal;
 use kista_storage::checkpoint::{self, CheckpointSummary};
+use kista_storage::partition::Partition;
 use kista_storage::redo::{LogWriter, Record, RowPlace};
 use kista_storage::row_store::RowId;
 use rustc_hash::FxHashMap;
@@ -56,6 +65,9 @@ pub(crate) struct LocalCheckpoints {
     /// Where the newest usable checkpoint's REDO replay starts (None: no checkpoint is
     /// usable yet, and a restore replays the log from where this node's log began).
     newest_usable_lsn: Option<u64>,
+    /// The last checkpoint written in this life, which the next one writes the changes
+    /// since (None: the next one writes every partition whole).
+    previous: Option<CheckpointSummary>,
     after_copy: AfterCopy,
 }
 
@@ -72,9 +84,22 @@ enum AfterCopy {
     },
 }
 
+/// What a checkpoint writes of the partition it scans.
+#[derive(Clone, Copy, Debug)]
+enum Share {
+    /// Every row.
+    Whole,
+    /// The rows written in a GCI after this one, and those of the checkpoint's rotating
+    /// share (its keys deleted after this GCI come first).
+    ChangedAfter(u64),
+}
+
 /// The checkpoint being written.
 struct Running {
     id: u64,
+    /// The GCI whose later changes it writes (None: it writes every partition whole).
+    changes_after_gci: Option<u64>,
+    chain_start: u64,
     /// Its file's number at the file-system block, once open.
     file: Option<u32>,
     writer: LogWriter,
@@ -82,9 +107,10 @@ struct Running {
     /// The latest GCI marked done in the log before `redo_lsn`.
     marked_gci: u64,
     /// Partitions still to scan, the next last; the first one's scan resumes after
-    /// `position`.
+    /// `position`, with `share` once its section is begun.
     todo: Vec<(u32, u32)>,
     position: Option<RowId>,
+    share: Option<Share>,
     rows: u64,
     /// A write (or the sync) is in flight, or the next step waits for its delay.
     busy: bool,
@@ -103,6 +129,7 @@ impl LocalCheckpoints {
             running: None,
             written: Vec::new(),
             newest_usable_lsn: None,
+            previous: None,
             after_copy: AfterCopy::NotNeeded,
         }
     }
@@ -137,6 +164,7 @@ impl LocalCheckpoints {
     /// them all is due.
     pub fn copy_done(&mut self) {
         self.after_copy = AfterCopy::Due;
+        self.previous = None;
     }
 
     /// Starts a checkpoint if none runs and, unless one is due after a copy, none waits to
@@ -182,6 +210,7 @@ impl LocalCheckpoints {
             "a restore's checkpoint is the node's first"
         );
         self.next_id = id;
+        self.previous = None;
         // The log was resumed from the start of the checkpoint restored (or of the log).
         self.newest_usable_lsn = Some(redo.tail_lsn());
         self.start(ctx, tables, redo, 0)
@@ -201,14 +230,18 @@ impl LocalCheckpoints {
             .flat_map(|(&table, t)| t.partitions.keys().map(move |&p| (table, p)))
             .collect();
         todo.sort_unstable_by(|a, b| b.cmp(a));
+        let chain_start = checkpoint::chain_start(id, self.previous.map(|p| p.chain_start));
         self.running = Some(Running {
             id,
+            changes_after_gci: self.previous.map(|previous| previous.marked_gci),
+            chain_start,
             file: None,
-            writer: checkpoint::writer(id, 1),
+            writer: checkpoint::writer(id, chain_start, 1),
             redo_lsn: redo.head_lsn(),
             marked_gci: redo.marked_gci(),
             todo,
             position: None,
+            share: None,
             rows: 0,
             busy: true,
             max_gci: None,
@@ -313,6 +346,7 @@ impl LocalCheckpoints {
                 };
                 self.running = None;
                 self.written.push(summary);
+                self.previous = Some(summary);
                 ctx.request_io(&close, &[])
                     .map_err(|_| "no section to close a checkpoint file".to_string())?;
                 Ok(Some(summary))
@@ -366,8 +400,7 @@ impl Running {
             .and_then(|table| Some((table, table.partitions.get(&partition_id)?)));
         let Some((table, partition)) = found else {
             // Dropped meanwhile: nothing of it is needed.
-            self.todo.pop();
-            self.position = None;
+            self.partition_done();
             return Ok(());
         };
         let place = RowPlace {
@@ -378,24 +411,63 @@ impl Running {
         let partition = partition
             .read()
             .unwrap_or_else(|poison| poison.into_inner());
+        let share = match self.share {
+            Some(share) => share,
+            None => self.begin_section(place, &partition)?,
+        };
+        let id = self.id;
         let mut failure = None;
         let mut rows = 0;
-        let next = partition.scan_with_gci(self.position, BATCH_ROWS_MAX, |fixed, var, gci| {
-            let record = Record::WriteRow { place, fixed, var };
-            if failure.is_none() {
-                failure = self.writer.append(gci, &record).err();
-                rows += 1;
-            }
-        });
+        let next =
+            partition.scan_with_gci(self.position, BATCH_ROWS_MAX, |anchor, fixed, var, gci| {
+                let written = match share {
+                    Share::Whole => true,
+                    Share::ChangedAfter(after) => {
+                        gci > after || checkpoint::in_rotating_share(id, anchor.0)
+                    }
+                };
+                if written && failure.is_none() {
+                    let record = Record::WriteRow { place, fixed, var };
+                    failure = self.writer.append(gci, &record).err();
+                    rows += 1;
+                }
+            });
         if let Some(full) = failure {
             return Err(format!("a local checkpoint outgrew its file: {full}"));
         }
         self.rows += rows;
         self.position = next;
         if self.position.is_none() {
-            self.todo.pop();
+            self.partition_done();
         }
         Ok(())
+    }
+
+    /// Begins the partition's section: whole in a checkpoint that writes every partition
+    /// whole or where the partition forgot deletes since the GCI the changes are written
+    /// after; else the keys deleted since then, and its changed rows to follow.
+    fn begin_section(&mut self, place: RowPlace, partition: &Partition) -> Result<Share, String> {
+        let changes = self
+            .changes_after_gci
+            .and_then(|after| Some((after, partition.deleted_after(after)?)));
+        let share = match &changes {
+            Some((after, _)) => Share::ChangedAfter(*after),
+            None => Share::Whole,
+        };
+        let whole = matches!(share, Share::Whole);
+        self.append(0, &Record::CheckpointPartition { place, whole })?;
+        for (key, gci) in changes.into_iter().flat_map(|(_, deleted)| deleted) {
+            self.append(gci, &Record::DeleteRow { place, key: &key })?;
+        }
+        self.share = Some(share);
+        Ok(share)
+    }
+
+    /// The partition being scanned is written: the next one's section begins.
+    fn partition_done(&mut self) {
+        self.todo.pop();
+        self.position = None;
+        self.share = None;
     }
 
     fn append(&mut self, gci: u64, record: &Record<'_>) -> Result<(), String> {
@@ -408,6 +480,7 @@ impl Running {
     fn summary(&self) -> CheckpointSummary {
         CheckpointSummary {
             id: self.id,
+            chain_start: self.chain_start,
             max_gci: self.max_gci.expect("synced once ended"),
             redo_lsn: self.redo_lsn,
             rows: self.rows,

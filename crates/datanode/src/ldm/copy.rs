@@ -529,13 +529,14 @@ fn take_keys(job: &mut CopyOut, partition: &Partition) -> bool {
             let (whole, from_gci) = (job.whole, job.from_gci);
             let layout = partition.layout();
             let keys = &mut job.keys;
-            let next = partition.scan_with_gci(position, COPY_ROWS_PER_SCAN, |fixed, var, gci| {
-                if whole || gci > from_gci {
-                    let mut key = Vec::new();
-                    layout.primary_key_of_row(fixed, var, &mut key);
-                    keys.push_back(CopyKey::Row(key));
-                }
-            });
+            let next =
+                partition.scan_with_gci(position, COPY_ROWS_PER_SCAN, |_, fixed, var, gci| {
+                    if whole || gci > from_gci {
+                        let mut key = Vec::new();
+                        layout.primary_key_of_row(fixed, var, &mut key);
+                        keys.push_back(CopyKey::Row(key));
+                    }
+                });
             job.phase = next.map_or(Phase::Deletes, |at| Phase::Rows(Some(at)));
         }
         Phase::Deletes => {

@@ -1,12 +1,14 @@
 //! This data manager's part in a start from disk (NDB's restore of fragments and REDO
 //! execution): its partitions restored to the GCI the master chose, from its own disk.
 //!
-//! 1. **Checkpoint.** Of its checkpoint files, the one whose first record is of the
-//!    latest lap (the newest checkpoint) is read first, its rows written into the
-//!    partitions as they come. One that proves unfinished or damaged, or that needs a
+//! 1. **Checkpoint.** Of its checkpoint files, the newest checkpoint's chain (the files
+//!    of the checkpoints its start record names, oldest first: see
+//!    `kista_storage::checkpoint`) is read, each partition emptied where its whole
+//!    section begins, the keys deleted and the rows written into the partitions as they
+//!    come. A chain with a file missing, unfinished or damaged, or whose newest needs a
 //!    GCI later than the one restored, is undone (the partitions emptied) and the next
-//!    newest is read instead; with none, the partitions start empty and the log from
-//!    LSN 0.
+//!    newest checkpoint's is read instead; with none, the partitions start empty and the
+//!    log from LSN 0.
 //! 2. **REDO.** The log is read from the checkpoint's `redo_lsn` to its end (the first
 //!    record it cannot trust), replaying every change of the GCI restored or below.
 //!    Ordered indexes are kept up as rows are written: they are rebuilt, not read.
@@ -33,7 +35,8 @@ use kista_runtime::Context;
 use kista_signal::wire::SECTION_BYTES_MAX;
 use kista_signal::BlockAddress;
 use kista_storage::checkpoint::{
-    self, CheckpointScan, CheckpointStep, CheckpointSummary, CHECKPOINT_FILES,
+    self, CheckpointEntry, CheckpointScan, CheckpointStart, CheckpointStep, CheckpointSummary,
+    CHECKPOINT_FILES,
 };
 use kista_storage::locks::TransactionId;
 use kista_storage::partition::{OperationError, Outcome, PartitionLimits};
@@ -68,22 +71,27 @@ fn restore_owner(instance: u16) -> TransactionId {
     TransactionId(0xfd00_0000_0000_0000 | u64::from(instance))
 }
 
-/// One checkpoint file found at the start: its slot, file and lap (checkpoint id modulo
-/// the laps).
+/// One checkpoint file found at the start: its slot, its file, and what its start record
+/// says.
 #[derive(Clone, Copy, Debug)]
 struct Candidate {
     slot: u32,
     file: u32,
-    lap: u64,
+    start: CheckpointStart,
 }
 
 enum Step {
     /// Opening (and reading the first record of) checkpoint slot `slot`.
     Probing,
-    /// Reading the candidate's rows.
+    /// Reading `reading`, a file of a checkpoint's chain; `chain` holds the files still to
+    /// read after it, the next last (none: `reading` is the checkpoint restored). When
+    /// `verifying`, `reading` is that checkpoint read first, only to learn whether it is
+    /// complete and usable before its chain is.
     Checkpoint {
-        candidate: Candidate,
+        reading: Candidate,
+        chain: Vec<Candidate>,
         scan: CheckpointScan,
+        verifying: bool,
     },
     /// Opening the log's files; `[file]` → its number once open.
     OpeningLog(Vec<Option<u32>>),
@@ -127,7 +135,10 @@ pub(crate) struct Restore {
     limits: PartitionLimits,
     ring: LogRing,
     step: Step,
+    /// The complete-looking checkpoints not yet tried, the newest last.
     candidates: Vec<Candidate>,
+    /// Every checkpoint file opened, closed once the checkpoints are read.
+    opened: Vec<Candidate>,
     chosen: Option<CheckpointSummary>,
     /// Rows read from the checkpoint used, and REDO records replayed.
     pub rows: u64,
@@ -163,6 +174,7 @@ impl Restore {
             ring,
             step: Step::Probing,
             candidates: Vec::new(),
+            opened: Vec::new(),
             chosen: None,
             rows: 0,
             records: 0,
@@ -259,23 +271,26 @@ impl Restore {
             OPEN_CHECKPOINT => {
                 let read = FileOperation::Read {
                     offset: 0,
-                    length: 16,
+                    length: checkpoint::START_RECORD_BYTES as u32,
                 };
                 self.request(ctx, READ_HEADER, index, reply.file, read)?;
                 Ok(Next::Going)
             }
             READ_HEADER => {
-                let header = ctx.section().map(|data| data.to_vec()).unwrap_or_default();
-                let lap = header
-                    .get(8..16)
-                    .map(|lsn| u64::from_le_bytes(lsn.try_into().expect("8 bytes")))
-                    .map(checkpoint::lap_of);
-                let candidate = lap.map(|lap| Candidate {
+                let start = match ctx.section() {
+                    Some(first_bytes) => checkpoint::read_start(&first_bytes),
+                    None => Err(checkpoint::CheckpointError::NoStart),
+                };
+                let candidate = Candidate {
                     slot: index,
                     file: reply.file,
-                    lap,
-                });
-                self.probed(ctx, index, candidate)
+                    start: start.unwrap_or(CheckpointStart {
+                        id: 0,
+                        chain_start: 0,
+                    }),
+                };
+                self.opened.push(candidate);
+                self.probed(ctx, index, start.is_ok().then_some(candidate))
             }
             READ_CHECKPOINT => self.checkpoint_read(ctx, tables),
             OPEN_LOG => self.log_opened(ctx, index, reply.file),
@@ -327,32 +342,68 @@ impl Restore {
             self.open(ctx, OPEN_CHECKPOINT, next, &path, false)?;
             return Ok(Next::Going);
         }
-        // Newest last, so the next to try is popped: laps wrap, and the files hold
-        // checkpoints far less than half the laps apart.
-        self.candidates
-            .sort_by(|a, b| checkpoint::lap_order(a.lap, b.lap));
+        // Newest last, so the next to try is popped.
+        self.candidates.sort_by_key(|candidate| candidate.start.id);
         self.next_candidate(ctx)
     }
 
-    /// Reads the newest checkpoint not yet tried; with none left, replays the log from
-    /// its beginning.
+    /// Reads the chain of the newest checkpoint not yet tried; with none left, replays the
+    /// log from its beginning.
     fn next_candidate(&mut self, ctx: &mut Context) -> Result<Next, String> {
-        let Some(candidate) = self.candidates.pop() else {
+        let Some(newest) = self.candidates.pop() else {
+            self.close_checkpoints(ctx)?;
             return self.open_log(ctx);
         };
+        let ids = newest.start.chain_start..=newest.start.id;
+        let chain: Option<Vec<Candidate>> = ids
+            .rev()
+            .map(|id| {
+                let found = self.candidates.iter().find(|c| c.start.id == id);
+                found.copied().or((id == newest.start.id).then_some(newest))
+            })
+            .collect();
+        // The newest first, the next to read (the oldest) last.
+        let Some(mut chain) = chain else {
+            ctx.log(&format!(
+                "ldm {}: checkpoint {} not used (a file of its chain, checkpoints {} to {},                  is missing or damaged); trying the one before",
+                self.instance, newest.start.id, newest.start.chain_start, newest.start.id
+            ));
+            return self.next_candidate(ctx);
+        };
+        // A crash amid a checkpoint leaves the newest unfinished: its chain is not read
+        // in vain, the newest is read alone first (a chain of one file needs no check).
+        let verifying = chain.len() > 1;
+        let reading = match verifying {
+            true => newest,
+            false => chain.pop().expect("a chain holds its newest checkpoint"),
+        };
+        self.read_chain_file(ctx, reading, chain, verifying)
+    }
+
+    /// Reads `reading`, a file of a checkpoint's chain (`chain`: the files to read after
+    /// it, the next last).
+    fn read_chain_file(
+        &mut self,
+        ctx: &mut Context,
+        reading: Candidate,
+        chain: Vec<Candidate>,
+        verifying: bool,
+    ) -> Result<Next, String> {
         self.step = Step::Checkpoint {
-            candidate,
+            reading,
+            chain,
             scan: CheckpointScan::new(),
+            verifying,
         };
         let read = FileOperation::Read {
             offset: 0,
             length: READ_BYTES,
         };
-        self.request(ctx, READ_CHECKPOINT, candidate.slot, candidate.file, read)?;
+        self.request(ctx, READ_CHECKPOINT, reading.slot, reading.file, read)?;
         Ok(Next::Going)
     }
 
-    /// A chunk of the checkpoint being read: its rows go into the partitions.
+    /// A chunk of the checkpoint file being read: its entries go into the partitions.
     fn checkpoint_read(
         &mut self,
         ctx: &mut Context,
@@ -360,27 +411,28 @@ impl Restore {
     ) -> Result<Next, String> {
         let data = ctx.section().map(|data| data.to_vec()).unwrap_or_default();
         let start = self.read_offset.take().unwrap_or(0);
-        let Step::Checkpoint { candidate, scan } = &mut self.step else {
+        let Step::Checkpoint {
+            reading,
+            scan,
+            verifying,
+            ..
+        } = &mut self.step
+        else {
             return Ok(Next::Going);
         };
-        let candidate = *candidate;
-        let mut rows = Vec::new();
+        let reading = *reading;
+        let mut entries = Vec::new();
         let outcome = loop {
             match scan.next(&data, start) {
-                CheckpointStep::Row {
-                    place,
-                    fixed,
-                    var,
-                    gci,
-                } => rows.push((place, fixed, var, gci)),
+                CheckpointStep::Entry(_) if *verifying => {}
+                CheckpointStep::Entry(entry) => entries.push(entry),
                 CheckpointStep::Read(at) => break Ok(at),
                 CheckpointStep::Done(summary) => break Err(Ok(summary)),
                 CheckpointStep::Broken(error) => break Err(Err(error)),
             }
         };
-        for (place, fixed, var, gci) in rows {
-            self.rows += 1;
-            self.write_row(place, fixed, var, gci, tables)?;
+        for entry in entries {
+            self.apply(entry, tables)?;
         }
         match outcome {
             Ok(at) => {
@@ -389,30 +441,97 @@ impl Restore {
                     offset: at,
                     length: READ_BYTES,
                 };
-                self.request(ctx, READ_CHECKPOINT, candidate.slot, candidate.file, read)?;
+                self.request(ctx, READ_CHECKPOINT, reading.slot, reading.file, read)?;
                 Ok(Next::Going)
             }
-            Err(Ok(summary)) if summary.max_gci <= self.gci => {
-                self.chosen = Some(summary);
-                self.request(ctx, CLOSE, 0, candidate.file, FileOperation::Close)?;
-                self.open_log(ctx)
+            Err(Ok(summary)) => self.file_read(ctx, reading, summary, tables),
+            Err(Err(error)) => self.chain_unusable(ctx, reading, &error.to_string(), tables),
+        }
+    }
+
+    /// A file of the chain was read whole: read the next, or, with the newest read, replay
+    /// the log over it (if it needs no later GCI than the one restored).
+    fn file_read(
+        &mut self,
+        ctx: &mut Context,
+        reading: Candidate,
+        summary: CheckpointSummary,
+        tables: &FxHashMap<u32, LdmTable>,
+    ) -> Result<Next, String> {
+        let Step::Checkpoint {
+            chain, verifying, ..
+        } = &mut self.step
+        else {
+            return Ok(Next::Going);
+        };
+        let verifying = *verifying;
+        let restored = chain.is_empty() || verifying;
+        if restored && summary.max_gci > self.gci {
+            let why = format!("it needs GCI {}", summary.max_gci);
+            return self.chain_unusable(ctx, reading, &why, tables);
+        }
+        if let Some(next) = chain.pop() {
+            let chain = std::mem::take(chain);
+            return self.read_chain_file(ctx, next, chain, false);
+        }
+        self.chosen = Some(summary);
+        self.close_checkpoints(ctx)?;
+        self.open_log(ctx)
+    }
+
+    /// A file of the chain being read proved unusable (`why`): undo what it and the
+    /// chain's earlier files wrote, and try the checkpoint before.
+    fn chain_unusable(
+        &mut self,
+        ctx: &mut Context,
+        reading: Candidate,
+        why: &str,
+        tables: &FxHashMap<u32, LdmTable>,
+    ) -> Result<Next, String> {
+        ctx.log(&format!(
+            "ldm {}: checkpoint file {} not used (checkpoint {}: {why}); trying the \
+             checkpoint before",
+            self.instance,
+            checkpoint_path(self.instance, u64::from(reading.slot)),
+            reading.start.id
+        ));
+        self.rows = 0;
+        self.empty_partitions(tables)?;
+        self.next_candidate(ctx)
+    }
+
+    /// Applies one entry of a checkpoint file to the partitions.
+    fn apply(
+        &mut self,
+        entry: CheckpointEntry<'_>,
+        tables: &FxHashMap<u32, LdmTable>,
+    ) -> Result<(), String> {
+        match entry {
+            CheckpointEntry::Partition { place, whole } => {
+                match partition_of(tables, place).filter(|_| whole) {
+                    Some((_, partition)) => self.empty_partition(place.table_id, partition),
+                    None => Ok(()),
+                }
             }
-            Err(found) => {
-                let why = match found {
-                    Ok(summary) => format!("it needs GCI {}", summary.max_gci),
-                    Err(error) => error.to_string(),
-                };
-                ctx.log(&format!(
-                    "ldm {}: checkpoint file {} not used ({why}); trying the other",
-                    self.instance,
-                    checkpoint_path(self.instance, u64::from(candidate.slot))
-                ));
-                self.request(ctx, CLOSE, 0, candidate.file, FileOperation::Close)?;
-                self.rows = 0;
-                self.empty_partitions(tables)?;
-                self.next_candidate(ctx)
+            CheckpointEntry::Delete { place, key, gci } => self.delete_row(place, key, gci, tables),
+            CheckpointEntry::Row {
+                place,
+                fixed,
+                var,
+                gci,
+            } => {
+                self.rows += 1;
+                self.write_row(place, fixed, var, gci, tables)
             }
         }
+    }
+
+    /// Closes every checkpoint file opened: their reading is over.
+    fn close_checkpoints(&mut self, ctx: &mut Context) -> Result<(), String> {
+        for opened in std::mem::take(&mut self.opened) {
+            self.request(ctx, CLOSE, 0, opened.file, FileOperation::Close)?;
+        }
+        Ok(())
     }
 }
 
@@ -618,26 +737,30 @@ impl Restore {
     /// Undoes a checkpoint that proved unusable (or a restore before a copy that failed):
     /// every partition empty again.
     pub fn empty_partitions(&mut self, tables: &FxHashMap<u32, LdmTable>) -> Result<(), String> {
-        for (table_id, table) in tables {
+        for (&table_id, table) in tables {
             for partition in table.partitions.values() {
-                let mut guard = lock_partition(partition);
-                let empty = guard.emptied(self.limits).map_err(|error| {
-                    format!("emptying table {table_id} for another checkpoint failed: {error}")
-                })?;
-                *guard = empty;
+                self.empty_partition(table_id, partition)?;
             }
         }
         Ok(())
     }
+
+    fn empty_partition(&self, table_id: u32, partition: &SharedPartition) -> Result<(), String> {
+        let mut guard = lock_partition(partition);
+        let empty = guard.emptied(self.limits).map_err(|error| {
+            format!("emptying a partition of table {table_id} for a restore failed: {error}")
+        })?;
+        *guard = empty;
+        Ok(())
+    }
 }
+
+type SharedPartition = std::sync::Arc<std::sync::RwLock<kista_storage::partition::Partition>>;
 
 fn partition_of(
     tables: &FxHashMap<u32, LdmTable>,
     place: RowPlace,
-) -> Option<(
-    &LdmTable,
-    &std::sync::Arc<std::sync::RwLock<kista_storage::partition::Partition>>,
-)> {
+) -> Option<(&LdmTable, &SharedPartition)> {
     let table = tables.get(&place.table_id)?;
     Some((table, table.partitions.get(&place.partition)?))
 }

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use kista_runtime::io::SimulatedDisk;
-use kista_storage::checkpoint::{self, CheckpointSummary};
+use kista_storage::checkpoint::{self, CheckpointEntry, CheckpointSummary};
 use kista_storage::redo::{LogRing, LogScan, Record, ScanStep, RECORD_BYTES_MAX};
 use kista_storage::row::RowLayout;
 use kista_storage::types::Value;
@@ -71,7 +71,10 @@ pub fn read_log_from(disk: &SimulatedDisk, ring: LogRing, ldm: u16, lsn: u64) ->
                         Logged::Delete(*ids.get(key).expect("a row is written before its delete"))
                     }
                     Record::GciDone => Logged::GciDone,
-                    Record::FileEnd | Record::CheckpointDone { .. } => continue,
+                    Record::FileEnd
+                    | Record::CheckpointDone { .. }
+                    | Record::CheckpointStart { .. }
+                    | Record::CheckpointPartition { .. } => continue,
                 };
                 let (gci, life) = (decoded.stamp.gci, decoded.stamp.life);
                 entries.push(Entry { gci, life, record });
@@ -135,45 +138,123 @@ pub fn replay(rows: &mut BTreeMap<i64, i64>, entry: &Entry) {
     }
 }
 
-/// The local checkpoint in one of an `ldm`'s two checkpoint files: its rows (id → value)
-/// and what it says of itself, or `None` if the file is missing or holds no complete one.
+/// One entry of a checkpoint file of the `counters` table.
+#[derive(Clone, Debug)]
+pub enum Saved {
+    /// The partition's entries follow; when `whole`, its rows are all it holds.
+    Partition {
+        partition: u32,
+        whole: bool,
+    },
+    Write {
+        partition: u32,
+        key: Vec<u8>,
+        id: i64,
+        value: i64,
+    },
+    Delete {
+        partition: u32,
+        key: Vec<u8>,
+    },
+}
+
+/// The local checkpoint in one of an `ldm`'s checkpoint files: what it says of itself and
+/// its entries, or `None` if the file is missing or holds no complete one.
 pub fn read_checkpoint(
     disk: &SimulatedDisk,
     ldm: u16,
     slot: u32,
-) -> Option<(CheckpointSummary, BTreeMap<i64, i64>)> {
+) -> Option<(CheckpointSummary, Vec<Saved>)> {
     let file = disk.contents(Path::new(&format!("lcp/ldm-{ldm}/{slot}.ckpt")))?;
     let layout = RowLayout::new(&counters());
-    let mut rows = BTreeMap::new();
-    let summary = checkpoint::read_file(&file, |_, fixed, var| {
-        let values = layout.values(fixed, var);
-        rows.insert(int(&values[0]), int(&values[1]));
+    let mut entries = Vec::new();
+    let summary = checkpoint::read_file(&file, |entry| {
+        entries.push(match entry {
+            CheckpointEntry::Partition { place, whole } => Saved::Partition {
+                partition: place.partition,
+                whole,
+            },
+            CheckpointEntry::Row {
+                place, fixed, var, ..
+            } => {
+                let values = layout.values(fixed, var);
+                let mut key = Vec::new();
+                layout.primary_key_of_row(fixed, var, &mut key);
+                Saved::Write {
+                    partition: place.partition,
+                    key,
+                    id: int(&values[0]),
+                    value: int(&values[1]),
+                }
+            }
+            CheckpointEntry::Delete { place, key, .. } => Saved::Delete {
+                partition: place.partition,
+                key: key.to_vec(),
+            },
+        })
     })
     .ok()?;
-    Some((summary, rows))
+    Some((summary, entries))
 }
 
-/// One `ldm`'s rows restored to `gci` as a restart would: its newest complete checkpoint
-/// that needs no later GCI, then its REDO log from that checkpoint's start, the changes of
-/// `gci` and below. Returns the checkpoint used too (`None`: the log from its start).
+/// One `ldm`'s rows restored to `gci` as a restart would: the chain of its newest complete
+/// checkpoint that needs no later GCI (every file of the chain complete), then its REDO
+/// log from that checkpoint's start, the changes of `gci` and below. Returns the
+/// checkpoint used too (`None`: the log from its start).
 pub fn restore_ldm(
     disk: &SimulatedDisk,
     ring: LogRing,
     ldm: u16,
     gci: u64,
 ) -> (Option<CheckpointSummary>, BTreeMap<i64, i64>) {
-    let newest = (0..checkpoint::CHECKPOINT_FILES)
+    let complete: BTreeMap<u64, (CheckpointSummary, Vec<Saved>)> = (0
+        ..checkpoint::CHECKPOINT_FILES)
         .filter_map(|slot| read_checkpoint(disk, ldm, slot))
-        .filter(|(summary, _)| summary.max_gci <= gci)
-        .max_by_key(|(summary, _)| summary.id);
-    let (summary, mut rows, redo_lsn) = match newest {
-        Some((summary, rows)) => (Some(summary), rows, summary.redo_lsn),
-        None => (None, BTreeMap::new(), 0),
+        .map(|(summary, entries)| (summary.id, (summary, entries)))
+        .collect();
+    let newest = complete.values().rev().find(|(summary, _)| {
+        summary.max_gci <= gci
+            && (summary.chain_start..=summary.id).all(|id| complete.contains_key(&id))
+    });
+    let mut saved = BTreeMap::new();
+    let (summary, redo_lsn) = match newest {
+        Some((summary, _)) => {
+            for id in summary.chain_start..=summary.id {
+                apply_checkpoint(&mut saved, &complete[&id].1);
+            }
+            (Some(*summary), summary.redo_lsn)
+        }
+        None => (None, 0),
     };
+    let mut rows: BTreeMap<i64, i64> = saved.into_values().collect();
     for entry in read_log_from(disk, ring, ldm, redo_lsn) {
         if entry.gci <= gci {
             replay(&mut rows, &entry);
         }
     }
     (summary, rows)
+}
+
+/// Applies one checkpoint file's entries to `saved` ((partition, key) → (id, value)).
+fn apply_checkpoint(saved: &mut BTreeMap<(u32, Vec<u8>), (i64, i64)>, entries: &[Saved]) {
+    for entry in entries {
+        match entry {
+            Saved::Partition {
+                partition,
+                whole: true,
+            } => saved.retain(|(p, _), _| p != partition),
+            Saved::Partition { .. } => {}
+            Saved::Write {
+                partition,
+                key,
+                id,
+                value,
+            } => {
+                saved.insert((*partition, key.clone()), (*id, *value));
+            }
+            Saved::Delete { partition, key } => {
+                saved.remove(&(*partition, key.clone()));
+            }
+        }
+    }
 }

@@ -7,18 +7,35 @@ const PLACE: RowPlace = RowPlace {
     partition: 2,
 };
 
-/// The file of checkpoint `id` holding `rows` rows (fixed part: the row's number), ended
-/// when `finished`.
-fn checkpoint_file(id: u64, rows: u64, finished: bool) -> Vec<u8> {
-    let mut writer = writer(id, 1);
-    for row in 0..rows {
-        let fixed = row.to_le_bytes();
-        let record = Record::WriteRow {
+/// The bytes a writer holds, handed out.
+fn written(mut writer: LogWriter) -> Vec<u8> {
+    let mut file = Vec::new();
+    while let Some((_, bytes)) = writer.next_write(1000) {
+        file.extend_from_slice(bytes);
+        let length = bytes.len();
+        writer.handed_out(length);
+    }
+    file
+}
+
+/// The file of checkpoint `id` holding one partition's section: `deleted` keys (one byte
+/// each), then `rows` rows (fixed part: the row's number); ended when `finished`.
+fn checkpoint_file(id: u64, deleted: u8, rows: u64, finished: bool) -> Vec<u8> {
+    let mut writer = writer(id, id.saturating_sub(2), 1);
+    let section = Record::CheckpointPartition {
+        place: PLACE,
+        whole: deleted == 0,
+    };
+    writer.append(40, &section).expect("room");
+    for key in 0..deleted {
+        let delete = Record::DeleteRow {
             place: PLACE,
-            fixed: &fixed,
-            var: b"variable",
+            key: &[key],
         };
-        writer.append(40, &record).expect("room");
+        writer.append(39, &delete).expect("room");
+    }
+    for row in 0..rows {
+        append_row(&mut writer, row);
     }
     if finished {
         let done = Record::CheckpointDone {
@@ -29,30 +46,53 @@ fn checkpoint_file(id: u64, rows: u64, finished: bool) -> Vec<u8> {
         };
         writer.append(41, &done).expect("room");
     }
-    let mut file = Vec::new();
-    while let Some((_, bytes)) = writer.next_write(1000) {
-        file.extend_from_slice(bytes);
-        let length = bytes.len();
-        writer.handed_out(length);
-    }
-    file
+    written(writer)
 }
 
-fn rows_of(file: &[u8]) -> (Vec<u64>, Result<CheckpointSummary, CheckpointError>) {
-    let mut rows = Vec::new();
-    let outcome = read_file(file, |place, fixed, var| {
-        assert_eq!((place, var), (PLACE, &b"variable"[..]));
-        rows.push(u64::from_le_bytes(fixed.try_into().unwrap()));
+/// Appends row number `row` of `PLACE` (GCI 40).
+fn append_row(writer: &mut LogWriter, row: u64) {
+    let fixed = row.to_le_bytes();
+    let record = Record::WriteRow {
+        place: PLACE,
+        fixed: &fixed,
+        var: b"variable",
+    };
+    writer.append(40, &record).expect("room");
+}
+
+/// The rows (by number) and deleted keys of a file, and how its read ended.
+type Read = (
+    Vec<u64>,
+    Vec<u8>,
+    Result<CheckpointSummary, CheckpointError>,
+);
+
+fn read(file: &[u8]) -> Read {
+    let (mut rows, mut deleted) = (Vec::new(), Vec::new());
+    let outcome = read_file(file, |entry| match entry {
+        CheckpointEntry::Partition { place, .. } => assert_eq!(place, PLACE),
+        CheckpointEntry::Delete { key, gci, .. } => {
+            assert_eq!(gci, 39);
+            deleted.extend_from_slice(key);
+        }
+        CheckpointEntry::Row {
+            place, fixed, var, ..
+        } => {
+            assert_eq!((place, var), (PLACE, &b"variable"[..]));
+            rows.push(u64::from_le_bytes(fixed.try_into().unwrap()));
+        }
     });
-    (rows, outcome)
+    (rows, deleted, outcome)
 }
 
 #[test]
 fn a_finished_checkpoint_reads_back_whole() {
-    let (rows, outcome) = rows_of(&checkpoint_file(5, 300, true));
+    let (rows, deleted, outcome) = read(&checkpoint_file(5, 3, 300, true));
     assert_eq!(rows, (0..300).collect::<Vec<_>>());
+    assert_eq!(deleted, [0, 1, 2]);
     let summary = CheckpointSummary {
         id: 5,
+        chain_start: 3,
         max_gci: 41,
         redo_lsn: 1234,
         rows: 300,
@@ -63,28 +103,43 @@ fn a_finished_checkpoint_reads_back_whole() {
 
 #[test]
 fn an_empty_checkpoint_is_complete_too() {
-    let (rows, outcome) = rows_of(&checkpoint_file(1, 0, true));
+    let (rows, _, outcome) = read(&checkpoint_file(1, 0, 0, true));
     assert!(rows.is_empty());
     assert_eq!(outcome.map(|s| s.rows), Ok(0));
 }
 
 #[test]
-fn an_unfinished_checkpoint_is_refused() {
-    let (_, outcome) = rows_of(&checkpoint_file(5, 300, false));
+fn an_unfinished_checkpoint_or_one_without_its_start_is_refused() {
+    let (_, _, outcome) = read(&checkpoint_file(5, 0, 300, false));
     assert_eq!(outcome, Err(CheckpointError::Unfinished(LogEnd::Truncated)));
-    assert_eq!(rows_of(&[]).1, Err(CheckpointError::NoStart));
+    assert_eq!(read(&[]).2, Err(CheckpointError::NoStart));
+    let file = checkpoint_file(5, 0, 300, true);
+    let mut no_start = file.clone();
+    no_start[2] = 1; // the start record's kind made a row's: its checksum fails
+    assert_eq!(read(&no_start).2, Err(CheckpointError::NoStart));
+    assert_eq!(
+        read_start(&file),
+        Ok(CheckpointStart {
+            id: 5,
+            chain_start: 3
+        })
+    );
+    assert_eq!(
+        read_start(&file[..START_RECORD_BYTES - 1]),
+        Err(CheckpointError::NoStart)
+    );
 }
 
 #[test]
 fn an_older_checkpoint_left_behind_a_crashed_one_is_not_read_as_its_rest() {
-    // Checkpoint 3 was being written over checkpoint 1's file when the node crashed: its
+    // Checkpoint 7 was being written over checkpoint 1's file when the node crashed: its
     // first rows are there, then checkpoint 1's rows and end.
-    let old = checkpoint_file(1, 300, true);
-    let new = checkpoint_file(3, 100, false);
+    let old = checkpoint_file(1, 0, 300, true);
+    let new = checkpoint_file(7, 0, 100, false);
     let mut file = old.clone();
     file[..new.len()].copy_from_slice(&new);
-    let (rows, outcome) = rows_of(&file);
-    assert_eq!(rows.len(), 100, "only checkpoint 3's rows");
+    let (rows, _, outcome) = read(&file);
+    assert_eq!(rows.len(), 100, "only checkpoint 7's rows");
     assert!(
         matches!(
             outcome,
@@ -96,23 +151,22 @@ fn an_older_checkpoint_left_behind_a_crashed_one_is_not_read_as_its_rest() {
 
 #[test]
 fn a_damaged_row_ends_the_checkpoint() {
-    let mut file = checkpoint_file(2, 50, true);
+    let mut file = checkpoint_file(2, 0, 50, true);
     file[700] ^= 0x10;
-    let (rows, outcome) = rows_of(&file);
+    let (rows, _, outcome) = read(&file);
     assert!(rows.len() < 50);
     assert_eq!(outcome, Err(CheckpointError::Unfinished(LogEnd::Checksum)));
 }
 
 #[test]
 fn an_end_of_another_checkpoint_or_count_is_refused() {
-    let mut writer = writer(4, 1);
-    let fixed = 0u64.to_le_bytes();
-    let row = Record::WriteRow {
+    let mut writer = writer(4, 4, 1);
+    let section = Record::CheckpointPartition {
         place: PLACE,
-        fixed: &fixed,
-        var: b"variable",
+        whole: true,
     };
-    writer.append(1, &row).unwrap();
+    writer.append(1, &section).unwrap();
+    append_row(&mut writer, 0);
     let wrong_count = Record::CheckpointDone {
         id: 4,
         redo_lsn: 0,
@@ -120,16 +174,14 @@ fn an_end_of_another_checkpoint_or_count_is_refused() {
         marked_gci: 0,
     };
     writer.append(1, &wrong_count).unwrap();
-    let (lsn, bytes) = writer.next_write(1 << 20).unwrap();
-    assert_eq!(lsn, first_lsn(4));
     assert_eq!(
-        rows_of(bytes).1,
+        read(&written(writer)).2,
         Err(CheckpointError::RowCount {
             counted: 2,
             found: 1
         })
     );
-    let mut writer = super::writer(6, 1);
+    let mut writer = super::writer(6, 6, 1);
     let wrong_id = Record::CheckpointDone {
         id: 8,
         redo_lsn: 0,
@@ -137,25 +189,44 @@ fn an_end_of_another_checkpoint_or_count_is_refused() {
         marked_gci: 0,
     };
     writer.append(1, &wrong_id).unwrap();
-    let (_, bytes) = writer.next_write(1 << 20).unwrap();
-    assert_eq!(rows_of(bytes).1, Err(CheckpointError::WrongId { found: 8 }));
+    assert_eq!(
+        read(&written(writer)).2,
+        Err(CheckpointError::WrongId { found: 8 })
+    );
 }
 
 #[test]
-fn a_later_lap_is_told_apart_across_the_wrap() {
-    assert_eq!(lap_of(first_lsn(7)), 7);
-    assert!(is_later_lap(8, 7));
-    assert!(!is_later_lap(7, 8));
-    assert!(!is_later_lap(7, 7));
-    assert!(
-        is_later_lap(lap_of(first_lsn(LAPS)), LAPS - 1),
-        "lap 0 follows the last"
-    );
-    let mut laps = vec![1, LAPS - 1, 0];
-    laps.sort_by(|a, b| lap_order(*a, *b));
+fn a_row_outside_its_partition_section_is_refused() {
+    let mut writer = writer(3, 3, 1);
+    append_row(&mut writer, 0);
+    assert_eq!(read(&written(writer)).2, Err(CheckpointError::OutOfPlace));
+}
+
+#[test]
+fn every_row_is_in_the_rotating_share_of_one_of_any_rotation_of_checkpoints() {
+    for first in [1, 2, 9] {
+        for anchor in 0..20 {
+            let ids = first..first + ROTATION_CHECKPOINTS;
+            let sharing = ids.filter(|&id| in_rotating_share(id, anchor)).count();
+            assert_eq!(sharing, 1, "anchor {anchor} from checkpoint {first}");
+        }
+    }
+}
+
+#[test]
+fn a_chain_spans_the_last_rotation_of_checkpoints_or_starts_at_a_whole_one() {
+    assert_eq!(chain_start(1, None), 1, "a first checkpoint is whole");
+    assert_eq!(chain_start(2, Some(1)), 1);
+    assert_eq!(chain_start(4, Some(1)), 1);
     assert_eq!(
-        laps,
-        [LAPS - 1, 0, 1],
-        "three files' laps in order across the wrap"
+        chain_start(5, Some(1)),
+        2,
+        "4 checkpoints wrote every share"
+    );
+    assert_eq!(chain_start(9, Some(7)), 7, "checkpoint 7 was whole");
+    assert_eq!(chain_start(11, Some(7)), 8);
+    assert!(
+        CHECKPOINT_FILES as u64 >= ROTATION_CHECKPOINTS + 2,
+        "the newest chain, the file before it and the one being written"
     );
 }

@@ -77,20 +77,20 @@ impl Partition {
     }
 
     /// Visits committed rows in storage order with the GCI that last wrote them, as
-    /// (fixed part, variable part, GCI), at most `rows_max`; returns where to resume, or
-    /// `None` when no row is left.
+    /// (anchor, fixed part, variable part, GCI), at most `rows_max`; returns where to
+    /// resume, or `None` when no row is left.
     pub fn scan_with_gci(
         &self,
         resume_after: Option<RowId>,
         rows_max: usize,
-        mut visit: impl FnMut(&[u8], &[u8], u64),
+        mut visit: impl FnMut(RowId, &[u8], &[u8], u64),
     ) -> Option<RowId> {
         let first = resume_after.map_or(RowId(0), |row| RowId(row.0 + 1));
         let mut visited = 0;
         for row in self.rows.row_ids_from(first) {
             if let Some(version) = self.committed_version(row) {
                 let (fixed, var) = self.rows.get(version);
-                visit(fixed, var, self.committed_gci(row));
+                visit(row, fixed, var, self.committed_gci(row));
                 visited += 1;
                 if visited >= rows_max {
                     return Some(row);

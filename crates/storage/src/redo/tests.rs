@@ -67,6 +67,8 @@ enum OwnedRecord {
     Delete(RowPlace, Vec<u8>),
     GciDone,
     CheckpointDone(u64, u64, u64, u64),
+    CheckpointStart(u64, u64),
+    CheckpointPartition(RowPlace, bool),
 }
 
 impl OwnedRecord {
@@ -83,6 +85,12 @@ impl OwnedRecord {
                 rows,
                 marked_gci,
             } => OwnedRecord::CheckpointDone(id, redo_lsn, rows, marked_gci),
+            Record::CheckpointStart { id, chain_start } => {
+                OwnedRecord::CheckpointStart(id, chain_start)
+            }
+            Record::CheckpointPartition { place, whole } => {
+                OwnedRecord::CheckpointPartition(place, whole)
+            }
             Record::FileEnd => panic!("a scan never returns a file end"),
         }
     }
@@ -104,6 +112,12 @@ impl OwnedRecord {
                     marked_gci,
                 }
             }
+            &OwnedRecord::CheckpointStart(id, chain_start) => {
+                Record::CheckpointStart { id, chain_start }
+            }
+            &OwnedRecord::CheckpointPartition(place, whole) => {
+                Record::CheckpointPartition { place, whole }
+            }
         }
     }
 }
@@ -117,7 +131,9 @@ fn record() -> impl Strategy<Value = OwnedRecord> {
     let bytes = |max| proptest::collection::vec(any::<u8>(), 0..max);
     prop_oneof![
         (place.clone(), bytes(300), bytes(3000)).prop_map(|(p, f, v)| OwnedRecord::Write(p, f, v)),
-        (place, bytes(64)).prop_map(|(p, k)| OwnedRecord::Delete(p, k)),
+        (place.clone(), bytes(64)).prop_map(|(p, k)| OwnedRecord::Delete(p, k)),
+        (place, any::<bool>()).prop_map(|(p, w)| OwnedRecord::CheckpointPartition(p, w)),
+        any::<(u64, u64)>().prop_map(|(i, c)| OwnedRecord::CheckpointStart(i, c)),
         Just(OwnedRecord::GciDone),
         any::<(u64, u64, u64, u64)>()
             .prop_map(|(i, l, r, m)| OwnedRecord::CheckpointDone(i, l, r, m)),

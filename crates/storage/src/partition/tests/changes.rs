@@ -38,7 +38,7 @@ fn rows_carry_the_gci_that_last_wrote_them_and_deletes_are_kept_with_theirs() {
     partition.commit(T3, 9);
 
     let mut written = Vec::new();
-    let end = partition.scan_with_gci(None, 10, |fixed, var, gci| {
+    let end = partition.scan_with_gci(None, 10, |_, fixed, var, gci| {
         written.push((partition.layout().value(fixed, var, 0), gci));
     });
     written.sort_by_key(|(id, _)| format!("{id:?}"));

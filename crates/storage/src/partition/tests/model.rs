@@ -497,7 +497,7 @@ fn check_changes(
     let mut resume = None;
     loop {
         let mut got = 0;
-        resume = partition.scan_with_gci(resume, batch, |fixed, var, gci| {
+        resume = partition.scan_with_gci(resume, batch, |_, fixed, var, gci| {
             got += 1;
             written.insert(id_of(fixed, var), gci);
         });
