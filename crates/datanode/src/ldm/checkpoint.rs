@@ -31,7 +31,6 @@ use std::time::Duration;
 
 use kista_runtime::io::{FileOperation, FileReply, FileRequest, FileStatus};
 use kista_runtime::Context;
-use kista_signal::wire::SECTION_BYTES_MAX;
 use kista_signal::TypedSignal;
 use kista_storage::checkpoint::{self, CheckpointSummary};
 use kista_storage::partition::Partition;
@@ -50,10 +49,17 @@ const WRITING: u64 = CHECKPOINT_REQUEST | 2;
 const SYNCING: u64 = CHECKPOINT_REQUEST | 3;
 const CLOSING: u64 = CHECKPOINT_REQUEST | 4;
 
-/// Bytes a checkpoint appends before handing them to the disk (one section).
-const WRITE_BYTES: u64 = SECTION_BYTES_MAX as u64;
-/// Rows one scan batch takes at most, so a partition's lock is held briefly.
-const BATCH_ROWS_MAX: usize = 1024;
+/// Bytes a checkpoint appends before handing them to the disk.
+const WRITE_BYTES: u64 = 256 << 10;
+/// Rows one scan batch takes at most. A step runs on the `ldm` thread between
+/// transactions' signals and holds a partition's lock: it must be short (a batch takes
+/// about 0.1 ms with 1 KB rows). A partial checkpoint may scan many rows to write a few,
+/// so steps are bounded by rows scanned, not by bytes written.
+const BATCH_ROWS_MAX: usize = 256;
+/// Batches a step scans once half the REDO log is in use: the checkpoint must then free
+/// it faster than the writes fill it, and one batch per round of the thread's signals
+/// may not (a busy round takes about a millisecond).
+const HURRIED_BATCHES_PER_STEP: usize = 16;
 
 pub(crate) struct LocalCheckpoints {
     instance: u16,
@@ -263,26 +269,40 @@ impl LocalCheckpoints {
         match &mut self.running {
             Some(running) if running.id == step.id => {
                 running.busy = false;
-                self.step(ctx, tables, redo.highest_gci())
+                self.step(ctx, tables, redo)
             }
             _ => Ok(()),
         }
     }
 
-    /// Scans rows until a write's worth is appended (or the partitions end), then hands
-    /// the write to the disk; once all is written, syncs the file. `highest_gci`: the
-    /// highest GCI committed here so far.
+    /// Scans a batch of rows (more once half the log is in use, or when unpaced); once a write's worth is
+    /// appended (or the partitions end), hands the write to the disk, else lets the
+    /// signals waiting run before the next batch; once all is written, syncs the file.
     fn step(
         &mut self,
         ctx: &mut Context,
         tables: &FxHashMap<u32, LdmTable>,
-        highest_gci: u64,
+        redo: &RedoLog,
     ) -> Result<(), String> {
         let Some(running) = self.running.as_mut().filter(|r| !r.busy) else {
             return Ok(());
         };
-        while running.writer.unwritten_bytes() < WRITE_BYTES && running.max_gci.is_none() {
-            running.scan_batch(tables, highest_gci)?;
+        let unpaced = running.write_bytes_per_sec == 0;
+        let batches = match unpaced || redo.used_bytes() >= redo.ring_bytes() / 2 {
+            true => HURRIED_BATCHES_PER_STEP,
+            false => 1,
+        };
+        for _ in 0..batches {
+            if running.writer.unwritten_bytes() >= WRITE_BYTES || running.max_gci.is_some() {
+                break;
+            }
+            running.scan_batch(tables, redo.highest_gci())?;
+        }
+        if running.writer.unwritten_bytes() < WRITE_BYTES && running.max_gci.is_none() {
+            running.busy = true;
+            let step = LocalCheckpointStep { id: running.id };
+            ctx.send_typed(ctx.address(), &step);
+            return Ok(());
         }
         let (operation, request_id, bytes) = match running.writer.next_write(WRITE_BYTES as usize) {
             Some((lsn, bytes)) => {
@@ -329,7 +349,7 @@ impl LocalCheckpoints {
             OPENING => {
                 running.file = Some(reply.file);
                 running.busy = false;
-                self.step(ctx, tables, redo.highest_gci()).map(|()| None)
+                self.step(ctx, tables, redo).map(|()| None)
             }
             WRITING => {
                 let delay = delay_after(running.write_bytes_per_sec, u64::from(reply.length), redo);
