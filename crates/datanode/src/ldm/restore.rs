@@ -365,7 +365,8 @@ impl Restore {
         // The newest first, the next to read (the oldest) last.
         let Some(mut chain) = chain else {
             ctx.log(&format!(
-                "ldm {}: checkpoint {} not used (a file of its chain, checkpoints {} to {},                  is missing or damaged); trying the one before",
+                "ldm {}: checkpoint {} not used (a file of its chain, checkpoints {} to {}, \
+                 is missing or damaged); trying the one before",
                 self.instance, newest.start.id, newest.start.chain_start, newest.start.id
             ));
             return self.next_candidate(ctx);
