@@ -197,9 +197,10 @@ fn a_partial_checkpoint_writes_what_changed_and_a_share_and_its_chain_restores_e
 
 /// The disk cluster's settings with room for about one deleted key per partition.
 fn few_deleted_keys(node: NodeId) -> NodeSettings {
-    let mut settings = node_settings(node);
-    settings.deleted_keys_per_partition_bytes_max = 64;
-    settings
+    NodeSettings {
+        deleted_keys_per_partition_bytes_max: 64,
+        ..node_settings(node)
+    }
 }
 
 #[test]

@@ -34,7 +34,7 @@ use kista_runtime::Context;
 use kista_signal::TypedSignal;
 use kista_storage::checkpoint::{self, CheckpointSummary};
 use kista_storage::partition::Partition;
-use kista_storage::redo::{LogWriter, Record, RowPlace};
+use kista_storage::redo::{LogFull, LogWriter, Record, RowPlace};
 use kista_storage::row_store::RowId;
 use rustc_hash::FxHashMap;
 
@@ -275,9 +275,10 @@ impl LocalCheckpoints {
         }
     }
 
-    /// Scans a batch of rows (more once half the log is in use, or when unpaced); once a write's worth is
-    /// appended (or the partitions end), hands the write to the disk, else lets the
-    /// signals waiting run before the next batch; once all is written, syncs the file.
+    /// Scans a batch of rows (more once half the log is in use, or when unpaced); once a
+    /// write's worth is appended (or the partitions end), hands the write to the disk,
+    /// else lets the signals waiting run before the next batch; once all is written,
+    /// syncs the file.
     fn step(
         &mut self,
         ctx: &mut Context,
@@ -293,12 +294,12 @@ impl LocalCheckpoints {
             false => 1,
         };
         for _ in 0..batches {
-            if running.writer.unwritten_bytes() >= WRITE_BYTES || running.max_gci.is_some() {
+            if running.write_due() {
                 break;
             }
             running.scan_batch(tables, redo.highest_gci())?;
         }
-        if running.writer.unwritten_bytes() < WRITE_BYTES && running.max_gci.is_none() {
+        if !running.write_due() {
             running.busy = true;
             let step = LocalCheckpointStep { id: running.id };
             ctx.send_typed(ctx.address(), &step);
@@ -396,6 +397,12 @@ fn delay_after(bytes_per_sec: u64, bytes: u64, redo: &RedoLog) -> Duration {
 }
 
 impl Running {
+    /// Whether the disk is to get what was appended: a write's worth, or the rest once
+    /// the end record is appended.
+    fn write_due(&self) -> bool {
+        self.writer.unwritten_bytes() >= WRITE_BYTES || self.max_gci.is_some()
+    }
+
     /// Appends the rows of the next batch of the partition being scanned, or the end
     /// record when no partition is left (stamped `highest_gci`, the highest GCI any of the
     /// rows can carry).
@@ -453,7 +460,7 @@ impl Running {
                 }
             });
         if let Some(full) = failure {
-            return Err(format!("a local checkpoint outgrew its file: {full}"));
+            return Err(outgrew(full));
         }
         self.rows += rows;
         self.position = next;
@@ -470,13 +477,13 @@ impl Running {
         let changes = self
             .changes_after_gci
             .and_then(|after| Some((after, partition.deleted_after(after)?)));
-        let share = match &changes {
-            Some((after, _)) => Share::ChangedAfter(*after),
-            None => Share::Whole,
+        let (share, deleted) = match changes {
+            Some((after, deleted)) => (Share::ChangedAfter(after), deleted),
+            None => (Share::Whole, Vec::new()),
         };
         let whole = matches!(share, Share::Whole);
         self.append(0, &Record::CheckpointPartition { place, whole })?;
-        for (key, gci) in changes.into_iter().flat_map(|(_, deleted)| deleted) {
+        for (key, gci) in deleted {
             self.append(gci, &Record::DeleteRow { place, key: &key })?;
         }
         self.share = Some(share);
@@ -491,10 +498,7 @@ impl Running {
     }
 
     fn append(&mut self, gci: u64, record: &Record<'_>) -> Result<(), String> {
-        self.writer
-            .append(gci, record)
-            .map(drop)
-            .map_err(|full| format!("a local checkpoint outgrew its file: {full}"))
+        self.writer.append(gci, record).map(drop).map_err(outgrew)
     }
 
     fn summary(&self) -> CheckpointSummary {
@@ -507,4 +511,8 @@ impl Running {
             marked_gci: self.marked_gci,
         }
     }
+}
+
+fn outgrew(full: LogFull) -> String {
+    format!("a local checkpoint outgrew its file: {full}")
 }

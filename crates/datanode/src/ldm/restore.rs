@@ -137,8 +137,8 @@ pub(crate) struct Restore {
     step: Step,
     /// The complete-looking checkpoints not yet tried, the newest last.
     candidates: Vec<Candidate>,
-    /// Every checkpoint file opened, closed once the checkpoints are read.
-    opened: Vec<Candidate>,
+    /// The checkpoint files opened (their numbers), closed once the checkpoints are read.
+    opened_files: Vec<u32>,
     chosen: Option<CheckpointSummary>,
     /// Rows read from the checkpoint used, and REDO records replayed.
     pub rows: u64,
@@ -174,7 +174,7 @@ impl Restore {
             ring,
             step: Step::Probing,
             candidates: Vec::new(),
-            opened: Vec::new(),
+            opened_files: Vec::new(),
             chosen: None,
             rows: 0,
             records: 0,
@@ -281,16 +281,13 @@ impl Restore {
                     Some(first_bytes) => checkpoint::read_start(&first_bytes),
                     None => Err(checkpoint::CheckpointError::NoStart),
                 };
-                let candidate = Candidate {
+                self.opened_files.push(reply.file);
+                let candidate = start.ok().map(|start| Candidate {
                     slot: index,
                     file: reply.file,
-                    start: start.unwrap_or(CheckpointStart {
-                        id: 0,
-                        chain_start: 0,
-                    }),
-                };
-                self.opened.push(candidate);
-                self.probed(ctx, index, start.is_ok().then_some(candidate))
+                    start,
+                });
+                self.probed(ctx, index, candidate)
             }
             READ_CHECKPOINT => self.checkpoint_read(ctx, tables),
             OPEN_LOG => self.log_opened(ctx, index, reply.file),
@@ -529,8 +526,8 @@ impl Restore {
 
     /// Closes every checkpoint file opened: their reading is over.
     fn close_checkpoints(&mut self, ctx: &mut Context) -> Result<(), String> {
-        for opened in std::mem::take(&mut self.opened) {
-            self.request(ctx, CLOSE, 0, opened.file, FileOperation::Close)?;
+        for file in std::mem::take(&mut self.opened_files) {
+            self.request(ctx, CLOSE, 0, file, FileOperation::Close)?;
         }
         Ok(())
     }
