@@ -63,3 +63,33 @@ wait_state() { # node state limit_s
     sleep 0.05
   done
 }
+
+# SQL on the cluster, for the benchmarks that need rows of a real table (needs `mysql`).
+# start_sql: a `kista sql` front end (sql_port). sql ARGS: the mysql client on it.
+# load_rows ROWS: creates b.t (id BIGINT PRIMARY KEY, v BIGINT, pad VARCHAR(100)) and
+# inserts ROWS rows (v = 0), 1,000 per INSERT. update_rows COUNT: v = v + 1 for ids 0 to
+# COUNT - 1, 1,000 per UPDATE.
+start_sql() {
+  command -v mysql >/dev/null || { echo "needs mysql: apt-get install mariadb-client" >&2; exit 2; }
+  sql_port=$(free_port)
+  $kista sql --mgm "$mgm" --port "$sql_port" > "$dir/sql.log" 2>&1 & pids+=($!)
+  wait_ready "$dir/sql.log"
+}
+sql() { mysql -h 127.0.0.1 -P "$sql_port" -u root -N -B "$@"; }
+load_rows() { # rows
+  sql -e "CREATE DATABASE b; CREATE TABLE b.t (id BIGINT PRIMARY KEY, v BIGINT, pad VARCHAR(100))"
+  python3 - "$1" <<'PY' | sql
+import sys
+rows, batch = int(sys.argv[1]), 1000
+pad = "x" * 100
+for start in range(0, rows, batch):
+    values = ",".join(f"({i},0,'{pad}')" for i in range(start, min(rows, start + batch)))
+    print(f"INSERT INTO b.t VALUES {values};")
+PY
+}
+update_rows() { # count
+  local start
+  for start in $(seq 0 1000 $(( $1 - 1 ))); do
+    echo "UPDATE b.t SET v = v + 1 WHERE id >= $start AND id < $(( start + 1000 < $1 ? start + 1000 : $1 ));"
+  done | sql
+}

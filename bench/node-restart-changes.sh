@@ -14,38 +14,22 @@ mode=${1:-own-disk}
 rows=${2:-1000000}
 changed_percent=${3:-1}
 case $mode in own-disk|whole) ;; *) echo "MODE is own-disk or whole" >&2; exit 2;; esac
-command -v mysql >/dev/null || { echo "needs mysql: apt-get install mariadb-client" >&2; exit 2; }
 cd "$(dirname "$0")/.."
 bench_name=node-restart-changes
 source bench/cluster-lib.sh
 
-sql() { mysql -h 127.0.0.1 -P "$sql_port" -u root -N -B "$@"; }
-
 DATA_MEMORY=${DATA_MEMORY:-1G} start_cluster 2 2 200
 wait_state 1 started 60; wait_state 2 started 60
-sql_port=$(free_port)
-$kista sql --mgm "$mgm" --port "$sql_port" > "$dir/sql.log" 2>&1 & pids+=($!)
-wait_ready "$dir/sql.log"
-
-sql -e "CREATE DATABASE b; CREATE TABLE b.t (id BIGINT PRIMARY KEY, v BIGINT, pad VARCHAR(100))"
+start_sql
 load_start_ms=$(now_ms)
-python3 - "$rows" <<'PY' | sql
-import sys
-rows, batch = int(sys.argv[1]), 1000
-pad = "x" * 100
-for start in range(0, rows, batch):
-    values = ",".join(f"({i},0,'{pad}')" for i in range(start, min(rows, start + batch)))
-    print(f"INSERT INTO b.t VALUES {values};")
-PY
+load_rows "$rows"
 echo "$rows rows loaded through SQL in $(( $(now_ms) - load_start_ms )) ms"
 sleep 3  # a few global checkpoints: node 2's disk holds every row
 
 kill -9 "${node_pids[2]}"
 wait_state 2 "not connected" 30
 changed=$(( rows * changed_percent / 100 ))
-for start in $(seq 0 1000 $(( changed - 1 ))); do
-  echo "UPDATE b.t SET v = v + 1 WHERE id >= $start AND id < $(( start + 1000 < changed ? start + 1000 : changed ));"
-done | sql
+update_rows "$changed"
 echo "$changed rows updated while node 2 was down"
 [ "$mode" = whole ] && rm -rf "$dir/node-2"
 

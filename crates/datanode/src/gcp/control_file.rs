@@ -35,11 +35,12 @@ use crate::protocol::{
 };
 use crate::twin_file::{newest, SealError, TwinKind, TwinReader, TwinWriter, WriteProgress};
 
-/// Format 4: the local checkpoints beside it are partial (chains of files); a data
-/// directory of format 3 holds whole ones, which this version does not read.
+/// Format 5: REDO and checkpoint records carry CRC-32C checksums (CRC-32 in format 4,
+/// whose files this version would find broken); since format 4 the local checkpoints
+/// beside it are partial (chains of files).
 pub const CONTROL_FILE: TwinKind = TwinKind {
     magic: *b"KCTL",
-    format_version: 4,
+    format_version: 5,
     path: "control/node",
 };
 

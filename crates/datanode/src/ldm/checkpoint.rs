@@ -56,7 +56,7 @@ const WRITE_BYTES: u64 = 256 << 10;
 /// about 0.1 ms with 1 KB rows). A partial checkpoint may scan many rows to write a few,
 /// so steps are bounded by rows scanned, not by bytes written.
 const BATCH_ROWS_MAX: usize = 256;
-/// Batches a step scans once half the REDO log is in use: the checkpoint must then free
+/// Batches a step scans once the REDO log fills (`LogPressure::Filling`): the checkpoint must then free
 /// it faster than the writes fill it, and one batch per round of the thread's signals
 /// may not (a busy round takes about a millisecond).
 const HURRIED_BATCHES_PER_STEP: usize = 16;
@@ -275,7 +275,7 @@ impl LocalCheckpoints {
         }
     }
 
-    /// Scans a batch of rows (more once half the log is in use, or when unpaced); once a
+    /// Scans a batch of rows (more once the log fills, or when unpaced); once a
     /// write's worth is appended (or the partitions end), hands the write to the disk,
     /// else lets the signals waiting run before the next batch; once all is written,
     /// syncs the file.
@@ -289,7 +289,7 @@ impl LocalCheckpoints {
             return Ok(());
         };
         let unpaced = running.write_bytes_per_sec == 0;
-        let batches = match unpaced || redo.used_bytes() >= redo.ring_bytes() / 2 {
+        let batches = match unpaced || LogPressure::of(redo) != LogPressure::Room {
             true => HURRIED_BATCHES_PER_STEP,
             false => 1,
         };
@@ -360,6 +360,7 @@ impl LocalCheckpoints {
             }
             SYNCING => {
                 let summary = running.summary();
+                ctx.log(&running.written_line(self.instance));
                 let close = FileRequest {
                     request_id: CLOSING,
                     file: reply.file,
@@ -383,15 +384,40 @@ pub(crate) fn checkpoint_path(instance: u16, id: u64) -> String {
     format!("lcp/ldm-{instance}/{}.ckpt", checkpoint::file_slot(id))
 }
 
-/// How long to wait after writing `bytes`: at `bytes_per_sec` while the log has room, four
-/// times as fast once half of it is used, at once when three quarters are.
+/// How full the REDO log is, for the checkpoint's pace. With checkpoints started each
+/// quarter of the ring and the log kept from the start of the one before the newest, a
+/// log holds about half its ring plus what one checkpoint's duration writes: that is its
+/// normal state, so the checkpoint hurries only beyond it, and before the last eighth,
+/// where new writes are refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LogPressure {
+    /// Under five eighths used: the configured pace, one batch per step.
+    Room,
+    /// Five eighths: four times the pace and sixteen batches per step.
+    Filling,
+    /// Three quarters: as fast as the disk takes it.
+    NearlyFull,
+}
+
+impl LogPressure {
+    fn of(redo: &RedoLog) -> Self {
+        let (used, eighth) = (redo.used_bytes(), redo.ring_bytes() / 8);
+        match used {
+            _ if used >= 6 * eighth => Self::NearlyFull,
+            _ if used >= 5 * eighth => Self::Filling,
+            _ => Self::Room,
+        }
+    }
+}
+
+/// How long to wait after writing `bytes`: at `bytes_per_sec` while the log has room,
+/// faster as it fills (see [`LogPressure`]).
 fn delay_after(bytes_per_sec: u64, bytes: u64, redo: &RedoLog) -> Duration {
-    let used = redo.used_bytes();
-    let ring = redo.ring_bytes();
-    let per_sec = match used {
-        _ if bytes_per_sec == 0 || used >= ring / 4 * 3 => return Duration::ZERO,
-        _ if used >= ring / 2 => bytes_per_sec * 4,
-        _ => bytes_per_sec,
+    let per_sec = match LogPressure::of(redo) {
+        _ if bytes_per_sec == 0 => return Duration::ZERO,
+        LogPressure::NearlyFull => return Duration::ZERO,
+        LogPressure::Filling => bytes_per_sec * 4,
+        LogPressure::Room => bytes_per_sec,
     };
     Duration::from_micros(bytes.saturating_mul(1_000_000) / per_sec)
 }
@@ -499,6 +525,21 @@ impl Running {
 
     fn append(&mut self, gci: u64, record: &Record<'_>) -> Result<(), String> {
         self.writer.append(gci, record).map(drop).map_err(outgrew)
+    }
+
+    /// What the node's log says of it once written (NDB logs each LCP too): operators
+    /// see how much a checkpoint writes, and so how a partial one saves.
+    fn written_line(&self, instance: u16) -> String {
+        let what = match self.changes_after_gci {
+            Some(gci) => format!("partial: the rows changed after GCI {gci} and a share"),
+            None => "every partition whole".to_string(),
+        };
+        format!(
+            "ldm {instance}: local checkpoint {} written: {} rows, {} bytes ({what})",
+            self.id,
+            self.rows,
+            self.writer.head_lsn() - checkpoint::first_lsn(self.id)
+        )
     }
 
     fn summary(&self) -> CheckpointSummary {

@@ -165,6 +165,18 @@ fn write_all(
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_hardware_checksum_is_crc32c(
+        bytes in proptest::collection::vec(any::<u8>(), 0..300),
+        crc in any::<u32>(),
+    ) {
+        prop_assume!(std::arch::is_x86_feature_detected!("sse4.2"));
+        // SAFETY: the CPU has SSE 4.2, checked just above.
+        let hardware = unsafe { crc32c_sse42(crc, &bytes) };
+        prop_assert_eq!(hardware, crc32c::crc32c_append(crc, &bytes));
+    }
+
     #[test]
     fn a_scan_reads_back_every_record_in_order_across_files_and_ends_where_the_writer_will_go_on(
         records in proptest::collection::vec(record(), 1..400),
