@@ -56,7 +56,7 @@ const WRITE_BYTES: u64 = 256 << 10;
 /// about 0.1 ms with 1 KB rows). A partial checkpoint may scan many rows to write a few,
 /// so steps are bounded by rows scanned, not by bytes written.
 const BATCH_ROWS_MAX: usize = 256;
-/// Batches a step scans once the REDO log fills (`LogPressure::Filling`): the checkpoint must then free
+/// Batches a step scans once five eighths of the REDO log are in use: the checkpoint must then free
 /// it faster than the writes fill it, and one batch per round of the thread's signals
 /// may not (a busy round takes about a millisecond).
 const HURRIED_BATCHES_PER_STEP: usize = 16;
@@ -289,7 +289,7 @@ impl LocalCheckpoints {
             return Ok(());
         };
         let unpaced = running.write_bytes_per_sec == 0;
-        let batches = match unpaced || LogPressure::of(redo) != LogPressure::Room {
+        let batches = match unpaced || hurried(redo) {
             true => HURRIED_BATCHES_PER_STEP,
             false => 1,
         };
@@ -384,42 +384,36 @@ pub(crate) fn checkpoint_path(instance: u16, id: u64) -> String {
     format!("lcp/ldm-{instance}/{}.ckpt", checkpoint::file_slot(id))
 }
 
-/// How full the REDO log is, for the checkpoint's pace. With checkpoints started each
-/// quarter of the ring and the log kept from the start of the one before the newest, a
-/// log holds about half its ring plus what one checkpoint's duration writes: that is its
-/// normal state, so the checkpoint hurries only beyond it, and before the last eighth,
-/// where new writes are refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum LogPressure {
-    /// Under five eighths used: the configured pace, one batch per step.
-    Room,
-    /// Five eighths: four times the pace and sixteen batches per step.
-    Filling,
-    /// Three quarters: as fast as the disk takes it.
-    NearlyFull,
-}
-
-impl LogPressure {
-    fn of(redo: &RedoLog) -> Self {
-        let (used, eighth) = (redo.used_bytes(), redo.ring_bytes() / 8);
-        match used {
-            _ if used >= 6 * eighth => Self::NearlyFull,
-            _ if used >= 5 * eighth => Self::Filling,
-            _ => Self::Room,
-        }
+/// How many times `checkpoint_write_bytes_per_sec` a checkpoint writes, by how much of
+/// the REDO log is in use: twice with a quarter of the ring, doubling with each eighth
+/// more, sixteen times from five eighths (and sixteen batches per step,
+/// [`hurried`]); `None`, as fast as the disk takes it, from three quarters. A checkpoint
+/// must keep up with the writes that fill the log: a bulk load logs as fast as the
+/// configured pace writes, and the log is freed only once a checkpoint begun after it
+/// became usable. (In normal running a log holds about half its ring: checkpoints start
+/// each quarter, and the log is kept from the start of the one before the newest.)
+fn pace_factor(redo: &RedoLog) -> Option<u64> {
+    match redo.used_bytes() / (redo.ring_bytes() / 8).max(1) {
+        0..=1 => Some(1),
+        eighths @ 2..=5 => Some(1 << (eighths - 1)),
+        _ => None,
     }
 }
 
-/// How long to wait after writing `bytes`: at `bytes_per_sec` while the log has room,
-/// faster as it fills (see [`LogPressure`]).
+/// Whether a step scans sixteen batches: five eighths of the log are in use.
+fn hurried(redo: &RedoLog) -> bool {
+    pace_factor(redo).is_none_or(|factor| factor >= 16)
+}
+
+/// How long to wait after writing `bytes` at `bytes_per_sec` (0: unbounded) times the
+/// log's [`pace_factor`].
 fn delay_after(bytes_per_sec: u64, bytes: u64, redo: &RedoLog) -> Duration {
-    let per_sec = match LogPressure::of(redo) {
-        _ if bytes_per_sec == 0 => return Duration::ZERO,
-        LogPressure::NearlyFull => return Duration::ZERO,
-        LogPressure::Filling => bytes_per_sec * 4,
-        LogPressure::Room => bytes_per_sec,
-    };
-    Duration::from_micros(bytes.saturating_mul(1_000_000) / per_sec)
+    match pace_factor(redo) {
+        Some(factor) if bytes_per_sec > 0 => {
+            Duration::from_micros(bytes.saturating_mul(1_000_000) / (bytes_per_sec * factor))
+        }
+        _ => Duration::ZERO,
+    }
 }
 
 impl Running {
