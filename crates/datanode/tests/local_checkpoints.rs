@@ -16,7 +16,7 @@ use kista_datanode::node::NodeSettings;
 use kista_datanode::protocol::*;
 use kista_runtime::io::SimulatedDisk;
 use kista_signal::NodeId;
-use kista_storage::checkpoint::CHECKPOINT_FILES;
+use kista_storage::checkpoint::{self, CHECKPOINT_FILES};
 use kista_storage::redo::LogRing;
 use support::disk_cluster::{
     node_settings, rows_through, GCP_INTERVAL_MS, LDM_INSTANCES, REDO_LOG_BYTES,
@@ -285,14 +285,25 @@ fn a_full_log_refuses_writes_with_a_temporary_error_until_a_checkpoint_frees_it(
     assert!(cluster.stopped().is_empty(), "no node stopped");
 }
 
-/// The newest complete checkpoint file of one `ldm` on `disk`, by the id it names.
-fn newest_checkpoint_path(disk: &SimulatedDisk, ldm: u16) -> String {
-    let slot = (0..CHECKPOINT_FILES)
-        .filter_map(|slot| read_checkpoint(disk, ldm, slot).map(|(s, _)| (s.id, slot)))
+/// The newest complete checkpoint of one `ldm` on `disk`: its id and its file.
+fn newest_checkpoint(disk: &SimulatedDisk, ldm: u16) -> (u64, String) {
+    let id = (0..CHECKPOINT_FILES)
+        .filter_map(|slot| read_checkpoint(disk, ldm, slot).map(|(s, _)| s.id))
         .max()
-        .map(|(_, slot)| slot)
         .expect("a complete checkpoint");
-    format!("lcp/ldm-{ldm}/{slot}.ckpt")
+    (id, checkpoint_file(ldm, id))
+}
+
+fn checkpoint_file(ldm: u16, id: u64) -> String {
+    format!("lcp/ldm-{ldm}/{}.ckpt", checkpoint::file_slot(id))
+}
+
+/// Puts on `disk` what a checkpoint `id` of `ldm` begun just before a crash leaves: its
+/// start record (its chain from `chain_start`), nothing more.
+fn begin_checkpoint(disk: &SimulatedDisk, ldm: u16, id: u64, chain_start: u64) {
+    let writer = checkpoint::writer(id, chain_start, 1);
+    let (_, start) = writer.next_write(usize::MAX).expect("the start record");
+    disk.put(Path::new(&checkpoint_file(ldm, id)), start.to_vec());
 }
 
 #[test]
@@ -310,13 +321,16 @@ fn a_lost_or_damaged_newest_checkpoint_falls_back_to_the_one_before_and_the_log_
     for node in [NodeId(1), NodeId(2)] {
         cluster.simulation.crash(node);
     }
-    // Node 1 lost each newest complete checkpoint file; on node 2 one byte of each is
-    // flipped (a checkpoint being written at the crash is unfinished besides).
+    // Node 1 lost each newest complete checkpoint file, and had begun the next, whose
+    // chain needs the lost one; on node 2 one byte of each is flipped (a checkpoint being
+    // written at the crash is unfinished besides).
     let mut damaged = Vec::new();
     for ldm in 0..LDM_INSTANCES {
-        let lost = newest_checkpoint_path(&cluster.disks[&NodeId(1)], ldm);
-        cluster.disks[&NodeId(1)].remove(Path::new(&lost));
-        let path = newest_checkpoint_path(&cluster.disks[&NodeId(2)], ldm);
+        let disk = &cluster.disks[&NodeId(1)];
+        let (id, lost) = newest_checkpoint(disk, ldm);
+        disk.remove(Path::new(&lost));
+        begin_checkpoint(disk, ldm, id + 1, id);
+        let (_, path) = newest_checkpoint(&cluster.disks[&NodeId(2)], ldm);
         let disk = &cluster.disks[&NodeId(2)];
         let mut bytes = disk.contents(Path::new(&path)).expect("the file");
         let middle = bytes.len() / 2;
@@ -334,7 +348,7 @@ fn a_lost_or_damaged_newest_checkpoint_falls_back_to_the_one_before_and_the_log_
             "node 2 fell back from {path}: {log:?}"
         );
     }
-    // The checkpoint being written at the crash needs the lost file: it is not used.
+    // The checkpoint begun before the crash needs the lost file: it is not used.
     let log = cluster.simulation.log_of(NodeId(1));
     assert!(
         log.iter().any(|line| line.contains("a file of its chain")),
