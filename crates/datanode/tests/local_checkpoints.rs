@@ -298,6 +298,14 @@ fn checkpoint_file(ldm: u16, id: u64) -> String {
     format!("lcp/ldm-{ldm}/{}.ckpt", checkpoint::file_slot(id))
 }
 
+/// Flips a byte in the middle of the file at `path`: its checksum no longer holds.
+fn flip_a_byte(disk: &SimulatedDisk, path: &str) {
+    let mut bytes = disk.contents(Path::new(path)).expect("the file");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x5a;
+    disk.put(Path::new(path), bytes);
+}
+
 /// Puts on `disk` what a checkpoint `id` of `ldm` begun just before a crash leaves: its
 /// start record (its chain from `chain_start`), nothing more.
 fn begin_checkpoint(disk: &SimulatedDisk, ldm: u16, id: u64, chain_start: u64) {
@@ -331,11 +339,7 @@ fn a_lost_or_damaged_newest_checkpoint_falls_back_to_the_one_before_and_the_log_
         disk.remove(Path::new(&lost));
         begin_checkpoint(disk, ldm, id + 1, id);
         let (_, path) = newest_checkpoint(&cluster.disks[&NodeId(2)], ldm);
-        let disk = &cluster.disks[&NodeId(2)];
-        let mut bytes = disk.contents(Path::new(&path)).expect("the file");
-        let middle = bytes.len() / 2;
-        bytes[middle] ^= 0x5a;
-        disk.put(Path::new(&path), bytes);
+        flip_a_byte(&cluster.disks[&NodeId(2)], &path);
         damaged.push(path);
     }
 
@@ -362,4 +366,60 @@ fn a_lost_or_damaged_newest_checkpoint_falls_back_to_the_one_before_and_the_log_
         batch >= needed && needed > 150,
         "GCI {gci} restores batch {batch}, not {needed} acknowledged before"
     );
+}
+
+#[test]
+fn a_start_erases_the_checkpoints_it_passed_over_so_a_later_start_never_mixes_them_in() {
+    let mut cluster = Node::start_cluster(cluster_settings(2, 2, node_settings), 64 << 20, 14);
+    cluster.run_for_ms(200);
+    let mut workload = Workload::new(&mut cluster);
+    for _ in 0..300 {
+        workload.round(&mut cluster);
+    }
+    for node in [NodeId(1), NodeId(2)] {
+        cluster.simulation.crash(node);
+    }
+    // On node 1 the checkpoint before each newest is damaged: the newest's chain is not
+    // whole, and the start restores the one before those two. The node's next
+    // checkpoints take the ids on from there; the newest, of the life before, would stay
+    // complete on the disk until the node writes one with its id, and a crash before
+    // that would leave a chain of both lives.
+    let disk = &cluster.disks[&NodeId(1)];
+    let mut passed_over = Vec::new();
+    for ldm in 0..LDM_INSTANCES {
+        let (newest, path) = newest_checkpoint(disk, ldm);
+        let (summary, _) = read_checkpoint(disk, ldm, checkpoint::file_slot(newest))
+            .expect("the newest checkpoint");
+        assert!(
+            summary.chain_start < newest,
+            "{path}'s chain holds the one before"
+        );
+        flip_a_byte(disk, &checkpoint_file(ldm, newest - 1));
+        passed_over.push((ldm, newest));
+    }
+
+    cluster.start_again(64 << 20);
+    let log = cluster.simulation.log_of(NodeId(1));
+    for &(ldm, newest) in &passed_over {
+        let erased = log.iter().any(|line| {
+            let Some(ids) = line.strip_prefix(&format!("ldm {ldm}: checkpoints ")) else {
+                return false;
+            };
+            let ids = ids.split(" emptied").next().unwrap_or_default();
+            ids.split(", ").any(|id| id == newest.to_string())
+        });
+        assert!(erased, "ldm {ldm}'s checkpoint {newest} is erased: {log:?}");
+    }
+    // A start after the node wrote checkpoints of its new life restores both replicas
+    // alike.
+    for _ in 0..20 {
+        workload.round(&mut cluster);
+    }
+    for node in [NodeId(1), NodeId(2)] {
+        cluster.simulation.crash(node);
+    }
+    cluster.start_again(64 << 20);
+    let one = rows_through(&mut cluster, NodeId(1), workload.table, 1);
+    let two = rows_through(&mut cluster, NodeId(2), workload.table, 2);
+    assert_eq!(one, two, "both replicas restore alike");
 }

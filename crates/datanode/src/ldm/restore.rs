@@ -8,7 +8,9 @@
 //!    come. A chain with a file missing, unfinished or damaged, or whose newest needs a
 //!    GCI later than the one restored, is undone (the partitions emptied) and the next
 //!    newest checkpoint's is read instead; with none, the partitions start empty and the
-//!    log from LSN 0.
+//!    log from LSN 0. The files of the checkpoints passed over are emptied (synced): the
+//!    node's next checkpoints take their ids, and a later start must not read a chain of
+//!    both lives.
 //! 2. **REDO.** The log is read from the checkpoint's `redo_lsn` to its end (the first
 //!    record it cannot trust), replaying every change of the GCI restored or below.
 //!    Ordered indexes are kept up as rows are written: they are rebuilt, not read.
@@ -60,6 +62,7 @@ const CLEAR_CHECKPOINT: u64 = RESTORE_REQUEST | (5 << 32);
 const CLOSE: u64 = RESTORE_REQUEST | (6 << 32);
 const READ_HEADER: u64 = RESTORE_REQUEST | (7 << 32);
 const SYNC_CLEARED: u64 = RESTORE_REQUEST | (8 << 32);
+const CLOSE_CLEARED: u64 = RESTORE_REQUEST | (9 << 32);
 const STEP_MASK: u64 = !(u32::MAX as u64);
 
 /// Bytes asked of the disk per read (one section).
@@ -107,6 +110,11 @@ enum Step {
     Clearing {
         closed: u32,
     },
+    /// Emptying the files of the checkpoints newer than the one restored, `left` of them
+    /// still to close; then the log is read.
+    Erasing {
+        left: u32,
+    },
 }
 
 /// What the restore asks of the data manager when a step is over.
@@ -137,6 +145,9 @@ pub(crate) struct Restore {
     step: Step,
     /// The complete-looking checkpoints not yet tried, the newest last.
     candidates: Vec<Candidate>,
+    /// The checkpoints tried and not used, newest first (the one restored, once chosen,
+    /// too).
+    tried: Vec<Candidate>,
     /// The checkpoint files opened (their numbers), closed once the checkpoints are read.
     opened_files: Vec<u32>,
     chosen: Option<CheckpointSummary>,
@@ -174,6 +185,7 @@ impl Restore {
             ring,
             step: Step::Probing,
             candidates: Vec::new(),
+            tried: Vec::new(),
             opened_files: Vec::new(),
             chosen: None,
             rows: 0,
@@ -299,20 +311,11 @@ impl Restore {
                 Ok(Next::Going)
             }
             SYNC_CLEARED => {
-                self.request(ctx, CLOSE, index, reply.file, FileOperation::Close)?;
+                self.request(ctx, CLOSE_CLEARED, index, reply.file, FileOperation::Close)?;
                 Ok(Next::Going)
             }
-            CLOSE => match &mut self.step {
-                Step::Clearing { closed } => {
-                    *closed += 1;
-                    Ok(if *closed == CHECKPOINT_FILES {
-                        Next::Fresh
-                    } else {
-                        Next::Going
-                    })
-                }
-                _ => Ok(Next::Going),
-            },
+            CLOSE_CLEARED => self.cleared(ctx),
+            CLOSE => Ok(Next::Going),
             other => unreachable!("the restore asked for nothing of kind {other:#x}"),
         }
     }
@@ -349,8 +352,9 @@ impl Restore {
     fn next_candidate(&mut self, ctx: &mut Context) -> Result<Next, String> {
         let Some(newest) = self.candidates.pop() else {
             self.close_checkpoints(ctx)?;
-            return self.open_log(ctx);
+            return self.erase_newer(ctx);
         };
+        self.tried.push(newest);
         let ids = newest.start.chain_start..=newest.start.id;
         let chain: Option<Vec<Candidate>> = ids
             .rev()
@@ -474,7 +478,7 @@ impl Restore {
         }
         self.chosen = Some(summary);
         self.close_checkpoints(ctx)?;
-        self.open_log(ctx)
+        self.erase_newer(ctx)
     }
 
     /// A file of the chain being read proved unusable (`why`): undo what it and the
@@ -521,6 +525,65 @@ impl Restore {
                 self.rows += 1;
                 self.write_row(place, fixed, var, gci, tables)
             }
+        }
+    }
+
+    /// Empties the files of the checkpoints newer than the one restored (damaged, or of
+    /// a chain not whole, or needing a later GCI), then reads the log. The checkpoints
+    /// this node writes next take their ids from the one restored on, and a later start
+    /// must never find one of this life in the chain of one that this start passed over:
+    /// it would restore rows of two lives mixed. A restore before a copy writes nothing:
+    /// after the copy every checkpoint file is emptied anyway.
+    fn erase_newer(&mut self, ctx: &mut Context) -> Result<Next, String> {
+        let chosen_id = self.chosen.map_or(0, |chosen| chosen.id);
+        let newer: Vec<Candidate> = match self.kind {
+            RestoreKind::BeforeCopy => Vec::new(),
+            _ => self
+                .tried
+                .iter()
+                .copied()
+                .filter(|c| c.start.id > chosen_id)
+                .collect(),
+        };
+        if newer.is_empty() {
+            return self.open_log(ctx);
+        }
+        let ids: Vec<String> = newer.iter().map(|c| c.start.id.to_string()).collect();
+        ctx.log(&format!(
+            "ldm {}: checkpoints {} emptied: newer than the one restored, a later start \
+             must not take them for this life's",
+            self.instance,
+            ids.join(", ")
+        ));
+        self.step = Step::Erasing {
+            left: newer.len() as u32,
+        };
+        for candidate in newer {
+            let path = checkpoint_path(self.instance, u64::from(candidate.slot));
+            self.open(ctx, CLEAR_CHECKPOINT, candidate.slot, &path, true)?;
+        }
+        Ok(Next::Going)
+    }
+
+    /// A checkpoint file was emptied, synced and closed.
+    fn cleared(&mut self, ctx: &mut Context) -> Result<Next, String> {
+        match &mut self.step {
+            Step::Clearing { closed } => {
+                *closed += 1;
+                Ok(if *closed == CHECKPOINT_FILES {
+                    Next::Fresh
+                } else {
+                    Next::Going
+                })
+            }
+            Step::Erasing { left } => {
+                *left -= 1;
+                match *left {
+                    0 => self.open_log(ctx),
+                    _ => Ok(Next::Going),
+                }
+            }
+            _ => Ok(Next::Going),
         }
     }
 
