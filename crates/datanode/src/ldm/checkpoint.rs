@@ -56,9 +56,9 @@ const WRITE_BYTES: u64 = 256 << 10;
 /// about 0.1 ms with 1 KB rows). A partial checkpoint may scan many rows to write a few,
 /// so steps are bounded by rows scanned, not by bytes written.
 const BATCH_ROWS_MAX: usize = 256;
-/// Batches a step scans once five eighths of the REDO log are in use: the checkpoint must then free
-/// it faster than the writes fill it, and one batch per round of the thread's signals
-/// may not (a busy round takes about a millisecond).
+/// Batches a step scans once five eighths of the REDO log are in use: the checkpoint must
+/// then free it faster than the writes fill it, and one batch per round of the thread's
+/// signals may not (a busy round takes about a millisecond).
 const HURRIED_BATCHES_PER_STEP: usize = 16;
 
 pub(crate) struct LocalCheckpoints {
@@ -386,8 +386,8 @@ pub(crate) fn checkpoint_path(instance: u16, id: u64) -> String {
 
 /// How many times `checkpoint_write_bytes_per_sec` a checkpoint writes, by how much of
 /// the REDO log is in use: twice with a quarter of the ring, doubling with each eighth
-/// more, sixteen times from five eighths (and sixteen batches per step,
-/// [`hurried`]); `None`, as fast as the disk takes it, from three quarters. A checkpoint
+/// more, sixteen times from five eighths (and sixteen batches per step: [`hurried`]);
+/// `None`, as fast as the disk takes it, from three quarters. A checkpoint
 /// must keep up with the writes that fill the log: a bulk load logs as fast as the
 /// configured pace writes, and the log is freed only once a checkpoint begun after it
 /// became usable. (In normal running a log holds about half its ring: checkpoints start
