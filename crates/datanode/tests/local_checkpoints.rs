@@ -309,9 +309,9 @@ fn flip_a_byte(disk: &SimulatedDisk, path: &str) {
 /// Puts on `disk` what a checkpoint `id` of `ldm` begun just before a crash leaves: its
 /// start record (its chain from `chain_start`), nothing more.
 fn begin_checkpoint(disk: &SimulatedDisk, ldm: u16, id: u64, chain_start: u64) {
-    let writer = checkpoint::writer(id, chain_start, 1);
-    let (_, start) = writer.next_write(usize::MAX).expect("the start record");
-    disk.put(Path::new(&checkpoint_file(ldm, id)), start.to_vec());
+    let mut writer = checkpoint::writer(id, chain_start, 1);
+    let (_, start) = writer.take_write(usize::MAX).expect("the start record");
+    disk.put(Path::new(&checkpoint_file(ldm, id)), start);
 }
 
 #[test]

@@ -256,6 +256,21 @@ impl<'a> Context<'a> {
         Ok(())
     }
 
+    /// [`Context::request_io`] with `data` handed over, not copied: the `io` thread
+    /// writes from it. Returns an emptied buffer for the next write (a pooled section's).
+    pub fn request_io_owned(
+        &mut self,
+        request: &FileRequest,
+        data: Vec<u8>,
+    ) -> Result<Vec<u8>, SectionPoolExhausted> {
+        let file_system = BlockAddress::new(self.address.node(), FILE_SYSTEM_BLOCK, 0);
+        let mut signal = request.to_signal(file_system, self.address);
+        let (section, spare) = self.sections.allocate_owned(data)?;
+        self.attach_section(&mut signal, section);
+        self.sink.send(&signal);
+        Ok(spare)
+    }
+
     /// Drops every signal from `node` to this node and from this node to it, from now on,
     /// until [`Context::let_in`]: for a node the cluster declared failed, which may wake up.
     pub fn shut_out(&mut self, node: NodeId) {

@@ -88,6 +88,30 @@ impl SectionPool {
         Ok(SectionHandle(index))
     }
 
+    /// A section holding `bytes` itself, not a copy: the slot's own buffer comes back
+    /// (emptied) for the caller to fill next. For large writes handed to the `io`
+    /// thread, which would otherwise be copied whole.
+    pub fn allocate_owned(
+        &self,
+        bytes: Vec<u8>,
+    ) -> Result<(SectionHandle, Vec<u8>), SectionPoolExhausted> {
+        if bytes.len() > SECTION_BYTES_MAX {
+            return Err(SectionPoolExhausted::TooLarge(bytes.len()));
+        }
+        let index = lock(&self.free)
+            .pop()
+            .ok_or(SectionPoolExhausted::NoFreeSection(self.slots.len() as u32))?;
+        let mut slot = lock(&self.slots[index as usize]);
+        assert!(
+            !slot.in_use,
+            "section {index} was on the free list while in use"
+        );
+        slot.in_use = true;
+        let mut previous = std::mem::replace(&mut slot.bytes, bytes);
+        previous.clear();
+        Ok((SectionHandle(index), previous))
+    }
+
     /// # Panics
     /// On a handle that is not allocated: reading a released section would hand out another
     /// signal's data.
@@ -149,6 +173,28 @@ mod tests {
         assert_eq!(&*pool.read(third), b"again");
         pool.release(second);
         pool.release(third);
+        assert_eq!(pool.in_use(), 0);
+    }
+
+    #[test]
+    fn an_owned_section_keeps_its_buffer_and_gives_back_the_slots() {
+        let pool = SectionPool::new(1);
+        let first = pool.allocate(b"old bytes").unwrap();
+        pool.release(first);
+        let bytes = b"handed over".to_vec();
+        let pointer = bytes.as_ptr();
+        let (handle, previous) = pool.allocate_owned(bytes).unwrap();
+        assert_eq!(&*pool.read(handle), b"handed over");
+        assert_eq!(pool.read(handle).as_ptr(), pointer, "not copied");
+        assert!(
+            previous.is_empty() && previous.capacity() >= 9,
+            "the slot's buffer"
+        );
+        assert_eq!(
+            pool.allocate_owned(Vec::new()).map(|(h, _)| h),
+            Err(SectionPoolExhausted::NoFreeSection(1))
+        );
+        pool.release(handle);
         assert_eq!(pool.in_use(), 0);
     }
 

@@ -305,23 +305,29 @@ impl LocalCheckpoints {
             ctx.send_typed(ctx.address(), &step);
             return Ok(());
         }
-        let (operation, request_id, bytes) = match running.writer.next_write(WRITE_BYTES as usize) {
+        let file = running.file.expect("the step runs once the file is open");
+        match running.writer.take_write(WRITE_BYTES as usize) {
             Some((lsn, bytes)) => {
                 let offset = checkpoint::ring().offset_of(lsn);
-                (FileOperation::Write { offset }, WRITING, bytes)
+                let request = FileRequest {
+                    request_id: WRITING,
+                    file,
+                    operation: FileOperation::Write { offset },
+                };
+                let spare = ctx
+                    .request_io_owned(&request, bytes)
+                    .map_err(|_| "no section for a checkpoint write".to_string())?;
+                running.writer.reuse(spare);
             }
-            None => (FileOperation::Sync, SYNCING, &[][..]),
-        };
-        let request = FileRequest {
-            request_id,
-            file: running.file.expect("the step runs once the file is open"),
-            operation,
-        };
-        ctx.request_io(&request, bytes)
-            .map_err(|_| "no section for a checkpoint write".to_string())?;
-        let length = bytes.len();
-        if length > 0 {
-            running.writer.handed_out(length);
+            None => {
+                let request = FileRequest {
+                    request_id: SYNCING,
+                    file,
+                    operation: FileOperation::Sync,
+                };
+                ctx.request_io(&request, &[])
+                    .map_err(|_| "no section for a checkpoint sync".to_string())?;
+            }
         }
         running.busy = true;
         Ok(())

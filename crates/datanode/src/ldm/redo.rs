@@ -290,7 +290,7 @@ impl RedoLog {
         {
             return Ok(());
         }
-        let Some((lsn, bytes)) = self.writer.next_write(WRITE_BYTES_MAX) else {
+        let Some(lsn) = self.writer.unwritten_lsn() else {
             return Ok(());
         };
         let ring = self.writer.ring();
@@ -305,10 +305,12 @@ impl RedoLog {
                 offset: ring.offset_of(lsn),
             },
         };
+        let (_, bytes) = self.writer.take_write(WRITE_BYTES_MAX).expect("bytes wait");
         let length = bytes.len();
-        ctx.request_io(&request, bytes)
+        let spare = ctx
+            .request_io_owned(&request, bytes)
             .map_err(|_| "no section for a REDO write".to_string())?;
-        self.writer.handed_out(length);
+        self.writer.reuse(spare);
         self.writing = Some((lsn, length));
         Ok(())
     }

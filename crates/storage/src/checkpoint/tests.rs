@@ -10,10 +10,9 @@ const PLACE: RowPlace = RowPlace {
 /// The bytes a writer holds, handed out.
 fn written(mut writer: LogWriter) -> Vec<u8> {
     let mut file = Vec::new();
-    while let Some((_, bytes)) = writer.next_write(1000) {
-        file.extend_from_slice(bytes);
-        let length = bytes.len();
-        writer.handed_out(length);
+    while let Some((_, bytes)) = writer.take_write(1000) {
+        file.extend_from_slice(&bytes);
+        writer.reuse(bytes);
     }
     file
 }

@@ -28,12 +28,11 @@ impl Files {
 
     /// Writes everything `writer` has not handed out yet, in pieces of `bytes_max`.
     fn flush(&mut self, writer: &mut LogWriter, bytes_max: usize) {
-        while let Some((lsn, bytes)) = writer.next_write(bytes_max) {
+        while let Some((lsn, bytes)) = writer.take_write(bytes_max) {
             let file = &mut self.0[writer.ring().file_of(lsn) as usize];
             let offset = writer.ring().offset_of(lsn) as usize;
-            file[offset..offset + bytes.len()].copy_from_slice(bytes);
-            let length = bytes.len();
-            writer.handed_out(length);
+            file[offset..offset + bytes.len()].copy_from_slice(&bytes);
+            writer.reuse(bytes);
         }
     }
 
@@ -294,9 +293,8 @@ fn a_full_ring_refuses_records_until_a_checkpoint_releases_space() {
             Ok(lsn) => appended.push(lsn),
             Err(full) => break full,
         }
-        while let Some((_, bytes)) = writer.next_write(1 << 20) {
-            let length = bytes.len();
-            writer.handed_out(length);
+        while let Some((_, bytes)) = writer.take_write(1 << 20) {
+            writer.reuse(bytes);
         }
     };
     assert!(full.free_bytes < full.needed_bytes, "{full:?}");

@@ -13,6 +13,9 @@ pub struct LogFull {
     pub needed_bytes: u64,
 }
 
+/// Buffers kept for reuse at most: a writer has one or two pieces in flight.
+const SPARE_BUFFERS_MAX: usize = 4;
+
 /// Bytes for one stretch of a file, starting at `lsn`.
 #[derive(Debug)]
 struct Piece {
@@ -32,8 +35,11 @@ pub struct LogWriter {
     tail_lsn: u64,
     /// What was appended and not yet handed out, oldest first.
     pieces: VecDeque<Piece>,
-    /// Emptied pieces' buffers, reused so appending allocates only as the log grows.
+    /// Emptied buffers, reused so appending allocates only as the log grows.
     spare: Vec<Vec<u8>>,
+    /// The length of the last write taken: a new piece is made that large at once, so it
+    /// does not grow by copies to the size the disk takes.
+    write_bytes: usize,
 }
 
 impl LogWriter {
@@ -55,6 +61,7 @@ impl LogWriter {
             tail_lsn,
             pieces: VecDeque::new(),
             spare: Vec::new(),
+            write_bytes: 0,
         }
     }
 
@@ -113,7 +120,8 @@ impl LogWriter {
             .back()
             .is_some_and(|piece| piece.lsn + piece.bytes.len() as u64 == lsn);
         if !continues {
-            let bytes = self.spare.pop().unwrap_or_default();
+            let mut bytes = self.spare.pop().unwrap_or_default();
+            bytes.reserve(self.write_bytes);
             self.pieces.push_back(Piece { lsn, bytes });
         }
         let piece = self.pieces.back_mut().expect("a piece to append to");
@@ -125,26 +133,36 @@ impl LogWriter {
         self.head_lsn = lsn + encode(stamp, record, &mut piece.bytes) as u64;
     }
 
-    /// The oldest bytes not yet handed out, at most `bytes_max` of them, all in one file:
-    /// their LSN and the bytes. Hand them to the disk, then call [`LogWriter::handed_out`].
-    pub fn next_write(&self, bytes_max: usize) -> Option<(u64, &[u8])> {
-        let piece = self.pieces.front()?;
-        let in_file = self.ring.file_bytes - self.ring.offset_of(piece.lsn);
-        let length = piece.bytes.len().min(bytes_max).min(in_file as usize);
-        Some((piece.lsn, &piece.bytes[..length]))
+    /// Where the oldest bytes not yet handed out start, if any.
+    pub fn unwritten_lsn(&self) -> Option<u64> {
+        self.pieces.front().map(|piece| piece.lsn)
     }
 
-    /// The first `bytes` of [`LogWriter::next_write`] went to the disk.
-    pub fn handed_out(&mut self, bytes: usize) {
-        let piece = self.pieces.front_mut().expect("a write was handed out");
-        if bytes < piece.bytes.len() {
-            piece.bytes.drain(..bytes);
-            piece.lsn += bytes as u64;
-            return;
+    /// Takes the oldest bytes not yet handed out, at most `bytes_max` of them, all in one
+    /// file: their LSN and the bytes, the writer's own buffer (no copy: the disk gets it).
+    /// Hand a buffer back with [`LogWriter::reuse`] once written.
+    pub fn take_write(&mut self, bytes_max: usize) -> Option<(u64, Vec<u8>)> {
+        let piece = self.pieces.front_mut()?;
+        let in_file = self.ring.file_bytes - self.ring.offset_of(piece.lsn);
+        let length = piece.bytes.len().min(bytes_max).min(in_file as usize);
+        let lsn = piece.lsn;
+        self.write_bytes = length;
+        if length < piece.bytes.len() {
+            // The rest stays: it goes in its own buffer (the smaller part is copied).
+            let rest = piece.bytes.split_off(length);
+            piece.lsn += length as u64;
+            return Some((lsn, std::mem::replace(&mut piece.bytes, rest)));
         }
-        let mut done = self.pieces.pop_front().expect("checked above").bytes;
-        done.clear();
-        self.spare.push(done);
+        let piece = self.pieces.pop_front().expect("checked above");
+        Some((lsn, piece.bytes))
+    }
+
+    /// A buffer to append into again (a written one, or another of the same use).
+    pub fn reuse(&mut self, mut buffer: Vec<u8>) {
+        buffer.clear();
+        if self.spare.len() < SPARE_BUFFERS_MAX {
+            self.spare.push(buffer);
+        }
     }
 
     /// Records before `tail_lsn` are needed no more (a local checkpoint holds their
