@@ -71,21 +71,10 @@ impl SectionPool {
     }
 
     pub fn allocate(&self, bytes: &[u8]) -> Result<SectionHandle, SectionPoolExhausted> {
-        if bytes.len() > SECTION_BYTES_MAX {
-            return Err(SectionPoolExhausted::TooLarge(bytes.len()));
-        }
-        let index = lock(&self.free)
-            .pop()
-            .ok_or(SectionPoolExhausted::NoFreeSection(self.slots.len() as u32))?;
-        let mut slot = lock(&self.slots[index as usize]);
-        assert!(
-            !slot.in_use,
-            "section {index} was on the free list while in use"
-        );
-        slot.in_use = true;
+        let (handle, mut slot) = self.take_slot(bytes.len())?;
         slot.bytes.clear();
         slot.bytes.extend_from_slice(bytes);
-        Ok(SectionHandle(index))
+        Ok(handle)
     }
 
     /// A section holding `bytes` itself, not a copy: the slot's own buffer comes back
@@ -95,8 +84,19 @@ impl SectionPool {
         &self,
         bytes: Vec<u8>,
     ) -> Result<(SectionHandle, Vec<u8>), SectionPoolExhausted> {
-        if bytes.len() > SECTION_BYTES_MAX {
-            return Err(SectionPoolExhausted::TooLarge(bytes.len()));
+        let (handle, mut slot) = self.take_slot(bytes.len())?;
+        let mut previous = std::mem::replace(&mut slot.bytes, bytes);
+        previous.clear();
+        Ok((handle, previous))
+    }
+
+    /// A free slot for a section of `length` bytes, marked in use, and its lock.
+    fn take_slot(
+        &self,
+        length: usize,
+    ) -> Result<(SectionHandle, MutexGuard<'_, Slot>), SectionPoolExhausted> {
+        if length > SECTION_BYTES_MAX {
+            return Err(SectionPoolExhausted::TooLarge(length));
         }
         let index = lock(&self.free)
             .pop()
@@ -107,9 +107,7 @@ impl SectionPool {
             "section {index} was on the free list while in use"
         );
         slot.in_use = true;
-        let mut previous = std::mem::replace(&mut slot.bytes, bytes);
-        previous.clear();
-        Ok((SectionHandle(index), previous))
+        Ok((SectionHandle(index), slot))
     }
 
     /// # Panics
