@@ -368,8 +368,9 @@ fn a_lost_or_damaged_newest_checkpoint_falls_back_to_the_one_before_and_the_log_
     );
 }
 
-#[test]
-fn a_start_erases_the_checkpoints_it_passed_over_so_a_later_start_never_mixes_them_in() {
+/// A disk cluster after 300 rounds of the workload (about seven checkpoints per `ldm`)
+/// and a crash of every node.
+fn crashed_after_checkpoints() -> (Node, Workload) {
     let mut cluster = Node::start_cluster(cluster_settings(2, 2, node_settings), 64 << 20, 14);
     cluster.run_for_ms(200);
     let mut workload = Workload::new(&mut cluster);
@@ -379,6 +380,12 @@ fn a_start_erases_the_checkpoints_it_passed_over_so_a_later_start_never_mixes_th
     for node in [NodeId(1), NodeId(2)] {
         cluster.simulation.crash(node);
     }
+    (cluster, workload)
+}
+
+#[test]
+fn a_start_erases_the_checkpoints_it_passed_over_so_a_later_start_never_mixes_them_in() {
+    let (mut cluster, mut workload) = crashed_after_checkpoints();
     // On node 1 the checkpoint before each newest is damaged: the newest's chain is not
     // whole, and the start restores the one before those two. The node's next
     // checkpoints take the ids on from there; the newest, of the life before, would stay
@@ -422,4 +429,39 @@ fn a_start_erases_the_checkpoints_it_passed_over_so_a_later_start_never_mixes_th
     let one = rows_through(&mut cluster, NodeId(1), workload.table, 1);
     let two = rows_through(&mut cluster, NodeId(2), workload.table, 2);
     assert_eq!(one, two, "both replicas restore alike");
+}
+
+#[test]
+fn a_node_with_no_usable_checkpoint_whose_log_no_longer_reaches_back_stops_saying_so() {
+    let (mut cluster, _) = crashed_after_checkpoints();
+    // Two checkpoints in a row damaged on node 1: every chain on its disk needs one of
+    // them, or a file written over since, and its log was released up to the start of
+    // the newest but one.
+    let disk = &cluster.disks[&NodeId(1)];
+    for ldm in 0..LDM_INSTANCES {
+        let (newest, _) = newest_checkpoint(disk, ldm);
+        flip_a_byte(disk, &checkpoint_file(ldm, newest - 1));
+        flip_a_byte(disk, &checkpoint_file(ldm, newest - 2));
+    }
+    assert!(
+        cluster.try_start_again(64 << 20).is_err(),
+        "the cluster does not start on node 1's disk"
+    );
+    let stopped = cluster.simulation.stopped_nodes();
+    let reason_of = |node| {
+        let stopped = stopped.iter().find(|(id, _)| *id == node);
+        stopped
+            .map(|(_, reason)| reason.clone())
+            .unwrap_or_default()
+    };
+    let one = reason_of(NodeId(1));
+    assert!(
+        one.contains("the log alone no longer holds every change") && one.contains("empty it"),
+        "node 1 says why and what to do: {one:?}"
+    );
+    let two = reason_of(NodeId(2));
+    assert!(
+        two.contains("[1] failed during the start from disk"),
+        "node 2 names node 1: {two:?}"
+    );
 }
