@@ -246,13 +246,11 @@ impl<'a> Context<'a> {
         request: &FileRequest,
         data: &[u8],
     ) -> Result<(), SectionPoolExhausted> {
-        let file_system = BlockAddress::new(self.address.node(), FILE_SYSTEM_BLOCK, 0);
-        let mut signal = request.to_signal(file_system, self.address);
-        if !data.is_empty() {
-            let section = self.sections.allocate(data)?;
-            self.attach_section(&mut signal, section);
-        }
-        self.sink.send(&signal);
+        let section = match data.is_empty() {
+            true => None,
+            false => Some(self.sections.allocate(data)?),
+        };
+        self.send_file_request(request, section);
         Ok(())
     }
 
@@ -263,12 +261,19 @@ impl<'a> Context<'a> {
         request: &FileRequest,
         data: Vec<u8>,
     ) -> Result<Vec<u8>, SectionPoolExhausted> {
+        let (section, spare) = self.sections.allocate_owned(data)?;
+        self.send_file_request(request, Some(section));
+        Ok(spare)
+    }
+
+    /// Sends `request`, with its data in `section`, to this node's file-system block.
+    fn send_file_request(&mut self, request: &FileRequest, section: Option<SectionHandle>) {
         let file_system = BlockAddress::new(self.address.node(), FILE_SYSTEM_BLOCK, 0);
         let mut signal = request.to_signal(file_system, self.address);
-        let (section, spare) = self.sections.allocate_owned(data)?;
-        self.attach_section(&mut signal, section);
+        if let Some(section) = section {
+            self.attach_section(&mut signal, section);
+        }
         self.sink.send(&signal);
-        Ok(spare)
     }
 
     /// Drops every signal from `node` to this node and from this node to it, from now on,

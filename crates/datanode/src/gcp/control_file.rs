@@ -161,7 +161,6 @@ pub(crate) struct NodeControl {
     old_data_kept: bool,
     /// This start's shape; the file says it once the node's data is of it.
     shape: DiskShape,
-    ldm_instances: u16,
     /// The `ldm`s whose checkpoint after the copy is written (bit per instance).
     ldms_holding_data: u64,
     /// Once all are: how many GCIs were recorded since, and the latest.
@@ -174,8 +173,7 @@ pub(crate) struct NodeControl {
 
 impl NodeControl {
     pub fn new(joining: bool, shape: DiskShape) -> Self {
-        let ldm_instances = u16::try_from(shape.ldm_instances).unwrap_or(u16::MAX);
-        assert!(ldm_instances <= 64, "an ldm's bit fits the mask");
+        assert!(shape.ldm_instances <= 64, "an ldm's bit fits the mask");
         Self {
             reader: None,
             image: DiskImage::default(),
@@ -183,7 +181,6 @@ impl NodeControl {
             joining,
             old_data_kept: joining,
             shape,
-            ldm_instances,
             ldms_holding_data: 0,
             recorded_since_checkpoints: None,
             learned_life: None,
@@ -287,15 +284,20 @@ impl NodeControl {
         self.changed(ctx, Some(Held::OpenLogs))
     }
 
+    /// This node's `ldm` instances (64 at most: checked at the start).
+    fn ldm_instances(&self) -> u16 {
+        self.shape.ldm_instances as u16
+    }
+
     /// `ldm` instance `instance` of a restarting node wrote its checkpoint after the
     /// copy; once every one did, GCIs recorded from then on count towards the node
     /// holding data.
     pub fn ldm_holds_data(&mut self, instance: u16) {
-        if instance >= self.ldm_instances {
+        if instance >= self.ldm_instances() {
             return;
         }
         self.ldms_holding_data |= 1 << instance;
-        let every_ldm = (1u64 << self.ldm_instances) - 1;
+        let every_ldm = (1u64 << self.ldm_instances()) - 1;
         if self.ldms_holding_data == every_ldm && self.recorded_since_checkpoints.is_none() {
             self.recorded_since_checkpoints = Some((0, 0));
         }
@@ -440,7 +442,7 @@ impl NodeControl {
             node_life: self.image.node_life,
             restores: RestoreKind::Fresh as u32,
         };
-        for instance in 0..self.ldm_instances {
+        for instance in 0..self.ldm_instances() {
             ctx.send_typed(BlockAddress::new(node, LDM_BLOCK, instance), &fresh);
         }
     }
