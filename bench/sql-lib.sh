@@ -62,6 +62,13 @@ sb() {
     --mysql-user=root --mysql-db=sbtest "$@" "$command"
 }
 
+# sb_prepare PORT TABLE_SIZE: database sbtest with sysbench's 4 tables of TABLE_SIZE rows.
+sb_prepare() {
+  mysql -h 127.0.0.1 -P "$1" -u root -e "CREATE DATABASE sbtest"
+  sb "$1" oltp_write_only prepare --tables=4 --table-size="$2" > "$dir/prepare.log" 2>&1 \
+    || { cat "$dir/prepare.log"; exit 1; }
+}
+
 # CPU seconds (user + system) a process has used.
 cpu_seconds() { awk '{ printf "%.2f", ($14 + $15) / 100 }' "/proc/$1/stat"; }
 

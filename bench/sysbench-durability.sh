@@ -17,18 +17,12 @@ rounds=${4:-2}
 bench_name=sysbench-durability
 source bench/sql-lib.sh
 
-prepare() { # port
-  mysql -h 127.0.0.1 -P "$1" -u root -e "CREATE DATABASE sbtest"
-  sb "$1" oltp_write_only prepare --tables=4 --table-size="$table_size" > "$dir/prepare.log" 2>&1 \
-    || { cat "$dir/prepare.log"; exit 1; }
-}
-
 printf '%-6s %-8s %-16s %-8s %10s %10s %8s %8s\n' round pairing workload server tps qps p95_ms ignored
 for round in $(seq 1 "$rounds"); do
   for pairing in default durable; do
     if [ $pairing = default ]; then start_kista 2G; start_mariadb 2
     else start_kista 2G --durable-commits; start_mariadb 1; fi
-    prepare "$kista_port"; prepare "$mariadb_port"
+    sb_prepare "$kista_port" "$table_size"; sb_prepare "$mariadb_port" "$table_size"
     for workload in oltp_write_only oltp_insert; do
       for server in kista mariadb; do
         port=$kista_port

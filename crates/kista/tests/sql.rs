@@ -237,17 +237,28 @@ fn tables_and_rows_written_through_sql_are_back_after_kista_up_stops_and_starts_
 
 #[test]
 fn pymysql_runs_a_session_with_ddl_transactions_and_errors() {
-    let up = Up::start("pymysql");
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sql/pymysql_session.py");
+    run_pymysql_script("pymysql_session.py", "pymysql session ok");
+}
+
+#[test]
+fn text_inserts_parsed_once_per_shape_store_what_the_whole_parse_stores() {
+    run_pymysql_script("text_inserts.py", "text inserts ok");
+}
+
+/// Runs `tests/sql/SCRIPT` (PyMySQL) against a `kista up` of its own; it must succeed and
+/// print `done`.
+fn run_pymysql_script(script: &str, done: &str) {
+    let up = Up::start(script.trim_end_matches(".py"));
+    let path = format!("{}/tests/sql/{script}", env!("CARGO_MANIFEST_DIR"));
     // Debian's interpreter: python3-pymysql installs there.
-    let output = run_client("/usr/bin/python3", &[script, &up.sql_port.to_string()], "");
+    let output = run_client("/usr/bin/python3", &[&path, &up.sql_port.to_string()], "");
     assert!(
         output.status.success(),
         "{}\n{}",
         text(&output.stdout),
         text(&output.stderr)
     );
-    assert!(text(&output.stdout).contains("pymysql session ok"));
+    assert!(text(&output.stdout).contains(done));
 }
 
 /// Runs `script` through the mysql client, going on after errors (`--force`); returns

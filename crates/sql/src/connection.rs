@@ -18,6 +18,7 @@ use crate::protocol::results::{self, ColumnDefinition};
 use crate::protocol::wire::{put_lenenc_int, put_u16, put_u32, Input, Malformed};
 use crate::protocol::{capability, column_type, command, status};
 use crate::session::{parse, Outcome, Parsed, PlanCache, Session};
+use crate::text_statements::TextStatements;
 
 /// Prepared statements one connection may hold (MySQL's `max_prepared_stmt_count` is
 /// server-wide, 16382).
@@ -52,6 +53,8 @@ struct Connection<'c, S: Read + Write> {
     capabilities: u32,
     prepared: HashMap<u32, Prepared>,
     next_statement_id: u32,
+    /// Text INSERTs' shapes, parsed once.
+    text_statements: TextStatements,
 }
 
 /// Serves one client until it quits (`Ok`) or the connection fails.
@@ -95,6 +98,7 @@ pub fn serve<S: Read + Write>(
         capabilities: login.capabilities,
         prepared: HashMap::new(),
         next_statement_id: 1,
+        text_statements: TextStatements::default(),
     };
     if let Some(database) = &login.database {
         if let Err(error) = connection.session.use_database(database) {
@@ -144,7 +148,10 @@ impl<S: Read + Write> Connection<'_, S> {
                 }
                 command::QUERY => {
                     let sql = String::from_utf8_lossy(body);
-                    let result = parse(&sql).and_then(|parsed| self.session.execute(&parsed, &[]));
+                    let result = self
+                        .text_statements
+                        .parse(&sql)
+                        .and_then(|(parsed, values)| self.session.execute(&parsed, &values));
                     self.send_outcome(result, false);
                 }
                 command::STMT_PREPARE => {

@@ -103,13 +103,20 @@ impl OrderedIndex {
 
     /// Adds the entry; returns false (and charges nothing) if it was already there.
     pub fn insert(&mut self, key: &[u8], row: RowId) -> Result<bool, DataMemoryExhausted> {
-        let entry = (Box::<[u8]>::from(key), row);
-        if self.entries.contains(&entry) {
-            return Ok(false);
+        // Charged first and given back when it was there: one walk down the tree. An entry
+        // already there needs no memory, so a full DataMemory refuses only a new one.
+        if let Err(exhausted) = self.memory.reserve(charge(key)) {
+            return if self.contains(key, row) {
+                Ok(false)
+            } else {
+                Err(exhausted)
+            };
         }
-        self.memory.reserve(charge(key))?;
-        self.entries.insert(entry);
-        Ok(true)
+        let added = self.entries.insert((Box::<[u8]>::from(key), row));
+        if !added {
+            self.memory.release(charge(key));
+        }
+        Ok(added)
     }
 
     pub fn contains(&self, key: &[u8], row: RowId) -> bool {

@@ -5,7 +5,7 @@
 mod bind;
 mod eval;
 
-pub use bind::{bind, Aggregate, AggregateKind, Binder, ScopeColumn};
+pub use bind::{bind, number, Aggregate, AggregateKind, Binder, ScopeColumn};
 pub use eval::{arithmetic, eval, like, EvalContext};
 
 /// Adds two values under SQL's rules (SUM's running total); NULL on overflow.

@@ -222,3 +222,26 @@ fn entries_are_charged_to_data_memory_and_given_back() {
     drop(index);
     assert_eq!(memory.used_bytes(), 0);
 }
+
+#[test]
+fn a_full_data_memory_refuses_a_new_entry_but_not_one_already_there() {
+    let memory = Arc::new(DataMemory::new(1 << 20));
+    let mut index = OrderedIndex::new(memory.clone());
+    assert!(index.insert(b"k", RowId(1)).unwrap());
+    let rest = memory.limit_bytes() - memory.used_bytes();
+    memory.reserve(rest).unwrap();
+    assert!(
+        !index.insert(b"k", RowId(1)).unwrap(),
+        "already there: no memory needed"
+    );
+    assert!(
+        index.insert(b"k", RowId(2)).is_err(),
+        "a new entry needs memory"
+    );
+    assert_eq!(
+        memory.used_bytes(),
+        memory.limit_bytes(),
+        "nothing charged twice"
+    );
+    memory.release(rest);
+}

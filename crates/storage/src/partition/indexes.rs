@@ -129,14 +129,14 @@ pub(super) fn add_entries(
         let Entries::Ordered(tree) = &mut partition.indexes[position].entries else {
             continue;
         };
-        if tree.contains(key, anchor) {
-            continue;
+        match tree.insert(key, anchor) {
+            Ok(true) => added.push((position, key.clone())),
+            Ok(false) => {}
+            Err(error) => {
+                remove_added(partition, anchor, added);
+                return Err(error.into());
+            }
         }
-        if let Err(error) = tree.insert(key, anchor) {
-            remove_added(partition, anchor, added);
-            return Err(error.into());
-        }
-        added.push((position, key.clone()));
     }
     Ok(added)
 }
