@@ -295,3 +295,33 @@ fn a_schema_change_passed_on_to_a_master_that_fails_ends_with_an_unknown_outcome
         "{message}"
     );
 }
+
+#[test]
+fn a_locked_read_sees_the_writes_its_transaction_made_earlier_in_the_same_batch() {
+    let locked_read = |id| Op {
+        lock: LockKind::Exclusive,
+        ..read(id)
+    };
+    for seed in 0..20 {
+        let (mut cluster, table) = cluster_with_users(2, 2, 900 + seed);
+        insert_and_read_back_everywhere(&mut cluster, table, 2);
+        cluster.use_node(NodeId(1 + (seed % 2) as u8));
+        let ops = vec![
+            rename(3, "renamed"),
+            locked_read(3),
+            write(OperationKind::Delete, 4, ""),
+            locked_read(4),
+            rename(5, "again"),
+            locked_read(5),
+        ];
+        let done = cluster.execute(7_000, table, ops, Commit);
+        assert_eq!(done.outcome, Committed, "seed {seed}: {}", done.message);
+        let mut rows = done.rows;
+        rows.sort_by_key(|(op, _)| *op);
+        assert_eq!(
+            rows,
+            [(1, user(3, "renamed")), (5, user(5, "again"))],
+            "seed {seed}"
+        );
+    }
+}

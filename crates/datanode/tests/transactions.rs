@@ -593,3 +593,37 @@ fn index_upkeep_counts_against_the_operations_a_transaction_may_have() {
         [None, None]
     );
 }
+
+#[test]
+fn a_read_sees_the_writes_its_transaction_made_earlier_in_the_same_batch() {
+    let (mut node, table) = node_with_accounts(settings(), 1 << 24);
+    node.execute(1, table, vec![insert(1, "ann", 100)], Commit);
+    let result = node.execute(
+        2,
+        table,
+        vec![
+            set_balance(1, 70),
+            read(1, LockKind::Exclusive),
+            insert(2, "bob", 5),
+            read(2, LockKind::Shared),
+            delete(2),
+            read(2, LockKind::Exclusive),
+        ],
+        NoCommit,
+    );
+    assert_eq!(
+        (result.outcome, result.code),
+        (Open, 0),
+        "{}",
+        result.message
+    );
+    let balances: Vec<i64> = result
+        .rows
+        .iter()
+        .map(|(_, row)| match row[2] {
+            Value::Int(balance) => balance,
+            ref other => panic!("balance is {other:?}"),
+        })
+        .collect();
+    assert_eq!(balances, [70, 5], "{:?}", result.rows);
+}

@@ -9,7 +9,8 @@
 //! - REPLACE writes (upserts) each row.
 //! - UPDATE and DELETE find their rows like SELECT (`select::fetch`) under an exclusive
 //!   lock, order and cut them (ORDER BY, LIMIT), then change them in the same transaction; an UPDATE that changes the primary
-//!   key deletes the row and inserts it under its new key.
+//!   key deletes the row and inserts it under its new key. Inside a transaction their
+//!   writes go with its next batch when nothing can refuse them (`Tx::finish_writes`).
 
 use sqlparser::ast::{
     self, Assignment, AssignmentTarget, FromTable, OnInsert, SetExpr, TableObject,
@@ -395,7 +396,7 @@ pub fn update(
             }
         }
         if affected > 0 {
-            tx.execute(true)?;
+            tx.finish_writes(!changes_key && unique_indexes(&table).is_empty())?;
         }
         Ok(affected)
     })?;
@@ -438,7 +439,7 @@ pub fn delete(
             tx.transaction.delete(&table.table, &key)?;
         }
         if !rows.is_empty() {
-            tx.execute(true)?;
+            tx.finish_writes(unique_indexes(&table).is_empty())?;
         }
         Ok(rows.len() as u64)
     })?;

@@ -543,6 +543,25 @@ impl Tx<'_> {
         Ok(self.transaction.execute(mode)?.wait()?)
     }
 
+    /// Ends a statement's writes, which follow its locked reads of their rows. They are
+    /// sent at once when the statement ends the transaction (autocommit, committing in the
+    /// same round trip) or when the cluster could still refuse them; otherwise they wait
+    /// for the transaction's next batch (its next statement's or the commit), which saves a
+    /// round trip per UPDATE and DELETE in a transaction (NDB's
+    /// `transaction_allow_batching`). A write may wait (`may_wait`) only if, its row locked
+    /// by this transaction, the cluster refuses it for nothing the statement could report
+    /// (no unique key and no primary key changes): what is left (a full DataMemory, a
+    /// failed node) aborts the transaction, and the next statement or the commit reports
+    /// it. The data nodes run a batch's operations on one row in order, so the next
+    /// statement's reads see them (datanode test
+    /// `a_locked_read_sees_the_writes_its_transaction_made_earlier_in_the_same_batch`).
+    pub fn finish_writes(&mut self, may_wait: bool) -> SqlResult<()> {
+        if may_wait && self.commits.is_none() {
+            return Ok(());
+        }
+        self.execute(true).map(drop)
+    }
+
     /// Notes that the transaction writes `table_id`.
     pub fn wrote(&mut self, table_id: u32) {
         self.written.wrote_table(table_id);

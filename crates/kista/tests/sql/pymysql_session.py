@@ -162,6 +162,42 @@ assert cur.fetchall() == (("ada", decimal.Decimal("101.50")), ("bob", decimal.De
 a.close()
 b.close()
 
+# Inside a transaction an UPDATE's or DELETE's write goes with the next statement or the
+# commit (a table without unique keys): the transaction's own reads see it at once, other
+# sessions only once it commits, and a rollback leaves nothing of it.
+cur.execute("CREATE TABLE ledger (id INT PRIMARY KEY, k INT NOT NULL, note VARCHAR(20), KEY by_k (k))")
+cur.execute("INSERT INTO ledger VALUES (1, 10, 'a'), (2, 20, 'b'), (3, 30, 'c')")
+committed = ((1, 10, "a"), (2, 20, "b"), (3, 30, "c"))
+t = pymysql.connect(host="127.0.0.1", port=port, user="root", password="", database="py")
+tc = t.cursor()
+t.begin()
+tc.execute("UPDATE ledger SET k = k + 1 WHERE id = 1")
+assert tc.rowcount == 1, tc.rowcount
+tc.execute("UPDATE ledger SET note = 'changed' WHERE id = 2")
+tc.execute("DELETE FROM ledger WHERE id = 3")
+assert tc.rowcount == 1, tc.rowcount
+tc.execute("SELECT id FROM ledger WHERE id = 3")
+assert tc.fetchall() == (), "the transaction sees its delete"
+tc.execute("INSERT INTO ledger VALUES (3, 33, 'new')")
+tc.execute("SELECT id, k, note FROM ledger ORDER BY id")
+mine = ((1, 11, "a"), (2, 20, "changed"), (3, 33, "new"))
+assert tc.fetchall() == mine, "a scan sees the transaction's writes"
+tc.execute("SELECT id FROM ledger WHERE k = 11")
+assert tc.fetchall() == ((1,),), "so does an index range"
+cur.execute("SELECT id, k, note FROM ledger ORDER BY id")
+assert cur.fetchall() == committed, "others see the committed rows"
+tc.execute("UPDATE ledger SET note = 'last' WHERE id = 2")
+t.commit()
+cur.execute("SELECT id, k, note FROM ledger ORDER BY id")
+assert cur.fetchall() == ((1, 11, "a"), (2, 20, "last"), (3, 33, "new")), "committed, the last update too"
+t.begin()
+tc.execute("UPDATE ledger SET k = 0 WHERE id = 1")
+tc.execute("DELETE FROM ledger WHERE id = 2")
+t.rollback()
+cur.execute("SELECT id, k, note FROM ledger ORDER BY id")
+assert cur.fetchall() == ((1, 11, "a"), (2, 20, "last"), (3, 33, "new")), "rolled back"
+t.close()
+
 cur.execute("DROP DATABASE py")
 conn.close()
 print("pymysql session ok")
