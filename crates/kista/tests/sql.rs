@@ -599,6 +599,30 @@ impl RawMysql {
     /// Executes statement `id` with one BIGINT parameter: the binary rows' payloads, or the
     /// error's code.
     fn execute(&mut self, id: u32, parameter: i64) -> Result<Vec<Vec<u8>>, u16> {
+        self.send_execute(id, parameter)?;
+        self.skip_to_eof();
+        let mut rows = Vec::new();
+        loop {
+            let packet = self.read_packet();
+            if packet[0] == 0xFE && packet.len() < 9 {
+                return Ok(rows);
+            }
+            rows.push(packet);
+        }
+    }
+
+    /// Executes statement `id` (an UPDATE or DELETE) with one BIGINT parameter: the rows it
+    /// changed (below 251, one byte in the OK packet), or the error's code.
+    fn execute_write(&mut self, id: u32, parameter: i64) -> Result<u8, u16> {
+        let ok = self.send_execute(id, parameter)?;
+        assert_eq!(ok[0], 0, "an OK packet: {ok:?}");
+        assert!(ok[1] < 251, "a one-byte count: {ok:?}");
+        Ok(ok[1])
+    }
+
+    /// Sends COM_STMT_EXECUTE with one BIGINT parameter; the first answer packet, or the
+    /// error's code.
+    fn send_execute(&mut self, id: u32, parameter: i64) -> Result<Vec<u8>, u16> {
         let mut command = vec![0x17];
         command.extend_from_slice(&id.to_le_bytes());
         command.push(0);
@@ -610,15 +634,7 @@ impl RawMysql {
         if first[0] == 0xFF {
             return Err(u16::from_le_bytes([first[1], first[2]]));
         }
-        self.skip_to_eof();
-        let mut rows = Vec::new();
-        loop {
-            let packet = self.read_packet();
-            if packet[0] == 0xFE && packet.len() < 9 {
-                return Ok(rows);
-            }
-            rows.push(packet);
-        }
+        Ok(first)
     }
 }
 
@@ -661,6 +677,31 @@ fn prepared_point_reads_answer_in_the_binary_protocol_and_again_after_a_schema_c
     assert!(matches!(first, Ok(_) | Err(1412)), "{first:?}");
     let rows = client.execute(read_v, 1).unwrap();
     assert_eq!(rows.len(), 1);
+
+    // Prepared UPDATE and DELETE keep their bound plans between executions, and bind again
+    // once the table changed under them.
+    let (bump, parameters, _) = client.prepare("UPDATE p.t SET v = v + 1 WHERE id = ?");
+    assert_eq!(parameters, 1);
+    let (remove, _, _) = client.prepare("DELETE FROM p.t WHERE id = ?");
+    assert_eq!(client.execute_write(bump, 1), Ok(1));
+    assert_eq!(client.execute_write(bump, 1), Ok(1));
+    assert_eq!(client.execute_write(bump, 3), Ok(0), "no row 3");
+    let v_of_1 = |client: &mut RawMysql| client.execute(read_v, 1).unwrap()[0][2..6].to_vec();
+    assert_eq!(v_of_1(&mut client), 102i32.to_le_bytes());
+    let (_, stderr) = mysql_script(second.address.port(), "DROP INDEX by_v ON p.t;");
+    assert!(stderr.is_empty(), "{stderr}");
+    let after_change = client.execute_write(bump, 1);
+    assert!(
+        matches!(after_change, Ok(1) | Err(1412)),
+        "{after_change:?}"
+    );
+    if after_change.is_err() {
+        assert_eq!(client.execute_write(bump, 1), Ok(1));
+    }
+    assert_eq!(v_of_1(&mut client), 103i32.to_le_bytes());
+    assert_eq!(client.execute_write(remove, 2), Ok(1));
+    assert_eq!(client.execute_write(remove, 2), Ok(0), "deleted already");
+    assert_eq!(client.execute(read_v, 2).unwrap(), Vec::<Vec<u8>>::new());
     drop(second);
 }
 

@@ -12,6 +12,8 @@
 //!   key deletes the row and inserts it under its new key. Inside a transaction their
 //!   writes go with its next batch when nothing can refuse them (`Tx::finish_writes`).
 
+use std::sync::Arc;
+
 use sqlparser::ast::{
     self, Assignment, AssignmentTarget, FromTable, OnInsert, SetExpr, TableObject,
 };
@@ -344,35 +346,136 @@ fn evaluate_assignments(
         .collect()
 }
 
+/// A bound UPDATE or DELETE: what a prepared one keeps from one execution to the next
+/// (binding cost more than the statement's key read).
+pub struct WritePlan {
+    table: Arc<SqlTable>,
+    /// How the rows are found, ordered and cut.
+    rows: SelectPlan,
+    /// The UPDATE's `SET column = expr`s; `None` for a DELETE.
+    assignments: Option<Vec<(usize, Expr)>>,
+    /// The UPDATE changes a primary key column (each row is deleted and inserted again).
+    changes_key: bool,
+    /// Its writes may wait for the transaction's next batch (`Tx::finish_writes`).
+    may_wait: bool,
+}
+
+/// Binds an UPDATE or DELETE; `None` for any other statement.
+pub fn bind_write(session: &Session, parsed: &Parsed) -> SqlResult<Option<WritePlan>> {
+    match &parsed.statement {
+        ast::Statement::Update {
+            table,
+            assignments,
+            from,
+            selection,
+            limit,
+            ..
+        } => {
+            if from.is_some() {
+                return Err(SqlError::not_supported("UPDATE ... FROM"));
+            }
+            let bound = bind_update(
+                session,
+                table,
+                assignments,
+                selection.as_ref(),
+                limit.as_ref(),
+                parsed,
+            );
+            bound.map(Some)
+        }
+        ast::Statement::Delete(delete) => {
+            bind_delete(session, delete, &parsed.placeholders).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
 /// UPDATE; `parsed` gives the placeholders and the ORDER BY the parser left out.
-pub fn update(
-    session: &mut Session,
+fn bind_update(
+    session: &Session,
     target: &ast::TableWithJoins,
     assignments: &[Assignment],
     selection: Option<&ast::Expr>,
     limit: Option<&ast::Expr>,
     parsed: &Parsed,
-    params: &[Value],
-) -> SqlResult<Outcome> {
+) -> SqlResult<WritePlan> {
     let (placeholders, order_by) = (&parsed.placeholders, &parsed.update_order_by);
     if !target.joins.is_empty() {
         return Err(SqlError::not_supported("multi-table UPDATE"));
     }
     let (table, _) = select::table_of(session, &target.relation)?;
     let assignments = bind_assignments(&table, assignments, placeholders, None)?;
-    let plan = SelectPlan::for_write(&table, selection, order_by, limit, placeholders)?;
+    let rows = SelectPlan::for_write(&table, selection, order_by, limit, placeholders)?;
     let changes_key = assignments
         .iter()
         .any(|(c, _)| table.schema().primary_key.contains(c));
+    let may_wait = !changes_key && unique_indexes(&table).is_empty();
+    Ok(WritePlan {
+        table,
+        rows,
+        assignments: Some(assignments),
+        changes_key,
+        may_wait,
+    })
+}
+
+fn bind_delete(
+    session: &Session,
+    delete: &ast::Delete,
+    placeholders: &[Location],
+) -> SqlResult<WritePlan> {
+    let from = match &delete.from {
+        FromTable::WithFromKeyword(from) | FromTable::WithoutKeyword(from) => from,
+    };
+    let [target] = from.as_slice() else {
+        return Err(SqlError::not_supported("multi-table DELETE"));
+    };
+    if !delete.tables.is_empty() || delete.using.is_some() || !target.joins.is_empty() {
+        return Err(SqlError::not_supported("multi-table DELETE"));
+    }
+    let (table, _) = select::table_of(session, &target.relation)?;
+    let rows = SelectPlan::for_write(
+        &table,
+        delete.selection.as_ref(),
+        &delete.order_by,
+        delete.limit.as_ref(),
+        placeholders,
+    )?;
+    let may_wait = unique_indexes(&table).is_empty();
+    Ok(WritePlan {
+        table,
+        rows,
+        assignments: None,
+        changes_key: false,
+        may_wait,
+    })
+}
+
+/// Runs a bound UPDATE or DELETE with `params` for its `?`s.
+pub fn run_write(session: &mut Session, plan: &WritePlan, params: &[Value]) -> SqlResult<Outcome> {
+    match &plan.assignments {
+        Some(assignments) => run_update(session, plan, assignments, params),
+        None => run_delete(session, plan, params),
+    }
+}
+
+fn run_update(
+    session: &mut Session,
+    plan: &WritePlan,
+    assignments: &[(usize, Expr)],
+    params: &[Value],
+) -> SqlResult<Outcome> {
+    let table = &plan.table;
     let affected = session.transactional(|tx, session| {
         tx.wrote(table.table.id);
-        let rows = select::fetch(tx, session, &plan, &table, params, false)?;
-        let rows = plan.limited(session, rows, params)?;
+        let rows = select::fetch(tx, session, &plan.rows, table, params, false)?;
+        let rows = plan.rows.limited(session, rows, params)?;
         let variable = |name: &str| session.variable(name);
         let ctx = session.eval_context(params, &[], &variable);
         let mut affected = 0;
         for row in &rows {
-            let changes = evaluate_assignments(&table, &assignments, row, &ctx)?;
+            let changes = evaluate_assignments(table, assignments, row, &ctx)?;
             let changed: Vec<(u16, Value)> = changes
                 .into_iter()
                 .filter(|(c, v)| !same_value(&row[usize::from(*c)], v))
@@ -382,7 +485,7 @@ pub fn update(
             }
             affected += 1;
             let key = table.key_of(row);
-            if changes_key {
+            if plan.changes_key {
                 let mut new_row = row.clone();
                 for (c, v) in changed {
                     new_row[usize::from(c)] = v;
@@ -396,7 +499,7 @@ pub fn update(
             }
         }
         if affected > 0 {
-            tx.finish_writes(!changes_key && unique_indexes(&table).is_empty())?;
+            tx.finish_writes(plan.may_wait)?;
         }
         Ok(affected)
     })?;
@@ -407,39 +510,18 @@ pub fn update(
     })
 }
 
-pub fn delete(
-    session: &mut Session,
-    delete: &ast::Delete,
-    placeholders: &[Location],
-    params: &[Value],
-) -> SqlResult<Outcome> {
-    let from = match &delete.from {
-        FromTable::WithFromKeyword(from) | FromTable::WithoutKeyword(from) => from,
-    };
-    let [target] = from.as_slice() else {
-        return Err(SqlError::not_supported("multi-table DELETE"));
-    };
-    if !delete.tables.is_empty() || delete.using.is_some() || !target.joins.is_empty() {
-        return Err(SqlError::not_supported("multi-table DELETE"));
-    }
-    let (table, _) = select::table_of(session, &target.relation)?;
-    let plan = SelectPlan::for_write(
-        &table,
-        delete.selection.as_ref(),
-        &delete.order_by,
-        delete.limit.as_ref(),
-        placeholders,
-    )?;
+fn run_delete(session: &mut Session, plan: &WritePlan, params: &[Value]) -> SqlResult<Outcome> {
+    let table = &plan.table;
     let affected = session.transactional(|tx, session| {
         tx.wrote(table.table.id);
-        let rows = select::fetch(tx, session, &plan, &table, params, false)?;
-        let rows = plan.limited(session, rows, params)?;
+        let rows = select::fetch(tx, session, &plan.rows, table, params, false)?;
+        let rows = plan.rows.limited(session, rows, params)?;
         for row in &rows {
             let key = table.key_of(row);
             tx.transaction.delete(&table.table, &key)?;
         }
         if !rows.is_empty() {
-            tx.finish_writes(unique_indexes(&table).is_empty())?;
+            tx.finish_writes(plan.may_wait)?;
         }
         Ok(rows.len() as u64)
     })?;

@@ -66,6 +66,8 @@ pub struct PlanCache {
     plan: Option<std::sync::Arc<select::SelectPlan>>,
     /// Whether the plan is a point read (`Some(None)`: looked, it is not).
     point_read: Option<Option<std::sync::Arc<crate::point_read::PointRead>>>,
+    /// An UPDATE's or DELETE's bound plan.
+    write: Option<std::sync::Arc<dml::WritePlan>>,
 }
 
 /// A statement parsed once, with where each `?` is.
@@ -307,7 +309,40 @@ impl<'c> Session<'c> {
             let plan = self.cached_plan(query, &parsed.placeholders, cache)?;
             return select::execute(self, &plan, params);
         }
+        if let Some(plan) = self.cached_write_plan(parsed, cache)? {
+            self.warnings.clear();
+            return dml::run_write(self, &plan, params);
+        }
         self.execute_uncached(parsed, params)
+    }
+
+    /// An UPDATE's or DELETE's bound plan from `cache`, bound again as a query's is
+    /// ([`Session::cached_plan`]); `None` for other statements.
+    fn cached_write_plan(
+        &mut self,
+        parsed: &Parsed,
+        cache: &mut PlanCache,
+    ) -> SqlResult<Option<std::sync::Arc<dml::WritePlan>>> {
+        if !matches!(
+            parsed.statement,
+            Statement::Update { .. } | Statement::Delete(_)
+        ) {
+            return Ok(None);
+        }
+        let generation = self.catalog.generation();
+        if let Some(plan) = &cache.write {
+            if cache.generation == generation && cache.database == self.database {
+                return Ok(Some(plan.clone()));
+            }
+        }
+        let plan = dml::bind_write(self, parsed)?.map(std::sync::Arc::new);
+        *cache = PlanCache {
+            generation,
+            database: self.database.clone(),
+            write: plan.clone(),
+            ..PlanCache::default()
+        };
+        Ok(plan)
     }
 
     /// The query's plan from `cache`, bound again when a table it names may have changed
@@ -329,7 +364,7 @@ impl<'c> Session<'c> {
                     generation,
                     database: self.database.clone(),
                     plan: Some(plan.clone()),
-                    point_read: None,
+                    ..PlanCache::default()
                 };
                 Ok(plan)
             }
@@ -366,28 +401,6 @@ impl<'c> Session<'c> {
         }
         match &parsed.statement {
             Statement::Insert(insert) => dml::insert(self, insert, &parsed.placeholders, params),
-            Statement::Update {
-                table,
-                assignments,
-                from,
-                selection,
-                limit,
-                ..
-            } => {
-                if from.is_some() {
-                    return Err(SqlError::not_supported("UPDATE ... FROM"));
-                }
-                dml::update(
-                    self,
-                    table,
-                    assignments,
-                    selection.as_ref(),
-                    limit.as_ref(),
-                    parsed,
-                    params,
-                )
-            }
-            Statement::Delete(delete) => dml::delete(self, delete, &parsed.placeholders, params),
             other => admin::run(self, other, &parsed.placeholders, params),
         }
     }
