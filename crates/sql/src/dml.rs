@@ -352,12 +352,20 @@ pub struct WritePlan {
     table: Arc<SqlTable>,
     /// How the rows are found, ordered and cut.
     rows: SelectPlan,
-    /// The UPDATE's `SET column = expr`s; `None` for a DELETE.
-    assignments: Option<Vec<(usize, Expr)>>,
-    /// The UPDATE changes a primary key column (each row is deleted and inserted again).
-    changes_key: bool,
+    change: Change,
     /// Its writes may wait for the transaction's next batch (`Tx::finish_writes`).
     may_wait: bool,
+}
+
+/// What a bound write does to each row it finds.
+enum Change {
+    Update {
+        /// `SET column = expr`, ...
+        assignments: Vec<(usize, Expr)>,
+        /// A primary key column changes: each row is deleted and inserted again.
+        changes_key: bool,
+    },
+    Delete,
 }
 
 /// Binds an UPDATE or DELETE; `None` for any other statement.
@@ -414,8 +422,10 @@ fn bind_update(
     Ok(WritePlan {
         table,
         rows,
-        assignments: Some(assignments),
-        changes_key,
+        change: Change::Update {
+            assignments,
+            changes_key,
+        },
         may_wait,
     })
 }
@@ -446,17 +456,19 @@ fn bind_delete(
     Ok(WritePlan {
         table,
         rows,
-        assignments: None,
-        changes_key: false,
+        change: Change::Delete,
         may_wait,
     })
 }
 
 /// Runs a bound UPDATE or DELETE with `params` for its `?`s.
 pub fn run_write(session: &mut Session, plan: &WritePlan, params: &[Value]) -> SqlResult<Outcome> {
-    match &plan.assignments {
-        Some(assignments) => run_update(session, plan, assignments, params),
-        None => run_delete(session, plan, params),
+    match &plan.change {
+        Change::Update {
+            assignments,
+            changes_key,
+        } => run_update(session, plan, assignments, *changes_key, params),
+        Change::Delete => run_delete(session, plan, params),
     }
 }
 
@@ -464,6 +476,7 @@ fn run_update(
     session: &mut Session,
     plan: &WritePlan,
     assignments: &[(usize, Expr)],
+    changes_key: bool,
     params: &[Value],
 ) -> SqlResult<Outcome> {
     let table = &plan.table;
@@ -485,7 +498,7 @@ fn run_update(
             }
             affected += 1;
             let key = table.key_of(row);
-            if plan.changes_key {
+            if changes_key {
                 let mut new_row = row.clone();
                 for (c, v) in changed {
                     new_row[usize::from(c)] = v;
