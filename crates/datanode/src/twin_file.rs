@@ -232,11 +232,13 @@ impl TwinReader {
 /// What the file system is doing for a [`TwinWriter`]'s write in flight.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Step {
+    /// Closing the twin's file, kept open since an image of another length was written
+    /// to it: it is opened emptied next.
+    Closing,
     Opening,
     /// Writing from this offset of the image.
     Writing(usize),
     Syncing,
-    Closing,
 }
 
 /// Request ids of a [`TwinWriter`]: the step each answers.
@@ -249,23 +251,37 @@ const CLOSING: u64 = 4 << 32;
 #[derive(Debug, PartialEq)]
 pub(crate) enum WriteProgress<H> {
     Going,
-    /// The image is durable: what waited for it may go.
-    Durable(Vec<H>),
-    /// The write is over; `again`: changes made meanwhile need another.
-    Finished {
+    /// The image is durable and the write over: what waited for it may go; `again`:
+    /// changes made meanwhile need another write.
+    Durable {
+        held: Vec<H>,
         again: bool,
     },
 }
 
+/// One twin's file, kept open between writes.
+#[derive(Clone, Copy, Debug)]
+struct OpenTwin {
+    file: u32,
+    /// The length of the image it holds.
+    length: usize,
+}
+
 /// The writes of one kind of twin file: one at a time, each of the whole content. `H` is
 /// what waits for a write to be durable (a confirmation to send).
+///
+/// Both twins stay open once written. An image as long as the one its twin holds
+/// overwrites it in place: a sync of the data alone, where emptying the file first
+/// makes the sync commit the file system's journal too (about three times as long
+/// here), and a global checkpoint's round waits for the control file's write.
 pub(crate) struct TwinWriter<H> {
     kind: TwinKind,
     /// The sequence number of the latest image handed to the disk.
     sequence: u64,
     step: Option<Step>,
     image: Vec<u8>,
-    file: u32,
+    /// The twins' files once opened by this writer, by slot (`sequence % 2`).
+    open: [Option<OpenTwin>; 2],
     /// What the write in flight makes durable.
     in_flight: Vec<H>,
     /// What waits for changes made since the write in flight began: the next write.
@@ -282,7 +298,7 @@ impl<H> TwinWriter<H> {
             sequence,
             step: None,
             image: Vec::new(),
-            file: 0,
+            open: [None; 2],
             in_flight: Vec::new(),
             next: Vec::new(),
             dirty: false,
@@ -306,13 +322,21 @@ impl<H> TwinWriter<H> {
     /// Starts writing `image` (sealed with [`TwinWriter::next_sequence`]).
     pub fn start(&mut self, ctx: &mut Context, image: Vec<u8>) -> Result<(), String> {
         self.sequence += 1;
-        self.image = image;
         self.in_flight = std::mem::take(&mut self.next);
         self.dirty = false;
-        self.step = Some(Step::Opening);
-        let request = FileRequest::open_empty(OPENING);
-        ctx.request_io(&request, self.kind.path_of(self.sequence).as_bytes())
-            .map_err(|_| "no section for a file's name".to_string())
+        let step = match self.open[self.slot()] {
+            Some(twin) if twin.length == image.len() => Step::Writing(0),
+            Some(_) => Step::Closing,
+            None => Step::Opening,
+        };
+        self.image = image;
+        self.step = Some(step);
+        self.request(ctx, step)
+    }
+
+    /// The slot of the image in flight.
+    fn slot(&self) -> usize {
+        (self.sequence % 2) as usize
     }
 
     /// The file system's answer to one of the write's requests.
@@ -328,37 +352,51 @@ impl<H> TwinWriter<H> {
                 reply.status
             ));
         }
-        let (step, progress) = match (self.step, reply.request_id) {
+        let slot = self.slot();
+        let step = match (self.step, reply.request_id) {
+            (Some(Step::Closing), CLOSING) => {
+                self.open[slot] = None;
+                Step::Opening
+            }
             (Some(Step::Opening), OPENING) => {
-                self.file = reply.file;
-                (Step::Writing(0), WriteProgress::Going)
+                let length = self.image.len();
+                self.open[slot] = Some(OpenTwin {
+                    file: reply.file,
+                    length,
+                });
+                Step::Writing(0)
             }
             (Some(Step::Writing(offset)), WRITING) => {
                 let written = offset + reply.length as usize;
-                let step = match written < self.image.len() {
+                match written < self.image.len() {
                     true => Step::Writing(written),
                     false => Step::Syncing,
-                };
-                (step, WriteProgress::Going)
+                }
             }
             (Some(Step::Syncing), SYNCING) => {
-                let durable = std::mem::take(&mut self.in_flight);
-                (Step::Closing, WriteProgress::Durable(durable))
-            }
-            (Some(Step::Closing), CLOSING) => {
                 self.step = None;
                 self.image = Vec::new();
-                return Ok(WriteProgress::Finished { again: self.dirty });
+                let held = std::mem::take(&mut self.in_flight);
+                let again = self.dirty;
+                return Ok(WriteProgress::Durable { held, again });
             }
             (step, id) => unreachable!("twin file reply {id:#x} in step {step:?}"),
         };
         self.step = Some(step);
         self.request(ctx, step)?;
-        Ok(progress)
+        Ok(WriteProgress::Going)
     }
 
     fn request(&mut self, ctx: &mut Context, step: Step) -> Result<(), String> {
+        let file = self.open[self.slot()].map_or(0, |twin| twin.file);
         let (request_id, operation, data) = match step {
+            Step::Opening => {
+                let request = FileRequest::open_empty(OPENING);
+                let path = self.kind.path_of(self.sequence);
+                return ctx
+                    .request_io(&request, path.as_bytes())
+                    .map_err(|_| "no section for a file's name".to_string());
+            }
             Step::Writing(offset) => {
                 let end = (offset + SECTION_BYTES_MAX).min(self.image.len());
                 let write = FileOperation::Write {
@@ -368,11 +406,10 @@ impl<H> TwinWriter<H> {
             }
             Step::Syncing => (SYNCING, FileOperation::Sync, &[][..]),
             Step::Closing => (CLOSING, FileOperation::Close, &[][..]),
-            Step::Opening => unreachable!("a write opens its file in start"),
         };
         let request = FileRequest {
             request_id,
-            file: self.file,
+            file,
             operation,
         };
         ctx.request_io(&request, data)

@@ -259,6 +259,24 @@ fn every_saved_gci_restores_every_replica_to_a_state_the_cluster_was_in() {
     one_gci_per_transaction(&[&cluster.disks[&nodes[0]], &cluster.disks[&nodes[1]]]);
 }
 
+/// Every round waits for each member's control file write: each twin is opened once and
+/// then overwritten in place, a sync of its data alone (emptying it first would make each
+/// sync commit the file system's journal too).
+#[test]
+fn the_control_file_is_overwritten_in_place_round_after_round() {
+    let mut cluster = Node::start_cluster(cluster_settings(2, 2, node_settings), 64 << 20, 7);
+    cluster.run_for_ms(40 * GCP_INTERVAL_MS);
+    let saved = saved_gcis(&cluster);
+    assert!(saved.len() >= 20, "GCIs advance: {saved:?}");
+    for node in [NodeId(1), NodeId(2)] {
+        for twin in ["control/node.0", "control/node.1"] {
+            // Once by the start's read, once by the first write to it.
+            let opens = cluster.disks[&node].opens(std::path::Path::new(twin));
+            assert!(opens <= 2, "{twin} of {node:?} opened {opens} times");
+        }
+    }
+}
+
 #[test]
 fn checkpoints_go_on_when_the_master_fails_amid_a_round() {
     // The crash lands in a different step of a round for each seed.

@@ -628,12 +628,10 @@ impl Dictionary {
         };
         match writer.replied(ctx, reply) {
             Ok(WriteProgress::Going) => {}
-            Ok(WriteProgress::Durable(confs)) => {
-                for (receiver, conf) in confs {
+            Ok(WriteProgress::Durable { held, again }) => {
+                for (receiver, conf) in held {
                     ctx.send_typed(receiver, &conf);
                 }
-            }
-            Ok(WriteProgress::Finished { again }) => {
                 if again {
                     self.write_schema(ctx)
                 }

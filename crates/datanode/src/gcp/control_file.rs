@@ -361,27 +361,33 @@ impl NodeControl {
         }
         match self.writer.replied(ctx, reply)? {
             WriteProgress::Going => {}
-            WriteProgress::Durable(held) => {
+            WriteProgress::Durable { held, again } => {
                 for held in held {
-                    match held {
-                        Held::ReportTo(dict) => ctx.send_typed(dict, &self.disk_state()),
-                        Held::ConfirmTo(dict) => ctx.send_typed(dict, &DiskStateSetConf {}),
-                        Held::Recorded {
-                            master,
-                            gci,
-                            holds_data,
-                        } => {
-                            let holds_data = u32::from(holds_data);
-                            ctx.send_typed(master, &GcpRecordConf { gci, holds_data });
-                        }
-                        Held::OpenLogs => self.open_logs(ctx),
-                    }
+                    self.release(ctx, held);
+                }
+                if again {
+                    self.write(ctx)?;
                 }
             }
-            WriteProgress::Finished { again: true } => self.write(ctx)?,
-            WriteProgress::Finished { again: false } => {}
         }
         Ok(())
+    }
+
+    /// A write that `held` waited for is durable.
+    fn release(&self, ctx: &mut Context, held: Held) {
+        match held {
+            Held::ReportTo(dict) => ctx.send_typed(dict, &self.disk_state()),
+            Held::ConfirmTo(dict) => ctx.send_typed(dict, &DiskStateSetConf {}),
+            Held::Recorded {
+                master,
+                gci,
+                holds_data,
+            } => {
+                let holds_data = u32::from(holds_data);
+                ctx.send_typed(master, &GcpRecordConf { gci, holds_data });
+            }
+            Held::OpenLogs => self.open_logs(ctx),
+        }
     }
 
     /// The start's read is over: this start is the node's next life, recorded before

@@ -113,6 +113,8 @@ struct DiskState {
     /// Open file numbers of the node's current life.
     open: HashMap<u32, PathBuf>,
     next_file: u32,
+    /// How many times each path was opened, over every life of the node.
+    opens: HashMap<PathBuf, u64>,
     /// Bytes all files may take together; `None`: unbounded.
     capacity_bytes: Option<usize>,
 }
@@ -190,6 +192,11 @@ impl SimulatedDisk {
         Some(contents)
     }
 
+    /// How many times `path` was opened (for tests of how files are kept).
+    pub fn opens(&self, path: &Path) -> u64 {
+        self.state().opens.get(path).copied().unwrap_or(0)
+    }
+
     /// Replaces what `path` holds, durably (for tests that damage files).
     pub fn put(&self, path: &Path, contents: Vec<u8>) {
         let mut state = self.state();
@@ -220,6 +227,7 @@ impl FileStorage for SimulatedDisk {
         }
         state.next_file += 1;
         let file = state.next_file;
+        *state.opens.entry(path.clone()).or_default() += 1;
         state.open.insert(file, path);
         Ok(file)
     }
