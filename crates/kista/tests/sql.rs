@@ -245,6 +245,11 @@ fn text_inserts_parsed_once_per_shape_store_what_the_whole_parse_stores() {
     run_pymysql_script("text_inserts.py", "text inserts ok");
 }
 
+#[test]
+fn insert_select_inserts_the_query_rows_as_values_rows_all_or_none() {
+    run_pymysql_script("insert_select.py", "insert select ok");
+}
+
 /// Runs `tests/sql/SCRIPT` (PyMySQL) against a `kista up` of its own; it must succeed and
 /// print `done`.
 fn run_pymysql_script(script: &str, done: &str) {

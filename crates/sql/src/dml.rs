@@ -1,15 +1,16 @@
 //! INSERT, REPLACE, UPDATE and DELETE, as key operations in the session's transaction.
 //!
 //! - INSERT sends all its rows in one batch; AUTO_INCREMENT values come from the
-//!   catalog's reserve. INSERT IGNORE and ON DUPLICATE KEY UPDATE first read the keys
+//!   catalog's reserve. `INSERT ... SELECT` runs its query first and inserts the rows it
+//!   answers as VALUES rows. INSERT IGNORE and ON DUPLICATE KEY UPDATE first read the keys
 //!   under an exclusive lock, by primary key and by each unique index (an operation the
 //!   cluster refuses aborts the whole transaction, so a duplicate must be found before it
 //!   is written); the first row found (primary key first, then the unique indexes in
 //!   order, as MySQL) is the one ignored against or updated.
 //! - REPLACE writes (upserts) each row.
 //! - UPDATE and DELETE find their rows like SELECT (`select::fetch`) under an exclusive
-//!   lock, order and cut them (ORDER BY, LIMIT), then change them in the same transaction; an UPDATE that changes the primary
-//!   key deletes the row and inserts it under its new key. Inside a transaction their
+//!   lock, order and cut them (ORDER BY, LIMIT), then change them in the same
+//!   transaction; an UPDATE that changes the primary key deletes the row and inserts it under its new key. Inside a transaction their
 //!   writes go with its next batch when nothing can refuse them (`Tx::finish_writes`).
 
 use std::sync::Arc;
@@ -21,13 +22,13 @@ use sqlparser::tokenizer::Location;
 
 use kista_client::schema::IndexKind;
 use kista_client::types::Value;
-use kista_client::LockKind;
+use kista_client::{Executed, LockKind, OpIndex};
 
 use crate::catalog::SqlTable;
 use crate::error::{SqlError, SqlResult};
-use crate::expr::{bind, eval, Binder, Expr};
+use crate::expr::{bind, eval, Binder, EvalContext, Expr};
 use crate::select::{self, split_name, SelectPlan};
-use crate::session::{Outcome, Parsed, Session};
+use crate::session::{Outcome, Parsed, Session, Tx};
 use crate::value::{coerce, same_value, same_values, to_i64};
 
 /// Makes `value` fit column `column` of `table` (NULL refused in NOT NULL columns).
@@ -53,196 +54,47 @@ pub fn insert(
     };
     let (database, table_name) = split_name(session, name)?;
     let table = session.catalog.table(&database, &table_name)?;
-    let schema = table.schema();
-    let width = schema.columns.len();
-    let targets: Vec<usize> = if insert.columns.is_empty() {
-        (0..width).collect()
-    } else {
-        insert
-            .columns
-            .iter()
-            .map(|c| {
-                table
-                    .column_index(&c.value)
-                    .ok_or_else(|| SqlError::unknown_column(&c.value, "field list"))
-            })
-            .collect::<SqlResult<_>>()?
-    };
+    let targets = target_columns(&table, &insert.columns)?;
     let source = insert
         .source
         .as_ref()
         .ok_or_else(|| SqlError::not_supported("INSERT ... SET"))?;
-    let SetExpr::Values(values) = source.body.as_ref() else {
-        return Err(SqlError::not_supported("INSERT ... SELECT"));
+    let given = match source.body.as_ref() {
+        SetExpr::Values(values) => {
+            values_given(session, &table, &targets, values, placeholders, params)?
+        }
+        _ => selected_given(session, &table, &targets, source, placeholders, params)?,
     };
-    let variable = |name: &str| session.variable(name);
-    let ctx = session.eval_context(params, &[], &variable);
-    let mut rows: Vec<Vec<Value>> = Vec::with_capacity(values.rows.len());
-    let mut auto_needed = 0u64;
-    for exprs in &values.rows {
-        if exprs.len() != targets.len() {
-            return Err(SqlError::column_count(targets.len(), exprs.len()));
-        }
-        let mut given: Vec<Option<Value>> = vec![None; width];
-        for (&column, e) in targets.iter().zip(exprs) {
-            if matches!(e, ast::Expr::Identifier(ident) if ident.value.eq_ignore_ascii_case("DEFAULT") && ident.quote_style.is_none())
-            {
-                continue;
-            }
-            let mut binder = Binder::without_columns(placeholders, "field list");
-            let bound = bind(&mut binder, e)?;
-            given[column] = Some(eval(&bound, &[], &ctx)?);
-        }
-        let mut row = Vec::with_capacity(width);
-        for (column, value) in given.into_iter().enumerate() {
-            let definition = &schema.columns[column];
-            let is_auto = table.auto_increment == Some(column);
-            let value = match value {
-                Some(v) if is_auto && (v.is_null() || to_i64(&v) == Some(0)) => None,
-                Some(v) => Some(v),
-                None => None,
-            };
-            row.push(match value {
-                Some(v) => fit(&table, column, &v)?,
-                None if is_auto => {
-                    auto_needed += 1;
-                    Value::Null
-                }
-                None => match &definition.default {
-                    Some(default) => default.clone(),
-                    None if definition.nullable => Value::Null,
-                    None => {
-                        return Err(SqlError::new(
-                            1364,
-                            "HY000",
-                            format!("Field '{}' doesn't have a default value", definition.name),
-                        ));
-                    }
-                },
-            });
-        }
-        rows.push(row);
-    }
-    let mut first_auto = 0;
-    if let Some(column) = table.auto_increment {
-        if auto_needed > 0 {
-            first_auto = session.catalog.next_auto_increment(&table, auto_needed)?;
-        }
-        let mut next = first_auto;
-        let mut highest_given = None;
-        for row in &mut rows {
-            if row[column].is_null() {
-                row[column] = fit(&table, column, &Value::UInt(next))?;
-                next += 1;
-            } else if let Some(v) = to_i64(&row[column]).filter(|v| *v > 0) {
-                highest_given = Some(highest_given.map_or(v as u64, |h: u64| h.max(v as u64)));
-            }
-        }
-        if let Some(highest) = highest_given {
-            session.catalog.saw_auto_increment_value(&table, highest)?;
-        }
-    }
+    let mut rows = given
+        .into_iter()
+        .map(|row| complete_row(&table, row))
+        .collect::<SqlResult<Vec<_>>>()?;
+    let first_auto = number_auto_increment(session, &table, &mut rows)?;
     let duplicate_update = match &insert.on {
         Some(OnInsert::DuplicateKeyUpdate(assignments)) => Some(bind_assignments(
             &table,
             assignments,
             placeholders,
-            Some(width),
+            Some(table.schema().columns.len()),
         )?),
         Some(_) => return Err(SqlError::not_supported("ON CONFLICT")),
         None => None,
     };
     let replace = insert.replace_into;
-    let ignore = insert.ignore;
     let mut ignored = 0;
     let affected = session.transactional(|tx, session| {
         tx.wrote(table.table.id);
-        if !ignore && duplicate_update.is_none() {
-            for row in &rows {
-                tx.wrote_row(table.table.id, table.key_of(row));
-                if replace {
-                    tx.transaction.write(&table.table, row.clone())?;
-                } else {
-                    tx.transaction.insert(&table.table, row.clone())?;
-                }
-            }
-            tx.execute(true)?;
-            return Ok(rows.len() as u64);
+        if !insert.ignore && duplicate_update.is_none() {
+            return insert_rows(tx, &table, &rows, replace);
         }
-        // IGNORE / ON DUPLICATE KEY UPDATE: look first, under a lock, by every unique key.
-        // Each row's keys: its primary key, then its key in each unique index (`None` when
-        // NULL: NULL never equals anything, so it clashes with no row).
-        let unique = unique_indexes(&table);
-        let row_keys: Vec<Vec<Option<Vec<Value>>>> = rows
-            .iter()
-            .map(|row| {
-                let unique_keys = unique
-                    .iter()
-                    .map(|(_, columns)| unique_key_of(row, columns));
-                std::iter::once(Some(table.key_of(row)))
-                    .chain(unique_keys)
-                    .collect()
-            })
-            .collect();
-        let mut lookups = Vec::with_capacity(rows.len());
-        for keys in &row_keys {
-            let mut ops = Vec::with_capacity(keys.len());
-            for (position, key) in keys.iter().enumerate() {
-                let Some(key) = key else { continue };
-                let lock = LockKind::Exclusive;
-                ops.push(match position.checked_sub(1) {
-                    None => tx.transaction.read(&table.table, key, lock)?,
-                    Some(index) => {
-                        let name = &unique[index].0;
-                        tx.transaction
-                            .read_unique(&table.table, name, key, lock, Vec::new())?
-                    }
-                });
-            }
-            lookups.push(ops);
-        }
-        let found = tx.execute(false)?;
+        let found = read_unique_keys(tx, &table, &rows)?;
         let variable = |name: &str| session.variable(name);
         let ctx = session.eval_context(params, &[], &variable);
-        let mut affected = 0;
-        ignored = 0;
-        // Keys of the rows this statement inserts, for clashes among its own rows.
-        let mut inserted: Vec<&[Option<Vec<Value>>]> = Vec::new();
-        for ((row, keys), ops) in rows.iter().zip(&row_keys).zip(&lookups) {
-            let clashes_in_statement = inserted.iter().any(|earlier| {
-                earlier.iter().zip(keys).any(|pair| match pair {
-                    (Some(a), Some(b)) => same_values(a, b),
-                    _ => false,
-                })
-            });
-            let existing = ops.iter().find_map(|&op| found.row(op));
-            match (existing, &duplicate_update) {
-                (None, _) if !clashes_in_statement => {
-                    tx.wrote_row(table.table.id, table.key_of(row));
-                    tx.transaction.insert(&table.table, row.clone())?;
-                    inserted.push(keys);
-                    affected += 1;
-                }
-                (Some(existing), Some(assignments)) => {
-                    let key = &table.key_of(existing);
-                    let mut both = existing.to_vec();
-                    both.extend(row.iter().cloned());
-                    let changes = evaluate_assignments(&table, assignments, &both, &ctx)?;
-                    let changed: Vec<(u16, Value)> = changes
-                        .into_iter()
-                        .filter(|(c, v)| !same_value(&existing[usize::from(*c)], v))
-                        .collect();
-                    if !changed.is_empty() {
-                        tx.wrote_row(table.table.id, key.clone());
-                        tx.transaction.update(&table.table, key, changed)?;
-                        affected += 2;
-                    }
-                }
-                _ => ignored += 1,
-            }
-        }
+        let update = duplicate_update.as_deref();
+        let outcome = insert_unless_duplicate(tx, &table, &rows, &found, update, &ctx)?;
+        ignored = outcome.ignored;
         tx.execute(true)?;
-        Ok(affected)
+        Ok(outcome.affected)
     });
     let affected = affected.map_err(|e| duplicate_message(e, &table, &rows))?;
     for _ in 0..ignored {
@@ -256,6 +108,277 @@ pub fn insert(
         last_insert_id: first_auto,
         info: String::new(),
     })
+}
+
+/// Inserts (or with REPLACE, writes) `rows`; a duplicate key fails the statement.
+fn insert_rows(
+    tx: &mut Tx,
+    table: &SqlTable,
+    rows: &[Vec<Value>],
+    replace: bool,
+) -> SqlResult<u64> {
+    for row in rows {
+        tx.wrote_row(table.table.id, table.key_of(row));
+        if replace {
+            tx.transaction.write(&table.table, row.clone())?;
+        } else {
+            tx.transaction.insert(&table.table, row.clone())?;
+        }
+    }
+    tx.execute(true)?;
+    Ok(rows.len() as u64)
+}
+
+/// Each row's keys (its primary key, then its key in each unique index in order; `None`
+/// where NULL, which clashes with no row) and what an exclusive read of each found.
+struct FoundKeys {
+    row_keys: Vec<Vec<Option<Vec<Value>>>>,
+    lookups: Vec<Vec<OpIndex>>,
+    found: Executed,
+}
+
+/// For IGNORE and ON DUPLICATE KEY UPDATE: reads every row's keys under an exclusive lock
+/// first (an operation the cluster refuses aborts the whole transaction, so a duplicate
+/// must be found before it is written).
+fn read_unique_keys(tx: &mut Tx, table: &SqlTable, rows: &[Vec<Value>]) -> SqlResult<FoundKeys> {
+    let unique = unique_indexes(table);
+    let row_keys: Vec<Vec<Option<Vec<Value>>>> = rows
+        .iter()
+        .map(|row| {
+            let unique_keys = unique
+                .iter()
+                .map(|(_, columns)| unique_key_of(row, columns));
+            std::iter::once(Some(table.key_of(row)))
+                .chain(unique_keys)
+                .collect()
+        })
+        .collect();
+    let mut lookups = Vec::with_capacity(rows.len());
+    for keys in &row_keys {
+        let mut ops = Vec::with_capacity(keys.len());
+        for (position, key) in keys.iter().enumerate() {
+            let Some(key) = key else { continue };
+            let lock = LockKind::Exclusive;
+            ops.push(match position.checked_sub(1) {
+                None => tx.transaction.read(&table.table, key, lock)?,
+                Some(index) => {
+                    let name = &unique[index].0;
+                    tx.transaction
+                        .read_unique(&table.table, name, key, lock, Vec::new())?
+                }
+            });
+        }
+        lookups.push(ops);
+    }
+    let found = tx.execute(false)?;
+    Ok(FoundKeys {
+        row_keys,
+        lookups,
+        found,
+    })
+}
+
+/// What IGNORE or ON DUPLICATE KEY UPDATE did: rows affected as MySQL counts them (1 per
+/// insert, 2 per update), and rows ignored.
+struct DuplicateOutcome {
+    affected: u64,
+    ignored: u64,
+}
+
+/// Inserts the rows whose keys clash with no row (found, or inserted earlier by the
+/// statement); a clashing row is updated by `assignments` (ON DUPLICATE KEY UPDATE: the
+/// first row found, primary key first, as MySQL) or else ignored.
+fn insert_unless_duplicate(
+    tx: &mut Tx,
+    table: &SqlTable,
+    rows: &[Vec<Value>],
+    keys: &FoundKeys,
+    assignments: Option<&[(usize, Expr)]>,
+    ctx: &EvalContext,
+) -> SqlResult<DuplicateOutcome> {
+    let mut outcome = DuplicateOutcome {
+        affected: 0,
+        ignored: 0,
+    };
+    let mut inserted: Vec<&[Option<Vec<Value>>]> = Vec::new();
+    for ((row, row_keys), ops) in rows.iter().zip(&keys.row_keys).zip(&keys.lookups) {
+        let clashes_in_statement = inserted.iter().any(|earlier| {
+            earlier.iter().zip(row_keys).any(|pair| match pair {
+                (Some(a), Some(b)) => same_values(a, b),
+                _ => false,
+            })
+        });
+        let existing = ops.iter().find_map(|&op| keys.found.row(op));
+        match (existing, assignments) {
+            (None, _) if !clashes_in_statement => {
+                tx.wrote_row(table.table.id, table.key_of(row));
+                tx.transaction.insert(&table.table, row.clone())?;
+                inserted.push(row_keys);
+                outcome.affected += 1;
+            }
+            (Some(existing), Some(assignments)) => {
+                let key = &table.key_of(existing);
+                let mut both = existing.to_vec();
+                both.extend(row.iter().cloned());
+                let changes = evaluate_assignments(table, assignments, &both, ctx)?;
+                let changed: Vec<(u16, Value)> = changes
+                    .into_iter()
+                    .filter(|(c, v)| !same_value(&existing[usize::from(*c)], v))
+                    .collect();
+                if !changed.is_empty() {
+                    tx.wrote_row(table.table.id, key.clone());
+                    tx.transaction.update(&table.table, key, changed)?;
+                    outcome.affected += 2;
+                }
+            }
+            _ => outcome.ignored += 1,
+        }
+    }
+    Ok(outcome)
+}
+
+/// The columns an INSERT names (all, in order, when it names none).
+fn target_columns(table: &SqlTable, columns: &[ast::Ident]) -> SqlResult<Vec<usize>> {
+    if columns.is_empty() {
+        return Ok((0..table.schema().columns.len()).collect());
+    }
+    columns
+        .iter()
+        .map(|c| {
+            table
+                .column_index(&c.value)
+                .ok_or_else(|| SqlError::unknown_column(&c.value, "field list"))
+        })
+        .collect()
+}
+
+/// A row as an INSERT gives it: a value for each column of the table it names (`None`:
+/// not given, or `DEFAULT`).
+type GivenRow = Vec<Option<Value>>;
+
+/// The rows of `INSERT ... VALUES`.
+fn values_given(
+    session: &Session,
+    table: &SqlTable,
+    targets: &[usize],
+    values: &ast::Values,
+    placeholders: &[Location],
+    params: &[Value],
+) -> SqlResult<Vec<GivenRow>> {
+    let variable = |name: &str| session.variable(name);
+    let ctx = session.eval_context(params, &[], &variable);
+    let width = table.schema().columns.len();
+    let mut rows = Vec::with_capacity(values.rows.len());
+    for exprs in &values.rows {
+        if exprs.len() != targets.len() {
+            return Err(SqlError::column_count(targets.len(), exprs.len()));
+        }
+        let mut given: GivenRow = vec![None; width];
+        for (&column, e) in targets.iter().zip(exprs) {
+            if matches!(e, ast::Expr::Identifier(ident) if ident.value.eq_ignore_ascii_case("DEFAULT") && ident.quote_style.is_none())
+            {
+                continue;
+            }
+            let mut binder = Binder::without_columns(placeholders, "field list");
+            let bound = bind(&mut binder, e)?;
+            given[column] = Some(eval(&bound, &[], &ctx)?);
+        }
+        rows.push(given);
+    }
+    Ok(rows)
+}
+
+/// The rows of `INSERT ... SELECT`: the query runs first, in the statement's
+/// transaction when one is open (so `INSERT INTO t SELECT ... FROM t` reads `t` as it was
+/// before the statement), and its rows are inserted as VALUES rows would be.
+fn selected_given(
+    session: &mut Session,
+    table: &SqlTable,
+    targets: &[usize],
+    query: &ast::Query,
+    placeholders: &[Location],
+    params: &[Value],
+) -> SqlResult<Vec<GivenRow>> {
+    let plan = select::bind_query(session, query, placeholders)?;
+    let Outcome::Rows { columns, rows } = select::execute(session, &plan, params)? else {
+        unreachable!("a query answers with rows");
+    };
+    if columns.len() != targets.len() {
+        return Err(SqlError::column_count(targets.len(), columns.len()));
+    }
+    let width = table.schema().columns.len();
+    let given = rows.into_iter().map(|row| {
+        let mut given: GivenRow = vec![None; width];
+        for (&column, value) in targets.iter().zip(row) {
+            given[column] = Some(value);
+        }
+        given
+    });
+    Ok(given.collect())
+}
+
+/// A given row made whole: each value fitted to its column, the columns not given set to
+/// their defaults; an AUTO_INCREMENT column given no value (or NULL or 0) is left NULL
+/// for [`number_auto_increment`].
+fn complete_row(table: &SqlTable, given: GivenRow) -> SqlResult<Vec<Value>> {
+    let schema = table.schema();
+    let mut row = Vec::with_capacity(given.len());
+    for (column, value) in given.into_iter().enumerate() {
+        let definition = &schema.columns[column];
+        let is_auto = table.auto_increment == Some(column);
+        let value = match value {
+            Some(v) if is_auto && (v.is_null() || to_i64(&v) == Some(0)) => None,
+            other => other,
+        };
+        row.push(match value {
+            Some(v) => fit(table, column, &v)?,
+            None if is_auto => Value::Null,
+            None => match &definition.default {
+                Some(default) => default.clone(),
+                None if definition.nullable => Value::Null,
+                None => {
+                    return Err(SqlError::new(
+                        1364,
+                        "HY000",
+                        format!("Field '{}' doesn't have a default value", definition.name),
+                    ));
+                }
+            },
+        });
+    }
+    Ok(row)
+}
+
+/// Gives the rows' AUTO_INCREMENT column its next values where it is NULL, and has the
+/// catalog's counter pass the highest value given. Returns the first value generated (0:
+/// none).
+fn number_auto_increment(
+    session: &mut Session,
+    table: &SqlTable,
+    rows: &mut [Vec<Value>],
+) -> SqlResult<u64> {
+    let Some(column) = table.auto_increment else {
+        return Ok(0);
+    };
+    let needed = rows.iter().filter(|row| row[column].is_null()).count() as u64;
+    let first_auto = match needed {
+        0 => 0,
+        _ => session.catalog.next_auto_increment(table, needed)?,
+    };
+    let mut next = first_auto;
+    let mut highest_given = None;
+    for row in rows.iter_mut() {
+        if row[column].is_null() {
+            row[column] = fit(table, column, &Value::UInt(next))?;
+            next += 1;
+        } else if let Some(v) = to_i64(&row[column]).filter(|v| *v > 0) {
+            highest_given = Some(highest_given.map_or(v as u64, |h: u64| h.max(v as u64)));
+        }
+    }
+    if let Some(highest) = highest_given {
+        session.catalog.saw_auto_increment_value(table, highest)?;
+    }
+    Ok(first_auto)
 }
 
 /// The table's unique indexes: name and columns.
