@@ -250,6 +250,11 @@ fn insert_select_inserts_the_query_rows_as_values_rows_all_or_none() {
     run_pymysql_script("insert_select.py", "insert select ok");
 }
 
+#[test]
+fn uncorrelated_subqueries_answer_as_mysql_and_correlated_ones_are_refused() {
+    run_pymysql_script("subqueries.py", "subqueries ok");
+}
+
 /// Runs `tests/sql/SCRIPT` (PyMySQL) against a `kista up` of its own; it must succeed and
 /// print `done`.
 fn run_pymysql_script(script: &str, done: &str) {
@@ -707,6 +712,24 @@ fn prepared_point_reads_answer_in_the_binary_protocol_and_again_after_a_schema_c
     assert_eq!(client.execute_write(remove, 2), Ok(1));
     assert_eq!(client.execute_write(remove, 2), Ok(0), "deleted already");
     assert_eq!(client.execute(read_v, 2).unwrap(), Vec::<Vec<u8>>::new());
+
+    // A prepared query's subquery runs at each execution, with that execution's
+    // parameter: its answer is not kept with the plan.
+    let (count_up_to, parameters, columns) =
+        client.prepare("SELECT COUNT(*) FROM p.t WHERE id IN (SELECT id FROM p.t WHERE id <= ?)");
+    assert_eq!((parameters, columns), (1, 1));
+    // A binary row: header, a one-byte NULL bitmap, the BIGINT.
+    let count = |client: &mut RawMysql, up_to| {
+        client.execute(count_up_to, up_to).unwrap()[0][2..10].to_vec()
+    };
+    assert_eq!(count(&mut client, 0), 0i64.to_le_bytes());
+    assert_eq!(count(&mut client, 5), 1i64.to_le_bytes());
+    let (_, stderr) = mysql_script(
+        second.address.port(),
+        "INSERT INTO p.t VALUES (4, 4, 'four');",
+    );
+    assert!(stderr.is_empty(), "{stderr}");
+    assert_eq!(count(&mut client, 5), 2i64.to_le_bytes());
     drop(second);
 }
 

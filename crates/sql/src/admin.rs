@@ -15,6 +15,7 @@ use crate::information_schema;
 use crate::output;
 use crate::select::{self, split_name};
 use crate::session::{Outcome, Session, SERVER_VERSION};
+use crate::subquery;
 use crate::value::truth;
 
 /// Rows TRUNCATE deletes per transaction.
@@ -681,7 +682,8 @@ fn explain(
 ) -> SqlResult<Outcome> {
     let plan = match statement {
         Statement::Query(query) => {
-            select::explain(&select::bind_query(session, query, placeholders)?)
+            let (plan, _) = subquery::bind_answering(session, query, placeholders, &[])?;
+            select::explain(&plan)
         }
         Statement::Update {
             table, selection, ..

@@ -327,7 +327,7 @@ impl<S: Read + Write> Connection<'_, S> {
                 format!("Can't create more than {PREPARED_STATEMENTS_MAX} prepared statements"),
             ));
         }
-        let columns = match crate::select::prepared_columns(&self.session, &parsed) {
+        let columns = match crate::select::prepared_columns(&mut self.session, &parsed) {
             Ok(columns) => columns,
             Err(error) => return self.send_error(&error),
         };

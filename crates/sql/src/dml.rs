@@ -29,6 +29,7 @@ use crate::error::{SqlError, SqlResult};
 use crate::expr::{bind, eval, Binder, EvalContext, Expr};
 use crate::select::{self, split_name, SelectPlan};
 use crate::session::{Outcome, Parsed, Session, Tx};
+use crate::subquery;
 use crate::value::{coerce, same_value, same_values, to_i64};
 
 /// Makes `value` fit column `column` of `table` (NULL refused in NOT NULL columns).
@@ -299,7 +300,7 @@ fn selected_given(
     placeholders: &[Location],
     params: &[Value],
 ) -> SqlResult<Vec<GivenRow>> {
-    let plan = select::bind_query(session, query, placeholders)?;
+    let (plan, _) = subquery::bind_answering(session, query, placeholders, params)?;
     let Outcome::Rows { columns, rows } = select::execute(session, &plan, params)? else {
         unreachable!("a query answers with rows");
     };
@@ -451,6 +452,7 @@ fn bind_assignments(
                 aggregates: None,
                 place: "field list",
                 inserted_row_at,
+                subqueries: None,
             };
             Ok((column, bind(&mut binder, &assignment.value)?))
         })

@@ -18,6 +18,7 @@ pub mod protocol;
 pub mod select;
 pub mod server;
 pub mod session;
+pub mod subquery;
 pub mod text_statements;
 pub mod value;
 pub mod write_set;

@@ -17,7 +17,7 @@ use crate::error::{SqlError, SqlResult};
 use crate::expr::EvalContext;
 use crate::protocol::results::ColumnDefinition;
 use crate::write_set::WriteSet;
-use crate::{admin, dml, select};
+use crate::{admin, dml, select, subquery};
 
 /// The version string clients see (`@@version`, the greeting).
 pub const SERVER_VERSION: &str = "8.0.36-kista";
@@ -227,6 +227,8 @@ pub struct Session<'c> {
     /// Session variables set with SET (lower-case names).
     pub(crate) variables: HashMap<String, Value>,
     pub(crate) warnings: Vec<Warning>,
+    /// The running statement's subqueries (`subquery.rs`).
+    pub(crate) subqueries: crate::subquery::Subqueries,
 }
 
 impl<'c> Session<'c> {
@@ -244,6 +246,7 @@ impl<'c> Session<'c> {
             last_insert_id: 0,
             variables: HashMap::new(),
             warnings: Vec::new(),
+            subqueries: Default::default(),
         }
     }
 
@@ -304,9 +307,10 @@ impl<'c> Session<'c> {
         cache: &mut PlanCache,
         params: &[Value],
     ) -> SqlResult<Outcome> {
+        self.subqueries.clear();
         if let Statement::Query(query) = &parsed.statement {
             self.warnings.clear();
-            let plan = self.cached_plan(query, &parsed.placeholders, cache)?;
+            let plan = self.cached_plan(query, &parsed.placeholders, cache, Some(params))?;
             return select::execute(self, &plan, params);
         }
         if let Some(plan) = self.cached_write_plan(parsed, cache)? {
@@ -346,12 +350,14 @@ impl<'c> Session<'c> {
     }
 
     /// The query's plan from `cache`, bound again when a table it names may have changed
-    /// or the current database did.
+    /// or the current database did. With `params`, its subqueries run first (and the
+    /// plan, which holds their answers, is not kept); without, they are refused.
     fn cached_plan(
         &mut self,
         query: &sqlparser::ast::Query,
         placeholders: &[Location],
         cache: &mut PlanCache,
+        params: Option<&[Value]>,
     ) -> SqlResult<std::sync::Arc<select::SelectPlan>> {
         let generation = self.catalog.generation();
         match &cache.plan {
@@ -359,7 +365,18 @@ impl<'c> Session<'c> {
                 Ok(plan.clone())
             }
             _ => {
-                let plan = std::sync::Arc::new(select::bind_query(self, query, placeholders)?);
+                let plan = match params {
+                    Some(params) => {
+                        let (plan, ran) =
+                            subquery::bind_answering(self, query, placeholders, params)?;
+                        if ran {
+                            return Ok(std::sync::Arc::new(plan));
+                        }
+                        plan
+                    }
+                    None => select::bind_query(self, query, placeholders)?,
+                };
+                let plan = std::sync::Arc::new(plan);
                 *cache = PlanCache {
                     generation,
                     database: self.database.clone(),
@@ -386,7 +403,9 @@ impl<'c> Session<'c> {
         if !self.autocommit || self.transaction.is_some() {
             return None;
         }
-        let plan = self.cached_plan(query, &parsed.placeholders, cache).ok()?;
+        let plan = self
+            .cached_plan(query, &parsed.placeholders, cache, None)
+            .ok()?;
         if cache.point_read.is_none() {
             cache.point_read = Some(plan.as_point_read().map(std::sync::Arc::new));
         }

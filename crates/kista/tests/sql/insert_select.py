@@ -4,27 +4,10 @@ none of them, and a table may be copied into itself.
 
 Run by crates/kista/tests/sql.rs with the front end's port.
 """
-import sys
+from session_helpers import Session
 
-import pymysql
-
-port = int(sys.argv[1])
-conn = pymysql.connect(host="127.0.0.1", port=port, user="root", password="", autocommit=True)
-cur = conn.cursor()
-
-
-def rows(sql):
-    cur.execute(sql)
-    return [tuple(row) for row in cur.fetchall()]
-
-
-def error_of(sql):
-    try:
-        cur.execute(sql)
-    except pymysql.MySQLError as error:
-        return error.args[0]
-    raise AssertionError(f"accepted: {sql}")
-
+session = Session()
+cur, rows, error_of = session.cur, session.rows, session.error_of
 
 cur.execute("CREATE DATABASE copies")
 cur.execute("USE copies")

@@ -8,6 +8,7 @@ use kista_client::types::{ColumnType, Decimal, Value};
 
 use super::{ArithmeticOp, CompareOp, Expr, Function};
 use crate::error::{SqlError, SqlResult};
+use crate::subquery::{Met, Subqueries};
 
 /// A column the expression may name: `table.name` or just `name`.
 #[derive(Clone, Debug)]
@@ -48,6 +49,8 @@ pub struct Binder<'a> {
     /// In ON DUPLICATE KEY UPDATE: `VALUES(c)` is the row that was to be inserted, whose
     /// columns follow the existing row's from this position.
     pub inserted_row_at: Option<usize>,
+    /// The statement's subqueries, where they may run (`subquery.rs`); `None`: refused.
+    pub subqueries: Option<&'a Subqueries>,
 }
 
 impl<'a> Binder<'a> {
@@ -59,7 +62,37 @@ impl<'a> Binder<'a> {
             aggregates: None,
             place,
             inserted_row_at: None,
+            subqueries: None,
         }
+    }
+
+    /// The rows of `query`, a subquery of `expr`, and their column count.
+    fn subquery_rows(
+        &self,
+        query: &ast::Query,
+        expr: &ast::Expr,
+    ) -> SqlResult<(usize, Vec<Vec<Value>>)> {
+        match self.subqueries.and_then(|subqueries| subqueries.met(query)) {
+            None => Err(SqlError::not_supported(expr)),
+            Some(Met::Wanted(error)) => Err(error),
+            Some(Met::Rows { columns, rows }) => Ok((columns, rows)),
+        }
+    }
+
+    /// The values of a one-column subquery (`x IN (SELECT ...)`, `(SELECT ...)`).
+    fn subquery_column(&self, query: &ast::Query, expr: &ast::Expr) -> SqlResult<Vec<Value>> {
+        let (columns, rows) = self.subquery_rows(query, expr)?;
+        if columns != 1 {
+            return Err(SqlError::new(
+                1241,
+                "21000",
+                "Operand should contain 1 column(s)",
+            ));
+        }
+        Ok(rows
+            .into_iter()
+            .filter_map(|row| row.into_iter().next())
+            .collect())
     }
 
     fn column(&self, table: Option<&str>, name: &str) -> SqlResult<Expr> {
@@ -190,6 +223,38 @@ pub fn bind(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Expr> {
             pattern: boxed(binder, pattern)?,
             negated: *negated,
         },
+        A::InSubquery {
+            expr: inner,
+            subquery,
+            negated,
+        } => {
+            let values = binder.subquery_column(subquery, expr)?;
+            if values.is_empty() {
+                // Nothing is IN an empty set, not even NULL.
+                Expr::Literal(Value::Int(i64::from(*negated)))
+            } else {
+                Expr::InList {
+                    expr: boxed(binder, inner)?,
+                    list: values.into_iter().map(Expr::Literal).collect(),
+                    negated: *negated,
+                }
+            }
+        }
+        A::Subquery(subquery) => {
+            let mut values = binder.subquery_column(subquery, expr)?;
+            if values.len() > 1 {
+                return Err(SqlError::new(
+                    1242,
+                    "21000",
+                    "Subquery returns more than 1 row",
+                ));
+            }
+            Expr::Literal(values.pop().unwrap_or(Value::Null))
+        }
+        A::Exists { subquery, negated } => {
+            let (_, rows) = binder.subquery_rows(subquery, expr)?;
+            Expr::Literal(Value::Int(i64::from(rows.is_empty() == *negated)))
+        }
         A::Function(function) => bind_function(binder, function)?,
         A::Cast {
             expr: inner,
@@ -291,6 +356,7 @@ fn bind_function(binder: &mut Binder, function: &ast::Function) -> SqlResult<Exp
                     aggregates: None,
                     place: binder.place,
                     inserted_row_at: None,
+                    subqueries: binder.subqueries,
                 };
                 Some(bind(&mut inner, e)?)
             }

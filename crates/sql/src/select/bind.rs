@@ -131,6 +131,7 @@ pub fn bind_query(
                     aggregates: Some(&mut aggregates),
                     place: "field list",
                     inserted_row_at: None,
+                    subqueries: Some(&session.subqueries),
                 };
                 let expr = bind(&mut binder, e)?;
                 let name = match item {
@@ -153,6 +154,7 @@ pub fn bind_query(
         aggregates: None,
         place: "where clause",
         inserted_row_at: None,
+        subqueries: Some(&session.subqueries),
     };
     let filter = select
         .selection
@@ -333,6 +335,7 @@ pub(super) fn bind_joins(
                     aggregates: None,
                     place: "on clause",
                     inserted_row_at: None,
+                    subqueries: None,
                 };
                 Some(bind(&mut binder, on)?)
             }
@@ -461,6 +464,7 @@ pub(super) fn bind_output_reference(
         aggregates,
         place,
         inserted_row_at: None,
+        subqueries: None,
     };
     bind(&mut binder, e)
 }

@@ -109,6 +109,7 @@ impl SelectPlan {
             aggregates: None,
             place: "where clause",
             inserted_row_at: None,
+            subqueries: None,
         };
         let filter = selection.map(|e| bind(&mut binder, e)).transpose()?;
         binder.place = "order clause";
@@ -239,14 +240,17 @@ pub fn execute(session: &mut Session, plan: &SelectPlan, params: &[Value]) -> Sq
 
 /// The result columns a prepared statement announces: for a query, its outputs' types
 /// where known (the execute answer describes the actual values again); none otherwise.
+/// Its subqueries run with every parameter NULL, for their columns' sake.
 pub fn prepared_columns(
-    session: &Session,
+    session: &mut Session,
     parsed: &crate::session::Parsed,
 ) -> SqlResult<Vec<crate::protocol::results::ColumnDefinition>> {
     let sqlparser::ast::Statement::Query(query) = &parsed.statement else {
         return Ok(Vec::new());
     };
-    let plan = bind_query(session, query, &parsed.placeholders)?;
+    session.subqueries.clear();
+    let nulls = vec![Value::Null; parsed.placeholders.len()];
+    let (plan, _) = crate::subquery::bind_answering(session, query, &parsed.placeholders, &nulls)?;
     Ok(plan
         .outputs
         .iter()

@@ -1,0 +1,27 @@
+"""What the PyMySQL test scripts share: a session on the front end whose port the test
+passes as the script's argument, with the two questions the scripts ask of statements."""
+import sys
+
+import pymysql
+
+
+class Session:
+    def __init__(self):
+        port = int(sys.argv[1])
+        self.connection = pymysql.connect(
+            host="127.0.0.1", port=port, user="root", password="", autocommit=True
+        )
+        self.cur = self.connection.cursor()
+
+    def rows(self, sql, args=None):
+        """The statement's rows, as tuples."""
+        self.cur.execute(sql, args)
+        return [tuple(row) for row in self.cur.fetchall()]
+
+    def error_of(self, sql):
+        """The MySQL error code the statement fails with (it must fail)."""
+        try:
+            self.cur.execute(sql)
+        except pymysql.MySQLError as error:
+            return error.args[0]
+        raise AssertionError(f"accepted: {sql}")

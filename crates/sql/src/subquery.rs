@@ -1,0 +1,161 @@
+//! Subqueries that name no column of the query around them (uncorrelated), in a query's
+//! select list, WHERE, HAVING and ON: each runs once, before the query around it is
+//! bound, and the binder takes its answer as literals. `x IN (SELECT ...)` becomes an IN
+//! list (so a key or an index still finds the rows, as for a list written out), a scalar
+//! subquery its value, `EXISTS` 1 or 0.
+//!
+//! How: [`bind_answering`] binds the query; the binder, meeting a subquery with no answer
+//! yet, notes it and stops ([`Subqueries::wanted`]); the subquery runs (its own
+//! subqueries first, the same way) and the query is bound again, until every subquery has
+//! its answer. Answers are keyed by where the subquery stands in the statement's text,
+//! which is unique within a statement, and forgotten when the next statement begins.
+//!
+//! A correlated subquery (one naming a column of the query around it) is refused with
+//! error 1235, as are subqueries in UPDATE, DELETE and prepared statements' definitions.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+
+use sqlparser::ast::{self, Spanned};
+use sqlparser::tokenizer::Location;
+
+use kista_client::types::Value;
+
+use crate::error::{SqlError, SqlResult};
+use crate::select::{self, SelectPlan};
+use crate::session::{Outcome, Session};
+
+/// Subqueries one statement may run (each nested one counts): a bound on the binds of
+/// the statement, each of which runs until the next unanswered subquery.
+pub const SUBQUERIES_MAX: usize = 64;
+
+/// Where a subquery stands in the statement's text: its first and last character.
+type Place = (u64, u64, u64, u64);
+
+/// A subquery's rows.
+struct Answer {
+    columns: usize,
+    rows: Vec<Vec<Value>>,
+}
+
+/// The subqueries of the statement being run: their answers, and the one the binder met
+/// without an answer.
+#[derive(Default)]
+pub struct Subqueries {
+    /// Whether the query being bound may have its subqueries run ([`bind_answering`]).
+    answering: Cell<bool>,
+    answers: RefCell<HashMap<Place, Answer>>,
+    wanted: RefCell<Option<ast::Query>>,
+}
+
+/// What the binder does with a subquery.
+pub(crate) enum Met {
+    /// Its rows are known: bind it as literals.
+    Rows {
+        columns: usize,
+        rows: Vec<Vec<Value>>,
+    },
+    /// The binder must stop here: the subquery runs first.
+    Wanted(SqlError),
+}
+
+impl Subqueries {
+    /// A new statement begins: the last one's answers are gone.
+    pub(crate) fn clear(&self) {
+        self.answers.borrow_mut().clear();
+        self.wanted.borrow_mut().take();
+    }
+
+    /// The binder met `query`; `None` where subqueries cannot be run (the statement is not
+    /// bound by [`bind_answering`]).
+    pub(crate) fn met(&self, query: &ast::Query) -> Option<Met> {
+        if !self.answering.get() {
+            return None;
+        }
+        if let Some(answer) = self.answers.borrow().get(&place_of(query)) {
+            let rows = answer.rows.clone();
+            return Some(Met::Rows {
+                columns: answer.columns,
+                rows,
+            });
+        }
+        *self.wanted.borrow_mut() = Some(query.clone());
+        Some(Met::Wanted(SqlError::new(
+            1235,
+            "42000",
+            "a subquery must run before the query around it is bound",
+        )))
+    }
+}
+
+fn place_of(query: &ast::Query) -> Place {
+    let span = query.span();
+    let at = |l: Location| (l.line, l.column);
+    let ((start_line, start_column), (end_line, end_column)) = (at(span.start), at(span.end));
+    (start_line, start_column, end_line, end_column)
+}
+
+/// Binds `query`, first running every uncorrelated subquery it holds. Returns the plan
+/// and whether any subquery ran (its answers are then part of the plan, which must not
+/// be kept for another execution).
+pub fn bind_answering(
+    session: &mut Session,
+    query: &ast::Query,
+    placeholders: &[Location],
+    params: &[Value],
+) -> SqlResult<(SelectPlan, bool)> {
+    let mut ran = false;
+    for _ in 0..=SUBQUERIES_MAX {
+        let outer = session.subqueries.answering.replace(true);
+        let bound = select::bind_query(session, query, placeholders);
+        session.subqueries.answering.set(outer);
+        let wanted = session.subqueries.wanted.borrow_mut().take();
+        match (bound, wanted) {
+            (Err(_), Some(subquery)) => {
+                let answer = run(session, &subquery, placeholders, params)?;
+                let place = place_of(&subquery);
+                session
+                    .subqueries
+                    .answers
+                    .borrow_mut()
+                    .insert(place, answer);
+                ran = true;
+            }
+            (bound, _) => return bound.map(|plan| (plan, ran)),
+        }
+    }
+    Err(SqlError::new(
+        1235,
+        "42000",
+        format!("a statement may run at most {SUBQUERIES_MAX} subqueries"),
+    ))
+}
+
+/// Runs a subquery alone. A column it cannot find is most likely one of the query around
+/// it: a correlated subquery, which is not supported yet.
+fn run(
+    session: &mut Session,
+    subquery: &ast::Query,
+    placeholders: &[Location],
+    params: &[Value],
+) -> SqlResult<Answer> {
+    let (plan, _) = bind_answering(session, subquery, placeholders, params).map_err(|e| {
+        if e.code == 1054 {
+            SqlError::not_supported(format!(
+                "correlated subqueries ({}, perhaps a column of the query around it)",
+                e.message
+            ))
+        } else {
+            e
+        }
+    })?;
+    match select::execute(session, &plan, params)? {
+        Outcome::Rows { columns, rows } => Ok(Answer {
+            columns: columns.len(),
+            rows,
+        }),
+        _ => Err(SqlError::not_supported(
+            "a subquery that answers without rows",
+        )),
+    }
+}
