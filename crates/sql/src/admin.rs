@@ -123,6 +123,7 @@ fn text_result(names: &[&str], rows: Vec<Vec<Value>>) -> Outcome {
                 rows.iter()
                     .map(|r| r[position].clone())
                     .chain(std::iter::once(Value::Bytes(Vec::new()))),
+                None,
             )
         })
         .collect();

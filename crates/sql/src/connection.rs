@@ -453,6 +453,7 @@ impl<S: Read + Write> Connection<'_, S> {
                             Some(c.column_type),
                             Some(origin),
                             std::iter::empty(),
+                            None,
                         )
                     })
                     .collect::<Vec<_>>())

@@ -98,14 +98,17 @@ pub struct Origin<'a> {
 }
 
 /// The definition of result column `name`: of `column_type` when known, else of the kind
-/// of the first non-NULL value in `values`.
+/// of the first non-NULL value in `values`, else `likely` (a column of NULLs or of no row).
 pub fn definition(
     name: &str,
     column_type: Option<ColumnType>,
     origin: Option<Origin>,
     mut values: impl Iterator<Item = Value>,
+    likely: Option<ColumnType>,
 ) -> ColumnDefinition {
-    let column_type = column_type.or_else(|| values.find_map(|v| type_of_value(&v)));
+    let column_type = column_type
+        .or_else(|| values.find_map(|v| type_of_value(&v)))
+        .or(likely);
     let Some(column_type) = column_type else {
         return ColumnDefinition::expression(name, code::NULL, 0, 0, COLLATION_BINARY);
     };

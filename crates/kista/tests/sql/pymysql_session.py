@@ -198,6 +198,16 @@ cur.execute("SELECT id, k, note FROM ledger ORDER BY id")
 assert cur.fetchall() == ((1, 11, "a"), (2, 20, "last"), (3, 33, "new")), "rolled back"
 t.close()
 
+# A computed column of no row, or of NULLs only, still has a type (Go's driver refuses a
+# column typed NULL): integers for truth values and integer arithmetic, DECIMAL for /
+# and SUM.
+from pymysql.constants import FIELD_TYPE
+
+cur.execute("SELECT -id, id / 2, id > 1, SUM(id), NULL + id FROM ledger WHERE id > 99")
+types = [column[1] for column in cur.description]
+assert types == [FIELD_TYPE.LONGLONG, FIELD_TYPE.NEWDECIMAL, FIELD_TYPE.LONGLONG,
+                 FIELD_TYPE.NEWDECIMAL, FIELD_TYPE.LONGLONG], types
+
 cur.execute("DROP DATABASE py")
 conn.close()
 print("pymysql session ok")

@@ -4,9 +4,11 @@
 
 mod bind;
 mod eval;
+mod result_type;
 
 pub use bind::{bind, number, Aggregate, AggregateKind, Binder, ScopeColumn};
 pub use eval::{arithmetic, eval, like, EvalContext};
+pub use result_type::{result_type, DECIMAL_RESULT};
 
 /// Adds two values under SQL's rules (SUM's running total); NULL on overflow.
 pub fn eval_arithmetic_add(a: &Value, b: &Value) -> Value {

@@ -9,7 +9,7 @@ use kista_client::types::{ColumnType, Value};
 use super::{constant, SelectPlan};
 use crate::catalog::SqlTable;
 use crate::error::{SqlError, SqlResult};
-use crate::expr::{eval, Aggregate, AggregateKind, Expr};
+use crate::expr::{eval, result_type, Aggregate, AggregateKind, Expr, DECIMAL_RESULT};
 use crate::information_schema;
 use crate::output::{self, Origin};
 use crate::session::{Outcome, Session};
@@ -93,10 +93,27 @@ pub(super) fn finish(
                 column_type,
                 origin,
                 rows.iter().map(|r| r[position].clone()),
+                likely_type(plan, &o.expr),
             )
         })
         .collect();
     Ok(Outcome::Rows { columns, rows })
+}
+
+/// A result column's type when no value shows it (`expr/result_type.rs`): SUM and AVG
+/// give DECIMALs.
+fn likely_type(plan: &SelectPlan, expr: &Expr) -> Option<ColumnType> {
+    result_type(expr, &|leaf| match leaf {
+        Expr::Aggregate(n)
+            if matches!(
+                plan.aggregates[*n].kind,
+                AggregateKind::Sum | AggregateKind::Avg
+            ) =>
+        {
+            Some(DECIMAL_RESULT)
+        }
+        _ => static_type(plan, leaf).0,
+    })
 }
 
 /// A column's type (and origin) when the expression is a table column or an aggregate of

@@ -162,7 +162,7 @@ impl SelectPlan {
             .iter()
             .map(|o| {
                 let (column_type, origin) = static_type(self, &o.expr);
-                output::definition(&o.name, column_type, origin, std::iter::empty())
+                output::definition(&o.name, column_type, origin, std::iter::empty(), None)
             })
             .collect();
         crate::point_read::PointRead::new(table.clone(), key.clone(), &output_columns, columns)
@@ -257,7 +257,7 @@ pub fn prepared_columns(
         .map(|o| {
             let (column_type, origin) = static_type(&plan, &o.expr);
             let column_type = column_type.or(Some(ColumnType::VarChar { max_length: 16_383 }));
-            output::definition(&o.name, column_type, origin, std::iter::empty())
+            output::definition(&o.name, column_type, origin, std::iter::empty(), None)
         })
         .collect())
 }
