@@ -255,6 +255,11 @@ fn uncorrelated_subqueries_answer_as_mysql_and_correlated_ones_are_refused() {
     run_pymysql_script("subqueries.py", "subqueries ok");
 }
 
+#[test]
+fn unions_answer_as_mysql_with_order_and_limit_of_the_whole() {
+    run_pymysql_script("unions.py", "unions ok");
+}
+
 /// Runs `tests/sql/SCRIPT` (PyMySQL) against a `kista up` of its own; it must succeed and
 /// print `done`.
 fn run_pymysql_script(script: &str, done: &str) {

@@ -29,7 +29,6 @@ use crate::error::{SqlError, SqlResult};
 use crate::expr::{bind, eval, Binder, EvalContext, Expr};
 use crate::select::{self, split_name, SelectPlan};
 use crate::session::{Outcome, Parsed, Session, Tx};
-use crate::subquery;
 use crate::value::{coerce, same_value, same_values, to_i64};
 
 /// Makes `value` fit column `column` of `table` (NULL refused in NOT NULL columns).
@@ -300,8 +299,9 @@ fn selected_given(
     placeholders: &[Location],
     params: &[Value],
 ) -> SqlResult<Vec<GivenRow>> {
-    let (plan, _) = subquery::bind_answering(session, query, placeholders, params)?;
-    let Outcome::Rows { columns, rows } = select::execute(session, &plan, params)? else {
+    let Outcome::Rows { columns, rows } =
+        select::union::execute(session, query, placeholders, params)?
+    else {
         unreachable!("a query answers with rows");
     };
     if columns.len() != targets.len() {

@@ -310,6 +310,9 @@ impl<'c> Session<'c> {
         self.subqueries.clear();
         if let Statement::Query(query) = &parsed.statement {
             self.warnings.clear();
+            if select::union::is_set_operation(query) {
+                return select::union::execute(self, query, &parsed.placeholders, params);
+            }
             let plan = self.cached_plan(query, &parsed.placeholders, cache, Some(params))?;
             return select::execute(self, &plan, params);
         }

@@ -139,17 +139,18 @@ fn run(
     placeholders: &[Location],
     params: &[Value],
 ) -> SqlResult<Answer> {
-    let (plan, _) = bind_answering(session, subquery, placeholders, params).map_err(|e| {
-        if e.code == 1054 {
-            SqlError::not_supported(format!(
-                "correlated subqueries ({}, perhaps a column of the query around it)",
-                e.message
-            ))
-        } else {
-            e
-        }
-    })?;
-    match select::execute(session, &plan, params)? {
+    let answered =
+        select::union::execute(session, subquery, placeholders, params).map_err(|e| {
+            if e.code == 1054 {
+                SqlError::not_supported(format!(
+                    "correlated subqueries ({}, perhaps a column of the query around it)",
+                    e.message
+                ))
+            } else {
+                e
+            }
+        })?;
+    match answered {
         Outcome::Rows { columns, rows } => Ok(Answer {
             columns: columns.len(),
             rows,

@@ -6,11 +6,9 @@ Run by crates/kista/tests/sql.rs with the front end's port.
 """
 from session_helpers import Session
 
-session = Session()
+session = Session("copies")
 cur, rows, error_of = session.cur, session.rows, session.error_of
 
-cur.execute("CREATE DATABASE copies")
-cur.execute("USE copies")
 cur.execute("CREATE TABLE src (k INT PRIMARY KEY, v VARCHAR(10), n INT)")
 cur.execute("INSERT INTO src VALUES (1, 'x', 10), (2, 'y', 20), (3, NULL, 30)")
 

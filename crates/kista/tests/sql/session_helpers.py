@@ -6,12 +6,16 @@ import pymysql
 
 
 class Session:
-    def __init__(self):
+    """A session in a new database of its own, `database`."""
+
+    def __init__(self, database):
         port = int(sys.argv[1])
         self.connection = pymysql.connect(
             host="127.0.0.1", port=port, user="root", password="", autocommit=True
         )
         self.cur = self.connection.cursor()
+        self.cur.execute(f"CREATE DATABASE {database}")
+        self.cur.execute(f"USE {database}")
 
     def rows(self, sql, args=None):
         """The statement's rows, as tuples."""

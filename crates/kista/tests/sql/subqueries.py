@@ -6,11 +6,9 @@ Run by crates/kista/tests/sql.rs with the front end's port.
 """
 from session_helpers import Session
 
-session = Session()
+session = Session("subs")
 cur, rows, error_of = session.cur, session.rows, session.error_of
 
-cur.execute("CREATE DATABASE subs")
-cur.execute("USE subs")
 cur.execute("CREATE TABLE item (id INT PRIMARY KEY, price INT, kind VARCHAR(10))")
 cur.execute(
     "INSERT INTO item VALUES (1, 10, 'a'), (2, 20, 'b'), (3, NULL, 'a'), (4, 40, 'c')"

@@ -201,29 +201,7 @@ pub fn bind_query(
             order_by.push((expr, item.options.asc != Some(false)));
         }
     }
-    let mut limit_binder = Binder::without_columns(placeholders, "limit");
-    let (limit, offset) = match &query.limit_clause {
-        None => (None, None),
-        Some(LimitClause::LimitOffset {
-            limit,
-            offset,
-            limit_by,
-        }) if limit_by.is_empty() => (
-            limit
-                .as_ref()
-                .map(|e| bind(&mut limit_binder, e))
-                .transpose()?,
-            offset
-                .as_ref()
-                .map(|o| bind(&mut limit_binder, &o.value))
-                .transpose()?,
-        ),
-        Some(LimitClause::OffsetCommaLimit { offset, limit }) => (
-            Some(bind(&mut limit_binder, limit)?),
-            Some(bind(&mut limit_binder, offset)?),
-        ),
-        Some(_) => return Err(SqlError::not_supported("LIMIT BY")),
-    };
+    let (limit, offset) = bind_limit(query, placeholders)?;
     let lock = match query.locks.first().map(|l| &l.lock_type) {
         None => LockKind::Committed,
         Some(ast::LockType::Share) => LockKind::Shared,
@@ -297,6 +275,36 @@ pub(super) struct FromItem<'q> {
     alias: String,
     left: bool,
     on: Option<&'q ast::Expr>,
+}
+
+/// A query's LIMIT and OFFSET, each a constant.
+pub(super) fn bind_limit(
+    query: &ast::Query,
+    placeholders: &[Location],
+) -> SqlResult<(Option<Expr>, Option<Expr>)> {
+    let mut limit_binder = Binder::without_columns(placeholders, "limit");
+    Ok(match &query.limit_clause {
+        None => (None, None),
+        Some(LimitClause::LimitOffset {
+            limit,
+            offset,
+            limit_by,
+        }) if limit_by.is_empty() => (
+            limit
+                .as_ref()
+                .map(|e| bind(&mut limit_binder, e))
+                .transpose()?,
+            offset
+                .as_ref()
+                .map(|o| bind(&mut limit_binder, &o.value))
+                .transpose()?,
+        ),
+        Some(LimitClause::OffsetCommaLimit { offset, limit }) => (
+            Some(bind(&mut limit_binder, limit)?),
+            Some(bind(&mut limit_binder, offset)?),
+        ),
+        Some(_) => return Err(SqlError::not_supported("LIMIT BY")),
+    })
 }
 
 /// The joins of FROM: the first table's own plan (the WHERE's conditions on it alone), and

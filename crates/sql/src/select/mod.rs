@@ -5,6 +5,7 @@
 mod bind;
 mod fetch;
 mod finish;
+pub mod union;
 
 pub use bind::{bind_query, split_name, table_of};
 pub(crate) use fetch::{add_written_keys, fetch, read_keys_in};
@@ -248,6 +249,9 @@ pub fn prepared_columns(
     let sqlparser::ast::Statement::Query(query) = &parsed.statement else {
         return Ok(Vec::new());
     };
+    if union::is_set_operation(query) {
+        return Ok(Vec::new()); // the execute answer describes its columns
+    }
     session.subqueries.clear();
     let nulls = vec![Value::Null; parsed.placeholders.len()];
     let (plan, _) = crate::subquery::bind_answering(session, query, &parsed.placeholders, &nulls)?;
