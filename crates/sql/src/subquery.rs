@@ -10,11 +10,14 @@
 //! its answer. Answers are keyed by where the subquery stands in the statement's text,
 //! which is unique within a statement, and forgotten when the next statement begins.
 //!
+//! A derived table (`FROM (SELECT ...) AS t`) runs the same way; its rows are the table's.
+//!
 //! A correlated subquery (one naming a column of the query around it) is refused with
 //! error 1235, as are subqueries in UPDATE, DELETE and prepared statements' definitions.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use sqlparser::ast::{self, Spanned};
 use sqlparser::tokenizer::Location;
@@ -32,10 +35,10 @@ pub const SUBQUERIES_MAX: usize = 64;
 /// Where a subquery stands in the statement's text: its first and last character.
 type Place = (u64, u64, u64, u64);
 
-/// A subquery's rows.
+/// A subquery's rows, and its columns' names.
 struct Answer {
-    columns: usize,
-    rows: Vec<Vec<Value>>,
+    names: Vec<String>,
+    rows: Arc<Vec<Vec<Value>>>,
 }
 
 /// The subqueries of the statement being run: their answers, and the one the binder met
@@ -50,10 +53,10 @@ pub struct Subqueries {
 
 /// What the binder does with a subquery.
 pub(crate) enum Met {
-    /// Its rows are known: bind it as literals.
+    /// Its rows are known: bind it as literals (or as a derived table's rows).
     Rows {
-        columns: usize,
-        rows: Vec<Vec<Value>>,
+        names: Vec<String>,
+        rows: Arc<Vec<Vec<Value>>>,
     },
     /// The binder must stop here: the subquery runs first.
     Wanted(SqlError),
@@ -73,10 +76,9 @@ impl Subqueries {
             return None;
         }
         if let Some(answer) = self.answers.borrow().get(&place_of(query)) {
-            let rows = answer.rows.clone();
             return Some(Met::Rows {
-                columns: answer.columns,
-                rows,
+                names: answer.names.clone(),
+                rows: answer.rows.clone(),
             });
         }
         *self.wanted.borrow_mut() = Some(query.clone());
@@ -152,8 +154,8 @@ fn run(
         })?;
     match answered {
         Outcome::Rows { columns, rows } => Ok(Answer {
-            columns: columns.len(),
-            rows,
+            names: columns.into_iter().map(|c| c.name).collect(),
+            rows: Arc::new(rows),
         }),
         _ => Err(SqlError::not_supported(
             "a subquery that answers without rows",

@@ -1,6 +1,7 @@
 """Uncorrelated subqueries answer as MySQL's: IN and NOT IN (with MySQL's NULLs), scalar
 subqueries, EXISTS, nested ones, in the select list and WHERE, with prepared statements'
-parameters; and what is not supported yet is refused with a clear error.
+parameters; derived tables in FROM; and what is not supported yet is refused with a
+clear error.
 
 Run by crates/kista/tests/sql.rs with the front end's port.
 """
@@ -75,6 +76,21 @@ cur.execute("ROLLBACK")
 cur.execute("CREATE TABLE picked (id INT PRIMARY KEY, price INT)")
 cur.execute("INSERT INTO picked SELECT id, price FROM item WHERE id IN (SELECT item_id FROM pick)")
 assert rows("SELECT id FROM picked ORDER BY id") == [(1,), (3,), (4,)]
+
+# Derived tables: the query in FROM runs first and its rows are the table's, filtered,
+# grouped and ordered by the query around it.
+assert rows(
+    "SELECT t.kind, COUNT(*), SUM(t.price) FROM "
+    "(SELECT kind, price FROM item WHERE id IN (SELECT item_id FROM pick)) AS t "
+    "GROUP BY t.kind ORDER BY t.kind"
+) == [("a", 2, 10), ("c", 1, 40)]
+assert rows(
+    "SELECT doubled FROM (SELECT price * 2 AS doubled FROM item) d WHERE doubled > 30 ORDER BY 1"
+) == [(40,), (80,)]
+assert rows("SELECT COUNT(*) FROM (SELECT id FROM item WHERE id > 99) AS nothing") == [(0,)]
+plan = rows("EXPLAIN SELECT * FROM (SELECT id FROM item) AS t")[0][0]
+assert plan.startswith("derived table t"), plan
+assert error_of("SELECT * FROM (SELECT id FROM item)") == 1248
 
 # Not yet: correlated subqueries, and subqueries in UPDATE and DELETE.
 assert (

@@ -1,6 +1,8 @@
 //! From the parser's expressions to [`Expr`]: names to row positions, `?` to parameter
 //! numbers (by position in the text), aggregate calls to slots.
 
+use std::sync::Arc;
+
 use sqlparser::ast::{self, BinaryOperator, FunctionArg, FunctionArgExpr, UnaryOperator};
 use sqlparser::tokenizer::Location;
 
@@ -71,11 +73,11 @@ impl<'a> Binder<'a> {
         &self,
         query: &ast::Query,
         expr: &ast::Expr,
-    ) -> SqlResult<(usize, Vec<Vec<Value>>)> {
+    ) -> SqlResult<(usize, Arc<Vec<Vec<Value>>>)> {
         match self.subqueries.and_then(|subqueries| subqueries.met(query)) {
             None => Err(SqlError::not_supported(expr)),
             Some(Met::Wanted(error)) => Err(error),
-            Some(Met::Rows { columns, rows }) => Ok((columns, rows)),
+            Some(Met::Rows { names, rows }) => Ok((names.len(), rows)),
         }
     }
 
@@ -89,10 +91,7 @@ impl<'a> Binder<'a> {
                 "Operand should contain 1 column(s)",
             ));
         }
-        Ok(rows
-            .into_iter()
-            .filter_map(|row| row.into_iter().next())
-            .collect())
+        Ok(rows.iter().filter_map(|row| row.first().cloned()).collect())
     }
 
     fn column(&self, table: Option<&str>, name: &str) -> SqlResult<Expr> {

@@ -10,17 +10,20 @@ use sqlparser::ast::{
 };
 use sqlparser::tokenizer::Location;
 
-use kista_client::schema::TableSchema;
+use kista_client::schema::{Column, TableSchema};
+use kista_client::types::ColumnType;
 use kista_client::LockKind;
 
-use super::{OutputColumn, SelectPlan};
+use super::{FrontTable, OutputColumn, SelectPlan};
 use crate::catalog::SqlTable;
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{bind, Aggregate, Binder, Expr, ScopeColumn};
 use crate::information_schema::{self, SystemTable};
 use crate::join::{self, JoinedTable};
+use crate::output::type_of_value;
 use crate::plan::{choose_access, Access};
 use crate::session::Session;
+use crate::subquery::Met;
 
 /// Binds a query (SELECT only; no joins, subqueries or set operations yet).
 pub fn bind_query(
@@ -39,7 +42,7 @@ pub fn bind_query(
     let mut from: Vec<FromItem> = Vec::new();
     let table = match select.from.as_slice() {
         [] => None,
-        [only] if only.joins.is_empty() => match system_table_of(session, &only.relation)? {
+        [only] if only.joins.is_empty() => match front_table_of(session, &only.relation)? {
             Some(found) => {
                 system = Some(found);
                 None
@@ -372,6 +375,54 @@ pub(super) fn bind_joins(
         offset += width;
     }
     Ok((Box::new(first_plan), joined))
+}
+
+/// The table of front-end rows a FROM item names (`information_schema` or derived), its
+/// schema and alias; `None` for a table of the cluster.
+fn front_table_of(
+    session: &Session,
+    relation: &TableFactor,
+) -> SqlResult<Option<(FrontTable, TableSchema, String)>> {
+    if let TableFactor::Derived {
+        subquery, alias, ..
+    } = relation
+    {
+        return derived_table_of(session, subquery, alias.as_ref()).map(Some);
+    }
+    let system = system_table_of(session, relation)?;
+    Ok(system.map(|(system, schema, alias)| (FrontTable::System(system), schema, alias)))
+}
+
+/// A derived table's rows (its query runs first: `subquery.rs`), its schema and alias.
+/// Its columns are named by the query's and typed by their first value that is not NULL.
+fn derived_table_of(
+    session: &Session,
+    subquery: &ast::Query,
+    alias: Option<&ast::TableAlias>,
+) -> SqlResult<(FrontTable, TableSchema, String)> {
+    let Some(alias) = alias else {
+        return Err(SqlError::new(
+            1248,
+            "42000",
+            "Every derived table must have its own alias",
+        ));
+    };
+    let (names, rows) = match session.subqueries.met(subquery) {
+        None => return Err(SqlError::not_supported("derived tables here")),
+        Some(Met::Wanted(error)) => return Err(error),
+        Some(Met::Rows { names, rows }) => (names, rows),
+    };
+    let columns = names.iter().enumerate().map(|(position, name)| {
+        let first = rows.iter().find_map(|row| type_of_value(&row[position]));
+        let column_type = first.unwrap_or(ColumnType::VarChar { max_length: 16_383 });
+        Column::new(name, column_type).nullable()
+    });
+    let schema = TableSchema {
+        name: alias.name.value.clone(),
+        columns: columns.collect(),
+        primary_key: Vec::new(),
+    };
+    Ok((FrontTable::Derived(rows), schema, alias.name.value.clone()))
 }
 
 /// The `information_schema` table a FROM item names, its schema and alias; `None` for any

@@ -9,11 +9,10 @@ use kista_client::types::{ColumnType, Value};
 use kista_client::{IndexBound, LockKind, ScanSpec};
 
 use super::finish::encode_group_key;
-use super::{constant, key_values, SelectPlan};
+use super::{constant, key_values, FrontTable, SelectPlan};
 use crate::catalog::SqlTable;
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{eval, CompareOp, Expr};
-use crate::information_schema::SystemTable;
 use crate::join::{self, JoinedTable};
 use crate::plan::{pushable, Access};
 use crate::session::{Session, Tx, RESULT_ROWS_MAX};
@@ -66,12 +65,15 @@ pub(super) fn fetch_joined(
 pub(super) fn system_rows(
     session: &Session,
     plan: &SelectPlan,
-    system: SystemTable,
+    system: &FrontTable,
     params: &[Value],
 ) -> SqlResult<Vec<Vec<Value>>> {
     let variable = |name: &str| session.variable(name);
     let ctx = session.eval_context(params, &[], &variable);
-    let mut rows = system.rows(session.catalog)?;
+    let mut rows = match system {
+        FrontTable::System(system) => system.rows(session.catalog)?,
+        FrontTable::Derived(rows) => rows.as_ref().clone(),
+    };
     if let Some(filter) = &plan.filter {
         let mut kept = Vec::with_capacity(rows.len());
         for row in rows {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use kista_client::types::{ColumnType, Value};
 
-use super::{constant, SelectPlan};
+use super::{constant, FrontTable, SelectPlan};
 use crate::catalog::SqlTable;
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{eval, result_type, Aggregate, AggregateKind, Expr, DECIMAL_RESULT};
@@ -173,8 +173,11 @@ fn column_type_and_origin(plan: &SelectPlan, c: usize) -> (Option<ColumnType>, O
                 false,
             )),
             (None, None, Some((system, schema))) => Some((
-                information_schema::DATABASE,
-                system.name(),
+                match system {
+                    FrontTable::System(_) => information_schema::DATABASE,
+                    FrontTable::Derived(_) => "",
+                },
+                schema.name.as_str(),
                 &schema.columns[c],
                 false,
             )),

@@ -37,11 +37,21 @@ struct OutputColumn {
     expr: Expr,
 }
 
+/// A table whose rows the front end builds or holds: an `information_schema` table (its
+/// rows built from the catalog when the query runs), or a derived table (`FROM (SELECT
+/// ...) AS t`), whose query ran before this one was bound (`subquery.rs`). The table's
+/// schema beside it names it.
+#[derive(Clone, Debug)]
+pub(crate) enum FrontTable {
+    System(SystemTable),
+    Derived(Arc<Vec<Vec<Value>>>),
+}
+
 /// A bound single-table (or table-less) SELECT.
 pub struct SelectPlan {
     table: Option<Arc<SqlTable>>,
-    /// An `information_schema` table instead (its rows are built when the query runs).
-    system: Option<(SystemTable, TableSchema)>,
+    /// A table whose rows the front end has instead: `information_schema` or derived.
+    system: Option<(FrontTable, TableSchema)>,
     /// With joins: how `table` (the first) is read, and the tables joined to it in order.
     joins: Option<(Box<SelectPlan>, Vec<JoinedTable>)>,
     access: Access,
@@ -222,7 +232,7 @@ pub(super) fn key_values(
 
 pub fn execute(session: &mut Session, plan: &SelectPlan, params: &[Value]) -> SqlResult<Outcome> {
     if let Some((system, _)) = &plan.system {
-        let rows = system_rows(session, plan, *system, params)?;
+        let rows = system_rows(session, plan, system, params)?;
         return finish(session, plan, rows, params);
     }
     if let Some((first, joined)) = &plan.joins {
@@ -281,9 +291,14 @@ pub fn explain(plan: &SelectPlan) -> String {
             plan.access.describe()
         ),
         None => match &plan.system {
-            Some((system, _)) => format!(
+            Some((FrontTable::System(system), _)) => format!(
                 "information_schema.{}: built by the front end from the catalog",
                 system.name()
+            ),
+            Some((FrontTable::Derived(rows), schema)) => format!(
+                "derived table {}: its query ran first ({} rows, held by the front end)",
+                schema.name,
+                rows.len()
             ),
             None => "no table".into(),
         },
