@@ -6,6 +6,7 @@ pub mod admin;
 pub mod catalog;
 pub mod connection;
 pub mod ddl;
+pub mod dialect;
 pub mod dml;
 pub mod error;
 pub mod expr;

@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 
 use sqlparser::ast::Statement;
-use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
 
@@ -13,6 +12,7 @@ use kista_client::types::Value;
 use kista_client::{ClientError, ExecuteMode, LockKind, Transaction};
 
 use crate::catalog::Catalog;
+use crate::dialect::KistaDialect;
 use crate::error::{SqlError, SqlResult};
 use crate::expr::EvalContext;
 use crate::protocol::results::ColumnDefinition;
@@ -81,7 +81,7 @@ pub struct Parsed {
 
 /// Parses one statement (MySQL dialect). `LOCK IN SHARE MODE` becomes `FOR SHARE`.
 pub fn parse(sql: &str) -> SqlResult<Parsed> {
-    let dialect = MySqlDialect {};
+    let dialect = KistaDialect;
     let tokens = Tokenizer::new(&dialect, sql)
         .tokenize_with_location()
         .map_err(SqlError::syntax)?;
@@ -160,7 +160,7 @@ fn parse_order_by(clause: Vec<TokenWithSpan>) -> SqlResult<Vec<sqlparser::ast::O
         TokenWithSpan::wrap(Token::Whitespace(sqlparser::tokenizer::Whitespace::Space)),
     ];
     tokens.extend(clause);
-    let query = Parser::new(&MySqlDialect {})
+    let query = Parser::new(&KistaDialect)
         .with_tokens_with_locations(tokens)
         .parse_query()
         .map_err(SqlError::syntax)?;

@@ -203,10 +203,19 @@ t.close()
 # and SUM.
 from pymysql.constants import FIELD_TYPE
 
-cur.execute("SELECT -id, id / 2, id > 1, SUM(id), NULL + id FROM ledger WHERE id > 99")
+cur.execute("SELECT -id, id / 2, id > 1, SUM(id), NULL + id, MAX(-id) FROM ledger WHERE id > 99")
 types = [column[1] for column in cur.description]
 assert types == [FIELD_TYPE.LONGLONG, FIELD_TYPE.NEWDECIMAL, FIELD_TYPE.LONGLONG,
-                 FIELD_TYPE.NEWDECIMAL, FIELD_TYPE.LONGLONG], types
+                 FIELD_TYPE.NEWDECIMAL, FIELD_TYPE.LONGLONG, FIELD_TYPE.LONGLONG], types
+# DIV binds as * does, and a DIV with nothing after it is a syntax error, not a lost
+# connection.
+cur.execute("SELECT 7 DIV 2 + 1, 7 DIV 2 * 3")
+assert cur.fetchall() == ((4, 9),)
+try:
+    cur.execute("SELECT 7 DIV")
+    raise AssertionError("accepted")
+except pymysql.MySQLError as error:
+    assert error.args[0] == 1064, error
 
 cur.execute("DROP DATABASE py")
 conn.close()

@@ -101,18 +101,20 @@ pub(super) fn finish(
 }
 
 /// A result column's type when no value shows it (`expr/result_type.rs`): SUM and AVG
-/// give DECIMALs.
+/// give DECIMALs, MIN and MAX their argument's type.
 fn likely_type(plan: &SelectPlan, expr: &Expr) -> Option<ColumnType> {
-    result_type(expr, &|leaf| match leaf {
-        Expr::Aggregate(n)
-            if matches!(
-                plan.aggregates[*n].kind,
-                AggregateKind::Sum | AggregateKind::Avg
-            ) =>
-        {
-            Some(DECIMAL_RESULT)
+    result_type(expr, &|leaf| {
+        let Expr::Aggregate(n) = leaf else {
+            return static_type(plan, leaf).0;
+        };
+        let aggregate = &plan.aggregates[*n];
+        match (aggregate.kind, &aggregate.argument) {
+            (AggregateKind::Sum | AggregateKind::Avg, _) => Some(DECIMAL_RESULT),
+            (AggregateKind::Min | AggregateKind::Max, Some(argument)) => {
+                likely_type(plan, argument)
+            }
+            _ => static_type(plan, leaf).0,
         }
-        _ => static_type(plan, leaf).0,
     })
 }
 
