@@ -260,6 +260,11 @@ fn unions_answer_as_mysql_with_order_and_limit_of_the_whole() {
     run_pymysql_script("unions.py", "unions ok");
 }
 
+#[test]
+fn views_are_stored_in_the_cluster_and_run_as_derived_tables() {
+    run_pymysql_script("views.py", "views ok");
+}
+
 /// Runs `tests/sql/SCRIPT` (PyMySQL) against a `kista up` of its own; it must succeed and
 /// print `done`.
 fn run_pymysql_script(script: &str, done: &str) {

@@ -212,6 +212,22 @@ pub fn run(
             ..
         } => drop(session, *object_type, *if_exists, names),
         Statement::CreateTable(create) => create_table(session, create),
+        Statement::CreateView {
+            or_replace,
+            materialized,
+            temporary,
+            name,
+            columns,
+            query,
+            ..
+        } => {
+            if *materialized || *temporary || !columns.is_empty() {
+                return Err(SqlError::not_supported(
+                    "materialized or temporary views, or views with a column list",
+                ));
+            }
+            create_view(session, name, query, *or_replace)
+        }
         Statement::CreateIndex(create) => {
             let (database, name) = split_name(session, &create.table_name)?;
             let table = session.catalog.table(&database, &name)?;
@@ -501,9 +517,46 @@ fn drop(
             }
             Ok(Outcome::affected(dropped as u64))
         }
+        ObjectType::View => {
+            for name in names {
+                let (database, view) = split_name(session, name)?;
+                if !session.catalog.drop_view(&database, &view)? {
+                    let unknown = format!("Unknown table '{database}.{view}'");
+                    if !if_exists {
+                        return Err(SqlError::new(1051, "42S02", unknown));
+                    }
+                    session.warn(1051, unknown);
+                }
+            }
+            Ok(Outcome::done())
+        }
         ObjectType::Index => Err(SqlError::syntax("DROP INDEX needs ON table")),
         other => Err(SqlError::not_supported(format!("DROP {other}"))),
     }
+}
+
+/// A view is its query's text, stored in the cluster (`catalog.rs`) and run as a derived
+/// table wherever a query names it (`select/bind.rs`). Its query must bind now: its
+/// tables and columns exist.
+fn create_view(
+    session: &mut Session,
+    name: &ast::ObjectName,
+    query: &ast::Query,
+    replace: bool,
+) -> SqlResult<Outcome> {
+    let (database, view) = split_name(session, name)?;
+    if !select::union::is_set_operation(query) {
+        match select::bind_query(session, query, &[]) {
+            // Subqueries (which run only with the query) are checked when it runs.
+            Err(error) if error.code != 1235 => return Err(error),
+            _ => {}
+        }
+    }
+    let definition = query.to_string();
+    session
+        .catalog
+        .create_view(&database, &view, &definition, replace)?;
+    Ok(Outcome::done())
 }
 
 fn create_table(session: &mut Session, create: &ast::CreateTable) -> SqlResult<Outcome> {

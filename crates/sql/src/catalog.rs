@@ -19,6 +19,8 @@ use crate::error::{SqlError, SqlResult};
 pub const DATABASES_TABLE: &str = "#kista/databases";
 /// The cluster table holding AUTO_INCREMENT counters: table name → column, next value.
 pub const AUTO_INCREMENT_TABLE: &str = "#kista/auto_increment";
+/// The cluster table holding views: `database/view` → the view's query, as text.
+pub const VIEWS_TABLE: &str = "#kista/views";
 /// Values one front end takes from a counter at a time (NDB's
 /// `ndb_autoincrement_prefetch_sz`); values are unique, not consecutive across front ends.
 pub const AUTO_INCREMENT_PREFETCH: u64 = 1024;
@@ -98,7 +100,15 @@ pub struct Catalog {
     /// Bumped whenever a cached table is forgotten: plans bound before are stale.
     generation: std::sync::atomic::AtomicU64,
     counters: Mutex<HashMap<u32, Reserved>>,
-    system: Mutex<Option<(Table, Table)>>,
+    system: Mutex<Option<SystemTables>>,
+}
+
+/// The cluster tables the front ends keep their own state in.
+#[derive(Clone)]
+struct SystemTables {
+    databases: Table,
+    counters: Table,
+    views: Table,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -172,8 +182,8 @@ impl Catalog {
         }
     }
 
-    /// The two system tables, created by the first front end that needs them.
-    fn system(&self) -> SqlResult<(Table, Table)> {
+    /// The system tables, created by the first front end that needs them.
+    fn system(&self) -> SqlResult<SystemTables> {
         let mut system = lock(&self.system);
         if let Some(tables) = system.as_ref() {
             return Ok(tables.clone());
@@ -204,8 +214,102 @@ impl Catalog {
             ],
             primary_key: vec![0],
         })?;
-        *system = Some((databases.clone(), counters.clone()));
-        Ok((databases, counters))
+        let views = self.open_or_create(TableSchema {
+            name: VIEWS_TABLE.into(),
+            columns: vec![
+                varchar("view_name", 2 * NAME_BYTES_MAX as u32 + 1),
+                Column::new("definition", ColumnType::Text),
+            ],
+            primary_key: vec![0],
+        })?;
+        let tables = SystemTables {
+            databases,
+            counters,
+            views,
+        };
+        *system = Some(tables.clone());
+        Ok(tables)
+    }
+
+    /// The query view `name` of `database` stands for, as text; `None`: no such view.
+    pub fn view(&self, database: &str, name: &str) -> SqlResult<Option<String>> {
+        let views = self.system()?.views;
+        let mut read = self.client.transaction();
+        let key = [Value::Bytes(cluster_name(database, name).into_bytes())];
+        let op = read.read(&views, &key, LockKind::Committed)?;
+        let done = read.execute(ExecuteMode::Commit)?.wait()?;
+        Ok(done.row(op).map(|row| match &row[1] {
+            Value::Bytes(text) => String::from_utf8_lossy(text).into_owned(),
+            _ => String::new(),
+        }))
+    }
+
+    /// Stores view `name` of `database` as `definition`; `replace`: over one there.
+    pub fn create_view(
+        &self,
+        database: &str,
+        name: &str,
+        definition: &str,
+        replace: bool,
+    ) -> SqlResult<()> {
+        check_name("table", name)?;
+        if !self.database_exists(database)? {
+            return Err(SqlError::unknown_database(database));
+        }
+        let exists = SqlError::new(1050, "42S01", format!("Table '{name}' already exists"));
+        match self.table(database, name) {
+            Ok(_) => return Err(exists),
+            Err(error) if error.code == 1146 => {}
+            Err(error) => return Err(error),
+        }
+        let views = self.system()?.views;
+        let mut write = self.client.transaction();
+        let row = vec![
+            Value::Bytes(cluster_name(database, name).into_bytes()),
+            Value::Bytes(definition.as_bytes().to_vec()),
+        ];
+        match replace {
+            true => write.write(&views, row)?,
+            false => write.insert(&views, row)?,
+        };
+        match write.execute(ExecuteMode::Commit)?.wait() {
+            Ok(_) => Ok(()),
+            Err(error) if error.code() == 630 => Err(exists),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// The views of `database` (the views table is small: a full scan).
+    pub fn view_names(&self, database: &str) -> SqlResult<Vec<String>> {
+        let views = self.system()?.views;
+        let prefix = cluster_name(database, "");
+        let mut names = Vec::new();
+        for row in self.client.scan(&views, ScanSpec::full())? {
+            if let Some(Value::Bytes(name)) = row?.into_iter().next() {
+                let name = String::from_utf8_lossy(&name).into_owned();
+                if let Some(view) = name.strip_prefix(&prefix) {
+                    names.push(view.to_string());
+                }
+            }
+        }
+        Ok(names)
+    }
+
+    /// Forgets view `name` of `database`; returns whether there was one.
+    pub fn drop_view(&self, database: &str, name: &str) -> SqlResult<bool> {
+        if self.view(database, name)?.is_none() {
+            return Ok(false);
+        }
+        let views = self.system()?.views;
+        let mut delete = self.client.transaction();
+        let key = [Value::Bytes(cluster_name(database, name).into_bytes())];
+        delete.delete(&views, &key)?;
+        match delete.execute(ExecuteMode::Commit)?.wait() {
+            Ok(_) => Ok(true),
+            // Dropped by another session meanwhile.
+            Err(error) if error.code() == 626 => Ok(false),
+            Err(error) => Err(error.into()),
+        }
     }
 
     fn open_or_create(&self, schema: TableSchema) -> SqlResult<Table> {
@@ -226,7 +330,7 @@ impl Catalog {
         if name.eq_ignore_ascii_case("information_schema") {
             return Ok(true);
         }
-        let (databases, _) = self.system()?;
+        let databases = self.system()?.databases;
         let mut read = self.client.transaction();
         let key = [Value::Bytes(name.to_lowercase().into_bytes())];
         let op = read.read(&databases, &key, LockKind::Committed)?;
@@ -236,7 +340,7 @@ impl Catalog {
 
     pub fn create_database(&self, name: &str) -> SqlResult<()> {
         check_name("database", name)?;
-        let (databases, _) = self.system()?;
+        let databases = self.system()?.databases;
         let mut insert = self.client.transaction();
         insert.insert(
             &databases,
@@ -261,7 +365,10 @@ impl Catalog {
         for table in &tables {
             self.drop_table(name, table)?;
         }
-        let (databases, _) = self.system()?;
+        for view in self.view_names(name)? {
+            self.drop_view(name, &view)?;
+        }
+        let databases = self.system()?.databases;
         let mut delete = self.client.transaction();
         delete.delete(
             &databases,
@@ -273,7 +380,7 @@ impl Catalog {
 
     /// Every database, sorted, `information_schema` included.
     pub fn databases(&self) -> SqlResult<Vec<String>> {
-        let (databases, _) = self.system()?;
+        let databases = self.system()?.databases;
         let mut names = vec!["information_schema".to_string()];
         for row in self.client.scan(&databases, ScanSpec::full())? {
             if let Some(Value::Bytes(name)) = row?.into_iter().next() {
@@ -348,7 +455,7 @@ impl Catalog {
     }
 
     fn auto_increment_column(&self, full: &str) -> SqlResult<Option<usize>> {
-        let (_, counters) = self.system()?;
+        let counters = self.system()?.counters;
         let mut read = self.client.transaction();
         let op = read.read(
             &counters,
@@ -374,7 +481,7 @@ impl Catalog {
         let table_name = full.rsplit('/').next().unwrap_or(&full).to_string();
         if let Some((column, start)) = auto_increment {
             // The counter first: a table never exists without its counter.
-            let (_, counters) = self.system()?;
+            let counters = self.system()?.counters;
             let mut write = self.client.transaction();
             let row = vec![
                 Value::Bytes(full.clone().into_bytes()),
@@ -420,7 +527,7 @@ impl Catalog {
         }
         lock(&self.counters).remove(&table.table.id);
         if table.auto_increment.is_some() {
-            let (_, counters) = self.system()?;
+            let counters = self.system()?.counters;
             let mut delete = self.client.transaction();
             let key = [Value::Bytes(cluster_name(database, name).into_bytes())];
             delete.delete(&counters, &key)?;
@@ -478,7 +585,7 @@ impl Catalog {
         table: &SqlTable,
         step: impl Fn(u64) -> (u64, u64),
     ) -> SqlResult<u64> {
-        let (_, counters) = self.system()?;
+        let counters = self.system()?.counters;
         let key = [Value::Bytes(
             cluster_name(&table.database, &table.name).into_bytes(),
         )];

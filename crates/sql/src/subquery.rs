@@ -7,8 +7,9 @@
 //! How: [`bind_answering`] binds the query; the binder, meeting a subquery with no answer
 //! yet, notes it and stops ([`Subqueries::wanted`]); the subquery runs (its own
 //! subqueries first, the same way) and the query is bound again, until every subquery has
-//! its answer. Answers are keyed by where the subquery stands in the statement's text,
-//! which is unique within a statement, and forgotten when the next statement begins.
+//! its answer. Answers are keyed by where the subquery stands in the statement's text and
+//! by its text (unique within a statement, views' queries included), and forgotten when
+//! the next statement begins.
 //!
 //! A derived table (`FROM (SELECT ...) AS t`) runs the same way; its rows are the table's.
 //!
@@ -22,9 +23,11 @@ use std::sync::Arc;
 use sqlparser::ast::{self, Spanned};
 use sqlparser::tokenizer::Location;
 
-use kista_client::types::Value;
+use kista_client::types::{ColumnType, Value};
 
 use crate::error::{SqlError, SqlResult};
+use crate::protocol::column_type as code;
+use crate::protocol::results::ColumnDefinition;
 use crate::select::{self, SelectPlan};
 use crate::session::{Outcome, Session};
 
@@ -32,12 +35,15 @@ use crate::session::{Outcome, Session};
 /// the statement, each of which runs until the next unanswered subquery.
 pub const SUBQUERIES_MAX: usize = 64;
 
-/// Where a subquery stands in the statement's text: its first and last character.
-type Place = (u64, u64, u64, u64);
+/// Where a subquery stands in the text it was parsed from (its first and last
+/// character), and its text: a view's query, parsed from its own text, may stand where
+/// one of the statement's subqueries does.
+type Place = (u64, u64, u64, u64, String);
 
-/// A subquery's rows, and its columns' names.
+/// A subquery's rows, and its columns' names and types (where its result said one).
 struct Answer {
     names: Vec<String>,
+    types: Vec<Option<ColumnType>>,
     rows: Arc<Vec<Vec<Value>>>,
 }
 
@@ -56,6 +62,7 @@ pub(crate) enum Met {
     /// Its rows are known: bind it as literals (or as a derived table's rows).
     Rows {
         names: Vec<String>,
+        types: Vec<Option<ColumnType>>,
         rows: Arc<Vec<Vec<Value>>>,
     },
     /// The binder must stop here: the subquery runs first.
@@ -78,6 +85,7 @@ impl Subqueries {
         if let Some(answer) = self.answers.borrow().get(&place_of(query)) {
             return Some(Met::Rows {
                 names: answer.names.clone(),
+                types: answer.types.clone(),
                 rows: answer.rows.clone(),
             });
         }
@@ -94,7 +102,8 @@ fn place_of(query: &ast::Query) -> Place {
     let span = query.span();
     let at = |l: Location| (l.line, l.column);
     let ((start_line, start_column), (end_line, end_column)) = (at(span.start), at(span.end));
-    (start_line, start_column, end_line, end_column)
+    let text = query.to_string();
+    (start_line, start_column, end_line, end_column, text)
 }
 
 /// Binds `query`, first running every uncorrelated subquery it holds. Returns the plan
@@ -154,6 +163,7 @@ fn run(
         })?;
     match answered {
         Outcome::Rows { columns, rows } => Ok(Answer {
+            types: columns.iter().map(type_of_column).collect(),
             names: columns.into_iter().map(|c| c.name).collect(),
             rows: Arc::new(rows),
         }),
@@ -161,4 +171,29 @@ fn run(
             "a subquery that answers without rows",
         )),
     }
+}
+
+/// The kind of value a result column's definition announces (for a derived table of no
+/// row, whose columns no value types).
+fn type_of_column(column: &ColumnDefinition) -> Option<ColumnType> {
+    Some(match column.type_code {
+        code::TINY | code::SHORT | code::LONG | code::INT24 | code::LONGLONG | code::YEAR => {
+            ColumnType::Int {
+                bytes: 8,
+                signed: true,
+            }
+        }
+        code::FLOAT => ColumnType::Float,
+        code::DOUBLE => ColumnType::Double,
+        code::DECIMAL | code::NEWDECIMAL => ColumnType::Decimal {
+            precision: 65,
+            scale: column.decimals.min(30),
+        },
+        code::DATE => ColumnType::Date,
+        code::TIME => ColumnType::Time,
+        code::DATETIME => ColumnType::DateTime,
+        code::TIMESTAMP => ColumnType::Timestamp,
+        code::NULL => return None,
+        _ => ColumnType::VarChar { max_length: 16_383 },
+    })
 }

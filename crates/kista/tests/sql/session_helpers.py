@@ -6,15 +6,17 @@ import pymysql
 
 
 class Session:
-    """A session in a new database of its own, `database`."""
+    """A session in a new database of its own, `database` (`create=False`: in one that
+    exists)."""
 
-    def __init__(self, database):
+    def __init__(self, database, create=True):
         port = int(sys.argv[1])
         self.connection = pymysql.connect(
             host="127.0.0.1", port=port, user="root", password="", autocommit=True
         )
         self.cur = self.connection.cursor()
-        self.cur.execute(f"CREATE DATABASE {database}")
+        if create:
+            self.cur.execute(f"CREATE DATABASE {database}")
         self.cur.execute(f"USE {database}")
 
     def rows(self, sql, args=None):

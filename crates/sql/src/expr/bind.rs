@@ -77,7 +77,7 @@ impl<'a> Binder<'a> {
         match self.subqueries.and_then(|subqueries| subqueries.met(query)) {
             None => Err(SqlError::not_supported(expr)),
             Some(Met::Wanted(error)) => Err(error),
-            Some(Met::Rows { names, rows }) => Ok((names.len(), rows)),
+            Some(Met::Rows { names, rows, .. }) => Ok((names.len(), rows)),
         }
     }
 

@@ -387,18 +387,54 @@ fn front_table_of(
         subquery, alias, ..
     } = relation
     {
-        return derived_table_of(session, subquery, alias.as_ref()).map(Some);
+        let alias = alias.as_ref().map(|a| a.name.value.as_str());
+        return derived_table_of(session, subquery, alias).map(Some);
     }
-    let system = system_table_of(session, relation)?;
-    Ok(system.map(|(system, schema, alias)| (FrontTable::System(system), schema, alias)))
+    if let Some((system, schema, alias)) = system_table_of(session, relation)? {
+        return Ok(Some((FrontTable::System(system), schema, alias)));
+    }
+    view_of(session, relation)
+}
+
+/// The view a FROM item names, run as a derived table named by its alias or its own
+/// name; `None` for a table of the cluster.
+fn view_of(
+    session: &Session,
+    relation: &TableFactor,
+) -> SqlResult<Option<(FrontTable, TableSchema, String)>> {
+    // A table of the cluster, or a FROM item `table_of` refuses again for the caller.
+    let missing = match table_of(session, relation) {
+        Err(error) if error.code == 1146 => error,
+        _ => return Ok(None),
+    };
+    let TableFactor::Table { name, alias, .. } = relation else {
+        return Ok(None);
+    };
+    let (database, view) = split_name(session, name)?;
+    let Some(definition) = session.catalog.view(&database, &view)? else {
+        return Err(missing);
+    };
+    let parsed = crate::session::parse(&definition)?;
+    let ast::Statement::Query(query) = &parsed.statement else {
+        return Err(SqlError::new(
+            1356,
+            "HY000",
+            format!("View '{database}.{view}' is broken"),
+        ));
+    };
+    let alias = alias
+        .as_ref()
+        .map_or(view.as_str(), |a| a.name.value.as_str());
+    derived_table_of(session, query, Some(alias)).map(Some)
 }
 
 /// A derived table's rows (its query runs first: `subquery.rs`), its schema and alias.
-/// Its columns are named by the query's and typed by their first value that is not NULL.
+/// Its columns are named by the query's and typed by their first value that is not NULL,
+/// else by the query's result.
 fn derived_table_of(
     session: &Session,
     subquery: &ast::Query,
-    alias: Option<&ast::TableAlias>,
+    alias: Option<&str>,
 ) -> SqlResult<(FrontTable, TableSchema, String)> {
     let Some(alias) = alias else {
         return Err(SqlError::new(
@@ -407,22 +443,27 @@ fn derived_table_of(
             "Every derived table must have its own alias",
         ));
     };
-    let (names, rows) = match session.subqueries.met(subquery) {
+    let (names, types, rows) = match session.subqueries.met(subquery) {
         None => return Err(SqlError::not_supported("derived tables here")),
         Some(Met::Wanted(error)) => return Err(error),
-        Some(Met::Rows { names, rows }) => (names, rows),
+        Some(Met::Rows { names, types, rows }) => (names, types, rows),
     };
-    let columns = names.iter().enumerate().map(|(position, name)| {
+    let columns = names.iter().zip(types).enumerate();
+    let columns = columns.map(|(position, (name, announced))| {
         let first = rows.iter().find_map(|row| type_of_value(&row[position]));
-        let column_type = first.unwrap_or(ColumnType::VarChar { max_length: 16_383 });
-        Column::new(name, column_type).nullable()
+        let column_type = first.or(announced);
+        Column::new(
+            name,
+            column_type.unwrap_or(ColumnType::VarChar { max_length: 16_383 }),
+        )
+        .nullable()
     });
     let schema = TableSchema {
-        name: alias.name.value.clone(),
+        name: alias.to_string(),
         columns: columns.collect(),
         primary_key: Vec::new(),
     };
-    Ok((FrontTable::Derived(rows), schema, alias.name.value.clone()))
+    Ok((FrontTable::Derived(rows), schema, alias.to_string()))
 }
 
 /// The `information_schema` table a FROM item names, its schema and alias; `None` for any
