@@ -36,9 +36,16 @@ use crate::session::{Outcome, Session};
 pub const SUBQUERIES_MAX: usize = 64;
 
 /// Where a subquery stands in the text it was parsed from (its first and last
-/// character), and its text: a view's query, parsed from its own text, may stand where
-/// one of the statement's subqueries does.
-type Place = (u64, u64, u64, u64, String);
+/// character), its text, and the database a view's query runs in: a view's query, parsed
+/// from its own text, may stand where one of the statement's subqueries does.
+type Place = (u64, u64, u64, u64, String, Option<String>);
+
+/// A subquery to run before the query around it is bound again; a view's query runs in
+/// the view's database.
+struct Wanted {
+    query: ast::Query,
+    database: Option<String>,
+}
 
 /// A subquery's rows, and its columns' names and types (where its result said one).
 struct Answer {
@@ -54,7 +61,7 @@ pub struct Subqueries {
     /// Whether the query being bound may have its subqueries run ([`bind_answering`]).
     answering: Cell<bool>,
     answers: RefCell<HashMap<Place, Answer>>,
-    wanted: RefCell<Option<ast::Query>>,
+    wanted: RefCell<Option<Wanted>>,
 }
 
 /// What the binder does with a subquery.
@@ -79,17 +86,25 @@ impl Subqueries {
     /// The binder met `query`; `None` where subqueries cannot be run (the statement is not
     /// bound by [`bind_answering`]).
     pub(crate) fn met(&self, query: &ast::Query) -> Option<Met> {
+        self.met_in(query, None)
+    }
+
+    /// The binder met `query`, a view's, which runs in `database` (`None`: the session's).
+    pub(crate) fn met_in(&self, query: &ast::Query, database: Option<&str>) -> Option<Met> {
         if !self.answering.get() {
             return None;
         }
-        if let Some(answer) = self.answers.borrow().get(&place_of(query)) {
+        if let Some(answer) = self.answers.borrow().get(&place_of(query, database)) {
             return Some(Met::Rows {
                 names: answer.names.clone(),
                 types: answer.types.clone(),
                 rows: answer.rows.clone(),
             });
         }
-        *self.wanted.borrow_mut() = Some(query.clone());
+        *self.wanted.borrow_mut() = Some(Wanted {
+            query: query.clone(),
+            database: database.map(str::to_string),
+        });
         Some(Met::Wanted(SqlError::new(
             1235,
             "42000",
@@ -98,12 +113,20 @@ impl Subqueries {
     }
 }
 
-fn place_of(query: &ast::Query) -> Place {
+fn place_of(query: &ast::Query, database: Option<&str>) -> Place {
     let span = query.span();
     let at = |l: Location| (l.line, l.column);
     let ((start_line, start_column), (end_line, end_column)) = (at(span.start), at(span.end));
     let text = query.to_string();
-    (start_line, start_column, end_line, end_column, text)
+    let database = database.map(str::to_string);
+    (
+        start_line,
+        start_column,
+        end_line,
+        end_column,
+        text,
+        database,
+    )
 }
 
 /// Binds `query`, first running every uncorrelated subquery it holds. Returns the plan
@@ -122,9 +145,21 @@ pub fn bind_answering(
         session.subqueries.answering.set(outer);
         let wanted = session.subqueries.wanted.borrow_mut().take();
         match (bound, wanted) {
-            (Err(_), Some(subquery)) => {
-                let answer = run(session, &subquery, placeholders, params)?;
-                let place = place_of(&subquery);
+            (
+                Err(_),
+                Some(Wanted {
+                    query: subquery,
+                    database,
+                }),
+            ) => {
+                let session_database = session.database.clone();
+                if database.is_some() {
+                    session.database.clone_from(&database);
+                }
+                let answer = run(session, &subquery, placeholders, params);
+                session.database = session_database;
+                let place = place_of(&subquery, database.as_deref());
+                let answer = answer?;
                 session
                     .subqueries
                     .answers

@@ -35,6 +35,10 @@ assert cur.fetchall() == ()
 integer = pymysql.constants.FIELD_TYPE.LONGLONG
 assert [c[1] for c in cur.description] == [integer, integer], cur.description
 
+# A view's query names tables of the view's database, whatever the session's.
+other.cur.execute("USE information_schema")
+assert other.rows("SELECT COUNT(*) FROM views.ids") == [(5,)]
+
 # OR REPLACE changes it; DROP VIEW forgets it.
 cur.execute("CREATE OR REPLACE VIEW priced AS SELECT id FROM item WHERE price > 15")
 assert rows("SELECT * FROM priced ORDER BY id") == [(2,), (4,)]

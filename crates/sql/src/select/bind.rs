@@ -388,7 +388,7 @@ fn front_table_of(
     } = relation
     {
         let alias = alias.as_ref().map(|a| a.name.value.as_str());
-        return derived_table_of(session, subquery, alias).map(Some);
+        return derived_table_of(session, subquery, alias, None).map(Some);
     }
     if let Some((system, schema, alias)) = system_table_of(session, relation)? {
         return Ok(Some((FrontTable::System(system), schema, alias)));
@@ -425,16 +425,19 @@ fn view_of(
     let alias = alias
         .as_ref()
         .map_or(view.as_str(), |a| a.name.value.as_str());
-    derived_table_of(session, query, Some(alias)).map(Some)
+    // The view's query names tables of the view's database.
+    derived_table_of(session, query, Some(alias), Some(&database)).map(Some)
 }
 
-/// A derived table's rows (its query runs first: `subquery.rs`), its schema and alias.
+/// A derived table's rows (its query runs first, in `database` for a view's: `subquery.rs`),
+/// its schema and alias.
 /// Its columns are named by the query's and typed by their first value that is not NULL,
 /// else by the query's result.
 fn derived_table_of(
     session: &Session,
     subquery: &ast::Query,
     alias: Option<&str>,
+    database: Option<&str>,
 ) -> SqlResult<(FrontTable, TableSchema, String)> {
     let Some(alias) = alias else {
         return Err(SqlError::new(
@@ -443,7 +446,7 @@ fn derived_table_of(
             "Every derived table must have its own alias",
         ));
     };
-    let (names, types, rows) = match session.subqueries.met(subquery) {
+    let (names, types, rows) = match session.subqueries.met_in(subquery, database) {
         None => return Err(SqlError::not_supported("derived tables here")),
         Some(Met::Wanted(error)) => return Err(error),
         Some(Met::Rows { names, types, rows }) => (names, types, rows),
