@@ -255,29 +255,9 @@ pub fn run(
                 .collect();
             Ok(text_result(&["Database"], rows))
         }
-        Statement::ShowTables { show_options, .. } => {
-            let database = match show_options
-                .show_in
-                .as_ref()
-                .and_then(|i| i.parent_name.as_ref())
-            {
-                Some(name) => name_of(name),
-                None => session.current_database()?.to_string(),
-            };
-            let filter = show_options.filter_position.as_ref().map(|p| match p {
-                ast::ShowStatementFilterPosition::Infix(f)
-                | ast::ShowStatementFilterPosition::Suffix(f) => f,
-            });
-            let rows = session
-                .catalog
-                .table_names(&database)?
-                .into_iter()
-                .filter(|t| matches_filter(t, filter))
-                .map(|t| vec![text(t)])
-                .collect();
-            let header = format!("Tables_in_{database}");
-            Ok(text_result(&[&header], rows))
-        }
+        Statement::ShowTables {
+            full, show_options, ..
+        } => show_tables(session, *full, show_options),
         Statement::ShowVariables { filter, .. } => {
             let rows = LISTED_VARIABLES
                 .iter()
@@ -557,6 +537,45 @@ fn create_view(
         .catalog
         .create_view(&database, &view, &definition, replace)?;
     Ok(Outcome::done())
+}
+
+/// `SHOW [FULL] TABLES`: the tables and views of a database, by name; FULL adds each
+/// one's `Table_type` (`BASE TABLE` or `VIEW`).
+fn show_tables(
+    session: &Session,
+    full: bool,
+    options: &ast::ShowStatementOptions,
+) -> SqlResult<Outcome> {
+    let database = match options
+        .show_in
+        .as_ref()
+        .and_then(|i| i.parent_name.as_ref())
+    {
+        Some(name) => name_of(name),
+        None => session.current_database()?.to_string(),
+    };
+    let filter = options.filter_position.as_ref().map(|p| match p {
+        ast::ShowStatementFilterPosition::Infix(f)
+        | ast::ShowStatementFilterPosition::Suffix(f) => f,
+    });
+    let tables = session.catalog.table_names(&database)?;
+    let views = session.catalog.view_names(&database)?;
+    let mut listed: Vec<(String, &str)> = tables.into_iter().map(|t| (t, "BASE TABLE")).collect();
+    listed.extend(views.into_iter().map(|v| (v, "VIEW")));
+    listed.sort();
+    let rows = listed
+        .into_iter()
+        .filter(|(name, _)| matches_filter(name, filter))
+        .map(|(name, kind)| match full {
+            true => vec![text(name), text(kind)],
+            false => vec![text(name)],
+        })
+        .collect();
+    let header = format!("Tables_in_{database}");
+    Ok(match full {
+        true => text_result(&[&header, "Table_type"], rows),
+        false => text_result(&[&header], rows),
+    })
 }
 
 fn create_table(session: &mut Session, create: &ast::CreateTable) -> SqlResult<Outcome> {

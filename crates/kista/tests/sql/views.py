@@ -35,6 +35,10 @@ assert cur.fetchall() == ()
 integer = pymysql.constants.FIELD_TYPE.LONGLONG
 assert [c[1] for c in cur.description] == [integer, integer], cur.description
 
+# SHOW TABLES lists views; FULL says which is which (SQLAlchemy's reflection reads it).
+assert rows("SHOW TABLES") == [("cheapest",), ("ids",), ("item",), ("none",), ("priced",)]
+assert rows("SHOW FULL TABLES LIKE 'i%'") == [("ids", "VIEW"), ("item", "BASE TABLE")]
+
 # A view's query names tables of the view's database, whatever the session's.
 other.cur.execute("USE information_schema")
 assert other.rows("SELECT COUNT(*) FROM views.ids") == [(5,)]
