@@ -207,6 +207,18 @@ cur.execute("SELECT -id, id / 2, id > 1, SUM(id), NULL + id, MAX(-id) FROM ledge
 types = [column[1] for column in cur.description]
 assert types == [FIELD_TYPE.LONGLONG, FIELD_TYPE.NEWDECIMAL, FIELD_TYPE.LONGLONG,
                  FIELD_TYPE.NEWDECIMAL, FIELD_TYPE.LONGLONG, FIELD_TYPE.LONGLONG], types
+# CASE in both forms, NULLIF and IFNULL.
+cur.execute(
+    "SELECT id, CASE WHEN id = 1 THEN 'one' WHEN id > 2 THEN 'many' END, "
+    "CASE note WHEN 'a' THEN 1 WHEN 'new' THEN 2 ELSE 0 END, "
+    "NULLIF(id, 3), IFNULL(NULLIF(id, 1), -1) FROM ledger ORDER BY id"
+)
+assert cur.fetchall() == (
+    (1, "one", 1, 1, -1),
+    (2, None, 0, 2, 2),
+    (3, "many", 2, None, 3),
+), "CASE, NULLIF, IFNULL"
+
 # DIV binds as * does, and a DIV with nothing after it is a syntax error, not a lost
 # connection.
 cur.execute("SELECT 7 DIV 2 + 1, 7 DIV 2 * 3")

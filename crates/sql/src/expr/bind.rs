@@ -115,6 +115,35 @@ impl<'a> Binder<'a> {
     }
 }
 
+/// `CASE [operand] WHEN ... THEN ... [ELSE ...] END` as nested `IF`s: the first WHEN that
+/// holds (equals the operand, in the simple form) gives the result; none, the ELSE or NULL.
+fn bind_case(
+    binder: &mut Binder,
+    operand: Option<&ast::Expr>,
+    conditions: &[ast::CaseWhen],
+    else_result: Option<&ast::Expr>,
+) -> SqlResult<Expr> {
+    let operand = operand.map(|o| bind(binder, o)).transpose()?;
+    let mut result = match else_result {
+        Some(e) => bind(binder, e)?,
+        None => Expr::Literal(Value::Null),
+    };
+    for when in conditions.iter().rev() {
+        let condition = bind(binder, &when.condition)?;
+        let condition = match &operand {
+            Some(operand) => Expr::Compare(
+                CompareOp::Eq,
+                Box::new(operand.clone()),
+                Box::new(condition),
+            ),
+            None => condition,
+        };
+        let then = bind(binder, &when.result)?;
+        result = Expr::Call(Function::If, vec![condition, then, result]);
+    }
+    Ok(result)
+}
+
 /// Binds `expr` in `binder`'s scope.
 pub fn bind(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Expr> {
     use ast::Expr as A;
@@ -254,6 +283,17 @@ pub fn bind(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Expr> {
             let (_, rows) = binder.subquery_rows(subquery, expr)?;
             Expr::Literal(Value::Int(i64::from(rows.is_empty() == *negated)))
         }
+        A::Case {
+            operand,
+            conditions,
+            else_result,
+            ..
+        } => bind_case(
+            binder,
+            operand.as_deref(),
+            conditions,
+            else_result.as_deref(),
+        )?,
         A::Function(function) => bind_function(binder, function)?,
         A::Cast {
             expr: inner,
@@ -397,6 +437,7 @@ fn bind_function(binder: &mut Binder, function: &ast::Function) -> SqlResult<Exp
         "abs" => (Function::Abs, 1..=1),
         "coalesce" | "ifnull" => (Function::Coalesce, 1..=usize::MAX),
         "if" => (Function::If, 3..=3),
+        "nullif" => (Function::NullIf, 2..=2),
         "floor" => (Function::Floor, 1..=1),
         "ceil" | "ceiling" => (Function::Ceil, 1..=1),
         "round" => (Function::Round, 1..=2),

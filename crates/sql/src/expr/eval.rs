@@ -345,6 +345,13 @@ fn call(function: Function, args: &[Expr], row: &[Value], ctx: &EvalContext) -> 
                 arg(2)?
             }
         }
+        Function::NullIf => {
+            let a = arg(0)?;
+            match compare(&a, &arg(1)?) {
+                Some(Ordering::Equal) => Value::Null,
+                _ => a,
+            }
+        }
         Function::Floor | Function::Ceil | Function::Round => match arg(0)? {
             Value::Null => Value::Null,
             v @ (Value::Int(_) | Value::UInt(_)) => v,

@@ -69,6 +69,8 @@ pub enum Function {
     Abs,
     Coalesce,
     If,
+    /// `NULLIF(a, b)`: NULL where `a = b`, else `a`.
+    NullIf,
     Floor,
     Ceil,
     Round,

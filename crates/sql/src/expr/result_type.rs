@@ -90,9 +90,12 @@ fn call_type(
         Function::ConnectionId | Function::LastInsertId => Some(BIGINT_UNSIGNED),
         Function::Length | Function::CharLength => Some(BIGINT),
         Function::Now => Some(ColumnType::DateTime),
-        Function::Abs | Function::Floor | Function::Ceil | Function::Round | Function::Coalesce => {
-            first_known()
-        }
+        Function::Abs
+        | Function::Floor
+        | Function::Ceil
+        | Function::Round
+        | Function::Coalesce
+        | Function::NullIf => first_known(),
         // IF(condition, then, else): the branches decide.
         Function::If => args.iter().skip(1).find_map(of),
     }
