@@ -260,11 +260,19 @@ fn a_short_delay_between_the_data_nodes_is_ridden_out_and_a_long_one_splits_them
     // Beyond the grace the nodes find each other silent: one side goes on.
     let (code, stdout, stderr) = cluster.mgm("delay 1 2 3000");
     assert_eq!(code, Some(0), "{stdout}{stderr}");
-    wait_until(SELF_STOP_LIMIT, "a 3 s delay splits the nodes", || {
-        cluster.shown_state(1) != "started" || cluster.shown_state(2) != "started"
-    });
-    let serving = [1, 2].map(|id| cluster.shown_state(id) == "started");
-    assert_eq!(serving.iter().filter(|s| **s).count(), 1, "{serving:?}");
+    // Wait for exactly one serving: under load the management server may show a node
+    // not started for a moment (its heartbeats late) before the split itself.
+    let serving = |cluster: &TestCluster| {
+        [1, 2]
+            .iter()
+            .filter(|&&id| cluster.shown_state(id) == "started")
+            .count()
+    };
+    wait_until(
+        SELF_STOP_LIMIT,
+        "a 3 s delay leaves one node serving",
+        || serving(&cluster) == 1,
+    );
 }
 
 #[test]
