@@ -273,19 +273,35 @@ fn values_given(
         if exprs.len() != targets.len() {
             return Err(SqlError::column_count(targets.len(), exprs.len()));
         }
-        let mut given: GivenRow = vec![None; width];
-        for (&column, e) in targets.iter().zip(exprs) {
+        let values = exprs.iter().map(|e| {
             if matches!(e, ast::Expr::Identifier(ident) if ident.value.eq_ignore_ascii_case("DEFAULT") && ident.quote_style.is_none())
             {
-                continue;
+                return Ok(None);
             }
             let mut binder = Binder::without_columns(placeholders, "field list");
             let bound = bind(&mut binder, e)?;
-            given[column] = Some(eval(&bound, &[], &ctx)?);
-        }
-        rows.push(given);
+            Ok(Some(eval(&bound, &[], &ctx)?))
+        });
+        rows.push(given_row(
+            width,
+            targets,
+            values.collect::<SqlResult<Vec<_>>>()?,
+        ));
     }
     Ok(rows)
+}
+
+/// A row of the table's width holding `values` at the `targets`' positions.
+fn given_row(
+    width: usize,
+    targets: &[usize],
+    values: impl IntoIterator<Item = Option<Value>>,
+) -> GivenRow {
+    let mut given: GivenRow = vec![None; width];
+    for (&column, value) in targets.iter().zip(values) {
+        given[column] = value;
+    }
+    given
 }
 
 /// The rows of `INSERT ... SELECT`: the query runs first, in the statement's
@@ -308,13 +324,9 @@ fn selected_given(
         return Err(SqlError::column_count(targets.len(), columns.len()));
     }
     let width = table.schema().columns.len();
-    let given = rows.into_iter().map(|row| {
-        let mut given: GivenRow = vec![None; width];
-        for (&column, value) in targets.iter().zip(row) {
-            given[column] = Some(value);
-        }
-        given
-    });
+    let given = rows
+        .into_iter()
+        .map(|row| given_row(width, targets, row.into_iter().map(Some)));
     Ok(given.collect())
 }
 

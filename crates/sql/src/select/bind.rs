@@ -42,12 +42,12 @@ pub fn bind_query(
     let mut from: Vec<FromItem> = Vec::new();
     let table = match select.from.as_slice() {
         [] => None,
-        [only] if only.joins.is_empty() => match front_table_of(session, &only.relation)? {
-            Some(found) => {
+        [only] if only.joins.is_empty() => match only_table_of(session, &only.relation)? {
+            OnlyTable::Front(found) => {
                 system = Some(found);
                 None
             }
-            None => Some(table_of(session, &only.relation)?),
+            OnlyTable::Cluster(table) => Some(table),
         },
         items => {
             for item in items {
@@ -377,38 +377,48 @@ pub(super) fn bind_joins(
     Ok((Box::new(first_plan), joined))
 }
 
-/// The table of front-end rows a FROM item names (`information_schema` or derived), its
-/// schema and alias; `None` for a table of the cluster.
-fn front_table_of(
-    session: &Session,
-    relation: &TableFactor,
-) -> SqlResult<Option<(FrontTable, TableSchema, String)>> {
+/// The one table a FROM names: a table of the cluster, or one whose rows the front end
+/// has (its schema and alias beside it).
+enum OnlyTable {
+    Cluster((Arc<SqlTable>, String)),
+    Front((FrontTable, TableSchema, String)),
+}
+
+/// A FROM item standing alone: derived, `information_schema`, a table of the cluster or
+/// else a view (looked up only when no table has the name).
+fn only_table_of(session: &Session, relation: &TableFactor) -> SqlResult<OnlyTable> {
     if let TableFactor::Derived {
         subquery, alias, ..
     } = relation
     {
         let alias = alias.as_ref().map(|a| a.name.value.as_str());
-        return derived_table_of(session, subquery, alias, None).map(Some);
+        return derived_table_of(session, subquery, alias, None).map(OnlyTable::Front);
     }
     if let Some((system, schema, alias)) = system_table_of(session, relation)? {
-        return Ok(Some((FrontTable::System(system), schema, alias)));
+        return Ok(OnlyTable::Front((
+            FrontTable::System(system),
+            schema,
+            alias,
+        )));
     }
-    view_of(session, relation)
+    match table_of(session, relation) {
+        Ok(table) => Ok(OnlyTable::Cluster(table)),
+        Err(missing) if missing.code == 1146 => {
+            view_of(session, relation, missing).map(OnlyTable::Front)
+        }
+        Err(error) => Err(error),
+    }
 }
 
 /// The view a FROM item names, run as a derived table named by its alias or its own
-/// name; `None` for a table of the cluster.
+/// name; `missing` (no table has the name) where no view does either.
 fn view_of(
     session: &Session,
     relation: &TableFactor,
-) -> SqlResult<Option<(FrontTable, TableSchema, String)>> {
-    // A table of the cluster, or a FROM item `table_of` refuses again for the caller.
-    let missing = match table_of(session, relation) {
-        Err(error) if error.code == 1146 => error,
-        _ => return Ok(None),
-    };
+    missing: SqlError,
+) -> SqlResult<(FrontTable, TableSchema, String)> {
     let TableFactor::Table { name, alias, .. } = relation else {
-        return Ok(None);
+        return Err(missing);
     };
     let (database, view) = split_name(session, name)?;
     let Some(definition) = session.catalog.view(&database, &view)? else {
@@ -426,7 +436,7 @@ fn view_of(
         .as_ref()
         .map_or(view.as_str(), |a| a.name.value.as_str());
     // The view's query names tables of the view's database.
-    derived_table_of(session, query, Some(alias), Some(&database)).map(Some)
+    derived_table_of(session, query, Some(alias), Some(&database))
 }
 
 /// A derived table's rows (its query runs first, in `database` for a view's: `subquery.rs`),

@@ -6,14 +6,14 @@ use std::sync::Arc;
 
 use kista_client::types::{ColumnType, Value};
 
-use super::{constant, FrontTable, SelectPlan};
+use super::{row_count, FrontTable, SelectPlan};
 use crate::catalog::SqlTable;
-use crate::error::{SqlError, SqlResult};
+use crate::error::SqlResult;
 use crate::expr::{eval, result_type, Aggregate, AggregateKind, Expr, DECIMAL_RESULT};
 use crate::information_schema;
 use crate::output::{self, Origin};
 use crate::session::{Outcome, Session};
-use crate::value::{compare, to_i64};
+use crate::value::compare;
 
 /// Groups and aggregates, HAVING, outputs, DISTINCT, ORDER BY, LIMIT.
 pub(super) fn finish(
@@ -63,19 +63,8 @@ pub(super) fn finish(
     if !plan.order_by.is_empty() {
         results.sort_by(|(a, _), (b, _)| compare_sort_keys(&plan.order_by, a, b));
     }
-    let count = |e: &Option<Expr>| -> SqlResult<Option<usize>> {
-        e.as_ref()
-            .map(|e| {
-                let v = constant(session, e, params)?;
-                to_i64(&v)
-                    .filter(|n| *n >= 0)
-                    .map(|n| n as usize)
-                    .ok_or_else(|| SqlError::wrong_arguments("LIMIT"))
-            })
-            .transpose()
-    };
-    let offset = count(&plan.offset)?.unwrap_or(0);
-    let limit = count(&plan.limit)?.unwrap_or(usize::MAX);
+    let offset = row_count(session, plan.offset.as_ref(), params)?.unwrap_or(0);
+    let limit = row_count(session, plan.limit.as_ref(), params)?.unwrap_or(usize::MAX);
     let rows: Vec<Vec<Value>> = results
         .into_iter()
         .skip(offset)

@@ -187,26 +187,50 @@ impl SelectPlan {
         params: &[Value],
     ) -> SqlResult<Vec<Vec<Value>>> {
         if !self.order_by.is_empty() {
-            let variable = |name: &str| session.variable(name);
-            let ctx = session.eval_context(params, &[], &variable);
-            let mut keyed = Vec::with_capacity(rows.len());
-            for row in rows {
-                let keys = (self.order_by.iter())
-                    .map(|(e, _)| eval(e, &row, &ctx))
-                    .collect::<SqlResult<Vec<_>>>()?;
-                keyed.push((keys, row));
-            }
-            keyed.sort_by(|(a, _), (b, _)| finish::compare_sort_keys(&self.order_by, a, b));
-            rows = keyed.into_iter().map(|(_, row)| row).collect();
+            rows = sorted_by(session, &self.order_by, rows, params)?;
         }
-        if let Some(limit) = &self.limit {
-            let n = to_i64(&constant(session, limit, params)?)
-                .filter(|n| *n >= 0)
-                .ok_or_else(|| SqlError::wrong_arguments("LIMIT"))?;
-            rows.truncate(n as usize);
+        if let Some(n) = row_count(session, self.limit.as_ref(), params)? {
+            rows.truncate(n);
         }
         Ok(rows)
     }
+}
+
+/// `rows` in the order of `order_by`, each key evaluated over the row (ORDER BY of
+/// UPDATE, DELETE and a union).
+pub(super) fn sorted_by(
+    session: &Session,
+    order_by: &[(Expr, bool)],
+    rows: Vec<Vec<Value>>,
+    params: &[Value],
+) -> SqlResult<Vec<Vec<Value>>> {
+    let variable = |name: &str| session.variable(name);
+    let ctx = session.eval_context(params, &[], &variable);
+    let mut keyed = Vec::with_capacity(rows.len());
+    for row in rows {
+        let keys = (order_by.iter())
+            .map(|(e, _)| eval(e, &row, &ctx))
+            .collect::<SqlResult<Vec<_>>>()?;
+        keyed.push((keys, row));
+    }
+    keyed.sort_by(|(a, _), (b, _)| finish::compare_sort_keys(order_by, a, b));
+    Ok(keyed.into_iter().map(|(_, row)| row).collect())
+}
+
+/// The rows a LIMIT or OFFSET counts (`None`: not given); error 1210 unless a count.
+pub(super) fn row_count(
+    session: &Session,
+    count: Option<&Expr>,
+    params: &[Value],
+) -> SqlResult<Option<usize>> {
+    count
+        .map(|e| {
+            to_i64(&constant(session, e, params)?)
+                .filter(|n| *n >= 0)
+                .map(|n| n as usize)
+                .ok_or_else(|| SqlError::wrong_arguments("LIMIT"))
+        })
+        .transpose()
 }
 
 /// Evaluates a constant expression (a key, a bound, a LIMIT).

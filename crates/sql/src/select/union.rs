@@ -14,15 +14,14 @@ use sqlparser::tokenizer::Location;
 use kista_client::types::Value;
 
 use super::bind::{bind_limit, bind_output_reference};
-use super::finish::{compare_sort_keys, encode_group_key};
-use super::{constant, OutputColumn};
+use super::finish::encode_group_key;
+use super::{row_count, sorted_by, OutputColumn};
 use crate::error::{SqlError, SqlResult};
-use crate::expr::{eval, Expr, ScopeColumn};
+use crate::expr::{Expr, ScopeColumn};
 use crate::protocol::column_type as code;
 use crate::protocol::results::ColumnDefinition;
 use crate::session::{Outcome, Session};
 use crate::subquery;
-use crate::value::to_i64;
 
 /// Whether `query` is a set operation (run by [`execute`], not bound as one SELECT).
 pub fn is_set_operation(query: &ast::Query) -> bool {
@@ -146,29 +145,10 @@ fn ordered_and_limited(
                 bind_output_reference(&item.expr, &outputs, &scope, placeholders, place, None)?;
             order_by.push((expr, item.options.asc != Some(false)));
         }
-        let variable = |name: &str| session.variable(name);
-        let ctx = session.eval_context(params, &[], &variable);
-        let mut keyed = Vec::with_capacity(rows.len());
-        for row in rows {
-            let keys = (order_by.iter())
-                .map(|(e, _)| eval(e, &row, &ctx))
-                .collect::<SqlResult<Vec<_>>>()?;
-            keyed.push((keys, row));
-        }
-        keyed.sort_by(|(a, _), (b, _)| compare_sort_keys(&order_by, a, b));
-        rows = keyed.into_iter().map(|(_, row)| row).collect();
+        rows = sorted_by(session, &order_by, rows, params)?;
     }
     let (limit, offset) = bind_limit(query, placeholders)?;
-    let count = |e: Option<Expr>| -> SqlResult<Option<usize>> {
-        e.map(|e| {
-            to_i64(&constant(session, &e, params)?)
-                .filter(|n| *n >= 0)
-                .map(|n| n as usize)
-                .ok_or_else(|| SqlError::wrong_arguments("LIMIT"))
-        })
-        .transpose()
-    };
-    let offset = count(offset)?.unwrap_or(0);
-    let limit = count(limit)?.unwrap_or(usize::MAX);
+    let offset = row_count(session, offset.as_ref(), params)?.unwrap_or(0);
+    let limit = row_count(session, limit.as_ref(), params)?.unwrap_or(usize::MAX);
     Ok(rows.into_iter().skip(offset).take(limit).collect())
 }
