@@ -265,6 +265,11 @@ fn views_are_stored_in_the_cluster_and_run_as_derived_tables() {
     run_pymysql_script("views.py", "views ok");
 }
 
+#[test]
+fn tables_without_a_primary_key_get_a_hidden_one() {
+    run_pymysql_script("hidden_key.py", "hidden key ok");
+}
+
 /// Runs `tests/sql/SCRIPT` (PyMySQL) against a `kista up` of its own; it must succeed and
 /// print `done`.
 fn run_pymysql_script(script: &str, done: &str) {

@@ -643,11 +643,8 @@ fn truncate(session: &mut Session, name: &ast::ObjectName) -> SqlResult<()> {
 
 fn describe(session: &Session, database: &str, name: &str) -> SqlResult<Outcome> {
     let table = session.catalog.table(database, name)?;
-    let schema = table.schema();
-    let rows = schema
-        .columns
-        .iter()
-        .enumerate()
+    let rows = table
+        .visible_columns()
         .map(|(position, column)| {
             let key = information_schema::column_key(&table, position);
             let default = information_schema::column_default(column);
@@ -701,7 +698,7 @@ fn show_create_table(session: &Session, database: &str, name: &str) -> SqlResult
     let table = session.catalog.table(database, name)?;
     let schema = table.schema();
     let mut lines = Vec::new();
-    for (position, column) in schema.columns.iter().enumerate() {
+    for (position, column) in table.visible_columns() {
         let mut line = format!("  `{}` {}", column.name, type_name(column.column_type));
         if !column.nullable {
             line.push_str(" NOT NULL");
@@ -725,7 +722,9 @@ fn show_create_table(session: &Session, database: &str, name: &str) -> SqlResult
             .collect::<Vec<_>>()
             .join(",")
     };
-    lines.push(format!("  PRIMARY KEY ({})", names(&schema.primary_key)));
+    if table.hidden_key.is_none() {
+        lines.push(format!("  PRIMARY KEY ({})", names(&schema.primary_key)));
+    }
     for (_, index) in table.table.indexes() {
         if index.name == ddl::PRIMARY_INDEX {
             continue;

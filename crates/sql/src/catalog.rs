@@ -1,9 +1,9 @@
 //! Databases and tables as SQL names them, kept in the cluster so that any number of
 //! front ends share them (the front end itself is stateless).
 //!
-//! A table `t` of database `db` is the cluster table `db/t`. Databases and each table's
-//! AUTO_INCREMENT counter live in two system tables of the cluster (names starting with
-//! `#`, which no database may have). Tables opened once are cached; an answer saying a
+//! A table `t` of database `db` is the cluster table `db/t`. Databases, views and each
+//! table's counters (its AUTO_INCREMENT column's, its hidden key's) live in system tables
+//! of the cluster (names starting with `#`, which no database may have). Tables opened once are cached; an answer saying a
 //! table changed (241) or vanished (723) makes the session forget it and look again.
 
 use std::collections::HashMap;
@@ -36,6 +36,28 @@ pub struct SqlTable {
     pub table: Table,
     /// The AUTO_INCREMENT column, if the table has one.
     pub auto_increment: Option<usize>,
+    /// The hidden primary-key column, if the table was declared without a primary key.
+    pub hidden_key: Option<usize>,
+}
+
+/// A table's counters in the catalog's counter table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Counter {
+    /// Values of the table's AUTO_INCREMENT column.
+    AutoIncrement,
+    /// Values of the hidden primary key of a table declared without one.
+    HiddenKey,
+}
+
+impl Counter {
+    /// The counter's key in the counter table: the table's cluster name, with a suffix
+    /// no table name can have for the hidden key's.
+    fn key(self, database: &str, name: &str) -> String {
+        match self {
+            Counter::AutoIncrement => cluster_name(database, name),
+            Counter::HiddenKey => format!("{}/#hidden_key", cluster_name(database, name)),
+        }
+    }
 }
 
 impl SqlTable {
@@ -73,11 +95,21 @@ impl SqlTable {
             .collect()
     }
 
+    /// The column SQL names `name` (never the hidden key).
     pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.visible_columns()
+            .find(|(_, c)| c.name.eq_ignore_ascii_case(name))
+            .map(|(position, _)| position)
+    }
+
+    /// The columns SQL sees, with their positions in the row: all but the hidden key.
+    pub fn visible_columns(&self) -> impl Iterator<Item = (usize, &Column)> {
+        let hidden = self.hidden_key;
         self.schema()
             .columns
             .iter()
-            .position(|c| c.name.eq_ignore_ascii_case(name))
+            .enumerate()
+            .filter(move |(position, _)| Some(*position) != hidden)
     }
 }
 
@@ -99,7 +131,8 @@ pub struct Catalog {
     tables: Mutex<HashMap<String, Arc<SqlTable>>>,
     /// Bumped whenever a cached table is forgotten: plans bound before are stale.
     generation: std::sync::atomic::AtomicU64,
-    counters: Mutex<HashMap<u32, Reserved>>,
+    /// Counter values taken and not yet handed out, by table id.
+    counters: Mutex<HashMap<(u32, Counter), Reserved>>,
     system: Mutex<Option<SystemTables>>,
 }
 
@@ -419,11 +452,13 @@ impl Catalog {
             Err(error) => return Err(error.into()),
         };
         let auto_increment = self.auto_increment_column(&full)?;
+        let hidden_key = crate::ddl::hidden_key_column(table.schema());
         let opened = Arc::new(SqlTable {
             database: database.to_lowercase(),
             name: name.to_lowercase(),
             table,
             auto_increment,
+            hidden_key,
         });
         let mut tables = lock(&self.tables);
         if tables.len() >= OPEN_TABLES_MAX {
@@ -469,7 +504,8 @@ impl Catalog {
         }))
     }
 
-    /// Creates a table (and its AUTO_INCREMENT counter, starting at `auto_increment_start`).
+    /// Creates a table (and its counters: its AUTO_INCREMENT column's, starting at
+    /// `auto_increment_start`, and its hidden key's).
     pub fn create_table(
         &self,
         database: &str,
@@ -479,17 +515,16 @@ impl Catalog {
     ) -> SqlResult<()> {
         let full = schema.name.clone();
         let table_name = full.rsplit('/').next().unwrap_or(&full).to_string();
-        if let Some((column, start)) = auto_increment {
-            // The counter first: a table never exists without its counter.
-            let counters = self.system()?.counters;
-            let mut write = self.client.transaction();
-            let row = vec![
-                Value::Bytes(full.clone().into_bytes()),
-                Value::UInt(column as u64),
-                Value::UInt(start.max(1)),
-            ];
-            write.write(&counters, row)?;
-            write.execute(ExecuteMode::Commit)?.wait()?;
+        let hidden_key = crate::ddl::hidden_key_column(&schema).map(|column| (column, 1));
+        let counters = [
+            (Counter::AutoIncrement, auto_increment),
+            (Counter::HiddenKey, hidden_key),
+        ];
+        for (counter, column_and_start) in counters {
+            // The counters first: a table never exists without them.
+            if let Some((column, start)) = column_and_start {
+                self.create_counter(counter.key(database, &table_name), column, start)?;
+            }
         }
         match self.client.create_table(schema, indexes) {
             Ok(_) => Ok(()),
@@ -525,22 +560,43 @@ impl Catalog {
             }
             Err(error) => return Err(error.into()),
         }
-        lock(&self.counters).remove(&table.table.id);
-        if table.auto_increment.is_some() {
-            let counters = self.system()?.counters;
-            let mut delete = self.client.transaction();
-            let key = [Value::Bytes(cluster_name(database, name).into_bytes())];
-            delete.delete(&counters, &key)?;
-            // A counter already gone is no error.
-            let _ = delete.execute(ExecuteMode::Commit)?.wait();
+        let mut reserved = lock(&self.counters);
+        reserved.remove(&(table.table.id, Counter::AutoIncrement));
+        reserved.remove(&(table.table.id, Counter::HiddenKey));
+        drop(reserved);
+        let counters = self.system()?.counters;
+        for (counter, exists) in [
+            (Counter::AutoIncrement, table.auto_increment.is_some()),
+            (Counter::HiddenKey, table.hidden_key.is_some()),
+        ] {
+            if exists {
+                let mut delete = self.client.transaction();
+                let key = [Value::Bytes(counter.key(database, name).into_bytes())];
+                delete.delete(&counters, &key)?;
+                // A counter already gone is no error.
+                let _ = delete.execute(ExecuteMode::Commit)?.wait();
+            }
         }
         Ok(())
     }
 
-    /// The next `count` AUTO_INCREMENT values of `table` (consecutive), taken from this
+    fn create_counter(&self, key: String, column: usize, start: u64) -> SqlResult<()> {
+        let counters = self.system()?.counters;
+        let mut write = self.client.transaction();
+        let row = vec![
+            Value::Bytes(key.into_bytes()),
+            Value::UInt(column as u64),
+            Value::UInt(start.max(1)),
+        ];
+        write.write(&counters, row)?;
+        write.execute(ExecuteMode::Commit)?.wait()?;
+        Ok(())
+    }
+
+    /// The next `count` values of a counter of `table` (consecutive), taken from this
     /// front end's reserve, which is refilled from the cluster's counter when short.
-    pub fn next_auto_increment(&self, table: &SqlTable, count: u64) -> SqlResult<u64> {
-        let id = table.table.id;
+    pub fn next_values(&self, table: &SqlTable, counter: Counter, count: u64) -> SqlResult<u64> {
+        let id = (table.table.id, counter);
         if let Some(reserved) = lock(&self.counters).get_mut(&id) {
             if reserved.end - reserved.next >= count {
                 let first = reserved.next;
@@ -549,7 +605,7 @@ impl Catalog {
             }
         }
         let take = count.max(AUTO_INCREMENT_PREFETCH);
-        let first = self.take_from_counter(table, |next| (next, next + take))?;
+        let first = self.take_from_counter(table, counter, |next| (next, next + take))?;
         lock(&self.counters).insert(
             id,
             Reserved {
@@ -563,7 +619,7 @@ impl Catalog {
     /// A row was inserted with an explicit AUTO_INCREMENT value: later values must be
     /// above it.
     pub fn saw_auto_increment_value(&self, table: &SqlTable, value: u64) -> SqlResult<()> {
-        let id = table.table.id;
+        let id = (table.table.id, Counter::AutoIncrement);
         if let Some(reserved) = lock(&self.counters).get_mut(&id) {
             if value < reserved.next {
                 return Ok(());
@@ -574,7 +630,9 @@ impl Catalog {
             }
         }
         let above = value.saturating_add(1);
-        self.take_from_counter(table, |next| (next, next.max(above)))?;
+        self.take_from_counter(table, Counter::AutoIncrement, |next| {
+            (next, next.max(above))
+        })?;
         Ok(())
     }
 
@@ -583,11 +641,12 @@ impl Catalog {
     fn take_from_counter(
         &self,
         table: &SqlTable,
+        counter: Counter,
         step: impl Fn(u64) -> (u64, u64),
     ) -> SqlResult<u64> {
         let counters = self.system()?.counters;
         let key = [Value::Bytes(
-            cluster_name(&table.database, &table.name).into_bytes(),
+            counter.key(&table.database, &table.name).into_bytes(),
         )];
         let mut transaction = self.client.transaction();
         let op = transaction.read(&counters, &key, LockKind::Exclusive)?;

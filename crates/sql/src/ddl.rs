@@ -3,6 +3,11 @@
 //! Every table gets an ordered index on its primary key, named `PRIMARY` (NDB does the
 //! same unless `USING HASH`), so primary-key ranges scan in order. `ENGINE=...`, character
 //! sets, comments and other table options are accepted and ignored.
+//!
+//! A table declared without a primary key gets a hidden one, as NDB does: a last column
+//! [`HIDDEN_KEY_COLUMN`] (BIGINT UNSIGNED) numbered from the table's own counter in the
+//! catalog. SQL never sees it: no name binds to it, `*` and every listing of columns and
+//! indexes leave it out, and INSERT fills it.
 
 use sqlparser::ast::{self, ColumnOption, DataType, TableConstraint};
 
@@ -15,6 +20,22 @@ use crate::value::coerce;
 
 /// The name of the ordered index every table has on its primary key.
 pub const PRIMARY_INDEX: &str = "PRIMARY";
+
+/// The hidden primary-key column of a table declared without a primary key (NDB's `$PK`).
+pub const HIDDEN_KEY_COLUMN: &str = "#hidden_key";
+
+/// Whether a column of that name is a hidden key, which SQL never sees.
+pub fn is_hidden_key(column_name: &str) -> bool {
+    column_name == HIDDEN_KEY_COLUMN
+}
+
+/// The hidden key's column of a table, if the table was declared without a primary key.
+pub fn hidden_key_column(schema: &TableSchema) -> Option<usize> {
+    match schema.primary_key.as_slice() {
+        [key] if is_hidden_key(&schema.columns[*key].name) => Some(*key),
+        _ => None,
+    }
+}
 
 /// A table definition ready for the catalog.
 pub struct TableDefinition {
@@ -52,17 +73,7 @@ pub fn column_type(data_type: &DataType) -> SqlResult<ColumnType> {
                     (*p, u64::try_from(*s).unwrap_or(99))
                 }
             };
-            if precision > 38 || scale > precision {
-                return Err(SqlError::new(
-                    1426,
-                    "42000",
-                    format!("Too-big precision {precision} specified; maximum is 38"),
-                ));
-            }
-            ColumnType::Decimal {
-                precision: precision as u8,
-                scale: scale as u8,
-            }
+            decimal(precision, scale)?
         }
         D::Char(l) | D::Character(l) => char_length(length(l, 1), false)?,
         D::Binary(l) => char_length(l.unwrap_or(1), true)?,
@@ -81,7 +92,54 @@ pub fn column_type(data_type: &DataType) -> SqlResult<ColumnType> {
         D::Time(_, _) => ColumnType::Time,
         D::Datetime(_) => ColumnType::DateTime,
         D::Timestamp(_, _) => ColumnType::Timestamp,
+        D::Custom(name, modifiers) => synonym_type(&name.to_string(), modifiers)
+            .ok_or_else(|| SqlError::not_supported(format!("column type {data_type}")))??,
         other => return Err(SqlError::not_supported(format!("column type {other}"))),
+    })
+}
+
+/// MySQL's other names for types Kista has (`None`: not one of them): `SERIAL` (whose
+/// NOT NULL AUTO_INCREMENT UNIQUE [`create_table`] adds), `LONG` (MEDIUMTEXT) and `FIXED`
+/// (DECIMAL).
+fn synonym_type(name: &str, modifiers: &[String]) -> Option<SqlResult<ColumnType>> {
+    let number = |position: usize, default: u64| {
+        modifiers
+            .get(position)
+            .map_or(Some(default), |m| m.parse().ok())
+    };
+    Some(match name.to_ascii_uppercase().as_str() {
+        SERIAL => Ok(ColumnType::Int {
+            bytes: 8,
+            signed: false,
+        }),
+        "LONG" if modifiers.is_empty() => Ok(ColumnType::Text),
+        "FIXED" => match (number(0, 10), number(1, 0)) {
+            (Some(precision), Some(scale)) => decimal(precision, scale),
+            _ => return None,
+        },
+        _ => return None,
+    })
+}
+
+/// `SERIAL`: BIGINT UNSIGNED NOT NULL AUTO_INCREMENT UNIQUE.
+const SERIAL: &str = "SERIAL";
+
+fn is_serial(data_type: &DataType) -> bool {
+    matches!(data_type, DataType::Custom(name, modifiers)
+        if modifiers.is_empty() && name.to_string().eq_ignore_ascii_case(SERIAL))
+}
+
+fn decimal(precision: u64, scale: u64) -> SqlResult<ColumnType> {
+    if precision > 38 || scale > precision {
+        return Err(SqlError::new(
+            1426,
+            "42000",
+            format!("Too-big precision {precision} specified; maximum is 38"),
+        ));
+    }
+    Ok(ColumnType::Decimal {
+        precision: precision as u8,
+        scale: scale as u8,
     })
 }
 
@@ -145,13 +203,32 @@ pub fn create_table(create: &ast::CreateTable, cluster_name: String) -> SqlResul
         columns: Vec::new(),
         primary_key: Vec::new(),
     };
+    if create.columns.is_empty() {
+        return Err(SqlError::new(
+            1113,
+            "42000",
+            "A table must have at least 1 column",
+        ));
+    }
     let mut unique_columns = Vec::new();
     let mut auto_increment = None;
     for (position, definition) in create.columns.iter().enumerate() {
         let name = definition.name.value.clone();
+        if is_hidden_key(&name) {
+            return Err(SqlError::new(
+                1166,
+                "42000",
+                format!("Incorrect column name '{name}'"),
+            ));
+        }
         let column_type = column_type(&definition.data_type)?;
         let mut column = Column::new(&name, column_type).nullable();
         let mut default = None;
+        if is_serial(&definition.data_type) {
+            column.nullable = false;
+            auto_increment = Some(position);
+            unique_columns.push(position);
+        }
         for option in &definition.options {
             match &option.option {
                 ColumnOption::Null => column.nullable = true,
@@ -247,10 +324,13 @@ pub fn create_table(create: &ast::CreateTable, cluster_name: String) -> SqlResul
         ));
     }
     if schema.primary_key.is_empty() {
-        return Err(SqlError::new(
-            1173,
-            "42000",
-            "This table type requires a primary key",
+        schema.primary_key = vec![schema.columns.len()];
+        schema.columns.push(Column::new(
+            HIDDEN_KEY_COLUMN,
+            ColumnType::Int {
+                bytes: 8,
+                signed: false,
+            },
         ));
     }
     for &key in &schema.primary_key {

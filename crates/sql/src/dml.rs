@@ -24,7 +24,7 @@ use kista_client::schema::IndexKind;
 use kista_client::types::Value;
 use kista_client::{Executed, LockKind, OpIndex};
 
-use crate::catalog::SqlTable;
+use crate::catalog::{Counter, SqlTable};
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{bind, eval, Binder, EvalContext, Expr};
 use crate::select::{self, split_name, SelectPlan};
@@ -70,6 +70,7 @@ pub fn insert(
         .map(|row| complete_row(&table, row))
         .collect::<SqlResult<Vec<_>>>()?;
     let first_auto = number_auto_increment(session, &table, &mut rows)?;
+    number_hidden_keys(session, &table, &mut rows)?;
     let duplicate_update = match &insert.on {
         Some(OnInsert::DuplicateKeyUpdate(assignments)) => Some(bind_assignments(
             &table,
@@ -237,10 +238,13 @@ fn insert_unless_duplicate(
     Ok(outcome)
 }
 
-/// The columns an INSERT names (all, in order, when it names none).
+/// The columns an INSERT names (all SQL sees, in order, when it names none).
 fn target_columns(table: &SqlTable, columns: &[ast::Ident]) -> SqlResult<Vec<usize>> {
     if columns.is_empty() {
-        return Ok((0..table.schema().columns.len()).collect());
+        return Ok(table
+            .visible_columns()
+            .map(|(position, _)| position)
+            .collect());
     }
     columns
         .iter()
@@ -332,7 +336,8 @@ fn selected_given(
 
 /// A given row made whole: each value fitted to its column, the columns not given set to
 /// their defaults; an AUTO_INCREMENT column given no value (or NULL or 0) is left NULL
-/// for [`number_auto_increment`].
+/// for [`number_auto_increment`], and the hidden key (never given) for
+/// [`number_hidden_keys`].
 fn complete_row(table: &SqlTable, given: GivenRow) -> SqlResult<Vec<Value>> {
     let schema = table.schema();
     let mut row = Vec::with_capacity(given.len());
@@ -345,7 +350,7 @@ fn complete_row(table: &SqlTable, given: GivenRow) -> SqlResult<Vec<Value>> {
         };
         row.push(match value {
             Some(v) => fit(table, column, &v)?,
-            None if is_auto => Value::Null,
+            None if is_auto || table.hidden_key == Some(column) => Value::Null,
             None => match &definition.default {
                 Some(default) => default.clone(),
                 None if definition.nullable => Value::Null,
@@ -376,7 +381,9 @@ fn number_auto_increment(
     let needed = rows.iter().filter(|row| row[column].is_null()).count() as u64;
     let first_auto = match needed {
         0 => 0,
-        _ => session.catalog.next_auto_increment(table, needed)?,
+        _ => session
+            .catalog
+            .next_values(table, Counter::AutoIncrement, needed)?,
     };
     let mut next = first_auto;
     let mut highest_given = None;
@@ -392,6 +399,24 @@ fn number_auto_increment(
         session.catalog.saw_auto_increment_value(table, highest)?;
     }
     Ok(first_auto)
+}
+
+/// Gives each row the next value of the table's hidden key, if it has one.
+fn number_hidden_keys(
+    session: &Session,
+    table: &SqlTable,
+    rows: &mut [Vec<Value>],
+) -> SqlResult<()> {
+    let Some(column) = table.hidden_key.filter(|_| !rows.is_empty()) else {
+        return Ok(());
+    };
+    let first = session
+        .catalog
+        .next_values(table, Counter::HiddenKey, rows.len() as u64)?;
+    for (row, key) in rows.iter_mut().zip(first..) {
+        row[column] = Value::UInt(key);
+    }
+    Ok(())
 }
 
 /// The table's unique indexes: name and columns.
@@ -414,7 +439,7 @@ fn unique_key_of(row: &[Value], columns: &[usize]) -> Option<Vec<Value>> {
 
 /// MySQL names the duplicate entry; for a one-row insert so does this server.
 fn duplicate_message(error: SqlError, table: &SqlTable, rows: &[Vec<Value>]) -> SqlError {
-    if error.code != 1062 || rows.len() != 1 {
+    if error.code != 1062 || rows.len() != 1 || table.hidden_key.is_some() {
         return error;
     }
     let key: Vec<String> = table

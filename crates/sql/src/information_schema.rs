@@ -63,6 +63,9 @@ pub fn index_columns(table: &SqlTable) -> Vec<IndexColumn> {
     let mut entries = Vec::new();
     for (_, index) in table.table.indexes() {
         let primary = index.name == PRIMARY_INDEX;
+        if primary && table.hidden_key.is_some() {
+            continue;
+        }
         let unique = primary || index.kind == IndexKind::Unique;
         let index_type = if index.kind == IndexKind::Unique && !primary {
             "HASH"
@@ -240,7 +243,7 @@ impl SystemTable {
                         string(""),
                     ]),
                     SystemTable::Columns => {
-                        for (position, column) in schema.columns.iter().enumerate() {
+                        for (position, column) in table.visible_columns() {
                             let full_type = type_name(column.column_type);
                             let data_type =
                                 full_type.split(['(', ' ']).next().unwrap_or("").to_string();

@@ -25,6 +25,31 @@ use crate::plan::{choose_access, Access};
 use crate::session::Session;
 use crate::subquery::Met;
 
+/// `*` (or `table.*`): every column of the scope (of that table) SQL sees, in order.
+fn wildcard(scope: &[ScopeColumn], table: Option<&str>) -> SqlResult<Vec<OutputColumn>> {
+    if scope.is_empty() {
+        return Err(SqlError::new(1096, "HY000", "No tables used"));
+    }
+    let columns: Vec<OutputColumn> = scope
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| table.is_none_or(|t| c.table.eq_ignore_ascii_case(t)))
+        .filter(|(_, c)| !crate::ddl::is_hidden_key(&c.name))
+        .map(|(position, c)| OutputColumn {
+            name: c.name.clone(),
+            expr: Expr::Column(position),
+        })
+        .collect();
+    match table {
+        Some(table) if columns.is_empty() => Err(SqlError::new(
+            1051,
+            "42S02",
+            format!("Unknown table '{table}'"),
+        )),
+        _ => Ok(columns),
+    }
+}
+
 /// Binds a query (SELECT only; no joins, subqueries or set operations yet).
 pub fn bind_query(
     session: &Session,
@@ -116,16 +141,18 @@ pub fn bind_query(
     let mut outputs = Vec::new();
     for item in &select.projection {
         match item {
-            SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
-                if scope.is_empty() {
-                    return Err(SqlError::new(1096, "HY000", "No tables used"));
-                }
-                for (position, column) in scope.iter().enumerate() {
-                    outputs.push(OutputColumn {
-                        name: column.name.clone(),
-                        expr: Expr::Column(position),
-                    });
-                }
+            SelectItem::Wildcard(_) => outputs.extend(wildcard(&scope, None)?),
+            SelectItem::QualifiedWildcard(kind, _) => {
+                let qualifier = match kind {
+                    ast::SelectItemQualifiedWildcardKind::ObjectName(name) => name
+                        .0
+                        .last()
+                        .and_then(|part| part.as_ident())
+                        .map(|ident| ident.value.clone()),
+                    ast::SelectItemQualifiedWildcardKind::Expr(_) => None,
+                };
+                let qualifier = qualifier.ok_or_else(|| SqlError::not_supported(kind))?;
+                outputs.extend(wildcard(&scope, Some(&qualifier))?);
             }
             SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
                 let mut binder = Binder {
