@@ -270,6 +270,11 @@ fn tables_without_a_primary_key_get_a_hidden_one() {
     run_pymysql_script("hidden_key.py", "hidden key ok");
 }
 
+#[test]
+fn native_functions_answer_as_mysql() {
+    run_pymysql_script("functions.py", "functions ok");
+}
+
 /// Runs `tests/sql/SCRIPT` (PyMySQL) against a `kista up` of its own; it must succeed and
 /// print `done`.
 fn run_pymysql_script(script: &str, done: &str) {

@@ -99,8 +99,8 @@ pub fn column_type(data_type: &DataType) -> SqlResult<ColumnType> {
 }
 
 /// MySQL's other names for types Kista has (`None`: not one of them): `SERIAL` (whose
-/// NOT NULL AUTO_INCREMENT UNIQUE [`create_table`] adds), `LONG` (MEDIUMTEXT) and `FIXED`
-/// (DECIMAL).
+/// NOT NULL AUTO_INCREMENT UNIQUE [`create_table`] adds), `LONG` (MEDIUMTEXT), `NCHAR`
+/// (CHAR) and `FIXED` (DECIMAL).
 fn synonym_type(name: &str, modifiers: &[String]) -> Option<SqlResult<ColumnType>> {
     let number = |position: usize, default: u64| {
         modifiers
@@ -113,6 +113,10 @@ fn synonym_type(name: &str, modifiers: &[String]) -> Option<SqlResult<ColumnType
             signed: false,
         }),
         "LONG" if modifiers.is_empty() => Ok(ColumnType::Text),
+        "NCHAR" => match number(0, 1) {
+            Some(length) => char_length(length, false),
+            None => return None,
+        },
         "FIXED" => match (number(0, 10), number(1, 0)) {
             (Some(precision), Some(scale)) => decimal(precision, scale),
             _ => return None,

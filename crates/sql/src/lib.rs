@@ -10,6 +10,7 @@ pub mod dialect;
 pub mod dml;
 pub mod error;
 pub mod expr;
+pub(crate) mod functions;
 pub mod information_schema;
 pub mod join;
 pub mod output;

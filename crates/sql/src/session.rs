@@ -87,6 +87,8 @@ pub fn parse(sql: &str) -> SqlResult<Parsed> {
         .map_err(SqlError::syntax)?;
     let mut tokens = tokens;
     rewrite_lock_in_share_mode(&mut tokens);
+    crate::dialect::rewrite_type_names(&mut tokens);
+    crate::dialect::rewrite_interval_units(&mut tokens);
     let placeholders = tokens
         .iter()
         .filter(|t| matches!(&t.token, Token::Placeholder(p) if p == "?"))

@@ -8,8 +8,9 @@ use sqlparser::tokenizer::Location;
 
 use kista_client::types::{ColumnType, Decimal, Value};
 
-use super::{ArithmeticOp, CompareOp, Expr, Function};
+use super::{special_forms, ArithmeticOp, CompareOp, Expr};
 use crate::error::{SqlError, SqlResult};
+use crate::functions;
 use crate::subquery::{Met, Subqueries};
 
 /// A column the expression may name: `table.name` or just `name`.
@@ -140,7 +141,7 @@ fn bind_case(
             None => condition,
         };
         let then = bind(binder, &when.result)?;
-        result = Expr::Call(Function::If, vec![condition, then, result]);
+        result = Expr::Call(functions::named("if"), vec![condition, then, result]);
     }
     Ok(result)
 }
@@ -148,6 +149,9 @@ fn bind_case(
 /// Binds `expr` in `binder`'s scope.
 pub fn bind(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Expr> {
     use ast::Expr as A;
+    if let Some(call) = special_forms::bind_special_form(binder, expr) {
+        return call;
+    }
     let boxed = |binder: &mut Binder, e: &ast::Expr| bind(binder, e).map(Box::new);
     Ok(match expr {
         A::Identifier(ident) => {
@@ -416,49 +420,31 @@ fn bind_function(binder: &mut Binder, function: &ast::Function) -> SqlResult<Exp
         });
         return Ok(Expr::Aggregate(aggregates.len() - 1));
     }
-    let arguments: Vec<Expr> = args
-        .iter()
-        .map(|arg| match arg {
-            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => bind(binder, e),
-            _ => Err(SqlError::wrong_arguments(&name)),
-        })
-        .collect::<SqlResult<_>>()?;
-    let (function, arity): (Function, std::ops::RangeInclusive<usize>) = match name.as_str() {
-        "database" | "schema" => (Function::Database, 0..=0),
-        "version" => (Function::Version, 0..=0),
-        "connection_id" => (Function::ConnectionId, 0..=0),
-        "last_insert_id" => (Function::LastInsertId, 0..=0),
-        "user" | "current_user" | "session_user" | "system_user" => (Function::User, 0..=0),
-        "now" | "current_timestamp" | "sysdate" => (Function::Now, 0..=1),
-        "concat" => (Function::Concat, 1..=usize::MAX),
-        "length" | "octet_length" => (Function::Length, 1..=1),
-        "char_length" | "character_length" => (Function::CharLength, 1..=1),
-        "upper" | "ucase" => (Function::Upper, 1..=1),
-        "lower" | "lcase" => (Function::Lower, 1..=1),
-        "abs" => (Function::Abs, 1..=1),
-        "coalesce" | "ifnull" => (Function::Coalesce, 1..=usize::MAX),
-        "if" => (Function::If, 3..=3),
-        "nullif" => (Function::NullIf, 2..=2),
-        "floor" => (Function::Floor, 1..=1),
-        "ceil" | "ceiling" => (Function::Ceil, 1..=1),
-        "round" => (Function::Round, 1..=2),
-        "substring" | "substr" => (Function::Substring, 2..=3),
-        _ => {
-            return Err(SqlError::new(
-                1305,
-                "42000",
-                format!("FUNCTION {name} does not exist"),
-            ))
+    let mut arguments = Vec::with_capacity(args.len() + 1);
+    for (position, arg) in args.iter().enumerate() {
+        let FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) = arg else {
+            return Err(SqlError::wrong_arguments(&name));
+        };
+        match e {
+            // DATE_ADD(d, INTERVAL n unit): the amount and the unit's name.
+            ast::Expr::Interval(interval) => {
+                arguments.extend(special_forms::interval_args(binder, interval)?)
+            }
+            // TIMESTAMPDIFF(unit, a, b): the unit's name.
+            ast::Expr::Identifier(unit)
+                if position == 0
+                    && name == "timestampdiff"
+                    && functions::interval_unit(&unit.value).is_some() =>
+            {
+                arguments.push(Expr::Literal(Value::Bytes(unit.value.clone().into_bytes())))
+            }
+            _ => arguments.push(bind(binder, e)?),
         }
-    };
-    if !arity.contains(&arguments.len()) {
-        return Err(SqlError::new(
-            1582,
-            "42000",
-            format!("Incorrect parameter count in the call to native function '{name}'"),
-        ));
     }
-    Ok(Expr::Call(function, arguments))
+    Ok(Expr::Call(
+        functions::lookup(&name, arguments.len())?,
+        arguments,
+    ))
 }
 
 fn cast_type(data_type: &ast::DataType) -> SqlResult<ColumnType> {

@@ -4,7 +4,7 @@ use std::cmp::Ordering;
 
 use kista_client::types::{Decimal, Value};
 
-use super::{ArithmeticOp, CompareOp, Expr, Function};
+use super::{ArithmeticOp, CompareOp, Expr};
 use crate::error::{SqlError, SqlResult};
 use crate::value::{self, compare, to_f64, to_text, truth};
 
@@ -144,7 +144,7 @@ pub fn eval(expr: &Expr, row: &[Value], ctx: &EvalContext) -> SqlResult<Value> {
                 Value::Int(i64::from(like(&to_text(&v), &to_text(&p)) != *negated))
             }
         }
-        Expr::Call(function, args) => call(*function, args, row, ctx)?,
+        Expr::Call(function, args) => crate::functions::call(*function, args, row, ctx)?,
         Expr::Cast(e, column_type) => {
             let v = eval(e, row, ctx)?;
             match column_type {
@@ -170,7 +170,7 @@ fn compare_holds(op: CompareOp, order: Ordering) -> bool {
     }
 }
 
-fn overflow() -> SqlError {
+pub(crate) fn overflow() -> SqlError {
     SqlError::new(1690, "22003", "BIGINT value is out of range")
 }
 
@@ -270,135 +270,6 @@ fn decimal_arithmetic(op: ArithmeticOp, x: Decimal, y: Decimal) -> Option<Decima
             scale: x.scale.checked_add(y.scale).filter(|&s| s <= 38)?,
         },
         _ => return None,
-    })
-}
-
-fn call(function: Function, args: &[Expr], row: &[Value], ctx: &EvalContext) -> SqlResult<Value> {
-    let arg = |n: usize| eval(&args[n], row, ctx);
-    let text = |s: &str| Value::Bytes(s.as_bytes().to_vec());
-    Ok(match function {
-        Function::Database => ctx.database.map_or(Value::Null, text),
-        Function::Version => (ctx.variable)("version").unwrap_or(Value::Null),
-        Function::ConnectionId => Value::UInt(u64::from(ctx.connection_id)),
-        Function::LastInsertId => Value::UInt(ctx.last_insert_id),
-        Function::User => text(&format!("{}@%", ctx.user)),
-        Function::Now => {
-            let micros = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs() as i64 * 1_000_000);
-            kista_client::types::DateTime::from_micros(micros).map_or(Value::Null, Value::DateTime)
-        }
-        Function::Concat => {
-            let mut out = Vec::new();
-            for n in 0..args.len() {
-                let v = arg(n)?;
-                if v.is_null() {
-                    return Ok(Value::Null);
-                }
-                out.extend_from_slice(&to_text(&v));
-            }
-            Value::Bytes(out)
-        }
-        Function::Length => match arg(0)? {
-            Value::Null => Value::Null,
-            v => Value::Int(to_text(&v).len() as i64),
-        },
-        Function::CharLength => match arg(0)? {
-            Value::Null => Value::Null,
-            v => Value::Int(String::from_utf8_lossy(&to_text(&v)).chars().count() as i64),
-        },
-        Function::Upper | Function::Lower => match arg(0)? {
-            Value::Null => Value::Null,
-            v => {
-                let s = String::from_utf8_lossy(&to_text(&v)).into_owned();
-                let changed = if function == Function::Upper {
-                    s.to_uppercase()
-                } else {
-                    s.to_lowercase()
-                };
-                Value::Bytes(changed.into_bytes())
-            }
-        },
-        Function::Abs => match arg(0)? {
-            Value::Null => Value::Null,
-            Value::Int(n) => Value::Int(n.checked_abs().ok_or_else(overflow)?),
-            Value::UInt(n) => Value::UInt(n),
-            Value::Decimal(d) => Value::Decimal(Decimal {
-                unscaled: d.unscaled.abs(),
-                scale: d.scale,
-            }),
-            v => Value::Double(to_f64(&v).unwrap_or(0.0).abs()),
-        },
-        Function::Coalesce => {
-            for n in 0..args.len() {
-                let v = arg(n)?;
-                if !v.is_null() {
-                    return Ok(v);
-                }
-            }
-            Value::Null
-        }
-        Function::If => {
-            if truth(&arg(0)?) == Some(true) {
-                arg(1)?
-            } else {
-                arg(2)?
-            }
-        }
-        Function::NullIf => {
-            let a = arg(0)?;
-            match compare(&a, &arg(1)?) {
-                Some(Ordering::Equal) => Value::Null,
-                _ => a,
-            }
-        }
-        Function::Floor | Function::Ceil | Function::Round => match arg(0)? {
-            Value::Null => Value::Null,
-            v @ (Value::Int(_) | Value::UInt(_)) => v,
-            v => {
-                let x = to_f64(&v).unwrap_or(0.0);
-                let digits = if args.len() > 1 {
-                    value::to_i64(&arg(1)?).unwrap_or(0)
-                } else {
-                    0
-                };
-                let scale = 10f64.powi(digits.clamp(-30, 30) as i32);
-                let rounded = match function {
-                    Function::Floor => x.floor(),
-                    Function::Ceil => x.ceil(),
-                    _ => (x * scale).round() / scale,
-                };
-                if digits == 0 && rounded.abs() < 9.2e18 {
-                    Value::Int(rounded as i64)
-                } else {
-                    Value::Double(rounded)
-                }
-            }
-        },
-        Function::Substring => {
-            let v = arg(0)?;
-            let start = value::to_i64(&arg(1)?);
-            let length = if args.len() > 2 {
-                value::to_i64(&arg(2)?)
-            } else {
-                Some(i64::MAX)
-            };
-            match (v, start, length) {
-                (Value::Null, _, _) | (_, None, _) | (_, _, None) => Value::Null,
-                (v, Some(start), Some(length)) => {
-                    let chars: Vec<char> = String::from_utf8_lossy(&to_text(&v)).chars().collect();
-                    let count = chars.len() as i64;
-                    let first = if start > 0 { start - 1 } else { count + start };
-                    if start == 0 || first < 0 || first >= count || length <= 0 {
-                        Value::Bytes(Vec::new())
-                    } else {
-                        let end = first.saturating_add(length).min(count);
-                        let taken: String = chars[first as usize..end as usize].iter().collect();
-                        Value::Bytes(taken.into_bytes())
-                    }
-                }
-            }
-        }
     })
 }
 

@@ -5,8 +5,12 @@
 mod bind;
 mod eval;
 mod result_type;
+mod special_forms;
+
+pub use crate::functions::Function;
 
 pub use bind::{bind, number, Aggregate, AggregateKind, Binder, ScopeColumn};
+pub(crate) use eval::overflow;
 pub use eval::{arithmetic, eval, like, EvalContext};
 pub use result_type::{result_type, DECIMAL_RESULT};
 
@@ -50,31 +54,6 @@ pub enum ArithmeticOp {
     Divide,
     IntegerDivide,
     Modulo,
-}
-
-/// Functions evaluated by the front end.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Function {
-    Database,
-    Version,
-    ConnectionId,
-    LastInsertId,
-    User,
-    Now,
-    Concat,
-    Length,
-    CharLength,
-    Upper,
-    Lower,
-    Abs,
-    Coalesce,
-    If,
-    /// `NULLIF(a, b)`: NULL where `a = b`, else `a`.
-    NullIf,
-    Floor,
-    Ceil,
-    Round,
-    Substring,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -137,7 +116,7 @@ impl Expr {
         match self {
             Expr::Literal(_) | Expr::Param(_) | Expr::SystemVariable(_) => true,
             Expr::Column(_) | Expr::Aggregate(_) => false,
-            Expr::Call(Function::Now | Function::LastInsertId, _) => false,
+            Expr::Call(function, _) if function.def().volatile => false,
             Expr::Not(e) | Expr::Negate(e) | Expr::Cast(e, _) => e.is_constant(),
             Expr::IsNull { expr, .. } => expr.is_constant(),
             Expr::And(a, b)

@@ -6,17 +6,13 @@
 use kista_client::types::ColumnType;
 
 use super::{ArithmeticOp, Expr, Function};
+use crate::functions::Returns;
 use crate::output::type_of_value;
 
 const BIGINT: ColumnType = ColumnType::Int {
     bytes: 8,
     signed: true,
 };
-const BIGINT_UNSIGNED: ColumnType = ColumnType::Int {
-    bytes: 8,
-    signed: false,
-};
-const TEXT: ColumnType = ColumnType::VarChar { max_length: 16_383 };
 /// What `/`, SUM and AVG give where no value says more.
 pub const DECIMAL_RESULT: ColumnType = ColumnType::Decimal {
     precision: 65,
@@ -73,31 +69,15 @@ fn arithmetic_type(op: ArithmeticOp, a: Option<ColumnType>, b: Option<ColumnType
     BIGINT
 }
 
+/// What the registry says a function returns.
 fn call_type(
     function: Function,
     args: &[Expr],
     of: &dyn Fn(&Expr) -> Option<ColumnType>,
 ) -> Option<ColumnType> {
-    let first_known = || args.iter().find_map(of);
-    match function {
-        Function::Database
-        | Function::Version
-        | Function::User
-        | Function::Concat
-        | Function::Upper
-        | Function::Lower
-        | Function::Substring => Some(TEXT),
-        Function::ConnectionId | Function::LastInsertId => Some(BIGINT_UNSIGNED),
-        Function::Length | Function::CharLength => Some(BIGINT),
-        Function::Now => Some(ColumnType::DateTime),
-        Function::Abs
-        | Function::Floor
-        | Function::Ceil
-        | Function::Round
-        | Function::Coalesce
-        | Function::NullIf => first_known(),
-        // IF(condition, then, else): the branches decide.
-        Function::If => args.iter().skip(1).find_map(of),
+    match function.def().returns {
+        Returns::Type(column_type) => Some(column_type),
+        Returns::ArgumentFrom(first) => args.iter().skip(first).find_map(of),
     }
 }
 
@@ -152,7 +132,7 @@ mod tests {
         assert_eq!(result_type(&compare, &int_column), Some(BIGINT));
         assert_eq!(result_type(&Expr::Literal(Value::Null), &int_column), None);
         let coalesce = Expr::Call(
-            Function::Coalesce,
+            crate::functions::named("coalesce"),
             vec![Expr::Literal(Value::Null), Expr::Column(0)],
         );
         assert_eq!(

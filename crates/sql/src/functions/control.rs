@@ -1,0 +1,90 @@
+//! Functions that choose among their arguments: IF, IFNULL, COALESCE, NULLIF, GREATEST,
+//! LEAST. All but GREATEST and LEAST evaluate only the arguments they need.
+
+use std::cmp::Ordering;
+
+use kista_client::types::Value;
+
+use super::{strict, Args, Eval, FunctionDef, Returns};
+use crate::error::SqlResult;
+use crate::value::{compare, truth};
+
+pub(super) const FUNCTIONS: &[FunctionDef] = &[
+    FunctionDef {
+        names: &["if"],
+        arity: 3..=3,
+        returns: Returns::ArgumentFrom(1),
+        volatile: false,
+        eval: Eval::Lazy(if_),
+    },
+    FunctionDef {
+        names: &["ifnull"],
+        arity: 2..=2,
+        returns: Returns::ArgumentFrom(0),
+        volatile: false,
+        eval: Eval::Lazy(coalesce),
+    },
+    FunctionDef {
+        names: &["coalesce"],
+        arity: 1..=usize::MAX,
+        returns: Returns::ArgumentFrom(0),
+        volatile: false,
+        eval: Eval::Lazy(coalesce),
+    },
+    FunctionDef {
+        names: &["nullif"],
+        arity: 2..=2,
+        returns: Returns::ArgumentFrom(0),
+        volatile: false,
+        eval: Eval::Lazy(nullif),
+    },
+    strict(
+        &["greatest"],
+        2..=usize::MAX,
+        Returns::ArgumentFrom(0),
+        |values, _| Ok(extreme(values, Ordering::Greater)),
+    ),
+    strict(
+        &["least"],
+        2..=usize::MAX,
+        Returns::ArgumentFrom(0),
+        |values, _| Ok(extreme(values, Ordering::Less)),
+    ),
+];
+
+fn if_(args: &Args) -> SqlResult<Value> {
+    if truth(&args.get(0)?) == Some(true) {
+        args.get(1)
+    } else {
+        args.get(2)
+    }
+}
+
+fn coalesce(args: &Args) -> SqlResult<Value> {
+    for n in 0..args.len() {
+        let value = args.get(n)?;
+        if !value.is_null() {
+            return Ok(value);
+        }
+    }
+    Ok(Value::Null)
+}
+
+fn nullif(args: &Args) -> SqlResult<Value> {
+    let a = args.get(0)?;
+    Ok(match compare(&a, &args.get(1)?) {
+        Some(Ordering::Equal) => Value::Null,
+        _ => a,
+    })
+}
+
+/// The greatest (or least) of values none of which is NULL.
+fn extreme(values: &[Value], wanted: Ordering) -> Value {
+    let mut best = &values[0];
+    for value in &values[1..] {
+        if compare(value, best) == Some(wanted) {
+            best = value;
+        }
+    }
+    best.clone()
+}

@@ -1,0 +1,247 @@
+//! The registry of native functions: one [`FunctionDef`] per function says its names, how
+//! many arguments it takes, what type it returns and how it runs. Binding looks a name up
+//! here ([`lookup`]), evaluation runs the definition ([`call`]), result typing reads it
+//! ([`Returns`]): adding a function is adding one definition to its family's list.
+//!
+//! Families, one module each: `control` (IF, COALESCE, GREATEST, ...), `session`
+//! (DATABASE(), USER(), ...), `string`, `numeric`, `time` (with `time_format` for
+//! DATE_FORMAT and STR_TO_DATE).
+
+mod control;
+mod numeric;
+mod session;
+mod string;
+mod time;
+mod time_format;
+
+use std::collections::HashMap;
+use std::ops::RangeInclusive;
+use std::sync::OnceLock;
+
+use kista_client::types::{ColumnType, Value};
+
+use crate::error::{SqlError, SqlResult};
+use crate::expr::{eval, EvalContext, Expr};
+
+pub use time::{interval_unit, DATE_ADD, DATE_SUB};
+
+/// One native function.
+pub struct FunctionDef {
+    /// Its names: the first is the one errors and EXPLAIN show, the others are synonyms.
+    pub names: &'static [&'static str],
+    pub arity: RangeInclusive<usize>,
+    pub returns: Returns,
+    /// Whether its value changes between calls with the same arguments (the clock, the
+    /// session's last insert id): such a call is never taken for a constant.
+    pub volatile: bool,
+    pub eval: Eval,
+}
+
+/// How a function runs.
+#[derive(Clone, Copy)]
+pub enum Eval {
+    /// NULL in, NULL out: runs on its arguments' values when none is NULL.
+    Strict(StrictFn),
+    /// Sees its arguments unevaluated and evaluates those it needs (IF, COALESCE, ...).
+    Lazy(fn(&Args) -> SqlResult<Value>),
+}
+
+/// The type of a function's result column where no value shows it.
+#[derive(Clone, Copy)]
+pub enum Returns {
+    Type(ColumnType),
+    /// The first argument from this one on whose type is known (IF: from the second).
+    ArgumentFrom(usize),
+}
+
+/// A function as a bound expression holds it: a handle on its definition.
+#[derive(Clone, Copy)]
+pub struct Function(&'static FunctionDef);
+
+impl Function {
+    pub fn def(self) -> &'static FunctionDef {
+        self.0
+    }
+
+    pub fn name(self) -> &'static str {
+        self.0.names[0]
+    }
+}
+
+impl PartialEq for Function {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
+
+impl std::fmt::Debug for Function {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A lazy function's arguments: each evaluated when asked for.
+pub struct Args<'a> {
+    exprs: &'a [Expr],
+    row: &'a [Value],
+    pub ctx: &'a EvalContext<'a>,
+}
+
+impl Args<'_> {
+    pub fn len(&self) -> usize {
+        self.exprs.len()
+    }
+
+    pub fn get(&self, n: usize) -> SqlResult<Value> {
+        eval(&self.exprs[n], self.row, self.ctx)
+    }
+}
+
+/// Arguments a strict function's values are held for without allocating.
+const INLINE_ARGUMENTS: usize = 4;
+
+/// Runs `function` on `args` over `row`.
+pub fn call(
+    function: Function,
+    args: &[Expr],
+    row: &[Value],
+    ctx: &EvalContext,
+) -> SqlResult<Value> {
+    match function.0.eval {
+        Eval::Lazy(run) => run(&Args {
+            exprs: args,
+            row,
+            ctx,
+        }),
+        Eval::Strict(run) if args.len() <= INLINE_ARGUMENTS => {
+            let mut values = [const { Value::Null }; INLINE_ARGUMENTS];
+            for (value, arg) in values.iter_mut().zip(args) {
+                *value = eval(arg, row, ctx)?;
+                if value.is_null() {
+                    return Ok(Value::Null);
+                }
+            }
+            run(&values[..args.len()], ctx)
+        }
+        Eval::Strict(run) => {
+            let mut values = Vec::with_capacity(args.len());
+            for arg in args {
+                let value = eval(arg, row, ctx)?;
+                if value.is_null() {
+                    return Ok(Value::Null);
+                }
+                values.push(value);
+            }
+            run(&values, ctx)
+        }
+    }
+}
+
+/// The function SQL names `name` (any case), with `argument_count` arguments: MySQL's
+/// errors for a name it does not know (1305) and a wrong count (1582).
+pub fn lookup(name: &str, argument_count: usize) -> SqlResult<Function> {
+    let lower = name.to_ascii_lowercase();
+    let Some(&def) = registry().get(lower.as_str()) else {
+        return Err(SqlError::new(
+            1305,
+            "42000",
+            format!("FUNCTION {lower} does not exist"),
+        ));
+    };
+    if !def.arity.contains(&argument_count) {
+        return Err(SqlError::new(
+            1582,
+            "42000",
+            format!("Incorrect parameter count in the call to native function '{name}'"),
+        ));
+    }
+    Ok(Function(def))
+}
+
+/// The function named `name`, which must exist (for the binder's own uses, as CASE's IF).
+pub fn named(name: &str) -> Function {
+    let def = registry().get(name);
+    Function(def.unwrap_or_else(|| panic!("no function {name} in the registry")))
+}
+
+fn registry() -> &'static HashMap<&'static str, &'static FunctionDef> {
+    static REGISTRY: OnceLock<HashMap<&'static str, &'static FunctionDef>> = OnceLock::new();
+    REGISTRY.get_or_init(|| {
+        let families: [&'static [FunctionDef]; 5] = [
+            control::FUNCTIONS,
+            session::FUNCTIONS,
+            string::FUNCTIONS,
+            numeric::FUNCTIONS,
+            time::FUNCTIONS,
+        ];
+        let mut registry = HashMap::new();
+        for def in families.into_iter().flatten() {
+            for &name in def.names {
+                let earlier = registry.insert(name, def);
+                assert!(earlier.is_none(), "function {name} is defined twice");
+            }
+        }
+        registry
+    })
+}
+
+/// A strict function: NULL in, NULL out, the same result for the same arguments.
+const fn strict(
+    names: &'static [&'static str],
+    arity: RangeInclusive<usize>,
+    returns: Returns,
+    eval: StrictFn,
+) -> FunctionDef {
+    FunctionDef {
+        names,
+        arity,
+        returns,
+        volatile: false,
+        eval: Eval::Strict(eval),
+    }
+}
+
+/// What a strict function runs: its arguments' values, none NULL.
+type StrictFn = fn(&[Value], &EvalContext) -> SqlResult<Value>;
+
+/// A text result.
+fn text(s: impl Into<Vec<u8>>) -> Value {
+    Value::Bytes(s.into())
+}
+
+/// A value as text, as string functions read their arguments.
+fn string_of(value: &Value) -> String {
+    String::from_utf8_lossy(&crate::value::to_text(value)).into_owned()
+}
+
+/// Integer results are signed BIGINT where no value says more.
+const BIGINT: ColumnType = ColumnType::Int {
+    bytes: 8,
+    signed: true,
+};
+const BIGINT_UNSIGNED: ColumnType = ColumnType::Int {
+    bytes: 8,
+    signed: false,
+};
+/// Text results where no value says more.
+const TEXT: ColumnType = ColumnType::VarChar { max_length: 16_383 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_is_lower_case_and_found_in_any_case() {
+        for (name, def) in registry() {
+            assert_eq!(*name, name.to_ascii_lowercase());
+            assert!(def.names.contains(name));
+            assert!(lookup(&name.to_ascii_uppercase(), *def.arity.start()).is_ok());
+        }
+    }
+
+    #[test]
+    fn unknown_names_and_wrong_counts_get_mysql_errors() {
+        assert_eq!(lookup("no_such_function", 0).unwrap_err().code, 1305);
+        assert_eq!(lookup("ifnull", 3).unwrap_err().code, 1582);
+    }
+}
