@@ -63,6 +63,16 @@ pub fn server_variable(name: &str) -> Option<Value> {
         "sql_select_limit" => Value::UInt(u64::MAX),
         "warning_count" | "error_count" => Value::Int(0),
         "default_authentication_plugin" => text(crate::protocol::handshake::GREETING_PLUGIN),
+        // Read by ORMs at connect (Django reads sql_auto_is_null).
+        "sql_auto_is_null" | "sql_safe_updates" | "sql_require_primary_key" => Value::Int(0),
+        "foreign_key_checks" | "unique_checks" | "sql_notes" | "sql_quote_show_create" => {
+            Value::Int(1)
+        }
+        "explicit_defaults_for_timestamp" | "sql_big_selects" => Value::Int(1),
+        "group_concat_max_len" => Value::Int(1024),
+        "div_precision_increment" => Value::Int(4),
+        "default_week_format" => Value::Int(0),
+        "character_set_filesystem" => text("binary"),
         _ => return None,
     })
 }
@@ -166,6 +176,17 @@ pub fn run(
         Statement::Rollback {
             savepoint: None, ..
         } => session.rollback().map(|_| Outcome::done()),
+        Statement::Rollback {
+            savepoint: Some(name),
+            ..
+        } => session
+            .rollback_to_savepoint(&name.value)
+            .map(|_| Outcome::done()),
+        Statement::Savepoint { name } => session.savepoint(&name.value).map(|_| Outcome::done()),
+        Statement::ReleaseSavepoint { name } => session
+            .savepoints
+            .release(&name.value)
+            .map(|_| Outcome::done()),
         Statement::Set(set) => set_variables(session, set, placeholders, params),
         Statement::Use(use_statement) => {
             let name = match use_statement {
@@ -307,51 +328,6 @@ pub fn run(
                     };
                     show_index(session, &database, &name)
                 }
-                Some("engines") => Ok(text_result(
-                    &[
-                        "Engine",
-                        "Support",
-                        "Comment",
-                        "Transactions",
-                        "XA",
-                        "Savepoints",
-                    ],
-                    vec![vec![
-                        text("ndbcluster"),
-                        text("DEFAULT"),
-                        text("Kista: distributed, in-memory, synchronously replicated"),
-                        text("YES"),
-                        text("NO"),
-                        text("NO"),
-                    ]],
-                )),
-                Some("collation") => Ok(text_result(
-                    &[
-                        "Collation",
-                        "Charset",
-                        "Id",
-                        "Default",
-                        "Compiled",
-                        "Sortlen",
-                    ],
-                    vec![vec![
-                        text("utf8mb4_general_ci"),
-                        text("utf8mb4"),
-                        Value::Int(45),
-                        text("Yes"),
-                        text("Yes"),
-                        Value::Int(1),
-                    ]],
-                )),
-                Some("character" | "charset") => Ok(text_result(
-                    &["Charset", "Description", "Default collation", "Maxlen"],
-                    vec![vec![
-                        text("utf8mb4"),
-                        text("UTF-8 Unicode"),
-                        text("utf8mb4_general_ci"),
-                        Value::Int(4),
-                    ]],
-                )),
                 _ => Err(SqlError::not_supported(statement)),
             }
         }
@@ -428,6 +404,8 @@ fn set_variables(
             ast::Expr::Identifier(ident) if !ident.value.starts_with('@') => {
                 Value::Bytes(ident.value.clone().into_bytes())
             }
+            // SET sql_mode = (SELECT CONCAT(@@sql_mode, ...)), as drivers send at connect.
+            ast::Expr::Subquery(query) => scalar_of(session, query, placeholders, params)?,
             other => {
                 let mut binder = Binder::without_columns(placeholders, "SET");
                 let bound = bind(&mut binder, other)?;
@@ -455,6 +433,36 @@ fn set_variables(
         session.variables.insert(name, value);
     }
     Ok(Outcome::done())
+}
+
+/// The one value a scalar subquery answers (NULL for no row).
+fn scalar_of(
+    session: &mut Session,
+    query: &ast::Query,
+    placeholders: &[Location],
+    params: &[Value],
+) -> SqlResult<Value> {
+    let Outcome::Rows { columns, mut rows } =
+        select::union::execute(session, query, placeholders, params)?
+    else {
+        unreachable!("a query answers with rows");
+    };
+    if columns.len() != 1 {
+        return Err(SqlError::new(
+            1241,
+            "21000",
+            "Operand should contain 1 column(s)",
+        ));
+    }
+    match rows.len() {
+        0 => Ok(Value::Null),
+        1 => Ok(rows.remove(0).remove(0)),
+        _ => Err(SqlError::new(
+            1242,
+            "21000",
+            "Subquery returns more than 1 row",
+        )),
+    }
 }
 
 fn drop(

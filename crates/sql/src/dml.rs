@@ -118,16 +118,41 @@ fn insert_rows(
     rows: &[Vec<Value>],
     replace: bool,
 ) -> SqlResult<u64> {
+    if replace && tx.recording_undo() {
+        record_replaced_rows(tx, table, rows)?;
+    }
     for row in rows {
         tx.wrote_row(table.table.id, table.key_of(row));
         if replace {
             tx.transaction.write(&table.table, row.clone())?;
         } else {
+            tx.undo_insert(&table.table, table.key_of(row))?;
             tx.transaction.insert(&table.table, row.clone())?;
         }
     }
     tx.execute(true)?;
     Ok(rows.len() as u64)
+}
+
+/// Under a savepoint, REPLACE first reads the rows it will overwrite (locked), so that
+/// ROLLBACK TO can write them back, or delete the rows it adds.
+fn record_replaced_rows(tx: &mut Tx, table: &SqlTable, rows: &[Vec<Value>]) -> SqlResult<()> {
+    let mut reads = Vec::with_capacity(rows.len());
+    for row in rows {
+        let key = table.key_of(row);
+        reads.push(
+            tx.transaction
+                .read(&table.table, &key, LockKind::Exclusive)?,
+        );
+    }
+    let found = tx.execute(false)?;
+    for (row, read) in rows.iter().zip(reads) {
+        match found.row(read) {
+            Some(existing) => tx.undo_change(&table.table, existing)?,
+            None => tx.undo_insert(&table.table, table.key_of(row))?,
+        }
+    }
+    Ok(())
 }
 
 /// Each row's keys (its primary key, then its key in each unique index in order; `None`
@@ -213,6 +238,7 @@ fn insert_unless_duplicate(
         match (existing, assignments) {
             (None, _) if !clashes_in_statement => {
                 tx.wrote_row(table.table.id, table.key_of(row));
+                tx.undo_insert(&table.table, table.key_of(row))?;
                 tx.transaction.insert(&table.table, row.clone())?;
                 inserted.push(row_keys);
                 outcome.affected += 1;
@@ -228,6 +254,7 @@ fn insert_unless_duplicate(
                     .collect();
                 if !changed.is_empty() {
                     tx.wrote_row(table.table.id, key.clone());
+                    tx.undo_change(&table.table, existing)?;
                     tx.transaction.update(&table.table, key, changed)?;
                     outcome.affected += 2;
                 }
@@ -666,10 +693,13 @@ fn run_update(
                     new_row[usize::from(c)] = v;
                 }
                 tx.wrote_row(table.table.id, table.key_of(&new_row));
+                tx.undo_change(&table.table, row)?;
+                tx.undo_insert(&table.table, table.key_of(&new_row))?;
                 tx.transaction.delete(&table.table, &key)?;
                 tx.transaction.insert(&table.table, new_row)?;
             } else {
                 tx.wrote_row(table.table.id, key.clone());
+                tx.undo_change(&table.table, row)?;
                 tx.transaction.update(&table.table, &key, changed)?;
             }
         }
@@ -693,6 +723,7 @@ fn run_delete(session: &mut Session, plan: &WritePlan, params: &[Value]) -> SqlR
         let rows = plan.rows.limited(session, rows, params)?;
         for row in &rows {
             let key = table.key_of(row);
+            tx.undo_change(&table.table, row)?;
             tx.transaction.delete(&table.table, &key)?;
         }
         if !rows.is_empty() {

@@ -17,6 +17,7 @@ pub mod output;
 pub mod plan;
 pub mod point_read;
 pub mod protocol;
+pub(crate) mod savepoint;
 pub mod select;
 pub mod server;
 pub mod session;

@@ -9,13 +9,14 @@ use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
 
 use kista_client::types::Value;
-use kista_client::{ClientError, ExecuteMode, LockKind, Transaction};
+use kista_client::{ClientError, ExecuteMode, LockKind, Table, Transaction};
 
 use crate::catalog::Catalog;
 use crate::dialect::KistaDialect;
 use crate::error::{SqlError, SqlResult};
 use crate::expr::EvalContext;
 use crate::protocol::results::ColumnDefinition;
+use crate::savepoint::{Savepoints, Undo};
 use crate::write_set::WriteSet;
 use crate::{admin, dml, select, subquery};
 
@@ -225,6 +226,8 @@ pub struct Session<'c> {
     pub(crate) explicit: bool,
     /// What the open transaction wrote, so its reads see it (`write_set.rs`).
     pub(crate) written: WriteSet,
+    /// The open transaction's savepoints (`savepoint.rs`).
+    pub(crate) savepoints: Savepoints,
     pub last_insert_id: u64,
     /// Session variables set with SET (lower-case names).
     pub(crate) variables: HashMap<String, Value>,
@@ -245,6 +248,7 @@ impl<'c> Session<'c> {
             transaction: None,
             explicit: false,
             written: WriteSet::default(),
+            savepoints: Savepoints::default(),
             last_insert_id: 0,
             variables: HashMap::new(),
             warnings: Vec::new(),
@@ -462,12 +466,14 @@ impl<'c> Session<'c> {
             None => catalog.client().transaction(),
         };
         let written = std::mem::take(&mut self.written);
+        let savepoints = std::mem::take(&mut self.savepoints);
         let mut tx = Tx {
             transaction,
             catalog,
             commits: (self.autocommit && !self.explicit).then(|| self.commit_mode()),
             ended: false,
             written,
+            savepoints,
         };
         match work(&mut tx, self) {
             Ok(value) => {
@@ -475,6 +481,7 @@ impl<'c> Session<'c> {
                     None => {
                         self.transaction = Some(tx.transaction);
                         self.written = tx.written;
+                        self.savepoints = tx.savepoints;
                     }
                     Some(mode) if !tx.ended && tx.transaction.has_sent() => {
                         tx.transaction.execute(mode)?.wait()?;
@@ -498,6 +505,34 @@ impl<'c> Session<'c> {
         }
     }
 
+    /// SAVEPOINT: outside a transaction (autocommit) it marks nothing, as in MySQL.
+    pub fn savepoint(&mut self, name: &str) -> SqlResult<()> {
+        if self.autocommit && !self.explicit {
+            return Ok(());
+        }
+        if self.transaction.is_none() {
+            self.transaction = Some(self.catalog.client().transaction());
+        }
+        self.savepoints.set(name)
+    }
+
+    /// ROLLBACK TO SAVEPOINT: undoes the writes made since, in the transaction.
+    pub fn rollback_to_savepoint(&mut self, name: &str) -> SqlResult<()> {
+        let undo = self.savepoints.rollback_to(name)?;
+        if undo.is_empty() {
+            return Ok(());
+        }
+        self.transactional(|tx, _| {
+            for record in undo {
+                match record {
+                    Undo::Delete { table, key } => tx.transaction.delete(&table, &key)?,
+                    Undo::Restore { table, row } => tx.transaction.write(&table, row)?,
+                };
+            }
+            tx.execute(false).map(drop)
+        })
+    }
+
     pub fn begin(&mut self) -> SqlResult<()> {
         self.commit()?;
         self.transaction = Some(self.catalog.client().transaction());
@@ -508,6 +543,7 @@ impl<'c> Session<'c> {
     pub fn commit(&mut self) -> SqlResult<()> {
         self.explicit = false;
         self.written.clear();
+        self.savepoints.clear();
         if let Some(mut transaction) = self.transaction.take().filter(Transaction::has_sent) {
             transaction.execute(self.commit_mode())?.wait()?;
         }
@@ -526,6 +562,7 @@ impl<'c> Session<'c> {
     pub fn rollback(&mut self) -> SqlResult<()> {
         self.explicit = false;
         self.written.clear();
+        self.savepoints.clear();
         if let Some(mut transaction) = self.transaction.take().filter(Transaction::has_sent) {
             match transaction.execute(ExecuteMode::Rollback)?.wait() {
                 // A transaction the cluster ended already (timeout, failure) is rolled back.
@@ -563,9 +600,33 @@ pub struct Tx<'c> {
     commits: Option<ExecuteMode>,
     ended: bool,
     written: WriteSet,
+    savepoints: Savepoints,
 }
 
 impl Tx<'_> {
+    /// Whether writes must record how to undo them (a savepoint is set).
+    pub fn recording_undo(&self) -> bool {
+        self.savepoints.recording()
+    }
+
+    /// Under a savepoint, records that the row of `table` with primary key `key` is about
+    /// to be inserted (ROLLBACK TO deletes it).
+    pub fn undo_insert(&mut self, table: &Table, key: Vec<Value>) -> SqlResult<()> {
+        self.savepoints.record(|| Undo::Delete {
+            table: table.clone(),
+            key,
+        })
+    }
+
+    /// Under a savepoint, records `row` of `table` as it was before a change or delete
+    /// (ROLLBACK TO writes it back).
+    pub fn undo_change(&mut self, table: &Table, row: &[Value]) -> SqlResult<()> {
+        self.savepoints.record(|| Undo::Restore {
+            table: table.clone(),
+            row: row.to_vec(),
+        })
+    }
+
     /// Sends the operations added since the last batch; when `last` (the statement sends
     /// nothing after it) and the statement ends the transaction, commits with it, in the
     /// same round trip.

@@ -157,6 +157,8 @@ pub fn bind(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Expr> {
         A::Identifier(ident) => {
             if let Some(variable) = ident.value.strip_prefix("@@") {
                 Expr::SystemVariable(variable.to_lowercase())
+            } else if ident.value.starts_with('@') && ident.quote_style.is_none() {
+                Expr::UserVariable(ident.value.to_lowercase())
             } else if ident.quote_style == Some('"') && binder.column(None, &ident.value).is_err() {
                 // MySQL reads "text" as a string unless ANSI_QUOTES is on.
                 Expr::Literal(Value::Bytes(ident.value.clone().into_bytes()))
@@ -300,6 +302,14 @@ pub fn bind(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Expr> {
             else_result.as_deref(),
         )?,
         A::Function(function) => bind_function(binder, function)?,
+        // `BINARY 'x'` (as in `LIKE BINARY`), `DATE '2020-01-01'`, `TIMESTAMP '...'`.
+        A::TypedString(typed) => {
+            let text = literal(binder, &typed.value.value, typed.value.span.start)?;
+            match &typed.data_type {
+                ast::DataType::Binary(_) => text,
+                data_type => Expr::Cast(Box::new(text), cast_type(data_type)?),
+            }
+        }
         A::Cast {
             expr: inner,
             data_type,

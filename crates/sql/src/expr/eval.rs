@@ -37,6 +37,7 @@ pub fn eval(expr: &Expr, row: &[Value], ctx: &EvalContext) -> SqlResult<Value> {
         Expr::SystemVariable(name) => (ctx.variable)(name).ok_or_else(|| {
             SqlError::new(1193, "HY000", format!("Unknown system variable '{name}'"))
         })?,
+        Expr::UserVariable(name) => (ctx.variable)(name).unwrap_or(Value::Null),
         Expr::Not(e) => bool_value(truth(&eval(e, row, ctx)?).map(|b| !b)),
         Expr::Negate(e) => match eval(e, row, ctx)? {
             Value::Null => Value::Null,

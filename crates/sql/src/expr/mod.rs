@@ -67,6 +67,8 @@ pub enum Expr {
     Aggregate(usize),
     /// `@@name`, a server or session variable.
     SystemVariable(String),
+    /// `@name`, a user variable (its name with the `@`, lower case); NULL until set.
+    UserVariable(String),
     Not(Box<Expr>),
     Negate(Box<Expr>),
     And(Box<Expr>, Box<Expr>),
@@ -114,7 +116,9 @@ impl Expr {
     /// Whether the value depends on no row: literals, parameters, variables.
     pub fn is_constant(&self) -> bool {
         match self {
-            Expr::Literal(_) | Expr::Param(_) | Expr::SystemVariable(_) => true,
+            Expr::Literal(_) | Expr::Param(_) | Expr::SystemVariable(_) | Expr::UserVariable(_) => {
+                true
+            }
             Expr::Column(_) | Expr::Aggregate(_) => false,
             Expr::Call(function, _) if function.def().volatile => false,
             Expr::Not(e) | Expr::Negate(e) | Expr::Cast(e, _) => e.is_constant(),
@@ -174,7 +178,8 @@ impl Expr {
             | Expr::Param(_)
             | Expr::Column(_)
             | Expr::Aggregate(_)
-            | Expr::SystemVariable(_) => {}
+            | Expr::SystemVariable(_)
+            | Expr::UserVariable(_) => {}
         }
     }
 
@@ -234,7 +239,8 @@ impl Expr {
             | Expr::Param(_)
             | Expr::Column(_)
             | Expr::Aggregate(_)
-            | Expr::SystemVariable(_) => {}
+            | Expr::SystemVariable(_)
+            | Expr::UserVariable(_) => {}
         }
     }
 

@@ -25,7 +25,7 @@ pub fn result_type(expr: &Expr, leaf: &dyn Fn(&Expr) -> Option<ColumnType>) -> O
     match expr {
         Expr::Column(_) | Expr::Aggregate(_) => leaf(expr),
         Expr::Literal(value) => type_of_value(value),
-        Expr::Param(_) | Expr::SystemVariable(_) => None,
+        Expr::Param(_) | Expr::SystemVariable(_) | Expr::UserVariable(_) => None,
         // Truth values are integers in MySQL.
         Expr::Not(_)
         | Expr::And(..)

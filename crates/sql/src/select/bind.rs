@@ -67,6 +67,7 @@ pub fn bind_query(
     let mut from: Vec<FromItem> = Vec::new();
     let table = match select.from.as_slice() {
         [] => None,
+        [only] if only.joins.is_empty() && is_dual(&only.relation) => None,
         [only] if only.joins.is_empty() => match only_table_of(session, &only.relation)? {
             OnlyTable::Front(found) => {
                 system = Some(found);
@@ -413,6 +414,12 @@ enum OnlyTable {
 
 /// A FROM item standing alone: derived, `information_schema`, a table of the cluster or
 /// else a view (looked up only when no table has the name).
+/// `FROM DUAL`: MySQL's name for no table.
+fn is_dual(relation: &TableFactor) -> bool {
+    matches!(relation, TableFactor::Table { name, alias: None, .. }
+        if name.0.len() == 1 && name.to_string().eq_ignore_ascii_case("dual"))
+}
+
 fn only_table_of(session: &Session, relation: &TableFactor) -> SqlResult<OnlyTable> {
     if let TableFactor::Derived {
         subquery, alias, ..

@@ -1,0 +1,218 @@
+//! The SQL dialect Kista parses: sqlparser's MySQL dialect, but with `DIV` binding as
+//! tightly as `*` and `/` (MySQL's precedence: `7 DIV 2 + 1` is 4). sqlparser's own
+//! dialect parses everything right of a `DIV` as its divisor (giving 2), and panics where
+//! none follows (`SELECT 7 DIV`), which would end the connection; here that is a syntax
+//! error.
+//!
+//! MySQL syntax sqlparser lacks is parsed here too: MySQL 8's CREATE TABLE
+//! (`create_table.rs`), SET's lists of variables, NAMES and CHARACTER SET (`set.rs`),
+//! the SHOW statements that are views of `information_schema`, as their queries
+//! (`show.rs`), and, before parsing, rewritten in the statement's tokens into
+//! forms sqlparser knows (`rewrite.rs`: type names of several words, compound interval
+//! units).
+//!
+//! Everything else is the MySQL dialect's: every choice it makes is passed on, and the
+//! parser's own checks for the MySQL dialect see it (`dialect()`).
+
+use std::any::TypeId;
+
+mod create_table;
+mod rewrite;
+mod set;
+mod show;
+
+pub use rewrite::{rewrite_interval_units, rewrite_type_names};
+
+use sqlparser::ast::{BinaryOperator, ColumnOption, Expr, Statement};
+use sqlparser::dialect::{Dialect, MySqlDialect};
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::{Parser, ParserError};
+
+/// MySQL as sqlparser knows it, with MySQL's `DIV`.
+#[derive(Debug, Default)]
+pub struct KistaDialect;
+
+const MYSQL: MySqlDialect = MySqlDialect {};
+
+impl Dialect for KistaDialect {
+    fn dialect(&self) -> TypeId {
+        TypeId::of::<MySqlDialect>()
+    }
+
+    fn parse_infix(
+        &self,
+        parser: &mut Parser,
+        expr: &Expr,
+        precedence: u8,
+    ) -> Option<Result<Expr, ParserError>> {
+        if !parser.parse_keyword(Keyword::DIV) {
+            return None;
+        }
+        // `precedence` is DIV's own (that of `*`): the divisor is what binds tighter.
+        Some(
+            parser
+                .parse_subexpr(precedence)
+                .map(|divisor| Expr::BinaryOp {
+                    left: Box::new(expr.clone()),
+                    op: BinaryOperator::MyIntegerDivide,
+                    right: Box::new(divisor),
+                }),
+        )
+    }
+
+    fn parse_statement(&self, parser: &mut Parser) -> Option<Result<Statement, ParserError>> {
+        if create_table::starts_create_table(parser) {
+            return Some(create_table::parse_create_table(parser));
+        }
+        if set::starts_set_variables(parser) {
+            return Some(set::parse_set_variables(parser));
+        }
+        if show::starts_show_view(parser) {
+            return Some(show::parse_show_view(parser));
+        }
+        MYSQL.parse_statement(parser)
+    }
+
+    fn parse_column_option(
+        &self,
+        parser: &mut Parser,
+    ) -> Result<Option<Result<Option<ColumnOption>, ParserError>>, ParserError> {
+        create_table::parse_column_key(parser)
+    }
+
+    fn is_identifier_start(&self, ch: char) -> bool {
+        MYSQL.is_identifier_start(ch)
+    }
+
+    fn is_identifier_part(&self, ch: char) -> bool {
+        MYSQL.is_identifier_part(ch)
+    }
+
+    fn is_delimited_identifier_start(&self, ch: char) -> bool {
+        MYSQL.is_delimited_identifier_start(ch)
+    }
+
+    fn identifier_quote_style(&self, identifier: &str) -> Option<char> {
+        MYSQL.identifier_quote_style(identifier)
+    }
+
+    fn supports_string_literal_backslash_escape(&self) -> bool {
+        MYSQL.supports_string_literal_backslash_escape()
+    }
+
+    fn supports_string_literal_concatenation(&self) -> bool {
+        MYSQL.supports_string_literal_concatenation()
+    }
+
+    fn ignores_wildcard_escapes(&self) -> bool {
+        MYSQL.ignores_wildcard_escapes()
+    }
+
+    fn supports_numeric_prefix(&self) -> bool {
+        MYSQL.supports_numeric_prefix()
+    }
+
+    fn require_interval_qualifier(&self) -> bool {
+        MYSQL.require_interval_qualifier()
+    }
+
+    fn supports_limit_comma(&self) -> bool {
+        MYSQL.supports_limit_comma()
+    }
+
+    fn supports_create_table_select(&self) -> bool {
+        MYSQL.supports_create_table_select()
+    }
+
+    fn supports_insert_set(&self) -> bool {
+        MYSQL.supports_insert_set()
+    }
+
+    fn supports_user_host_grantee(&self) -> bool {
+        MYSQL.supports_user_host_grantee()
+    }
+
+    fn is_table_factor_alias(&self, explicit: bool, kw: &Keyword, parser: &mut Parser) -> bool {
+        MYSQL.is_table_factor_alias(explicit, kw, parser)
+    }
+
+    fn supports_table_hints(&self) -> bool {
+        MYSQL.supports_table_hints()
+    }
+
+    fn requires_single_line_comment_whitespace(&self) -> bool {
+        MYSQL.requires_single_line_comment_whitespace()
+    }
+
+    fn supports_match_against(&self) -> bool {
+        MYSQL.supports_match_against()
+    }
+
+    fn supports_set_names(&self) -> bool {
+        MYSQL.supports_set_names()
+    }
+
+    fn supports_comma_separated_set_assignments(&self) -> bool {
+        MYSQL.supports_comma_separated_set_assignments()
+    }
+
+    fn supports_data_type_signed_suffix(&self) -> bool {
+        MYSQL.supports_data_type_signed_suffix()
+    }
+
+    fn supports_cross_join_constraint(&self) -> bool {
+        MYSQL.supports_cross_join_constraint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sqlparser::parser::Parser;
+
+    use super::*;
+
+    pub(super) fn parsed(sql: &str) -> Result<String, ParserError> {
+        let statements = Parser::parse_sql(&KistaDialect, sql)?;
+        Ok(statements[0].to_string())
+    }
+
+    #[test]
+    fn div_binds_as_tightly_as_multiplication() {
+        let plus = parsed("SELECT 7 DIV 2 + 1").unwrap();
+        assert_eq!(plus, "SELECT 7 DIV 2 + 1");
+        let statements = Parser::parse_sql(&KistaDialect, "SELECT 7 DIV 2 + 1").unwrap();
+        let Statement::Query(query) = &statements[0] else {
+            panic!("a query")
+        };
+        let sqlparser::ast::SetExpr::Select(select) = query.body.as_ref() else {
+            panic!("a select")
+        };
+        let sqlparser::ast::SelectItem::UnnamedExpr(Expr::BinaryOp { left, op, .. }) =
+            &select.projection[0]
+        else {
+            panic!("a binary operation")
+        };
+        assert_eq!(*op, BinaryOperator::Plus, "(7 DIV 2) + 1");
+        assert!(matches!(
+            left.as_ref(),
+            Expr::BinaryOp {
+                op: BinaryOperator::MyIntegerDivide,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_div_without_a_divisor_is_a_syntax_error_not_a_panic() {
+        assert!(parsed("SELECT 7 DIV").is_err());
+        assert!(parsed("SELECT 7 DIV )").is_err());
+    }
+
+    #[test]
+    fn the_rest_is_mysql() {
+        assert!(parsed("SELECT `a b` FROM t LIMIT 1, 2").is_ok());
+        assert!(parsed("LOCK TABLES t READ").is_ok());
+        // A backslash escapes, as in MySQL: the literal is `it's`.
+        assert_eq!(parsed("SELECT 'it\\'s'").unwrap(), "SELECT 'it''s'");
+    }
+}

@@ -1,0 +1,163 @@
+//! MySQL syntax rewritten in a statement's tokens, before parsing, into forms sqlparser
+//! parses: type names of several words (`NATIONAL VARCHAR` is NVARCHAR) and compound
+//! interval units (`INTERVAL '1:30' HOUR_MINUTE` is the standard `HOUR TO MINUTE`).
+
+use sqlparser::keywords::Keyword;
+use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
+
+/// MySQL's type names of several words, and the one word sqlparser knows for each.
+const TYPE_NAMES: [(&[&str], &str); 8] = [
+    (&["NATIONAL", "CHARACTER", "VARYING"], "NVARCHAR"),
+    (&["NATIONAL", "CHAR", "VARYING"], "NVARCHAR"),
+    (&["NATIONAL", "VARCHAR"], "NVARCHAR"),
+    (&["NCHAR", "VARYING"], "NVARCHAR"),
+    (&["NATIONAL", "CHARACTER"], "NCHAR"),
+    (&["NATIONAL", "CHAR"], "NCHAR"),
+    (&["LONG", "VARCHAR"], "MEDIUMTEXT"),
+    (&["LONG", "VARBINARY"], "MEDIUMBLOB"),
+];
+
+/// Rewrites MySQL's type names of several words ([`TYPE_NAMES`]) in a CREATE or ALTER
+/// statement's tokens to the one word sqlparser parses: the first word takes the new
+/// name, the others become spaces (which the parser skips). Other statements are left
+/// alone without a look past their first word.
+pub fn rewrite_type_names(tokens: &mut [TokenWithSpan]) {
+    let first_word = tokens
+        .iter()
+        .find(|t| !matches!(t.token, Token::Whitespace(_)));
+    let starts_ddl = matches!(first_word.map(|t| &t.token),
+        Some(Token::Word(w)) if matches!(w.keyword, Keyword::CREATE | Keyword::ALTER));
+    if !starts_ddl {
+        return;
+    }
+    let words: Vec<usize> = (0..tokens.len())
+        .filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
+        .collect();
+    let word_at = |tokens: &[TokenWithSpan], i: usize| match &tokens[i].token {
+        Token::Word(w) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
+        _ => None,
+    };
+    for start in 0..words.len() {
+        for (names, one_word) in TYPE_NAMES {
+            let Some(positions) = words.get(start..start + names.len()) else {
+                continue;
+            };
+            let matches = positions
+                .iter()
+                .zip(names)
+                .all(|(&i, name)| word_at(tokens, i).as_deref() == Some(*name));
+            if matches {
+                tokens[positions[0]].token = Token::make_word(one_word, None);
+                for &i in &positions[1..] {
+                    tokens[i].token = Token::Whitespace(Whitespace::Space);
+                }
+                break;
+            }
+        }
+    }
+}
+
+/// Rewrites MySQL's compound interval units (`INTERVAL '1:30' HOUR_MINUTE`) to the SQL
+/// standard's form sqlparser parses (`HOUR TO MINUTE`), where one follows `INTERVAL` and
+/// a value. Statements without `INTERVAL` cost one look at each token.
+pub fn rewrite_interval_units(tokens: &mut Vec<TokenWithSpan>) {
+    let is_interval =
+        |t: &TokenWithSpan| matches!(&t.token, Token::Word(w) if w.keyword == Keyword::INTERVAL);
+    let mut at = 0;
+    while let Some(found) = tokens[at..].iter().position(is_interval) {
+        at += found + 1;
+        let mut meaningful =
+            (at..tokens.len()).filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_)));
+        let (Some(_value), Some(unit_at)) = (meaningful.next(), meaningful.next()) else {
+            return;
+        };
+        let Token::Word(word) = &tokens[unit_at].token else {
+            continue;
+        };
+        let Some((leading, last)) = word.value.split_once('_') else {
+            continue;
+        };
+        let is_unit = |name: &str| {
+            [
+                "MICROSECOND",
+                "SECOND",
+                "MINUTE",
+                "HOUR",
+                "DAY",
+                "YEAR",
+                "MONTH",
+            ]
+            .iter()
+            .any(|unit| unit.eq_ignore_ascii_case(name))
+        };
+        if word.quote_style.is_some() || !is_unit(leading) || !is_unit(last) {
+            continue;
+        }
+        let span = tokens[unit_at].span;
+        let (leading, last) = (leading.to_ascii_uppercase(), last.to_ascii_uppercase());
+        let word = |name: &str| TokenWithSpan::new(Token::make_word(name, None), span);
+        let space = || TokenWithSpan::new(Token::Whitespace(Whitespace::Space), span);
+        tokens.splice(
+            unit_at..=unit_at,
+            [word(&leading), space(), word("TO"), space(), word(&last)],
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sqlparser::parser::Parser;
+
+    use super::super::KistaDialect;
+    use super::*;
+
+    fn rewritten(sql: &str) -> String {
+        let mut tokens = sqlparser::tokenizer::Tokenizer::new(&KistaDialect, sql)
+            .tokenize_with_location()
+            .unwrap();
+        rewrite_type_names(&mut tokens);
+        let statements = Parser::new(&KistaDialect)
+            .with_tokens_with_locations(tokens)
+            .parse_statements()
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        statements[0].to_string()
+    }
+
+    #[test]
+    fn type_names_of_several_words_become_the_one_word_sqlparser_knows() {
+        let create = rewritten(
+            "CREATE TABLE t (a NATIONAL VARCHAR(5), b NCHAR VARYING (6), \
+             c national character varying(7), d NATIONAL CHAR(8), e LONG VARBINARY)",
+        );
+        assert_eq!(
+            create,
+            "CREATE TABLE t (a NVARCHAR(5), b NVARCHAR(6), c NVARCHAR(7), d NCHAR(8), \
+             e MEDIUMBLOB)"
+        );
+        // Only in DDL, and never a quoted name or a string.
+        let select = rewritten("SELECT `long` varchar, 'NATIONAL VARCHAR' FROM t");
+        assert_eq!(
+            select,
+            "SELECT `long` AS varchar, 'NATIONAL VARCHAR' FROM t"
+        );
+    }
+
+    #[test]
+    fn compound_interval_units_become_the_standard_form() {
+        let mut tokens = sqlparser::tokenizer::Tokenizer::new(
+            &KistaDialect,
+            "SELECT d + INTERVAL '1:30' hour_minute, INTERVAL 2 DAY, hour_minute FROM t",
+        )
+        .tokenize_with_location()
+        .unwrap();
+        rewrite_interval_units(&mut tokens);
+        let statements = Parser::new(&KistaDialect)
+            .with_tokens_with_locations(tokens)
+            .parse_statements()
+            .unwrap();
+        assert_eq!(
+            statements[0].to_string(),
+            "SELECT d + INTERVAL '1:30' HOUR TO MINUTE, INTERVAL 2 DAY, hour_minute FROM t"
+        );
+    }
+}

@@ -1,0 +1,533 @@
+//! Each `information_schema` table: its columns (MySQL 8's, in MySQL's order) and its
+//! rows. Tables without a primary key list no hidden column or index; foreign keys,
+//! routines and triggers do not exist yet, so their tables are empty.
+
+use kista_client::types::{ColumnType, Value};
+
+use super::{
+    column_default, column_extra, column_key, index_columns, Kind, SystemTableDef, DATABASE,
+};
+use crate::catalog::{Catalog, SqlTable};
+use crate::ddl::{type_name, PRIMARY_INDEX};
+use crate::error::SqlResult;
+
+use Kind::{Number, Text};
+
+/// The character set and collation every table, column and database reports.
+const CHARSET: &str = "utf8mb4";
+const COLLATION: &str = "utf8mb4_general_ci";
+
+pub(super) const ALL: &[SystemTableDef] = &[
+    SystemTableDef {
+        name: "SCHEMATA",
+        columns: &[
+            ("CATALOG_NAME", Text),
+            ("SCHEMA_NAME", Text),
+            ("DEFAULT_CHARACTER_SET_NAME", Text),
+            ("DEFAULT_COLLATION_NAME", Text),
+            ("SQL_PATH", Text),
+            ("DEFAULT_ENCRYPTION", Text),
+        ],
+        rows: schemata,
+    },
+    SystemTableDef {
+        name: "TABLES",
+        columns: &[
+            ("TABLE_CATALOG", Text),
+            ("TABLE_SCHEMA", Text),
+            ("TABLE_NAME", Text),
+            ("TABLE_TYPE", Text),
+            ("ENGINE", Text),
+            ("VERSION", Number),
+            ("ROW_FORMAT", Text),
+            ("TABLE_ROWS", Number),
+            ("AVG_ROW_LENGTH", Number),
+            ("DATA_LENGTH", Number),
+            ("MAX_DATA_LENGTH", Number),
+            ("INDEX_LENGTH", Number),
+            ("DATA_FREE", Number),
+            ("AUTO_INCREMENT", Number),
+            ("CREATE_TIME", Text),
+            ("UPDATE_TIME", Text),
+            ("CHECK_TIME", Text),
+            ("TABLE_COLLATION", Text),
+            ("CHECKSUM", Number),
+            ("CREATE_OPTIONS", Text),
+            ("TABLE_COMMENT", Text),
+        ],
+        rows: tables,
+    },
+    SystemTableDef {
+        name: "COLUMNS",
+        columns: &[
+            ("TABLE_CATALOG", Text),
+            ("TABLE_SCHEMA", Text),
+            ("TABLE_NAME", Text),
+            ("COLUMN_NAME", Text),
+            ("ORDINAL_POSITION", Number),
+            ("COLUMN_DEFAULT", Text),
+            ("IS_NULLABLE", Text),
+            ("DATA_TYPE", Text),
+            ("CHARACTER_MAXIMUM_LENGTH", Number),
+            ("CHARACTER_OCTET_LENGTH", Number),
+            ("NUMERIC_PRECISION", Number),
+            ("NUMERIC_SCALE", Number),
+            ("DATETIME_PRECISION", Number),
+            ("CHARACTER_SET_NAME", Text),
+            ("COLLATION_NAME", Text),
+            ("COLUMN_TYPE", Text),
+            ("COLUMN_KEY", Text),
+            ("EXTRA", Text),
+            ("PRIVILEGES", Text),
+            ("COLUMN_COMMENT", Text),
+            ("GENERATION_EXPRESSION", Text),
+            ("SRS_ID", Number),
+        ],
+        rows: columns,
+    },
+    SystemTableDef {
+        name: "STATISTICS",
+        columns: &[
+            ("TABLE_CATALOG", Text),
+            ("TABLE_SCHEMA", Text),
+            ("TABLE_NAME", Text),
+            ("NON_UNIQUE", Number),
+            ("INDEX_SCHEMA", Text),
+            ("INDEX_NAME", Text),
+            ("SEQ_IN_INDEX", Number),
+            ("COLUMN_NAME", Text),
+            ("COLLATION", Text),
+            ("CARDINALITY", Number),
+            ("SUB_PART", Number),
+            ("PACKED", Text),
+            ("NULLABLE", Text),
+            ("INDEX_TYPE", Text),
+            ("COMMENT", Text),
+            ("INDEX_COMMENT", Text),
+            ("IS_VISIBLE", Text),
+            ("EXPRESSION", Text),
+        ],
+        rows: statistics,
+    },
+    SystemTableDef {
+        name: "KEY_COLUMN_USAGE",
+        columns: &[
+            ("CONSTRAINT_CATALOG", Text),
+            ("CONSTRAINT_SCHEMA", Text),
+            ("CONSTRAINT_NAME", Text),
+            ("TABLE_CATALOG", Text),
+            ("TABLE_SCHEMA", Text),
+            ("TABLE_NAME", Text),
+            ("COLUMN_NAME", Text),
+            ("ORDINAL_POSITION", Number),
+            ("POSITION_IN_UNIQUE_CONSTRAINT", Number),
+            ("REFERENCED_TABLE_SCHEMA", Text),
+            ("REFERENCED_TABLE_NAME", Text),
+            ("REFERENCED_COLUMN_NAME", Text),
+        ],
+        rows: key_column_usage,
+    },
+    SystemTableDef {
+        name: "TABLE_CONSTRAINTS",
+        columns: &[
+            ("CONSTRAINT_CATALOG", Text),
+            ("CONSTRAINT_SCHEMA", Text),
+            ("CONSTRAINT_NAME", Text),
+            ("TABLE_SCHEMA", Text),
+            ("TABLE_NAME", Text),
+            ("CONSTRAINT_TYPE", Text),
+            ("ENFORCED", Text),
+        ],
+        rows: table_constraints,
+    },
+    SystemTableDef {
+        name: "REFERENTIAL_CONSTRAINTS",
+        columns: &[
+            ("CONSTRAINT_CATALOG", Text),
+            ("CONSTRAINT_SCHEMA", Text),
+            ("CONSTRAINT_NAME", Text),
+            ("UNIQUE_CONSTRAINT_CATALOG", Text),
+            ("UNIQUE_CONSTRAINT_SCHEMA", Text),
+            ("UNIQUE_CONSTRAINT_NAME", Text),
+            ("MATCH_OPTION", Text),
+            ("UPDATE_RULE", Text),
+            ("DELETE_RULE", Text),
+            ("TABLE_NAME", Text),
+            ("REFERENCED_TABLE_NAME", Text),
+        ],
+        rows: none,
+    },
+    SystemTableDef {
+        name: "VIEWS",
+        columns: &[
+            ("TABLE_CATALOG", Text),
+            ("TABLE_SCHEMA", Text),
+            ("TABLE_NAME", Text),
+            ("VIEW_DEFINITION", Text),
+            ("CHECK_OPTION", Text),
+            ("IS_UPDATABLE", Text),
+            ("DEFINER", Text),
+            ("SECURITY_TYPE", Text),
+            ("CHARACTER_SET_CLIENT", Text),
+            ("COLLATION_CONNECTION", Text),
+        ],
+        rows: views,
+    },
+    SystemTableDef {
+        name: "ROUTINES",
+        columns: &[
+            ("SPECIFIC_NAME", Text),
+            ("ROUTINE_CATALOG", Text),
+            ("ROUTINE_SCHEMA", Text),
+            ("ROUTINE_NAME", Text),
+            ("ROUTINE_TYPE", Text),
+            ("DATA_TYPE", Text),
+            ("ROUTINE_DEFINITION", Text),
+            ("IS_DETERMINISTIC", Text),
+            ("SQL_DATA_ACCESS", Text),
+            ("SECURITY_TYPE", Text),
+            ("DEFINER", Text),
+            ("ROUTINE_COMMENT", Text),
+        ],
+        rows: none,
+    },
+    SystemTableDef {
+        name: "TRIGGERS",
+        columns: &[
+            ("TRIGGER_CATALOG", Text),
+            ("TRIGGER_SCHEMA", Text),
+            ("TRIGGER_NAME", Text),
+            ("EVENT_MANIPULATION", Text),
+            ("EVENT_OBJECT_CATALOG", Text),
+            ("EVENT_OBJECT_SCHEMA", Text),
+            ("EVENT_OBJECT_TABLE", Text),
+            ("ACTION_ORDER", Number),
+            ("ACTION_STATEMENT", Text),
+            ("ACTION_TIMING", Text),
+            ("DEFINER", Text),
+        ],
+        rows: none,
+    },
+    SystemTableDef {
+        name: "CHARACTER_SETS",
+        columns: &[
+            ("CHARACTER_SET_NAME", Text),
+            ("DEFAULT_COLLATE_NAME", Text),
+            ("DESCRIPTION", Text),
+            ("MAXLEN", Number),
+        ],
+        rows: |_, rows| {
+            rows.push(vec![
+                text(CHARSET),
+                text(COLLATION),
+                text("UTF-8 Unicode"),
+                number(4),
+            ]);
+            Ok(())
+        },
+    },
+    SystemTableDef {
+        name: "COLLATIONS",
+        columns: &[
+            ("COLLATION_NAME", Text),
+            ("CHARACTER_SET_NAME", Text),
+            ("ID", Number),
+            ("IS_DEFAULT", Text),
+            ("IS_COMPILED", Text),
+            ("SORTLEN", Number),
+            ("PAD_ATTRIBUTE", Text),
+        ],
+        rows: |_, rows| {
+            let row = [
+                text(COLLATION),
+                text(CHARSET),
+                number(45),
+                text("Yes"),
+                text("Yes"),
+            ];
+            rows.push([row.as_slice(), &[number(1), text("PAD SPACE")]].concat());
+            Ok(())
+        },
+    },
+    SystemTableDef {
+        name: "ENGINES",
+        columns: &[
+            ("ENGINE", Text),
+            ("SUPPORT", Text),
+            ("COMMENT", Text),
+            ("TRANSACTIONS", Text),
+            ("XA", Text),
+            ("SAVEPOINTS", Text),
+        ],
+        rows: |_, rows| {
+            let comment = "Kista: distributed, in-memory, synchronously replicated";
+            let row = [text("ndbcluster"), text("DEFAULT"), text(comment)];
+            rows.push([row.as_slice(), &[text("YES"), text("NO"), text("NO")]].concat());
+            Ok(())
+        },
+    },
+];
+
+fn text(s: impl Into<String>) -> Value {
+    Value::Bytes(s.into().into_bytes())
+}
+
+fn number(n: u64) -> Value {
+    Value::UInt(n)
+}
+
+/// For tables that have no rows yet (foreign keys, routines, triggers).
+fn none(_: &Catalog, _: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+    Ok(())
+}
+
+/// Calls `f` with each table of each database.
+fn for_each_table(catalog: &Catalog, mut f: impl FnMut(&str, &SqlTable)) -> SqlResult<()> {
+    for database in catalog.databases()?.iter().filter(|d| *d != DATABASE) {
+        for name in catalog.table_names(database)? {
+            match catalog.table(database, &name) {
+                Ok(table) => f(database, &table),
+                // Dropped meanwhile.
+                Err(error) if error.code == 1146 => continue,
+                Err(error) => return Err(error),
+            }
+        }
+    }
+    Ok(())
+}
+
+fn schemata(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+    for database in catalog.databases()? {
+        let row = [text("def"), text(database), text(CHARSET), text(COLLATION)];
+        rows.push([row.as_slice(), &[Value::Null, text("NO")]].concat());
+    }
+    Ok(())
+}
+
+fn tables(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+    for_each_table(catalog, |database, table| {
+        let named = [text("def"), text(database), text(table.name.clone())];
+        let kind = [text("BASE TABLE"), text("ndbcluster")];
+        let version = number(u64::from(table.table.schema_version));
+        let sizes = [const { Value::Null }; 7];
+        let times = [const { Value::Null }; 3];
+        let rest = [text(COLLATION), Value::Null, text(""), text("")];
+        rows.push(
+            [
+                &named[..],
+                &kind,
+                &[version, text("Dynamic")],
+                &sizes,
+                &times,
+                &rest,
+            ]
+            .concat(),
+        );
+    })?;
+    for database in catalog.databases()?.iter().filter(|d| *d != DATABASE) {
+        for view in catalog.view_names(database)? {
+            let named = [text("def"), text(database.clone()), text(view)];
+            let nulls = [const { Value::Null }; 16];
+            rows.push([&named[..], &[text("VIEW")], &nulls, &[text("VIEW")]].concat());
+        }
+    }
+    Ok(())
+}
+
+fn columns(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+    for_each_table(catalog, |database, table| {
+        for (position, column) in table.visible_columns() {
+            let full_type = type_name(column.column_type);
+            let data_type = full_type.split(['(', ' ']).next().unwrap_or("").to_string();
+            let named = [text("def"), text(database), text(table.name.clone())];
+            let nullable = if column.nullable { "YES" } else { "NO" };
+            let described = [
+                text(column.name.clone()),
+                number(position as u64 + 1),
+                column_default(column),
+                text(nullable),
+                text(data_type),
+            ];
+            let keyed = [
+                text(full_type),
+                text(column_key(table, position)),
+                text(column_extra(table, position)),
+                text("select,insert,update,references"),
+                text(""),
+                text(""),
+                Value::Null,
+            ];
+            let sized = sizes_of(column.column_type);
+            rows.push([&named[..], &described, &sized, &keyed].concat());
+        }
+    })
+}
+
+/// COLUMNS' lengths, precisions, character set and collation of a column type.
+fn sizes_of(column_type: ColumnType) -> [Value; 7] {
+    let null = || Value::Null;
+    let textual = |length: u64, bytes_per_char: u64| {
+        [
+            number(length),
+            number(length * bytes_per_char),
+            null(),
+            null(),
+            null(),
+            text(CHARSET),
+            text(COLLATION),
+        ]
+    };
+    let numeric = |precision: u64, scale: u64| {
+        [
+            null(),
+            null(),
+            number(precision),
+            number(scale),
+            null(),
+            null(),
+            null(),
+        ]
+    };
+    let temporal = |precision: u64| {
+        [
+            null(),
+            null(),
+            null(),
+            null(),
+            number(precision),
+            null(),
+            null(),
+        ]
+    };
+    match column_type {
+        ColumnType::Char { length } => textual(u64::from(length), 4),
+        ColumnType::VarChar { max_length } => textual(u64::from(max_length), 4),
+        ColumnType::Text => textual(65_535, 1),
+        ColumnType::Binary { length } => {
+            let length = number(u64::from(length));
+            [
+                length.clone(),
+                length,
+                null(),
+                null(),
+                null(),
+                null(),
+                null(),
+            ]
+        }
+        ColumnType::VarBinary { max_length } => {
+            let length = number(u64::from(max_length));
+            [
+                length.clone(),
+                length,
+                null(),
+                null(),
+                null(),
+                null(),
+                null(),
+            ]
+        }
+        ColumnType::Blob => [
+            number(65_535),
+            number(65_535),
+            null(),
+            null(),
+            null(),
+            null(),
+            null(),
+        ],
+        ColumnType::Decimal { precision, scale } => numeric(u64::from(precision), u64::from(scale)),
+        ColumnType::Int { bytes, .. } => {
+            numeric([3, 5, 0, 10, 0, 0, 0, 19][usize::from(bytes - 1)], 0)
+        }
+        ColumnType::Float => numeric(12, 0),
+        ColumnType::Double => numeric(22, 0),
+        ColumnType::Date => [null(), null(), null(), null(), null(), null(), null()],
+        ColumnType::Time | ColumnType::DateTime | ColumnType::Timestamp => temporal(0),
+    }
+}
+
+fn statistics(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+    for_each_table(catalog, |database, table| {
+        let schema = table.schema();
+        for entry in index_columns(table) {
+            let column = &schema.columns[entry.column];
+            let named = [text("def"), text(database), text(table.name.clone())];
+            let index = [
+                number(u64::from(!entry.unique)),
+                text(database),
+                text(entry.index),
+                number(entry.sequence),
+                text(column.name.clone()),
+                text("A"),
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                text(if column.nullable { "YES" } else { "" }),
+                text(entry.index_type),
+                text(""),
+                text(""),
+                text("YES"),
+                Value::Null,
+            ];
+            rows.push([&named[..], &index].concat());
+        }
+    })
+}
+
+/// The primary key's and the unique indexes' columns (the constraints Kista has).
+fn key_column_usage(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+    for_each_table(catalog, |database, table| {
+        let schema = table.schema();
+        for entry in index_columns(table).into_iter().filter(|e| e.unique) {
+            let constraint = [text("def"), text(database), text(entry.index)];
+            let named = [text("def"), text(database), text(table.name.clone())];
+            let column = [
+                text(schema.columns[entry.column].name.clone()),
+                number(entry.sequence),
+            ];
+            let references = [const { Value::Null }; 4];
+            rows.push([&constraint[..], &named, &column, &references].concat());
+        }
+    })
+}
+
+fn table_constraints(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+    for_each_table(catalog, |database, table| {
+        for entry in index_columns(table)
+            .into_iter()
+            .filter(|e| e.unique && e.sequence == 1)
+        {
+            let kind = if entry.index == PRIMARY_INDEX {
+                "PRIMARY KEY"
+            } else {
+                "UNIQUE"
+            };
+            let constraint = [text("def"), text(database), text(entry.index)];
+            let named = [text(database), text(table.name.clone())];
+            rows.push([&constraint[..], &named, &[text(kind), text("YES")]].concat());
+        }
+    })
+}
+
+fn views(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+    for database in catalog.databases()?.iter().filter(|d| *d != DATABASE) {
+        for view in catalog.view_names(database)? {
+            let Some(definition) = catalog.view(database, &view)? else {
+                continue;
+            };
+            let named = [text("def"), text(database.clone()), text(view)];
+            let described = [
+                text(definition),
+                text("NONE"),
+                text("NO"),
+                text("root@%"),
+                text("DEFINER"),
+                text(CHARSET),
+                text(COLLATION),
+            ];
+            rows.push([&named[..], &described].concat());
+        }
+    }
+    Ok(())
+}
