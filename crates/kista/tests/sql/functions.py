@@ -74,6 +74,21 @@ assert rows("SELECT id, DATE_FORMAT(at, '%b %e'), UPPER(name) FROM event ORDER B
 assert rows("SELECT id FROM event WHERE at > NOW() - INTERVAL 100 YEAR "
             "AND MONTH(at) = 2") == [(2,)]
 
+# GROUP_CONCAT: per group, DISTINCT, ORDER BY, SEPARATOR, several arguments, NULLs
+# skipped, cut at group_concat_max_len.
+cur.execute("CREATE TABLE tag (post INT, name VARCHAR(10), PRIMARY KEY (post, name))")
+cur.execute("INSERT INTO tag VALUES (1, 'b'), (1, 'a'), (1, 'c'), (2, 'a'), (3, 'z')")
+assert rows("SELECT post, GROUP_CONCAT(name ORDER BY name) FROM tag GROUP BY post "
+            "ORDER BY post") == [(1, "a,b,c"), (2, "a"), (3, "z")]
+assert rows("SELECT GROUP_CONCAT(DISTINCT name ORDER BY name DESC SEPARATOR '|') "
+            "FROM tag") == [("z|c|b|a",)]
+assert rows("SELECT GROUP_CONCAT(post, ':', name ORDER BY post, name) FROM tag "
+            "WHERE post < 3") == [("1:a,1:b,1:c,2:a",)]
+assert rows("SELECT GROUP_CONCAT(name) FROM tag WHERE post > 9") == [(None,)]
+assert rows("SELECT GROUP_CONCAT(NULLIF(name, 'a') ORDER BY name) FROM tag") == [("b,c,z",)]
+cur.execute("SET group_concat_max_len = 5")
+assert rows("SELECT GROUP_CONCAT(name ORDER BY name) FROM tag") == [("a,a,b",)]
+
 # Unknown names and wrong counts: MySQL's errors.
 assert error_of("SELECT NO_SUCH_FUNCTION(1)") == 1305
 assert error_of("SELECT IFNULL(1, 2, 3)") == 1582

@@ -29,6 +29,7 @@ pub enum AggregateKind {
     Avg,
     Min,
     Max,
+    GroupConcat,
 }
 
 /// An aggregate the query computes per group.
@@ -38,6 +39,16 @@ pub struct Aggregate {
     /// Its argument, over the input row (none for `COUNT(*)`).
     pub argument: Option<Expr>,
     pub distinct: bool,
+    /// GROUP_CONCAT's separator and order; `None` for every other aggregate.
+    pub concat: Option<GroupConcat>,
+}
+
+/// How GROUP_CONCAT joins its values: in the order of its ORDER BY (expressions over the
+/// input row, each ascending or not), with its SEPARATOR between them (`,` by default).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupConcat {
+    pub separator: Vec<u8>,
+    pub order_by: Vec<(Expr, bool)>,
 }
 
 /// What names mean while binding one statement.
@@ -395,40 +406,11 @@ fn bind_function(binder: &mut Binder, function: &ast::Function) -> SqlResult<Exp
         "avg" => Some(AggregateKind::Avg),
         "min" => Some(AggregateKind::Min),
         "max" => Some(AggregateKind::Max),
+        "group_concat" => Some(AggregateKind::GroupConcat),
         _ => None,
     };
-    if let Some(mut kind) = aggregate {
-        let argument = match args.as_slice() {
-            [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)] if kind == AggregateKind::Count => {
-                kind = AggregateKind::CountRows;
-                None
-            }
-            [FunctionArg::Unnamed(FunctionArgExpr::Expr(e))] => {
-                let mut inner = Binder {
-                    columns: binder.columns,
-                    placeholders: binder.placeholders,
-                    aggregates: None,
-                    place: binder.place,
-                    inserted_row_at: None,
-                    subqueries: binder.subqueries,
-                };
-                Some(bind(&mut inner, e)?)
-            }
-            _ => return Err(SqlError::wrong_arguments(&name)),
-        };
-        let Some(aggregates) = binder.aggregates.as_deref_mut() else {
-            return Err(SqlError::new(
-                1111,
-                "HY000",
-                "Invalid use of group function",
-            ));
-        };
-        aggregates.push(Aggregate {
-            kind,
-            argument,
-            distinct,
-        });
-        return Ok(Expr::Aggregate(aggregates.len() - 1));
+    if let Some(kind) = aggregate {
+        return bind_aggregate(binder, kind, function, &args, distinct);
     }
     let mut arguments = Vec::with_capacity(args.len() + 1);
     for (position, arg) in args.iter().enumerate() {
@@ -455,6 +437,98 @@ fn bind_function(binder: &mut Binder, function: &ast::Function) -> SqlResult<Exp
         functions::lookup(&name, arguments.len())?,
         arguments,
     ))
+}
+
+/// An aggregate call: its argument bound where aggregates may not nest, and noted in the
+/// binder's list (error 1111 where aggregates are not allowed at all).
+fn bind_aggregate(
+    binder: &mut Binder,
+    mut kind: AggregateKind,
+    function: &ast::Function,
+    args: &[&FunctionArg],
+    distinct: bool,
+) -> SqlResult<Expr> {
+    let name = function.name.to_string().to_lowercase();
+    let mut inner = Binder {
+        columns: binder.columns,
+        placeholders: binder.placeholders,
+        aggregates: None,
+        place: binder.place,
+        inserted_row_at: None,
+        subqueries: binder.subqueries,
+    };
+    let exprs: Vec<&ast::Expr> = args
+        .iter()
+        .filter_map(|arg| match arg {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e),
+            _ => None,
+        })
+        .collect();
+    let argument = match (kind, args, exprs.as_slice()) {
+        (AggregateKind::Count, [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)], _) => {
+            kind = AggregateKind::CountRows;
+            None
+        }
+        (_, _, [e]) if exprs.len() == args.len() => Some(bind(&mut inner, e)?),
+        // GROUP_CONCAT(a, b): the concatenation of each row's values.
+        (AggregateKind::GroupConcat, _, [_, _, ..]) if exprs.len() == args.len() => {
+            let parts = exprs
+                .iter()
+                .map(|e| bind(&mut inner, e))
+                .collect::<SqlResult<Vec<_>>>()?;
+            Some(Expr::Call(functions::lookup("concat", parts.len())?, parts))
+        }
+        _ => return Err(SqlError::wrong_arguments(&name)),
+    };
+    let concat = match kind {
+        AggregateKind::GroupConcat => Some(group_concat(&mut inner, function)?),
+        _ => None,
+    };
+    let Some(aggregates) = binder.aggregates.as_deref_mut() else {
+        return Err(SqlError::new(
+            1111,
+            "HY000",
+            "Invalid use of group function",
+        ));
+    };
+    aggregates.push(Aggregate {
+        kind,
+        argument,
+        distinct,
+        concat,
+    });
+    Ok(Expr::Aggregate(aggregates.len() - 1))
+}
+
+/// GROUP_CONCAT's `ORDER BY` and `SEPARATOR`.
+fn group_concat(binder: &mut Binder, function: &ast::Function) -> SqlResult<GroupConcat> {
+    let mut concat = GroupConcat {
+        separator: b",".to_vec(),
+        order_by: Vec::new(),
+    };
+    let ast::FunctionArguments::List(list) = &function.args else {
+        return Ok(concat);
+    };
+    for clause in &list.clauses {
+        match clause {
+            ast::FunctionArgumentClause::OrderBy(order) => {
+                for item in order {
+                    let ascending = item.options.asc != Some(false);
+                    concat.order_by.push((bind(binder, &item.expr)?, ascending));
+                }
+            }
+            ast::FunctionArgumentClause::Separator(value) => {
+                concat.separator = match value {
+                    ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => {
+                        s.clone().into_bytes()
+                    }
+                    other => return Err(SqlError::syntax(format!("SEPARATOR {other}"))),
+                };
+            }
+            other => return Err(SqlError::not_supported(other)),
+        }
+    }
+    Ok(concat)
 }
 
 fn cast_type(data_type: &ast::DataType) -> SqlResult<ColumnType> {

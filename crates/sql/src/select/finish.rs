@@ -9,7 +9,7 @@ use kista_client::types::{ColumnType, Value};
 use super::{row_count, FrontTable, SelectPlan};
 use crate::catalog::SqlTable;
 use crate::error::SqlResult;
-use crate::expr::{eval, result_type, Aggregate, AggregateKind, Expr, DECIMAL_RESULT};
+use crate::expr::{eval, result_type, Aggregate, AggregateKind, Expr, GroupConcat, DECIMAL_RESULT};
 use crate::information_schema;
 use crate::output::{self, Origin};
 use crate::session::{Outcome, Session};
@@ -99,6 +99,7 @@ fn likely_type(plan: &SelectPlan, expr: &Expr) -> Option<ColumnType> {
         let aggregate = &plan.aggregates[*n];
         match (aggregate.kind, &aggregate.argument) {
             (AggregateKind::Sum | AggregateKind::Avg, _) => Some(DECIMAL_RESULT),
+            (AggregateKind::GroupConcat, _) => Some(ColumnType::Text),
             (AggregateKind::Min | AggregateKind::Max, Some(argument)) => {
                 likely_type(plan, argument)
             }
@@ -227,7 +228,15 @@ pub(super) fn group(
                 Some(arg) => Some(eval(arg, &row, &ctx)?),
                 None => None,
             };
-            accumulator.add(aggregate, value);
+            let order_keys = match &aggregate.concat {
+                Some(concat) => concat
+                    .order_by
+                    .iter()
+                    .map(|(e, _)| eval(e, &row, &ctx))
+                    .collect::<SqlResult<_>>()?,
+                None => Vec::new(),
+            };
+            accumulator.add(aggregate, value, order_keys);
         }
     }
     if groups.is_empty() && plan.group_by.is_empty() {
@@ -250,6 +259,9 @@ pub(super) fn group(
                 .collect(),
         ));
     }
+    let concat_bytes_max = variable("group_concat_max_len")
+        .and_then(|v| crate::value::to_i64(&v))
+        .map_or(GROUP_CONCAT_BYTES_DEFAULT, |n| n.max(4) as usize);
     Ok(groups
         .into_iter()
         .map(|(_, row, accumulators)| {
@@ -257,7 +269,7 @@ pub(super) fn group(
                 .aggregates
                 .iter()
                 .zip(accumulators)
-                .map(|(a, acc)| acc.result(a))
+                .map(|(a, acc)| acc.result(a, concat_bytes_max))
                 .collect();
             (row, values)
         })
@@ -287,16 +299,21 @@ pub(super) fn encode_group_key(key: &[Value]) -> Vec<u8> {
     out
 }
 
+/// GROUP_CONCAT's result is cut to `group_concat_max_len` bytes (MySQL's default).
+const GROUP_CONCAT_BYTES_DEFAULT: usize = 1024;
+
 #[derive(Default)]
 pub(super) struct Accumulator {
     count: i64,
     sum: Option<Value>,
     best: Option<Value>,
     seen: Vec<Value>,
+    /// GROUP_CONCAT's values, each with its ORDER BY keys.
+    pieces: Vec<(Vec<Value>, Value)>,
 }
 
 impl Accumulator {
-    fn add(&mut self, aggregate: &Aggregate, value: Option<Value>) {
+    fn add(&mut self, aggregate: &Aggregate, value: Option<Value>, order_keys: Vec<Value>) {
         let Some(value) = value else {
             self.count += 1;
             return;
@@ -350,11 +367,12 @@ impl Accumulator {
                     self.best = Some(value);
                 }
             }
+            AggregateKind::GroupConcat => self.pieces.push((order_keys, value)),
             AggregateKind::Count | AggregateKind::CountRows => {}
         }
     }
 
-    fn result(self, aggregate: &Aggregate) -> Value {
+    fn result(self, aggregate: &Aggregate, concat_bytes_max: usize) -> Value {
         match aggregate.kind {
             AggregateKind::Count | AggregateKind::CountRows => Value::Int(self.count),
             AggregateKind::Sum => self.sum.unwrap_or(Value::Null),
@@ -376,8 +394,42 @@ impl Accumulator {
                 ),
             },
             AggregateKind::Min | AggregateKind::Max => self.best.unwrap_or(Value::Null),
+            AggregateKind::GroupConcat => match &aggregate.concat {
+                Some(concat) if !self.pieces.is_empty() => {
+                    concatenated(self.pieces, concat, concat_bytes_max)
+                }
+                _ => Value::Null,
+            },
         }
     }
+}
+
+/// GROUP_CONCAT's result: the values in their order, with the separator between, cut to
+/// `bytes_max` (at a character boundary).
+fn concatenated(
+    mut pieces: Vec<(Vec<Value>, Value)>,
+    concat: &GroupConcat,
+    bytes_max: usize,
+) -> Value {
+    pieces.sort_by(|(a, _), (b, _)| compare_sort_keys(&concat.order_by, a, b));
+    let mut out = Vec::new();
+    for (n, (_, value)) in pieces.iter().enumerate() {
+        if n > 0 {
+            out.extend_from_slice(&concat.separator);
+        }
+        out.extend_from_slice(&crate::value::to_text(value));
+        if out.len() >= bytes_max {
+            break;
+        }
+    }
+    if out.len() > bytes_max {
+        let mut cut = bytes_max;
+        while cut > 0 && (out[cut] & 0xC0) == 0x80 {
+            cut -= 1;
+        }
+        out.truncate(cut);
+    }
+    Value::Bytes(out)
 }
 
 /// The order of two rows' ORDER BY keys (`a[i]` is the value of `order_by[i]`): NULLs first
