@@ -512,6 +512,7 @@ fn bind_assignments(
                 .ok_or_else(|| SqlError::unknown_column(&column_name, "field list"))?;
             let mut binder = Binder {
                 columns: &scope,
+                select_aliases: &[],
                 placeholders,
                 aggregates: None,
                 place: "field list",

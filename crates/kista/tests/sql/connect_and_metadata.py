@@ -26,6 +26,13 @@ assert rows("SELECT @limit + 1, @name") == [(3, "ann")]
 
 assert rows("SELECT 1 + 1 FROM DUAL") == [(2,)]
 assert rows("SELECT 'Banana' LIKE BINARY 'B%', 'Banana' LIKE BINARY 'b%'") == [(1, 0)]
+# COLLATE: a _ci collation compares case-insensitively where it stands (Connector/J's
+# metadata queries use it); a _bin one as every comparison does; the value stays as it is.
+assert rows("SELECT 'Banana' COLLATE utf8mb4_general_ci = 'BANANA', "
+            "'Banana' LIKE 'b%' COLLATE utf8mb4_0900_ai_ci, "
+            "'Banana' COLLATE utf8mb4_bin = 'BANANA', 'Banana' COLLATE utf8mb4_general_ci") == [
+    (1, 1, 0, "Banana")]
+assert error_of("SELECT 'a' COLLATE no_such_collation = 'A'") == 1273
 
 cur.execute("CREATE TABLE customer (id INT PRIMARY KEY AUTO_INCREMENT, email VARCHAR(80) "
             "NOT NULL UNIQUE, born DATETIME, note TEXT)")

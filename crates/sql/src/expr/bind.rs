@@ -51,9 +51,18 @@ pub struct GroupConcat {
     pub order_by: Vec<(Expr, bool)>,
 }
 
+/// One output column of a query: its name and how to compute it from a (grouped) row.
+pub struct OutputColumn {
+    pub name: String,
+    pub expr: Expr,
+}
+
 /// What names mean while binding one statement.
 pub struct Binder<'a> {
     pub columns: &'a [ScopeColumn],
+    /// The select list's columns, which a name in HAVING means before any table column
+    /// (MySQL's rule; empty elsewhere).
+    pub select_aliases: &'a [OutputColumn],
     /// Where each `?` of the statement's text is, in order.
     pub placeholders: &'a [Location],
     /// Aggregates found so far; `None` where aggregates are not allowed.
@@ -72,6 +81,7 @@ impl<'a> Binder<'a> {
     pub fn without_columns(placeholders: &'a [Location], place: &'static str) -> Self {
         Binder {
             columns: &[],
+            select_aliases: &[],
             placeholders,
             aggregates: None,
             place,
@@ -107,6 +117,15 @@ impl<'a> Binder<'a> {
     }
 
     fn column(&self, table: Option<&str>, name: &str) -> SqlResult<Expr> {
+        if table.is_none() {
+            let alias = self
+                .select_aliases
+                .iter()
+                .find(|o| o.name.eq_ignore_ascii_case(name));
+            if let Some(alias) = alias {
+                return Ok(alias.expr.clone());
+            }
+        }
         let mut found = self.columns.iter().enumerate().filter(|(_, c)| {
             c.name.eq_ignore_ascii_case(name)
                 && table.is_none_or(|t| c.table.eq_ignore_ascii_case(t))
@@ -451,6 +470,7 @@ fn bind_aggregate(
     let name = function.name.to_string().to_lowercase();
     let mut inner = Binder {
         columns: binder.columns,
+        select_aliases: &[],
         placeholders: binder.placeholders,
         aggregates: None,
         place: binder.place,

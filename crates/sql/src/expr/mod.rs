@@ -9,7 +9,9 @@ mod special_forms;
 
 pub use crate::functions::Function;
 
-pub use bind::{bind, number, Aggregate, AggregateKind, Binder, GroupConcat, ScopeColumn};
+pub use bind::{
+    bind, number, Aggregate, AggregateKind, Binder, GroupConcat, OutputColumn, ScopeColumn,
+};
 pub(crate) use eval::overflow;
 pub use eval::{arithmetic, eval, like, EvalContext};
 pub use result_type::{result_type, DECIMAL_RESULT};

@@ -2,6 +2,12 @@
 //! registry: `d + INTERVAL n unit` and `d - INTERVAL ...` (DATE_ADD, DATE_SUB), `EXTRACT(unit
 //! FROM d)`, `TRIM([BOTH|LEADING|TRAILING] [x] FROM s)`, `POSITION(a IN b)`, `SUBSTRING(s
 //! FROM n FOR m)`, `FLOOR(x)` and `CEIL(x)`.
+//!
+//! And `x COLLATE name`, until collations exist (issue 24's item 4): a binary collation
+//! (`utf8mb4_bin`, `binary`) is what every comparison does already; a case-insensitive
+//! one (`..._ci`) makes the comparison or LIKE it stands in compare both sides lower-cased
+//! (accents still count, unlike MySQL's `_ai_` collations). Elsewhere (the select list,
+//! ORDER BY) COLLATE leaves the value as it is.
 
 use kista_client::types::Value;
 use sqlparser::ast::{self, BinaryOperator, CeilFloorKind, DateTimeField, TrimWhereField};
@@ -20,6 +26,39 @@ pub(super) fn bind_special_form(binder: &mut Binder, expr: &ast::Expr) -> Option
         )
     };
     Some(match expr {
+        A::Collate { expr, collation } => {
+            return Some(collation_of(collation).and_then(|_| bind(binder, expr)));
+        }
+        A::BinaryOp { left, op, right } if is_comparison(op) => {
+            let folded = folded_pair(left, right)?;
+            return Some(folded.and_then(|(left, right)| {
+                let compare = ast::Expr::BinaryOp {
+                    left: Box::new(left),
+                    op: op.clone(),
+                    right: Box::new(right),
+                };
+                bind(binder, &compare)
+            }));
+        }
+        A::Like {
+            negated,
+            any: false,
+            expr,
+            pattern,
+            escape_char: None,
+        } => {
+            let folded = folded_pair(expr, pattern)?;
+            return Some(folded.and_then(|(expr, pattern)| {
+                let like = ast::Expr::Like {
+                    negated: *negated,
+                    any: false,
+                    expr: Box::new(expr),
+                    pattern: Box::new(pattern),
+                    escape_char: None,
+                };
+                bind(binder, &like)
+            }));
+        }
         A::BinaryOp { left, op, right } => {
             let subtract = match op {
                 BinaryOperator::Plus => false,
@@ -55,6 +94,83 @@ pub(super) fn bind_special_form(binder: &mut Binder, expr: &ast::Expr) -> Option
         A::Ceil { expr, field } if no_scale(field) => call(binder, "ceil", &[expr]),
         _ => return None,
     })
+}
+
+/// How a collation compares text.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Collation {
+    Binary,
+    CaseInsensitive,
+}
+
+/// The collations COLLATE may name: utf8mb4's and utf8mb3's; error 1273 for others.
+fn collation_of(name: &ast::ObjectName) -> SqlResult<Collation> {
+    let name = name
+        .to_string()
+        .trim_matches(['`', '\'', '"'])
+        .to_ascii_lowercase();
+    let known_charset = ["utf8mb4_", "utf8mb3_", "utf8_"]
+        .iter()
+        .any(|c| name.starts_with(c));
+    match name.as_str() {
+        "binary" => Ok(Collation::Binary),
+        _ if known_charset && name.ends_with("_bin") => Ok(Collation::Binary),
+        _ if known_charset && name.ends_with("_ci") => Ok(Collation::CaseInsensitive),
+        _ => Err(SqlError::new(
+            1273,
+            "HY000",
+            format!("Unknown collation: '{name}'"),
+        )),
+    }
+}
+
+fn is_comparison(op: &BinaryOperator) -> bool {
+    use BinaryOperator as B;
+    matches!(
+        op,
+        B::Eq | B::NotEq | B::Lt | B::LtEq | B::Gt | B::GtEq | B::Spaceship
+    )
+}
+
+/// Where either side of a comparison is `x COLLATE <case-insensitive>`: both sides
+/// lower-cased, without their COLLATE (`None`: no such side, compare as written).
+fn folded_pair(left: &ast::Expr, right: &ast::Expr) -> Option<SqlResult<(ast::Expr, ast::Expr)>> {
+    let collation = |e: &ast::Expr| match e {
+        ast::Expr::Collate { collation, .. } => Some(collation_of(collation)),
+        _ => None,
+    };
+    let case_insensitive = match (collation(left), collation(right)) {
+        (Some(Err(e)), _) | (_, Some(Err(e))) => return Some(Err(e)),
+        (Some(Ok(a)), b) => {
+            a == Collation::CaseInsensitive || b == Some(Ok(Collation::CaseInsensitive))
+        }
+        (None, Some(Ok(b))) => b == Collation::CaseInsensitive,
+        (None, None) => return None,
+    };
+    if !case_insensitive {
+        return None;
+    }
+    let lower = |e: &ast::Expr| {
+        let inner = match e {
+            ast::Expr::Collate { expr, .. } => expr.as_ref().clone(),
+            other => other.clone(),
+        };
+        ast::Expr::Function(ast::Function {
+            name: ast::ObjectName::from(vec![ast::Ident::new("lower")]),
+            uses_odbc_syntax: false,
+            parameters: ast::FunctionArguments::None,
+            args: ast::FunctionArguments::List(ast::FunctionArgumentList {
+                duplicate_treatment: None,
+                args: vec![ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(inner))],
+                clauses: Vec::new(),
+            }),
+            filter: None,
+            null_treatment: None,
+            over: None,
+            within_group: Vec::new(),
+        })
+    };
+    Some(Ok((lower(left), lower(right))))
 }
 
 /// A call of the registry's function `name` on `args`.

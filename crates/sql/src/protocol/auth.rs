@@ -14,6 +14,13 @@ pub const CACHING_SHA2_PASSWORD: &str = "caching_sha2_password";
 /// Bytes of a scramble (MySQL's `SCRAMBLE_LENGTH`).
 pub const SCRAMBLE_BYTES: usize = 20;
 
+/// Whether a client's proof stands for an empty password: clients send nothing, or one
+/// NUL (Connector/J). A real proof may end in a zero byte (one in 256 does): that is no
+/// empty one.
+pub fn is_empty_proof(proof: &[u8]) -> bool {
+    proof.is_empty() || proof == [0]
+}
+
 /// One account: the name clients log in with and the hashes of its password.
 #[derive(Clone)]
 pub struct User {
@@ -38,10 +45,7 @@ impl User {
 
     /// Whether `proof`, made by the client with `plugin` from `scramble`, shows the password.
     pub fn accepts(&self, plugin: &str, scramble: &[u8; SCRAMBLE_BYTES], proof: &[u8]) -> bool {
-        // Clients send an empty proof (or one NUL) for an empty password. A real proof
-        // may end in a zero byte (one in 256 does): it is not cut.
-        let proof = if proof == [0] { &[][..] } else { proof };
-        if proof.is_empty() {
+        if is_empty_proof(proof) {
             return self.empty_password;
         }
         match plugin {

@@ -100,13 +100,16 @@ pub fn handshake<S: Read + Write>(
     let accepted = users
         .find(&response.user)
         .is_some_and(|user| user.accepts(&response.plugin, &scramble, &response.proof));
+    let empty_proof = auth::is_empty_proof(&response.proof);
     if !accepted {
         return Err(HandshakeError::AccessDenied {
             user: response.user,
-            with_password: !response.proof.is_empty(),
+            with_password: !empty_proof,
         });
     }
-    if response.plugin == CACHING_SHA2_PASSWORD && !response.proof.is_empty() {
+    // An empty password has no fast-auth exchange: the OK follows at once, as MySQL's.
+    // (Connector/J answers a fast-auth status after an empty proof with one more packet.)
+    if response.plugin == CACHING_SHA2_PASSWORD && !empty_proof {
         stream.write_payload(&[AUTH_MORE_DATA, FAST_AUTH_SUCCESS]);
     }
     Ok(Login {
@@ -196,6 +199,63 @@ mod tests {
         }
         put_nul_string(&mut out, plugin);
         out
+    }
+
+    /// A client whose packets are written in advance; what the server writes is kept.
+    struct ScriptedClient {
+        input: std::io::Cursor<Vec<u8>>,
+        output: Vec<u8>,
+    }
+
+    impl Read for ScriptedClient {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.input.read(buf)
+        }
+    }
+
+    impl Write for ScriptedClient {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.output.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// The payloads the server wrote after its greeting, for a client answering with
+    /// `proof` under caching_sha2_password.
+    fn server_answers(users: &Users, proof: &[u8]) -> Vec<Vec<u8>> {
+        let answer = response("app", proof, None, CACHING_SHA2_PASSWORD);
+        let mut input = (answer.len() as u32).to_le_bytes()[..3].to_vec();
+        input.push(1);
+        input.extend_from_slice(&answer);
+        let client = ScriptedClient {
+            input: std::io::Cursor::new(input),
+            output: Vec::new(),
+        };
+        let mut stream = PacketStream::new(client);
+        handshake(&mut stream, users, 1, "8.0.36-kista").unwrap();
+        stream.flush().unwrap();
+        let mut written = &stream.get_ref().output[..];
+        let mut payloads = Vec::new();
+        while written.len() >= 4 {
+            let length = u32::from_le_bytes([written[0], written[1], written[2], 0]) as usize;
+            payloads.push(written[4..4 + length].to_vec());
+            written = &written[4 + length..];
+        }
+        payloads.remove(0); // the greeting
+        payloads
+    }
+
+    #[test]
+    fn an_empty_password_has_no_fast_auth_exchange_whatever_the_client_sends() {
+        let users = Users::new(vec![User::new("app", "")]);
+        // Connector/J sends one NUL for an empty password, and would answer a fast-auth
+        // status with one more packet the server does not expect.
+        assert!(server_answers(&users, &[0]).is_empty());
+        assert!(server_answers(&users, &[]).is_empty());
     }
 
     #[test]

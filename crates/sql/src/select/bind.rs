@@ -158,6 +158,7 @@ pub fn bind_query(
             SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
                 let mut binder = Binder {
                     columns: &scope,
+                    select_aliases: &[],
                     placeholders,
                     aggregates: Some(&mut aggregates),
                     place: "field list",
@@ -181,6 +182,7 @@ pub fn bind_query(
     }
     let mut where_binder = Binder {
         columns: &scope,
+        select_aliases: &[],
         placeholders,
         aggregates: None,
         place: "where clause",
@@ -201,19 +203,20 @@ pub fn bind_query(
             .collect::<SqlResult<Vec<_>>>()?,
         _ => return Err(SqlError::not_supported("GROUP BY ALL / WITH ROLLUP")),
     };
+    // A name in HAVING means a select-list column first (MySQL's rule).
+    let mut having_binder = Binder {
+        columns: &scope,
+        select_aliases: &outputs,
+        placeholders,
+        aggregates: Some(&mut aggregates),
+        place: "having clause",
+        inserted_row_at: None,
+        subqueries: Some(&session.subqueries),
+    };
     let having = select
         .having
         .as_ref()
-        .map(|e| {
-            bind_output_reference(
-                e,
-                &outputs,
-                &scope,
-                placeholders,
-                "having clause",
-                Some(&mut aggregates),
-            )
-        })
+        .map(|e| bind(&mut having_binder, e))
         .transpose()?;
     let mut order_by = Vec::new();
     if let Some(order) = &query.order_by {
@@ -370,6 +373,7 @@ pub(super) fn bind_joins(
             Some(on) => {
                 let mut binder = Binder {
                     columns: scope,
+                    select_aliases: &[],
                     placeholders,
                     aggregates: None,
                     place: "on clause",
@@ -607,6 +611,7 @@ pub(super) fn bind_output_reference(
     }
     let mut binder = Binder {
         columns: scope,
+        select_aliases: &[],
         placeholders,
         aggregates,
         place,

@@ -21,6 +21,7 @@ use kista_client::LockKind;
 
 use crate::catalog::SqlTable;
 use crate::error::{SqlError, SqlResult};
+use crate::expr::OutputColumn;
 use crate::expr::{bind, eval, Aggregate, Binder, Expr};
 use crate::information_schema::SystemTable;
 use crate::join::{self, JoinedTable};
@@ -30,12 +31,6 @@ use crate::session::{Outcome, Session};
 use crate::value::to_i64;
 use fetch::{fetch_joined, system_rows};
 use finish::{finish, static_type};
-
-/// One output column: its name and how to compute it from a (grouped) row.
-struct OutputColumn {
-    name: String,
-    expr: Expr,
-}
 
 /// A table whose rows the front end builds or holds: an `information_schema` table (its
 /// rows built from the catalog when the query runs), or a derived table (`FROM (SELECT
@@ -116,6 +111,7 @@ impl SelectPlan {
         let scope = table.scope(&table.name);
         let mut binder = Binder {
             columns: &scope,
+            select_aliases: &[],
             placeholders,
             aggregates: None,
             place: "where clause",
