@@ -285,6 +285,11 @@ fn what_drivers_send_at_connect_and_read_for_metadata_answers_as_mysql() {
     run_pymysql_script("connect_and_metadata.py", "connect and metadata ok");
 }
 
+#[test]
+fn sqlalchemy_creates_queries_and_reflects_a_schema() {
+    run_pymysql_script("sqlalchemy_orm.py", "sqlalchemy ok");
+}
+
 /// Runs `tests/sql/SCRIPT` (PyMySQL) against a `kista up` of its own; it must succeed and
 /// print `done`.
 fn run_pymysql_script(script: &str, done: &str) {
