@@ -290,6 +290,11 @@ fn sqlalchemy_creates_queries_and_reflects_a_schema() {
     run_pymysql_script("sqlalchemy_orm.py", "sqlalchemy ok");
 }
 
+#[test]
+fn django_migrates_and_runs_its_orm_with_nested_atomic_blocks() {
+    run_pymysql_script("django_orm.py", "django ok");
+}
+
 /// Runs `tests/sql/SCRIPT` (PyMySQL) against a `kista up` of its own; it must succeed and
 /// print `done`.
 fn run_pymysql_script(script: &str, done: &str) {

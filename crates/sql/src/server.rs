@@ -18,8 +18,10 @@ use crate::protocol::results;
 /// Connections served at once unless configured otherwise (MySQL's `max_connections`
 /// default is 151; sysbench runs use up to a few hundred).
 pub const CONNECTIONS_MAX_DEFAULT: usize = 1024;
-/// Stack of each connection's thread: deep enough for the parser's recursion limit.
-pub const CONNECTION_STACK_BYTES: usize = 2 << 20;
+/// Stack of each connection's thread: deep enough to parse, bind and evaluate a statement
+/// nested to `session::NESTING_DEPTH_MAX` in a debug build (glibc's default for threads;
+/// only the pages a thread touches are backed by memory).
+pub const CONNECTION_STACK_BYTES: usize = 8 << 20;
 
 pub struct ServerConfig {
     pub listen: SocketAddr,

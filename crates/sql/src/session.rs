@@ -80,6 +80,12 @@ pub struct Parsed {
     pub update_order_by: Vec<sqlparser::ast::OrderByExpr>,
 }
 
+/// How deeply a statement may nest (parentheses, subqueries, expressions): sqlparser's
+/// default of 50 refused machine-made WHERE clauses MySQL runs. A connection's thread
+/// stack ([`crate::server::CONNECTION_STACK_BYTES`]) holds parsing, binding and
+/// evaluating a statement this deep (test `a_statement_nested_to_the_limit_...`).
+pub const NESTING_DEPTH_MAX: usize = 200;
+
 /// Parses one statement (MySQL dialect). `LOCK IN SHARE MODE` becomes `FOR SHARE`.
 pub fn parse(sql: &str) -> SqlResult<Parsed> {
     let dialect = KistaDialect;
@@ -99,7 +105,9 @@ pub fn parse(sql: &str) -> SqlResult<Parsed> {
         Some(clause) => parse_order_by(clause)?,
         None => Vec::new(),
     };
-    let mut parser = Parser::new(&dialect).with_tokens_with_locations(tokens);
+    let mut parser = Parser::new(&dialect)
+        .with_recursion_limit(NESTING_DEPTH_MAX)
+        .with_tokens_with_locations(tokens);
     let mut statements = parser.parse_statements().map_err(SqlError::syntax)?;
     match statements.len() {
         1 => Ok(Parsed {
@@ -164,6 +172,7 @@ fn parse_order_by(clause: Vec<TokenWithSpan>) -> SqlResult<Vec<sqlparser::ast::O
     ];
     tokens.extend(clause);
     let query = Parser::new(&KistaDialect)
+        .with_recursion_limit(NESTING_DEPTH_MAX)
         .with_tokens_with_locations(tokens)
         .parse_query()
         .map_err(SqlError::syntax)?;
@@ -693,6 +702,69 @@ impl Tx<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `(c0 = 0 OR (c1 = 1 AND (c2 = 2 OR (...))))`, `depth` parentheses deep.
+    fn nested_where(depth: usize) -> String {
+        let mut condition = "1 = 1".to_string();
+        for level in 0..depth {
+            let joiner = if level % 2 == 0 { "OR" } else { "AND" };
+            condition = format!("(c{level} = {level} {joiner} {condition})");
+        }
+        format!("SELECT 1 FROM t WHERE {condition}")
+    }
+
+    #[test]
+    fn a_statement_nested_to_the_limit_parses_binds_and_runs_on_a_connection_stack() {
+        let worker = std::thread::Builder::new()
+            .stack_size(crate::server::CONNECTION_STACK_BYTES)
+            .spawn(|| {
+                // Each level of parentheses costs the parser a few levels of recursion.
+                let deepest = (1..NESTING_DEPTH_MAX)
+                    .rev()
+                    .find(|&depth| parse(&nested_where(depth)).is_ok())
+                    .expect("some depth parses");
+                assert!(deepest >= 60, "only {deepest} levels parse");
+                let parsed = parse(&nested_where(deepest)).unwrap();
+                let Statement::Query(query) = &parsed.statement else {
+                    panic!("a query")
+                };
+                let sqlparser::ast::SetExpr::Select(select) = query.body.as_ref() else {
+                    panic!("a select")
+                };
+                let columns: Vec<crate::expr::ScopeColumn> = (0..deepest)
+                    .map(|n| crate::expr::ScopeColumn {
+                        table: "t".into(),
+                        name: format!("c{n}"),
+                    })
+                    .collect();
+                let mut binder = crate::expr::Binder::without_columns(&[], "where clause");
+                binder.columns = &columns;
+                let bound =
+                    crate::expr::bind(&mut binder, select.selection.as_ref().unwrap()).unwrap();
+                // Every column equal to its number: every comparison holds.
+                let row: Vec<Value> = (0..deepest as i64).map(Value::Int).collect();
+                let variable = |_: &str| None;
+                let ctx = EvalContext {
+                    params: &[],
+                    aggregates: &[],
+                    database: None,
+                    user: "root",
+                    connection_id: 1,
+                    last_insert_id: 0,
+                    variable: &variable,
+                };
+                let value = crate::expr::eval(&bound, &row, &ctx).unwrap();
+                assert_eq!(value, Value::Int(1));
+                drop(bound);
+                // Deeper than the limit: a syntax error, not a crash.
+                let refused = parse(&nested_where(NESTING_DEPTH_MAX * 2)).err();
+                assert_eq!(refused.map(|e| e.code), Some(1064));
+                deepest
+            })
+            .unwrap();
+        let deepest = worker.join().expect("no stack overflow");
+        eprintln!("{deepest} levels of parentheses parse");
+    }
 
     #[test]
     fn an_update_keeps_its_order_by_which_the_parser_does_not_take() {
