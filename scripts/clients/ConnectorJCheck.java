@@ -1,6 +1,6 @@
 // What an application on MySQL Connector/J does, with the driver's default settings and
 // an empty password: connect (the driver's own connect-time queries), DDL, prepared
-// inserts and queries, a transaction with a savepoint, metadata. Exits non-zero on any
+// inserts and queries, a transaction with a savepoint, metadata, COM_CHANGE_USER. Exits non-zero on any
 // difference from what MySQL answers. Run by scripts/connector-j-check.
 import java.sql.*;
 
@@ -64,7 +64,21 @@ public class ConnectorJCheck {
             try (ResultSet keys = meta.getPrimaryKeys("cj", null, "item")) {
                 check(keys.next() && keys.getString("COLUMN_NAME").equals("id"), "metadata: primary key");
             }
+            // COM_CHANGE_USER: the session starts again, in no database, after a fresh check.
+            s.execute("SET @marker = 1");
+            ((com.mysql.cj.jdbc.JdbcConnection) c).changeUser("root", "");
+            s = c.createStatement();
+            try (ResultSet rs = s.executeQuery("SELECT USER(), @marker")) {
+                check(rs.next() && rs.getString(1).equals("root@%"), "user after change_user");
+                check(rs.getObject(2) == null, "variables gone after change_user");
+            }
             s.execute("DROP DATABASE cj");
+        }
+        try (Connection c = DriverManager.getConnection(url)) {
+            ((com.mysql.cj.jdbc.JdbcConnection) c).changeUser("nobody", "secret");
+            throw new AssertionError("change_user to an unknown account was accepted");
+        } catch (SQLException refused) {
+            check(refused.getErrorCode() == 1045, "change_user refused with 1045, got " + refused.getErrorCode());
         }
         System.out.println("connector/j ok");
     }

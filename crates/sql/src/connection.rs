@@ -12,7 +12,7 @@ use crate::catalog::Catalog;
 use crate::error::{SqlError, SqlResult};
 use crate::point_read::Responder;
 use crate::protocol::binary::{read_parameter, write_value, PARAMETER_UNSIGNED};
-use crate::protocol::handshake::{handshake, HandshakeError, Users};
+use crate::protocol::handshake::{change_user, handshake, HandshakeError, Users};
 use crate::protocol::packet::{PacketError, PacketStream};
 use crate::protocol::results::{self, ColumnDefinition};
 use crate::protocol::wire::{put_lenenc_int, put_u16, put_u32, Input, Malformed};
@@ -47,6 +47,8 @@ pub enum ConnectionError {
 
 struct Connection<'c, S: Read + Write> {
     stream: PacketStream<S>,
+    /// The accounts, for COM_CHANGE_USER.
+    users: &'c Users,
     /// Answers point reads from the receive thread (TCP clients only).
     responder: Option<Arc<Responder>>,
     session: Session<'c>,
@@ -78,13 +80,8 @@ pub fn serve<S: Read + Write>(
             with_password,
         }) => {
             let mut out = Vec::new();
-            let yes_no = if with_password { "YES" } else { "NO" };
-            results::error(
-                &mut out,
-                1045,
-                "28000",
-                &format!("Access denied for user '{user}' (using password: {yes_no})"),
-            );
+            let error = SqlError::access_denied(&user, with_password);
+            results::error(&mut out, error.code, error.state, &error.message);
             stream.write_payload(&out);
             stream.flush().map_err(PacketError::from)?;
             return Ok(());
@@ -93,6 +90,7 @@ pub fn serve<S: Read + Write>(
     };
     let mut connection = Connection {
         stream,
+        users,
         responder,
         session: Session::new(catalog, login.user, connection_id),
         capabilities: login.capabilities,
@@ -190,18 +188,16 @@ impl<S: Read + Write> Connection<'_, S> {
                 command::FIELD_LIST => self.field_list(body),
                 command::SET_OPTION => self.send_eof(),
                 command::RESET_CONNECTION => {
-                    let _ = self.session.rollback();
-                    let catalog = self.session.catalog;
-                    let fresh = Session::new(
-                        catalog,
-                        self.session.user.clone(),
-                        self.session.connection_id,
-                    );
-                    let database = self.session.database.take();
-                    self.session = fresh;
+                    let (user, database) =
+                        (self.session.user.clone(), self.session.database.take());
+                    self.reset_session(user);
                     self.session.database = database;
-                    self.prepared.clear();
                     self.send_ok(0, 0, "");
+                }
+                command::CHANGE_USER => {
+                    if !self.change_user(body)? {
+                        return Ok(());
+                    }
                 }
                 command::STATISTICS => {
                     let uptime = self.session.catalog.uptime_s();
@@ -216,6 +212,42 @@ impl<S: Read + Write> Connection<'_, S> {
                 )),
             }
             self.stream.flush().map_err(PacketError::from)?;
+        }
+    }
+
+    /// A session as new for `user`: what was open is rolled back, prepared statements
+    /// and variables go (COM_RESET_CONNECTION, COM_CHANGE_USER).
+    fn reset_session(&mut self, user: String) {
+        let _ = self.session.rollback();
+        self.session = Session::new(self.session.catalog, user, self.session.connection_id);
+        self.prepared.clear();
+    }
+
+    /// COM_CHANGE_USER: the session starts again as the account the client names, after
+    /// a fresh password check. `Ok(false)`: refused (error 1045 sent), the connection ends,
+    /// as its old session is gone.
+    fn change_user(&mut self, body: &[u8]) -> Result<bool, ConnectionError> {
+        let scramble = crate::protocol::auth::new_scramble();
+        let capabilities = self.capabilities;
+        match change_user(&mut self.stream, self.users, body, &scramble, capabilities) {
+            Ok(login) => {
+                self.reset_session(login.user);
+                match login.database.map(|d| self.session.use_database(&d)) {
+                    Some(Err(error)) => self.send_error(&error),
+                    _ => self.send_ok(0, 0, ""),
+                }
+                Ok(true)
+            }
+            Err(HandshakeError::AccessDenied {
+                user,
+                with_password,
+            }) => {
+                let _ = self.session.rollback();
+                self.send_error(&SqlError::access_denied(&user, with_password));
+                self.stream.flush().map_err(PacketError::from)?;
+                Ok(false)
+            }
+            Err(error) => Err(error.into()),
         }
     }
 

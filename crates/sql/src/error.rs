@@ -44,6 +44,16 @@ impl SqlError {
         )
     }
 
+    /// 1045: a login (or COM_CHANGE_USER) refused.
+    pub fn access_denied(user: &str, with_password: bool) -> Self {
+        let yes_no = if with_password { "YES" } else { "NO" };
+        Self::new(
+            1045,
+            "28000",
+            format!("Access denied for user '{user}' (using password: {yes_no})"),
+        )
+    }
+
     pub fn no_database() -> Self {
         Self::new(1046, "3D000", "No database selected")
     }

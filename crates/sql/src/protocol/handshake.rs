@@ -119,6 +119,54 @@ pub fn handshake<S: Read + Write>(
     })
 }
 
+/// `COM_CHANGE_USER` (its `body` after the command byte): the client names another account
+/// and database, its proof made with the connection's first scramble. The server asks
+/// for a new proof with `scramble`, fresh (an auth switch to `mysql_native_password`, as
+/// MySQL may answer), and checks it; on success the OK is queued and the login returned.
+pub fn change_user<S: Read + Write>(
+    stream: &mut PacketStream<S>,
+    users: &Users,
+    body: &[u8],
+    scramble: &[u8; SCRAMBLE_BYTES],
+    capabilities: u32,
+) -> Result<Login, HandshakeError> {
+    let mut input = Input::new(body);
+    let user = String::from_utf8_lossy(input.nul_terminated()).into_owned();
+    // The proof made with the first scramble: a fresh one is asked for instead.
+    if capabilities & capability::SECURE_CONNECTION != 0 {
+        let length = input.u8("change user proof length")?;
+        input.take(usize::from(length), "change user proof")?;
+    } else {
+        input.nul_terminated();
+    }
+    // The character set, plugin name and attributes may follow; nothing needs them.
+    let database = String::from_utf8_lossy(input.nul_terminated()).into_owned();
+    let mut switch = vec![AUTH_SWITCH];
+    put_nul_string(&mut switch, NATIVE_PASSWORD);
+    switch.extend_from_slice(scramble);
+    switch.push(0);
+    stream.write_payload(&switch);
+    stream.flush().map_err(PacketError::from)?;
+    let mut proof = Vec::new();
+    if !stream.read_payload(&mut proof)? {
+        return Err(PacketError::Io(std::io::ErrorKind::UnexpectedEof.into()).into());
+    }
+    let accepted = users
+        .find(&user)
+        .is_some_and(|account| account.accepts(NATIVE_PASSWORD, scramble, &proof));
+    if !accepted {
+        return Err(HandshakeError::AccessDenied {
+            user,
+            with_password: !auth::is_empty_proof(&proof),
+        });
+    }
+    Ok(Login {
+        user,
+        database: Some(database).filter(|d| !d.is_empty()),
+        capabilities,
+    })
+}
+
 /// The initial handshake packet, protocol version 10.
 fn greeting(connection_id: u32, server_version: &str, scramble: &[u8; SCRAMBLE_BYTES]) -> Vec<u8> {
     let mut out = Vec::with_capacity(128);
@@ -224,6 +272,17 @@ mod tests {
         }
     }
 
+    /// The payloads of the packets in `written`.
+    fn payloads_of(mut written: &[u8]) -> Vec<Vec<u8>> {
+        let mut payloads = Vec::new();
+        while written.len() >= 4 {
+            let length = u32::from_le_bytes([written[0], written[1], written[2], 0]) as usize;
+            payloads.push(written[4..4 + length].to_vec());
+            written = &written[4 + length..];
+        }
+        payloads
+    }
+
     /// The payloads the server wrote after its greeting, for a client answering with
     /// `proof` under caching_sha2_password.
     fn server_answers(users: &Users, proof: &[u8]) -> Vec<Vec<u8>> {
@@ -238,13 +297,7 @@ mod tests {
         let mut stream = PacketStream::new(client);
         handshake(&mut stream, users, 1, "8.0.36-kista").unwrap();
         stream.flush().unwrap();
-        let mut written = &stream.get_ref().output[..];
-        let mut payloads = Vec::new();
-        while written.len() >= 4 {
-            let length = u32::from_le_bytes([written[0], written[1], written[2], 0]) as usize;
-            payloads.push(written[4..4 + length].to_vec());
-            written = &written[4 + length..];
-        }
+        let mut payloads = payloads_of(&stream.get_ref().output);
         payloads.remove(0); // the greeting
         payloads
     }
@@ -256,6 +309,84 @@ mod tests {
         // status with one more packet the server does not expect.
         assert!(server_answers(&users, &[0]).is_empty());
         assert!(server_answers(&users, &[]).is_empty());
+    }
+
+    /// A COM_CHANGE_USER body: user, proof (with its length), database.
+    fn change_user_body(user: &str, database: &str) -> Vec<u8> {
+        let mut body = Vec::new();
+        put_nul_string(&mut body, user);
+        body.push(3);
+        body.extend_from_slice(b"old");
+        put_nul_string(&mut body, database);
+        body.extend_from_slice(&[45, 0]);
+        put_nul_string(&mut body, NATIVE_PASSWORD);
+        body
+    }
+
+    /// Runs COM_CHANGE_USER (`body`) with the client's answer to the auth switch
+    /// (`proof`) scripted; returns the result and the payloads the server wrote.
+    fn change_user_with(
+        users: &Users,
+        body: &[u8],
+        proof: &[u8],
+        scramble: &[u8; SCRAMBLE_BYTES],
+    ) -> (Result<Login, HandshakeError>, Vec<Vec<u8>>) {
+        let packet = |sequence: u8, payload: &[u8]| {
+            let mut packet = (payload.len() as u32).to_le_bytes()[..3].to_vec();
+            packet.push(sequence);
+            packet.extend_from_slice(payload);
+            packet
+        };
+        // The command is packet 0, the server's switch 1, the client's proof 2.
+        let mut input = packet(0, &[[command_byte()].as_slice(), body].concat());
+        input.extend(packet(2, proof));
+        let client = ScriptedClient {
+            input: std::io::Cursor::new(input),
+            output: Vec::new(),
+        };
+        let mut stream = PacketStream::new(client);
+        let mut command = Vec::new();
+        assert!(stream.read_payload(&mut command).unwrap());
+        let result = change_user(
+            &mut stream,
+            users,
+            &command[1..],
+            scramble,
+            capability::SERVER,
+        );
+        stream.flush().unwrap();
+        (result, payloads_of(&stream.get_ref().output))
+    }
+
+    fn command_byte() -> u8 {
+        crate::protocol::command::CHANGE_USER
+    }
+
+    #[test]
+    fn change_user_asks_for_a_fresh_proof_and_checks_it() {
+        let users = Users::new(vec![User::new("app", "pw"), User::new("root", "")]);
+        let scramble = [b's'; SCRAMBLE_BYTES];
+        let body = change_user_body("app", "shop");
+        let (login, written) =
+            change_user_with(&users, &body, &native_proof("pw", &scramble), &scramble);
+        let login = login.unwrap();
+        assert_eq!(
+            (login.user.as_str(), login.database.as_deref()),
+            ("app", Some("shop"))
+        );
+        assert_eq!(written.len(), 1, "the auth switch");
+        assert_eq!(written[0][0], AUTH_SWITCH);
+        assert!(written[0].windows(SCRAMBLE_BYTES).any(|w| w == scramble));
+        // A proof made with another scramble (the connection's first) is refused.
+        let stale = native_proof("pw", &[b'o'; SCRAMBLE_BYTES]);
+        let (refused, _) = change_user_with(&users, &body, &stale, &scramble);
+        assert!(matches!(refused, Err(HandshakeError::AccessDenied { .. })));
+        // No database named; an empty password.
+        let (root, _) = change_user_with(&users, &change_user_body("root", ""), &[], &scramble);
+        assert_eq!(root.unwrap().database, None);
+        // A body cut short is malformed, never a panic.
+        let (cut, _) = change_user_with(&users, &body[..4], &[], &scramble);
+        assert!(cut.is_err());
     }
 
     #[test]
