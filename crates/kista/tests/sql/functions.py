@@ -85,6 +85,8 @@ assert rows("SELECT GROUP_CONCAT(DISTINCT name ORDER BY name DESC SEPARATOR '|')
 assert rows("SELECT GROUP_CONCAT(post, ':', name ORDER BY post, name) FROM tag "
             "WHERE post < 3") == [("1:a,1:b,1:c,2:a",)]
 assert rows("SELECT GROUP_CONCAT(name) FROM tag WHERE post > 9") == [(None,)]
+# Ordered by a column nothing else reads.
+assert rows("SELECT GROUP_CONCAT(name ORDER BY post DESC, name) FROM tag") == [("z,a,a,b,c",)]
 assert rows("SELECT GROUP_CONCAT(NULLIF(name, 'a') ORDER BY name) FROM tag") == [("b,c,z",)]
 cur.execute("SET group_concat_max_len = 5")
 assert rows("SELECT GROUP_CONCAT(name ORDER BY name) FROM tag") == [("a,a,b",)]

@@ -50,7 +50,8 @@ fn wildcard(scope: &[ScopeColumn], table: Option<&str>) -> SqlResult<Vec<OutputC
     }
 }
 
-/// Binds a query (SELECT only; no joins, subqueries or set operations yet).
+/// Binds a SELECT (a set operation is `union.rs`'s): FROM, the select list, WHERE,
+/// GROUP BY, HAVING, ORDER BY and LIMIT, then the access path and the columns to read.
 pub fn bind_query(
     session: &Session,
     query: &ast::Query,
@@ -62,124 +63,10 @@ pub fn bind_query(
     let SetExpr::Select(select) = query.body.as_ref() else {
         return Err(SqlError::not_supported("UNION and other set operations"));
     };
-    let mut system = None;
-    // Every table in FROM order, whether a LEFT JOIN brought it, and its ON condition.
-    let mut from: Vec<FromItem> = Vec::new();
-    let table = match select.from.as_slice() {
-        [] => None,
-        [only] if only.joins.is_empty() && is_dual(&only.relation) => None,
-        [only] if only.joins.is_empty() => match only_table_of(session, &only.relation)? {
-            OnlyTable::Front(found) => {
-                system = Some(found);
-                None
-            }
-            OnlyTable::Cluster(table) => Some(table),
-        },
-        items => {
-            for item in items {
-                let (table, alias) = table_of(session, &item.relation)?;
-                from.push(FromItem {
-                    table,
-                    alias,
-                    left: false,
-                    on: None,
-                });
-                for join in &item.joins {
-                    use ast::{JoinConstraint, JoinOperator};
-                    let (left, constraint) = match &join.join_operator {
-                        JoinOperator::Join(c)
-                        | JoinOperator::Inner(c)
-                        | JoinOperator::CrossJoin(c) => (false, c),
-                        JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (true, c),
-                        other => {
-                            return Err(SqlError::not_supported(
-                                format!("{other:?}")
-                                    .split('(')
-                                    .next()
-                                    .unwrap_or("join")
-                                    .to_uppercase()
-                                    + " JOIN",
-                            ))
-                        }
-                    };
-                    let on = match constraint {
-                        JoinConstraint::On(on) => Some(on),
-                        JoinConstraint::None => None,
-                        _ => return Err(SqlError::not_supported("JOIN ... USING / NATURAL JOIN")),
-                    };
-                    let (table, alias) = table_of(session, &join.relation)?;
-                    from.push(FromItem {
-                        table,
-                        alias,
-                        left,
-                        on,
-                    });
-                }
-            }
-            Some((from[0].table.clone(), from[0].alias.clone()))
-        }
-    };
-    let scope_of = |schema: &TableSchema, alias: &str| -> Vec<ScopeColumn> {
-        schema
-            .columns
-            .iter()
-            .map(|c| ScopeColumn {
-                table: alias.to_string(),
-                name: c.name.clone(),
-            })
-            .collect()
-    };
-    let scope: Vec<ScopeColumn> = match (&table, &system) {
-        _ if !from.is_empty() => from
-            .iter()
-            .flat_map(|item| scope_of(item.table.schema(), &item.alias))
-            .collect(),
-        (Some((table, alias)), _) => scope_of(table.schema(), alias),
-        (None, Some((_, schema, alias))) => scope_of(schema, alias),
-        (None, None) => Vec::new(),
-    };
+    let from = bind_from(session, &select.from)?;
+    let scope = from.scope();
     let mut aggregates = Vec::new();
-    let mut outputs = Vec::new();
-    for item in &select.projection {
-        match item {
-            SelectItem::Wildcard(_) => outputs.extend(wildcard(&scope, None)?),
-            SelectItem::QualifiedWildcard(kind, _) => {
-                let qualifier = match kind {
-                    ast::SelectItemQualifiedWildcardKind::ObjectName(name) => name
-                        .0
-                        .last()
-                        .and_then(|part| part.as_ident())
-                        .map(|ident| ident.value.clone()),
-                    ast::SelectItemQualifiedWildcardKind::Expr(_) => None,
-                };
-                let qualifier = qualifier.ok_or_else(|| SqlError::not_supported(kind))?;
-                outputs.extend(wildcard(&scope, Some(&qualifier))?);
-            }
-            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
-                let mut binder = Binder {
-                    columns: &scope,
-                    select_aliases: &[],
-                    placeholders,
-                    aggregates: Some(&mut aggregates),
-                    place: "field list",
-                    inserted_row_at: None,
-                    subqueries: Some(&session.subqueries),
-                };
-                let expr = bind(&mut binder, e)?;
-                let name = match item {
-                    SelectItem::ExprWithAlias { alias, .. } => alias.value.clone(),
-                    _ => match e {
-                        ast::Expr::Identifier(ident) => ident.value.clone(),
-                        ast::Expr::CompoundIdentifier(parts) => {
-                            parts.last().map(|p| p.value.clone()).unwrap_or_default()
-                        }
-                        other => other.to_string(),
-                    },
-                };
-                outputs.push(OutputColumn { name, expr });
-            }
-        }
-    }
+    let outputs = bind_select_list(session, select, &scope, placeholders, &mut aggregates)?;
     let mut where_binder = Binder {
         columns: &scope,
         select_aliases: &[],
@@ -218,23 +105,7 @@ pub fn bind_query(
         .as_ref()
         .map(|e| bind(&mut having_binder, e))
         .transpose()?;
-    let mut order_by = Vec::new();
-    if let Some(order) = &query.order_by {
-        let OrderByKind::Expressions(exprs) = &order.kind else {
-            return Err(SqlError::not_supported("ORDER BY ALL"));
-        };
-        for item in exprs {
-            let expr = bind_output_reference(
-                &item.expr,
-                &outputs,
-                &scope,
-                placeholders,
-                "order clause",
-                Some(&mut aggregates),
-            )?;
-            order_by.push((expr, item.options.asc != Some(false)));
-        }
-    }
+    let order_by = bind_order_by(query, &outputs, &scope, placeholders, &mut aggregates)?;
     let (limit, offset) = bind_limit(query, placeholders)?;
     let lock = match query.locks.first().map(|l| &l.lock_type) {
         None => LockKind::Committed,
@@ -243,48 +114,24 @@ pub fn bind_query(
     };
     let grouped = !group_by.is_empty() || !aggregates.is_empty();
     let conjuncts = filter.clone().map(Expr::conjuncts).unwrap_or_default();
-    let joins = if from.is_empty() {
+    let joins = if from.items.is_empty() {
         None
     } else {
-        Some(bind_joins(&from, &scope, &conjuncts, placeholders, lock)?)
+        Some(bind_joins(
+            &from.items,
+            &scope,
+            &conjuncts,
+            placeholders,
+            lock,
+        )?)
     };
-    let access = match &table {
+    let access = match &from.table {
         Some((table, _)) if joins.is_none() => choose_access(table, &conjuncts),
         _ => Access::Scan,
     };
-    let mut needed = HashSet::new();
-    let mut note = |e: &Expr| {
-        e.visit(&mut |node| {
-            if let Expr::Column(c) = node {
-                needed.insert(*c);
-            }
-        })
-    };
-    outputs.iter().for_each(|o| note(&o.expr));
-    filter.iter().for_each(&mut note);
-    group_by.iter().for_each(&mut note);
-    having.iter().for_each(&mut note);
-    order_by.iter().for_each(|(e, _)| note(e));
-    aggregates
-        .iter()
-        .filter_map(|a| a.argument.as_ref())
-        .for_each(&mut note);
-    if let (Access::Range { ranges, .. }, Some((table, _))) = (&access, &table) {
-        if ranges.len() > 1 {
-            needed.extend(table.schema().primary_key.iter().copied());
-        }
-    }
-    let mut needed_columns: Vec<usize> = needed.into_iter().collect();
-    needed_columns.sort_unstable();
-    if needed_columns.len() == scope.len() || joins.is_some() {
-        needed_columns.clear();
-    } else if needed_columns.is_empty() && !scope.is_empty() {
-        // COUNT(*): any one column shows the row exists.
-        needed_columns.push(table.as_ref().map_or(0, |(t, _)| t.schema().primary_key[0]));
-    }
-    Ok(SelectPlan {
-        table: table.map(|(t, _)| t),
-        system: system.map(|(kind, schema, _)| (kind, schema)),
+    let mut plan = SelectPlan {
+        table: from.table.map(|(t, _)| t),
+        system: from.system.map(|(kind, schema, _)| (kind, schema)),
         joins,
         access,
         filter,
@@ -299,8 +146,232 @@ pub fn bind_query(
         limit,
         offset,
         lock,
-        needed_columns,
+        needed_columns: Vec::new(),
+    };
+    plan.needed_columns = needed_columns(&plan, scope.len());
+    Ok(plan)
+}
+
+/// What a query's FROM names: nothing, one table (of the cluster, or one the front end
+/// holds), or tables joined (`items`, in FROM order; `table` is then the first).
+struct BoundFrom<'q> {
+    table: Option<(Arc<SqlTable>, String)>,
+    system: Option<(FrontTable, TableSchema, String)>,
+    items: Vec<FromItem<'q>>,
+}
+
+impl BoundFrom<'_> {
+    /// The columns names may reach, every table's in order, qualified by its alias.
+    fn scope(&self) -> Vec<ScopeColumn> {
+        let scope_of = |schema: &TableSchema, alias: &str| -> Vec<ScopeColumn> {
+            schema
+                .columns
+                .iter()
+                .map(|c| ScopeColumn {
+                    table: alias.to_string(),
+                    name: c.name.clone(),
+                })
+                .collect()
+        };
+        match (&self.table, &self.system) {
+            _ if !self.items.is_empty() => self
+                .items
+                .iter()
+                .flat_map(|item| scope_of(item.table.schema(), &item.alias))
+                .collect(),
+            (Some((table, alias)), _) => scope_of(table.schema(), alias),
+            (None, Some((_, schema, alias))) => scope_of(schema, alias),
+            (None, None) => Vec::new(),
+        }
+    }
+}
+
+fn bind_from<'q>(session: &Session, from: &'q [ast::TableWithJoins]) -> SqlResult<BoundFrom<'q>> {
+    let mut bound = BoundFrom {
+        table: None,
+        system: None,
+        items: Vec::new(),
+    };
+    match from {
+        [] => {}
+        [only] if only.joins.is_empty() && is_dual(&only.relation) => {}
+        [only] if only.joins.is_empty() => match only_table_of(session, &only.relation)? {
+            OnlyTable::Front(found) => bound.system = Some(found),
+            OnlyTable::Cluster(table) => bound.table = Some(table),
+        },
+        items => {
+            for item in items {
+                let (table, alias) = table_of(session, &item.relation)?;
+                bound.items.push(FromItem {
+                    table,
+                    alias,
+                    left: false,
+                    on: None,
+                });
+                for join in &item.joins {
+                    bound.items.push(joined_item(session, join)?);
+                }
+            }
+            let first = &bound.items[0];
+            bound.table = Some((first.table.clone(), first.alias.clone()));
+        }
+    }
+    Ok(bound)
+}
+
+/// One `JOIN` of FROM: its table, whether it is a LEFT JOIN, and its ON condition.
+fn joined_item<'q>(session: &Session, join: &'q ast::Join) -> SqlResult<FromItem<'q>> {
+    use ast::{JoinConstraint, JoinOperator};
+    let (left, constraint) = match &join.join_operator {
+        JoinOperator::Join(c) | JoinOperator::Inner(c) | JoinOperator::CrossJoin(c) => (false, c),
+        JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (true, c),
+        other => {
+            return Err(SqlError::not_supported(
+                format!("{other:?}")
+                    .split('(')
+                    .next()
+                    .unwrap_or("join")
+                    .to_uppercase()
+                    + " JOIN",
+            ))
+        }
+    };
+    let on = match constraint {
+        JoinConstraint::On(on) => Some(on),
+        JoinConstraint::None => None,
+        _ => return Err(SqlError::not_supported("JOIN ... USING / NATURAL JOIN")),
+    };
+    let (table, alias) = table_of(session, &join.relation)?;
+    Ok(FromItem {
+        table,
+        alias,
+        left,
+        on,
     })
+}
+
+/// The select list: `*`, `t.*` and expressions, each named by its alias, its column's
+/// name or its text.
+fn bind_select_list(
+    session: &Session,
+    select: &ast::Select,
+    scope: &[ScopeColumn],
+    placeholders: &[Location],
+    aggregates: &mut Vec<Aggregate>,
+) -> SqlResult<Vec<OutputColumn>> {
+    let mut outputs = Vec::new();
+    for item in &select.projection {
+        match item {
+            SelectItem::Wildcard(_) => outputs.extend(wildcard(scope, None)?),
+            SelectItem::QualifiedWildcard(kind, _) => {
+                let qualifier = match kind {
+                    ast::SelectItemQualifiedWildcardKind::ObjectName(name) => name
+                        .0
+                        .last()
+                        .and_then(|part| part.as_ident())
+                        .map(|ident| ident.value.clone()),
+                    ast::SelectItemQualifiedWildcardKind::Expr(_) => None,
+                };
+                let qualifier = qualifier.ok_or_else(|| SqlError::not_supported(kind))?;
+                outputs.extend(wildcard(scope, Some(&qualifier))?);
+            }
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+                let mut binder = Binder {
+                    columns: scope,
+                    select_aliases: &[],
+                    placeholders,
+                    aggregates: Some(aggregates),
+                    place: "field list",
+                    inserted_row_at: None,
+                    subqueries: Some(&session.subqueries),
+                };
+                let expr = bind(&mut binder, e)?;
+                let name = match item {
+                    SelectItem::ExprWithAlias { alias, .. } => alias.value.clone(),
+                    _ => match e {
+                        ast::Expr::Identifier(ident) => ident.value.clone(),
+                        ast::Expr::CompoundIdentifier(parts) => {
+                            parts.last().map(|p| p.value.clone()).unwrap_or_default()
+                        }
+                        other => other.to_string(),
+                    },
+                };
+                outputs.push(OutputColumn { name, expr });
+            }
+        }
+    }
+    Ok(outputs)
+}
+
+/// ORDER BY: each key (a select-list column by name or position, or an expression) and
+/// whether it ascends.
+fn bind_order_by(
+    query: &ast::Query,
+    outputs: &[OutputColumn],
+    scope: &[ScopeColumn],
+    placeholders: &[Location],
+    aggregates: &mut Vec<Aggregate>,
+) -> SqlResult<Vec<(Expr, bool)>> {
+    let Some(order) = &query.order_by else {
+        return Ok(Vec::new());
+    };
+    let OrderByKind::Expressions(exprs) = &order.kind else {
+        return Err(SqlError::not_supported("ORDER BY ALL"));
+    };
+    let place = "order clause";
+    exprs
+        .iter()
+        .map(|item| {
+            let expr = bind_output_reference(
+                &item.expr,
+                outputs,
+                scope,
+                placeholders,
+                place,
+                Some(aggregates),
+            )?;
+            Ok((expr, item.options.asc != Some(false)))
+        })
+        .collect()
+}
+
+/// The table columns a plan reads (empty: all of them): those any of its expressions
+/// name; the primary key too for several ranges (their rows are merged by it); one
+/// column for COUNT(*), which only needs the rows to exist.
+fn needed_columns(plan: &SelectPlan, scope_width: usize) -> Vec<usize> {
+    let mut needed = HashSet::new();
+    let mut note = |e: &Expr| {
+        e.visit(&mut |node| {
+            if let Expr::Column(c) = node {
+                needed.insert(*c);
+            }
+        })
+    };
+    plan.outputs.iter().for_each(|o| note(&o.expr));
+    plan.filter.iter().for_each(&mut note);
+    plan.group_by.iter().for_each(&mut note);
+    plan.having.iter().for_each(&mut note);
+    plan.order_by.iter().for_each(|(e, _)| note(e));
+    for aggregate in &plan.aggregates {
+        aggregate.argument.iter().for_each(&mut note);
+        if let Some(concat) = &aggregate.concat {
+            concat.order_by.iter().for_each(|(e, _)| note(e));
+        }
+    }
+    if let (Access::Range { ranges, .. }, Some(table)) = (&plan.access, &plan.table) {
+        if ranges.len() > 1 {
+            needed.extend(table.schema().primary_key.iter().copied());
+        }
+    }
+    let mut needed_columns: Vec<usize> = needed.into_iter().collect();
+    needed_columns.sort_unstable();
+    if needed_columns.len() == scope_width || plan.joins.is_some() {
+        needed_columns.clear();
+    } else if needed_columns.is_empty() && scope_width > 0 {
+        // COUNT(*): any one column shows the row exists.
+        needed_columns.push(plan.table.as_ref().map_or(0, |t| t.schema().primary_key[0]));
+    }
+    needed_columns
 }
 
 /// A table of FROM: its name in the query, whether a LEFT JOIN brought it, its ON.
