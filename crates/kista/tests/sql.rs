@@ -295,6 +295,11 @@ fn django_migrates_and_runs_its_orm_with_nested_atomic_blocks() {
     run_pymysql_script("django_orm.py", "django ok");
 }
 
+#[test]
+fn processlist_shows_connections_and_kill_stops_their_work() {
+    run_pymysql_script("processlist.py", "processlist ok");
+}
+
 /// Runs `tests/sql/SCRIPT` (PyMySQL) against a `kista up` of its own; it must succeed and
 /// print `done`.
 fn run_pymysql_script(script: &str, done: &str) {

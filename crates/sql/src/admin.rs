@@ -182,6 +182,19 @@ pub fn run(
         } => session
             .rollback_to_savepoint(&name.value)
             .map(|_| Outcome::done()),
+        Statement::Kill { modifier, id } => {
+            let kill = match modifier {
+                Some(ast::KillType::Query) => crate::processes::Kill::Query,
+                Some(ast::KillType::Connection) | None => crate::processes::Kill::Connection,
+                Some(ast::KillType::Mutation) => {
+                    return Err(SqlError::not_supported("KILL MUTATION"))
+                }
+            };
+            let id = u32::try_from(*id)
+                .map_err(|_| SqlError::new(1094, "HY000", format!("Unknown thread id: {id}")))?;
+            session.catalog.processes.kill(id, kill)?;
+            Ok(Outcome::done())
+        }
         Statement::Savepoint { name } => session.savepoint(&name.value).map(|_| Outcome::done()),
         Statement::ReleaseSavepoint { name } => session
             .savepoints

@@ -134,6 +134,8 @@ pub struct Catalog {
     /// Counter values taken and not yet handed out, by table id.
     counters: Mutex<HashMap<(u32, Counter), Reserved>>,
     system: Mutex<Option<SystemTables>>,
+    /// This front end's connections (SHOW PROCESSLIST, KILL).
+    pub(crate) processes: Arc<crate::processes::Processes>,
 }
 
 /// The cluster tables the front ends keep their own state in.
@@ -186,6 +188,7 @@ impl Catalog {
             generation: std::sync::atomic::AtomicU64::new(0),
             counters: Mutex::new(HashMap::new()),
             system: Mutex::new(None),
+            processes: Arc::default(),
         }
     }
 

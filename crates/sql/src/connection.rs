@@ -11,6 +11,7 @@ use kista_client::types::Value;
 use crate::catalog::Catalog;
 use crate::error::{SqlError, SqlResult};
 use crate::point_read::Responder;
+use crate::processes::Process;
 use crate::protocol::binary::{read_parameter, write_value, PARAMETER_UNSIGNED};
 use crate::protocol::handshake::{change_user, handshake, HandshakeError, Users};
 use crate::protocol::packet::{PacketError, PacketStream};
@@ -25,6 +26,8 @@ use crate::text_statements::TextStatements;
 pub const PREPARED_STATEMENTS_MAX: usize = 16_382;
 
 struct Prepared {
+    /// Its text, as SHOW PROCESSLIST shows it while it runs.
+    sql: String,
     parsed: Parsed,
     parameters: usize,
     /// Each parameter's type code and unsigned flag, as the last execute bound them.
@@ -65,8 +68,9 @@ pub fn serve<S: Read + Write>(
     responder: Option<Arc<Responder>>,
     catalog: &Catalog,
     users: &Users,
-    connection_id: u32,
+    process: Arc<Process>,
 ) -> Result<(), ConnectionError> {
+    let connection_id = process.id;
     let mut stream = PacketStream::new(stream);
     let login = match handshake(
         &mut stream,
@@ -88,11 +92,14 @@ pub fn serve<S: Read + Write>(
         }
         Err(error) => return Err(error.into()),
     };
+    process.set_user(&login.user);
+    let mut session = Session::new(catalog, login.user, connection_id);
+    session.process = Some(process);
     let mut connection = Connection {
         stream,
         users,
         responder,
-        session: Session::new(catalog, login.user, connection_id),
+        session,
         capabilities: login.capabilities,
         prepared: HashMap::new(),
         next_statement_id: 1,
@@ -146,6 +153,7 @@ impl<S: Read + Write> Connection<'_, S> {
                 }
                 command::QUERY => {
                     let sql = String::from_utf8_lossy(body);
+                    self.begin("Query", &sql);
                     let result = self
                         .text_statements
                         .parse(&sql)
@@ -154,6 +162,7 @@ impl<S: Read + Write> Connection<'_, S> {
                 }
                 command::STMT_PREPARE => {
                     let sql = String::from_utf8_lossy(body).into_owned();
+                    self.begin("Prepare", &sql);
                     self.prepare(&sql);
                 }
                 command::STMT_EXECUTE => self.execute(body)?,
@@ -212,6 +221,16 @@ impl<S: Read + Write> Connection<'_, S> {
                 )),
             }
             self.stream.flush().map_err(PacketError::from)?;
+            if let Some(process) = &self.session.process {
+                process.end();
+            }
+        }
+    }
+
+    /// Notes for SHOW PROCESSLIST that a command began.
+    fn begin(&self, command: &'static str, statement: &str) {
+        if let Some(process) = &self.session.process {
+            process.begin(command, self.session.database.as_deref(), statement);
         }
     }
 
@@ -219,7 +238,12 @@ impl<S: Read + Write> Connection<'_, S> {
     /// and variables go (COM_RESET_CONNECTION, COM_CHANGE_USER).
     fn reset_session(&mut self, user: String) {
         let _ = self.session.rollback();
+        let process = self.session.process.take();
+        if let Some(process) = &process {
+            process.set_user(&user);
+        }
         self.session = Session::new(self.session.catalog, user, self.session.connection_id);
+        self.session.process = process;
         self.prepared.clear();
     }
 
@@ -396,6 +420,7 @@ impl<S: Read + Write> Connection<'_, S> {
         self.prepared.insert(
             id,
             Prepared {
+                sql: sql.to_string(),
                 parsed,
                 parameters,
                 types: vec![(column_type::VAR_STRING, false); parameters],
@@ -414,6 +439,9 @@ impl<S: Read + Write> Connection<'_, S> {
             self.send_error(&SqlError::unknown_statement(id));
             return Ok(());
         };
+        if let Some(process) = &self.session.process {
+            process.begin("Execute", self.session.database.as_deref(), &statement.sql);
+        }
         let count = statement.parameters;
         let mut params = Vec::with_capacity(count);
         if count > 0 {

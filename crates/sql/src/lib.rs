@@ -16,6 +16,7 @@ pub mod join;
 pub mod output;
 pub mod plan;
 pub mod point_read;
+pub(crate) mod processes;
 pub mod protocol;
 pub(crate) mod savepoint;
 pub mod select;

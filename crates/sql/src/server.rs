@@ -11,6 +11,7 @@ use std::thread::JoinHandle;
 use crate::catalog::Catalog;
 use crate::connection;
 use crate::point_read::Responder;
+use crate::processes::Process;
 use crate::protocol::handshake::Users;
 use crate::protocol::packet::PacketStream;
 use crate::protocol::results;
@@ -109,14 +110,20 @@ fn accept(
             continue;
         }
         let guard = catalog.connection_opened();
+        let host = stream
+            .peer_addr()
+            .map_or_else(|_| "?".into(), |a| a.to_string());
+        let process = Arc::new(Process::new(id, host, stream.try_clone().ok()));
+        let registered = catalog.processes.register(process.clone());
         let (catalog, users) = (catalog.clone(), users.clone());
         let spawned = std::thread::Builder::new()
             .name(format!("sql-{id}"))
             .stack_size(CONNECTION_STACK_BYTES)
             .spawn(move || {
-                let _guard = guard;
+                let (_guard, _registered) = (guard, registered);
                 let responder = stream.try_clone().ok().map(Responder::new);
-                if let Err(error) = connection::serve(stream, responder, &catalog, &users, id) {
+                let served = connection::serve(stream, responder, &catalog, &users, process);
+                if let Err(error) = served {
                     catalog.log_connection_error(id, &error.to_string());
                 }
             });

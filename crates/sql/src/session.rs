@@ -243,6 +243,8 @@ pub struct Session<'c> {
     pub(crate) warnings: Vec<Warning>,
     /// The running statement's subqueries (`subquery.rs`).
     pub(crate) subqueries: crate::subquery::Subqueries,
+    /// The connection as SHOW PROCESSLIST lists it and KILL marks it (`None` in tests).
+    pub(crate) process: Option<std::sync::Arc<crate::processes::Process>>,
 }
 
 impl<'c> Session<'c> {
@@ -262,6 +264,7 @@ impl<'c> Session<'c> {
             variables: HashMap::new(),
             warnings: Vec::new(),
             subqueries: Default::default(),
+            process: None,
         }
     }
 
@@ -457,6 +460,7 @@ impl<'c> Session<'c> {
             connection_id: self.connection_id,
             last_insert_id: self.last_insert_id,
             variable,
+            process: self.process.as_deref(),
         }
     }
 
@@ -479,6 +483,7 @@ impl<'c> Session<'c> {
         let mut tx = Tx {
             transaction,
             catalog,
+            process: self.process.clone(),
             commits: (self.autocommit && !self.explicit).then(|| self.commit_mode()),
             ended: false,
             written,
@@ -605,6 +610,8 @@ impl<'c> Session<'c> {
 pub struct Tx<'c> {
     pub transaction: Transaction<'c>,
     pub catalog: &'c Catalog,
+    /// The connection, whose KILL stops the statement at its next round trip.
+    process: Option<std::sync::Arc<crate::processes::Process>>,
     /// How the statement ends the transaction, if it does (autocommit).
     commits: Option<ExecuteMode>,
     ended: bool,
@@ -640,6 +647,9 @@ impl Tx<'_> {
     /// nothing after it) and the statement ends the transaction, commits with it, in the
     /// same round trip.
     pub fn execute(&mut self, last: bool) -> SqlResult<kista_client::Executed> {
+        if let Some(process) = &self.process {
+            process.check_killed()?;
+        }
         let mode = match self.commits {
             Some(commit) if last => {
                 self.ended = true;
@@ -752,6 +762,7 @@ mod tests {
                     connection_id: 1,
                     last_insert_id: 0,
                     variable: &variable,
+                    process: None,
                 };
                 let value = crate::expr::eval(&bound, &row, &ctx).unwrap();
                 assert_eq!(value, Value::Int(1));

@@ -1,6 +1,6 @@
 //! SHOW statements that are views of `information_schema`, parsed into the query they
 //! stand for (as MySQL 8 runs them): `SHOW TABLE STATUS [FROM db]`, `SHOW COLLATION`,
-//! `SHOW CHARACTER SET` (or `CHARSET`), `SHOW ENGINES`, each with `LIKE 'pattern'` (on the first column)
+//! `SHOW CHARACTER SET` (or `CHARSET`), `SHOW ENGINES`, `SHOW [FULL] PROCESSLIST`, each with `LIKE 'pattern'` (on the first column)
 //! or `WHERE condition` (on the shown columns). The query then runs as any other.
 
 use sqlparser::ast::Statement;
@@ -48,6 +48,20 @@ const FORMS: &[ShowForm] = &[
         words: &["CHARACTER", "SET"],
         source: CHARSETS,
         named_by: "Charset",
+    },
+    ShowForm {
+        words: &["PROCESSLIST"],
+        source: "SELECT ID AS `Id`, USER AS `User`, HOST AS `Host`, DB AS `db`, \
+                 COMMAND AS `Command`, TIME AS `Time`, STATE AS `State`, \
+                 LEFT(INFO, 100) AS `Info` FROM information_schema.PROCESSLIST",
+        named_by: "Id",
+    },
+    ShowForm {
+        words: &["FULL", "PROCESSLIST"],
+        source: "SELECT ID AS `Id`, USER AS `User`, HOST AS `Host`, DB AS `db`, \
+                 COMMAND AS `Command`, TIME AS `Time`, STATE AS `State`, INFO AS `Info` \
+                 FROM information_schema.PROCESSLIST",
+        named_by: "Id",
     },
     ShowForm {
         words: &["ENGINES"],

@@ -19,6 +19,8 @@ pub struct EvalContext<'a> {
     pub last_insert_id: u64,
     /// `@@name` → its value.
     pub variable: &'a dyn Fn(&str) -> Option<Value>,
+    /// The connection, whose KILL QUERY ends SLEEP (`None` outside one).
+    pub process: Option<&'a crate::processes::Process>,
 }
 
 fn bool_value(b: Option<bool>) -> Value {

@@ -1,9 +1,15 @@
 //! Functions about the session and the server: DATABASE(), VERSION(), USER(),
-//! CONNECTION_ID(), LAST_INSERT_ID().
+//! CONNECTION_ID(), LAST_INSERT_ID(), SLEEP().
 
 use kista_client::types::Value;
 
-use super::{text, Eval, FunctionDef, Returns, BIGINT_UNSIGNED, TEXT};
+use super::{text, Eval, FunctionDef, Returns, BIGINT, BIGINT_UNSIGNED, TEXT};
+use crate::error::SqlResult;
+use crate::expr::EvalContext;
+use crate::value::to_f64;
+
+/// How often SLEEP looks for a KILL QUERY.
+const SLEEP_SLICE_MS: u64 = 10;
 
 pub(super) const FUNCTIONS: &[FunctionDef] = &[
     FunctionDef {
@@ -41,4 +47,27 @@ pub(super) const FUNCTIONS: &[FunctionDef] = &[
         volatile: true,
         eval: Eval::Strict(|_, ctx| Ok(Value::UInt(ctx.last_insert_id))),
     },
+    FunctionDef {
+        names: &["sleep"],
+        arity: 1..=1,
+        returns: Returns::Type(BIGINT),
+        volatile: true,
+        eval: Eval::Strict(sleep),
+    },
 ];
+
+/// SLEEP(seconds): 0 after the time, 1 at once when a KILL QUERY interrupts it, as MySQL.
+fn sleep(v: &[Value], ctx: &EvalContext) -> SqlResult<Value> {
+    let seconds = to_f64(&v[0]).unwrap_or(0.0).max(0.0);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs_f64(seconds.min(1e9));
+    loop {
+        if ctx.process.is_some_and(|p| p.killed()) {
+            return Ok(Value::Int(1));
+        }
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Ok(Value::Int(0));
+        }
+        std::thread::sleep(left.min(std::time::Duration::from_millis(SLEEP_SLICE_MS)));
+    }
+}

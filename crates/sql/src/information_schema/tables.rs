@@ -250,6 +250,20 @@ pub(super) const ALL: &[SystemTableDef] = &[
         },
     },
     SystemTableDef {
+        name: "PROCESSLIST",
+        columns: &[
+            ("ID", Number),
+            ("USER", Text),
+            ("HOST", Text),
+            ("DB", Text),
+            ("COMMAND", Text),
+            ("TIME", Number),
+            ("STATE", Text),
+            ("INFO", Text),
+        ],
+        rows: processlist,
+    },
+    SystemTableDef {
         name: "ENGINES",
         columns: &[
             ("ENGINE", Text),
@@ -528,6 +542,28 @@ fn views(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
             ];
             rows.push([&named[..], &described].concat());
         }
+    }
+    Ok(())
+}
+
+/// This front end's connections (each front end lists its own, as each MySQL server).
+fn processlist(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+    for process in catalog.processes.rows() {
+        let state = if process.command == "Sleep" {
+            ""
+        } else {
+            "executing"
+        };
+        rows.push(vec![
+            number(u64::from(process.id)),
+            text(process.user),
+            text(process.host),
+            process.database.map_or(Value::Null, text),
+            text(process.command),
+            number(process.seconds),
+            text(state),
+            process.statement.map_or(Value::Null, text),
+        ]);
     }
     Ok(())
 }

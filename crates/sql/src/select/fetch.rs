@@ -15,6 +15,7 @@ use crate::error::{SqlError, SqlResult};
 use crate::expr::{eval, CompareOp, Expr};
 use crate::join::{self, JoinedTable};
 use crate::plan::{pushable, Access};
+use crate::processes::ROWS_PER_KILL_CHECK;
 use crate::session::{Session, Tx, RESULT_ROWS_MAX};
 use crate::value::{compare, fit_exactly};
 
@@ -324,6 +325,11 @@ pub(super) fn scan(
     for scan in scans {
         for row in scan {
             let row = row?;
+            if rows.len() % ROWS_PER_KILL_CHECK == 0 {
+                if let Some(process) = &session.process {
+                    process.check_killed()?;
+                }
+            }
             if several {
                 let key: Vec<Value> = key_positions.iter().map(|&p| row[p].clone()).collect();
                 if !seen.insert(encode_group_key(&key)) {
