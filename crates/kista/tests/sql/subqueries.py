@@ -92,6 +92,12 @@ plan = rows("EXPLAIN SELECT * FROM (SELECT id FROM item) AS t")[0][0]
 assert plan.startswith("derived table t"), plan
 assert error_of("SELECT * FROM (SELECT id FROM item)") == 1248
 
+# HAVING: a subquery, and a select-list alias before a table column (MySQL's rule).
+assert rows("SELECT price, COUNT(*) FROM item GROUP BY price "
+            "HAVING COUNT(*) >= (SELECT COUNT(*) FROM item WHERE id = 1) ORDER BY price") == [
+    tuple(r) for r in rows("SELECT price, COUNT(*) FROM item GROUP BY price ORDER BY price")]
+assert rows("SELECT id * 10 AS id FROM item HAVING id = 10") == [(10,)]
+
 # Not yet: correlated subqueries, and subqueries in UPDATE and DELETE.
 assert (
     error_of("SELECT id FROM item WHERE EXISTS (SELECT * FROM pick WHERE pick.item_id = item.id)")
