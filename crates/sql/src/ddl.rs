@@ -202,11 +202,6 @@ pub fn create_table(create: &ast::CreateTable, cluster_name: String) -> SqlResul
     if create.query.is_some() || create.like.is_some() || create.clone.is_some() {
         return Err(SqlError::not_supported("CREATE TABLE ... AS / LIKE"));
     }
-    let mut schema = TableSchema {
-        name: cluster_name,
-        columns: Vec::new(),
-        primary_key: Vec::new(),
-    };
     if create.columns.is_empty() {
         return Err(SqlError::new(
             1113,
@@ -214,119 +209,159 @@ pub fn create_table(create: &ast::CreateTable, cluster_name: String) -> SqlResul
             "A table must have at least 1 column",
         ));
     }
+    let mut schema = TableSchema {
+        name: cluster_name,
+        columns: Vec::new(),
+        primary_key: Vec::new(),
+    };
     let mut unique_columns = Vec::new();
     let mut auto_increment = None;
     for (position, definition) in create.columns.iter().enumerate() {
-        let name = definition.name.value.clone();
-        if is_hidden_key(&name) {
-            return Err(SqlError::new(
-                1166,
-                "42000",
-                format!("Incorrect column name '{name}'"),
-            ));
+        let declared = declared_column(definition)?;
+        if declared.primary {
+            schema.primary_key = vec![position];
         }
-        let column_type = column_type(&definition.data_type)?;
-        let mut column = Column::new(&name, column_type).nullable();
-        let mut default = None;
-        if is_serial(&definition.data_type) {
-            column.nullable = false;
-            auto_increment = Some(position);
+        if declared.unique {
             unique_columns.push(position);
         }
-        for option in &definition.options {
-            match &option.option {
-                ColumnOption::Null => column.nullable = true,
-                ColumnOption::NotNull => column.nullable = false,
-                ColumnOption::Default(expr) => default = Some(expr.clone()),
-                ColumnOption::Unique {
-                    is_primary: true, ..
-                } => {
-                    column.nullable = false;
-                    schema.primary_key = vec![position];
-                }
-                ColumnOption::Unique {
-                    is_primary: false, ..
-                } => unique_columns.push(position),
-                ColumnOption::DialectSpecific(tokens)
-                    if tokens
-                        .iter()
-                        .any(|t| t.to_string().eq_ignore_ascii_case("AUTO_INCREMENT")) =>
-                {
-                    if !matches!(column_type, ColumnType::Int { .. }) {
-                        return Err(SqlError::new(
-                            1063,
-                            "42000",
-                            format!("Incorrect column specifier for column '{name}'"),
-                        ));
-                    }
-                    auto_increment = Some(position);
-                }
-                ColumnOption::CharacterSet(_)
-                | ColumnOption::Collation(_)
-                | ColumnOption::Comment(_) => {}
-                ColumnOption::DialectSpecific(_) => {}
-                other => return Err(SqlError::not_supported(format!("column option {other}"))),
-            }
+        if declared.auto_increment {
+            auto_increment = Some(position);
         }
-        if let Some(expr) = default {
-            column.default = Some(default_value(&expr, column_type, &name, column.nullable)?);
-        }
-        schema.columns.push(column);
+        schema.columns.push(declared.column);
     }
+    let mut indexes = constraint_indexes(&create.constraints, &mut schema)?;
+    for column in unique_columns {
+        let index = named_index(None, IndexKind::Unique, vec![column], &schema, &indexes);
+        indexes.push(index);
+    }
+    complete_primary_key(&mut schema, &mut indexes, auto_increment)?;
+    let start = create_table_auto_increment_start(create);
+    Ok(TableDefinition {
+        schema,
+        indexes,
+        auto_increment: auto_increment.map(|c| (c, start)),
+    })
+}
+
+/// A column as its definition declares it, and what its options make of it.
+struct DeclaredColumn {
+    column: Column,
+    /// `PRIMARY KEY` (or `KEY`) on the column.
+    primary: bool,
+    /// `UNIQUE` on the column (or SERIAL).
+    unique: bool,
+    auto_increment: bool,
+}
+
+fn declared_column(definition: &ast::ColumnDef) -> SqlResult<DeclaredColumn> {
+    let name = definition.name.value.clone();
+    if is_hidden_key(&name) {
+        return Err(SqlError::new(
+            1166,
+            "42000",
+            format!("Incorrect column name '{name}'"),
+        ));
+    }
+    let column_type = column_type(&definition.data_type)?;
+    let serial = is_serial(&definition.data_type);
+    let mut declared = DeclaredColumn {
+        column: Column::new(&name, column_type),
+        primary: false,
+        unique: serial,
+        auto_increment: serial,
+    };
+    declared.column.nullable = !serial;
+    let mut default = None;
+    for option in &definition.options {
+        match &option.option {
+            ColumnOption::Null => declared.column.nullable = true,
+            ColumnOption::NotNull => declared.column.nullable = false,
+            ColumnOption::Default(expr) => default = Some(expr),
+            ColumnOption::Unique {
+                is_primary: true, ..
+            } => {
+                declared.column.nullable = false;
+                declared.primary = true;
+            }
+            ColumnOption::Unique {
+                is_primary: false, ..
+            } => declared.unique = true,
+            ColumnOption::DialectSpecific(tokens)
+                if tokens
+                    .iter()
+                    .any(|t| t.to_string().eq_ignore_ascii_case("AUTO_INCREMENT")) =>
+            {
+                if !matches!(column_type, ColumnType::Int { .. }) {
+                    return Err(SqlError::new(
+                        1063,
+                        "42000",
+                        format!("Incorrect column specifier for column '{name}'"),
+                    ));
+                }
+                declared.auto_increment = true;
+            }
+            ColumnOption::CharacterSet(_)
+            | ColumnOption::Collation(_)
+            | ColumnOption::Comment(_)
+            | ColumnOption::DialectSpecific(_) => {}
+            other => return Err(SqlError::not_supported(format!("column option {other}"))),
+        }
+    }
+    if let Some(expr) = default {
+        let nullable = declared.column.nullable;
+        declared.column.default = Some(default_value(expr, column_type, &name, nullable)?);
+    }
+    Ok(declared)
+}
+
+/// The table's PRIMARY KEY (set in `schema`) and its UNIQUE and KEY/INDEX indexes.
+fn constraint_indexes(
+    constraints: &[TableConstraint],
+    schema: &mut TableSchema,
+) -> SqlResult<Vec<IndexSchema>> {
     let mut indexes = Vec::new();
-    for constraint in &create.constraints {
-        match constraint {
+    for constraint in constraints {
+        let (name, kind, columns) = match constraint {
             TableConstraint::PrimaryKey { columns, .. } => {
                 if !schema.primary_key.is_empty() {
                     return Err(SqlError::new(1068, "42000", "Multiple primary key defined"));
                 }
-                schema.primary_key = index_columns(columns, &schema)?;
+                schema.primary_key = index_columns(columns, schema)?;
+                continue;
             }
             TableConstraint::Unique {
                 name,
                 index_name,
                 columns,
                 ..
-            } => {
-                let columns = index_columns(columns, &schema)?;
-                let name = index_name
-                    .as_ref()
-                    .or(name.as_ref())
-                    .map(|n| n.value.clone());
-                indexes.push(named_index(
-                    name,
-                    IndexKind::Unique,
-                    columns,
-                    &schema,
-                    &indexes,
-                ));
-            }
+            } => (
+                index_name.as_ref().or(name.as_ref()),
+                IndexKind::Unique,
+                columns,
+            ),
             TableConstraint::Index { name, columns, .. } => {
-                let columns = index_columns(columns, &schema)?;
-                let name = name.as_ref().map(|n| n.value.clone());
-                indexes.push(named_index(
-                    name,
-                    IndexKind::Ordered,
-                    columns,
-                    &schema,
-                    &indexes,
-                ));
+                (name.as_ref(), IndexKind::Ordered, columns)
             }
             TableConstraint::ForeignKey { .. } | TableConstraint::Check { .. } => {
                 return Err(SqlError::not_supported("FOREIGN KEY and CHECK constraints"))
             }
             other => return Err(SqlError::not_supported(other)),
-        }
+        };
+        let columns = index_columns(columns, schema)?;
+        let name = name.map(|n| n.value.clone());
+        let index = named_index(name, kind, columns, schema, &indexes);
+        indexes.push(index);
     }
-    for column in unique_columns {
-        indexes.push(named_index(
-            None,
-            IndexKind::Unique,
-            vec![column],
-            &schema,
-            &indexes,
-        ));
-    }
+    Ok(indexes)
+}
+
+/// The primary key made whole: a hidden one where none is declared, its columns NOT
+/// NULL, its ordered index `PRIMARY` first; the AUTO_INCREMENT column must lead a key.
+fn complete_primary_key(
+    schema: &mut TableSchema,
+    indexes: &mut Vec<IndexSchema>,
+    auto_increment: Option<usize>,
+) -> SqlResult<()> {
     if schema.primary_key.is_empty() {
         schema.primary_key = vec![schema.columns.len()];
         schema.columns.push(Column::new(
@@ -355,12 +390,7 @@ pub fn create_table(create: &ast::CreateTable, cluster_name: String) -> SqlResul
             columns: schema.primary_key.clone(),
         },
     );
-    let start = create_table_auto_increment_start(create);
-    Ok(TableDefinition {
-        schema,
-        indexes,
-        auto_increment: auto_increment.map(|c| (c, start)),
-    })
+    Ok(())
 }
 
 fn create_table_auto_increment_start(create: &ast::CreateTable) -> u64 {
