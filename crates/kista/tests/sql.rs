@@ -722,6 +722,23 @@ fn prepared_point_reads_answer_in_the_binary_protocol_and_again_after_a_schema_c
         Vec::<Vec<u8>>::new(),
         "no row"
     );
+    // FOUND_ROWS() counts what the fast path answered. Its own query answers one row, so
+    // a read of no row must bring it back to 0.
+    let (found_rows, _, _) = client.prepare("SELECT FOUND_ROWS() + ?");
+    let found = |client: &mut RawMysql| client.execute(found_rows, 0).unwrap()[0][2..10].to_vec();
+    found(&mut client);
+    client.execute(read_v, 3).unwrap();
+    assert_eq!(
+        found(&mut client),
+        0i64.to_le_bytes(),
+        "after a read of no row"
+    );
+    client.execute(read_v, 1).unwrap();
+    assert_eq!(
+        found(&mut client),
+        1i64.to_le_bytes(),
+        "after a read of one row"
+    );
 
     // Another front end changes the table; the statement's cached definition is old. At
     // most one execution reports it (1412), and the next runs on the new definition.

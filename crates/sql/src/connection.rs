@@ -140,6 +140,9 @@ impl<S: Read + Write> Connection<'_, S> {
                 if responder.take_stale_schema() {
                     self.session.catalog.forget_all();
                 }
+                if let Some(rows) = responder.take_answered_rows() {
+                    self.session.found_rows = rows;
+                }
             }
             match command {
                 command::QUIT => return Ok(()),

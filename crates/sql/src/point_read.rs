@@ -16,7 +16,7 @@
 use std::io::Write;
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use kista_client::types::Value;
@@ -160,6 +160,12 @@ impl PointRead {
             if matches!(&result, Err(error) if error.code() == STALE_SCHEMA) {
                 answering.stale_schema.store(true, Ordering::Release);
             }
+            if let Ok(executed) = &result {
+                let found = executed.rows.first().is_some_and(Option::is_some);
+                answering
+                    .answered_rows
+                    .store(u64::from(found), Ordering::Release);
+            }
             let answer = read.answer(result, capabilities);
             answering.write(answer);
         });
@@ -221,7 +227,13 @@ pub struct Responder {
     busy: Mutex<bool>,
     idle: Condvar,
     stale_schema: AtomicBool,
+    /// Rows the last answered read found (0 or 1; [`NO_ROWS_COUNTED`]: none since the
+    /// last look), for FOUND_ROWS().
+    answered_rows: AtomicU64,
 }
+
+/// No read answered since the connection last looked.
+const NO_ROWS_COUNTED: u64 = u64::MAX;
 
 impl Responder {
     pub fn new(stream: TcpStream) -> Arc<Self> {
@@ -230,6 +242,7 @@ impl Responder {
             busy: Mutex::new(false),
             idle: Condvar::new(),
             stale_schema: AtomicBool::new(false),
+            answered_rows: AtomicU64::new(NO_ROWS_COUNTED),
         })
     }
 
@@ -240,6 +253,12 @@ impl Responder {
     fn finish(&self) {
         *self.busy.lock().unwrap_or_else(PoisonError::into_inner) = false;
         self.idle.notify_all();
+    }
+
+    /// How many rows the last read answered since the last call found (FOUND_ROWS()).
+    pub fn take_answered_rows(&self) -> Option<u64> {
+        Some(self.answered_rows.swap(NO_ROWS_COUNTED, Ordering::AcqRel))
+            .filter(|&rows| rows != NO_ROWS_COUNTED)
     }
 
     /// Whether an answer since the last call found a table changed (error 241).

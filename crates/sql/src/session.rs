@@ -78,6 +78,9 @@ pub struct Parsed {
     /// An UPDATE's ORDER BY, which the parser does not take (MySQL has it): cut from the
     /// statement's tokens and parsed on its own.
     pub update_order_by: Vec<sqlparser::ast::OrderByExpr>,
+    /// `SELECT SQL_CALC_FOUND_ROWS ...` (cut from the tokens): FOUND_ROWS() then counts
+    /// the rows LIMIT left out too.
+    pub calc_found_rows: bool,
 }
 
 /// How deeply a statement may nest (parentheses, subqueries, expressions): sqlparser's
@@ -95,6 +98,7 @@ pub fn parse(sql: &str) -> SqlResult<Parsed> {
     let mut tokens = tokens;
     rewrite_lock_in_share_mode(&mut tokens);
     crate::dialect::rewrite_type_names(&mut tokens);
+    let calc_found_rows = crate::dialect::take_calc_found_rows(&mut tokens);
     crate::dialect::rewrite_interval_units(&mut tokens);
     let placeholders = tokens
         .iter()
@@ -114,6 +118,7 @@ pub fn parse(sql: &str) -> SqlResult<Parsed> {
             statement: statements.remove(0),
             placeholders,
             update_order_by,
+            calc_found_rows,
         }),
         0 => Err(SqlError::new(1065, "42000", "Query was empty")),
         _ => Err(SqlError::not_supported("several statements in one query")),
@@ -243,6 +248,11 @@ pub struct Session<'c> {
     pub(crate) warnings: Vec<Warning>,
     /// The running statement's subqueries (`subquery.rs`).
     pub(crate) subqueries: crate::subquery::Subqueries,
+    /// FOUND_ROWS(): the rows the last SELECT answered (with SQL_CALC_FOUND_ROWS, before
+    /// its LIMIT).
+    pub(crate) found_rows: u64,
+    /// The rows the last query had before its LIMIT and OFFSET cut them.
+    pub(crate) rows_before_limit: std::cell::Cell<u64>,
     /// The connection as SHOW PROCESSLIST lists it and KILL marks it (`None` in tests).
     pub(crate) process: Option<std::sync::Arc<crate::processes::Process>>,
 }
@@ -264,6 +274,8 @@ impl<'c> Session<'c> {
             variables: HashMap::new(),
             warnings: Vec::new(),
             subqueries: Default::default(),
+            found_rows: 0,
+            rows_before_limit: Default::default(),
             process: None,
         }
     }
@@ -328,11 +340,19 @@ impl<'c> Session<'c> {
         self.subqueries.clear();
         if let Statement::Query(query) = &parsed.statement {
             self.warnings.clear();
-            if select::union::is_set_operation(query) {
-                return select::union::execute(self, query, &parsed.placeholders, params);
+            let outcome = if select::union::is_set_operation(query) {
+                select::union::execute(self, query, &parsed.placeholders, params)
+            } else {
+                let plan = self.cached_plan(query, &parsed.placeholders, cache, Some(params))?;
+                select::execute(self, &plan, params)
+            };
+            if let Ok(Outcome::Rows { rows, .. }) = &outcome {
+                self.found_rows = match parsed.calc_found_rows {
+                    true => self.rows_before_limit.get(),
+                    false => rows.len() as u64,
+                };
             }
-            let plan = self.cached_plan(query, &parsed.placeholders, cache, Some(params))?;
-            return select::execute(self, &plan, params);
+            return outcome;
         }
         if let Some(plan) = self.cached_write_plan(parsed, cache)? {
             self.warnings.clear();
@@ -459,6 +479,7 @@ impl<'c> Session<'c> {
             user: &self.user,
             connection_id: self.connection_id,
             last_insert_id: self.last_insert_id,
+            found_rows: self.found_rows,
             variable,
             process: self.process.as_deref(),
         }
@@ -761,6 +782,7 @@ mod tests {
                     user: "root",
                     connection_id: 1,
                     last_insert_id: 0,
+                    found_rows: 0,
                     variable: &variable,
                     process: None,
                 };

@@ -91,6 +91,21 @@ assert rows("SELECT GROUP_CONCAT(NULLIF(name, 'a') ORDER BY name) FROM tag") == 
 cur.execute("SET group_concat_max_len = 5")
 assert rows("SELECT GROUP_CONCAT(name ORDER BY name) FROM tag") == [("a,a,b",)]
 
+# FOUND_ROWS(): the rows the last SELECT answered; with SQL_CALC_FOUND_ROWS, before its
+# LIMIT (also for a UNION's).
+assert rows("SELECT SQL_CALC_FOUND_ROWS name FROM tag ORDER BY name LIMIT 2") == [("a",), ("a",)]
+assert rows("SELECT FOUND_ROWS()") == [(5,)]
+rows("SELECT name FROM tag WHERE post = 1")
+assert rows("SELECT FOUND_ROWS()") == [(3,)]
+rows("SELECT SQL_CALC_FOUND_ROWS post FROM tag UNION ALL SELECT 9 LIMIT 1")
+assert rows("SELECT FOUND_ROWS()") == [(6,)]
+# A read by primary key counts too (the binary protocol's fast path: sql.rs's prepared
+# point reads test).
+cur.execute("CREATE TABLE one (id INT PRIMARY KEY)")
+cur.execute("INSERT INTO one VALUES (1)")
+assert rows("SELECT id FROM one WHERE id = %s", (1,)) == [(1,)]
+assert rows("SELECT FOUND_ROWS()") == [(1,)]
+
 # Unknown names and wrong counts: MySQL's errors.
 assert error_of("SELECT NO_SUCH_FUNCTION(1)") == 1305
 assert error_of("SELECT IFNULL(1, 2, 3)") == 1582

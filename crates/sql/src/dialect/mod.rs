@@ -21,7 +21,7 @@ mod rewrite;
 mod set;
 mod show;
 
-pub use rewrite::{rewrite_interval_units, rewrite_type_names};
+pub use rewrite::{rewrite_interval_units, rewrite_type_names, take_calc_found_rows};
 
 use sqlparser::ast::{BinaryOperator, ColumnOption, Expr, Statement};
 use sqlparser::dialect::{Dialect, MySqlDialect};

@@ -1,9 +1,33 @@
 //! MySQL syntax rewritten in a statement's tokens, before parsing, into forms sqlparser
 //! parses: type names of several words (`NATIONAL VARCHAR` is NVARCHAR) and compound
-//! interval units (`INTERVAL '1:30' HOUR_MINUTE` is the standard `HOUR TO MINUTE`).
+//! interval units (`INTERVAL '1:30' HOUR_MINUTE` is the standard `HOUR TO MINUTE`); and
+//! `SELECT SQL_CALC_FOUND_ROWS`, cut out and noted.
 
 use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
+
+/// Cuts `SQL_CALC_FOUND_ROWS` out of `SELECT SQL_CALC_FOUND_ROWS ...` (the statement's
+/// own SELECT: its first word); whether it was there.
+pub fn take_calc_found_rows(tokens: &mut [TokenWithSpan]) -> bool {
+    let mut words = tokens
+        .iter_mut()
+        .filter(|t| !matches!(t.token, Token::Whitespace(_)));
+    let starts_select = matches!(words.next().map(|t| &t.token),
+        Some(Token::Word(w)) if w.keyword == Keyword::SELECT);
+    if !starts_select {
+        return false;
+    }
+    match words.next() {
+        Some(t)
+            if matches!(&t.token, Token::Word(w) if w.quote_style.is_none()
+            && w.value.eq_ignore_ascii_case("SQL_CALC_FOUND_ROWS")) =>
+        {
+            t.token = Token::Whitespace(Whitespace::Space);
+            true
+        }
+        _ => false,
+    }
+}
 
 /// MySQL's type names of several words, and the one word sqlparser knows for each.
 const TYPE_NAMES: [(&[&str], &str); 8] = [

@@ -17,6 +17,8 @@ pub struct EvalContext<'a> {
     pub user: &'a str,
     pub connection_id: u32,
     pub last_insert_id: u64,
+    /// FOUND_ROWS().
+    pub found_rows: u64,
     /// `@@name` → its value.
     pub variable: &'a dyn Fn(&str) -> Option<Value>,
     /// The connection, whose KILL QUERY ends SLEEP (`None` outside one).

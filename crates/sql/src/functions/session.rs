@@ -1,5 +1,5 @@
 //! Functions about the session and the server: DATABASE(), VERSION(), USER(),
-//! CONNECTION_ID(), LAST_INSERT_ID(), SLEEP().
+//! CONNECTION_ID(), LAST_INSERT_ID(), FOUND_ROWS(), SLEEP().
 
 use kista_client::types::Value;
 
@@ -46,6 +46,13 @@ pub(super) const FUNCTIONS: &[FunctionDef] = &[
         returns: Returns::Type(BIGINT_UNSIGNED),
         volatile: true,
         eval: Eval::Strict(|_, ctx| Ok(Value::UInt(ctx.last_insert_id))),
+    },
+    FunctionDef {
+        names: &["found_rows"],
+        arity: 0..=0,
+        returns: Returns::Type(BIGINT_UNSIGNED),
+        volatile: true,
+        eval: Eval::Strict(|_, ctx| Ok(Value::UInt(ctx.found_rows))),
     },
     FunctionDef {
         names: &["sleep"],

@@ -65,6 +65,7 @@ pub(super) fn finish(
     }
     let offset = row_count(session, plan.offset.as_ref(), params)?.unwrap_or(0);
     let limit = row_count(session, plan.limit.as_ref(), params)?.unwrap_or(usize::MAX);
+    session.rows_before_limit.set(results.len() as u64);
     let rows: Vec<Vec<Value>> = results
         .into_iter()
         .skip(offset)

@@ -150,5 +150,6 @@ fn ordered_and_limited(
     let (limit, offset) = bind_limit(query, placeholders)?;
     let offset = row_count(session, offset.as_ref(), params)?.unwrap_or(0);
     let limit = row_count(session, limit.as_ref(), params)?.unwrap_or(usize::MAX);
+    session.rows_before_limit.set(rows.len() as u64);
     Ok(rows.into_iter().skip(offset).take(limit).collect())
 }
