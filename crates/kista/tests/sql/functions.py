@@ -37,6 +37,10 @@ assert rows("SELECT LEFT('kista', 2), RIGHT('kista', 3), REVERSE('abc'), REPEAT(
             "UPPER('ä'), STRCMP('a', 'b')") == [
     ("ki", "sta", "cba", "ababab", 3, 4, "x", "7", "a", 4, "ist", "4142", "Ä", -1)]
 
+assert rows("SELECT LTRIM('  a '), RTRIM(' a  '), TRIM(BOTH 'x' FROM 'xxaxx')") == [
+    ("a ", " a", "a")]
+assert error_of("SELECT LTRIM('xxa', 'x')") == 1582, "MySQL's LTRIM takes one argument"
+
 # Numbers: DECIMALs round exactly, half away from zero.
 assert rows("SELECT FLOOR(-1.5), CEIL(1.2), ROUND(1.235, 2), ROUND(-2.5), TRUNCATE(1.999, 1), "
             "MOD(7, 3), POWER(2, 10), SQRT(16), SQRT(-1), ABS(-3), SIGN(-2), LOG(0)") == [

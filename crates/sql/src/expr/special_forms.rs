@@ -258,9 +258,10 @@ fn trim(
 ) -> SqlResult<Expr> {
     let name = match side {
         None | Some(TrimWhereField::Both) => "trim",
-        Some(TrimWhereField::Leading) => "ltrim",
-        Some(TrimWhereField::Trailing) => "rtrim",
+        Some(TrimWhereField::Leading) => functions::TRIM_LEADING,
+        Some(TrimWhereField::Trailing) => functions::TRIM_TRAILING,
     };
+    // (sqlparser takes LEADING and TRAILING only with a string to remove.)
     match what {
         Some(what) => call(binder, name, &[s, what]),
         None => call(binder, name, &[s]),

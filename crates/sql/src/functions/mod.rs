@@ -23,6 +23,7 @@ use kista_client::types::{ColumnType, Value};
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{eval, EvalContext, Expr};
 
+pub use string::{TRIM_LEADING, TRIM_TRAILING};
 pub use time::{interval_unit, DATE_ADD, DATE_SUB};
 
 /// One native function.
@@ -234,6 +235,9 @@ mod tests {
     fn every_name_is_lower_case_and_found_in_any_case() {
         for (name, def) in registry() {
             assert_eq!(*name, name.to_ascii_lowercase());
+            if name.contains(' ') {
+                continue; // bound from syntax only, never named by SQL
+            }
             assert!(def.names.contains(name));
             assert!(lookup(&name.to_ascii_uppercase(), *def.arity.start()).is_ok());
         }

@@ -11,6 +11,10 @@ use crate::value::{self, to_i64, to_text};
 /// longer gives NULL).
 const RESULT_BYTES_MAX: usize = 64 << 20;
 
+/// `TRIM(LEADING x FROM s)` and `TRIM(TRAILING x FROM s)`.
+pub const TRIM_LEADING: &str = "trim leading";
+pub const TRIM_TRAILING: &str = "trim trailing";
+
 /// Functions giving text, and functions giving a count or a position.
 const TEXT_RESULT: Returns = Returns::Type(TEXT);
 const COUNT_RESULT: Returns = Returns::Type(BIGINT);
@@ -56,13 +60,22 @@ pub(super) const FUNCTIONS: &[FunctionDef] = &[
         let n = (to_i64(&v[1]).unwrap_or(0).max(0) as usize).min(chars.len());
         Ok(text(chars[chars.len() - n..].iter().collect::<String>()))
     }),
+    // TRIM([BOTH|LEADING|TRAILING] [x] FROM s) binds to "trim" and to the names with a
+    // space, which SQL cannot call (expr/special_forms.rs): MySQL's LTRIM and RTRIM take
+    // no string to remove.
     strict(&["trim"], 1..=2, TEXT_RESULT, |v, _| {
         Ok(trimmed(v, true, true))
     }),
-    strict(&["ltrim"], 1..=2, TEXT_RESULT, |v, _| {
+    strict(&["ltrim"], 1..=1, TEXT_RESULT, |v, _| {
         Ok(trimmed(v, true, false))
     }),
-    strict(&["rtrim"], 1..=2, TEXT_RESULT, |v, _| {
+    strict(&["rtrim"], 1..=1, TEXT_RESULT, |v, _| {
+        Ok(trimmed(v, false, true))
+    }),
+    strict(&[TRIM_LEADING], 2..=2, TEXT_RESULT, |v, _| {
+        Ok(trimmed(v, true, false))
+    }),
+    strict(&[TRIM_TRAILING], 2..=2, TEXT_RESULT, |v, _| {
         Ok(trimmed(v, false, true))
     }),
     strict(&["replace"], 3..=3, TEXT_RESULT, |v, _| {
