@@ -10,7 +10,7 @@ use kista_client::ScanSpec;
 use crate::catalog::{check_name, cluster_name};
 use crate::ddl::{self, type_name};
 use crate::error::{SqlError, SqlResult};
-use crate::expr::{bind, eval, like, Binder};
+use crate::expr::like;
 use crate::information_schema;
 use crate::output;
 use crate::select::{self, split_name};
@@ -417,15 +417,7 @@ fn set_variables(
             ast::Expr::Identifier(ident) if !ident.value.starts_with('@') => {
                 Value::Bytes(ident.value.clone().into_bytes())
             }
-            // SET sql_mode = (SELECT CONCAT(@@sql_mode, ...)), as drivers send at connect.
-            ast::Expr::Subquery(query) => scalar_of(session, query, placeholders, params)?,
-            other => {
-                let mut binder = Binder::without_columns(placeholders, "SET");
-                let bound = bind(&mut binder, other)?;
-                let variable = |n: &str| session.variable(n);
-                let ctx = session.eval_context(params, &[], &variable);
-                eval(&bound, &[], &ctx)?
-            }
+            other => set_value(session, other, placeholders, params)?,
         };
         let on = match &value {
             Value::Bytes(b) => b.eq_ignore_ascii_case(b"on") || b == b"1",
@@ -448,34 +440,29 @@ fn set_variables(
     Ok(Outcome::done())
 }
 
-/// The one value a scalar subquery answers (NULL for no row).
-fn scalar_of(
+/// A SET value, computed as `SELECT value` is: a subquery anywhere in it runs first
+/// (`SET sql_mode = (SELECT CONCAT(@@sql_mode, ...))`, as drivers send at connect).
+fn set_value(
     session: &mut Session,
-    query: &ast::Query,
+    value: &ast::Expr,
     placeholders: &[Location],
     params: &[Value],
 ) -> SqlResult<Value> {
-    let Outcome::Rows { columns, mut rows } =
-        select::union::execute(session, query, placeholders, params)?
+    let Statement::Query(mut query) = crate::session::parse("SELECT NULL")?.statement else {
+        unreachable!("SELECT NULL is a query");
+    };
+    if let ast::SetExpr::Select(select) = query.body.as_mut() {
+        select.projection = vec![ast::SelectItem::UnnamedExpr(value.clone())];
+    }
+    let Outcome::Rows { mut rows, .. } =
+        select::union::execute(session, &query, placeholders, params)?
     else {
         unreachable!("a query answers with rows");
     };
-    if columns.len() != 1 {
-        return Err(SqlError::new(
-            1241,
-            "21000",
-            "Operand should contain 1 column(s)",
-        ));
-    }
-    match rows.len() {
-        0 => Ok(Value::Null),
-        1 => Ok(rows.remove(0).remove(0)),
-        _ => Err(SqlError::new(
-            1242,
-            "21000",
-            "Subquery returns more than 1 row",
-        )),
-    }
+    Ok(rows
+        .pop()
+        .and_then(|mut row| row.pop())
+        .unwrap_or(Value::Null))
 }
 
 fn drop(

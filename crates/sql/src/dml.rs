@@ -511,13 +511,8 @@ fn bind_assignments(
                 .column_index(&column_name)
                 .ok_or_else(|| SqlError::unknown_column(&column_name, "field list"))?;
             let mut binder = Binder {
-                columns: &scope,
-                select_aliases: &[],
-                placeholders,
-                aggregates: None,
-                place: "field list",
                 inserted_row_at,
-                subqueries: None,
+                ..Binder::over(&scope, placeholders, "field list")
             };
             Ok((column, bind(&mut binder, &assignment.value)?))
         })

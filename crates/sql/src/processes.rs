@@ -98,12 +98,15 @@ impl Process {
     /// A command begins: `statement` is its text (empty for none). A KILL QUERY that
     /// came while the connection was idle is forgotten, as in MySQL.
     pub fn begin(&self, command: &'static str, database: Option<&str>, statement: &str) {
-        let _ = self.kill.compare_exchange(
-            KILL_QUERY,
-            NOT_KILLED,
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        );
+        // A plain load first: the exchange (a locked instruction) only when one came.
+        if self.kill.load(Ordering::Relaxed) == KILL_QUERY {
+            let _ = self.kill.compare_exchange(
+                KILL_QUERY,
+                NOT_KILLED,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
         let mut activity = lock(&self.activity);
         activity.command = command;
         if activity.database.as_deref() != database {

@@ -768,8 +768,7 @@ mod tests {
                         name: format!("c{n}"),
                     })
                     .collect();
-                let mut binder = crate::expr::Binder::without_columns(&[], "where clause");
-                binder.columns = &columns;
+                let mut binder = crate::expr::Binder::over(&columns, &[], "where clause");
                 let bound =
                     crate::expr::bind(&mut binder, select.selection.as_ref().unwrap()).unwrap();
                 // Every column equal to its number: every comparison holds.

@@ -79,8 +79,18 @@ pub struct Binder<'a> {
 impl<'a> Binder<'a> {
     /// A binder for expressions that may name no column (LIMIT, VALUES, SET, DEFAULT).
     pub fn without_columns(placeholders: &'a [Location], place: &'static str) -> Self {
+        Self::over(&[], placeholders, place)
+    }
+
+    /// A binder over `columns` in `place` (a clause, for error messages): no aggregates,
+    /// aliases, inserted row or subqueries unless a field says otherwise.
+    pub fn over(
+        columns: &'a [ScopeColumn],
+        placeholders: &'a [Location],
+        place: &'static str,
+    ) -> Self {
         Binder {
-            columns: &[],
+            columns,
             select_aliases: &[],
             placeholders,
             aggregates: None,
@@ -178,10 +188,15 @@ fn bind_case(
 
 /// Binds `expr` in `binder`'s scope.
 pub fn bind(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Expr> {
-    use ast::Expr as A;
-    if let Some(call) = special_forms::bind_special_form(binder, expr) {
-        return call;
+    match special_forms::bind_special_form(binder, expr) {
+        Some(call) => call,
+        None => bind_plain(binder, expr),
     }
+}
+
+/// Binds `expr` as its own syntax says (the special forms aside).
+pub(super) fn bind_plain(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Expr> {
+    use ast::Expr as A;
     let boxed = |binder: &mut Binder, e: &ast::Expr| bind(binder, e).map(Box::new);
     Ok(match expr {
         A::Identifier(ident) => {
@@ -469,13 +484,8 @@ fn bind_aggregate(
 ) -> SqlResult<Expr> {
     let name = function.name.to_string().to_lowercase();
     let mut inner = Binder {
-        columns: binder.columns,
-        select_aliases: &[],
-        placeholders: binder.placeholders,
-        aggregates: None,
-        place: binder.place,
-        inserted_row_at: None,
         subqueries: binder.subqueries,
+        ..Binder::over(binder.columns, binder.placeholders, binder.place)
     };
     let exprs: Vec<&ast::Expr> = args
         .iter()

@@ -12,6 +12,7 @@
 use kista_client::types::Value;
 use sqlparser::ast::{self, BinaryOperator, CeilFloorKind, DateTimeField, TrimWhereField};
 
+use super::bind::bind_plain;
 use super::{bind, Binder, Expr};
 use crate::error::{SqlError, SqlResult};
 use crate::functions::{self, interval_unit};
@@ -30,34 +31,18 @@ pub(super) fn bind_special_form(binder: &mut Binder, expr: &ast::Expr) -> Option
             return Some(collation_of(collation).and_then(|_| bind(binder, expr)));
         }
         A::BinaryOp { left, op, right } if is_comparison(op) => {
-            let folded = folded_pair(left, right)?;
-            return Some(folded.and_then(|(left, right)| {
-                let compare = ast::Expr::BinaryOp {
-                    left: Box::new(left),
-                    op: op.clone(),
-                    right: Box::new(right),
-                };
-                bind(binder, &compare)
-            }));
+            return folds_case(left, right)
+                .map(|fold| fold.and_then(|_| bind_folded(binder, expr)));
         }
         A::Like {
-            negated,
             any: false,
-            expr,
+            expr: value,
             pattern,
             escape_char: None,
+            ..
         } => {
-            let folded = folded_pair(expr, pattern)?;
-            return Some(folded.and_then(|(expr, pattern)| {
-                let like = ast::Expr::Like {
-                    negated: *negated,
-                    any: false,
-                    expr: Box::new(expr),
-                    pattern: Box::new(pattern),
-                    escape_char: None,
-                };
-                bind(binder, &like)
-            }));
+            return folds_case(value, pattern)
+                .map(|fold| fold.and_then(|_| bind_folded(binder, expr)));
         }
         A::BinaryOp { left, op, right } => {
             let subtract = match op {
@@ -132,45 +117,39 @@ fn is_comparison(op: &BinaryOperator) -> bool {
     )
 }
 
-/// Where either side of a comparison is `x COLLATE <case-insensitive>`: both sides
-/// lower-cased, without their COLLATE (`None`: no such side, compare as written).
-fn folded_pair(left: &ast::Expr, right: &ast::Expr) -> Option<SqlResult<(ast::Expr, ast::Expr)>> {
+/// Whether a comparison of `left` and `right` folds case: `None` where neither side is
+/// `x COLLATE <case-insensitive>` (compare as written), an error for an unknown collation.
+fn folds_case(left: &ast::Expr, right: &ast::Expr) -> Option<SqlResult<()>> {
     let collation = |e: &ast::Expr| match e {
         ast::Expr::Collate { collation, .. } => Some(collation_of(collation)),
         _ => None,
     };
-    let case_insensitive = match (collation(left), collation(right)) {
-        (Some(Err(e)), _) | (_, Some(Err(e))) => return Some(Err(e)),
-        (Some(Ok(a)), b) => {
-            a == Collation::CaseInsensitive || b == Some(Ok(Collation::CaseInsensitive))
+    match (collation(left), collation(right)) {
+        (Some(Err(e)), _) | (_, Some(Err(e))) => Some(Err(e)),
+        (Some(Ok(Collation::CaseInsensitive)), _) | (_, Some(Ok(Collation::CaseInsensitive))) => {
+            Some(Ok(()))
         }
-        (None, Some(Ok(b))) => b == Collation::CaseInsensitive,
-        (None, None) => return None,
-    };
-    if !case_insensitive {
-        return None;
+        _ => None,
     }
-    let lower = |e: &ast::Expr| {
-        let inner = match e {
-            ast::Expr::Collate { expr, .. } => expr.as_ref().clone(),
-            other => other.clone(),
-        };
-        ast::Expr::Function(ast::Function {
-            name: ast::ObjectName::from(vec![ast::Ident::new("lower")]),
-            uses_odbc_syntax: false,
-            parameters: ast::FunctionArguments::None,
-            args: ast::FunctionArguments::List(ast::FunctionArgumentList {
-                duplicate_treatment: None,
-                args: vec![ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(inner))],
-                clauses: Vec::new(),
-            }),
-            filter: None,
-            null_treatment: None,
-            over: None,
-            within_group: Vec::new(),
-        })
-    };
-    Some(Ok((lower(left), lower(right))))
+}
+
+/// A comparison or LIKE bound as written (each COLLATE side binds to its value), then
+/// made to compare both sides lower-cased.
+fn bind_folded(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Expr> {
+    let lower = |e: Box<Expr>| Box::new(Expr::Call(functions::named("lower"), vec![*e]));
+    Ok(match bind_plain(binder, expr)? {
+        Expr::Compare(op, a, b) => Expr::Compare(op, lower(a), lower(b)),
+        Expr::Like {
+            expr,
+            pattern,
+            negated,
+        } => Expr::Like {
+            expr: lower(expr),
+            pattern: lower(pattern),
+            negated,
+        },
+        other => other,
+    })
 }
 
 /// A call of the registry's function `name` on `args`.

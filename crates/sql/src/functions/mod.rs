@@ -202,6 +202,20 @@ const fn strict(
     }
 }
 
+/// A strict function whose value changes between calls with the same arguments (the
+/// clock, the session).
+const fn volatile(
+    names: &'static [&'static str],
+    arity: RangeInclusive<usize>,
+    returns: Returns,
+    eval: StrictFn,
+) -> FunctionDef {
+    FunctionDef {
+        volatile: true,
+        ..strict(names, arity, returns, eval)
+    }
+}
+
 /// What a strict function runs: its arguments' values, none NULL.
 type StrictFn = fn(&[Value], &EvalContext) -> SqlResult<Value>;
 

@@ -3,7 +3,7 @@
 
 use kista_client::types::Value;
 
-use super::{text, Eval, FunctionDef, Returns, BIGINT, BIGINT_UNSIGNED, TEXT};
+use super::{strict, text, volatile, FunctionDef, Returns, BIGINT, BIGINT_UNSIGNED, TEXT};
 use crate::error::SqlResult;
 use crate::expr::EvalContext;
 use crate::value::to_f64;
@@ -12,55 +12,40 @@ use crate::value::to_f64;
 const SLEEP_SLICE_MS: u64 = 10;
 
 pub(super) const FUNCTIONS: &[FunctionDef] = &[
-    FunctionDef {
-        names: &["database", "schema"],
-        arity: 0..=0,
-        returns: Returns::Type(TEXT),
-        volatile: false,
-        eval: Eval::Strict(|_, ctx| Ok(ctx.database.map_or(Value::Null, text))),
-    },
-    FunctionDef {
-        names: &["version"],
-        arity: 0..=0,
-        returns: Returns::Type(TEXT),
-        volatile: false,
-        eval: Eval::Strict(|_, ctx| Ok((ctx.variable)("version").unwrap_or(Value::Null))),
-    },
-    FunctionDef {
-        names: &["user", "current_user", "session_user", "system_user"],
-        arity: 0..=0,
-        returns: Returns::Type(TEXT),
-        volatile: false,
-        eval: Eval::Strict(|_, ctx| Ok(text(format!("{}@%", ctx.user)))),
-    },
-    FunctionDef {
-        names: &["connection_id"],
-        arity: 0..=0,
-        returns: Returns::Type(BIGINT_UNSIGNED),
-        volatile: false,
-        eval: Eval::Strict(|_, ctx| Ok(Value::UInt(u64::from(ctx.connection_id)))),
-    },
-    FunctionDef {
-        names: &["last_insert_id"],
-        arity: 0..=0,
-        returns: Returns::Type(BIGINT_UNSIGNED),
-        volatile: true,
-        eval: Eval::Strict(|_, ctx| Ok(Value::UInt(ctx.last_insert_id))),
-    },
-    FunctionDef {
-        names: &["found_rows"],
-        arity: 0..=0,
-        returns: Returns::Type(BIGINT_UNSIGNED),
-        volatile: true,
-        eval: Eval::Strict(|_, ctx| Ok(Value::UInt(ctx.found_rows))),
-    },
-    FunctionDef {
-        names: &["sleep"],
-        arity: 1..=1,
-        returns: Returns::Type(BIGINT),
-        volatile: true,
-        eval: Eval::Strict(sleep),
-    },
+    strict(
+        &["database", "schema"],
+        0..=0,
+        Returns::Type(TEXT),
+        |_, ctx| Ok(ctx.database.map_or(Value::Null, text)),
+    ),
+    strict(&["version"], 0..=0, Returns::Type(TEXT), |_, ctx| {
+        Ok((ctx.variable)("version").unwrap_or(Value::Null))
+    }),
+    strict(
+        &["user", "current_user", "session_user", "system_user"],
+        0..=0,
+        Returns::Type(TEXT),
+        |_, ctx| Ok(text(format!("{}@%", ctx.user))),
+    ),
+    strict(
+        &["connection_id"],
+        0..=0,
+        Returns::Type(BIGINT_UNSIGNED),
+        |_, ctx| Ok(Value::UInt(u64::from(ctx.connection_id))),
+    ),
+    volatile(
+        &["last_insert_id"],
+        0..=0,
+        Returns::Type(BIGINT_UNSIGNED),
+        |_, ctx| Ok(Value::UInt(ctx.last_insert_id)),
+    ),
+    volatile(
+        &["found_rows"],
+        0..=0,
+        Returns::Type(BIGINT_UNSIGNED),
+        |_, ctx| Ok(Value::UInt(ctx.found_rows)),
+    ),
+    volatile(&["sleep"], 1..=1, Returns::Type(BIGINT), sleep),
 ];
 
 /// SLEEP(seconds): 0 after the time, 1 at once when a KILL QUERY interrupts it, as MySQL.

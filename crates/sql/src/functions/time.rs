@@ -9,24 +9,11 @@
 use kista_client::types::{ColumnType, Date, DateTime, Decimal, Value};
 
 use super::time_format::{format_datetime, parse_with_format, Parsed};
-use super::{strict, string_of, text, FunctionDef, Returns, StrictFn, BIGINT, TEXT};
+use super::{strict, string_of, text, volatile, FunctionDef, Returns, StrictFn, BIGINT, TEXT};
 use crate::value::{parse_datetime, parse_time, to_f64, to_i64};
 
 const DAY_US: i64 = 86_400_000_000;
 const SECOND_US: i64 = 1_000_000;
-
-/// A function of the clock: never a constant.
-const fn clock(
-    names: &'static [&'static str],
-    arity: std::ops::RangeInclusive<usize>,
-    returns: ColumnType,
-    eval: StrictFn,
-) -> FunctionDef {
-    FunctionDef {
-        volatile: true,
-        ..strict(names, arity, Returns::Type(returns), eval)
-    }
-}
 
 /// A part of a date or time, as an integer (NULL for a value that is no date).
 const fn part(names: &'static [&'static str], eval: StrictFn) -> FunctionDef {
@@ -37,7 +24,7 @@ pub const DATE_ADD: &str = "date_add";
 pub const DATE_SUB: &str = "date_sub";
 
 pub(super) const FUNCTIONS: &[FunctionDef] = &[
-    clock(
+    volatile(
         &[
             "now",
             "current_timestamp",
@@ -47,22 +34,22 @@ pub(super) const FUNCTIONS: &[FunctionDef] = &[
             "utc_timestamp",
         ],
         0..=1,
-        ColumnType::DateTime,
+        Returns::Type(ColumnType::DateTime),
         |v, _| Ok(datetime(now_us(fraction_digits(v)))),
     ),
-    clock(
+    volatile(
         &["curdate", "current_date", "utc_date"],
         0..=0,
-        ColumnType::Date,
+        Returns::Type(ColumnType::Date),
         |_, _| Ok(DateTime::from_micros(now_us(0)).map_or(Value::Null, |dt| Value::Date(dt.date))),
     ),
-    clock(
+    volatile(
         &["curtime", "current_time", "utc_time"],
         0..=1,
-        ColumnType::Time,
+        Returns::Type(ColumnType::Time),
         |v, _| Ok(Value::Time(now_us(fraction_digits(v)).rem_euclid(DAY_US))),
     ),
-    clock(&["unix_timestamp"], 0..=1, BIGINT, |v, _| {
+    volatile(&["unix_timestamp"], 0..=1, Returns::Type(BIGINT), |v, _| {
         let micros = match v.first() {
             None => now_us(0),
             Some(value) => match datetime_of(value) {

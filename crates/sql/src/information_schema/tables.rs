@@ -377,88 +377,47 @@ fn columns(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
     })
 }
 
-/// COLUMNS' lengths, precisions, character set and collation of a column type.
+/// COLUMNS' CHARACTER_MAXIMUM_LENGTH, CHARACTER_OCTET_LENGTH, NUMERIC_PRECISION,
+/// NUMERIC_SCALE, DATETIME_PRECISION, CHARACTER_SET_NAME and COLLATION_NAME of a type
+/// (NULL where it has none).
 fn sizes_of(column_type: ColumnType) -> [Value; 7] {
-    let null = || Value::Null;
-    let textual = |length: u64, bytes_per_char: u64| {
-        [
-            number(length),
-            number(length * bytes_per_char),
-            null(),
-            null(),
-            null(),
-            text(CHARSET),
-            text(COLLATION),
-        ]
-    };
-    let numeric = |precision: u64, scale: u64| {
-        [
-            null(),
-            null(),
-            number(precision),
-            number(scale),
-            null(),
-            null(),
-            null(),
-        ]
-    };
-    let temporal = |precision: u64| {
-        [
-            null(),
-            null(),
-            null(),
-            null(),
-            number(precision),
-            null(),
-            null(),
-        ]
+    let mut sizes = [const { Value::Null }; 7];
+    let mut lengths = |characters: u64, bytes: u64| {
+        sizes[0] = number(characters);
+        sizes[1] = number(bytes);
     };
     match column_type {
-        ColumnType::Char { length } => textual(u64::from(length), 4),
-        ColumnType::VarChar { max_length } => textual(u64::from(max_length), 4),
-        ColumnType::Text => textual(65_535, 1),
-        ColumnType::Binary { length } => {
-            let length = number(u64::from(length));
-            [
-                length.clone(),
-                length,
-                null(),
-                null(),
-                null(),
-                null(),
-                null(),
-            ]
+        ColumnType::Char { length } => lengths(u64::from(length), 4 * u64::from(length)),
+        ColumnType::VarChar { max_length } => {
+            lengths(u64::from(max_length), 4 * u64::from(max_length))
         }
+        ColumnType::Text => lengths(65_535, 65_535),
+        ColumnType::Binary { length } => lengths(u64::from(length), u64::from(length)),
         ColumnType::VarBinary { max_length } => {
-            let length = number(u64::from(max_length));
-            [
-                length.clone(),
-                length,
-                null(),
-                null(),
-                null(),
-                null(),
-                null(),
-            ]
+            lengths(u64::from(max_length), u64::from(max_length))
         }
-        ColumnType::Blob => [
-            number(65_535),
-            number(65_535),
-            null(),
-            null(),
-            null(),
-            null(),
-            null(),
-        ],
-        ColumnType::Decimal { precision, scale } => numeric(u64::from(precision), u64::from(scale)),
+        ColumnType::Blob => lengths(65_535, 65_535),
+        ColumnType::Decimal { precision, scale } => {
+            sizes[2] = number(u64::from(precision));
+            sizes[3] = number(u64::from(scale));
+        }
         ColumnType::Int { bytes, .. } => {
-            numeric([3, 5, 0, 10, 0, 0, 0, 19][usize::from(bytes - 1)], 0)
+            sizes[2] = number([3, 5, 0, 10, 0, 0, 0, 19][usize::from(bytes - 1)]);
+            sizes[3] = number(0);
         }
-        ColumnType::Float => numeric(12, 0),
-        ColumnType::Double => numeric(22, 0),
-        ColumnType::Date => [null(), null(), null(), null(), null(), null(), null()],
-        ColumnType::Time | ColumnType::DateTime | ColumnType::Timestamp => temporal(0),
+        ColumnType::Float => (sizes[2], sizes[3]) = (number(12), number(0)),
+        ColumnType::Double => (sizes[2], sizes[3]) = (number(22), number(0)),
+        ColumnType::Date => {}
+        ColumnType::Time | ColumnType::DateTime | ColumnType::Timestamp => sizes[4] = number(0),
     }
+    if matches!(
+        column_type,
+        ColumnType::Char { .. } | ColumnType::VarChar { .. } | ColumnType::Text
+    ) {
+        sizes[5] = text(CHARSET);
+        sizes[6] = text(COLLATION);
+    }
+    sizes
 }
 
 fn statistics(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {

@@ -68,13 +68,8 @@ pub fn bind_query(
     let mut aggregates = Vec::new();
     let outputs = bind_select_list(session, select, &scope, placeholders, &mut aggregates)?;
     let mut where_binder = Binder {
-        columns: &scope,
-        select_aliases: &[],
-        placeholders,
-        aggregates: None,
-        place: "where clause",
-        inserted_row_at: None,
         subqueries: Some(&session.subqueries),
+        ..Binder::over(&scope, placeholders, "where clause")
     };
     let filter = select
         .selection
@@ -92,13 +87,10 @@ pub fn bind_query(
     };
     // A name in HAVING means a select-list column first (MySQL's rule).
     let mut having_binder = Binder {
-        columns: &scope,
         select_aliases: &outputs,
-        placeholders,
         aggregates: Some(&mut aggregates),
-        place: "having clause",
-        inserted_row_at: None,
         subqueries: Some(&session.subqueries),
+        ..Binder::over(&scope, placeholders, "having clause")
     };
     let having = select
         .having
@@ -277,13 +269,9 @@ fn bind_select_list(
             }
             SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
                 let mut binder = Binder {
-                    columns: scope,
-                    select_aliases: &[],
-                    placeholders,
                     aggregates: Some(aggregates),
-                    place: "field list",
-                    inserted_row_at: None,
                     subqueries: Some(&session.subqueries),
+                    ..Binder::over(scope, placeholders, "field list")
                 };
                 let expr = bind(&mut binder, e)?;
                 let name = match item {
@@ -442,15 +430,7 @@ pub(super) fn bind_joins(
         let width = table.schema().columns.len();
         let on = match on {
             Some(on) => {
-                let mut binder = Binder {
-                    columns: scope,
-                    select_aliases: &[],
-                    placeholders,
-                    aggregates: None,
-                    place: "on clause",
-                    inserted_row_at: None,
-                    subqueries: None,
-                };
+                let mut binder = Binder::over(scope, placeholders, "on clause");
                 Some(bind(&mut binder, on)?)
             }
             None => None,
@@ -681,13 +661,8 @@ pub(super) fn bind_output_reference(
         }
     }
     let mut binder = Binder {
-        columns: scope,
-        select_aliases: &[],
-        placeholders,
         aggregates,
-        place,
-        inserted_row_at: None,
-        subqueries: None,
+        ..Binder::over(scope, placeholders, place)
     };
     bind(&mut binder, e)
 }

@@ -109,15 +109,7 @@ impl SelectPlan {
         placeholders: &[Location],
     ) -> SqlResult<Self> {
         let scope = table.scope(&table.name);
-        let mut binder = Binder {
-            columns: &scope,
-            select_aliases: &[],
-            placeholders,
-            aggregates: None,
-            place: "where clause",
-            inserted_row_at: None,
-            subqueries: None,
-        };
+        let mut binder = Binder::over(&scope, placeholders, "where clause");
         let filter = selection.map(|e| bind(&mut binder, e)).transpose()?;
         binder.place = "order clause";
         let order_by = order_by
