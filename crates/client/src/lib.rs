@@ -23,6 +23,7 @@
 //!         Column::new("user", ColumnType::VarChar { max_length: 64 }),
 //!     ],
 //!     primary_key: vec![0],
+//!     extra_metadata: Vec::new(),
 //! };
 //! let sessions = client.create_table(schema, vec![])?;
 //!

@@ -45,6 +45,7 @@ fn schema() -> TableSchema {
         signed: true,
     };
     TableSchema {
+        extra_metadata: Vec::new(),
         name: "hammered".into(),
         columns: vec![
             Column::new("id", int),

@@ -23,6 +23,7 @@ fn node_settings(node: NodeId) -> NodeSettings {
 
 fn named(name: &str) -> TableSchema {
     TableSchema {
+        extra_metadata: Vec::new(),
         name: name.into(),
         ..counters()
     }

@@ -21,6 +21,7 @@ const BY_NAME: u32 = 1;
 
 fn users() -> TableSchema {
     TableSchema {
+        extra_metadata: Vec::new(),
         name: "users".into(),
         columns: vec![
             Column::new(
@@ -95,6 +96,7 @@ fn read_by_name(name: &str) -> Op {
         body: KeyBody {
             key: primary_key(
                 &TableSchema {
+                    extra_metadata: Vec::new(),
                     name: "by_name".into(),
                     columns: vec![users().columns[1].clone()],
                     primary_key: vec![0],

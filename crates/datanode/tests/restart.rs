@@ -30,6 +30,7 @@ fn int() -> ColumnType {
 /// `id` → `value`, with `code` unique (always `value` + 1_000_000).
 fn accounts() -> TableSchema {
     TableSchema {
+        extra_metadata: Vec::new(),
         name: "accounts".into(),
         columns: vec![
             Column::new("id", int()),
@@ -158,6 +159,7 @@ fn check_rows(cluster: &mut Node, table: (u32, u32), model: &Model, via: u8, see
             body: KeyBody {
                 key: primary_key(
                     &TableSchema {
+                        extra_metadata: Vec::new(),
                         name: "code".into(),
                         columns: vec![Column::new("code", int())],
                         primary_key: vec![0],

@@ -25,6 +25,7 @@ fn people() -> TableSchema {
         signed: true,
     };
     TableSchema {
+        extra_metadata: Vec::new(),
         name: "people".into(),
         columns: vec![
             Column::new("id", int),

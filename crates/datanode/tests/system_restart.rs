@@ -90,6 +90,7 @@ fn the_schema_is_back_after_a_start_from_disk_and_new_tables_get_new_ids() {
     let kept = cluster.create_counters();
     let definition = TableDefinitionBody::new(
         kista_storage::schema::TableSchema {
+            extra_metadata: Vec::new(),
             name: "db/dropped".into(),
             ..support::counters()
         },

@@ -18,6 +18,7 @@ const MS: u64 = 1_000_000;
 
 fn accounts() -> TableSchema {
     TableSchema {
+        extra_metadata: Vec::new(),
         name: "accounts".into(),
         columns: vec![
             Column::new(

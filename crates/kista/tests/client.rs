@@ -16,6 +16,7 @@ use support::Datad;
 
 fn accounts() -> TableSchema {
     TableSchema {
+        extra_metadata: Vec::new(),
         name: "accounts".into(),
         columns: vec![
             Column::new("id", ColumnType::signed(8)),

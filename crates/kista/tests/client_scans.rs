@@ -19,6 +19,7 @@ fn people_schema() -> TableSchema {
     let mut name = Column::new("name", ColumnType::VarChar { max_length: 32 });
     name.nullable = true;
     TableSchema {
+        extra_metadata: Vec::new(),
         name: "people".into(),
         columns: vec![
             Column::new("id", ColumnType::signed(8)),
@@ -279,6 +280,7 @@ fn a_unique_key_is_refused_twice_across_partitions_and_a_unique_index_needs_an_e
     let empty = client
         .create_table(
             TableSchema {
+                extra_metadata: Vec::new(),
                 name: "empty".into(),
                 ..people_schema()
             },

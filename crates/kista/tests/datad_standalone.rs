@@ -22,6 +22,7 @@ const NODE: NodeId = NodeId(1);
 
 fn schema() -> TableSchema {
     TableSchema {
+        extra_metadata: Vec::new(),
         name: "kv".into(),
         columns: vec![
             Column::new(

@@ -271,6 +271,11 @@ fn tables_without_a_primary_key_get_a_hidden_one() {
 }
 
 #[test]
+fn year_enum_set_bit_and_json_columns_keep_values_as_mysql() {
+    run_pymysql_script("column_types.py", "column types ok");
+}
+
+#[test]
 fn native_functions_answer_as_mysql() {
     run_pymysql_script("functions.py", "functions ok");
 }

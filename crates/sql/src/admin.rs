@@ -7,8 +7,9 @@ use sqlparser::tokenizer::Location;
 use kista_client::types::Value;
 use kista_client::ScanSpec;
 
+use crate::catalog::SqlTable;
 use crate::catalog::{check_name, cluster_name};
-use crate::ddl::{self, type_name};
+use crate::ddl;
 use crate::error::{SqlError, SqlResult};
 use crate::expr::like;
 use crate::information_schema;
@@ -659,7 +660,7 @@ fn describe(session: &Session, database: &str, name: &str) -> SqlResult<Outcome>
             let extra = information_schema::column_extra(&table, position);
             vec![
                 text(column.name.clone()),
-                text(type_name(column.column_type)),
+                text(table.type_name(position)),
                 text(if column.nullable { "YES" } else { "NO" }),
                 text(key),
                 default,
@@ -707,7 +708,7 @@ fn show_create_table(session: &Session, database: &str, name: &str) -> SqlResult
     let schema = table.schema();
     let mut lines = Vec::new();
     for (position, column) in table.visible_columns() {
-        let mut line = format!("  `{}` {}", column.name, type_name(column.column_type));
+        let mut line = format!("  `{}` {}", column.name, table.type_name(position));
         if !column.nullable {
             line.push_str(" NOT NULL");
         }
@@ -715,11 +716,15 @@ fn show_create_table(session: &Session, database: &str, name: &str) -> SqlResult
             line.push_str(" AUTO_INCREMENT");
         } else if let Some(default) = &column.default {
             line.push_str(&format!(
-                " DEFAULT '{}'",
-                String::from_utf8_lossy(&crate::value::to_text(default)).replace('\'', "''")
+                " DEFAULT {}",
+                default_literal(&table, position, default)
             ));
         } else if column.nullable {
             line.push_str(" DEFAULT NULL");
+        }
+        let comment = &table.extras.columns[position].comment;
+        if !comment.is_empty() {
+            line.push_str(&format!(" COMMENT {}", quoted(comment)));
         }
         lines.push(line);
     }
@@ -748,11 +753,28 @@ fn show_create_table(session: &Session, database: &str, name: &str) -> SqlResult
             names(&index.columns)
         ));
     }
+    let comment = match table.extras.comment.as_str() {
+        "" => String::new(),
+        comment => format!(" COMMENT={}", quoted(comment)),
+    };
     Ok(format!(
-        "CREATE TABLE `{}` (\n{}\n) ENGINE=ndbcluster DEFAULT CHARSET=utf8mb4",
+        "CREATE TABLE `{}` (\n{}\n) ENGINE=ndbcluster DEFAULT CHARSET=utf8mb4{comment}",
         table.name,
         lines.join(",\n")
     ))
+}
+
+/// A column's default as SHOW CREATE TABLE prints it (a BIT's as `b'101'`).
+fn default_literal(table: &SqlTable, column: usize, default: &Value) -> String {
+    match (table.sql_type(column), default) {
+        (Some(crate::sql_type::SqlType::Bit(_)), Value::UInt(bits)) => format!("b'{bits:b}'"),
+        _ => quoted(&String::from_utf8_lossy(&crate::value::to_text(default))),
+    }
+}
+
+/// `text` as an SQL string literal.
+fn quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
 }
 
 fn explain(

@@ -14,6 +14,8 @@ use kista_client::types::{ColumnType, Value};
 use kista_client::{Client, ClientError, ExecuteMode, LockKind, ScanSpec, Table};
 
 use crate::error::{SqlError, SqlResult};
+use crate::sql_type::SqlType;
+use crate::table_metadata::TableExtras;
 
 /// The cluster table listing databases: one row per database.
 pub const DATABASES_TABLE: &str = "#kista/databases";
@@ -38,6 +40,8 @@ pub struct SqlTable {
     pub auto_increment: Option<usize>,
     /// The hidden primary-key column, if the table was declared without a primary key.
     pub hidden_key: Option<usize>,
+    /// What SQL declared beyond the storage schema: SQL types, comments.
+    pub extras: TableExtras,
 }
 
 /// A table's counters in the catalog's counter table.
@@ -63,6 +67,28 @@ impl Counter {
 impl SqlTable {
     pub fn schema(&self) -> &TableSchema {
         self.table.schema()
+    }
+
+    /// Column `column`'s SQL type, where its storage type is not it.
+    pub fn sql_type(&self, column: usize) -> Option<&SqlType> {
+        self.extras.columns.get(column)?.sql_type.as_ref()
+    }
+
+    /// `value` as column `column` keeps it, or MySQL's strict-mode error (NULL passes).
+    pub fn coerce(&self, column: usize, value: &Value) -> SqlResult<Value> {
+        let definition = &self.schema().columns[column];
+        match self.sql_type(column) {
+            Some(sql_type) => sql_type.coerce(value, &definition.name),
+            None => crate::value::coerce(value, definition.column_type, &definition.name),
+        }
+    }
+
+    /// Column `column`'s type as SHOW CREATE TABLE prints it.
+    pub fn type_name(&self, column: usize) -> String {
+        match self.sql_type(column) {
+            Some(sql_type) => sql_type.type_name(),
+            None => crate::ddl::type_name(self.schema().columns[column].column_type),
+        }
     }
 
     /// The primary key of a full row of this table.
@@ -225,11 +251,13 @@ impl Catalog {
             return Ok(tables.clone());
         }
         let databases = self.open_or_create(TableSchema {
+            extra_metadata: Vec::new(),
             name: DATABASES_TABLE.into(),
             columns: vec![varchar("name", NAME_BYTES_MAX as u32)],
             primary_key: vec![0],
         })?;
         let counters = self.open_or_create(TableSchema {
+            extra_metadata: Vec::new(),
             name: AUTO_INCREMENT_TABLE.into(),
             columns: vec![
                 varchar("table_name", 2 * NAME_BYTES_MAX as u32 + 1),
@@ -251,6 +279,7 @@ impl Catalog {
             primary_key: vec![0],
         })?;
         let views = self.open_or_create(TableSchema {
+            extra_metadata: Vec::new(),
             name: VIEWS_TABLE.into(),
             columns: vec![
                 varchar("view_name", 2 * NAME_BYTES_MAX as u32 + 1),
@@ -456,12 +485,14 @@ impl Catalog {
         };
         let auto_increment = self.auto_increment_column(&full)?;
         let hidden_key = crate::ddl::hidden_key_column(table.schema());
+        let extras = TableExtras::decode(table.schema())?;
         let opened = Arc::new(SqlTable {
             database: database.to_lowercase(),
             name: name.to_lowercase(),
             table,
             auto_increment,
             hidden_key,
+            extras,
         });
         let mut tables = lock(&self.tables);
         if tables.len() >= OPEN_TABLES_MAX {

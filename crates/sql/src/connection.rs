@@ -365,7 +365,7 @@ impl<S: Read + Write> Connection<'_, S> {
                     if binary {
                         write_binary_row(out, &columns, row);
                     } else {
-                        write_text_row(out, row);
+                        write_text_row(out, &columns, row);
                     }
                     self.stream.finish_payload(start);
                 }
@@ -504,12 +504,14 @@ impl<S: Read + Write> Connection<'_, S> {
                     .schema()
                     .columns
                     .iter()
-                    .map(|c| {
+                    .enumerate()
+                    .map(|(position, c)| {
                         let origin = crate::output::Origin {
                             schema: &table.database,
                             table: &table.name,
                             column: &c.name,
                             nullable: c.nullable,
+                            sql_type: table.sql_type(position),
                         };
                         crate::output::definition(
                             &c.name,
@@ -531,12 +533,20 @@ impl<S: Read + Write> Connection<'_, S> {
     }
 }
 
-fn write_text_row(out: &mut Vec<u8>, row: &[Value]) {
+fn write_text_row(out: &mut Vec<u8>, columns: &[ColumnDefinition], row: &[Value]) {
     let mut text = Vec::new();
-    for value in row {
+    for (column, value) in columns.iter().zip(row) {
         match value {
             Value::Null => out.push(results::TEXT_NULL),
             Value::Bytes(bytes) => crate::protocol::wire::put_lenenc_bytes(out, bytes),
+            // A BIT column's value is its bytes; a YEAR has four digits (`0000`).
+            _ if column.type_code == column_type::BIT => {
+                let bytes = crate::sql_type::bit_bytes(value, column.length);
+                crate::protocol::wire::put_lenenc_bytes(out, &bytes);
+            }
+            Value::UInt(year) if column.type_code == column_type::YEAR => {
+                crate::protocol::wire::put_lenenc_bytes(out, format!("{year:04}").as_bytes());
+            }
             other => {
                 text.clear();
                 crate::value::write_text(other, &mut text);
@@ -555,7 +565,7 @@ fn write_binary_row(out: &mut Vec<u8>, columns: &[ColumnDefinition], row: &[Valu
             let bit = position + 2;
             out[bitmap_start + bit / 8] |= 1 << (bit % 8);
         } else {
-            write_value(out, column.type_code, value);
+            write_value(out, column.into(), value);
         }
     }
 }

@@ -16,6 +16,10 @@ use kista_client::types::{ColumnType, Value};
 
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{self, Binder};
+use crate::sql_type::SqlType;
+use crate::table_metadata::{
+    ColumnExtras, TableExtras, COLUMN_COMMENT_CHARS_MAX, TABLE_COMMENT_CHARS_MAX,
+};
 use crate::value::coerce;
 
 /// The name of the ordered index every table has on its primary key.
@@ -37,7 +41,8 @@ pub fn hidden_key_column(schema: &TableSchema) -> Option<usize> {
     }
 }
 
-/// A table definition ready for the catalog.
+/// A table definition ready for the catalog (what SQL keeps beyond storage is in the
+/// schema's extra metadata).
 pub struct TableDefinition {
     pub schema: TableSchema,
     pub indexes: Vec<IndexSchema>,
@@ -210,14 +215,20 @@ pub fn create_table(create: &ast::CreateTable, cluster_name: String) -> SqlResul
         ));
     }
     let mut schema = TableSchema {
+        extra_metadata: Vec::new(),
         name: cluster_name,
         columns: Vec::new(),
         primary_key: Vec::new(),
     };
     let mut unique_columns = Vec::new();
     let mut auto_increment = None;
+    let mut extras = TableExtras {
+        columns: Vec::new(),
+        comment: table_comment(&create.table_options)?,
+    };
     for (position, definition) in create.columns.iter().enumerate() {
         let declared = declared_column(definition)?;
+        extras.columns.push(declared.extras);
         if declared.primary {
             schema.primary_key = vec![position];
         }
@@ -235,6 +246,7 @@ pub fn create_table(create: &ast::CreateTable, cluster_name: String) -> SqlResul
         indexes.push(index);
     }
     complete_primary_key(&mut schema, &mut indexes, auto_increment)?;
+    schema.extra_metadata = extras.encode(&schema);
     let start = create_table_auto_increment_start(create);
     Ok(TableDefinition {
         schema,
@@ -246,6 +258,8 @@ pub fn create_table(create: &ast::CreateTable, cluster_name: String) -> SqlResul
 /// A column as its definition declares it, and what its options make of it.
 struct DeclaredColumn {
     column: Column,
+    /// Its SQL type where storage has none, its comment.
+    extras: ColumnExtras,
     /// `PRIMARY KEY` (or `KEY`) on the column.
     primary: bool,
     /// `UNIQUE` on the column (or SERIAL).
@@ -262,10 +276,18 @@ fn declared_column(definition: &ast::ColumnDef) -> SqlResult<DeclaredColumn> {
             format!("Incorrect column name '{name}'"),
         ));
     }
-    let column_type = column_type(&definition.data_type)?;
+    let sql_type = SqlType::declared(&definition.data_type, &name)?;
+    let column_type = match &sql_type {
+        Some(sql_type) => sql_type.storage_type(),
+        None => column_type(&definition.data_type)?,
+    };
     let serial = is_serial(&definition.data_type);
     let mut declared = DeclaredColumn {
         column: Column::new(&name, column_type),
+        extras: ColumnExtras {
+            sql_type,
+            comment: String::new(),
+        },
         primary: false,
         unique: serial,
         auto_increment: serial,
@@ -291,7 +313,9 @@ fn declared_column(definition: &ast::ColumnDef) -> SqlResult<DeclaredColumn> {
                     .iter()
                     .any(|t| t.to_string().eq_ignore_ascii_case("AUTO_INCREMENT")) =>
             {
-                if !matches!(column_type, ColumnType::Int { .. }) {
+                if declared.extras.sql_type.is_some()
+                    || !matches!(column_type, ColumnType::Int { .. })
+                {
                     return Err(SqlError::new(
                         1063,
                         "42000",
@@ -300,18 +324,64 @@ fn declared_column(definition: &ast::ColumnDef) -> SqlResult<DeclaredColumn> {
                 }
                 declared.auto_increment = true;
             }
+            ColumnOption::Comment(comment) => {
+                declared.extras.comment = checked_comment(comment, COLUMN_COMMENT_CHARS_MAX, &name)?
+            }
             ColumnOption::CharacterSet(_)
             | ColumnOption::Collation(_)
-            | ColumnOption::Comment(_)
             | ColumnOption::DialectSpecific(_) => {}
             other => return Err(SqlError::not_supported(format!("column option {other}"))),
         }
     }
+    if let (None, false, Some(SqlType::Enum(members))) =
+        (default, declared.column.nullable, &declared.extras.sql_type)
+    {
+        // MySQL's implicit default of a NOT NULL ENUM: its first member.
+        declared.column.default = Some(Value::Bytes(members[0].as_bytes().to_vec()));
+    }
     if let Some(expr) = default {
         let nullable = declared.column.nullable;
-        declared.column.default = Some(default_value(expr, column_type, &name, nullable)?);
+        let value = default_value(expr, &name, nullable)?;
+        let fitted = match &declared.extras.sql_type {
+            Some(sql_type) => sql_type.coerce(&value, &name),
+            None => coerce(&value, column_type, &name),
+        };
+        declared.column.default = Some(fitted.map_err(|_| invalid_default(&name))?);
     }
     Ok(declared)
+}
+
+/// A comment, refused when longer than `chars_max` characters (MySQL's 1628/1629).
+fn checked_comment(comment: &str, chars_max: usize, name: &str) -> SqlResult<String> {
+    if comment.chars().count() > chars_max {
+        let (code, what) = if chars_max == TABLE_COMMENT_CHARS_MAX {
+            (1628, "table")
+        } else {
+            (1629, "field")
+        };
+        return Err(SqlError::new(
+            code,
+            "HY000",
+            format!("Comment for {what} '{name}' is too long (max = {chars_max})"),
+        ));
+    }
+    Ok(comment.to_string())
+}
+
+/// The table's `COMMENT` option ('' without one).
+fn table_comment(options: &ast::CreateTableOptions) -> SqlResult<String> {
+    let options = match options {
+        ast::CreateTableOptions::Plain(options)
+        | ast::CreateTableOptions::With(options)
+        | ast::CreateTableOptions::Options(options)
+        | ast::CreateTableOptions::TableProperties(options) => options.as_slice(),
+        ast::CreateTableOptions::None => &[],
+    };
+    let comment = options.iter().rev().find_map(|option| match option {
+        ast::SqlOption::Comment(comment) => Some(comment.to_string()),
+        _ => None,
+    });
+    checked_comment(&comment.unwrap_or_default(), TABLE_COMMENT_CHARS_MAX, "")
 }
 
 /// The table's PRIMARY KEY (set in `schema`) and its UNIQUE and KEY/INDEX indexes.
@@ -434,31 +504,25 @@ fn named_index(
     }
 }
 
-fn default_value(
-    expr: &ast::Expr,
-    column_type: ColumnType,
-    column: &str,
-    nullable: bool,
-) -> SqlResult<Value> {
+/// A column's DEFAULT: a constant, not NULL for a NOT NULL column.
+fn default_value(expr: &ast::Expr, column: &str, nullable: bool) -> SqlResult<Value> {
     let mut binder = Binder::without_columns(&[], "DEFAULT");
     let bound = expr::bind(&mut binder, expr)?;
     let expr::Expr::Literal(value) = bound else {
         return Err(SqlError::not_supported(format!("DEFAULT {expr}")));
     };
     if value.is_null() && !nullable {
-        return Err(SqlError::new(
-            1067,
-            "42000",
-            format!("Invalid default value for '{column}'"),
-        ));
+        return Err(invalid_default(column));
     }
-    coerce(&value, column_type, column).map_err(|_| {
-        SqlError::new(
-            1067,
-            "42000",
-            format!("Invalid default value for '{column}'"),
-        )
-    })
+    Ok(value)
+}
+
+fn invalid_default(column: &str) -> SqlError {
+    SqlError::new(
+        1067,
+        "42000",
+        format!("Invalid default value for '{column}'"),
+    )
 }
 
 /// Translates `CREATE [UNIQUE] INDEX name ON table (columns)`.

@@ -29,7 +29,7 @@ use crate::error::{SqlError, SqlResult};
 use crate::expr::{bind, eval, Binder, EvalContext, Expr};
 use crate::select::{self, split_name, SelectPlan};
 use crate::session::{Outcome, Parsed, Session, Tx};
-use crate::value::{coerce, same_value, same_values, to_i64};
+use crate::value::{same_value, same_values, to_i64};
 
 /// Makes `value` fit column `column` of `table` (NULL refused in NOT NULL columns).
 fn fit(table: &SqlTable, column: usize, value: &Value) -> SqlResult<Value> {
@@ -40,7 +40,7 @@ fn fit(table: &SqlTable, column: usize, value: &Value) -> SqlResult<Value> {
         }
         return Ok(Value::Null);
     }
-    coerce(value, definition.column_type, &definition.name)
+    table.coerce(column, value)
 }
 
 pub fn insert(

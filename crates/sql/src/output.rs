@@ -7,6 +7,7 @@ use kista_client::types::{ColumnType, Value};
 
 use crate::protocol::results::ColumnDefinition;
 use crate::protocol::{column_flag, column_type as code, COLLATION_BINARY, COLLATION_UTF8MB4};
+use crate::sql_type::SqlType;
 
 /// (type code, display width, flags, decimals, collation) of a storage type.
 pub fn protocol_type(column_type: ColumnType) -> (u8, u32, u16, u8, u16) {
@@ -95,6 +96,8 @@ pub struct Origin<'a> {
     pub table: &'a str,
     pub column: &'a str,
     pub nullable: bool,
+    /// The column's SQL type, where its storage type is not it.
+    pub sql_type: Option<&'a SqlType>,
 }
 
 /// The definition of result column `name`: of `column_type` when known, else of the kind
@@ -112,7 +115,11 @@ pub fn definition(
     let Some(column_type) = column_type else {
         return ColumnDefinition::expression(name, code::NULL, 0, 0, COLLATION_BINARY);
     };
-    let (type_code, length, mut flags, decimals, collation) = protocol_type(column_type);
+    let declared = origin.as_ref().and_then(|o| o.sql_type);
+    let (type_code, length, mut flags, decimals, collation) = match declared {
+        Some(sql_type) => sql_type.protocol_type(),
+        None => protocol_type(column_type),
+    };
     let mut definition = ColumnDefinition::expression(name, type_code, flags, length, collation);
     definition.decimals = decimals;
     if let Some(origin) = origin {

@@ -25,7 +25,7 @@ use kista_client::{Client, ClientError, ExecuteMode, Executed, LockKind};
 use crate::catalog::SqlTable;
 use crate::error::SqlError;
 use crate::expr::Expr;
-use crate::protocol::binary::write_value;
+use crate::protocol::binary::{write_value, ValueShape};
 use crate::protocol::results::{self, ColumnDefinition};
 use crate::protocol::status;
 use crate::protocol::wire::put_lenenc_int;
@@ -42,8 +42,8 @@ pub struct PointRead {
     read_columns: Vec<u16>,
     /// Each output column's position among `read_columns`.
     outputs: Vec<usize>,
-    /// Each output column's type code, for its binary value.
-    type_codes: Vec<u8>,
+    /// Each output column's shape, for its binary value.
+    shapes: Vec<ValueShape>,
     /// The answer's packets before the row (column count, definitions, and the EOF of
     /// clients without `DEPRECATE_EOF`), numbered from 1, and the next packet's number:
     /// `[deprecate_eof as usize]`.
@@ -112,7 +112,7 @@ impl PointRead {
             key,
             read_columns,
             outputs,
-            type_codes: columns.iter().map(|c| c.type_code).collect(),
+            shapes: columns.iter().map(ValueShape::from).collect(),
             headers,
         })
     }
@@ -193,17 +193,17 @@ impl PointRead {
         let (header, mut sequence) = &self.headers[usize::from(deprecate_eof)];
         let mut out = Vec::with_capacity(header.len() + 128);
         out.extend_from_slice(header);
-        let columns = self.type_codes.len();
+        let columns = self.shapes.len();
         if let Some(row) = executed.rows.first().and_then(|r| r.as_deref()) {
             put_packet(&mut out, &mut sequence, |o| {
                 o.push(results::OK_HEADER);
                 let bitmap = o.len();
                 o.resize(bitmap + (columns + 7 + 2) / 8, 0);
-                for (position, (&source, &type_code)) in
-                    self.outputs.iter().zip(&self.type_codes).enumerate()
+                for (position, (&source, &shape)) in
+                    self.outputs.iter().zip(&self.shapes).enumerate()
                 {
                     match row.get(source) {
-                        Some(value) if !value.is_null() => write_value(o, type_code, value),
+                        Some(value) if !value.is_null() => write_value(o, shape, value),
                         _ => o[bitmap + (position + 2) / 8] |= 1 << ((position + 2) % 8),
                     }
                 }

@@ -355,6 +355,7 @@ pub fn write_table_schema(out: &mut Writer, schema: &TableSchema) {
         }
     }
     write_column_list(out, &schema.primary_key);
+    out.bytes(&schema.extra_metadata);
 }
 
 pub fn read_table_schema(input: &mut Reader) -> Result<TableSchema, CodecError> {
@@ -381,7 +382,9 @@ pub fn read_table_schema(input: &mut Reader) -> Result<TableSchema, CodecError> 
         });
     }
     let primary_key = read_column_list(input)?;
+    let extra_metadata = input.bytes()?.to_vec();
     Ok(TableSchema {
+        extra_metadata,
         name,
         columns,
         primary_key,

@@ -6,6 +6,8 @@ use crate::types::{ColumnType, TypeError, Value, VAR_BYTES_MAX};
 pub const COLUMNS_MAX: usize = 512;
 /// Columns a primary key may have (NDB: 32).
 pub const KEY_COLUMNS_MAX: usize = 32;
+/// The largest [`TableSchema::extra_metadata`].
+pub const EXTRA_METADATA_BYTES_MAX: usize = 256 * 1024;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Column {
@@ -44,6 +46,11 @@ pub struct TableSchema {
     pub columns: Vec<Column>,
     /// Indexes into `columns`, in key order.
     pub primary_key: Vec<usize>,
+    /// What the layer above keeps of the table's definition beyond what storage needs (the
+    /// SQL front end: column types SQL has and storage does not, comments), kept and
+    /// handed back with the schema but never read by a data node (NDB's "extra metadata",
+    /// where MySQL keeps its table definition). At most [`EXTRA_METADATA_BYTES_MAX`].
+    pub extra_metadata: Vec<u8>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -60,6 +67,8 @@ pub enum SchemaError {
         column: String,
         source: TypeError,
     },
+    #[error("table `{table}` has {bytes} bytes of extra metadata; at most {EXTRA_METADATA_BYTES_MAX} are allowed")]
+    ExtraMetadataTooLarge { table: String, bytes: usize },
     #[error("table `{table}` needs a primary key of 1 to {KEY_COLUMNS_MAX} distinct columns")]
     BadPrimaryKey { table: String },
     #[error(
@@ -124,6 +133,7 @@ impl IndexSchema {
             },
         ));
         TableSchema {
+            extra_metadata: Vec::new(),
             name: format!("{}/{}", table.name, self.name),
             primary_key: (0..self.columns.len()).collect(),
             columns,
@@ -169,6 +179,12 @@ impl TableSchema {
             return Err(SchemaError::TooManyColumns {
                 table: table(),
                 count: self.columns.len(),
+            });
+        }
+        if self.extra_metadata.len() > EXTRA_METADATA_BYTES_MAX {
+            return Err(SchemaError::ExtraMetadataTooLarge {
+                table: table(),
+                bytes: self.extra_metadata.len(),
             });
         }
         for (index, column) in self.columns.iter().enumerate() {

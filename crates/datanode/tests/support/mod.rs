@@ -686,6 +686,7 @@ pub fn counters() -> TableSchema {
         signed: true,
     };
     TableSchema {
+        extra_metadata: Vec::new(),
         name: "counters".into(),
         columns: vec![Column::new("id", int), Column::new("value", int)],
         primary_key: vec![0],

@@ -60,6 +60,7 @@ impl KeyOp {
 /// VARBINARY(record_size)`.
 pub fn table_schema(name: String, record_size: u32) -> TableSchema {
     TableSchema {
+        extra_metadata: Vec::new(),
         name,
         columns: vec![
             Column::new("id", ColumnType::signed(8)),

@@ -20,6 +20,7 @@ pub fn create_chains_table(client: &Client) {
         signed: true,
     };
     let schema = TableSchema {
+        extra_metadata: Vec::new(),
         name: CHAINS_TABLE.into(),
         columns: vec![Column::new("id", int), Column::new("step", int)],
         primary_key: vec![0],

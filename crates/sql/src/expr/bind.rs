@@ -364,6 +364,21 @@ pub(super) fn bind_plain(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Exp
     })
 }
 
+/// MySQL's bit-value literal `b'101'`: a binary string of those bits, left-padded with
+/// zeros to whole bytes.
+fn bit_literal(bits: &str) -> SqlResult<Value> {
+    if !bits.bytes().all(|b| b == b'0' || b == b'1') {
+        return Err(SqlError::syntax(format!("bad bit-value literal b'{bits}'")));
+    }
+    let padded = format!("{}{bits}", "0".repeat((8 - bits.len() % 8) % 8));
+    let bytes = padded
+        .as_bytes()
+        .chunks(8)
+        .map(|byte| byte.iter().fold(0u8, |n, &bit| (n << 1) | (bit - b'0')))
+        .collect();
+    Ok(Value::Bytes(bytes))
+}
+
 fn literal(binder: &Binder, value: &ast::Value, at: Location) -> SqlResult<Expr> {
     use ast::Value as V;
     Ok(Expr::Literal(match value {
@@ -377,6 +392,7 @@ fn literal(binder: &Binder, value: &ast::Value, at: Location) -> SqlResult<Expr>
                 .collect::<Result<_, _>>()
                 .map_err(|_| SqlError::syntax(format!("bad hex literal X'{hex}'")))?,
         ),
+        V::SingleQuotedByteStringLiteral(bits) => bit_literal(bits)?,
         V::Boolean(b) => Value::Int(i64::from(*b)),
         V::Null => Value::Null,
         V::Placeholder(text) if text == "?" => {

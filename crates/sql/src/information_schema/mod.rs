@@ -161,6 +161,7 @@ impl SystemTable {
             })
             .collect();
         TableSchema {
+            extra_metadata: Vec::new(),
             name: format!("{DATABASE}/{}", self.0.name),
             columns,
             primary_key: vec![0],

@@ -8,8 +8,9 @@ use super::{
     column_default, column_extra, column_key, index_columns, Kind, SystemTableDef, DATABASE,
 };
 use crate::catalog::{Catalog, SqlTable};
-use crate::ddl::{type_name, PRIMARY_INDEX};
+use crate::ddl::PRIMARY_INDEX;
 use crate::error::SqlResult;
+use crate::sql_type::SqlType;
 
 use Kind::{Number, Text};
 
@@ -325,7 +326,8 @@ fn tables(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
         let version = number(u64::from(table.table.schema_version));
         let sizes = [const { Value::Null }; 7];
         let times = [const { Value::Null }; 3];
-        let rest = [text(COLLATION), Value::Null, text(""), text("")];
+        let comment = text(table.extras.comment.clone());
+        let rest = [text(COLLATION), Value::Null, text(""), comment];
         rows.push(
             [
                 &named[..],
@@ -351,8 +353,11 @@ fn tables(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
 fn columns(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
     for_each_table(catalog, |database, table| {
         for (position, column) in table.visible_columns() {
-            let full_type = type_name(column.column_type);
-            let data_type = full_type.split(['(', ' ']).next().unwrap_or("").to_string();
+            let full_type = table.type_name(position);
+            let data_type = match table.sql_type(position) {
+                Some(sql_type) => sql_type.data_type().to_string(),
+                None => full_type.split(['(', ' ']).next().unwrap_or("").to_string(),
+            };
             let named = [text("def"), text(database), text(table.name.clone())];
             let nullable = if column.nullable { "YES" } else { "NO" };
             let described = [
@@ -367,14 +372,31 @@ fn columns(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
                 text(column_key(table, position)),
                 text(column_extra(table, position)),
                 text("select,insert,update,references"),
-                text(""),
+                text(table.extras.columns[position].comment.clone()),
                 text(""),
                 Value::Null,
             ];
-            let sized = sizes_of(column.column_type);
+            let sized = match table.sql_type(position) {
+                Some(sql_type) => declared_sizes_of(sql_type, column.column_type),
+                None => sizes_of(column.column_type),
+            };
             rows.push([&named[..], &described, &sized, &keyed].concat());
         }
     })
+}
+
+/// [`sizes_of`] for the SQL types storage lacks: ENUM and SET have their storage
+/// VARCHAR's, a BIT its width as precision, YEAR and JSON none.
+fn declared_sizes_of(sql_type: &SqlType, storage: ColumnType) -> [Value; 7] {
+    match sql_type {
+        SqlType::Enum(_) | SqlType::Set(_) => sizes_of(storage),
+        SqlType::Bit(width) => {
+            let mut sizes = [const { Value::Null }; 7];
+            sizes[2] = number(u64::from(*width));
+            sizes
+        }
+        SqlType::Year | SqlType::Json => [const { Value::Null }; 7],
+    }
 }
 
 /// COLUMNS' CHARACTER_MAXIMUM_LENGTH, CHARACTER_OCTET_LENGTH, NUMERIC_PRECISION,

@@ -4,6 +4,7 @@
 use kista_client::types::{Date, DateTime, Value};
 
 use super::column_type as code;
+use super::results::ColumnDefinition;
 use super::wire::{put_lenenc_bytes, Input, Malformed};
 use crate::value::{to_f64, to_i64, to_text};
 
@@ -113,9 +114,27 @@ pub fn read_parameter(
     })
 }
 
-/// Writes `value` as a binary-row value of the column type `type_code` (converting it,
-/// so the bytes always match what the column definition said).
-pub fn write_value(out: &mut Vec<u8>, type_code: u8, value: &Value) {
+/// What a binary-row value needs of its column's definition.
+#[derive(Clone, Copy, Debug)]
+pub struct ValueShape {
+    pub type_code: u8,
+    /// The display width (a BIT column's width in bits).
+    pub length: u32,
+}
+
+impl From<&ColumnDefinition> for ValueShape {
+    fn from(column: &ColumnDefinition) -> Self {
+        Self {
+            type_code: column.type_code,
+            length: column.length,
+        }
+    }
+}
+
+/// Writes `value` as a binary-row value of a column of `shape` (converting it, so the
+/// bytes always match what the column definition said).
+pub fn write_value(out: &mut Vec<u8>, shape: ValueShape, value: &Value) {
+    let type_code = shape.type_code;
     match type_code {
         code::TINY => out.push(to_i64(value).unwrap_or(0) as u8),
         code::SHORT | code::YEAR => {
@@ -200,6 +219,7 @@ pub fn write_value(out: &mut Vec<u8>, type_code: u8, value: &Value) {
                 out.extend_from_slice(&fraction.to_le_bytes());
             }
         }
+        code::BIT => put_lenenc_bytes(out, &crate::sql_type::bit_bytes(value, shape.length)),
         _ => put_lenenc_bytes(out, &to_text(value)),
     }
 }
@@ -210,7 +230,11 @@ mod tests {
 
     fn round_trip(type_code: u8, value: Value) -> Value {
         let mut out = Vec::new();
-        write_value(&mut out, type_code, &value);
+        let shape = ValueShape {
+            type_code,
+            length: 0,
+        };
+        write_value(&mut out, shape, &value);
         read_parameter(
             &mut Input::new(&out),
             type_code,

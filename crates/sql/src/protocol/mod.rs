@@ -87,6 +87,7 @@ pub mod column_type {
     pub const YEAR: u8 = 13;
     pub const VARCHAR: u8 = 15;
     pub const BIT: u8 = 16;
+    pub const JSON: u8 = 245;
     pub const DECIMAL: u8 = 0;
     pub const NEWDECIMAL: u8 = 246;
     pub const ENUM: u8 = 247;
@@ -107,8 +108,11 @@ pub mod column_flag {
     pub const MULTIPLE_KEY: u16 = 8;
     pub const BLOB: u16 = 16;
     pub const UNSIGNED: u16 = 32;
+    pub const ZEROFILL: u16 = 64;
     pub const BINARY: u16 = 128;
+    pub const ENUM: u16 = 256;
     pub const AUTO_INCREMENT: u16 = 512;
+    pub const SET: u16 = 2048;
     pub const NUM: u16 = 32768;
 }
 

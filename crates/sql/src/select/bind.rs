@@ -561,6 +561,7 @@ fn derived_table_of(
         .nullable()
     });
     let schema = TableSchema {
+        extra_metadata: Vec::new(),
         name: alias.to_string(),
         columns: columns.collect(),
         primary_key: Vec::new(),

@@ -140,9 +140,9 @@ pub(super) fn static_type<'p>(
 
 /// Row position `c`'s column: its type and where it comes from.
 fn column_type_and_origin(plan: &SelectPlan, c: usize) -> (Option<ColumnType>, Option<Origin<'_>>) {
-    // The table holding position `c`, its first position, and whether a LEFT JOIN may
-    // make its columns NULL.
-    let found: Option<(&str, &str, &kista_client::schema::Column, bool)> =
+    // The table holding position `c`, the column's position in it, and whether a LEFT
+    // JOIN may make its columns NULL.
+    let found: Option<(Origin, ColumnType)> =
         match (&plan.joins, &plan.table, &plan.system) {
             (Some((first, joined)), _, _) => {
                 let mut tables: Vec<(&Arc<SqlTable>, usize, bool)> =
@@ -150,42 +150,46 @@ fn column_type_and_origin(plan: &SelectPlan, c: usize) -> (Option<ColumnType>, O
                 tables.extend(joined.iter().map(|j| (&j.table, j.offset, j.left)));
                 tables.iter().rev().find(|(_, offset, _)| *offset <= c).map(
                     |&(table, offset, left)| {
-                        (
-                            table.database.as_str(),
-                            table.name.as_str(),
-                            &table.schema().columns[c - offset],
-                            left,
-                        )
+                        let column_type = table.schema().columns[c - offset].column_type;
+                        (in_table(table, c - offset, left), column_type)
                     },
                 )
             }
             (None, Some(table), _) => Some((
-                table.database.as_str(),
-                table.name.as_str(),
-                &table.schema().columns[c],
-                false,
+                in_table(table, c, false),
+                table.schema().columns[c].column_type,
             )),
-            (None, None, Some((system, schema))) => Some((
-                match system {
-                    FrontTable::System(_) => information_schema::DATABASE,
-                    FrontTable::Derived(_) => "",
-                },
-                schema.name.as_str(),
-                &schema.columns[c],
-                false,
-            )),
+            (None, None, Some((system, schema))) => {
+                let column = &schema.columns[c];
+                let origin = Origin {
+                    schema: match system {
+                        FrontTable::System(_) => information_schema::DATABASE,
+                        FrontTable::Derived(_) => "",
+                    },
+                    table: schema.name.as_str(),
+                    column: &column.name,
+                    nullable: column.nullable,
+                    sql_type: None,
+                };
+                Some((origin, column.column_type))
+            }
             (None, None, None) => None,
         };
-    let Some((schema, table, column, left_joined)) = found else {
-        return (None, None);
-    };
-    let origin = Origin {
-        schema,
-        table,
-        column: &column.name,
-        nullable: column.nullable || left_joined,
-    };
-    (Some(column.column_type), Some(origin))
+    match found {
+        Some((origin, column_type)) => (Some(column_type), Some(origin)),
+        None => (None, None),
+    }
+}
+
+fn in_table(table: &SqlTable, column: usize, left_joined: bool) -> Origin<'_> {
+    let definition = &table.schema().columns[column];
+    Origin {
+        schema: table.database.as_str(),
+        table: table.name.as_str(),
+        column: &definition.name,
+        nullable: definition.nullable || left_joined,
+        sql_type: table.sql_type(column),
+    }
 }
 
 /// Rows into groups (by the GROUP BY values; one group for aggregates alone, even of no

@@ -54,6 +54,7 @@ proptest! {
 #[test]
 fn schemas_round_trip() {
     let schema = TableSchema {
+        extra_metadata: br#"{"comment": "kept as it is"}"#.to_vec(),
         name: "orders".into(),
         columns: vec![
             Column::new(

@@ -4,6 +4,7 @@ use CompareOp::*;
 
 fn layout() -> RowLayout {
     let schema = TableSchema {
+        extra_metadata: Vec::new(),
         name: "t".into(),
         columns: vec![
             Column::new(

@@ -19,6 +19,7 @@ const BY_AGE: IndexId = IndexId(2);
 /// users(id BIGINT PRIMARY KEY, email VARCHAR(40) NULL UNIQUE, age INT NULL ordered)
 fn users(limit_bytes: u64) -> (Arc<DataMemory>, Partition) {
     let schema = TableSchema {
+        extra_metadata: Vec::new(),
         name: "users".into(),
         columns: vec![
             Column::new(

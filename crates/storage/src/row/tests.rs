@@ -13,6 +13,7 @@ fn int(bytes: u8, signed: bool) -> ColumnType {
 
 fn table(columns: Vec<Column>) -> TableSchema {
     let schema = TableSchema {
+        extra_metadata: Vec::new(),
         name: "t".into(),
         columns,
         primary_key: vec![0],
@@ -255,36 +256,43 @@ fn schemas_that_cannot_exist_are_refused() {
     let key = || Column::new("id", int(4, false));
     let bad = [
         TableSchema {
+            extra_metadata: Vec::new(),
             name: "t".into(),
             columns: vec![],
             primary_key: vec![],
         },
         TableSchema {
+            extra_metadata: Vec::new(),
             name: "t".into(),
             columns: vec![key(), key()],
             primary_key: vec![0],
         },
         TableSchema {
+            extra_metadata: Vec::new(),
             name: "t".into(),
             columns: vec![key()],
             primary_key: vec![],
         },
         TableSchema {
+            extra_metadata: Vec::new(),
             name: "t".into(),
             columns: vec![key()],
             primary_key: vec![1],
         },
         TableSchema {
+            extra_metadata: Vec::new(),
             name: "t".into(),
             columns: vec![key().nullable()],
             primary_key: vec![0],
         },
         TableSchema {
+            extra_metadata: Vec::new(),
             name: "t".into(),
             columns: vec![Column::new("id", ColumnType::Text)],
             primary_key: vec![0],
         },
         TableSchema {
+            extra_metadata: Vec::new(),
             name: "t".into(),
             columns: vec![
                 key(),
@@ -293,8 +301,15 @@ fn schemas_that_cannot_exist_are_refused() {
             primary_key: vec![0],
         },
         TableSchema {
+            extra_metadata: Vec::new(),
             name: "t".into(),
             columns: vec![key(), Column::new("x", ColumnType::Char { length: 0 })],
+            primary_key: vec![0],
+        },
+        TableSchema {
+            extra_metadata: vec![b' '; crate::schema::EXTRA_METADATA_BYTES_MAX + 1],
+            name: "t".into(),
+            columns: vec![key()],
             primary_key: vec![0],
         },
     ];
@@ -395,6 +410,7 @@ fn a_row() -> impl Strategy<Value = (TableSchema, Vec<Value>)> {
             columns.push(column);
         }
         let schema = TableSchema {
+            extra_metadata: Vec::new(),
             name: "t".into(),
             columns,
             primary_key: vec![0],
@@ -414,6 +430,7 @@ proptest! {
 #[test]
 fn the_primary_key_of_a_row_equals_the_key_built_from_its_values() {
     let schema = TableSchema {
+        extra_metadata: Vec::new(),
         name: "t".into(),
         columns: vec![
             Column::new("region", ColumnType::VarChar { max_length: 16 }),

@@ -9,6 +9,7 @@ fn definition(name: &str) -> TableDefinitionBody {
         signed: true,
     };
     let schema = TableSchema {
+        extra_metadata: Vec::new(),
         name: name.into(),
         columns: vec![Column::new("id", int), Column::new("value", int)],
         primary_key: vec![0],
@@ -80,10 +81,11 @@ fn a_damaged_or_foreign_file_is_refused_with_the_reason() {
         Err(SchemaFileError::Sealed(SealError::Foreign { .. }))
     ));
     let mut newer = bytes.clone();
-    newer[4] = 2;
+    let ours = SCHEMA_FILE.format_version;
+    newer[4] = (ours + 1) as u8;
     let refused = Err(SchemaFileError::Sealed(SealError::Version {
-        found: 2,
-        ours: 1,
+        found: ours + 1,
+        ours,
     }));
     assert_eq!(decode(&newer), refused);
 }

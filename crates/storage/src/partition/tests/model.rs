@@ -20,6 +20,7 @@ const BY_A_S: IndexId = IndexId(1);
 /// items(id BIGINT PRIMARY KEY, a INT NULL, s VARCHAR(3) NULL, d DOUBLE), ordered on (a, s).
 fn items() -> (Arc<DataMemory>, Partition) {
     let schema = TableSchema {
+        extra_metadata: Vec::new(),
         name: "items".into(),
         columns: vec![
             Column::new(

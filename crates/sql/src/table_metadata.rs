@@ -1,0 +1,180 @@
+//! What SQL keeps of a table beyond its storage schema: the SQL types storage lacks
+//! ([`SqlType`]), column and table comments. It travels as the schema's extra metadata
+//! (`TableSchema::extra_metadata`), so it is created, changed and dropped with the table in
+//! one dictionary change and every front end reads the same; data nodes never read it.
+//!
+//! The bytes are JSON, columns named rather than numbered (so a later ALTER that moves
+//! columns cannot misattribute them), with a version for later formats. A table without
+//! anything to keep has no extra metadata at all.
+
+use serde::{Deserialize, Serialize};
+
+use kista_client::schema::TableSchema;
+
+use crate::error::{SqlError, SqlResult};
+use crate::sql_type::SqlType;
+
+/// The format this front end writes and reads.
+const FORMAT_VERSION: u32 = 1;
+/// The longest column or table comment, in characters (MySQL's limits).
+pub const COLUMN_COMMENT_CHARS_MAX: usize = 1024;
+pub const TABLE_COMMENT_CHARS_MAX: usize = 2048;
+
+/// A column's SQL definition beyond its storage column.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ColumnExtras {
+    /// The SQL type, where the storage type is not it.
+    pub sql_type: Option<SqlType>,
+    pub comment: String,
+}
+
+/// A table's SQL definition beyond its storage schema.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TableExtras {
+    /// One per storage column, in the schema's order.
+    pub columns: Vec<ColumnExtras>,
+    pub comment: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    version: u32,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    comment: String,
+    columns: Vec<StoredColumn>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredColumn {
+    name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sql_type: Option<SqlType>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    comment: String,
+}
+
+impl TableExtras {
+    /// The bytes to keep for `extras` of a table of `schema`'s columns (none when there is
+    /// nothing to keep).
+    pub fn encode(&self, schema: &TableSchema) -> Vec<u8> {
+        let columns: Vec<StoredColumn> = schema
+            .columns
+            .iter()
+            .zip(&self.columns)
+            .filter(|(_, extras)| **extras != ColumnExtras::default())
+            .map(|(column, extras)| StoredColumn {
+                name: column.name.clone(),
+                sql_type: extras.sql_type.clone(),
+                comment: extras.comment.clone(),
+            })
+            .collect();
+        if columns.is_empty() && self.comment.is_empty() {
+            return Vec::new();
+        }
+        let stored = Stored {
+            version: FORMAT_VERSION,
+            comment: self.comment.clone(),
+            columns,
+        };
+        serde_json::to_vec(&stored).unwrap_or_default()
+    }
+
+    /// What `schema`'s extra metadata holds, one entry per column; an error when it cannot
+    /// be read (written by a newer front end, or damaged).
+    pub fn decode(schema: &TableSchema) -> SqlResult<TableExtras> {
+        let mut extras = TableExtras {
+            columns: vec![ColumnExtras::default(); schema.columns.len()],
+            comment: String::new(),
+        };
+        if schema.extra_metadata.is_empty() {
+            return Ok(extras);
+        }
+        let unreadable = |reason: String| {
+            SqlError::new(
+                1033,
+                "HY000",
+                format!("Incorrect information in table '{}': {reason}", schema.name),
+            )
+        };
+        let stored: Stored = serde_json::from_slice(&schema.extra_metadata)
+            .map_err(|error| unreadable(error.to_string()))?;
+        if stored.version != FORMAT_VERSION {
+            return Err(unreadable(format!(
+                "its SQL definition is of format {}, this front end reads {FORMAT_VERSION}",
+                stored.version
+            )));
+        }
+        extras.comment = stored.comment;
+        for column in stored.columns {
+            let position = schema
+                .column_index(&column.name)
+                .ok_or_else(|| unreadable(format!("no column `{}`", column.name)))?;
+            extras.columns[position] = ColumnExtras {
+                sql_type: column.sql_type,
+                comment: column.comment,
+            };
+        }
+        Ok(extras)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kista_client::schema::Column;
+    use kista_client::types::ColumnType;
+
+    fn schema() -> TableSchema {
+        TableSchema {
+            name: "db/t".into(),
+            columns: vec![
+                Column::new("id", ColumnType::signed(4)),
+                Column::new("state", ColumnType::VarChar { max_length: 4 }),
+            ],
+            primary_key: vec![0],
+            extra_metadata: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_table_with_nothing_beyond_storage_keeps_no_metadata() {
+        let extras = TableExtras {
+            columns: vec![ColumnExtras::default(); 2],
+            comment: String::new(),
+        };
+        assert!(extras.encode(&schema()).is_empty());
+        assert_eq!(TableExtras::decode(&schema()).unwrap(), extras);
+    }
+
+    #[test]
+    fn types_and_comments_come_back_by_column_name() {
+        let extras = TableExtras {
+            columns: vec![
+                ColumnExtras::default(),
+                ColumnExtras {
+                    sql_type: Some(SqlType::Enum(vec!["new".into(), "done".into()].into())),
+                    comment: "where the order is".into(),
+                },
+            ],
+            comment: "orders".into(),
+        };
+        let mut schema = schema();
+        schema.extra_metadata = extras.encode(&schema);
+        assert_eq!(TableExtras::decode(&schema).unwrap(), extras);
+        // Columns are found by name, wherever they have moved to.
+        schema.columns.swap(0, 1);
+        let moved = TableExtras::decode(&schema).unwrap();
+        assert_eq!(moved.columns[0], extras.columns[1]);
+    }
+
+    #[test]
+    fn metadata_of_another_format_or_damaged_is_refused() {
+        let mut schema = schema();
+        schema.extra_metadata = br#"{"version": 2, "columns": []}"#.to_vec();
+        assert_eq!(TableExtras::decode(&schema).unwrap_err().code, 1033);
+        schema.extra_metadata = b"{not json".to_vec();
+        assert_eq!(TableExtras::decode(&schema).unwrap_err().code, 1033);
+        schema.extra_metadata = br#"{"version": 1, "columns": [{"name": "gone"}]}"#.to_vec();
+        assert_eq!(TableExtras::decode(&schema).unwrap_err().code, 1033);
+    }
+}
