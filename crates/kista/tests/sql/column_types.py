@@ -53,6 +53,27 @@ assert rows("SELECT id FROM item WHERE state = 'Shipped'") == [(1,)]
 assert rows("SELECT id FROM item WHERE made = 1999") == [(2,)]
 assert rows("SELECT id FROM item WHERE tags LIKE '%blue%' ORDER BY id") == [(1,), (2,)]
 
+# JSON functions and operators.
+assert rows("SELECT doc->'$.b[1]', doc->>'$.b', JSON_EXTRACT(doc, '$.a', '$.b[0]') "
+            "FROM item WHERE id = 1") == [("2.5", "[1, 2.5]", "[null, 1]")]
+assert rows("SELECT id FROM item WHERE doc->>'$.b[0]' = '1'") == [(1,)]
+assert rows("SELECT JSON_OBJECT('k', 1, 'list', JSON_ARRAY(1, 'two', NULL)), "
+            "JSON_UNQUOTE(%s), JSON_TYPE('[1]'), JSON_VALID('{'), "
+            "JSON_LENGTH(%s, '$.a'), JSON_KEYS(%s)",
+            ['"a\\tb"', '{"a": [1, 2]}', '{"b": 1, "a": 2}']) == [
+    ('{"k": 1, "list": [1, "two", null]}', "a\tb", "ARRAY", 0, 2, '["a", "b"]')]
+assert rows("SELECT JSON_SET(%s, '$.a', 2, '$.b', 3), JSON_INSERT(%s, '$.a', 2, '$.b', 3), "
+            "JSON_REPLACE(%s, '$.a', 2, '$.b', 3), JSON_REMOVE('[1, 2, 3]', '$[1]'), "
+            "JSON_CONTAINS(%s, '2', '$.a'), JSON_MERGE_PATCH(%s, %s)",
+            ['{"a": 1}', '{"a": 1}', '{"a": 1}', '{"a": [1, 2]}', '{"a": 1, "b": 2}',
+             '{"b": null, "c": 3}']) == [
+    ('{"a": 2, "b": 3}', '{"a": 1, "b": 3}', '{"a": 2}', "[1, 3]", 1, '{"a": 1, "c": 3}')]
+cur.execute("UPDATE item SET doc = JSON_SET(doc, '$.a', 'set') WHERE id = 1")
+assert rows("SELECT doc FROM item WHERE id = 1") == [('{"a": "set", "b": [1, 2.5]}',)]
+assert error_of("SELECT JSON_EXTRACT('{', '$')") == 3141
+assert error_of("SELECT JSON_EXTRACT('{}', 'a')") == 3143
+assert error_of("SELECT JSON_SET('{}', '$.*', 1)") == 3149
+
 # Values that do not fit are refused with MySQL's strict-mode errors.
 assert error_of("INSERT INTO item (id, state) VALUES (10, 'sold')") == 1265
 assert error_of("INSERT INTO item (id, state) VALUES (10, 0)") == 1265

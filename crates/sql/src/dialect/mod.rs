@@ -27,6 +27,7 @@ use sqlparser::ast::{BinaryOperator, ColumnOption, Expr, Statement};
 use sqlparser::dialect::{Dialect, MySqlDialect};
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::Token;
 
 /// MySQL as sqlparser knows it, with MySQL's `DIV`.
 #[derive(Debug, Default)]
@@ -58,6 +59,17 @@ impl Dialect for KistaDialect {
                     right: Box::new(divisor),
                 }),
         )
+    }
+
+    /// MySQL's JSON operators `->` and `->>` bind tighter than any other (sqlparser gives
+    /// them PostgreSQL's precedence, below `=`, so `doc->'$.a' = 1` would extract `'$.a' = 1`).
+    fn get_next_precedence(&self, parser: &Parser) -> Option<Result<u8, ParserError>> {
+        match parser.peek_token_ref().token {
+            Token::Arrow | Token::LongArrow => Some(Ok(
+                self.prec_value(sqlparser::dialect::Precedence::DoubleColon)
+            )),
+            _ => None,
+        }
     }
 
     fn parse_statement(&self, parser: &mut Parser) -> Option<Result<Statement, ParserError>> {
@@ -176,11 +188,9 @@ mod tests {
         Ok(statements[0].to_string())
     }
 
-    #[test]
-    fn div_binds_as_tightly_as_multiplication() {
-        let plus = parsed("SELECT 7 DIV 2 + 1").unwrap();
-        assert_eq!(plus, "SELECT 7 DIV 2 + 1");
-        let statements = Parser::parse_sql(&KistaDialect, "SELECT 7 DIV 2 + 1").unwrap();
+    /// The outermost operation of the first item of a SELECT: its left side, its operator.
+    fn first_operation(sql: &str) -> (Expr, BinaryOperator) {
+        let statements = Parser::parse_sql(&KistaDialect, sql).unwrap();
         let Statement::Query(query) = &statements[0] else {
             panic!("a query")
         };
@@ -192,11 +202,32 @@ mod tests {
         else {
             panic!("a binary operation")
         };
-        assert_eq!(*op, BinaryOperator::Plus, "(7 DIV 2) + 1");
+        (left.as_ref().clone(), op.clone())
+    }
+
+    #[test]
+    fn div_binds_as_tightly_as_multiplication() {
+        let plus = parsed("SELECT 7 DIV 2 + 1").unwrap();
+        assert_eq!(plus, "SELECT 7 DIV 2 + 1");
+        let (left, op) = first_operation("SELECT 7 DIV 2 + 1");
+        assert_eq!(op, BinaryOperator::Plus, "(7 DIV 2) + 1");
         assert!(matches!(
-            left.as_ref(),
+            left,
             Expr::BinaryOp {
                 op: BinaryOperator::MyIntegerDivide,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn json_arrows_bind_tighter_than_comparison() {
+        let (left, op) = first_operation("SELECT d->>'$.a' = '1'");
+        assert_eq!(op, BinaryOperator::Eq, "(d->>'$.a') = '1'");
+        assert!(matches!(
+            left,
+            Expr::BinaryOp {
+                op: BinaryOperator::LongArrow,
                 ..
             }
         ));

@@ -258,6 +258,14 @@ pub(super) fn bind_plain(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Exp
                 BinaryOperator::Divide => arithmetic(ArithmeticOp::Divide),
                 BinaryOperator::MyIntegerDivide => arithmetic(ArithmeticOp::IntegerDivide),
                 BinaryOperator::Modulo => arithmetic(ArithmeticOp::Modulo),
+                // `doc->path` is JSON_EXTRACT, `doc->>path` its JSON_UNQUOTE.
+                BinaryOperator::Arrow | BinaryOperator::LongArrow => {
+                    let extract = Expr::Call(functions::named("json_extract"), vec![*l, *r]);
+                    match op {
+                        BinaryOperator::Arrow => extract,
+                        _ => Expr::Call(functions::named("json_unquote"), vec![extract]),
+                    }
+                }
                 _ => return Err(SqlError::not_supported(format!("operator {op}"))),
             }
         }

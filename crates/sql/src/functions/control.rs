@@ -5,39 +5,20 @@ use std::cmp::Ordering;
 
 use kista_client::types::Value;
 
-use super::{strict, Args, Eval, FunctionDef, Returns};
+use super::{lazy, strict, Args, FunctionDef, Returns};
 use crate::error::SqlResult;
 use crate::value::{compare, truth};
 
 pub(super) const FUNCTIONS: &[FunctionDef] = &[
-    FunctionDef {
-        names: &["if"],
-        arity: 3..=3,
-        returns: Returns::ArgumentFrom(1),
-        volatile: false,
-        eval: Eval::Lazy(if_),
-    },
-    FunctionDef {
-        names: &["ifnull"],
-        arity: 2..=2,
-        returns: Returns::ArgumentFrom(0),
-        volatile: false,
-        eval: Eval::Lazy(coalesce),
-    },
-    FunctionDef {
-        names: &["coalesce"],
-        arity: 1..=usize::MAX,
-        returns: Returns::ArgumentFrom(0),
-        volatile: false,
-        eval: Eval::Lazy(coalesce),
-    },
-    FunctionDef {
-        names: &["nullif"],
-        arity: 2..=2,
-        returns: Returns::ArgumentFrom(0),
-        volatile: false,
-        eval: Eval::Lazy(nullif),
-    },
+    lazy(&["if"], 3..=3, Returns::ArgumentFrom(1), if_),
+    lazy(&["ifnull"], 2..=2, Returns::ArgumentFrom(0), coalesce),
+    lazy(
+        &["coalesce"],
+        1..=usize::MAX,
+        Returns::ArgumentFrom(0),
+        coalesce,
+    ),
+    lazy(&["nullif"], 2..=2, Returns::ArgumentFrom(0), nullif),
     strict(
         &["greatest"],
         2..=usize::MAX,

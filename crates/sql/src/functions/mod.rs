@@ -5,9 +5,10 @@
 //!
 //! Families, one module each: `control` (IF, COALESCE, GREATEST, ...), `session`
 //! (DATABASE(), USER(), ...), `string`, `numeric`, `time` (with `time_format` for
-//! DATE_FORMAT and STR_TO_DATE).
+//! DATE_FORMAT and STR_TO_DATE), `json`.
 
 mod control;
+mod json;
 mod numeric;
 mod session;
 mod string;
@@ -96,6 +97,11 @@ impl Args<'_> {
     pub fn get(&self, n: usize) -> SqlResult<Value> {
         eval(&self.exprs[n], self.row, self.ctx)
     }
+
+    /// Argument `n` unevaluated (what made it decides how JSON functions take it).
+    pub fn expr(&self, n: usize) -> &Expr {
+        &self.exprs[n]
+    }
 }
 
 /// Arguments a strict function's values are held for without allocating.
@@ -168,8 +174,9 @@ pub fn named(name: &str) -> Function {
 fn registry() -> &'static HashMap<&'static str, &'static FunctionDef> {
     static REGISTRY: OnceLock<HashMap<&'static str, &'static FunctionDef>> = OnceLock::new();
     REGISTRY.get_or_init(|| {
-        let families: [&'static [FunctionDef]; 5] = [
+        let families: [&'static [FunctionDef]; 6] = [
             control::FUNCTIONS,
+            json::FUNCTIONS,
             session::FUNCTIONS,
             string::FUNCTIONS,
             numeric::FUNCTIONS,
@@ -199,6 +206,22 @@ const fn strict(
         returns,
         volatile: false,
         eval: Eval::Strict(eval),
+    }
+}
+
+/// A function that evaluates the arguments it needs itself.
+const fn lazy(
+    names: &'static [&'static str],
+    arity: RangeInclusive<usize>,
+    returns: Returns,
+    eval: fn(&Args) -> SqlResult<Value>,
+) -> FunctionDef {
+    FunctionDef {
+        names,
+        arity,
+        returns,
+        volatile: false,
+        eval: Eval::Lazy(eval),
     }
 }
 

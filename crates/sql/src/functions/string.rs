@@ -3,7 +3,7 @@
 
 use kista_client::types::Value;
 
-use super::{strict, string_of, text, Args, Eval, FunctionDef, Returns, BIGINT, TEXT};
+use super::{lazy, strict, string_of, text, Args, FunctionDef, Returns, BIGINT, TEXT};
 use crate::error::SqlResult;
 use crate::value::{self, to_i64, to_text};
 
@@ -23,13 +23,12 @@ pub(super) const FUNCTIONS: &[FunctionDef] = &[
     strict(&["concat"], 1..=usize::MAX, TEXT_RESULT, |v, _| {
         Ok(Value::Bytes(v.iter().flat_map(to_text).collect()))
     }),
-    FunctionDef {
-        names: &["concat_ws"],
-        arity: 2..=usize::MAX,
-        returns: Returns::Type(TEXT),
-        volatile: false,
-        eval: Eval::Lazy(concat_ws),
-    },
+    lazy(
+        &["concat_ws"],
+        2..=usize::MAX,
+        Returns::Type(TEXT),
+        concat_ws,
+    ),
     strict(&["length", "octet_length"], 1..=1, COUNT_RESULT, |v, _| {
         Ok(Value::Int(to_text(&v[0]).len() as i64))
     }),
