@@ -276,6 +276,11 @@ fn year_enum_set_bit_and_json_columns_keep_values_as_mysql() {
 }
 
 #[test]
+fn prefix_indexes_keep_unique_prefixes_through_every_write() {
+    run_pymysql_script("prefix_indexes.py", "prefix indexes ok");
+}
+
+#[test]
 fn native_functions_answer_as_mysql() {
     run_pymysql_script("functions.py", "functions ok");
 }

@@ -266,7 +266,7 @@ pub fn run(
         Statement::CreateIndex(create) => {
             let (database, name) = split_name(session, &create.table_name)?;
             let table = session.catalog.table(&database, &name)?;
-            let index = ddl::create_index(create, table.schema())?;
+            let index = ddl::create_index(create, &table)?;
             session.catalog.forget(&database, &name);
             session
                 .catalog
@@ -731,7 +731,10 @@ fn show_create_table(session: &Session, database: &str, name: &str) -> SqlResult
     let names = |columns: &[usize]| {
         columns
             .iter()
-            .map(|&c| format!("`{}`", schema.columns[c].name))
+            .map(|&c| match table.prefix_source(c) {
+                Some((source, length)) => format!("`{}`({length})", schema.columns[source].name),
+                None => format!("`{}`", schema.columns[c].name),
+            })
             .collect::<Vec<_>>()
             .join(",")
     };

@@ -13,6 +13,7 @@ use kista_client::schema::{Column, TableSchema};
 use kista_client::types::{ColumnType, Value};
 use kista_client::{Client, ClientError, ExecuteMode, LockKind, ScanSpec, Table};
 
+use crate::ddl::PrefixColumn;
 use crate::error::{SqlError, SqlResult};
 use crate::sql_type::SqlType;
 use crate::table_metadata::TableExtras;
@@ -42,6 +43,8 @@ pub struct SqlTable {
     pub hidden_key: Option<usize>,
     /// What SQL declared beyond the storage schema: SQL types, comments.
     pub extras: TableExtras,
+    /// The hidden columns holding prefixes of others, for prefix indexes.
+    pub prefix_columns: Vec<PrefixColumn>,
 }
 
 /// A table's counters in the catalog's counter table.
@@ -83,6 +86,34 @@ impl SqlTable {
         }
     }
 
+    /// Fills the generated columns of a whole row from its other columns.
+    pub fn generate(&self, row: &mut [Value]) {
+        for prefix in &self.prefix_columns {
+            row[prefix.column] = prefix.prefix_of(&row[prefix.source], self);
+        }
+    }
+
+    /// Adds to `changes` (of a row now `row`) the generated columns they change.
+    pub fn generated_changes(&self, row: &[Value], changes: &mut Vec<(u16, Value)>) {
+        for prefix in &self.prefix_columns {
+            let source = prefix.source as u16;
+            if let Some((_, value)) = changes.iter().find(|(c, _)| *c == source) {
+                let value = prefix.prefix_of(value, self);
+                if !crate::value::same_value(&row[prefix.column], &value) {
+                    changes.push((prefix.column as u16, value));
+                }
+            }
+        }
+    }
+
+    /// The source column and length of prefix column `column`, if it is one.
+    pub fn prefix_source(&self, column: usize) -> Option<(usize, u32)> {
+        self.prefix_columns
+            .iter()
+            .find(|p| p.column == column)
+            .map(|p| (p.source, p.length))
+    }
+
     /// Column `column`'s type as SHOW CREATE TABLE prints it.
     pub fn type_name(&self, column: usize) -> String {
         match self.sql_type(column) {
@@ -121,21 +152,21 @@ impl SqlTable {
             .collect()
     }
 
-    /// The column SQL names `name` (never the hidden key).
+    /// The column SQL names `name` (never a hidden one).
     pub fn column_index(&self, name: &str) -> Option<usize> {
         self.visible_columns()
             .find(|(_, c)| c.name.eq_ignore_ascii_case(name))
             .map(|(position, _)| position)
     }
 
-    /// The columns SQL sees, with their positions in the row: all but the hidden key.
+    /// The columns SQL sees, with their positions in the row: all but the hidden key and
+    /// prefixes' columns.
     pub fn visible_columns(&self) -> impl Iterator<Item = (usize, &Column)> {
-        let hidden = self.hidden_key;
         self.schema()
             .columns
             .iter()
             .enumerate()
-            .filter(move |(position, _)| Some(*position) != hidden)
+            .filter(|(_, column)| !crate::ddl::is_hidden_column(&column.name))
     }
 }
 
@@ -486,6 +517,7 @@ impl Catalog {
         let auto_increment = self.auto_increment_column(&full)?;
         let hidden_key = crate::ddl::hidden_key_column(table.schema());
         let extras = TableExtras::decode(table.schema())?;
+        let prefix_columns = PrefixColumn::of(table.schema(), &extras);
         let opened = Arc::new(SqlTable {
             database: database.to_lowercase(),
             name: name.to_lowercase(),
@@ -493,6 +525,7 @@ impl Catalog {
             auto_increment,
             hidden_key,
             extras,
+            prefix_columns,
         });
         let mut tables = lock(&self.tables);
         if tables.len() >= OPEN_TABLES_MAX {

@@ -391,6 +391,7 @@ fn complete_row(table: &SqlTable, given: GivenRow) -> SqlResult<Vec<Value>> {
             },
         });
     }
+    table.generate(&mut row);
     Ok(row)
 }
 
@@ -525,10 +526,12 @@ fn evaluate_assignments(
     row: &[Value],
     ctx: &crate::expr::EvalContext,
 ) -> SqlResult<Vec<(u16, Value)>> {
-    assignments
+    let mut changes = assignments
         .iter()
         .map(|(column, expr)| Ok((*column as u16, fit(table, *column, &eval(expr, row, ctx)?)?)))
-        .collect()
+        .collect::<SqlResult<Vec<_>>>()?;
+    table.generated_changes(row, &mut changes);
+    Ok(changes)
 }
 
 /// A bound UPDATE or DELETE: what a prepared one keeps from one execution to the next

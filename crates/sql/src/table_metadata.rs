@@ -26,6 +26,17 @@ pub struct ColumnExtras {
     /// The SQL type, where the storage type is not it.
     pub sql_type: Option<SqlType>,
     pub comment: String,
+    /// How the front end computes the column's value, if it is generated.
+    pub generated: Option<Generated>,
+}
+
+/// A column whose value the front end computes from the row's others at every write.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Generated {
+    /// The first `length` characters (bytes, if binary) of column `source`: a prefix
+    /// index's key (`ddl/key_parts.rs`).
+    Prefix { source: String, length: u32 },
 }
 
 /// A table's SQL definition beyond its storage schema.
@@ -51,6 +62,8 @@ struct StoredColumn {
     sql_type: Option<SqlType>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     comment: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    generated: Option<Generated>,
 }
 
 impl TableExtras {
@@ -66,6 +79,7 @@ impl TableExtras {
                 name: column.name.clone(),
                 sql_type: extras.sql_type.clone(),
                 comment: extras.comment.clone(),
+                generated: extras.generated.clone(),
             })
             .collect();
         if columns.is_empty() && self.comment.is_empty() {
@@ -112,6 +126,7 @@ impl TableExtras {
             extras.columns[position] = ColumnExtras {
                 sql_type: column.sql_type,
                 comment: column.comment,
+                generated: column.generated,
             };
         }
         Ok(extras)
@@ -154,6 +169,7 @@ mod tests {
                 ColumnExtras {
                     sql_type: Some(SqlType::Enum(vec!["new".into(), "done".into()].into())),
                     comment: "where the order is".into(),
+                    generated: None,
                 },
             ],
             comment: "orders".into(),

@@ -139,7 +139,7 @@ impl<'a> Binder<'a> {
         let mut found = self.columns.iter().enumerate().filter(|(_, c)| {
             c.name.eq_ignore_ascii_case(name)
                 && table.is_none_or(|t| c.table.eq_ignore_ascii_case(t))
-                && !crate::ddl::is_hidden_key(&c.name)
+                && !crate::ddl::is_hidden_column(&c.name)
         });
         let shown = match table {
             Some(table) => format!("{table}.{name}"),

@@ -59,7 +59,10 @@ pub struct IndexColumn {
     pub unique: bool,
     /// 1 for the index's first column.
     pub sequence: u64,
+    /// The column indexed (a prefix's source column).
     pub column: usize,
+    /// Characters of the column indexed, for a prefix.
+    pub sub_part: Option<u32>,
     pub index_type: &'static str,
 }
 
@@ -78,11 +81,16 @@ pub fn index_columns(table: &SqlTable) -> Vec<IndexColumn> {
             "BTREE"
         };
         for (sequence, &column) in index.columns.iter().enumerate() {
+            let (column, sub_part) = match table.prefix_source(column) {
+                Some((source, length)) => (source, Some(length)),
+                None => (column, None),
+            };
             entries.push(IndexColumn {
                 index: index.name.clone(),
                 unique,
                 sequence: sequence as u64 + 1,
                 column,
+                sub_part,
                 index_type,
             });
         }

@@ -456,7 +456,7 @@ fn statistics(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
                 text(column.name.clone()),
                 text("A"),
                 Value::Null,
-                Value::Null,
+                entry.sub_part.map_or(Value::Null, |n| number(u64::from(n))),
                 Value::Null,
                 text(if column.nullable { "YES" } else { "" }),
                 text(entry.index_type),

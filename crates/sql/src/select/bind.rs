@@ -34,7 +34,7 @@ fn wildcard(scope: &[ScopeColumn], table: Option<&str>) -> SqlResult<Vec<OutputC
         .iter()
         .enumerate()
         .filter(|(_, c)| table.is_none_or(|t| c.table.eq_ignore_ascii_case(t)))
-        .filter(|(_, c)| !crate::ddl::is_hidden_key(&c.name))
+        .filter(|(_, c)| !crate::ddl::is_hidden_column(&c.name))
         .map(|(position, c)| OutputColumn {
             name: c.name.clone(),
             expr: Expr::Column(position),

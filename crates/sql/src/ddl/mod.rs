@@ -9,11 +9,16 @@
 //! catalog. SQL never sees it: no name binds to it, `*` and every listing of columns and
 //! indexes leave it out, and INSERT fills it.
 
+mod key_parts;
+
+pub use key_parts::PrefixColumn;
+
 use sqlparser::ast::{self, ColumnOption, DataType, TableConstraint};
 
 use kista_client::schema::{Column, IndexKind, IndexSchema, TableSchema};
 use kista_client::types::{ColumnType, Value};
 
+use crate::catalog::SqlTable;
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{self, Binder};
 use crate::sql_type::SqlType;
@@ -28,9 +33,15 @@ pub const PRIMARY_INDEX: &str = "PRIMARY";
 /// The hidden primary-key column of a table declared without a primary key (NDB's `$PK`).
 pub const HIDDEN_KEY_COLUMN: &str = "#hidden_key";
 
-/// Whether a column of that name is a hidden key, which SQL never sees.
+/// Whether a column of that name is a hidden key.
 pub fn is_hidden_key(column_name: &str) -> bool {
     column_name == HIDDEN_KEY_COLUMN
+}
+
+/// Whether a column of that name is one SQL never sees: the hidden key, or a prefix's
+/// column (`key_parts.rs`). SQL's own column names may not start with `#`.
+pub fn is_hidden_column(column_name: &str) -> bool {
+    column_name.starts_with('#')
 }
 
 /// The hidden key's column of a table, if the table was declared without a primary key.
@@ -179,29 +190,6 @@ fn var_length(length: u64) -> SqlResult<u32> {
     Ok(length as u32)
 }
 
-fn index_columns(columns: &[ast::IndexColumn], schema: &TableSchema) -> SqlResult<Vec<usize>> {
-    columns
-        .iter()
-        .map(|c| {
-            let name = match &c.column.expr {
-                ast::Expr::Identifier(ident) => ident.value.clone(),
-                other => return Err(SqlError::not_supported(format!("index on {other}"))),
-            };
-            schema
-                .columns
-                .iter()
-                .position(|col| col.name.eq_ignore_ascii_case(&name))
-                .ok_or_else(|| {
-                    SqlError::new(
-                        1072,
-                        "42000",
-                        format!("Key column '{name}' doesn't exist in table"),
-                    )
-                })
-        })
-        .collect()
-}
-
 /// Translates `CREATE TABLE`; `cluster_name` is the table's name in the cluster.
 pub fn create_table(create: &ast::CreateTable, cluster_name: String) -> SqlResult<TableDefinition> {
     if create.query.is_some() || create.like.is_some() || create.clone.is_some() {
@@ -229,6 +217,9 @@ pub fn create_table(create: &ast::CreateTable, cluster_name: String) -> SqlResul
     for (position, definition) in create.columns.iter().enumerate() {
         let declared = declared_column(definition)?;
         extras.columns.push(declared.extras);
+        if declared.primary || declared.unique {
+            key_parts::refuse_lob(&declared.column)?;
+        }
         if declared.primary {
             schema.primary_key = vec![position];
         }
@@ -240,7 +231,7 @@ pub fn create_table(create: &ast::CreateTable, cluster_name: String) -> SqlResul
         }
         schema.columns.push(declared.column);
     }
-    let mut indexes = constraint_indexes(&create.constraints, &mut schema)?;
+    let mut indexes = constraint_indexes(&create.constraints, &mut schema, &mut extras)?;
     for column in unique_columns {
         let index = named_index(None, IndexKind::Unique, vec![column], &schema, &indexes);
         indexes.push(index);
@@ -269,7 +260,7 @@ struct DeclaredColumn {
 
 fn declared_column(definition: &ast::ColumnDef) -> SqlResult<DeclaredColumn> {
     let name = definition.name.value.clone();
-    if is_hidden_key(&name) {
+    if is_hidden_column(&name) {
         return Err(SqlError::new(
             1166,
             "42000",
@@ -286,7 +277,7 @@ fn declared_column(definition: &ast::ColumnDef) -> SqlResult<DeclaredColumn> {
         column: Column::new(&name, column_type),
         extras: ColumnExtras {
             sql_type,
-            comment: String::new(),
+            ..ColumnExtras::default()
         },
         primary: false,
         unique: serial,
@@ -388,6 +379,7 @@ fn table_comment(options: &ast::CreateTableOptions) -> SqlResult<String> {
 fn constraint_indexes(
     constraints: &[TableConstraint],
     schema: &mut TableSchema,
+    extras: &mut TableExtras,
 ) -> SqlResult<Vec<IndexSchema>> {
     let mut indexes = Vec::new();
     for constraint in constraints {
@@ -396,7 +388,7 @@ fn constraint_indexes(
                 if !schema.primary_key.is_empty() {
                     return Err(SqlError::new(1068, "42000", "Multiple primary key defined"));
                 }
-                schema.primary_key = index_columns(columns, schema)?;
+                schema.primary_key = key_parts::columns(columns, schema, extras, true)?;
                 continue;
             }
             TableConstraint::Unique {
@@ -417,7 +409,7 @@ fn constraint_indexes(
             }
             other => return Err(SqlError::not_supported(other)),
         };
-        let columns = index_columns(columns, schema)?;
+        let columns = key_parts::columns(columns, schema, extras, true)?;
         let name = name.map(|n| n.value.clone());
         let index = named_index(name, kind, columns, schema, &indexes);
         indexes.push(index);
@@ -525,9 +517,13 @@ fn invalid_default(column: &str) -> SqlError {
     )
 }
 
-/// Translates `CREATE [UNIQUE] INDEX name ON table (columns)`.
-pub fn create_index(create: &ast::CreateIndex, schema: &TableSchema) -> SqlResult<IndexSchema> {
-    let columns = index_columns(&create.columns, schema)?;
+/// Translates `CREATE [UNIQUE] INDEX name ON table (columns)` (a prefix only where the
+/// table has its column already: adding one to a table is ALTER TABLE's work).
+pub fn create_index(create: &ast::CreateIndex, table: &SqlTable) -> SqlResult<IndexSchema> {
+    let mut schema = table.schema().clone();
+    let mut extras = table.extras.clone();
+    let columns = key_parts::columns(&create.columns, &mut schema, &mut extras, false)?;
+    let schema = &schema;
     let kind = if create.unique {
         IndexKind::Unique
     } else {
