@@ -227,6 +227,12 @@ impl InFlight {
                     })
                     .map_err(|e| unreadable("table list", e));
                 (conf.request_id, answer)
+            } else if let Ok(conf) = AlterTableConf::from_signal(&signal) {
+                let answer = SchemaAnswer {
+                    schema_version: conf.schema_version,
+                    ..SchemaAnswer::default()
+                };
+                (conf.request_id, Ok(answer))
             } else if let Ok(conf) = DropIndexConf::from_signal(&signal) {
                 let answer = SchemaAnswer {
                     schema_version: conf.schema_version,

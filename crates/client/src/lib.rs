@@ -316,6 +316,30 @@ impl Client {
         Ok(changed)
     }
 
+    /// Replaces `table`'s extra metadata (what the layer above keeps with the table);
+    /// returns the table at its new schema version. Error 241 when the table changed since
+    /// `table` was opened (open it again and decide again).
+    pub fn alter_extra_metadata(
+        &self,
+        table: &Table,
+        extra_metadata: Vec<u8>,
+    ) -> Result<Table, ClientError> {
+        let (table_id, schema_version) = (table.id, table.schema_version);
+        let altered =
+            self.change_schema(&extra_metadata, |request_id, client| AlterTableRequest {
+                request_id,
+                client,
+                table_id,
+                schema_version,
+            })?;
+        let mut changed = table.clone();
+        changed.schema_version = altered.schema_version;
+        let mut schema = (*table.schema).clone();
+        schema.extra_metadata = extra_metadata;
+        changed.schema = Arc::new(schema);
+        Ok(changed)
+    }
+
     /// Drops `table` and every row in it.
     pub fn drop_table(&self, table: &Table) -> Result<(), ClientError> {
         let table_id = table.id;

@@ -238,3 +238,37 @@ fn another_client_finds_a_table_by_name_and_lists_every_table() {
     assert_eq!(finder.table_names().unwrap(), vec!["db/other".to_string()]);
     assert_eq!(finder.open_table("accounts").err().unwrap().code(), 723);
 }
+
+#[test]
+fn extra_metadata_changes_move_the_table_to_a_new_version_that_every_client_learns() {
+    let datad = Datad::start(&[]);
+    let writer = Client::connect(datad.address).unwrap();
+    let table = writer.create_table(accounts(), vec![]).unwrap();
+    let other = Client::connect(datad.address).unwrap();
+    let stale = other.open_table("accounts").unwrap();
+
+    let altered = writer
+        .alter_extra_metadata(&table, b"{\"triggers\": []}".to_vec())
+        .unwrap();
+    assert!(altered.schema_version > table.schema_version);
+    assert_eq!(altered.schema().extra_metadata, b"{\"triggers\": []}");
+    let reopened = other.open_table("accounts").unwrap();
+    assert_eq!(reopened.schema(), altered.schema());
+    assert_eq!(reopened.schema_version, altered.schema_version);
+
+    // A client still holding the old version is told the table changed (241), for its
+    // writes and for a change of metadata decided on what it saw.
+    let mut write = other.transaction();
+    write.insert(&stale, account(1, 10)).unwrap();
+    let refused = write.execute(ExecuteMode::Commit).unwrap().wait();
+    assert_eq!(refused.err().map(|e| e.code()), Some(241));
+    let lost_update = other.alter_extra_metadata(&stale, b"{}".to_vec());
+    assert_eq!(lost_update.err().map(|e| e.code()), Some(241));
+    let too_big = vec![b' '; kista_client::schema::EXTRA_METADATA_BYTES_MAX + 1];
+    let refused = writer
+        .alter_extra_metadata(&altered, too_big)
+        .err()
+        .unwrap();
+    assert_ne!(refused.code(), 0, "{refused}");
+    assert_eq!(balance_of(&writer, &altered, 1), None);
+}

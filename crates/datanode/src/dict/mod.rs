@@ -25,7 +25,7 @@ use kista_runtime::io::FileReply;
 use kista_runtime::{Block, Context};
 use kista_signal::{BlockAddress, NodeId, Signal, TypedSignal};
 use kista_storage::codec::{read_index_schema, Reader};
-use kista_storage::schema::{IndexKind, IndexSchema, TableSchema};
+use kista_storage::schema::{IndexKind, IndexSchema, TableSchema, EXTRA_METADATA_BYTES_MAX};
 
 use crate::cluster::{ClusterShape, NodeSet};
 use crate::node::NodeSettings;
@@ -66,6 +66,9 @@ enum Reply {
     },
     TableDropped,
     IndexDropped {
+        version: u32,
+    },
+    TableAltered {
         version: u32,
     },
 }
@@ -465,6 +468,50 @@ impl Dictionary {
         }
     }
 
+    /// Replaces a table's extra metadata, if the client saw its current version.
+    fn alter_table(&mut self, ctx: &mut Context, request: AlterTableRequest) {
+        let metadata = ctx.section().map(|b| b.to_vec()).unwrap_or_default();
+        let Some(table) = self.client_table(request.table_id) else {
+            return self.no_such_table(ctx, request.client, request.request_id, request.table_id);
+        };
+        let refusal = if table.version != request.schema_version {
+            Some((
+                ErrorCode::SchemaVersion,
+                format!(
+                    "table {} is at schema version {}, not {}",
+                    request.table_id, table.version, request.schema_version
+                ),
+            ))
+        } else if metadata.len() > EXTRA_METADATA_BYTES_MAX {
+            Some((
+                ErrorCode::BadSchema,
+                format!(
+                    "{} bytes of extra metadata; at most {EXTRA_METADATA_BYTES_MAX} are allowed",
+                    metadata.len()
+                ),
+            ))
+        } else {
+            None
+        };
+        if let Some((code, message)) = refusal {
+            return self.refuse(ctx, request.client, request.request_id, code, &message);
+        }
+        table.definition.schema.extra_metadata = metadata;
+        table.version += 1;
+        let reply = Reply::TableAltered {
+            version: table.version,
+        };
+        // No way back once sent: an instance cannot fail to take new metadata.
+        self.publish(
+            ctx,
+            request.client,
+            request.request_id,
+            request.table_id,
+            Some(reply),
+            None,
+        );
+    }
+
     /// Drops an index table; nobody waits for it (its table's change answers the client).
     fn drop_index_table(&mut self, ctx: &mut Context, index_table: u32) {
         self.tables.remove(&index_table);
@@ -754,6 +801,11 @@ impl Dictionary {
                 schema_version: version,
             }
             .to_signal(client, here),
+            Reply::TableAltered { version } => AlterTableConf {
+                request_id,
+                schema_version: version,
+            }
+            .to_signal(client, here),
         };
         ctx.send(signal);
     }
@@ -769,7 +821,8 @@ impl Block for Dictionary {
         let is_client_request = number == CreateTableRequest::NUMBER
             || number == CreateIndexRequest::NUMBER
             || number == DropTableRequest::NUMBER
-            || number == DropIndexRequest::NUMBER;
+            || number == DropIndexRequest::NUMBER
+            || number == AlterTableRequest::NUMBER;
         if is_client_request && self.is_starting() {
             if let Some((client, request_id)) = relay::client_of(signal) {
                 let message = "the cluster is starting from disk: schema changes wait";
@@ -800,6 +853,8 @@ impl Block for Dictionary {
             DropTableRequest::from_signal(signal).map(|r| self.drop_table(ctx, r))
         } else if number == DropIndexRequest::NUMBER {
             DropIndexRequest::from_signal(signal).map(|r| self.drop_index(ctx, r))
+        } else if number == AlterTableRequest::NUMBER {
+            AlterTableRequest::from_signal(signal).map(|r| self.alter_table(ctx, r))
         } else if number == TableLookupRequest::NUMBER {
             TableLookupRequest::from_signal(signal).map(|r| self.look_up_table(ctx, r))
         } else if number == TableListRequest::NUMBER {

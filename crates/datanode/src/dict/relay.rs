@@ -54,7 +54,8 @@ pub fn client_of(request: &Signal) -> Option<(BlockAddress, u64)> {
         CreateTableRequest,
         CreateIndexRequest,
         DropTableRequest,
-        DropIndexRequest
+        DropIndexRequest,
+        AlterTableRequest
     )
 }
 
@@ -81,7 +82,8 @@ impl Relays {
             CreateTableRequest,
             CreateIndexRequest,
             DropTableRequest,
-            DropIndexRequest
+            DropIndexRequest,
+            AlterTableRequest
         );
         let Some(((client, request_id), forwarded)) = passed else {
             unreachable!("only client schema requests are passed on");
@@ -118,6 +120,7 @@ impl Relays {
             CreateIndexConf,
             DropTableConf,
             DropIndexConf,
+            AlterTableConf,
             DictRef
         );
         let Some(back) = back else {

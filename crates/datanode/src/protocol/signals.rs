@@ -381,6 +381,16 @@ typed_signal! {
 typed_signal! {
     DropIndexConf = 114 { request_id: u64, schema_version: u32, }
 }
+typed_signal! {
+    /// Replaces a table's extra metadata (what the layer above keeps with it), if the table
+    /// is still at `schema_version` (else error 241: someone changed it meanwhile); the
+    /// table's version moves on, so every client's next operation on it learns of the
+    /// change. Section: the new extra metadata.
+    AlterTableRequest = 115 { request_id: u64, client: BlockAddress, table_id: u32, schema_version: u32, }
+}
+typed_signal! {
+    AlterTableConf = 116 { request_id: u64, schema_version: u32, }
+}
 
 /// Bytes of names one [`TableListConf`] carries at most.
 pub const TABLE_LIST_BYTES_MAX: usize = 64 * 1024;
