@@ -281,6 +281,11 @@ fn prefix_indexes_keep_unique_prefixes_through_every_write() {
 }
 
 #[test]
+fn triggers_fire_per_row_in_the_statements_transaction() {
+    run_pymysql_script("triggers.py", "triggers ok");
+}
+
+#[test]
 fn native_functions_answer_as_mysql() {
     run_pymysql_script("functions.py", "functions ok");
 }

@@ -247,6 +247,12 @@ pub fn run(
             ..
         } => drop(session, *object_type, *if_exists, names),
         Statement::CreateTable(create) => create_table(session, create),
+        Statement::CreateTrigger(create) => {
+            crate::trigger::create(session, create).map(|()| Outcome::done())
+        }
+        Statement::DropTrigger(drop) => {
+            crate::trigger::drop(session, drop).map(|()| Outcome::done())
+        }
         Statement::CreateView {
             or_replace,
             materialized,

@@ -17,6 +17,7 @@ use crate::ddl::PrefixColumn;
 use crate::error::{SqlError, SqlResult};
 use crate::sql_type::SqlType;
 use crate::table_metadata::TableExtras;
+use crate::trigger::Trigger;
 
 /// The cluster table listing databases: one row per database.
 pub const DATABASES_TABLE: &str = "#kista/databases";
@@ -45,6 +46,8 @@ pub struct SqlTable {
     pub extras: TableExtras,
     /// The hidden columns holding prefixes of others, for prefix indexes.
     pub prefix_columns: Vec<PrefixColumn>,
+    /// The table's triggers, ready to fire, in the order they fire.
+    pub triggers: Vec<Arc<Trigger>>,
 }
 
 /// A table's counters in the catalog's counter table.
@@ -518,6 +521,11 @@ impl Catalog {
         let hidden_key = crate::ddl::hidden_key_column(table.schema());
         let extras = TableExtras::decode(table.schema())?;
         let prefix_columns = PrefixColumn::of(table.schema(), &extras);
+        let triggers = extras
+            .triggers
+            .iter()
+            .map(|def| Trigger::prepare(def.clone(), table.schema()).map(Arc::new))
+            .collect::<SqlResult<_>>()?;
         let opened = Arc::new(SqlTable {
             database: database.to_lowercase(),
             name: name.to_lowercase(),
@@ -526,6 +534,7 @@ impl Catalog {
             hidden_key,
             extras,
             prefix_columns,
+            triggers,
         });
         let mut tables = lock(&self.tables);
         if tables.len() >= OPEN_TABLES_MAX {
@@ -533,6 +542,15 @@ impl Catalog {
         }
         tables.insert(full, opened.clone());
         Ok(opened)
+    }
+
+    /// Replaces what SQL keeps of `table` beyond its storage schema (its triggers, ...).
+    /// Error 1412 (retried by the session) when the table changed since it was opened.
+    pub fn alter_extras(&self, table: &SqlTable, extras: &TableExtras) -> SqlResult<()> {
+        let metadata = extras.encode(table.schema());
+        self.forget(&table.database, &table.name);
+        self.client.alter_extra_metadata(&table.table, metadata)?;
+        Ok(())
     }
 
     /// Forgets what is cached of a table (it changed or vanished).

@@ -29,10 +29,11 @@ use crate::error::{SqlError, SqlResult};
 use crate::expr::{bind, eval, Binder, EvalContext, Expr};
 use crate::select::{self, split_name, SelectPlan};
 use crate::session::{Outcome, Parsed, Session, Tx};
+use crate::trigger::{self, Event, Firing, Timing};
 use crate::value::{same_value, same_values, to_i64};
 
 /// Makes `value` fit column `column` of `table` (NULL refused in NOT NULL columns).
-fn fit(table: &SqlTable, column: usize, value: &Value) -> SqlResult<Value> {
+pub(crate) fn fit(table: &SqlTable, column: usize, value: &Value) -> SqlResult<Value> {
     let definition = &table.schema().columns[column];
     if value.is_null() {
         if !definition.nullable {
@@ -49,12 +50,7 @@ pub fn insert(
     placeholders: &[Location],
     params: &[Value],
 ) -> SqlResult<Outcome> {
-    let TableObject::TableName(name) = &insert.table else {
-        return Err(SqlError::not_supported("INSERT INTO TABLE FUNCTION"));
-    };
-    let (database, table_name) = split_name(session, name)?;
-    let table = session.catalog.table(&database, &table_name)?;
-    let targets = target_columns(&table, &insert.columns)?;
+    let (table, targets) = insert_target(session, insert)?;
     let source = insert
         .source
         .as_ref()
@@ -65,6 +61,59 @@ pub fn insert(
         }
         _ => selected_given(session, &table, &targets, source, placeholders, params)?,
     };
+    let mut prepared = prepare_insert(session, table, insert, given, placeholders)?;
+    let outcome = session.transactional(|tx, session| {
+        write_insert(tx, session, &mut prepared, params, &mut Firing::default())
+    });
+    let (affected, ignored) =
+        outcome.map_err(|e| duplicate_message(e, &prepared.table, &prepared.rows))?;
+    for _ in 0..ignored {
+        let message = format!("Duplicate entry in table '{}'", prepared.table.name);
+        session.warn(1062, message);
+    }
+    if prepared.first_auto > 0 {
+        session.last_insert_id = prepared.first_auto;
+    }
+    Ok(Outcome::Done {
+        affected_rows: affected,
+        last_insert_id: prepared.first_auto,
+        info: String::new(),
+    })
+}
+
+/// The table an INSERT writes and the columns it gives values for.
+fn insert_target(
+    session: &Session,
+    insert: &ast::Insert,
+) -> SqlResult<(Arc<SqlTable>, Vec<usize>)> {
+    let TableObject::TableName(name) = &insert.table else {
+        return Err(SqlError::not_supported("INSERT INTO TABLE FUNCTION"));
+    };
+    let (database, table_name) = split_name(session, name)?;
+    let table = session.catalog.table(&database, &table_name)?;
+    let targets = target_columns(&table, &insert.columns)?;
+    Ok((table, targets))
+}
+
+/// An INSERT's rows made whole and what it does with duplicates: ready to write.
+struct PreparedInsert {
+    table: Arc<SqlTable>,
+    rows: Vec<Vec<Value>>,
+    /// The first AUTO_INCREMENT value the statement generated (0: none).
+    first_auto: u64,
+    /// ON DUPLICATE KEY UPDATE's assignments.
+    duplicate_update: Option<Vec<(usize, Expr)>>,
+    replace: bool,
+    ignore: bool,
+}
+
+fn prepare_insert(
+    session: &Session,
+    table: Arc<SqlTable>,
+    insert: &ast::Insert,
+    given: Vec<GivenRow>,
+    placeholders: &[Location],
+) -> SqlResult<PreparedInsert> {
     let mut rows = given
         .into_iter()
         .map(|row| complete_row(&table, row))
@@ -81,34 +130,96 @@ pub fn insert(
         Some(_) => return Err(SqlError::not_supported("ON CONFLICT")),
         None => None,
     };
-    let replace = insert.replace_into;
-    let mut ignored = 0;
-    let affected = session.transactional(|tx, session| {
-        tx.wrote(table.table.id);
-        if !insert.ignore && duplicate_update.is_none() {
-            return insert_rows(tx, &table, &rows, replace);
-        }
-        let found = read_unique_keys(tx, &table, &rows)?;
+    let (replace, ignore) = (insert.replace_into, insert.ignore);
+    if !table.triggers.is_empty() && (replace || ignore || duplicate_update.is_some()) {
+        return Err(SqlError::not_supported(
+            "REPLACE, INSERT IGNORE and ON DUPLICATE KEY UPDATE on a table with triggers",
+        ));
+    }
+    Ok(PreparedInsert {
+        table,
+        rows,
+        first_auto,
+        duplicate_update,
+        replace,
+        ignore,
+    })
+}
+
+/// Writes a prepared INSERT in `tx`, its rows' triggers firing: rows affected and ignored.
+fn write_insert(
+    tx: &mut Tx,
+    session: &Session,
+    prepared: &mut PreparedInsert,
+    params: &[Value],
+    firing: &mut Firing,
+) -> SqlResult<(u64, u64)> {
+    let table = prepared.table.clone();
+    firing.writing(&table, |firing| {
+        let hold = firing.holds_commit(&table);
+        tx.holding_commit(hold, |tx| {
+            insert_firing_triggers(tx, session, prepared, params, firing)
+        })
+    })
+}
+
+fn insert_firing_triggers(
+    tx: &mut Tx,
+    session: &Session,
+    prepared: &mut PreparedInsert,
+    params: &[Value],
+    firing: &mut Firing,
+) -> SqlResult<(u64, u64)> {
+    let table = prepared.table.clone();
+    tx.wrote(table.table.id);
+    let event = (Timing::Before, Event::Insert);
+    for row in prepared.rows.iter_mut() {
+        trigger::fire(tx, session, &table, event, None, Some(row), firing)?;
+    }
+    let rows = &prepared.rows;
+    let (affected, ignored) = if !prepared.ignore && prepared.duplicate_update.is_none() {
+        (insert_rows(tx, &table, rows, prepared.replace)?, 0)
+    } else {
+        let found = read_unique_keys(tx, &table, rows)?;
         let variable = |name: &str| session.variable(name);
         let ctx = session.eval_context(params, &[], &variable);
-        let update = duplicate_update.as_deref();
-        let outcome = insert_unless_duplicate(tx, &table, &rows, &found, update, &ctx)?;
-        ignored = outcome.ignored;
+        let update = prepared.duplicate_update.as_deref();
+        let outcome = insert_unless_duplicate(tx, &table, rows, &found, update, &ctx)?;
         tx.execute(true)?;
-        Ok(outcome.affected)
-    });
-    let affected = affected.map_err(|e| duplicate_message(e, &table, &rows))?;
-    for _ in 0..ignored {
-        session.warn(1062, format!("Duplicate entry in table '{}'", table.name));
+        (outcome.affected, outcome.ignored)
+    };
+    let event = (Timing::After, Event::Insert);
+    for row in prepared.rows.iter_mut() {
+        trigger::fire(tx, session, &table, event, None, Some(row), firing)?;
     }
-    if first_auto > 0 {
-        session.last_insert_id = first_auto;
+    Ok((affected, ignored))
+}
+
+/// Runs a write a trigger's body holds (its `NEW.col` and `OLD.col` replaced by values)
+/// in the transaction of the statement that fired it.
+pub(crate) fn write_from_trigger(
+    tx: &mut Tx,
+    session: &Session,
+    parsed: &Parsed,
+    firing: &mut Firing,
+) -> SqlResult<()> {
+    if let ast::Statement::Insert(insert) = &parsed.statement {
+        let (table, targets) = insert_target(session, insert)?;
+        let Some(SetExpr::Values(values)) = insert.source.as_deref().map(|q| q.body.as_ref())
+        else {
+            return Err(SqlError::not_supported(
+                "INSERT without VALUES in a trigger",
+            ));
+        };
+        let given = values_given(session, &table, &targets, values, &[], &[])?;
+        let mut prepared = prepare_insert(session, table, insert, given, &[])?;
+        write_insert(tx, session, &mut prepared, &[], firing)?;
+        return Ok(());
     }
-    Ok(Outcome::Done {
-        affected_rows: affected,
-        last_insert_id: first_auto,
-        info: String::new(),
-    })
+    let plan = bind_write(session, parsed)?
+        .ok_or_else(|| SqlError::not_supported(format!("{} in a trigger", parsed.statement)))?;
+    write_rows(tx, session, &plan, &[], firing)?;
+    Ok(())
 }
 
 /// Inserts (or with REPLACE, writes) `rows`; a duplicate key fails the statement.
@@ -399,7 +510,7 @@ fn complete_row(table: &SqlTable, given: GivenRow) -> SqlResult<Vec<Value>> {
 /// catalog's counter pass the highest value given. Returns the first value generated (0:
 /// none).
 fn number_auto_increment(
-    session: &mut Session,
+    session: &Session,
     table: &SqlTable,
     rows: &mut [Vec<Value>],
 ) -> SqlResult<u64> {
@@ -651,84 +762,178 @@ fn bind_delete(
 
 /// Runs a bound UPDATE or DELETE with `params` for its `?`s.
 pub fn run_write(session: &mut Session, plan: &WritePlan, params: &[Value]) -> SqlResult<Outcome> {
-    match &plan.change {
-        Change::Update {
-            assignments,
-            changes_key,
-        } => run_update(session, plan, assignments, *changes_key, params),
-        Change::Delete => run_delete(session, plan, params),
-    }
-}
-
-fn run_update(
-    session: &mut Session,
-    plan: &WritePlan,
-    assignments: &[(usize, Expr)],
-    changes_key: bool,
-    params: &[Value],
-) -> SqlResult<Outcome> {
-    let table = &plan.table;
     let affected = session.transactional(|tx, session| {
-        tx.wrote(table.table.id);
-        let rows = select::fetch(tx, session, &plan.rows, table, params, false)?;
-        let rows = plan.rows.limited(session, rows, params)?;
-        let variable = |name: &str| session.variable(name);
-        let ctx = session.eval_context(params, &[], &variable);
-        let mut affected = 0;
-        for row in &rows {
-            let changes = evaluate_assignments(table, assignments, row, &ctx)?;
-            let changed: Vec<(u16, Value)> = changes
-                .into_iter()
-                .filter(|(c, v)| !same_value(&row[usize::from(*c)], v))
-                .collect();
-            if changed.is_empty() {
-                continue;
-            }
-            affected += 1;
-            let key = table.key_of(row);
-            if changes_key {
-                let mut new_row = row.clone();
-                for (c, v) in changed {
-                    new_row[usize::from(c)] = v;
-                }
-                tx.wrote_row(table.table.id, table.key_of(&new_row));
-                tx.undo_change(&table.table, row)?;
-                tx.undo_insert(&table.table, table.key_of(&new_row))?;
-                tx.transaction.delete(&table.table, &key)?;
-                tx.transaction.insert(&table.table, new_row)?;
-            } else {
-                tx.wrote_row(table.table.id, key.clone());
-                tx.undo_change(&table.table, row)?;
-                tx.transaction.update(&table.table, &key, changed)?;
-            }
-        }
-        if affected > 0 {
-            tx.finish_writes(plan.may_wait)?;
-        }
-        Ok(affected)
+        write_rows(tx, session, plan, params, &mut Firing::default())
     })?;
-    Ok(Outcome::Done {
-        affected_rows: affected,
-        last_insert_id: 0,
-        info: format!("Rows matched: {affected}  Changed: {affected}  Warnings: 0"),
+    Ok(match &plan.change {
+        Change::Update { .. } => Outcome::Done {
+            affected_rows: affected,
+            last_insert_id: 0,
+            info: format!("Rows matched: {affected}  Changed: {affected}  Warnings: 0"),
+        },
+        Change::Delete => Outcome::affected(affected),
     })
 }
 
-fn run_delete(session: &mut Session, plan: &WritePlan, params: &[Value]) -> SqlResult<Outcome> {
+/// Runs a bound UPDATE or DELETE in `tx`, its rows' triggers firing: rows affected.
+fn write_rows(
+    tx: &mut Tx,
+    session: &Session,
+    plan: &WritePlan,
+    params: &[Value],
+    firing: &mut Firing,
+) -> SqlResult<u64> {
     let table = &plan.table;
-    let affected = session.transactional(|tx, session| {
-        tx.wrote(table.table.id);
-        let rows = select::fetch(tx, session, &plan.rows, table, params, false)?;
-        let rows = plan.rows.limited(session, rows, params)?;
-        for row in &rows {
-            let key = table.key_of(row);
+    firing.writing(table, |firing| {
+        let hold = firing.holds_commit(table);
+        tx.holding_commit(hold, |tx| {
+            write_found_rows(tx, session, plan, params, firing)
+        })
+    })
+}
+
+fn write_found_rows(
+    tx: &mut Tx,
+    session: &Session,
+    plan: &WritePlan,
+    params: &[Value],
+    firing: &mut Firing,
+) -> SqlResult<u64> {
+    let table = &plan.table;
+    tx.wrote(table.table.id);
+    let rows = select::fetch(tx, session, &plan.rows, table, params, false)?;
+    let rows = plan.rows.limited(session, rows, params)?;
+    let affected = match &plan.change {
+        Change::Update {
+            assignments,
+            changes_key,
+        } => {
+            let change = (assignments.as_slice(), *changes_key);
+            update_rows(tx, session, table, &rows, change, params, firing)?
+        }
+        Change::Delete => delete_rows(tx, session, table, &rows, firing)?,
+    };
+    if affected > 0 {
+        tx.finish_writes(plan.may_wait && table.triggers.is_empty())?;
+    }
+    Ok(affected)
+}
+
+fn update_rows(
+    tx: &mut Tx,
+    session: &Session,
+    table: &SqlTable,
+    rows: &[Vec<Value>],
+    (assignments, changes_key): (&[(usize, Expr)], bool),
+    params: &[Value],
+    firing: &mut Firing,
+) -> SqlResult<u64> {
+    let variable = |name: &str| session.variable(name);
+    let ctx = session.eval_context(params, &[], &variable);
+    let mut affected = 0;
+    let mut updated = Vec::new();
+    for row in rows {
+        let mut changed: Vec<(u16, Value)> = evaluate_assignments(table, assignments, row, &ctx)?
+            .into_iter()
+            .filter(|(c, v)| !same_value(&row[usize::from(*c)], v))
+            .collect();
+        let mut changes_key = changes_key;
+        if !table.triggers.is_empty() {
+            let new_row = fire_before_update(tx, session, table, row, &changed, firing)?;
+            changed = (0..row.len())
+                .filter(|&c| !same_value(&row[c], &new_row[c]))
+                .map(|c| (c as u16, new_row[c].clone()))
+                .collect();
+            let key = &table.schema().primary_key;
+            changes_key = changed.iter().any(|(c, _)| key.contains(&usize::from(*c)));
+            updated.push((row, new_row));
+        }
+        if changed.is_empty() {
+            continue;
+        }
+        affected += 1;
+        let key = table.key_of(row);
+        if changes_key {
+            let mut new_row = row.clone();
+            for (c, v) in changed {
+                new_row[usize::from(c)] = v;
+            }
+            tx.wrote_row(table.table.id, table.key_of(&new_row));
             tx.undo_change(&table.table, row)?;
+            tx.undo_insert(&table.table, table.key_of(&new_row))?;
             tx.transaction.delete(&table.table, &key)?;
+            tx.transaction.insert(&table.table, new_row)?;
+        } else {
+            tx.wrote_row(table.table.id, key.clone());
+            tx.undo_change(&table.table, row)?;
+            tx.transaction.update(&table.table, &key, changed)?;
         }
-        if !rows.is_empty() {
-            tx.finish_writes(plan.may_wait)?;
+    }
+    for (row, mut new_row) in updated {
+        trigger::fire(
+            tx,
+            session,
+            table,
+            (Timing::After, Event::Update),
+            Some(row),
+            Some(&mut new_row),
+            firing,
+        )?;
+    }
+    Ok(affected)
+}
+
+/// The row an UPDATE writes: `row` with `changes`, as the BEFORE UPDATE triggers left it.
+fn fire_before_update(
+    tx: &mut Tx,
+    session: &Session,
+    table: &SqlTable,
+    row: &[Value],
+    changes: &[(u16, Value)],
+    firing: &mut Firing,
+) -> SqlResult<Vec<Value>> {
+    let mut new_row = row.to_vec();
+    for (c, v) in changes {
+        new_row[usize::from(*c)] = v.clone();
+    }
+    trigger::fire(
+        tx,
+        session,
+        table,
+        (Timing::Before, Event::Update),
+        Some(row),
+        Some(&mut new_row),
+        firing,
+    )?;
+    Ok(new_row)
+}
+
+fn delete_rows(
+    tx: &mut Tx,
+    session: &Session,
+    table: &SqlTable,
+    rows: &[Vec<Value>],
+    firing: &mut Firing,
+) -> SqlResult<u64> {
+    for timing in [Timing::Before, Timing::After] {
+        if timing == Timing::After {
+            for row in rows {
+                let key = table.key_of(row);
+                tx.undo_change(&table.table, row)?;
+                tx.transaction.delete(&table.table, &key)?;
+            }
         }
-        Ok(rows.len() as u64)
-    })?;
-    Ok(Outcome::affected(affected))
+        for row in rows {
+            trigger::fire(
+                tx,
+                session,
+                table,
+                (timing, Event::Delete),
+                Some(row),
+                None,
+                firing,
+            )?;
+        }
+    }
+    Ok(rows.len() as u64)
 }

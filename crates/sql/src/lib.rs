@@ -27,6 +27,7 @@ pub mod sql_type;
 pub mod subquery;
 pub mod table_metadata;
 pub mod text_statements;
+pub mod trigger;
 pub mod value;
 pub mod write_set;
 

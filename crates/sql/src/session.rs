@@ -507,6 +507,7 @@ impl<'c> Session<'c> {
             process: self.process.clone(),
             commits: (self.autocommit && !self.explicit).then(|| self.commit_mode()),
             ended: false,
+            commit_held: 0,
             written,
             savepoints,
         };
@@ -636,6 +637,9 @@ pub struct Tx<'c> {
     /// How the statement ends the transaction, if it does (autocommit).
     commits: Option<ExecuteMode>,
     ended: bool,
+    /// While above 0, the statement's last batch does not commit: triggers still have
+    /// writes to make after it ([`Tx::holding_commit`]).
+    commit_held: u32,
     written: WriteSet,
     savepoints: Savepoints,
 }
@@ -672,7 +676,7 @@ impl Tx<'_> {
             process.check_killed()?;
         }
         let mode = match self.commits {
-            Some(commit) if last => {
+            Some(commit) if last && self.commit_held == 0 => {
                 self.ended = true;
                 commit
             }
@@ -693,6 +697,16 @@ impl Tx<'_> {
     /// it. The data nodes run a batch's operations on one row in order, so the next
     /// statement's reads see them (datanode test
     /// `a_locked_read_sees_the_writes_its_transaction_made_earlier_in_the_same_batch`).
+    /// Runs `work` (when `hold`) with no batch committing: a statement whose triggers
+    /// write after its own last batch, or a trigger's statement. The transaction then
+    /// commits (under autocommit) when the statement that fired them ends.
+    pub fn holding_commit<T>(&mut self, hold: bool, work: impl FnOnce(&mut Self) -> T) -> T {
+        self.commit_held += u32::from(hold);
+        let result = work(self);
+        self.commit_held -= u32::from(hold);
+        result
+    }
+
     pub fn finish_writes(&mut self, may_wait: bool) -> SqlResult<()> {
         if may_wait && self.commits.is_none() {
             return Ok(());

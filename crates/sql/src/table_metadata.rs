@@ -13,6 +13,7 @@ use kista_client::schema::TableSchema;
 
 use crate::error::{SqlError, SqlResult};
 use crate::sql_type::SqlType;
+use crate::trigger::TriggerDef;
 
 /// The format this front end writes and reads.
 const FORMAT_VERSION: u32 = 1;
@@ -45,6 +46,8 @@ pub struct TableExtras {
     /// One per storage column, in the schema's order.
     pub columns: Vec<ColumnExtras>,
     pub comment: String,
+    /// In the order they were created (the order they fire in).
+    pub triggers: Vec<TriggerDef>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -53,6 +56,8 @@ struct Stored {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     comment: String,
     columns: Vec<StoredColumn>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    triggers: Vec<TriggerDef>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -82,13 +87,14 @@ impl TableExtras {
                 generated: extras.generated.clone(),
             })
             .collect();
-        if columns.is_empty() && self.comment.is_empty() {
+        if columns.is_empty() && self.comment.is_empty() && self.triggers.is_empty() {
             return Vec::new();
         }
         let stored = Stored {
             version: FORMAT_VERSION,
             comment: self.comment.clone(),
             columns,
+            triggers: self.triggers.clone(),
         };
         serde_json::to_vec(&stored).unwrap_or_default()
     }
@@ -98,7 +104,7 @@ impl TableExtras {
     pub fn decode(schema: &TableSchema) -> SqlResult<TableExtras> {
         let mut extras = TableExtras {
             columns: vec![ColumnExtras::default(); schema.columns.len()],
-            comment: String::new(),
+            ..TableExtras::default()
         };
         if schema.extra_metadata.is_empty() {
             return Ok(extras);
@@ -119,6 +125,7 @@ impl TableExtras {
             )));
         }
         extras.comment = stored.comment;
+        extras.triggers = stored.triggers;
         for column in stored.columns {
             let position = schema
                 .column_index(&column.name)
@@ -155,7 +162,7 @@ mod tests {
     fn a_table_with_nothing_beyond_storage_keeps_no_metadata() {
         let extras = TableExtras {
             columns: vec![ColumnExtras::default(); 2],
-            comment: String::new(),
+            ..TableExtras::default()
         };
         assert!(extras.encode(&schema()).is_empty());
         assert_eq!(TableExtras::decode(&schema()).unwrap(), extras);
@@ -173,6 +180,7 @@ mod tests {
                 },
             ],
             comment: "orders".into(),
+            triggers: Vec::new(),
         };
         let mut schema = schema();
         schema.extra_metadata = extras.encode(&schema);

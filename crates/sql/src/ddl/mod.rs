@@ -211,8 +211,8 @@ pub fn create_table(create: &ast::CreateTable, cluster_name: String) -> SqlResul
     let mut unique_columns = Vec::new();
     let mut auto_increment = None;
     let mut extras = TableExtras {
-        columns: Vec::new(),
         comment: table_comment(&create.table_options)?,
+        ..TableExtras::default()
     };
     for (position, definition) in create.columns.iter().enumerate() {
         let declared = declared_column(definition)?;

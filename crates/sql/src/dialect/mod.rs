@@ -5,7 +5,8 @@
 //! error.
 //!
 //! MySQL syntax sqlparser lacks is parsed here too: MySQL 8's CREATE TABLE
-//! (`create_table.rs`), SET's lists of variables, NAMES and CHARACTER SET (`set.rs`),
+//! (`create_table.rs`), CREATE TRIGGER with a one-statement body or a DEFINER
+//! (`create_trigger.rs`), SET's lists of variables, NAMES and CHARACTER SET (`set.rs`),
 //! the SHOW statements that are views of `information_schema`, as their queries
 //! (`show.rs`), and, before parsing, rewritten in the statement's tokens into
 //! forms sqlparser knows (`rewrite.rs`: type names of several words, compound interval
@@ -17,6 +18,7 @@
 use std::any::TypeId;
 
 mod create_table;
+mod create_trigger;
 mod rewrite;
 mod set;
 mod show;
@@ -75,6 +77,9 @@ impl Dialect for KistaDialect {
     fn parse_statement(&self, parser: &mut Parser) -> Option<Result<Statement, ParserError>> {
         if create_table::starts_create_table(parser) {
             return Some(create_table::parse_create_table(parser));
+        }
+        if create_trigger::starts_create_trigger(parser) {
+            return Some(create_trigger::parse_create_trigger(parser));
         }
         if set::starts_set_variables(parser) {
             return Some(set::parse_set_variables(parser));

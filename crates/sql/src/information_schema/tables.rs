@@ -207,7 +207,7 @@ pub(super) const ALL: &[SystemTableDef] = &[
             ("ACTION_TIMING", Text),
             ("DEFINER", Text),
         ],
-        rows: none,
+        rows: triggers,
     },
     SystemTableDef {
         name: "CHARACTER_SETS",
@@ -440,6 +440,36 @@ fn sizes_of(column_type: ColumnType) -> [Value; 7] {
         sizes[6] = text(COLLATION);
     }
     sizes
+}
+
+fn triggers(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+    for_each_table(catalog, |database, table| {
+        let defined = &table.extras.triggers;
+        for (position, trigger) in defined.iter().enumerate() {
+            // ACTION_ORDER counts the table's triggers of the same event and timing.
+            let order = defined[..=position]
+                .iter()
+                .filter(|t| t.event == trigger.event && t.timing == trigger.timing)
+                .count();
+            let body = match trigger.statements.as_slice() {
+                [one] => one.clone(),
+                many => format!("BEGIN {}; END", many.join("; ")),
+            };
+            rows.push(vec![
+                text("def"),
+                text(database),
+                text(trigger.name.clone()),
+                text(trigger.event.name()),
+                text("def"),
+                text(database),
+                text(table.name.clone()),
+                number(order as u64),
+                text(body),
+                text(trigger.timing.name()),
+                text("root@%"),
+            ]);
+        }
+    })
 }
 
 fn statistics(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
