@@ -315,6 +315,36 @@ fn processlist_shows_connections_and_kill_stops_their_work() {
     run_pymysql_script("processlist.py", "processlist ok");
 }
 
+/// The CI subset of the sqllogictest corpus (`tests/sqllogictest/corpus`: every
+/// `evidence` file and four `index/random/1000` files, MySQL 8's answers) passes whole;
+/// docs/sql.md has the whole corpus's figures.
+#[test]
+fn the_sqllogictest_subset_passes_every_record() {
+    let up = Up::start("sqllogictest");
+    let dir = format!("{}/tests/sqllogictest", env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<String> = ["evidence", "index-random-1000"]
+        .iter()
+        .flat_map(|part| std::fs::read_dir(format!("{dir}/corpus/{part}")).unwrap())
+        .map(|entry| entry.unwrap().path().display().to_string())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 16, "{files:?}");
+    let mut args = vec![format!("{dir}/run.py"), up.sql_port.to_string()];
+    args.extend(files);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let output = run_client("/usr/bin/python3", &args, "");
+    let report = text(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{report}\n{}",
+        text(&output.stderr)
+    );
+    assert!(
+        report.contains("records: 4447 passed, 0 failed"),
+        "{report}"
+    );
+}
+
 /// Runs `tests/sql/SCRIPT` (PyMySQL) against a `kista up` of its own; it must succeed and
 /// print `done`.
 fn run_pymysql_script(script: &str, done: &str) {
