@@ -389,6 +389,9 @@ pub fn run(
     }
 }
 
+/// MySQL's bound on a SELECT's time, in ms (0: none), which the session keeps.
+const MAX_EXECUTION_TIME: &str = "max_execution_time";
+
 fn set_variables(
     session: &mut Session,
     set: &Set,
@@ -433,6 +436,16 @@ fn set_variables(
         if name == crate::session::DURABLE_COMMITS {
             session.durable_commits = on;
             continue;
+        }
+        if name == MAX_EXECUTION_TIME {
+            let max_ms = crate::value::to_i64(&value).filter(|ms| *ms >= 0);
+            session.max_execution_time_ms = max_ms.ok_or_else(|| {
+                SqlError::new(
+                    1231,
+                    "42000",
+                    format!("Variable '{MAX_EXECUTION_TIME}' can't be set to the value given"),
+                )
+            })? as u64;
         }
         if name == "autocommit" {
             if on && !session.autocommit {

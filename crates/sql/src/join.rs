@@ -215,7 +215,13 @@ pub fn extend(
                     right_rows.push(row);
                 }
             }
-            for left in &rows {
+            for (n, left) in rows.iter().enumerate() {
+                // A nested loop over two scans can take long without a round trip.
+                if n % crate::processes::ROWS_PER_KILL_CHECK == 0 {
+                    if let Some(process) = &session.process {
+                        process.check_killed()?;
+                    }
+                }
                 let mut matched = false;
                 for right in &right_rows {
                     matched |= emit(left, Some(right), &mut out)?;

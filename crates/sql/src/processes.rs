@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::net::{Shutdown, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
@@ -45,6 +45,10 @@ pub struct Process {
     /// Whether a command runs (else the connection waits for its client: "Sleep").
     busy: AtomicBool,
     kill: AtomicU8,
+    /// When the running statement must stop (`max_execution_time`), in ms since
+    /// `registered`; 0: never.
+    deadline_ms: AtomicU64,
+    registered: Instant,
     /// A handle on the connection's socket, shut down by KILL CONNECTION.
     socket: Option<TcpStream>,
 }
@@ -87,6 +91,8 @@ impl Process {
             }),
             busy: AtomicBool::new(true),
             kill: AtomicU8::new(NOT_KILLED),
+            deadline_ms: AtomicU64::new(0),
+            registered: Instant::now(),
             socket,
         }
     }
@@ -106,6 +112,9 @@ impl Process {
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             );
+        }
+        if self.deadline_ms.load(Ordering::Relaxed) != 0 {
+            self.deadline_ms.store(0, Ordering::Relaxed);
         }
         let mut activity = lock(&self.activity);
         activity.command = command;
@@ -127,7 +136,8 @@ impl Process {
         self.busy.store(false, Ordering::Release);
     }
 
-    /// Error 1317 if a KILL marked this process; checked by long work.
+    /// Error 1317 if a KILL marked this process, 3024 if the statement ran past its
+    /// `max_execution_time`; checked by long work.
     pub fn check_killed(&self) -> SqlResult<()> {
         if self.killed() {
             return Err(SqlError::new(
@@ -136,7 +146,32 @@ impl Process {
                 "Query execution was interrupted",
             ));
         }
+        if self.past_deadline() {
+            return Err(SqlError::new(
+                3024,
+                "HY000",
+                "Query execution was interrupted, maximum statement execution time exceeded",
+            ));
+        }
         Ok(())
+    }
+
+    /// Gives the running statement `max_ms` milliseconds from now (MySQL's
+    /// `max_execution_time`, for SELECT); the next command starts without a limit.
+    pub fn limit_statement(&self, max_ms: u64) {
+        let now_ms = self.registered.elapsed().as_millis() as u64;
+        self.deadline_ms
+            .store(now_ms.saturating_add(max_ms).max(1), Ordering::Relaxed);
+    }
+
+    fn past_deadline(&self) -> bool {
+        let deadline = self.deadline_ms.load(Ordering::Relaxed);
+        deadline != 0 && self.registered.elapsed().as_millis() as u64 >= deadline
+    }
+
+    /// Whether the running statement must stop (killed, or past its time).
+    pub fn interrupted(&self) -> bool {
+        self.killed() || self.past_deadline()
     }
 
     pub fn killed(&self) -> bool {

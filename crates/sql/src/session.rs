@@ -234,6 +234,8 @@ pub struct Session<'c> {
     /// `SET kista_durable_commits = ON`: commits are confirmed only once on disk on every
     /// replica (docs/durability.md); off, once in memory on every replica (NDB's rule).
     pub durable_commits: bool,
+    /// `SET max_execution_time = ms`: how long a SELECT may run (0: no bound).
+    pub max_execution_time_ms: u64,
     /// Open while a transaction is (BEGIN, or autocommit off and a statement ran).
     pub(crate) transaction: Option<Transaction<'c>>,
     /// Whether the open transaction was begun explicitly or by autocommit off.
@@ -266,6 +268,7 @@ impl<'c> Session<'c> {
             connection_id,
             autocommit: true,
             durable_commits: catalog.durable_commits_default,
+            max_execution_time_ms: 0,
             transaction: None,
             explicit: false,
             written: WriteSet::default(),
@@ -331,6 +334,14 @@ impl<'c> Session<'c> {
         }
     }
 
+    /// Bounds the query about to run by `max_execution_time` (ms; 0: no bound), which
+    /// MySQL applies to SELECT alone: past it, its next check fails it with 3024.
+    fn limit_query_time(&self) {
+        if let (Some(process), 1..) = (&self.process, self.max_execution_time_ms) {
+            process.limit_statement(self.max_execution_time_ms);
+        }
+    }
+
     fn execute_once(
         &mut self,
         parsed: &Parsed,
@@ -340,6 +351,7 @@ impl<'c> Session<'c> {
         self.subqueries.clear();
         if let Statement::Query(query) = &parsed.statement {
             self.warnings.clear();
+            self.limit_query_time();
             let outcome = if select::union::is_set_operation(query) {
                 select::union::execute(self, query, &parsed.placeholders, params)
             } else {

@@ -76,6 +76,23 @@ for _ in range(100):
 else:
     raise AssertionError("the killed connection is still listed")
 
+# max_execution_time bounds a SELECT: SLEEP returns 1 at the bound (as MySQL), and a
+# slow join stops with 3024 while no round trip happens; other statements are unbounded.
+watcher.cur.execute("CREATE TABLE nums (n INT PRIMARY KEY)")
+watcher.cur.execute("INSERT INTO nums VALUES " + ", ".join(f"({n})" for n in range(900)))
+watcher.cur.execute("SET max_execution_time = 300")
+assert watcher.rows("SELECT @@max_execution_time") == [(300,)]
+started = time.monotonic()
+assert watcher.rows("SELECT SLEEP(10)") == [(1,)]
+assert time.monotonic() - started < 5
+started = time.monotonic()
+assert watcher.error_of(
+    "SELECT COUNT(*) FROM nums a, nums b, nums c WHERE a.n + b.n + c.n < 0") == 3024
+assert time.monotonic() - started < 10
+assert watcher.rows("SELECT COUNT(*) FROM nums") == [(900,)]
+watcher.cur.execute("SET max_execution_time = 0")
+assert watcher.error_of("SET max_execution_time = -1") == 1231
+
 assert watcher.error_of("KILL 4000000") == 1094
 assert watcher.error_of("KILL QUERY 4000000") == 1094
 

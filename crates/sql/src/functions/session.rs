@@ -48,12 +48,13 @@ pub(super) const FUNCTIONS: &[FunctionDef] = &[
     volatile(&["sleep"], 1..=1, Returns::Type(BIGINT), sleep),
 ];
 
-/// SLEEP(seconds): 0 after the time, 1 at once when a KILL QUERY interrupts it, as MySQL.
+/// SLEEP(seconds): 0 after the time, 1 at once when a KILL QUERY or the statement's
+/// `max_execution_time` interrupts it, as MySQL.
 fn sleep(v: &[Value], ctx: &EvalContext) -> SqlResult<Value> {
     let seconds = to_f64(&v[0]).unwrap_or(0.0).max(0.0);
     let until = std::time::Instant::now() + std::time::Duration::from_secs_f64(seconds.min(1e9));
     loop {
-        if ctx.process.is_some_and(|p| p.killed()) {
+        if ctx.process.is_some_and(|p| p.interrupted()) {
             return Ok(Value::Int(1));
         }
         let left = until.saturating_duration_since(std::time::Instant::now());
