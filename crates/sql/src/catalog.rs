@@ -148,10 +148,7 @@ impl SqlTable {
         self.schema()
             .columns
             .iter()
-            .map(|c| crate::expr::ScopeColumn {
-                table: alias.to_string(),
-                name: c.name.clone(),
-            })
+            .map(|c| crate::expr::ScopeColumn::new(alias, c.name.clone()))
             .collect()
     }
 

@@ -789,10 +789,7 @@ mod tests {
                     panic!("a select")
                 };
                 let columns: Vec<crate::expr::ScopeColumn> = (0..deepest)
-                    .map(|n| crate::expr::ScopeColumn {
-                        table: "t".into(),
-                        name: format!("c{n}"),
-                    })
+                    .map(|n| crate::expr::ScopeColumn::new("t", format!("c{n}")))
                     .collect();
                 let mut binder = crate::expr::Binder::over(&columns, &[], "where clause");
                 let bound =

@@ -124,10 +124,10 @@ fn pseudo_row_scope(schema: &TableSchema) -> Vec<ScopeColumn> {
     ["new", "old"]
         .into_iter()
         .flat_map(|row| {
-            schema.columns.iter().map(move |c| ScopeColumn {
-                table: row.to_string(),
-                name: c.name.clone(),
-            })
+            schema
+                .columns
+                .iter()
+                .map(move |c| ScopeColumn::new(row, c.name.clone()))
         })
         .collect()
 }

@@ -19,6 +19,19 @@ pub struct ScopeColumn {
     /// The table's alias, or its name (lower case).
     pub table: String,
     pub name: String,
+    /// Reached only as `table.name`: the second table's column of a `USING` or `NATURAL`
+    /// join, for which the first table's stands when unqualified (MySQL's coalescing).
+    pub qualified_only: bool,
+}
+
+impl ScopeColumn {
+    pub fn new(table: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            table: table.into(),
+            name: name.into(),
+            qualified_only: false,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,7 +151,7 @@ impl<'a> Binder<'a> {
         }
         let mut found = self.columns.iter().enumerate().filter(|(_, c)| {
             c.name.eq_ignore_ascii_case(name)
-                && table.is_none_or(|t| c.table.eq_ignore_ascii_case(t))
+                && table.map_or(!c.qualified_only, |t| c.table.eq_ignore_ascii_case(t))
                 && !crate::ddl::is_hidden_column(&c.name)
         });
         let shown = match table {

@@ -3,27 +3,19 @@
 //! position once.
 
 use std::collections::HashSet;
-use std::sync::Arc;
 
-use sqlparser::ast::{
-    self, GroupByExpr, LimitClause, OrderByKind, SelectItem, SetExpr, TableFactor,
-};
+use sqlparser::ast::{self, GroupByExpr, LimitClause, OrderByKind, SelectItem, SetExpr};
 use sqlparser::tokenizer::Location;
 
-use kista_client::schema::{Column, TableSchema};
-use kista_client::types::ColumnType;
 use kista_client::LockKind;
 
-use super::{FrontTable, OutputColumn, SelectPlan};
-use crate::catalog::SqlTable;
+use super::from::{bind_from, FromItem};
+use super::{OutputColumn, SelectPlan};
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{bind, Aggregate, Binder, Expr, ScopeColumn};
-use crate::information_schema::{self, SystemTable};
 use crate::join::{self, JoinedTable};
-use crate::output::type_of_value;
 use crate::plan::{choose_access, Access};
 use crate::session::Session;
-use crate::subquery::Met;
 
 /// `*` (or `table.*`): every column of the scope (of that table) SQL sees, in order.
 fn wildcard(scope: &[ScopeColumn], table: Option<&str>) -> SqlResult<Vec<OutputColumn>> {
@@ -66,7 +58,14 @@ pub fn bind_query(
     let from = bind_from(session, &select.from)?;
     let scope = from.scope();
     let mut aggregates = Vec::new();
-    let outputs = bind_select_list(session, select, &scope, placeholders, &mut aggregates)?;
+    let star = from.star();
+    let outputs = bind_select_list(
+        session,
+        select,
+        (&scope, star.as_deref()),
+        placeholders,
+        &mut aggregates,
+    )?;
     let mut where_binder = Binder {
         subqueries: Some(&session.subqueries),
         ..Binder::over(&scope, placeholders, "where clause")
@@ -144,117 +143,28 @@ pub fn bind_query(
     Ok(plan)
 }
 
-/// What a query's FROM names: nothing, one table (of the cluster, or one the front end
-/// holds), or tables joined (`items`, in FROM order; `table` is then the first).
-struct BoundFrom<'q> {
-    table: Option<(Arc<SqlTable>, String)>,
-    system: Option<(FrontTable, TableSchema, String)>,
-    items: Vec<FromItem<'q>>,
-}
-
-impl BoundFrom<'_> {
-    /// The columns names may reach, every table's in order, qualified by its alias.
-    fn scope(&self) -> Vec<ScopeColumn> {
-        let scope_of = |schema: &TableSchema, alias: &str| -> Vec<ScopeColumn> {
-            schema
-                .columns
-                .iter()
-                .map(|c| ScopeColumn {
-                    table: alias.to_string(),
-                    name: c.name.clone(),
-                })
-                .collect()
-        };
-        match (&self.table, &self.system) {
-            _ if !self.items.is_empty() => self
-                .items
-                .iter()
-                .flat_map(|item| scope_of(item.table.schema(), &item.alias))
-                .collect(),
-            (Some((table, alias)), _) => scope_of(table.schema(), alias),
-            (None, Some((_, schema, alias))) => scope_of(schema, alias),
-            (None, None) => Vec::new(),
-        }
-    }
-}
-
-fn bind_from<'q>(session: &Session, from: &'q [ast::TableWithJoins]) -> SqlResult<BoundFrom<'q>> {
-    let mut bound = BoundFrom {
-        table: None,
-        system: None,
-        items: Vec::new(),
-    };
-    match from {
-        [] => {}
-        [only] if only.joins.is_empty() && is_dual(&only.relation) => {}
-        [only] if only.joins.is_empty() => match only_table_of(session, &only.relation)? {
-            OnlyTable::Front(found) => bound.system = Some(found),
-            OnlyTable::Cluster(table) => bound.table = Some(table),
-        },
-        items => {
-            for item in items {
-                let (table, alias) = table_of(session, &item.relation)?;
-                bound.items.push(FromItem {
-                    table,
-                    alias,
-                    left: false,
-                    on: None,
-                });
-                for join in &item.joins {
-                    bound.items.push(joined_item(session, join)?);
-                }
-            }
-            let first = &bound.items[0];
-            bound.table = Some((first.table.clone(), first.alias.clone()));
-        }
-    }
-    Ok(bound)
-}
-
-/// One `JOIN` of FROM: its table, whether it is a LEFT JOIN, and its ON condition.
-fn joined_item<'q>(session: &Session, join: &'q ast::Join) -> SqlResult<FromItem<'q>> {
-    use ast::{JoinConstraint, JoinOperator};
-    let (left, constraint) = match &join.join_operator {
-        JoinOperator::Join(c) | JoinOperator::Inner(c) | JoinOperator::CrossJoin(c) => (false, c),
-        JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (true, c),
-        other => {
-            return Err(SqlError::not_supported(
-                format!("{other:?}")
-                    .split('(')
-                    .next()
-                    .unwrap_or("join")
-                    .to_uppercase()
-                    + " JOIN",
-            ))
-        }
-    };
-    let on = match constraint {
-        JoinConstraint::On(on) => Some(on),
-        JoinConstraint::None => None,
-        _ => return Err(SqlError::not_supported("JOIN ... USING / NATURAL JOIN")),
-    };
-    let (table, alias) = table_of(session, &join.relation)?;
-    Ok(FromItem {
-        table,
-        alias,
-        left,
-        on,
-    })
-}
-
 /// The select list: `*`, `t.*` and expressions, each named by its alias, its column's
 /// name or its text.
 fn bind_select_list(
     session: &Session,
     select: &ast::Select,
-    scope: &[ScopeColumn],
+    (scope, star): (&[ScopeColumn], Option<&[usize]>),
     placeholders: &[Location],
     aggregates: &mut Vec<Aggregate>,
 ) -> SqlResult<Vec<OutputColumn>> {
     let mut outputs = Vec::new();
     for item in &select.projection {
         match item {
-            SelectItem::Wildcard(_) => outputs.extend(wildcard(scope, None)?),
+            SelectItem::Wildcard(_) => outputs.extend(match star {
+                Some(positions) => positions
+                    .iter()
+                    .map(|&position| OutputColumn {
+                        name: scope[position].name.clone(),
+                        expr: Expr::Column(position),
+                    })
+                    .collect(),
+                None => wildcard(scope, None)?,
+            }),
             SelectItem::QualifiedWildcard(kind, _) => {
                 let qualifier = match kind {
                     ast::SelectItemQualifiedWildcardKind::ObjectName(name) => name
@@ -362,14 +272,6 @@ fn needed_columns(plan: &SelectPlan, scope_width: usize) -> Vec<usize> {
     needed_columns
 }
 
-/// A table of FROM: its name in the query, whether a LEFT JOIN brought it, its ON.
-pub(super) struct FromItem<'q> {
-    table: Arc<SqlTable>,
-    alias: String,
-    left: bool,
-    on: Option<&'q ast::Expr>,
-}
-
 /// A query's LIMIT and OFFSET, each a constant.
 pub(super) fn bind_limit(
     query: &ast::Query,
@@ -458,176 +360,6 @@ pub(super) fn bind_joins(
         offset += width;
     }
     Ok((Box::new(first_plan), joined))
-}
-
-/// The one table a FROM names: a table of the cluster, or one whose rows the front end
-/// has (its schema and alias beside it).
-enum OnlyTable {
-    Cluster((Arc<SqlTable>, String)),
-    Front((FrontTable, TableSchema, String)),
-}
-
-/// A FROM item standing alone: derived, `information_schema`, a table of the cluster or
-/// else a view (looked up only when no table has the name).
-/// `FROM DUAL`: MySQL's name for no table.
-fn is_dual(relation: &TableFactor) -> bool {
-    matches!(relation, TableFactor::Table { name, alias: None, .. }
-        if name.0.len() == 1 && name.to_string().eq_ignore_ascii_case("dual"))
-}
-
-fn only_table_of(session: &Session, relation: &TableFactor) -> SqlResult<OnlyTable> {
-    if let TableFactor::Derived {
-        subquery, alias, ..
-    } = relation
-    {
-        let alias = alias.as_ref().map(|a| a.name.value.as_str());
-        return derived_table_of(session, subquery, alias, None).map(OnlyTable::Front);
-    }
-    if let Some((system, schema, alias)) = system_table_of(session, relation)? {
-        return Ok(OnlyTable::Front((
-            FrontTable::System(system),
-            schema,
-            alias,
-        )));
-    }
-    match table_of(session, relation) {
-        Ok(table) => Ok(OnlyTable::Cluster(table)),
-        Err(missing) if missing.code == 1146 => {
-            view_of(session, relation, missing).map(OnlyTable::Front)
-        }
-        Err(error) => Err(error),
-    }
-}
-
-/// The view a FROM item names, run as a derived table named by its alias or its own
-/// name; `missing` (no table has the name) where no view does either.
-fn view_of(
-    session: &Session,
-    relation: &TableFactor,
-    missing: SqlError,
-) -> SqlResult<(FrontTable, TableSchema, String)> {
-    let TableFactor::Table { name, alias, .. } = relation else {
-        return Err(missing);
-    };
-    let (database, view) = split_name(session, name)?;
-    let Some(definition) = session.catalog.view(&database, &view)? else {
-        return Err(missing);
-    };
-    let parsed = crate::session::parse(&definition)?;
-    let ast::Statement::Query(query) = &parsed.statement else {
-        return Err(SqlError::new(
-            1356,
-            "HY000",
-            format!("View '{database}.{view}' is broken"),
-        ));
-    };
-    let alias = alias
-        .as_ref()
-        .map_or(view.as_str(), |a| a.name.value.as_str());
-    // The view's query names tables of the view's database.
-    derived_table_of(session, query, Some(alias), Some(&database))
-}
-
-/// A derived table's rows (its query runs first, in `database` for a view's: `subquery.rs`),
-/// its schema and alias.
-/// Its columns are named by the query's and typed by their first value that is not NULL,
-/// else by the query's result.
-fn derived_table_of(
-    session: &Session,
-    subquery: &ast::Query,
-    alias: Option<&str>,
-    database: Option<&str>,
-) -> SqlResult<(FrontTable, TableSchema, String)> {
-    let Some(alias) = alias else {
-        return Err(SqlError::new(
-            1248,
-            "42000",
-            "Every derived table must have its own alias",
-        ));
-    };
-    let (names, types, rows) = match session.subqueries.met_in(subquery, database) {
-        None => return Err(SqlError::not_supported("derived tables here")),
-        Some(Met::Wanted(error)) => return Err(error),
-        Some(Met::Rows { names, types, rows }) => (names, types, rows),
-    };
-    let columns = names.iter().zip(types).enumerate();
-    let columns = columns.map(|(position, (name, announced))| {
-        let first = rows.iter().find_map(|row| type_of_value(&row[position]));
-        let column_type = first.or(announced);
-        Column::new(
-            name,
-            column_type.unwrap_or(ColumnType::VarChar { max_length: 16_383 }),
-        )
-        .nullable()
-    });
-    let schema = TableSchema {
-        extra_metadata: Vec::new(),
-        name: alias.to_string(),
-        columns: columns.collect(),
-        primary_key: Vec::new(),
-    };
-    Ok((FrontTable::Derived(rows), schema, alias.to_string()))
-}
-
-/// The `information_schema` table a FROM item names, its schema and alias; `None` for any
-/// other table.
-pub(super) fn system_table_of(
-    session: &Session,
-    relation: &TableFactor,
-) -> SqlResult<Option<(SystemTable, TableSchema, String)>> {
-    let TableFactor::Table { name, alias, .. } = relation else {
-        return Ok(None);
-    };
-    let parts: Vec<&str> = name
-        .0
-        .iter()
-        .filter_map(|p| p.as_ident())
-        .map(|i| i.value.as_str())
-        .collect();
-    let table = match parts.as_slice() {
-        [database, table] if database.eq_ignore_ascii_case(information_schema::DATABASE) => *table,
-        [table] if session.database.as_deref() == Some(information_schema::DATABASE) => *table,
-        _ => return Ok(None),
-    };
-    let system = SystemTable::named(table)?;
-    let alias = alias
-        .as_ref()
-        .map_or_else(|| table.to_string(), |a| a.name.value.clone());
-    Ok(Some((system, system.schema(), alias)))
-}
-
-/// The table a FROM item names, and the name its columns are qualified with.
-pub fn table_of(session: &Session, relation: &TableFactor) -> SqlResult<(Arc<SqlTable>, String)> {
-    let TableFactor::Table {
-        name,
-        alias,
-        args: None,
-        ..
-    } = relation
-    else {
-        return Err(SqlError::not_supported(relation));
-    };
-    let (database, table) = split_name(session, name)?;
-    let table = session.catalog.table(&database, &table)?;
-    let alias = alias
-        .as_ref()
-        .map_or_else(|| table.name.clone(), |a| a.name.value.clone());
-    Ok((table, alias))
-}
-
-/// `db.table` or `table` (in the current database).
-pub fn split_name(session: &Session, name: &ast::ObjectName) -> SqlResult<(String, String)> {
-    let parts: Vec<String> = name
-        .0
-        .iter()
-        .filter_map(|p| p.as_ident())
-        .map(|i| i.value.clone())
-        .collect();
-    match parts.as_slice() {
-        [table] => Ok((session.current_database()?.to_string(), table.clone())),
-        [database, table] => Ok((database.clone(), table.clone())),
-        _ => Err(SqlError::syntax(format!("bad table name {name}"))),
-    }
 }
 
 /// ORDER BY / GROUP BY / HAVING may name an output column by alias or position.

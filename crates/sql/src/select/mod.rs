@@ -5,10 +5,12 @@
 mod bind;
 mod fetch;
 mod finish;
+mod from;
 pub mod union;
 
-pub use bind::{bind_query, split_name, table_of};
+pub use bind::bind_query;
 pub(crate) use fetch::{add_written_keys, fetch, read_keys_in};
+pub use from::{split_name, table_of};
 
 use std::sync::Arc;
 

@@ -127,10 +127,7 @@ fn ordered_and_limited(
         };
         let scope: Vec<ScopeColumn> = columns
             .iter()
-            .map(|c| ScopeColumn {
-                table: String::new(),
-                name: c.name.clone(),
-            })
+            .map(|c| ScopeColumn::new(String::new(), c.name.clone()))
             .collect();
         let outputs: Vec<OutputColumn> = (columns.iter().enumerate())
             .map(|(position, c)| OutputColumn {

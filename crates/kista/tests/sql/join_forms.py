@@ -1,0 +1,60 @@
+"""RIGHT JOIN, JOIN ... USING and NATURAL JOIN answer as MySQL: USING and NATURAL
+compare the named (or common) columns, list each once and first for `*`, and let an
+unqualified name reach it; RIGHT JOIN keeps the right table's unmatched rows and lists
+the left table's columns first.
+
+Run by crates/kista/tests/sql.rs with the front end's port.
+"""
+from session_helpers import Session
+
+session = Session("join_forms")
+cur, rows, error_of = session.cur, session.rows, session.error_of
+
+cur.execute("CREATE TABLE customer (id INT PRIMARY KEY, name VARCHAR(10), region INT)")
+cur.execute("CREATE TABLE orders (oid INT PRIMARY KEY, id INT, total INT, region INT)")
+cur.execute("CREATE TABLE region (region INT PRIMARY KEY, rname VARCHAR(10))")
+cur.execute("INSERT INTO customer VALUES (1, 'ann', 10), (2, 'bo', 20), (3, 'cy', 30)")
+cur.execute("INSERT INTO orders VALUES (100, 1, 5, 10), (101, 1, 7, 10), (102, 2, 9, 99), "
+            "(103, 9, 1, 10)")
+cur.execute("INSERT INTO region VALUES (10, 'north'), (20, 'south')")
+
+# USING: the column once, first; unqualified names reach it; qualified ones both sides.
+assert rows("SELECT * FROM customer JOIN orders USING (id) ORDER BY oid") == [
+    (1, "ann", 10, 100, 5, 10), (1, "ann", 10, 101, 7, 10), (2, "bo", 20, 102, 9, 99)]
+assert [c[0] for c in cur.description] == ["id", "name", "region", "oid", "total", "region"]
+assert rows("SELECT id, customer.id, orders.id FROM customer JOIN orders USING (id) "
+            "WHERE oid = 102") == [(2, 2, 2)]
+assert rows("SELECT c.name, COUNT(oid) FROM customer c LEFT JOIN orders o USING (id) "
+            "GROUP BY c.name ORDER BY c.name") == [("ann", 2), ("bo", 1), ("cy", 0)]
+assert rows("SELECT * FROM customer JOIN orders USING (id, region) ORDER BY oid") == [
+    (1, 10, "ann", 100, 5), (1, 10, "ann", 101, 7)]
+
+# NATURAL: USING of every column the tables share.
+assert rows("SELECT * FROM customer NATURAL JOIN orders ORDER BY oid") == [
+    (1, 10, "ann", 100, 5), (1, 10, "ann", 101, 7)]
+assert rows("SELECT name, rname FROM customer NATURAL JOIN region ORDER BY name") == [
+    ("ann", "north"), ("bo", "south")]
+assert rows("SELECT name, rname FROM customer NATURAL LEFT JOIN region ORDER BY name") == [
+    ("ann", "north"), ("bo", "south"), ("cy", None)]
+
+# RIGHT JOIN keeps the right table's unmatched rows; `*` lists the left table first.
+assert rows("SELECT * FROM customer RIGHT JOIN orders ON customer.id = orders.id "
+            "ORDER BY oid") == [
+    (1, "ann", 10, 100, 1, 5, 10), (1, "ann", 10, 101, 1, 7, 10),
+    (2, "bo", 20, 102, 2, 9, 99), (None, None, None, 103, 9, 1, 10)]
+assert rows("SELECT o.oid, c.name FROM customer c RIGHT OUTER JOIN orders o USING (id) "
+            "ORDER BY o.oid") == [(100, "ann"), (101, "ann"), (102, "bo"), (103, None)]
+assert rows("SELECT id FROM customer RIGHT JOIN orders USING (id) ORDER BY oid") == [
+    (1,), (1,), (2,), (9,)]
+assert rows("SELECT r.rname, c.name FROM customer c RIGHT JOIN region r "
+            "ON c.region = r.region JOIN orders o ON o.region = r.region "
+            "WHERE o.oid = 100") == [("north", "ann")]
+
+# What MySQL refuses.
+assert error_of("SELECT * FROM customer JOIN orders USING (nope)") == 1054
+assert error_of("SELECT * FROM customer JOIN orders USING (oid)") == 1054
+assert error_of("SELECT * FROM customer c JOIN orders o ON c.id = o.id "
+                "JOIN region USING (region)") == 1052
+assert error_of("SELECT region FROM customer JOIN orders USING (id)") == 1052
+
+print("join forms ok")
