@@ -455,7 +455,7 @@ fn set_variables(
             session.autocommit = on;
             continue;
         }
-        session.variables.insert(name, value);
+        session.variables.borrow_mut().insert(name, value);
     }
     Ok(Outcome::done())
 }

@@ -245,8 +245,9 @@ pub struct Session<'c> {
     /// The open transaction's savepoints (`savepoint.rs`).
     pub(crate) savepoints: Savepoints,
     pub last_insert_id: u64,
-    /// Session variables set with SET (lower-case names).
-    pub(crate) variables: HashMap<String, Value>,
+    /// Session variables set with SET, and user variables (`@x`, set with SET or `:=`
+    /// inside a query, which is why a query's evaluation may write them): lower-case names.
+    pub(crate) variables: std::cell::RefCell<HashMap<String, Value>>,
     pub(crate) warnings: Vec<Warning>,
     /// The running statement's subqueries (`subquery.rs`).
     pub(crate) subqueries: crate::subquery::Subqueries,
@@ -274,7 +275,7 @@ impl<'c> Session<'c> {
             written: WriteSet::default(),
             savepoints: Savepoints::default(),
             last_insert_id: 0,
-            variables: HashMap::new(),
+            variables: std::cell::RefCell::new(HashMap::new()),
             warnings: Vec::new(),
             subqueries: Default::default(),
             found_rows: 0,
@@ -493,6 +494,7 @@ impl<'c> Session<'c> {
             last_insert_id: self.last_insert_id,
             found_rows: self.found_rows,
             variable,
+            user_variables: Some(&self.variables),
             process: self.process.as_deref(),
         }
     }
@@ -633,7 +635,7 @@ impl<'c> Session<'c> {
         if name == DURABLE_COMMITS {
             return Some(Value::Int(i64::from(self.durable_commits)));
         }
-        if let Some(value) = self.variables.get(name) {
+        if let Some(value) = self.variables.borrow().get(name) {
             return Some(value.clone());
         }
         admin::server_variable(name)
@@ -806,6 +808,7 @@ mod tests {
                     last_insert_id: 0,
                     found_rows: 0,
                     variable: &variable,
+                    user_variables: None,
                     process: None,
                 };
                 let value = crate::expr::eval(&bound, &row, &ctx).unwrap();

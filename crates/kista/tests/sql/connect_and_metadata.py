@@ -23,6 +23,13 @@ assert rows("SELECT @@sql_auto_is_null, @@foreign_key_checks, @@group_concat_max
 assert rows("SELECT @missing") == [(None,)]
 cur.execute("SET @limit = 2, @Name := 'ann'")
 assert rows("SELECT @limit + 1, @name") == [(3, "ann")]
+# `@x := value` inside a query: its value, and the variable takes it row by row.
+assert rows("SELECT @a := 1, @b := @a + 1, @a + @b") == [(1, 2, 3)]
+cur.execute("SET @n = 0")
+numbered = rows("SELECT @n := @n + 1 FROM (SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3) AS t")
+assert sorted(numbered) == [(1,), (2,), (3,)], numbered
+assert rows("SELECT @n") == [(3,)]
+assert error_of("SELECT @@autocommit := 1") == 1064
 
 assert rows("SELECT 1 + 1 FROM DUAL") == [(2,)]
 assert rows("SELECT 'Banana' LIKE BINARY 'B%', 'Banana' LIKE BINARY 'b%'") == [(1, 0)]

@@ -271,6 +271,15 @@ pub(super) fn bind_plain(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Exp
                 BinaryOperator::Divide => arithmetic(ArithmeticOp::Divide),
                 BinaryOperator::MyIntegerDivide => arithmetic(ArithmeticOp::IntegerDivide),
                 BinaryOperator::Modulo => arithmetic(ArithmeticOp::Modulo),
+                // `@x := value` (MySQL's assignment inside an expression).
+                BinaryOperator::Assignment => match left.as_ref() {
+                    ast::Expr::Identifier(ident)
+                        if ident.value.starts_with('@') && !ident.value.starts_with("@@") =>
+                    {
+                        Expr::AssignUserVariable(ident.value.to_lowercase(), r)
+                    }
+                    _ => return Err(SqlError::syntax(format!("cannot assign to {left}"))),
+                },
                 // `doc->path` is JSON_EXTRACT, `doc->>path` its JSON_UNQUOTE.
                 BinaryOperator::Arrow | BinaryOperator::LongArrow => {
                     let extract = Expr::Call(functions::named("json_extract"), vec![*l, *r]);

@@ -21,6 +21,8 @@ pub struct EvalContext<'a> {
     pub found_rows: u64,
     /// `@@name` → its value.
     pub variable: &'a dyn Fn(&str) -> Option<Value>,
+    /// The session's variables, which `@x := value` writes (`None`: it is refused).
+    pub user_variables: Option<&'a std::cell::RefCell<std::collections::HashMap<String, Value>>>,
     /// The connection, whose KILL QUERY ends SLEEP (`None` outside one).
     pub process: Option<&'a crate::processes::Process>,
 }
@@ -42,6 +44,14 @@ pub fn eval(expr: &Expr, row: &[Value], ctx: &EvalContext) -> SqlResult<Value> {
             SqlError::new(1193, "HY000", format!("Unknown system variable '{name}'"))
         })?,
         Expr::UserVariable(name) => (ctx.variable)(name).unwrap_or(Value::Null),
+        Expr::AssignUserVariable(name, value) => {
+            let value = eval(value, row, ctx)?;
+            let variables = ctx
+                .user_variables
+                .ok_or_else(|| SqlError::not_supported("assigning a user variable here"))?;
+            variables.borrow_mut().insert(name.clone(), value.clone());
+            value
+        }
         Expr::Not(e) => bool_value(truth(&eval(e, row, ctx)?).map(|b| !b)),
         Expr::Negate(e) => match eval(e, row, ctx)? {
             Value::Null => Value::Null,

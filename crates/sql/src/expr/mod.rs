@@ -71,6 +71,9 @@ pub enum Expr {
     SystemVariable(String),
     /// `@name`, a user variable (its name with the `@`, lower case); NULL until set.
     UserVariable(String),
+    /// `@x := value`: the value, which the session's variable `@x` takes as it is computed
+    /// (row by row).
+    AssignUserVariable(String, Box<Expr>),
     Not(Box<Expr>),
     Negate(Box<Expr>),
     And(Box<Expr>, Box<Expr>),
@@ -121,7 +124,8 @@ impl Expr {
             Expr::Literal(_) | Expr::Param(_) | Expr::SystemVariable(_) | Expr::UserVariable(_) => {
                 true
             }
-            Expr::Column(_) | Expr::Aggregate(_) => false,
+            // An assignment changes the session each time it runs.
+            Expr::Column(_) | Expr::Aggregate(_) | Expr::AssignUserVariable(..) => false,
             Expr::Call(function, _) if function.def().volatile => false,
             Expr::Not(e) | Expr::Negate(e) | Expr::Cast(e, _) => e.is_constant(),
             Expr::IsNull { expr, .. } => expr.is_constant(),
@@ -151,7 +155,9 @@ impl Expr {
     pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
         f(self);
         match self {
-            Expr::Not(e) | Expr::Negate(e) | Expr::Cast(e, _) => e.visit(f),
+            Expr::Not(e) | Expr::Negate(e) | Expr::Cast(e, _) | Expr::AssignUserVariable(_, e) => {
+                e.visit(f)
+            }
             Expr::IsNull { expr, .. } => expr.visit(f),
             Expr::And(a, b)
             | Expr::Or(a, b)
@@ -212,7 +218,9 @@ impl Expr {
     fn visit_mut(&mut self, f: &mut impl FnMut(&mut Expr)) {
         f(self);
         match self {
-            Expr::Not(e) | Expr::Negate(e) | Expr::Cast(e, _) => e.visit_mut(f),
+            Expr::Not(e) | Expr::Negate(e) | Expr::Cast(e, _) | Expr::AssignUserVariable(_, e) => {
+                e.visit_mut(f)
+            }
             Expr::IsNull { expr, .. } => expr.visit_mut(f),
             Expr::And(a, b)
             | Expr::Or(a, b)

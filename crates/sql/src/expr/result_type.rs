@@ -26,6 +26,7 @@ pub fn result_type(expr: &Expr, leaf: &dyn Fn(&Expr) -> Option<ColumnType>) -> O
         Expr::Column(_) | Expr::Aggregate(_) => leaf(expr),
         Expr::Literal(value) => type_of_value(value),
         Expr::Param(_) | Expr::SystemVariable(_) | Expr::UserVariable(_) => None,
+        Expr::AssignUserVariable(_, value) => of(value),
         // Truth values are integers in MySQL.
         Expr::Not(_)
         | Expr::And(..)
