@@ -1,13 +1,14 @@
 # Shared by the SQL benchmarks: start `kista up` (with its SQL front end) on free ports,
 # and run sysbench against a MySQL-protocol server. Source it from the repository root
 # after setting `bench_name`; it builds kista, makes a scratch directory (`$dir`), and on
-# exit stops what it started and removes `$dir`.
+# exit stops what it started and removes `$dir`. `KISTA_CLUSTER=path` runs the cluster of
+# another build (a front end can read only the table definitions of its own format).
 
 for tool in sysbench mysql; do
   command -v "$tool" >/dev/null || { echo "needs $tool: apt-get install sysbench mariadb-client" >&2; exit 2; }
 done
 cargo build --release -q -p kista
-kista=target/release/kista
+kista=${KISTA_CLUSTER:-target/release/kista}
 dir=$(mktemp -d "/tmp/kista-$bench_name.XXXXXX")
 up_pid=""
 mariadb_pid=""

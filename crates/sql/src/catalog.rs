@@ -89,6 +89,13 @@ impl SqlTable {
         }
     }
 
+    /// Whether the table has a trigger for `timing` and `event`.
+    pub fn fires(&self, timing: crate::trigger::Timing, event: crate::trigger::Event) -> bool {
+        self.triggers
+            .iter()
+            .any(|t| t.def.timing == timing && t.def.event == event)
+    }
+
     /// Fills the generated columns of a whole row from its other columns.
     pub fn generate(&self, row: &mut [Value]) {
         for prefix in &self.prefix_columns {

@@ -315,6 +315,9 @@ pub fn fire(
     new: Option<&mut Vec<Value>>,
     firing: &mut Firing,
 ) -> SqlResult<()> {
+    if !table.fires(timing, event) {
+        return Ok(());
+    }
     let mut rows = Rows { old, new };
     let triggers = table
         .triggers
