@@ -1,0 +1,258 @@
+//! Statements that change what exists: databases, tables, views, indexes, triggers
+//! (`CREATE`, `DROP`, `TRUNCATE`) and `USE`.
+
+use sqlparser::ast::{self, ObjectType, Statement};
+
+use kista_client::types::Value;
+use kista_client::ScanSpec;
+
+use super::name_of;
+use crate::catalog::{check_name, cluster_name};
+use crate::ddl;
+use crate::error::{SqlError, SqlResult};
+use crate::select::{self, split_name};
+use crate::session::{Outcome, Session};
+
+/// Rows TRUNCATE deletes per transaction.
+pub const TRUNCATE_BATCH_ROWS: usize = 1000;
+
+/// Runs `statement` if it is one of these (`None`: it is not).
+pub(super) fn run(session: &mut Session, statement: &Statement) -> SqlResult<Option<Outcome>> {
+    let outcome = match statement {
+        Statement::Use(use_statement) => {
+            let name = match use_statement {
+                ast::Use::Object(name) | ast::Use::Database(name) | ast::Use::Schema(name) => {
+                    name_of(name)
+                }
+                _ => return Err(SqlError::not_supported(use_statement)),
+            };
+            session.use_database(&name)?;
+            Ok(Outcome::done())
+        }
+        Statement::CreateDatabase {
+            db_name,
+            if_not_exists,
+            ..
+        }
+        | Statement::CreateSchema {
+            schema_name: ast::SchemaName::Simple(db_name),
+            if_not_exists,
+            ..
+        } => match session.catalog.create_database(&name_of(db_name)) {
+            Err(e) if e.code == 1007 && *if_not_exists => {
+                session.warn(1007, e.message);
+                Ok(Outcome::done())
+            }
+            other => other.map(|_| Outcome::affected(1)),
+        },
+        Statement::Drop {
+            object_type: ObjectType::Index,
+            names,
+            table: Some(table),
+            ..
+        } => {
+            let (database, name) = split_name(session, table)?;
+            for index in names {
+                drop_index(session, &database, &name, &name_of(index))?;
+            }
+            Ok(Outcome::done())
+        }
+        Statement::Drop {
+            object_type,
+            if_exists,
+            names,
+            ..
+        } => drop(session, *object_type, *if_exists, names),
+        Statement::CreateTable(create) => create_table(session, create),
+        Statement::CreateTrigger(create) => {
+            crate::trigger::create(session, create).map(|()| Outcome::done())
+        }
+        Statement::DropTrigger(drop) => {
+            crate::trigger::drop(session, drop).map(|()| Outcome::done())
+        }
+        Statement::CreateView {
+            or_replace,
+            materialized,
+            temporary,
+            name,
+            columns,
+            query,
+            ..
+        } => {
+            if *materialized || *temporary || !columns.is_empty() {
+                return Err(SqlError::not_supported(
+                    "materialized or temporary views, or views with a column list",
+                ));
+            }
+            create_view(session, name, query, *or_replace)
+        }
+        Statement::CreateIndex(create) => create_index(session, create),
+        Statement::Truncate { table_names, .. } => {
+            for target in table_names {
+                truncate(session, &target.name)?;
+            }
+            Ok(Outcome::done())
+        }
+        _ => return Ok(None),
+    };
+    outcome.map(Some)
+}
+
+/// `CREATE [UNIQUE] INDEX`: built from the table's rows while it serves.
+fn create_index(session: &mut Session, create: &ast::CreateIndex) -> SqlResult<Outcome> {
+    let (database, name) = split_name(session, &create.table_name)?;
+    let table = session.catalog.table(&database, &name)?;
+    let index = ddl::create_index(create, &table)?;
+    session.catalog.forget(&database, &name);
+    session
+        .catalog
+        .client()
+        .create_index(&table.table, index)
+        .map_err(SqlError::from)?;
+    Ok(Outcome::done())
+}
+
+fn drop(
+    session: &mut Session,
+    object_type: ObjectType,
+    if_exists: bool,
+    names: &[ast::ObjectName],
+) -> SqlResult<Outcome> {
+    match object_type {
+        ObjectType::Table => {
+            for name in names {
+                let (database, table) = split_name(session, name)?;
+                match session.catalog.drop_table(&database, &table) {
+                    Err(e) if (e.code == 1146 || e.code == 1051) && if_exists => {
+                        session.warn(1051, format!("Unknown table '{database}.{table}'"))
+                    }
+                    Err(e) if e.code == 1146 => {
+                        return Err(SqlError::new(
+                            1051,
+                            "42S02",
+                            format!("Unknown table '{database}.{table}'"),
+                        ))
+                    }
+                    other => other?,
+                }
+            }
+            Ok(Outcome::done())
+        }
+        ObjectType::Schema | ObjectType::Database => {
+            let mut dropped = 0;
+            for name in names {
+                let name = name_of(name);
+                match session.catalog.drop_database(&name) {
+                    Err(e) if e.code == 1008 && if_exists => session.warn(1008, e.message),
+                    other => dropped += other?,
+                }
+                if session.database.as_deref() == Some(name.to_lowercase().as_str()) {
+                    session.database = None;
+                }
+            }
+            Ok(Outcome::affected(dropped as u64))
+        }
+        ObjectType::View => {
+            for name in names {
+                let (database, view) = split_name(session, name)?;
+                if !session.catalog.drop_view(&database, &view)? {
+                    let unknown = format!("Unknown table '{database}.{view}'");
+                    if !if_exists {
+                        return Err(SqlError::new(1051, "42S02", unknown));
+                    }
+                    session.warn(1051, unknown);
+                }
+            }
+            Ok(Outcome::done())
+        }
+        ObjectType::Index => Err(SqlError::syntax("DROP INDEX needs ON table")),
+        other => Err(SqlError::not_supported(format!("DROP {other}"))),
+    }
+}
+
+/// A view is its query's text, stored in the cluster (`catalog.rs`) and run as a derived
+/// table wherever a query names it (`select/bind.rs`). Its query must bind now: its
+/// tables and columns exist.
+fn create_view(
+    session: &mut Session,
+    name: &ast::ObjectName,
+    query: &ast::Query,
+    replace: bool,
+) -> SqlResult<Outcome> {
+    let (database, view) = split_name(session, name)?;
+    if !select::union::is_set_operation(query) {
+        match select::bind_query(session, query, &[]) {
+            // Subqueries (which run only with the query) are checked when it runs.
+            Err(error) if error.code != 1235 => return Err(error),
+            _ => {}
+        }
+    }
+    let definition = query.to_string();
+    session
+        .catalog
+        .create_view(&database, &view, &definition, replace)?;
+    Ok(Outcome::done())
+}
+
+fn create_table(session: &mut Session, create: &ast::CreateTable) -> SqlResult<Outcome> {
+    if create.temporary {
+        return Err(SqlError::not_supported("CREATE TEMPORARY TABLE"));
+    }
+    let (database, name) = split_name(session, &create.name)?;
+    check_name("table", &name)?;
+    if !session.catalog.database_exists(&database)? {
+        return Err(SqlError::unknown_database(&database));
+    }
+    let definition = ddl::create_table(create, cluster_name(&database, &name))?;
+    match session.catalog.create_table(
+        &database,
+        definition.schema,
+        definition.indexes,
+        definition.auto_increment,
+    ) {
+        Err(e) if e.code == 1050 && create.if_not_exists => {
+            session.warn(1050, e.message);
+            Ok(Outcome::done())
+        }
+        other => other.map(|_| Outcome::done()),
+    }
+}
+
+/// `DROP INDEX index ON table`: any secondary index; not the primary key's.
+fn drop_index(session: &mut Session, database: &str, name: &str, index: &str) -> SqlResult<()> {
+    let table = session.catalog.table(database, name)?;
+    if index.eq_ignore_ascii_case(ddl::PRIMARY_INDEX) {
+        return Err(SqlError::not_supported("dropping the primary key"));
+    }
+    if table.table.index(index).is_err() {
+        return Err(SqlError::new(
+            1091,
+            "42000",
+            format!("Can't DROP '{index}'; check that column/key exists"),
+        ));
+    }
+    session.catalog.forget(database, name);
+    session.catalog.client().drop_index(&table.table, index)?;
+    Ok(())
+}
+
+/// Deletes every row, a batch of keys per transaction.
+fn truncate(session: &mut Session, name: &ast::ObjectName) -> SqlResult<()> {
+    let (database, table_name) = split_name(session, name)?;
+    let table = session.catalog.table(&database, &table_name)?;
+    let key_columns = table.key_columns();
+    let client = session.catalog.client();
+    let keys: Vec<Vec<Value>> = client
+        .scan(&table.table, ScanSpec::full().columns(key_columns))?
+        .collect::<Result<_, _>>()?;
+    for batch in keys.chunks(TRUNCATE_BATCH_ROWS) {
+        let mut transaction = client.transaction();
+        for key in batch {
+            transaction.delete(&table.table, key)?;
+        }
+        transaction
+            .execute(kista_client::ExecuteMode::Commit)?
+            .wait()?;
+    }
+    Ok(())
+}

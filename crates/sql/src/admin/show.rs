@@ -1,0 +1,344 @@
+//! Statements that describe: `SHOW` (those not answered as queries of
+//! `information_schema`, `dialect/show.rs`), `DESCRIBE` and `EXPLAIN`.
+
+use sqlparser::ast::{self, Statement};
+use sqlparser::tokenizer::Location;
+
+use kista_client::types::Value;
+
+use super::{matches_filter, name_of, text, text_result, LISTED_VARIABLES};
+use crate::catalog::SqlTable;
+use crate::ddl;
+use crate::error::{SqlError, SqlResult};
+use crate::information_schema;
+use crate::select::{self, split_name};
+use crate::session::{Outcome, Session};
+use crate::subquery;
+
+/// Runs `statement` if it is one of these (`None`: it is not).
+pub(super) fn run(
+    session: &mut Session,
+    statement: &Statement,
+    placeholders: &[Location],
+) -> SqlResult<Option<Outcome>> {
+    let outcome = match statement {
+        Statement::ShowDatabases { .. } => {
+            let rows = session
+                .catalog
+                .databases()?
+                .into_iter()
+                .map(|d| vec![text(d)])
+                .collect();
+            Ok(text_result(&["Database"], rows))
+        }
+        Statement::ShowTables {
+            full, show_options, ..
+        } => show_tables(session, *full, show_options),
+        Statement::ShowVariables { filter, .. } => {
+            let rows = LISTED_VARIABLES
+                .iter()
+                .filter(|name| matches_filter(name, filter.as_ref()))
+                .filter_map(|name| {
+                    session.variable(name).map(|v| {
+                        vec![
+                            text(*name),
+                            text(String::from_utf8_lossy(&crate::value::to_text(&v)).into_owned()),
+                        ]
+                    })
+                })
+                .collect();
+            Ok(text_result(&["Variable_name", "Value"], rows))
+        }
+        Statement::ShowStatus { .. } => Ok(text_result(
+            &["Variable_name", "Value"],
+            vec![
+                vec![
+                    text("Threads_connected"),
+                    text(session.catalog.connections().to_string()),
+                ],
+                vec![text("Uptime"), text(session.catalog.uptime_s().to_string())],
+            ],
+        )),
+        Statement::ShowVariable { variable } => show_words(session, statement, variable),
+        Statement::ShowCreate {
+            obj_type: ast::ShowCreateObject::Table,
+            obj_name,
+        } => {
+            let (database, name) = split_name(session, obj_name)?;
+            let create = show_create_table(session, &database, &name)?;
+            Ok(text_result(
+                &["Table", "Create Table"],
+                vec![vec![text(name), text(create)]],
+            ))
+        }
+        Statement::ShowColumns { show_options, .. } => {
+            let Some(name) = show_options
+                .show_in
+                .as_ref()
+                .and_then(|i| i.parent_name.as_ref())
+            else {
+                return Err(SqlError::syntax("SHOW COLUMNS needs FROM table"));
+            };
+            let (database, name) = split_name(session, name)?;
+            describe(session, &database, &name)
+        }
+        Statement::ExplainTable { table_name, .. } => {
+            let (database, name) = split_name(session, table_name)?;
+            describe(session, &database, &name)
+        }
+        Statement::Explain { statement, .. } => explain(session, statement, placeholders),
+        _ => return Ok(None),
+    };
+    outcome.map(Some)
+}
+
+/// The SHOW statements sqlparser leaves as words: `SHOW WARNINGS`, `SHOW INDEX FROM t
+/// [FROM db]` (and INDEXES, KEYS).
+fn show_words(
+    session: &Session,
+    statement: &Statement,
+    variable: &[ast::Ident],
+) -> SqlResult<Outcome> {
+    let words: Vec<String> = variable.iter().map(|v| v.value.to_lowercase()).collect();
+    match words.first().map(String::as_str) {
+        Some("warnings") => {
+            let rows = session
+                .warnings
+                .iter()
+                .map(|w| {
+                    vec![
+                        text(w.level),
+                        Value::Int(i64::from(w.code)),
+                        text(w.message.clone()),
+                    ]
+                })
+                .collect();
+            Ok(text_result(&["Level", "Code", "Message"], rows))
+        }
+        Some("index" | "indexes" | "keys") if words.len() >= 3 => {
+            let (database, name) = match words.get(3..) {
+                Some([_, database]) => (database.clone(), words[2].clone()),
+                _ => (session.current_database()?.to_string(), words[2].clone()),
+            };
+            show_index(session, &database, &name)
+        }
+        _ => Err(SqlError::not_supported(statement)),
+    }
+}
+
+/// `SHOW [FULL] TABLES`: the tables and views of a database, by name; FULL adds each
+/// one's `Table_type` (`BASE TABLE` or `VIEW`).
+fn show_tables(
+    session: &Session,
+    full: bool,
+    options: &ast::ShowStatementOptions,
+) -> SqlResult<Outcome> {
+    let database = match options
+        .show_in
+        .as_ref()
+        .and_then(|i| i.parent_name.as_ref())
+    {
+        Some(name) => name_of(name),
+        None => session.current_database()?.to_string(),
+    };
+    let filter = options.filter_position.as_ref().map(|p| match p {
+        ast::ShowStatementFilterPosition::Infix(f)
+        | ast::ShowStatementFilterPosition::Suffix(f) => f,
+    });
+    let tables = session.catalog.table_names(&database)?;
+    let views = session.catalog.view_names(&database)?;
+    let mut listed: Vec<(String, &str)> = tables.into_iter().map(|t| (t, "BASE TABLE")).collect();
+    listed.extend(views.into_iter().map(|v| (v, "VIEW")));
+    listed.sort();
+    let rows = listed
+        .into_iter()
+        .filter(|(name, _)| matches_filter(name, filter))
+        .map(|(name, kind)| match full {
+            true => vec![text(name), text(kind)],
+            false => vec![text(name)],
+        })
+        .collect();
+    let header = format!("Tables_in_{database}");
+    Ok(match full {
+        true => text_result(&[&header, "Table_type"], rows),
+        false => text_result(&[&header], rows),
+    })
+}
+
+fn describe(session: &Session, database: &str, name: &str) -> SqlResult<Outcome> {
+    let table = session.catalog.table(database, name)?;
+    let rows = table
+        .visible_columns()
+        .map(|(position, column)| {
+            let key = information_schema::column_key(&table, position);
+            let default = information_schema::column_default(column);
+            let extra = information_schema::column_extra(&table, position);
+            vec![
+                text(column.name.clone()),
+                text(table.type_name(position)),
+                text(if column.nullable { "YES" } else { "NO" }),
+                text(key),
+                default,
+                text(extra),
+            ]
+        })
+        .collect();
+    Ok(text_result(
+        &["Field", "Type", "Null", "Key", "Default", "Extra"],
+        rows,
+    ))
+}
+
+fn show_index(session: &Session, database: &str, name: &str) -> SqlResult<Outcome> {
+    let table = session.catalog.table(database, name)?;
+    let schema = table.schema();
+    let rows = information_schema::index_columns(&table)
+        .into_iter()
+        .map(|entry| {
+            vec![
+                text(table.name.clone()),
+                Value::Int(i64::from(!entry.unique)),
+                text(entry.index),
+                Value::Int(entry.sequence as i64),
+                text(schema.columns[entry.column].name.clone()),
+                text(entry.index_type),
+            ]
+        })
+        .collect();
+    Ok(text_result(
+        &[
+            "Table",
+            "Non_unique",
+            "Key_name",
+            "Seq_in_index",
+            "Column_name",
+            "Index_type",
+        ],
+        rows,
+    ))
+}
+
+fn show_create_table(session: &Session, database: &str, name: &str) -> SqlResult<String> {
+    let table = session.catalog.table(database, name)?;
+    let schema = table.schema();
+    let mut lines = Vec::new();
+    for (position, column) in table.visible_columns() {
+        let mut line = format!("  `{}` {}", column.name, table.type_name(position));
+        if !column.nullable {
+            line.push_str(" NOT NULL");
+        }
+        if table.auto_increment == Some(position) {
+            line.push_str(" AUTO_INCREMENT");
+        } else if let Some(default) = &column.default {
+            line.push_str(&format!(
+                " DEFAULT {}",
+                default_literal(&table, position, default)
+            ));
+        } else if column.nullable {
+            line.push_str(" DEFAULT NULL");
+        }
+        let comment = &table.extras.columns[position].comment;
+        if !comment.is_empty() {
+            line.push_str(&format!(" COMMENT {}", quoted(comment)));
+        }
+        lines.push(line);
+    }
+    let names = |columns: &[usize]| {
+        columns
+            .iter()
+            .map(|&c| match table.prefix_source(c) {
+                Some((source, length)) => format!("`{}`({length})", schema.columns[source].name),
+                None => format!("`{}`", schema.columns[c].name),
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    if table.hidden_key.is_none() {
+        lines.push(format!("  PRIMARY KEY ({})", names(&schema.primary_key)));
+    }
+    for (_, index) in table.table.indexes() {
+        if index.name == ddl::PRIMARY_INDEX {
+            continue;
+        }
+        let kind = if index.kind == kista_client::schema::IndexKind::Unique {
+            "UNIQUE KEY"
+        } else {
+            "KEY"
+        };
+        lines.push(format!(
+            "  {kind} `{}` ({})",
+            index.name,
+            names(&index.columns)
+        ));
+    }
+    let comment = match table.extras.comment.as_str() {
+        "" => String::new(),
+        comment => format!(" COMMENT={}", quoted(comment)),
+    };
+    Ok(format!(
+        "CREATE TABLE `{}` (\n{}\n) ENGINE=ndbcluster DEFAULT CHARSET=utf8mb4{comment}",
+        table.name,
+        lines.join(",\n")
+    ))
+}
+
+/// A column's default as SHOW CREATE TABLE prints it (a BIT's as `b'101'`).
+fn default_literal(table: &SqlTable, column: usize, default: &Value) -> String {
+    match (table.sql_type(column), default) {
+        (Some(crate::sql_type::SqlType::Bit(_)), Value::UInt(bits)) => format!("b'{bits:b}'"),
+        _ => quoted(&String::from_utf8_lossy(&crate::value::to_text(default))),
+    }
+}
+
+/// `text` as an SQL string literal.
+fn quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+fn explain(
+    session: &mut Session,
+    statement: &Statement,
+    placeholders: &[Location],
+) -> SqlResult<Outcome> {
+    let plan = match statement {
+        Statement::Query(query) => {
+            let (plan, _) = subquery::bind_answering(session, query, placeholders, &[])?;
+            select::explain(&plan)
+        }
+        Statement::Update {
+            table, selection, ..
+        } => {
+            let (table, _) = select::table_of(session, &table.relation)?;
+            select::explain(&select::SelectPlan::for_write(
+                &table,
+                selection.as_ref(),
+                &[],
+                None,
+                placeholders,
+            )?)
+        }
+        Statement::Delete(delete) => {
+            let from = match &delete.from {
+                ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
+            };
+            let Some(target) = from.first() else {
+                return Err(SqlError::syntax("DELETE without a table"));
+            };
+            let (table, _) = select::table_of(session, &target.relation)?;
+            select::explain(&select::SelectPlan::for_write(
+                &table,
+                delete.selection.as_ref(),
+                &[],
+                None,
+                placeholders,
+            )?)
+        }
+        other => {
+            return Err(SqlError::not_supported(format!(
+                "EXPLAIN {}",
+                other.to_string().split_whitespace().next().unwrap_or("")
+            )))
+        }
+    };
+    Ok(text_result(&["plan"], vec![vec![text(plan)]]))
+}
