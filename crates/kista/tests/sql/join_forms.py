@@ -50,6 +50,19 @@ assert rows("SELECT r.rname, c.name FROM customer c RIGHT JOIN region r "
             "ON c.region = r.region JOIN orders o ON o.region = r.region "
             "WHERE o.oid = 100") == [("north", "ann")]
 
+# A derived table or a view as the first table of a join.
+assert rows("SELECT d.id, o.total FROM (SELECT id FROM customer WHERE region = 10) AS d "
+            "JOIN orders o ON o.id = d.id ORDER BY o.oid") == [(1, 5), (1, 7)]
+cur.execute("CREATE VIEW north AS SELECT id, name FROM customer WHERE region <= 20")
+assert rows("SELECT n.name, o.oid FROM north n JOIN orders o USING (id) ORDER BY o.oid") == [
+    ("ann", 100), ("ann", 101), ("bo", 102)]
+assert rows("SELECT c.id, COUNT(o.oid) FROM (SELECT id FROM customer) c "
+            "LEFT JOIN orders o ON o.id = c.id GROUP BY c.id ORDER BY c.id") == [
+    (1, 2), (2, 1), (3, 0)]
+assert rows("SELECT * FROM north JOIN region r ON r.region = 10 WHERE north.id = 1") == [
+    (1, "ann", 10, "north")]
+assert error_of("SELECT * FROM customer c JOIN north n USING (id)") == 1235
+
 # What MySQL refuses.
 assert error_of("SELECT * FROM customer JOIN orders USING (nope)") == 1054
 assert error_of("SELECT * FROM customer JOIN orders USING (oid)") == 1054

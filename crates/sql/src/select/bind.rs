@@ -9,7 +9,7 @@ use sqlparser::tokenizer::Location;
 
 use kista_client::LockKind;
 
-use super::from::{bind_from, FromItem};
+use super::from::{bind_from, FromItem, FromTable};
 use super::{OutputColumn, SelectPlan};
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{bind, Aggregate, Binder, Expr, ScopeColumn};
@@ -321,7 +321,14 @@ pub(super) fn bind_joins(
         .filter(|c| within(c, 0, first_width))
         .cloned()
         .collect();
-    let mut first_plan = SelectPlan::for_write_bound(first, first_conjuncts, None, lock);
+    let mut first_plan = match first {
+        FromTable::Cluster(first) => {
+            SelectPlan::for_write_bound(first, first_conjuncts, None, lock)
+        }
+        FromTable::Front(front, schema) => {
+            SelectPlan::of_front_rows(front.clone(), schema.clone(), first_conjuncts)
+        }
+    };
     first_plan.needed_columns.clear();
     let mut joined = Vec::new();
     let mut offset = first_width;
@@ -341,6 +348,7 @@ pub(super) fn bind_joins(
         if !left {
             usable.extend(conjuncts.iter().cloned());
         }
+        let table = table.cluster()?;
         let lookup = join::choose_lookup(table, offset, &usable);
         let pushed = usable
             .iter()

@@ -28,10 +28,11 @@ pub(super) fn fetch_joined(
     joined: &[JoinedTable],
     params: &[Value],
 ) -> SqlResult<Vec<Vec<Value>>> {
-    let Some(first_table) = &first.table else {
-        return Ok(Vec::new());
+    let mut rows = match (&first.table, &first.system) {
+        (Some(first_table), _) => fetch(tx, session, first, first_table, params, false)?,
+        (None, Some((front, _))) => system_rows(session, first, front, params)?,
+        (None, None) => return Ok(Vec::new()),
     };
-    let mut rows = fetch(tx, session, first, first_table, params, false)?;
     for step in joined {
         let pushed_filter = |conditions: &[Expr]| -> Option<Filter> {
             let filters: Vec<Filter> = conditions

@@ -36,7 +36,7 @@ pub(super) struct BoundFrom<'q> {
 
 /// A table of FROM: its name in the query, whether a LEFT JOIN brought it, its ON.
 pub(super) struct FromItem<'q> {
-    pub table: Arc<SqlTable>,
+    pub table: FromTable,
     pub alias: String,
     pub left: bool,
     pub on: Option<Cow<'q, ast::Expr>>,
@@ -44,8 +44,50 @@ pub(super) struct FromItem<'q> {
     qualified_only: Vec<String>,
 }
 
+/// A joined table: of the cluster, or (first in FROM only) one whose rows the front end
+/// holds: a derived table, a view or `information_schema`.
+pub(super) enum FromTable {
+    Cluster(Arc<SqlTable>),
+    Front(FrontTable, TableSchema),
+}
+
+impl FromTable {
+    pub fn schema(&self) -> &TableSchema {
+        match self {
+            FromTable::Cluster(table) => table.schema(),
+            FromTable::Front(_, schema) => schema,
+        }
+    }
+
+    /// The column SQL names `name`.
+    fn column_index(&self, name: &str) -> Option<usize> {
+        match self {
+            FromTable::Cluster(table) => table.column_index(name),
+            FromTable::Front(_, schema) => schema.column_index(name),
+        }
+    }
+
+    /// The columns SQL sees, with their positions.
+    fn visible_columns(&self) -> Vec<(usize, &Column)> {
+        match self {
+            FromTable::Cluster(table) => table.visible_columns().collect(),
+            FromTable::Front(_, schema) => schema.columns.iter().enumerate().collect(),
+        }
+    }
+
+    /// The cluster table; joined tables after the first must be one.
+    pub fn cluster(&self) -> SqlResult<&Arc<SqlTable>> {
+        match self {
+            FromTable::Cluster(table) => Ok(table),
+            FromTable::Front(..) => Err(SqlError::not_supported(
+                "a derived table, view or information_schema table joined after the first table of FROM",
+            )),
+        }
+    }
+}
+
 impl FromItem<'_> {
-    fn new(table: Arc<SqlTable>, alias: String) -> Self {
+    fn new(table: FromTable, alias: String) -> Self {
         Self {
             table,
             alias,
@@ -152,8 +194,18 @@ pub(super) fn bind_from<'q>(
             OnlyTable::Cluster(table) => bound.table = Some(table),
         },
         items => {
-            for item in items {
-                let (table, alias) = table_of(session, &item.relation)?;
+            for (n, item) in items.iter().enumerate() {
+                let (table, alias) = match only_table_of(session, &item.relation)? {
+                    OnlyTable::Cluster((table, alias)) => (FromTable::Cluster(table), alias),
+                    OnlyTable::Front((front, schema, alias)) if n == 0 => {
+                        (FromTable::Front(front, schema), alias)
+                    }
+                    OnlyTable::Front(_) => {
+                        return Err(SqlError::not_supported(
+                            "a derived table, view or information_schema table after the first table of FROM",
+                        ))
+                    }
+                };
                 bound.written.push(bound.items.len());
                 bound.items.push(FromItem::new(table, alias));
                 let first_of_item = bound.items.len() - 1;
@@ -161,8 +213,9 @@ pub(super) fn bind_from<'q>(
                     join_one(session, &mut bound, join, first_of_item)?;
                 }
             }
-            let first = &bound.items[0];
-            bound.table = Some((first.table.clone(), first.alias.clone()));
+            if let FromTable::Cluster(first) = &bound.items[0].table {
+                bound.table = Some((first.clone(), bound.items[0].alias.clone()));
+            }
         }
     }
     Ok(bound)
@@ -197,8 +250,12 @@ fn join_one<'q>(
     first_of_item: usize,
 ) -> SqlResult<()> {
     let (left, right, constraint) = join_kind(&join.join_operator)?;
-    let (table, alias) = table_of(session, &join.relation)?;
-    let mut joined = FromItem::new(table, alias);
+    let OnlyTable::Cluster((table, alias)) = only_table_of(session, &join.relation)? else {
+        return Err(SqlError::not_supported(
+            "a derived table, view or information_schema table after the first table of FROM",
+        ));
+    };
+    let mut joined = FromItem::new(FromTable::Cluster(table), alias);
     let using = match constraint {
         ast::JoinConstraint::On(on) => {
             joined.on = Some(Cow::Borrowed(on));
@@ -214,6 +271,7 @@ fn join_one<'q>(
             joined
                 .table
                 .visible_columns()
+                .into_iter()
                 .map(|(_, c)| c.name.clone())
                 .filter(|name| before.iter().any(|item| item.has_column(name)))
                 .collect()

@@ -102,6 +102,34 @@ impl SelectPlan {
         }
     }
 
+    /// A plan taking the rows of a table the front end holds that pass `conjuncts`: the
+    /// first table of a join (`fetch_joined`).
+    fn of_front_rows(front: FrontTable, schema: TableSchema, conjuncts: Vec<Expr>) -> Self {
+        let filter = conjuncts
+            .iter()
+            .cloned()
+            .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)));
+        Self {
+            access: Access::Scan,
+            table: None,
+            system: Some((front, schema)),
+            joins: None,
+            filter,
+            conjuncts,
+            outputs: Vec::new(),
+            aggregates: Vec::new(),
+            group_by: Vec::new(),
+            grouped: false,
+            having: None,
+            distinct: false,
+            order_by: Vec::new(),
+            limit: None,
+            offset: None,
+            lock: LockKind::Committed,
+            needed_columns: Vec::new(),
+        }
+    }
+
     /// The rows an UPDATE or DELETE changes: every column, under an exclusive lock.
     pub fn for_write(
         table: &Arc<SqlTable>,
