@@ -12,9 +12,12 @@ use kista_client::schema::IndexKind;
 use kista_client::types::Value;
 use kista_client::{LockKind, ScanSpec};
 
+use kista_client::schema::TableSchema;
+
 use crate::catalog::SqlTable;
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{eval, CompareOp, Expr};
+use crate::select::FrontTable;
 use crate::select::{add_written_keys, read_keys_in};
 use crate::session::{Session, Tx, RESULT_ROWS_MAX};
 use crate::value::{fit_exactly, truth};
@@ -33,9 +36,33 @@ pub enum Lookup {
     Scan,
 }
 
+/// What a joined table is: of the cluster, or rows the front end holds (a derived
+/// table, a view, `information_schema`), always matched as a scan would be.
+pub(crate) enum JoinSource {
+    Cluster(Arc<SqlTable>),
+    Front(FrontTable, TableSchema),
+}
+
+impl JoinSource {
+    pub fn schema(&self) -> &TableSchema {
+        match self {
+            JoinSource::Cluster(table) => table.schema(),
+            JoinSource::Front(_, schema) => schema,
+        }
+    }
+
+    /// The cluster table, where it is one.
+    pub fn cluster(&self) -> Option<&Arc<SqlTable>> {
+        match self {
+            JoinSource::Cluster(table) => Some(table),
+            JoinSource::Front(..) => None,
+        }
+    }
+}
+
 /// A table joined to the rows before it.
 pub struct JoinedTable {
-    pub table: Arc<SqlTable>,
+    pub(crate) table: JoinSource,
     /// Where its first column sits in the joined row.
     pub offset: usize,
     /// LEFT JOIN: a row with no match continues with NULLs for this table.
@@ -55,7 +82,17 @@ impl JoinedTable {
             Lookup::Unique { index, .. } => format!("batched unique lookups on `{index}`"),
             Lookup::Scan => "one scan of all partitions, matched in the front end".to_string(),
         };
-        format!("{kind} {}.{}: {how}", self.table.database, self.table.name)
+        match &self.table {
+            JoinSource::Cluster(table) => {
+                format!("{kind} {}.{}: {how}", table.database, table.name)
+            }
+            JoinSource::Front(_, schema) => {
+                format!(
+                    "{kind} {}: its rows held by the front end, matched there",
+                    schema.name
+                )
+            }
+        }
     }
 }
 
@@ -138,14 +175,18 @@ pub fn extend(
     };
     match &joined.lookup {
         Lookup::PrimaryKey(exprs) | Lookup::Unique { key: exprs, .. } => {
+            // Only a table of the cluster is looked up by key (`choose_lookup`).
+            let table = joined.table.cluster().ok_or_else(|| {
+                SqlError::not_supported("a key lookup in rows the front end holds")
+            })?;
             let key_columns: Vec<usize> = match &joined.lookup {
-                Lookup::Unique { index, .. } => joined.table.table.index(index)?.1.columns.clone(),
-                _ => joined.table.schema().primary_key.clone(),
+                Lookup::Unique { index, .. } => table.table.index(index)?.1.columns.clone(),
+                _ => table.schema().primary_key.clone(),
             };
             for batch in rows.chunks(LOOKUP_BATCH_ROWS) {
                 let mut keys: Vec<Option<Vec<Value>>> = Vec::with_capacity(batch.len());
                 for left in batch {
-                    keys.push(key_of(&joined.table, &key_columns, exprs, left, &ctx)?);
+                    keys.push(key_of(table, &key_columns, exprs, left, &ctx)?);
                 }
                 let mut ops = Vec::with_capacity(batch.len());
                 for key in &keys {
@@ -153,16 +194,16 @@ pub fn extend(
                         None => None,
                         Some(key) => Some(match &joined.lookup {
                             Lookup::Unique { index, .. } => tx.transaction.read_unique(
-                                &joined.table.table,
+                                &table.table,
                                 index,
                                 key,
                                 LockKind::Committed,
                                 Vec::new(),
                             )?,
                             _ => tx.transaction.read(
-                                &joined.table.table,
+                                &table.table,
                                 key,
-                                tx.read_lock(joined.table.table.id, LockKind::Committed),
+                                tx.read_lock(table.table.id, LockKind::Committed),
                             )?,
                         }),
                     });
@@ -188,23 +229,12 @@ pub fn extend(
             }
         }
         Lookup::Scan => {
-            let mut spec = ScanSpec::full();
-            if let Some(filter) = pushed_filter(&joined.pushed) {
-                spec = spec.filter(filter);
-            }
-            let table_id = joined.table.table.id;
-            let lock = tx.read_lock(table_id, LockKind::Committed);
-            let scanned = if lock == LockKind::Committed {
-                let scan = session.catalog.client().scan(&joined.table.table, spec)?;
-                collect_bounded(scan)?
-            } else {
-                // The transaction wrote the table: the scan finds keys, the transaction's own
-                // rows join them, and all are read under the lock that shows its versions.
-                let spec = spec.columns(joined.table.key_columns());
-                let scan = session.catalog.client().scan(&joined.table.table, spec)?;
-                let mut keys = collect_bounded(scan)?;
-                add_written_keys(tx, table_id, &mut keys);
-                read_keys_in(tx, &joined.table, &keys, lock, &[], false)?
+            let scanned = match &joined.table {
+                JoinSource::Cluster(table) => {
+                    scan_joined(tx, session, table, joined, pushed_filter)?
+                }
+                JoinSource::Front(FrontTable::Derived(rows), _) => rows.as_ref().clone(),
+                JoinSource::Front(FrontTable::System(system), _) => system.rows(session.catalog)?,
             };
             let mut right_rows = Vec::new();
             for row in scanned {
@@ -233,6 +263,35 @@ pub fn extend(
         }
     }
     Ok(out)
+}
+
+/// A joined table of the cluster read whole, its conditions alone pushed to the scan.
+fn scan_joined(
+    tx: &mut Tx,
+    session: &Session,
+    table: &Arc<SqlTable>,
+    joined: &JoinedTable,
+    pushed_filter: impl Fn(&[Expr]) -> Option<Filter>,
+) -> SqlResult<Vec<Vec<Value>>> {
+    let mut spec = ScanSpec::full();
+    if let Some(filter) = pushed_filter(&joined.pushed) {
+        spec = spec.filter(filter);
+    }
+    let table_id = table.table.id;
+    let lock = tx.read_lock(table_id, LockKind::Committed);
+    let scanned = if lock == LockKind::Committed {
+        let scan = session.catalog.client().scan(&table.table, spec)?;
+        collect_bounded(scan)?
+    } else {
+        // The transaction wrote the table: the scan finds keys, the transaction's own
+        // rows join them, and all are read under the lock that shows its versions.
+        let spec = spec.columns(table.key_columns());
+        let scan = session.catalog.client().scan(&table.table, spec)?;
+        let mut keys = collect_bounded(scan)?;
+        add_written_keys(tx, table_id, &mut keys);
+        read_keys_in(tx, table, &keys, lock, &[], false)?
+    };
+    Ok(scanned)
 }
 
 /// A joined table's scanned rows, refused past the front end's limit.

@@ -61,7 +61,14 @@ assert rows("SELECT c.id, COUNT(o.oid) FROM (SELECT id FROM customer) c "
     (1, 2), (2, 1), (3, 0)]
 assert rows("SELECT * FROM north JOIN region r ON r.region = 10 WHERE north.id = 1") == [
     (1, "ann", 10, "north")]
-assert error_of("SELECT * FROM customer c JOIN north n USING (id)") == 1235
+# ... and anywhere after: a LEFT JOIN to a grouped derived table, a view joined with USING.
+assert rows("SELECT c.name, t.spent FROM customer c LEFT JOIN "
+            "(SELECT id, SUM(total) AS spent FROM orders GROUP BY id) AS t ON t.id = c.id "
+            "ORDER BY c.name") == [("ann", 12), ("bo", 9), ("cy", None)]
+assert rows("SELECT o.oid, n.name FROM orders o JOIN north n USING (id) ORDER BY o.oid") == [
+    (100, "ann"), (101, "ann"), (102, "bo")]
+assert rows("SELECT c.name, e.ENGINE FROM customer c JOIN information_schema.ENGINES e "
+            "ON e.ENGINE = 'ndbcluster' WHERE c.id = 1") == [("ann", "ndbcluster")]
 
 # What MySQL refuses.
 assert error_of("SELECT * FROM customer JOIN orders USING (nope)") == 1054

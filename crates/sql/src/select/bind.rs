@@ -13,7 +13,7 @@ use super::from::{bind_from, FromItem, FromTable};
 use super::{OutputColumn, SelectPlan};
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{bind, Aggregate, Binder, Expr, ScopeColumn};
-use crate::join::{self, JoinedTable};
+use crate::join::{self, JoinSource, JoinedTable};
 use crate::plan::{choose_access, Access};
 use crate::session::Session;
 
@@ -348,8 +348,16 @@ pub(super) fn bind_joins(
         if !left {
             usable.extend(conjuncts.iter().cloned());
         }
-        let table = table.cluster()?;
-        let lookup = join::choose_lookup(table, offset, &usable);
+        let (source, lookup) = match table {
+            FromTable::Cluster(table) => (
+                JoinSource::Cluster(table.clone()),
+                join::choose_lookup(table, offset, &usable),
+            ),
+            FromTable::Front(front, schema) => (
+                JoinSource::Front(front.clone(), schema.clone()),
+                join::Lookup::Scan,
+            ),
+        };
         let pushed = usable
             .iter()
             .filter(|c| within(c, offset, offset + width))
@@ -358,7 +366,7 @@ pub(super) fn bind_joins(
         // An inner join's WHERE conditions are checked once every table is joined; its ON
         // is checked as each pair is formed.
         joined.push(JoinedTable {
-            table: table.clone(),
+            table: source,
             offset,
             left: *left,
             on,

@@ -38,7 +38,7 @@ pub(super) fn fetch_joined(
             let filters: Vec<Filter> = conditions
                 .iter()
                 .filter(|c| pushable(c))
-                .filter_map(|c| to_filter(session, &step.table, c, params))
+                .filter_map(|c| to_filter(session, step.table.cluster()?, c, params))
                 .collect();
             match filters.len() {
                 0 => None,

@@ -142,39 +142,40 @@ pub(super) fn static_type<'p>(
 fn column_type_and_origin(plan: &SelectPlan, c: usize) -> (Option<ColumnType>, Option<Origin<'_>>) {
     // The table holding position `c`, the column's position in it, and whether a LEFT
     // JOIN may make its columns NULL.
-    let found: Option<(Origin, ColumnType)> =
-        match (&plan.joins, &plan.table, &plan.system) {
-            (Some((first, joined)), _, _) => {
-                let mut tables: Vec<(&Arc<SqlTable>, usize, bool)> =
-                    first.table.iter().map(|t| (t, 0, false)).collect();
-                tables.extend(joined.iter().map(|j| (&j.table, j.offset, j.left)));
-                tables.iter().rev().find(|(_, offset, _)| *offset <= c).map(
-                    |&(table, offset, left)| {
-                        let column_type = table.schema().columns[c - offset].column_type;
-                        (in_table(table, c - offset, left), column_type)
-                    },
-                )
+    let found: Option<(Origin, ColumnType)> = match (&plan.joins, &plan.table, &plan.system) {
+        (Some((first, joined)), _, _) => {
+            // Tables the front end holds have no origin (nor a column type to tell).
+            let mut tables: Vec<(Option<&Arc<SqlTable>>, usize, bool)> =
+                vec![(first.table.as_ref(), 0, false)];
+            tables.extend(joined.iter().map(|j| (j.table.cluster(), j.offset, j.left)));
+            match tables.into_iter().rev().find(|(_, offset, _)| *offset <= c) {
+                Some((Some(table), offset, left)) => {
+                    let column_type = table.schema().columns[c - offset].column_type;
+                    Some((in_table(table, c - offset, left), column_type))
+                }
+                _ => None,
             }
-            (None, Some(table), _) => Some((
-                in_table(table, c, false),
-                table.schema().columns[c].column_type,
-            )),
-            (None, None, Some((system, schema))) => {
-                let column = &schema.columns[c];
-                let origin = Origin {
-                    schema: match system {
-                        FrontTable::System(_) => information_schema::DATABASE,
-                        FrontTable::Derived(_) => "",
-                    },
-                    table: schema.name.as_str(),
-                    column: &column.name,
-                    nullable: column.nullable,
-                    sql_type: None,
-                };
-                Some((origin, column.column_type))
-            }
-            (None, None, None) => None,
-        };
+        }
+        (None, Some(table), _) => Some((
+            in_table(table, c, false),
+            table.schema().columns[c].column_type,
+        )),
+        (None, None, Some((system, schema))) => {
+            let column = &schema.columns[c];
+            let origin = Origin {
+                schema: match system {
+                    FrontTable::System(_) => information_schema::DATABASE,
+                    FrontTable::Derived(_) => "",
+                },
+                table: schema.name.as_str(),
+                column: &column.name,
+                nullable: column.nullable,
+                sql_type: None,
+            };
+            Some((origin, column.column_type))
+        }
+        (None, None, None) => None,
+    };
     match found {
         Some((origin, column_type)) => (Some(column_type), Some(origin)),
         None => (None, None),

@@ -44,8 +44,8 @@ pub(super) struct FromItem<'q> {
     qualified_only: Vec<String>,
 }
 
-/// A joined table: of the cluster, or (first in FROM only) one whose rows the front end
-/// holds: a derived table, a view or `information_schema`.
+/// A table of FROM: of the cluster, or one whose rows the front end holds (a derived
+/// table, a view, `information_schema`).
 pub(super) enum FromTable {
     Cluster(Arc<SqlTable>),
     Front(FrontTable, TableSchema),
@@ -72,16 +72,6 @@ impl FromTable {
         match self {
             FromTable::Cluster(table) => table.visible_columns().collect(),
             FromTable::Front(_, schema) => schema.columns.iter().enumerate().collect(),
-        }
-    }
-
-    /// The cluster table; joined tables after the first must be one.
-    pub fn cluster(&self) -> SqlResult<&Arc<SqlTable>> {
-        match self {
-            FromTable::Cluster(table) => Ok(table),
-            FromTable::Front(..) => Err(SqlError::not_supported(
-                "a derived table, view or information_schema table joined after the first table of FROM",
-            )),
         }
     }
 }
@@ -194,16 +184,11 @@ pub(super) fn bind_from<'q>(
             OnlyTable::Cluster(table) => bound.table = Some(table),
         },
         items => {
-            for (n, item) in items.iter().enumerate() {
+            for item in items {
                 let (table, alias) = match only_table_of(session, &item.relation)? {
                     OnlyTable::Cluster((table, alias)) => (FromTable::Cluster(table), alias),
-                    OnlyTable::Front((front, schema, alias)) if n == 0 => {
+                    OnlyTable::Front((front, schema, alias)) => {
                         (FromTable::Front(front, schema), alias)
-                    }
-                    OnlyTable::Front(_) => {
-                        return Err(SqlError::not_supported(
-                            "a derived table, view or information_schema table after the first table of FROM",
-                        ))
                     }
                 };
                 bound.written.push(bound.items.len());
@@ -250,12 +235,11 @@ fn join_one<'q>(
     first_of_item: usize,
 ) -> SqlResult<()> {
     let (left, right, constraint) = join_kind(&join.join_operator)?;
-    let OnlyTable::Cluster((table, alias)) = only_table_of(session, &join.relation)? else {
-        return Err(SqlError::not_supported(
-            "a derived table, view or information_schema table after the first table of FROM",
-        ));
+    let (table, alias) = match only_table_of(session, &join.relation)? {
+        OnlyTable::Cluster((table, alias)) => (FromTable::Cluster(table), alias),
+        OnlyTable::Front((front, schema, alias)) => (FromTable::Front(front, schema), alias),
     };
-    let mut joined = FromItem::new(FromTable::Cluster(table), alias);
+    let mut joined = FromItem::new(table, alias);
     let using = match constraint {
         ast::JoinConstraint::On(on) => {
             joined.on = Some(Cow::Borrowed(on));
