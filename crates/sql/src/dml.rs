@@ -122,6 +122,7 @@ fn prepare_insert(
     number_hidden_keys(session, &table, &mut rows)?;
     let duplicate_update = match &insert.on {
         Some(OnInsert::DuplicateKeyUpdate(assignments)) => Some(bind_assignments(
+            session,
             &table,
             assignments,
             placeholders,
@@ -601,6 +602,7 @@ fn duplicate_message(error: SqlError, table: &SqlTable, rows: &[Vec<Value>]) -> 
 /// `SET col = expr, ...` bound over the table's row (and, for ON DUPLICATE KEY UPDATE,
 /// the row that was to be inserted after it).
 fn bind_assignments(
+    session: &Session,
     table: &SqlTable,
     assignments: &[Assignment],
     placeholders: &[Location],
@@ -624,6 +626,7 @@ fn bind_assignments(
                 .ok_or_else(|| SqlError::unknown_column(&column_name, "field list"))?;
             let mut binder = Binder {
                 inserted_row_at,
+                subqueries: Some(&session.subqueries),
                 ..Binder::over(&scope, placeholders, "field list")
             };
             Ok((column, bind(&mut binder, &assignment.value)?))
@@ -669,7 +672,7 @@ enum Change {
 
 /// Binds an UPDATE or DELETE; `None` for any other statement.
 pub fn bind_write(session: &Session, parsed: &Parsed) -> SqlResult<Option<WritePlan>> {
-    match &parsed.statement {
+    let plan = match &parsed.statement {
         ast::Statement::Update {
             table,
             assignments,
@@ -695,7 +698,35 @@ pub fn bind_write(session: &Session, parsed: &Parsed) -> SqlResult<Option<WriteP
             bind_delete(session, delete, &parsed.placeholders).map(Some)
         }
         _ => Ok(None),
+    }?;
+    if let Some(plan) = &plan {
+        refuse_reading_target(&parsed.statement, &plan.table)?;
     }
+    Ok(plan)
+}
+
+/// MySQL's 1093: a subquery of an UPDATE or DELETE may not read the table it changes
+/// (Kista would read it as it was before the statement; MySQL refuses the statement).
+fn refuse_reading_target(statement: &ast::Statement, table: &SqlTable) -> SqlResult<()> {
+    let mut named = 0;
+    let _ = ast::visit_relations(statement, |name| {
+        let last = name.0.last().and_then(|part| part.as_ident());
+        if last.is_some_and(|ident| ident.value.eq_ignore_ascii_case(&table.name)) {
+            named += 1;
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    if named > 1 {
+        return Err(SqlError::new(
+            1093,
+            "HY000",
+            format!(
+                "You can't specify target table '{}' for update in FROM clause",
+                table.name
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// UPDATE; `parsed` gives the placeholders and the ORDER BY the parser left out.
@@ -712,8 +743,15 @@ fn bind_update(
         return Err(SqlError::not_supported("multi-table UPDATE"));
     }
     let (table, _) = select::table_of(session, &target.relation)?;
-    let assignments = bind_assignments(&table, assignments, placeholders, None)?;
-    let rows = SelectPlan::for_write(&table, selection, order_by, limit, placeholders)?;
+    let assignments = bind_assignments(session, &table, assignments, placeholders, None)?;
+    let subqueries = Some(&session.subqueries);
+    let rows = SelectPlan::for_write(
+        &table,
+        selection,
+        (order_by, limit),
+        placeholders,
+        subqueries,
+    )?;
     let changes_key = assignments
         .iter()
         .any(|(c, _)| table.schema().primary_key.contains(c));
@@ -747,9 +785,9 @@ fn bind_delete(
     let rows = SelectPlan::for_write(
         &table,
         delete.selection.as_ref(),
-        &delete.order_by,
-        delete.limit.as_ref(),
+        (&delete.order_by, delete.limit.as_ref()),
         placeholders,
+        Some(&session.subqueries),
     )?;
     let may_wait = unique_indexes(&table).is_empty();
     Ok(WritePlan {

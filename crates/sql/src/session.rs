@@ -367,7 +367,7 @@ impl<'c> Session<'c> {
             }
             return outcome;
         }
-        if let Some(plan) = self.cached_write_plan(parsed, cache)? {
+        if let Some(plan) = self.cached_write_plan(parsed, cache, params)? {
             self.warnings.clear();
             return dml::run_write(self, &plan, params);
         }
@@ -376,10 +376,12 @@ impl<'c> Session<'c> {
 
     /// An UPDATE's or DELETE's bound plan from `cache`, bound again as a query's is
     /// ([`Session::cached_plan`]); `None` for other statements.
+    /// A plan whose subqueries ran holds their answers: it is not kept.
     fn cached_write_plan(
         &mut self,
         parsed: &Parsed,
         cache: &mut PlanCache,
+        params: &[Value],
     ) -> SqlResult<Option<std::sync::Arc<dml::WritePlan>>> {
         if !matches!(
             parsed.statement,
@@ -393,7 +395,14 @@ impl<'c> Session<'c> {
                 return Ok(Some(plan.clone()));
             }
         }
-        let plan = dml::bind_write(self, parsed)?.map(std::sync::Arc::new);
+        let placeholders = &parsed.placeholders;
+        let (plan, ran) = crate::subquery::answering(self, placeholders, params, |session| {
+            dml::bind_write(session, parsed)
+        })?;
+        let plan = plan.map(std::sync::Arc::new);
+        if ran {
+            return Ok(plan);
+        }
         *cache = PlanCache {
             generation,
             database: self.database.clone(),

@@ -13,8 +13,10 @@
 //!
 //! A derived table (`FROM (SELECT ...) AS t`) runs the same way; its rows are the table's.
 //!
-//! A correlated subquery (one naming a column of the query around it) is refused with
-//! error 1235, as are subqueries in UPDATE, DELETE and prepared statements' definitions.
+//! UPDATE and DELETE run theirs the same way (in WHERE and SET; MySQL's 1093 when one
+//! reads the table being changed). A correlated subquery (one naming a column of the
+//! query around it) is refused with error 1235, as are subqueries in prepared
+//! statements' definitions.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -138,10 +140,23 @@ pub fn bind_answering(
     placeholders: &[Location],
     params: &[Value],
 ) -> SqlResult<(SelectPlan, bool)> {
+    answering(session, placeholders, params, |session| {
+        select::bind_query(session, query, placeholders)
+    })
+}
+
+/// Binds a statement with `bind` (a query's, an UPDATE's or a DELETE's binding), first
+/// running every uncorrelated subquery it holds, as [`bind_answering`] does for a query.
+pub fn answering<T>(
+    session: &mut Session,
+    placeholders: &[Location],
+    params: &[Value],
+    bind: impl Fn(&Session) -> SqlResult<T>,
+) -> SqlResult<(T, bool)> {
     let mut ran = false;
     for _ in 0..=SUBQUERIES_MAX {
         let outer = session.subqueries.answering.replace(true);
-        let bound = select::bind_query(session, query, placeholders);
+        let bound = bind(session);
         session.subqueries.answering.set(outer);
         let wanted = session.subqueries.wanted.borrow_mut().take();
         match (bound, wanted) {

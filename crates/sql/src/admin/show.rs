@@ -312,9 +312,9 @@ fn explain(
             select::explain(&select::SelectPlan::for_write(
                 &table,
                 selection.as_ref(),
-                &[],
-                None,
+                (&[], None),
                 placeholders,
+                None,
             )?)
         }
         Statement::Delete(delete) => {
@@ -328,9 +328,9 @@ fn explain(
             select::explain(&select::SelectPlan::for_write(
                 &table,
                 delete.selection.as_ref(),
-                &[],
-                None,
+                (&[], None),
                 placeholders,
+                None,
             )?)
         }
         other => {

@@ -131,15 +131,20 @@ impl SelectPlan {
     }
 
     /// The rows an UPDATE or DELETE changes: every column, under an exclusive lock.
+    /// `subqueries`: where the statement's uncorrelated subqueries may run
+    /// (`subquery::answering`); `None` refuses them.
     pub fn for_write(
         table: &Arc<SqlTable>,
         selection: Option<&ast::Expr>,
-        order_by: &[ast::OrderByExpr],
-        limit: Option<&ast::Expr>,
+        (order_by, limit): (&[ast::OrderByExpr], Option<&ast::Expr>),
         placeholders: &[Location],
+        subqueries: Option<&crate::subquery::Subqueries>,
     ) -> SqlResult<Self> {
         let scope = table.scope(&table.name);
-        let mut binder = Binder::over(&scope, placeholders, "where clause");
+        let mut binder = Binder {
+            subqueries,
+            ..Binder::over(&scope, placeholders, "where clause")
+        };
         let filter = selection.map(|e| bind(&mut binder, e)).transpose()?;
         binder.place = "order clause";
         let order_by = order_by
