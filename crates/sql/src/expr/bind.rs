@@ -234,63 +234,8 @@ pub(super) fn bind_plain(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Exp
         },
         A::Value(value) => literal(binder, &value.value, value.span.start)?,
         A::Nested(inner) => bind(binder, inner)?,
-        A::UnaryOp { op, expr: inner } => match op {
-            UnaryOperator::Not => Expr::Not(boxed(binder, inner)?),
-            UnaryOperator::Minus => match bind(binder, inner)? {
-                Expr::Literal(Value::Int(n)) => Expr::Literal(Value::Int(-n)),
-                Expr::Literal(Value::UInt(n)) if n <= 1 << 63 => {
-                    Expr::Literal(Value::Int((n as i64).wrapping_neg()))
-                }
-                Expr::Literal(Value::Decimal(d)) => Expr::Literal(Value::Decimal(Decimal {
-                    unscaled: -d.unscaled,
-                    scale: d.scale,
-                })),
-                Expr::Literal(Value::Double(x)) => Expr::Literal(Value::Double(-x)),
-                other => Expr::Negate(Box::new(other)),
-            },
-            UnaryOperator::Plus => bind(binder, inner)?,
-            _ => return Err(SqlError::not_supported(expr)),
-        },
-        A::BinaryOp { left, op, right } => {
-            let (l, r) = (boxed(binder, left)?, boxed(binder, right)?);
-            let compare = |op| Expr::Compare(op, l.clone(), r.clone());
-            let arithmetic = |op| Expr::Arithmetic(op, l.clone(), r.clone());
-            match op {
-                BinaryOperator::And => Expr::And(l, r),
-                BinaryOperator::Or => Expr::Or(l, r),
-                BinaryOperator::Eq => compare(CompareOp::Eq),
-                BinaryOperator::NotEq => compare(CompareOp::NotEq),
-                BinaryOperator::Lt => compare(CompareOp::Lt),
-                BinaryOperator::LtEq => compare(CompareOp::LtEq),
-                BinaryOperator::Gt => compare(CompareOp::Gt),
-                BinaryOperator::GtEq => compare(CompareOp::GtEq),
-                BinaryOperator::Spaceship => compare(CompareOp::NullSafeEq),
-                BinaryOperator::Plus => arithmetic(ArithmeticOp::Add),
-                BinaryOperator::Minus => arithmetic(ArithmeticOp::Subtract),
-                BinaryOperator::Multiply => arithmetic(ArithmeticOp::Multiply),
-                BinaryOperator::Divide => arithmetic(ArithmeticOp::Divide),
-                BinaryOperator::MyIntegerDivide => arithmetic(ArithmeticOp::IntegerDivide),
-                BinaryOperator::Modulo => arithmetic(ArithmeticOp::Modulo),
-                // `@x := value` (MySQL's assignment inside an expression).
-                BinaryOperator::Assignment => match left.as_ref() {
-                    ast::Expr::Identifier(ident)
-                        if ident.value.starts_with('@') && !ident.value.starts_with("@@") =>
-                    {
-                        Expr::AssignUserVariable(ident.value.to_lowercase(), r)
-                    }
-                    _ => return Err(SqlError::syntax(format!("cannot assign to {left}"))),
-                },
-                // `doc->path` is JSON_EXTRACT, `doc->>path` its JSON_UNQUOTE.
-                BinaryOperator::Arrow | BinaryOperator::LongArrow => {
-                    let extract = Expr::Call(functions::named("json_extract"), vec![*l, *r]);
-                    match op {
-                        BinaryOperator::Arrow => extract,
-                        _ => Expr::Call(functions::named("json_unquote"), vec![extract]),
-                    }
-                }
-                _ => return Err(SqlError::not_supported(format!("operator {op}"))),
-            }
-        }
+        A::UnaryOp { op, expr: inner } => bind_unary(binder, expr, *op, inner)?,
+        A::BinaryOp { left, op, right } => bind_binary(binder, left, op, right)?,
         A::IsNull(inner) => Expr::IsNull {
             expr: boxed(binder, inner)?,
             negated: false,
@@ -333,6 +278,42 @@ pub(super) fn bind_plain(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Exp
             pattern: boxed(binder, pattern)?,
             negated: *negated,
         },
+        A::InSubquery { .. } | A::Subquery(_) | A::Exists { .. } => bind_subquery(binder, expr)?,
+        A::Case {
+            operand,
+            conditions,
+            else_result,
+            ..
+        } => bind_case(
+            binder,
+            operand.as_deref(),
+            conditions,
+            else_result.as_deref(),
+        )?,
+        A::Function(function) => bind_function(binder, function)?,
+        // `BINARY 'x'` (as in `LIKE BINARY`), `DATE '2020-01-01'`, `TIMESTAMP '...'`.
+        A::TypedString(typed) => {
+            let text = literal(binder, &typed.value.value, typed.value.span.start)?;
+            match &typed.data_type {
+                ast::DataType::Binary(_) => text,
+                data_type => Expr::Cast(Box::new(text), cast_type(data_type)?),
+            }
+        }
+        A::Cast {
+            expr: inner,
+            data_type,
+            ..
+        } => Expr::Cast(boxed(binder, inner)?, cast_type(data_type)?),
+        _ => return Err(SqlError::not_supported(expr)),
+    })
+}
+
+/// `x [NOT] IN (SELECT ...)`, a scalar `(SELECT ...)` and `[NOT] EXISTS (SELECT ...)`, by
+/// the subquery's answer (`subquery.rs`): an IN list, a value, 1 or 0.
+fn bind_subquery(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Expr> {
+    use ast::Expr as A;
+    let boxed = |binder: &mut Binder, e: &ast::Expr| bind(binder, e).map(Box::new);
+    Ok(match expr {
         A::InSubquery {
             expr: inner,
             subquery,
@@ -365,32 +346,82 @@ pub(super) fn bind_plain(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Exp
             let (_, rows) = binder.subquery_rows(subquery, expr)?;
             Expr::Literal(Value::Int(i64::from(rows.is_empty() == *negated)))
         }
-        A::Case {
-            operand,
-            conditions,
-            else_result,
-            ..
-        } => bind_case(
-            binder,
-            operand.as_deref(),
-            conditions,
-            else_result.as_deref(),
-        )?,
-        A::Function(function) => bind_function(binder, function)?,
-        // `BINARY 'x'` (as in `LIKE BINARY`), `DATE '2020-01-01'`, `TIMESTAMP '...'`.
-        A::TypedString(typed) => {
-            let text = literal(binder, &typed.value.value, typed.value.span.start)?;
-            match &typed.data_type {
-                ast::DataType::Binary(_) => text,
-                data_type => Expr::Cast(Box::new(text), cast_type(data_type)?),
+        _ => unreachable!("bind_plain passes subqueries alone"),
+    })
+}
+
+/// `NOT x`, `-x` (a negative literal folded), `+x`.
+fn bind_unary(
+    binder: &mut Binder,
+    expr: &ast::Expr,
+    op: UnaryOperator,
+    inner: &ast::Expr,
+) -> SqlResult<Expr> {
+    let boxed = |binder: &mut Binder, e: &ast::Expr| bind(binder, e).map(Box::new);
+    Ok(match op {
+        UnaryOperator::Not => Expr::Not(boxed(binder, inner)?),
+        UnaryOperator::Minus => match bind(binder, inner)? {
+            Expr::Literal(Value::Int(n)) => Expr::Literal(Value::Int(-n)),
+            Expr::Literal(Value::UInt(n)) if n <= 1 << 63 => {
+                Expr::Literal(Value::Int((n as i64).wrapping_neg()))
+            }
+            Expr::Literal(Value::Decimal(d)) => Expr::Literal(Value::Decimal(Decimal {
+                unscaled: -d.unscaled,
+                scale: d.scale,
+            })),
+            Expr::Literal(Value::Double(x)) => Expr::Literal(Value::Double(-x)),
+            other => Expr::Negate(Box::new(other)),
+        },
+        UnaryOperator::Plus => bind(binder, inner)?,
+        _ => return Err(SqlError::not_supported(expr)),
+    })
+}
+
+/// A binary operator: logic, comparison, arithmetic, `@x := value`, `->` and `->>`.
+fn bind_binary(
+    binder: &mut Binder,
+    left: &ast::Expr,
+    op: &BinaryOperator,
+    right: &ast::Expr,
+) -> SqlResult<Expr> {
+    let boxed = |binder: &mut Binder, e: &ast::Expr| bind(binder, e).map(Box::new);
+    let (l, r) = (boxed(binder, left)?, boxed(binder, right)?);
+    let compare = |op| Expr::Compare(op, l.clone(), r.clone());
+    let arithmetic = |op| Expr::Arithmetic(op, l.clone(), r.clone());
+    Ok(match op {
+        BinaryOperator::And => Expr::And(l, r),
+        BinaryOperator::Or => Expr::Or(l, r),
+        BinaryOperator::Eq => compare(CompareOp::Eq),
+        BinaryOperator::NotEq => compare(CompareOp::NotEq),
+        BinaryOperator::Lt => compare(CompareOp::Lt),
+        BinaryOperator::LtEq => compare(CompareOp::LtEq),
+        BinaryOperator::Gt => compare(CompareOp::Gt),
+        BinaryOperator::GtEq => compare(CompareOp::GtEq),
+        BinaryOperator::Spaceship => compare(CompareOp::NullSafeEq),
+        BinaryOperator::Plus => arithmetic(ArithmeticOp::Add),
+        BinaryOperator::Minus => arithmetic(ArithmeticOp::Subtract),
+        BinaryOperator::Multiply => arithmetic(ArithmeticOp::Multiply),
+        BinaryOperator::Divide => arithmetic(ArithmeticOp::Divide),
+        BinaryOperator::MyIntegerDivide => arithmetic(ArithmeticOp::IntegerDivide),
+        BinaryOperator::Modulo => arithmetic(ArithmeticOp::Modulo),
+        // `@x := value` (MySQL's assignment inside an expression).
+        BinaryOperator::Assignment => match left {
+            ast::Expr::Identifier(ident)
+                if ident.value.starts_with('@') && !ident.value.starts_with("@@") =>
+            {
+                Expr::AssignUserVariable(ident.value.to_lowercase(), r)
+            }
+            _ => return Err(SqlError::syntax(format!("cannot assign to {left}"))),
+        },
+        // `doc->path` is JSON_EXTRACT, `doc->>path` its JSON_UNQUOTE.
+        BinaryOperator::Arrow | BinaryOperator::LongArrow => {
+            let extract = Expr::Call(functions::named("json_extract"), vec![*l, *r]);
+            match op {
+                BinaryOperator::Arrow => extract,
+                _ => Expr::Call(functions::named("json_unquote"), vec![extract]),
             }
         }
-        A::Cast {
-            expr: inner,
-            data_type,
-            ..
-        } => Expr::Cast(boxed(binder, inner)?, cast_type(data_type)?),
-        _ => return Err(SqlError::not_supported(expr)),
+        _ => return Err(SqlError::not_supported(format!("operator {op}"))),
     })
 }
 
