@@ -89,17 +89,10 @@ impl SqlTable {
         }
     }
 
-    /// Whether the table has a trigger for `timing` and `event`.
-    pub fn fires(&self, timing: crate::trigger::Timing, event: crate::trigger::Event) -> bool {
-        self.triggers
-            .iter()
-            .any(|t| t.def.timing == timing && t.def.event == event)
-    }
-
     /// Fills the generated columns of a whole row from its other columns.
     pub fn generate(&self, row: &mut [Value]) {
         for prefix in &self.prefix_columns {
-            row[prefix.column] = prefix.prefix_of(&row[prefix.source], self);
+            row[prefix.column] = prefix.prefix_of(&row[prefix.source]);
         }
     }
 
@@ -108,7 +101,7 @@ impl SqlTable {
         for prefix in &self.prefix_columns {
             let source = prefix.source as u16;
             if let Some((_, value)) = changes.iter().find(|(c, _)| *c == source) {
-                let value = prefix.prefix_of(value, self);
+                let value = prefix.prefix_of(value);
                 if !crate::value::same_value(&row[prefix.column], &value) {
                     changes.push((prefix.column as u16, value));
                 }

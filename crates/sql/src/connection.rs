@@ -545,7 +545,9 @@ fn write_text_row(out: &mut Vec<u8>, columns: &[ColumnDefinition], row: &[Value]
                 crate::protocol::wire::put_lenenc_bytes(out, &bytes);
             }
             Value::UInt(year) if column.type_code == column_type::YEAR => {
-                crate::protocol::wire::put_lenenc_bytes(out, format!("{year:04}").as_bytes());
+                text.clear();
+                let _ = std::io::Write::write_fmt(&mut text, format_args!("{year:04}"));
+                crate::protocol::wire::put_lenenc_bytes(out, &text);
             }
             other => {
                 text.clear();

@@ -156,42 +156,38 @@ fn write_insert(
     firing: &mut Firing,
 ) -> SqlResult<(u64, u64)> {
     let table = prepared.table.clone();
-    firing.writing(&table, |firing| {
-        let hold = firing.holds_commit(&table);
-        tx.holding_commit(hold, |tx| {
-            insert_firing_triggers(tx, session, prepared, params, firing)
-        })
+    firing.statement(tx, &table, |tx, firing| {
+        insert_firing_triggers(tx, session, (&table, prepared), params, firing)
     })
 }
 
 fn insert_firing_triggers(
     tx: &mut Tx,
     session: &Session,
-    prepared: &mut PreparedInsert,
+    (table, prepared): (&SqlTable, &mut PreparedInsert),
     params: &[Value],
     firing: &mut Firing,
 ) -> SqlResult<(u64, u64)> {
-    let table = prepared.table.clone();
     tx.wrote(table.table.id);
     let event = (Timing::Before, Event::Insert);
     for row in prepared.rows.iter_mut() {
-        trigger::fire(tx, session, &table, event, None, Some(row), firing)?;
+        trigger::fire(tx, session, table, event, None, Some(row), firing)?;
     }
     let rows = &prepared.rows;
     let (affected, ignored) = if !prepared.ignore && prepared.duplicate_update.is_none() {
-        (insert_rows(tx, &table, rows, prepared.replace)?, 0)
+        (insert_rows(tx, table, rows, prepared.replace)?, 0)
     } else {
-        let found = read_unique_keys(tx, &table, rows)?;
+        let found = read_unique_keys(tx, table, rows)?;
         let variable = |name: &str| session.variable(name);
         let ctx = session.eval_context(params, &[], &variable);
         let update = prepared.duplicate_update.as_deref();
-        let outcome = insert_unless_duplicate(tx, &table, rows, &found, update, &ctx)?;
+        let outcome = insert_unless_duplicate(tx, table, rows, &found, update, &ctx)?;
         tx.execute(true)?;
         (outcome.affected, outcome.ignored)
     };
     let event = (Timing::After, Event::Insert);
     for row in prepared.rows.iter_mut() {
-        trigger::fire(tx, session, &table, event, None, Some(row), firing)?;
+        trigger::fire(tx, session, table, event, None, Some(row), firing)?;
     }
     Ok((affected, ignored))
 }
@@ -821,12 +817,8 @@ fn write_rows(
     params: &[Value],
     firing: &mut Firing,
 ) -> SqlResult<u64> {
-    let table = &plan.table;
-    firing.writing(table, |firing| {
-        let hold = firing.holds_commit(table);
-        tx.holding_commit(hold, |tx| {
-            write_found_rows(tx, session, plan, params, firing)
-        })
+    firing.statement(tx, &plan.table, |tx, firing| {
+        write_found_rows(tx, session, plan, params, firing)
     })
 }
 

@@ -12,7 +12,7 @@ use kista_client::schema::IndexKind;
 use kista_client::types::Value;
 use kista_client::{LockKind, ScanSpec};
 
-use kista_client::schema::TableSchema;
+use kista_client::schema::{Column, TableSchema};
 
 use crate::catalog::SqlTable;
 use crate::error::{SqlError, SqlResult};
@@ -36,8 +36,9 @@ pub enum Lookup {
     Scan,
 }
 
-/// What a joined table is: of the cluster, or rows the front end holds (a derived
+/// A table of a join (of FROM): of the cluster, or rows the front end holds (a derived
 /// table, a view, `information_schema`), always matched as a scan would be.
+#[derive(Clone)]
 pub(crate) enum JoinSource {
     Cluster(Arc<SqlTable>),
     Front(FrontTable, TableSchema),
@@ -48,6 +49,22 @@ impl JoinSource {
         match self {
             JoinSource::Cluster(table) => table.schema(),
             JoinSource::Front(_, schema) => schema,
+        }
+    }
+
+    /// The column SQL names `name`.
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        match self {
+            JoinSource::Cluster(table) => table.column_index(name),
+            JoinSource::Front(_, schema) => schema.column_index(name),
+        }
+    }
+
+    /// The columns SQL sees, with their positions.
+    pub fn visible_columns(&self) -> Vec<(usize, &Column)> {
+        match self {
+            JoinSource::Cluster(table) => table.visible_columns().collect(),
+            JoinSource::Front(_, schema) => schema.columns.iter().enumerate().collect(),
         }
     }
 

@@ -50,8 +50,7 @@ pub fn write(document: &Json, out: &mut Vec<u8>) {
         Json::String(s) => write_string(s, out),
         Json::Array(items) => write_list(out, b'[', b']', items.iter(), write),
         Json::Object(members) => {
-            let mut keys: Vec<&String> = members.keys().collect();
-            keys.sort_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
+            let keys = keys_in_order(members);
             write_list(out, b'{', b'}', keys.into_iter(), |key, out| {
                 write_string(key, out);
                 out.extend_from_slice(b": ");
@@ -77,6 +76,13 @@ fn write_list<T>(
         write_item(item, out);
     }
     out.push(close);
+}
+
+/// An object's keys in MySQL's order: by length, then bytes.
+pub fn keys_in_order(members: &serde_json::Map<String, Json>) -> Vec<&String> {
+    let mut keys: Vec<&String> = members.keys().collect();
+    keys.sort_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
+    keys
 }
 
 /// Integers as they are; other numbers as MySQL prints a double (`1.5`, `100.0`, `1e300`).

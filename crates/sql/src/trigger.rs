@@ -262,14 +262,23 @@ pub struct Firing {
 }
 
 impl Firing {
-    /// Whether the running statement's last batch must not commit: it is a trigger's,
-    /// or its own table's triggers may write after it.
-    pub fn holds_commit(&self, table: &SqlTable) -> bool {
-        self.depth > 1 || !table.triggers.is_empty()
+    /// Runs `work` as a statement writing `table` in `tx`: on the stack of running
+    /// statements ([`Firing::writing`]), its last batch kept from committing when it is a
+    /// trigger's or its table's triggers may write after it (`Tx::holding_commit`).
+    pub fn statement<T>(
+        &mut self,
+        tx: &mut Tx,
+        table: &SqlTable,
+        work: impl FnOnce(&mut Tx, &mut Self) -> SqlResult<T>,
+    ) -> SqlResult<T> {
+        self.writing(table, |firing| {
+            let hold = firing.depth > 1 || !table.triggers.is_empty();
+            tx.holding_commit(hold, |tx| work(tx, firing))
+        })
     }
 
     /// Runs `work` as a statement writing `table`.
-    pub fn writing<T>(
+    fn writing<T>(
         &mut self,
         table: &SqlTable,
         work: impl FnOnce(&mut Self) -> SqlResult<T>,
@@ -315,14 +324,15 @@ pub fn fire(
     new: Option<&mut Vec<Value>>,
     firing: &mut Firing,
 ) -> SqlResult<()> {
-    if !table.fires(timing, event) {
+    let mut triggers = table
+        .triggers
+        .iter()
+        .filter(|t| t.def.timing == timing && t.def.event == event)
+        .peekable();
+    if triggers.peek().is_none() {
         return Ok(());
     }
     let mut rows = Rows { old, new };
-    let triggers = table
-        .triggers
-        .iter()
-        .filter(|t| t.def.timing == timing && t.def.event == event);
     for trigger in triggers {
         for statement in &trigger.body {
             match statement {

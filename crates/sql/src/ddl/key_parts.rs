@@ -3,7 +3,7 @@
 //! column), which is how MySQL indexes TEXT and BLOB columns.
 //!
 //! A prefix is kept in a hidden column of its own (`#a(10)`), generated: the front end
-//! fills it from its source column at every write ([`SqlTable::generate`]). The cluster's
+//! fills it from its source column at every write (`SqlTable::generate`). The cluster's
 //! indexes, unique ones included, work on it unchanged, so `UNIQUE (a(1))` refuses two
 //! rows whose `a` begins with the same character, as MySQL does. Queries do not use a
 //! prefix index to find rows (they compare the whole value).
@@ -11,9 +11,8 @@
 use sqlparser::ast;
 
 use kista_client::schema::{Column, TableSchema};
-use kista_client::types::ColumnType;
+use kista_client::types::{ColumnType, Value};
 
-use crate::catalog::SqlTable;
 use crate::error::{SqlError, SqlResult};
 use crate::table_metadata::{ColumnExtras, Generated, TableExtras};
 
@@ -110,23 +109,20 @@ fn prefix_column(
     may_add_columns: bool,
 ) -> SqlResult<usize> {
     let source_name = schema.columns[source].name.clone();
-    let (column_type, bytes) = match schema.columns[source].column_type {
-        ColumnType::Char { length: declared } if length <= u64::from(declared) => {
-            (ColumnType::VarChar { max_length: 0 }, 4 * length)
-        }
-        ColumnType::VarChar { max_length } if length <= u64::from(max_length) => {
-            (ColumnType::VarChar { max_length: 0 }, 4 * length)
-        }
-        ColumnType::Text => (ColumnType::VarChar { max_length: 0 }, 4 * length),
-        ColumnType::Binary { length: declared } if length <= u64::from(declared) => {
-            (ColumnType::VarBinary { max_length: 0 }, length)
-        }
-        ColumnType::VarBinary { max_length } if length <= u64::from(max_length) => {
-            (ColumnType::VarBinary { max_length: 0 }, length)
-        }
-        ColumnType::Blob => (ColumnType::VarBinary { max_length: 0 }, length),
+    // Text prefixes count characters (up to 4 bytes each), binary ones bytes.
+    let (characters, declared) = match schema.columns[source].column_type {
+        ColumnType::Char { length } => (true, u64::from(length)),
+        ColumnType::VarChar { max_length } => (true, u64::from(max_length)),
+        ColumnType::Text => (true, u64::MAX),
+        ColumnType::Binary { length } => (false, u64::from(length)),
+        ColumnType::VarBinary { max_length } => (false, u64::from(max_length)),
+        ColumnType::Blob => (false, u64::MAX),
         _ => return Err(incorrect_prefix()),
     };
+    if length > declared {
+        return Err(incorrect_prefix());
+    }
+    let bytes = if characters { 4 * length } else { length };
     if bytes > KEY_PART_BYTES_MAX {
         return Err(SqlError::new(
             1071,
@@ -143,13 +139,11 @@ fn prefix_column(
             "a prefix index on a table that has none on that prefix (it needs ALTER TABLE)",
         ));
     }
-    let column_type = match column_type {
-        ColumnType::VarChar { .. } => ColumnType::VarChar {
-            max_length: bytes as u32,
-        },
-        _ => ColumnType::VarBinary {
-            max_length: bytes as u32,
-        },
+    let max_length = bytes as u32;
+    let column_type = if characters {
+        ColumnType::VarChar { max_length }
+    } else {
+        ColumnType::VarBinary { max_length }
     };
     extras
         .columns
@@ -174,6 +168,8 @@ pub struct PrefixColumn {
     pub source: usize,
     /// Characters (bytes, if binary) of the source it holds.
     pub length: u32,
+    /// Whether `length` counts characters (a text column's prefix) or bytes.
+    characters: bool,
 }
 
 impl PrefixColumn {
@@ -188,6 +184,10 @@ impl PrefixColumn {
                     column,
                     source: schema.column_index(source)?,
                     length: *length,
+                    characters: matches!(
+                        schema.columns[column].column_type,
+                        ColumnType::VarChar { .. }
+                    ),
                 }),
                 None => None,
             })
@@ -195,24 +195,16 @@ impl PrefixColumn {
     }
 
     /// The prefix of `value`, the source column's value (NULL stays NULL).
-    pub fn prefix_of(
-        &self,
-        value: &kista_client::types::Value,
-        table: &SqlTable,
-    ) -> kista_client::types::Value {
-        use kista_client::types::Value;
+    pub fn prefix_of(&self, value: &Value) -> Value {
         let Value::Bytes(bytes) = value else {
             return value.clone();
         };
         let length = self.length as usize;
-        let cut = match table.schema().columns[self.column].column_type {
-            ColumnType::VarChar { .. } => match std::str::from_utf8(bytes) {
-                Ok(text) => text
-                    .char_indices()
-                    .nth(length)
-                    .map_or(bytes.len(), |(at, _)| at),
-                Err(_) => length.min(bytes.len()),
-            },
+        let cut = match std::str::from_utf8(bytes) {
+            Ok(text) if self.characters => text
+                .char_indices()
+                .nth(length)
+                .map_or(bytes.len(), |(at, _)| at),
             _ => length.min(bytes.len()),
         };
         Value::Bytes(bytes[..cut].to_vec())

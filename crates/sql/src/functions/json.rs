@@ -242,8 +242,7 @@ fn depth(args: &Args) -> SqlResult<Value> {
 fn keys(args: &Args) -> SqlResult<Value> {
     Ok(match at_optional_path_of(args, 0, 1, "json_keys")? {
         Some(Json::Object(members)) => {
-            let mut keys: Vec<&String> = members.keys().collect();
-            keys.sort_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
+            let keys = crate::json::keys_in_order(&members);
             printed(&Json::Array(
                 keys.into_iter().map(|k| Json::String(k.clone())).collect(),
             ))
@@ -636,8 +635,7 @@ fn find_from<'a>(at: &'a Json, legs: &[Leg], found: &mut Vec<&'a Json>) {
             }
         }
         (Leg::AnyMember, Json::Object(members)) => {
-            let mut keys: Vec<&String> = members.keys().collect();
-            keys.sort_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
+            let keys = crate::json::keys_in_order(members);
             for key in keys {
                 find_from(&members[key], rest, found);
             }

@@ -9,7 +9,7 @@ use sqlparser::tokenizer::Location;
 
 use kista_client::LockKind;
 
-use super::from::{bind_from, FromItem, FromTable};
+use super::from::{bind_from, FromItem};
 use super::{OutputColumn, SelectPlan};
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{bind, Aggregate, Binder, Expr, ScopeColumn};
@@ -322,10 +322,10 @@ pub(super) fn bind_joins(
         .cloned()
         .collect();
     let mut first_plan = match first {
-        FromTable::Cluster(first) => {
+        JoinSource::Cluster(first) => {
             SelectPlan::for_write_bound(first, first_conjuncts, None, lock)
         }
-        FromTable::Front(front, schema) => {
+        JoinSource::Front(front, schema) => {
             SelectPlan::of_front_rows(front.clone(), schema.clone(), first_conjuncts)
         }
     };
@@ -348,15 +348,9 @@ pub(super) fn bind_joins(
         if !left {
             usable.extend(conjuncts.iter().cloned());
         }
-        let (source, lookup) = match table {
-            FromTable::Cluster(table) => (
-                JoinSource::Cluster(table.clone()),
-                join::choose_lookup(table, offset, &usable),
-            ),
-            FromTable::Front(front, schema) => (
-                JoinSource::Front(front.clone(), schema.clone()),
-                join::Lookup::Scan,
-            ),
+        let lookup = match table {
+            JoinSource::Cluster(table) => join::choose_lookup(table, offset, &usable),
+            JoinSource::Front(..) => join::Lookup::Scan,
         };
         let pushed = usable
             .iter()
@@ -366,7 +360,7 @@ pub(super) fn bind_joins(
         // An inner join's WHERE conditions are checked once every table is joined; its ON
         // is checked as each pair is formed.
         joined.push(JoinedTable {
-            table: source,
+            table: table.clone(),
             offset,
             left: *left,
             on,

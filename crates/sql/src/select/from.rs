@@ -18,6 +18,7 @@ use crate::catalog::SqlTable;
 use crate::error::{SqlError, SqlResult};
 use crate::expr::ScopeColumn;
 use crate::information_schema::{self, SystemTable};
+use crate::join::JoinSource;
 use crate::output::type_of_value;
 use crate::session::Session;
 use crate::subquery::Met;
@@ -36,7 +37,7 @@ pub(super) struct BoundFrom<'q> {
 
 /// A table of FROM: its name in the query, whether a LEFT JOIN brought it, its ON.
 pub(super) struct FromItem<'q> {
-    pub table: FromTable,
+    pub table: JoinSource,
     pub alias: String,
     pub left: bool,
     pub on: Option<Cow<'q, ast::Expr>>,
@@ -44,40 +45,8 @@ pub(super) struct FromItem<'q> {
     qualified_only: Vec<String>,
 }
 
-/// A table of FROM: of the cluster, or one whose rows the front end holds (a derived
-/// table, a view, `information_schema`).
-pub(super) enum FromTable {
-    Cluster(Arc<SqlTable>),
-    Front(FrontTable, TableSchema),
-}
-
-impl FromTable {
-    pub fn schema(&self) -> &TableSchema {
-        match self {
-            FromTable::Cluster(table) => table.schema(),
-            FromTable::Front(_, schema) => schema,
-        }
-    }
-
-    /// The column SQL names `name`.
-    fn column_index(&self, name: &str) -> Option<usize> {
-        match self {
-            FromTable::Cluster(table) => table.column_index(name),
-            FromTable::Front(_, schema) => schema.column_index(name),
-        }
-    }
-
-    /// The columns SQL sees, with their positions.
-    fn visible_columns(&self) -> Vec<(usize, &Column)> {
-        match self {
-            FromTable::Cluster(table) => table.visible_columns().collect(),
-            FromTable::Front(_, schema) => schema.columns.iter().enumerate().collect(),
-        }
-    }
-}
-
 impl FromItem<'_> {
-    fn new(table: FromTable, alias: String) -> Self {
+    fn new(table: JoinSource, alias: String) -> Self {
         Self {
             table,
             alias,
@@ -186,9 +155,9 @@ pub(super) fn bind_from<'q>(
         items => {
             for item in items {
                 let (table, alias) = match only_table_of(session, &item.relation)? {
-                    OnlyTable::Cluster((table, alias)) => (FromTable::Cluster(table), alias),
+                    OnlyTable::Cluster((table, alias)) => (JoinSource::Cluster(table), alias),
                     OnlyTable::Front((front, schema, alias)) => {
-                        (FromTable::Front(front, schema), alias)
+                        (JoinSource::Front(front, schema), alias)
                     }
                 };
                 bound.written.push(bound.items.len());
@@ -198,7 +167,7 @@ pub(super) fn bind_from<'q>(
                     join_one(session, &mut bound, join, first_of_item)?;
                 }
             }
-            if let FromTable::Cluster(first) = &bound.items[0].table {
+            if let JoinSource::Cluster(first) = &bound.items[0].table {
                 bound.table = Some((first.clone(), bound.items[0].alias.clone()));
             }
         }
@@ -236,8 +205,8 @@ fn join_one<'q>(
 ) -> SqlResult<()> {
     let (left, right, constraint) = join_kind(&join.join_operator)?;
     let (table, alias) = match only_table_of(session, &join.relation)? {
-        OnlyTable::Cluster((table, alias)) => (FromTable::Cluster(table), alias),
-        OnlyTable::Front((front, schema, alias)) => (FromTable::Front(front, schema), alias),
+        OnlyTable::Cluster((table, alias)) => (JoinSource::Cluster(table), alias),
+        OnlyTable::Front((front, schema, alias)) => (JoinSource::Front(front, schema), alias),
     };
     let mut joined = FromItem::new(table, alias);
     let using = match constraint {

@@ -77,34 +77,26 @@ impl SelectPlan {
         limit: Option<Expr>,
         lock: LockKind,
     ) -> Self {
-        let filter = conjuncts
-            .iter()
-            .cloned()
-            .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)));
         Self {
             access: choose_access(table, &conjuncts),
             table: Some(table.clone()),
-            system: None,
-            joins: None,
-            filter,
-            conjuncts,
-            outputs: Vec::new(),
-            aggregates: Vec::new(),
-            group_by: Vec::new(),
-            grouped: false,
-            having: None,
-            distinct: false,
-            order_by: Vec::new(),
             limit,
-            offset: None,
             lock,
-            needed_columns: Vec::new(),
+            ..Self::passing(conjuncts)
         }
     }
 
     /// A plan taking the rows of a table the front end holds that pass `conjuncts`: the
     /// first table of a join (`fetch_joined`).
     fn of_front_rows(front: FrontTable, schema: TableSchema, conjuncts: Vec<Expr>) -> Self {
+        Self {
+            system: Some((front, schema)),
+            ..Self::passing(conjuncts)
+        }
+    }
+
+    /// Every column of the rows that pass `conjuncts`, of no table yet, by a scan.
+    fn passing(conjuncts: Vec<Expr>) -> Self {
         let filter = conjuncts
             .iter()
             .cloned()
@@ -112,7 +104,7 @@ impl SelectPlan {
         Self {
             access: Access::Scan,
             table: None,
-            system: Some((front, schema)),
+            system: None,
             joins: None,
             filter,
             conjuncts,
