@@ -20,7 +20,7 @@
 //!     name: "sessions".into(),
 //!     columns: vec![
 //!         Column::new("id", ColumnType::Int { bytes: 8, signed: true }),
-//!         Column::new("user", ColumnType::VarChar { max_length: 64 }),
+//!         Column::new("user", ColumnType::varchar(64)),
 //!     ],
 //!     primary_key: vec![0],
 //!     extra_metadata: Vec::new(),

@@ -51,7 +51,7 @@ fn schema() -> TableSchema {
             Column::new("id", int),
             Column::new("version", int),
             Column::new("triple", int),
-            Column::new("text", ColumnType::VarChar { max_length: 200 }),
+            Column::new("text", ColumnType::varchar(200)),
         ],
         primary_key: vec![0],
     }

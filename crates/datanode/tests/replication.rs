@@ -31,7 +31,7 @@ fn users() -> TableSchema {
                     signed: true,
                 },
             ),
-            Column::new("name", ColumnType::VarChar { max_length: 24 }),
+            Column::new("name", ColumnType::varchar(24)),
         ],
         primary_key: vec![0],
     }

@@ -29,7 +29,7 @@ fn people() -> TableSchema {
         name: "people".into(),
         columns: vec![
             Column::new("id", int),
-            Column::new("name", ColumnType::VarChar { max_length: 20 }).nullable(),
+            Column::new("name", ColumnType::varchar(20)).nullable(),
             Column::new("age", int),
         ],
         primary_key: vec![0],

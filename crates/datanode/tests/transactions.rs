@@ -28,7 +28,7 @@ fn accounts() -> TableSchema {
                     signed: true,
                 },
             ),
-            Column::new("owner", ColumnType::VarChar { max_length: 20 }).nullable(),
+            Column::new("owner", ColumnType::varchar(20)).nullable(),
             Column::new(
                 "balance",
                 ColumnType::Int {

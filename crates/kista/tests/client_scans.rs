@@ -16,7 +16,7 @@ const PEOPLE: i64 = 600;
 
 /// id, name (nullable), age, email (unique), city.
 fn people_schema() -> TableSchema {
-    let mut name = Column::new("name", ColumnType::VarChar { max_length: 32 });
+    let mut name = Column::new("name", ColumnType::varchar(32));
     name.nullable = true;
     TableSchema {
         extra_metadata: Vec::new(),
@@ -25,7 +25,7 @@ fn people_schema() -> TableSchema {
             Column::new("id", ColumnType::signed(8)),
             name,
             Column::new("age", ColumnType::signed(4)),
-            Column::new("email", ColumnType::VarChar { max_length: 64 }),
+            Column::new("email", ColumnType::varchar(64)),
             Column::new("city", ColumnType::signed(4)),
         ],
         primary_key: vec![0],

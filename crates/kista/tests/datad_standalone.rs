@@ -32,7 +32,7 @@ fn schema() -> TableSchema {
                     signed: true,
                 },
             ),
-            Column::new("v", ColumnType::VarChar { max_length: 100 }),
+            Column::new("v", ColumnType::varchar(100)),
         ],
         primary_key: vec![0],
     }

@@ -281,6 +281,11 @@ fn prefix_indexes_keep_unique_prefixes_through_every_write() {
 }
 
 #[test]
+fn strings_compare_sort_group_and_key_under_their_collation() {
+    run_pymysql_script("collations.py", "collations ok");
+}
+
+#[test]
 fn triggers_fire_per_row_in_the_statements_transaction() {
     run_pymysql_script("triggers.py", "triggers ok");
 }

@@ -143,12 +143,21 @@ impl SqlTable {
             .collect()
     }
 
+    /// The collations of the primary key's columns, in key order: two keys are one row when
+    /// they are equal under these.
+    pub fn key_collations(&self) -> Vec<kista_client::types::Collation> {
+        let schema = self.schema();
+        (schema.primary_key.iter())
+            .map(|&c| schema.columns[c].column_type.collation())
+            .collect()
+    }
+
     /// The table's columns as expressions over its row see them, qualified by `alias`.
     pub fn scope(&self, alias: &str) -> Vec<crate::expr::ScopeColumn> {
         self.schema()
             .columns
             .iter()
-            .map(|c| crate::expr::ScopeColumn::new(alias, c.name.clone()))
+            .map(|c| crate::expr::ScopeColumn::of(alias, c))
             .collect()
     }
 
@@ -230,7 +239,7 @@ pub fn check_name(kind: &str, name: &str) -> SqlResult<()> {
 }
 
 fn varchar(name: &str, max_length: u32) -> Column {
-    Column::new(name, ColumnType::VarChar { max_length })
+    Column::new(name, ColumnType::varchar(max_length))
 }
 
 impl Catalog {
@@ -314,7 +323,7 @@ impl Catalog {
             name: VIEWS_TABLE.into(),
             columns: vec![
                 varchar("view_name", 2 * NAME_BYTES_MAX as u32 + 1),
-                Column::new("definition", ColumnType::Text),
+                Column::new("definition", ColumnType::TEXT),
             ],
             primary_key: vec![0],
         })?;

@@ -116,7 +116,7 @@ impl JoinedTable {
 /// `Column(target) = e` (either way round) where `e` reads only positions before `before`.
 fn equality_for(conjuncts: &[Expr], target: usize, before: usize) -> Option<Expr> {
     conjuncts.iter().find_map(|c| {
-        let Expr::Compare(CompareOp::Eq, left, right) = c else {
+        let Expr::Compare(CompareOp::Eq, left, right, _) = c else {
             return None;
         };
         let earlier = |e: &Expr| e.column_span().is_none_or(|(_, high)| high < before);
@@ -305,7 +305,7 @@ fn scan_joined(
         let spec = spec.columns(table.key_columns());
         let scan = session.catalog.client().scan(&table.table, spec)?;
         let mut keys = collect_bounded(scan)?;
-        add_written_keys(tx, table_id, &mut keys);
+        add_written_keys(tx, table, &mut keys);
         read_keys_in(tx, table, &keys, lock, &[], false)?
     };
     Ok(scanned)

@@ -6,7 +6,7 @@
 use kista_client::types::{ColumnType, Value};
 
 use crate::protocol::results::ColumnDefinition;
-use crate::protocol::{column_flag, column_type as code, COLLATION_BINARY, COLLATION_UTF8MB4};
+use crate::protocol::{column_flag, column_type as code, COLLATION_BINARY};
 use crate::sql_type::SqlType;
 
 /// (type code, display width, flags, decimals, collation) of a storage type.
@@ -33,8 +33,8 @@ pub fn protocol_type(column_type: ColumnType) -> (u8, u32, u16, u8, u16) {
             scale,
             binary,
         ),
-        ColumnType::Char { length } => {
-            (code::STRING, 4 * u32::from(length), 0, 0, COLLATION_UTF8MB4)
+        ColumnType::Char { length, collation } => {
+            (code::STRING, 4 * u32::from(length), 0, 0, collation.id())
         }
         ColumnType::Binary { length } => (
             code::STRING,
@@ -43,13 +43,16 @@ pub fn protocol_type(column_type: ColumnType) -> (u8, u32, u16, u8, u16) {
             0,
             binary,
         ),
-        ColumnType::VarChar { max_length } => {
-            (code::VAR_STRING, 4 * max_length, 0, 0, COLLATION_UTF8MB4)
-        }
+        ColumnType::VarChar {
+            max_length,
+            collation,
+        } => (code::VAR_STRING, 4 * max_length, 0, 0, collation.id()),
         ColumnType::VarBinary { max_length } => {
             (code::VAR_STRING, max_length, column_flag::BINARY, 0, binary)
         }
-        ColumnType::Text => (code::BLOB, 262_140, column_flag::BLOB, 0, COLLATION_UTF8MB4),
+        ColumnType::Text { collation } => {
+            (code::BLOB, 262_140, column_flag::BLOB, 0, collation.id())
+        }
         ColumnType::Blob => (
             code::BLOB,
             65_535,
@@ -82,7 +85,7 @@ pub fn type_of_value(value: &Value) -> Option<ColumnType> {
             precision: 38,
             scale: d.scale,
         },
-        Value::Bytes(_) => ColumnType::VarChar { max_length: 16_383 },
+        Value::Bytes(_) => crate::sql_type::default_varchar(16_383),
         Value::Date(_) => ColumnType::Date,
         Value::Time(_) => ColumnType::Time,
         Value::DateTime(_) => ColumnType::DateTime,

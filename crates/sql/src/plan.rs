@@ -84,7 +84,7 @@ impl Access {
 
 /// `column op constant` (either way round), with `op` as seen from the column.
 fn column_compare(conjunct: &Expr) -> Option<(usize, CompareOp, &Expr)> {
-    let Expr::Compare(op, left, right) = conjunct else {
+    let Expr::Compare(op, left, right, _) = conjunct else {
         return None;
     };
     match (left.as_ref(), right.as_ref()) {
@@ -121,6 +121,7 @@ pub fn choose_access(table: &SqlTable, conjuncts: &[Expr]) -> Access {
                 expr,
                 list,
                 negated: false,
+                ..
             } = conjunct
             {
                 if **expr == Expr::Column(*key_column) && list.iter().all(Expr::is_constant) {
@@ -197,6 +198,7 @@ fn ranges_of(condition: &Expr, column: usize) -> Option<Vec<Bounds>> {
             expr,
             list,
             negated: false,
+            ..
         } if **expr == Expr::Column(column) => list
             .iter()
             .all(Expr::is_constant)
@@ -206,6 +208,7 @@ fn ranges_of(condition: &Expr, column: usize) -> Option<Vec<Bounds>> {
             low,
             high,
             negated: false,
+            ..
         } if **expr == Expr::Column(column) => {
             (low.is_constant() && high.is_constant()).then(|| {
                 vec![Bounds {
@@ -250,7 +253,7 @@ fn ranges_of(condition: &Expr, column: usize) -> Option<Vec<Bounds>> {
 /// of those.
 pub fn pushable(conjunct: &Expr) -> bool {
     match conjunct {
-        Expr::Compare(op, _, _) => {
+        Expr::Compare(op, _, _, _) => {
             *op != CompareOp::NullSafeEq && column_compare(conjunct).is_some()
         }
         Expr::IsNull { expr, .. } => matches!(**expr, Expr::Column(_)),

@@ -21,11 +21,25 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use sqlparser::ast::{DataType, EnumMember};
 
-use kista_client::types::{ColumnType, Value};
+use kista_client::types::{Collation, ColumnType, Value};
 
 use crate::error::{SqlError, SqlResult};
 use crate::protocol::{column_flag, column_type as code, COLLATION_BINARY, COLLATION_UTF8MB4};
 use crate::value::{coerce, to_text};
+
+/// A VARCHAR under MySQL's default collation: the type of string expressions and of the
+/// string columns of derived tables and `information_schema`.
+pub const fn default_varchar(max_length: u32) -> ColumnType {
+    ColumnType::VarChar {
+        max_length,
+        collation: Collation::utf8mb4_0900_ai_ci,
+    }
+}
+
+/// TEXT under MySQL's default collation.
+pub const DEFAULT_TEXT: ColumnType = ColumnType::Text {
+    collation: Collation::utf8mb4_0900_ai_ci,
+};
 
 /// The most members an ENUM may have (MySQL's limit).
 pub const ENUM_MEMBERS_MAX: usize = 65_535;
@@ -90,14 +104,12 @@ impl SqlType {
         let longest = |members: &[String]| members.iter().map(String::len).max().unwrap_or(0);
         match self {
             SqlType::Year => ColumnType::unsigned(2),
-            SqlType::Enum(members) => ColumnType::VarChar {
-                max_length: longest(members).max(1) as u32,
-            },
-            SqlType::Set(members) => ColumnType::VarChar {
-                max_length: (members.iter().map(|m| m.len() + 1).sum::<usize>()).max(1) as u32,
-            },
+            SqlType::Enum(members) => ColumnType::varchar(longest(members).max(1) as u32),
+            SqlType::Set(members) => ColumnType::varchar(
+                (members.iter().map(|m| m.len() + 1).sum::<usize>()).max(1) as u32,
+            ),
             SqlType::Bit(_) => ColumnType::unsigned(8),
-            SqlType::Json => ColumnType::Text,
+            SqlType::Json => ColumnType::TEXT,
         }
     }
 
@@ -125,7 +137,7 @@ impl SqlType {
     /// (type code, display width, flags, decimals, collation), as MySQL describes the type.
     pub fn protocol_type(&self) -> (u8, u32, u16, u8, u16) {
         let text_width = |column_type: ColumnType| match column_type {
-            ColumnType::VarChar { max_length } => 4 * max_length,
+            ColumnType::VarChar { max_length, .. } => 4 * max_length,
             _ => 0,
         };
         match self {

@@ -244,6 +244,6 @@ fn type_of_column(column: &ColumnDefinition) -> Option<ColumnType> {
         code::DATETIME => ColumnType::DateTime,
         code::TIMESTAMP => ColumnType::Timestamp,
         code::NULL => return None,
-        _ => ColumnType::VarChar { max_length: 16_383 },
+        _ => crate::sql_type::default_varchar(16_383),
     })
 }

@@ -151,7 +151,7 @@ mod tests {
             name: "db/t".into(),
             columns: vec![
                 Column::new("id", ColumnType::signed(4)),
-                Column::new("state", ColumnType::VarChar { max_length: 4 }),
+                Column::new("state", ColumnType::varchar(4)),
             ],
             primary_key: vec![0],
             extra_metadata: Vec::new(),

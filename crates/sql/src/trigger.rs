@@ -123,12 +123,7 @@ impl Trigger {
 fn pseudo_row_scope(schema: &TableSchema) -> Vec<ScopeColumn> {
     ["new", "old"]
         .into_iter()
-        .flat_map(|row| {
-            schema
-                .columns
-                .iter()
-                .map(move |c| ScopeColumn::new(row, c.name.clone()))
-        })
+        .flat_map(|row| schema.columns.iter().map(move |c| ScopeColumn::of(row, c)))
         .collect()
 }
 
@@ -518,7 +513,7 @@ mod tests {
             name: "db/t".into(),
             columns: vec![
                 Column::new("id", ColumnType::signed(4)),
-                Column::new("name", ColumnType::VarChar { max_length: 9 }).nullable(),
+                Column::new("name", ColumnType::varchar(9)).nullable(),
             ],
             primary_key: vec![0],
             extra_metadata: Vec::new(),

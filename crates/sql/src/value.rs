@@ -4,7 +4,7 @@
 
 use std::cmp::Ordering;
 
-use kista_client::types::{ColumnType, Date, DateTime, Decimal, Value};
+use kista_client::types::{Collation, ColumnType, Date, DateTime, Decimal, Value};
 
 use crate::error::{SqlError, SqlResult};
 
@@ -172,6 +172,14 @@ pub fn same_values(a: &[Value], b: &[Value]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_value(x, y))
 }
 
+/// [`compare`], with two strings compared under `collation`.
+pub fn compare_in(collation: Collation, a: &Value, b: &Value) -> Option<Ordering> {
+    match (a, b) {
+        (Value::Bytes(x), Value::Bytes(y)) => Some(collation.compare(x, y)),
+        _ => compare(a, b),
+    }
+}
+
 /// MySQL's comparison of two values: same kinds directly; numbers with anything as
 /// numbers; strings with dates as dates; `None` if either is NULL.
 pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
@@ -231,21 +239,21 @@ pub fn coerce(value: &Value, column_type: ColumnType, column: &str) -> SqlResult
         ColumnType::Float => Ok(Value::Float(number_of(value, column)? as f32)),
         ColumnType::Double => Ok(Value::Double(number_of(value, column)?)),
         ColumnType::Decimal { precision, scale } => coerce_decimal(value, precision, scale, column),
-        ColumnType::Char { length } | ColumnType::Binary { length } => {
+        ColumnType::Char { length, .. } | ColumnType::Binary { length } => {
             let bytes = to_text(value);
             if bytes.len() > usize::from(length) {
                 return Err(SqlError::data_too_long(column));
             }
             Ok(Value::Bytes(bytes))
         }
-        ColumnType::VarChar { max_length } | ColumnType::VarBinary { max_length } => {
+        ColumnType::VarChar { max_length, .. } | ColumnType::VarBinary { max_length } => {
             let bytes = to_text(value);
             if bytes.len() > max_length as usize {
                 return Err(SqlError::data_too_long(column));
             }
             Ok(Value::Bytes(bytes))
         }
-        ColumnType::Text | ColumnType::Blob => Ok(Value::Bytes(to_text(value))),
+        ColumnType::Text { .. } | ColumnType::Blob => Ok(Value::Bytes(to_text(value))),
         ColumnType::Date => match value {
             Value::Date(_) => Ok(value.clone()),
             Value::DateTime(dt) => Ok(Value::Date(dt.date)),
@@ -492,7 +500,7 @@ mod tests {
             signed: false,
         };
         assert_eq!(coerce(&Value::Int(-1), tiny, "t").unwrap_err().code, 1264);
-        let char3 = ColumnType::Char { length: 3 };
+        let char3 = ColumnType::char(3);
         assert_eq!(
             coerce(&Value::Bytes(b"abcd".to_vec()), char3, "c")
                 .unwrap_err()

@@ -7,7 +7,7 @@
 
 use crate::filter::{CompareOp, Filter, FILTER_DEPTH_MAX};
 use crate::schema::{Column, IndexKind, IndexSchema, TableSchema, COLUMNS_MAX};
-use crate::types::{ColumnType, Date, DateTime, Decimal, Value};
+use crate::types::{Collation, ColumnType, Date, DateTime, Decimal, Value};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CodecError {
@@ -264,11 +264,14 @@ fn write_column_type(out: &mut Writer, column_type: ColumnType) {
         ColumnType::Float => (2, 0, 0),
         ColumnType::Double => (3, 0, 0),
         ColumnType::Decimal { precision, scale } => (4, precision.into(), scale.into()),
-        ColumnType::Char { length } => (5, length.into(), 0),
+        ColumnType::Char { length, collation } => (5, length.into(), collation.id().into()),
         ColumnType::Binary { length } => (6, length.into(), 0),
-        ColumnType::VarChar { max_length } => (7, max_length, 0),
+        ColumnType::VarChar {
+            max_length,
+            collation,
+        } => (7, max_length, collation.id().into()),
         ColumnType::VarBinary { max_length } => (8, max_length, 0),
-        ColumnType::Text => (9, 0, 0),
+        ColumnType::Text { collation } => (9, 0, collation.id().into()),
         ColumnType::Blob => (10, 0, 0),
         ColumnType::Date => (11, 0, 0),
         ColumnType::Time => (12, 0, 0),
@@ -285,6 +288,12 @@ fn read_column_type(input: &mut Reader) -> Result<ColumnType, CodecError> {
     let (a, b) = (input.u32()?, input.u32()?);
     let small = |n: u32| u8::try_from(n).map_err(|_| input.invalid("column type"));
     let medium = |n: u32| u16::try_from(n).map_err(|_| input.invalid("column type"));
+    let collation = |id: u32| {
+        u16::try_from(id)
+            .ok()
+            .and_then(Collation::with_id)
+            .ok_or_else(|| input.invalid("collation"))
+    };
     let column_type = match tag {
         1 => ColumnType::Int {
             bytes: small(a)?,
@@ -296,11 +305,19 @@ fn read_column_type(input: &mut Reader) -> Result<ColumnType, CodecError> {
             precision: small(a)?,
             scale: small(b)?,
         },
-        5 => ColumnType::Char { length: medium(a)? },
+        5 => ColumnType::Char {
+            length: medium(a)?,
+            collation: collation(b)?,
+        },
         6 => ColumnType::Binary { length: medium(a)? },
-        7 => ColumnType::VarChar { max_length: a },
+        7 => ColumnType::VarChar {
+            max_length: a,
+            collation: collation(b)?,
+        },
         8 => ColumnType::VarBinary { max_length: a },
-        9 => ColumnType::Text,
+        9 => ColumnType::Text {
+            collation: collation(b)?,
+        },
         10 => ColumnType::Blob,
         11 => ColumnType::Date,
         12 => ColumnType::Time,

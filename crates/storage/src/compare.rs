@@ -2,12 +2,13 @@
 //! models, so a range scan and a filter never disagree about which rows match.
 //!
 //! Integers compare by value whatever their signedness; FLOAT and DOUBLE by IEEE total order
-//! with -0.0 equal to 0.0; strings and binaries byte by byte (no collation yet); calendar
-//! types chronologically. NULL compares with nothing (SQL's unknown).
+//! with -0.0 equal to 0.0; strings and binaries byte by byte, or under a collation
+//! ([`compare_in`]); calendar types chronologically. NULL compares with nothing (SQL's
+//! unknown).
 
 use std::cmp::Ordering;
 
-use crate::types::Value;
+use crate::types::{Collation, Value};
 
 /// The order of two non-null values of comparable kinds; `None` for NULL or a kind mismatch.
 pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
@@ -23,6 +24,14 @@ pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
         (DateTime(x), DateTime(y)) => x.to_micros().cmp(&y.to_micros()),
         _ => return None,
     })
+}
+
+/// [`compare`], with strings compared under `collation` (a text column's).
+pub fn compare_in(collation: Collation, a: &Value, b: &Value) -> Option<Ordering> {
+    match (a, b) {
+        (Value::Bytes(x), Value::Bytes(y)) => Some(collation.compare(x, y)),
+        _ => compare(a, b),
+    }
 }
 
 fn integer(value: &Value) -> i128 {

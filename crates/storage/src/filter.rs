@@ -3,12 +3,12 @@
 //!
 //! Logic is SQL's three-valued one: a comparison with NULL is unknown, `NOT unknown` is
 //! unknown, and a row passes only when the program is true. Comparisons follow
-//! [`crate::compare`], LIKE matches bytes with `%` (any run), `_` (one character, UTF-8
-//! aware) and `\` escaping the next pattern byte.
+//! [`crate::compare`] under the column's collation, and so does LIKE (`%` any run, `_` one
+//! character, `\` makes the next pattern character literal).
 
 use std::cmp::Ordering;
 
-use crate::compare::compare;
+use crate::compare::{compare, compare_in};
 use crate::row::RowLayout;
 use crate::types::{ColumnType, Value};
 
@@ -78,7 +78,7 @@ pub enum FilterError {
         column_type: ColumnType,
         value: &'static str,
     },
-    #[error("filter compares column `{left}` with column `{right}` of another kind")]
+    #[error("filter compares column `{left}` with column `{right}` of another kind or collation")]
     IncomparableColumns { left: String, right: String },
     #[error("LIKE needs a string or binary column; `{column}` is {column_type}")]
     LikeOnNonString {
@@ -170,7 +170,8 @@ fn check(
         }
         Filter::CompareColumns { left, right, .. } => {
             let (l, r) = (column_of(*left)?, column_of(*right)?);
-            if compare(&sample(l.column_type), &sample(r.column_type)).is_none() {
+            let comparable = compare(&sample(l.column_type), &sample(r.column_type)).is_some();
+            if !comparable || l.column_type.collation() != r.column_type.collation() {
                 return Err(FilterError::IncomparableColumns {
                     left: l.name.clone(),
                     right: r.name.clone(),
@@ -212,7 +213,7 @@ fn sample(column_type: ColumnType) -> Value {
         | ColumnType::Binary { .. }
         | ColumnType::VarChar { .. }
         | ColumnType::VarBinary { .. }
-        | ColumnType::Text
+        | ColumnType::Text { .. }
         | ColumnType::Blob => Value::Bytes(Vec::new()),
         ColumnType::Date => Value::Date(epoch),
         ColumnType::Time => Value::Time(0),
@@ -224,22 +225,26 @@ fn sample(column_type: ColumnType) -> Value {
 }
 
 fn evaluate(filter: &Filter, layout: &RowLayout, fixed: &[u8], var: &[u8]) -> Truth {
-    let compared = |a: &Value, op: CompareOp, b: &Value| match compare(a, b) {
-        Some(order) => Truth::from_bool(op.holds(order)),
-        None => Truth::Unknown,
-    };
+    // A column's collation decides how it compares (check made both sides agree).
+    let collation = |column: usize| layout.column_type(column).collation();
+    let compared =
+        |column, a: &Value, op: CompareOp, b: &Value| match compare_in(collation(column), a, b) {
+            Some(order) => Truth::from_bool(op.holds(order)),
+            None => Truth::Unknown,
+        };
     match filter {
         Filter::Compare { column, op, value } => {
-            compared(&layout.value(fixed, var, *column), *op, value)
+            compared(*column, &layout.value(fixed, var, *column), *op, value)
         }
         Filter::CompareColumns { left, op, right } => compared(
+            *left,
             &layout.value(fixed, var, *left),
             *op,
             &layout.value(fixed, var, *right),
         ),
         Filter::IsNull(column) => Truth::from_bool(layout.is_null(fixed, *column)),
         Filter::Like { column, pattern } => match layout.value(fixed, var, *column) {
-            Value::Bytes(text) => Truth::from_bool(like(&text, pattern)),
+            Value::Bytes(text) => Truth::from_bool(collation(*column).like(&text, pattern)),
             _ => Truth::Unknown,
         },
         Filter::And(parts) => {
@@ -270,51 +275,6 @@ fn evaluate(filter: &Filter, layout: &RowLayout, fixed: &[u8], var: &[u8]) -> Tr
             Truth::Unknown => Truth::Unknown,
         },
     }
-}
-
-/// Bytes in the UTF-8 character that starts with `lead` (1 for bytes that start none).
-fn char_bytes(lead: u8) -> usize {
-    match lead {
-        0xC0..=0xDF => 2,
-        0xE0..=0xEF => 3,
-        0xF0..=0xF7 => 4,
-        _ => 1,
-    }
-}
-
-/// SQL LIKE: `%` matches any run of bytes, `_` one character, `\x` the byte `x`.
-pub fn like(text: &[u8], pattern: &[u8]) -> bool {
-    let (mut t, mut p) = (0, 0);
-    // Where to resume after the last `%`: (pattern after it, text position it has eaten to).
-    let mut backtrack: Option<(usize, usize)> = None;
-    while t < text.len() {
-        let step = match pattern.get(p) {
-            Some(b'%') => {
-                backtrack = Some((p + 1, t));
-                p += 1;
-                continue;
-            }
-            Some(b'_') => Some((char_bytes(text[t]).min(text.len() - t), 1)),
-            Some(b'\\') if p + 1 < pattern.len() => (pattern[p + 1] == text[t]).then_some((1, 2)),
-            Some(&byte) => (byte == text[t]).then_some((1, 1)),
-            None => None,
-        };
-        match (step, backtrack) {
-            (Some((text_step, pattern_step)), _) => {
-                t += text_step;
-                p += pattern_step;
-            }
-            (None, Some((after_percent, eaten))) => {
-                // Let the last `%` eat one more character and try again from there.
-                let next = eaten + char_bytes(text[eaten]).min(text.len() - eaten);
-                backtrack = Some((after_percent, next));
-                t = next;
-                p = after_percent;
-            }
-            (None, None) => return false,
-        }
-    }
-    pattern[p..].iter().all(|&byte| byte == b'%')
 }
 
 #[cfg(test)]

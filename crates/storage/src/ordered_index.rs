@@ -20,7 +20,9 @@ const ENTRY_OVERHEAD_BYTES: u64 = 48;
 pub const PREFIX_END: u8 = 0xFF;
 
 /// Appends `value` (checked against `column_type`) so that byte order is value order:
-/// NULL first, then values in the order of [`crate::compare::compare`]. Every column's
+/// NULL first, then values in the order of [`crate::compare::compare_in`] under the column's
+/// collation (a text column with one that does not compare bytes is encoded by its weight
+/// key, so equal keys under the collation are equal bytes). Every column's
 /// encoding is self-delimiting, so a concatenation of columns sorts column by column.
 pub fn encode_ordered(column_type: ColumnType, value: &Value, out: &mut Vec<u8>) {
     if value.is_null() {
@@ -43,17 +45,13 @@ pub fn encode_ordered(column_type: ColumnType, value: &Value, out: &mut Vec<u8>)
         (_, Value::Decimal(d)) => {
             out.extend_from_slice(&((d.unscaled as u128) ^ (1 << 127)).to_be_bytes())
         }
-        (_, Value::Bytes(bytes)) => {
-            // 0x00 is escaped as 0x00 0xFF and the end marked by 0x00 0x00, so a shorter
-            // string sorts before every longer one that extends it.
-            for &byte in bytes {
-                out.push(byte);
-                if byte == 0 {
-                    out.push(0xFF);
-                }
-            }
-            out.extend_from_slice(&[0, 0]);
+        (text_type, Value::Bytes(text)) if !text_type.compares_bytewise() => {
+            let mut weight_key = Vec::new();
+            let collation = text_type.collation();
+            collation.weight_key(text_type.unpadded(text), &mut weight_key);
+            push_escaped(&weight_key, out);
         }
+        (_, Value::Bytes(bytes)) => push_escaped(bytes, out),
         (_, Value::Date(date)) => {
             out.extend_from_slice(&((date.to_days() as u32) ^ (1 << 31)).to_be_bytes())
         }
@@ -223,6 +221,18 @@ impl Drop for OrderedIndex {
         let total: u64 = self.entries.iter().map(|(key, _)| charge(key)).sum();
         self.memory.release(total);
     }
+}
+
+/// Appends a string so that byte order is its order: 0x00 is escaped as 0x00 0xFF and the
+/// end marked by 0x00 0x00, so a shorter string sorts before every longer one extending it.
+fn push_escaped(bytes: &[u8], out: &mut Vec<u8>) {
+    for &byte in bytes {
+        out.push(byte);
+        if byte == 0 {
+            out.push(0xFF);
+        }
+    }
+    out.extend_from_slice(&[0, 0]);
 }
 
 #[cfg(test)]

@@ -122,7 +122,9 @@ impl RowLayout {
     }
 
     /// Appends the primary key of a stored row to `key`: for each key column its fixed slot,
-    /// or its length (u32) and bytes. Equal keys give equal bytes.
+    /// or its length (u32) and bytes; for a text column with a collation that does not
+    /// compare bytes (a case-insensitive one), the length and bytes of its weight key.
+    /// Equal keys give equal bytes: 'a' and 'A' are one key under `utf8mb4_0900_ai_ci`.
     pub fn primary_key_of_row(&self, fixed: &[u8], var: &[u8], key: &mut Vec<u8>) {
         let whole = self.key_of_row(&self.primary_key, fixed, var, key);
         debug_assert!(whole, "primary key columns are NOT NULL");
@@ -144,14 +146,22 @@ impl RowLayout {
         for &column in columns {
             let column_type = self.columns[column].column_type;
             match self.places[column] {
-                Place::Fixed(offset) => {
+                Place::Fixed(offset) if column_type.compares_bytewise() => {
                     key.extend_from_slice(&fixed[offset..offset + column_type.fixed_bytes()])
                 }
-                Place::Variable(k) => {
+                Place::Fixed(_) => {
+                    let value = self.value(fixed, var, column);
+                    let Value::Bytes(text) = value else {
+                        unreachable!("only text columns have a collation")
+                    };
+                    push_weight_key(column_type, &text, key);
+                }
+                Place::Variable(k) if column_type.compares_bytewise() => {
                     let bytes = self.var_slice(var, k);
                     key.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
                     key.extend_from_slice(bytes);
                 }
+                Place::Variable(k) => push_weight_key(column_type, self.var_slice(var, k), key),
             }
         }
         true
@@ -196,6 +206,9 @@ impl RowLayout {
         for (&column, value) in columns.iter().zip(values) {
             let column_type = self.columns[column].column_type;
             match (self.places[column], value) {
+                (_, Value::Bytes(text)) if !column_type.compares_bytewise() => {
+                    push_weight_key(column_type, column_type.unpadded(text), key)
+                }
                 (Place::Fixed(_), _) => {
                     let slot = &mut slot[..column_type.fixed_bytes()];
                     slot.fill(0);
@@ -383,6 +396,11 @@ impl RowLayout {
         self.columns.get(column)
     }
 
+    /// The type of a column the layout has.
+    pub fn column_type(&self, column: usize) -> ColumnType {
+        self.columns[column].column_type
+    }
+
     pub fn column_count(&self) -> usize {
         self.columns.len()
     }
@@ -443,7 +461,7 @@ fn check_type(column_type: ColumnType, value: &Value) -> Result<(), ValueError> 
                 out_of_range(decimal.to_string())
             }
         }
-        (ColumnType::Char { length } | ColumnType::Binary { length }, Value::Bytes(bytes)) => {
+        (ColumnType::Char { length, .. } | ColumnType::Binary { length }, Value::Bytes(bytes)) => {
             if bytes.len() <= usize::from(length) {
                 Ok(())
             } else {
@@ -456,7 +474,7 @@ fn check_type(column_type: ColumnType, value: &Value) -> Result<(), ValueError> 
         (
             ColumnType::VarChar { .. }
             | ColumnType::VarBinary { .. }
-            | ColumnType::Text
+            | ColumnType::Text { .. }
             | ColumnType::Blob,
             Value::Bytes(bytes),
         ) => {
@@ -585,11 +603,20 @@ fn read_fixed(column_type: ColumnType, slot: &[u8]) -> Value {
         ColumnType::Timestamp => Value::Timestamp(i64::from_le_bytes(le8(slot, 0))),
         ColumnType::VarChar { .. }
         | ColumnType::VarBinary { .. }
-        | ColumnType::Text
+        | ColumnType::Text { .. }
         | ColumnType::Blob => {
             unreachable!("variable-length columns have no fixed slot")
         }
     }
+}
+
+/// Appends a text key column's weight key under its collation, with its length first.
+fn push_weight_key(column_type: ColumnType, text: &[u8], key: &mut Vec<u8>) {
+    let length_at = key.len();
+    key.extend_from_slice(&[0; 4]);
+    column_type.collation().weight_key(text, key);
+    let length = (key.len() - length_at - 4) as u32;
+    key[length_at..length_at + 4].copy_from_slice(&length.to_le_bytes());
 }
 
 #[cfg(test)]

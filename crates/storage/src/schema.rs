@@ -160,7 +160,10 @@ impl IndexSchema {
             if columns[..position].contains(&column) {
                 return refuse(format!("column `{}` appears twice", found.name));
             }
-            if matches!(found.column_type, ColumnType::Text | ColumnType::Blob) {
+            if matches!(
+                found.column_type,
+                ColumnType::Text { .. } | ColumnType::Blob
+            ) {
                 return refuse(format!("column `{}` is TEXT or BLOB", found.name));
             }
         }
@@ -217,7 +220,10 @@ impl TableSchema {
         }
         for &index in key {
             let column = &self.columns[index];
-            let lob = matches!(column.column_type, ColumnType::Text | ColumnType::Blob);
+            let lob = matches!(
+                column.column_type,
+                ColumnType::Text { .. } | ColumnType::Blob
+            );
             if column.nullable || lob {
                 return Err(SchemaError::BadKeyColumn {
                     table: table(),

@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+pub use kista_collation::{Collation, COLLATIONS};
+
 /// The largest TEXT or BLOB value.
 pub const LOB_BYTES_MAX: u32 = 256 * 1024;
 /// The largest CHAR or BINARY length.
@@ -32,6 +34,7 @@ pub enum ColumnType {
     /// Fixed length, padded with spaces; trailing spaces are removed when read (as MySQL).
     Char {
         length: u16,
+        collation: Collation,
     },
     /// Fixed length, padded with zero bytes; read back at full length (as MySQL).
     Binary {
@@ -39,11 +42,14 @@ pub enum ColumnType {
     },
     VarChar {
         max_length: u32,
+        collation: Collation,
     },
     VarBinary {
         max_length: u32,
     },
-    Text,
+    Text {
+        collation: Collation,
+    },
     Blob,
     Date,
     /// A signed duration of up to ±838:59:59.999999 (as MySQL).
@@ -93,12 +99,12 @@ impl ColumnType {
             {
                 Err(TypeError::DecimalShape { precision, scale })
             }
-            ColumnType::Char { length } | ColumnType::Binary { length }
+            ColumnType::Char { length, .. } | ColumnType::Binary { length }
                 if length == 0 || length > FIXED_BYTES_MAX =>
             {
                 Err(TypeError::FixedLength(length))
             }
-            ColumnType::VarChar { max_length } | ColumnType::VarBinary { max_length }
+            ColumnType::VarChar { max_length, .. } | ColumnType::VarBinary { max_length }
                 if max_length == 0 || max_length > VAR_BYTES_MAX =>
             {
                 Err(TypeError::VarLength(max_length))
@@ -117,10 +123,10 @@ impl ColumnType {
             | ColumnType::DateTime
             | ColumnType::Timestamp => 8,
             ColumnType::Decimal { .. } => 16,
-            ColumnType::Char { length } | ColumnType::Binary { length } => usize::from(length),
+            ColumnType::Char { length, .. } | ColumnType::Binary { length } => usize::from(length),
             ColumnType::VarChar { .. }
             | ColumnType::VarBinary { .. }
-            | ColumnType::Text
+            | ColumnType::Text { .. }
             | ColumnType::Blob => 0,
         }
     }
@@ -132,11 +138,83 @@ impl ColumnType {
     /// The most bytes a value of a variable-length type may have.
     pub fn max_var_bytes(self) -> u32 {
         match self {
-            ColumnType::VarChar { max_length } | ColumnType::VarBinary { max_length } => max_length,
-            ColumnType::Text | ColumnType::Blob => LOB_BYTES_MAX,
+            ColumnType::VarChar { max_length, .. } | ColumnType::VarBinary { max_length } => {
+                max_length
+            }
+            ColumnType::Text { .. } | ColumnType::Blob => LOB_BYTES_MAX,
             _ => 0,
         }
     }
+
+    /// How the column's values compare: a text type's collation, `binary` for the others
+    /// (numbers and dates never compare as strings).
+    pub fn collation(self) -> Collation {
+        match self {
+            ColumnType::Char { collation, .. }
+            | ColumnType::VarChar { collation, .. }
+            | ColumnType::Text { collation } => collation,
+            _ => Collation::binary,
+        }
+    }
+
+    /// A text value as the column reads it back: CHAR without its trailing spaces.
+    pub fn unpadded(self, text: &[u8]) -> &[u8] {
+        if !matches!(self, ColumnType::Char { .. }) {
+            return text;
+        }
+        let end = text
+            .iter()
+            .rposition(|&b| b != b' ')
+            .map_or(0, |last| last + 1);
+        &text[..end]
+    }
+
+    /// Whether values compare as they are stored, byte for byte: no weight key to compute.
+    pub fn compares_bytewise(self) -> bool {
+        self.collation().is_bytewise()
+    }
+
+    /// The type holding the same strings under `collation`: a text type takes it; under
+    /// `binary` a text type becomes its binary twin (MySQL's `CHARACTER SET binary`).
+    /// Other types are returned as they are.
+    pub fn with_collation(self, collation: Collation) -> Self {
+        match (self, collation) {
+            (ColumnType::Char { length, .. }, Collation::binary) => ColumnType::Binary { length },
+            (ColumnType::VarChar { max_length, .. }, Collation::binary) => {
+                ColumnType::VarBinary { max_length }
+            }
+            (ColumnType::Text { .. }, Collation::binary) => ColumnType::Blob,
+            (ColumnType::Char { length, .. }, _) => ColumnType::Char { length, collation },
+            (ColumnType::VarChar { max_length, .. }, _) => ColumnType::VarChar {
+                max_length,
+                collation,
+            },
+            (ColumnType::Text { .. }, _) => ColumnType::Text { collation },
+            (other, _) => other,
+        }
+    }
+
+    /// VARCHAR(`max_length`) compared byte for byte (`utf8mb4_0900_bin`), as the native
+    /// API's tables have them.
+    pub const fn varchar(max_length: u32) -> Self {
+        ColumnType::VarChar {
+            max_length,
+            collation: Collation::utf8mb4_0900_bin,
+        }
+    }
+
+    /// CHAR(`length`) compared byte for byte.
+    pub const fn char(length: u16) -> Self {
+        ColumnType::Char {
+            length,
+            collation: Collation::utf8mb4_0900_bin,
+        }
+    }
+
+    /// TEXT compared byte for byte.
+    pub const TEXT: Self = ColumnType::Text {
+        collation: Collation::utf8mb4_0900_bin,
+    };
 }
 
 impl fmt::Display for ColumnType {
@@ -154,11 +232,11 @@ impl fmt::Display for ColumnType {
             ColumnType::Float => f.write_str("FLOAT"),
             ColumnType::Double => f.write_str("DOUBLE"),
             ColumnType::Decimal { precision, scale } => write!(f, "DECIMAL({precision},{scale})"),
-            ColumnType::Char { length } => write!(f, "CHAR({length})"),
+            ColumnType::Char { length, .. } => write!(f, "CHAR({length})"),
             ColumnType::Binary { length } => write!(f, "BINARY({length})"),
-            ColumnType::VarChar { max_length } => write!(f, "VARCHAR({max_length})"),
+            ColumnType::VarChar { max_length, .. } => write!(f, "VARCHAR({max_length})"),
             ColumnType::VarBinary { max_length } => write!(f, "VARBINARY({max_length})"),
-            ColumnType::Text => f.write_str("TEXT"),
+            ColumnType::Text { .. } => f.write_str("TEXT"),
             ColumnType::Blob => f.write_str("BLOB"),
             ColumnType::Date => f.write_str("DATE"),
             ColumnType::Time => f.write_str("TIME"),
@@ -392,8 +470,8 @@ mod tests {
         }
         .check()
         .is_err());
-        assert!(ColumnType::Char { length: 256 }.check().is_err());
-        assert!(ColumnType::VarChar { max_length: 0 }.check().is_err());
+        assert!(ColumnType::char(256).check().is_err());
+        assert!(ColumnType::varchar(0).check().is_err());
         assert!(ColumnType::VarBinary { max_length: 70_000 }
             .check()
             .is_err());

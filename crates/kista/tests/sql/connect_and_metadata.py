@@ -52,7 +52,7 @@ assert [r[0] for r in status] == ["customer", "emails", "log"], status
 assert [d[0] for d in cur.description][:5] == ["Name", "Engine", "Version", "Row_format", "Rows"]
 assert rows("SHOW TABLE STATUS FROM metadata LIKE 'cust%'")[0][:2] == ("customer", "ndbcluster")
 assert rows("SHOW TABLE STATUS WHERE Engine IS NULL")[0][0] == "emails"
-assert rows("SHOW COLLATION LIKE 'utf8mb4%'")[0][:3] == ("utf8mb4_general_ci", "utf8mb4", 45)
+assert rows("SHOW COLLATION LIKE 'utf8mb4%'")[0][:3] == ("utf8mb4_0900_ai_ci", "utf8mb4", 255)
 assert rows("SHOW CHARACTER SET WHERE Charset = 'utf8mb4'")[0][0] == "utf8mb4"
 assert rows("SHOW ENGINES")[0][:2] == ("ndbcluster", "DEFAULT")
 
@@ -67,7 +67,7 @@ assert rows("SELECT COLUMN_NAME, DATA_TYPE, CHARACTER_MAXIMUM_LENGTH, DATETIME_P
     ("note", "text", 65535, None, "", "", "")]
 assert rows("SELECT CONSTRAINT_NAME, COLUMN_NAME, REFERENCED_TABLE_NAME "
             "FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = 'metadata' "
-            "ORDER BY CONSTRAINT_NAME") == [("PRIMARY", "id", None), ("email", "email", None)]
+            "ORDER BY CONSTRAINT_NAME") == [("email", "email", None), ("PRIMARY", "id", None)]
 assert rows("SELECT CONSTRAINT_TYPE, TABLE_NAME FROM information_schema.TABLE_CONSTRAINTS "
             "WHERE TABLE_SCHEMA = 'metadata' ORDER BY CONSTRAINT_TYPE") == [
     ("PRIMARY KEY", "customer"), ("UNIQUE", "customer")]

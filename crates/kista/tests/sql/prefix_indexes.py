@@ -35,8 +35,10 @@ assert rows("SELECT COUNT(*) FROM t7n") == [(7,)]
 # Prefixes count characters of text, bytes of binary values.
 cur.execute("CREATE TABLE words (id INT PRIMARY KEY, w VARCHAR(20), b BLOB, "
             "UNIQUE KEY w2 (w(2)), KEY bk (b(3)))")
-cur.execute("INSERT INTO words VALUES (1, 'über', x'00010203'), (2, 'ub', x'000102')")
+cur.execute("INSERT INTO words VALUES (1, 'über', x'00010203'), (2, 'ua', x'000102')")
 assert error_of("INSERT INTO words VALUES (3, 'übel', NULL)") == 1062
+# The prefix compares under its column's collation: 'UB' is 'üb' under the default.
+assert error_of("INSERT INTO words VALUES (3, 'UBoot', NULL)") == 1062
 cur.execute("INSERT INTO words VALUES (3, 'uc', NULL)")
 cur.execute("REPLACE INTO words VALUES (2, 'ab', x'05')")
 assert rows("SELECT id, w FROM words ORDER BY id") == [(1, "über"), (2, "ab"), (3, "uc")]

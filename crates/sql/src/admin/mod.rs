@@ -10,10 +10,9 @@ pub use schema::TRUNCATE_BATCH_ROWS;
 use sqlparser::ast::{self, Set, ShowStatementFilter, Statement};
 use sqlparser::tokenizer::Location;
 
-use kista_client::types::Value;
+use kista_client::types::{Collation, Value};
 
 use crate::error::{SqlError, SqlResult};
-use crate::expr::like;
 use crate::output;
 use crate::select;
 use crate::session::{Outcome, Session, SERVER_VERSION};
@@ -36,7 +35,7 @@ pub fn server_variable(name: &str) -> Option<Value> {
         | "character_set_database" => text("utf8mb4"),
         "character_set_system" => text("utf8mb3"),
         "collation_connection" | "collation_server" | "collation_database" => {
-            text("utf8mb4_general_ci")
+            text(Collation::default().name())
         }
         "transaction_isolation" | "tx_isolation" => text("READ-COMMITTED"),
         "transaction_read_only" | "tx_read_only" | "read_only" => Value::Int(0),
@@ -154,10 +153,9 @@ pub(super) fn name_of(name: &ast::ObjectName) -> String {
 pub(super) fn matches_filter(name: &str, filter: Option<&ShowStatementFilter>) -> bool {
     match filter {
         Some(ShowStatementFilter::Like(pattern))
-        | Some(ShowStatementFilter::NoKeyword(pattern)) => like(
-            name.to_lowercase().as_bytes(),
-            pattern.to_lowercase().as_bytes(),
-        ),
+        | Some(ShowStatementFilter::NoKeyword(pattern)) => {
+            Collation::utf8mb4_general_ci.like(name.as_bytes(), pattern.as_bytes())
+        }
         _ => true,
     }
 }

@@ -4,7 +4,7 @@
 use sqlparser::ast::{self, Statement};
 use sqlparser::tokenizer::Location;
 
-use kista_client::types::Value;
+use kista_client::types::{Collation, Value};
 
 use super::{matches_filter, name_of, text, text_result, LISTED_VARIABLES};
 use crate::catalog::SqlTable;
@@ -224,6 +224,13 @@ fn show_create_table(session: &Session, database: &str, name: &str) -> SqlResult
     let mut lines = Vec::new();
     for (position, column) in table.visible_columns() {
         let mut line = format!("  `{}` {}", column.name, table.type_name(position));
+        let collation = column.column_type.collation();
+        let is_text = table.sql_type(position).is_none()
+            && crate::expr::Derivation::of_column(column.column_type)
+                .is_some_and(|c| c != Collation::binary);
+        if is_text && collation != Collation::default() {
+            line.push_str(&format!(" COLLATE {}", collation.name()));
+        }
         if !column.nullable {
             line.push_str(" NOT NULL");
         }
@@ -276,7 +283,8 @@ fn show_create_table(session: &Session, database: &str, name: &str) -> SqlResult
         comment => format!(" COMMENT={}", quoted(comment)),
     };
     Ok(format!(
-        "CREATE TABLE `{}` (\n{}\n) ENGINE=ndbcluster DEFAULT CHARSET=utf8mb4{comment}",
+        "CREATE TABLE `{}` (\n{}\n) ENGINE=ndbcluster DEFAULT CHARSET=utf8mb4 \
+         COLLATE=utf8mb4_0900_ai_ci{comment}",
         table.name,
         lines.join(",\n")
     ))

@@ -78,7 +78,10 @@ fn named_part(expr: &ast::Expr) -> SqlResult<(String, Option<u64>)> {
 
 /// MySQL's 1170 for a TEXT or BLOB column in a key without a prefix length.
 pub(super) fn refuse_lob(column: &Column) -> SqlResult<()> {
-    if matches!(column.column_type, ColumnType::Text | ColumnType::Blob) {
+    if matches!(
+        column.column_type,
+        ColumnType::Text { .. } | ColumnType::Blob
+    ) {
         return Err(SqlError::new(
             1170,
             "42000",
@@ -111,9 +114,9 @@ fn prefix_column(
     let source_name = schema.columns[source].name.clone();
     // Text prefixes count characters (up to 4 bytes each), binary ones bytes.
     let (characters, declared) = match schema.columns[source].column_type {
-        ColumnType::Char { length } => (true, u64::from(length)),
-        ColumnType::VarChar { max_length } => (true, u64::from(max_length)),
-        ColumnType::Text => (true, u64::MAX),
+        ColumnType::Char { length, .. } => (true, u64::from(length)),
+        ColumnType::VarChar { max_length, .. } => (true, u64::from(max_length)),
+        ColumnType::Text { .. } => (true, u64::MAX),
         ColumnType::Binary { length } => (false, u64::from(length)),
         ColumnType::VarBinary { max_length } => (false, u64::from(max_length)),
         ColumnType::Blob => (false, u64::MAX),
@@ -141,7 +144,10 @@ fn prefix_column(
     }
     let max_length = bytes as u32;
     let column_type = if characters {
-        ColumnType::VarChar { max_length }
+        // The prefix compares as its column does: a case-insensitive column's prefix
+        // index finds 'Abc' for 'abc'.
+        ColumnType::varchar(max_length)
+            .with_collation(schema.columns[source].column_type.collation())
     } else {
         ColumnType::VarBinary { max_length }
     };

@@ -16,11 +16,11 @@ pub use key_parts::PrefixColumn;
 use sqlparser::ast::{self, ColumnOption, DataType, TableConstraint};
 
 use kista_client::schema::{Column, IndexKind, IndexSchema, TableSchema};
-use kista_client::types::{ColumnType, Value};
+use kista_client::types::{Collation, ColumnType, Value};
 
 use crate::catalog::SqlTable;
 use crate::error::{SqlError, SqlResult};
-use crate::expr::{self, Binder};
+use crate::expr::{self, collation_named, Binder};
 use crate::sql_type::SqlType;
 use crate::table_metadata::{
     ColumnExtras, TableExtras, COLUMN_COMMENT_CHARS_MAX, TABLE_COMMENT_CHARS_MAX,
@@ -93,16 +93,16 @@ pub fn column_type(data_type: &DataType) -> SqlResult<ColumnType> {
         }
         D::Char(l) | D::Character(l) => char_length(length(l, 1), false)?,
         D::Binary(l) => char_length(l.unwrap_or(1), true)?,
-        D::Varchar(l) | D::CharacterVarying(l) | D::Nvarchar(l) => ColumnType::VarChar {
-            max_length: var_length(length(l, 0))?,
-        },
+        D::Varchar(l) | D::CharacterVarying(l) | D::Nvarchar(l) => {
+            ColumnType::varchar(var_length(length(l, 0))?)
+        }
         D::Varbinary(l) => ColumnType::VarBinary {
             max_length: var_length(match l {
                 Some(ast::BinaryLength::IntegerLength { length }) => *length,
                 _ => 65_535,
             })?,
         },
-        D::Text | D::TinyText | D::MediumText | D::LongText => ColumnType::Text,
+        D::Text | D::TinyText | D::MediumText | D::LongText => ColumnType::TEXT,
         D::Blob(_) | D::TinyBlob | D::MediumBlob | D::LongBlob | D::Bytea => ColumnType::Blob,
         D::Date => ColumnType::Date,
         D::Time(_, _) => ColumnType::Time,
@@ -128,7 +128,7 @@ fn synonym_type(name: &str, modifiers: &[String]) -> Option<SqlResult<ColumnType
             bytes: 8,
             signed: false,
         }),
-        "LONG" if modifiers.is_empty() => Ok(ColumnType::Text),
+        "LONG" if modifiers.is_empty() => Ok(ColumnType::TEXT),
         "NCHAR" => match number(0, 1) {
             Some(length) => char_length(length, false),
             None => return None,
@@ -175,7 +175,7 @@ fn char_length(length: u64, binary: bool) -> SqlResult<ColumnType> {
     Ok(if binary {
         ColumnType::Binary { length }
     } else {
-        ColumnType::Char { length }
+        ColumnType::char(length)
     })
 }
 
@@ -214,8 +214,9 @@ pub fn create_table(create: &ast::CreateTable, cluster_name: String) -> SqlResul
         comment: table_comment(&create.table_options)?,
         ..TableExtras::default()
     };
+    let table_collation = table_collation(&create.table_options)?;
     for (position, definition) in create.columns.iter().enumerate() {
-        let declared = declared_column(definition)?;
+        let declared = declared_column(definition, table_collation)?;
         extras.columns.push(declared.extras);
         if declared.primary || declared.unique {
             key_parts::refuse_lob(&declared.column)?;
@@ -258,7 +259,10 @@ struct DeclaredColumn {
     auto_increment: bool,
 }
 
-fn declared_column(definition: &ast::ColumnDef) -> SqlResult<DeclaredColumn> {
+fn declared_column(
+    definition: &ast::ColumnDef,
+    table_collation: Collation,
+) -> SqlResult<DeclaredColumn> {
     let name = definition.name.value.clone();
     if is_hidden_column(&name) {
         return Err(SqlError::new(
@@ -268,9 +272,16 @@ fn declared_column(definition: &ast::ColumnDef) -> SqlResult<DeclaredColumn> {
         ));
     }
     let sql_type = SqlType::declared(&definition.data_type, &name)?;
+    let collation = column_collation(&definition.options)?.unwrap_or(table_collation);
     let column_type = match &sql_type {
+        Some(SqlType::Enum(_) | SqlType::Set(_)) | None => {
+            let storage_type = match &sql_type {
+                Some(sql_type) => sql_type.storage_type(),
+                None => column_type(&definition.data_type)?,
+            };
+            storage_type.with_collation(collation)
+        }
         Some(sql_type) => sql_type.storage_type(),
-        None => column_type(&definition.data_type)?,
     };
     let serial = is_serial(&definition.data_type);
     let mut declared = DeclaredColumn {
@@ -342,6 +353,60 @@ fn declared_column(definition: &ast::ColumnDef) -> SqlResult<DeclaredColumn> {
     Ok(declared)
 }
 
+/// The collation a column's own `CHARACTER SET` and `COLLATE` give it (`None`: it names
+/// neither, and takes the table's).
+fn column_collation(options: &[ast::ColumnOptionDef]) -> SqlResult<Option<Collation>> {
+    let mut collation = None;
+    for option in options {
+        match &option.option {
+            ColumnOption::CharacterSet(charset) if collation.is_none() => {
+                collation = Some(charset_default(&charset.to_string())?);
+            }
+            ColumnOption::Collation(name) => {
+                collation = Some(collation_named(&name.to_string())?);
+            }
+            _ => {}
+        }
+    }
+    Ok(collation)
+}
+
+/// The default collation of a character set: error 1115 for one Kista lacks.
+fn charset_default(charset: &str) -> SqlResult<Collation> {
+    let charset = charset.trim_matches(['`', '\'', '"']);
+    Collation::default_of_charset(charset)
+        .ok_or_else(|| SqlError::new(1115, "42000", format!("Unknown character set: '{charset}'")))
+}
+
+/// The table's default collation: its `COLLATE`, else its character set's default, else
+/// `utf8mb4_0900_ai_ci` (MySQL 8's).
+fn table_collation(options: &ast::CreateTableOptions) -> SqlResult<Collation> {
+    let (mut charset, mut collation) = (None, None);
+    for option in table_options(options) {
+        if let ast::SqlOption::KeyValue { key, value } = option {
+            let value = value.to_string();
+            match key.value.to_ascii_uppercase().as_str() {
+                "COLLATE" | "DEFAULT COLLATE" => collation = Some(collation_named(&value)?),
+                "CHARSET" | "DEFAULT CHARSET" | "CHARACTER SET" | "DEFAULT CHARACTER SET" => {
+                    charset = Some(charset_default(&value)?)
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(collation.or(charset).unwrap_or_default())
+}
+
+fn table_options(options: &ast::CreateTableOptions) -> &[ast::SqlOption] {
+    match options {
+        ast::CreateTableOptions::Plain(options)
+        | ast::CreateTableOptions::With(options)
+        | ast::CreateTableOptions::Options(options)
+        | ast::CreateTableOptions::TableProperties(options) => options.as_slice(),
+        ast::CreateTableOptions::None => &[],
+    }
+}
+
 /// A comment, refused when longer than `chars_max` characters (MySQL's 1628/1629).
 fn checked_comment(comment: &str, chars_max: usize, name: &str) -> SqlResult<String> {
     if comment.chars().count() > chars_max {
@@ -361,17 +426,13 @@ fn checked_comment(comment: &str, chars_max: usize, name: &str) -> SqlResult<Str
 
 /// The table's `COMMENT` option ('' without one).
 fn table_comment(options: &ast::CreateTableOptions) -> SqlResult<String> {
-    let options = match options {
-        ast::CreateTableOptions::Plain(options)
-        | ast::CreateTableOptions::With(options)
-        | ast::CreateTableOptions::Options(options)
-        | ast::CreateTableOptions::TableProperties(options) => options.as_slice(),
-        ast::CreateTableOptions::None => &[],
-    };
-    let comment = options.iter().rev().find_map(|option| match option {
-        ast::SqlOption::Comment(comment) => Some(comment.to_string()),
-        _ => None,
-    });
+    let comment = table_options(options)
+        .iter()
+        .rev()
+        .find_map(|option| match option {
+            ast::SqlOption::Comment(comment) => Some(comment.to_string()),
+            _ => None,
+        });
     checked_comment(&comment.unwrap_or_default(), TABLE_COMMENT_CHARS_MAX, "")
 }
 
@@ -555,11 +616,11 @@ pub fn type_name(column_type: ColumnType) -> String {
         ColumnType::Float => "float".into(),
         ColumnType::Double => "double".into(),
         ColumnType::Decimal { precision, scale } => format!("decimal({precision},{scale})"),
-        ColumnType::Char { length } => format!("char({length})"),
+        ColumnType::Char { length, .. } => format!("char({length})"),
         ColumnType::Binary { length } => format!("binary({length})"),
-        ColumnType::VarChar { max_length } => format!("varchar({max_length})"),
+        ColumnType::VarChar { max_length, .. } => format!("varchar({max_length})"),
         ColumnType::VarBinary { max_length } => format!("varbinary({max_length})"),
-        ColumnType::Text => "text".into(),
+        ColumnType::Text { .. } => "text".into(),
         ColumnType::Blob => "blob".into(),
         ColumnType::Date => "date".into(),
         ColumnType::Time => "time".into(),

@@ -6,9 +6,10 @@ use std::sync::Arc;
 use sqlparser::ast::{self, BinaryOperator, FunctionArg, FunctionArgExpr, UnaryOperator};
 use sqlparser::tokenizer::Location;
 
-use kista_client::types::{ColumnType, Decimal, Value};
+use kista_client::schema::Column;
+use kista_client::types::{Collation, ColumnType, Decimal, Value};
 
-use super::{special_forms, ArithmeticOp, CompareOp, Expr};
+use super::{special_forms, ArithmeticOp, CompareOp, Derivation, Expr};
 use crate::error::{SqlError, SqlResult};
 use crate::functions;
 use crate::subquery::{Met, Subqueries};
@@ -22,6 +23,9 @@ pub struct ScopeColumn {
     /// Reached only as `table.name`: the second table's column of a `USING` or `NATURAL`
     /// join, for which the first table's stands when unqualified (MySQL's coalescing).
     pub qualified_only: bool,
+    /// The collation its strings compare under; `None` when it holds no strings (or
+    /// nothing says what it holds).
+    pub collation: Option<Collation>,
 }
 
 impl ScopeColumn {
@@ -30,6 +34,15 @@ impl ScopeColumn {
             table: table.into(),
             name: name.into(),
             qualified_only: false,
+            collation: None,
+        }
+    }
+
+    /// A table's column, qualified by `table`.
+    pub fn of(table: impl Into<String>, column: &Column) -> Self {
+        Self {
+            collation: Derivation::of_column(column.column_type),
+            ..Self::new(table, column.name.clone())
         }
     }
 }
@@ -54,6 +67,8 @@ pub struct Aggregate {
     pub distinct: bool,
     /// GROUP_CONCAT's separator and order; `None` for every other aggregate.
     pub concat: Option<GroupConcat>,
+    /// The collation its string arguments compare under (MIN, MAX, DISTINCT).
+    pub collation: Collation,
 }
 
 /// How GROUP_CONCAT joins its values: in the order of its ORDER BY (expressions over the
@@ -90,6 +105,32 @@ pub struct Binder<'a> {
 }
 
 impl<'a> Binder<'a> {
+    /// The collation `left` and `right` compare under (error 1267 when they cannot).
+    pub fn comparison(&self, left: &Expr, right: &Expr) -> SqlResult<Collation> {
+        super::comparison(left, right, &|position| self.column_collation(position))
+    }
+
+    /// `expr` as a comparison under `collation` reads it: a column whose own collation
+    /// differs is wrapped in COLLATE, so the planner never answers the comparison with the
+    /// column's index or a data node's filter (which compare under the column's collation).
+    pub fn under(&self, expr: Box<Expr>, collation: Collation) -> Box<Expr> {
+        match *expr {
+            Expr::Column(position)
+                if self
+                    .column_collation(position)
+                    .is_some_and(|own| own != collation) =>
+            {
+                Box::new(Expr::Collate(expr, collation))
+            }
+            _ => expr,
+        }
+    }
+
+    /// The collation of the row's column at `position`, if it holds strings.
+    pub fn column_collation(&self, position: usize) -> Option<Collation> {
+        self.columns.get(position).and_then(|c| c.collation)
+    }
+
     /// A binder for expressions that may name no column (LIMIT, VALUES, SET, DEFAULT).
     pub fn without_columns(placeholders: &'a [Location], place: &'static str) -> Self {
         Self::over(&[], placeholders, place)
@@ -170,6 +211,11 @@ impl<'a> Binder<'a> {
     }
 }
 
+/// `expr`'s collation and its strength, over the binder's columns.
+fn derive_of(binder: &Binder, expr: &Expr) -> SqlResult<Derivation> {
+    super::derive(expr, &|position| binder.column_collation(position))
+}
+
 /// `CASE [operand] WHEN ... THEN ... [ELSE ...] END` as nested `IF`s: the first WHEN that
 /// holds (equals the operand, in the simple form) gives the result; none, the ELSE or NULL.
 fn bind_case(
@@ -186,11 +232,15 @@ fn bind_case(
     for when in conditions.iter().rev() {
         let condition = bind(binder, &when.condition)?;
         let condition = match &operand {
-            Some(operand) => Expr::Compare(
-                CompareOp::Eq,
-                Box::new(operand.clone()),
-                Box::new(condition),
-            ),
+            Some(operand) => {
+                let collation = binder.comparison(operand, &condition)?;
+                Expr::Compare(
+                    CompareOp::Eq,
+                    binder.under(Box::new(operand.clone()), collation),
+                    binder.under(Box::new(condition), collation),
+                    collation,
+                )
+            }
             None => condition,
         };
         let then = bind(binder, &when.result)?;
@@ -248,36 +298,66 @@ pub(super) fn bind_plain(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Exp
             expr: inner,
             list,
             negated,
-        } => Expr::InList {
-            expr: boxed(binder, inner)?,
-            list: list
+        } => {
+            let expr = boxed(binder, inner)?;
+            let list: Vec<Expr> = list
                 .iter()
                 .map(|e| bind(binder, e))
-                .collect::<SqlResult<_>>()?,
-            negated: *negated,
-        },
+                .collect::<SqlResult<_>>()?;
+            let mut collation = derive_of(binder, &expr)?;
+            for item in &list {
+                collation = collation.combine(derive_of(binder, item)?)?;
+            }
+            let collation = collation.collation;
+            Expr::InList {
+                expr: binder.under(expr, collation),
+                list: list
+                    .into_iter()
+                    .map(|e| *binder.under(Box::new(e), collation))
+                    .collect(),
+                negated: *negated,
+                collation,
+            }
+        }
         A::Between {
             expr: inner,
             negated,
             low,
             high,
-        } => Expr::Between {
-            expr: boxed(binder, inner)?,
-            low: boxed(binder, low)?,
-            high: boxed(binder, high)?,
-            negated: *negated,
-        },
+        } => {
+            let (expr, low, high) = (
+                boxed(binder, inner)?,
+                boxed(binder, low)?,
+                boxed(binder, high)?,
+            );
+            let collation = derive_of(binder, &expr)?
+                .combine(derive_of(binder, &low)?)?
+                .combine(derive_of(binder, &high)?)?
+                .collation;
+            Expr::Between {
+                expr: binder.under(expr, collation),
+                low: binder.under(low, collation),
+                high: binder.under(high, collation),
+                negated: *negated,
+                collation,
+            }
+        }
         A::Like {
             negated,
             any: false,
             expr: inner,
             pattern,
             escape_char: None,
-        } => Expr::Like {
-            expr: boxed(binder, inner)?,
-            pattern: boxed(binder, pattern)?,
-            negated: *negated,
-        },
+        } => {
+            let (expr, pattern) = (boxed(binder, inner)?, boxed(binder, pattern)?);
+            let collation = binder.comparison(&expr, &pattern)?;
+            Expr::Like {
+                expr: binder.under(expr, collation),
+                pattern: binder.under(pattern, collation),
+                negated: *negated,
+                collation,
+            }
+        }
         A::InSubquery { .. } | A::Subquery(_) | A::Exists { .. } => bind_subquery(binder, expr)?,
         A::Case {
             operand,
@@ -295,7 +375,8 @@ pub(super) fn bind_plain(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Exp
         A::TypedString(typed) => {
             let text = literal(binder, &typed.value.value, typed.value.span.start)?;
             match &typed.data_type {
-                ast::DataType::Binary(_) => text,
+                // A binary string: what it is compared with compares byte by byte.
+                ast::DataType::Binary(_) => Expr::Collate(Box::new(text), Collation::binary),
                 data_type => Expr::Cast(Box::new(text), cast_type(data_type)?),
             }
         }
@@ -324,8 +405,13 @@ fn bind_subquery(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Expr> {
                 // Nothing is IN an empty set, not even NULL.
                 Expr::Literal(Value::Int(i64::from(*negated)))
             } else {
+                let expr = boxed(binder, inner)?;
+                let collation = derive_of(binder, &expr)?
+                    .combine(Derivation::LITERAL)?
+                    .collation;
                 Expr::InList {
-                    expr: boxed(binder, inner)?,
+                    collation,
+                    expr: binder.under(expr, collation),
                     list: values.into_iter().map(Expr::Literal).collect(),
                     negated: *negated,
                 }
@@ -386,18 +472,25 @@ fn bind_binary(
 ) -> SqlResult<Expr> {
     let boxed = |binder: &mut Binder, e: &ast::Expr| bind(binder, e).map(Box::new);
     let (l, r) = (boxed(binder, left)?, boxed(binder, right)?);
-    let compare = |op| Expr::Compare(op, l.clone(), r.clone());
+    let compare = |op| -> SqlResult<Expr> {
+        let collation = binder.comparison(&l, &r)?;
+        let (l, r) = (
+            binder.under(l.clone(), collation),
+            binder.under(r.clone(), collation),
+        );
+        Ok(Expr::Compare(op, l, r, collation))
+    };
     let arithmetic = |op| Expr::Arithmetic(op, l.clone(), r.clone());
     Ok(match op {
         BinaryOperator::And => Expr::And(l, r),
         BinaryOperator::Or => Expr::Or(l, r),
-        BinaryOperator::Eq => compare(CompareOp::Eq),
-        BinaryOperator::NotEq => compare(CompareOp::NotEq),
-        BinaryOperator::Lt => compare(CompareOp::Lt),
-        BinaryOperator::LtEq => compare(CompareOp::LtEq),
-        BinaryOperator::Gt => compare(CompareOp::Gt),
-        BinaryOperator::GtEq => compare(CompareOp::GtEq),
-        BinaryOperator::Spaceship => compare(CompareOp::NullSafeEq),
+        BinaryOperator::Eq => compare(CompareOp::Eq)?,
+        BinaryOperator::NotEq => compare(CompareOp::NotEq)?,
+        BinaryOperator::Lt => compare(CompareOp::Lt)?,
+        BinaryOperator::LtEq => compare(CompareOp::LtEq)?,
+        BinaryOperator::Gt => compare(CompareOp::Gt)?,
+        BinaryOperator::GtEq => compare(CompareOp::GtEq)?,
+        BinaryOperator::Spaceship => compare(CompareOp::NullSafeEq)?,
         BinaryOperator::Plus => arithmetic(ArithmeticOp::Add),
         BinaryOperator::Minus => arithmetic(ArithmeticOp::Subtract),
         BinaryOperator::Multiply => arithmetic(ArithmeticOp::Multiply),
@@ -598,11 +691,16 @@ fn bind_aggregate(
             "Invalid use of group function",
         ));
     };
+    let collation = match &argument {
+        Some(argument) => derive_of(&inner, argument)?.collation,
+        None => Collation::default(),
+    };
     aggregates.push(Aggregate {
         kind,
         argument,
         distinct,
         concat,
+        collation,
     });
     Ok(Expr::Aggregate(aggregates.len() - 1))
 }
@@ -653,7 +751,7 @@ fn cast_type(data_type: &ast::DataType) -> SqlResult<ColumnType> {
                 signed: false,
             }
         }
-        D::Char(_) | D::Varchar(_) | D::Text | D::String(_) => ColumnType::Text,
+        D::Char(_) | D::Varchar(_) | D::Text | D::String(_) => crate::sql_type::DEFAULT_TEXT,
         D::Binary(_) => ColumnType::Blob,
         D::Date => ColumnType::Date,
         D::Datetime(_) => ColumnType::DateTime,

@@ -6,7 +6,7 @@ use kista_client::types::{Decimal, Value};
 
 use super::{ArithmeticOp, CompareOp, Expr};
 use crate::error::{SqlError, SqlResult};
-use crate::value::{self, compare, to_f64, to_text, truth};
+use crate::value::{self, compare_in, to_f64, to_text, truth};
 
 /// What an expression may refer to besides the row.
 pub struct EvalContext<'a> {
@@ -87,8 +87,9 @@ pub fn eval(expr: &Expr, row: &[Value], ctx: &EvalContext) -> SqlResult<Value> {
                 _ => None,
             })
         }
-        Expr::Compare(op, a, b) => {
+        Expr::Compare(op, a, b, collation) => {
             let (a, b) = (eval(a, row, ctx)?, eval(b, row, ctx)?);
+            let compare = |a, b| compare_in(*collation, a, b);
             if *op == CompareOp::NullSafeEq {
                 return Ok(bool_value(Some(match (a.is_null(), b.is_null()) {
                     (true, true) => true,
@@ -98,6 +99,7 @@ pub fn eval(expr: &Expr, row: &[Value], ctx: &EvalContext) -> SqlResult<Value> {
             }
             bool_value(compare(&a, &b).map(|order| compare_holds(*op, order)))
         }
+        Expr::Collate(e, _) => eval(e, row, ctx)?,
         Expr::Arithmetic(op, a, b) => arithmetic(*op, &eval(a, row, ctx)?, &eval(b, row, ctx)?)?,
         Expr::IsNull { expr, negated } => {
             Value::Int(i64::from(eval(expr, row, ctx)?.is_null() != *negated))
@@ -106,6 +108,7 @@ pub fn eval(expr: &Expr, row: &[Value], ctx: &EvalContext) -> SqlResult<Value> {
             expr,
             list,
             negated,
+            collation,
         } => {
             let needle = eval(expr, row, ctx)?;
             if needle.is_null() {
@@ -114,7 +117,7 @@ pub fn eval(expr: &Expr, row: &[Value], ctx: &EvalContext) -> SqlResult<Value> {
             let mut saw_null = false;
             let mut found = false;
             for candidate in list {
-                match compare(&needle, &eval(candidate, row, ctx)?) {
+                match compare_in(*collation, &needle, &eval(candidate, row, ctx)?) {
                     Some(Ordering::Equal) => {
                         found = true;
                         break;
@@ -136,10 +139,14 @@ pub fn eval(expr: &Expr, row: &[Value], ctx: &EvalContext) -> SqlResult<Value> {
             low,
             high,
             negated,
+            collation,
         } => {
             let v = eval(expr, row, ctx)?;
-            let above = compare(&v, &eval(low, row, ctx)?).map(|o| o != Ordering::Less);
-            let below = compare(&v, &eval(high, row, ctx)?).map(|o| o != Ordering::Greater);
+            let compare = |bound: &Expr| -> SqlResult<_> {
+                Ok(compare_in(*collation, &v, &eval(bound, row, ctx)?))
+            };
+            let above = compare(low)?.map(|o| o != Ordering::Less);
+            let below = compare(high)?.map(|o| o != Ordering::Greater);
             let inside = match (above, below) {
                 (Some(false), _) | (_, Some(false)) => Some(false),
                 (Some(true), Some(true)) => Some(true),
@@ -151,19 +158,21 @@ pub fn eval(expr: &Expr, row: &[Value], ctx: &EvalContext) -> SqlResult<Value> {
             expr,
             pattern,
             negated,
+            collation,
         } => {
             let (v, p) = (eval(expr, row, ctx)?, eval(pattern, row, ctx)?);
             if v.is_null() || p.is_null() {
                 Value::Null
             } else {
-                Value::Int(i64::from(like(&to_text(&v), &to_text(&p)) != *negated))
+                let matches = collation.like(&to_text(&v), &to_text(&p));
+                Value::Int(i64::from(matches != *negated))
             }
         }
         Expr::Call(function, args) => crate::functions::call(*function, args, row, ctx)?,
         Expr::Cast(e, column_type) => {
             let v = eval(e, row, ctx)?;
             match column_type {
-                kista_client::types::ColumnType::Text => Value::Bytes(to_text(&v)),
+                kista_client::types::ColumnType::Text { .. } => Value::Bytes(to_text(&v)),
                 kista_client::types::ColumnType::Blob => Value::Bytes(to_text(&v)),
                 kista_client::types::ColumnType::Int { signed: true, .. } => {
                     value::to_i64(&v).map_or(Value::Null, Value::Int)
@@ -288,63 +297,9 @@ fn decimal_arithmetic(op: ArithmeticOp, x: Decimal, y: Decimal) -> Option<Decima
     })
 }
 
-/// SQL LIKE: `%` any run, `_` any one character, `\` escapes (byte-wise, case-sensitive).
-pub fn like(text: &[u8], pattern: &[u8]) -> bool {
-    let (mut t, mut p) = (0, 0);
-    let mut backtrack: Option<(usize, usize)> = None;
-    while t < text.len() {
-        if p < pattern.len() {
-            match pattern[p] {
-                b'%' => {
-                    backtrack = Some((p, t));
-                    p += 1;
-                    continue;
-                }
-                b'_' => {
-                    t += 1;
-                    p += 1;
-                    continue;
-                }
-                b'\\' if p + 1 < pattern.len() && pattern[p + 1] == text[t] => {
-                    t += 1;
-                    p += 2;
-                    continue;
-                }
-                c if c != b'\\' && c == text[t] => {
-                    t += 1;
-                    p += 1;
-                    continue;
-                }
-                _ => {}
-            }
-        }
-        match backtrack {
-            Some((bp, bt)) => {
-                p = bp + 1;
-                t = bt + 1;
-                backtrack = Some((bp, bt + 1));
-            }
-            None => return false,
-        }
-    }
-    pattern[p..].iter().all(|&c| c == b'%')
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn like_matches_runs_single_characters_and_escapes() {
-        assert!(like(b"hello", b"h%o"));
-        assert!(like(b"hello", b"%"));
-        assert!(like(b"hello", b"_ello"));
-        assert!(!like(b"hello", b"h_o"));
-        assert!(like(b"50%", b"50\\%"));
-        assert!(!like(b"500", b"50\\%"));
-        assert!(like(b"abcabc", b"%bc"));
-        assert!(like(b"", b"%%"));
-    }
 
     #[test]
     fn integer_arithmetic_is_exact_and_overflow_is_an_error() {

@@ -3,6 +3,7 @@
 //! (once per prepare for prepared statements); evaluation (`eval.rs`) once per row.
 
 mod bind;
+mod collation;
 mod eval;
 mod result_type;
 mod special_forms;
@@ -12,16 +13,18 @@ pub use crate::functions::Function;
 pub use bind::{
     bind, number, Aggregate, AggregateKind, Binder, GroupConcat, OutputColumn, ScopeColumn,
 };
+pub use collation::{comparison, derive, Derivation};
 pub(crate) use eval::overflow;
-pub use eval::{arithmetic, eval, like, EvalContext};
+pub use eval::{arithmetic, eval, EvalContext};
 pub use result_type::{result_type, DECIMAL_RESULT};
+pub(crate) use special_forms::collation_named;
 
 /// Adds two values under SQL's rules (SUM's running total); NULL on overflow.
 pub fn eval_arithmetic_add(a: &Value, b: &Value) -> Value {
     arithmetic(ArithmeticOp::Add, a, b).unwrap_or(Value::Null)
 }
 
-use kista_client::types::Value;
+use kista_client::types::{Collation, Value};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CompareOp {
@@ -78,7 +81,10 @@ pub enum Expr {
     Negate(Box<Expr>),
     And(Box<Expr>, Box<Expr>),
     Or(Box<Expr>, Box<Expr>),
-    Compare(CompareOp, Box<Expr>, Box<Expr>),
+    /// A comparison, of strings under the collation its operands derive.
+    Compare(CompareOp, Box<Expr>, Box<Expr>, Collation),
+    /// `x COLLATE name`: the value of `x`, compared under `name` (explicit).
+    Collate(Box<Expr>, Collation),
     Arithmetic(ArithmeticOp, Box<Expr>, Box<Expr>),
     IsNull {
         expr: Box<Expr>,
@@ -88,17 +94,20 @@ pub enum Expr {
         expr: Box<Expr>,
         list: Vec<Expr>,
         negated: bool,
+        collation: Collation,
     },
     Between {
         expr: Box<Expr>,
         low: Box<Expr>,
         high: Box<Expr>,
         negated: bool,
+        collation: Collation,
     },
     Like {
         expr: Box<Expr>,
         pattern: Box<Expr>,
         negated: bool,
+        collation: Collation,
     },
     Call(Function, Vec<Expr>),
     /// `CAST(x AS SIGNED|UNSIGNED|CHAR|DECIMAL|DATE|...)`.
@@ -127,11 +136,13 @@ impl Expr {
             // An assignment changes the session each time it runs.
             Expr::Column(_) | Expr::Aggregate(_) | Expr::AssignUserVariable(..) => false,
             Expr::Call(function, _) if function.def().volatile => false,
-            Expr::Not(e) | Expr::Negate(e) | Expr::Cast(e, _) => e.is_constant(),
+            Expr::Not(e) | Expr::Negate(e) | Expr::Cast(e, _) | Expr::Collate(e, _) => {
+                e.is_constant()
+            }
             Expr::IsNull { expr, .. } => expr.is_constant(),
             Expr::And(a, b)
             | Expr::Or(a, b)
-            | Expr::Compare(_, a, b)
+            | Expr::Compare(_, a, b, _)
             | Expr::Arithmetic(_, a, b) => a.is_constant() && b.is_constant(),
             Expr::InList { expr, list, .. } => {
                 expr.is_constant() && list.iter().all(Expr::is_constant)
@@ -155,13 +166,15 @@ impl Expr {
     pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
         f(self);
         match self {
-            Expr::Not(e) | Expr::Negate(e) | Expr::Cast(e, _) | Expr::AssignUserVariable(_, e) => {
-                e.visit(f)
-            }
+            Expr::Not(e)
+            | Expr::Negate(e)
+            | Expr::Cast(e, _)
+            | Expr::Collate(e, _)
+            | Expr::AssignUserVariable(_, e) => e.visit(f),
             Expr::IsNull { expr, .. } => expr.visit(f),
             Expr::And(a, b)
             | Expr::Or(a, b)
-            | Expr::Compare(_, a, b)
+            | Expr::Compare(_, a, b, _)
             | Expr::Arithmetic(_, a, b) => {
                 a.visit(f);
                 b.visit(f);
@@ -218,13 +231,15 @@ impl Expr {
     fn visit_mut(&mut self, f: &mut impl FnMut(&mut Expr)) {
         f(self);
         match self {
-            Expr::Not(e) | Expr::Negate(e) | Expr::Cast(e, _) | Expr::AssignUserVariable(_, e) => {
-                e.visit_mut(f)
-            }
+            Expr::Not(e)
+            | Expr::Negate(e)
+            | Expr::Cast(e, _)
+            | Expr::Collate(e, _)
+            | Expr::AssignUserVariable(_, e) => e.visit_mut(f),
             Expr::IsNull { expr, .. } => expr.visit_mut(f),
             Expr::And(a, b)
             | Expr::Or(a, b)
-            | Expr::Compare(_, a, b)
+            | Expr::Compare(_, a, b, _)
             | Expr::Arithmetic(_, a, b) => {
                 a.visit_mut(f);
                 b.visit_mut(f);

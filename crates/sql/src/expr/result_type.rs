@@ -26,7 +26,7 @@ pub fn result_type(expr: &Expr, leaf: &dyn Fn(&Expr) -> Option<ColumnType>) -> O
         Expr::Column(_) | Expr::Aggregate(_) => leaf(expr),
         Expr::Literal(value) => type_of_value(value),
         Expr::Param(_) | Expr::SystemVariable(_) | Expr::UserVariable(_) => None,
-        Expr::AssignUserVariable(_, value) => of(value),
+        Expr::AssignUserVariable(_, value) | Expr::Collate(value, _) => of(value),
         // Truth values are integers in MySQL.
         Expr::Not(_)
         | Expr::And(..)
@@ -54,7 +54,7 @@ fn arithmetic_type(op: ArithmeticOp, a: Option<ColumnType>, b: Option<ColumnType
     let textual = |t: ColumnType| {
         matches!(
             t,
-            ColumnType::VarChar { .. } | ColumnType::Char { .. } | ColumnType::Text
+            ColumnType::VarChar { .. } | ColumnType::Char { .. } | ColumnType::Text { .. }
         )
     };
     let decimal = |t: ColumnType| matches!(t, ColumnType::Decimal { .. });
@@ -129,6 +129,7 @@ mod tests {
             crate::expr::CompareOp::Gt,
             literal(Value::Null),
             Box::new(Expr::Column(0)),
+            kista_client::types::Collation::default(),
         );
         assert_eq!(result_type(&compare, &int_column), Some(BIGINT));
         assert_eq!(result_type(&Expr::Literal(Value::Null), &int_column), None);

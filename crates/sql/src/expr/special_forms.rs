@@ -2,17 +2,11 @@
 //! registry: `d + INTERVAL n unit` and `d - INTERVAL ...` (DATE_ADD, DATE_SUB), `EXTRACT(unit
 //! FROM d)`, `TRIM([BOTH|LEADING|TRAILING] [x] FROM s)`, `POSITION(a IN b)`, `SUBSTRING(s
 //! FROM n FOR m)`, `FLOOR(x)` and `CEIL(x)`.
-//!
-//! And `x COLLATE name`, until collations exist (issue 24's item 4): a binary collation
-//! (`utf8mb4_bin`, `binary`) is what every comparison does already; a case-insensitive
-//! one (`..._ci`) makes the comparison or LIKE it stands in compare both sides lower-cased
-//! (accents still count, unlike MySQL's `_ai_` collations). Elsewhere (the select list,
-//! ORDER BY) COLLATE leaves the value as it is.
+//! And `x COLLATE name`, the value of `x` with an explicit collation.
 
-use kista_client::types::Value;
+use kista_client::types::{Collation, Value};
 use sqlparser::ast::{self, BinaryOperator, CeilFloorKind, DateTimeField, TrimWhereField};
 
-use super::bind::bind_plain;
 use super::{bind, Binder, Expr};
 use crate::error::{SqlError, SqlResult};
 use crate::functions::{self, interval_unit};
@@ -28,21 +22,9 @@ pub(super) fn bind_special_form(binder: &mut Binder, expr: &ast::Expr) -> Option
     };
     Some(match expr {
         A::Collate { expr, collation } => {
-            return Some(collation_of(collation).and_then(|_| bind(binder, expr)));
-        }
-        A::BinaryOp { left, op, right } if is_comparison(op) => {
-            return folds_case(left, right)
-                .map(|fold| fold.and_then(|_| bind_folded(binder, expr)));
-        }
-        A::Like {
-            any: false,
-            expr: value,
-            pattern,
-            escape_char: None,
-            ..
-        } => {
-            return folds_case(value, pattern)
-                .map(|fold| fold.and_then(|_| bind_folded(binder, expr)));
+            let collation = collation_named(&collation.to_string());
+            let bound = collation.and_then(|c| Ok(Expr::Collate(Box::new(bind(binder, expr)?), c)));
+            return Some(bound);
         }
         A::BinaryOp { left, op, right } => {
             let subtract = match op {
@@ -81,75 +63,11 @@ pub(super) fn bind_special_form(binder: &mut Binder, expr: &ast::Expr) -> Option
     })
 }
 
-/// How a collation compares text.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Collation {
-    Binary,
-    CaseInsensitive,
-}
-
-/// The collations COLLATE may name: utf8mb4's and utf8mb3's; error 1273 for others.
-fn collation_of(name: &ast::ObjectName) -> SqlResult<Collation> {
-    let name = name
-        .to_string()
-        .trim_matches(['`', '\'', '"'])
-        .to_ascii_lowercase();
-    let known_charset = ["utf8mb4_", "utf8mb3_", "utf8_"]
-        .iter()
-        .any(|c| name.starts_with(c));
-    match name.as_str() {
-        "binary" => Ok(Collation::Binary),
-        _ if known_charset && name.ends_with("_bin") => Ok(Collation::Binary),
-        _ if known_charset && name.ends_with("_ci") => Ok(Collation::CaseInsensitive),
-        _ => Err(SqlError::new(
-            1273,
-            "HY000",
-            format!("Unknown collation: '{name}'"),
-        )),
-    }
-}
-
-fn is_comparison(op: &BinaryOperator) -> bool {
-    use BinaryOperator as B;
-    matches!(
-        op,
-        B::Eq | B::NotEq | B::Lt | B::LtEq | B::Gt | B::GtEq | B::Spaceship
-    )
-}
-
-/// Whether a comparison of `left` and `right` folds case: `None` where neither side is
-/// `x COLLATE <case-insensitive>` (compare as written), an error for an unknown collation.
-fn folds_case(left: &ast::Expr, right: &ast::Expr) -> Option<SqlResult<()>> {
-    let collation = |e: &ast::Expr| match e {
-        ast::Expr::Collate { collation, .. } => Some(collation_of(collation)),
-        _ => None,
-    };
-    match (collation(left), collation(right)) {
-        (Some(Err(e)), _) | (_, Some(Err(e))) => Some(Err(e)),
-        (Some(Ok(Collation::CaseInsensitive)), _) | (_, Some(Ok(Collation::CaseInsensitive))) => {
-            Some(Ok(()))
-        }
-        _ => None,
-    }
-}
-
-/// A comparison or LIKE bound as written (each COLLATE side binds to its value), then
-/// made to compare both sides lower-cased.
-fn bind_folded(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Expr> {
-    let lower = |e: Box<Expr>| Box::new(Expr::Call(functions::named("lower"), vec![*e]));
-    Ok(match bind_plain(binder, expr)? {
-        Expr::Compare(op, a, b) => Expr::Compare(op, lower(a), lower(b)),
-        Expr::Like {
-            expr,
-            pattern,
-            negated,
-        } => Expr::Like {
-            expr: lower(expr),
-            pattern: lower(pattern),
-            negated,
-        },
-        other => other,
-    })
+/// The collation COLLATE or a column definition names: error 1273 for one Kista lacks.
+pub(crate) fn collation_named(name: &str) -> SqlResult<Collation> {
+    let name = name.trim_matches(['`', '\'', '"']);
+    Collation::resolve(name)
+        .ok_or_else(|| SqlError::new(1273, "HY000", format!("Unknown collation: '{name}'")))
 }
 
 /// A call of the registry's function `name` on `args`.

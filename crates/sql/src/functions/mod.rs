@@ -262,7 +262,7 @@ const BIGINT_UNSIGNED: ColumnType = ColumnType::Int {
     signed: false,
 };
 /// Text results where no value says more.
-const TEXT: ColumnType = ColumnType::VarChar { max_length: 16_383 };
+const TEXT: ColumnType = crate::sql_type::default_varchar(16_383);
 
 #[cfg(test)]
 mod tests {

@@ -159,7 +159,7 @@ impl SystemTable {
             .iter()
             .map(|&(name, kind)| {
                 let column_type = match kind {
-                    Kind::Text => ColumnType::VarChar { max_length: 64 },
+                    Kind::Text => crate::sql_type::default_varchar(64),
                     Kind::Number => ColumnType::Int {
                         bytes: 8,
                         signed: false,

@@ -2,7 +2,7 @@
 //! rows. Tables without a primary key list no hidden column or index; foreign keys,
 //! routines and triggers do not exist yet, so their tables are empty.
 
-use kista_client::types::{ColumnType, Value};
+use kista_client::types::{Collation, ColumnType, Value};
 
 use super::{
     column_default, column_extra, column_key, index_columns, Kind, SystemTableDef, DATABASE,
@@ -16,7 +16,8 @@ use Kind::{Number, Text};
 
 /// The character set and collation every table, column and database reports.
 const CHARSET: &str = "utf8mb4";
-const COLLATION: &str = "utf8mb4_general_ci";
+/// The default collation of tables, databases and the character set.
+const COLLATION: &str = "utf8mb4_0900_ai_ci";
 
 pub(super) const ALL: &[SystemTableDef] = &[
     SystemTableDef {
@@ -224,6 +225,12 @@ pub(super) const ALL: &[SystemTableDef] = &[
                 text("UTF-8 Unicode"),
                 number(4),
             ]);
+            let binary = [
+                text("binary"),
+                text("binary"),
+                text("Binary pseudo charset"),
+            ];
+            rows.push([binary.as_slice(), &[number(1)]].concat());
             Ok(())
         },
     },
@@ -239,14 +246,20 @@ pub(super) const ALL: &[SystemTableDef] = &[
             ("PAD_ATTRIBUTE", Text),
         ],
         rows: |_, rows| {
-            let row = [
-                text(COLLATION),
-                text(CHARSET),
-                number(45),
-                text("Yes"),
-                text("Yes"),
-            ];
-            rows.push([row.as_slice(), &[number(1), text("PAD SPACE")]].concat());
+            for def in &kista_client::types::COLLATIONS {
+                let yes = |holds: bool| text(if holds { "Yes" } else { "" });
+                let pad = if def.pad_space { "PAD SPACE" } else { "NO PAD" };
+                rows.push(vec![
+                    text(def.name),
+                    text(def.charset),
+                    number(u64::from(def.id)),
+                    yes(def.is_default),
+                    yes(true),
+                    // MySQL's: the UCA collation's sort length counts weights, the others characters.
+                    number(u64::from(def.collation != Collation::utf8mb4_0900_ai_ci)),
+                    text(pad),
+                ]);
+            }
             Ok(())
         },
     },
@@ -409,11 +422,11 @@ fn sizes_of(column_type: ColumnType) -> [Value; 7] {
         sizes[1] = number(bytes);
     };
     match column_type {
-        ColumnType::Char { length } => lengths(u64::from(length), 4 * u64::from(length)),
-        ColumnType::VarChar { max_length } => {
+        ColumnType::Char { length, .. } => lengths(u64::from(length), 4 * u64::from(length)),
+        ColumnType::VarChar { max_length, .. } => {
             lengths(u64::from(max_length), 4 * u64::from(max_length))
         }
-        ColumnType::Text => lengths(65_535, 65_535),
+        ColumnType::Text { .. } => lengths(65_535, 65_535),
         ColumnType::Binary { length } => lengths(u64::from(length), u64::from(length)),
         ColumnType::VarBinary { max_length } => {
             lengths(u64::from(max_length), u64::from(max_length))
@@ -434,10 +447,10 @@ fn sizes_of(column_type: ColumnType) -> [Value; 7] {
     }
     if matches!(
         column_type,
-        ColumnType::Char { .. } | ColumnType::VarChar { .. } | ColumnType::Text
+        ColumnType::Char { .. } | ColumnType::VarChar { .. } | ColumnType::Text { .. }
     ) {
         sizes[5] = text(CHARSET);
-        sizes[6] = text(COLLATION);
+        sizes[6] = text(column_type.collation().name());
     }
     sizes
 }

@@ -116,6 +116,7 @@ pub mod column_flag {
     pub const NUM: u16 = 32768;
 }
 
-/// Collation ids: `utf8mb4_general_ci` for text, `binary` for numbers and bytes.
-pub const COLLATION_UTF8MB4: u16 = 45;
+/// Collation ids: `utf8mb4_0900_ai_ci` (MySQL 8's default) for text, `binary` for numbers
+/// and bytes.
+pub const COLLATION_UTF8MB4: u16 = 255;
 pub const COLLATION_BINARY: u16 = 63;

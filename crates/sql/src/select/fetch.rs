@@ -17,7 +17,7 @@ use crate::join::{self, JoinedTable};
 use crate::plan::{pushable, Access};
 use crate::processes::ROWS_PER_KILL_CHECK;
 use crate::session::{Session, Tx, RESULT_ROWS_MAX};
-use crate::value::{compare, fit_exactly};
+use crate::value::{compare_in, fit_exactly};
 
 /// The joined rows (before the WHERE is checked on them).
 pub(super) fn fetch_joined(
@@ -141,8 +141,12 @@ pub(crate) fn fetch(
                     }
                 }
             }
-            keys.sort_by(|a, b| compare(&a[0], &b[0]).unwrap_or(Ordering::Equal));
-            keys.dedup();
+            // In key order, each key once (as its column's collation sees keys: under a
+            // case-insensitive key 'a' and 'A' are one row).
+            let collation = table.key_collations()[0];
+            let order = |a: &Vec<Value>, b: &Vec<Value>| compare_in(collation, &a[0], &b[0]);
+            keys.sort_by(|a, b| order(a, b).unwrap_or(Ordering::Equal));
+            keys.dedup_by(|a, b| order(a, b) == Some(Ordering::Equal));
             keys
         }
         _ => Vec::new(),
@@ -296,6 +300,7 @@ pub(super) fn scan(
     };
     let locking = lock != LockKind::Committed;
     let key_columns = table.key_columns();
+    let key_collations = table.key_collations();
     let several = specs.len() > 1;
     // Scans are all sent before any is read: their round trips overlap.
     let mut scans = Vec::with_capacity(specs.len());
@@ -333,7 +338,7 @@ pub(super) fn scan(
             }
             if several {
                 let key: Vec<Value> = key_positions.iter().map(|&p| row[p].clone()).collect();
-                if !seen.insert(encode_group_key(&key)) {
+                if !seen.insert(encode_group_key(&key, &key_collations)) {
                     continue;
                 }
             }
@@ -344,7 +349,7 @@ pub(super) fn scan(
         }
     }
     if locking {
-        add_written_keys(tx, table.table.id, &mut rows);
+        add_written_keys(tx, table, &mut rows);
         return read_keys_in(tx, table, &rows, lock, columns, last);
     }
     Ok(rows)
@@ -352,15 +357,17 @@ pub(super) fn scan(
 
 /// Adds to `keys` (primary keys a scan found) the keys of the rows of `table_id` the
 /// transaction inserted or changed, which a committed scan may miss (`write_set.rs`).
-pub(crate) fn add_written_keys(tx: &Tx, table_id: u32, keys: &mut Vec<Vec<Value>>) {
-    let written = tx.written_keys(table_id);
+pub(crate) fn add_written_keys(tx: &Tx, table: &SqlTable, keys: &mut Vec<Vec<Value>>) {
+    let written = tx.written_keys(table.table.id);
     if written.is_empty() {
         return;
     }
-    let mut seen: std::collections::HashSet<Vec<u8>> =
-        keys.iter().map(|key| encode_group_key(key)).collect();
+    let collations = table.key_collations();
+    let mut seen: std::collections::HashSet<Vec<u8>> = (keys.iter())
+        .map(|key| encode_group_key(key, &collations))
+        .collect();
     for key in written {
-        if seen.insert(encode_group_key(key)) {
+        if seen.insert(encode_group_key(key, &collations)) {
             keys.push(key.clone());
         }
     }
@@ -395,7 +402,7 @@ pub(super) fn to_filter(
         })
     };
     match expr {
-        Expr::Compare(op, left, right) => match (left.as_ref(), right.as_ref()) {
+        Expr::Compare(op, left, right, _) => match (left.as_ref(), right.as_ref()) {
             (Expr::Column(c), e) => compare_filter(*c, *op, e),
             (e, Expr::Column(c)) => {
                 let flipped = op.flipped();
@@ -418,6 +425,7 @@ pub(super) fn to_filter(
             expr,
             pattern,
             negated,
+            ..
         } => {
             let Expr::Column(c) = expr.as_ref() else {
                 return None;
@@ -427,7 +435,7 @@ pub(super) fn to_filter(
                 col.column_type,
                 ColumnType::Char { .. }
                     | ColumnType::VarChar { .. }
-                    | ColumnType::Text
+                    | ColumnType::Text { .. }
                     | ColumnType::Binary { .. }
                     | ColumnType::VarBinary { .. }
                     | ColumnType::Blob
@@ -452,6 +460,7 @@ pub(super) fn to_filter(
             low,
             high,
             negated,
+            ..
         } => {
             let Expr::Column(c) = expr.as_ref() else {
                 return None;
@@ -470,6 +479,7 @@ pub(super) fn to_filter(
             expr,
             list,
             negated,
+            ..
         } => {
             let Expr::Column(c) = expr.as_ref() else {
                 return None;

@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use kista_client::types::{ColumnType, Value};
+use kista_client::types::{Collation, ColumnType, Value};
 
 use super::{row_count, FrontTable, SelectPlan};
 use crate::catalog::SqlTable;
@@ -13,7 +13,7 @@ use crate::expr::{eval, result_type, Aggregate, AggregateKind, Expr, GroupConcat
 use crate::information_schema;
 use crate::output::{self, Origin};
 use crate::session::{Outcome, Session};
-use crate::value::compare;
+use crate::value::compare_in;
 
 /// Groups and aggregates, HAVING, outputs, DISTINCT, ORDER BY, LIMIT.
 pub(super) fn finish(
@@ -29,6 +29,9 @@ pub(super) fn finish(
     } else {
         rows.into_iter().map(|r| (r, Vec::new())).collect()
     };
+    let sort_collations: Vec<Collation> = (plan.order_by.iter())
+        .map(|(e, _)| plan.collation_of(e))
+        .collect();
     let mut results: Vec<(Vec<Value>, Vec<Value>)> = Vec::with_capacity(groups.len());
     for (row, aggregates) in &groups {
         let ctx = session.eval_context(params, aggregates, &variable);
@@ -45,23 +48,22 @@ pub(super) fn finish(
         let keys: Vec<Value> = plan
             .order_by
             .iter()
-            .map(|(e, _)| eval(e, row, &ctx))
+            .zip(&sort_collations)
+            .map(|((e, _), &collation)| Ok(sort_key(eval(e, row, &ctx)?, collation)))
             .collect::<SqlResult<_>>()?;
         results.push((keys, output));
     }
     if plan.distinct {
-        let mut seen: Vec<Vec<Value>> = Vec::new();
-        results.retain(|(_, output)| {
-            if seen.iter().any(|s| crate::value::same_values(s, output)) {
-                false
-            } else {
-                seen.push(output.clone());
-                true
-            }
-        });
+        let collations: Vec<Collation> = (plan.outputs.iter())
+            .map(|o| plan.collation_of(&o.expr))
+            .collect();
+        let mut seen = std::collections::HashSet::new();
+        results.retain(|(_, output)| seen.insert(encode_group_key(output, &collations)));
     }
     if !plan.order_by.is_empty() {
-        results.sort_by(|(a, _), (b, _)| compare_sort_keys(&plan.order_by, a, b));
+        // The keys are sort keys already: their strings compare as bytes.
+        let bytewise = vec![Collation::binary; plan.order_by.len()];
+        results.sort_by(|(a, _), (b, _)| compare_sort_keys(&plan.order_by, &bytewise, a, b));
     }
     let offset = row_count(session, plan.offset.as_ref(), params)?.unwrap_or(0);
     let limit = row_count(session, plan.limit.as_ref(), params)?.unwrap_or(usize::MAX);
@@ -100,7 +102,7 @@ fn likely_type(plan: &SelectPlan, expr: &Expr) -> Option<ColumnType> {
         let aggregate = &plan.aggregates[*n];
         match (aggregate.kind, &aggregate.argument) {
             (AggregateKind::Sum | AggregateKind::Avg, _) => Some(DECIMAL_RESULT),
-            (AggregateKind::GroupConcat, _) => Some(ColumnType::Text),
+            (AggregateKind::GroupConcat, _) => Some(crate::sql_type::DEFAULT_TEXT),
             (AggregateKind::Min | AggregateKind::Max, Some(argument)) => {
                 likely_type(plan, argument)
             }
@@ -206,13 +208,14 @@ pub(super) fn group(
     // (group key, first row, accumulators)
     let mut groups: Vec<(Vec<Value>, Vec<Value>, Vec<Accumulator>)> = Vec::new();
     let mut index: std::collections::HashMap<Vec<u8>, usize> = std::collections::HashMap::new();
+    let collations: Vec<Collation> = plan.group_by.iter().map(|e| plan.collation_of(e)).collect();
     for row in rows {
         let key: Vec<Value> = plan
             .group_by
             .iter()
             .map(|e| eval(e, &row, &ctx))
             .collect::<SqlResult<_>>()?;
-        let encoded = encode_group_key(&key);
+        let encoded = encode_group_key(&key, &collations);
         let position = match index.get(&encoded) {
             Some(&p) => p,
             None => {
@@ -283,16 +286,26 @@ pub(super) fn group(
 }
 
 /// Group keys compare as values: the text of each, with a kind tag (so 1 and '1' group
-/// apart, as MySQL's own grouping by type does).
-pub(super) fn encode_group_key(key: &[Value]) -> Vec<u8> {
+/// apart, as MySQL's own grouping by type does); a string by its weight key under its
+/// collation (`collations[i]` for `key[i]`), so 'a' and 'A' group together where the
+/// collation finds them equal.
+pub(crate) fn encode_group_key(key: &[Value], collations: &[Collation]) -> Vec<u8> {
+    assert_eq!(
+        key.len(),
+        collations.len(),
+        "a collation for every key value"
+    );
     let mut out = Vec::new();
-    for value in key {
+    for (value, collation) in key.iter().zip(collations) {
         match value {
             Value::Null => out.push(0),
             Value::Bytes(b) => {
                 out.push(1);
-                out.extend_from_slice(&(b.len() as u32).to_le_bytes());
-                out.extend_from_slice(b);
+                let length_at = out.len();
+                out.extend_from_slice(&[0; 4]);
+                collation.weight_key(b, &mut out);
+                let length = (out.len() - length_at - 4) as u32;
+                out[length_at..length_at + 4].copy_from_slice(&length.to_le_bytes());
             }
             other => {
                 out.push(2);
@@ -331,7 +344,7 @@ impl Accumulator {
             if self
                 .seen
                 .iter()
-                .any(|s| compare(s, &value) == Some(Ordering::Equal))
+                .any(|s| compare_in(aggregate.collation, s, &value) == Some(Ordering::Equal))
             {
                 return;
             }
@@ -361,7 +374,7 @@ impl Accumulator {
                 let better = match &self.best {
                     None => true,
                     Some(best) => {
-                        let order = compare(&value, best);
+                        let order = compare_in(aggregate.collation, &value, best);
                         if aggregate.kind == AggregateKind::Min {
                             order == Some(Ordering::Less)
                         } else {
@@ -417,7 +430,7 @@ fn concatenated(
     concat: &GroupConcat,
     bytes_max: usize,
 ) -> Value {
-    pieces.sort_by(|(a, _), (b, _)| compare_sort_keys(&concat.order_by, a, b));
+    pieces.sort_by(|(a, _), (b, _)| compare_sort_keys(&concat.order_by, &[], a, b));
     let mut out = Vec::new();
     for (n, (_, value)) in pieces.iter().enumerate() {
         if n > 0 {
@@ -438,15 +451,35 @@ fn concatenated(
     Value::Bytes(out)
 }
 
-/// The order of two rows' ORDER BY keys (`a[i]` is the value of `order_by[i]`): NULLs first
+/// A value as it sorts under `collation`: a string becomes its weight key, computed once
+/// per row rather than at every comparison of a sort; other values stay as they are.
+pub(super) fn sort_key(value: Value, collation: Collation) -> Value {
+    match value {
+        Value::Bytes(text) if !collation.is_bytewise() => {
+            let mut key = Vec::with_capacity(text.len() * 2);
+            collation.weight_key(&text, &mut key);
+            Value::Bytes(key)
+        }
+        other => other,
+    }
+}
+
+/// The order of two rows' ORDER BY keys (`a[i]` is the value of `order_by[i]`, its strings
+/// compared under `collations[i]`, MySQL's default where none is given): NULLs first
 /// ascending, as MySQL.
-pub(super) fn compare_sort_keys(order_by: &[(Expr, bool)], a: &[Value], b: &[Value]) -> Ordering {
+pub(super) fn compare_sort_keys(
+    order_by: &[(Expr, bool)],
+    collations: &[Collation],
+    a: &[Value],
+    b: &[Value],
+) -> Ordering {
     for (position, (_, ascending)) in order_by.iter().enumerate() {
+        let collation = collations.get(position).copied().unwrap_or_default();
         let order = match (a[position].is_null(), b[position].is_null()) {
             (true, true) => Ordering::Equal,
             (true, false) => Ordering::Less,
             (false, true) => Ordering::Greater,
-            _ => compare(&a[position], &b[position]).unwrap_or(Ordering::Equal),
+            _ => compare_in(collation, &a[position], &b[position]).unwrap_or(Ordering::Equal),
         };
         let order = if *ascending { order } else { order.reverse() };
         if order != Ordering::Equal {

@@ -11,7 +11,6 @@ use std::sync::Arc;
 use sqlparser::ast::{self, TableFactor};
 
 use kista_client::schema::{Column, TableSchema};
-use kista_client::types::ColumnType;
 
 use super::FrontTable;
 use crate::catalog::SqlTable;
@@ -68,7 +67,7 @@ impl BoundFrom<'_> {
             schema
                 .columns
                 .iter()
-                .map(|c| ScopeColumn::new(alias, c.name.clone()))
+                .map(|c| ScopeColumn::of(alias, c))
                 .collect()
         };
         match (&self.table, &self.system) {
@@ -417,7 +416,7 @@ fn derived_table_of(
         let column_type = first.or(announced);
         Column::new(
             name,
-            column_type.unwrap_or(ColumnType::VarChar { max_length: 16_383 }),
+            column_type.unwrap_or(crate::sql_type::default_varchar(16_383)),
         )
         .nullable()
     });

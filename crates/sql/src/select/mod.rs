@@ -18,13 +18,13 @@ use sqlparser::ast;
 use sqlparser::tokenizer::Location;
 
 use kista_client::schema::TableSchema;
-use kista_client::types::{ColumnType, Value};
+use kista_client::types::{Collation, Value};
 use kista_client::LockKind;
 
 use crate::catalog::SqlTable;
 use crate::error::{SqlError, SqlResult};
 use crate::expr::OutputColumn;
-use crate::expr::{bind, eval, Aggregate, Binder, Expr};
+use crate::expr::{bind, derive, eval, Aggregate, Binder, Derivation, Expr};
 use crate::information_schema::SystemTable;
 use crate::join::{self, JoinedTable};
 use crate::output;
@@ -69,6 +69,28 @@ pub struct SelectPlan {
 }
 
 impl SelectPlan {
+    /// The collation of the string column at `position` of the rows the plan reads
+    /// (`None`: not a string column).
+    fn row_collation(&self, position: usize) -> Option<Collation> {
+        let column = match (&self.joins, &self.table, &self.system) {
+            (Some((first, joined)), _, _) => {
+                match joined.iter().rev().find(|j| j.offset <= position) {
+                    Some(j) => j.table.schema().columns.get(position - j.offset),
+                    None => return first.row_collation(position),
+                }
+            }
+            (None, Some(table), _) => table.schema().columns.get(position),
+            (None, None, Some((_, schema))) => schema.columns.get(position),
+            (None, None, None) => None,
+        }?;
+        Derivation::of_column(column.column_type)
+    }
+
+    /// The collation strings of `expr` (over the plan's row) sort and group under.
+    fn collation_of(&self, expr: &Expr) -> Collation {
+        collation_over(expr, &|position| self.row_collation(position))
+    }
+
     /// A plan reading `table`'s rows that pass `conjuncts` (bound over its row), every
     /// column, under `lock`.
     fn for_write_bound(
@@ -221,15 +243,25 @@ pub(super) fn sorted_by(
 ) -> SqlResult<Vec<Vec<Value>>> {
     let variable = |name: &str| session.variable(name);
     let ctx = session.eval_context(params, &[], &variable);
+    let collations: Vec<Collation> = (order_by.iter())
+        .map(|(e, _)| collation_over(e, &|_| None))
+        .collect();
     let mut keyed = Vec::with_capacity(rows.len());
     for row in rows {
-        let keys = (order_by.iter())
-            .map(|(e, _)| eval(e, &row, &ctx))
+        let keys = (order_by.iter().zip(&collations))
+            .map(|((e, _), &collation)| Ok(finish::sort_key(eval(e, &row, &ctx)?, collation)))
             .collect::<SqlResult<Vec<_>>>()?;
         keyed.push((keys, row));
     }
-    keyed.sort_by(|(a, _), (b, _)| finish::compare_sort_keys(order_by, a, b));
+    let bytewise = vec![Collation::binary; order_by.len()];
+    keyed.sort_by(|(a, _), (b, _)| finish::compare_sort_keys(order_by, &bytewise, a, b));
     Ok(keyed.into_iter().map(|(_, row)| row).collect())
+}
+
+/// The collation strings of `expr` sort and group under, given the collations of the
+/// row's columns: what the expression derives (MySQL's default for a string of no column).
+fn collation_over(expr: &Expr, column: &dyn Fn(usize) -> Option<Collation>) -> Collation {
+    derive(expr, column).map_or(Collation::default(), |d| d.collation)
 }
 
 /// The rows a LIMIT or OFFSET counts (`None`: not given); error 1210 unless a count.
@@ -309,7 +341,7 @@ pub fn prepared_columns(
         .iter()
         .map(|o| {
             let (column_type, origin) = static_type(&plan, &o.expr);
-            let column_type = column_type.or(Some(ColumnType::VarChar { max_length: 16_383 }));
+            let column_type = column_type.or(Some(crate::sql_type::default_varchar(16_383)));
             output::definition(&o.name, column_type, origin, std::iter::empty(), None)
         })
         .collect())

@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use sqlparser::ast::{self, OrderByKind, SetExpr, SetOperator, SetQuantifier};
 use sqlparser::tokenizer::Location;
 
-use kista_client::types::Value;
+use kista_client::types::{Collation, Value};
 
 use super::bind::{bind_limit, bind_output_reference};
 use super::finish::encode_group_key;
@@ -83,8 +83,10 @@ fn rows_of(
             }
             rows.extend(more_rows);
             if !matches!(set_quantifier, SetQuantifier::All) {
+                // Union columns take MySQL's default collation.
+                let collations = vec![Collation::default(); columns.len()];
                 let mut seen = HashSet::new();
-                rows.retain(|row| seen.insert(encode_group_key(row)));
+                rows.retain(|row| seen.insert(encode_group_key(row, &collations)));
             }
             Ok((columns, rows))
         }

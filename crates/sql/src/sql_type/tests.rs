@@ -76,7 +76,7 @@ fn enum_values_are_members_named_in_any_case_or_numbered_from_one() {
     assert_eq!(code_of(states.coerce(&text(""), "s")), 1265);
     assert_eq!(code_of(states.coerce(&Value::Int(0), "s")), 1265);
     assert_eq!(code_of(states.coerce(&Value::Int(3), "s")), 1265);
-    assert_eq!(states.storage_type(), ColumnType::VarChar { max_length: 4 });
+    assert_eq!(states.storage_type(), ColumnType::varchar(4));
 }
 
 #[test]
@@ -87,7 +87,7 @@ fn set_values_keep_the_declared_order_and_drop_repeats() {
     assert_eq!(flags.coerce(&Value::Int(6), "f").unwrap(), text("b,c"));
     assert_eq!(code_of(flags.coerce(&text("a,d"), "f")), 1265);
     assert_eq!(code_of(flags.coerce(&Value::Int(8), "f")), 1265);
-    assert_eq!(flags.storage_type(), ColumnType::VarChar { max_length: 6 });
+    assert_eq!(flags.storage_type(), ColumnType::varchar(6));
 }
 
 #[test]

@@ -64,7 +64,7 @@ fn schemas_round_trip() {
                     signed: false,
                 },
             ),
-            Column::new("note", ColumnType::VarChar { max_length: 300 })
+            Column::new("note", ColumnType::varchar(300))
                 .nullable()
                 .with_default(Value::Bytes(b"none".to_vec())),
             Column::new(
@@ -75,7 +75,12 @@ fn schemas_round_trip() {
                 },
             ),
             Column::new("at", ColumnType::Timestamp),
-            Column::new("code", ColumnType::Char { length: 3 }),
+            Column::new("code", ColumnType::char(3)),
+            Column::new(
+                "title",
+                ColumnType::TEXT.with_collation(crate::types::Collation::utf8mb4_general_ci),
+            )
+            .nullable(),
         ],
         primary_key: vec![0, 4],
     };

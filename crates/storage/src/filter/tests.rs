@@ -1,5 +1,6 @@
 use super::*;
 use crate::schema::{Column, TableSchema};
+use crate::types::Collation;
 use CompareOp::*;
 
 fn layout() -> RowLayout {
@@ -14,7 +15,7 @@ fn layout() -> RowLayout {
                     signed: true,
                 },
             ),
-            Column::new("name", ColumnType::VarChar { max_length: 20 }).nullable(),
+            Column::new("name", ColumnType::varchar(20)).nullable(),
             Column::new("score", ColumnType::Double).nullable(),
         ],
         primary_key: vec![0],
@@ -89,63 +90,6 @@ fn null_makes_comparisons_unknown_and_not_keeps_them_unknown() {
 }
 
 #[test]
-fn like_matches_percent_underscore_and_escapes() {
-    assert!(like(b"hello", b"h%o"));
-    assert!(like(b"hello", b"%"));
-    assert!(like(b"", b"%"));
-    assert!(!like(b"", b"_"));
-    assert!(like(b"hello", b"h_llo"));
-    assert!(!like(b"hello", b"h_lo"));
-    assert!(like(b"abcabd", b"%abd"));
-    assert!(like(b"aaa", b"%a%a%a%"));
-    assert!(!like(b"aa", b"%a%a%a%"));
-    assert!(like(b"50%", b"50\\%"));
-    assert!(!like(b"500", b"50\\%"));
-    assert!(like(b"a_c", b"a\\_c"));
-    assert!(!like(b"abc", b"a\\_c"));
-    assert!(like("é!".as_bytes(), b"_!"), "one character, two bytes");
-    assert!(!like(b"Hello", b"hello"), "binary comparison: case matters");
-}
-
-#[test]
-fn like_agrees_with_a_naive_matcher_on_short_inputs() {
-    // Exhaustive over a small alphabet: the backtracking matcher against plain recursion.
-    fn naive(text: &[u8], pattern: &[u8]) -> bool {
-        match pattern.split_first() {
-            None => text.is_empty(),
-            Some((b'%', rest)) => (0..=text.len()).any(|skip| naive(&text[skip..], rest)),
-            Some((b'_', rest)) => !text.is_empty() && naive(&text[1..], rest),
-            Some((&byte, rest)) => text.first() == Some(&byte) && naive(&text[1..], rest),
-        }
-    }
-    /// Every word over `alphabet` of at most `length` letters.
-    fn all(alphabet: &[u8], length: usize) -> Vec<Vec<u8>> {
-        let mut words = vec![Vec::new()];
-        let mut last = vec![Vec::new()];
-        for _ in 0..length {
-            last = last
-                .iter()
-                .flat_map(|w: &Vec<u8>| alphabet.iter().map(move |&c| [&w[..], &[c]].concat()))
-                .collect();
-            words.extend(last.iter().cloned());
-        }
-        words
-    }
-    let texts = all(b"ab", 4);
-    let patterns = all(b"ab%_", 4);
-    assert_eq!(texts.len(), 31);
-    for text in &texts {
-        for pattern in &patterns {
-            assert_eq!(
-                like(text, pattern),
-                naive(text, pattern),
-                "{text:?} LIKE {pattern:?}"
-            );
-        }
-    }
-}
-
-#[test]
 fn bad_filters_are_refused_with_the_reason() {
     let layout = layout();
     let refused = |filter| FilterProgram::new(filter, &layout).unwrap_err();
@@ -187,4 +131,46 @@ fn bad_filters_are_refused_with_the_reason() {
     assert_eq!(refused(deep), FilterError::TooDeep);
     let wide = Filter::Or(vec![Filter::IsNull(1); FILTER_NODES_MAX]);
     assert_eq!(refused(wide), FilterError::TooManyNodes);
+}
+
+#[test]
+fn a_text_column_compares_and_matches_like_under_its_collation() {
+    let ci = ColumnType::varchar(20).with_collation(Collation::utf8mb4_0900_ai_ci);
+    let schema = TableSchema {
+        extra_metadata: Vec::new(),
+        name: "t".into(),
+        columns: vec![
+            Column::new("name", ci),
+            Column::new("exact", ColumnType::varchar(20)),
+        ],
+        primary_key: vec![0],
+    };
+    let layout = RowLayout::new(&schema);
+    let (fixed, var) = row(&layout, &[name("Banana"), name("Banana")]);
+    let holds = |filter: Filter| {
+        let program = FilterProgram::new(filter, &layout).unwrap();
+        program.evaluate(&layout, &fixed, &var)
+    };
+    let equals = |column, text| Filter::Compare {
+        column,
+        op: Eq,
+        value: name(text),
+    };
+    let like = |column, pattern: &str| Filter::Like {
+        column,
+        pattern: pattern.as_bytes().to_vec(),
+    };
+    assert_eq!(holds(equals(0, "BANANA")), Truth::True);
+    assert_eq!(holds(equals(1, "BANANA")), Truth::False);
+    assert_eq!(holds(like(0, "b%")), Truth::True);
+    assert_eq!(holds(like(1, "b%")), Truth::False);
+    let mixed = Filter::CompareColumns {
+        left: 0,
+        op: Eq,
+        right: 1,
+    };
+    assert!(matches!(
+        FilterProgram::new(mixed, &layout),
+        Err(FilterError::IncomparableColumns { .. })
+    ));
 }

@@ -245,3 +245,17 @@ fn a_full_data_memory_refuses_a_new_entry_but_not_one_already_there() {
     );
     memory.release(rest);
 }
+
+proptest! {
+    #[test]
+    fn a_case_insensitive_column_encodes_in_its_collations_order(
+        a in "[aAbBéÉß ]{0,5}",
+        b in "[aAbBéÉß ]{0,5}",
+    ) {
+        let collation = crate::types::Collation::utf8mb4_0900_ai_ci;
+        let ci = ColumnType::varchar(20).with_collation(collation);
+        let text = |s: &str| Value::Bytes(s.as_bytes().to_vec());
+        let order = crate::compare::compare_in(collation, &text(&a), &text(&b)).unwrap();
+        prop_assert_eq!(encoded(ci, &text(&a)).cmp(&encoded(ci, &text(&b))), order);
+    }
+}

@@ -29,7 +29,7 @@ fn users(limit_bytes: u64) -> (Arc<DataMemory>, Partition) {
                     signed: true,
                 },
             ),
-            Column::new("email", ColumnType::VarChar { max_length: 40 }).nullable(),
+            Column::new("email", ColumnType::varchar(40)).nullable(),
             Column::new(
                 "age",
                 ColumnType::Int {

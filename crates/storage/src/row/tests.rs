@@ -5,7 +5,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::schema::{Column, TableSchema};
-use crate::types::{Date, DateTime, Decimal, LOB_BYTES_MAX};
+use crate::types::{Collation, Date, DateTime, Decimal, LOB_BYTES_MAX};
 
 fn int(bytes: u8, signed: bool) -> ColumnType {
     ColumnType::Int { bytes, signed }
@@ -55,24 +55,18 @@ fn every_type() -> Vec<(ColumnType, Value)> {
                 scale: 10,
             }),
         ),
-        (
-            ColumnType::Char { length: 10 },
-            Value::Bytes(b"  lead".to_vec()),
-        ),
+        (ColumnType::char(10), Value::Bytes(b"  lead".to_vec())),
         (
             ColumnType::Binary { length: 4 },
             Value::Bytes(vec![1, 0, 0, 2]),
         ),
-        (
-            ColumnType::VarChar { max_length: 300 },
-            Value::Bytes(vec![b'v'; 300]),
-        ),
+        (ColumnType::varchar(300), Value::Bytes(vec![b'v'; 300])),
         (
             ColumnType::VarBinary { max_length: 8 },
             Value::Bytes(vec![0, 255, 0]),
         ),
         (
-            ColumnType::Text,
+            ColumnType::TEXT,
             Value::Bytes("ünïcödé text".as_bytes().to_vec()),
         ),
         (
@@ -155,7 +149,7 @@ fn projected_encoding_from_row_bytes_equals_encoding_the_read_values() {
 fn char_pads_with_spaces_and_binary_keeps_its_full_length() {
     let schema = table(vec![
         Column::new("id", int(4, false)),
-        Column::new("c", ColumnType::Char { length: 5 }),
+        Column::new("c", ColumnType::char(5)),
         Column::new("b", ColumnType::Binary { length: 5 }),
     ]);
     let values = [
@@ -172,7 +166,7 @@ fn char_pads_with_spaces_and_binary_keeps_its_full_length() {
 fn invalid_values_are_refused_naming_the_column_and_leave_the_row_untouched() {
     let schema = table(vec![
         Column::new("id", int(1, true)),
-        Column::new("name", ColumnType::VarChar { max_length: 3 }),
+        Column::new("name", ColumnType::varchar(3)),
         Column::new(
             "price",
             ColumnType::Decimal {
@@ -288,7 +282,7 @@ fn schemas_that_cannot_exist_are_refused() {
         TableSchema {
             extra_metadata: Vec::new(),
             name: "t".into(),
-            columns: vec![Column::new("id", ColumnType::Text)],
+            columns: vec![Column::new("id", ColumnType::TEXT)],
             primary_key: vec![0],
         },
         TableSchema {
@@ -303,7 +297,7 @@ fn schemas_that_cannot_exist_are_refused() {
         TableSchema {
             extra_metadata: Vec::new(),
             name: "t".into(),
-            columns: vec![key(), Column::new("x", ColumnType::Char { length: 0 })],
+            columns: vec![key(), Column::new("x", ColumnType::char(0))],
             primary_key: vec![0],
         },
         TableSchema {
@@ -330,11 +324,14 @@ fn a_column_type() -> impl Strategy<Value = ColumnType> {
         (1..=38u8)
             .prop_flat_map(|p| (Just(p), 0..=p))
             .prop_map(|(precision, scale)| ColumnType::Decimal { precision, scale }),
-        (1..=20u16).prop_map(|length| ColumnType::Char { length }),
+        (1..=20u16).prop_map(ColumnType::char),
         (1..=20u16).prop_map(|length| ColumnType::Binary { length }),
-        (1..=40u32).prop_map(|max_length| ColumnType::VarChar { max_length }),
+        (1..=40u32).prop_map(ColumnType::varchar),
+        (1..=40u32).prop_map(|max_length| {
+            ColumnType::varchar(max_length).with_collation(Collation::utf8mb4_0900_ai_ci)
+        }),
         (1..=40u32).prop_map(|max_length| ColumnType::VarBinary { max_length }),
-        Just(ColumnType::Text),
+        Just(ColumnType::TEXT),
         Just(ColumnType::Blob),
         Just(ColumnType::Date),
         Just(ColumnType::Time),
@@ -367,7 +364,7 @@ fn a_value(column_type: ColumnType) -> BoxedStrategy<Value> {
                 .prop_map(move |unscaled| Value::Decimal(Decimal { unscaled, scale }))
                 .boxed()
         }
-        ColumnType::Char { length } => {
+        ColumnType::Char { length, .. } => {
             proptest::collection::vec(b'a'..=b'z', 0..=usize::from(length))
                 .prop_map(Value::Bytes)
                 .boxed()
@@ -433,10 +430,10 @@ fn the_primary_key_of_a_row_equals_the_key_built_from_its_values() {
         extra_metadata: Vec::new(),
         name: "t".into(),
         columns: vec![
-            Column::new("region", ColumnType::VarChar { max_length: 16 }),
+            Column::new("region", ColumnType::varchar(16)),
             Column::new("payload", ColumnType::Blob),
             Column::new("id", int(8, true)),
-            Column::new("code", ColumnType::Char { length: 4 }),
+            Column::new("code", ColumnType::char(4)),
         ],
         primary_key: vec![3, 0, 2],
     };
@@ -484,4 +481,34 @@ fn the_primary_key_of_a_row_equals_the_key_built_from_its_values() {
     ];
     assert!(layout.primary_key_of_values(&bad, &mut untouched).is_err());
     assert!(untouched.is_empty());
+}
+
+#[test]
+fn a_case_insensitive_key_is_one_key_for_every_spelling_and_for_the_stored_row() {
+    let ci = Collation::utf8mb4_0900_ai_ci;
+    let schema = table(vec![
+        Column::new("name", ColumnType::varchar(20).with_collation(ci)),
+        Column::new("code", ColumnType::char(4).with_collation(ci)),
+        Column::new("exact", ColumnType::varchar(20)),
+    ]);
+    let layout = RowLayout::new(&schema);
+    let text = |s: &str| Value::Bytes(s.as_bytes().to_vec());
+    let key_of = |columns: &[usize], values: &[Value]| {
+        let mut key = Vec::new();
+        layout.key_of_values(columns, values, &mut key).unwrap();
+        key
+    };
+    assert_eq!(
+        key_of(&[0], &[text("Résumé")]),
+        key_of(&[0], &[text("RESUME")])
+    );
+    assert_eq!(key_of(&[1], &[text("ab  ")]), key_of(&[1], &[text("AB")]));
+    assert_ne!(key_of(&[2], &[text("a")]), key_of(&[2], &[text("A")]));
+    let mut fixed = vec![0; layout.fixed_bytes()];
+    let mut var = Vec::new();
+    let stored = [text("Apple"), text("XY"), text("z")];
+    layout.encode(&stored, &mut fixed, &mut var).unwrap();
+    let mut from_row = Vec::new();
+    assert!(layout.key_of_row(&[0, 1], &fixed, &var, &mut from_row));
+    assert_eq!(from_row, key_of(&[0, 1], &[text("APPLE"), text("xy")]));
 }

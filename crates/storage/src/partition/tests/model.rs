@@ -11,9 +11,9 @@ use proptest::prelude::*;
 
 use super::super::*;
 use crate::compare::compare;
-use crate::filter::{like, CompareOp, Filter, FilterProgram, Truth};
+use crate::filter::{CompareOp, Filter, FilterProgram, Truth};
 use crate::schema::{Column, IndexKind, TableSchema};
-use crate::types::ColumnType;
+use crate::types::{Collation, ColumnType};
 
 const BY_A_S: IndexId = IndexId(1);
 
@@ -38,7 +38,7 @@ fn items() -> (Arc<DataMemory>, Partition) {
                 },
             )
             .nullable(),
-            Column::new("s", ColumnType::VarChar { max_length: 3 }).nullable(),
+            Column::new("s", ColumnType::varchar(3)).nullable(),
             Column::new("d", ColumnType::Double),
         ],
         primary_key: vec![0],
@@ -305,7 +305,7 @@ fn truth(filter: &Filter, row: &[Value]) -> Truth {
         Filter::CompareColumns { left, op, right } => compared(&row[*left], *op, &row[*right]),
         Filter::IsNull(column) => of(row[*column].is_null()),
         Filter::Like { column, pattern } => match &row[*column] {
-            Value::Bytes(text) => of(like(text, pattern)),
+            Value::Bytes(text) => of(Collation::utf8mb4_0900_bin.like(text, pattern)),
             _ => Truth::Unknown,
         },
         Filter::And(parts) => parts

@@ -1,0 +1,87 @@
+"""Collations as MySQL 8 has them: utf8mb4_0900_ai_ci by default (no case, no accents,
+trailing spaces count), utf8mb4_bin and utf8mb4_general_ci per column and per expression
+(COLLATE); comparisons, LIKE, IN, BETWEEN, ORDER BY, GROUP BY, DISTINCT, MIN/MAX, primary
+and unique keys, ordered-index ranges and the data nodes' pushed filters all follow the
+column's collation; two columns of different collations compared are error 1267.
+
+Run by crates/kista/tests/sql.rs with the front end's port.
+"""
+from session_helpers import Session
+
+session = Session("collation_tests")
+cur, rows, error_of = session.cur, session.rows, session.error_of
+
+# Literals compare under the default collation.
+assert rows("SELECT 'a' = 'A', 'a' = 'á', 'Straße' = 'strasse', 'a' = 'a '") == [(1, 1, 1, 0)]
+assert rows("SELECT 'a' COLLATE utf8mb4_bin = 'A', 'a' = 'A' COLLATE utf8mb4_general_ci") == [
+    (0, 1)]
+assert rows("SELECT 'Banana' LIKE 'b%', 'ß' LIKE 'ss', 'Banana' LIKE BINARY 'b%'") == [
+    (1, 0, 0)]
+assert error_of("SELECT 'a' COLLATE latin7_estonian_cs") == 1273
+
+# A case-insensitive primary key: one row for every spelling, found by any of them.
+cur.execute("CREATE TABLE fruit (name VARCHAR(20) PRIMARY KEY, price INT, "
+            "code VARCHAR(10) COLLATE utf8mb4_bin, note VARCHAR(20), "
+            "UNIQUE KEY (code), KEY (note))")
+cur.execute("INSERT INTO fruit VALUES ('apple', 3, 'AP', 'Red'), ('Banana', 1, 'ba', 'yellow'), "
+            "('cherry', 5, 'ch', 'red'), ('Éclair', 9, 'EC', 'brown')")
+assert error_of("INSERT INTO fruit VALUES ('APPLE', 4, 'x', NULL)") == 1062
+assert rows("SELECT name, price FROM fruit WHERE name = 'APPLE'") == [("apple", 3)]
+assert rows("SELECT name FROM fruit WHERE name IN ('CHERRY', 'cherry', 'eclair') "
+            "ORDER BY name") == [("cherry",), ("Éclair",)]
+cur.execute("UPDATE fruit SET price = 2 WHERE name = 'BANANA'")
+assert rows("SELECT price FROM fruit WHERE name = 'banana'") == [(2,)]
+assert rows("SELECT price FROM fruit WHERE name = %s", ("ÉCLAIR",)) == [(9,)]
+
+# A utf8mb4_bin column keeps case, in its unique key as in comparisons.
+cur.execute("INSERT INTO fruit VALUES ('date', 7, 'Ap', 'brown')")
+assert rows("SELECT name FROM fruit WHERE code = 'ap'") == []
+assert rows("SELECT name FROM fruit WHERE code = 'Ap'") == [("date",)]
+assert error_of("INSERT INTO fruit VALUES ('fig', 1, 'Ap', NULL)") == 1062
+assert error_of("SELECT name FROM fruit WHERE name = code") == 1267
+assert rows("SELECT COUNT(*) FROM fruit WHERE name COLLATE utf8mb4_bin = code COLLATE "
+            "utf8mb4_bin") == [(0,)]
+
+# Ordering, ranges (the primary key's ordered index) and pushed filters.
+assert rows("SELECT name FROM fruit ORDER BY name") == [
+    ("apple",), ("Banana",), ("cherry",), ("date",), ("Éclair",)]
+assert rows("SELECT name FROM fruit ORDER BY name COLLATE utf8mb4_bin") == [
+    ("Banana",), ("apple",), ("cherry",), ("date",), ("Éclair",)]
+assert rows("SELECT name FROM fruit WHERE name BETWEEN 'B' AND 'D' ORDER BY name") == [
+    ("Banana",), ("cherry",)]
+assert rows("SELECT name FROM fruit WHERE name > 'CHERRY' ORDER BY name") == [
+    ("date",), ("Éclair",)]
+assert rows("SELECT name FROM fruit WHERE note LIKE 'r%' ORDER BY name") == [
+    ("apple",), ("cherry",)]
+assert rows("SELECT name FROM fruit WHERE note = 'RED' AND price > 2 ORDER BY name") == [
+    ("apple",), ("cherry",)]
+
+# Grouping, DISTINCT and MIN/MAX under the column's collation.
+assert rows("SELECT LOWER(note), COUNT(*) FROM fruit GROUP BY note ORDER BY 1") == [
+    ("brown", 2), ("red", 2), ("yellow", 1)]
+assert rows("SELECT COUNT(DISTINCT note) FROM fruit") == [(3,)]
+assert len(rows("SELECT DISTINCT note FROM fruit")) == 3
+assert rows("SELECT MIN(name), MAX(name) FROM fruit") == [("apple", "Éclair")]
+
+# A table's and a column's collation, as SHOW CREATE TABLE and information_schema tell.
+cur.execute("CREATE TABLE tags (tag VARCHAR(10) PRIMARY KEY, label CHAR(5) "
+            "CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci) DEFAULT CHARSET=utf8mb4 "
+            "COLLATE=utf8mb4_bin")
+cur.execute("INSERT INTO tags VALUES ('a', 'Ä'), ('A', 'b ')")
+assert rows("SELECT tag FROM tags WHERE label = 'a'") == [("a",)]
+assert rows("SELECT tag FROM tags WHERE label = 'B'") == [("A",)]
+assert rows("SELECT COLUMN_NAME, COLLATION_NAME FROM information_schema.COLUMNS "
+            "WHERE TABLE_SCHEMA = 'collation_tests' AND TABLE_NAME = 'tags' ORDER BY 1") == [
+    ("label", "utf8mb4_general_ci"), ("tag", "utf8mb4_bin")]
+create = rows("SHOW CREATE TABLE tags")[0][1]
+assert "`tag` varchar(10) COLLATE utf8mb4_bin NOT NULL" in create, create
+assert "COLLATE=utf8mb4_0900_ai_ci" in create, create
+assert error_of("CREATE TABLE bad (a VARCHAR(3) COLLATE klingon_ci)") == 1273
+assert error_of("CREATE TABLE bad (a VARCHAR(3) CHARACTER SET klingon)") == 1115
+cur.execute("CREATE TABLE raw (a VARCHAR(3) CHARACTER SET binary PRIMARY KEY)")
+cur.execute("INSERT INTO raw VALUES ('a'), ('A')")
+assert rows("SELECT COUNT(*) FROM raw WHERE a = 'a'") == [(1,)]
+assert ("utf8mb4_0900_ai_ci", "utf8mb4", 255) in rows(
+    "SELECT COLLATION_NAME, CHARACTER_SET_NAME, ID FROM information_schema.COLLATIONS")
+assert rows("SELECT @@collation_connection") == [("utf8mb4_0900_ai_ci",)]
+print("collations ok")
