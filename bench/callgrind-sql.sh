@@ -31,7 +31,7 @@ instructions() {
     --time=0 > "$dir/run.log" 2>&1 || { cat "$dir/run.log" "$dir/sql.log" >&2; exit 1; }
   kill -TERM "$sql_pid"; wait "$sql_pid" 2>/dev/null || true
   sed -n 's/^summary: \([0-9]*\).*/\1/p' "$out"
-  rm -f "$out"
+  [ -n "${KEEP_CALLGRIND:-}" ] && cp "$out" "$KEEP_CALLGRIND.$(basename "$1")" ; rm -f "$out"
 }
 
 printf '%-40s %14s %14s %12s\n' build "I($small)" "I($large)" "per event"

@@ -24,6 +24,7 @@ const ENTRY_WEIGHTS_MAX: usize = 18;
 
 const PAGE_SIZE: usize = 256;
 const NO_PAGE: u32 = u32::MAX;
+const NOT_SIMPLE: u32 = u32::MAX;
 const CODE_POINTS: usize = 0x11_0000;
 
 /// An entry of a page: where its weights start in `weights`, how many, and whether the
@@ -55,6 +56,81 @@ impl Entry {
     }
 }
 
+/// Room for the weights of one character or contraction: the longest entry, and more than
+/// a Hangul syllable's jamo or an implicit weight need.
+const QUEUE_WEIGHTS: usize = 32;
+
+/// The primary weights of a text, one at a time: comparing two texts stops at the first
+/// weight that differs, where a weight key would weigh every character of both.
+pub(crate) struct Weights<'a> {
+    table: &'static Ducet,
+    rest: &'a [u8],
+    queue: [u16; QUEUE_WEIGHTS],
+    head: usize,
+    len: usize,
+}
+
+impl<'a> Weights<'a> {
+    pub(crate) fn new(text: &'a [u8]) -> Self {
+        Weights {
+            table: ducet(),
+            rest: text,
+            queue: [0; QUEUE_WEIGHTS],
+            head: 0,
+            len: 0,
+        }
+    }
+}
+
+impl Iterator for Weights<'_> {
+    type Item = u16;
+
+    fn next(&mut self) -> Option<u16> {
+        loop {
+            if self.head < self.len {
+                self.head += 1;
+                return Some(self.queue[self.head - 1]);
+            }
+            let (&byte, tail) = self.rest.split_first()?;
+            match self.table.ascii.get(usize::from(byte)).copied() {
+                Some(0) => self.rest = tail,
+                Some(weight) if weight != NOT_SIMPLE => {
+                    self.rest = tail;
+                    return Some(weight as u16);
+                }
+                _ => {
+                    let (queue, len) = (&mut self.queue, &mut self.len);
+                    (self.head, *len) = (0, 0);
+                    let taken = self.table.push_next(self.rest, &mut |w| {
+                        assert!(*len < QUEUE_WEIGHTS, "one character has at most 32 weights");
+                        queue[*len] = w;
+                        *len += 1;
+                    });
+                    self.rest = &self.rest[taken..];
+                }
+            }
+        }
+    }
+}
+
+/// The order of two texts' primary weights. Their common start of simple ASCII characters
+/// (one weight each, no contraction) weighs the same in both and is skipped.
+pub(crate) fn compare(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    let table = ducet();
+    let common = a
+        .iter()
+        .zip(b)
+        .take_while(|&(x, y)| {
+            x == y
+                && table
+                    .ascii
+                    .get(usize::from(*x))
+                    .is_some_and(|&w| w != NOT_SIMPLE)
+        })
+        .count();
+    Weights::new(&a[common..]).cmp(Weights::new(&b[common..]))
+}
+
 /// A contraction: the characters after its first, and its weights.
 struct Contraction {
     rest: Box<[u32]>,
@@ -62,6 +138,10 @@ struct Contraction {
 }
 
 pub(crate) struct Ducet {
+    /// The weight of each ASCII character that has at most one and begins no contraction
+    /// (0: ignorable), `NOT_SIMPLE` for the others: most text is ASCII, and this is its
+    /// whole lookup.
+    ascii: [u32; 128],
     /// For each page of 256 code points, its first entry in `entries`, or `NO_PAGE`.
     pages: Box<[u32]>,
     entries: Vec<Entry>,
@@ -79,6 +159,7 @@ pub(crate) fn ducet() -> &'static Ducet {
 impl Ducet {
     fn parse(text: &str) -> Ducet {
         let mut table = Ducet {
+            ascii: [NOT_SIMPLE; 128],
             pages: vec![NO_PAGE; CODE_POINTS / PAGE_SIZE].into_boxed_slice(),
             entries: Vec::new(),
             weights: Vec::new(),
@@ -111,7 +192,54 @@ impl Ducet {
                 [] => unreachable!("split gives at least one word"),
             }
         }
+        for byte in 0..128u32 {
+            let entry = table.entry(byte);
+            let simple = !entry.is_absent() && !entry.starts_contraction();
+            table.ascii[byte as usize] = match &table.weights[entry.range()] {
+                [] if simple => 0,
+                [weight] if simple => u32::from(*weight),
+                _ => NOT_SIMPLE,
+            };
+        }
         table
+    }
+
+    /// Appends the primary weights of all of `text` to `out`, each as two big-endian bytes.
+    pub(crate) fn push_weight_key(&self, text: &[u8], out: &mut Vec<u8>) {
+        let mut rest = text;
+        while !rest.is_empty() {
+            rest = &rest[self.push_simple_run(rest, out)..];
+            if !rest.is_empty() {
+                let taken = self.push_next(rest, &mut |w| out.extend_from_slice(&w.to_be_bytes()));
+                rest = &rest[taken..];
+            }
+        }
+    }
+
+    /// Appends the weights of the run of simple ASCII characters `text` begins with (the
+    /// common case, written straight into the buffer); returns the bytes it took.
+    fn push_simple_run(&self, text: &[u8], out: &mut Vec<u8>) -> usize {
+        let start = out.len();
+        out.resize(start + 2 * text.len(), 0);
+        let buffer = &mut out[start..];
+        let (mut taken, mut written) = (0, 0);
+        for &byte in text {
+            let weight = self
+                .ascii
+                .get(usize::from(byte))
+                .copied()
+                .unwrap_or(NOT_SIMPLE);
+            if weight == NOT_SIMPLE {
+                break;
+            }
+            if weight != 0 {
+                buffer[written..written + 2].copy_from_slice(&(weight as u16).to_be_bytes());
+                written += 2;
+            }
+            taken += 1;
+        }
+        out.truncate(start + written);
+        taken
     }
 
     fn entry_mut(&mut self, code_point: u32) -> &mut Entry {

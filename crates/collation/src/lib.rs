@@ -169,15 +169,16 @@ impl Collation {
 
     /// The order of two strings.
     pub fn compare(self, a: &[u8], b: &[u8]) -> Ordering {
+        if a == b {
+            return Ordering::Equal;
+        }
         match self {
             Collation::utf8mb4_0900_bin | Collation::binary => a.cmp(b),
             Collation::utf8mb4_bin => trim_spaces(a).cmp(trim_spaces(b)),
-            Collation::utf8mb4_0900_ai_ci | Collation::utf8mb4_general_ci => {
-                with_scratch(|first, second| {
-                    self.weight_key(a, first);
-                    self.weight_key(b, second);
-                    first.as_slice().cmp(second.as_slice())
-                })
+            Collation::utf8mb4_0900_ai_ci => ducet::compare(a, b),
+            Collation::utf8mb4_general_ci => {
+                let weights = |text| utf8::chars(trim_spaces(text)).map(general::weight);
+                weights(a).cmp(weights(b))
             }
         }
     }
@@ -193,15 +194,7 @@ impl Collation {
                     out.extend_from_slice(&general::weight(code_point).to_be_bytes());
                 }
             }
-            Collation::utf8mb4_0900_ai_ci => {
-                let table = ducet::ducet();
-                let mut rest = text;
-                while !rest.is_empty() {
-                    let taken =
-                        table.push_next(rest, &mut |w| out.extend_from_slice(&w.to_be_bytes()));
-                    rest = &rest[taken..];
-                }
-            }
+            Collation::utf8mb4_0900_ai_ci => ducet::ducet().push_weight_key(text, out),
         }
     }
 
@@ -230,7 +223,9 @@ impl Collation {
     }
 }
 
-fn trim_spaces(text: &[u8]) -> &[u8] {
+/// `text` without its trailing spaces: how a PAD SPACE collation, and a CHAR column when
+/// read, see it.
+pub fn trim_spaces(text: &[u8]) -> &[u8] {
     let end = text
         .iter()
         .rposition(|&b| b != b' ')

@@ -21,7 +21,7 @@ use sqlparser::ast::{
 use sqlparser::tokenizer::Location;
 
 use kista_client::schema::IndexKind;
-use kista_client::types::Value;
+use kista_client::types::{Collation, Value};
 use kista_client::{Executed, LockKind, OpIndex};
 
 use crate::catalog::{Counter, SqlTable};
@@ -30,7 +30,7 @@ use crate::expr::{bind, eval, Binder, EvalContext, Expr};
 use crate::select::{self, split_name, SelectPlan};
 use crate::session::{Outcome, Parsed, Session, Tx};
 use crate::trigger::{self, Event, Firing, Timing};
-use crate::value::{same_value, same_values, to_i64};
+use crate::value::{compare_in, same_value, to_i64};
 
 /// Makes `value` fit column `column` of `table` (NULL refused in NOT NULL columns).
 pub(crate) fn fit(table: &SqlTable, column: usize, value: &Value) -> SqlResult<Value> {
@@ -267,8 +267,19 @@ fn record_replaced_rows(tx: &mut Tx, table: &SqlTable, rows: &[Vec<Value>]) -> S
 /// where NULL, which clashes with no row) and what an exclusive read of each found.
 struct FoundKeys {
     row_keys: Vec<Vec<Option<Vec<Value>>>>,
+    /// The collations of each key's columns (the primary key's, then each unique index's):
+    /// two rows' keys clash when equal under them ('a' and 'A' under a `_ci` key).
+    key_collations: Vec<Vec<Collation>>,
     lookups: Vec<Vec<OpIndex>>,
     found: Executed,
+}
+
+/// Whether two keys are one under their columns' collations.
+fn same_key(a: &[Value], b: &[Value], collations: &[Collation]) -> bool {
+    let equal = |((x, y), c): ((&Value, &Value), &Collation)| {
+        compare_in(*c, x, y) == Some(std::cmp::Ordering::Equal)
+    };
+    a.iter().zip(b).zip(collations).all(equal)
 }
 
 /// For IGNORE and ON DUPLICATE KEY UPDATE: reads every row's keys under an exclusive lock
@@ -305,8 +316,18 @@ fn read_unique_keys(tx: &mut Tx, table: &SqlTable, rows: &[Vec<Value>]) -> SqlRe
         lookups.push(ops);
     }
     let found = tx.execute(false)?;
+    let schema = table.schema();
+    let collations_of = |columns: &[usize]| -> Vec<Collation> {
+        (columns.iter())
+            .map(|&c| schema.columns[c].column_type.collation())
+            .collect()
+    };
+    let key_collations = std::iter::once(collations_of(&schema.primary_key))
+        .chain(unique.iter().map(|(_, columns)| collations_of(columns)))
+        .collect();
     Ok(FoundKeys {
         row_keys,
+        key_collations,
         lookups,
         found,
     })
@@ -337,8 +358,9 @@ fn insert_unless_duplicate(
     let mut inserted: Vec<&[Option<Vec<Value>>]> = Vec::new();
     for ((row, row_keys), ops) in rows.iter().zip(&keys.row_keys).zip(&keys.lookups) {
         let clashes_in_statement = inserted.iter().any(|earlier| {
-            earlier.iter().zip(row_keys).any(|pair| match pair {
-                (Some(a), Some(b)) => same_values(a, b),
+            let pairs = earlier.iter().zip(row_keys).zip(&keys.key_collations);
+            pairs.into_iter().any(|(pair, collations)| match pair {
+                (Some(a), Some(b)) => same_key(a, b, collations),
                 _ => false,
             })
         });

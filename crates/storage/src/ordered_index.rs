@@ -46,10 +46,16 @@ pub fn encode_ordered(column_type: ColumnType, value: &Value, out: &mut Vec<u8>)
             out.extend_from_slice(&((d.unscaled as u128) ^ (1 << 127)).to_be_bytes())
         }
         (text_type, Value::Bytes(text)) if !text_type.compares_bytewise() => {
-            let mut weight_key = Vec::new();
+            let start = out.len();
             let collation = text_type.collation();
-            collation.weight_key(text_type.unpadded(text), &mut weight_key);
-            push_escaped(&weight_key, out);
+            collation.weight_key(text_type.unpadded(text), out);
+            if out[start..].contains(&0) {
+                // Rare (a weight with a zero byte): escape it as any string.
+                let weight_key = out.split_off(start);
+                push_escaped(&weight_key, out);
+            } else {
+                out.extend_from_slice(&[0, 0]);
+            }
         }
         (_, Value::Bytes(bytes)) => push_escaped(bytes, out),
         (_, Value::Date(date)) => {

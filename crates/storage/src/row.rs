@@ -585,13 +585,7 @@ fn read_fixed(column_type: ColumnType, slot: &[u8]) -> Value {
                 scale,
             })
         }
-        ColumnType::Char { .. } => {
-            let used = slot
-                .iter()
-                .rposition(|&b| b != b' ')
-                .map_or(0, |last| last + 1);
-            Value::Bytes(slot[..used].to_vec())
-        }
+        ColumnType::Char { .. } => Value::Bytes(column_type.unpadded(slot).to_vec()),
         ColumnType::Binary { .. } => Value::Bytes(slot.to_vec()),
         ColumnType::Date => {
             let days = i32::from_le_bytes([slot[0], slot[1], slot[2], slot[3]]);

@@ -159,14 +159,10 @@ impl ColumnType {
 
     /// A text value as the column reads it back: CHAR without its trailing spaces.
     pub fn unpadded(self, text: &[u8]) -> &[u8] {
-        if !matches!(self, ColumnType::Char { .. }) {
-            return text;
+        match self {
+            ColumnType::Char { .. } => kista_collation::trim_spaces(text),
+            _ => text,
         }
-        let end = text
-            .iter()
-            .rposition(|&b| b != b' ')
-            .map_or(0, |last| last + 1);
-        &text[..end]
     }
 
     /// Whether values compare as they are stored, byte for byte: no weight key to compute.

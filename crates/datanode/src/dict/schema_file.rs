@@ -25,7 +25,7 @@ use crate::twin_file::{SealError, TwinKind, TwinWriter};
 /// The dictionary's twin files.
 pub const SCHEMA_FILE: TwinKind = TwinKind {
     magic: *b"KSCH",
-    format_version: 2,
+    format_version: 3,
     path: "dict/schema",
 };
 

@@ -317,7 +317,7 @@ pub(super) fn scan(
     }
     let mut rows = Vec::new();
     // Overlapping ranges (or a repeated IN value) find a row more than once.
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = super::finish::group_keys();
     let key_positions: Vec<usize> = if locking {
         (0..key_columns.len()).collect()
     } else if columns.is_empty() {

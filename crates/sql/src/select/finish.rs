@@ -48,8 +48,7 @@ pub(super) fn finish(
         let keys: Vec<Value> = plan
             .order_by
             .iter()
-            .zip(&sort_collations)
-            .map(|((e, _), &collation)| Ok(sort_key(eval(e, row, &ctx)?, collation)))
+            .map(|(e, _)| eval(e, row, &ctx))
             .collect::<SqlResult<_>>()?;
         results.push((keys, output));
     }
@@ -57,13 +56,12 @@ pub(super) fn finish(
         let collations: Vec<Collation> = (plan.outputs.iter())
             .map(|o| plan.collation_of(&o.expr))
             .collect();
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = group_keys();
         results.retain(|(_, output)| seen.insert(encode_group_key(output, &collations)));
     }
     if !plan.order_by.is_empty() {
-        // The keys are sort keys already: their strings compare as bytes.
-        let bytewise = vec![Collation::binary; plan.order_by.len()];
-        results.sort_by(|(a, _), (b, _)| compare_sort_keys(&plan.order_by, &bytewise, a, b));
+        let collations = &sort_collations;
+        results.sort_by(|(a, _), (b, _)| compare_sort_keys(&plan.order_by, collations, a, b));
     }
     let offset = row_count(session, plan.offset.as_ref(), params)?.unwrap_or(0);
     let limit = row_count(session, plan.limit.as_ref(), params)?.unwrap_or(usize::MAX);
@@ -207,7 +205,8 @@ pub(super) fn group(
     let ctx = session.eval_context(params, &[], variable);
     // (group key, first row, accumulators)
     let mut groups: Vec<(Vec<Value>, Vec<Value>, Vec<Accumulator>)> = Vec::new();
-    let mut index: std::collections::HashMap<Vec<u8>, usize> = std::collections::HashMap::new();
+    let mut index: std::collections::HashMap<Vec<u8>, usize, _> =
+        std::collections::HashMap::with_hasher(foldhash::fast::RandomState::default());
     let collations: Vec<Collation> = plan.group_by.iter().map(|e| plan.collation_of(e)).collect();
     for row in rows {
         let key: Vec<Value> = plan
@@ -283,6 +282,13 @@ pub(super) fn group(
             (row, values)
         })
         .collect())
+}
+
+/// An empty set of encoded group keys ([`encode_group_key`]), hashed by foldhash (seeded
+/// per set: the keys are user data) rather than SipHash, which costs several times more
+/// per byte of these long keys.
+pub(super) fn group_keys() -> std::collections::HashSet<Vec<u8>, foldhash::fast::RandomState> {
+    std::collections::HashSet::default()
 }
 
 /// Group keys compare as values: the text of each, with a kind tag (so 1 and '1' group
@@ -449,19 +455,6 @@ fn concatenated(
         out.truncate(cut);
     }
     Value::Bytes(out)
-}
-
-/// A value as it sorts under `collation`: a string becomes its weight key, computed once
-/// per row rather than at every comparison of a sort; other values stay as they are.
-pub(super) fn sort_key(value: Value, collation: Collation) -> Value {
-    match value {
-        Value::Bytes(text) if !collation.is_bytewise() => {
-            let mut key = Vec::with_capacity(text.len() * 2);
-            collation.weight_key(&text, &mut key);
-            Value::Bytes(key)
-        }
-        other => other,
-    }
 }
 
 /// The order of two rows' ORDER BY keys (`a[i]` is the value of `order_by[i]`, its strings

@@ -248,13 +248,12 @@ pub(super) fn sorted_by(
         .collect();
     let mut keyed = Vec::with_capacity(rows.len());
     for row in rows {
-        let keys = (order_by.iter().zip(&collations))
-            .map(|((e, _), &collation)| Ok(finish::sort_key(eval(e, &row, &ctx)?, collation)))
+        let keys = (order_by.iter())
+            .map(|(e, _)| eval(e, &row, &ctx))
             .collect::<SqlResult<Vec<_>>>()?;
         keyed.push((keys, row));
     }
-    let bytewise = vec![Collation::binary; order_by.len()];
-    keyed.sort_by(|(a, _), (b, _)| finish::compare_sort_keys(order_by, &bytewise, a, b));
+    keyed.sort_by(|(a, _), (b, _)| finish::compare_sort_keys(order_by, &collations, a, b));
     Ok(keyed.into_iter().map(|(_, row)| row).collect())
 }
 

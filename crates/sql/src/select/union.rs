@@ -6,8 +6,6 @@
 //! The result columns are named by the first SELECT; a column's type is that of the first
 //! SELECT that gives it one.
 
-use std::collections::HashSet;
-
 use sqlparser::ast::{self, OrderByKind, SetExpr, SetOperator, SetQuantifier};
 use sqlparser::tokenizer::Location;
 
@@ -85,7 +83,7 @@ fn rows_of(
             if !matches!(set_quantifier, SetQuantifier::All) {
                 // Union columns take MySQL's default collation.
                 let collations = vec![Collation::default(); columns.len()];
-                let mut seen = HashSet::new();
+                let mut seen = super::finish::group_keys();
                 rows.retain(|row| seen.insert(encode_group_key(row, &collations)));
             }
             Ok((columns, rows))
