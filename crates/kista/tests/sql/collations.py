@@ -32,6 +32,13 @@ assert rows("SELECT name FROM fruit WHERE name IN ('CHERRY', 'cherry', 'eclair')
 cur.execute("UPDATE fruit SET price = 2 WHERE name = 'BANANA'")
 assert rows("SELECT price FROM fruit WHERE name = 'banana'") == [(2,)]
 assert rows("SELECT price FROM fruit WHERE name = %s", ("ÉCLAIR",)) == [(9,)]
+# The key answers a comparison under its own collation only; under another one the front
+# end scans and compares.
+assert "primary key read" in rows("EXPLAIN SELECT * FROM fruit WHERE name = 'APPLE'")[0][0]
+assert "scan of all partitions" in rows(
+    "EXPLAIN SELECT * FROM fruit WHERE name COLLATE utf8mb4_bin = 'APPLE'")[0][0]
+assert rows("SELECT price FROM fruit WHERE name COLLATE utf8mb4_bin = 'APPLE'") == []
+assert rows("SELECT price FROM fruit WHERE name COLLATE utf8mb4_bin = 'apple'") == [(3,)]
 
 # A utf8mb4_bin column keeps case, in its unique key as in comparisons.
 cur.execute("INSERT INTO fruit VALUES ('date', 7, 'Ap', 'brown')")

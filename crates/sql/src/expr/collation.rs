@@ -154,3 +154,56 @@ pub fn comparison(
         .combine(derive(right, column)?)?
         .collation)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Collation::*;
+
+    /// Column 0 is `utf8mb4_0900_ai_ci` text, 1 `utf8mb4_bin` text, 2 binary, 3 a number.
+    fn column(position: usize) -> Option<Collation> {
+        [
+            Some(utf8mb4_0900_ai_ci),
+            Some(utf8mb4_bin),
+            Some(binary),
+            None,
+        ][position]
+    }
+
+    fn compared(left: Expr, right: Expr) -> SqlResult<Collation> {
+        comparison(&left, &right, &column)
+    }
+
+    fn text(s: &str) -> Expr {
+        Expr::Literal(Value::Bytes(s.as_bytes().to_vec()))
+    }
+
+    #[test]
+    fn the_stronger_side_decides_and_a_literal_takes_the_columns() {
+        assert_eq!(compared(Expr::Column(1), text("a")).unwrap(), utf8mb4_bin);
+        assert_eq!(compared(text("a"), text("b")).unwrap(), utf8mb4_0900_ai_ci);
+        assert_eq!(
+            compared(Expr::Column(3), text("1")).unwrap(),
+            utf8mb4_0900_ai_ci
+        );
+        let explicit = Expr::Collate(Box::new(Expr::Column(0)), utf8mb4_general_ci);
+        assert_eq!(
+            compared(Expr::Column(1), explicit).unwrap(),
+            utf8mb4_general_ci
+        );
+        let upper = Expr::Call(crate::functions::named("upper"), vec![Expr::Column(1)]);
+        assert_eq!(compared(upper, text("A")).unwrap(), utf8mb4_bin);
+    }
+
+    #[test]
+    fn binary_wins_a_tie_and_two_implicit_text_collations_are_error_1267() {
+        assert_eq!(compared(Expr::Column(0), Expr::Column(2)).unwrap(), binary);
+        let mixed = compared(Expr::Column(0), Expr::Column(1)).unwrap_err();
+        assert_eq!(mixed.code, 1267);
+        let both_explicit = compared(
+            Expr::Collate(Box::new(text("a")), utf8mb4_bin),
+            Expr::Collate(Box::new(text("a")), utf8mb4_general_ci),
+        );
+        assert_eq!(both_explicit.unwrap_err().code, 1267);
+    }
+}
