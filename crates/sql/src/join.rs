@@ -163,105 +163,20 @@ pub fn extend(
     params: &[Value],
     pushed_filter: impl Fn(&[Expr]) -> Option<Filter>,
 ) -> SqlResult<Vec<Vec<Value>>> {
-    let width = joined.table.schema().columns.len();
     let variable = |name: &str| session.variable(name);
     let ctx = session.eval_context(params, &[], &variable);
-    let mut out = Vec::with_capacity(rows.len());
-    let emit = |left: &[Value],
-                right: Option<&[Value]>,
-                out: &mut Vec<Vec<Value>>|
-     -> SqlResult<bool> {
-        let mut row = Vec::with_capacity(left.len() + width);
-        row.extend_from_slice(left);
-        match right {
-            Some(right) => row.extend_from_slice(right),
-            None => row.resize(left.len() + width, Value::Null),
-        }
-        if right.is_some() {
-            if let Some(on) = &joined.on {
-                if truth(&eval(on, &row, &ctx)?) != Some(true) {
-                    return Ok(false);
-                }
-            }
-        }
-        if out.len() >= RESULT_ROWS_MAX {
-            return Err(SqlError::new(1104, "42000", format!("The join would produce more than {RESULT_ROWS_MAX} rows, the front end's limit")));
-        }
-        out.push(row);
-        Ok(true)
+    let mut joiner = Joiner {
+        joined,
+        width: joined.table.schema().columns.len(),
+        ctx: &ctx,
+        out: Vec::with_capacity(rows.len()),
     };
     match &joined.lookup {
         Lookup::PrimaryKey(exprs) | Lookup::Unique { key: exprs, .. } => {
-            // Only a table of the cluster is looked up by key (`choose_lookup`).
-            let table = joined.table.cluster().ok_or_else(|| {
-                SqlError::not_supported("a key lookup in rows the front end holds")
-            })?;
-            let key_columns: Vec<usize> = match &joined.lookup {
-                Lookup::Unique { index, .. } => table.table.index(index)?.1.columns.clone(),
-                _ => table.schema().primary_key.clone(),
-            };
-            for batch in rows.chunks(LOOKUP_BATCH_ROWS) {
-                let mut keys: Vec<Option<Vec<Value>>> = Vec::with_capacity(batch.len());
-                for left in batch {
-                    keys.push(key_of(table, &key_columns, exprs, left, &ctx)?);
-                }
-                let mut ops = Vec::with_capacity(batch.len());
-                for key in &keys {
-                    ops.push(match key {
-                        None => None,
-                        Some(key) => Some(match &joined.lookup {
-                            Lookup::Unique { index, .. } => tx.transaction.read_unique(
-                                &table.table,
-                                index,
-                                key,
-                                LockKind::Committed,
-                                Vec::new(),
-                            )?,
-                            _ => tx.transaction.read(
-                                &table.table,
-                                key,
-                                tx.read_lock(table.table.id, LockKind::Committed),
-                            )?,
-                        }),
-                    });
-                }
-                let done = if ops.iter().any(Option::is_some) {
-                    Some(tx.execute(false)?)
-                } else {
-                    None
-                };
-                for (left, op) in batch.iter().zip(ops) {
-                    let found = match (&done, op) {
-                        (Some(done), Some(op)) => done.row(op),
-                        _ => None,
-                    };
-                    let matched = match found {
-                        Some(right) => emit(left, Some(right), &mut out)?,
-                        None => false,
-                    };
-                    if !matched && joined.left {
-                        emit(left, None, &mut out)?;
-                    }
-                }
-            }
+            extend_by_key_lookups(tx, &rows, exprs, &mut joiner)?
         }
         Lookup::Scan => {
-            let scanned = match &joined.table {
-                JoinSource::Cluster(table) => {
-                    scan_joined(tx, session, table, joined, pushed_filter)?
-                }
-                JoinSource::Front(FrontTable::Derived(rows), _) => rows.as_ref().clone(),
-                JoinSource::Front(FrontTable::System(system), _) => system.rows(session.catalog)?,
-            };
-            let mut right_rows = Vec::new();
-            for row in scanned {
-                let keep = joined.pushed.iter().try_fold(true, |keep, condition| {
-                    Ok::<_, SqlError>(keep && truth(&eval(condition, &row, &ctx)?) == Some(true))
-                })?;
-                if keep {
-                    right_rows.push(row);
-                }
-            }
+            let right_rows = scanned_rows(tx, session, joined, &ctx, pushed_filter)?;
             for (n, left) in rows.iter().enumerate() {
                 // A nested loop over two scans can take long without a round trip.
                 if n % crate::processes::ROWS_PER_KILL_CHECK == 0 {
@@ -271,15 +186,147 @@ pub fn extend(
                 }
                 let mut matched = false;
                 for right in &right_rows {
-                    matched |= emit(left, Some(right), &mut out)?;
+                    matched |= joiner.pair(left, right)?;
                 }
-                if !matched && joined.left {
-                    emit(left, None, &mut out)?;
-                }
+                joiner.unless_matched(matched, left)?;
             }
         }
     }
-    Ok(out)
+    Ok(joiner.out)
+}
+
+/// Builds the joined rows of one joined table: a row so far with a row of the table that
+/// passes ON, or, for a LEFT JOIN row that matched none, with NULLs.
+struct Joiner<'a> {
+    joined: &'a JoinedTable,
+    /// The joined table's columns.
+    width: usize,
+    ctx: &'a crate::expr::EvalContext<'a>,
+    out: Vec<Vec<Value>>,
+}
+
+impl Joiner<'_> {
+    /// Adds `left` with `right` if they pass ON; whether they did.
+    fn pair(&mut self, left: &[Value], right: &[Value]) -> SqlResult<bool> {
+        let mut row = Vec::with_capacity(left.len() + self.width);
+        row.extend_from_slice(left);
+        row.extend_from_slice(right);
+        if let Some(on) = &self.joined.on {
+            if truth(&eval(on, &row, self.ctx)?) != Some(true) {
+                return Ok(false);
+            }
+        }
+        self.push(row)?;
+        Ok(true)
+    }
+
+    /// For a LEFT JOIN, adds `left` with NULLs when it matched no row.
+    fn unless_matched(&mut self, matched: bool, left: &[Value]) -> SqlResult<()> {
+        if matched || !self.joined.left {
+            return Ok(());
+        }
+        let mut row = Vec::with_capacity(left.len() + self.width);
+        row.extend_from_slice(left);
+        row.resize(left.len() + self.width, Value::Null);
+        self.push(row)
+    }
+
+    fn push(&mut self, row: Vec<Value>) -> SqlResult<()> {
+        if self.out.len() >= RESULT_ROWS_MAX {
+            return Err(SqlError::new(1104, "42000", format!("The join would produce more than {RESULT_ROWS_MAX} rows, the front end's limit")));
+        }
+        self.out.push(row);
+        Ok(())
+    }
+}
+
+/// Batched key lookups: the keys `exprs` give for the rows so far, `LOOKUP_BATCH_ROWS`
+/// rows' keys in one round trip.
+fn extend_by_key_lookups(
+    tx: &mut Tx,
+    rows: &[Vec<Value>],
+    exprs: &[Expr],
+    joiner: &mut Joiner,
+) -> SqlResult<()> {
+    let joined = joiner.joined;
+    // Only a table of the cluster is looked up by key (`choose_lookup`).
+    let table = joined
+        .table
+        .cluster()
+        .ok_or_else(|| SqlError::not_supported("a key lookup in rows the front end holds"))?;
+    let key_columns: Vec<usize> = match &joined.lookup {
+        Lookup::Unique { index, .. } => table.table.index(index)?.1.columns.clone(),
+        _ => table.schema().primary_key.clone(),
+    };
+    for batch in rows.chunks(LOOKUP_BATCH_ROWS) {
+        // Every key first: one that cannot be built fails the batch before any read.
+        let keys = (batch.iter())
+            .map(|left| key_of(table, &key_columns, exprs, left, joiner.ctx))
+            .collect::<SqlResult<Vec<_>>>()?;
+        let mut ops = Vec::with_capacity(batch.len());
+        for key in keys {
+            ops.push(match key {
+                None => None,
+                Some(key) => Some(match &joined.lookup {
+                    Lookup::Unique { index, .. } => tx.transaction.read_unique(
+                        &table.table,
+                        index,
+                        &key,
+                        LockKind::Committed,
+                        Vec::new(),
+                    )?,
+                    _ => tx.transaction.read(
+                        &table.table,
+                        &key,
+                        tx.read_lock(table.table.id, LockKind::Committed),
+                    )?,
+                }),
+            });
+        }
+        let done = if ops.iter().any(Option::is_some) {
+            Some(tx.execute(false)?)
+        } else {
+            None
+        };
+        for (left, op) in batch.iter().zip(ops) {
+            let found = match (&done, op) {
+                (Some(done), Some(op)) => done.row(op),
+                _ => None,
+            };
+            let matched = match found {
+                Some(right) => joiner.pair(left, right)?,
+                None => false,
+            };
+            joiner.unless_matched(matched, left)?;
+        }
+    }
+    Ok(())
+}
+
+/// Every row of the joined table that passes its own conditions: a scan of a cluster
+/// table (those conditions pushed down), or the rows the front end holds.
+fn scanned_rows(
+    tx: &mut Tx,
+    session: &Session,
+    joined: &JoinedTable,
+    ctx: &crate::expr::EvalContext,
+    pushed_filter: impl Fn(&[Expr]) -> Option<Filter>,
+) -> SqlResult<Vec<Vec<Value>>> {
+    let scanned = match &joined.table {
+        JoinSource::Cluster(table) => scan_joined(tx, session, table, joined, pushed_filter)?,
+        JoinSource::Front(FrontTable::Derived(rows), _) => rows.as_ref().clone(),
+        JoinSource::Front(FrontTable::System(system), _) => system.rows(session.catalog)?,
+    };
+    let mut right_rows = Vec::new();
+    for row in scanned {
+        let keep = joined.pushed.iter().try_fold(true, |keep, condition| {
+            Ok::<_, SqlError>(keep && truth(&eval(condition, &row, ctx)?) == Some(true))
+        })?;
+        if keep {
+            right_rows.push(row);
+        }
+    }
+    Ok(right_rows)
 }
 
 /// A joined table of the cluster read whole, its conditions alone pushed to the scan.
