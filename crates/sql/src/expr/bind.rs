@@ -211,6 +211,80 @@ impl<'a> Binder<'a> {
     }
 }
 
+/// `x [NOT] IN (list)`, `x [NOT] BETWEEN low AND high` and `x [NOT] LIKE pattern`, each
+/// compared under the collation its operands derive.
+fn bind_list_range_or_pattern(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Expr> {
+    use ast::Expr as A;
+    let boxed = |binder: &mut Binder, e: &ast::Expr| bind(binder, e).map(Box::new);
+    Ok(match expr {
+        A::InList {
+            expr: inner,
+            list,
+            negated,
+        } => {
+            let expr = boxed(binder, inner)?;
+            let list: Vec<Expr> = list
+                .iter()
+                .map(|e| bind(binder, e))
+                .collect::<SqlResult<_>>()?;
+            let mut collation = derive_of(binder, &expr)?;
+            for item in &list {
+                collation = collation.combine(derive_of(binder, item)?)?;
+            }
+            let collation = collation.collation;
+            Expr::InList {
+                expr: binder.under(expr, collation),
+                list: list
+                    .into_iter()
+                    .map(|e| *binder.under(Box::new(e), collation))
+                    .collect(),
+                negated: *negated,
+                collation,
+            }
+        }
+        A::Between {
+            expr: inner,
+            negated,
+            low,
+            high,
+        } => {
+            let (expr, low, high) = (
+                boxed(binder, inner)?,
+                boxed(binder, low)?,
+                boxed(binder, high)?,
+            );
+            let collation = derive_of(binder, &expr)?
+                .combine(derive_of(binder, &low)?)?
+                .combine(derive_of(binder, &high)?)?
+                .collation;
+            Expr::Between {
+                expr: binder.under(expr, collation),
+                low: binder.under(low, collation),
+                high: binder.under(high, collation),
+                negated: *negated,
+                collation,
+            }
+        }
+        A::Like {
+            negated,
+            any: false,
+            expr: inner,
+            pattern,
+            escape_char: None,
+        } => {
+            let (expr, pattern) = (boxed(binder, inner)?, boxed(binder, pattern)?);
+            let collation = binder.comparison(&expr, &pattern)?;
+            Expr::Like {
+                expr: binder.under(expr, collation),
+                pattern: binder.under(pattern, collation),
+                negated: *negated,
+                collation,
+            }
+        }
+        other => return Err(SqlError::not_supported(format!("expression {other}"))),
+    })
+}
+
 /// `expr`'s collation and its strength, over the binder's columns.
 fn derive_of(binder: &Binder, expr: &Expr) -> SqlResult<Derivation> {
     super::derive(expr, &|position| binder.column_collation(position))
@@ -294,70 +368,13 @@ pub(super) fn bind_plain(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Exp
             expr: boxed(binder, inner)?,
             negated: true,
         },
-        A::InList {
-            expr: inner,
-            list,
-            negated,
-        } => {
-            let expr = boxed(binder, inner)?;
-            let list: Vec<Expr> = list
-                .iter()
-                .map(|e| bind(binder, e))
-                .collect::<SqlResult<_>>()?;
-            let mut collation = derive_of(binder, &expr)?;
-            for item in &list {
-                collation = collation.combine(derive_of(binder, item)?)?;
-            }
-            let collation = collation.collation;
-            Expr::InList {
-                expr: binder.under(expr, collation),
-                list: list
-                    .into_iter()
-                    .map(|e| *binder.under(Box::new(e), collation))
-                    .collect(),
-                negated: *negated,
-                collation,
-            }
-        }
-        A::Between {
-            expr: inner,
-            negated,
-            low,
-            high,
-        } => {
-            let (expr, low, high) = (
-                boxed(binder, inner)?,
-                boxed(binder, low)?,
-                boxed(binder, high)?,
-            );
-            let collation = derive_of(binder, &expr)?
-                .combine(derive_of(binder, &low)?)?
-                .combine(derive_of(binder, &high)?)?
-                .collation;
-            Expr::Between {
-                expr: binder.under(expr, collation),
-                low: binder.under(low, collation),
-                high: binder.under(high, collation),
-                negated: *negated,
-                collation,
-            }
-        }
-        A::Like {
-            negated,
+        A::InList { .. }
+        | A::Between { .. }
+        | A::Like {
             any: false,
-            expr: inner,
-            pattern,
             escape_char: None,
-        } => {
-            let (expr, pattern) = (boxed(binder, inner)?, boxed(binder, pattern)?);
-            let collation = binder.comparison(&expr, &pattern)?;
-            Expr::Like {
-                expr: binder.under(expr, collation),
-                pattern: binder.under(pattern, collation),
-                negated: *negated,
-                collation,
-            }
-        }
+            ..
+        } => bind_list_range_or_pattern(binder, expr)?,
         A::InSubquery { .. } | A::Subquery(_) | A::Exists { .. } => bind_subquery(binder, expr)?,
         A::Case {
             operand,
