@@ -271,18 +271,7 @@ fn declared_column(
             format!("Incorrect column name '{name}'"),
         ));
     }
-    let sql_type = SqlType::declared(&definition.data_type, &name)?;
-    let collation = column_collation(&definition.options)?.unwrap_or(table_collation);
-    let column_type = match &sql_type {
-        Some(SqlType::Enum(_) | SqlType::Set(_)) | None => {
-            let storage_type = match &sql_type {
-                Some(sql_type) => sql_type.storage_type(),
-                None => column_type(&definition.data_type)?,
-            };
-            storage_type.with_collation(collation)
-        }
-        Some(sql_type) => sql_type.storage_type(),
-    };
+    let (sql_type, column_type) = declared_type(definition, table_collation)?;
     let serial = is_serial(&definition.data_type);
     let mut declared = DeclaredColumn {
         column: Column::new(&name, column_type),
@@ -351,6 +340,27 @@ fn declared_column(
         declared.column.default = Some(fitted.map_err(|_| invalid_default(&name))?);
     }
     Ok(declared)
+}
+
+/// A column's SQL type where storage has none of its own, and the storage type that holds
+/// it: text under the column's collation (its own, else the table's), JSON byte-wise.
+fn declared_type(
+    definition: &ast::ColumnDef,
+    table_collation: Collation,
+) -> SqlResult<(Option<SqlType>, ColumnType)> {
+    let sql_type = SqlType::declared(&definition.data_type, &definition.name.value)?;
+    let collation = column_collation(&definition.options)?.unwrap_or(table_collation);
+    let column_type = match &sql_type {
+        Some(SqlType::Enum(_) | SqlType::Set(_)) | None => {
+            let storage_type = match &sql_type {
+                Some(sql_type) => sql_type.storage_type(),
+                None => column_type(&definition.data_type)?,
+            };
+            storage_type.with_collation(collation)
+        }
+        Some(sql_type) => sql_type.storage_type(),
+    };
+    Ok((sql_type, column_type))
 }
 
 /// The collation a column's own `CHARACTER SET` and `COLLATE` give it (`None`: it names
