@@ -61,7 +61,9 @@ impl Entry {
 const QUEUE_WEIGHTS: usize = 32;
 
 /// The primary weights of a text, one at a time: comparing two texts stops at the first
-/// weight that differs, where a weight key would weigh every character of both.
+/// weight that differs, where a weight key would weigh every character of both. (A whole
+/// weight key is written by `Ducet::push_weight_key`, which writes runs of ASCII straight
+/// into the buffer: through this iterator, DISTINCT on sysbench's `c` cost 13% more.)
 pub(crate) struct Weights<'a> {
     table: &'static Ducet,
     rest: &'a [u8],
@@ -111,6 +113,18 @@ impl Iterator for Weights<'_> {
             }
         }
     }
+}
+
+/// One character's primary weights, alone (no contraction with what follows it): the
+/// first `.1` of `.0`.
+pub(crate) fn char_weights(code_point: u32) -> ([u16; QUEUE_WEIGHTS], usize) {
+    let table = ducet();
+    let (mut weights, mut len) = ([0; QUEUE_WEIGHTS], 0);
+    table.push_char(code_point, table.entry(code_point), &mut |w| {
+        weights[len] = w;
+        len += 1;
+    });
+    (weights, len)
 }
 
 /// The order of two texts' primary weights. Their common start of simple ASCII characters
@@ -278,11 +292,6 @@ impl Ducet {
         }
         self.push_char(first, entry, out);
         first_bytes
-    }
-
-    /// Appends one character's primary weights, without looking for contractions.
-    pub(crate) fn push_char_weights(&self, code_point: u32, out: &mut impl FnMut(u16)) {
-        self.push_char(code_point, self.entry(code_point), out);
     }
 
     fn push_char(&self, code_point: u32, entry: Entry, out: &mut impl FnMut(u16)) {

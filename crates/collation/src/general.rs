@@ -6,7 +6,7 @@
 
 use std::sync::OnceLock;
 
-use crate::ducet::ducet;
+use crate::ducet::char_weights;
 
 const PLANE: usize = 0x1_0000;
 /// What every character beyond the Basic Multilingual Plane weighs.
@@ -46,9 +46,8 @@ fn fold(code_point: u32) -> u16 {
 /// The ASCII letter whose DUCET primary weights equal the character's, if one does.
 fn ascii_letter_weighing_as(code_point: u32) -> Option<u8> {
     let primaries = |c: u32| {
-        let mut weights = Vec::new();
-        ducet().push_char_weights(c, &mut |w| weights.push(w));
-        weights
+        let (weights, len) = char_weights(c);
+        weights[..len].to_vec()
     };
     let own = primaries(code_point);
     (b'a'..=b'z').find(|&letter| primaries(u32::from(letter)) == own)

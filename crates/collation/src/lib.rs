@@ -23,7 +23,6 @@ mod general;
 mod like;
 mod utf8;
 
-use std::cell::RefCell;
 use std::cmp::Ordering;
 
 /// A collation of MySQL's, by the name MySQL gives it.
@@ -198,6 +197,16 @@ impl Collation {
         }
     }
 
+    /// Appends the weight key's length (u32, little-endian) and then the weight key: a
+    /// self-delimiting part of a key of several values.
+    pub fn length_prefixed_weight_key(self, text: &[u8], out: &mut Vec<u8>) {
+        let length_at = out.len();
+        out.extend_from_slice(&[0; 4]);
+        self.weight_key(text, out);
+        let length = (out.len() - length_at - 4) as u32;
+        out[length_at..length_at + 4].copy_from_slice(&length.to_le_bytes());
+    }
+
     /// SQL's `text LIKE pattern`: `%` matches any run of characters, `_` one character,
     /// `\` makes the next pattern character literal; other characters match the ones the
     /// collation finds equal, one character to one (so under `utf8mb4_0900_ai_ci` 'ß' LIKE
@@ -213,12 +222,10 @@ impl Collation {
         match self {
             Collation::utf8mb4_0900_bin | Collation::utf8mb4_bin | Collation::binary => false,
             Collation::utf8mb4_general_ci => general::weight(a) == general::weight(b),
-            Collation::utf8mb4_0900_ai_ci => with_scratch(|first, second| {
-                let table = ducet::ducet();
-                table.push_char_weights(a, &mut |w| first.extend_from_slice(&w.to_be_bytes()));
-                table.push_char_weights(b, &mut |w| second.extend_from_slice(&w.to_be_bytes()));
-                first == second
-            }),
+            Collation::utf8mb4_0900_ai_ci => {
+                let ((x, x_len), (y, y_len)) = (ducet::char_weights(a), ducet::char_weights(b));
+                x[..x_len] == y[..y_len]
+            }
         }
     }
 }
@@ -231,20 +238,6 @@ pub fn trim_spaces(text: &[u8]) -> &[u8] {
         .rposition(|&b| b != b' ')
         .map_or(0, |last| last + 1);
     &text[..end]
-}
-
-/// Runs `f` with two empty buffers kept per thread: comparing allocates nothing once warm.
-fn with_scratch<T>(f: impl FnOnce(&mut Vec<u8>, &mut Vec<u8>) -> T) -> T {
-    thread_local! {
-        static SCRATCH: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
-    }
-    SCRATCH.with(|scratch| {
-        let mut guard = scratch.borrow_mut();
-        let (first, second) = &mut *guard;
-        first.clear();
-        second.clear();
-        f(first, second)
-    })
 }
 
 #[cfg(test)]

@@ -154,14 +154,21 @@ impl RowLayout {
                     let Value::Bytes(text) = value else {
                         unreachable!("only text columns have a collation")
                     };
-                    push_weight_key(column_type, &text, key);
+                    column_type
+                        .collation()
+                        .length_prefixed_weight_key(&text, key);
                 }
                 Place::Variable(k) if column_type.compares_bytewise() => {
                     let bytes = self.var_slice(var, k);
                     key.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
                     key.extend_from_slice(bytes);
                 }
-                Place::Variable(k) => push_weight_key(column_type, self.var_slice(var, k), key),
+                Place::Variable(k) => {
+                    let text = self.var_slice(var, k);
+                    column_type
+                        .collation()
+                        .length_prefixed_weight_key(text, key)
+                }
             }
         }
         true
@@ -206,9 +213,9 @@ impl RowLayout {
         for (&column, value) in columns.iter().zip(values) {
             let column_type = self.columns[column].column_type;
             match (self.places[column], value) {
-                (_, Value::Bytes(text)) if !column_type.compares_bytewise() => {
-                    push_weight_key(column_type, column_type.unpadded(text), key)
-                }
+                (_, Value::Bytes(text)) if !column_type.compares_bytewise() => (column_type
+                    .collation())
+                .length_prefixed_weight_key(column_type.unpadded(text), key),
                 (Place::Fixed(_), _) => {
                     let slot = &mut slot[..column_type.fixed_bytes()];
                     slot.fill(0);
@@ -602,15 +609,6 @@ fn read_fixed(column_type: ColumnType, slot: &[u8]) -> Value {
             unreachable!("variable-length columns have no fixed slot")
         }
     }
-}
-
-/// Appends a text key column's weight key under its collation, with its length first.
-fn push_weight_key(column_type: ColumnType, text: &[u8], key: &mut Vec<u8>) {
-    let length_at = key.len();
-    key.extend_from_slice(&[0; 4]);
-    column_type.collation().weight_key(text, key);
-    let length = (key.len() - length_at - 4) as u32;
-    key[length_at..length_at + 4].copy_from_slice(&length.to_le_bytes());
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use sqlparser::ast::{self, Statement};
 use sqlparser::tokenizer::Location;
 
-use kista_client::types::{Collation, Value};
+use kista_client::types::{Collation, ColumnType, Value};
 
 use super::{matches_filter, name_of, text, text_result, LISTED_VARIABLES};
 use crate::catalog::SqlTable;
@@ -226,8 +226,10 @@ fn show_create_table(session: &Session, database: &str, name: &str) -> SqlResult
         let mut line = format!("  `{}` {}", column.name, table.type_name(position));
         let collation = column.column_type.collation();
         let is_text = table.sql_type(position).is_none()
-            && crate::expr::Derivation::of_column(column.column_type)
-                .is_some_and(|c| c != Collation::binary);
+            && matches!(
+                column.column_type,
+                ColumnType::Char { .. } | ColumnType::VarChar { .. } | ColumnType::Text { .. }
+            );
         if is_text && collation != Collation::default() {
             line.push_str(&format!(" COLLATE {}", collation.name()));
         }

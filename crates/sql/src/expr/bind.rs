@@ -281,7 +281,7 @@ fn bind_list_range_or_pattern(binder: &mut Binder, expr: &ast::Expr) -> SqlResul
                 collation,
             }
         }
-        other => return Err(SqlError::not_supported(format!("expression {other}"))),
+        _ => return Err(SqlError::not_supported(expr)),
     })
 }
 

@@ -307,11 +307,7 @@ pub(crate) fn encode_group_key(key: &[Value], collations: &[Collation]) -> Vec<u
             Value::Null => out.push(0),
             Value::Bytes(b) => {
                 out.push(1);
-                let length_at = out.len();
-                out.extend_from_slice(&[0; 4]);
-                collation.weight_key(b, &mut out);
-                let length = (out.len() - length_at - 4) as u32;
-                out[length_at..length_at + 4].copy_from_slice(&length.to_le_bytes());
+                collation.length_prefixed_weight_key(b, &mut out);
             }
             other => {
                 out.push(2);
