@@ -29,6 +29,7 @@ use crate::error::{SqlError, SqlResult};
 use crate::expr::{bind, eval, Binder, EvalContext, Expr};
 use crate::select::{self, split_name, SelectPlan};
 use crate::session::{Outcome, Parsed, Session, Tx};
+use crate::subquery::Correlation;
 use crate::trigger::{self, Event, Firing, Timing};
 use crate::value::{compare_in, same_value, to_i64};
 
@@ -126,7 +127,7 @@ fn prepare_insert(
             &table,
             assignments,
             placeholders,
-            Some(table.schema().columns.len()),
+            (Some(table.schema().columns.len()), None),
         )?),
         Some(_) => return Err(SqlError::not_supported("ON CONFLICT")),
         None => None,
@@ -619,12 +620,13 @@ fn duplicate_message(error: SqlError, table: &SqlTable, rows: &[Vec<Value>]) -> 
 
 /// `SET col = expr, ...` bound over the table's row (and, for ON DUPLICATE KEY UPDATE,
 /// the row that was to be inserted after it).
+/// `correlation`: where correlated subqueries bind (an UPDATE's); `None` refuses them.
 fn bind_assignments(
     session: &Session,
     table: &SqlTable,
     assignments: &[Assignment],
     placeholders: &[Location],
-    inserted_row_at: Option<usize>,
+    (inserted_row_at, correlation): (Option<usize>, Option<&Correlation>),
 ) -> SqlResult<Vec<(usize, Expr)>> {
     let scope = table.scope(&table.name);
     assignments
@@ -645,6 +647,7 @@ fn bind_assignments(
             let mut binder = Binder {
                 inserted_row_at,
                 subqueries: Some(&session.subqueries),
+                correlation,
                 ..Binder::over(&scope, placeholders, "field list")
             };
             Ok((column, bind(&mut binder, &assignment.value)?))
@@ -761,15 +764,18 @@ fn bind_update(
         return Err(SqlError::not_supported("multi-table UPDATE"));
     }
     let (table, _) = select::table_of(session, &target.relation)?;
-    let assignments = bind_assignments(session, &table, assignments, placeholders, None)?;
-    let subqueries = Some(&session.subqueries);
+    // SET and WHERE may hold correlated subqueries: their values follow the row's.
+    let correlation = Correlation::new(session, None, table.schema().columns.len());
+    let correlated = (None, Some(&correlation));
+    let assignments = bind_assignments(session, &table, assignments, placeholders, correlated)?;
     let rows = SelectPlan::for_write(
         &table,
         selection,
         (order_by, limit),
         placeholders,
-        subqueries,
-    )?;
+        (Some(&session.subqueries), Some(&correlation)),
+    )?
+    .with_correlated(correlation.into_found());
     let changes_key = assignments
         .iter()
         .any(|(c, _)| table.schema().primary_key.contains(c));
@@ -800,13 +806,15 @@ fn bind_delete(
         return Err(SqlError::not_supported("multi-table DELETE"));
     }
     let (table, _) = select::table_of(session, &target.relation)?;
+    let correlation = Correlation::new(session, None, table.schema().columns.len());
     let rows = SelectPlan::for_write(
         &table,
         delete.selection.as_ref(),
         (&delete.order_by, delete.limit.as_ref()),
         placeholders,
-        Some(&session.subqueries),
-    )?;
+        (Some(&session.subqueries), Some(&correlation)),
+    )?
+    .with_correlated(correlation.into_found());
     let may_wait = unique_indexes(&table).is_empty();
     Ok(WritePlan {
         table,
@@ -853,8 +861,9 @@ fn write_found_rows(
 ) -> SqlResult<u64> {
     let table = &plan.table;
     tx.wrote(table.table.id);
-    let rows = select::fetch(tx, session, &plan.rows, table, params, false)?;
-    let rows = plan.rows.limited(session, rows, params)?;
+    // Each row, with its correlated subqueries' values after its columns.
+    let rows = select::read_in(tx, session, &plan.rows, params, false)?;
+    let mut rows = plan.rows.limited(session, rows, params)?;
     let affected = match &plan.change {
         Change::Update {
             assignments,
@@ -863,7 +872,11 @@ fn write_found_rows(
             let change = (assignments.as_slice(), *changes_key);
             update_rows(tx, session, table, &rows, change, params, firing)?
         }
-        Change::Delete => delete_rows(tx, session, table, &rows, firing)?,
+        Change::Delete => {
+            let width = table.schema().columns.len();
+            rows.iter_mut().for_each(|row| row.truncate(width));
+            delete_rows(tx, session, table, &rows, firing)?
+        }
     };
     if affected > 0 {
         tx.finish_writes(plan.may_wait && table.triggers.is_empty())?;
@@ -884,11 +897,13 @@ fn update_rows(
     let ctx = session.eval_context(params, &[], &variable);
     let mut affected = 0;
     let mut updated = Vec::new();
-    for row in rows {
-        let mut changed: Vec<(u16, Value)> = evaluate_assignments(table, assignments, row, &ctx)?
+    for read in rows {
+        let mut changed: Vec<(u16, Value)> = evaluate_assignments(table, assignments, read, &ctx)?
             .into_iter()
-            .filter(|(c, v)| !same_value(&row[usize::from(*c)], v))
+            .filter(|(c, v)| !same_value(&read[usize::from(*c)], v))
             .collect();
+        // The row as stored, without its correlated subqueries' values.
+        let row = &read[..table.schema().columns.len()];
         let mut changes_key = changes_key;
         if !table.triggers.is_empty() {
             let new_row = fire_before_update(tx, session, table, row, &changed, firing)?;
@@ -906,7 +921,7 @@ fn update_rows(
         affected += 1;
         let key = table.key_of(row);
         if changes_key {
-            let mut new_row = row.clone();
+            let mut new_row = row.to_vec();
             for (c, v) in changed {
                 new_row[usize::from(c)] = v;
             }

@@ -1,7 +1,7 @@
 """Uncorrelated subqueries answer as MySQL's: IN and NOT IN (with MySQL's NULLs), scalar
 subqueries, EXISTS, nested ones, in the select list and WHERE, with prepared statements'
-parameters; derived tables in FROM; in UPDATE and DELETE; and what is not supported yet
-is refused with a clear error.
+parameters; derived tables in FROM; in UPDATE and DELETE. Correlated ones are
+correlated_subqueries.py's.
 
 Run by crates/kista/tests/sql.rs with the front end's port.
 """
@@ -116,11 +116,5 @@ assert cur.rowcount == 0
 cur.execute("UPDATE item SET kind = 'z' WHERE id = (SELECT MIN(item_id) FROM pick)")
 cur.execute("ROLLBACK")
 assert rows("SELECT kind FROM item WHERE id = 1") == [("a",)]
-
-# Not yet: correlated subqueries.
-assert (
-    error_of("SELECT id FROM item WHERE EXISTS (SELECT * FROM pick WHERE pick.item_id = item.id)")
-    == 1235
-)
 
 print("subqueries ok")

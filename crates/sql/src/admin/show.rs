@@ -324,7 +324,7 @@ fn explain(
                 selection.as_ref(),
                 (&[], None),
                 placeholders,
-                None,
+                (None, None),
             )?)
         }
         Statement::Delete(delete) => {
@@ -340,7 +340,7 @@ fn explain(
                 delete.selection.as_ref(),
                 (&[], None),
                 placeholders,
-                None,
+                (None, None),
             )?)
         }
         other => {

@@ -1,8 +1,6 @@
 //! From the parser's expressions to [`Expr`]: names to row positions, `?` to parameter
 //! numbers (by position in the text), aggregate calls to slots.
 
-use std::sync::Arc;
-
 use sqlparser::ast::{self, BinaryOperator, FunctionArg, FunctionArgExpr, UnaryOperator};
 use sqlparser::tokenizer::Location;
 
@@ -12,7 +10,7 @@ use kista_client::types::{Collation, ColumnType, Decimal, Value};
 use super::{special_forms, ArithmeticOp, CompareOp, Derivation, Expr};
 use crate::error::{SqlError, SqlResult};
 use crate::functions;
-use crate::subquery::{Met, Subqueries};
+use crate::subquery::{Correlation, Kind, Met, Subqueries};
 
 /// A column the expression may name: `table.name` or just `name`.
 #[derive(Clone, Debug)]
@@ -102,6 +100,9 @@ pub struct Binder<'a> {
     pub inserted_row_at: Option<usize>,
     /// The statement's subqueries, where they may run (`subquery.rs`); `None`: refused.
     pub subqueries: Option<&'a Subqueries>,
+    /// Where correlated subqueries bind (`subquery/correlated.rs`), and the query around
+    /// this one; `None`: they are refused.
+    pub(crate) correlation: Option<&'a Correlation<'a>>,
 }
 
 impl<'a> Binder<'a> {
@@ -151,33 +152,34 @@ impl<'a> Binder<'a> {
             place,
             inserted_row_at: None,
             subqueries: None,
+            correlation: None,
         }
     }
 
-    /// The rows of `query`, a subquery of `expr`, and their column count.
-    fn subquery_rows(
-        &self,
-        query: &ast::Query,
-        expr: &ast::Expr,
-    ) -> SqlResult<(usize, Arc<Vec<Vec<Value>>>)> {
+    /// What the statement knows of `query`, a subquery of `expr`.
+    pub(super) fn subquery(&self, query: &ast::Query, expr: &ast::Expr) -> SqlResult<Met> {
         match self.subqueries.and_then(|subqueries| subqueries.met(query)) {
             None => Err(SqlError::not_supported(expr)),
             Some(Met::Wanted(error)) => Err(error),
-            Some(Met::Rows { names, rows, .. }) => Ok((names.len(), rows)),
+            Some(met) => Ok(met),
         }
     }
 
-    /// The values of a one-column subquery (`x IN (SELECT ...)`, `(SELECT ...)`).
-    fn subquery_column(&self, query: &ast::Query, expr: &ast::Expr) -> SqlResult<Vec<Value>> {
-        let (columns, rows) = self.subquery_rows(query, expr)?;
-        if columns != 1 {
-            return Err(SqlError::new(
-                1241,
-                "21000",
-                "Operand should contain 1 column(s)",
-            ));
+    /// Binds `query`, a subquery naming columns of this scope, as a correlated one of
+    /// `kind` (`error`: why it could not run alone).
+    pub(super) fn correlated(
+        &self,
+        query: &ast::Query,
+        kind: Kind,
+        error: SqlError,
+    ) -> SqlResult<Expr> {
+        match self.correlation {
+            Some(correlation) => correlation.bind(self.columns, self.placeholders, query, kind),
+            None => Err(SqlError::not_supported(format!(
+                "correlated subqueries in the {} ({}, perhaps a column of the query around it)",
+                self.place, error.message
+            ))),
         }
-        Ok(rows.iter().filter_map(|row| row.first().cloned()).collect())
     }
 
     fn column(&self, table: Option<&str>, name: &str) -> SqlResult<Expr> {
@@ -190,24 +192,52 @@ impl<'a> Binder<'a> {
                 return Ok(alias.expr.clone());
             }
         }
-        let mut found = self.columns.iter().enumerate().filter(|(_, c)| {
-            c.name.eq_ignore_ascii_case(name)
-                && table.map_or(!c.qualified_only, |t| c.table.eq_ignore_ascii_case(t))
-                && !crate::ddl::is_hidden_column(&c.name)
-        });
+        if let Some(position) = find_column(self.columns, table, name, self.place)? {
+            return Ok(Expr::Column(position));
+        }
+        let outer = self.correlation.and_then(|c| c.outer);
+        if let Some(outer_value) = outer
+            .map(|outer| outer.resolve(table, name, self.place))
+            .transpose()?
+            .flatten()
+        {
+            return Ok(outer_value);
+        }
         let shown = match table {
             Some(table) => format!("{table}.{name}"),
             None => name.to_string(),
         };
-        match (found.next(), found.next()) {
-            (Some((position, _)), None) => Ok(Expr::Column(position)),
-            (Some(_), Some(_)) => Err(SqlError::new(
+        Err(SqlError::unknown_column(&shown, self.place))
+    }
+}
+
+/// The position of `table.name` (or `name`) among `columns`; `None` when there is none,
+/// error 1052 when there are several.
+pub(crate) fn find_column(
+    columns: &[ScopeColumn],
+    table: Option<&str>,
+    name: &str,
+    place: &str,
+) -> SqlResult<Option<usize>> {
+    let mut found = columns.iter().enumerate().filter(|(_, c)| {
+        c.name.eq_ignore_ascii_case(name)
+            && table.map_or(!c.qualified_only, |t| c.table.eq_ignore_ascii_case(t))
+            && !crate::ddl::is_hidden_column(&c.name)
+    });
+    match (found.next(), found.next()) {
+        (Some((position, _)), None) => Ok(Some(position)),
+        (Some(_), Some(_)) => {
+            let shown = match table {
+                Some(table) => format!("{table}.{name}"),
+                None => name.to_string(),
+            };
+            Err(SqlError::new(
                 1052,
                 "23000",
-                format!("Column '{shown}' in {} is ambiguous", self.place),
-            )),
-            (None, _) => Err(SqlError::unknown_column(&shown, self.place)),
+                format!("Column '{shown}' in {place} is ambiguous"),
+            ))
         }
+        (None, _) => Ok(None),
     }
 }
 
@@ -286,7 +316,7 @@ fn bind_list_range_or_pattern(binder: &mut Binder, expr: &ast::Expr) -> SqlResul
 }
 
 /// `expr`'s collation and its strength, over the binder's columns.
-fn derive_of(binder: &Binder, expr: &Expr) -> SqlResult<Derivation> {
+pub(super) fn derive_of(binder: &Binder, expr: &Expr) -> SqlResult<Derivation> {
     super::derive(expr, &|position| binder.column_collation(position))
 }
 
@@ -375,7 +405,11 @@ pub(super) fn bind_plain(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Exp
             escape_char: None,
             ..
         } => bind_list_range_or_pattern(binder, expr)?,
-        A::InSubquery { .. } | A::Subquery(_) | A::Exists { .. } => bind_subquery(binder, expr)?,
+        A::InSubquery { .. }
+        | A::Subquery(_)
+        | A::Exists { .. }
+        | A::AnyOp { .. }
+        | A::AllOp { .. } => super::subquery::bind_subquery(binder, expr)?,
         A::Case {
             operand,
             conditions,
@@ -406,53 +440,6 @@ pub(super) fn bind_plain(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Exp
     })
 }
 
-/// `x [NOT] IN (SELECT ...)`, a scalar `(SELECT ...)` and `[NOT] EXISTS (SELECT ...)`, by
-/// the subquery's answer (`subquery.rs`): an IN list, a value, 1 or 0.
-fn bind_subquery(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Expr> {
-    use ast::Expr as A;
-    let boxed = |binder: &mut Binder, e: &ast::Expr| bind(binder, e).map(Box::new);
-    Ok(match expr {
-        A::InSubquery {
-            expr: inner,
-            subquery,
-            negated,
-        } => {
-            let values = binder.subquery_column(subquery, expr)?;
-            if values.is_empty() {
-                // Nothing is IN an empty set, not even NULL.
-                Expr::Literal(Value::Int(i64::from(*negated)))
-            } else {
-                let expr = boxed(binder, inner)?;
-                let collation = derive_of(binder, &expr)?
-                    .combine(Derivation::LITERAL)?
-                    .collation;
-                Expr::InList {
-                    collation,
-                    expr: binder.under(expr, collation),
-                    list: values.into_iter().map(Expr::Literal).collect(),
-                    negated: *negated,
-                }
-            }
-        }
-        A::Subquery(subquery) => {
-            let mut values = binder.subquery_column(subquery, expr)?;
-            if values.len() > 1 {
-                return Err(SqlError::new(
-                    1242,
-                    "21000",
-                    "Subquery returns more than 1 row",
-                ));
-            }
-            Expr::Literal(values.pop().unwrap_or(Value::Null))
-        }
-        A::Exists { subquery, negated } => {
-            let (_, rows) = binder.subquery_rows(subquery, expr)?;
-            Expr::Literal(Value::Int(i64::from(rows.is_empty() == *negated)))
-        }
-        _ => unreachable!("bind_plain passes subqueries alone"),
-    })
-}
-
 /// `NOT x`, `-x` (a negative literal folded), `+x`.
 fn bind_unary(
     binder: &mut Binder,
@@ -480,6 +467,20 @@ fn bind_unary(
     })
 }
 
+/// The comparison `op` is, if it is one.
+pub(super) fn compare_op(op: &BinaryOperator) -> Option<CompareOp> {
+    Some(match op {
+        BinaryOperator::Eq => CompareOp::Eq,
+        BinaryOperator::NotEq => CompareOp::NotEq,
+        BinaryOperator::Lt => CompareOp::Lt,
+        BinaryOperator::LtEq => CompareOp::LtEq,
+        BinaryOperator::Gt => CompareOp::Gt,
+        BinaryOperator::GtEq => CompareOp::GtEq,
+        BinaryOperator::Spaceship => CompareOp::NullSafeEq,
+        _ => return None,
+    })
+}
+
 /// A binary operator: logic, comparison, arithmetic, `@x := value`, `->` and `->>`.
 fn bind_binary(
     binder: &mut Binder,
@@ -498,16 +499,12 @@ fn bind_binary(
         Ok(Expr::Compare(op, l, r, collation))
     };
     let arithmetic = |op| Expr::Arithmetic(op, l.clone(), r.clone());
+    if let Some(op) = compare_op(op) {
+        return compare(op);
+    }
     Ok(match op {
         BinaryOperator::And => Expr::And(l, r),
         BinaryOperator::Or => Expr::Or(l, r),
-        BinaryOperator::Eq => compare(CompareOp::Eq)?,
-        BinaryOperator::NotEq => compare(CompareOp::NotEq)?,
-        BinaryOperator::Lt => compare(CompareOp::Lt)?,
-        BinaryOperator::LtEq => compare(CompareOp::LtEq)?,
-        BinaryOperator::Gt => compare(CompareOp::Gt)?,
-        BinaryOperator::GtEq => compare(CompareOp::GtEq)?,
-        BinaryOperator::Spaceship => compare(CompareOp::NullSafeEq)?,
         BinaryOperator::Plus => arithmetic(ArithmeticOp::Add),
         BinaryOperator::Minus => arithmetic(ArithmeticOp::Subtract),
         BinaryOperator::Multiply => arithmetic(ArithmeticOp::Multiply),
@@ -672,6 +669,7 @@ fn bind_aggregate(
     let name = function.name.to_string().to_lowercase();
     let mut inner = Binder {
         subqueries: binder.subqueries,
+        correlation: binder.correlation,
         ..Binder::over(binder.columns, binder.placeholders, binder.place)
     };
     let exprs: Vec<&ast::Expr> = args

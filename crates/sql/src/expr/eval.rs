@@ -2,7 +2,7 @@
 
 use std::cmp::Ordering;
 
-use kista_client::types::{Decimal, Value};
+use kista_client::types::{Collation, Decimal, Value};
 
 use super::{ArithmeticOp, CompareOp, Expr};
 use crate::error::{SqlError, SqlResult};
@@ -89,15 +89,7 @@ pub fn eval(expr: &Expr, row: &[Value], ctx: &EvalContext) -> SqlResult<Value> {
         }
         Expr::Compare(op, a, b, collation) => {
             let (a, b) = (eval(a, row, ctx)?, eval(b, row, ctx)?);
-            let compare = |a, b| compare_in(*collation, a, b);
-            if *op == CompareOp::NullSafeEq {
-                return Ok(bool_value(Some(match (a.is_null(), b.is_null()) {
-                    (true, true) => true,
-                    (false, false) => compare(&a, &b) == Some(Ordering::Equal),
-                    _ => false,
-                })));
-            }
-            bool_value(compare(&a, &b).map(|order| compare_holds(*op, order)))
+            bool_value(compare_values(*op, &a, &b, *collation))
         }
         Expr::Collate(e, _) => eval(e, row, ctx)?,
         Expr::Arithmetic(op, a, b) => arithmetic(*op, &eval(a, row, ctx)?, &eval(b, row, ctx)?)?,
@@ -181,6 +173,19 @@ pub fn eval(expr: &Expr, row: &[Value], ctx: &EvalContext) -> SqlResult<Value> {
             }
         }
     })
+}
+
+/// Whether `a op b` holds under `collation`; `None` when unknown (a NULL, except for
+/// `<=>`).
+pub fn compare_values(op: CompareOp, a: &Value, b: &Value, collation: Collation) -> Option<bool> {
+    if op == CompareOp::NullSafeEq {
+        return Some(match (a.is_null(), b.is_null()) {
+            (true, true) => true,
+            (false, false) => compare_in(collation, a, b) == Some(Ordering::Equal),
+            _ => false,
+        });
+    }
+    compare_in(collation, a, b).map(|order| compare_holds(op, order))
 }
 
 fn compare_holds(op: CompareOp, order: Ordering) -> bool {

@@ -7,15 +7,17 @@ mod collation;
 mod eval;
 mod result_type;
 mod special_forms;
+mod subquery;
 
 pub use crate::functions::Function;
 
+pub(crate) use bind::find_column;
 pub use bind::{
     bind, number, Aggregate, AggregateKind, Binder, GroupConcat, OutputColumn, ScopeColumn,
 };
 pub use collation::{comparison, derive, Derivation};
 pub(crate) use eval::overflow;
-pub use eval::{arithmetic, eval, EvalContext};
+pub use eval::{arithmetic, compare_values, eval, EvalContext};
 pub use result_type::{result_type, DECIMAL_RESULT};
 pub(crate) use special_forms::collation_named;
 

@@ -10,12 +10,13 @@ use sqlparser::tokenizer::Location;
 use kista_client::LockKind;
 
 use super::from::{bind_from, FromItem};
-use super::{OutputColumn, SelectPlan};
+use super::{split_correlated, OutputColumn, SelectPlan};
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{bind, Aggregate, Binder, Expr, ScopeColumn};
 use crate::join::{self, JoinSource, JoinedTable};
 use crate::plan::{choose_access, Access};
 use crate::session::Session;
+use crate::subquery::{Correlation, Outer};
 
 /// `*` (or `table.*`): every column of the scope (of that table) SQL sees, in order.
 fn wildcard(scope: &[ScopeColumn], table: Option<&str>) -> SqlResult<Vec<OutputColumn>> {
@@ -49,6 +50,16 @@ pub fn bind_query(
     query: &ast::Query,
     placeholders: &[Location],
 ) -> SqlResult<SelectPlan> {
+    bind_query_within(session, query, placeholders, None)
+}
+
+/// Binds a SELECT that may be a correlated subquery of the query `outer` describes.
+pub(crate) fn bind_query_within(
+    session: &Session,
+    query: &ast::Query,
+    placeholders: &[Location],
+    outer: Option<&Outer>,
+) -> SqlResult<SelectPlan> {
     if query.with.is_some() {
         return Err(SqlError::not_supported("WITH"));
     }
@@ -57,30 +68,22 @@ pub fn bind_query(
     };
     let from = bind_from(session, &select.from)?;
     let scope = from.scope();
+    let correlation = Correlation::new(session, outer, scope.len());
+    let clause = |place| Binder {
+        subqueries: Some(&session.subqueries),
+        correlation: Some(&correlation),
+        ..Binder::over(&scope, placeholders, place)
+    };
     let mut aggregates = Vec::new();
     let star = from.star();
-    let outputs = bind_select_list(
-        session,
-        select,
-        (&scope, star.as_deref()),
-        placeholders,
-        &mut aggregates,
-    )?;
-    let mut where_binder = Binder {
-        subqueries: Some(&session.subqueries),
-        ..Binder::over(&scope, placeholders, "where clause")
-    };
-    let filter = select
-        .selection
-        .as_ref()
-        .map(|e| bind(&mut where_binder, e))
+    let outputs = bind_select_list(select, (&scope, star.as_deref()), &clause, &mut aggregates)?;
+    let filter = (select.selection.as_ref())
+        .map(|e| bind(&mut clause("where clause"), e))
         .transpose()?;
     let group_by = match &select.group_by {
         GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => exprs
             .iter()
-            .map(|e| {
-                bind_output_reference(e, &outputs, &scope, placeholders, "group statement", None)
-            })
+            .map(|e| bind_output_reference(e, &outputs, clause("group statement")))
             .collect::<SqlResult<Vec<_>>>()?,
         _ => return Err(SqlError::not_supported("GROUP BY ALL / WITH ROLLUP")),
     };
@@ -88,15 +91,12 @@ pub fn bind_query(
     let mut having_binder = Binder {
         select_aliases: &outputs,
         aggregates: Some(&mut aggregates),
-        subqueries: Some(&session.subqueries),
-        ..Binder::over(&scope, placeholders, "having clause")
+        ..clause("having clause")
     };
-    let having = select
-        .having
-        .as_ref()
+    let having = (select.having.as_ref())
         .map(|e| bind(&mut having_binder, e))
         .transpose()?;
-    let order_by = bind_order_by(query, &outputs, &scope, placeholders, &mut aggregates)?;
+    let order_by = bind_order_by(query, &outputs, &clause, &mut aggregates)?;
     let (limit, offset) = bind_limit(query, placeholders)?;
     let lock = match query.locks.first().map(|l| &l.lock_type) {
         None => LockKind::Committed,
@@ -104,17 +104,18 @@ pub fn bind_query(
         Some(ast::LockType::Update) => LockKind::Exclusive,
     };
     let grouped = !group_by.is_empty() || !aggregates.is_empty();
-    let conjuncts = filter.clone().map(Expr::conjuncts).unwrap_or_default();
-    let joins = if from.items.is_empty() {
-        None
+    // Conditions on correlated subqueries' values hold once those are known (after the
+    // rows are read); the access path and the joins see the others.
+    let (correlated_filter, conjuncts) = split_correlated(filter, scope.len());
+    let (joins, correlated_filter) = if from.items.is_empty() {
+        (None, correlated_filter)
     } else {
-        Some(bind_joins(
-            &from.items,
-            &scope,
-            &conjuncts,
-            placeholders,
-            lock,
-        )?)
+        let (joins, on) = bind_joins(&from.items, &scope, &conjuncts, &clause, lock)?;
+        let filter = match (correlated_filter, on) {
+            (Some(a), Some(b)) => Some(Expr::And(Box::new(a), Box::new(b))),
+            (a, b) => a.or(b),
+        };
+        (Some(joins), filter)
     };
     let access = match &from.table {
         Some((table, _)) if joins.is_none() => choose_access(table, &conjuncts),
@@ -125,7 +126,10 @@ pub fn bind_query(
         system: from.system.map(|(kind, schema, _)| (kind, schema)),
         joins,
         access,
-        filter,
+        filter: conjuncts
+            .iter()
+            .cloned()
+            .reduce(|a, b| Expr::And(Box::new(a), Box::new(b))),
         conjuncts,
         outputs,
         aggregates,
@@ -138,6 +142,9 @@ pub fn bind_query(
         offset,
         lock,
         needed_columns: Vec::new(),
+        correlated: correlation.into_found(),
+        correlated_filter,
+        row_width: scope.len(),
     };
     plan.needed_columns = needed_columns(&plan, scope.len());
     Ok(plan)
@@ -145,11 +152,10 @@ pub fn bind_query(
 
 /// The select list: `*`, `t.*` and expressions, each named by its alias, its column's
 /// name or its text.
-fn bind_select_list(
-    session: &Session,
+fn bind_select_list<'a>(
     select: &ast::Select,
     (scope, star): (&[ScopeColumn], Option<&[usize]>),
-    placeholders: &[Location],
+    clause: &dyn Fn(&'static str) -> Binder<'a>,
     aggregates: &mut Vec<Aggregate>,
 ) -> SqlResult<Vec<OutputColumn>> {
     let mut outputs = Vec::new();
@@ -180,8 +186,7 @@ fn bind_select_list(
             SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
                 let mut binder = Binder {
                     aggregates: Some(aggregates),
-                    subqueries: Some(&session.subqueries),
-                    ..Binder::over(scope, placeholders, "field list")
+                    ..clause("field list")
                 };
                 let expr = bind(&mut binder, e)?;
                 let name = match item {
@@ -203,11 +208,10 @@ fn bind_select_list(
 
 /// ORDER BY: each key (a select-list column by name or position, or an expression) and
 /// whether it ascends.
-fn bind_order_by(
+fn bind_order_by<'a>(
     query: &ast::Query,
     outputs: &[OutputColumn],
-    scope: &[ScopeColumn],
-    placeholders: &[Location],
+    clause: &dyn Fn(&'static str) -> Binder<'a>,
     aggregates: &mut Vec<Aggregate>,
 ) -> SqlResult<Vec<(Expr, bool)>> {
     let Some(order) = &query.order_by else {
@@ -216,18 +220,14 @@ fn bind_order_by(
     let OrderByKind::Expressions(exprs) = &order.kind else {
         return Err(SqlError::not_supported("ORDER BY ALL"));
     };
-    let place = "order clause";
     exprs
         .iter()
         .map(|item| {
-            let expr = bind_output_reference(
-                &item.expr,
-                outputs,
-                scope,
-                placeholders,
-                place,
-                Some(aggregates),
-            )?;
+            let binder = Binder {
+                aggregates: Some(&mut *aggregates),
+                ..clause("order clause")
+            };
+            let expr = bind_output_reference(&item.expr, outputs, binder)?;
             Ok((expr, item.options.asc != Some(false)))
         })
         .collect()
@@ -250,6 +250,9 @@ fn needed_columns(plan: &SelectPlan, scope_width: usize) -> Vec<usize> {
     plan.group_by.iter().for_each(&mut note);
     plan.having.iter().for_each(&mut note);
     plan.order_by.iter().for_each(|(e, _)| note(e));
+    for correlated in &plan.correlated {
+        correlated.visit_outer(&mut note);
+    }
     for aggregate in &plan.aggregates {
         aggregate.argument.iter().for_each(&mut note);
         if let Some(concat) = &aggregate.concat {
@@ -261,7 +264,9 @@ fn needed_columns(plan: &SelectPlan, scope_width: usize) -> Vec<usize> {
             needed.extend(table.schema().primary_key.iter().copied());
         }
     }
-    let mut needed_columns: Vec<usize> = needed.into_iter().collect();
+    // Positions past the row's are correlated subqueries' values, computed, not read.
+    let mut needed_columns: Vec<usize> =
+        (needed.into_iter()).filter(|c| *c < scope_width).collect();
     needed_columns.sort_unstable();
     if needed_columns.len() == scope_width || plan.joins.is_some() {
         needed_columns.clear();
@@ -302,15 +307,21 @@ pub(super) fn bind_limit(
     })
 }
 
+/// How FROM's tables join (the first one's plan, then the others in order), and the
+/// conditions of inner joins' ON on correlated subqueries (checked with the WHERE's).
+type Joins = ((Box<SelectPlan>, Vec<JoinedTable>), Option<Expr>);
+
 /// The joins of FROM: the first table's own plan (the WHERE's conditions on it alone), and
 /// for each next table how its rows are found.
-pub(super) fn bind_joins(
+pub(super) fn bind_joins<'a>(
     from: &[FromItem],
     scope: &[ScopeColumn],
     conjuncts: &[Expr],
-    placeholders: &[Location],
+    clause: &dyn Fn(&'static str) -> Binder<'a>,
     lock: LockKind,
-) -> SqlResult<(Box<SelectPlan>, Vec<JoinedTable>)> {
+) -> SqlResult<Joins> {
+    let mut on_correlated = Vec::new();
+    let width_of_all = scope.len();
     let within = |e: &Expr, low: usize, high: usize| {
         e.column_span().is_some_and(|(a, b)| a >= low && b < high)
     };
@@ -339,8 +350,18 @@ pub(super) fn bind_joins(
         let width = table.schema().columns.len();
         let on = match on {
             Some(on) => {
-                let mut binder = Binder::over(scope, placeholders, "on clause");
-                Some(bind(&mut binder, on)?)
+                let mut binder = clause("on clause");
+                if *left {
+                    // Its values are known only once every table is joined.
+                    binder.correlation = None;
+                }
+                let (correlated, plain) =
+                    split_correlated(Some(bind(&mut binder, on)?), width_of_all);
+                // An inner join's ON holds as its WHERE would.
+                on_correlated.extend(correlated);
+                plain
+                    .into_iter()
+                    .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)))
             }
             None => None,
         };
@@ -369,18 +390,19 @@ pub(super) fn bind_joins(
         });
         offset += width;
     }
-    Ok((Box::new(first_plan), joined))
+    let on_correlated =
+        (on_correlated.into_iter()).reduce(|a, b| Expr::And(Box::new(a), Box::new(b)));
+    Ok(((Box::new(first_plan), joined), on_correlated))
 }
 
-/// ORDER BY / GROUP BY / HAVING may name an output column by alias or position.
+/// ORDER BY / GROUP BY / HAVING may name an output column by alias or position; anything
+/// else binds in `binder`.
 pub(super) fn bind_output_reference(
     e: &ast::Expr,
     outputs: &[OutputColumn],
-    scope: &[ScopeColumn],
-    placeholders: &[Location],
-    place: &'static str,
-    aggregates: Option<&mut Vec<Aggregate>>,
+    mut binder: Binder,
 ) -> SqlResult<Expr> {
+    let place = binder.place;
     if let ast::Expr::Value(v) = e {
         if let ast::Value::Number(n, _) = &v.value {
             let position: usize = n.parse().map_err(|_| SqlError::unknown_column(n, place))?;
@@ -391,9 +413,7 @@ pub(super) fn bind_output_reference(
         }
     }
     if let ast::Expr::Identifier(ident) = e {
-        let in_scope = scope
-            .iter()
-            .any(|c| c.name.eq_ignore_ascii_case(&ident.value));
+        let in_scope = (binder.columns.iter()).any(|c| c.name.eq_ignore_ascii_case(&ident.value));
         if !in_scope {
             if let Some(output) = outputs
                 .iter()
@@ -403,9 +423,5 @@ pub(super) fn bind_output_reference(
             }
         }
     }
-    let mut binder = Binder {
-        aggregates,
-        ..Binder::over(scope, placeholders, place)
-    };
     bind(&mut binder, e)
 }

@@ -15,13 +15,40 @@ use crate::output::{self, Origin};
 use crate::session::{Outcome, Session};
 use crate::value::compare_in;
 
-/// Groups and aggregates, HAVING, outputs, DISTINCT, ORDER BY, LIMIT.
+/// Groups and aggregates, HAVING, outputs, DISTINCT, ORDER BY, LIMIT; and the result
+/// columns' definitions.
 pub(super) fn finish(
     session: &Session,
     plan: &SelectPlan,
     rows: Vec<Vec<Value>>,
     params: &[Value],
 ) -> SqlResult<Outcome> {
+    let rows = finished_rows(session, plan, rows, params)?;
+    let columns = plan
+        .outputs
+        .iter()
+        .enumerate()
+        .map(|(position, o)| {
+            let (column_type, origin) = static_type(plan, &o.expr);
+            output::definition(
+                &o.name,
+                column_type,
+                origin,
+                rows.iter().map(|r| r[position].clone()),
+                likely_type(plan, &o.expr),
+            )
+        })
+        .collect();
+    Ok(Outcome::Rows { columns, rows })
+}
+
+/// Groups and aggregates, HAVING, outputs, DISTINCT, ORDER BY, LIMIT: the result rows.
+pub(super) fn finished_rows(
+    session: &Session,
+    plan: &SelectPlan,
+    rows: Vec<Vec<Value>>,
+    params: &[Value],
+) -> SqlResult<Vec<Vec<Value>>> {
     let variable = |name: &str| session.variable(name);
     // (the row the outputs read, its aggregates)
     let groups: Vec<(Vec<Value>, Vec<Value>)> = if plan.grouped {
@@ -66,28 +93,12 @@ pub(super) fn finish(
     let offset = row_count(session, plan.offset.as_ref(), params)?.unwrap_or(0);
     let limit = row_count(session, plan.limit.as_ref(), params)?.unwrap_or(usize::MAX);
     session.rows_before_limit.set(results.len() as u64);
-    let rows: Vec<Vec<Value>> = results
+    Ok(results
         .into_iter()
         .skip(offset)
         .take(limit)
         .map(|(_, o)| o)
-        .collect();
-    let columns = plan
-        .outputs
-        .iter()
-        .enumerate()
-        .map(|(position, o)| {
-            let (column_type, origin) = static_type(plan, &o.expr);
-            output::definition(
-                &o.name,
-                column_type,
-                origin,
-                rows.iter().map(|r| r[position].clone()),
-                likely_type(plan, &o.expr),
-            )
-        })
-        .collect();
-    Ok(Outcome::Rows { columns, rows })
+        .collect())
 }
 
 /// A result column's type when no value shows it (`expr/result_type.rs`): SUM and AVG
@@ -140,6 +151,9 @@ pub(super) fn static_type<'p>(
 
 /// Row position `c`'s column: its type and where it comes from.
 fn column_type_and_origin(plan: &SelectPlan, c: usize) -> (Option<ColumnType>, Option<Origin<'_>>) {
+    if let Some(correlated) = plan.correlated_at(c) {
+        return (correlated.value_type(), None);
+    }
     // The table holding position `c`, the column's position in it, and whether a LEFT
     // JOIN may make its columns NULL.
     let found: Option<(Origin, ColumnType)> = match (&plan.joins, &plan.table, &plan.system) {

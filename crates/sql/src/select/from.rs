@@ -407,7 +407,8 @@ fn derived_table_of(
     };
     let (names, types, rows) = match session.subqueries.met_in(subquery, database) {
         None => return Err(SqlError::not_supported("derived tables here")),
-        Some(Met::Wanted(error)) => return Err(error),
+        // A derived table may not name a column of the query around it (LATERAL).
+        Some(Met::Wanted(error) | Met::Correlated(error)) => return Err(error),
         Some(Met::Rows { names, types, rows }) => (names, types, rows),
     };
     let columns = names.iter().zip(types).enumerate();

@@ -9,7 +9,9 @@ mod from;
 pub mod union;
 
 pub use bind::bind_query;
+pub(crate) use bind::bind_query_within;
 pub(crate) use fetch::{add_written_keys, fetch, read_keys_in};
+pub(crate) use finish::encode_group_key;
 pub use from::{split_name, table_of};
 
 use std::sync::Arc;
@@ -29,7 +31,8 @@ use crate::information_schema::SystemTable;
 use crate::join::{self, JoinedTable};
 use crate::output;
 use crate::plan::{choose_access, Access};
-use crate::session::{Outcome, Session};
+use crate::session::{Outcome, Session, Tx};
+use crate::subquery::{self, Correlated, Correlation};
 use crate::value::to_i64;
 use fetch::{fetch_joined, system_rows};
 use finish::{finish, static_type};
@@ -66,12 +69,21 @@ pub struct SelectPlan {
     lock: LockKind,
     /// The table columns any expression reads (empty: none or all).
     needed_columns: Vec<usize>,
+    /// The correlated subqueries, whose values follow the row's columns from position
+    /// `row_width` (`subquery/correlated.rs`), and the WHERE's conditions that read them
+    /// (kept out of `filter` and `conjuncts`, which see only the row read).
+    correlated: Vec<Correlated>,
+    correlated_filter: Option<Expr>,
+    row_width: usize,
 }
 
 impl SelectPlan {
     /// The collation of the string column at `position` of the rows the plan reads
     /// (`None`: not a string column).
     fn row_collation(&self, position: usize) -> Option<Collation> {
+        if let Some(correlated) = self.correlated_at(position) {
+            return correlated.collation();
+        }
         let column = match (&self.joins, &self.table, &self.system) {
             (Some((first, joined)), _, _) => {
                 match joined.iter().rev().find(|j| j.offset <= position) {
@@ -84,6 +96,30 @@ impl SelectPlan {
             (None, None, None) => None,
         }?;
         Derivation::of_column(column.column_type)
+    }
+
+    /// The correlated subquery whose value is at row position `position`, if one is.
+    fn correlated_at(&self, position: usize) -> Option<&Correlated> {
+        self.correlated.get(position.checked_sub(self.row_width)?)
+    }
+
+    /// The result columns, as expressions over the (grouped) row.
+    pub(crate) fn outputs(&self) -> &[OutputColumn] {
+        &self.outputs
+    }
+
+    /// The type of result column `n`, where known before the query runs.
+    pub(crate) fn output_type(&self, n: usize) -> Option<kista_client::types::ColumnType> {
+        static_type(self, &self.outputs.get(n)?.expr).0
+    }
+
+    /// The collation of result column `n`, if it holds strings.
+    pub(crate) fn output_collation(&self, n: usize) -> Option<Collation> {
+        let expr = &self.outputs.get(n)?.expr;
+        derive(expr, &|position| self.row_collation(position))
+            .ok()
+            .filter(|d| d.coercibility != Derivation::NONE.coercibility)
+            .map(|d| d.collation)
     }
 
     /// The collation strings of `expr` (over the plan's row) sort and group under.
@@ -141,22 +177,26 @@ impl SelectPlan {
             offset: None,
             lock: LockKind::Committed,
             needed_columns: Vec::new(),
+            correlated: Vec::new(),
+            correlated_filter: None,
+            row_width: 0,
         }
     }
 
     /// The rows an UPDATE or DELETE changes: every column, under an exclusive lock.
     /// `subqueries`: where the statement's uncorrelated subqueries may run
     /// (`subquery::answering`); `None` refuses them.
-    pub fn for_write(
+    pub(crate) fn for_write(
         table: &Arc<SqlTable>,
         selection: Option<&ast::Expr>,
         (order_by, limit): (&[ast::OrderByExpr], Option<&ast::Expr>),
         placeholders: &[Location],
-        subqueries: Option<&crate::subquery::Subqueries>,
+        (subqueries, correlation): (Option<&subquery::Subqueries>, Option<&Correlation>),
     ) -> SqlResult<Self> {
         let scope = table.scope(&table.name);
         let mut binder = Binder {
             subqueries,
+            correlation,
             ..Binder::over(&scope, placeholders, "where clause")
         };
         let filter = selection.map(|e| bind(&mut binder, e)).transpose()?;
@@ -172,11 +212,19 @@ impl SelectPlan {
             .collect::<SqlResult<Vec<_>>>()?;
         let mut limit_binder = Binder::without_columns(placeholders, "limit");
         let limit = limit.map(|e| bind(&mut limit_binder, e)).transpose()?;
-        let conjuncts = filter.map(Expr::conjuncts).unwrap_or_default();
+        let (correlated_conjuncts, conjuncts) = split_correlated(filter, scope.len());
         Ok(Self {
             order_by,
+            correlated_filter: correlated_conjuncts,
+            row_width: scope.len(),
             ..Self::for_write_bound(table, conjuncts, limit, LockKind::Exclusive)
         })
+    }
+
+    /// The plan with its correlated subqueries, bound in its statement's other clauses
+    /// too (an UPDATE's SET).
+    pub(crate) fn with_correlated(self, correlated: Vec<Correlated>) -> Self {
+        Self { correlated, ..self }
     }
 
     /// The plan as a point read (`point_read.rs`): one table, by its whole primary key
@@ -188,6 +236,7 @@ impl SelectPlan {
         };
         let simple = self.joins.is_none()
             && self.system.is_none()
+            && self.correlated.is_empty()
             && !self.grouped
             && self.having.is_none()
             && self.limit.is_none()
@@ -231,6 +280,21 @@ impl SelectPlan {
         }
         Ok(rows)
     }
+}
+
+/// A WHERE's conjuncts on correlated subqueries' values (positions from `row_width`),
+/// joined by AND, and the others, which hold on the row as read.
+pub(super) fn split_correlated(
+    filter: Option<Expr>,
+    row_width: usize,
+) -> (Option<Expr>, Vec<Expr>) {
+    let (correlated, plain): (Vec<Expr>, Vec<Expr>) =
+        (filter.map(Expr::conjuncts).unwrap_or_default().into_iter())
+            .partition(|c| c.column_span().is_some_and(|(_, high)| high >= row_width));
+    let correlated = correlated
+        .into_iter()
+        .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)));
+    (correlated, plain)
 }
 
 /// `rows` in the order of `order_by`, each key evaluated over the row (ORDER BY of
@@ -301,22 +365,53 @@ pub(super) fn key_values(
 }
 
 pub fn execute(session: &mut Session, plan: &SelectPlan, params: &[Value]) -> SqlResult<Outcome> {
-    if let Some((system, _)) = &plan.system {
-        let rows = system_rows(session, plan, system, params)?;
-        return finish(session, plan, rows, params);
-    }
-    if let Some((first, joined)) = &plan.joins {
-        let rows = session
-            .transactional(|tx, session| fetch_joined(tx, session, plan, first, joined, params))?;
-        return finish(session, plan, rows, params);
-    }
-    let rows = match &plan.table {
-        None => vec![Vec::new()],
-        Some(table) => {
-            session.transactional(|tx, session| fetch(tx, session, plan, table, params, true))?
-        }
-    };
+    let rows = read(session, plan, params)?;
     finish(session, plan, rows, params)
+}
+
+/// The query's result rows in `tx`, without their columns' definitions (a correlated
+/// subquery's answer).
+pub(crate) fn rows_in(
+    tx: &mut Tx,
+    session: &Session,
+    plan: &SelectPlan,
+    params: &[Value],
+) -> SqlResult<Vec<Vec<Value>>> {
+    let rows = read_in(tx, session, plan, params, false)?;
+    finish::finished_rows(session, plan, rows, params)
+}
+
+/// The rows the query reads that pass its WHERE, each with its correlated subqueries'
+/// values after its columns (they run in the same transaction).
+fn read(session: &mut Session, plan: &SelectPlan, params: &[Value]) -> SqlResult<Vec<Vec<Value>>> {
+    match (&plan.system, &plan.table, &plan.joins) {
+        (Some((system, _)), _, _) if plan.correlated.is_empty() => {
+            system_rows(session, plan, system, params)
+        }
+        (None, None, None) if plan.correlated.is_empty() => Ok(vec![Vec::new()]),
+        _ => session.transactional(|tx, session| read_in(tx, session, plan, params, true)),
+    }
+}
+
+/// [`read`] in `tx`; `last`: the statement reads nothing after these rows.
+pub(crate) fn read_in(
+    tx: &mut Tx,
+    session: &Session,
+    plan: &SelectPlan,
+    params: &[Value],
+    last: bool,
+) -> SqlResult<Vec<Vec<Value>>> {
+    let rows = match (&plan.system, &plan.table, &plan.joins) {
+        (Some((system, _)), _, _) => system_rows(session, plan, system, params)?,
+        (None, _, Some((first, joined))) => fetch_joined(tx, session, plan, first, joined, params)?,
+        (None, Some(table), None) => {
+            let last = last && plan.correlated.is_empty();
+            fetch(tx, session, plan, table, params, last)?
+        }
+        (None, None, None) => vec![Vec::new()],
+    };
+    let filter = plan.correlated_filter.as_ref();
+    subquery::apply(tx, session, &plan.correlated, filter, rows, params)
 }
 
 /// The result columns a prepared statement announces: for a query, its outputs' types
@@ -348,6 +443,13 @@ pub fn prepared_columns(
 
 /// The plan, for EXPLAIN.
 pub fn explain(plan: &SelectPlan) -> String {
+    let mut steps = vec![explain_read(plan)];
+    steps.extend(plan.correlated.iter().map(Correlated::describe));
+    steps.join("; then ")
+}
+
+/// How the plan reads its rows, for EXPLAIN.
+fn explain_read(plan: &SelectPlan) -> String {
     if let Some((first, joined)) = &plan.joins {
         let mut steps = vec![explain(first)];
         steps.extend(joined.iter().map(JoinedTable::describe));

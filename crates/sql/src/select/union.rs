@@ -15,7 +15,7 @@ use super::bind::{bind_limit, bind_output_reference};
 use super::finish::encode_group_key;
 use super::{row_count, sorted_by, OutputColumn};
 use crate::error::{SqlError, SqlResult};
-use crate::expr::{Expr, ScopeColumn};
+use crate::expr::{Binder, Expr, ScopeColumn};
 use crate::protocol::column_type as code;
 use crate::protocol::results::ColumnDefinition;
 use crate::session::{Outcome, Session};
@@ -137,9 +137,8 @@ fn ordered_and_limited(
             .collect();
         let mut order_by = Vec::with_capacity(items.len());
         for item in items {
-            let place = "order clause";
-            let expr =
-                bind_output_reference(&item.expr, &outputs, &scope, placeholders, place, None)?;
+            let binder = Binder::over(&scope, placeholders, "order clause");
+            let expr = bind_output_reference(&item.expr, &outputs, binder)?;
             order_by.push((expr, item.options.asc != Some(false)));
         }
         rows = sorted_by(session, &order_by, rows, params)?;

@@ -14,9 +14,18 @@
 //! A derived table (`FROM (SELECT ...) AS t`) runs the same way; its rows are the table's.
 //!
 //! UPDATE and DELETE run theirs the same way (in WHERE and SET; MySQL's 1093 when one
-//! reads the table being changed). A correlated subquery (one naming a column of the
-//! query around it) is refused with error 1235, as are subqueries in prepared
-//! statements' definitions.
+//! reads the table being changed).
+//!
+//! A subquery that cannot run alone because it names a column it cannot find (most
+//! likely one of the query around it) is marked correlated, and the binder binds it with
+//! the query around it as its outer scope (`correlated.rs`): it then runs once for each
+//! row of that query. Prepared statements' definitions refuse subqueries (1235).
+
+mod correlated;
+
+#[cfg(test)]
+pub(crate) use correlated::quantified;
+pub(crate) use correlated::{apply, Correlated, Correlation, Kind, Outer};
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -63,6 +72,9 @@ pub struct Subqueries {
     /// Whether the query being bound may have its subqueries run ([`bind_answering`]).
     answering: Cell<bool>,
     answers: RefCell<HashMap<Place, Answer>>,
+    /// Subqueries that could not run alone, with the error that stopped them (an unknown
+    /// column): the binder binds them as correlated ones.
+    correlated: RefCell<HashMap<Place, SqlError>>,
     wanted: RefCell<Option<Wanted>>,
 }
 
@@ -76,12 +88,16 @@ pub(crate) enum Met {
     },
     /// The binder must stop here: the subquery runs first.
     Wanted(SqlError),
+    /// It names a column it could not find alone (the error says which): bind it as a
+    /// correlated subquery, in the scope of the query around it.
+    Correlated(SqlError),
 }
 
 impl Subqueries {
     /// A new statement begins: the last one's answers are gone.
     pub(crate) fn clear(&self) {
         self.answers.borrow_mut().clear();
+        self.correlated.borrow_mut().clear();
         self.wanted.borrow_mut().take();
     }
 
@@ -96,12 +112,16 @@ impl Subqueries {
         if !self.answering.get() {
             return None;
         }
-        if let Some(answer) = self.answers.borrow().get(&place_of(query, database)) {
+        let place = place_of(query, database);
+        if let Some(answer) = self.answers.borrow().get(&place) {
             return Some(Met::Rows {
                 names: answer.names.clone(),
                 types: answer.types.clone(),
                 rows: answer.rows.clone(),
             });
+        }
+        if let Some(error) = self.correlated.borrow().get(&place) {
+            return Some(Met::Correlated(error.clone()));
         }
         *self.wanted.borrow_mut() = Some(Wanted {
             query: query.clone(),
@@ -133,7 +153,7 @@ fn place_of(query: &ast::Query, database: Option<&str>) -> Place {
 
 /// Binds `query`, first running every uncorrelated subquery it holds. Returns the plan
 /// and whether any subquery ran (its answers are then part of the plan, which must not
-/// be kept for another execution).
+/// be kept for another execution; a correlated subquery's plan may be kept).
 pub fn bind_answering(
     session: &mut Session,
     query: &ast::Query,
@@ -174,13 +194,17 @@ pub fn answering<T>(
                 let answer = run(session, &subquery, placeholders, params);
                 session.database = session_database;
                 let place = place_of(&subquery, database.as_deref());
-                let answer = answer?;
-                session
-                    .subqueries
-                    .answers
-                    .borrow_mut()
-                    .insert(place, answer);
-                ran = true;
+                let subqueries = &session.subqueries;
+                match answer {
+                    Ok(answer) => {
+                        subqueries.answers.borrow_mut().insert(place, answer);
+                        ran = true;
+                    }
+                    Err(e) if e.code == UNKNOWN_COLUMN => {
+                        subqueries.correlated.borrow_mut().insert(place, e);
+                    }
+                    Err(e) => return Err(e),
+                }
             }
             (bound, _) => return bound.map(|plan| (plan, ran)),
         }
@@ -192,26 +216,18 @@ pub fn answering<T>(
     ))
 }
 
-/// Runs a subquery alone. A column it cannot find is most likely one of the query around
-/// it: a correlated subquery, which is not supported yet.
+/// MySQL's "Unknown column": a subquery that stops on it alone is correlated.
+const UNKNOWN_COLUMN: u16 = 1054;
+
+/// Runs a subquery alone (an error [`UNKNOWN_COLUMN`] if it names a column of the query
+/// around it).
 fn run(
     session: &mut Session,
     subquery: &ast::Query,
     placeholders: &[Location],
     params: &[Value],
 ) -> SqlResult<Answer> {
-    let answered =
-        select::union::execute(session, subquery, placeholders, params).map_err(|e| {
-            if e.code == 1054 {
-                SqlError::not_supported(format!(
-                    "correlated subqueries ({}, perhaps a column of the query around it)",
-                    e.message
-                ))
-            } else {
-                e
-            }
-        })?;
-    match answered {
+    match select::union::execute(session, subquery, placeholders, params)? {
         Outcome::Rows { columns, rows } => Ok(Answer {
             types: columns.iter().map(type_of_column).collect(),
             names: columns.into_iter().map(|c| c.name).collect(),
