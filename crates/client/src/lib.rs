@@ -119,6 +119,27 @@ pub struct Table {
 }
 
 impl Table {
+    /// A table no cluster holds, numbered `id`, with `indexes` numbered from 1 in order:
+    /// for tests that bind and plan statements without a cluster. Any operation on it
+    /// fails, having nowhere to go.
+    pub fn detached(id: u32, schema: TableSchema, indexes: Vec<IndexSchema>) -> Self {
+        let nowhere =
+            kista_datanode::cluster::ClusterShape::single(kista_datanode::cluster::DataNodeShape {
+                node: NodeId(1),
+                node_group: 0,
+                tc_instances: 1,
+                ldm_instances: 1,
+            });
+        Table {
+            id,
+            schema_version: 1,
+            map: Arc::new(PartitionMap::for_cluster(1, &nowhere)),
+            layout: Arc::new(RowLayout::new(&schema)),
+            schema: Arc::new(schema),
+            indexes: (1..).map(IndexId).zip(indexes).collect(),
+        }
+    }
+
     pub fn schema(&self) -> &TableSchema {
         &self.schema
     }

@@ -37,9 +37,15 @@ impl TwinKind {
         format!("{}.{}", self.path, sequence % 2)
     }
 
-    /// The file's bytes: `payload` written by the caller, sealed.
-    pub fn seal(&self, sequence: u64, payload: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
-        let mut out = Vec::new();
+    /// The file's bytes: `payload` written by the caller (about `payload_bytes` long, room
+    /// made for them at once), sealed.
+    pub fn seal(
+        &self,
+        sequence: u64,
+        payload_bytes: usize,
+        payload: impl FnOnce(&mut Vec<u8>),
+    ) -> Vec<u8> {
+        let mut out = Vec::with_capacity(HEADER_BYTES + payload_bytes + 4);
         out.extend_from_slice(&self.magic);
         out.extend_from_slice(&self.format_version.to_le_bytes());
         out.extend_from_slice(&sequence.to_le_bytes());
@@ -324,8 +330,16 @@ impl<H> TwinWriter<H> {
         self.sequence += 1;
         self.in_flight = std::mem::take(&mut self.next);
         self.dirty = false;
-        let step = match self.open[self.slot()] {
-            Some(twin) if twin.length == image.len() => Step::Writing(0),
+        // An image at least as long as the file's is written over it in place (the file
+        // grows as needed): emptying the file first costs more than the write itself
+        // (7.5 ms against 1.2 ms for 500 KB here, with the sync). A shorter one empties it,
+        // as the checksum must be the file's last word.
+        let slot = self.slot();
+        let step = match &mut self.open[slot] {
+            Some(twin) if twin.length <= image.len() => {
+                twin.length = image.len();
+                Step::Writing(0)
+            }
             Some(_) => Step::Closing,
             None => Step::Opening,
         };
@@ -429,14 +443,14 @@ mod tests {
 
     #[test]
     fn a_sealed_file_unseals_to_its_sequence_and_payload() {
-        let bytes = KIND.seal(9, |out| out.extend_from_slice(b"payload"));
+        let bytes = KIND.seal(9, 7, |out| out.extend_from_slice(b"payload"));
         assert_eq!(KIND.unseal(&bytes), Ok((9, &b"payload"[..])));
         assert_eq!(KIND.path_of(9), "test/twin.1");
     }
 
     #[test]
     fn a_damaged_short_foreign_or_newer_file_is_refused() {
-        let bytes = KIND.seal(9, |out| out.extend_from_slice(b"payload"));
+        let bytes = KIND.seal(9, 7, |out| out.extend_from_slice(b"payload"));
         for at in 8..bytes.len() {
             let mut damaged = bytes.clone();
             damaged[at] ^= 0x10;
@@ -462,8 +476,8 @@ mod tests {
     #[test]
     fn the_newest_valid_twin_wins_and_the_refused_one_is_named() {
         let decode = |bytes: &[u8]| KIND.unseal(bytes).map(|(sequence, _)| sequence);
-        let old = KIND.seal(4, |_| {});
-        let mut new = KIND.seal(5, |_| {});
+        let old = KIND.seal(4, 0, |_| {});
+        let mut new = KIND.seal(5, 0, |_| {});
         let both = [Some(new.clone()), Some(old.clone())];
         assert_eq!(newest(&KIND, &both, decode, |s| *s), (Some(5), vec![]));
         let last = new.len() - 1;

@@ -797,6 +797,23 @@ fn prepared_point_reads_answer_in_the_binary_protocol_and_again_after_a_schema_c
         "after a read of one row"
     );
 
+    // A correlated subquery's outer values follow the statement's parameters: the kept
+    // plan answers each execution with that execution's parameter.
+    let (correlated, parameters, _) = client.prepare(
+        "SELECT (SELECT COUNT(*) FROM p.t i WHERE i.id <= o.id AND i.id <> ?) FROM p.t o \
+         WHERE o.id = 2",
+    );
+    assert_eq!(parameters, 1);
+    let count = |client: &mut RawMysql, parameter| client.execute(correlated, parameter).unwrap();
+    assert_eq!(
+        count(&mut client, 1),
+        vec![[&[0u8, 0][..], &1i64.to_le_bytes()].concat()]
+    );
+    assert_eq!(
+        count(&mut client, 5),
+        vec![[&[0u8, 0][..], &2i64.to_le_bytes()].concat()]
+    );
+
     // Another front end changes the table; the statement's cached definition is old. At
     // most one execution reports it (1412), and the next runs on the new definition.
     let second = KistaProcess::spawn(&["sql", "--mgm", &up.mgm, "--port", "0"]);

@@ -33,6 +33,25 @@ pub const NAME_BYTES_MAX: usize = 64;
 /// Tables one front end keeps open; past this the cache starts again empty.
 pub const OPEN_TABLES_MAX: usize = 4096;
 
+/// What binding a statement reads: the tables and views its names mean, the current
+/// database, and the statement's subqueries. A session answers from the cluster's catalog;
+/// binding and planning tests answer from tables built in memory, without a cluster.
+pub trait BindCatalog {
+    /// Table `name` of `database` (error 1146 when there is none).
+    fn table(&self, database: &str, name: &str) -> SqlResult<Arc<SqlTable>>;
+    /// The query of view `name` of `database`, as text, if there is one.
+    fn view(&self, database: &str, name: &str) -> SqlResult<Option<String>>;
+    /// The current database, if one is chosen.
+    fn database(&self) -> Option<&str>;
+    /// The statement's subqueries and their answers (`subquery.rs`).
+    fn subqueries(&self) -> &crate::subquery::Subqueries;
+
+    /// The current database; error 1046 when none is chosen.
+    fn current_database(&self) -> SqlResult<&str> {
+        self.database().ok_or_else(SqlError::no_database)
+    }
+}
+
 /// A table as SQL sees it.
 pub struct SqlTable {
     pub database: String,
@@ -71,6 +90,34 @@ impl Counter {
 }
 
 impl SqlTable {
+    /// `table`, of `database`, as SQL sees it: its counters' columns, what SQL declared
+    /// beyond the storage schema, its prefix columns and triggers.
+    pub fn opened(
+        database: &str,
+        name: &str,
+        table: Table,
+        auto_increment: Option<usize>,
+    ) -> SqlResult<Self> {
+        let hidden_key = crate::ddl::hidden_key_column(table.schema());
+        let extras = TableExtras::decode(table.schema())?;
+        let prefix_columns = PrefixColumn::of(table.schema(), &extras);
+        let triggers = extras
+            .triggers
+            .iter()
+            .map(|def| Trigger::prepare(def.clone(), table.schema()).map(Arc::new))
+            .collect::<SqlResult<_>>()?;
+        Ok(SqlTable {
+            database: database.to_lowercase(),
+            name: name.to_lowercase(),
+            table,
+            auto_increment,
+            hidden_key,
+            extras,
+            prefix_columns,
+            triggers,
+        })
+    }
+
     pub fn schema(&self) -> &TableSchema {
         self.table.schema()
     }
@@ -524,24 +571,7 @@ impl Catalog {
             Err(error) => return Err(error.into()),
         };
         let auto_increment = self.auto_increment_column(&full)?;
-        let hidden_key = crate::ddl::hidden_key_column(table.schema());
-        let extras = TableExtras::decode(table.schema())?;
-        let prefix_columns = PrefixColumn::of(table.schema(), &extras);
-        let triggers = extras
-            .triggers
-            .iter()
-            .map(|def| Trigger::prepare(def.clone(), table.schema()).map(Arc::new))
-            .collect::<SqlResult<_>>()?;
-        let opened = Arc::new(SqlTable {
-            database: database.to_lowercase(),
-            name: name.to_lowercase(),
-            table,
-            auto_increment,
-            hidden_key,
-            extras,
-            prefix_columns,
-            triggers,
-        });
+        let opened = Arc::new(SqlTable::opened(database, name, table, auto_increment)?);
         let mut tables = lock(&self.tables);
         if tables.len() >= OPEN_TABLES_MAX {
             tables.clear();

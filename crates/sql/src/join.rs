@@ -177,15 +177,18 @@ pub fn extend(
         }
         Lookup::Scan => {
             let right_rows = scanned_rows(tx, session, joined, &ctx, pushed_filter)?;
-            for (n, left) in rows.iter().enumerate() {
-                // A nested loop over two scans can take long without a round trip.
-                if n % crate::processes::ROWS_PER_KILL_CHECK == 0 {
-                    if let Some(process) = &session.process {
-                        process.check_killed()?;
-                    }
-                }
+            // A nested loop over two scans can take long without a round trip: KILL and
+            // max_execution_time are checked every so many pairs.
+            let mut pairs: usize = 0;
+            for left in &rows {
                 let mut matched = false;
                 for right in &right_rows {
+                    if pairs % crate::processes::ROWS_PER_KILL_CHECK == 0 {
+                        if let Some(process) = &session.process {
+                            process.check_killed()?;
+                        }
+                    }
+                    pairs = pairs.wrapping_add(1);
                     matched |= joiner.pair(left, right)?;
                 }
                 joiner.unless_matched(matched, left)?;

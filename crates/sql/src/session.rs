@@ -11,7 +11,7 @@ use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
 use kista_client::types::Value;
 use kista_client::{ClientError, ExecuteMode, LockKind, Table, Transaction};
 
-use crate::catalog::Catalog;
+use crate::catalog::{BindCatalog, Catalog, SqlTable};
 use crate::dialect::KistaDialect;
 use crate::error::{SqlError, SqlResult};
 use crate::expr::EvalContext;
@@ -258,6 +258,24 @@ pub struct Session<'c> {
     pub(crate) rows_before_limit: std::cell::Cell<u64>,
     /// The connection as SHOW PROCESSLIST lists it and KILL marks it (`None` in tests).
     pub(crate) process: Option<std::sync::Arc<crate::processes::Process>>,
+}
+
+impl BindCatalog for Session<'_> {
+    fn table(&self, database: &str, name: &str) -> SqlResult<std::sync::Arc<SqlTable>> {
+        self.catalog.table(database, name)
+    }
+
+    fn view(&self, database: &str, name: &str) -> SqlResult<Option<String>> {
+        self.catalog.view(database, name)
+    }
+
+    fn database(&self) -> Option<&str> {
+        self.database.as_deref()
+    }
+
+    fn subqueries(&self) -> &crate::subquery::Subqueries {
+        &self.subqueries
+    }
 }
 
 impl<'c> Session<'c> {

@@ -30,15 +30,14 @@ impl Dictionary {
                 &message,
             );
         };
-        let mut body = Vec::new();
-        table.definition.encode(&mut body);
+        let body = table.definition.encoded();
         let conf = TableLookupConf {
             request_id: request.request_id,
             table_id,
             schema_version: table.version,
             partitions: self.partitions_per_table(),
         };
-        send_with_bytes(ctx, conf.to_signal(request.client, ctx.address()), &body);
+        send_with_bytes(ctx, conf.to_signal(request.client, ctx.address()), body);
     }
 
     pub(super) fn list_tables(&mut self, ctx: &mut Context, request: TableListRequest) {

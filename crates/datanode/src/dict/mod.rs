@@ -32,12 +32,14 @@ use crate::node::NodeSettings;
 use crate::protocol::*;
 use crate::send_with_bytes;
 
+mod definition;
 mod lookup;
 mod relay;
 mod restart;
 pub mod schema_file;
 pub mod system_restart;
 use crate::twin_file::WriteProgress;
+use definition::Definition;
 
 /// Tables one node's dictionary holds (NDB: MaxNoOfTables is 20320 schema objects).
 pub const TABLES_MAX: usize = 20_000;
@@ -46,7 +48,7 @@ pub const INDEXES_PER_TABLE_MAX: usize = 64;
 
 struct DictTable {
     version: u32,
-    definition: TableDefinitionBody,
+    definition: Definition,
     next_index_id: u32,
     /// For an index table: the table whose unique index it holds.
     index_of: Option<u32>,
@@ -84,7 +86,7 @@ struct SchemaChange {
     failure: Option<u32>,
     /// The definition and version before the change, put back if an instance cannot apply
     /// it. (No client learned the new version, so none carries it.)
-    previous: Option<(TableDefinitionBody, u32)>,
+    previous: Option<(Definition, u32)>,
     /// Index tables made for the change, dropped again if it fails.
     new_index_tables: Vec<u32>,
 }
@@ -259,7 +261,7 @@ impl Dictionary {
             table_id,
             DictTable {
                 version: 1,
-                definition,
+                definition: Definition::new(definition),
                 next_index_id,
                 index_of: None,
             },
@@ -295,7 +297,7 @@ impl Dictionary {
             index_table,
             DictTable {
                 version: 1,
-                definition,
+                definition: Definition::new(definition),
                 next_index_id: 1,
                 index_of: Some(table_id),
             },
@@ -373,11 +375,10 @@ impl Dictionary {
             return;
         };
         table.version += 1;
-        table.definition.indexes.push((index_id, index));
-        table
-            .definition
-            .index_tables
-            .extend(index_table.map(|t| (index_id, t)));
+        table.definition.change(|definition| {
+            definition.indexes.push((index_id, index));
+            (definition.index_tables).extend(index_table.map(|t| (index_id, t)));
+        });
         let reply = Reply::IndexCreated {
             index_id,
             version: table.version,
@@ -444,12 +445,11 @@ impl Dictionary {
                 &message,
             );
         };
-        table.definition.indexes.remove(position);
         let index_table = table.definition.index_table(request.index_id);
-        table
-            .definition
-            .index_tables
-            .retain(|&(index, _)| index != request.index_id);
+        table.definition.change(|definition| {
+            definition.indexes.remove(position);
+            (definition.index_tables).retain(|&(index, _)| index != request.index_id);
+        });
         table.version += 1;
         let reply = Reply::IndexDropped {
             version: table.version,
@@ -496,7 +496,9 @@ impl Dictionary {
         if let Some((code, message)) = refusal {
             return self.refuse(ctx, request.client, request.request_id, code, &message);
         }
-        table.definition.schema.extra_metadata = metadata;
+        table
+            .definition
+            .change(|definition| definition.schema.extra_metadata = metadata);
         table.version += 1;
         let reply = Reply::TableAltered {
             version: table.version,
@@ -528,17 +530,14 @@ impl Dictionary {
         client_request: u64,
         table_id: u32,
         reply: Option<Reply>,
-        previous: Option<(TableDefinitionBody, u32)>,
+        previous: Option<(Definition, u32)>,
     ) -> u64 {
         let change_id = self.next_change;
         self.next_change += 1;
-        let mut body = Vec::new();
         let table = self.tables.get(&table_id);
         let dropped = table.is_none();
-        let version = table.map_or(0, |table| {
-            table.definition.encode(&mut body);
-            table.version
-        });
+        let body = table.map_or(Vec::new(), |table| table.definition.encoded().to_vec());
+        let version = table.map_or(0, |table| table.version);
         let here = ctx.address();
         let mut receivers: Vec<BlockAddress> = self
             .members()
@@ -615,7 +614,7 @@ impl Dictionary {
                     let next_index_id = body.indexes.iter().map(|(id, _)| id + 1).max();
                     let table = DictTable {
                         version: definition.schema_version,
-                        definition: body,
+                        definition: Definition::new(body),
                         next_index_id: next_index_id.unwrap_or(1),
                         index_of: (definition.index_of != 0).then_some(definition.index_of),
                     };
@@ -661,7 +660,12 @@ impl Dictionary {
         ids.sort_unstable();
         let tables = ids.iter().map(|id| {
             let table = &self.tables[id];
-            (*id, table.version, table.index_of, &table.definition)
+            (
+                *id,
+                table.version,
+                table.index_of,
+                table.definition.encoded(),
+            )
         });
         let image = schema_file::encode(writer.next_sequence(), self.next_table_id, tables);
         if let Err(reason) = writer.start(ctx, image) {

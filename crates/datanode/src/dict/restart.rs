@@ -151,11 +151,9 @@ impl Dictionary {
         let mut tables: Vec<u32> = self.tables.keys().copied().collect();
         tables.sort_by_key(|id| (self.tables[id].index_of.is_none(), *id));
         let mut awaiting = FxHashSet::default();
-        let mut body = Vec::new();
         for table_id in tables {
             let table = &self.tables[&table_id];
-            body.clear();
-            table.definition.encode(&mut body);
+            let body = table.definition.encoded();
             let definition = TableDefinition {
                 request_id,
                 table_id,
@@ -165,7 +163,7 @@ impl Dictionary {
                 index_of: table.index_of.unwrap_or(0),
             };
             for &receiver in receivers {
-                send_with_bytes(ctx, definition.to_signal(receiver, ctx.address()), &body);
+                send_with_bytes(ctx, definition.to_signal(receiver, ctx.address()), body);
                 awaiting.insert((receiver, table_id));
             }
         }

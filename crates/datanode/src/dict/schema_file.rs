@@ -62,23 +62,22 @@ pub fn path_of(sequence: u64) -> String {
     SCHEMA_FILE.path_of(sequence)
 }
 
-/// The file's bytes for `tables` (sorted by the caller, if an order matters).
+/// The file's bytes for `tables` (sorted by the caller, if an order matters), each
+/// definition as `TableDefinitionBody::encode` wrote it.
 pub fn encode<'a>(
     sequence: u64,
     next_table_id: u32,
-    tables: impl ExactSizeIterator<Item = (u32, u32, Option<u32>, &'a TableDefinitionBody)>,
+    tables: impl ExactSizeIterator<Item = (u32, u32, Option<u32>, &'a [u8])> + Clone,
 ) -> Vec<u8> {
-    SCHEMA_FILE.seal(sequence, |out| {
+    let bytes: usize = (tables.clone()).map(|(.., body)| 16 + body.len()).sum();
+    SCHEMA_FILE.seal(sequence, bytes + 8, |out| {
         out.extend_from_slice(&next_table_id.to_le_bytes());
         out.extend_from_slice(&(tables.len() as u32).to_le_bytes());
-        let mut body = Vec::new();
-        for (table_id, version, index_of, definition) in tables {
-            body.clear();
-            definition.encode(&mut body);
+        for (table_id, version, index_of, body) in tables {
             for word in [table_id, version, index_of.unwrap_or(0), body.len() as u32] {
                 out.extend_from_slice(&word.to_le_bytes());
             }
-            out.extend_from_slice(&body);
+            out.extend_from_slice(body);
         }
     })
 }

@@ -35,7 +35,7 @@ use kista_runtime::Context;
 use kista_signal::{BlockAddress, NodeId, TypedSignal};
 
 use super::schema_file::{self, SchemaImage, SCHEMA_FILE};
-use super::{DictTable, Dictionary};
+use super::{Definition, DictTable, Dictionary};
 use crate::cluster::{ClusterShape, NodeSet};
 use crate::membership::membership_address;
 use crate::protocol::*;
@@ -482,7 +482,7 @@ impl Dictionary {
                 let next_index_id = saved.definition.indexes.iter().map(|(id, _)| id + 1).max();
                 let table = DictTable {
                     version: saved.version,
-                    definition: saved.definition,
+                    definition: Definition::new(saved.definition),
                     next_index_id: next_index_id.unwrap_or(1),
                     index_of: saved.index_of,
                 };

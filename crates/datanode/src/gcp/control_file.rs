@@ -92,7 +92,7 @@ pub enum ControlFileError {
 impl DiskImage {
     /// The file's bytes, sealed with the image's sequence number.
     pub fn encode(&self) -> Vec<u8> {
-        CONTROL_FILE.seal(self.sequence, |out| {
+        CONTROL_FILE.seal(self.sequence, 0, |out| {
             out.extend_from_slice(&self.node_life.to_le_bytes());
             out.extend_from_slice(&self.cluster_life.to_le_bytes());
             out.extend_from_slice(&self.restorable_gci.to_le_bytes());
@@ -494,7 +494,7 @@ mod tests {
         damaged[20] ^= 4;
         let checksum = Err(ControlFileError::Sealed(SealError::Checksum));
         assert_eq!(DiskImage::decode(&damaged), checksum);
-        let short = CONTROL_FILE.seal(1, |out| out.extend_from_slice(&[0; 8]));
+        let short = CONTROL_FILE.seal(1, 8, |out| out.extend_from_slice(&[0; 8]));
         assert_eq!(DiskImage::decode(&short), Err(ControlFileError::Length(8)));
     }
 }

@@ -53,39 +53,20 @@ pub fn eval(expr: &Expr, row: &[Value], ctx: &EvalContext) -> SqlResult<Value> {
             value
         }
         Expr::Not(e) => bool_value(truth(&eval(e, row, ctx)?).map(|b| !b)),
-        Expr::Negate(e) => match eval(e, row, ctx)? {
-            Value::Null => Value::Null,
-            Value::Int(n) => Value::Int(n.checked_neg().ok_or_else(overflow)?),
-            Value::UInt(n) => Value::Int(-i64::try_from(n).map_err(|_| overflow())?),
-            Value::Decimal(d) => Value::Decimal(Decimal {
-                unscaled: -d.unscaled,
-                scale: d.scale,
-            }),
-            other => Value::Double(-to_f64(&other).unwrap_or(0.0)),
-        },
+        Expr::Negate(e) => negated(eval(e, row, ctx)?)?,
         Expr::And(a, b) => {
             let left = truth(&eval(a, row, ctx)?);
             if left == Some(false) {
                 return Ok(Value::Int(0));
             }
-            let right = truth(&eval(b, row, ctx)?);
-            bool_value(match (left, right) {
-                (_, Some(false)) => Some(false),
-                (Some(true), Some(true)) => Some(true),
-                _ => None,
-            })
+            bool_value(and(left, truth(&eval(b, row, ctx)?)))
         }
         Expr::Or(a, b) => {
             let left = truth(&eval(a, row, ctx)?);
             if left == Some(true) {
                 return Ok(Value::Int(1));
             }
-            let right = truth(&eval(b, row, ctx)?);
-            bool_value(match (left, right) {
-                (_, Some(true)) => Some(true),
-                (Some(false), Some(false)) => Some(false),
-                _ => None,
-            })
+            bool_value(or(left, truth(&eval(b, row, ctx)?)))
         }
         Expr::Compare(op, a, b, collation) => {
             let (a, b) = (eval(a, row, ctx)?, eval(b, row, ctx)?);
@@ -101,31 +82,7 @@ pub fn eval(expr: &Expr, row: &[Value], ctx: &EvalContext) -> SqlResult<Value> {
             list,
             negated,
             collation,
-        } => {
-            let needle = eval(expr, row, ctx)?;
-            if needle.is_null() {
-                return Ok(Value::Null);
-            }
-            let mut saw_null = false;
-            let mut found = false;
-            for candidate in list {
-                match compare_in(*collation, &needle, &eval(candidate, row, ctx)?) {
-                    Some(Ordering::Equal) => {
-                        found = true;
-                        break;
-                    }
-                    None => saw_null = true,
-                    _ => {}
-                }
-            }
-            bool_value(if found {
-                Some(!negated)
-            } else if saw_null {
-                None
-            } else {
-                Some(*negated)
-            })
-        }
+        } => in_list(eval(expr, row, ctx)?, list, *negated, *collation, row, ctx)?,
         Expr::Between {
             expr,
             low,
@@ -133,18 +90,9 @@ pub fn eval(expr: &Expr, row: &[Value], ctx: &EvalContext) -> SqlResult<Value> {
             negated,
             collation,
         } => {
-            let v = eval(expr, row, ctx)?;
-            let compare = |bound: &Expr| -> SqlResult<_> {
-                Ok(compare_in(*collation, &v, &eval(bound, row, ctx)?))
-            };
-            let above = compare(low)?.map(|o| o != Ordering::Less);
-            let below = compare(high)?.map(|o| o != Ordering::Greater);
-            let inside = match (above, below) {
-                (Some(false), _) | (_, Some(false)) => Some(false),
-                (Some(true), Some(true)) => Some(true),
-                _ => None,
-            };
-            bool_value(inside.map(|b| b != *negated))
+            let value = eval(expr, row, ctx)?;
+            let (low, high) = (eval(low, row, ctx)?, eval(high, row, ctx)?);
+            between(&value, (&low, &high), *negated, *collation)
         }
         Expr::Like {
             expr,
@@ -152,26 +100,100 @@ pub fn eval(expr: &Expr, row: &[Value], ctx: &EvalContext) -> SqlResult<Value> {
             negated,
             collation,
         } => {
-            let (v, p) = (eval(expr, row, ctx)?, eval(pattern, row, ctx)?);
-            if v.is_null() || p.is_null() {
-                Value::Null
-            } else {
-                let matches = collation.like(&to_text(&v), &to_text(&p));
-                Value::Int(i64::from(matches != *negated))
-            }
+            let (value, pattern) = (eval(expr, row, ctx)?, eval(pattern, row, ctx)?);
+            like(&value, &pattern, *negated, *collation)
         }
         Expr::Call(function, args) => crate::functions::call(*function, args, row, ctx)?,
-        Expr::Cast(e, column_type) => {
-            let v = eval(e, row, ctx)?;
-            match column_type {
-                kista_client::types::ColumnType::Text { .. } => Value::Bytes(to_text(&v)),
-                kista_client::types::ColumnType::Blob => Value::Bytes(to_text(&v)),
-                kista_client::types::ColumnType::Int { signed: true, .. } => {
-                    value::to_i64(&v).map_or(Value::Null, Value::Int)
-                }
-                other => value::coerce(&v, *other, "CAST")?,
-            }
+        Expr::Cast(e, column_type) => cast(eval(e, row, ctx)?, *column_type)?,
+    })
+}
+
+/// SQL's AND of two truths (`None`: unknown).
+fn and(left: Option<bool>, right: Option<bool>) -> Option<bool> {
+    match (left, right) {
+        (Some(false), _) | (_, Some(false)) => Some(false),
+        (Some(true), Some(true)) => Some(true),
+        _ => None,
+    }
+}
+
+/// SQL's OR of two truths (`None`: unknown).
+fn or(left: Option<bool>, right: Option<bool>) -> Option<bool> {
+    match (left, right) {
+        (Some(true), _) | (_, Some(true)) => Some(true),
+        (Some(false), Some(false)) => Some(false),
+        _ => None,
+    }
+}
+
+/// `needle [NOT] IN (list)`: found, unknown when a candidate (or the needle) is NULL and
+/// none equals it, otherwise not found.
+fn in_list(
+    needle: Value,
+    list: &[Expr],
+    negated: bool,
+    collation: Collation,
+    row: &[Value],
+    ctx: &EvalContext,
+) -> SqlResult<Value> {
+    if needle.is_null() {
+        return Ok(Value::Null);
+    }
+    let mut saw_null = false;
+    for candidate in list {
+        match compare_in(collation, &needle, &eval(candidate, row, ctx)?) {
+            Some(Ordering::Equal) => return Ok(bool_value(Some(!negated))),
+            None => saw_null = true,
+            _ => {}
         }
+    }
+    Ok(bool_value((!saw_null).then_some(negated)))
+}
+
+/// `value [NOT] BETWEEN low AND high` under `collation`.
+fn between(
+    value: &Value,
+    (low, high): (&Value, &Value),
+    negated: bool,
+    collation: Collation,
+) -> Value {
+    let above = compare_in(collation, value, low).map(|o| o != Ordering::Less);
+    let below = compare_in(collation, value, high).map(|o| o != Ordering::Greater);
+    bool_value(and(above, below).map(|inside| inside != negated))
+}
+
+/// `-value`: error 1690 where an integer's negation overflows.
+fn negated(value: Value) -> SqlResult<Value> {
+    Ok(match value {
+        Value::Null => Value::Null,
+        Value::Int(n) => Value::Int(n.checked_neg().ok_or_else(overflow)?),
+        Value::UInt(n) => Value::Int(-i64::try_from(n).map_err(|_| overflow())?),
+        Value::Decimal(d) => Value::Decimal(Decimal {
+            unscaled: -d.unscaled,
+            scale: d.scale,
+        }),
+        other => Value::Double(-to_f64(&other).unwrap_or(0.0)),
+    })
+}
+
+/// `value [NOT] LIKE pattern` under `collation`; NULL when either is.
+fn like(value: &Value, pattern: &Value, negated: bool, collation: Collation) -> Value {
+    if value.is_null() || pattern.is_null() {
+        return Value::Null;
+    }
+    let matches = collation.like(&to_text(value), &to_text(pattern));
+    Value::Int(i64::from(matches != negated))
+}
+
+/// `CAST(value AS column_type)`.
+fn cast(value: Value, column_type: kista_client::types::ColumnType) -> SqlResult<Value> {
+    use kista_client::types::ColumnType;
+    Ok(match column_type {
+        ColumnType::Text { .. } | ColumnType::Blob => Value::Bytes(to_text(&value)),
+        ColumnType::Int { signed: true, .. } => {
+            value::to_i64(&value).map_or(Value::Null, Value::Int)
+        }
+        other => value::coerce(&value, other, "CAST")?,
     })
 }
 

@@ -11,11 +11,11 @@ use kista_client::LockKind;
 
 use super::from::{bind_from, FromItem};
 use super::{split_correlated, OutputColumn, SelectPlan};
+use crate::catalog::BindCatalog;
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{bind, Aggregate, Binder, Expr, ScopeColumn};
 use crate::join::{self, JoinSource, JoinedTable};
 use crate::plan::{choose_access, Access};
-use crate::session::Session;
 use crate::subquery::{Correlation, Outer};
 
 /// `*` (or `table.*`): every column of the scope (of that table) SQL sees, in order.
@@ -46,7 +46,7 @@ fn wildcard(scope: &[ScopeColumn], table: Option<&str>) -> SqlResult<Vec<OutputC
 /// Binds a SELECT (a set operation is `union.rs`'s): FROM, the select list, WHERE,
 /// GROUP BY, HAVING, ORDER BY and LIMIT, then the access path and the columns to read.
 pub fn bind_query(
-    session: &Session,
+    session: &dyn BindCatalog,
     query: &ast::Query,
     placeholders: &[Location],
 ) -> SqlResult<SelectPlan> {
@@ -55,7 +55,7 @@ pub fn bind_query(
 
 /// Binds a SELECT that may be a correlated subquery of the query `outer` describes.
 pub(crate) fn bind_query_within(
-    session: &Session,
+    session: &dyn BindCatalog,
     query: &ast::Query,
     placeholders: &[Location],
     outer: Option<&Outer>,
@@ -70,7 +70,7 @@ pub(crate) fn bind_query_within(
     let scope = from.scope();
     let correlation = Correlation::new(session, outer, scope.len());
     let clause = |place| Binder {
-        subqueries: Some(&session.subqueries),
+        subqueries: Some(session.subqueries()),
         correlation: Some(&correlation),
         ..Binder::over(&scope, placeholders, place)
     };

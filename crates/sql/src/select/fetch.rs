@@ -4,17 +4,18 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use kista_client::filter::{CompareOp as FilterOp, Filter};
-use kista_client::types::{ColumnType, Value};
+use kista_client::filter::Filter;
+use kista_client::types::Value;
 use kista_client::{IndexBound, LockKind, ScanSpec};
 
 use super::finish::encode_group_key;
+use super::pushdown::pushed_filter;
 use super::{constant, key_values, FrontTable, SelectPlan};
 use crate::catalog::SqlTable;
 use crate::error::{SqlError, SqlResult};
-use crate::expr::{eval, CompareOp, Expr};
+use crate::expr::{eval, Expr};
 use crate::join::{self, JoinedTable};
-use crate::plan::{pushable, Access};
+use crate::plan::Access;
 use crate::processes::ROWS_PER_KILL_CHECK;
 use crate::session::{Session, Tx, RESULT_ROWS_MAX};
 use crate::value::{compare_in, fit_exactly};
@@ -35,16 +36,7 @@ pub(super) fn fetch_joined(
     };
     for step in joined {
         let pushed_filter = |conditions: &[Expr]| -> Option<Filter> {
-            let filters: Vec<Filter> = conditions
-                .iter()
-                .filter(|c| pushable(c))
-                .filter_map(|c| to_filter(session, step.table.cluster()?, c, params))
-                .collect();
-            match filters.len() {
-                0 => None,
-                1 => filters.into_iter().next(),
-                _ => Some(Filter::And(filters)),
-            }
+            pushed_filter(session, step.table.cluster()?, conditions, params)
         };
         rows = join::extend(tx, session, rows, step, params, pushed_filter)?;
     }
@@ -99,97 +91,31 @@ pub(crate) fn fetch(
     params: &[Value],
     last: bool,
 ) -> SqlResult<Vec<Vec<Value>>> {
-    let schema = table.schema();
-    let width = schema.columns.len();
     let columns: Vec<u16> = plan.needed_columns.iter().map(|&c| c as u16).collect();
-    let widen = |values: Vec<Value>| -> Vec<Value> {
-        if columns.is_empty() {
-            return values;
-        }
-        let mut row = vec![Value::Null; width];
-        for (&c, v) in columns.iter().zip(values) {
-            row[usize::from(c)] = v;
-        }
-        row
+    let read = Read {
+        session,
+        plan,
+        table,
+        params,
+        columns: &columns,
+        lock: tx.read_lock(table.table.id, plan.lock),
+        last,
     };
-    let lock = tx.read_lock(table.table.id, plan.lock);
-    let mut access = plan.access.clone();
-    let keys: Vec<Vec<Value>> = match &plan.access {
-        Access::PrimaryKey(exprs) => {
-            match key_values(session, table, &schema.primary_key, exprs, params)? {
-                Some(key) => vec![key],
-                None => {
-                    access = Access::Scan;
-                    Vec::new()
-                }
-            }
-        }
-        Access::PrimaryKeyIn(exprs) => {
-            let mut keys = Vec::with_capacity(exprs.len());
-            for expr in exprs {
-                match key_values(
-                    session,
-                    table,
-                    &schema.primary_key,
-                    std::slice::from_ref(expr),
-                    params,
-                )? {
-                    Some(key) => keys.push(key),
-                    None => {
-                        access = Access::Scan;
-                        break;
-                    }
-                }
-            }
-            // In key order, each key once (as its column's collation sees keys: under a
-            // case-insensitive key 'a' and 'A' are one row).
-            let collation = table.key_collations()[0];
-            let order = |a: &Vec<Value>, b: &Vec<Value>| compare_in(collation, &a[0], &b[0]);
-            keys.sort_by(|a, b| order(a, b).unwrap_or(Ordering::Equal));
-            keys.dedup_by(|a, b| order(a, b) == Some(Ordering::Equal));
-            keys
-        }
-        _ => Vec::new(),
+    let found = match &plan.access {
+        Access::PrimaryKey(_) | Access::PrimaryKeyIn(_) => match read.primary_keys()? {
+            Some(keys) => read_keys_in(tx, table, &keys, read.lock, &columns, last)?,
+            None => read.scan(tx, None)?,
+        },
+        Access::Unique { index, key } => read.unique(tx, index, key)?,
+        Access::Range { .. } => read.scan(tx, Some(&plan.access))?,
+        Access::Scan => read.scan(tx, None)?,
     };
-    let found: Vec<Vec<Value>> = match &access {
-        Access::PrimaryKey(_) | Access::PrimaryKeyIn(_) => {
-            read_keys_in(tx, table, &keys, lock, &columns, last)?
-        }
-        Access::Unique { index, key } => {
-            let index_columns = table.table.index(index)?.1.columns.clone();
-            match key_values(session, table, &index_columns, key, params)? {
-                Some(key) => {
-                    let op = tx.transaction.read_unique(
-                        &table.table,
-                        index,
-                        &key,
-                        lock,
-                        columns.clone(),
-                    )?;
-                    let done = tx.execute(last)?;
-                    done.row(op).map(|r| r.to_vec()).into_iter().collect()
-                }
-                None => scan(tx, session, plan, lock, table, None, &columns, params, last)?,
-            }
-        }
-        Access::Range { .. } => scan(
-            tx,
-            session,
-            plan,
-            lock,
-            table,
-            Some(&access),
-            &columns,
-            params,
-            last,
-        )?,
-        Access::Scan => scan(tx, session, plan, lock, table, None, &columns, params, last)?,
-    };
+    let width = table.schema().columns.len();
     let mut rows = Vec::with_capacity(found.len());
     let variable = |name: &str| session.variable(name);
     let ctx = session.eval_context(params, &[], &variable);
     for values in found {
-        let row = widen(values);
+        let row = widened(values, &columns, width);
         if let Some(filter) = &plan.filter {
             if crate::value::truth(&eval(filter, &row, &ctx)?) != Some(true) {
                 continue;
@@ -198,6 +124,77 @@ pub(crate) fn fetch(
         rows.push(row);
     }
     Ok(rows)
+}
+
+/// A row of the values of `columns` (all, when empty) as a row of the table's `width`,
+/// NULL where not read.
+fn widened(values: Vec<Value>, columns: &[u16], width: usize) -> Vec<Value> {
+    if columns.is_empty() {
+        return values;
+    }
+    let mut row = vec![Value::Null; width];
+    for (&c, v) in columns.iter().zip(values) {
+        row[usize::from(c)] = v;
+    }
+    row
+}
+
+/// How one table's rows are read for a plan: its columns (none: all), under its lock.
+struct Read<'a> {
+    session: &'a Session<'a>,
+    plan: &'a SelectPlan,
+    table: &'a Arc<SqlTable>,
+    params: &'a [Value],
+    columns: &'a [u16],
+    lock: LockKind,
+    last: bool,
+}
+
+impl Read<'_> {
+    /// The primary keys a key or IN-list access names, in key order, each once (as the
+    /// key's collation sees keys: under a case-insensitive key 'a' and 'A' are one row);
+    /// `None` when one does not fit the key (a scan then decides, as MySQL compares).
+    fn primary_keys(&self) -> SqlResult<Option<Vec<Vec<Value>>>> {
+        let key_columns = &self.table.schema().primary_key;
+        let key =
+            |exprs: &[Expr]| key_values(self.session, self.table, key_columns, exprs, self.params);
+        let mut keys = match &self.plan.access {
+            Access::PrimaryKey(exprs) => return Ok(key(exprs)?.map(|key| vec![key])),
+            Access::PrimaryKeyIn(exprs) => Vec::with_capacity(exprs.len()),
+            _ => return Ok(None),
+        };
+        if let Access::PrimaryKeyIn(exprs) = &self.plan.access {
+            for expr in exprs {
+                match key(std::slice::from_ref(expr))? {
+                    Some(found) => keys.push(found),
+                    None => return Ok(None),
+                }
+            }
+        }
+        let collation = self.table.key_collations()[0];
+        let order = |a: &Vec<Value>, b: &Vec<Value>| compare_in(collation, &a[0], &b[0]);
+        keys.sort_by(|a, b| order(a, b).unwrap_or(Ordering::Equal));
+        keys.dedup_by(|a, b| order(a, b) == Some(Ordering::Equal));
+        Ok(Some(keys))
+    }
+
+    /// The row a unique index's key names (a scan when the key does not fit).
+    fn unique(&self, tx: &mut Tx, index: &str, key: &[Expr]) -> SqlResult<Vec<Vec<Value>>> {
+        let index_columns = self.table.table.index(index)?.1.columns.clone();
+        let Some(key) = key_values(self.session, self.table, &index_columns, key, self.params)?
+        else {
+            return self.scan(tx, None);
+        };
+        let op = (tx.transaction).read_unique(
+            &self.table.table,
+            index,
+            &key,
+            self.lock,
+            self.columns.to_vec(),
+        )?;
+        let done = tx.execute(self.last)?;
+        Ok(done.row(op).map(|r| r.to_vec()).into_iter().collect())
+    }
 }
 
 /// Reads rows by primary key in one batch (one round trip) in `tx`.
@@ -228,36 +225,66 @@ pub fn read_keys_in(
         .collect())
 }
 
-/// Scans (a range of an index, or everything) with the WHERE's pushable conjuncts as a
-/// filter in the data nodes. Locking reads scan for the keys, then read the rows by key
-/// under the lock in the session's transaction.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn scan(
-    tx: &mut Tx,
-    session: &Session,
-    plan: &SelectPlan,
-    lock: LockKind,
-    table: &Arc<SqlTable>,
-    range: Option<&Access>,
-    columns: &[u16],
-    params: &[Value],
-    last: bool,
-) -> SqlResult<Vec<Vec<Value>>> {
-    // One spec per range; any bound that does not fit the column exactly (MySQL would
-    // compare it as a number) makes it a full scan, the WHERE deciding.
-    let mut specs = vec![ScanSpec::full()];
-    if let Some(Access::Range {
-        index,
-        column,
-        ranges,
-    }) = range
-    {
-        let column_type = table.schema().columns[*column].column_type;
+impl Read<'_> {
+    /// Scans (`range` of an index, or everything) with the WHERE's pushable conjuncts as a
+    /// filter in the data nodes. Locking reads scan for the keys, then read the rows by
+    /// key under the lock in the session's transaction.
+    fn scan(&self, tx: &mut Tx, range: Option<&Access>) -> SqlResult<Vec<Vec<Value>>> {
+        let (session, table) = (self.session, self.table);
+        let specs = match range {
+            Some(range) => self.range_specs(range)?,
+            None => vec![ScanSpec::full()],
+        };
+        let filter = pushed_filter(session, table, &self.plan.conjuncts, self.params);
+        let locking = self.lock != LockKind::Committed;
+        let key_columns = table.key_columns();
+        let several = specs.len() > 1;
+        // Scans are all sent before any is read: their round trips overlap.
+        let mut scans = Vec::with_capacity(specs.len());
+        for mut spec in specs {
+            if let Some(filter) = &filter {
+                spec = spec.filter(filter.clone());
+            }
+            if locking {
+                spec = spec.columns(key_columns.clone());
+            } else if !self.columns.is_empty() {
+                spec = spec.columns(self.columns.to_vec());
+            }
+            scans.push(session.catalog.client().scan(&table.table, spec)?);
+        }
+        // Overlapping ranges (or a repeated IN value) find a row more than once.
+        let key_positions: Option<Vec<usize>> = several.then(|| match (locking, self.columns) {
+            (true, _) => (0..key_columns.len()).collect(),
+            (false, []) => table.schema().primary_key.clone(),
+            (false, columns) => (key_columns.iter())
+                .filter_map(|k| columns.iter().position(|c| c == k))
+                .collect(),
+        });
+        let mut rows = self.scanned_rows(scans, key_positions.as_deref())?;
+        if locking {
+            add_written_keys(tx, table, &mut rows);
+            return read_keys_in(tx, table, &rows, self.lock, self.columns, self.last);
+        }
+        Ok(rows)
+    }
+
+    /// One scan per range of a range access; a full scan when a bound does not fit the
+    /// column exactly (MySQL would compare it as a number), the WHERE deciding.
+    fn range_specs(&self, range: &Access) -> SqlResult<Vec<ScanSpec>> {
+        let Access::Range {
+            index,
+            column,
+            ranges,
+        } = range
+        else {
+            return Ok(vec![ScanSpec::full()]);
+        };
+        let column_type = self.table.schema().columns[*column].column_type;
         let bound = |end: &Option<(Expr, bool)>| -> SqlResult<Option<Option<IndexBound>>> {
             let Some((expr, inclusive)) = end else {
                 return Ok(Some(None));
             };
-            let value = constant(session, expr, params)?;
+            let value = constant(self.session, expr, self.params)?;
             Ok(fit_exactly(&value, column_type).map(|v| {
                 Some(IndexBound {
                     values: vec![v],
@@ -265,94 +292,54 @@ pub(super) fn scan(
                 })
             }))
         };
-        let mut ranged = Vec::with_capacity(ranges.len());
+        let mut specs = Vec::with_capacity(ranges.len());
         for range in ranges {
-            match (bound(&range.lower)?, bound(&range.upper)?) {
-                (Some(lower), Some(upper)) => {
-                    let spec = ScanSpec::index_range(&table.table, index, lower, upper, false)?;
-                    // Several ranges are merged here, not in index order.
-                    ranged.push(if ranges.len() > 1 {
-                        spec.unordered()
-                    } else {
-                        spec
-                    });
-                }
-                _ => {
-                    ranged.clear();
-                    break;
-                }
-            }
+            let (Some(lower), Some(upper)) = (bound(&range.lower)?, bound(&range.upper)?) else {
+                return Ok(vec![ScanSpec::full()]);
+            };
+            let spec = ScanSpec::index_range(&self.table.table, index, lower, upper, false)?;
+            // Several ranges are merged here, not in index order.
+            specs.push(if ranges.len() > 1 {
+                spec.unordered()
+            } else {
+                spec
+            });
         }
-        if !ranged.is_empty() {
-            specs = ranged;
-        }
+        Ok(specs)
     }
-    let pushed: Vec<Filter> = plan
-        .conjuncts
-        .iter()
-        .filter(|c| pushable(c))
-        .filter_map(|c| to_filter(session, table, c, params))
-        .collect();
-    let filter = match pushed.len() {
-        0 => None,
-        1 => pushed.into_iter().next(),
-        _ => Some(Filter::And(pushed)),
-    };
-    let locking = lock != LockKind::Committed;
-    let key_columns = table.key_columns();
-    let key_collations = table.key_collations();
-    let several = specs.len() > 1;
-    // Scans are all sent before any is read: their round trips overlap.
-    let mut scans = Vec::with_capacity(specs.len());
-    for mut spec in specs {
-        if let Some(filter) = &filter {
-            spec = spec.filter(filter.clone());
-        }
-        if locking {
-            spec = spec.columns(key_columns.clone());
-        } else if !columns.is_empty() {
-            spec = spec.columns(columns.to_vec());
-        }
-        scans.push(session.catalog.client().scan(&table.table, spec)?);
-    }
-    let mut rows = Vec::new();
-    // Overlapping ranges (or a repeated IN value) find a row more than once.
-    let mut seen = super::finish::group_keys();
-    let key_positions: Vec<usize> = if locking {
-        (0..key_columns.len()).collect()
-    } else if columns.is_empty() {
-        table.schema().primary_key.clone()
-    } else {
-        key_columns
-            .iter()
-            .filter_map(|k| columns.iter().position(|c| c == k))
-            .collect()
-    };
-    for scan in scans {
-        for row in scan {
-            let row = row?;
-            if rows.len() % ROWS_PER_KILL_CHECK == 0 {
-                if let Some(process) = &session.process {
-                    process.check_killed()?;
+
+    /// The rows of `scans`, each once by its key at `key_positions` (when given); error
+    /// 1104 past [`RESULT_ROWS_MAX`]; KILL checked as they come.
+    fn scanned_rows(
+        &self,
+        scans: Vec<kista_client::Scan<'_>>,
+        key_positions: Option<&[usize]>,
+    ) -> SqlResult<Vec<Vec<Value>>> {
+        let key_collations = self.table.key_collations();
+        let mut seen = super::finish::group_keys();
+        let mut rows = Vec::new();
+        for scan in scans {
+            for row in scan {
+                let row = row?;
+                if rows.len() % ROWS_PER_KILL_CHECK == 0 {
+                    if let Some(process) = &self.session.process {
+                        process.check_killed()?;
+                    }
+                }
+                if let Some(positions) = key_positions {
+                    let key: Vec<Value> = positions.iter().map(|&p| row[p].clone()).collect();
+                    if !seen.insert(encode_group_key(&key, &key_collations)) {
+                        continue;
+                    }
+                }
+                rows.push(row);
+                if rows.len() > RESULT_ROWS_MAX {
+                    return Err(SqlError::new(1104, "42000", format!("The SELECT would examine more than {RESULT_ROWS_MAX} rows, the front end's limit")));
                 }
             }
-            if several {
-                let key: Vec<Value> = key_positions.iter().map(|&p| row[p].clone()).collect();
-                if !seen.insert(encode_group_key(&key, &key_collations)) {
-                    continue;
-                }
-            }
-            rows.push(row);
-            if rows.len() > RESULT_ROWS_MAX {
-                return Err(SqlError::new(1104, "42000", format!("The SELECT would examine more than {RESULT_ROWS_MAX} rows, the front end's limit")));
-            }
         }
+        Ok(rows)
     }
-    if locking {
-        add_written_keys(tx, table, &mut rows);
-        return read_keys_in(tx, table, &rows, lock, columns, last);
-    }
-    Ok(rows)
 }
 
 /// Adds to `keys` (primary keys a scan found) the keys of the rows of `table_id` the
@@ -370,140 +357,5 @@ pub(crate) fn add_written_keys(tx: &Tx, table: &SqlTable, keys: &mut Vec<Vec<Val
         if seen.insert(encode_group_key(key, &collations)) {
             keys.push(key.clone());
         }
-    }
-}
-
-/// A WHERE conjunct as a data-node filter, its constants evaluated and made to fit the
-/// column; `None` when it cannot be carried exactly.
-pub(super) fn to_filter(
-    session: &Session,
-    table: &SqlTable,
-    expr: &Expr,
-    params: &[Value],
-) -> Option<Filter> {
-    let column_value = |column: usize, e: &Expr| -> Option<Value> {
-        let value = constant(session, e, params).ok()?;
-        fit_exactly(&value, table.schema().columns[column].column_type)
-    };
-    let compare_filter = |column: usize, op: CompareOp, e: &Expr| -> Option<Filter> {
-        let op = match op {
-            CompareOp::Eq => FilterOp::Eq,
-            CompareOp::NotEq => FilterOp::Ne,
-            CompareOp::Lt => FilterOp::Lt,
-            CompareOp::LtEq => FilterOp::Le,
-            CompareOp::Gt => FilterOp::Gt,
-            CompareOp::GtEq => FilterOp::Ge,
-            CompareOp::NullSafeEq => return None,
-        };
-        Some(Filter::Compare {
-            column,
-            op,
-            value: column_value(column, e)?,
-        })
-    };
-    match expr {
-        Expr::Compare(op, left, right, _) => match (left.as_ref(), right.as_ref()) {
-            (Expr::Column(c), e) => compare_filter(*c, *op, e),
-            (e, Expr::Column(c)) => {
-                let flipped = op.flipped();
-                compare_filter(*c, flipped, e)
-            }
-            _ => None,
-        },
-        Expr::IsNull { expr, negated } => match expr.as_ref() {
-            Expr::Column(c) => {
-                let is_null = Filter::IsNull(*c);
-                Some(if *negated {
-                    Filter::Not(Box::new(is_null))
-                } else {
-                    is_null
-                })
-            }
-            _ => None,
-        },
-        Expr::Like {
-            expr,
-            pattern,
-            negated,
-            ..
-        } => {
-            let Expr::Column(c) = expr.as_ref() else {
-                return None;
-            };
-            let col = &table.schema().columns[*c];
-            if !matches!(
-                col.column_type,
-                ColumnType::Char { .. }
-                    | ColumnType::VarChar { .. }
-                    | ColumnType::Text { .. }
-                    | ColumnType::Binary { .. }
-                    | ColumnType::VarBinary { .. }
-                    | ColumnType::Blob
-            ) {
-                return None;
-            }
-            let Value::Bytes(pattern) = constant(session, pattern, params).ok()? else {
-                return None;
-            };
-            let like = Filter::Like {
-                column: *c,
-                pattern,
-            };
-            Some(if *negated {
-                Filter::Not(Box::new(like))
-            } else {
-                like
-            })
-        }
-        Expr::Between {
-            expr,
-            low,
-            high,
-            negated,
-            ..
-        } => {
-            let Expr::Column(c) = expr.as_ref() else {
-                return None;
-            };
-            let inside = Filter::And(vec![
-                compare_filter(*c, CompareOp::GtEq, low)?,
-                compare_filter(*c, CompareOp::LtEq, high)?,
-            ]);
-            Some(if *negated {
-                Filter::Not(Box::new(inside))
-            } else {
-                inside
-            })
-        }
-        Expr::InList {
-            expr,
-            list,
-            negated,
-            ..
-        } => {
-            let Expr::Column(c) = expr.as_ref() else {
-                return None;
-            };
-            let any = Filter::Or(
-                list.iter()
-                    .map(|e| compare_filter(*c, CompareOp::Eq, e))
-                    .collect::<Option<_>>()?,
-            );
-            Some(if *negated {
-                Filter::Not(Box::new(any))
-            } else {
-                any
-            })
-        }
-        Expr::And(a, b) => Some(Filter::And(vec![
-            to_filter(session, table, a, params)?,
-            to_filter(session, table, b, params)?,
-        ])),
-        Expr::Or(a, b) => Some(Filter::Or(vec![
-            to_filter(session, table, a, params)?,
-            to_filter(session, table, b, params)?,
-        ])),
-        Expr::Not(e) => Some(Filter::Not(Box::new(to_filter(session, table, e, params)?))),
-        _ => None,
     }
 }

@@ -13,13 +13,12 @@ use sqlparser::ast::{self, TableFactor};
 use kista_client::schema::{Column, TableSchema};
 
 use super::FrontTable;
-use crate::catalog::SqlTable;
+use crate::catalog::{BindCatalog, SqlTable};
 use crate::error::{SqlError, SqlResult};
 use crate::expr::ScopeColumn;
 use crate::information_schema::{self, SystemTable};
 use crate::join::JoinSource;
 use crate::output::type_of_value;
-use crate::session::Session;
 use crate::subquery::Met;
 
 /// What a query's FROM names: nothing, one table (of the cluster, or one the front end
@@ -134,7 +133,7 @@ impl BoundFrom<'_> {
 }
 
 pub(super) fn bind_from<'q>(
-    session: &Session,
+    session: &dyn BindCatalog,
     from: &'q [ast::TableWithJoins],
 ) -> SqlResult<BoundFrom<'q>> {
     let mut bound = BoundFrom {
@@ -197,7 +196,7 @@ fn join_kind(operator: &ast::JoinOperator) -> SqlResult<(bool, bool, &ast::JoinC
 
 /// Adds one JOIN of a FROM item whose first table is `items[first_of_item]`.
 fn join_one<'q>(
-    session: &Session,
+    session: &dyn BindCatalog,
     bound: &mut BoundFrom<'q>,
     join: &'q ast::Join,
     first_of_item: usize,
@@ -335,7 +334,7 @@ fn is_dual(relation: &TableFactor) -> bool {
 
 /// A FROM item standing alone: derived, `information_schema`, a table of the cluster or
 /// else a view (looked up only when no table has the name).
-fn only_table_of(session: &Session, relation: &TableFactor) -> SqlResult<OnlyTable> {
+fn only_table_of(session: &dyn BindCatalog, relation: &TableFactor) -> SqlResult<OnlyTable> {
     if let TableFactor::Derived {
         subquery, alias, ..
     } = relation
@@ -362,7 +361,7 @@ fn only_table_of(session: &Session, relation: &TableFactor) -> SqlResult<OnlyTab
 /// The view a FROM item names, run as a derived table named by its alias or its own
 /// name; `missing` (no table has the name) where no view does either.
 fn view_of(
-    session: &Session,
+    session: &dyn BindCatalog,
     relation: &TableFactor,
     missing: SqlError,
 ) -> SqlResult<(FrontTable, TableSchema, String)> {
@@ -370,7 +369,7 @@ fn view_of(
         return Err(missing);
     };
     let (database, view) = split_name(session, name)?;
-    let Some(definition) = session.catalog.view(&database, &view)? else {
+    let Some(definition) = session.view(&database, &view)? else {
         return Err(missing);
     };
     let parsed = crate::session::parse(&definition)?;
@@ -393,7 +392,7 @@ fn view_of(
 /// Its columns are named by the query's and typed by their first value that is not NULL,
 /// else by the query's result.
 fn derived_table_of(
-    session: &Session,
+    session: &dyn BindCatalog,
     subquery: &ast::Query,
     alias: Option<&str>,
     database: Option<&str>,
@@ -405,7 +404,7 @@ fn derived_table_of(
             "Every derived table must have its own alias",
         ));
     };
-    let (names, types, rows) = match session.subqueries.met_in(subquery, database) {
+    let (names, types, rows) = match session.subqueries().met_in(subquery, database) {
         None => return Err(SqlError::not_supported("derived tables here")),
         // A derived table may not name a column of the query around it (LATERAL).
         Some(Met::Wanted(error) | Met::Correlated(error)) => return Err(error),
@@ -433,7 +432,7 @@ fn derived_table_of(
 /// The `information_schema` table a FROM item names, its schema and alias; `None` for any
 /// other table.
 pub(super) fn system_table_of(
-    session: &Session,
+    session: &dyn BindCatalog,
     relation: &TableFactor,
 ) -> SqlResult<Option<(SystemTable, TableSchema, String)>> {
     let TableFactor::Table { name, alias, .. } = relation else {
@@ -447,7 +446,7 @@ pub(super) fn system_table_of(
         .collect();
     let table = match parts.as_slice() {
         [database, table] if database.eq_ignore_ascii_case(information_schema::DATABASE) => *table,
-        [table] if session.database.as_deref() == Some(information_schema::DATABASE) => *table,
+        [table] if session.database() == Some(information_schema::DATABASE) => *table,
         _ => return Ok(None),
     };
     let system = SystemTable::named(table)?;
@@ -458,7 +457,10 @@ pub(super) fn system_table_of(
 }
 
 /// The table a FROM item names, and the name its columns are qualified with.
-pub fn table_of(session: &Session, relation: &TableFactor) -> SqlResult<(Arc<SqlTable>, String)> {
+pub fn table_of(
+    session: &dyn BindCatalog,
+    relation: &TableFactor,
+) -> SqlResult<(Arc<SqlTable>, String)> {
     let TableFactor::Table {
         name,
         alias,
@@ -469,7 +471,7 @@ pub fn table_of(session: &Session, relation: &TableFactor) -> SqlResult<(Arc<Sql
         return Err(SqlError::not_supported(relation));
     };
     let (database, table) = split_name(session, name)?;
-    let table = session.catalog.table(&database, &table)?;
+    let table = session.table(&database, &table)?;
     let alias = alias
         .as_ref()
         .map_or_else(|| table.name.clone(), |a| a.name.value.clone());
@@ -477,7 +479,10 @@ pub fn table_of(session: &Session, relation: &TableFactor) -> SqlResult<(Arc<Sql
 }
 
 /// `db.table` or `table` (in the current database).
-pub fn split_name(session: &Session, name: &ast::ObjectName) -> SqlResult<(String, String)> {
+pub fn split_name(
+    session: &dyn BindCatalog,
+    name: &ast::ObjectName,
+) -> SqlResult<(String, String)> {
     let parts: Vec<String> = name
         .0
         .iter()

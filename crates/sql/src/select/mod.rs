@@ -6,7 +6,11 @@ mod bind;
 mod fetch;
 mod finish;
 mod from;
+mod pushdown;
 pub mod union;
+
+#[cfg(test)]
+mod tests;
 
 pub use bind::bind_query;
 pub(crate) use bind::bind_query_within;

@@ -27,6 +27,7 @@ use sqlparser::tokenizer::Location;
 
 use kista_client::types::{Collation, ColumnType, Value};
 
+use crate::catalog::BindCatalog;
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{eval, find_column, CompareOp, Expr, ScopeColumn};
 use crate::select::{self, SelectPlan};
@@ -82,7 +83,7 @@ impl Outer<'_> {
 /// What a query's binders need for correlated subqueries: the query around it (if it
 /// is one), and where its own correlated subqueries are kept.
 pub(crate) struct Correlation<'a> {
-    session: &'a Session<'a>,
+    session: &'a dyn BindCatalog,
     /// The query around this one, whose columns names may also mean.
     pub(crate) outer: Option<&'a Outer<'a>>,
     /// The width of this query's row: its correlated subqueries' values follow.
@@ -92,7 +93,7 @@ pub(crate) struct Correlation<'a> {
 
 impl<'a> Correlation<'a> {
     pub(crate) fn new(
-        session: &'a Session<'a>,
+        session: &'a dyn BindCatalog,
         outer: Option<&'a Outer<'a>>,
         width: usize,
     ) -> Self {
@@ -180,6 +181,12 @@ impl Correlated {
         if let Kind::Quantified { left, .. } = &self.kind {
             left.visit(f);
         }
+    }
+
+    /// The outer values it reads, as expressions over the outer row.
+    #[cfg(test)]
+    pub(crate) fn outer_values(&self) -> &[Expr] {
+        &self.outer_values
     }
 
     /// The type of its value, where known.

@@ -216,6 +216,39 @@ pub fn answering<T>(
     ))
 }
 
+/// Binds `query` as [`bind_answering`] does, but runs no subquery (there is no cluster):
+/// a subquery that binds alone is refused (1235), one that stops on an unknown column is
+/// marked correlated and bound as one. For binding and planning tests.
+#[cfg(test)]
+pub(crate) fn bind_without_running(
+    catalog: &dyn crate::catalog::BindCatalog,
+    query: &ast::Query,
+    placeholders: &[Location],
+) -> SqlResult<SelectPlan> {
+    let subqueries = catalog.subqueries();
+    for _ in 0..=SUBQUERIES_MAX {
+        let outer = subqueries.answering.replace(true);
+        let bound = select::bind_query(catalog, query, placeholders);
+        subqueries.answering.set(outer);
+        let Some(wanted) = subqueries.wanted.borrow_mut().take() else {
+            return bound;
+        };
+        match bind_without_running(catalog, &wanted.query, placeholders) {
+            Err(e) if e.code == UNKNOWN_COLUMN => {
+                let place = place_of(&wanted.query, wanted.database.as_deref());
+                subqueries.correlated.borrow_mut().insert(place, e);
+            }
+            Err(e) => return Err(e),
+            Ok(_) => {
+                return Err(SqlError::not_supported(
+                    "running a subquery without a cluster",
+                ))
+            }
+        }
+    }
+    Err(SqlError::not_supported("this many subqueries"))
+}
+
 /// MySQL's "Unknown column": a subquery that stops on it alone is correlated.
 const UNKNOWN_COLUMN: u16 = 1054;
 

@@ -32,9 +32,15 @@ fn image() -> (Vec<u8>, SchemaImage) {
             definition: definition("#index"),
         },
     ];
-    let entries = tables
-        .iter()
-        .map(|t| (t.table_id, t.version, t.index_of, &t.definition));
+    let encoded: Vec<Vec<u8>> = (tables.iter())
+        .map(|t| {
+            let mut body = Vec::new();
+            t.definition.encode(&mut body);
+            body
+        })
+        .collect();
+    let entries = (tables.iter().zip(&encoded))
+        .map(|(t, body)| (t.table_id, t.version, t.index_of, body.as_slice()));
     let bytes = encode(7, 5, entries);
     let image = SchemaImage {
         sequence: 7,

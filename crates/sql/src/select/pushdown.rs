@@ -1,0 +1,145 @@
+//! WHERE conditions the data nodes check: a conjunct the front end can state exactly as a
+//! [`Filter`] (its constants evaluated and made to fit the column) goes with the scan, so
+//! rows that fail it never leave the data node. One that cannot stays with the front end,
+//! which checks the whole WHERE on every row it receives anyway.
+
+use kista_client::filter::{CompareOp as FilterOp, Filter};
+use kista_client::types::{ColumnType, Value};
+
+use super::constant;
+use crate::catalog::SqlTable;
+use crate::expr::{CompareOp, Expr};
+use crate::plan::pushable;
+use crate::session::Session;
+use crate::value::fit_exactly;
+
+/// The AND of the `conjuncts` a data node holding `table` can check (`None`: none).
+pub(super) fn pushed_filter(
+    session: &Session,
+    table: &SqlTable,
+    conjuncts: &[Expr],
+    params: &[Value],
+) -> Option<Filter> {
+    let pushdown = Pushdown {
+        session,
+        table,
+        params,
+    };
+    let mut filters: Vec<Filter> = (conjuncts.iter())
+        .filter(|c| pushable(c))
+        .filter_map(|c| pushdown.filter(c))
+        .collect();
+    match filters.len() {
+        0 => None,
+        1 => filters.pop(),
+        _ => Some(Filter::And(filters)),
+    }
+}
+
+/// What a conjunct's constants are evaluated with, and the table whose columns it names.
+struct Pushdown<'a> {
+    session: &'a Session<'a>,
+    table: &'a SqlTable,
+    params: &'a [Value],
+}
+
+impl Pushdown<'_> {
+    /// `expr` as a filter; `None` when it cannot be carried exactly.
+    fn filter(&self, expr: &Expr) -> Option<Filter> {
+        match expr {
+            Expr::Compare(op, left, right, _) => match (left.as_ref(), right.as_ref()) {
+                (Expr::Column(c), e) => self.compare(*c, *op, e),
+                (e, Expr::Column(c)) => self.compare(*c, op.flipped(), e),
+                _ => None,
+            },
+            Expr::IsNull { expr, negated } => match expr.as_ref() {
+                Expr::Column(c) => Some(negated_if(Filter::IsNull(*c), *negated)),
+                _ => None,
+            },
+            Expr::Like {
+                expr,
+                pattern,
+                negated,
+                ..
+            } => Some(negated_if(self.like(column_of(expr)?, pattern)?, *negated)),
+            Expr::Between {
+                expr,
+                low,
+                high,
+                negated,
+                ..
+            } => {
+                let c = column_of(expr)?;
+                let inside = Filter::And(vec![
+                    self.compare(c, CompareOp::GtEq, low)?,
+                    self.compare(c, CompareOp::LtEq, high)?,
+                ]);
+                Some(negated_if(inside, *negated))
+            }
+            Expr::InList {
+                expr,
+                list,
+                negated,
+                ..
+            } => {
+                let c = column_of(expr)?;
+                let equal_to = |e| self.compare(c, CompareOp::Eq, e);
+                let any = Filter::Or(list.iter().map(equal_to).collect::<Option<_>>()?);
+                Some(negated_if(any, *negated))
+            }
+            Expr::And(a, b) => Some(Filter::And(vec![self.filter(a)?, self.filter(b)?])),
+            Expr::Or(a, b) => Some(Filter::Or(vec![self.filter(a)?, self.filter(b)?])),
+            Expr::Not(e) => Some(Filter::Not(Box::new(self.filter(e)?))),
+            _ => None,
+        }
+    }
+
+    /// `column op e`, `e` a constant that fits the column exactly.
+    fn compare(&self, column: usize, op: CompareOp, e: &Expr) -> Option<Filter> {
+        let op = match op {
+            CompareOp::Eq => FilterOp::Eq,
+            CompareOp::NotEq => FilterOp::Ne,
+            CompareOp::Lt => FilterOp::Lt,
+            CompareOp::LtEq => FilterOp::Le,
+            CompareOp::Gt => FilterOp::Gt,
+            CompareOp::GtEq => FilterOp::Ge,
+            CompareOp::NullSafeEq => return None,
+        };
+        let value = constant(self.session, e, self.params).ok()?;
+        let value = fit_exactly(&value, self.table.schema().columns[column].column_type)?;
+        Some(Filter::Compare { column, op, value })
+    }
+
+    /// `column LIKE pattern` of a column holding strings, the pattern a constant string.
+    fn like(&self, column: usize, pattern: &Expr) -> Option<Filter> {
+        let holds_strings = matches!(
+            self.table.schema().columns[column].column_type,
+            ColumnType::Char { .. }
+                | ColumnType::VarChar { .. }
+                | ColumnType::Text { .. }
+                | ColumnType::Binary { .. }
+                | ColumnType::VarBinary { .. }
+                | ColumnType::Blob
+        );
+        let Value::Bytes(pattern) = constant(self.session, pattern, self.params).ok()? else {
+            return None;
+        };
+        holds_strings.then_some(Filter::Like { column, pattern })
+    }
+}
+
+/// The column `expr` is, if it is one.
+fn column_of(expr: &Expr) -> Option<usize> {
+    match expr {
+        Expr::Column(c) => Some(*c),
+        _ => None,
+    }
+}
+
+fn negated_if(filter: Filter, negated: bool) -> Filter {
+    if negated {
+        Filter::Not(Box::new(filter))
+    } else {
+        filter
+    }
+}
