@@ -117,6 +117,11 @@ pub enum Expr {
 }
 
 impl Expr {
+    /// `conjuncts` joined by AND (`None`: there are none).
+    pub fn all(conjuncts: impl IntoIterator<Item = Expr>) -> Option<Expr> {
+        (conjuncts.into_iter()).reduce(|a, b| Expr::And(Box::new(a), Box::new(b)))
+    }
+
     /// The conjuncts of an AND tree.
     pub fn conjuncts(self) -> Vec<Expr> {
         match self {

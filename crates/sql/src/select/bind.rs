@@ -80,42 +80,21 @@ pub(crate) fn bind_query_within(
     let filter = (select.selection.as_ref())
         .map(|e| bind(&mut clause("where clause"), e))
         .transpose()?;
-    let group_by = match &select.group_by {
-        GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => exprs
-            .iter()
-            .map(|e| bind_output_reference(e, &outputs, clause("group statement")))
-            .collect::<SqlResult<Vec<_>>>()?,
-        _ => return Err(SqlError::not_supported("GROUP BY ALL / WITH ROLLUP")),
-    };
-    // A name in HAVING means a select-list column first (MySQL's rule).
-    let mut having_binder = Binder {
-        select_aliases: &outputs,
-        aggregates: Some(&mut aggregates),
-        ..clause("having clause")
-    };
-    let having = (select.having.as_ref())
-        .map(|e| bind(&mut having_binder, e))
-        .transpose()?;
+    let group_by = bind_group_by(select, &outputs, &clause)?;
+    let having = bind_having(select, &outputs, &clause, &mut aggregates)?;
     let order_by = bind_order_by(query, &outputs, &clause, &mut aggregates)?;
     let (limit, offset) = bind_limit(query, placeholders)?;
-    let lock = match query.locks.first().map(|l| &l.lock_type) {
-        None => LockKind::Committed,
-        Some(ast::LockType::Share) => LockKind::Shared,
-        Some(ast::LockType::Update) => LockKind::Exclusive,
-    };
-    let grouped = !group_by.is_empty() || !aggregates.is_empty();
+    let lock = lock_of(query);
     // Conditions on correlated subqueries' values hold once those are known (after the
     // rows are read); the access path and the joins see the others.
-    let (correlated_filter, conjuncts) = split_correlated(filter, scope.len());
-    let (joins, correlated_filter) = if from.items.is_empty() {
-        (None, correlated_filter)
-    } else {
-        let (joins, on) = bind_joins(&from.items, &scope, &conjuncts, &clause, lock)?;
-        let filter = match (correlated_filter, on) {
-            (Some(a), Some(b)) => Some(Expr::And(Box::new(a), Box::new(b))),
-            (a, b) => a.or(b),
-        };
-        (Some(joins), filter)
+    let (mut correlated_filter, conjuncts) = split_correlated(filter, scope.len());
+    let joins = match from.items.is_empty() {
+        true => None,
+        false => {
+            let (joins, on) = bind_joins(&from.items, &scope, &conjuncts, &clause, lock)?;
+            correlated_filter = Expr::all(correlated_filter.into_iter().chain(on));
+            Some(joins)
+        }
     };
     let access = match &from.table {
         Some((table, _)) if joins.is_none() => choose_access(table, &conjuncts),
@@ -126,15 +105,12 @@ pub(crate) fn bind_query_within(
         system: from.system.map(|(kind, schema, _)| (kind, schema)),
         joins,
         access,
-        filter: conjuncts
-            .iter()
-            .cloned()
-            .reduce(|a, b| Expr::And(Box::new(a), Box::new(b))),
+        filter: Expr::all(conjuncts.iter().cloned()),
         conjuncts,
         outputs,
+        grouped: !group_by.is_empty() || !aggregates.is_empty(),
         aggregates,
         group_by,
-        grouped,
         having,
         distinct: select.distinct.is_some(),
         order_by,
@@ -148,6 +124,48 @@ pub(crate) fn bind_query_within(
     };
     plan.needed_columns = needed_columns(&plan, scope.len());
     Ok(plan)
+}
+
+/// The lock a query's rows are read under: none (committed reads), or `FOR SHARE` /
+/// `LOCK IN SHARE MODE`'s, or `FOR UPDATE`'s.
+fn lock_of(query: &ast::Query) -> LockKind {
+    match query.locks.first().map(|l| &l.lock_type) {
+        None => LockKind::Committed,
+        Some(ast::LockType::Share) => LockKind::Shared,
+        Some(ast::LockType::Update) => LockKind::Exclusive,
+    }
+}
+
+/// GROUP BY's expressions (a select-list column by name or position, or an expression).
+fn bind_group_by<'a>(
+    select: &ast::Select,
+    outputs: &[OutputColumn],
+    clause: &dyn Fn(&'static str) -> Binder<'a>,
+) -> SqlResult<Vec<Expr>> {
+    match &select.group_by {
+        GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => (exprs.iter())
+            .map(|e| bind_output_reference(e, outputs, clause("group statement")))
+            .collect(),
+        _ => Err(SqlError::not_supported("GROUP BY ALL / WITH ROLLUP")),
+    }
+}
+
+/// HAVING, where a name means a select-list column first (MySQL's rule), and aggregates
+/// may appear.
+fn bind_having<'a>(
+    select: &ast::Select,
+    outputs: &[OutputColumn],
+    clause: &dyn Fn(&'static str) -> Binder<'a>,
+    aggregates: &mut Vec<Aggregate>,
+) -> SqlResult<Option<Expr>> {
+    let mut binder = Binder {
+        select_aliases: outputs,
+        aggregates: Some(aggregates),
+        ..clause("having clause")
+    };
+    (select.having.as_ref())
+        .map(|e| bind(&mut binder, e))
+        .transpose()
 }
 
 /// The select list: `*`, `t.*` and expressions, each named by its alias, its column's
@@ -359,9 +377,7 @@ pub(super) fn bind_joins<'a>(
                     split_correlated(Some(bind(&mut binder, on)?), width_of_all);
                 // An inner join's ON holds as its WHERE would.
                 on_correlated.extend(correlated);
-                plain
-                    .into_iter()
-                    .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)))
+                Expr::all(plain)
             }
             None => None,
         };
@@ -390,9 +406,7 @@ pub(super) fn bind_joins<'a>(
         });
         offset += width;
     }
-    let on_correlated =
-        (on_correlated.into_iter()).reduce(|a, b| Expr::And(Box::new(a), Box::new(b)));
-    Ok(((Box::new(first_plan), joined), on_correlated))
+    Ok(((Box::new(first_plan), joined), Expr::all(on_correlated)))
 }
 
 /// ORDER BY / GROUP BY / HAVING may name an output column by alias or position; anything

@@ -159,10 +159,7 @@ impl SelectPlan {
 
     /// Every column of the rows that pass `conjuncts`, of no table yet, by a scan.
     fn passing(conjuncts: Vec<Expr>) -> Self {
-        let filter = conjuncts
-            .iter()
-            .cloned()
-            .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)));
+        let filter = Expr::all(conjuncts.iter().cloned());
         Self {
             access: Access::Scan,
             table: None,
@@ -295,10 +292,7 @@ pub(super) fn split_correlated(
     let (correlated, plain): (Vec<Expr>, Vec<Expr>) =
         (filter.map(Expr::conjuncts).unwrap_or_default().into_iter())
             .partition(|c| c.column_span().is_some_and(|(_, high)| high >= row_width));
-    let correlated = correlated
-        .into_iter()
-        .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)));
-    (correlated, plain)
+    (Expr::all(correlated), plain)
 }
 
 /// `rows` in the order of `order_by`, each key evaluated over the row (ORDER BY of
