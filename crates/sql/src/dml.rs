@@ -266,8 +266,12 @@ fn record_replaced_rows(tx: &mut Tx, table: &SqlTable, rows: &[Vec<Value>]) -> S
 
 /// Each row's keys (its primary key, then its key in each unique index in order; `None`
 /// where NULL, which clashes with no row) and what an exclusive read of each found.
+/// A row's primary key, then its key in each unique index (`None` where a column of it is
+/// NULL: such a key clashes with none).
+type RowKeys = Vec<Option<Vec<Value>>>;
+
 struct FoundKeys {
-    row_keys: Vec<Vec<Option<Vec<Value>>>>,
+    row_keys: Vec<RowKeys>,
     /// The collations of each key's columns (the primary key's, then each unique index's):
     /// two rows' keys clash when equal under them ('a' and 'A' under a `_ci` key).
     key_collations: Vec<Vec<Collation>>,
@@ -290,14 +294,7 @@ fn read_unique_keys(tx: &mut Tx, table: &SqlTable, rows: &[Vec<Value>]) -> SqlRe
     let unique = unique_indexes(table);
     let row_keys: Vec<Vec<Option<Vec<Value>>>> = rows
         .iter()
-        .map(|row| {
-            let unique_keys = unique
-                .iter()
-                .map(|(_, columns)| unique_key_of(row, columns));
-            std::iter::once(Some(table.key_of(row)))
-                .chain(unique_keys)
-                .collect()
-        })
+        .map(|row| keys_of(table, &unique, row))
         .collect();
     let mut lookups = Vec::with_capacity(rows.len());
     for keys in &row_keys {
@@ -341,9 +338,11 @@ struct DuplicateOutcome {
     ignored: u64,
 }
 
-/// Inserts the rows whose keys clash with no row (found, or inserted earlier by the
+/// Inserts the rows whose keys clash with no row (found, or written earlier by the
 /// statement); a clashing row is updated by `assignments` (ON DUPLICATE KEY UPDATE: the
-/// first row found, primary key first, as MySQL) or else ignored.
+/// first row found, primary key first, as MySQL) or else ignored. Each row meets the rows
+/// as the statement's earlier rows left them: `(1, 'a'), (1, 'b')` inserts the first and
+/// updates it with the second, as MySQL does.
 fn insert_unless_duplicate(
     tx: &mut Tx,
     table: &SqlTable,
@@ -356,44 +355,102 @@ fn insert_unless_duplicate(
         affected: 0,
         ignored: 0,
     };
-    let mut inserted: Vec<&[Option<Vec<Value>>]> = Vec::new();
+    let unique = unique_indexes(table);
+    // The rows this statement inserted or updated, as it left them, with their keys.
+    let mut written: Vec<(RowKeys, Vec<Value>)> = Vec::new();
     for ((row, row_keys), ops) in rows.iter().zip(&keys.row_keys).zip(&keys.lookups) {
-        let clashes_in_statement = inserted.iter().any(|earlier| {
-            let pairs = earlier.iter().zip(row_keys).zip(&keys.key_collations);
+        let clashing = |(earlier_keys, _): &&(RowKeys, Vec<Value>)| {
+            let pairs = earlier_keys.iter().zip(row_keys).zip(&keys.key_collations);
             pairs.into_iter().any(|(pair, collations)| match pair {
                 (Some(a), Some(b)) => same_key(a, b, collations),
                 _ => false,
             })
-        });
-        let existing = ops.iter().find_map(|&op| keys.found.row(op));
+        };
+        let found = ops.iter().find_map(|&op| keys.found.row(op));
+        let same_row = |(_, image): &&(RowKeys, Vec<Value>)| {
+            found.is_some_and(|found| {
+                same_key(
+                    &table.key_of(found),
+                    &table.key_of(image),
+                    &keys.key_collations[0],
+                )
+            })
+        };
+        // The row it clashes with as it stands now: one the statement wrote (a found row
+        // the statement updated is that one), else the row found.
+        let earlier = written.iter().position(|w| clashing(&w) || same_row(&w));
+        let existing = match earlier {
+            Some(position) => Some(written[position].1.clone()),
+            None => found.map(<[Value]>::to_vec),
+        };
         match (existing, assignments) {
-            (None, _) if !clashes_in_statement => {
+            (None, _) => {
                 tx.wrote_row(table.table.id, table.key_of(row));
                 tx.undo_insert(&table.table, table.key_of(row))?;
                 tx.transaction.insert(&table.table, row.clone())?;
-                inserted.push(row_keys);
+                written.push((row_keys.clone(), row.clone()));
                 outcome.affected += 1;
             }
             (Some(existing), Some(assignments)) => {
-                let key = &table.key_of(existing);
-                let mut both = existing.to_vec();
-                both.extend(row.iter().cloned());
-                let changes = evaluate_assignments(table, assignments, &both, ctx)?;
-                let changed: Vec<(u16, Value)> = changes
-                    .into_iter()
-                    .filter(|(c, v)| !same_value(&existing[usize::from(*c)], v))
-                    .collect();
-                if !changed.is_empty() {
-                    tx.wrote_row(table.table.id, key.clone());
-                    tx.undo_change(&table.table, existing)?;
-                    tx.transaction.update(&table.table, key, changed)?;
+                let updated = update_duplicate(tx, table, &existing, row, assignments, ctx)?;
+                if let Some(updated) = updated {
+                    let image = (keys_of(table, &unique, &updated), updated);
+                    match earlier {
+                        Some(position) => written[position] = image,
+                        None => written.push(image),
+                    }
                     outcome.affected += 2;
                 }
             }
-            _ => outcome.ignored += 1,
+            (Some(_), None) => outcome.ignored += 1,
         }
     }
     Ok(outcome)
+}
+
+/// ON DUPLICATE KEY UPDATE of `existing` for the clashing `row`: the row as updated, or
+/// `None` when the assignments change nothing.
+fn update_duplicate(
+    tx: &mut Tx,
+    table: &SqlTable,
+    existing: &[Value],
+    row: &[Value],
+    assignments: &[(usize, Expr)],
+    ctx: &EvalContext,
+) -> SqlResult<Option<Vec<Value>>> {
+    let key = table.key_of(existing);
+    let mut both = existing.to_vec();
+    both.extend(row.iter().cloned());
+    let changed: Vec<(u16, Value)> = evaluate_assignments(table, assignments, &both, ctx)?
+        .into_iter()
+        .filter(|(c, v)| !same_value(&existing[usize::from(*c)], v))
+        .collect();
+    if changed.is_empty() {
+        return Ok(None);
+    }
+    let mut updated = existing.to_vec();
+    for (c, v) in &changed {
+        updated[usize::from(*c)] = v.clone();
+    }
+    tx.wrote_row(table.table.id, key.clone());
+    tx.undo_change(&table.table, existing)?;
+    tx.transaction.update(&table.table, &key, changed)?;
+    Ok(Some(updated))
+}
+
+/// A row's primary key, then its key in each unique index (`None` where a column of it
+/// is NULL), in the order of `unique`.
+fn keys_of(
+    table: &SqlTable,
+    unique: &[(String, Vec<usize>)],
+    row: &[Value],
+) -> Vec<Option<Vec<Value>>> {
+    let unique_keys = unique
+        .iter()
+        .map(|(_, columns)| unique_key_of(row, columns));
+    std::iter::once(Some(table.key_of(row)))
+        .chain(unique_keys)
+        .collect()
 }
 
 /// The columns an INSERT names (all SQL sees, in order, when it names none).

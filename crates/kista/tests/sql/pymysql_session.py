@@ -108,7 +108,17 @@ assert cur.fetchall() == (
     ("bob", decimal.Decimal("25.00")),
     ("fay", decimal.Decimal("2.00")),
 )
-cur.execute("DELETE FROM accounts WHERE owner = 'fay'")
+# Rows of one statement clash with each other as with stored rows, each meeting the rows
+# as the statement's earlier rows left them (MySQL goes row by row): kim is inserted, then
+# updated; bob is updated twice.
+cur.execute(
+    "INSERT INTO accounts (owner, balance) VALUES ('kim', 1), ('kim', 2), ('bob', 1), "
+    "('bob', 1) ON DUPLICATE KEY UPDATE balance = balance + VALUES(balance)"
+)
+assert cur.rowcount == 7, cur.rowcount
+cur.execute("SELECT owner, balance FROM accounts WHERE owner IN ('bob', 'kim') ORDER BY owner")
+assert cur.fetchall() == (("bob", decimal.Decimal("27.00")), ("kim", decimal.Decimal("3.00")))
+cur.execute("DELETE FROM accounts WHERE owner IN ('fay', 'kim')")
 cur.execute("UPDATE accounts SET balance = 20 WHERE owner = 'bob'")
 
 # UPDATE and DELETE with ORDER BY ... LIMIT change the first rows in that order.
