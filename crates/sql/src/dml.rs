@@ -653,26 +653,54 @@ fn unique_key_of(row: &[Value], columns: &[usize]) -> Option<Vec<Value>> {
         .collect()
 }
 
-/// MySQL names the duplicate entry; for a one-row insert so does this server.
+/// MySQL's 1062 message for rows the cluster refused as a duplicate: the key the cluster
+/// names (a unique index, else the primary key) as `table.key`, with the clashing value
+/// where the rows show it (a statement of one row, or two rows of the statement sharing
+/// the key); the cluster's own words never reach the client.
 fn duplicate_message(error: SqlError, table: &SqlTable, rows: &[Vec<Value>]) -> SqlError {
-    if error.code != 1062 || rows.len() != 1 || table.hidden_key.is_some() {
+    if error.code != 1062 {
         return error;
     }
-    let key: Vec<String> = table
-        .schema()
-        .primary_key
-        .iter()
-        .map(|&c| String::from_utf8_lossy(&crate::value::to_text(&rows[0][c])).into_owned())
-        .collect();
-    SqlError::new(
-        1062,
-        "23000",
-        format!(
-            "Duplicate entry '{}' for key '{}.PRIMARY'",
-            key.join("-"),
-            table.name
+    let named =
+        (error.message.split("unique index `").nth(1)).and_then(|rest| rest.split('`').next());
+    let unique = unique_indexes(table);
+    let (key_name, columns) = match named.and_then(|n| unique.iter().find(|(name, _)| name == n)) {
+        Some((name, columns)) => (name.as_str(), columns.clone()),
+        None if table.hidden_key.is_some() => return error,
+        None => (
+            crate::ddl::PRIMARY_INDEX,
+            table.schema().primary_key.clone(),
         ),
-    )
+    };
+    let collations: Vec<Collation> = (columns.iter())
+        .map(|&c| table.schema().columns[c].column_type.collation())
+        .collect();
+    let keys: Vec<Option<Vec<Value>>> = rows
+        .iter()
+        .map(|row| unique_key_of(row, &columns))
+        .collect();
+    let clashing = match keys.as_slice() {
+        [only] => only.as_ref(),
+        _ => keys.iter().enumerate().find_map(|(n, key)| {
+            let key = key.as_ref()?;
+            let earlier = keys[..n].iter().flatten();
+            earlier
+                .into_iter()
+                .any(|e| same_key(e, key, &collations))
+                .then_some(key)
+        }),
+    };
+    let key = format!("{}.{key_name}", table.name);
+    let message = match clashing {
+        Some(values) => {
+            let text: Vec<String> = (values.iter())
+                .map(|v| String::from_utf8_lossy(&crate::value::to_text(v)).into_owned())
+                .collect();
+            format!("Duplicate entry '{}' for key '{key}'", text.join("-"))
+        }
+        None => format!("Duplicate entry for key '{key}'"),
+    };
+    SqlError::new(1062, "23000", message)
 }
 
 /// `SET col = expr, ...` bound over the table's row (and, for ON DUPLICATE KEY UPDATE,

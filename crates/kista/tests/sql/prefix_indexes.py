@@ -6,6 +6,8 @@ column that holds it.
 
 Run by crates/kista/tests/sql.rs with the front end's port.
 """
+import pymysql
+
 from session_helpers import Session
 
 session = Session("prefix_indexes")
@@ -15,6 +17,14 @@ cur, rows, error_of = session.cur, session.rows, session.error_of
 cur.execute("CREATE TABLE t7 (a TEXT, UNIQUE (a(1)))")
 cur.execute("INSERT INTO t7 VALUES ('b'), ('c'), ('d')")
 assert error_of("INSERT INTO t7 VALUES ('banana')") == 1062
+# The unnamed index is named after its column, as MySQL; the message names it and the
+# clashing prefix, also when two rows of one statement clash.
+assert [r[2] for r in rows("SHOW INDEX FROM t7")] == ["a"]
+try:
+    cur.execute("INSERT INTO t7 VALUES ('x1'), ('x2')")
+    raise AssertionError("two rows of one prefix accepted")
+except pymysql.MySQLError as error:
+    assert error.args == (1062, "Duplicate entry 'x' for key 't7.a'"), error.args
 cur.execute("INSERT INTO t7 VALUES (NULL), (NULL)")  # NULLs never clash
 assert rows("SELECT a FROM t7 ORDER BY a") == [(None,), (None,), ("b",), ("c",), ("d",)]
 assert [c[0] for c in cur.description] == ["a"]
@@ -37,6 +47,7 @@ cur.execute("CREATE TABLE words (id INT PRIMARY KEY, w VARCHAR(20), b BLOB, "
             "UNIQUE KEY w2 (w(2)), KEY bk (b(3)))")
 cur.execute("INSERT INTO words VALUES (1, 'über', x'00010203'), (2, 'ua', x'000102')")
 assert error_of("INSERT INTO words VALUES (3, 'übel', NULL)") == 1062
+assert error_of("CREATE INDEX w2 ON words (id)") == 1061  # the name is taken
 # The prefix compares under its column's collation: 'UB' is 'üb' under the default.
 assert error_of("INSERT INTO words VALUES (3, 'UBoot', NULL)") == 1062
 cur.execute("INSERT INTO words VALUES (3, 'uc', NULL)")

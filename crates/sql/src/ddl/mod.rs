@@ -234,7 +234,8 @@ pub fn create_table(create: &ast::CreateTable, cluster_name: String) -> SqlResul
     }
     let mut indexes = constraint_indexes(&create.constraints, &mut schema, &mut extras)?;
     for column in unique_columns {
-        let index = named_index(None, IndexKind::Unique, vec![column], &schema, &indexes);
+        let named = (&schema, &extras);
+        let index = named_index(None, IndexKind::Unique, vec![column], named, &indexes);
         indexes.push(index);
     }
     complete_primary_key(&mut schema, &mut indexes, auto_increment)?;
@@ -482,7 +483,7 @@ fn constraint_indexes(
         };
         let columns = key_parts::columns(columns, schema, extras, true)?;
         let name = name.map(|n| n.value.clone());
-        let index = named_index(name, kind, columns, schema, &indexes);
+        let index = named_index(name, kind, columns, (schema, extras), &indexes);
         indexes.push(index);
     }
     Ok(indexes)
@@ -539,16 +540,21 @@ fn create_table_auto_increment_start(create: &ast::CreateTable) -> u64 {
         .unwrap_or(1)
 }
 
-/// An index named as given, or after its first column (`col`, `col_2`, ... as MySQL).
+/// An index named as given, or after its first column (`col`, `col_2`, ... as MySQL; a
+/// prefix's column is named after the column it holds the prefix of).
 fn named_index(
     name: Option<String>,
     kind: IndexKind,
     columns: Vec<usize>,
-    schema: &TableSchema,
+    (schema, extras): (&TableSchema, &TableExtras),
     existing: &[IndexSchema],
 ) -> IndexSchema {
     let name = name.unwrap_or_else(|| {
-        let base = schema.columns[columns[0]].name.clone();
+        let prefixes = PrefixColumn::of(schema, extras);
+        let first = (prefixes.iter())
+            .find(|prefix| prefix.column == columns[0])
+            .map_or(columns[0], |prefix| prefix.source);
+        let base = schema.columns[first].name.clone();
         let mut candidate = base.clone();
         let mut n = 2;
         while existing
@@ -604,7 +610,22 @@ pub fn create_index(create: &ast::CreateIndex, table: &SqlTable) -> SqlResult<In
         .name
         .as_ref()
         .map(|n| n.to_string().trim_matches('`').to_string());
-    Ok(named_index(name, kind, columns, schema, &[]))
+    let existing: Vec<IndexSchema> = table.table.indexes().map(|(_, i)| i.clone()).collect();
+    let taken = |n: &&String| existing.iter().any(|i| i.name.eq_ignore_ascii_case(n));
+    if let Some(taken) = name.as_ref().filter(taken) {
+        return Err(SqlError::new(
+            1061,
+            "42000",
+            format!("Duplicate key name '{taken}'"),
+        ));
+    }
+    Ok(named_index(
+        name,
+        kind,
+        columns,
+        (schema, &extras),
+        &existing,
+    ))
 }
 
 /// The MySQL type name of a storage type, as SHOW CREATE TABLE and DESCRIBE print it.
