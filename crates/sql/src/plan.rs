@@ -104,90 +104,91 @@ fn equality_on(conjuncts: &[Expr], column: usize) -> Option<Expr> {
     })
 }
 
-/// The access path for `table` under the WHERE's conjuncts (bound over the table's row).
+/// The access path for `table` under the WHERE's conjuncts (bound over the table's row):
+/// the whole primary key by equality, an IN list on a one-column key, a unique index's
+/// whole key, ranges of an ordered index, else a scan.
 pub fn choose_access(table: &SqlTable, conjuncts: &[Expr]) -> Access {
     let schema = table.schema();
-    let key: Option<Vec<Expr>> = schema
-        .primary_key
-        .iter()
+    let key: Option<Vec<Expr>> = (schema.primary_key.iter())
         .map(|&c| equality_on(conjuncts, c))
         .collect();
     if let Some(key) = key {
         return Access::PrimaryKey(key);
     }
-    if let [key_column] = schema.primary_key.as_slice() {
-        for conjunct in conjuncts {
-            if let Expr::InList {
-                expr,
-                list,
-                negated: false,
-                ..
-            } = conjunct
-            {
-                if **expr == Expr::Column(*key_column) && list.iter().all(Expr::is_constant) {
-                    return Access::PrimaryKeyIn(list.clone());
-                }
-            }
-        }
+    if let Some(keys) = key_in_list(&schema.primary_key, conjuncts) {
+        return Access::PrimaryKeyIn(keys);
     }
     for (_, index) in table.table.indexes() {
         if index.kind != IndexKind::Unique {
             continue;
         }
-        let key: Option<Vec<Expr>> = index
-            .columns
-            .iter()
+        let key: Option<Vec<Expr>> = (index.columns.iter())
             .map(|&c| equality_on(conjuncts, c))
             .collect();
         if let Some(key) = key {
-            return Access::Unique {
-                index: index.name.clone(),
-                key,
-            };
+            let index = index.name.clone();
+            return Access::Unique { index, key };
         }
     }
-    let ordered = table
-        .table
-        .indexes()
-        .filter(|(_, i)| i.kind == IndexKind::Ordered);
+    index_ranges(table, conjuncts).unwrap_or(Access::Scan)
+}
+
+/// `key IN (constants)` for a one-column primary key: the listed keys.
+fn key_in_list(primary_key: &[usize], conjuncts: &[Expr]) -> Option<Vec<Expr>> {
+    let [key_column] = primary_key else {
+        return None;
+    };
+    conjuncts.iter().find_map(|conjunct| match conjunct {
+        Expr::InList {
+            expr,
+            list,
+            negated: false,
+            ..
+        } if **expr == Expr::Column(*key_column) && list.iter().all(Expr::is_constant) => {
+            Some(list.clone())
+        }
+        _ => None,
+    })
+}
+
+/// Ranges of an ordered index's first column: one range that every conjunct bounding the
+/// column narrows, else several from one conjunct (an IN list or an OR of ranges).
+fn index_ranges(table: &SqlTable, conjuncts: &[Expr]) -> Option<Access> {
+    let ordered = (table.table.indexes()).filter(|(_, i)| i.kind == IndexKind::Ordered);
     // The primary key's index first: its ranges are the common case (sysbench's).
     let mut candidates: Vec<(String, usize)> = ordered
         .map(|(_, i)| (i.name.clone(), i.columns[0]))
         .collect();
     candidates.sort_by_key(|(name, _)| name != PRIMARY_INDEX);
-    // One range: every conjunct that bounds the column narrows it.
-    for (index, column) in &candidates {
+    let range_access = |(index, column): &(String, usize), ranges| Access::Range {
+        index: index.clone(),
+        column: *column,
+        ranges,
+    };
+    for candidate in &candidates {
         let mut range = Bounds {
             lower: None,
             upper: None,
         };
         for conjunct in conjuncts {
-            if let Some([one]) = ranges_of(conjunct, *column).as_deref() {
+            if let Some([one]) = ranges_of(conjunct, candidate.1).as_deref() {
                 range.lower = one.lower.clone().or(range.lower);
                 range.upper = one.upper.clone().or(range.upper);
             }
         }
         if range.lower.is_some() || range.upper.is_some() {
-            return Access::Range {
-                index: index.clone(),
-                column: *column,
-                ranges: vec![range],
-            };
+            return Some(range_access(candidate, vec![range]));
         }
     }
-    // Several ranges, from one conjunct that is an IN list or an OR of ranges.
-    for (index, column) in &candidates {
+    for candidate in &candidates {
         for conjunct in conjuncts {
-            if let Some(ranges) = ranges_of(conjunct, *column).filter(|r| r.len() <= RANGES_MAX) {
-                return Access::Range {
-                    index: index.clone(),
-                    column: *column,
-                    ranges,
-                };
+            if let Some(ranges) = ranges_of(conjunct, candidate.1).filter(|r| r.len() <= RANGES_MAX)
+            {
+                return Some(range_access(candidate, ranges));
             }
         }
     }
-    Access::Scan
+    None
 }
 
 /// The ranges of `column` a condition accepts, when it is an IN list, a range, or an OR of

@@ -338,75 +338,96 @@ pub(super) fn bind_joins<'a>(
     clause: &dyn Fn(&'static str) -> Binder<'a>,
     lock: LockKind,
 ) -> SqlResult<Joins> {
+    let first_plan = first_table_plan(&from[0].table, conjuncts, lock);
     let mut on_correlated = Vec::new();
-    let width_of_all = scope.len();
-    let within = |e: &Expr, low: usize, high: usize| {
-        e.column_span().is_some_and(|(a, b)| a >= low && b < high)
-    };
-    let first = &from[0].table;
-    let first_width = first.schema().columns.len();
-    let first_conjuncts: Vec<Expr> = conjuncts
-        .iter()
-        .filter(|c| within(c, 0, first_width))
-        .cloned()
-        .collect();
-    let mut first_plan = match first {
-        JoinSource::Cluster(first) => {
-            SelectPlan::for_write_bound(first, first_conjuncts, None, lock)
-        }
-        JoinSource::Front(front, schema) => {
-            SelectPlan::of_front_rows(front.clone(), schema.clone(), first_conjuncts)
-        }
-    };
-    first_plan.needed_columns.clear();
     let mut joined = Vec::new();
-    let mut offset = first_width;
-    for FromItem {
-        table, left, on, ..
-    } in &from[1..]
-    {
-        let width = table.schema().columns.len();
-        let on = match on {
+    let mut offset = from[0].table.schema().columns.len();
+    for item in &from[1..] {
+        let on = match &item.on {
             Some(on) => {
-                let mut binder = clause("on clause");
-                if *left {
-                    // Its values are known only once every table is joined.
-                    binder.correlation = None;
-                }
-                let (correlated, plain) =
-                    split_correlated(Some(bind(&mut binder, on)?), width_of_all);
-                // An inner join's ON holds as its WHERE would.
+                let (correlated, plain) = bind_on(on, item.left, scope.len(), clause)?;
                 on_correlated.extend(correlated);
-                Expr::all(plain)
+                plain
             }
             None => None,
         };
-        let mut usable: Vec<Expr> = on.clone().map(Expr::conjuncts).unwrap_or_default();
-        if !left {
-            usable.extend(conjuncts.iter().cloned());
-        }
-        let lookup = match table {
-            JoinSource::Cluster(table) => join::choose_lookup(table, offset, &usable),
-            JoinSource::Front(..) => join::Lookup::Scan,
-        };
-        let pushed = usable
-            .iter()
-            .filter(|c| within(c, offset, offset + width))
-            .map(|c| c.rebased(offset))
-            .collect();
-        // An inner join's WHERE conditions are checked once every table is joined; its ON
-        // is checked as each pair is formed.
-        joined.push(JoinedTable {
-            table: table.clone(),
-            offset,
-            left: *left,
-            on,
-            lookup,
-            pushed,
-        });
-        offset += width;
+        joined.push(joined_table(item, offset, on, conjuncts));
+        offset += item.table.schema().columns.len();
     }
     Ok(((Box::new(first_plan), joined), Expr::all(on_correlated)))
+}
+
+/// Whether `e` reads row positions, all of them in `low..high`.
+fn within(e: &Expr, low: usize, high: usize) -> bool {
+    e.column_span().is_some_and(|(a, b)| a >= low && b < high)
+}
+
+/// The first table's own plan: the WHERE's conditions on it alone, every column.
+fn first_table_plan(first: &JoinSource, conjuncts: &[Expr], lock: LockKind) -> SelectPlan {
+    let width = first.schema().columns.len();
+    let own: Vec<Expr> = (conjuncts.iter())
+        .filter(|c| within(c, 0, width))
+        .cloned()
+        .collect();
+    let mut plan = match first {
+        JoinSource::Cluster(first) => SelectPlan::for_write_bound(first, own, None, lock),
+        JoinSource::Front(front, schema) => {
+            SelectPlan::of_front_rows(front.clone(), schema.clone(), own)
+        }
+    };
+    plan.needed_columns.clear();
+    plan
+}
+
+/// A JOIN's ON, bound over the joined row (`row_width` wide): its conditions on correlated
+/// subqueries (an inner join's only: they hold as its WHERE's would, once every table is
+/// joined) and the others.
+fn bind_on<'a>(
+    on: &ast::Expr,
+    left: bool,
+    row_width: usize,
+    clause: &dyn Fn(&'static str) -> Binder<'a>,
+) -> SqlResult<(Option<Expr>, Option<Expr>)> {
+    let mut binder = clause("on clause");
+    if left {
+        // A LEFT JOIN's ON decides which rows get NULLs: it must hold as each pair forms.
+        binder.correlation = None;
+    }
+    let (correlated, plain) = split_correlated(Some(bind(&mut binder, on)?), row_width);
+    Ok((correlated, Expr::all(plain)))
+}
+
+/// How a joined table at `offset` of the row finds its rows: its key looked up where ON
+/// (or an inner join's WHERE) equates it with earlier columns, else one scan; conditions on
+/// it alone go to the data nodes. An inner join's WHERE conditions are checked once every
+/// table is joined; its ON as each pair is formed.
+fn joined_table(
+    item: &FromItem,
+    offset: usize,
+    on: Option<Expr>,
+    conjuncts: &[Expr],
+) -> JoinedTable {
+    let width = item.table.schema().columns.len();
+    let mut usable: Vec<Expr> = on.clone().map(Expr::conjuncts).unwrap_or_default();
+    if !item.left {
+        usable.extend(conjuncts.iter().cloned());
+    }
+    let lookup = match &item.table {
+        JoinSource::Cluster(table) => join::choose_lookup(table, offset, &usable),
+        JoinSource::Front(..) => join::Lookup::Scan,
+    };
+    let pushed = (usable.iter())
+        .filter(|c| within(c, offset, offset + width))
+        .map(|c| c.rebased(offset))
+        .collect();
+    JoinedTable {
+        table: item.table.clone(),
+        offset,
+        left: item.left,
+        on,
+        lookup,
+        pushed,
+    }
 }
 
 /// ORDER BY / GROUP BY / HAVING may name an output column by alias or position; anything

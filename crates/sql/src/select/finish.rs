@@ -208,7 +208,7 @@ fn in_table(table: &SqlTable, column: usize, left_joined: bool) -> Origin<'_> {
 }
 
 /// Rows into groups (by the GROUP BY values; one group for aggregates alone, even of no
-/// rows), each with its aggregates computed.
+/// rows), each with its aggregates computed: (the group's first row, its aggregates).
 pub(super) fn group(
     session: &Session,
     plan: &SelectPlan,
@@ -217,85 +217,66 @@ pub(super) fn group(
     variable: &dyn Fn(&str) -> Option<Value>,
 ) -> SqlResult<Vec<(Vec<Value>, Vec<Value>)>> {
     let ctx = session.eval_context(params, &[], variable);
-    // (group key, first row, accumulators)
-    let mut groups: Vec<(Vec<Value>, Vec<Value>, Vec<Accumulator>)> = Vec::new();
+    let new_accumulators = || -> Vec<Accumulator> {
+        plan.aggregates
+            .iter()
+            .map(|_| Accumulator::default())
+            .collect()
+    };
+    // (first row, accumulators), and each group's position by its encoded key.
+    let mut groups: Vec<(Vec<Value>, Vec<Accumulator>)> = Vec::new();
     let mut index: std::collections::HashMap<Vec<u8>, usize, _> =
         std::collections::HashMap::with_hasher(foldhash::fast::RandomState::default());
     let collations: Vec<Collation> = plan.group_by.iter().map(|e| plan.collation_of(e)).collect();
     for row in rows {
-        let key: Vec<Value> = plan
-            .group_by
-            .iter()
+        let key: Vec<Value> = (plan.group_by.iter())
             .map(|e| eval(e, &row, &ctx))
             .collect::<SqlResult<_>>()?;
         let encoded = encode_group_key(&key, &collations);
-        let position = match index.get(&encoded) {
-            Some(&p) => p,
-            None => {
-                groups.push((
-                    key,
-                    row.clone(),
-                    plan.aggregates
-                        .iter()
-                        .map(|_| Accumulator::default())
-                        .collect(),
-                ));
-                index.insert(encoded, groups.len() - 1);
-                groups.len() - 1
-            }
-        };
-        let accumulators = &mut groups[position].2;
-        for (aggregate, accumulator) in plan.aggregates.iter().zip(accumulators.iter_mut()) {
-            let value = match &aggregate.argument {
-                Some(arg) => Some(eval(arg, &row, &ctx)?),
-                None => None,
-            };
-            let order_keys = match &aggregate.concat {
-                Some(concat) => concat
-                    .order_by
-                    .iter()
-                    .map(|(e, _)| eval(e, &row, &ctx))
-                    .collect::<SqlResult<_>>()?,
-                None => Vec::new(),
-            };
-            accumulator.add(aggregate, value, order_keys);
-        }
+        let position = *index.entry(encoded).or_insert_with(|| {
+            groups.push((row.clone(), new_accumulators()));
+            groups.len() - 1
+        });
+        accumulate(plan, &mut groups[position].1, &row, &ctx)?;
     }
     if groups.is_empty() && plan.group_by.is_empty() {
-        let width = match (&plan.table, &plan.system) {
-            _ if plan.joins.is_some() => plan.joins.as_ref().map_or(0, |(_, joined)| {
-                joined
-                    .last()
-                    .map_or(0, |j| j.offset + j.table.schema().columns.len())
-            }),
-            (Some(table), _) => table.schema().columns.len(),
-            (None, Some((_, schema))) => schema.columns.len(),
-            (None, None) => 0,
-        };
-        groups.push((
-            Vec::new(),
-            vec![Value::Null; width],
-            plan.aggregates
-                .iter()
-                .map(|_| Accumulator::default())
-                .collect(),
-        ));
+        // Aggregates of no rows: one group, its row all NULL.
+        groups.push((vec![Value::Null; plan.row_width], new_accumulators()));
     }
     let concat_bytes_max = variable("group_concat_max_len")
         .and_then(|v| crate::value::to_i64(&v))
         .map_or(GROUP_CONCAT_BYTES_DEFAULT, |n| n.max(4) as usize);
     Ok(groups
         .into_iter()
-        .map(|(_, row, accumulators)| {
-            let values = plan
-                .aggregates
-                .iter()
-                .zip(accumulators)
+        .map(|(row, accumulators)| {
+            let values = (plan.aggregates.iter().zip(accumulators))
                 .map(|(a, acc)| acc.result(a, concat_bytes_max))
                 .collect();
             (row, values)
         })
         .collect())
+}
+
+/// Adds `row` to its group's `accumulators`, one per aggregate of the plan.
+fn accumulate(
+    plan: &SelectPlan,
+    accumulators: &mut [Accumulator],
+    row: &[Value],
+    ctx: &crate::expr::EvalContext,
+) -> SqlResult<()> {
+    for (aggregate, accumulator) in plan.aggregates.iter().zip(accumulators) {
+        let value = (aggregate.argument.as_ref())
+            .map(|arg| eval(arg, row, ctx))
+            .transpose()?;
+        let order_keys = match &aggregate.concat {
+            Some(concat) => (concat.order_by.iter())
+                .map(|(e, _)| eval(e, row, ctx))
+                .collect::<SqlResult<_>>()?,
+            None => Vec::new(),
+        };
+        accumulator.add(aggregate, value, order_keys);
+    }
+    Ok(())
 }
 
 /// An empty set of encoded group keys ([`encode_group_key`]), hashed by foldhash (seeded
