@@ -19,16 +19,7 @@ pub const TRUNCATE_BATCH_ROWS: usize = 1000;
 /// Runs `statement` if it is one of these (`None`: it is not).
 pub(super) fn run(session: &mut Session, statement: &Statement) -> SqlResult<Option<Outcome>> {
     let outcome = match statement {
-        Statement::Use(use_statement) => {
-            let name = match use_statement {
-                ast::Use::Object(name) | ast::Use::Database(name) | ast::Use::Schema(name) => {
-                    name_of(name)
-                }
-                _ => return Err(SqlError::not_supported(use_statement)),
-            };
-            session.use_database(&name)?;
-            Ok(Outcome::done())
-        }
+        Statement::Use(use_statement) => use_database(session, use_statement),
         Statement::CreateDatabase {
             db_name,
             if_not_exists,
@@ -38,25 +29,13 @@ pub(super) fn run(session: &mut Session, statement: &Statement) -> SqlResult<Opt
             schema_name: ast::SchemaName::Simple(db_name),
             if_not_exists,
             ..
-        } => match session.catalog.create_database(&name_of(db_name)) {
-            Err(e) if e.code == 1007 && *if_not_exists => {
-                session.warn(1007, e.message);
-                Ok(Outcome::done())
-            }
-            other => other.map(|_| Outcome::affected(1)),
-        },
+        } => create_database(session, db_name, *if_not_exists),
         Statement::Drop {
             object_type: ObjectType::Index,
             names,
             table: Some(table),
             ..
-        } => {
-            let (database, name) = split_name(session, table)?;
-            for index in names {
-                drop_index(session, &database, &name, &name_of(index))?;
-            }
-            Ok(Outcome::done())
-        }
+        } => drop_indexes(session, table, names),
         Statement::Drop {
             object_type,
             if_exists,
@@ -96,6 +75,45 @@ pub(super) fn run(session: &mut Session, statement: &Statement) -> SqlResult<Opt
         _ => return Ok(None),
     };
     outcome.map(Some)
+}
+
+/// `USE db`.
+fn use_database(session: &mut Session, use_statement: &ast::Use) -> SqlResult<Outcome> {
+    let name = match use_statement {
+        ast::Use::Object(name) | ast::Use::Database(name) | ast::Use::Schema(name) => name_of(name),
+        _ => return Err(SqlError::not_supported(use_statement)),
+    };
+    session.use_database(&name)?;
+    Ok(Outcome::done())
+}
+
+/// `CREATE DATABASE [IF NOT EXISTS] db` (or SCHEMA): 1007 when it exists, a warning with
+/// IF NOT EXISTS.
+fn create_database(
+    session: &mut Session,
+    db_name: &ast::ObjectName,
+    if_not_exists: bool,
+) -> SqlResult<Outcome> {
+    match session.catalog.create_database(&name_of(db_name)) {
+        Err(e) if e.code == 1007 && if_not_exists => {
+            session.warn(1007, e.message);
+            Ok(Outcome::done())
+        }
+        other => other.map(|_| Outcome::affected(1)),
+    }
+}
+
+/// `DROP INDEX name[, ...] ON table`.
+fn drop_indexes(
+    session: &mut Session,
+    table: &ast::ObjectName,
+    names: &[ast::ObjectName],
+) -> SqlResult<Outcome> {
+    let (database, name) = split_name(session, table)?;
+    for index in names {
+        drop_index(session, &database, &name, &name_of(index))?;
+    }
+    Ok(Outcome::done())
 }
 
 /// `CREATE [UNIQUE] INDEX`: built from the table's rows while it serves.

@@ -34,21 +34,7 @@ pub(super) fn run(
         Statement::ShowTables {
             full, show_options, ..
         } => show_tables(session, *full, show_options),
-        Statement::ShowVariables { filter, .. } => {
-            let rows = LISTED_VARIABLES
-                .iter()
-                .filter(|name| matches_filter(name, filter.as_ref()))
-                .filter_map(|name| {
-                    session.variable(name).map(|v| {
-                        vec![
-                            text(*name),
-                            text(String::from_utf8_lossy(&crate::value::to_text(&v)).into_owned()),
-                        ]
-                    })
-                })
-                .collect();
-            Ok(text_result(&["Variable_name", "Value"], rows))
-        }
+        Statement::ShowVariables { filter, .. } => Ok(show_variables(session, filter.as_ref())),
         Statement::ShowStatus { .. } => Ok(text_result(
             &["Variable_name", "Value"],
             vec![
@@ -72,14 +58,9 @@ pub(super) fn run(
             ))
         }
         Statement::ShowColumns { show_options, .. } => {
-            let Some(name) = show_options
-                .show_in
-                .as_ref()
-                .and_then(|i| i.parent_name.as_ref())
-            else {
-                return Err(SqlError::syntax("SHOW COLUMNS needs FROM table"));
-            };
-            let (database, name) = split_name(session, name)?;
+            let table = (show_options.show_in.as_ref()).and_then(|i| i.parent_name.as_ref());
+            let table = table.ok_or_else(|| SqlError::syntax("SHOW COLUMNS needs FROM table"))?;
+            let (database, name) = split_name(session, table)?;
             describe(session, &database, &name)
         }
         Statement::ExplainTable { table_name, .. } => {
@@ -90,6 +71,20 @@ pub(super) fn run(
         _ => return Ok(None),
     };
     outcome.map(Some)
+}
+
+/// `SHOW VARIABLES [LIKE ...]`: the listed variables the filter keeps, with their values.
+fn show_variables(session: &Session, filter: Option<&ast::ShowStatementFilter>) -> Outcome {
+    let value_of = |name: &&str| {
+        let value = session.variable(name)?;
+        let value = String::from_utf8_lossy(&crate::value::to_text(&value)).into_owned();
+        Some(vec![text(*name), text(value)])
+    };
+    let rows = (LISTED_VARIABLES.iter())
+        .filter(|name| matches_filter(name, filter))
+        .filter_map(value_of)
+        .collect();
+    text_result(&["Variable_name", "Value"], rows)
 }
 
 /// The SHOW statements sqlparser leaves as words: `SHOW WARNINGS`, `SHOW INDEX FROM t

@@ -325,22 +325,31 @@ fn declared_column(
             other => return Err(SqlError::not_supported(format!("column option {other}"))),
         }
     }
-    if let (None, false, Some(SqlType::Enum(members))) =
-        (default, declared.column.nullable, &declared.extras.sql_type)
-    {
-        // MySQL's implicit default of a NOT NULL ENUM: its first member.
-        declared.column.default = Some(Value::Bytes(members[0].as_bytes().to_vec()));
-    }
-    if let Some(expr) = default {
-        let nullable = declared.column.nullable;
-        let value = default_value(expr, &name, nullable)?;
-        let fitted = match &declared.extras.sql_type {
-            Some(sql_type) => sql_type.coerce(&value, &name),
-            None => coerce(&value, column_type, &name),
-        };
-        declared.column.default = Some(fitted.map_err(|_| invalid_default(&name))?);
-    }
+    declared.column.default = column_default(&declared, default)?;
     Ok(declared)
+}
+
+/// A declared column's default: its DEFAULT fitted to its type, or MySQL's implicit one
+/// for a NOT NULL ENUM (its first member), else none.
+fn column_default(
+    declared: &DeclaredColumn,
+    default: Option<&ast::Expr>,
+) -> SqlResult<Option<Value>> {
+    let column = &declared.column;
+    let Some(expr) = default else {
+        return Ok(match (&declared.extras.sql_type, column.nullable) {
+            (Some(SqlType::Enum(members)), false) => {
+                Some(Value::Bytes(members[0].as_bytes().to_vec()))
+            }
+            _ => None,
+        });
+    };
+    let value = default_value(expr, &column.name, column.nullable)?;
+    let fitted = match &declared.extras.sql_type {
+        Some(sql_type) => sql_type.coerce(&value, &column.name),
+        None => coerce(&value, column.column_type, &column.name),
+    };
+    fitted.map(Some).map_err(|_| invalid_default(&column.name))
 }
 
 /// A column's SQL type where storage has none of its own, and the storage type that holds
