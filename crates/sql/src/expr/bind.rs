@@ -361,12 +361,11 @@ pub fn bind(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Expr> {
     }
 }
 
-/// Binds `expr` as its own syntax says (the special forms aside).
-pub(super) fn bind_plain(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Expr> {
-    use ast::Expr as A;
-    let boxed = |binder: &mut Binder, e: &ast::Expr| bind(binder, e).map(Box::new);
+/// A name: a column (`c`, `t.c`, `db.t.c`), a server variable (`@@x`, `@@session.x`), a
+/// user variable (`@x`), or a double-quoted string that names no column.
+fn bind_name(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Expr> {
     Ok(match expr {
-        A::Identifier(ident) => {
+        ast::Expr::Identifier(ident) => {
             if let Some(variable) = ident.value.strip_prefix("@@") {
                 Expr::SystemVariable(variable.to_lowercase())
             } else if ident.value.starts_with('@') && ident.quote_style.is_none() {
@@ -378,7 +377,7 @@ pub(super) fn bind_plain(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Exp
                 binder.column(None, &ident.value)?
             }
         }
-        A::CompoundIdentifier(parts) => match parts.as_slice() {
+        ast::Expr::CompoundIdentifier(parts) => match parts.as_slice() {
             [scope, name] if scope.value.starts_with("@@") => {
                 Expr::SystemVariable(name.value.to_lowercase())
             }
@@ -386,6 +385,16 @@ pub(super) fn bind_plain(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Exp
             [_database, table, name] => binder.column(Some(&table.value), &name.value)?,
             _ => return Err(SqlError::not_supported(expr)),
         },
+        _ => unreachable!("bind_plain passes names alone"),
+    })
+}
+
+/// Binds `expr` as its own syntax says (the special forms aside).
+pub(super) fn bind_plain(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Expr> {
+    use ast::Expr as A;
+    let boxed = |binder: &mut Binder, e: &ast::Expr| bind(binder, e).map(Box::new);
+    Ok(match expr {
+        A::Identifier(_) | A::CompoundIdentifier(_) => bind_name(binder, expr)?,
         A::Value(value) => literal(binder, &value.value, value.span.start)?,
         A::Nested(inner) => bind(binder, inner)?,
         A::UnaryOp { op, expr: inner } => bind_unary(binder, expr, *op, inner)?,
