@@ -54,6 +54,15 @@ assert rows("SELECT name FROM fruit ORDER BY name") == [
     ("apple",), ("Banana",), ("cherry",), ("date",), ("Éclair",)]
 assert rows("SELECT name FROM fruit ORDER BY name COLLATE utf8mb4_bin") == [
     ("Banana",), ("apple",), ("cherry",), ("date",), ("Éclair",)]
+# GROUP_CONCAT's ORDER BY sorts under the collation its key derives too.
+assert rows("SELECT GROUP_CONCAT(name ORDER BY name) FROM fruit") == [
+    ("apple,Banana,cherry,date,Éclair",)]
+assert rows("SELECT GROUP_CONCAT(name ORDER BY name COLLATE utf8mb4_bin) FROM fruit") == [
+    ("Banana,apple,cherry,date,Éclair",)]
+# A union's columns compare under their collation (the first SELECT's), in DISTINCT and
+# the union's ORDER BY: code is utf8mb4_bin, so 'AP' and 'Ap' stay apart.
+assert rows("SELECT code FROM fruit UNION SELECT UPPER(code) FROM fruit ORDER BY 1") == [
+    ("AP",), ("Ap",), ("BA",), ("CH",), ("EC",), ("ba",), ("ch",)]
 assert rows("SELECT name FROM fruit WHERE name BETWEEN 'B' AND 'D' ORDER BY name") == [
     ("Banana",), ("cherry",)]
 assert rows("SELECT name FROM fruit WHERE name > 'CHERRY' ORDER BY name") == [

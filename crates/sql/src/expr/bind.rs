@@ -70,11 +70,13 @@ pub struct Aggregate {
 }
 
 /// How GROUP_CONCAT joins its values: in the order of its ORDER BY (expressions over the
-/// input row, each ascending or not), with its SEPARATOR between them (`,` by default).
+/// input row, each ascending or not, strings compared under the collation each derives),
+/// with its SEPARATOR between them (`,` by default).
 #[derive(Clone, Debug, PartialEq)]
 pub struct GroupConcat {
     pub separator: Vec<u8>,
     pub order_by: Vec<(Expr, bool)>,
+    pub order_collations: Vec<Collation>,
 }
 
 /// One output column of a query: its name and how to compute it from a (grouped) row.
@@ -734,6 +736,7 @@ fn group_concat(binder: &mut Binder, function: &ast::Function) -> SqlResult<Grou
     let mut concat = GroupConcat {
         separator: b",".to_vec(),
         order_by: Vec::new(),
+        order_collations: Vec::new(),
     };
     let ast::FunctionArguments::List(list) = &function.args else {
         return Ok(concat);
@@ -743,7 +746,11 @@ fn group_concat(binder: &mut Binder, function: &ast::Function) -> SqlResult<Grou
             ast::FunctionArgumentClause::OrderBy(order) => {
                 for item in order {
                     let ascending = item.options.asc != Some(false);
-                    concat.order_by.push((bind(binder, &item.expr)?, ascending));
+                    let key = bind(binder, &item.expr)?;
+                    concat
+                        .order_collations
+                        .push(derive_of(binder, &key)?.collation);
+                    concat.order_by.push((key, ascending));
                 }
             }
             ast::FunctionArgumentClause::Separator(value) => {

@@ -427,7 +427,8 @@ fn concatenated(
     concat: &GroupConcat,
     bytes_max: usize,
 ) -> Value {
-    pieces.sort_by(|(a, _), (b, _)| compare_sort_keys(&concat.order_by, &[], a, b));
+    let collations = &concat.order_collations;
+    pieces.sort_by(|(a, _), (b, _)| compare_sort_keys(&concat.order_by, collations, a, b));
     let mut out = Vec::new();
     for (n, (_, value)) in pieces.iter().enumerate() {
         if n > 0 {

@@ -274,7 +274,8 @@ impl SelectPlan {
         params: &[Value],
     ) -> SqlResult<Vec<Vec<Value>>> {
         if !self.order_by.is_empty() {
-            rows = sorted_by(session, &self.order_by, rows, params)?;
+            let column = |position| self.row_collation(position);
+            rows = sorted_by(session, (&self.order_by, &column), rows, params)?;
         }
         if let Some(n) = row_count(session, self.limit.as_ref(), params)? {
             rows.truncate(n);
@@ -295,18 +296,22 @@ pub(super) fn split_correlated(
     (Expr::all(correlated), plain)
 }
 
-/// `rows` in the order of `order_by`, each key evaluated over the row (ORDER BY of
-/// UPDATE, DELETE and a union).
+/// The collation of the string column at a row position (`None`: it holds no strings).
+type ColumnCollations<'a> = &'a dyn Fn(usize) -> Option<Collation>;
+
+/// `rows` in the order of `order_by`, each key evaluated over the row and its strings
+/// compared under the collation it derives from the rows' columns' (`column`) (ORDER BY
+/// of UPDATE, DELETE and a union).
 pub(super) fn sorted_by(
     session: &Session,
-    order_by: &[(Expr, bool)],
+    (order_by, column): (&[(Expr, bool)], ColumnCollations),
     rows: Vec<Vec<Value>>,
     params: &[Value],
 ) -> SqlResult<Vec<Vec<Value>>> {
     let variable = |name: &str| session.variable(name);
     let ctx = session.eval_context(params, &[], &variable);
     let collations: Vec<Collation> = (order_by.iter())
-        .map(|(e, _)| collation_over(e, &|_| None))
+        .map(|(e, _)| collation_over(e, column))
         .collect();
     let mut keyed = Vec::with_capacity(rows.len());
     for row in rows {

@@ -21,6 +21,13 @@ use crate::protocol::results::ColumnDefinition;
 use crate::session::{Outcome, Session};
 use crate::subquery;
 
+/// The collation a union column's strings compare under: the one its definition announces
+/// (the first SELECT's that typed the column; MySQL derives it from every part, which
+/// agree in the common case).
+fn collation_of(column: &ColumnDefinition) -> Collation {
+    Collation::with_id(column.collation).unwrap_or_default()
+}
+
 /// Whether `query` is a set operation (run by [`execute`], not bound as one SELECT).
 pub fn is_set_operation(query: &ast::Query) -> bool {
     matches!(query.body.as_ref(), SetExpr::SetOperation { .. })
@@ -81,8 +88,7 @@ fn rows_of(
             }
             rows.extend(more_rows);
             if !matches!(set_quantifier, SetQuantifier::All) {
-                // Union columns take MySQL's default collation.
-                let collations = vec![Collation::default(); columns.len()];
+                let collations: Vec<Collation> = columns.iter().map(collation_of).collect();
                 let mut seen = super::finish::group_keys();
                 rows.retain(|row| seen.insert(encode_group_key(row, &collations)));
             }
@@ -125,9 +131,11 @@ fn ordered_and_limited(
         let OrderByKind::Expressions(items) = &order.kind else {
             return Err(SqlError::not_supported("ORDER BY ALL"));
         };
-        let scope: Vec<ScopeColumn> = columns
-            .iter()
-            .map(|c| ScopeColumn::new(String::new(), c.name.clone()))
+        let scope: Vec<ScopeColumn> = (columns.iter())
+            .map(|c| ScopeColumn {
+                collation: Some(collation_of(c)),
+                ..ScopeColumn::new(String::new(), c.name.clone())
+            })
             .collect();
         let outputs: Vec<OutputColumn> = (columns.iter().enumerate())
             .map(|(position, c)| OutputColumn {
@@ -141,7 +149,8 @@ fn ordered_and_limited(
             let expr = bind_output_reference(&item.expr, &outputs, binder)?;
             order_by.push((expr, item.options.asc != Some(false)));
         }
-        rows = sorted_by(session, &order_by, rows, params)?;
+        let column = |position: usize| scope.get(position).and_then(|c| c.collation);
+        rows = sorted_by(session, (&order_by, &column), rows, params)?;
     }
     let (limit, offset) = bind_limit(query, placeholders)?;
     let offset = row_count(session, offset.as_ref(), params)?.unwrap_or(0);
