@@ -123,6 +123,16 @@ pub fn serve<S: Read + Write>(
     result
 }
 
+/// What the command loop does once a command ran.
+enum After {
+    /// Sends the answer written.
+    Replied,
+    /// Nothing to send (the command has no answer).
+    Silent,
+    /// Ends the connection.
+    Quit,
+}
+
 impl<S: Read + Write> Connection<'_, S> {
     fn run(&mut self) -> Result<(), ConnectionError> {
         let mut payload = Vec::with_capacity(1024);
@@ -134,98 +144,119 @@ impl<S: Read + Write> Connection<'_, S> {
             let Some((&command, body)) = payload.split_first() else {
                 return Err(Malformed("empty command").into());
             };
-            // An answer still being written by the receive thread goes first.
-            if let Some(responder) = &self.responder {
-                responder.wait_idle();
-                if responder.take_stale_schema() {
-                    self.session.catalog.forget_all();
-                }
-                if let Some(rows) = responder.take_answered_rows() {
-                    self.session.found_rows = rows;
-                }
-            }
-            match command {
-                command::QUIT => return Ok(()),
-                command::PING => self.send_ok(0, 0, ""),
-                command::INIT_DB => {
-                    let name = String::from_utf8_lossy(body).into_owned();
-                    match self.session.use_database(&name) {
-                        Ok(()) => self.send_ok(0, 0, ""),
-                        Err(error) => self.send_error(&error),
-                    }
-                }
-                command::QUERY => {
-                    let sql = String::from_utf8_lossy(body);
-                    self.begin("Query", &sql);
-                    let result = self
-                        .text_statements
-                        .parse(&sql)
-                        .and_then(|(parsed, values)| self.session.execute(&parsed, &values));
-                    self.send_outcome(result, false);
-                }
-                command::STMT_PREPARE => {
-                    let sql = String::from_utf8_lossy(body).into_owned();
-                    self.begin("Prepare", &sql);
-                    self.prepare(&sql);
-                }
-                command::STMT_EXECUTE => self.execute(body)?,
-                command::STMT_SEND_LONG_DATA => {
-                    let mut input = Input::new(body);
-                    let id = input.u32("statement id")?;
-                    let parameter = usize::from(input.u16("parameter")?);
-                    if let Some(statement) = self.prepared.get_mut(&id) {
-                        statement
-                            .long_data
-                            .entry(parameter)
-                            .or_default()
-                            .extend_from_slice(input.rest());
-                    }
-                    continue;
-                }
-                command::STMT_CLOSE => {
-                    let id = Input::new(body).u32("statement id")?;
-                    self.prepared.remove(&id);
-                    continue;
-                }
-                command::STMT_RESET => {
-                    let id = Input::new(body).u32("statement id")?;
-                    match self.prepared.get_mut(&id) {
-                        Some(statement) => {
-                            statement.long_data.clear();
-                            self.send_ok(0, 0, "");
-                        }
-                        None => self.send_error(&SqlError::unknown_statement(id)),
-                    }
-                }
-                command::FIELD_LIST => self.field_list(body),
-                command::SET_OPTION => self.send_eof(),
-                command::RESET_CONNECTION => {
-                    let (user, database) =
-                        (self.session.user.clone(), self.session.database.take());
-                    self.reset_session(user);
-                    self.session.database = database;
-                    self.send_ok(0, 0, "");
-                }
-                command::CHANGE_USER => {
-                    if !self.change_user(body)? {
-                        return Ok(());
-                    }
-                }
-                command::STATISTICS => {
-                    let uptime = self.session.catalog.uptime_s();
-                    let threads = self.session.catalog.connections();
-                    self.stream
-                        .write_payload(format!("Uptime: {uptime}  Threads: {threads}").as_bytes());
-                }
-                other => self.send_error(&SqlError::new(
-                    1047,
-                    "08S01",
-                    format!("Unknown command {other}"),
-                )),
+            self.catch_up_with_responder();
+            match self.command(command, body)? {
+                After::Quit => return Ok(()),
+                After::Silent => continue,
+                After::Replied => {}
             }
             self.stream.flush().map_err(PacketError::from)?;
             if let Some(process) = &self.session.process {
                 process.end();
+            }
+        }
+    }
+
+    /// An answer still being written by the receive thread goes first; what it learned
+    /// (a table changed, the rows it answered) the session takes over.
+    #[inline]
+    fn catch_up_with_responder(&mut self) {
+        let Some(responder) = &self.responder else {
+            return;
+        };
+        responder.wait_idle();
+        if responder.take_stale_schema() {
+            self.session.catalog.forget_all();
+        }
+        if let Some(rows) = responder.take_answered_rows() {
+            self.session.found_rows = rows;
+        }
+    }
+
+    /// Runs one command of the client (inlined: every statement passes here, and the
+    /// call cost 55 instructions a point select, callgrind).
+    #[inline(always)]
+    fn command(&mut self, command: u8, body: &[u8]) -> Result<After, ConnectionError> {
+        match command {
+            command::QUIT => return Ok(After::Quit),
+            command::PING => self.send_ok(0, 0, ""),
+            command::INIT_DB => {
+                let name = String::from_utf8_lossy(body).into_owned();
+                match self.session.use_database(&name) {
+                    Ok(()) => self.send_ok(0, 0, ""),
+                    Err(error) => self.send_error(&error),
+                }
+            }
+            command::QUERY => {
+                let sql = String::from_utf8_lossy(body);
+                self.begin("Query", &sql);
+                let result = (self.text_statements.parse(&sql))
+                    .and_then(|(parsed, values)| self.session.execute(&parsed, &values));
+                self.send_outcome(result, false);
+            }
+            command::STMT_PREPARE => {
+                let sql = String::from_utf8_lossy(body).into_owned();
+                self.begin("Prepare", &sql);
+                self.prepare(&sql);
+            }
+            command::STMT_EXECUTE => self.execute(body)?,
+            command::STMT_SEND_LONG_DATA | command::STMT_CLOSE | command::STMT_RESET => {
+                return self.statement_command(command, body)
+            }
+            command::FIELD_LIST => self.field_list(body),
+            command::SET_OPTION => self.send_eof(),
+            command::RESET_CONNECTION => {
+                let (user, database) = (self.session.user.clone(), self.session.database.take());
+                self.reset_session(user);
+                self.session.database = database;
+                self.send_ok(0, 0, "");
+            }
+            command::CHANGE_USER => {
+                if !self.change_user(body)? {
+                    return Ok(After::Quit);
+                }
+            }
+            command::STATISTICS => {
+                let uptime = self.session.catalog.uptime_s();
+                let threads = self.session.catalog.connections();
+                let statistics = format!("Uptime: {uptime}  Threads: {threads}");
+                self.stream.write_payload(statistics.as_bytes());
+            }
+            other => self.send_error(&SqlError::new(
+                1047,
+                "08S01",
+                format!("Unknown command {other}"),
+            )),
+        }
+        Ok(After::Replied)
+    }
+
+    /// `COM_STMT_SEND_LONG_DATA` and `COM_STMT_CLOSE` (no answer), `COM_STMT_RESET`.
+    fn statement_command(&mut self, command: u8, body: &[u8]) -> Result<After, ConnectionError> {
+        let mut input = Input::new(body);
+        let id = input.u32("statement id")?;
+        match command {
+            command::STMT_SEND_LONG_DATA => {
+                let parameter = usize::from(input.u16("parameter")?);
+                if let Some(statement) = self.prepared.get_mut(&id) {
+                    let data = statement.long_data.entry(parameter).or_default();
+                    data.extend_from_slice(input.rest());
+                }
+                Ok(After::Silent)
+            }
+            command::STMT_CLOSE => {
+                self.prepared.remove(&id);
+                Ok(After::Silent)
+            }
+            _ => {
+                match self.prepared.get_mut(&id) {
+                    Some(statement) => {
+                        statement.long_data.clear();
+                        self.send_ok(0, 0, "");
+                    }
+                    None => self.send_error(&SqlError::unknown_statement(id)),
+                }
+                Ok(After::Replied)
             }
         }
     }

@@ -54,64 +54,74 @@ pub fn read_parameter(
         }
         code::FLOAT => Value::Float(f32::from_bits(input.u32(what)?)),
         code::DOUBLE => Value::Double(f64::from_bits(input.u64(what)?)),
-        code::DATE | code::DATETIME | code::TIMESTAMP => {
-            let length = input.u8(what)?;
-            let bytes = input.take(usize::from(length), what)?;
-            if length == 0 {
-                return Ok(Value::Null);
-            }
-            if length < 4 {
-                return Err(Malformed(what));
-            }
-            let date = Date::new(u16::from_le_bytes([bytes[0], bytes[1]]), bytes[2], bytes[3])
-                .ok_or(Malformed("date"))?;
-            let (hour, minute, second) = if length >= 7 {
-                (bytes[4], bytes[5], bytes[6])
-            } else {
-                (0, 0, 0)
-            };
-            let micros = if length >= 11 {
-                u32::from_le_bytes([bytes[7], bytes[8], bytes[9], bytes[10]])
-            } else {
-                0
-            };
-            if type_code == code::DATE {
-                Value::Date(date)
-            } else {
-                let time_us = (u64::from(hour) * 3600 + u64::from(minute) * 60 + u64::from(second))
-                    * 1_000_000
-                    + u64::from(micros);
-                Value::DateTime(DateTime::new(date, time_us).ok_or(Malformed("datetime"))?)
-            }
-        }
-        code::TIME => {
-            let length = input.u8(what)?;
-            let bytes = input.take(usize::from(length), what)?;
-            if length == 0 {
-                return Ok(Value::Time(0));
-            }
-            if length < 8 {
-                return Err(Malformed(what));
-            }
-            let negative = bytes[0] == 1;
-            let days = u32::from_le_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]);
-            let seconds = i64::from(days) * 86_400
-                + i64::from(bytes[5]) * 3600
-                + i64::from(bytes[6]) * 60
-                + i64::from(bytes[7]);
-            let micros = if length >= 12 {
-                i64::from(u32::from_le_bytes([
-                    bytes[8], bytes[9], bytes[10], bytes[11],
-                ]))
-            } else {
-                0
-            };
-            let total = seconds * 1_000_000 + micros;
-            Value::Time(if negative { -total } else { total })
-        }
+        code::DATE | code::DATETIME | code::TIMESTAMP => read_date_time(input, type_code)?,
+        code::TIME => read_time(input)?,
         // Strings, decimals, blobs, JSON, ENUM, SET, BIT: length-encoded bytes.
         _ => Value::Bytes(input.lenenc_bytes(what)?.to_vec()),
     })
+}
+
+/// A DATE, DATETIME or TIMESTAMP parameter: its length (0: NULL, 4: a date, 7: with the
+/// time, 11: with microseconds), then year, month, day, hour, minute, second, micros.
+fn read_date_time(input: &mut Input, type_code: u8) -> Result<Value, Malformed> {
+    let what = "parameter value";
+    let length = input.u8(what)?;
+    let bytes = input.take(usize::from(length), what)?;
+    if length == 0 {
+        return Ok(Value::Null);
+    }
+    if length < 4 {
+        return Err(Malformed(what));
+    }
+    let date = Date::new(u16::from_le_bytes([bytes[0], bytes[1]]), bytes[2], bytes[3])
+        .ok_or(Malformed("date"))?;
+    if type_code == code::DATE {
+        return Ok(Value::Date(date));
+    }
+    let (hour, minute, second) = if length >= 7 {
+        (bytes[4], bytes[5], bytes[6])
+    } else {
+        (0, 0, 0)
+    };
+    let micros = if length >= 11 {
+        u32::from_le_bytes([bytes[7], bytes[8], bytes[9], bytes[10]])
+    } else {
+        0
+    };
+    let time_us = (u64::from(hour) * 3600 + u64::from(minute) * 60 + u64::from(second)) * 1_000_000
+        + u64::from(micros);
+    Ok(Value::DateTime(
+        DateTime::new(date, time_us).ok_or(Malformed("datetime"))?,
+    ))
+}
+
+/// A TIME parameter: its length (0: zero, 8: without, 12: with microseconds), then the
+/// sign, days, hours, minutes, seconds and micros.
+fn read_time(input: &mut Input) -> Result<Value, Malformed> {
+    let what = "parameter value";
+    let length = input.u8(what)?;
+    let bytes = input.take(usize::from(length), what)?;
+    if length == 0 {
+        return Ok(Value::Time(0));
+    }
+    if length < 8 {
+        return Err(Malformed(what));
+    }
+    let negative = bytes[0] == 1;
+    let days = u32::from_le_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]);
+    let seconds = i64::from(days) * 86_400
+        + i64::from(bytes[5]) * 3600
+        + i64::from(bytes[6]) * 60
+        + i64::from(bytes[7]);
+    let micros = if length >= 12 {
+        i64::from(u32::from_le_bytes([
+            bytes[8], bytes[9], bytes[10], bytes[11],
+        ]))
+    } else {
+        0
+    };
+    let total = seconds * 1_000_000 + micros;
+    Ok(Value::Time(if negative { -total } else { total }))
 }
 
 /// What a binary-row value needs of its column's definition.
@@ -158,69 +168,76 @@ pub fn write_value(out: &mut Vec<u8>, shape: ValueShape, value: &Value) {
         code::DOUBLE => {
             out.extend_from_slice(&to_f64(value).unwrap_or(0.0).to_bits().to_le_bytes())
         }
-        code::DATE | code::DATETIME | code::TIMESTAMP => {
-            let datetime = match value {
-                Value::Date(d) => DateTime {
-                    date: *d,
-                    time_us: 0,
-                },
-                Value::DateTime(dt) => *dt,
-                Value::Timestamp(micros) => DateTime::from_micros(*micros).unwrap_or(DateTime {
-                    date: Date {
-                        year: 1970,
-                        month: 1,
-                        day: 1,
-                    },
-                    time_us: 0,
-                }),
-                _ => {
-                    out.push(0);
-                    return;
-                }
-            };
-            let seconds = datetime.time_us / 1_000_000;
-            let micros = (datetime.time_us % 1_000_000) as u32;
-            let date = datetime.date;
-            let length: u8 = if type_code == code::DATE {
-                4
-            } else if micros != 0 {
-                11
-            } else {
-                7
-            };
-            out.push(length);
-            out.extend_from_slice(&date.year.to_le_bytes());
-            out.push(date.month);
-            out.push(date.day);
-            if length >= 7 {
-                out.push((seconds / 3600) as u8);
-                out.push((seconds / 60 % 60) as u8);
-                out.push((seconds % 60) as u8);
-            }
-            if length == 11 {
-                out.extend_from_slice(&micros.to_le_bytes());
-            }
-        }
-        code::TIME => {
-            let Value::Time(micros) = value else {
-                out.push(0);
-                return;
-            };
-            let magnitude = micros.unsigned_abs();
-            let seconds = magnitude / 1_000_000;
-            let fraction = (magnitude % 1_000_000) as u32;
-            out.push(if fraction != 0 { 12 } else { 8 });
-            out.push(u8::from(*micros < 0));
-            out.extend_from_slice(&((seconds / 86_400) as u32).to_le_bytes());
-            out.push((seconds / 3600 % 24) as u8);
-            out.push((seconds / 60 % 60) as u8);
-            out.push((seconds % 60) as u8);
-            if fraction != 0 {
-                out.extend_from_slice(&fraction.to_le_bytes());
-            }
-        }
+        code::DATE | code::DATETIME | code::TIMESTAMP => write_date_time(out, type_code, value),
+        code::TIME => write_time(out, value),
         code::BIT => put_lenenc_bytes(out, &crate::sql_type::bit_bytes(value, shape.length)),
         _ => put_lenenc_bytes(out, &to_text(value)),
+    }
+}
+
+/// A DATE, DATETIME or TIMESTAMP value as the binary row carries it (length 0 for
+/// anything else).
+fn write_date_time(out: &mut Vec<u8>, type_code: u8, value: &Value) {
+    let datetime = match value {
+        Value::Date(d) => DateTime {
+            date: *d,
+            time_us: 0,
+        },
+        Value::DateTime(dt) => *dt,
+        Value::Timestamp(micros) => DateTime::from_micros(*micros).unwrap_or(DateTime {
+            date: Date {
+                year: 1970,
+                month: 1,
+                day: 1,
+            },
+            time_us: 0,
+        }),
+        _ => {
+            out.push(0);
+            return;
+        }
+    };
+    let seconds = datetime.time_us / 1_000_000;
+    let micros = (datetime.time_us % 1_000_000) as u32;
+    let date = datetime.date;
+    let length: u8 = if type_code == code::DATE {
+        4
+    } else if micros != 0 {
+        11
+    } else {
+        7
+    };
+    out.push(length);
+    out.extend_from_slice(&date.year.to_le_bytes());
+    out.push(date.month);
+    out.push(date.day);
+    if length >= 7 {
+        out.push((seconds / 3600) as u8);
+        out.push((seconds / 60 % 60) as u8);
+        out.push((seconds % 60) as u8);
+    }
+    if length == 11 {
+        out.extend_from_slice(&micros.to_le_bytes());
+    }
+}
+
+/// A TIME value as the binary row carries it (length 0 for anything else).
+fn write_time(out: &mut Vec<u8>, value: &Value) {
+    let Value::Time(micros) = value else {
+        out.push(0);
+        return;
+    };
+    let magnitude = micros.unsigned_abs();
+    let seconds = magnitude / 1_000_000;
+    let fraction = (magnitude % 1_000_000) as u32;
+    out.push(if fraction != 0 { 12 } else { 8 });
+    out.push(u8::from(*micros < 0));
+    out.extend_from_slice(&((seconds / 86_400) as u32).to_le_bytes());
+    out.push((seconds / 3600 % 24) as u8);
+    out.push((seconds / 60 % 60) as u8);
+    out.push((seconds % 60) as u8);
+    if fraction != 0 {
+        out.extend_from_slice(&fraction.to_le_bytes());
     }
 }
 
