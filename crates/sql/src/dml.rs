@@ -264,12 +264,11 @@ fn record_replaced_rows(tx: &mut Tx, table: &SqlTable, rows: &[Vec<Value>]) -> S
     Ok(())
 }
 
-/// Each row's keys (its primary key, then its key in each unique index in order; `None`
-/// where NULL, which clashes with no row) and what an exclusive read of each found.
-/// A row's primary key, then its key in each unique index (`None` where a column of it is
-/// NULL: such a key clashes with none).
+/// A row's primary key, then its key in each unique index in order (`None` where a
+/// column of it is NULL: such a key clashes with none).
 type RowKeys = Vec<Option<Vec<Value>>>;
 
+/// Each row's keys and what an exclusive read of each found.
 struct FoundKeys {
     row_keys: Vec<RowKeys>,
     /// The collations of each key's columns (the primary key's, then each unique index's):
@@ -292,7 +291,7 @@ fn same_key(a: &[Value], b: &[Value], collations: &[Collation]) -> bool {
 /// must be found before it is written).
 fn read_unique_keys(tx: &mut Tx, table: &SqlTable, rows: &[Vec<Value>]) -> SqlResult<FoundKeys> {
     let unique = unique_indexes(table);
-    let row_keys: Vec<Vec<Option<Vec<Value>>>> = rows
+    let row_keys: Vec<RowKeys> = rows
         .iter()
         .map(|row| keys_of(table, &unique, row))
         .collect();
@@ -356,31 +355,21 @@ fn insert_unless_duplicate(
         ignored: 0,
     };
     let unique = unique_indexes(table);
-    // The rows this statement inserted or updated, as it left them, with their keys.
-    let mut written: Vec<(RowKeys, Vec<Value>)> = Vec::new();
+    let mut written: Vec<Written> = Vec::new();
     for ((row, row_keys), ops) in rows.iter().zip(&keys.row_keys).zip(&keys.lookups) {
-        let clashing = |(earlier_keys, _): &&(RowKeys, Vec<Value>)| {
-            let pairs = earlier_keys.iter().zip(row_keys).zip(&keys.key_collations);
-            pairs.into_iter().any(|(pair, collations)| match pair {
-                (Some(a), Some(b)) => same_key(a, b, collations),
-                _ => false,
-            })
-        };
         let found = ops.iter().find_map(|&op| keys.found.row(op));
-        let same_row = |(_, image): &&(RowKeys, Vec<Value>)| {
-            found.is_some_and(|found| {
-                same_key(
-                    &table.key_of(found),
-                    &table.key_of(image),
-                    &keys.key_collations[0],
-                )
-            })
+        // The found row by its primary key, compared as the keys of written rows are.
+        let found_keys: Option<RowKeys> = found.map(|found| vec![Some(table.key_of(found))]);
+        let is_found = |w: &Written| {
+            (found_keys.as_ref())
+                .is_some_and(|found| clash(&w.keys[..1], found, &keys.key_collations))
         };
         // The row it clashes with as it stands now: one the statement wrote (a found row
         // the statement updated is that one), else the row found.
-        let earlier = written.iter().position(|w| clashing(&w) || same_row(&w));
+        let earlier = (written.iter())
+            .position(|w| clash(&w.keys, row_keys, &keys.key_collations) || is_found(w));
         let existing = match earlier {
-            Some(position) => Some(written[position].1.clone()),
+            Some(position) => Some(written[position].row.clone()),
             None => found.map(<[Value]>::to_vec),
         };
         match (existing, assignments) {
@@ -388,13 +377,19 @@ fn insert_unless_duplicate(
                 tx.wrote_row(table.table.id, table.key_of(row));
                 tx.undo_insert(&table.table, table.key_of(row))?;
                 tx.transaction.insert(&table.table, row.clone())?;
-                written.push((row_keys.clone(), row.clone()));
+                written.push(Written {
+                    keys: row_keys.clone(),
+                    row: row.clone(),
+                });
                 outcome.affected += 1;
             }
             (Some(existing), Some(assignments)) => {
                 let updated = update_duplicate(tx, table, &existing, row, assignments, ctx)?;
                 if let Some(updated) = updated {
-                    let image = (keys_of(table, &unique, &updated), updated);
+                    let image = Written {
+                        keys: keys_of(table, &unique, &updated),
+                        row: updated,
+                    };
                     match earlier {
                         Some(position) => written[position] = image,
                         None => written.push(image),
@@ -406,6 +401,25 @@ fn insert_unless_duplicate(
         }
     }
     Ok(outcome)
+}
+
+/// A row an INSERT statement inserted or updated, as it left it, with its keys.
+struct Written {
+    keys: RowKeys,
+    row: Vec<Value>,
+}
+
+/// Whether two rows' keys clash: one key of theirs is equal (under its collations).
+fn clash(
+    a: &[Option<Vec<Value>>],
+    b: &[Option<Vec<Value>>],
+    collations: &[Vec<Collation>],
+) -> bool {
+    let pairs = a.iter().zip(b).zip(collations);
+    pairs.into_iter().any(|(pair, collations)| match pair {
+        (Some(a), Some(b)) => same_key(a, b, collations),
+        _ => false,
+    })
 }
 
 /// ON DUPLICATE KEY UPDATE of `existing` for the clashing `row`: the row as updated, or
@@ -438,13 +452,8 @@ fn update_duplicate(
     Ok(Some(updated))
 }
 
-/// A row's primary key, then its key in each unique index (`None` where a column of it
-/// is NULL), in the order of `unique`.
-fn keys_of(
-    table: &SqlTable,
-    unique: &[(String, Vec<usize>)],
-    row: &[Value],
-) -> Vec<Option<Vec<Value>>> {
+/// A row's keys, its unique indexes' in the order of `unique`.
+fn keys_of(table: &SqlTable, unique: &[(String, Vec<usize>)], row: &[Value]) -> RowKeys {
     let unique_keys = unique
         .iter()
         .map(|(_, columns)| unique_key_of(row, columns));
@@ -690,17 +699,13 @@ fn duplicate_message(error: SqlError, table: &SqlTable, rows: &[Vec<Value>]) -> 
                 .then_some(key)
         }),
     };
-    let key = format!("{}.{key_name}", table.name);
-    let message = match clashing {
-        Some(values) => {
-            let text: Vec<String> = (values.iter())
-                .map(|v| String::from_utf8_lossy(&crate::value::to_text(v)).into_owned())
-                .collect();
-            format!("Duplicate entry '{}' for key '{key}'", text.join("-"))
-        }
-        None => format!("Duplicate entry for key '{key}'"),
-    };
-    SqlError::new(1062, "23000", message)
+    let value = clashing.map(|values| {
+        let text: Vec<String> = (values.iter())
+            .map(|v| String::from_utf8_lossy(&crate::value::to_text(v)).into_owned())
+            .collect();
+        text.join("-")
+    });
+    SqlError::duplicate_entry(&format!("{}.{key_name}", table.name), value.as_deref())
 }
 
 /// `SET col = expr, ...` bound over the table's row (and, for ON DUPLICATE KEY UPDATE,

@@ -90,8 +90,24 @@ impl SqlError {
         )
     }
 
-    pub fn duplicate_key(detail: &str) -> Self {
-        Self::new(1062, "23000", format!("Duplicate entry for key: {detail}"))
+    /// MySQL's duplicate-key error for `key` (`table.key`), naming the clashing `value`
+    /// where it is known.
+    pub fn duplicate_entry(key: &str, value: Option<&str>) -> Self {
+        let message = match value {
+            Some(value) => format!("Duplicate entry '{value}' for key '{key}'"),
+            None => format!("Duplicate entry for key '{key}'"),
+        };
+        Self::new(1062, "23000", message)
+    }
+
+    /// A subquery (or row) of several columns where one value is expected.
+    pub fn operand_columns() -> Self {
+        Self::new(1241, "21000", "Operand should contain 1 column(s)")
+    }
+
+    /// A scalar subquery that returned several rows.
+    pub fn subquery_rows() -> Self {
+        Self::new(1242, "21000", "Subquery returns more than 1 row")
     }
 
     pub fn not_null(column: &str) -> Self {

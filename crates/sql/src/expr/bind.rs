@@ -205,11 +205,15 @@ impl<'a> Binder<'a> {
         {
             return Ok(outer_value);
         }
-        let shown = match table {
-            Some(table) => format!("{table}.{name}"),
-            None => name.to_string(),
-        };
-        Err(SqlError::unknown_column(&shown, self.place))
+        Err(SqlError::unknown_column(&shown(table, name), self.place))
+    }
+}
+
+/// A column's name as an error message shows it: `table.name` or `name`.
+fn shown(table: Option<&str>, name: &str) -> String {
+    match table {
+        Some(table) => format!("{table}.{name}"),
+        None => name.to_string(),
     }
 }
 
@@ -228,17 +232,11 @@ pub(crate) fn find_column(
     });
     match (found.next(), found.next()) {
         (Some((position, _)), None) => Ok(Some(position)),
-        (Some(_), Some(_)) => {
-            let shown = match table {
-                Some(table) => format!("{table}.{name}"),
-                None => name.to_string(),
-            };
-            Err(SqlError::new(
-                1052,
-                "23000",
-                format!("Column '{shown}' in {place} is ambiguous"),
-            ))
-        }
+        (Some(_), Some(_)) => Err(SqlError::new(
+            1052,
+            "23000",
+            format!("Column '{}' in {place} is ambiguous", shown(table, name)),
+        )),
         (None, _) => Ok(None),
     }
 }

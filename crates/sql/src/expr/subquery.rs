@@ -4,8 +4,6 @@
 //! value, 1 or 0. A correlated one binds as the row position its value will take
 //! (`subquery/correlated.rs`).
 
-use std::sync::Arc;
-
 use sqlparser::ast;
 
 use kista_client::types::{Collation, Value};
@@ -13,7 +11,7 @@ use kista_client::types::{Collation, Value};
 use super::bind::{bind, compare_op, derive_of, Binder};
 use super::{CompareOp, Derivation, Expr};
 use crate::error::{SqlError, SqlResult};
-use crate::subquery::{Kind, Met};
+use crate::subquery::{exists, scalar, Kind, Met};
 
 /// Binds a subquery form of `bind_plain`.
 pub(super) fn bind_subquery(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Expr> {
@@ -78,35 +76,20 @@ fn quantified(binder: &mut Binder, left: &ast::Expr, op: CompareOp, all: bool) -
 }
 
 /// A subquery that ran alone, by its answer: `rows` of `columns` columns.
-fn answered(kind: Kind, columns: usize, rows: &Arc<Vec<Vec<Value>>>) -> SqlResult<Expr> {
-    if columns != 1 && !matches!(kind, Kind::Exists { .. }) {
-        return Err(SqlError::new(
-            1241,
-            "21000",
-            "Operand should contain 1 column(s)",
-        ));
-    }
-    let mut values = rows.iter().filter_map(|row| row.first().cloned());
+fn answered(kind: Kind, columns: usize, rows: &[Vec<Value>]) -> SqlResult<Expr> {
+    kind.check_columns(columns)?;
     Ok(match kind {
-        Kind::Scalar => match (values.next(), values.next()) {
-            (_, Some(_)) => {
-                return Err(SqlError::new(
-                    1242,
-                    "21000",
-                    "Subquery returns more than 1 row",
-                ))
-            }
-            (value, None) => Expr::Literal(value.unwrap_or(Value::Null)),
-        },
-        Kind::Exists { negated } => {
-            Expr::Literal(Value::Int(i64::from(rows.is_empty() == negated)))
-        }
+        Kind::Scalar => Expr::Literal(scalar(rows)?),
+        Kind::Exists { negated } => Expr::Literal(exists(rows, negated)),
         Kind::Quantified {
             left,
             op,
             all,
             collation,
-        } => compared_with_each(left, op, all, collation, values.collect()),
+        } => {
+            let values = rows.iter().filter_map(|row| row.first().cloned()).collect();
+            compared_with_each(left, op, all, collation, values)
+        }
     })
 }
 

@@ -387,13 +387,16 @@ pub(crate) fn rows_in(
 /// The rows the query reads that pass its WHERE, each with its correlated subqueries'
 /// values after its columns (they run in the same transaction).
 fn read(session: &mut Session, plan: &SelectPlan, params: &[Value]) -> SqlResult<Vec<Vec<Value>>> {
-    match (&plan.system, &plan.table, &plan.joins) {
-        (Some((system, _)), _, _) if plan.correlated.is_empty() => {
-            system_rows(session, plan, system, params)
-        }
-        (None, None, None) if plan.correlated.is_empty() => Ok(vec![Vec::new()]),
-        _ => session.transactional(|tx, session| read_in(tx, session, plan, params, true)),
+    let reads_the_cluster =
+        plan.table.is_some() || plan.joins.is_some() || !plan.correlated.is_empty();
+    if !reads_the_cluster {
+        // information_schema, a derived table's rows, or no table: no transaction.
+        return match &plan.system {
+            Some((system, _)) => system_rows(session, plan, system, params),
+            None => Ok(vec![Vec::new()]),
+        };
     }
+    session.transactional(|tx, session| read_in(tx, session, plan, params, true))
 }
 
 /// [`read`] in `tx`; `last`: the statement reads nothing after these rows.

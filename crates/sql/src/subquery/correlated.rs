@@ -15,8 +15,8 @@
 //! Answers are remembered per distinct outer values (up to [`REMEMBERED_ROWS_MAX`] rows),
 //! so a subquery over a column with few distinct values runs few times.
 //!
-//! Not yet: a correlated subquery in ON, GROUP BY, an UPDATE or a DELETE, or naming an
-//! aggregate of the query around it; a correlated UNION (error 1235 for each).
+//! Not yet: a correlated subquery in a LEFT JOIN's ON, or naming an aggregate of the
+//! query around it; a correlated UNION (error 1235 for each).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -29,7 +29,7 @@ use kista_client::types::{Collation, ColumnType, Value};
 
 use crate::catalog::BindCatalog;
 use crate::error::{SqlError, SqlResult};
-use crate::expr::{eval, find_column, CompareOp, Expr, ScopeColumn};
+use crate::expr::{eval, find_column, CompareOp, EvalContext, Expr, ScopeColumn};
 use crate::select::{self, SelectPlan};
 use crate::session::{Session, Tx};
 
@@ -126,13 +126,7 @@ impl<'a> Correlation<'a> {
             values: RefCell::default(),
         };
         let plan = select::bind_query_within(self.session, query, placeholders, Some(&outer))?;
-        if !matches!(kind, Kind::Exists { .. }) && plan.outputs().len() != 1 {
-            return Err(SqlError::new(
-                1241,
-                "21000",
-                "Operand should contain 1 column(s)",
-            ));
-        }
+        kind.check_columns(plan.outputs().len())?;
         let mut found = self.found.borrow_mut();
         found.push(Correlated {
             kind,
@@ -160,6 +154,31 @@ pub(crate) enum Kind {
         all: bool,
         collation: Collation,
     },
+}
+
+impl Kind {
+    /// Error 1241 unless a subquery of `columns` columns can give this kind of value.
+    pub(crate) fn check_columns(&self, columns: usize) -> SqlResult<()> {
+        match self {
+            Kind::Exists { .. } => Ok(()),
+            _ if columns == 1 => Ok(()),
+            _ => Err(SqlError::operand_columns()),
+        }
+    }
+}
+
+/// A scalar subquery's value from its `rows`: NULL for none, error 1242 for several.
+pub(crate) fn scalar(rows: &[Vec<Value>]) -> SqlResult<Value> {
+    match rows {
+        [] => Ok(Value::Null),
+        [only] => Ok(only.first().cloned().unwrap_or(Value::Null)),
+        _ => Err(SqlError::subquery_rows()),
+    }
+}
+
+/// `[NOT] EXISTS` of a subquery's `rows`: 1 or 0.
+pub(crate) fn exists(rows: &[Vec<Value>], negated: bool) -> Value {
+    Value::Int(i64::from(rows.is_empty() == negated))
 }
 
 /// A correlated subquery, bound.
@@ -216,39 +235,28 @@ impl Correlated {
         )
     }
 
-    /// Its value for `row`, a row of the query around it.
+    /// Its value for `row`, a row of the query around it (`ctx` evaluates over that row).
     fn value(
         &self,
         (tx, session): (&mut Tx, &Session),
         row: &[Value],
-        params: &[Value],
+        ctx: &EvalContext,
         remembered: &mut Remembered,
     ) -> SqlResult<Value> {
-        let variable = |name: &str| session.variable(name);
-        let ctx = session.eval_context(params, &[], &variable);
-        let mut inner_params: Vec<Value> = params.iter().take(self.first_param).cloned().collect();
+        let mut inner_params: Vec<Value> =
+            ctx.params.iter().take(self.first_param).cloned().collect();
         inner_params.resize(self.first_param, Value::Null);
         for value in &self.outer_values {
-            inner_params.push(eval(value, row, &ctx)?);
+            inner_params.push(eval(value, row, ctx)?);
         }
         let left = match &self.kind {
-            Kind::Quantified { left, .. } => eval(left, row, &ctx)?,
+            Kind::Quantified { left, .. } => eval(left, row, ctx)?,
             _ => Value::Null,
         };
         let rows = remembered.rows((tx, session), &self.plan, inner_params)?;
         Ok(match &self.kind {
-            Kind::Scalar => match rows.as_slice() {
-                [] => Value::Null,
-                [only] => only.first().cloned().unwrap_or(Value::Null),
-                _ => {
-                    return Err(SqlError::new(
-                        1242,
-                        "21000",
-                        "Subquery returns more than 1 row",
-                    ))
-                }
-            },
-            Kind::Exists { negated } => Value::Int(i64::from(rows.is_empty() == *negated)),
+            Kind::Scalar => scalar(&rows)?,
+            Kind::Exists { negated } => exists(&rows, *negated),
             Kind::Quantified {
                 op, all, collation, ..
             } => {
@@ -285,10 +293,12 @@ pub(crate) fn quantified<'v>(
 }
 
 /// The answers of one correlated subquery, by the values it was run with.
-#[derive(Default)]
 struct Remembered {
     answers: HashMap<Vec<u8>, Arc<Vec<Vec<Value>>>>,
     rows: usize,
+    /// A collation for each parameter, for their byte-exact key ('a' and 'A' may give
+    /// different answers).
+    binary: Vec<Collation>,
 }
 
 impl Remembered {
@@ -300,9 +310,7 @@ impl Remembered {
         plan: &SelectPlan,
         params: Vec<Value>,
     ) -> SqlResult<Arc<Vec<Vec<Value>>>> {
-        // Byte-exact keys: 'a' and 'A' may give different answers.
-        let collations = vec![Collation::binary; params.len()];
-        let key = select::encode_group_key(&params, &collations);
+        let key = select::encode_group_key(&params, &self.binary);
         if let Some(rows) = self.answers.get(&key) {
             return Ok(rows.clone());
         }
@@ -330,22 +338,28 @@ pub(crate) fn apply(
     if correlated.is_empty() {
         return Ok(rows);
     }
-    let mut remembered: Vec<Remembered> =
-        correlated.iter().map(|_| Remembered::default()).collect();
+    let mut remembered: Vec<Remembered> = (correlated.iter())
+        .map(|subquery| Remembered {
+            answers: HashMap::new(),
+            rows: 0,
+            binary: vec![Collation::binary; subquery.first_param + subquery.outer_values.len()],
+        })
+        .collect();
+    let variable = |name: &str| session.variable(name);
+    let ctx = session.eval_context(params, &[], &variable);
     let mut kept = Vec::with_capacity(rows.len());
     for mut row in rows {
         for (subquery, remembered) in correlated.iter().zip(&mut remembered) {
-            let value = subquery.value((&mut *tx, session), &row, params, remembered)?;
+            let value = subquery.value((&mut *tx, session), &row, &ctx, remembered)?;
             row.push(value);
         }
-        if let Some(filter) = filter {
-            let variable = |name: &str| session.variable(name);
-            let ctx = session.eval_context(params, &[], &variable);
-            if crate::value::truth(&eval(filter, &row, &ctx)?) != Some(true) {
-                continue;
-            }
+        let passes = match filter {
+            Some(filter) => crate::value::truth(&eval(filter, &row, &ctx)?) == Some(true),
+            None => true,
+        };
+        if passes {
+            kept.push(row);
         }
-        kept.push(row);
     }
     Ok(kept)
 }

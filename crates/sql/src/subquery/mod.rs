@@ -25,7 +25,7 @@ mod correlated;
 
 #[cfg(test)]
 pub(crate) use correlated::quantified;
-pub(crate) use correlated::{apply, Correlated, Correlation, Kind, Outer};
+pub(crate) use correlated::{apply, exists, scalar, Correlated, Correlation, Kind, Outer};
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
