@@ -6,6 +6,7 @@ mod cluster_node;
 mod data_node;
 mod datad;
 mod demo;
+mod free_ports;
 mod mgm;
 mod mgmd;
 mod sql;

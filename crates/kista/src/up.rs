@@ -9,7 +9,7 @@
 //! process, which stops them in order.
 
 use std::fs::File;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -147,7 +147,8 @@ pub fn run(args: &UpArgs) -> Result<(), Failure> {
     outcome
 }
 
-/// The data nodes' ports: `--data-port` and the ones after it, or free ones.
+/// The data nodes' ports: `--data-port` and the ones after it, or free ones (below the
+/// kernel's ephemeral range, see `free_ports`).
 fn data_node_ports(args: &UpArgs) -> Result<Vec<u16>, Failure> {
     if args.data_port != 0 {
         let last = u32::from(args.data_port) + u32::from(args.data_nodes) - 1;
@@ -160,16 +161,8 @@ fn data_node_ports(args: &UpArgs) -> Result<Vec<u16>, Failure> {
             .map(|i| args.data_port + i)
             .collect());
     }
-    // Held together so none is handed out twice, then released for the data nodes.
-    let listeners = (0..args.data_nodes)
-        .map(|_| TcpListener::bind("127.0.0.1:0"))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| Failure::runtime(format!("no free port: {e}")))?;
-    listeners
-        .iter()
-        .map(|l| l.local_addr().map(|a| a.port()))
-        .collect::<Result<_, _>>()
-        .map_err(|e| Failure::runtime(format!("no free port: {e}")))
+    crate::free_ports::free_ports(usize::from(args.data_nodes))
+        .map_err(|e| Failure::runtime(format!("no free port for the data nodes: {e}")))
 }
 
 /// The cluster configuration (docs/cluster-config.md): every data node on 127.0.0.1 with

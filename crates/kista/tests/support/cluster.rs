@@ -3,12 +3,17 @@
 //! 127.0.0.1. Heartbeats are fast (a failure is detected in about a second) but not so fast
 //! that a busy 2-core machine trips them.
 
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use super::{run_kista, KistaProcess};
+
+// The picker `kista up` uses: below the kernel's ephemeral range, where no outgoing
+// connection can take a port between its choice and the process binding it.
+#[path = "../../src/free_ports.rs"]
+mod free_ports;
+use free_ports::free_ports;
 
 /// Heartbeat settings of test clusters: a silent node is suspected after 4 × 200 ms.
 pub const HEARTBEAT_INTERVAL_MS: u64 = 200;
@@ -26,17 +31,6 @@ pub struct TestCluster {
     /// `[id - 1]` → the data node's process while it runs.
     nodes: Vec<Option<KistaProcess>>,
     ports: Vec<u16>,
-}
-
-fn free_ports(count: usize) -> Vec<u16> {
-    // Held together so no port is handed out twice, then released for the processes.
-    let listeners: Vec<TcpListener> = (0..count)
-        .map(|_| TcpListener::bind("127.0.0.1:0").expect("a free port"))
-        .collect();
-    listeners
-        .iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect()
 }
 
 impl TestCluster {
@@ -60,7 +54,7 @@ impl TestCluster {
             SERIAL.fetch_add(1, Ordering::SeqCst)
         ));
         std::fs::create_dir_all(&dir).expect("a test directory");
-        let ports = free_ports(usize::from(data_nodes) + 1);
+        let ports = free_ports(usize::from(data_nodes) + 1).expect("free ports");
         // Under a bench's load a data node writes ~17 MB/s of REDO log, and while a
         // failure is detected no global checkpoint completes, so no local checkpoint
         // frees any: a 64M log filled and writes got error 410.
