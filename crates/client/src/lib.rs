@@ -90,7 +90,9 @@ pub use kista_datanode::protocol::{ErrorCategory, ExecuteMode, LockKind, Transac
 pub use kista_storage::partition::IndexBound;
 pub use kista_storage::{compare, filter, schema, types};
 pub use scan::{Scan, ScanSpec, SCAN_BATCH_ROWS_DEFAULT};
-pub use transaction::{Executed, OpIndex, Transaction};
+pub use transaction::{
+    Executed, OpIndex, Transaction, BATCH_BYTES_MAX, BATCH_FULL_BYTES, BATCH_FULL_OPERATIONS,
+};
 
 use completion::Completion;
 use heartbeat::Heartbeats;

@@ -50,8 +50,22 @@ pub struct Transaction<'c> {
     /// node is where the coordinator should be.
     first_chain: Option<ReplicaChain>,
     batch: Vec<Operation>,
+    /// The operations' bodies in `batch`, in bytes.
+    batch_bytes: usize,
     finished: bool,
 }
+
+/// Operations past which a batch is full ([`Transaction::batch_is_full`]): a statement
+/// writing more rows executes them in batches of about this many, so no round trip
+/// carries an unbounded batch and the coordinator's work arrives as it can take it.
+pub const BATCH_FULL_OPERATIONS: usize = 1024;
+/// Body bytes past which a batch is full.
+pub const BATCH_FULL_BYTES: usize = 1 << 20;
+/// Body bytes a batch may carry at most: a bigger one is refused before anything is sent.
+/// All of a batch is queued on the connection at once, and a connection whose peer lets
+/// 64 MiB pile up counts as lost (`kista_transport`), which would leave a committing
+/// transaction's outcome unknown.
+pub const BATCH_BYTES_MAX: usize = 16 << 20;
 
 impl<'c> Transaction<'c> {
     pub(crate) fn new(client: &'c Client, client_tx: u64) -> Self {
@@ -61,6 +75,7 @@ impl<'c> Transaction<'c> {
             coordinator: None,
             first_chain: None,
             batch: Vec::new(),
+            batch_bytes: 0,
             finished: false,
         }
     }
@@ -207,6 +222,7 @@ impl<'c> Transaction<'c> {
                 self.first_chain = Some(table.map.chain(table.map.partition_of(key)));
             }
         }
+        self.batch_bytes += body.len();
         self.batch.push(Operation {
             kind,
             lock,
@@ -215,6 +231,12 @@ impl<'c> Transaction<'c> {
             body,
         });
         Ok(OpIndex(self.batch.len() as u32 - 1))
+    }
+
+    /// Whether the operations added since the last execute make a batch worth sending
+    /// ([`BATCH_FULL_OPERATIONS`], [`BATCH_FULL_BYTES`]).
+    pub fn batch_is_full(&self) -> bool {
+        self.batch.len() >= BATCH_FULL_OPERATIONS || self.batch_bytes >= BATCH_FULL_BYTES
     }
 
     /// Whether any batch was sent: a transaction that sent nothing holds nothing in the
@@ -255,6 +277,16 @@ impl<'c> Transaction<'c> {
                 "a batch ends with NoCommit, Commit or Rollback".into(),
             ));
         }
+        if self.batch_bytes > BATCH_BYTES_MAX {
+            // Dropped, so that a rollback (which sends the batch first) can still be sent.
+            let operations = std::mem::take(&mut self.batch).len();
+            let bytes = std::mem::replace(&mut self.batch_bytes, 0);
+            return Err(ClientError::Usage(format!(
+                "a batch of {operations} operations carries {bytes} bytes, more than the \
+                 {BATCH_BYTES_MAX} one batch may: execute it in smaller batches (see \
+                 batch_is_full); its operations were dropped"
+            )));
+        }
         let client = self.client;
         let tc = match self.coordinator {
             Some(tc) => tc,
@@ -265,6 +297,7 @@ impl<'c> Transaction<'c> {
         };
         self.finished = mode.commits() || mode == ExecuteMode::Rollback;
         let batch = std::mem::take(&mut self.batch);
+        self.batch_bytes = 0;
         let collecting = Collecting {
             coordinator: tc.node(),
             committing: mode.commits(),

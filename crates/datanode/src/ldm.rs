@@ -22,7 +22,7 @@ use kista_storage::memory::DataMemory;
 use kista_storage::partition::{
     Granted, IndexId, OperationError, Outcome, Partition, PartitionLimits, UniqueChange,
 };
-use kista_storage::redo::RowPlace;
+use kista_storage::redo::{delete_row_record_bytes, write_row_record_bytes, RowPlace};
 use kista_storage::row::RowLayout;
 use kista_storage::row_store::RowId;
 
@@ -76,6 +76,8 @@ struct LdmTransaction {
     /// On a starting replica: the unique-key changes the last started replica computed,
     /// per operation (`op_ref`), to report instead of this replica's own.
     starting_upkeep: Vec<(u32, Vec<u8>)>,
+    /// REDO log bytes its prepared writes reserved here, freed when it is forgotten.
+    redo_reserved_bytes: u64,
 }
 
 pub struct LocalDataManager {
@@ -89,6 +91,8 @@ pub struct LocalDataManager {
     scans: FragmentScans,
     /// How the write that just ran changed its row's unique keys, for the coordinator.
     unique_changes: Vec<UniqueChange>,
+    /// The REDO bytes the write that just ran will log at commit.
+    staged_redo_bytes: u64,
     /// The encoded `IndexUpkeepBody` (kept for its capacity).
     upkeep_bytes: Vec<u8>,
     /// Nodes whose coordinators failed: their operations are refused from now on, so none
@@ -139,6 +143,7 @@ impl LocalDataManager {
             transactions: FxHashMap::default(),
             next_wait_id: 0,
             unique_changes: Vec::new(),
+            staged_redo_bytes: 0,
             upkeep_bytes: Vec::new(),
             failed_coordinators: NodeSet::EMPTY,
             copies: copy::Copies::default(),
@@ -272,8 +277,10 @@ impl LocalDataManager {
             if let Some(section) = section {
                 ctx.release_section(section);
             }
-            let message = "the REDO log is nearly full: writes wait until a local checkpoint \
-                frees some of it (a larger redo_log or checkpoint_write_bytes_per_sec helps)";
+            let message = "the REDO log is nearly full, counting what prepared writes will \
+                log at commit: writes wait until a local checkpoint frees some of it (a larger \
+                redo_log or checkpoint_write_bytes_per_sec helps; a transaction larger than \
+                the log never fits)";
             return refuse_prepare(ctx, &prepare, ErrorCode::RedoLogFull, message);
         }
         if prepare.kind == OperationKind::Read && prepare.lock == LockKind::Committed {
@@ -302,7 +309,12 @@ impl LocalDataManager {
     /// Runs an operation now; parks it if it must wait for a lock.
     fn run(&mut self, ctx: &mut Context, prepare: Prepare, section: Option<SectionHandle>) {
         match self.execute_operation(ctx, &prepare, section) {
-            Ok(Outcome::Done(read_rows)) => self.prepared(ctx, &prepare, read_rows, section),
+            Ok(Outcome::Done(read_rows)) => {
+                if prepare.kind != OperationKind::Read {
+                    self.reserve_redo(prepare.transaction);
+                }
+                self.prepared(ctx, &prepare, read_rows, section)
+            }
             Ok(Outcome::Waiting(anchor)) => self.park(ctx, prepare, section, anchor),
             Err((code, message)) => {
                 if let Some(section) = section {
@@ -311,6 +323,17 @@ impl LocalDataManager {
                 refuse_prepare(ctx, &prepare, code, &message);
             }
         }
+    }
+
+    /// Reserves in the REDO log what the write that just ran will log at commit.
+    fn reserve_redo(&mut self, transaction: u64) {
+        let (Some(redo), Some(record)) =
+            (self.redo.as_mut(), self.transactions.get_mut(&transaction))
+        else {
+            return;
+        };
+        redo.reserve(self.staged_redo_bytes);
+        record.redo_reserved_bytes += self.staged_redo_bytes;
     }
 
     /// The operation ran here: pass a write on along the chain with its body, or report to
@@ -557,6 +580,11 @@ impl LocalDataManager {
                 done_or_wait(lenient_when_starting(prepare, updated).map_err(described)?)
             }
         };
+        self.staged_redo_bytes = match prepare.kind {
+            OperationKind::Read => 0,
+            OperationKind::Delete => delete_row_record_bytes(key.len()) as u64,
+            _ => write_row_record_bytes(partition.staged_image_bytes()) as u64,
+        };
         // Empty unless the write finished and changed a unique key.
         self.unique_changes = partition.take_unique_changes();
         Ok(outcome)
@@ -750,6 +778,9 @@ impl LocalDataManager {
             if let Some(granted) = granted {
                 self.resume(ctx, key.0, key.1, granted);
             }
+        }
+        if let Some(redo) = self.redo.as_mut() {
+            redo.release(record.redo_reserved_bytes);
         }
     }
 

@@ -97,6 +97,14 @@ pub struct NodeSettings {
     pub checkpoint_write_bytes_per_sec: u64,
 }
 
+/// Operations one transaction may have unless configured: a statement of a couple of
+/// million rows works. Each costs the data nodes about 300 bytes besides its row's new
+/// version, which DataMemory holds (docs/cluster-config.md).
+pub const OPERATIONS_PER_TRANSACTION_MAX_DEFAULT: u32 = 2_000_000;
+/// Row locks one partition may track unless configured: a transaction may lock every row
+/// it writes in one partition.
+pub const LOCKS_PER_PARTITION_MAX_DEFAULT: u32 = 2_000_000;
+
 impl NodeSettings {
     /// Defaults that suit a laptop: one of each block, two partitions per table.
     pub fn new(node: NodeId) -> Self {
@@ -112,10 +120,10 @@ impl NodeSettings {
             lock_wait_timeout_ms: 1200,
             deadlock_detection_interval_ms: 50,
             transaction_inactive_timeout_ms: 10_000,
-            locks_per_partition_max: 100_000,
+            locks_per_partition_max: LOCKS_PER_PARTITION_MAX_DEFAULT as usize,
             deleted_keys_per_partition_bytes_max: 1 << 20,
             transactions_per_tc_max: 65_536,
-            operations_per_transaction_max: 100_000,
+            operations_per_transaction_max: OPERATIONS_PER_TRANSACTION_MAX_DEFAULT as usize,
             read_policy: ReadPolicy::Adaptive,
             scans_per_tc_max: 500,
             partition_scans_per_executor_max: 4096,

@@ -285,6 +285,55 @@ fn a_full_log_refuses_writes_with_a_temporary_error_until_a_checkpoint_frees_it(
     assert!(cluster.stopped().is_empty(), "no node stopped");
 }
 
+#[test]
+fn a_transaction_larger_than_the_log_is_refused_before_its_commit_and_no_node_stops() {
+    // 2 MiB of log per `ldm`; 80,000 inserted rows log about 5 MiB on each node.
+    const ROWS_PER_BATCH: i64 = 1000;
+    const BATCHES: i64 = 80;
+    let mut cluster = Node::start_cluster(cluster_settings(2, 2, node_settings), 64 << 20, 14);
+    cluster.run_for_ms(200);
+    let table = cluster.create_counters();
+    let big_tx = 1;
+    let mut refusal = None;
+    for batch in 0..BATCHES {
+        let ops = (0..ROWS_PER_BATCH)
+            .map(|row| counter_op(OperationKind::Insert, batch * ROWS_PER_BATCH + row, 1))
+            .collect();
+        cluster.send_batch(big_tx, table, ops, ExecuteMode::NoCommit);
+        let until_ns = cluster.now_ns() + 5_000_000_000;
+        let result = cluster.batch_result(big_tx, until_ns).expect("an answer");
+        if result.outcome != TransactionOutcome::Open {
+            refusal = Some((batch, result));
+            break;
+        }
+    }
+    if refusal.is_none() {
+        // Every write was prepared: its commit would find the log full.
+        cluster.send_batch(big_tx, table, vec![], ExecuteMode::Commit);
+        let until_ns = cluster.now_ns() + 5_000_000_000;
+        let result = cluster.batch_result(big_tx, until_ns);
+        panic!("the whole transaction was prepared; its commit gave {result:?}");
+    }
+    let (batch, result) = refusal.unwrap();
+    assert_eq!(result.outcome, TransactionOutcome::Aborted);
+    assert_eq!(result.code, ErrorCode::RedoLogFull as u32, "{result:?}");
+    assert!(
+        batch > 10,
+        "refused once the log was spoken for, not at once: {batch}"
+    );
+    cluster.run_for_ms(100);
+    let small = vec![counter_op(OperationKind::Insert, 1, 7)];
+    cluster.send_batch(2, table, small, ExecuteMode::Commit);
+    let until_ns = cluster.now_ns() + 5_000_000_000;
+    let result = cluster.batch_result(2, until_ns).expect("an answer");
+    assert_eq!(
+        result.outcome,
+        TransactionOutcome::Committed,
+        "the aborted transaction gave its reservation back: {result:?}"
+    );
+    assert!(cluster.stopped().is_empty(), "no node stopped");
+}
+
 /// The newest complete checkpoint of one `ldm` on `disk`: its id and its file.
 fn newest_checkpoint(disk: &SimulatedDisk, ldm: u16) -> (u64, String) {
     let id = (0..CHECKPOINT_FILES)

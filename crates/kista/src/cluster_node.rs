@@ -96,6 +96,8 @@ fn from_config(config: &ClusterConfig, node: NodeId, mgm: &str) -> Result<Cluste
     settings.global_checkpoint_interval_ms = cluster.global_checkpoint_interval_ms;
     settings.redo_log_bytes = cluster.redo_log_bytes;
     settings.checkpoint_write_bytes_per_sec = cluster.checkpoint_write_bytes_per_sec;
+    settings.operations_per_transaction_max = cluster.operations_per_transaction_max as usize;
+    settings.locks_per_partition_max = cluster.locks_per_partition_max as usize;
     settings.arbitrator = Some(arbitrator_address());
     settings.tc_instances = layout.instances_of(Module::Tc) as u16;
     settings.ldm_instances = layout.instances_of(Module::Ldm) as u16;

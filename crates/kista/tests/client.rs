@@ -144,6 +144,66 @@ fn a_client_runs_batches_sees_only_committed_data_and_gets_coded_errors() {
 }
 
 #[test]
+fn a_batch_too_large_to_send_is_refused_before_anything_goes_and_the_client_goes_on() {
+    let datad = Datad::start(&[]);
+    let client = Client::connect(datad.address).unwrap();
+    let schema = TableSchema {
+        extra_metadata: Vec::new(),
+        name: "blobs".into(),
+        columns: vec![
+            Column::new("id", ColumnType::signed(8)),
+            Column::new("body", ColumnType::varchar(60_000)),
+        ],
+        primary_key: vec![0],
+    };
+    let table = client.create_table(schema, vec![]).unwrap();
+    let blob = |id: i64| vec![Value::Int(id), Value::Bytes(vec![7; 60_000])];
+    let rows_too_many = (kista_client::BATCH_BYTES_MAX / 60_000 + 1) as i64;
+
+    let mut huge = client.transaction();
+    for id in 0..rows_too_many {
+        huge.insert(&table, blob(id)).unwrap();
+        if id == 20 {
+            assert!(huge.batch_is_full(), "a MiB of rows fills a batch");
+        }
+    }
+    match huge.execute(ExecuteMode::Commit) {
+        Err(ClientError::Usage(message)) => {
+            assert!(message.contains("smaller batches"), "{message}")
+        }
+        Err(other) => panic!("refused as a usage error, not {other}"),
+        Ok(_) => panic!("a batch over BATCH_BYTES_MAX was sent"),
+    }
+    assert!(!huge.has_sent(), "nothing went");
+    drop(huge);
+
+    // The same rows, a full batch at a time, commit.
+    let mut batched = client.transaction();
+    for id in 0..rows_too_many {
+        batched.insert(&table, blob(id)).unwrap();
+        if batched.batch_is_full() {
+            let done = batched
+                .execute(ExecuteMode::NoCommit)
+                .unwrap()
+                .wait()
+                .unwrap();
+            assert_eq!(done.outcome, TransactionOutcome::Open);
+        }
+    }
+    let done = batched
+        .execute(ExecuteMode::Commit)
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(done.outcome, TransactionOutcome::Committed);
+    let last = [Value::Int(rows_too_many - 1)];
+    let mut read = client.transaction();
+    let op = read.read(&table, &last, LockKind::Committed).unwrap();
+    let found = read.execute(ExecuteMode::Commit).unwrap().wait().unwrap();
+    assert!(found.row(op).is_some(), "the last row committed");
+}
+
+#[test]
 fn thousands_of_transactions_fly_at_once_on_one_connection() {
     let datad = Datad::start(&[
         "--thread-config",

@@ -238,6 +238,11 @@ fn pymysql_runs_a_session_with_ddl_transactions_and_errors() {
 }
 
 #[test]
+fn statements_of_many_rows_go_a_batch_at_a_time_all_or_none() {
+    run_pymysql_script("big_statements.py", "big statements ok");
+}
+
+#[test]
 fn text_inserts_parsed_once_per_shape_store_what_the_whole_parse_stores() {
     run_pymysql_script("text_inserts.py", "text inserts ok");
 }

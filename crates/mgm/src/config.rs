@@ -10,6 +10,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use kista_datanode::node;
 use kista_runtime::thread_config::ThreadConfig;
 use toml::Spanned;
 
@@ -69,6 +70,10 @@ pub struct ClusterSettings {
     /// Local checkpoint write speed per `ldm` thread while its REDO log has room; 0: no
     /// bound.
     pub checkpoint_write_bytes_per_sec: u64,
+    /// Operations one transaction may have (NDB: MaxNoOfConcurrentOperations).
+    pub operations_per_transaction_max: u32,
+    /// Row locks one partition may track at once (NDB: MaxNoOfLocalOperations).
+    pub locks_per_partition_max: u32,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -311,6 +316,18 @@ fn check_cluster(raw: &raw::Cluster) -> Result<ClusterSettings, Fault> {
             "global_checkpoint_interval_ms",
         )?,
         checkpoint_write_bytes_per_sec,
+        operations_per_transaction_max: in_range(
+            raw.operations_per_transaction_max.as_ref(),
+            node::OPERATIONS_PER_TRANSACTION_MAX_DEFAULT,
+            1_000..=100_000_000,
+            "operations_per_transaction_max",
+        )?,
+        locks_per_partition_max: in_range(
+            raw.locks_per_partition_max.as_ref(),
+            node::LOCKS_PER_PARTITION_MAX_DEFAULT,
+            1_000..=100_000_000,
+            "locks_per_partition_max",
+        )?,
     })
 }
 
@@ -523,6 +540,8 @@ mod raw {
         pub start_partial_timeout_ms: Option<Spanned<u64>>,
         pub global_checkpoint_interval_ms: Option<Spanned<u64>>,
         pub checkpoint_write_bytes_per_sec: Option<Spanned<Size>>,
+        pub operations_per_transaction_max: Option<Spanned<u32>>,
+        pub locks_per_partition_max: Option<Spanned<u32>>,
     }
 
     /// A byte count, or a size such as "512M".

@@ -39,6 +39,8 @@ fn a_minimal_file_gets_the_documented_defaults() {
     assert_eq!(config.cluster.global_checkpoint_interval_ms, 1000);
     assert_eq!(config.cluster.redo_log_bytes, 256 << 20);
     assert_eq!(config.cluster.checkpoint_write_bytes_per_sec, 20 << 20);
+    assert_eq!(config.cluster.operations_per_transaction_max, 2_000_000);
+    assert_eq!(config.cluster.locks_per_partition_max, 2_000_000);
     assert_eq!(config.mgmd.port, MGMD_PORT_DEFAULT);
     let ids: Vec<_> = config
         .data_nodes
@@ -70,6 +72,8 @@ start_partial_timeout_ms = 5000
 global_checkpoint_interval_ms = 2000
 redo_log = "1G"
 checkpoint_write_bytes_per_sec = "100M"
+operations_per_transaction_max = 5000000
+locks_per_partition_max = 3000000
 
 [mgmd]
 host = "127.0.0.1"
@@ -105,6 +109,8 @@ port = 3307
     assert_eq!(config.cluster.global_checkpoint_interval_ms, 2_000);
     assert_eq!(config.cluster.redo_log_bytes, 1 << 30);
     assert_eq!(config.cluster.checkpoint_write_bytes_per_sec, 100 << 20);
+    assert_eq!(config.cluster.operations_per_transaction_max, 5_000_000);
+    assert_eq!(config.cluster.locks_per_partition_max, 3_000_000);
     let none = parse(&format!("[cluster]\nredo_log = 0\n{TWO_NODES}")).unwrap();
     assert_eq!(none.cluster.redo_log_bytes, 0, "no REDO log");
     assert_eq!(config.mgmd.port, 2186);
@@ -179,6 +185,11 @@ fn impossible_values_are_refused_with_the_reason() {
             "[cluster]\ncheckpoint_write_bytes_per_sec = 1000\n",
             2,
             "0 (no bound) or at least 1M",
+        ),
+        (
+            "[cluster]\noperations_per_transaction_max = 10\n",
+            2,
+            "out of range",
         ),
         ("[mgmd]\nport = 11860\n", 0, "used by two processes"),
     ];

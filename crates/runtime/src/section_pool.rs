@@ -71,7 +71,32 @@ impl SectionPool {
     }
 
     pub fn allocate(&self, bytes: &[u8]) -> Result<SectionHandle, SectionPoolExhausted> {
-        let (handle, mut slot) = self.take_slot(bytes.len())?;
+        self.allocate_leaving(bytes, 0)
+    }
+
+    /// Like [`SectionPool::allocate`], for a signal arriving from outside the node: fails
+    /// while only the node's reserve is free ([`SectionPool::reserve`]), so that a flood
+    /// of client operations waits in the transport (which retries) and never leaves the
+    /// node's own work, such as a REDO or dictionary file write, without a section: a
+    /// data node that cannot write its files stops.
+    pub fn allocate_from_outside(
+        &self,
+        bytes: &[u8],
+    ) -> Result<SectionHandle, SectionPoolExhausted> {
+        self.allocate_leaving(bytes, self.reserve())
+    }
+
+    /// Sections only the node's own work may take: an eighth of the pool.
+    pub fn reserve(&self) -> usize {
+        self.slots.len() / 8
+    }
+
+    fn allocate_leaving(
+        &self,
+        bytes: &[u8],
+        left_free: usize,
+    ) -> Result<SectionHandle, SectionPoolExhausted> {
+        let (handle, mut slot) = self.take_slot(bytes.len(), left_free)?;
         slot.bytes.clear();
         slot.bytes.extend_from_slice(bytes);
         Ok(handle)
@@ -84,23 +109,29 @@ impl SectionPool {
         &self,
         bytes: Vec<u8>,
     ) -> Result<(SectionHandle, Vec<u8>), SectionPoolExhausted> {
-        let (handle, mut slot) = self.take_slot(bytes.len())?;
+        let (handle, mut slot) = self.take_slot(bytes.len(), 0)?;
         let mut previous = std::mem::replace(&mut slot.bytes, bytes);
         previous.clear();
         Ok((handle, previous))
     }
 
-    /// A free slot for a section of `length` bytes, marked in use, and its lock.
+    /// A free slot for a section of `length` bytes, marked in use, and its lock; fails
+    /// unless more than `left_free` slots are free.
     fn take_slot(
         &self,
         length: usize,
+        left_free: usize,
     ) -> Result<(SectionHandle, MutexGuard<'_, Slot>), SectionPoolExhausted> {
         if length > SECTION_BYTES_MAX {
             return Err(SectionPoolExhausted::TooLarge(length));
         }
-        let index = lock(&self.free)
-            .pop()
-            .ok_or(SectionPoolExhausted::NoFreeSection(self.slots.len() as u32))?;
+        let index = {
+            let mut free = lock(&self.free);
+            if free.len() <= left_free {
+                return Err(SectionPoolExhausted::NoFreeSection(self.slots.len() as u32));
+            }
+            free.pop().expect("more slots free than left free")
+        };
         let mut slot = lock(&self.slots[index as usize]);
         assert!(
             !slot.in_use,
@@ -193,6 +224,27 @@ mod tests {
             Err(SectionPoolExhausted::NoFreeSection(1))
         );
         pool.release(handle);
+        assert_eq!(pool.in_use(), 0);
+    }
+
+    #[test]
+    fn signals_from_outside_leave_the_reserve_to_the_nodes_own_work() {
+        let pool = SectionPool::new(16);
+        assert_eq!(pool.reserve(), 2);
+        let outside: Vec<_> = (0..14)
+            .map(|_| pool.allocate_from_outside(b"client op").unwrap())
+            .collect();
+        assert_eq!(
+            pool.allocate_from_outside(b"one more"),
+            Err(SectionPoolExhausted::NoFreeSection(16)),
+            "the last two are the node's"
+        );
+        let file_write = pool.allocate(b"redo page").unwrap();
+        let local = pool.allocate(b"local signal").unwrap();
+        assert_eq!(pool.in_use(), 16);
+        for handle in outside.into_iter().chain([file_write, local]) {
+            pool.release(handle);
+        }
         assert_eq!(pool.in_use(), 0);
     }
 

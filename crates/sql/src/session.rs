@@ -605,6 +605,7 @@ impl<'c> Session<'c> {
                     Undo::Delete { table, key } => tx.transaction.delete(&table, &key)?,
                     Undo::Restore { table, row } => tx.transaction.write(&table, row)?,
                 };
+                tx.send_when_full()?;
             }
             tx.execute(false).map(drop)
         })
@@ -724,6 +725,17 @@ impl Tx<'_> {
             _ => ExecuteMode::NoCommit,
         };
         Ok(self.transaction.execute(mode)?.wait()?)
+    }
+
+    /// Sends the operations added since the last batch, without ending the transaction,
+    /// once they fill one (`Transaction::batch_is_full`): a statement writing a million
+    /// rows sends them a batch at a time, never all in one. Only between writes: a read's
+    /// result comes back with the batch that carries it.
+    pub fn send_when_full(&mut self) -> SqlResult<()> {
+        if self.transaction.batch_is_full() {
+            self.execute(false)?;
+        }
+        Ok(())
     }
 
     /// Ends a statement's writes, which follow its locked reads of their rows. They are

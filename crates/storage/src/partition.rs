@@ -351,6 +351,13 @@ impl Partition {
         Ok(Outcome::Done(()))
     }
 
+    /// Bytes of the row image (fixed and variable parts) the last `insert`, `write` or
+    /// `update` encoded: what the REDO log records for it at commit. Asked right after the
+    /// write, before anything else encodes a row here.
+    pub fn staged_image_bytes(&self) -> usize {
+        self.fixed.len() + self.var.len()
+    }
+
     /// Deletes an existing row.
     pub fn delete(
         &mut self,

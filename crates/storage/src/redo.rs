@@ -130,14 +130,27 @@ impl Record<'_> {
     pub fn encoded_bytes(&self) -> usize {
         RECORD_HEADER_BYTES
             + match self {
-                Record::WriteRow { fixed, var, .. } => PLACE_BYTES + 8 + fixed.len() + var.len(),
-                Record::DeleteRow { key, .. } => PLACE_BYTES + 4 + key.len(),
+                Record::WriteRow { fixed, var, .. } => {
+                    return write_row_record_bytes(fixed.len() + var.len())
+                }
+                Record::DeleteRow { key, .. } => return delete_row_record_bytes(key.len()),
                 Record::GciDone | Record::FileEnd => 0,
                 Record::CheckpointDone { .. } => 32,
                 Record::CheckpointStart { .. } => 16,
                 Record::CheckpointPartition { .. } => PLACE_BYTES + 4,
             }
     }
+}
+
+/// Bytes a `WriteRow` record of a row image of `image_bytes` (fixed and variable parts)
+/// takes in the log: what a prepared write reserves for its commit.
+pub fn write_row_record_bytes(image_bytes: usize) -> usize {
+    RECORD_HEADER_BYTES + PLACE_BYTES + 8 + image_bytes
+}
+
+/// Bytes a `DeleteRow` record of a key of `key_bytes` takes in the log.
+pub fn delete_row_record_bytes(key_bytes: usize) -> usize {
+    RECORD_HEADER_BYTES + PLACE_BYTES + 4 + key_bytes
 }
 
 /// What every record's header says besides its kind.

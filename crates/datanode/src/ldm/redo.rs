@@ -17,9 +17,13 @@
 //! only there: records not yet under a mark belong to no restorable GCI.
 //!
 //! The log's records are needed until a local checkpoint that began after them is usable
-//! (`ldm/checkpoint.rs` releases them). Once less than an eighth of the ring is free, the
-//! data manager refuses new writes with a temporary error (`RedoLogFull`) while the
-//! checkpoint hurries: the rest is for the commits of writes already prepared.
+//! (`ldm/checkpoint.rs` releases them). Each prepared write reserves the bytes its record
+//! will take at commit, until its transaction completes or aborts here: a commit always
+//! finds room, however large its transaction (a commit that found none would stop the
+//! node, and every replica of it at once). Once less than an eighth of the ring is free
+//! besides what is reserved, the data manager refuses new writes with a temporary error
+//! (`RedoLogFull`) while the checkpoint hurries; a transaction that alone needs more than
+//! the log holds is refused so, and aborts.
 
 use kista_runtime::io::{FileOperation, FileReply, FileRequest, FileStatus};
 use kista_runtime::Context;
@@ -95,6 +99,8 @@ pub(crate) struct RedoLog {
     /// restarting node learns its life from its control file first, and its disk restores
     /// nothing of this life until a local checkpoint begun after the opening is usable.
     opened: bool,
+    /// Bytes prepared writes will log at commit ([`RedoLog::reserve`]).
+    reserved_bytes: u64,
 }
 
 impl RedoLog {
@@ -113,6 +119,7 @@ impl RedoLog {
             highest_gci: 0,
             marked_gci: 0,
             opened: false,
+            reserved_bytes: 0,
         }
     }
 
@@ -135,9 +142,29 @@ impl RedoLog {
         self.ring_bytes() - self.writer.free_bytes()
     }
 
-    /// Whether new writes must wait for a local checkpoint to free space.
+    /// Whether new writes must wait for a local checkpoint to free space: less than an
+    /// eighth of the ring is free besides what prepared writes reserved. The eighth keeps
+    /// room for global checkpoints' marks and for the one write that runs after the check
+    /// and reserves its record then (at most `RECORD_BYTES_MAX`).
     pub fn nearly_full(&self) -> bool {
-        self.writer.free_bytes() < self.ring_bytes() / 8
+        let free = self.writer.free_bytes().saturating_sub(self.reserved_bytes);
+        free < self.ring_bytes() / 8
+    }
+
+    /// Keeps `bytes` free for the record a prepared write logs at commit.
+    pub fn reserve(&mut self, bytes: u64) {
+        self.reserved_bytes += bytes;
+    }
+
+    /// Frees what a transaction reserved, once it completed (its records are in the log)
+    /// or aborted here.
+    pub fn release(&mut self, bytes: u64) {
+        assert!(
+            bytes <= self.reserved_bytes,
+            "released {bytes} REDO bytes of {} reserved",
+            self.reserved_bytes
+        );
+        self.reserved_bytes -= bytes;
     }
 
     pub fn is_open(&self) -> bool {

@@ -256,7 +256,7 @@ impl Injector {
             signal.header.section = self
                 .shared
                 .sections
-                .allocate(section)
+                .allocate_from_outside(section)
                 .map_err(|_| InjectError::SectionsExhausted)?;
         }
         Ok((thread, signal))

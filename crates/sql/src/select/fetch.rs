@@ -197,7 +197,8 @@ impl Read<'_> {
     }
 }
 
-/// Reads rows by primary key in one batch (one round trip) in `tx`.
+/// Reads rows by primary key in `tx`, a full batch per round trip (one for a few keys);
+/// the last batch ends the statement's work when `last`.
 pub fn read_keys_in(
     tx: &mut Tx,
     table: &SqlTable,
@@ -206,23 +207,22 @@ pub fn read_keys_in(
     columns: &[u16],
     last: bool,
 ) -> SqlResult<Vec<Vec<Value>>> {
-    if keys.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut ops = Vec::with_capacity(keys.len());
-    for key in keys {
+    let mut rows = Vec::new();
+    let mut ops = Vec::new();
+    for (n, key) in keys.iter().enumerate() {
         ops.push(if columns.is_empty() {
             tx.transaction.read(&table.table, key, lock)?
         } else {
             tx.transaction
                 .read_columns(&table.table, key, lock, columns.to_vec())?
         });
+        let all_added = n + 1 == keys.len();
+        if all_added || tx.transaction.batch_is_full() {
+            let done = tx.execute(last && all_added)?;
+            rows.extend((ops.drain(..)).filter_map(|op| done.row(op).map(<[Value]>::to_vec)));
+        }
     }
-    let done = tx.execute(last)?;
-    Ok(ops
-        .into_iter()
-        .filter_map(|op| done.row(op).map(<[Value]>::to_vec))
-        .collect())
+    Ok(rows)
 }
 
 impl Read<'_> {

@@ -1,17 +1,21 @@
 //! INSERT, REPLACE, UPDATE and DELETE, as key operations in the session's transaction.
 //!
-//! - INSERT sends all its rows in one batch; AUTO_INCREMENT values come from the
+//! - Every statement sends its writes a full batch at a time (`Tx::send_when_full`), the
+//!   last with its commit under autocommit, so a statement of a million rows is as many
+//!   round trips of about a thousand operations each.
+//! - INSERT's AUTO_INCREMENT values come from the
 //!   catalog's reserve. `INSERT ... SELECT` runs its query first and inserts the rows it
 //!   answers as VALUES rows. INSERT IGNORE and ON DUPLICATE KEY UPDATE first read the keys
 //!   under an exclusive lock, by primary key and by each unique index (an operation the
 //!   cluster refuses aborts the whole transaction, so a duplicate must be found before it
-//!   is written); the first row found (primary key first, then the unique indexes in
-//!   order, as MySQL) is the one ignored against or updated.
+//!   is written); see `duplicates`.
 //! - REPLACE writes (upserts) each row.
 //! - UPDATE and DELETE find their rows like SELECT (`select::fetch`) under an exclusive
 //!   lock, order and cut them (ORDER BY, LIMIT), then change them in the same
 //!   transaction; an UPDATE that changes the primary key deletes the row and inserts it under its new key. Inside a transaction their
 //!   writes go with its next batch when nothing can refuse them (`Tx::finish_writes`).
+
+mod duplicates;
 
 use std::sync::Arc;
 
@@ -20,18 +24,18 @@ use sqlparser::ast::{
 };
 use sqlparser::tokenizer::Location;
 
-use kista_client::schema::IndexKind;
-use kista_client::types::{Collation, Value};
-use kista_client::{Executed, LockKind, OpIndex};
+use kista_client::types::Value;
+use kista_client::LockKind;
 
 use crate::catalog::{Counter, SqlTable};
 use crate::error::{SqlError, SqlResult};
-use crate::expr::{bind, eval, Binder, EvalContext, Expr};
+use crate::expr::{bind, eval, Binder, Expr};
 use crate::select::{self, split_name, SelectPlan};
 use crate::session::{Outcome, Parsed, Session, Tx};
 use crate::subquery::Correlation;
 use crate::trigger::{self, Event, Firing, Timing};
-use crate::value::{compare_in, same_value, to_i64};
+use crate::value::{same_value, to_i64};
+use duplicates::{duplicate_message, insert_unless_duplicate, read_unique_keys, unique_indexes};
 
 /// Makes `value` fit column `column` of `table` (NULL refused in NOT NULL columns).
 pub(crate) fn fit(table: &SqlTable, column: usize, value: &Value) -> SqlResult<Value> {
@@ -238,6 +242,7 @@ fn insert_rows(
             tx.undo_insert(&table.table, table.key_of(row))?;
             tx.transaction.insert(&table.table, row.clone())?;
         }
+        tx.send_when_full()?;
     }
     tx.execute(true)?;
     Ok(rows.len() as u64)
@@ -246,220 +251,27 @@ fn insert_rows(
 /// Under a savepoint, REPLACE first reads the rows it will overwrite (locked), so that
 /// ROLLBACK TO can write them back, or delete the rows it adds.
 fn record_replaced_rows(tx: &mut Tx, table: &SqlTable, rows: &[Vec<Value>]) -> SqlResult<()> {
-    let mut reads = Vec::with_capacity(rows.len());
-    for row in rows {
+    let mut batch_start = 0;
+    let mut reads = Vec::new();
+    for (n, row) in rows.iter().enumerate() {
         let key = table.key_of(row);
         reads.push(
             tx.transaction
                 .read(&table.table, &key, LockKind::Exclusive)?,
         );
-    }
-    let found = tx.execute(false)?;
-    for (row, read) in rows.iter().zip(reads) {
-        match found.row(read) {
-            Some(existing) => tx.undo_change(&table.table, existing)?,
-            None => tx.undo_insert(&table.table, table.key_of(row))?,
+        if !tx.transaction.batch_is_full() && n + 1 < rows.len() {
+            continue;
         }
+        let found = tx.execute(false)?;
+        for (row, read) in rows[batch_start..=n].iter().zip(reads.drain(..)) {
+            match found.row(read) {
+                Some(existing) => tx.undo_change(&table.table, existing)?,
+                None => tx.undo_insert(&table.table, table.key_of(row))?,
+            }
+        }
+        batch_start = n + 1;
     }
     Ok(())
-}
-
-/// A row's primary key, then its key in each unique index in order (`None` where a
-/// column of it is NULL: such a key clashes with none).
-type RowKeys = Vec<Option<Vec<Value>>>;
-
-/// Each row's keys and what an exclusive read of each found.
-struct FoundKeys {
-    row_keys: Vec<RowKeys>,
-    /// The collations of each key's columns (the primary key's, then each unique index's):
-    /// two rows' keys clash when equal under them ('a' and 'A' under a `_ci` key).
-    key_collations: Vec<Vec<Collation>>,
-    lookups: Vec<Vec<OpIndex>>,
-    found: Executed,
-}
-
-/// Whether two keys are one under their columns' collations.
-fn same_key(a: &[Value], b: &[Value], collations: &[Collation]) -> bool {
-    let equal = |((x, y), c): ((&Value, &Value), &Collation)| {
-        compare_in(*c, x, y) == Some(std::cmp::Ordering::Equal)
-    };
-    a.iter().zip(b).zip(collations).all(equal)
-}
-
-/// For IGNORE and ON DUPLICATE KEY UPDATE: reads every row's keys under an exclusive lock
-/// first (an operation the cluster refuses aborts the whole transaction, so a duplicate
-/// must be found before it is written).
-fn read_unique_keys(tx: &mut Tx, table: &SqlTable, rows: &[Vec<Value>]) -> SqlResult<FoundKeys> {
-    let unique = unique_indexes(table);
-    let row_keys: Vec<RowKeys> = rows
-        .iter()
-        .map(|row| keys_of(table, &unique, row))
-        .collect();
-    let mut lookups = Vec::with_capacity(rows.len());
-    for keys in &row_keys {
-        let mut ops = Vec::with_capacity(keys.len());
-        for (position, key) in keys.iter().enumerate() {
-            let Some(key) = key else { continue };
-            let lock = LockKind::Exclusive;
-            ops.push(match position.checked_sub(1) {
-                None => tx.transaction.read(&table.table, key, lock)?,
-                Some(index) => {
-                    let name = &unique[index].0;
-                    tx.transaction
-                        .read_unique(&table.table, name, key, lock, Vec::new())?
-                }
-            });
-        }
-        lookups.push(ops);
-    }
-    let found = tx.execute(false)?;
-    let schema = table.schema();
-    let collations_of = |columns: &[usize]| -> Vec<Collation> {
-        (columns.iter())
-            .map(|&c| schema.columns[c].column_type.collation())
-            .collect()
-    };
-    let key_collations = std::iter::once(collations_of(&schema.primary_key))
-        .chain(unique.iter().map(|(_, columns)| collations_of(columns)))
-        .collect();
-    Ok(FoundKeys {
-        row_keys,
-        key_collations,
-        lookups,
-        found,
-    })
-}
-
-/// What IGNORE or ON DUPLICATE KEY UPDATE did: rows affected as MySQL counts them (1 per
-/// insert, 2 per update), and rows ignored.
-struct DuplicateOutcome {
-    affected: u64,
-    ignored: u64,
-}
-
-/// Inserts the rows whose keys clash with no row (found, or written earlier by the
-/// statement); a clashing row is updated by `assignments` (ON DUPLICATE KEY UPDATE: the
-/// first row found, primary key first, as MySQL) or else ignored. Each row meets the rows
-/// as the statement's earlier rows left them: `(1, 'a'), (1, 'b')` inserts the first and
-/// updates it with the second, as MySQL does.
-fn insert_unless_duplicate(
-    tx: &mut Tx,
-    table: &SqlTable,
-    rows: &[Vec<Value>],
-    keys: &FoundKeys,
-    assignments: Option<&[(usize, Expr)]>,
-    ctx: &EvalContext,
-) -> SqlResult<DuplicateOutcome> {
-    let mut outcome = DuplicateOutcome {
-        affected: 0,
-        ignored: 0,
-    };
-    let unique = unique_indexes(table);
-    let mut written: Vec<Written> = Vec::new();
-    for ((row, row_keys), ops) in rows.iter().zip(&keys.row_keys).zip(&keys.lookups) {
-        let found = ops.iter().find_map(|&op| keys.found.row(op));
-        // The found row by its primary key, compared as the keys of written rows are.
-        let found_keys: Option<RowKeys> = found.map(|found| vec![Some(table.key_of(found))]);
-        let is_found = |w: &Written| {
-            (found_keys.as_ref())
-                .is_some_and(|found| clash(&w.keys[..1], found, &keys.key_collations))
-        };
-        // The row it clashes with as it stands now: one the statement wrote (a found row
-        // the statement updated is that one), else the row found.
-        let earlier = (written.iter())
-            .position(|w| clash(&w.keys, row_keys, &keys.key_collations) || is_found(w));
-        let existing = match earlier {
-            Some(position) => Some(written[position].row.clone()),
-            None => found.map(<[Value]>::to_vec),
-        };
-        match (existing, assignments) {
-            (None, _) => {
-                tx.wrote_row(table.table.id, table.key_of(row));
-                tx.undo_insert(&table.table, table.key_of(row))?;
-                tx.transaction.insert(&table.table, row.clone())?;
-                written.push(Written {
-                    keys: row_keys.clone(),
-                    row: row.clone(),
-                });
-                outcome.affected += 1;
-            }
-            (Some(existing), Some(assignments)) => {
-                let updated = update_duplicate(tx, table, &existing, row, assignments, ctx)?;
-                if let Some(updated) = updated {
-                    let image = Written {
-                        keys: keys_of(table, &unique, &updated),
-                        row: updated,
-                    };
-                    match earlier {
-                        Some(position) => written[position] = image,
-                        None => written.push(image),
-                    }
-                    outcome.affected += 2;
-                }
-            }
-            (Some(_), None) => outcome.ignored += 1,
-        }
-    }
-    Ok(outcome)
-}
-
-/// A row an INSERT statement inserted or updated, as it left it, with its keys.
-struct Written {
-    keys: RowKeys,
-    row: Vec<Value>,
-}
-
-/// Whether two rows' keys clash: one key of theirs is equal (under its collations).
-fn clash(
-    a: &[Option<Vec<Value>>],
-    b: &[Option<Vec<Value>>],
-    collations: &[Vec<Collation>],
-) -> bool {
-    let pairs = a.iter().zip(b).zip(collations);
-    pairs.into_iter().any(|(pair, collations)| match pair {
-        (Some(a), Some(b)) => same_key(a, b, collations),
-        _ => false,
-    })
-}
-
-/// ON DUPLICATE KEY UPDATE of `existing` for the clashing `row`: the row as updated, or
-/// `None` when the assignments change nothing.
-fn update_duplicate(
-    tx: &mut Tx,
-    table: &SqlTable,
-    existing: &[Value],
-    row: &[Value],
-    assignments: &[(usize, Expr)],
-    ctx: &EvalContext,
-) -> SqlResult<Option<Vec<Value>>> {
-    let key = table.key_of(existing);
-    let mut both = existing.to_vec();
-    both.extend(row.iter().cloned());
-    let changed: Vec<(u16, Value)> = evaluate_assignments(table, assignments, &both, ctx)?
-        .into_iter()
-        .filter(|(c, v)| !same_value(&existing[usize::from(*c)], v))
-        .collect();
-    if changed.is_empty() {
-        return Ok(None);
-    }
-    let mut updated = existing.to_vec();
-    for (c, v) in &changed {
-        updated[usize::from(*c)] = v.clone();
-    }
-    tx.wrote_row(table.table.id, key.clone());
-    tx.undo_change(&table.table, existing)?;
-    tx.transaction.update(&table.table, &key, changed)?;
-    Ok(Some(updated))
-}
-
-/// A row's keys, its unique indexes' in the order of `unique`.
-fn keys_of(table: &SqlTable, unique: &[(String, Vec<usize>)], row: &[Value]) -> RowKeys {
-    let unique_keys = unique
-        .iter()
-        .map(|(_, columns)| unique_key_of(row, columns));
-    std::iter::once(Some(table.key_of(row)))
-        .chain(unique_keys)
-        .collect()
 }
 
 /// The columns an INSERT names (all SQL sees, in order, when it names none).
@@ -642,70 +454,6 @@ fn number_hidden_keys(
         row[column] = Value::UInt(key);
     }
     Ok(())
-}
-
-/// The table's unique indexes: name and columns.
-fn unique_indexes(table: &SqlTable) -> Vec<(String, Vec<usize>)> {
-    table
-        .table
-        .indexes()
-        .filter(|(_, index)| index.kind == IndexKind::Unique)
-        .map(|(_, index)| (index.name.clone(), index.columns.clone()))
-        .collect()
-}
-
-/// A full row's key in a unique index on `columns`; `None` if a part is NULL.
-fn unique_key_of(row: &[Value], columns: &[usize]) -> Option<Vec<Value>> {
-    columns
-        .iter()
-        .map(|&c| Some(row[c].clone()).filter(|v| *v != Value::Null))
-        .collect()
-}
-
-/// MySQL's 1062 message for rows the cluster refused as a duplicate: the key the cluster
-/// names (a unique index, else the primary key) as `table.key`, with the clashing value
-/// where the rows show it (a statement of one row, or two rows of the statement sharing
-/// the key); the cluster's own words never reach the client.
-fn duplicate_message(error: SqlError, table: &SqlTable, rows: &[Vec<Value>]) -> SqlError {
-    if error.code != 1062 {
-        return error;
-    }
-    let named =
-        (error.message.split("unique index `").nth(1)).and_then(|rest| rest.split('`').next());
-    let unique = unique_indexes(table);
-    let (key_name, columns) = match named.and_then(|n| unique.iter().find(|(name, _)| name == n)) {
-        Some((name, columns)) => (name.as_str(), columns.clone()),
-        None if table.hidden_key.is_some() => return error,
-        None => (
-            crate::ddl::PRIMARY_INDEX,
-            table.schema().primary_key.clone(),
-        ),
-    };
-    let collations: Vec<Collation> = (columns.iter())
-        .map(|&c| table.schema().columns[c].column_type.collation())
-        .collect();
-    let keys: Vec<Option<Vec<Value>>> = rows
-        .iter()
-        .map(|row| unique_key_of(row, &columns))
-        .collect();
-    let clashing = match keys.as_slice() {
-        [only] => only.as_ref(),
-        _ => keys.iter().enumerate().find_map(|(n, key)| {
-            let key = key.as_ref()?;
-            let earlier = keys[..n].iter().flatten();
-            earlier
-                .into_iter()
-                .any(|e| same_key(e, key, &collations))
-                .then_some(key)
-        }),
-    };
-    let value = clashing.map(|values| {
-        let text: Vec<String> = (values.iter())
-            .map(|v| String::from_utf8_lossy(&crate::value::to_text(v)).into_owned())
-            .collect();
-        text.join("-")
-    });
-    SqlError::duplicate_entry(&format!("{}.{key_name}", table.name), value.as_deref())
 }
 
 /// `SET col = expr, ...` bound over the table's row (and, for ON DUPLICATE KEY UPDATE,
@@ -1025,6 +773,7 @@ fn update_rows(
             tx.undo_change(&table.table, row)?;
             tx.transaction.update(&table.table, &key, changed)?;
         }
+        tx.send_when_full()?;
     }
     for (row, mut new_row) in updated {
         trigger::fire(
@@ -1078,6 +827,7 @@ fn delete_rows(
                 let key = table.key_of(row);
                 tx.undo_change(&table.table, row)?;
                 tx.transaction.delete(&table.table, &key)?;
+                tx.send_when_full()?;
             }
         }
         for row in rows {
