@@ -65,6 +65,7 @@ impl KeyBody {
 
     /// Appends a body whose key `write_key` appends in place, so the key needs no buffer
     /// of its own; on its error `out` is as it was.
+    #[inline]
     pub fn write_keyed<E>(
         write_key: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
         columns: &[u16],
