@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use clap::Args;
 use kista_client::Client;
+use kista_mgm::size::parse_size;
 use kista_sql::{Catalog, ServerConfig, SqlServer, User, Users, CONNECTIONS_MAX_DEFAULT};
 
 use crate::Failure;
@@ -43,7 +44,16 @@ pub struct SqlArgs {
     /// once it is on disk on every replica (a session may still turn it off).
     #[arg(long)]
     durable_commits: bool,
+
+    /// Bytes of rows one statement may collect in one place (a result before it is sent,
+    /// a join's rows, the rows an UPDATE changes); past them it fails with error 1104. A
+    /// size with K, M or G.
+    #[arg(long, default_value = "512M", value_parser = parse_size)]
+    result_memory: u64,
 }
+
+/// The least `--result-memory`: below it, ordinary results would be refused.
+const RESULT_MEMORY_MIN_BYTES: u64 = 1 << 20;
 
 /// How often the main thread looks for a stop request.
 const STOP_POLL: Duration = Duration::from_millis(50);
@@ -75,6 +85,9 @@ pub fn run(args: &SqlArgs) -> Result<(), Failure> {
         .ok()
         .and_then(|mut addresses| addresses.next())
         .ok_or_else(|| Failure::usage(format!("cannot listen on {}:{}", args.bind, args.port)))?;
+    if args.result_memory < RESULT_MEMORY_MIN_BYTES {
+        return Err(Failure::usage("--result-memory must be at least 1M"));
+    }
     if args.connections_max == 0 {
         return Err(Failure::usage("--connections-max must be at least 1"));
     }
@@ -88,6 +101,7 @@ pub fn run(args: &SqlArgs) -> Result<(), Failure> {
     let mut catalog = Catalog::new(client);
     catalog.log_connection_errors = args.verbose;
     catalog.durable_commits_default = args.durable_commits;
+    catalog.result_bytes_max = usize::try_from(args.result_memory).unwrap_or(usize::MAX);
     let config = ServerConfig {
         listen,
         users,

@@ -466,6 +466,53 @@ fn sysbench_runs_every_oltp_workload_with_prepare_run_and_cleanup_and_no_errors(
 }
 
 #[test]
+fn a_statement_collecting_more_than_the_result_memory_fails_with_1104_and_nothing_else_does() {
+    let up = Up::start("result-memory");
+    let small = KistaProcess::spawn(&[
+        "sql",
+        "--mgm",
+        &up.mgm,
+        "--port",
+        "0",
+        "--result-memory",
+        "1M",
+    ]);
+    let small_port = small.address.port();
+    // 40 rows of 50 KB: 2 MB, twice what the small front end may hold for a statement.
+    let setup = "CREATE DATABASE m; CREATE TABLE m.r (id INT PRIMARY KEY, b MEDIUMBLOB); \
+         CREATE TABLE m.d (n INT PRIMARY KEY); \
+         INSERT INTO m.d VALUES (0),(1),(2),(3),(4),(5),(6),(7),(8),(9); \
+         INSERT INTO m.r SELECT a.n + 10 * b.n, REPEAT('x', 50000) FROM m.d a, m.d b \
+         WHERE b.n < 4;";
+    let (_, errors) = mysql_script(up.sql_port, setup);
+    assert!(errors.is_empty(), "{errors}");
+
+    let (out, errors) = mysql_script(small_port, "SELECT * FROM m.r;");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        errors.contains("ERROR 1104") && errors.contains("--result-memory"),
+        "{errors}"
+    );
+    let join = "SELECT a.id FROM m.r a JOIN m.r b ON b.b = a.b AND b.id = a.id;";
+    let (_, errors) = mysql_script(small_port, join);
+    assert!(errors.contains("ERROR 1104"), "{errors}");
+    // What fits goes on: a few of the rows, the sizes alone, the whole under the default.
+    let fits = "SELECT COUNT(*), SUM(LENGTH(b)) FROM m.r WHERE id < 10; \
+         SELECT COUNT(*) FROM m.r;";
+    let (out, errors) = mysql_script(small_port, fits);
+    assert!(errors.is_empty(), "{errors}");
+    assert!(
+        out.contains("10\t500000") && out.contains("\n40\n"),
+        "{out}"
+    );
+    let (out, errors) = mysql_script(up.sql_port, "SELECT COUNT(*), SUM(LENGTH(b)) FROM m.r;");
+    assert!(
+        errors.is_empty() && out.contains("40\t2000000"),
+        "{out}{errors}"
+    );
+}
+
+#[test]
 fn two_front_ends_share_tables_and_counters_and_survive_each_others_schema_changes() {
     let up = Up::start("two-front-ends");
     let second = KistaProcess::spawn(&["sql", "--mgm", &up.mgm, "--port", "0"]);

@@ -241,6 +241,9 @@ pub struct Catalog {
     pub log_connection_errors: bool,
     /// Whether sessions start with `kista_durable_commits` on (`--durable-commits`).
     pub durable_commits_default: bool,
+    /// Bytes of rows a statement may collect in one place (`--result-memory`;
+    /// `row_budget.rs`).
+    pub result_bytes_max: usize,
     tables: Mutex<HashMap<String, Arc<SqlTable>>>,
     /// Bumped whenever a cached table is forgotten: plans bound before are stale.
     generation: std::sync::atomic::AtomicU64,
@@ -297,6 +300,7 @@ impl Catalog {
             connections: Arc::default(),
             log_connection_errors: false,
             durable_commits_default: false,
+            result_bytes_max: crate::row_budget::RESULT_BYTES_MAX_DEFAULT,
             tables: Mutex::new(HashMap::new()),
             generation: std::sync::atomic::AtomicU64::new(0),
             counters: Mutex::new(HashMap::new()),

@@ -17,9 +17,10 @@ use kista_client::schema::{Column, TableSchema};
 use crate::catalog::SqlTable;
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{eval, CompareOp, Expr};
+use crate::row_budget::RowBudget;
 use crate::select::FrontTable;
 use crate::select::{add_written_keys, read_keys_in};
-use crate::session::{Session, Tx, RESULT_ROWS_MAX};
+use crate::session::{Session, Tx};
 use crate::value::{fit_exactly, truth};
 
 /// Left rows whose keys one lookup batch carries.
@@ -170,6 +171,7 @@ pub fn extend(
         width: joined.table.schema().columns.len(),
         ctx: &ctx,
         out: Vec::with_capacity(rows.len()),
+        budget: RowBudget::new(session.catalog.result_bytes_max, "The join would produce"),
     };
     match &joined.lookup {
         Lookup::PrimaryKey(exprs) | Lookup::Unique { key: exprs, .. } => {
@@ -206,6 +208,7 @@ struct Joiner<'a> {
     width: usize,
     ctx: &'a crate::expr::EvalContext<'a>,
     out: Vec<Vec<Value>>,
+    budget: RowBudget,
 }
 
 impl Joiner<'_> {
@@ -235,9 +238,7 @@ impl Joiner<'_> {
     }
 
     fn push(&mut self, row: Vec<Value>) -> SqlResult<()> {
-        if self.out.len() >= RESULT_ROWS_MAX {
-            return Err(SqlError::new(1104, "42000", format!("The join would produce more than {RESULT_ROWS_MAX} rows, the front end's limit")));
-        }
+        self.budget.count(&row)?;
         self.out.push(row);
         Ok(())
     }
@@ -348,29 +349,30 @@ fn scan_joined(
     let lock = tx.read_lock(table_id, LockKind::Committed);
     let scanned = if lock == LockKind::Committed {
         let scan = session.catalog.client().scan(&table.table, spec)?;
-        collect_bounded(scan)?
+        collect_bounded(session, scan)?
     } else {
         // The transaction wrote the table: the scan finds keys, the transaction's own
         // rows join them, and all are read under the lock that shows its versions.
         let spec = spec.columns(table.key_columns());
         let scan = session.catalog.client().scan(&table.table, spec)?;
-        let mut keys = collect_bounded(scan)?;
+        let mut keys = collect_bounded(session, scan)?;
         add_written_keys(tx, table, &mut keys);
         read_keys_in(tx, table, &keys, lock, &[], false)?
     };
     Ok(scanned)
 }
 
-/// A joined table's scanned rows, refused past the front end's limit.
+/// A joined table's scanned rows, refused past the front end's limits.
 fn collect_bounded(
+    session: &Session,
     scan: impl Iterator<Item = Result<Vec<Value>, kista_client::ClientError>>,
 ) -> SqlResult<Vec<Vec<Value>>> {
+    let mut budget = RowBudget::new(session.catalog.result_bytes_max, "The join would examine");
     let mut rows = Vec::new();
     for row in scan {
-        rows.push(row?);
-        if rows.len() > RESULT_ROWS_MAX {
-            return Err(SqlError::new(1104, "42000", format!("The join would examine more than {RESULT_ROWS_MAX} rows, the front end's limit")));
-        }
+        let row = row?;
+        budget.count(&row)?;
+        rows.push(row);
     }
     Ok(rows)
 }

@@ -22,8 +22,6 @@ use crate::{admin, dml, select, subquery};
 
 /// The version string clients see (`@@version`, the greeting).
 pub const SERVER_VERSION: &str = "8.0.36-kista";
-/// Rows one result may hold (the front end materialises results before sending them).
-pub const RESULT_ROWS_MAX: usize = 1_000_000;
 /// Warnings a session keeps for SHOW WARNINGS (MySQL's `max_error_count`).
 pub const WARNINGS_MAX: usize = 64;
 

@@ -12,12 +12,13 @@ use super::finish::encode_group_key;
 use super::pushdown::pushed_filter;
 use super::{constant, key_values, FrontTable, SelectPlan};
 use crate::catalog::SqlTable;
-use crate::error::{SqlError, SqlResult};
+use crate::error::SqlResult;
 use crate::expr::{eval, Expr};
 use crate::join::{self, JoinedTable};
 use crate::plan::Access;
 use crate::processes::ROWS_PER_KILL_CHECK;
-use crate::session::{Session, Tx, RESULT_ROWS_MAX};
+use crate::row_budget::RowBudget;
+use crate::session::{Session, Tx};
 use crate::value::{compare_in, fit_exactly};
 
 /// The joined rows (before the WHERE is checked on them).
@@ -309,7 +310,7 @@ impl Read<'_> {
     }
 
     /// The rows of `scans`, each once by its key at `key_positions` (when given); error
-    /// 1104 past [`RESULT_ROWS_MAX`]; KILL checked as they come.
+    /// 1104 past the front end's limits (`row_budget`); KILL checked as they come.
     fn scanned_rows(
         &self,
         scans: Vec<kista_client::Scan<'_>>,
@@ -317,6 +318,8 @@ impl Read<'_> {
     ) -> SqlResult<Vec<Vec<Value>>> {
         let key_collations = self.table.key_collations();
         let mut seen = super::finish::group_keys();
+        let bytes_max = self.session.catalog.result_bytes_max;
+        let mut budget = RowBudget::new(bytes_max, "The SELECT would examine");
         let mut rows = Vec::new();
         for scan in scans {
             for row in scan {
@@ -332,10 +335,8 @@ impl Read<'_> {
                         continue;
                     }
                 }
+                budget.count(&row)?;
                 rows.push(row);
-                if rows.len() > RESULT_ROWS_MAX {
-                    return Err(SqlError::new(1104, "42000", format!("The SELECT would examine more than {RESULT_ROWS_MAX} rows, the front end's limit")));
-                }
             }
         }
         Ok(rows)
