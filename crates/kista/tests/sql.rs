@@ -510,6 +510,16 @@ fn a_statement_collecting_more_than_the_result_memory_fails_with_1104_and_nothin
         errors.is_empty() && out.contains("40\t2000000"),
         "{out}{errors}"
     );
+    // A join of 1,600 pairs of 20 KB rows (64 MB) whose WHERE keeps two: each pair is
+    // tested as it is made, so only what passes is held.
+    let smaller = "CREATE TABLE m.s (id INT PRIMARY KEY, b MEDIUMBLOB); \
+         INSERT INTO m.s SELECT id, REPEAT('y', 20000) FROM m.r;";
+    let (_, errors) = mysql_script(up.sql_port, smaller);
+    assert!(errors.is_empty(), "{errors}");
+    let cut = "SELECT a.id, b.id, LENGTH(a.b) FROM m.s a, m.s b WHERE a.id + b.id = 1;";
+    let (out, errors) = mysql_script(small_port, cut);
+    assert!(errors.is_empty(), "{errors}");
+    assert_eq!(out.lines().count(), 3, "a header and two pairs: {out}");
 }
 
 #[test]

@@ -155,12 +155,15 @@ pub fn choose_lookup(table: &SqlTable, offset: usize, conjuncts: &[Expr]) -> Loo
     Lookup::Scan
 }
 
-/// Extends `rows` (the joined rows so far) by `joined`, in `tx`.
+/// Extends `rows` (the joined rows so far) by `joined`, in `tx`, keeping only the rows
+/// that pass `filter` (the WHERE, given with the last joined table: a row failing it is
+/// never held, so a large join that the WHERE cuts down never takes the memory of all its
+/// pairs).
 pub fn extend(
     tx: &mut Tx,
     session: &Session,
     rows: Vec<Vec<Value>>,
-    joined: &JoinedTable,
+    (joined, filter): (&JoinedTable, Option<&Expr>),
     params: &[Value],
     pushed_filter: impl Fn(&[Expr]) -> Option<Filter>,
 ) -> SqlResult<Vec<Vec<Value>>> {
@@ -170,6 +173,7 @@ pub fn extend(
         joined,
         width: joined.table.schema().columns.len(),
         ctx: &ctx,
+        filter,
         out: Vec::with_capacity(rows.len()),
         budget: RowBudget::new(session.catalog.result_bytes_max, "The join would produce"),
     };
@@ -207,6 +211,8 @@ struct Joiner<'a> {
     /// The joined table's columns.
     width: usize,
     ctx: &'a crate::expr::EvalContext<'a>,
+    /// The WHERE, which every row kept must pass.
+    filter: Option<&'a Expr>,
     out: Vec<Vec<Value>>,
     budget: RowBudget,
 }
@@ -238,6 +244,11 @@ impl Joiner<'_> {
     }
 
     fn push(&mut self, row: Vec<Value>) -> SqlResult<()> {
+        if let Some(filter) = self.filter {
+            if truth(&eval(filter, &row, self.ctx)?) != Some(true) {
+                return Ok(());
+            }
+        }
         self.budget.count(&row)?;
         self.out.push(row);
         Ok(())

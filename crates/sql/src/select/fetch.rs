@@ -35,25 +35,30 @@ pub(super) fn fetch_joined(
         (None, Some((front, _))) => system_rows(session, first, front, params)?,
         (None, None) => return Ok(Vec::new()),
     };
-    for step in joined {
+    for (n, step) in joined.iter().enumerate() {
         let pushed_filter = |conditions: &[Expr]| -> Option<Filter> {
             pushed_filter(session, step.table.cluster()?, conditions, params)
         };
-        rows = join::extend(tx, session, rows, step, params, pushed_filter)?;
+        // The WHERE goes with the last table: each joined row is tested as it is made.
+        let filter = plan.filter.as_ref().filter(|_| n + 1 == joined.len());
+        rows = join::extend(tx, session, rows, (step, filter), params, pushed_filter)?;
     }
-    let variable = |name: &str| session.variable(name);
-    let ctx = session.eval_context(params, &[], &variable);
-    let mut kept = Vec::with_capacity(rows.len());
-    for row in rows {
-        let passes = match &plan.filter {
-            Some(filter) => crate::value::truth(&eval(filter, &row, &ctx)?) == Some(true),
-            None => true,
-        };
-        if passes {
-            kept.push(row);
+    if joined.is_empty() {
+        let variable = |name: &str| session.variable(name);
+        let ctx = session.eval_context(params, &[], &variable);
+        let mut kept = Vec::with_capacity(rows.len());
+        for row in rows {
+            let passes = match &plan.filter {
+                Some(filter) => crate::value::truth(&eval(filter, &row, &ctx)?) == Some(true),
+                None => true,
+            };
+            if passes {
+                kept.push(row);
+            }
         }
+        rows = kept;
     }
-    Ok(kept)
+    Ok(rows)
 }
 
 /// An `information_schema` table's rows that pass the WHERE.
