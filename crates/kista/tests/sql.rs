@@ -629,7 +629,7 @@ fn joins_use_batched_key_lookups_and_information_schema_describes_the_tables() {
     assert_eq!(lines[grouped + 1], "bob\t70");
     assert_eq!(lines[position("12") - 1], "id", "{stdout}");
     position("j.orders: scan of all partitions in parallel; then join j.customers: batched primary key lookups");
-    position("j.customers: scan of all partitions in parallel; then left join j.orders: one scan of all partitions, matched in the front end");
+    position("j.customers: scan of all partitions in parallel; then left join j.orders: one scan of all partitions, hash joined on `customer`");
     position("customers\tBASE TABLE");
     position("orders\tBASE TABLE");
     let columns = position("id\tint\tNO\tPRI");

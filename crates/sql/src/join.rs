@@ -3,7 +3,10 @@
 //! the join conditions give its whole primary key (or a unique index) from the tables
 //! before it: the keys of up to [`LOOKUP_BATCH_ROWS`] rows go in one batch, one round trip
 //! (NDB's batched key access). Any other table is scanned once, with the conditions on it
-//! alone pushed to the data nodes, and matched in the front end.
+//! alone pushed to the data nodes, and matched in the front end: by a **hash join** when
+//! the conditions equate integer columns of it with expressions over the rows before it
+//! (its rows hashed by those columns, each row before probing with its values), else by
+//! trying every pair.
 
 use std::sync::Arc;
 
@@ -13,6 +16,7 @@ use kista_client::types::Value;
 use kista_client::{LockKind, ScanSpec};
 
 use kista_client::schema::{Column, TableSchema};
+use kista_client::types::ColumnType;
 
 use crate::catalog::SqlTable;
 use crate::error::{SqlError, SqlResult};
@@ -33,7 +37,13 @@ pub enum Lookup {
     PrimaryKey(Vec<Expr>),
     /// A unique index's key, likewise.
     Unique { index: String, key: Vec<Expr> },
-    /// Every row (after the pushed conditions), matched in the front end.
+    /// Every row (after the pushed conditions), matched in the front end by hashing: its
+    /// integer `columns` equal to `keys`, expressions over the rows before it.
+    Hash {
+        columns: Vec<usize>,
+        keys: Vec<Expr>,
+    },
+    /// Every row (after the pushed conditions), every pair tried in the front end.
     Scan,
 }
 
@@ -98,6 +108,15 @@ impl JoinedTable {
         let how = match &self.lookup {
             Lookup::PrimaryKey(_) => "batched primary key lookups".to_string(),
             Lookup::Unique { index, .. } => format!("batched unique lookups on `{index}`"),
+            Lookup::Hash { columns, .. } => {
+                let names: Vec<&str> = (columns.iter())
+                    .map(|&c| self.table.schema().columns[c].name.as_str())
+                    .collect();
+                format!(
+                    "one scan of all partitions, hash joined on `{}`",
+                    names.join("`, `")
+                )
+            }
             Lookup::Scan => "one scan of all partitions, matched in the front end".to_string(),
         };
         match &self.table {
@@ -152,7 +171,22 @@ pub fn choose_lookup(table: &SqlTable, offset: usize, conjuncts: &[Expr]) -> Loo
             };
         }
     }
-    Lookup::Scan
+    hash_lookup(table.schema(), offset, conjuncts)
+}
+
+/// A hash join on the integer columns of `schema` (at `offset`) that `conjuncts` equate
+/// with expressions over the rows before it; a plain scan when there are none. Integers
+/// alone: their equality is their value's, where strings compare under collations and
+/// mixed kinds by MySQL's conversions, which a hash of the value would not follow.
+fn hash_lookup(schema: &TableSchema, offset: usize, conjuncts: &[Expr]) -> Lookup {
+    let (columns, keys): (Vec<usize>, Vec<Expr>) = (schema.columns.iter().enumerate())
+        .filter(|(_, column)| matches!(column.column_type, ColumnType::Int { .. }))
+        .filter_map(|(c, _)| Some((c, equality_for(conjuncts, offset + c, offset)?)))
+        .unzip();
+    if columns.is_empty() {
+        return Lookup::Scan;
+    }
+    Lookup::Hash { columns, keys }
 }
 
 /// Extends `rows` (the joined rows so far) by `joined`, in `tx`, keeping only the rows
@@ -181,6 +215,31 @@ pub fn extend(
         Lookup::PrimaryKey(exprs) | Lookup::Unique { key: exprs, .. } => {
             extend_by_key_lookups(tx, &rows, exprs, &mut joiner)?
         }
+        Lookup::Hash { columns, keys } => {
+            let right_rows = scanned_rows(tx, session, joined, &ctx, pushed_filter)?;
+            let hashed = HashedRows::new(&right_rows, columns);
+            for (n, left) in rows.iter().enumerate() {
+                if n % crate::processes::ROWS_PER_KILL_CHECK == 0 {
+                    if let Some(process) = &session.process {
+                        process.check_killed()?;
+                    }
+                }
+                let mut matched = false;
+                match hashed.candidates(keys, left, &ctx)? {
+                    Candidates::These(positions) => {
+                        for &position in positions {
+                            matched |= joiner.pair(left, &right_rows[position])?;
+                        }
+                    }
+                    Candidates::All => {
+                        for right in &right_rows {
+                            matched |= joiner.pair(left, right)?;
+                        }
+                    }
+                }
+                joiner.unless_matched(matched, left)?;
+            }
+        }
         Lookup::Scan => {
             let right_rows = scanned_rows(tx, session, joined, &ctx, pushed_filter)?;
             // A nested loop over two scans can take long without a round trip: KILL and
@@ -202,6 +261,71 @@ pub fn extend(
         }
     }
     Ok(joiner.out)
+}
+
+/// A joined table's scanned rows by their values in the hashed integer columns.
+struct HashedRows {
+    /// Values of the columns → the rows (positions, in scan order) that hold them.
+    by_key: std::collections::HashMap<Vec<i128>, Vec<usize>>,
+    columns_count: usize,
+}
+
+impl HashedRows {
+    fn new(rows: &[Vec<Value>], columns: &[usize]) -> Self {
+        let mut by_key: std::collections::HashMap<Vec<i128>, Vec<usize>> = Default::default();
+        for (position, row) in rows.iter().enumerate() {
+            // A row with NULL in a hashed column equals nothing.
+            let key: Option<Vec<i128>> = columns.iter().map(|&c| integer_of(&row[c])).collect();
+            if let Some(key) = key {
+                by_key.entry(key).or_default().push(position);
+            }
+        }
+        Self {
+            by_key,
+            columns_count: columns.len(),
+        }
+    }
+
+    /// The rows that may pair with `left`: those whose hashed columns hold the values of
+    /// `keys` over it; none when one of them is NULL (`=` is never true then); every row
+    /// when one is not an integer (a string or a fraction equals an integer by MySQL's
+    /// conversions, which ON then decides).
+    fn candidates(
+        &self,
+        keys: &[Expr],
+        left: &[Value],
+        ctx: &crate::expr::EvalContext,
+    ) -> SqlResult<Candidates<'_>> {
+        let mut probe = Vec::with_capacity(self.columns_count);
+        for key in keys {
+            match eval(key, left, ctx)? {
+                Value::Null => return Ok(Candidates::These(&[])),
+                value => match integer_of(&value) {
+                    Some(integer) => probe.push(integer),
+                    None => return Ok(Candidates::All),
+                },
+            }
+        }
+        let found = self.by_key.get(&probe).map_or(&[][..], Vec::as_slice);
+        Ok(Candidates::These(found))
+    }
+}
+
+/// The right rows a left row may pair with.
+enum Candidates<'a> {
+    /// These positions, in scan order.
+    These(&'a [usize]),
+    /// Every row.
+    All,
+}
+
+/// An integer value as one number whatever its signedness.
+fn integer_of(value: &Value) -> Option<i128> {
+    match *value {
+        Value::Int(i) => Some(i128::from(i)),
+        Value::UInt(u) => Some(i128::from(u)),
+        _ => None,
+    }
 }
 
 /// Builds the joined rows of one joined table: a row so far with a row of the table that

@@ -77,4 +77,25 @@ assert error_of("SELECT * FROM customer c JOIN orders o ON c.id = o.id "
                 "JOIN region USING (region)") == 1052
 assert error_of("SELECT region FROM customer JOIN orders USING (id)") == 1052
 
+# A table reached by no key is hash joined on the integer columns ON (or an inner join's
+# WHERE) equates with the rows before it; the answers are those of trying every pair:
+# NULL matches nothing, signed and unsigned values meet, a string value is converted as
+# MySQL converts it, and a LEFT JOIN keeps the rows that found none.
+cur.execute("CREATE TABLE hl (id INT PRIMARY KEY, v INT, s VARCHAR(5), u BIGINT UNSIGNED)")
+cur.execute("INSERT INTO hl VALUES (1, 10, '10', 10), (2, NULL, 'x', NULL), "
+            "(3, 20, '30.0', 20), (4, 10, '10', 10)")
+cur.execute("CREATE TABLE hr (id INT PRIMARY KEY, w INT, tag VARCHAR(5))")
+cur.execute("INSERT INTO hr VALUES (1, 10, 'a'), (2, 10, 'b'), (3, NULL, 'c'), (4, 30, 'd')")
+plan = rows("EXPLAIN SELECT hl.id, hr.tag FROM hl JOIN hr ON hr.w = hl.v")
+assert "hash joined on `w`" in str(plan), plan
+pairs = [(1, "a"), (1, "b"), (4, "a"), (4, "b")]
+assert rows("SELECT hl.id, hr.tag FROM hl JOIN hr ON hr.w = hl.v ORDER BY 1, 2") == pairs
+assert rows("SELECT hl.id, hr.tag FROM hl LEFT JOIN hr ON hr.w = hl.v ORDER BY 1, 2") == [
+    (1, "a"), (1, "b"), (2, None), (3, None), (4, "a"), (4, "b")]
+assert rows("SELECT hl.id, hr.tag FROM hl JOIN hr ON hr.w = hl.u ORDER BY 1, 2") == pairs
+assert rows("SELECT hl.id, hr.tag FROM hl JOIN hr ON hr.w = hl.s ORDER BY 1, 2") == [
+    (1, "a"), (1, "b"), (3, "d"), (4, "a"), (4, "b")]
+assert rows("SELECT hl.id, hr.tag FROM hl JOIN hr ON hr.w = hl.v + 10") == [(3, "d")]
+assert rows("SELECT COUNT(*) FROM hl, hr WHERE hr.w = hl.v AND hr.tag <> 'b'") == [(2,)]
+
 print("join forms ok")

@@ -158,11 +158,23 @@ fn joins_find_the_next_table_by_its_key_where_the_condition_names_it() {
             "SELECT * FROM pick JOIN item ON item.code = pick.qty WHERE pick.id = 1",
             "db.pick: primary key read; then join db.item: batched unique lookups on `by_code`",
         ),
-        // No unique key to look up by: one scan, matched in the front end.
+        // No unique key to look up by: one scan, hash joined on the integer columns ON
+        // equates with the rows before.
         (
             "SELECT * FROM pick LEFT JOIN item ON item.k = pick.qty",
             "db.pick: scan of all partitions in parallel; then left join db.item: one scan of \
-             all partitions, matched in the front end",
+             all partitions, hash joined on `k`",
+        ),
+        (
+            "SELECT * FROM pick, item WHERE item.price = pick.qty AND item.k = pick.item_id",
+            "db.pick: scan of all partitions in parallel; then join db.item: one scan of all \
+             partitions, hash joined on `k`, `price`",
+        ),
+        // Strings compare under collations: every pair is tried.
+        (
+            "SELECT * FROM pick JOIN item ON item.name = pick.qty",
+            "db.pick: scan of all partitions in parallel; then join db.item: one scan of all \
+             partitions, matched in the front end",
         ),
     ];
     for (sql, expected) in cases {
