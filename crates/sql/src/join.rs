@@ -8,6 +8,7 @@
 //! (its rows hashed by those columns, each row before probing with its values), else by
 //! trying every pair.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use kista_client::filter::Filter;
@@ -215,46 +216,32 @@ pub fn extend(
         Lookup::PrimaryKey(exprs) | Lookup::Unique { key: exprs, .. } => {
             extend_by_key_lookups(tx, &rows, exprs, &mut joiner)?
         }
-        Lookup::Hash { columns, keys } => {
+        Lookup::Hash { .. } | Lookup::Scan => {
             let right_rows = scanned_rows(tx, session, joined, &ctx, pushed_filter)?;
-            let hashed = HashedRows::new(&right_rows, columns);
-            for (n, left) in rows.iter().enumerate() {
-                if n % crate::processes::ROWS_PER_KILL_CHECK == 0 {
-                    if let Some(process) = &session.process {
-                        process.check_killed()?;
-                    }
+            let hashed = match &joined.lookup {
+                Lookup::Hash { columns, keys } => {
+                    Some((HashedRows::new(&right_rows, columns), keys))
                 }
-                let mut matched = false;
-                match hashed.candidates(keys, left, &ctx)? {
-                    Candidates::These(positions) => {
-                        for &position in positions {
-                            matched |= joiner.pair(left, &right_rows[position])?;
-                        }
-                    }
-                    Candidates::All => {
-                        for right in &right_rows {
-                            matched |= joiner.pair(left, right)?;
-                        }
-                    }
-                }
-                joiner.unless_matched(matched, left)?;
-            }
-        }
-        Lookup::Scan => {
-            let right_rows = scanned_rows(tx, session, joined, &ctx, pushed_filter)?;
-            // A nested loop over two scans can take long without a round trip: KILL and
+                _ => None,
+            };
+            let mut probe = Vec::new();
+            // Matching in the front end can take long without a round trip: KILL and
             // max_execution_time are checked every so many pairs.
-            let mut pairs: usize = 0;
+            let mut steps: usize = 0;
             for left in &rows {
+                let candidates = match &hashed {
+                    Some((hashed, keys)) => hashed.candidates(keys, left, &ctx, &mut probe)?,
+                    None => Candidates::All,
+                };
                 let mut matched = false;
-                for right in &right_rows {
-                    if pairs % crate::processes::ROWS_PER_KILL_CHECK == 0 {
+                for position in candidates.positions(right_rows.len()) {
+                    if steps % crate::processes::ROWS_PER_KILL_CHECK == 0 {
                         if let Some(process) = &session.process {
                             process.check_killed()?;
                         }
                     }
-                    pairs = pairs.wrapping_add(1);
-                    matched |= joiner.pair(left, right)?;
+                    steps = steps.wrapping_add(1);
+                    matched |= joiner.pair(left, &right_rows[position])?;
                 }
                 joiner.unless_matched(matched, left)?;
             }
@@ -265,14 +252,14 @@ pub fn extend(
 
 /// A joined table's scanned rows by their values in the hashed integer columns.
 struct HashedRows {
-    /// Values of the columns → the rows (positions, in scan order) that hold them.
-    by_key: std::collections::HashMap<Vec<i128>, Vec<usize>>,
-    columns_count: usize,
+    /// Values of the columns → the rows (positions, in scan order) that hold them; hashed
+    /// by foldhash, seeded per map (the values are user data).
+    by_key: HashMap<Vec<i128>, Vec<usize>, foldhash::fast::RandomState>,
 }
 
 impl HashedRows {
     fn new(rows: &[Vec<Value>], columns: &[usize]) -> Self {
-        let mut by_key: std::collections::HashMap<Vec<i128>, Vec<usize>> = Default::default();
+        let mut by_key: HashMap<_, Vec<usize>, _> = HashMap::default();
         for (position, row) in rows.iter().enumerate() {
             // A row with NULL in a hashed column equals nothing.
             let key: Option<Vec<i128>> = columns.iter().map(|&c| integer_of(&row[c])).collect();
@@ -280,23 +267,21 @@ impl HashedRows {
                 by_key.entry(key).or_default().push(position);
             }
         }
-        Self {
-            by_key,
-            columns_count: columns.len(),
-        }
+        Self { by_key }
     }
 
     /// The rows that may pair with `left`: those whose hashed columns hold the values of
-    /// `keys` over it; none when one of them is NULL (`=` is never true then); every row
-    /// when one is not an integer (a string or a fraction equals an integer by MySQL's
-    /// conversions, which ON then decides).
+    /// `keys` over it (`probe` holds them); none when one of them is NULL (`=` is never
+    /// true then); every row when one is not an integer (a string or a fraction equals an
+    /// integer by MySQL's conversions, which ON then decides).
     fn candidates(
         &self,
         keys: &[Expr],
         left: &[Value],
         ctx: &crate::expr::EvalContext,
+        probe: &mut Vec<i128>,
     ) -> SqlResult<Candidates<'_>> {
-        let mut probe = Vec::with_capacity(self.columns_count);
+        probe.clear();
         for key in keys {
             match eval(key, left, ctx)? {
                 Value::Null => return Ok(Candidates::These(&[])),
@@ -306,7 +291,10 @@ impl HashedRows {
                 },
             }
         }
-        let found = self.by_key.get(&probe).map_or(&[][..], Vec::as_slice);
+        let found = self
+            .by_key
+            .get(probe.as_slice())
+            .map_or(&[][..], Vec::as_slice);
         Ok(Candidates::These(found))
     }
 }
@@ -317,6 +305,17 @@ enum Candidates<'a> {
     These(&'a [usize]),
     /// Every row.
     All,
+}
+
+impl Candidates<'_> {
+    /// Their positions among `count` rows, in scan order.
+    fn positions(&self, count: usize) -> impl Iterator<Item = usize> + '_ {
+        let (listed, every): (&[usize], _) = match self {
+            Candidates::These(positions) => (positions, 0..0),
+            Candidates::All => (&[], 0..count),
+        };
+        listed.iter().copied().chain(every)
+    }
 }
 
 /// An integer value as one number whatever its signedness.

@@ -725,6 +725,34 @@ impl Tx<'_> {
         Ok(self.transaction.execute(mode)?.wait()?)
     }
 
+    /// Adds operations for each of `items` (`add`, which returns how to find their
+    /// answers), sending the batch whenever it fills and once every item is added (that
+    /// last batch ends the statement's work when `last`); `answered` then sees each item
+    /// with what its batch found. Reads of any number of rows go a full batch per round
+    /// trip this way.
+    pub fn in_batches<I, Ops>(
+        &mut self,
+        items: &[I],
+        last: bool,
+        mut add: impl FnMut(&mut Self, &I) -> SqlResult<Ops>,
+        mut answered: impl FnMut(&mut Self, &I, Ops, &kista_client::Executed) -> SqlResult<()>,
+    ) -> SqlResult<()> {
+        let mut waiting = Vec::new();
+        let mut batch_start = 0;
+        for (n, item) in items.iter().enumerate() {
+            waiting.push(add(self, item)?);
+            let all_added = n + 1 == items.len();
+            if all_added || self.transaction.batch_is_full() {
+                let done = self.execute(last && all_added)?;
+                for (item, ops) in items[batch_start..=n].iter().zip(waiting.drain(..)) {
+                    answered(self, item, ops, &done)?;
+                }
+                batch_start = n + 1;
+            }
+        }
+        Ok(())
+    }
+
     /// Sends the operations added since the last batch, without ending the transaction,
     /// once they fill one (`Transaction::batch_is_full`): a statement writing a million
     /// rows sends them a batch at a time, never all in one. Only between writes: a read's

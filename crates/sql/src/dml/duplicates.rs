@@ -47,17 +47,12 @@ pub(super) fn read_unique_keys(
         .map(|row| keys_of(table, &unique, row))
         .collect();
     let mut found = Vec::with_capacity(rows.len());
-    let mut batch_lookups = Vec::new();
-    for (n, keys) in row_keys.iter().enumerate() {
-        batch_lookups.push(read_keys(tx, table, &unique, keys)?);
-        if tx.transaction.batch_is_full() || n + 1 == row_keys.len() {
-            let answered = tx.execute(false)?;
-            found.extend(batch_lookups.drain(..).map(|ops: Vec<_>| {
-                let first = ops.iter().find_map(|&op| answered.row(op));
-                first.map(<[Value]>::to_vec)
-            }));
-        }
-    }
+    let add = |tx: &mut Tx, keys: &RowKeys| read_keys(tx, table, &unique, keys);
+    tx.in_batches(&row_keys, false, add, |_, _, ops, answered| {
+        let first = ops.iter().find_map(|&op| answered.row(op));
+        found.push(first.map(<[Value]>::to_vec));
+        Ok(())
+    })?;
     let schema = table.schema();
     let collations_of = |columns: &[usize]| -> Vec<Collation> {
         (columns.iter())

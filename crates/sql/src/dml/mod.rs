@@ -251,27 +251,18 @@ fn insert_rows(
 /// Under a savepoint, REPLACE first reads the rows it will overwrite (locked), so that
 /// ROLLBACK TO can write them back, or delete the rows it adds.
 fn record_replaced_rows(tx: &mut Tx, table: &SqlTable, rows: &[Vec<Value>]) -> SqlResult<()> {
-    let mut batch_start = 0;
-    let mut reads = Vec::new();
-    for (n, row) in rows.iter().enumerate() {
+    let add = |tx: &mut Tx, row: &Vec<Value>| {
         let key = table.key_of(row);
-        reads.push(
-            tx.transaction
-                .read(&table.table, &key, LockKind::Exclusive)?,
-        );
-        if !tx.transaction.batch_is_full() && n + 1 < rows.len() {
-            continue;
+        Ok(tx
+            .transaction
+            .read(&table.table, &key, LockKind::Exclusive)?)
+    };
+    tx.in_batches(rows, false, add, |tx, row, read, found| {
+        match found.row(read) {
+            Some(existing) => tx.undo_change(&table.table, existing),
+            None => tx.undo_insert(&table.table, table.key_of(row)),
         }
-        let found = tx.execute(false)?;
-        for (row, read) in rows[batch_start..=n].iter().zip(reads.drain(..)) {
-            match found.row(read) {
-                Some(existing) => tx.undo_change(&table.table, existing)?,
-                None => tx.undo_insert(&table.table, table.key_of(row))?,
-            }
-        }
-        batch_start = n + 1;
-    }
-    Ok(())
+    })
 }
 
 /// The columns an INSERT names (all SQL sees, in order, when it names none).

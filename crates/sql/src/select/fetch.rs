@@ -35,28 +35,15 @@ pub(super) fn fetch_joined(
         (None, Some((front, _))) => system_rows(session, first, front, params)?,
         (None, None) => return Ok(Vec::new()),
     };
+    // A plan has joins only when FROM joins a table: the WHERE goes with the last one,
+    // each joined row tested as it is made.
+    assert!(!joined.is_empty(), "a join plan joins a table");
     for (n, step) in joined.iter().enumerate() {
         let pushed_filter = |conditions: &[Expr]| -> Option<Filter> {
             pushed_filter(session, step.table.cluster()?, conditions, params)
         };
-        // The WHERE goes with the last table: each joined row is tested as it is made.
         let filter = plan.filter.as_ref().filter(|_| n + 1 == joined.len());
         rows = join::extend(tx, session, rows, (step, filter), params, pushed_filter)?;
-    }
-    if joined.is_empty() {
-        let variable = |name: &str| session.variable(name);
-        let ctx = session.eval_context(params, &[], &variable);
-        let mut kept = Vec::with_capacity(rows.len());
-        for row in rows {
-            let passes = match &plan.filter {
-                Some(filter) => crate::value::truth(&eval(filter, &row, &ctx)?) == Some(true),
-                None => true,
-            };
-            if passes {
-                kept.push(row);
-            }
-        }
-        rows = kept;
     }
     Ok(rows)
 }
@@ -214,20 +201,17 @@ pub fn read_keys_in(
     last: bool,
 ) -> SqlResult<Vec<Vec<Value>>> {
     let mut rows = Vec::new();
-    let mut ops = Vec::new();
-    for (n, key) in keys.iter().enumerate() {
-        ops.push(if columns.is_empty() {
+    let add = |tx: &mut Tx, key: &Vec<Value>| {
+        Ok(if columns.is_empty() {
             tx.transaction.read(&table.table, key, lock)?
         } else {
-            tx.transaction
-                .read_columns(&table.table, key, lock, columns.to_vec())?
-        });
-        let all_added = n + 1 == keys.len();
-        if all_added || tx.transaction.batch_is_full() {
-            let done = tx.execute(last && all_added)?;
-            rows.extend((ops.drain(..)).filter_map(|op| done.row(op).map(<[Value]>::to_vec)));
-        }
-    }
+            (tx.transaction).read_columns(&table.table, key, lock, columns.to_vec())?
+        })
+    };
+    tx.in_batches(keys, last, add, |_, _, op, done| {
+        rows.extend(done.row(op).map(<[Value]>::to_vec));
+        Ok(())
+    })?;
     Ok(rows)
 }
 
