@@ -243,6 +243,11 @@ fn statements_of_many_rows_go_a_batch_at_a_time_all_or_none() {
 }
 
 #[test]
+fn long_results_go_to_the_client_as_the_scan_reads_them() {
+    run_pymysql_script("streamed_results.py", "streamed results ok");
+}
+
+#[test]
 fn text_inserts_parsed_once_per_shape_store_what_the_whole_parse_stores() {
     run_pymysql_script("text_inserts.py", "text inserts ok");
 }
@@ -487,11 +492,30 @@ fn a_statement_collecting_more_than_the_result_memory_fails_with_1104_and_nothin
     let (_, errors) = mysql_script(up.sql_port, setup);
     assert!(errors.is_empty(), "{errors}");
 
-    let (out, errors) = mysql_script(small_port, "SELECT * FROM m.r;");
+    let (out, errors) = mysql_script(small_port, "SELECT * FROM m.r ORDER BY id DESC;");
     assert!(out.is_empty(), "{out}");
     assert!(
         errors.contains("ERROR 1104") && errors.contains("--result-memory"),
         "{errors}"
+    );
+    // Without a sort the rows go to the client as they are read, in the text protocol
+    // and in the binary one: the front end never holds them all.
+    let (out, errors) = mysql_script(small_port, "SELECT id, LENGTH(b) FROM m.r;");
+    assert!(errors.is_empty(), "{errors}");
+    assert_eq!(out.lines().count(), 41, "a header and 40 rows");
+    let mut client = RawMysql::connect(small_port);
+    let (statement, _, _) = client.prepare("SELECT id, b FROM m.r WHERE id >= ?");
+    let rows = client.execute(statement, 0).unwrap();
+    assert_eq!(rows.len(), 40);
+    for (id, row) in rows.iter().enumerate() {
+        // header, bitmap, INT id, the 50,000 bytes after their length (0xFC, 2 bytes)
+        assert_eq!(row[2..6], (id as i32).to_le_bytes());
+        assert_eq!(row.len(), 2 + 4 + 3 + 50_000);
+    }
+    let (out, errors) = mysql_script(small_port, "SELECT id FROM m.r WHERE b > '' LIMIT 2;");
+    assert!(
+        errors.is_empty() && out.lines().count() == 3,
+        "{out}{errors}"
     );
     let join = "SELECT a.id FROM m.r a JOIN m.r b ON b.b = a.b AND b.id = a.id;";
     let (_, errors) = mysql_script(small_port, join);

@@ -12,12 +12,14 @@ use crate::catalog::Catalog;
 use crate::error::{SqlError, SqlResult};
 use crate::point_read::Responder;
 use crate::processes::Process;
-use crate::protocol::binary::{read_parameter, write_value, PARAMETER_UNSIGNED};
+use crate::protocol::binary::{read_parameter, PARAMETER_UNSIGNED};
 use crate::protocol::handshake::{change_user, handshake, HandshakeError, Users};
 use crate::protocol::packet::{PacketError, PacketStream};
 use crate::protocol::results::{self, ColumnDefinition};
-use crate::protocol::wire::{put_lenenc_int, put_u16, put_u32, Input, Malformed};
+use crate::protocol::wire::{put_u16, put_u32, Input, Malformed};
 use crate::protocol::{capability, column_type, command, status};
+use crate::result_set::{ResultForm, ResultWriter};
+use crate::select::RowSink;
 use crate::session::{parse, Outcome, Parsed, PlanCache, Session};
 use crate::text_statements::TextStatements;
 
@@ -190,9 +192,16 @@ impl<S: Read + Write> Connection<'_, S> {
             command::QUERY => {
                 let sql = String::from_utf8_lossy(body);
                 self.begin("Query", &sql);
-                let result = (self.text_statements.parse(&sql))
-                    .and_then(|(parsed, values)| self.session.execute(&parsed, &values));
-                self.send_outcome(result, false);
+                let outcome = match self.text_statements.parse(&sql) {
+                    Ok((parsed, values)) => {
+                        let form = self.form(false);
+                        let mut writer = ResultWriter::new(&mut self.stream, form);
+                        let (cache, sink) = (&mut PlanCache::default(), Some(&mut writer as _));
+                        self.session.execute_to(&parsed, cache, &values, sink)
+                    }
+                    Err(error) => Err(error),
+                };
+                self.send_outcome(outcome, false);
             }
             command::STMT_PREPARE => {
                 let sql = String::from_utf8_lossy(body).into_owned();
@@ -310,14 +319,16 @@ impl<S: Read + Write> Connection<'_, S> {
     }
 
     fn status(&self) -> u16 {
-        let mut flags = 0;
-        if self.session.autocommit {
-            flags |= status::AUTOCOMMIT;
+        status_flags(&self.session)
+    }
+
+    /// How this client takes a result set now.
+    fn form(&self, binary: bool) -> ResultForm {
+        ResultForm {
+            binary,
+            deprecate_eof: self.deprecate_eof(),
+            status: self.status(),
         }
-        if self.session.in_transaction() {
-            flags |= status::IN_TRANSACTION;
-        }
-        flags
     }
 
     fn warnings(&self) -> u16 {
@@ -383,25 +394,16 @@ impl<S: Read + Write> Connection<'_, S> {
                 info,
             }) => self.send_ok(affected_rows, last_insert_id, &info),
             Ok(Outcome::Rows { columns, rows }) => {
-                let mut out = Vec::with_capacity(8);
-                put_lenenc_int(&mut out, columns.len() as u64);
-                self.stream.write_payload(&out);
-                self.send_columns(&columns);
-                if !self.deprecate_eof() {
-                    self.send_eof();
+                let form = self.form(binary);
+                let mut writer = ResultWriter::new(&mut self.stream, form);
+                let sent = (writer.columns(columns))
+                    .and_then(|()| rows.iter().try_for_each(|row| writer.row(row)));
+                // Unsent, the connection is broken: its last flush ends it.
+                if sent.is_ok() {
+                    self.send_end();
                 }
-                for row in &rows {
-                    let start = self.stream.begin_payload();
-                    let out = self.stream.out();
-                    if binary {
-                        write_binary_row(out, &columns, row);
-                    } else {
-                        write_text_row(out, &columns, row);
-                    }
-                    self.stream.finish_payload(start);
-                }
-                self.send_end();
             }
+            Ok(Outcome::Streamed { .. }) => self.send_end(),
         }
     }
 
@@ -514,9 +516,14 @@ impl<S: Read + Write> Connection<'_, S> {
                 }
             }
         }
-        let outcome = self
-            .session
-            .execute_cached(&statement.parsed, &mut statement.plan, &params);
+        let form = ResultForm {
+            binary: true,
+            deprecate_eof: self.capabilities & capability::DEPRECATE_EOF != 0,
+            status: status_flags(&self.session),
+        };
+        let mut writer = ResultWriter::new(&mut self.stream, form);
+        let (parsed, plan) = (&statement.parsed, &mut statement.plan);
+        let outcome = (self.session).execute_to(parsed, plan, &params, Some(&mut writer));
         self.send_outcome(outcome, true);
         Ok(())
     }
@@ -564,41 +571,14 @@ impl<S: Read + Write> Connection<'_, S> {
     }
 }
 
-fn write_text_row(out: &mut Vec<u8>, columns: &[ColumnDefinition], row: &[Value]) {
-    let mut text = Vec::new();
-    for (column, value) in columns.iter().zip(row) {
-        match value {
-            Value::Null => out.push(results::TEXT_NULL),
-            Value::Bytes(bytes) => crate::protocol::wire::put_lenenc_bytes(out, bytes),
-            // A BIT column's value is its bytes; a YEAR has four digits (`0000`).
-            _ if column.type_code == column_type::BIT => {
-                let bytes = crate::sql_type::bit_bytes(value, column.length);
-                crate::protocol::wire::put_lenenc_bytes(out, &bytes);
-            }
-            Value::UInt(year) if column.type_code == column_type::YEAR => {
-                text.clear();
-                let _ = std::io::Write::write_fmt(&mut text, format_args!("{year:04}"));
-                crate::protocol::wire::put_lenenc_bytes(out, &text);
-            }
-            other => {
-                text.clear();
-                crate::value::write_text(other, &mut text);
-                crate::protocol::wire::put_lenenc_bytes(out, &text);
-            }
-        }
+/// The status flags of `session`'s state: autocommit, in a transaction.
+fn status_flags(session: &Session) -> u16 {
+    let mut flags = 0;
+    if session.autocommit {
+        flags |= status::AUTOCOMMIT;
     }
-}
-
-fn write_binary_row(out: &mut Vec<u8>, columns: &[ColumnDefinition], row: &[Value]) {
-    out.push(results::OK_HEADER);
-    let bitmap_start = out.len();
-    out.resize(bitmap_start + (columns.len() + 7 + 2) / 8, 0);
-    for (position, (column, value)) in columns.iter().zip(row).enumerate() {
-        if value.is_null() || column.type_code == column_type::NULL {
-            let bit = position + 2;
-            out[bitmap_start + bit / 8] |= 1 << (bit % 8);
-        } else {
-            write_value(out, column.into(), value);
-        }
+    if session.in_transaction() {
+        flags |= status::IN_TRANSACTION;
     }
+    flags
 }

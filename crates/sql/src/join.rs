@@ -4,9 +4,10 @@
 //! before it: the keys of up to [`LOOKUP_BATCH_ROWS`] rows go in one batch, one round trip
 //! (NDB's batched key access). Any other table is scanned once, with the conditions on it
 //! alone pushed to the data nodes, and matched in the front end: by a **hash join** when
-//! the conditions equate integer columns of it with expressions over the rows before it
-//! (its rows hashed by those columns, each row before probing with its values), else by
-//! trying every pair.
+//! the conditions equate integer or string columns of it with expressions over the rows
+//! before it (its rows hashed by those columns' values, strings by their weight keys under
+//! the comparison's collation; each row before probing with its values), else by trying
+//! every pair.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,11 +18,11 @@ use kista_client::types::Value;
 use kista_client::{LockKind, ScanSpec};
 
 use kista_client::schema::{Column, TableSchema};
-use kista_client::types::ColumnType;
+use kista_client::types::{Collation, ColumnType};
 
 use crate::catalog::SqlTable;
 use crate::error::{SqlError, SqlResult};
-use crate::expr::{eval, CompareOp, Expr};
+use crate::expr::{derive, eval, CompareOp, Derivation, Expr};
 use crate::row_budget::RowBudget;
 use crate::select::FrontTable;
 use crate::select::{add_written_keys, read_keys_in};
@@ -38,14 +39,22 @@ pub enum Lookup {
     PrimaryKey(Vec<Expr>),
     /// A unique index's key, likewise.
     Unique { index: String, key: Vec<Expr> },
-    /// Every row (after the pushed conditions), matched in the front end by hashing: its
-    /// integer `columns` equal to `keys`, expressions over the rows before it.
-    Hash {
-        columns: Vec<usize>,
-        keys: Vec<Expr>,
-    },
+    /// Every row (after the pushed conditions), matched in the front end by hashing the
+    /// columns ON equates with expressions over the rows before it.
+    Hash(Vec<HashedColumn>),
     /// Every row (after the pushed conditions), every pair tried in the front end.
     Scan,
+}
+
+/// A column a hash join hashes: ON holds `column = key`, `key` an expression over the
+/// rows before the table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HashedColumn {
+    pub column: usize,
+    pub key: Expr,
+    /// A string column's comparison collation (whose weight keys are hashed); `None` for
+    /// an integer column.
+    pub collation: Option<Collation>,
 }
 
 /// A table of a join (of FROM): of the cluster, or rows the front end holds (a derived
@@ -109,9 +118,9 @@ impl JoinedTable {
         let how = match &self.lookup {
             Lookup::PrimaryKey(_) => "batched primary key lookups".to_string(),
             Lookup::Unique { index, .. } => format!("batched unique lookups on `{index}`"),
-            Lookup::Hash { columns, .. } => {
+            Lookup::Hash(columns) => {
                 let names: Vec<&str> = (columns.iter())
-                    .map(|&c| self.table.schema().columns[c].name.as_str())
+                    .map(|h| self.table.schema().columns[h.column].name.as_str())
                     .collect();
                 format!(
                     "one scan of all partitions, hash joined on `{}`",
@@ -134,27 +143,59 @@ impl JoinedTable {
     }
 }
 
-/// `Column(target) = e` (either way round) where `e` reads only positions before `before`.
-fn equality_for(conjuncts: &[Expr], target: usize, before: usize) -> Option<Expr> {
+/// `Column(target) = e` (either way round) where `e` reads only positions before `before`:
+/// `e`, and the collation strings compare under there.
+fn equality_for(conjuncts: &[Expr], target: usize, before: usize) -> Option<(Expr, Collation)> {
+    let is_target = |e: &Expr| matches!(e, Expr::Column(t) if *t == target);
+    equality_where(conjuncts, is_target, before)
+}
+
+/// Like [`equality_for`], the column also under a `COLLATE` (which the comparison's
+/// collation then is): for a hash join, not for a key lookup, whose key compares under
+/// the column's own collation.
+fn collated_equality_for(
+    conjuncts: &[Expr],
+    target: usize,
+    before: usize,
+) -> Option<(Expr, Collation)> {
+    let is_target = |e: &Expr| match e {
+        Expr::Collate(inner, _) => matches!(inner.as_ref(), Expr::Column(t) if *t == target),
+        other => matches!(other, Expr::Column(t) if *t == target),
+    };
+    equality_where(conjuncts, is_target, before)
+}
+
+/// `target = e` (either way round, `is_target` telling the target side) where `e` reads
+/// only positions before `before`.
+fn equality_where(
+    conjuncts: &[Expr],
+    is_target: impl Fn(&Expr) -> bool,
+    before: usize,
+) -> Option<(Expr, Collation)> {
     conjuncts.iter().find_map(|c| {
-        let Expr::Compare(CompareOp::Eq, left, right, _) = c else {
+        let Expr::Compare(CompareOp::Eq, left, right, collation) = c else {
             return None;
         };
         let earlier = |e: &Expr| e.column_span().is_none_or(|(_, high)| high < before);
         match (left.as_ref(), right.as_ref()) {
-            (Expr::Column(t), e) if *t == target && earlier(e) => Some(e.clone()),
-            (e, Expr::Column(t)) if *t == target && earlier(e) => Some(e.clone()),
+            (t, e) | (e, t) if is_target(t) && earlier(e) => Some((e.clone(), *collation)),
             _ => None,
         }
     })
 }
 
-/// How to reach `table` (at `offset`) from the rows before it, under `conjuncts`.
-pub fn choose_lookup(table: &SqlTable, offset: usize, conjuncts: &[Expr]) -> Lookup {
+/// How to reach `table` (at `offset` of the row; `collation` tells the earlier columns'
+/// collations, `None` for a column of no strings) from the rows before it, under
+/// `conjuncts`.
+pub fn choose_lookup(
+    table: &SqlTable,
+    (offset, collation): (usize, &dyn Fn(usize) -> Option<Collation>),
+    conjuncts: &[Expr],
+) -> Lookup {
     let key_for = |columns: &[usize]| -> Option<Vec<Expr>> {
         columns
             .iter()
-            .map(|&c| equality_for(conjuncts, offset + c, offset))
+            .map(|&c| Some(equality_for(conjuncts, offset + c, offset)?.0))
             .collect()
     };
     if let Some(key) = key_for(&table.schema().primary_key) {
@@ -172,22 +213,45 @@ pub fn choose_lookup(table: &SqlTable, offset: usize, conjuncts: &[Expr]) -> Loo
             };
         }
     }
-    hash_lookup(table.schema(), offset, conjuncts)
+    hash_lookup(table, (offset, collation), conjuncts)
 }
 
-/// A hash join on the integer columns of `schema` (at `offset`) that `conjuncts` equate
-/// with expressions over the rows before it; a plain scan when there are none. Integers
-/// alone: their equality is their value's, where strings compare under collations and
-/// mixed kinds by MySQL's conversions, which a hash of the value would not follow.
-fn hash_lookup(schema: &TableSchema, offset: usize, conjuncts: &[Expr]) -> Lookup {
-    let (columns, keys): (Vec<usize>, Vec<Expr>) = (schema.columns.iter().enumerate())
-        .filter(|(_, column)| matches!(column.column_type, ColumnType::Int { .. }))
-        .filter_map(|(c, _)| Some((c, equality_for(conjuncts, offset + c, offset)?)))
-        .unzip();
+/// A hash join on the integer and string columns of `table` (at `offset`) that
+/// `conjuncts` equate with expressions over the rows before it; a plain scan when there
+/// are none. Integers equal by value and strings by weight key under the comparison's
+/// collation, so a hash finds what `=` finds between two values of the column's kind;
+/// other kinds (and columns whose SQL type storage lacks, JSON, ENUM) are left to `=`,
+/// as is a string column equated with an expression that is no string (an integer
+/// column: MySQL compares them as numbers).
+fn hash_lookup(
+    table: &SqlTable,
+    (offset, earlier_collation): (usize, &dyn Fn(usize) -> Option<Collation>),
+    conjuncts: &[Expr],
+) -> Lookup {
+    let is_string = |key: &Expr| {
+        derive(key, earlier_collation)
+            .is_ok_and(|d| d.coercibility != Derivation::NONE.coercibility)
+    };
+    let columns: Vec<HashedColumn> = (table.schema().columns.iter().enumerate())
+        .filter(|&(c, _)| table.sql_type(c).is_none())
+        .filter_map(|(c, column)| {
+            let (key, collation) = collated_equality_for(conjuncts, offset + c, offset)?;
+            let collation = match column.column_type {
+                ColumnType::Int { .. } => None,
+                strings if strings.holds_strings() && is_string(&key) => Some(collation),
+                _ => return None,
+            };
+            Some(HashedColumn {
+                column: c,
+                key,
+                collation,
+            })
+        })
+        .collect();
     if columns.is_empty() {
         return Lookup::Scan;
     }
-    Lookup::Hash { columns, keys }
+    Lookup::Hash(columns)
 }
 
 /// Extends `rows` (the joined rows so far) by `joined`, in `tx`, keeping only the rows
@@ -216,12 +280,10 @@ pub fn extend(
         Lookup::PrimaryKey(exprs) | Lookup::Unique { key: exprs, .. } => {
             extend_by_key_lookups(tx, &rows, exprs, &mut joiner)?
         }
-        Lookup::Hash { .. } | Lookup::Scan => {
+        Lookup::Hash(_) | Lookup::Scan => {
             let right_rows = scanned_rows(tx, session, joined, &ctx, pushed_filter)?;
             let hashed = match &joined.lookup {
-                Lookup::Hash { columns, keys } => {
-                    Some((HashedRows::new(&right_rows, columns), keys))
-                }
+                Lookup::Hash(columns) => Some((HashedRows::new(&right_rows, columns), columns)),
                 _ => None,
             };
             let mut probe = Vec::new();
@@ -230,7 +292,9 @@ pub fn extend(
             let mut steps: usize = 0;
             for left in &rows {
                 let candidates = match &hashed {
-                    Some((hashed, keys)) => hashed.candidates(keys, left, &ctx, &mut probe)?,
+                    Some((hashed, columns)) => {
+                        hashed.candidates(columns, left, &ctx, &mut probe)?
+                    }
                     None => Candidates::All,
                 };
                 let mut matched = false;
@@ -250,45 +314,50 @@ pub fn extend(
     Ok(joiner.out)
 }
 
-/// A joined table's scanned rows by their values in the hashed integer columns.
+/// A joined table's scanned rows by their values in the hashed columns.
 struct HashedRows {
-    /// Values of the columns → the rows (positions, in scan order) that hold them; hashed
-    /// by foldhash, seeded per map (the values are user data).
-    by_key: HashMap<Vec<i128>, Vec<usize>, foldhash::fast::RandomState>,
+    /// The hashed columns' values (`push_hash_key`) → the rows (positions, in scan order)
+    /// that hold them; hashed by foldhash, seeded per map (the values are user data).
+    by_key: HashMap<Vec<u8>, Vec<usize>, foldhash::fast::RandomState>,
 }
 
 impl HashedRows {
-    fn new(rows: &[Vec<Value>], columns: &[usize]) -> Self {
+    fn new(rows: &[Vec<Value>], columns: &[HashedColumn]) -> Self {
         let mut by_key: HashMap<_, Vec<usize>, _> = HashMap::default();
-        for (position, row) in rows.iter().enumerate() {
-            // A row with NULL in a hashed column equals nothing.
-            let key: Option<Vec<i128>> = columns.iter().map(|&c| integer_of(&row[c])).collect();
-            if let Some(key) = key {
-                by_key.entry(key).or_default().push(position);
+        let mut key = Vec::new();
+        'rows: for (position, row) in rows.iter().enumerate() {
+            key.clear();
+            for hashed in columns {
+                // A row with NULL in a hashed column equals nothing (a column of the
+                // kinds hashed holds nothing else).
+                if !push_hash_key(&row[hashed.column], hashed.collation, &mut key) {
+                    continue 'rows;
+                }
             }
+            by_key.entry(key.clone()).or_default().push(position);
         }
         Self { by_key }
     }
 
     /// The rows that may pair with `left`: those whose hashed columns hold the values of
-    /// `keys` over it (`probe` holds them); none when one of them is NULL (`=` is never
-    /// true then); every row when one is not an integer (a string or a fraction equals an
-    /// integer by MySQL's conversions, which ON then decides).
+    /// the keys over it (`probe` holds them); none when one of them is NULL (`=` is never
+    /// true then); every row when one is of another kind than its column (a string equals
+    /// an integer, a number a string, by MySQL's conversions, which ON then decides).
     fn candidates(
         &self,
-        keys: &[Expr],
+        columns: &[HashedColumn],
         left: &[Value],
         ctx: &crate::expr::EvalContext,
-        probe: &mut Vec<i128>,
+        probe: &mut Vec<u8>,
     ) -> SqlResult<Candidates<'_>> {
         probe.clear();
-        for key in keys {
-            match eval(key, left, ctx)? {
-                Value::Null => return Ok(Candidates::These(&[])),
-                value => match integer_of(&value) {
-                    Some(integer) => probe.push(integer),
-                    None => return Ok(Candidates::All),
-                },
+        for hashed in columns {
+            let value = eval(&hashed.key, left, ctx)?;
+            if value.is_null() {
+                return Ok(Candidates::These(&[]));
+            }
+            if !push_hash_key(&value, hashed.collation, probe) {
+                return Ok(Candidates::All);
             }
         }
         let found = self
@@ -297,6 +366,19 @@ impl HashedRows {
             .map_or(&[][..], Vec::as_slice);
         Ok(Candidates::These(found))
     }
+}
+
+/// Appends `value`'s part of a hash key: an integer (whatever its signedness) for an
+/// integer column (`collation` `None`), a string's weight key under `collation` for a
+/// string column. `false`: the value is NULL or of another kind, and hashes to nothing.
+fn push_hash_key(value: &Value, collation: Option<Collation>, key: &mut Vec<u8>) -> bool {
+    match (value, collation) {
+        (Value::Int(i), None) => key.extend_from_slice(&i128::from(*i).to_le_bytes()),
+        (Value::UInt(u), None) => key.extend_from_slice(&i128::from(*u).to_le_bytes()),
+        (Value::Bytes(text), Some(collation)) => collation.length_prefixed_weight_key(text, key),
+        _ => return false,
+    }
+    true
 }
 
 /// The right rows a left row may pair with.
@@ -315,15 +397,6 @@ impl Candidates<'_> {
             Candidates::All => (&[], 0..count),
         };
         listed.iter().copied().chain(every)
-    }
-}
-
-/// An integer value as one number whatever its signedness.
-fn integer_of(value: &Value) -> Option<i128> {
-    match *value {
-        Value::Int(i) => Some(i128::from(i)),
-        Value::UInt(u) => Some(i128::from(u)),
-        _ => None,
     }
 }
 

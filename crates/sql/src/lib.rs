@@ -19,6 +19,7 @@ pub mod plan;
 pub mod point_read;
 pub(crate) mod processes;
 pub mod protocol;
+mod result_set;
 mod row_budget;
 pub(crate) mod savepoint;
 pub mod select;

@@ -17,6 +17,7 @@ use crate::error::{SqlError, SqlResult};
 use crate::expr::EvalContext;
 use crate::protocol::results::ColumnDefinition;
 use crate::savepoint::{Savepoints, Undo};
+use crate::select::RowSink;
 use crate::write_set::WriteSet;
 use crate::{admin, dml, select, subquery};
 
@@ -37,6 +38,9 @@ pub enum Outcome {
         last_insert_id: u64,
         info: String,
     },
+    /// The result's columns and its `rows` rows went to the client as they were read
+    /// (`select/stream.rs`); its end is still to send.
+    Streamed { rows: u64 },
 }
 
 impl Outcome {
@@ -342,10 +346,27 @@ impl<'c> Session<'c> {
         cache: &mut PlanCache,
         params: &[Value],
     ) -> SqlResult<Outcome> {
-        match self.execute_once(parsed, cache, params) {
-            Err(error) if error.stale_schema && self.transaction.is_none() => {
+        self.execute_to(parsed, cache, params, None)
+    }
+
+    /// Like [`Session::execute_cached`], a long query result going to `sink` as its rows
+    /// are read (`Outcome::Streamed`). A statement that sent rows is not run again.
+    pub(crate) fn execute_to(
+        &mut self,
+        parsed: &Parsed,
+        cache: &mut PlanCache,
+        params: &[Value],
+        mut sink: Option<&mut dyn RowSink>,
+    ) -> SqlResult<Outcome> {
+        let first_sink = sink.as_mut().map(|sink| &mut **sink as &mut dyn RowSink);
+        match self.execute_once(parsed, cache, params, first_sink) {
+            Err(error)
+                if error.stale_schema
+                    && self.transaction.is_none()
+                    && !sink.as_ref().is_some_and(|sink| sink.started()) =>
+            {
                 self.catalog.forget_all();
-                self.execute_once(parsed, cache, params)
+                self.execute_once(parsed, cache, params, sink)
             }
             other => other,
         }
@@ -364,6 +385,7 @@ impl<'c> Session<'c> {
         parsed: &Parsed,
         cache: &mut PlanCache,
         params: &[Value],
+        sink: Option<&mut dyn RowSink>,
     ) -> SqlResult<Outcome> {
         self.subqueries.clear();
         if let Statement::Query(query) = &parsed.statement {
@@ -373,14 +395,17 @@ impl<'c> Session<'c> {
                 select::union::execute(self, query, &parsed.placeholders, params)
             } else {
                 let plan = self.cached_plan(query, &parsed.placeholders, cache, Some(params))?;
-                select::execute(self, &plan, params)
+                // SQL_CALC_FOUND_ROWS counts the rows past the LIMIT: the whole result
+                // is read.
+                let sink = sink.filter(|_| !parsed.calc_found_rows);
+                select::execute(self, &plan, params, sink)
             };
-            if let Ok(Outcome::Rows { rows, .. }) = &outcome {
-                self.found_rows = match parsed.calc_found_rows {
-                    true => self.rows_before_limit.get(),
-                    false => rows.len() as u64,
-                };
-            }
+            self.found_rows = match (&outcome, parsed.calc_found_rows) {
+                (Ok(Outcome::Rows { .. }), true) => self.rows_before_limit.get(),
+                (Ok(Outcome::Rows { rows, .. }), false) => rows.len() as u64,
+                (Ok(Outcome::Streamed { rows }), _) => *rows,
+                _ => self.found_rows,
+            };
             return outcome;
         }
         if let Some(plan) = self.cached_write_plan(parsed, cache, params)? {

@@ -146,6 +146,19 @@ impl ColumnType {
         }
     }
 
+    /// Whether the column holds strings (text or binary).
+    pub fn holds_strings(self) -> bool {
+        matches!(
+            self,
+            ColumnType::Char { .. }
+                | ColumnType::VarChar { .. }
+                | ColumnType::Text { .. }
+                | ColumnType::Binary { .. }
+                | ColumnType::VarBinary { .. }
+                | ColumnType::Blob
+        )
+    }
+
     /// How the column's values compare: a text type's collation, `binary` for the others
     /// (numbers and dates never compare as strings).
     pub fn collation(self) -> Collation {

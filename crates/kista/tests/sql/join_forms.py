@@ -98,4 +98,29 @@ assert rows("SELECT hl.id, hr.tag FROM hl JOIN hr ON hr.w = hl.s ORDER BY 1, 2")
 assert rows("SELECT hl.id, hr.tag FROM hl JOIN hr ON hr.w = hl.v + 10") == [(3, "d")]
 assert rows("SELECT COUNT(*) FROM hl, hr WHERE hr.w = hl.v AND hr.tag <> 'b'") == [(2,)]
 
+# Strings hash by their weight keys under the comparison's collation: the default
+# collation ignores case and accents, utf8mb4_bin trailing spaces, a COLLATE decides; a
+# string column equated with a number compares as numbers, pair by pair.
+cur.execute("CREATE TABLE sl (id INT PRIMARY KEY, name VARCHAR(10), code VARCHAR(10) "
+            "COLLATE utf8mb4_bin, n INT)")
+cur.execute("INSERT INTO sl VALUES (1, 'Apple', 'x ', 7), (2, 'éclair', 'X', 8), "
+            "(3, NULL, NULL, 9), (4, 'pear', 'y', 10)")
+cur.execute("CREATE TABLE sr (id INT PRIMARY KEY, name VARCHAR(10), code VARCHAR(10) "
+            "COLLATE utf8mb4_bin, num VARCHAR(10))")
+cur.execute("INSERT INTO sr VALUES (1, 'apple', 'x', '7'), (2, 'ECLAIR', 'x', '7.0'), "
+            "(3, NULL, 'y', '8e0'), (4, 'APPLE ', 'X', 'ten')")
+plan = rows("EXPLAIN SELECT sl.id, sr.id FROM sl JOIN sr ON sr.name = sl.name")
+assert "hash joined on `name`" in str(plan), plan
+assert rows("SELECT sl.id, sr.id FROM sl JOIN sr ON sr.name = sl.name ORDER BY 1, 2") == [
+    (1, 1), (2, 2)]
+assert rows("SELECT sl.id, sr.id FROM sl LEFT JOIN sr ON sr.code = sl.code ORDER BY 1, 2") == [
+    (1, 1), (1, 2), (2, 4), (3, None), (4, 3)]
+assert rows("SELECT sl.id, sr.id FROM sl JOIN sr "
+            "ON sr.code COLLATE utf8mb4_0900_ai_ci = sl.code ORDER BY 1, 2") == [
+    (2, 1), (2, 2), (2, 4), (4, 3)]
+plan = rows("EXPLAIN SELECT sl.id, sr.id FROM sl JOIN sr ON sr.num = sl.n")
+assert "matched in the front end" in str(plan), plan
+assert rows("SELECT sl.id, sr.id FROM sl JOIN sr ON sr.num = sl.n ORDER BY 1, 2") == [
+    (1, 1), (1, 2), (2, 3)]
+
 print("join forms ok")

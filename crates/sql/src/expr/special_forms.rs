@@ -26,6 +26,10 @@ pub(super) fn bind_special_form(binder: &mut Binder, expr: &ast::Expr) -> Option
             let bound = collation.and_then(|c| Ok(Expr::Collate(Box::new(bind(binder, expr)?), c)));
             return Some(bound);
         }
+        A::CompoundFieldAccess { root, access_chain } => {
+            let collated = qualified_collate(root, access_chain)?;
+            return Some(bind(binder, &collated));
+        }
         A::BinaryOp { left, op, right } => {
             let subtract = match op {
                 BinaryOperator::Plus => false,
@@ -68,6 +72,34 @@ pub(crate) fn collation_named(name: &str) -> SqlResult<Collation> {
     let name = name.trim_matches(['`', '\'', '"']);
     Collation::resolve(name)
         .ok_or_else(|| SqlError::new(1273, "HY000", format!("Unknown collation: '{name}'")))
+}
+
+/// `t.c COLLATE x` as written, where the parser read `t.(c COLLATE x)` (a field access
+/// whose last step is a COLLATE of a name); `None` for any other field access.
+fn qualified_collate(root: &ast::Expr, access_chain: &[ast::AccessExpr]) -> Option<ast::Expr> {
+    let ast::Expr::Identifier(first) = root else {
+        return None;
+    };
+    let (ast::AccessExpr::Dot(ast::Expr::Collate { expr, collation }), steps) =
+        access_chain.split_last()?
+    else {
+        return None;
+    };
+    let ast::Expr::Identifier(last) = expr.as_ref() else {
+        return None;
+    };
+    let mut parts = vec![first.clone()];
+    for step in steps {
+        match step {
+            ast::AccessExpr::Dot(ast::Expr::Identifier(part)) => parts.push(part.clone()),
+            _ => return None,
+        }
+    }
+    parts.push(last.clone());
+    Some(ast::Expr::Collate {
+        expr: Box::new(ast::Expr::CompoundIdentifier(parts)),
+        collation: collation.clone(),
+    })
 }
 
 /// A call of the registry's function `name` on `args`.

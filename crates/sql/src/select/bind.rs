@@ -351,7 +351,7 @@ pub(super) fn bind_joins<'a>(
             }
             None => None,
         };
-        joined.push(joined_table(item, offset, on, conjuncts));
+        joined.push(joined_table(item, (offset, scope), on, conjuncts));
         offset += item.table.schema().columns.len();
     }
     Ok(((Box::new(first_plan), joined), Expr::all(on_correlated)))
@@ -403,7 +403,7 @@ fn bind_on<'a>(
 /// table is joined; its ON as each pair is formed.
 fn joined_table(
     item: &FromItem,
-    offset: usize,
+    (offset, scope): (usize, &[ScopeColumn]),
     on: Option<Expr>,
     conjuncts: &[Expr],
 ) -> JoinedTable {
@@ -413,7 +413,10 @@ fn joined_table(
         usable.extend(conjuncts.iter().cloned());
     }
     let lookup = match &item.table {
-        JoinSource::Cluster(table) => join::choose_lookup(table, offset, &usable),
+        JoinSource::Cluster(table) => {
+            let collation = |position: usize| scope.get(position)?.collation;
+            join::choose_lookup(table, (offset, &collation), &usable)
+        }
         JoinSource::Front(..) => join::Lookup::Scan,
     };
     let pushed = (usable.iter())

@@ -2,6 +2,7 @@
 //! `information_schema` tables; the WHERE checked on every row.
 
 use std::cmp::Ordering;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use kista_client::filter::Filter;
@@ -13,7 +14,7 @@ use super::pushdown::pushed_filter;
 use super::{constant, key_values, FrontTable, SelectPlan};
 use crate::catalog::SqlTable;
 use crate::error::SqlResult;
-use crate::expr::{eval, Expr};
+use crate::expr::{eval, EvalContext, Expr};
 use crate::join::{self, JoinedTable};
 use crate::plan::Access;
 use crate::processes::ROWS_PER_KILL_CHECK;
@@ -84,19 +85,12 @@ pub(crate) fn fetch(
     params: &[Value],
     last: bool,
 ) -> SqlResult<Vec<Vec<Value>>> {
-    let columns: Vec<u16> = plan.needed_columns.iter().map(|&c| c as u16).collect();
-    let read = Read {
-        session,
-        plan,
-        table,
-        params,
-        columns: &columns,
-        lock: tx.read_lock(table.table.id, plan.lock),
-        last,
-    };
+    let lock = tx.read_lock(table.table.id, plan.lock);
+    let read = Read::new((session, params), plan, table, lock, last);
+    let columns = &read.columns;
     let found = match &plan.access {
         Access::PrimaryKey(_) | Access::PrimaryKeyIn(_) => match read.primary_keys()? {
-            Some(keys) => read_keys_in(tx, table, &keys, read.lock, &columns, last)?,
+            Some(keys) => read_keys_in(tx, table, &keys, read.lock, columns, last)?,
             None => read.scan(tx, None)?,
         },
         Access::Unique { index, key } => read.unique(tx, index, key)?,
@@ -108,15 +102,55 @@ pub(crate) fn fetch(
     let variable = |name: &str| session.variable(name);
     let ctx = session.eval_context(params, &[], &variable);
     for values in found {
-        let row = widened(values, &columns, width);
-        if let Some(filter) = &plan.filter {
-            if crate::value::truth(&eval(filter, &row, &ctx)?) != Some(true) {
-                continue;
-            }
+        let row = widened(values, columns, width);
+        if passes(plan, &row, &ctx)? {
+            rows.push(row);
         }
-        rows.push(row);
     }
     Ok(rows)
+}
+
+/// Calls `each` with the rows a scan of `table` finds that pass the WHERE (full width),
+/// as the data nodes deliver them, until it breaks. `false`, having read nothing, when
+/// the plan reads by key or under a lock (then [`fetch`] reads its rows).
+pub(super) fn scan_each(
+    tx: &Tx,
+    session: &Session,
+    plan: &SelectPlan,
+    table: &Arc<SqlTable>,
+    params: &[Value],
+    mut each: impl FnMut(Vec<Value>) -> SqlResult<ControlFlow<()>>,
+) -> SqlResult<bool> {
+    let lock = tx.read_lock(table.table.id, plan.lock);
+    let range = match &plan.access {
+        Access::Scan => None,
+        range @ Access::Range { .. } => Some(range),
+        _ => return Ok(false),
+    };
+    if lock != LockKind::Committed {
+        return Ok(false);
+    }
+    let read = Read::new((session, params), plan, table, lock, false);
+    let columns = &read.columns;
+    let width = table.schema().columns.len();
+    let variable = |name: &str| session.variable(name);
+    let ctx = session.eval_context(params, &[], &variable);
+    read.each_scanned(range, |values| {
+        let row = widened(values, columns, width);
+        match passes(plan, &row, &ctx)? {
+            true => each(row),
+            false => Ok(ControlFlow::Continue(())),
+        }
+    })?;
+    Ok(true)
+}
+
+/// Whether `row` passes the plan's WHERE.
+fn passes(plan: &SelectPlan, row: &[Value], ctx: &EvalContext) -> SqlResult<bool> {
+    Ok(match &plan.filter {
+        Some(filter) => crate::value::truth(&eval(filter, row, ctx)?) == Some(true),
+        None => true,
+    })
 }
 
 /// A row of the values of `columns` (all, when empty) as a row of the table's `width`,
@@ -138,12 +172,32 @@ struct Read<'a> {
     plan: &'a SelectPlan,
     table: &'a Arc<SqlTable>,
     params: &'a [Value],
-    columns: &'a [u16],
+    columns: Vec<u16>,
     lock: LockKind,
     last: bool,
 }
 
-impl Read<'_> {
+impl<'a> Read<'a> {
+    /// Reading the columns `plan` needs of `table` under `lock`; `last`: the statement
+    /// sends nothing after.
+    fn new(
+        (session, params): (&'a Session<'a>, &'a [Value]),
+        plan: &'a SelectPlan,
+        table: &'a Arc<SqlTable>,
+        lock: LockKind,
+        last: bool,
+    ) -> Self {
+        Self {
+            session,
+            plan,
+            table,
+            params,
+            columns: plan.needed_columns.iter().map(|&c| c as u16).collect(),
+            lock,
+            last,
+        }
+    }
+
     /// The primary keys a key or IN-list access names, in key order, each once (as the
     /// key's collation sees keys: under a case-insensitive key 'a' and 'A' are one row);
     /// `None` when one does not fit the key (a scan then decides, as MySQL compares).
@@ -218,8 +272,32 @@ pub fn read_keys_in(
 impl Read<'_> {
     /// Scans (`range` of an index, or everything) with the WHERE's pushable conjuncts as a
     /// filter in the data nodes. Locking reads scan for the keys, then read the rows by
-    /// key under the lock in the session's transaction.
+    /// key under the lock in the session's transaction. Error 1104 past the front end's
+    /// limits (`row_budget`).
     fn scan(&self, tx: &mut Tx, range: Option<&Access>) -> SqlResult<Vec<Vec<Value>>> {
+        let bytes_max = self.session.catalog.result_bytes_max;
+        let mut budget = RowBudget::new(bytes_max, "The SELECT would examine");
+        let mut rows = Vec::new();
+        self.each_scanned(range, |row| {
+            budget.count(&row)?;
+            rows.push(row);
+            Ok(ControlFlow::Continue(()))
+        })?;
+        if self.lock != LockKind::Committed {
+            add_written_keys(tx, self.table, &mut rows);
+            return read_keys_in(tx, self.table, &rows, self.lock, &self.columns, self.last);
+        }
+        Ok(rows)
+    }
+
+    /// Calls `each` with the rows the scans find (only the key under a lock), each once,
+    /// as they arrive, until it breaks (the scans are closed then); KILL checked as they
+    /// come.
+    fn each_scanned(
+        &self,
+        range: Option<&Access>,
+        mut each: impl FnMut(Vec<Value>) -> SqlResult<ControlFlow<()>>,
+    ) -> SqlResult<()> {
         let (session, table) = (self.session, self.table);
         let specs = match range {
             Some(range) => self.range_specs(range)?,
@@ -243,19 +321,38 @@ impl Read<'_> {
             scans.push(session.catalog.client().scan(&table.table, spec)?);
         }
         // Overlapping ranges (or a repeated IN value) find a row more than once.
-        let key_positions: Option<Vec<usize>> = several.then(|| match (locking, self.columns) {
-            (true, _) => (0..key_columns.len()).collect(),
-            (false, []) => table.schema().primary_key.clone(),
-            (false, columns) => (key_columns.iter())
-                .filter_map(|k| columns.iter().position(|c| c == k))
-                .collect(),
-        });
-        let mut rows = self.scanned_rows(scans, key_positions.as_deref())?;
-        if locking {
-            add_written_keys(tx, table, &mut rows);
-            return read_keys_in(tx, table, &rows, self.lock, self.columns, self.last);
+        let key_positions: Option<Vec<usize>> =
+            several.then(|| match (locking, self.columns.as_slice()) {
+                (true, _) => (0..key_columns.len()).collect(),
+                (false, []) => table.schema().primary_key.clone(),
+                (false, columns) => (key_columns.iter())
+                    .filter_map(|k| columns.iter().position(|c| c == k))
+                    .collect(),
+            });
+        let key_collations = table.key_collations();
+        let mut seen = super::finish::group_keys();
+        let mut arrived = 0usize;
+        for scan in scans {
+            for row in scan {
+                let row = row?;
+                if arrived % ROWS_PER_KILL_CHECK == 0 {
+                    if let Some(process) = &session.process {
+                        process.check_killed()?;
+                    }
+                }
+                arrived += 1;
+                if let Some(positions) = &key_positions {
+                    let key: Vec<Value> = positions.iter().map(|&p| row[p].clone()).collect();
+                    if !seen.insert(encode_group_key(&key, &key_collations)) {
+                        continue;
+                    }
+                }
+                if each(row)?.is_break() {
+                    return Ok(());
+                }
+            }
         }
-        Ok(rows)
+        Ok(())
     }
 
     /// One scan per range of a range access; a full scan when a bound does not fit the
@@ -296,39 +393,6 @@ impl Read<'_> {
             });
         }
         Ok(specs)
-    }
-
-    /// The rows of `scans`, each once by its key at `key_positions` (when given); error
-    /// 1104 past the front end's limits (`row_budget`); KILL checked as they come.
-    fn scanned_rows(
-        &self,
-        scans: Vec<kista_client::Scan<'_>>,
-        key_positions: Option<&[usize]>,
-    ) -> SqlResult<Vec<Vec<Value>>> {
-        let key_collations = self.table.key_collations();
-        let mut seen = super::finish::group_keys();
-        let bytes_max = self.session.catalog.result_bytes_max;
-        let mut budget = RowBudget::new(bytes_max, "The SELECT would examine");
-        let mut rows = Vec::new();
-        for scan in scans {
-            for row in scan {
-                let row = row?;
-                if rows.len() % ROWS_PER_KILL_CHECK == 0 {
-                    if let Some(process) = &self.session.process {
-                        process.check_killed()?;
-                    }
-                }
-                if let Some(positions) = key_positions {
-                    let key: Vec<Value> = positions.iter().map(|&p| row[p].clone()).collect();
-                    if !seen.insert(encode_group_key(&key, &key_collations)) {
-                        continue;
-                    }
-                }
-                budget.count(&row)?;
-                rows.push(row);
-            }
-        }
-        Ok(rows)
     }
 }
 

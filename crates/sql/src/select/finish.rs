@@ -9,9 +9,12 @@ use kista_client::types::{Collation, ColumnType, Value};
 use super::{row_count, FrontTable, SelectPlan};
 use crate::catalog::SqlTable;
 use crate::error::SqlResult;
-use crate::expr::{eval, result_type, Aggregate, AggregateKind, Expr, GroupConcat, DECIMAL_RESULT};
+use crate::expr::{
+    eval, result_type, Aggregate, AggregateKind, EvalContext, Expr, GroupConcat, DECIMAL_RESULT,
+};
 use crate::information_schema;
 use crate::output::{self, Origin};
+use crate::protocol::results::ColumnDefinition;
 use crate::session::{Outcome, Session};
 use crate::value::compare_in;
 
@@ -24,10 +27,14 @@ pub(super) fn finish(
     params: &[Value],
 ) -> SqlResult<Outcome> {
     let rows = finished_rows(session, plan, rows, params)?;
-    let columns = plan
-        .outputs
-        .iter()
-        .enumerate()
+    let columns = result_columns(plan, &rows);
+    Ok(Outcome::Rows { columns, rows })
+}
+
+/// The definitions of the result's columns: a column's type where the plan knows it,
+/// else the kind of its first non-NULL value in `rows`, else its likely type.
+pub(super) fn result_columns(plan: &SelectPlan, rows: &[Vec<Value>]) -> Vec<ColumnDefinition> {
+    (plan.outputs.iter().enumerate())
         .map(|(position, o)| {
             let (column_type, origin) = static_type(plan, &o.expr);
             output::definition(
@@ -38,8 +45,18 @@ pub(super) fn finish(
                 likely_type(plan, &o.expr),
             )
         })
-        .collect();
-    Ok(Outcome::Rows { columns, rows })
+        .collect()
+}
+
+/// The select list's values over `row` (`ctx` carries its group's aggregates).
+pub(super) fn output_row(
+    plan: &SelectPlan,
+    row: &[Value],
+    ctx: &EvalContext,
+) -> SqlResult<Vec<Value>> {
+    (plan.outputs.iter())
+        .map(|o| eval(&o.expr, row, ctx))
+        .collect()
 }
 
 /// Groups and aggregates, HAVING, outputs, DISTINCT, ORDER BY, LIMIT: the result rows.
@@ -67,11 +84,7 @@ pub(super) fn finished_rows(
                 continue;
             }
         }
-        let output: Vec<Value> = plan
-            .outputs
-            .iter()
-            .map(|o| eval(&o.expr, row, &ctx))
-            .collect::<SqlResult<_>>()?;
+        let output = output_row(plan, row, &ctx)?;
         let keys: Vec<Value> = plan
             .order_by
             .iter()

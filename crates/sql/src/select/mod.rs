@@ -7,6 +7,7 @@ mod fetch;
 mod finish;
 mod from;
 mod pushdown;
+mod stream;
 pub mod union;
 
 #[cfg(test)]
@@ -17,6 +18,7 @@ pub(crate) use bind::bind_query_within;
 pub(crate) use fetch::{add_written_keys, fetch, read_keys_in};
 pub(crate) use finish::encode_group_key;
 pub use from::{split_name, table_of};
+pub(crate) use stream::RowSink;
 
 use std::sync::Arc;
 
@@ -367,7 +369,19 @@ pub(super) fn key_values(
     join::key_of(table, columns, exprs, &[], &ctx)
 }
 
-pub fn execute(session: &mut Session, plan: &SelectPlan, params: &[Value]) -> SqlResult<Outcome> {
+/// Runs the query; with a `sink`, a long result goes to it as its rows are read
+/// (`stream.rs`).
+pub fn execute(
+    session: &mut Session,
+    plan: &SelectPlan,
+    params: &[Value],
+    sink: Option<&mut dyn RowSink>,
+) -> SqlResult<Outcome> {
+    if let Some(sink) = sink.filter(|_| stream::streams(plan)) {
+        if let Some(outcome) = stream::execute(session, plan, params, sink)? {
+            return Ok(outcome);
+        }
+    }
     let rows = read(session, plan, params)?;
     finish(session, plan, rows, params)
 }

@@ -4,7 +4,7 @@
 //! which checks the whole WHERE on every row it receives anyway.
 
 use kista_client::filter::{CompareOp as FilterOp, Filter};
-use kista_client::types::{ColumnType, Value};
+use kista_client::types::Value;
 
 use super::constant;
 use crate::catalog::SqlTable;
@@ -112,15 +112,9 @@ impl Pushdown<'_> {
 
     /// `column LIKE pattern` of a column holding strings, the pattern a constant string.
     fn like(&self, column: usize, pattern: &Expr) -> Option<Filter> {
-        let holds_strings = matches!(
-            self.table.schema().columns[column].column_type,
-            ColumnType::Char { .. }
-                | ColumnType::VarChar { .. }
-                | ColumnType::Text { .. }
-                | ColumnType::Binary { .. }
-                | ColumnType::VarBinary { .. }
-                | ColumnType::Blob
-        );
+        let holds_strings = self.table.schema().columns[column]
+            .column_type
+            .holds_strings();
         let Value::Bytes(pattern) = constant(self.session, pattern, self.params).ok()? else {
             return None;
         };

@@ -170,7 +170,24 @@ fn joins_find_the_next_table_by_its_key_where_the_condition_names_it() {
             "db.pick: scan of all partitions in parallel; then join db.item: one scan of all \
              partitions, hash joined on `k`, `price`",
         ),
-        // Strings compare under collations: every pair is tried.
+        // Strings hash by their weight keys under the comparison's collation; a string
+        // column equated with an integer compares as numbers: every pair is tried.
+        (
+            "SELECT * FROM item a JOIN item b ON b.name = a.code",
+            "db.item: scan of all partitions in parallel; then join db.item: one scan of all \
+             partitions, hash joined on `name`",
+        ),
+        (
+            "SELECT * FROM item a JOIN item b ON b.name = CONCAT(a.code, '-') COLLATE utf8mb4_bin",
+            "db.item: scan of all partitions in parallel; then join db.item: one scan of all \
+             partitions, hash joined on `name`",
+        ),
+        // (the parser reads `b.name COLLATE x` as `b.(name COLLATE x)`: bound as written)
+        (
+            "SELECT * FROM item a JOIN item b ON b.name COLLATE utf8mb4_bin = a.code",
+            "db.item: scan of all partitions in parallel; then join db.item: one scan of all \
+             partitions, hash joined on `name`",
+        ),
         (
             "SELECT * FROM pick JOIN item ON item.name = pick.qty",
             "db.pick: scan of all partitions in parallel; then join db.item: one scan of all \

@@ -42,7 +42,7 @@ pub fn execute(
 ) -> SqlResult<Outcome> {
     if !is_set_operation(query) {
         let (plan, _) = subquery::bind_answering(session, query, placeholders, params)?;
-        return super::execute(session, &plan, params);
+        return super::execute(session, &plan, params, None);
     }
     if query.with.is_some() {
         return Err(SqlError::not_supported("WITH"));
@@ -108,7 +108,7 @@ fn rows_of(
             part.order_by = None;
             part.limit_clause = None;
             let (plan, _) = subquery::bind_answering(session, &part, placeholders, params)?;
-            match super::execute(session, &plan, params)? {
+            match super::execute(session, &plan, params, None)? {
                 Outcome::Rows { columns, rows } => Ok((columns, rows)),
                 _ => Err(SqlError::not_supported(
                     "a query part that answers without rows",
