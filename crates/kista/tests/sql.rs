@@ -517,6 +517,18 @@ fn a_statement_collecting_more_than_the_result_memory_fails_with_1104_and_nothin
         errors.is_empty() && out.lines().count() == 3,
         "{out}{errors}"
     );
+    // A join's rows go out as its last table makes them: 10,000 rows of four tables (about
+    // 1.5 MB as the front end holds rows) under the 1M budget; sorted, they are refused,
+    // and so are computed values larger than the rows read.
+    let cross = "SELECT a.n FROM m.d a, m.d b, m.d c, m.d e";
+    let (out, errors) = mysql_script(small_port, &format!("{cross};"));
+    assert!(errors.is_empty(), "{errors}");
+    assert_eq!(out.lines().count(), 10_001, "a header and 10,000 rows");
+    let (_, errors) = mysql_script(small_port, &format!("{cross} ORDER BY b.n;"));
+    assert!(errors.contains("ERROR 1104"), "{errors}");
+    let large = "SELECT REPEAT('z', 100000) AS r FROM m.d ORDER BY r;";
+    let (_, errors) = mysql_script(small_port, large);
+    assert!(errors.contains("ERROR 1104"), "{errors}");
     let join = "SELECT a.id FROM m.r a JOIN m.r b ON b.b = a.b AND b.id = a.id;";
     let (_, errors) = mysql_script(small_port, join);
     assert!(errors.contains("ERROR 1104"), "{errors}");

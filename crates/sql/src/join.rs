@@ -7,9 +7,12 @@
 //! the conditions equate integer or string columns of it with expressions over the rows
 //! before it (its rows hashed by those columns' values, strings by their weight keys under
 //! the comparison's collation; each row before probing with its values), else by trying
-//! every pair.
+//! every pair. Each step's rows are kept for the next (within the statement's row
+//! budget); the last step of a streamed result hands them on as it makes them
+//! ([`JoinOutput`]).
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use kista_client::filter::Filter;
@@ -261,11 +264,56 @@ fn hash_lookup(
 pub fn extend(
     tx: &mut Tx,
     session: &Session,
-    rows: Vec<Vec<Value>>,
-    (joined, filter): (&JoinedTable, Option<&Expr>),
+    rows: &[Vec<Value>],
+    step: (&JoinedTable, Option<&Expr>),
     params: &[Value],
     pushed_filter: impl Fn(&[Expr]) -> Option<Filter>,
 ) -> SqlResult<Vec<Vec<Value>>> {
+    let mut kept = Kept {
+        rows: Vec::with_capacity(rows.len()),
+        budget: RowBudget::new(session.catalog.result_bytes_max, "The join would produce"),
+    };
+    extend_into(tx, session, rows, step, params, pushed_filter, &mut kept)?;
+    Ok(kept.rows)
+}
+
+/// Where the rows a join step makes go: kept ([`Kept`]) or handed on as they are made (a
+/// streamed result's last step), until `take` breaks.
+pub(crate) trait JoinOutput {
+    fn take(&mut self, row: Vec<Value>) -> SqlResult<ControlFlow<()>>;
+}
+
+/// A join step's rows kept for the next step or a result built whole, within the
+/// statement's budget.
+struct Kept {
+    rows: Vec<Vec<Value>>,
+    budget: RowBudget,
+}
+
+impl JoinOutput for Kept {
+    fn take(&mut self, row: Vec<Value>) -> SqlResult<ControlFlow<()>> {
+        self.budget.count(&row)?;
+        self.rows.push(row);
+        Ok(ControlFlow::Continue(()))
+    }
+}
+
+impl<F: FnMut(Vec<Value>) -> SqlResult<ControlFlow<()>>> JoinOutput for F {
+    fn take(&mut self, row: Vec<Value>) -> SqlResult<ControlFlow<()>> {
+        self(row)
+    }
+}
+
+/// [`extend`], the rows going to `out` as they are made; it stops once `out` breaks.
+pub(crate) fn extend_into(
+    tx: &mut Tx,
+    session: &Session,
+    rows: &[Vec<Value>],
+    (joined, filter): (&JoinedTable, Option<&Expr>),
+    params: &[Value],
+    pushed_filter: impl Fn(&[Expr]) -> Option<Filter>,
+    out: &mut dyn JoinOutput,
+) -> SqlResult<()> {
     let variable = |name: &str| session.variable(name);
     let ctx = session.eval_context(params, &[], &variable);
     let mut joiner = Joiner {
@@ -273,45 +321,60 @@ pub fn extend(
         width: joined.table.schema().columns.len(),
         ctx: &ctx,
         filter,
-        out: Vec::with_capacity(rows.len()),
-        budget: RowBudget::new(session.catalog.result_bytes_max, "The join would produce"),
+        out,
+        stopped: false,
     };
     match &joined.lookup {
         Lookup::PrimaryKey(exprs) | Lookup::Unique { key: exprs, .. } => {
-            extend_by_key_lookups(tx, &rows, exprs, &mut joiner)?
+            extend_by_key_lookups(tx, rows, exprs, &mut joiner)
         }
         Lookup::Hash(_) | Lookup::Scan => {
             let right_rows = scanned_rows(tx, session, joined, &ctx, pushed_filter)?;
-            let hashed = match &joined.lookup {
-                Lookup::Hash(columns) => Some((HashedRows::new(&right_rows, columns), columns)),
-                _ => None,
-            };
-            let mut probe = Vec::new();
-            // Matching in the front end can take long without a round trip: KILL and
-            // max_execution_time are checked every so many pairs.
-            let mut steps: usize = 0;
-            for left in &rows {
-                let candidates = match &hashed {
-                    Some((hashed, columns)) => {
-                        hashed.candidates(columns, left, &ctx, &mut probe)?
-                    }
-                    None => Candidates::All,
-                };
-                let mut matched = false;
-                for position in candidates.positions(right_rows.len()) {
-                    if steps % crate::processes::ROWS_PER_KILL_CHECK == 0 {
-                        if let Some(process) = &session.process {
-                            process.check_killed()?;
-                        }
-                    }
-                    steps = steps.wrapping_add(1);
-                    matched |= joiner.pair(left, &right_rows[position])?;
-                }
-                joiner.unless_matched(matched, left)?;
-            }
+            extend_by_matching(session, rows, &right_rows, &mut joiner)
         }
     }
-    Ok(joiner.out)
+}
+
+/// Pairs each of `rows` with the rows of the scanned `right_rows` that pass ON, found by
+/// the hash of their hashed columns or by trying every one.
+fn extend_by_matching(
+    session: &Session,
+    rows: &[Vec<Value>],
+    right_rows: &[Vec<Value>],
+    joiner: &mut Joiner,
+) -> SqlResult<()> {
+    let hashed = match &joiner.joined.lookup {
+        Lookup::Hash(columns) => Some((HashedRows::new(right_rows, columns), columns)),
+        _ => None,
+    };
+    let mut probe = Vec::new();
+    // Matching in the front end can take long without a round trip: KILL and
+    // max_execution_time are checked every so many pairs.
+    let mut steps: usize = 0;
+    for left in rows {
+        let candidates = match &hashed {
+            Some((hashed, columns)) => hashed.candidates(columns, left, joiner.ctx, &mut probe)?,
+            None => Candidates::All,
+        };
+        let mut matched = false;
+        for position in candidates.positions(right_rows.len()) {
+            if steps % crate::processes::ROWS_PER_KILL_CHECK == 0 {
+                if let Some(process) = &session.process {
+                    process.check_killed()?;
+                }
+            }
+            steps = steps.wrapping_add(1);
+            matched |= joiner.pair(left, &right_rows[position])?;
+            if joiner.stopped {
+                return Ok(());
+            }
+        }
+        joiner.unless_matched(matched, left)?;
+        if joiner.stopped {
+            return Ok(());
+        }
+    }
+    Ok(())
 }
 
 /// A joined table's scanned rows by their values in the hashed columns.
@@ -409,8 +472,9 @@ struct Joiner<'a> {
     ctx: &'a crate::expr::EvalContext<'a>,
     /// The WHERE, which every row kept must pass.
     filter: Option<&'a Expr>,
-    out: Vec<Vec<Value>>,
-    budget: RowBudget,
+    out: &'a mut dyn JoinOutput,
+    /// `out` wants no more rows.
+    stopped: bool,
 }
 
 impl Joiner<'_> {
@@ -445,8 +509,7 @@ impl Joiner<'_> {
                 return Ok(());
             }
         }
-        self.budget.count(&row)?;
-        self.out.push(row);
+        self.stopped = self.out.take(row)?.is_break();
         Ok(())
     }
 }
@@ -508,7 +571,12 @@ fn extend_by_key_lookups(
                 Some(right) => joiner.pair(left, right)?,
                 None => false,
             };
-            joiner.unless_matched(matched, left)?;
+            if !joiner.stopped {
+                joiner.unless_matched(matched, left)?;
+            }
+            if joiner.stopped {
+                return Ok(());
+            }
         }
     }
     Ok(())

@@ -81,6 +81,23 @@ for cursor_class in (pymysql.cursors.Cursor, pymysql.cursors.SSCursor):
         assert error.args[0] == 3141, error
     assert rows("SELECT COUNT(*) FROM t WHERE id < 10") == [(10,)]
 
+# A join's rows go as its last table makes them: by key lookups, by a hash join, a LEFT
+# JOIN's rows without a match, and a LIMIT that stops the join.
+cur.execute("CREATE TABLE h (id INT PRIMARY KEY, k INT, label VARCHAR(10))")
+cur.execute("INSERT INTO h VALUES (1, 0, 'zero'), (2, 1, 'one'), (3, 1, 'uno')")
+by_key = rows("SELECT t.id, d.n FROM t JOIN d ON d.n = t.k")
+assert sorted(by_key) == [(n, n % 7) for n in range(ROWS)]
+hashed = rows("SELECT t.id, h.label FROM t JOIN h ON h.k = t.k")
+assert "hash joined on `k`" in str(rows("EXPLAIN SELECT t.id FROM t JOIN h ON h.k = t.k"))
+expected = sorted([(n, "zero") for n in range(ROWS) if n % 7 == 0]
+                  + [(n, label) for n in range(ROWS) if n % 7 == 1 for label in ("one", "uno")])
+assert sorted(hashed) == expected
+outer = rows("SELECT t.id, d.n FROM t LEFT JOIN d ON d.n = t.k + 5")
+assert len(outer) == ROWS
+assert sum(1 for r in outer if r[1] is None) == sum(1 for n in range(ROWS) if n % 7 >= 5)
+assert len(rows("SELECT t.id, h.label FROM t JOIN h ON h.k = t.k LIMIT 1200")) == 1200
+assert len(rows("SELECT t.id FROM t JOIN d ON d.n = t.k WHERE t.id % 3 = 0 LIMIT 7, 2000")) == 2000
+
 # In a transaction, rows the transaction wrote are read as it sees them.
 cur.execute("BEGIN")
 cur.execute("UPDATE t SET k = 100 WHERE id = 7777")

@@ -22,31 +22,66 @@ use crate::row_budget::RowBudget;
 use crate::session::{Session, Tx};
 use crate::value::{compare_in, fit_exactly};
 
-/// The joined rows (before the WHERE is checked on them).
+/// The joined rows that pass the WHERE.
 pub(super) fn fetch_joined(
     tx: &mut Tx,
     session: &Session,
     plan: &SelectPlan,
-    first: &SelectPlan,
-    joined: &[JoinedTable],
     params: &[Value],
 ) -> SqlResult<Vec<Vec<Value>>> {
+    let mut rows = Vec::new();
+    let mut budget = RowBudget::new(session.catalog.result_bytes_max, "The join would produce");
+    join_each(tx, session, plan, params, &mut |row: Vec<Value>| {
+        budget.count(&row)?;
+        rows.push(row);
+        Ok(ControlFlow::Continue(()))
+    })?;
+    Ok(rows)
+}
+
+/// Hands `out` the joined rows that pass the WHERE as the last table makes them, until it
+/// breaks; the tables before are joined whole. The WHERE goes with the last table: each
+/// joined row is tested as it is made.
+pub(super) fn join_each(
+    tx: &mut Tx,
+    session: &Session,
+    plan: &SelectPlan,
+    params: &[Value],
+    out: &mut dyn join::JoinOutput,
+) -> SqlResult<()> {
+    let Some((first, joined)) = &plan.joins else {
+        panic!("join_each runs a plan with joins");
+    };
     let mut rows = match (&first.table, &first.system) {
         (Some(first_table), _) => fetch(tx, session, first, first_table, params, false)?,
         (None, Some((front, _))) => system_rows(session, first, front, params)?,
-        (None, None) => return Ok(Vec::new()),
+        (None, None) => return Ok(()),
     };
-    // A plan has joins only when FROM joins a table: the WHERE goes with the last one,
-    // each joined row tested as it is made.
-    assert!(!joined.is_empty(), "a join plan joins a table");
-    for (n, step) in joined.iter().enumerate() {
-        let pushed_filter = |conditions: &[Expr]| -> Option<Filter> {
-            pushed_filter(session, step.table.cluster()?, conditions, params)
-        };
-        let filter = plan.filter.as_ref().filter(|_| n + 1 == joined.len());
-        rows = join::extend(tx, session, rows, (step, filter), params, pushed_filter)?;
+    // A plan has joins only when FROM joins a table.
+    let (last, before) = joined.split_last().expect("a join plan joins a table");
+    for step in before {
+        let filter = step_filter(session, step, params);
+        rows = join::extend(tx, session, &rows, (step, None), params, filter)?;
     }
-    Ok(rows)
+    let filter = step_filter(session, last, params);
+    join::extend_into(
+        tx,
+        session,
+        &rows,
+        (last, plan.filter.as_ref()),
+        params,
+        filter,
+        out,
+    )
+}
+
+/// The data nodes' filter of the conditions a joined table's scan is given.
+fn step_filter<'a>(
+    session: &'a Session,
+    step: &'a JoinedTable,
+    params: &'a [Value],
+) -> impl Fn(&[Expr]) -> Option<Filter> + 'a {
+    move |conditions| pushed_filter(session, step.table.cluster()?, conditions, params)
 }
 
 /// An `information_schema` table's rows that pass the WHERE.

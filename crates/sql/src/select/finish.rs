@@ -15,6 +15,7 @@ use crate::expr::{
 use crate::information_schema;
 use crate::output::{self, Origin};
 use crate::protocol::results::ColumnDefinition;
+use crate::row_budget::RowBudget;
 use crate::session::{Outcome, Session};
 use crate::value::compare_in;
 
@@ -77,6 +78,9 @@ pub(super) fn finished_rows(
         .map(|(e, _)| plan.collation_of(e))
         .collect();
     let mut results: Vec<(Vec<Value>, Vec<Value>)> = Vec::with_capacity(groups.len());
+    // Computed values can be far larger than the rows read (REPEAT, GROUP_CONCAT).
+    let bytes_max = session.catalog.result_bytes_max;
+    let mut budget = RowBudget::new(bytes_max, "The SELECT would return");
     for (row, aggregates) in &groups {
         let ctx = session.eval_context(params, aggregates, &variable);
         if let Some(having) = &plan.having {
@@ -90,6 +94,7 @@ pub(super) fn finished_rows(
             .iter()
             .map(|(e, _)| eval(e, row, &ctx))
             .collect::<SqlResult<_>>()?;
+        budget.count(&output)?;
         results.push((keys, output));
     }
     if plan.distinct {

@@ -423,7 +423,7 @@ pub(crate) fn read_in(
 ) -> SqlResult<Vec<Vec<Value>>> {
     let rows = match (&plan.system, &plan.table, &plan.joins) {
         (Some((system, _)), _, _) => system_rows(session, plan, system, params)?,
-        (None, _, Some((first, joined))) => fetch_joined(tx, session, plan, first, joined, params)?,
+        (None, _, Some(_)) => fetch_joined(tx, session, plan, params)?,
         (None, Some(table), None) => {
             let last = last && plan.correlated.is_empty();
             fetch(tx, session, plan, table, params, last)?

@@ -1,7 +1,9 @@
-//! Results sent as they are read. A query whose result rows each come from one scanned
-//! row, in the order the scan delivers them (no join, grouping, DISTINCT or ORDER BY),
-//! goes to the client while the scan runs: the front end holds a screenful of rows at
-//! most, however many the table has, and a LIMIT closes the scan once it is met.
+//! Results sent as they are read. A query whose result rows each come from one row read,
+//! in the order read (no grouping, DISTINCT or ORDER BY), goes to the client while the
+//! rows are read: a scan's as the data nodes deliver them, a join's as its last table
+//! makes them (the tables before it are joined whole). The front end holds a screenful
+//! of result rows at most, however many there are, and a LIMIT stops the reading once
+//! it is met.
 //!
 //! The first rows are held until there are [`ROWS_HELD_BEFORE_SENDING`] of them (or
 //! [`BYTES_HELD_BEFORE_SENDING`]): a result smaller than that is answered whole, as any
@@ -36,10 +38,9 @@ pub trait RowSink {
 }
 
 /// Whether `plan`'s result rows can go out as its rows are read: each made from one row
-/// of one table, in the order read.
+/// of a table or a join, in the order read.
 pub(super) fn streams(plan: &SelectPlan) -> bool {
-    plan.table.is_some()
-        && plan.joins.is_none()
+    (plan.table.is_some() || plan.joins.is_some())
         && plan.system.is_none()
         && plan.correlated.is_empty()
         && !plan.grouped
@@ -50,28 +51,31 @@ pub(super) fn streams(plan: &SelectPlan) -> bool {
 
 /// Runs `plan`, sending its rows to `sink` as they are read once more than a few are
 /// held (`Outcome::Streamed`; a short result comes back whole). `None`, having read
-/// nothing, when its rows are not scanned without a lock (a key read, a locking read:
-/// the caller reads them).
+/// nothing, when one table's rows are not scanned without a lock (a key read, a locking
+/// read: the caller reads them).
 pub(super) fn execute(
     session: &mut Session,
     plan: &SelectPlan,
     params: &[Value],
     sink: &mut dyn RowSink,
 ) -> SqlResult<Option<Outcome>> {
-    let Some(table) = &plan.table else {
-        return Ok(None);
-    };
     let offset = row_count(session, plan.offset.as_ref(), params)?.unwrap_or(0);
     let limit = row_count(session, plan.limit.as_ref(), params)?.unwrap_or(usize::MAX);
     session.transactional(|tx, session| {
         let variable = |name: &str| session.variable(name);
         let ctx = session.eval_context(params, &[], &variable);
         let mut result = Streaming::new(plan, offset, limit);
-        let scanned = fetch::scan_each(tx, session, plan, table, params, |row| {
-            result.push(&row, &ctx, sink)
-        })?;
+        let mut push = |row: Vec<Value>| result.push(&row, &ctx, sink);
+        let read = match (&plan.joins, &plan.table) {
+            (Some(_), _) => {
+                fetch::join_each(tx, session, plan, params, &mut push)?;
+                true
+            }
+            (None, Some(table)) => fetch::scan_each(tx, session, plan, table, params, push)?,
+            (None, None) => false,
+        };
         session.rows_before_limit.set(result.passed as u64);
-        Ok(scanned.then(|| result.end()))
+        Ok(read.then(|| result.end()))
     })
 }
 
