@@ -526,7 +526,7 @@ fn a_statement_collecting_more_than_the_result_memory_fails_with_1104_and_nothin
     assert_eq!(out.lines().count(), 10_001, "a header and 10,000 rows");
     let (_, errors) = mysql_script(small_port, &format!("{cross} ORDER BY b.n;"));
     assert!(errors.contains("ERROR 1104"), "{errors}");
-    let large = "SELECT REPEAT('z', 100000) AS r FROM m.d ORDER BY r;";
+    let large = "SELECT LENGTH(r) FROM (SELECT REPEAT('z', 200000) AS r FROM m.d ORDER BY r) s;";
     let (_, errors) = mysql_script(small_port, large);
     assert!(errors.contains("ERROR 1104"), "{errors}");
     let join = "SELECT a.id FROM m.r a JOIN m.r b ON b.b = a.b AND b.id = a.id;";
