@@ -248,6 +248,11 @@ fn long_results_go_to_the_client_as_the_scan_reads_them() {
 }
 
 #[test]
+fn computed_defaults_and_on_update_timestamps_behave_as_mysql() {
+    run_pymysql_script("column_defaults.py", "column defaults ok");
+}
+
+#[test]
 fn text_inserts_parsed_once_per_shape_store_what_the_whole_parse_stores() {
     run_pymysql_script("text_inserts.py", "text inserts ok");
 }

@@ -13,7 +13,7 @@ use kista_client::schema::{Column, TableSchema};
 use kista_client::types::{ColumnType, Value};
 use kista_client::{Client, ClientError, ExecuteMode, LockKind, ScanSpec, Table};
 
-use crate::ddl::PrefixColumn;
+use crate::ddl::{ComputedDefaults, PrefixColumn};
 use crate::error::{SqlError, SqlResult};
 use crate::sql_type::SqlType;
 use crate::table_metadata::TableExtras;
@@ -67,6 +67,8 @@ pub struct SqlTable {
     pub prefix_columns: Vec<PrefixColumn>,
     /// The table's triggers, ready to fire, in the order they fire.
     pub triggers: Vec<Arc<Trigger>>,
+    /// Defaults computed per row and ON UPDATE columns, bound (`ddl/defaults.rs`).
+    pub computed: ComputedDefaults,
 }
 
 /// A table's counters in the catalog's counter table.
@@ -101,6 +103,7 @@ impl SqlTable {
         let hidden_key = crate::ddl::hidden_key_column(table.schema());
         let extras = TableExtras::decode(table.schema())?;
         let prefix_columns = PrefixColumn::of(table.schema(), &extras);
+        let computed = ComputedDefaults::of(table.schema(), &extras)?;
         let triggers = extras
             .triggers
             .iter()
@@ -115,6 +118,7 @@ impl SqlTable {
             extras,
             prefix_columns,
             triggers,
+            computed,
         })
     }
 

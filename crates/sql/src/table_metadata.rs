@@ -15,8 +15,12 @@ use crate::error::{SqlError, SqlResult};
 use crate::sql_type::SqlType;
 use crate::trigger::TriggerDef;
 
-/// The format this front end writes and reads.
+/// The format this front end writes for a table without computed defaults: the first,
+/// which every front end reads.
 const FORMAT_VERSION: u32 = 1;
+/// The format of a table with a computed default or ON UPDATE (`ddl/defaults.rs`): a
+/// front end from before them refuses such a table (1033) rather than insert without them.
+const FORMAT_VERSION_COMPUTED_DEFAULTS: u32 = 2;
 /// The longest column or table comment, in characters (MySQL's limits).
 pub const COLUMN_COMMENT_CHARS_MAX: usize = 1024;
 pub const TABLE_COMMENT_CHARS_MAX: usize = 2048;
@@ -29,6 +33,11 @@ pub struct ColumnExtras {
     pub comment: String,
     /// How the front end computes the column's value, if it is generated.
     pub generated: Option<Generated>,
+    /// A default computed per row (`CURRENT_TIMESTAMP(3)`, `(expr)`) as SQL text; empty
+    /// when the default is a constant (kept in the storage column) or none.
+    pub default_sql: String,
+    /// `ON UPDATE CURRENT_TIMESTAMP[(fsp)]` as SQL text; empty when none.
+    pub on_update_sql: String,
 }
 
 /// A column whose value the front end computes from the row's others at every write.
@@ -69,6 +78,10 @@ struct StoredColumn {
     comment: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     generated: Option<Generated>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    default_sql: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    on_update_sql: String,
 }
 
 impl TableExtras {
@@ -85,13 +98,20 @@ impl TableExtras {
                 sql_type: extras.sql_type.clone(),
                 comment: extras.comment.clone(),
                 generated: extras.generated.clone(),
+                default_sql: extras.default_sql.clone(),
+                on_update_sql: extras.on_update_sql.clone(),
             })
             .collect();
         if columns.is_empty() && self.comment.is_empty() && self.triggers.is_empty() {
             return Vec::new();
         }
+        let computed =
+            (columns.iter()).any(|c| !c.default_sql.is_empty() || !c.on_update_sql.is_empty());
         let stored = Stored {
-            version: FORMAT_VERSION,
+            version: match computed {
+                true => FORMAT_VERSION_COMPUTED_DEFAULTS,
+                false => FORMAT_VERSION,
+            },
             comment: self.comment.clone(),
             columns,
             triggers: self.triggers.clone(),
@@ -118,9 +138,10 @@ impl TableExtras {
         };
         let stored: Stored = serde_json::from_slice(&schema.extra_metadata)
             .map_err(|error| unreadable(error.to_string()))?;
-        if stored.version != FORMAT_VERSION {
+        if !(FORMAT_VERSION..=FORMAT_VERSION_COMPUTED_DEFAULTS).contains(&stored.version) {
             return Err(unreadable(format!(
-                "its SQL definition is of format {}, this front end reads {FORMAT_VERSION}",
+                "its SQL definition is of format {}, this front end reads {FORMAT_VERSION} \
+                 to {FORMAT_VERSION_COMPUTED_DEFAULTS}",
                 stored.version
             )));
         }
@@ -134,6 +155,8 @@ impl TableExtras {
                 sql_type: column.sql_type,
                 comment: column.comment,
                 generated: column.generated,
+                default_sql: column.default_sql,
+                on_update_sql: column.on_update_sql,
             };
         }
         Ok(extras)
@@ -176,7 +199,7 @@ mod tests {
                 ColumnExtras {
                     sql_type: Some(SqlType::Enum(vec!["new".into(), "done".into()].into())),
                     comment: "where the order is".into(),
-                    generated: None,
+                    ..ColumnExtras::default()
                 },
             ],
             comment: "orders".into(),
@@ -191,10 +214,38 @@ mod tests {
         assert_eq!(moved.columns[0], extras.columns[1]);
     }
 
+    /// A front end from before computed defaults reads format 1 only: a table with one is
+    /// written as format 2, which it refuses instead of inserting without the default.
+    #[test]
+    fn a_computed_default_makes_the_second_format_and_comes_back() {
+        let plain = TableExtras {
+            columns: vec![
+                ColumnExtras::default(),
+                ColumnExtras {
+                    comment: "c".into(),
+                    ..ColumnExtras::default()
+                },
+            ],
+            ..TableExtras::default()
+        };
+        let version = |extras: &TableExtras| {
+            let stored: Stored = serde_json::from_slice(&extras.encode(&schema())).unwrap();
+            stored.version
+        };
+        assert_eq!(version(&plain), FORMAT_VERSION);
+        let mut computed = plain.clone();
+        computed.columns[1].default_sql = "CURRENT_TIMESTAMP(3)".into();
+        computed.columns[1].on_update_sql = "CURRENT_TIMESTAMP(3)".into();
+        assert_eq!(version(&computed), FORMAT_VERSION_COMPUTED_DEFAULTS);
+        let mut schema = schema();
+        schema.extra_metadata = computed.encode(&schema);
+        assert_eq!(TableExtras::decode(&schema).unwrap(), computed);
+    }
+
     #[test]
     fn metadata_of_another_format_or_damaged_is_refused() {
         let mut schema = schema();
-        schema.extra_metadata = br#"{"version": 2, "columns": []}"#.to_vec();
+        schema.extra_metadata = br#"{"version": 3, "columns": []}"#.to_vec();
         assert_eq!(TableExtras::decode(&schema).unwrap_err().code, 1033);
         schema.extra_metadata = b"{not json".to_vec();
         assert_eq!(TableExtras::decode(&schema).unwrap_err().code, 1033);

@@ -1,5 +1,5 @@
 """SQLAlchemy (Debian's 1.4) on PyMySQL as an application uses it: create_all of models
-with indexes, ORM inserts through relationships, queries with joins, grouping and
+with indexes and server defaults, ORM inserts through relationships, queries with joins, grouping and
 LIKE, and reflection of tables, columns, primary keys and indexes. (Foreign keys wait
 for issue 25: the relationship here names its join instead.)
 
@@ -70,5 +70,28 @@ assert [c["name"] for c in inspector.get_columns("orders")] == ["id", "customer_
 assert inspector.get_pk_constraint("orders")["constrained_columns"] == ["id"]
 indexes = inspector.get_indexes("customer")
 assert [(i["column_names"], i["unique"]) for i in indexes] == [(["name"], False)], indexes
+
+# A server-side default and ON UPDATE as models declare them (server_default=func.now(),
+# a text default), reflected back with their defaults.
+from sqlalchemy import DateTime, MetaData, Table  # noqa: E402
+
+stamps = Table(
+    "stamps", MetaData(),
+    Column("id", Integer, primary_key=True),
+    Column("note", String(10), server_default="none"),
+    Column("created", DateTime, server_default=func.now()),
+    Column("changed", DateTime,
+           server_default=text("CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP")),
+)
+stamps.metadata.create_all(engine)
+with engine.begin() as connection:
+    connection.execute(stamps.insert().values(id=1))
+    row = connection.execute(select(stamps)).one()
+    assert row.note == "none" and row.created is not None and row.changed is not None, row
+    connection.execute(stamps.update().values(changed="2020-01-01 00:00:00"))
+    connection.execute(stamps.update().values(note="new"))
+    assert connection.execute(select(stamps.c.changed)).scalar().year > 2020
+reflected = {c["name"]: c["default"] for c in inspector.get_columns("stamps")}
+assert reflected["created"] == "CURRENT_TIMESTAMP" and reflected["note"] == "'none'", reflected
 
 print("sqlalchemy ok")

@@ -166,7 +166,7 @@ fn describe(session: &Session, database: &str, name: &str) -> SqlResult<Outcome>
         .visible_columns()
         .map(|(position, column)| {
             let key = information_schema::column_key(&table, position);
-            let default = information_schema::column_default(column);
+            let default = information_schema::column_default(&table, position);
             let extra = information_schema::column_extra(&table, position);
             vec![
                 text(column.name.clone()),
@@ -231,8 +231,11 @@ fn show_create_table(session: &Session, database: &str, name: &str) -> SqlResult
         if !column.nullable {
             line.push_str(" NOT NULL");
         }
+        let extras = &table.extras.columns[position];
         if table.auto_increment == Some(position) {
             line.push_str(" AUTO_INCREMENT");
+        } else if !extras.default_sql.is_empty() {
+            line.push_str(&format!(" DEFAULT {}", extras.default_sql));
         } else if let Some(default) = &column.default {
             line.push_str(&format!(
                 " DEFAULT {}",
@@ -241,7 +244,10 @@ fn show_create_table(session: &Session, database: &str, name: &str) -> SqlResult
         } else if column.nullable {
             line.push_str(" DEFAULT NULL");
         }
-        let comment = &table.extras.columns[position].comment;
+        if !extras.on_update_sql.is_empty() {
+            line.push_str(&format!(" ON UPDATE {}", extras.on_update_sql));
+        }
+        let comment = &extras.comment;
         if !comment.is_empty() {
             line.push_str(&format!(" COMMENT {}", quoted(comment)));
         }

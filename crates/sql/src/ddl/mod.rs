@@ -9,8 +9,10 @@
 //! catalog. SQL never sees it: no name binds to it, `*` and every listing of columns and
 //! indexes leave it out, and INSERT fills it.
 
+mod defaults;
 mod key_parts;
 
+pub use defaults::ComputedDefaults;
 pub use key_parts::PrefixColumn;
 
 use sqlparser::ast::{self, ColumnOption, DataType, TableConstraint};
@@ -305,16 +307,10 @@ fn declared_column(
                     .iter()
                     .any(|t| t.to_string().eq_ignore_ascii_case("AUTO_INCREMENT")) =>
             {
-                if declared.extras.sql_type.is_some()
-                    || !matches!(column_type, ColumnType::Int { .. })
-                {
-                    return Err(SqlError::new(
-                        1063,
-                        "42000",
-                        format!("Incorrect column specifier for column '{name}'"),
-                    ));
-                }
-                declared.auto_increment = true;
+                declared.auto_increment = can_auto_increment(&declared)?;
+            }
+            ColumnOption::OnUpdate(expr) => {
+                declared.extras.on_update_sql = defaults::on_update(expr, &name, column_type)?
             }
             ColumnOption::Comment(comment) => {
                 declared.extras.comment = checked_comment(comment, COLUMN_COMMENT_CHARS_MAX, &name)?
@@ -325,8 +321,29 @@ fn declared_column(
             other => return Err(SqlError::not_supported(format!("column option {other}"))),
         }
     }
-    declared.column.default = column_default(&declared, default)?;
+    let computed = (default.map(|e| defaults::computed_default(e, &name, column_type)))
+        .transpose()?
+        .flatten();
+    match computed {
+        Some(sql) => declared.extras.default_sql = sql,
+        None => declared.column.default = column_default(&declared, default)?,
+    }
     Ok(declared)
+}
+
+/// `true` if the column may be AUTO_INCREMENT (an integer of storage's own), else 1063.
+fn can_auto_increment(declared: &DeclaredColumn) -> SqlResult<bool> {
+    if declared.extras.sql_type.is_some()
+        || !matches!(declared.column.column_type, ColumnType::Int { .. })
+    {
+        let name = &declared.column.name;
+        return Err(SqlError::new(
+            1063,
+            "42000",
+            format!("Incorrect column specifier for column '{name}'"),
+        ));
+    }
+    Ok(true)
 }
 
 /// A declared column's default: its DEFAULT fitted to its type, or MySQL's implicit one

@@ -119,9 +119,11 @@ fn prepare_insert(
     given: Vec<GivenRow>,
     placeholders: &[Location],
 ) -> SqlResult<PreparedInsert> {
+    let variable = |name: &str| session.variable(name);
+    let ctx = session.eval_context(&[], &[], &variable);
     let mut rows = given
         .into_iter()
-        .map(|row| complete_row(&table, row))
+        .map(|row| complete_row(&table, row, &ctx))
         .collect::<SqlResult<Vec<_>>>()?;
     let first_auto = number_auto_increment(session, &table, &mut rows)?;
     number_hidden_keys(session, &table, &mut rows)?;
@@ -362,10 +364,14 @@ fn selected_given(
 }
 
 /// A given row made whole: each value fitted to its column, the columns not given set to
-/// their defaults; an AUTO_INCREMENT column given no value (or NULL or 0) is left NULL
-/// for [`number_auto_increment`], and the hidden key (never given) for
-/// [`number_hidden_keys`].
-fn complete_row(table: &SqlTable, given: GivenRow) -> SqlResult<Vec<Value>> {
+/// their defaults (a computed one evaluated in `ctx`); an AUTO_INCREMENT column given no
+/// value (or NULL or 0) is left NULL for [`number_auto_increment`], and the hidden key
+/// (never given) for [`number_hidden_keys`].
+fn complete_row(
+    table: &SqlTable,
+    given: GivenRow,
+    ctx: &crate::expr::EvalContext,
+) -> SqlResult<Vec<Value>> {
     let schema = table.schema();
     let mut row = Vec::with_capacity(given.len());
     for (column, value) in given.into_iter().enumerate() {
@@ -378,10 +384,11 @@ fn complete_row(table: &SqlTable, given: GivenRow) -> SqlResult<Vec<Value>> {
         row.push(match value {
             Some(v) => fit(table, column, &v)?,
             None if is_auto || table.hidden_key == Some(column) => Value::Null,
-            None => match &definition.default {
-                Some(default) => default.clone(),
-                None if definition.nullable => Value::Null,
-                None => {
+            None => match (table.computed.default_of(column), &definition.default) {
+                (Some(computed), _) => fit(table, column, &eval(computed, &[], ctx)?)?,
+                (None, Some(default)) => default.clone(),
+                (None, None) if definition.nullable => Value::Null,
+                (None, None) => {
                     return Err(SqlError::new(
                         1364,
                         "HY000",
@@ -494,8 +501,35 @@ fn evaluate_assignments(
         .iter()
         .map(|(column, expr)| Ok((*column as u16, fit(table, *column, &eval(expr, row, ctx)?)?)))
         .collect::<SqlResult<Vec<_>>>()?;
+    stamp_updated(table, row, &mut changes, ctx)?;
     table.generated_changes(row, &mut changes);
     Ok(changes)
+}
+
+/// Adds to `changes` (of `row`) the table's ON UPDATE CURRENT_TIMESTAMP columns, when a
+/// change makes a value differ and the statement does not set them itself (MySQL's rule:
+/// an UPDATE that changes nothing leaves the timestamp).
+fn stamp_updated(
+    table: &SqlTable,
+    row: &[Value],
+    changes: &mut Vec<(u16, Value)>,
+    ctx: &crate::expr::EvalContext,
+) -> SqlResult<()> {
+    if table.computed.on_update.is_empty() {
+        return Ok(());
+    }
+    let differs = |(column, value): &(u16, Value)| {
+        !crate::value::same_value(&row[usize::from(*column)], value)
+    };
+    if !changes.iter().any(differs) {
+        return Ok(());
+    }
+    for (column, now) in &table.computed.on_update {
+        if !changes.iter().any(|(c, _)| usize::from(*c) == *column) {
+            changes.push((*column as u16, fit(table, *column, &eval(now, &[], ctx)?)?));
+        }
+    }
+    Ok(())
 }
 
 /// A bound UPDATE or DELETE: what a prepared one keeps from one execution to the next

@@ -36,21 +36,36 @@ pub fn column_key(table: &SqlTable, position: usize) -> &'static str {
     }
 }
 
-/// A column's default as text (`COLUMN_DEFAULT`, DESCRIBE's `Default`).
-pub fn column_default(column: &Column) -> Value {
+/// A column's default as text (`COLUMN_DEFAULT`, DESCRIBE's `Default`): a constant's
+/// value, `CURRENT_TIMESTAMP`, or a default expression without its parentheses.
+pub fn column_default(table: &SqlTable, position: usize) -> Value {
+    let computed = &table.extras.columns[position].default_sql;
+    if !computed.is_empty() {
+        let bare = computed.strip_prefix('(').and_then(|e| e.strip_suffix(')'));
+        return Value::Bytes(bare.unwrap_or(computed).as_bytes().to_vec());
+    }
+    let column = &table.schema().columns[position];
     column
         .default
         .as_ref()
         .map_or(Value::Null, |v| Value::Bytes(crate::value::to_text(v)))
 }
 
-/// `EXTRA`: `auto_increment` or nothing.
-pub fn column_extra(table: &SqlTable, position: usize) -> &'static str {
+/// `EXTRA`: `auto_increment`, `DEFAULT_GENERATED` for a computed default, `on update
+/// CURRENT_TIMESTAMP`, or nothing.
+pub fn column_extra(table: &SqlTable, position: usize) -> String {
     if table.auto_increment == Some(position) {
-        "auto_increment"
-    } else {
-        ""
+        return "auto_increment".into();
     }
+    let extras = &table.extras.columns[position];
+    let mut extra = Vec::new();
+    if !extras.default_sql.is_empty() {
+        extra.push("DEFAULT_GENERATED".to_string());
+    }
+    if !extras.on_update_sql.is_empty() {
+        extra.push(format!("on update {}", extras.on_update_sql));
+    }
+    extra.join(" ")
 }
 
 /// One column of one index, as STATISTICS and SHOW INDEX list them.

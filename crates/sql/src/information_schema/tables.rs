@@ -376,7 +376,7 @@ fn columns(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
             let described = [
                 text(column.name.clone()),
                 number(position as u64 + 1),
-                column_default(column),
+                column_default(table, position),
                 text(nullable),
                 text(data_type),
             ];

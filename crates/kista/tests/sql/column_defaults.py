@@ -1,0 +1,99 @@
+"""Column defaults computed per row: DEFAULT CURRENT_TIMESTAMP[(fsp)] and its synonyms,
+expression defaults DEFAULT (expr), and ON UPDATE CURRENT_TIMESTAMP, which an UPDATE sets
+when it changes another of the row's values; as MySQL 8 shows them in SHOW CREATE TABLE,
+DESCRIBE and information_schema.COLUMNS, and refuses them where MySQL does.
+
+Run by crates/kista/tests/sql.rs with the front end's port.
+"""
+import datetime
+import time
+
+from session_helpers import Session
+
+session = Session("defaults")
+cur, rows, error_of = session.cur, session.rows, session.error_of
+
+
+def now():
+    return datetime.datetime.utcnow().replace(microsecond=0)
+
+
+cur.execute(
+    "CREATE TABLE t (id INT PRIMARY KEY, v INT, "
+    "ts TIMESTAMP DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP, "
+    "created DATETIME DEFAULT NOW(), precise DATETIME DEFAULT CURRENT_TIMESTAMP(3), "
+    "n INT DEFAULT (1 + 1), s VARCHAR(20) DEFAULT (CONCAT('a', 'b')), "
+    "fixed DATETIME DEFAULT '2001-02-03 04:05:06')"
+)
+
+# Each inserted row without the column gets the time of its insert; one that gives a
+# value keeps it; expression defaults are evaluated; a constant default is unchanged.
+before = now()
+cur.execute("INSERT INTO t (id, v) VALUES (1, 10), (2, 20)")
+cur.execute("INSERT INTO t (id, v, ts, n, s) VALUES (3, 30, '2020-01-01 00:00:00', 5, 'given')")
+cur.execute("INSERT INTO t (id) VALUES (4)")
+after = now() + datetime.timedelta(seconds=1)
+got = {r[0]: r for r in rows("SELECT id, ts, created, precise, n, s, fixed FROM t")}
+for id in (1, 2, 4):
+    _, ts, created, precise, n, s, fixed = got[id]
+    assert before <= ts <= after and before <= created <= after, got[id]
+    assert before <= precise.replace(microsecond=0) <= after, got[id]
+    assert (n, s, fixed) == (2, "ab", datetime.datetime(2001, 2, 3, 4, 5, 6)), got[id]
+    assert ts.microsecond == 0, "CURRENT_TIMESTAMP without digits has whole seconds"
+assert got[3][1:2] == (datetime.datetime(2020, 1, 1),) and got[3][4:6] == (5, "given")
+# INSERT ... SELECT and REPLACE complete their rows the same way.
+cur.execute("INSERT INTO t (id, v) SELECT id + 10, v FROM t WHERE id < 3")
+cur.execute("REPLACE INTO t (id) VALUES (4)")
+assert rows("SELECT COUNT(*) FROM t WHERE ts IS NULL OR n <> 2 AND id <> 3") == [(0,)]
+
+# ON UPDATE: a change to another column stamps the row; an UPDATE that changes nothing,
+# or that sets the column itself, does not.
+cur.execute("UPDATE t SET ts = '2020-01-01 00:00:00'")
+cur.execute("UPDATE t SET v = v WHERE id = 1")
+assert rows("SELECT ts FROM t WHERE id = 1") == [(datetime.datetime(2020, 1, 1),)]
+cur.execute("UPDATE t SET v = v + 1 WHERE id = 1")
+stamped = rows("SELECT ts FROM t WHERE id = 1")[0][0]
+assert stamped > datetime.datetime(2020, 1, 1), stamped
+cur.execute("UPDATE t SET v = 0, ts = '2019-05-05 05:05:05' WHERE id = 2")
+assert rows("SELECT ts FROM t WHERE id = 2") == [(datetime.datetime(2019, 5, 5, 5, 5, 5),)]
+assert rows("SELECT created FROM t WHERE id = 2")[0][0] != datetime.datetime(2019, 5, 5, 5, 5, 5)
+# ON DUPLICATE KEY UPDATE stamps the row it changes.
+cur.execute("UPDATE t SET ts = '2020-01-01 00:00:00' WHERE id = 3")
+cur.execute("INSERT INTO t (id, v) VALUES (3, 1) ON DUPLICATE KEY UPDATE v = v + 1")
+assert rows("SELECT ts > '2020-01-01' FROM t WHERE id = 3") == [(1,)]
+
+# How MySQL shows them.
+create = rows("SHOW CREATE TABLE t")[0][1]
+for expected in [
+    "`ts` timestamp DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP",
+    "`created` datetime DEFAULT CURRENT_TIMESTAMP",
+    "`precise` datetime DEFAULT CURRENT_TIMESTAMP(3)",
+    "`n` int DEFAULT (1 + 1)",
+    "`s` varchar(20) DEFAULT (CONCAT('a', 'b'))",
+    "`fixed` datetime DEFAULT '2001-02-03 04:05:06'",
+]:
+    assert expected in create, (expected, create)
+columns = rows(
+    "SELECT COLUMN_NAME, COLUMN_DEFAULT, EXTRA FROM information_schema.COLUMNS "
+    "WHERE TABLE_SCHEMA = 'defaults' AND TABLE_NAME = 't' ORDER BY ORDINAL_POSITION"
+)
+assert columns[2] == ("ts", "CURRENT_TIMESTAMP", "DEFAULT_GENERATED on update CURRENT_TIMESTAMP")
+assert columns[5] == ("n", "1 + 1", "DEFAULT_GENERATED"), columns
+assert columns[7] == ("fixed", "2001-02-03 04:05:06", ""), columns
+assert rows("DESCRIBE t")[2][4:] == ("CURRENT_TIMESTAMP", "DEFAULT_GENERATED on update CURRENT_TIMESTAMP")
+
+# A table whose definition a front end re-reads (another connection) keeps them.
+other = Session("defaults", create=False)
+other.cur.execute("INSERT INTO t (id) VALUES (100)")
+assert other.rows("SELECT n, s, ts IS NOT NULL FROM t WHERE id = 100") == [(2, "ab", 1)]
+
+# What MySQL refuses.
+assert error_of("CREATE TABLE e1 (id INT PRIMARY KEY, n INT DEFAULT CURRENT_TIMESTAMP)") == 1067
+assert error_of("CREATE TABLE e2 (id INT PRIMARY KEY, n INT ON UPDATE CURRENT_TIMESTAMP)") == 1294
+assert error_of("CREATE TABLE e3 (id INT PRIMARY KEY, t DATETIME ON UPDATE 5)") == 1294
+assert error_of("CREATE TABLE e4 (id INT PRIMARY KEY, t DATETIME DEFAULT NOW(7))") == 1426
+assert error_of("CREATE TABLE e5 (id INT PRIMARY KEY, n INT DEFAULT (no_such_fn()))") == 1305
+cur.execute("CREATE TABLE e6 (id INT PRIMARY KEY, n TINYINT DEFAULT (1000))")
+assert error_of("INSERT INTO e6 (id) VALUES (1)") == 1264
+
+print("column defaults ok")

@@ -1,0 +1,156 @@
+//! Column defaults computed per row: `DEFAULT CURRENT_TIMESTAMP[(fsp)]` (and its synonyms
+//! NOW(), LOCALTIME, LOCALTIMESTAMP) of a DATETIME or TIMESTAMP column, an expression
+//! default `DEFAULT (expr)` of any column, and `ON UPDATE CURRENT_TIMESTAMP[(fsp)]`,
+//! which sets the column whenever an UPDATE changes another of the row's values.
+//!
+//! They are kept as SQL text in the table's metadata (`ColumnExtras::default_sql`,
+//! `on_update_sql`), in the form SHOW CREATE TABLE prints, and bound again when a front
+//! end opens the table ([`ComputedDefaults::of`]). A constant default stays in the storage
+//! schema as before.
+
+use sqlparser::ast;
+use sqlparser::parser::Parser;
+
+use kista_client::schema::TableSchema;
+use kista_client::types::ColumnType;
+
+use crate::dialect::KistaDialect;
+use crate::error::{SqlError, SqlResult};
+use crate::expr::{self, Binder, Expr};
+use crate::table_metadata::TableExtras;
+
+/// The names MySQL takes for the current timestamp as a column's default or ON UPDATE.
+const CURRENT_TIMESTAMP_NAMES: [&str; 4] =
+    ["current_timestamp", "now", "localtime", "localtimestamp"];
+
+/// A DEFAULT that is computed per row, as SQL text (`CURRENT_TIMESTAMP(3)`, `(1 + 1)`);
+/// `None` for a constant default (the caller fits it to the column).
+pub(super) fn computed_default(
+    expr: &ast::Expr,
+    column: &str,
+    column_type: ColumnType,
+) -> SqlResult<Option<String>> {
+    if let Some(now) = current_timestamp(expr)? {
+        if !is_timestamp(column_type) {
+            return Err(invalid_default(column));
+        }
+        return Ok(Some(now));
+    }
+    let ast::Expr::Nested(inner) = expr else {
+        return Ok(None);
+    };
+    // Bound here for its errors (an unknown function, a column it would read).
+    bind(&inner.to_string())?;
+    Ok(Some(format!("({inner})")))
+}
+
+/// `ON UPDATE CURRENT_TIMESTAMP[(fsp)]` as SQL text; error 1294 for anything else or a
+/// column of another type.
+pub(super) fn on_update(
+    expr: &ast::Expr,
+    column: &str,
+    column_type: ColumnType,
+) -> SqlResult<String> {
+    match current_timestamp(expr)? {
+        Some(now) if is_timestamp(column_type) => Ok(now),
+        _ => Err(SqlError::new(
+            1294,
+            "HY000",
+            format!("Invalid ON UPDATE clause for '{column}' column"),
+        )),
+    }
+}
+
+/// `CURRENT_TIMESTAMP[(fsp)]` (or a synonym) in its canonical text; `None` for another
+/// expression.
+fn current_timestamp(expr: &ast::Expr) -> SqlResult<Option<String>> {
+    let ast::Expr::Function(function) = expr else {
+        return Ok(None);
+    };
+    let name = function.name.to_string().to_lowercase();
+    if !CURRENT_TIMESTAMP_NAMES.contains(&name.as_str()) {
+        return Ok(None);
+    }
+    let digits = match &function.args {
+        ast::FunctionArguments::None => None,
+        ast::FunctionArguments::List(list) => match list.args.as_slice() {
+            [] => None,
+            [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(digits))] => {
+                Some(digits.to_string())
+            }
+            _ => return Err(SqlError::not_supported(format!("DEFAULT {expr}"))),
+        },
+        ast::FunctionArguments::Subquery(_) => {
+            return Err(SqlError::not_supported(format!("DEFAULT {expr}")))
+        }
+    };
+    Ok(Some(match digits {
+        Some(digits) if digits.parse::<u8>().is_ok_and(|d| d <= 6) => {
+            format!("CURRENT_TIMESTAMP({digits})")
+        }
+        Some(digits) => {
+            return Err(SqlError::new(
+                1426,
+                "42000",
+                format!("Too big precision {digits} specified for 'now'. Maximum is 6."),
+            ))
+        }
+        None => "CURRENT_TIMESTAMP".to_string(),
+    }))
+}
+
+fn is_timestamp(column_type: ColumnType) -> bool {
+    matches!(column_type, ColumnType::DateTime | ColumnType::Timestamp)
+}
+
+fn invalid_default(column: &str) -> SqlError {
+    SqlError::new(
+        1067,
+        "42000",
+        format!("Invalid default value for '{column}'"),
+    )
+}
+
+/// A computed default's or ON UPDATE's SQL text bound as an expression over no row.
+fn bind(sql: &str) -> SqlResult<Expr> {
+    let parsed = Parser::new(&KistaDialect)
+        .try_with_sql(sql)
+        .and_then(|mut parser| parser.parse_expr())
+        .map_err(|error| SqlError::not_supported(format!("DEFAULT {sql}: {error}")))?;
+    let mut binder = Binder::without_columns(&[], "DEFAULT");
+    expr::bind(&mut binder, &parsed)
+}
+
+/// A table's computed defaults and ON UPDATE columns, bound, by column position.
+#[derive(Clone, Debug, Default)]
+pub struct ComputedDefaults {
+    pub defaults: Vec<(usize, Expr)>,
+    pub on_update: Vec<(usize, Expr)>,
+}
+
+impl ComputedDefaults {
+    /// Those of a table of `schema` with `extras`.
+    pub fn of(schema: &TableSchema, extras: &TableExtras) -> SqlResult<Self> {
+        let mut computed = ComputedDefaults::default();
+        for (position, column) in extras.columns.iter().enumerate().take(schema.columns.len()) {
+            if !column.default_sql.is_empty() {
+                computed
+                    .defaults
+                    .push((position, bind(&column.default_sql)?));
+            }
+            if !column.on_update_sql.is_empty() {
+                computed
+                    .on_update
+                    .push((position, bind(&column.on_update_sql)?));
+            }
+        }
+        Ok(computed)
+    }
+
+    /// Column `column`'s computed default, if it has one.
+    pub fn default_of(&self, column: usize) -> Option<&Expr> {
+        (self.defaults.iter())
+            .find(|(c, _)| *c == column)
+            .map(|(_, e)| e)
+    }
+}
