@@ -1,7 +1,8 @@
 """Column defaults computed per row: DEFAULT CURRENT_TIMESTAMP[(fsp)] and its synonyms,
 expression defaults DEFAULT (expr), and ON UPDATE CURRENT_TIMESTAMP, which an UPDATE sets
 when it changes another of the row's values; as MySQL 8 shows them in SHOW CREATE TABLE,
-DESCRIBE and information_schema.COLUMNS, and refuses them where MySQL does.
+DESCRIBE and information_schema.COLUMNS, and refuses them where MySQL does. Also
+INSERT ... SET, which gives a row by column name.
 
 Run by crates/kista/tests/sql.rs with the front end's port.
 """
@@ -31,7 +32,7 @@ cur.execute(
 before = now()
 cur.execute("INSERT INTO t (id, v) VALUES (1, 10), (2, 20)")
 cur.execute("INSERT INTO t (id, v, ts, n, s) VALUES (3, 30, '2020-01-01 00:00:00', 5, 'given')")
-cur.execute("INSERT INTO t (id) VALUES (4)")
+cur.execute("INSERT INTO t SET id = 4, v = DEFAULT")
 after = now() + datetime.timedelta(seconds=1)
 got = {r[0]: r for r in rows("SELECT id, ts, created, precise, n, s, fixed FROM t")}
 for id in (1, 2, 4):
@@ -86,6 +87,14 @@ assert rows("DESCRIBE t")[2][4:] == ("CURRENT_TIMESTAMP", "DEFAULT_GENERATED on 
 other = Session("defaults", create=False)
 other.cur.execute("INSERT INTO t (id) VALUES (100)")
 assert other.rows("SELECT n, s, ts IS NOT NULL FROM t WHERE id = 100") == [(2, "ab", 1)]
+
+# INSERT ... SET gives one row by column name; a column named twice is 1110.
+cur.execute("INSERT INTO t SET v = 7, id = 200")
+cur.execute("INSERT INTO t SET id = 200, v = 1 ON DUPLICATE KEY UPDATE v = v + 1")
+assert rows("SELECT v, n, s FROM t WHERE id = 200") == [(8, 2, "ab")]
+assert error_of("INSERT INTO t SET id = 201, id = 202") == 1110
+assert error_of("INSERT INTO t (id, v, id) VALUES (1, 2, 3)") == 1110
+assert error_of("INSERT INTO t SET id = 203, nope = 1") == 1054
 
 # What MySQL refuses.
 assert error_of("CREATE TABLE e1 (id INT PRIMARY KEY, n INT DEFAULT CURRENT_TIMESTAMP)") == 1067

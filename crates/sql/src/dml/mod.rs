@@ -56,15 +56,14 @@ pub fn insert(
     params: &[Value],
 ) -> SqlResult<Outcome> {
     let (table, targets) = insert_target(session, insert)?;
-    let source = insert
-        .source
-        .as_ref()
-        .ok_or_else(|| SqlError::not_supported("INSERT ... SET"))?;
-    let given = match source.body.as_ref() {
-        SetExpr::Values(values) => {
-            values_given(session, &table, &targets, values, placeholders, params)?
-        }
-        _ => selected_given(session, &table, &targets, source, placeholders, params)?,
+    let given = match &insert.source {
+        Some(source) => match source.body.as_ref() {
+            SetExpr::Values(values) => {
+                values_given(session, &table, &targets, values, placeholders, params)?
+            }
+            _ => selected_given(session, &table, &targets, source, placeholders, params)?,
+        },
+        None => set_given(session, &table, &insert.assignments, placeholders, params)?,
     };
     let mut prepared = prepare_insert(session, table, insert, given, placeholders)?;
     let outcome = session.transactional(|tx, session| {
@@ -275,14 +274,44 @@ fn target_columns(table: &SqlTable, columns: &[ast::Ident]) -> SqlResult<Vec<usi
             .map(|(position, _)| position)
             .collect());
     }
-    columns
-        .iter()
-        .map(|c| {
-            table
-                .column_index(&c.value)
-                .ok_or_else(|| SqlError::unknown_column(&c.value, "field list"))
-        })
-        .collect()
+    let mut targets = Vec::with_capacity(columns.len());
+    for c in columns {
+        let position = table
+            .column_index(&c.value)
+            .ok_or_else(|| SqlError::unknown_column(&c.value, "field list"))?;
+        if targets.contains(&position) {
+            let message = format!("Column '{}' specified twice", c.value);
+            return Err(SqlError::new(1110, "42000", message));
+        }
+        targets.push(position);
+    }
+    Ok(targets)
+}
+
+/// The row of `INSERT ... SET column = value, ...`: a VALUES row of the columns it sets.
+fn set_given(
+    session: &Session,
+    table: &SqlTable,
+    assignments: &[Assignment],
+    placeholders: &[Location],
+    params: &[Value],
+) -> SqlResult<Vec<GivenRow>> {
+    let mut columns = Vec::with_capacity(assignments.len());
+    let mut row = Vec::with_capacity(assignments.len());
+    for assignment in assignments {
+        let AssignmentTarget::ColumnName(name) = &assignment.target else {
+            return Err(SqlError::not_supported("tuple assignment"));
+        };
+        let column = name.0.last().and_then(|p| p.as_ident()).cloned();
+        columns.push(column.ok_or_else(|| SqlError::not_supported(format!("SET {name}")))?);
+        row.push(assignment.value.clone());
+    }
+    let targets = target_columns(table, &columns)?;
+    let values = ast::Values {
+        explicit_row: false,
+        rows: vec![row],
+    };
+    values_given(session, table, &targets, &values, placeholders, params)
 }
 
 /// A row as an INSERT gives it: a value for each column of the table it names (`None`:
