@@ -184,6 +184,13 @@ impl SqlError {
                 "HY000",
                 format!("Got error {} during COMMIT: the transaction may or may not have committed ({message})", error.code()),
             ),
+            // MySQL's NDB engine answers a temporary error with 1297, on which
+            // applications retry the transaction; anything else with 1296.
+            code if error.is_temporary() => Self::new(
+                1297,
+                "HY000",
+                format!("Got temporary error {code} '{message}' from Kista"),
+            ),
             code => Self::new(
                 1296,
                 "HY000",
@@ -196,5 +203,42 @@ impl SqlError {
 impl From<ClientError> for SqlError {
     fn from(error: ClientError) -> Self {
         Self::from_cluster(&error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_temporary_cluster_error_is_1297_and_a_permanent_one_1296() {
+        let temporary = ClientError::Node {
+            code: 410,
+            category: ErrorCategory::Temporary,
+            message: "the REDO log is nearly full".into(),
+        };
+        let error = SqlError::from_cluster(&temporary);
+        assert_eq!((error.code, error.state), (1297, "HY000"));
+        assert!(
+            error.message.contains("temporary error 410"),
+            "{}",
+            error.message
+        );
+        let permanent = ClientError::Node {
+            code: 626,
+            category: ErrorCategory::Permanent,
+            message: "no such row".into(),
+        };
+        assert_eq!(SqlError::from_cluster(&permanent).code, 1296);
+        let deadlock = ClientError::Node {
+            code: 4261,
+            category: ErrorCategory::Temporary,
+            message: "deadlock".into(),
+        };
+        assert_eq!(
+            SqlError::from_cluster(&deadlock).code,
+            1213,
+            "its own code first"
+        );
     }
 }
