@@ -18,6 +18,7 @@ use super::finish::{output_row, result_columns};
 use super::{fetch, row_count, SelectPlan};
 use crate::error::SqlResult;
 use crate::expr::EvalContext;
+use crate::plan::Access;
 use crate::protocol::results::ColumnDefinition;
 use crate::row_budget::row_bytes;
 use crate::session::{Outcome, Session};
@@ -38,9 +39,11 @@ pub trait RowSink {
 }
 
 /// Whether `plan`'s result rows can go out as its rows are read: each made from one row
-/// of a table or a join, in the order read.
+/// of a join, or of a table's scan (a key read finds a row or a few: nothing to stream),
+/// in the order read.
 pub(super) fn streams(plan: &SelectPlan) -> bool {
-    (plan.table.is_some() || plan.joins.is_some())
+    let scans = plan.table.is_some() && matches!(plan.access, Access::Scan | Access::Range { .. });
+    (scans || plan.joins.is_some())
         && plan.system.is_none()
         && plan.correlated.is_empty()
         && !plan.grouped
@@ -51,8 +54,8 @@ pub(super) fn streams(plan: &SelectPlan) -> bool {
 
 /// Runs `plan`, sending its rows to `sink` as they are read once more than a few are
 /// held (`Outcome::Streamed`; a short result comes back whole). `None`, having read
-/// nothing, when one table's rows are not scanned without a lock (a key read, a locking
-/// read: the caller reads them).
+/// nothing, when one table's rows are read under a lock (FOR UPDATE, or a table the
+/// transaction wrote: they are read by key, by the caller).
 pub(super) fn execute(
     session: &mut Session,
     plan: &SelectPlan,

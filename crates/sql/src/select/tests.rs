@@ -248,3 +248,30 @@ fn names_resolve_as_mysql_resolves_them() {
         1054
     );
 }
+
+/// Results of a scan or a join in the order read go to the client as they are read; a
+/// key read, a sort, a group or DISTINCT are answered whole.
+#[test]
+fn a_scan_or_a_join_in_the_order_read_streams_and_nothing_else_does() {
+    let shop = shop();
+    let streams = |sql: &str| super::stream::streams(&bound(&shop, sql).expect("binds"));
+    for sql in [
+        "SELECT * FROM item",
+        "SELECT name FROM item WHERE price > 3 LIMIT 10",
+        "SELECT name FROM item WHERE id BETWEEN 1 AND 10",
+        "SELECT * FROM pick JOIN item ON item.id = pick.item_id",
+    ] {
+        assert!(streams(sql), "{sql}");
+    }
+    for sql in [
+        "SELECT name FROM item WHERE id = 5",
+        "SELECT name FROM item WHERE id IN (1, 2)",
+        "SELECT name FROM item ORDER BY name",
+        "SELECT k, COUNT(*) FROM item GROUP BY k",
+        "SELECT DISTINCT k FROM item",
+        "SELECT COUNT(*) FROM item",
+        "SELECT 1",
+    ] {
+        assert!(!streams(sql), "{sql}");
+    }
+}
