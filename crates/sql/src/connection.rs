@@ -324,11 +324,7 @@ impl<S: Read + Write> Connection<'_, S> {
 
     /// How this client takes a result set now.
     fn form(&self, binary: bool) -> ResultForm {
-        ResultForm {
-            binary,
-            deprecate_eof: self.deprecate_eof(),
-            status: self.status(),
-        }
+        result_form(self.capabilities, &self.session, binary)
     }
 
     fn warnings(&self) -> u16 {
@@ -336,7 +332,7 @@ impl<S: Read + Write> Connection<'_, S> {
     }
 
     fn deprecate_eof(&self) -> bool {
-        self.capabilities & capability::DEPRECATE_EOF != 0
+        deprecates_eof(self.capabilities)
     }
 
     fn send_ok(&mut self, affected_rows: u64, last_insert_id: u64, info: &str) {
@@ -516,11 +512,8 @@ impl<S: Read + Write> Connection<'_, S> {
                 }
             }
         }
-        let form = ResultForm {
-            binary: true,
-            deprecate_eof: self.capabilities & capability::DEPRECATE_EOF != 0,
-            status: status_flags(&self.session),
-        };
+        // (`self.form` would borrow all of self, `statement` included)
+        let form = result_form(self.capabilities, &self.session, true);
         let mut writer = ResultWriter::new(&mut self.stream, form);
         let (parsed, plan) = (&statement.parsed, &mut statement.plan);
         let outcome = (self.session).execute_to(parsed, plan, &params, Some(&mut writer));
@@ -569,6 +562,20 @@ impl<S: Read + Write> Connection<'_, S> {
             Err(error) => self.send_error(&error),
         }
     }
+}
+
+/// How a client of `capabilities` takes a result set in `session`'s state.
+fn result_form(capabilities: u32, session: &Session, binary: bool) -> ResultForm {
+    ResultForm {
+        binary,
+        deprecate_eof: deprecates_eof(capabilities),
+        status: status_flags(session),
+    }
+}
+
+/// Whether a client of `capabilities` takes no EOF after column definitions.
+fn deprecates_eof(capabilities: u32) -> bool {
+    capabilities & capability::DEPRECATE_EOF != 0
 }
 
 /// The status flags of `session`'s state: autocommit, in a transaction.

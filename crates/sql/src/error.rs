@@ -210,31 +210,27 @@ impl From<ClientError> for SqlError {
 mod tests {
     use super::*;
 
+    fn node_error(code: u32, category: ErrorCategory) -> ClientError {
+        let message = format!("error {code}");
+        ClientError::Node {
+            code,
+            category,
+            message,
+        }
+    }
+
     #[test]
     fn a_temporary_cluster_error_is_1297_and_a_permanent_one_1296() {
-        let temporary = ClientError::Node {
-            code: 410,
-            category: ErrorCategory::Temporary,
-            message: "the REDO log is nearly full".into(),
-        };
-        let error = SqlError::from_cluster(&temporary);
+        let error = SqlError::from_cluster(&node_error(410, ErrorCategory::Temporary));
         assert_eq!((error.code, error.state), (1297, "HY000"));
         assert!(
             error.message.contains("temporary error 410"),
             "{}",
             error.message
         );
-        let permanent = ClientError::Node {
-            code: 626,
-            category: ErrorCategory::Permanent,
-            message: "no such row".into(),
-        };
+        let permanent = node_error(626, ErrorCategory::Permanent);
         assert_eq!(SqlError::from_cluster(&permanent).code, 1296);
-        let deadlock = ClientError::Node {
-            code: 4261,
-            category: ErrorCategory::Temporary,
-            message: "deadlock".into(),
-        };
+        let deadlock = node_error(4261, ErrorCategory::Temporary);
         assert_eq!(
             SqlError::from_cluster(&deadlock).code,
             1213,

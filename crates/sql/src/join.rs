@@ -26,7 +26,7 @@ use kista_client::types::{Collation, ColumnType};
 use crate::catalog::SqlTable;
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{derive, eval, CompareOp, Derivation, Expr};
-use crate::row_budget::RowBudget;
+use crate::row_budget::BoundedRows;
 use crate::select::FrontTable;
 use crate::select::{add_written_keys, read_keys_in};
 use crate::session::{Session, Tx};
@@ -269,31 +269,26 @@ pub fn extend(
     params: &[Value],
     pushed_filter: impl Fn(&[Expr]) -> Option<Filter>,
 ) -> SqlResult<Vec<Vec<Value>>> {
-    let mut kept = Kept {
-        rows: Vec::with_capacity(rows.len()),
-        budget: RowBudget::new(session.catalog.result_bytes_max, "The join would produce"),
-    };
+    let mut kept = joined_rows(session);
     extend_into(tx, session, rows, step, params, pushed_filter, &mut kept)?;
     Ok(kept.rows)
 }
 
-/// Where the rows a join step makes go: kept ([`Kept`]) or handed on as they are made (a
-/// streamed result's last step), until `take` breaks.
+/// The rows a join makes, kept within the statement's budget.
+pub(crate) fn joined_rows(session: &Session) -> BoundedRows {
+    BoundedRows::new(session.catalog.result_bytes_max, "The join would produce")
+}
+
+/// Where the rows a join step makes go: kept ([`BoundedRows`], for the next step or a
+/// result built whole) or handed on as they are made (a streamed result's last step),
+/// until `take` breaks.
 pub(crate) trait JoinOutput {
     fn take(&mut self, row: Vec<Value>) -> SqlResult<ControlFlow<()>>;
 }
 
-/// A join step's rows kept for the next step or a result built whole, within the
-/// statement's budget.
-struct Kept {
-    rows: Vec<Vec<Value>>,
-    budget: RowBudget,
-}
-
-impl JoinOutput for Kept {
+impl JoinOutput for BoundedRows {
     fn take(&mut self, row: Vec<Value>) -> SqlResult<ControlFlow<()>> {
-        self.budget.count(&row)?;
-        self.rows.push(row);
+        self.push(row)?;
         Ok(ControlFlow::Continue(()))
     }
 }
@@ -571,9 +566,8 @@ fn extend_by_key_lookups(
                 Some(right) => joiner.pair(left, right)?,
                 None => false,
             };
-            if !joiner.stopped {
-                joiner.unless_matched(matched, left)?;
-            }
+            // (a pair that stopped the output matched: this adds nothing then)
+            joiner.unless_matched(matched, left)?;
             if joiner.stopped {
                 return Ok(());
             }
@@ -642,14 +636,11 @@ fn collect_bounded(
     session: &Session,
     scan: impl Iterator<Item = Result<Vec<Value>, kista_client::ClientError>>,
 ) -> SqlResult<Vec<Vec<Value>>> {
-    let mut budget = RowBudget::new(session.catalog.result_bytes_max, "The join would examine");
-    let mut rows = Vec::new();
+    let mut rows = BoundedRows::new(session.catalog.result_bytes_max, "The join would examine");
     for row in scan {
-        let row = row?;
-        budget.count(&row)?;
-        rows.push(row);
+        rows.push(row?)?;
     }
-    Ok(rows)
+    Ok(rows.rows)
 }
 
 /// The key `exprs` give over `row`, each value made to fit its key column exactly; `None`

@@ -58,6 +58,29 @@ impl RowBudget {
     }
 }
 
+/// Rows collected in one place, refused past the budget.
+pub(crate) struct BoundedRows {
+    pub rows: Vec<Vec<Value>>,
+    budget: RowBudget,
+}
+
+impl BoundedRows {
+    /// `doing`: what the statement does with them, for 1104's message.
+    pub fn new(bytes_max: usize, doing: &'static str) -> Self {
+        Self {
+            rows: Vec::new(),
+            budget: RowBudget::new(bytes_max, doing),
+        }
+    }
+
+    /// Keeps `row`, or 1104 past the budget.
+    pub fn push(&mut self, row: Vec<Value>) -> SqlResult<()> {
+        self.budget.count(&row)?;
+        self.rows.push(row);
+        Ok(())
+    }
+}
+
 /// What a row takes in memory as values: the row, each value, and the bytes of each
 /// string.
 pub(crate) fn row_bytes(row: &[Value]) -> usize {

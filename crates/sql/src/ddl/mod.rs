@@ -307,7 +307,8 @@ fn declared_column(
                     .iter()
                     .any(|t| t.to_string().eq_ignore_ascii_case("AUTO_INCREMENT")) =>
             {
-                declared.auto_increment = can_auto_increment(&declared)?;
+                check_auto_increment(&declared)?;
+                declared.auto_increment = true;
             }
             ColumnOption::OnUpdate(expr) => {
                 declared.extras.on_update_sql = defaults::on_update(expr, &name, column_type)?
@@ -331,8 +332,8 @@ fn declared_column(
     Ok(declared)
 }
 
-/// `true` if the column may be AUTO_INCREMENT (an integer of storage's own), else 1063.
-fn can_auto_increment(declared: &DeclaredColumn) -> SqlResult<bool> {
+/// Error 1063 unless the column may be AUTO_INCREMENT (an integer of storage's own).
+fn check_auto_increment(declared: &DeclaredColumn) -> SqlResult<()> {
     if declared.extras.sql_type.is_some()
         || !matches!(declared.column.column_type, ColumnType::Int { .. })
     {
@@ -343,7 +344,7 @@ fn can_auto_increment(declared: &DeclaredColumn) -> SqlResult<bool> {
             format!("Incorrect column specifier for column '{name}'"),
         ));
     }
-    Ok(true)
+    Ok(())
 }
 
 /// A declared column's default: its DEFAULT fitted to its type, or MySQL's implicit one

@@ -18,7 +18,7 @@ use crate::expr::{eval, EvalContext, Expr};
 use crate::join::{self, JoinedTable};
 use crate::plan::Access;
 use crate::processes::ROWS_PER_KILL_CHECK;
-use crate::row_budget::RowBudget;
+use crate::row_budget::BoundedRows;
 use crate::session::{Session, Tx};
 use crate::value::{compare_in, fit_exactly};
 
@@ -29,14 +29,9 @@ pub(super) fn fetch_joined(
     plan: &SelectPlan,
     params: &[Value],
 ) -> SqlResult<Vec<Vec<Value>>> {
-    let mut rows = Vec::new();
-    let mut budget = RowBudget::new(session.catalog.result_bytes_max, "The join would produce");
-    join_each(tx, session, plan, params, &mut |row: Vec<Value>| {
-        budget.count(&row)?;
-        rows.push(row);
-        Ok(ControlFlow::Continue(()))
-    })?;
-    Ok(rows)
+    let mut rows = join::joined_rows(session);
+    join_each(tx, session, plan, params, &mut rows)?;
+    Ok(rows.rows)
 }
 
 /// Hands `out` the joined rows that pass the WHERE as the last table makes them, until it
@@ -311,13 +306,12 @@ impl Read<'_> {
     /// limits (`row_budget`).
     fn scan(&self, tx: &mut Tx, range: Option<&Access>) -> SqlResult<Vec<Vec<Value>>> {
         let bytes_max = self.session.catalog.result_bytes_max;
-        let mut budget = RowBudget::new(bytes_max, "The SELECT would examine");
-        let mut rows = Vec::new();
+        let mut scanned = BoundedRows::new(bytes_max, "The SELECT would examine");
         self.each_scanned(range, |row| {
-            budget.count(&row)?;
-            rows.push(row);
+            scanned.push(row)?;
             Ok(ControlFlow::Continue(()))
         })?;
+        let mut rows = scanned.rows;
         if self.lock != LockKind::Committed {
             add_written_keys(tx, self.table, &mut rows);
             return read_keys_in(tx, self.table, &rows, self.lock, &self.columns, self.last);
