@@ -55,6 +55,10 @@ pub(crate) struct InFlight {
     pongs: Pongs,
     /// Heartbeats sent so far (to each connected node, numbered 1 and up).
     pings_sent: AtomicU64,
+    /// Tables changed in place, as coordinators told: table id → the newest version heard.
+    changed_tables: Mutex<FxHashMap<u32, u32>>,
+    /// How many such notices arrived, so a caller checks its tables only when one did.
+    table_notices: AtomicU64,
 }
 
 struct Pongs([AtomicU64; 64]);
@@ -137,6 +141,32 @@ impl InFlight {
         self.lock_scans().remove(&client_scan);
     }
 
+    fn table_changed(&self, changed: TableChanged) {
+        let mut tables = self
+            .changed_tables
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let newest = tables.entry(changed.table_id).or_default();
+        if changed.schema_version > *newest {
+            *newest = changed.schema_version;
+            self.table_notices.fetch_add(1, Ordering::Release);
+        }
+    }
+
+    /// How many times a table was heard to have changed in place.
+    pub fn table_notices(&self) -> u64 {
+        self.table_notices.load(Ordering::Acquire)
+    }
+
+    /// The newest version of `table_id` heard of from a coordinator, if any.
+    pub fn newest_version_heard(&self, table_id: u32) -> Option<u32> {
+        let tables = self
+            .changed_tables
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        tables.get(&table_id).copied()
+    }
+
     /// Runs on a connection's receive thread for everything its node sends.
     pub fn receive(&self, event: Event<'_>) {
         let (signal, section) = match event {
@@ -176,6 +206,8 @@ impl InFlight {
             if pong.started != 0 && self.closed_reason().is_none() {
                 self.node_is_live(node);
             }
+        } else if let Ok(changed) = TableChanged::from_signal(&signal) {
+            self.table_changed(changed);
         } else if let Ok(rows) = ScanRows::from_signal(&signal) {
             let event = ScanEvent::Rows {
                 partition: rows.partition,

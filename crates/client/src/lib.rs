@@ -65,6 +65,7 @@ mod completion;
 mod error;
 mod heartbeat;
 mod in_flight;
+mod index_build;
 mod nodes;
 mod scan;
 mod transaction;
@@ -79,10 +80,10 @@ use kista_datanode::protocol::*;
 use kista_mgm::admin::AdminClient;
 use kista_mgm::lease::Registration;
 use kista_signal::{BlockAddress, BlockId, NodeId, Signal, TypedSignal};
-use kista_storage::codec::{write_index_schema, Writer};
+use kista_storage::codec::{write_index_schema, write_table_schema, Writer};
 use kista_storage::partition::IndexId;
 use kista_storage::row::RowLayout;
-use kista_storage::schema::{IndexSchema, TableSchema};
+use kista_storage::schema::{IndexKind, IndexSchema, TableSchema};
 
 pub use completion::Pending;
 pub use error::ClientError;
@@ -117,10 +118,38 @@ pub struct Table {
     pub(crate) map: Arc<PartitionMap>,
     pub(crate) schema: Arc<TableSchema>,
     pub(crate) layout: Arc<RowLayout>,
+    /// The indexes clients may use (a unique index being built is not among them).
     pub(crate) indexes: Vec<(IndexId, IndexSchema)>,
+    /// Each unique index's table of entries, built ones or not.
+    pub(crate) index_tables: Vec<(IndexId, u32)>,
 }
 
+/// The schema version of every unique index's table: the dictionary never changes one.
+const INDEX_TABLE_SCHEMA_VERSION: u32 = 1;
+
 impl Table {
+    /// The table holding the entries of unique `index` of this table, numbered `id`: its
+    /// partitions are as many as every table's, so it shares the map.
+    fn index_table(&self, id: u32, index: &IndexSchema) -> Table {
+        let schema = index.index_table(&self.schema);
+        Table {
+            id,
+            schema_version: INDEX_TABLE_SCHEMA_VERSION,
+            map: self.map.clone(),
+            layout: Arc::new(RowLayout::new(&schema)),
+            schema: Arc::new(schema),
+            indexes: Vec::new(),
+            index_tables: Vec::new(),
+        }
+    }
+
+    /// A projection of every column this definition has, named one by one: a node may
+    /// hold a newer definition with columns added since, which a read asking for "every
+    /// column" would return.
+    pub(crate) fn every_column(&self) -> Vec<u16> {
+        (0..self.layout.column_count() as u16).collect()
+    }
+
     /// A table no cluster holds, numbered `id`, with `indexes` numbered from 1 in order:
     /// for tests that bind and plan statements without a cluster. Any operation on it
     /// fails, having nowhere to go.
@@ -139,6 +168,7 @@ impl Table {
             layout: Arc::new(RowLayout::new(&schema)),
             schema: Arc::new(schema),
             indexes: (1..).map(IndexId).zip(indexes).collect(),
+            index_tables: Vec::new(),
         }
     }
 
@@ -302,8 +332,9 @@ impl Client {
         )
     }
 
-    /// Adds a secondary index to `table`, built from the rows it holds; returns the table
-    /// at its new schema version (operations built from the old one are refused).
+    /// Adds a secondary index to `table`, built from the rows it holds while writes go on
+    /// (a unique one by this client: `index_build.rs`; a duplicate key fails with error 630
+    /// and leaves no index); returns the table at its new schema version.
     pub fn create_index(&self, table: &Table, index: IndexSchema) -> Result<Table, ClientError> {
         index
             .validate(&table.schema)
@@ -316,10 +347,57 @@ impl Client {
             client,
             table_id,
         })?;
+        if index.kind == IndexKind::Unique {
+            return self.build_unique_index(table, IndexId(created.id), index);
+        }
         let mut changed = table.clone();
         changed.schema_version = created.schema_version;
         changed.indexes.push((IndexId(created.id), index));
         Ok(changed)
+    }
+
+    /// Fills unique index `index_id`, just added to `table`, and makes it readable; drops
+    /// it again if that fails.
+    fn build_unique_index(
+        &self,
+        table: &Table,
+        index_id: IndexId,
+        index: IndexSchema,
+    ) -> Result<Table, ClientError> {
+        let built = self.open_table(&table.schema.name).and_then(|current| {
+            let entries = (current.index_tables.iter())
+                .find(|(id, _)| *id == index_id)
+                .map(|&(_, entries)| current.index_table(entries, &index))
+                .ok_or_else(|| ClientError::Usage("the index table is gone".into()))?;
+            index_build::fill_unique_index(self, &current, &index, &entries)?;
+            let (table_id, index_id) = (current.id, index_id.0);
+            let finished = self.change_schema(&[], |request_id, client| IndexBuiltRequest {
+                request_id,
+                client,
+                table_id,
+                index_id,
+            })?;
+            Ok((current, finished.schema_version))
+        });
+        match built {
+            Ok((mut current, schema_version)) => {
+                current.schema_version = schema_version;
+                current.indexes.push((index_id, index));
+                Ok(current)
+            }
+            Err(error) => {
+                let (table_id, index_id) = (table.id, index_id.0);
+                // Best effort: a lost connection leaves the index being built (unread),
+                // which DROP INDEX removes.
+                let _ = self.change_schema(&[], |request_id, client| DropIndexRequest {
+                    request_id,
+                    client,
+                    table_id,
+                    index_id,
+                });
+                Err(error)
+            }
+        }
     }
 
     /// Drops the secondary index called `name` of `table`; returns the table at its new
@@ -340,27 +418,68 @@ impl Client {
     }
 
     /// Replaces `table`'s extra metadata (what the layer above keeps with the table);
-    /// returns the table at its new schema version. Error 241 when the table changed since
-    /// `table` was opened (open it again and decide again).
+    /// returns the table at its new schema version, the only one operations may carry from
+    /// now on. Error 241 when the table changed since `table` was opened (open it again and
+    /// decide again).
     pub fn alter_extra_metadata(
         &self,
         table: &Table,
         extra_metadata: Vec<u8>,
     ) -> Result<Table, ClientError> {
-        let (table_id, schema_version) = (table.id, table.schema_version);
-        let altered =
-            self.change_schema(&extra_metadata, |request_id, client| AlterTableRequest {
-                request_id,
-                client,
-                table_id,
-                schema_version,
-            })?;
-        let mut changed = table.clone();
-        changed.schema_version = altered.schema_version;
         let mut schema = (*table.schema).clone();
         schema.extra_metadata = extra_metadata;
+        self.change_table(table, schema, true)
+    }
+
+    /// Changes `table` in place into `schema` (`TableSchema::in_place_change_from`: a new
+    /// name, columns renamed or added at the end, defaults, extra metadata); returns the
+    /// table at its new schema version. Operations made for `table` still apply; other
+    /// clients hear of the change at their next operation on it
+    /// ([`Client::table_changed_since_opened`]). Error 241 when the table changed since
+    /// `table` was opened (open it again and decide again).
+    pub fn alter_table(&self, table: &Table, schema: TableSchema) -> Result<Table, ClientError> {
+        self.change_table(table, schema, false)
+    }
+
+    /// [`Client::alter_table`]; with `refuses_older`, operations made for earlier versions
+    /// are refused from now on (error 241), so every client sees the change at once.
+    fn change_table(
+        &self,
+        table: &Table,
+        schema: TableSchema,
+        refuses_older: bool,
+    ) -> Result<Table, ClientError> {
+        schema
+            .in_place_change_from(&table.schema)
+            .map_err(ClientError::Usage)?;
+        let mut body = Vec::new();
+        write_table_schema(&mut Writer(&mut body), &schema);
+        let (table_id, schema_version) = (table.id, table.schema_version);
+        let altered = self.change_schema(&body, |request_id, client| AlterTableRequest {
+            request_id,
+            client,
+            table_id,
+            schema_version,
+            refuses_older: refuses_older.into(),
+        })?;
+        let mut changed = table.clone();
+        changed.schema_version = altered.schema_version;
+        changed.layout = Arc::new(RowLayout::new(&schema));
         changed.schema = Arc::new(schema);
         Ok(changed)
+    }
+
+    /// How many times a coordinator told this client that a table changed in place: while
+    /// it stays the same, no table this client opened has changed so.
+    pub fn table_notices(&self) -> u64 {
+        self.in_flight.table_notices()
+    }
+
+    /// Whether a coordinator told this client that `table` changed in place since it was
+    /// opened (open it again to see the change).
+    pub fn table_changed_since_opened(&self, table: &Table) -> bool {
+        (self.in_flight.newest_version_heard(table.id))
+            .is_some_and(|newest| newest > table.schema_version)
     }
 
     /// Drops `table` and every row in it.
@@ -418,7 +537,10 @@ impl Client {
             ));
         }
         let TableDefinitionBody {
-            schema, indexes, ..
+            schema,
+            indexes,
+            index_tables,
+            building,
         } = definition;
         let map = PartitionMap::for_cluster(partitions, self.nodes.cluster());
         Ok(Table {
@@ -429,7 +551,11 @@ impl Client {
             schema: Arc::new(schema),
             indexes: indexes
                 .into_iter()
+                .filter(|(id, _)| !building.contains(id))
                 .map(|(id, index)| (IndexId(id), index))
+                .collect(),
+            index_tables: (index_tables.into_iter())
+                .map(|(index, table)| (IndexId(index), table))
                 .collect(),
         })
     }

@@ -217,7 +217,11 @@ impl Client {
                 "a scan needs a batch size and a limit above 0".into(),
             ));
         }
-        let mut columns = spec.columns.clone();
+        let mut columns = if spec.columns.is_empty() {
+            table.every_column()
+        } else {
+            spec.columns.clone()
+        };
         let merge = match &spec.range {
             ScanRange::Index {
                 index, descending, ..

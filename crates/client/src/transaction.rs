@@ -127,7 +127,8 @@ impl<'c> Transaction<'c> {
         key: &[Value],
         lock: LockKind,
     ) -> Result<OpIndex, ClientError> {
-        self.push(OperationKind::Read, lock, table, key, vec![], vec![])
+        let every_column = table.every_column();
+        self.push(OperationKind::Read, lock, table, key, every_column, vec![])
     }
 
     /// Reads only `columns` of the row with `key`.
@@ -164,6 +165,11 @@ impl<'c> Transaction<'c> {
             )));
         }
         let write_key = |out: &mut Vec<u8>| table.layout.key_of_values(&schema.columns, key, out);
+        let columns = if columns.is_empty() {
+            table.every_column()
+        } else {
+            columns
+        };
         let body = body_of(write_key, &columns, &[])?;
         self.push_encoded(OperationKind::Read, lock, table, id.0, body)
     }

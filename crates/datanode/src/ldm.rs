@@ -34,7 +34,7 @@ use crate::protocol::*;
 use crate::read::{
     answer_committed_read, body_error, encode_committed_row, project, send_row, ReadAnswer,
 };
-use crate::registry::{PartitionRegistry, SharedPartition};
+use crate::registry::{PartitionRegistry, SharedPartition, Versions};
 use crate::{error_code_of, refuse_prepare, send_sharing_section, send_with_bytes};
 
 mod checkpoint;
@@ -44,7 +44,7 @@ mod redo;
 mod restore;
 
 struct LdmTable {
-    schema_version: u32,
+    versions: Versions,
     layout: Arc<RowLayout>,
     /// Whether the table has a unique index (its writes report unique-key changes).
     has_unique: bool,
@@ -214,12 +214,22 @@ impl LocalDataManager {
                 })
                 .collect();
             LdmTable {
-                schema_version: 0,
+                versions: Versions {
+                    oldest: 0,
+                    current: 0,
+                },
                 layout,
                 has_unique: false,
                 partitions,
             }
         });
+        if table.versions.current != 0 {
+            // A change in place (the dictionary publishes no other to a table that exists).
+            table.layout = Arc::new(RowLayout::new(&body.schema));
+            for partition in table.partitions.values() {
+                lock_partition(partition).change_layout(table.layout.clone());
+            }
+        }
         table.has_unique = body
             .indexes
             .iter()
@@ -244,10 +254,13 @@ impl LocalDataManager {
                 }
             }
         }
-        table.schema_version = definition.schema_version;
+        table.versions = Versions {
+            oldest: definition.oldest_version,
+            current: definition.schema_version,
+        };
         for (&number, partition) in &table.partitions {
             let shared = SharedPartition {
-                schema_version: table.schema_version,
+                versions: table.versions,
                 partition: partition.clone(),
             };
             self.registry.publish(table_id, number, shared);
@@ -488,15 +501,7 @@ impl LocalDataManager {
                 format!("no table {}", prepare.table_id),
             )
         })?;
-        if table.schema_version != prepare.schema_version {
-            return Err((
-                ErrorCode::SchemaVersion,
-                format!(
-                    "table {} is at schema version {}, the operation carries {}",
-                    prepare.table_id, table.schema_version, prepare.schema_version
-                ),
-            ));
-        }
+        (table.versions).accept(prepare.table_id, prepare.schema_version)?;
         let partition = table.partitions.get(&prepare.partition).ok_or_else(|| {
             (
                 ErrorCode::BadRequest,
@@ -801,7 +806,7 @@ impl LocalDataManager {
         };
         let place = RowPlace {
             table_id,
-            table_version: table.schema_version,
+            table_version: table.versions.current,
             partition: partition_id,
         };
         let mut failure = None;

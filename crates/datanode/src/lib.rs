@@ -82,7 +82,6 @@ pub(crate) fn error_code_of(error: &OperationError) -> ErrorCode {
     match error {
         OperationError::NotFound { .. } => ErrorCode::NotFound,
         OperationError::Duplicate { .. } => ErrorCode::Duplicate,
-        OperationError::UniqueIndexNeedsEmptyTable { .. } => ErrorCode::UniqueIndexNeedsEmptyTable,
         OperationError::Memory(_) => ErrorCode::DataMemoryFull,
         OperationError::Locks(_) => ErrorCode::TooManyLocks,
         OperationError::PrimaryKeyUpdate { .. }

@@ -21,10 +21,33 @@ pub fn read_partition(partition: &RwLock<Partition>) -> RwLockReadGuard<'_, Part
         .unwrap_or_else(|poison| poison.into_inner())
 }
 
+/// The schema versions of a table whose operations apply: the current one, and those
+/// before it back to the last change that was not in place (see `dict`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Versions {
+    pub oldest: u32,
+    pub current: u32,
+}
+
+impl Versions {
+    #[inline]
+    pub fn accept(&self, table_id: u32, version: u32) -> Result<(), (ErrorCode, String)> {
+        if (self.oldest..=self.current).contains(&version) {
+            return Ok(());
+        }
+        let message = format!(
+            "table {table_id} is at schema version {} (operations of {} on apply), the \
+             request carries {version}",
+            self.current, self.oldest
+        );
+        Err((ErrorCode::SchemaVersion, message))
+    }
+}
+
 /// A table's partition as readers find it.
 #[derive(Clone)]
 pub struct SharedPartition {
-    pub schema_version: u32,
+    pub versions: Versions,
     pub partition: Arc<RwLock<Partition>>,
 }
 
@@ -68,7 +91,7 @@ impl PartitionRegistry {
         partitions.get(&(table_id, partition)).cloned()
     }
 
-    /// The partition, if the table is at `schema_version`; otherwise the error to report.
+    /// The partition, if the table accepts `schema_version`; otherwise the error to report.
     pub fn get_at_version(
         &self,
         table_id: u32,
@@ -78,7 +101,7 @@ impl PartitionRegistry {
         self.with_partition_at_version(table_id, partition, schema_version, |shared| shared.clone())
     }
 
-    /// Runs `read` on the partition if the table is at `schema_version`, holding the
+    /// Runs `read` on the partition if the table accepts `schema_version`, holding the
     /// registry's shared lock instead of a clone of the partition's handle (a key read is
     /// short; publishing waits for it); otherwise the error to report.
     pub fn with_partition_at_version<R>(
@@ -96,13 +119,7 @@ impl PartitionRegistry {
             let message = format!("no partition {partition} of table {table_id} here");
             (ErrorCode::NoSuchTable, message)
         })?;
-        if shared.schema_version != schema_version {
-            let message = format!(
-                "table {table_id} is at schema version {}, the request carries {schema_version}",
-                shared.schema_version
-            );
-            return Err((ErrorCode::SchemaVersion, message));
-        }
+        shared.versions.accept(table_id, schema_version)?;
         Ok(read(shared))
     }
 

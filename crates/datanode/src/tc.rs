@@ -27,6 +27,7 @@ use crate::registry::PartitionRegistry;
 use crate::router::ReadRouter;
 use crate::{send_sharing_section, send_with_bytes};
 
+mod drain;
 mod durable;
 mod failures;
 mod gcp;
@@ -210,7 +211,8 @@ pub struct TransactionCoordinator {
     /// The generation this node joined in, when it restarted into a running cluster
     /// (part of every transaction id it makes).
     incarnation: u8,
-    drain: Option<restart::Drain>,
+    /// Who waits for the transactions open at some moment to end (`tc/drain.rs`).
+    drains: Vec<drain::Drain>,
     /// The latest membership generation this coordinator heard of.
     generation: u32,
     /// Where this coordinator stands in the global checkpoints (see `tc/gcp.rs`).
@@ -263,7 +265,7 @@ impl TransactionCoordinator {
             started_nodes,
             starting_nodes: NodeSet::EMPTY,
             incarnation: 0,
-            drain: None,
+            drains: Vec::new(),
             generation,
             checkpoints,
             durable: durable::DurableCommits::default(),
@@ -302,6 +304,7 @@ impl TransactionCoordinator {
                             name: index.name.clone(),
                             key_columns: index.columns.len() as u16,
                             index_table: body.index_table(*index_id)?,
+                            building: body.is_building(*index_id),
                         })
                     })
                     .collect();
@@ -454,7 +457,11 @@ impl TransactionCoordinator {
             let message = format!("a transaction may have {operations_max} operations");
             Some((ErrorCode::TooManyLocks, message))
         } else {
-            match (self.tables.get(&request.table_id), section) {
+            let table = self.tables.get(&request.table_id);
+            if let Some(table) = table {
+                table.tell_if_changed(ctx, request);
+            }
+            match (table, section) {
                 (None, _) => {
                     let message = format!("no table {}", request.table_id);
                     Some((ErrorCode::NoSuchTable, message))
@@ -600,6 +607,15 @@ impl TransactionCoordinator {
                 return self.unique_step(ctx, transaction_id, op_ref);
             }
             (_, Ok(read_rows)) => transaction.reads += read_rows,
+            (Role::IndexUpkeep { table_id, index_id }, Err((ErrorCode::NotFound, _)))
+                if self.tables.get(table_id).is_some_and(|table| {
+                    table
+                        .unique_route(*index_id)
+                        .is_some_and(|route| route.building)
+                }) =>
+            {
+                // The entry of a row the index build has not reached yet: nothing to remove.
+            }
             (Role::IndexUpkeep { table_id, index_id }, Err((ErrorCode::Duplicate, _))) => {
                 let names = self.tables.get(table_id).and_then(|table| {
                     let route = table.unique_route(*index_id)?;
@@ -1043,6 +1059,27 @@ struct Internal {
     schema_version: Option<u32>,
 }
 
+impl TcTable {
+    /// Tells the client of an operation made for an earlier version of the table (changed
+    /// in place since: the data managers still take it) that the table changed, so that it
+    /// opens the table again before its next statement.
+    #[inline]
+    fn tell_if_changed(&self, ctx: &mut Context, request: &KeyRequest) {
+        if request.schema_version < self.schema_version {
+            self.tell_changed(ctx, request.client, request.table_id);
+        }
+    }
+
+    #[cold]
+    fn tell_changed(&self, ctx: &mut Context, client: BlockAddress, table_id: u32) {
+        let changed = TableChanged {
+            table_id,
+            schema_version: self.schema_version,
+        };
+        ctx.send_typed(client, &changed);
+    }
+}
+
 /// The partition a request's primary key leads to; `None` when the body has no readable
 /// key.
 fn partition_of(ctx: &Context, table: &TcTable, section: SectionHandle) -> Option<u32> {
@@ -1242,6 +1279,11 @@ impl Block for TransactionCoordinator {
             })
         } else if let Some(result) = self.checkpoint_signal(ctx, signal) {
             result
+        } else if number == DrainTransactions::NUMBER {
+            DrainTransactions::from_signal(signal).map(|d| {
+                let (request_id, dict) = (d.request_id, signal.sender());
+                self.drain(ctx, drain::Waiter::Dictionary { request_id, dict })
+            })
         } else if number == AddStartingReplica::NUMBER {
             AddStartingReplica::from_signal(signal)
                 .map(|add| self.add_starting_replica(ctx, add, signal.sender()))

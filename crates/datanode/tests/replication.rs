@@ -283,11 +283,7 @@ fn a_schema_change_passed_on_to_a_master_that_fails_ends_with_an_unknown_outcome
     let mut cluster = Node::start_cluster(cluster_settings(2, 2, node_settings), 64 << 20, 5);
     cluster.use_node(NodeId(2));
     cluster.simulation.crash(NodeId(1));
-    let definition = TableDefinitionBody {
-        schema: users(),
-        indexes: vec![],
-        index_tables: vec![],
-    };
+    let definition = TableDefinitionBody::new(users(), vec![]);
     let (code, message) = cluster
         .create_table(&definition)
         .expect_err("the master failed before answering");

@@ -75,18 +75,12 @@ fn committed_read(id: i64) -> Op {
 /// A node whose `people` table (ordered index on age) holds [`PEOPLE`] committed rows.
 fn node_with_people(settings: NodeSettings) -> (Node, (u32, u32)) {
     let mut node = Node::start(settings, 64 << 20, 11);
-    let definition = TableDefinitionBody {
-        schema: people(),
-        indexes: vec![(
-            BY_AGE,
-            IndexSchema {
-                name: "by_age".into(),
-                kind: IndexKind::Ordered,
-                columns: vec![2],
-            },
-        )],
-        index_tables: vec![],
+    let by_age = IndexSchema {
+        name: "by_age".into(),
+        kind: IndexKind::Ordered,
+        columns: vec![2],
     };
+    let definition = TableDefinitionBody::new(people(), vec![(BY_AGE, by_age)]);
     let table = node
         .create_table(&definition)
         .expect("the table is created");

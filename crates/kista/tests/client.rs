@@ -332,3 +332,121 @@ fn extra_metadata_changes_move_the_table_to_a_new_version_that_every_client_lear
     assert_ne!(refused.code(), 0, "{refused}");
     assert_eq!(balance_of(&writer, &altered, 1), None);
 }
+
+/// The row `id` as `table` reads it, every column.
+fn row_of(client: &Client, table: &Table, id: i64) -> Option<Vec<Value>> {
+    let mut read = client.transaction();
+    let op = read
+        .read(table, &[Value::Int(id)], LockKind::Committed)
+        .unwrap();
+    let done = read.execute(ExecuteMode::Commit).unwrap().wait().unwrap();
+    done.row(op).map(<[Value]>::to_vec)
+}
+
+#[test]
+fn a_table_changed_in_place_goes_on_serving_operations_made_for_its_earlier_version() {
+    let datad = Datad::start(&[]);
+    let writer = Client::connect(datad.address).unwrap();
+    let table = writer.create_table(accounts(), vec![]).unwrap();
+    let mut load = writer.transaction();
+    for id in 0..100 {
+        load.insert(&table, account(id, 10 * id)).unwrap();
+    }
+    load.execute(ExecuteMode::Commit).unwrap().wait().unwrap();
+    let other = Client::connect(datad.address).unwrap();
+    let stale = other.open_table("accounts").unwrap();
+    let notices_before = other.table_notices();
+
+    // A transaction of the other client is open across the change.
+    let mut across = other.transaction();
+    across
+        .update(&stale, &[Value::Int(1)], vec![(1, Value::Int(-1))])
+        .unwrap();
+    across
+        .execute(ExecuteMode::NoCommit)
+        .unwrap()
+        .wait()
+        .unwrap();
+
+    let mut schema = stale.schema().clone();
+    schema.name = "accounts_v2".into();
+    schema.columns[1].name = "amount".into();
+    schema.columns.push(
+        Column::new("note", ColumnType::varchar(20))
+            .nullable()
+            .added_with(Value::Bytes(b"none".to_vec())),
+    );
+    schema.columns.push(
+        Column::new("flags", ColumnType::signed(4))
+            .nullable()
+            .added_with(Value::Null),
+    );
+    let altered = writer.alter_table(&table, schema.clone()).unwrap();
+    assert!(altered.schema_version > table.schema_version);
+
+    // The stale client's transaction goes on and commits, reading and writing as before:
+    // a read of "every column" gives the columns it knows.
+    across.insert(&stale, account(1000, 5)).unwrap();
+    let read = across
+        .read(&stale, &[Value::Int(2)], LockKind::Exclusive)
+        .unwrap();
+    let done = across.execute(ExecuteMode::Commit).unwrap().wait().unwrap();
+    assert_eq!(done.row(read), Some(&account(2, 20)[..]));
+    assert!(
+        other.table_notices() > notices_before,
+        "the coordinator told it"
+    );
+    assert!(other.table_changed_since_opened(&stale));
+    assert_eq!(row_of(&other, &stale, 7), Some(account(7, 70)));
+
+    // Under its new name the table has the added columns: rows written before read the
+    // values they were added with; new rows carry their own.
+    assert_eq!(
+        other.open_table("accounts").err().map(|e| e.code()),
+        Some(723)
+    );
+    let reopened = other.open_table("ACCOUNTS_V2").unwrap();
+    assert_eq!(reopened.schema(), &schema);
+    assert!(!other.table_changed_since_opened(&reopened));
+    let absent = |id, balance| {
+        let mut row = account(id, balance);
+        row.extend([Value::Bytes(b"none".to_vec()), Value::Null]);
+        row
+    };
+    assert_eq!(row_of(&other, &reopened, 1), Some(absent(1, -1)));
+    assert_eq!(row_of(&other, &reopened, 1000), Some(absent(1000, 5)));
+    let mut write = writer.transaction();
+    let carried = vec![
+        Value::Int(2000),
+        Value::Int(1),
+        Value::Bytes(b"new".to_vec()),
+        Value::Int(3),
+    ];
+    write.insert(&altered, carried.clone()).unwrap();
+    write
+        .update(&altered, &[Value::Int(3)], vec![(3, Value::Int(9))])
+        .unwrap();
+    write.execute(ExecuteMode::Commit).unwrap().wait().unwrap();
+    assert_eq!(row_of(&other, &reopened, 2000), Some(carried));
+    let mut three = absent(3, 30);
+    three[3] = Value::Int(9);
+    assert_eq!(row_of(&other, &reopened, 3), Some(three));
+    let scanned = other
+        .scan(&reopened, kista_client::ScanSpec::full())
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    assert_eq!(scanned.len(), 102);
+    assert!(scanned.iter().all(|row| row.len() == 4));
+
+    // A change that is not in place is refused; so is a change decided on an old version.
+    let mut retyped = schema.clone();
+    retyped.columns[1].column_type = ColumnType::signed(4);
+    let refused = writer.alter_table(&altered, retyped).err().unwrap();
+    assert!(
+        refused.to_string().contains("changes its type"),
+        "{refused}"
+    );
+    let lost_update = other.alter_table(&stale, stale.schema().clone()).err();
+    assert_eq!(lost_update.map(|e| e.code()), Some(241));
+}

@@ -239,7 +239,7 @@ fn unique_index_reads_find_rows_by_their_unique_key() {
 }
 
 #[test]
-fn a_unique_key_is_refused_twice_across_partitions_and_a_unique_index_needs_an_empty_table() {
+fn a_unique_key_is_refused_twice_across_partitions_and_a_unique_index_is_built_from_the_rows() {
     let (_datad, client, table) = node_with_people();
     // PEOPLE rows over 4 partitions: whatever partition the new row lands in, the key is
     // taken.
@@ -257,25 +257,54 @@ fn a_unique_key_is_refused_twice_across_partitions_and_a_unique_index_needs_an_e
         assert!(error.to_string().contains("by_email"), "{error}");
     }
 
+    // Cities repeat: the build meets a duplicate, fails with 630 and leaves no index.
+    let unique_city = IndexSchema {
+        name: "unique_city".into(),
+        kind: IndexKind::Unique,
+        columns: vec![4],
+    };
+    let error = client.create_index(&table, unique_city).err().unwrap();
+    assert_eq!(error.code(), 630, "{error}");
+    assert!(error.to_string().contains("unique_city"), "{error}");
+    let reopened = client.open_table("people").unwrap();
+    assert!(
+        reopened.index("unique_city").is_err(),
+        "nothing is left behind"
+    );
+
+    // Names are unique (or NULL, which has no entry): the index is built from the rows
+    // there are, and serves reads and refuses a second row with a name at once.
     let by_name = IndexSchema {
         name: "by_name".into(),
         kind: IndexKind::Unique,
         columns: vec![1],
     };
-    let Err(error) = client.create_index(&table, by_name.clone()) else {
-        panic!("a unique index on a table with keys for it is refused")
-    };
-    assert_eq!(error.code(), 4260, "{error}");
-    let mut still = client.transaction();
-    let row = still
-        .read(&table, &[Value::Int(1)], LockKind::Committed)
-        .unwrap();
-    let done = still.execute(ExecuteMode::Commit).unwrap().wait().unwrap();
-    assert_eq!(
-        done.row(row),
-        Some(&person(1)[..]),
-        "the table is as it was"
-    );
+    let table = client.create_index(&table, by_name.clone()).unwrap();
+    for id in [1, 8, PEOPLE - 1] {
+        let mut by_key = client.transaction();
+        let found = by_key
+            .read_unique(
+                &table,
+                "by_name",
+                &person(id)[1..2],
+                LockKind::Committed,
+                vec![0],
+            )
+            .unwrap();
+        let done = by_key.execute(ExecuteMode::Commit).unwrap().wait().unwrap();
+        assert_eq!(done.row(found), Some(&[Value::Int(id)][..]), "person {id}");
+    }
+    let mut twin = client.transaction();
+    let mut row = person(PEOPLE + 100);
+    row[1] = person(2)[1].clone();
+    twin.insert(&table, row).unwrap();
+    let error = twin
+        .execute(ExecuteMode::Commit)
+        .unwrap()
+        .wait()
+        .unwrap_err();
+    assert_eq!(error.code(), 630, "{error}");
+    assert!(error.to_string().contains("by_name"), "{error}");
 
     let empty = client
         .create_table(
@@ -365,9 +394,19 @@ fn an_index_created_later_serves_scans_and_a_dropped_table_is_gone() {
         "city 3 in id order (the index's second column)"
     );
 
+    // A new index leaves operations made for the version before valid (nothing they do
+    // depends on it); their client hears the table changed. Dropping an index does not.
+    let mut before = client.transaction();
+    let read = before
+        .read(&table, &[Value::Int(1)], LockKind::Committed)
+        .unwrap();
+    let done = before.execute(ExecuteMode::Commit).unwrap().wait().unwrap();
+    assert_eq!(done.row(read), Some(&person(1)[..]));
+    assert!(client.table_changed_since_opened(&table));
+    let dropped = client.drop_index(&indexed, "by_city").unwrap();
     let mut stale = client.transaction();
     stale
-        .read(&table, &[Value::Int(1)], LockKind::Committed)
+        .read(&indexed, &[Value::Int(1)], LockKind::Committed)
         .unwrap();
     let error = stale
         .execute(ExecuteMode::Commit)
@@ -377,8 +416,9 @@ fn an_index_created_later_serves_scans_and_a_dropped_table_is_gone() {
     assert_eq!(
         error.code(),
         241,
-        "the old schema version is refused: {error}"
+        "an operation made before an index was dropped is refused: {error}"
     );
+    let indexed = dropped;
 
     client.drop_table(&indexed).unwrap();
     let error = client

@@ -13,6 +13,7 @@ use kista_client::schema::{Column, TableSchema};
 use kista_client::types::{ColumnType, Value};
 use kista_client::{Client, ClientError, ExecuteMode, LockKind, ScanSpec, Table};
 
+use crate::ddl::alter::AlterPlan;
 use crate::ddl::{ComputedDefaults, PrefixColumn};
 use crate::error::{SqlError, SqlResult};
 use crate::sql_type::SqlType;
@@ -84,9 +85,14 @@ impl Counter {
     /// The counter's key in the counter table: the table's cluster name, with a suffix
     /// no table name can have for the hidden key's.
     fn key(self, database: &str, name: &str) -> String {
+        self.key_of(&cluster_name(database, name))
+    }
+
+    /// The key for the table whose cluster name is `cluster_name`.
+    fn key_of(self, cluster_name: &str) -> String {
         match self {
-            Counter::AutoIncrement => cluster_name(database, name),
-            Counter::HiddenKey => format!("{}/#hidden_key", cluster_name(database, name)),
+            Counter::AutoIncrement => cluster_name.to_string(),
+            Counter::HiddenKey => format!("{cluster_name}/#hidden_key"),
         }
     }
 }
@@ -251,6 +257,9 @@ pub struct Catalog {
     tables: Mutex<HashMap<String, Arc<SqlTable>>>,
     /// Bumped whenever a cached table is forgotten: plans bound before are stale.
     generation: std::sync::atomic::AtomicU64,
+    /// The client's count of tables heard changed in place, when last looked at
+    /// ([`Catalog::forget_changed_tables`]).
+    table_notices_seen: std::sync::atomic::AtomicU64,
     /// Counter values taken and not yet handed out, by table id.
     counters: Mutex<HashMap<(u32, Counter), Reserved>>,
     system: Mutex<Option<SystemTables>>,
@@ -307,6 +316,7 @@ impl Catalog {
             result_bytes_max: crate::row_budget::RESULT_BYTES_MAX_DEFAULT,
             tables: Mutex::new(HashMap::new()),
             generation: std::sync::atomic::AtomicU64::new(0),
+            table_notices_seen: std::sync::atomic::AtomicU64::new(0),
             counters: Mutex::new(HashMap::new()),
             system: Mutex::new(None),
             processes: Arc::default(),
@@ -610,6 +620,108 @@ impl Catalog {
         lock(&self.tables).clear();
         self.generation
             .fetch_add(1, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Forgets the cached tables that a coordinator said changed in place (ALTER TABLE on
+    /// another front end) since they were opened: one atomic load unless a notice came.
+    pub fn forget_changed_tables(&self) {
+        use std::sync::atomic::Ordering;
+        let notices = self.client.table_notices();
+        if self.table_notices_seen.swap(notices, Ordering::AcqRel) == notices {
+            return;
+        }
+        let mut tables = lock(&self.tables);
+        let cached = tables.len();
+        tables.retain(|_, table| !self.client.table_changed_since_opened(&table.table));
+        if tables.len() != cached {
+            self.generation.fetch_add(1, Ordering::Release);
+        }
+    }
+
+    /// Runs ALTER TABLE's `plan` on `table` (see `ddl/alter.rs`): the change in place first
+    /// (a rename moves the table's counters with it), then the index drops and builds, then
+    /// the AUTO_INCREMENT start.
+    pub fn alter_table(&self, table: &SqlTable, plan: AlterPlan) -> SqlResult<()> {
+        self.forget(&table.database, &table.name);
+        let mut current = table.table.clone();
+        if let Some(schema) = plan.schema {
+            current = self.change_in_place(table, schema)?;
+        }
+        for name in &plan.drop_indexes {
+            current = self.client.drop_index(&current, name)?;
+        }
+        for index in plan.add_indexes {
+            current = self.client.create_index(&current, index)?;
+        }
+        if let (Some(start), Some(_)) = (plan.auto_increment, table.auto_increment) {
+            lock(&self.counters).remove(&(table.table.id, Counter::AutoIncrement));
+            self.take_from_counter(table, Counter::AutoIncrement, |next| {
+                (next, next.max(start))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Changes `table` into `schema` in place; a new name takes the counters with it
+    /// (moved first, and back if the cluster refuses the change).
+    fn change_in_place(&self, table: &SqlTable, schema: TableSchema) -> SqlResult<Table> {
+        let old_name = table.table.schema().name.clone();
+        let new_name = schema.name.clone();
+        let renamed = new_name != old_name;
+        if renamed {
+            self.move_counters_between(table, &old_name, &new_name)?;
+        }
+        let refused = match self.client.alter_table(&table.table, schema) {
+            Ok(altered) => return Ok(altered),
+            Err(refused) => refused,
+        };
+        if renamed {
+            self.move_counters_between(table, &new_name, &old_name)?;
+        }
+        Err(match refused {
+            ClientError::Node {
+                code: 4256,
+                message,
+                ..
+            } if message.contains("exists") => {
+                SqlError::table_exists(new_name.rsplit('/').next().unwrap_or(&new_name))
+            }
+            other => other.into(),
+        })
+    }
+
+    /// Moves `table`'s counters (their rows, in one transaction, the old ones locked) from
+    /// cluster name `from` to `to`.
+    fn move_counters_between(&self, table: &SqlTable, from: &str, to: &str) -> SqlResult<()> {
+        let kinds = [
+            (Counter::AutoIncrement, table.auto_increment.is_some()),
+            (Counter::HiddenKey, table.hidden_key.is_some()),
+        ];
+        let counters = self.system()?.counters;
+        let mut transaction = self.client.transaction();
+        let mut reads = Vec::new();
+        for (counter, _) in kinds.iter().filter(|(_, exists)| *exists) {
+            let key = [Value::Bytes(counter.key_of(from).into_bytes())];
+            reads.push((
+                *counter,
+                transaction.read(&counters, &key, LockKind::Exclusive)?,
+                key,
+            ));
+        }
+        if reads.is_empty() {
+            return Ok(());
+        }
+        let done = transaction.execute(ExecuteMode::NoCommit)?.wait()?;
+        for (counter, op, key) in reads {
+            if let Some(row) = done.row(op) {
+                let mut moved = row.to_vec();
+                moved[0] = Value::Bytes(counter.key_of(to).into_bytes());
+                transaction.write(&counters, moved)?;
+                transaction.delete(&counters, &key)?;
+            }
+        }
+        transaction.execute(ExecuteMode::Commit)?.wait()?;
+        Ok(())
     }
 
     /// Changes with every [`Catalog::forget`]; a plan bound at another generation may name

@@ -358,6 +358,11 @@ impl<'c> Session<'c> {
         params: &[Value],
         mut sink: Option<&mut dyn RowSink>,
     ) -> SqlResult<Outcome> {
+        if self.transaction.is_none() {
+            // A table changed in place elsewhere is seen from the next statement outside a
+            // transaction on.
+            self.catalog.forget_changed_tables();
+        }
         let first_sink = sink.as_mut().map(|sink| &mut **sink as &mut dyn RowSink);
         match self.execute_once(parsed, cache, params, first_sink) {
             Err(error)
@@ -507,6 +512,7 @@ impl<'c> Session<'c> {
         if !self.autocommit || self.transaction.is_some() {
             return None;
         }
+        self.catalog.forget_changed_tables();
         let plan = self
             .cached_plan(query, &parsed.placeholders, cache, None)
             .ok()?;

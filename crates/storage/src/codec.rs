@@ -21,6 +21,12 @@ pub enum CodecError {
     },
     #[error("{what} at offset {offset} is invalid")]
     Invalid { what: &'static str, offset: usize },
+    #[error("the {what} is in format {found}; this build reads formats up to {newest} (written by a newer Kista)")]
+    NewerFormat {
+        what: &'static str,
+        found: u16,
+        newest: u16,
+    },
     #[error("{0} bytes left over after the end")]
     TrailingBytes(usize),
 }
@@ -355,27 +361,82 @@ fn read_column_list(input: &mut Reader) -> Result<Vec<usize>, CodecError> {
     (0..count).map(|_| input.u16().map(usize::from)).collect()
 }
 
+/// Marks a table schema's encoding as versioned: where the first encoding (format 1) has
+/// the name's length, which never comes near it. A reader of format 1 only takes it as a
+/// length past the end and refuses the definition, never misreads it.
+const SCHEMA_FORMAT_MARK: u32 = u32::MAX;
+/// The table-schema formats this build reads. 1: the first (no mark). 2: columns added in
+/// place (`Column::added`). A schema is written in the oldest format that holds it, so
+/// nodes and clients of an earlier build read every table that uses nothing newer.
+pub const SCHEMA_FORMAT_NEWEST: u16 = 2;
+
+/// The oldest format that holds `schema`.
+fn schema_format(schema: &TableSchema) -> u16 {
+    if schema.columns.iter().any(|column| column.added.is_some()) {
+        2
+    } else {
+        1
+    }
+}
+
 /// Encodes a table schema (not validated here: the dictionary validates what it receives).
 pub fn write_table_schema(out: &mut Writer, schema: &TableSchema) {
+    let format = schema_format(schema);
+    if format > 1 {
+        out.u32(SCHEMA_FORMAT_MARK);
+        out.u16(format);
+    }
     write_str(out, &schema.name);
     out.u32(schema.columns.len() as u32);
     for column in &schema.columns {
         write_str(out, &column.name);
         write_column_type(out, column.column_type);
         out.u8(column.nullable.into());
-        match &column.default {
-            None => out.u8(0),
-            Some(value) => {
-                out.u8(1);
-                write_value(out, value);
-            }
+        write_optional_value(out, column.default.as_ref());
+        if format >= 2 {
+            write_optional_value(out, column.added.as_ref());
         }
     }
     write_column_list(out, &schema.primary_key);
     out.bytes(&schema.extra_metadata);
 }
 
+fn write_optional_value(out: &mut Writer, value: Option<&Value>) {
+    match value {
+        None => out.u8(0),
+        Some(value) => {
+            out.u8(1);
+            write_value(out, value);
+        }
+    }
+}
+
+fn read_optional_value(
+    input: &mut Reader,
+    what: &'static str,
+) -> Result<Option<Value>, CodecError> {
+    match input.u8()? {
+        0 => Ok(None),
+        1 => Ok(Some(read_value(input)?)),
+        tag => Err(input.unknown(what, tag)),
+    }
+}
+
 pub fn read_table_schema(input: &mut Reader) -> Result<TableSchema, CodecError> {
+    let format = if input.bytes[input.offset..].starts_with(&SCHEMA_FORMAT_MARK.to_le_bytes()) {
+        input.u32()?;
+        let format = input.u16()?;
+        if !(2..=SCHEMA_FORMAT_NEWEST).contains(&format) {
+            return Err(CodecError::NewerFormat {
+                what: "table definition",
+                found: format,
+                newest: SCHEMA_FORMAT_NEWEST,
+            });
+        }
+        format
+    } else {
+        1
+    };
     let name = read_string(input)?;
     let count = input.count(14)?;
     if count > COLUMNS_MAX {
@@ -386,16 +447,18 @@ pub fn read_table_schema(input: &mut Reader) -> Result<TableSchema, CodecError> 
         let name = read_string(input)?;
         let column_type = read_column_type(input)?;
         let nullable = input.u8()? != 0;
-        let default = match input.u8()? {
-            0 => None,
-            1 => Some(read_value(input)?),
-            tag => return Err(input.unknown("default", tag)),
+        let default = read_optional_value(input, "default")?;
+        let added = if format >= 2 {
+            read_optional_value(input, "added column")?
+        } else {
+            None
         };
         columns.push(Column {
             name,
             column_type,
             nullable,
             default,
+            added,
         });
     }
     let primary_key = read_column_list(input)?;

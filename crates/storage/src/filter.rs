@@ -242,7 +242,7 @@ fn evaluate(filter: &Filter, layout: &RowLayout, fixed: &[u8], var: &[u8]) -> Tr
             *op,
             &layout.value(fixed, var, *right),
         ),
-        Filter::IsNull(column) => Truth::from_bool(layout.is_null(fixed, *column)),
+        Filter::IsNull(column) => Truth::from_bool(layout.is_null(fixed, var, *column)),
         Filter::Like { column, pattern } => match layout.value(fixed, var, *column) {
             Value::Bytes(text) => Truth::from_bool(collation(*column).like(&text, pattern)),
             _ => Truth::Unknown,

@@ -74,11 +74,6 @@ pub enum OperationError {
     NotFound { table: String },
     #[error("duplicate key in index `{index}` of table `{table}`")]
     Duplicate { table: String, index: String },
-    #[error(
-        "unique index `{index}` of table `{table}` can only be added while no row has a key \
-         in it; create it with the table"
-    )]
-    UniqueIndexNeedsEmptyTable { table: String, index: String },
     #[error("primary key column `{column}` of table `{table}` cannot be updated")]
     PrimaryKeyUpdate { table: String, column: String },
     #[error("table `{table}` has no index {index:?}")]
@@ -210,6 +205,17 @@ impl Partition {
             empty.add_index(index.id, index.schema.clone())?;
         }
         Ok(empty)
+    }
+
+    /// Takes the layout of the table's definition changed in place: every row stored here,
+    /// committed or pending, stays valid and reads alike under it.
+    pub fn change_layout(&mut self, layout: Arc<RowLayout>) {
+        assert!(
+            layout.reads_rows_of(&self.layout),
+            "table `{}` changed in a way its stored rows cannot follow",
+            self.layout.table()
+        );
+        self.layout = layout;
     }
 
     pub fn layout(&self) -> &Arc<RowLayout> {

@@ -5,11 +5,20 @@
 //!
 //! ```text
 //! fixed:    [null bitmap: 1 bit per column][fixed-size columns at fixed offsets]
-//! variable: [end offset (u32) of each variable column's bytes][the bytes]
+//! variable: [end offset (u32) of each variable column's bytes][the bytes][dynamic part]
+//! dynamic:  [carried: u16][null bitmap: 1 bit per carried column]
+//!           [end offset (u32) of each carried column's bytes][the bytes]
 //! ```
 //!
 //! All numbers are little-endian. Reading one column never decodes the others: fixed columns
 //! sit at known offsets, and variable column `k` spans `end[k-1]..end[k]` of the bytes.
+//!
+//! Columns added to a table in place (`Column::added`, NDB's dynamic attributes) live in the
+//! dynamic part, after every other column's bytes: the first `carried` added columns, each
+//! as its fixed-size slot or its variable bytes. A row written before a column was added
+//! does not carry it (or has no dynamic part at all) and reads the column's `added` value.
+//! So adding a column changes no stored row: every row's bytes stay valid under the new
+//! layout, in memory, in the REDO log and in checkpoints.
 
 use crate::codec::{write_bytes_value, write_value, Writer, INT_TAG, UINT_TAG};
 use crate::schema::{Column, TableSchema};
@@ -41,6 +50,10 @@ pub struct RowLayout {
     columns: Vec<Column>,
     /// Per column: byte offset in the fixed part, or the index among variable columns.
     places: Vec<Place>,
+    /// The columns in the fixed and variable parts; the rest are added columns.
+    base_columns: usize,
+    /// Per added column: what a row that does not carry it reads.
+    absent: Vec<Value>,
     null_bitmap_bytes: usize,
     fixed_bytes: usize,
     var_columns: usize,
@@ -53,6 +66,8 @@ pub struct RowLayout {
 enum Place {
     Fixed(usize),
     Variable(usize),
+    /// The k-th added column, in the dynamic part.
+    Dynamic(usize),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -71,20 +86,30 @@ enum WireColumn {
         offset: usize,
         column_type: ColumnType,
     },
+    /// An added column, sent through a `Value`.
+    Dynamic,
 }
 
 impl RowLayout {
     /// The layout of a validated schema.
     pub fn new(schema: &TableSchema) -> Self {
-        let null_bitmap_bytes = schema.columns.len().div_ceil(8);
+        let base_columns = schema.base_columns();
+        let null_bitmap_bytes = base_columns.div_ceil(8);
         let mut offset = null_bitmap_bytes;
         let mut var_columns = 0;
+        let absent: Vec<Value> = schema.columns[base_columns..]
+            .iter()
+            .map(|column| column.added.clone().unwrap_or(Value::Null))
+            .collect();
         let places = schema
             .columns
             .iter()
-            .map(|column| {
+            .enumerate()
+            .map(|(index, column)| {
                 let size = column.column_type.fixed_bytes();
-                if size == 0 {
+                if index >= base_columns {
+                    Place::Dynamic(index - base_columns)
+                } else if size == 0 {
                     var_columns += 1;
                     Place::Variable(var_columns - 1)
                 } else {
@@ -98,6 +123,7 @@ impl RowLayout {
             .zip(&schema.columns)
             .map(|(&place, column)| match (place, column.column_type) {
                 (Place::Variable(k), _) => WireColumn::Variable(k),
+                (Place::Dynamic(_), _) => WireColumn::Dynamic,
                 (Place::Fixed(offset), ColumnType::Int { bytes, signed }) => WireColumn::Int {
                     offset,
                     bytes,
@@ -114,11 +140,26 @@ impl RowLayout {
             columns: schema.columns.clone(),
             wire_columns,
             places,
+            base_columns,
+            absent,
             null_bitmap_bytes,
             fixed_bytes: offset,
             var_columns,
             primary_key: schema.primary_key.clone(),
         }
+    }
+
+    /// Whether every row `old` stored is a valid row of this layout, read alike: a table
+    /// changed in place (`TableSchema::in_place_change_from`).
+    pub fn reads_rows_of(&self, old: &RowLayout) -> bool {
+        let same_column = |(new, was): (&Column, &Column)| {
+            new.column_type == was.column_type && new.added == was.added
+        };
+        self.fixed_bytes == old.fixed_bytes
+            && self.base_columns == old.base_columns
+            && self.primary_key == old.primary_key
+            && self.columns.len() >= old.columns.len()
+            && self.columns.iter().zip(&old.columns).all(same_column)
     }
 
     /// Appends the primary key of a stored row to `key`: for each key column its fixed slot,
@@ -140,12 +181,19 @@ impl RowLayout {
         var: &[u8],
         key: &mut Vec<u8>,
     ) -> bool {
-        if columns.iter().any(|&column| self.is_null(fixed, column)) {
+        if columns
+            .iter()
+            .any(|&column| self.is_null(fixed, var, column))
+        {
             return false;
         }
         for &column in columns {
             let column_type = self.columns[column].column_type;
             match self.places[column] {
+                Place::Dynamic(_) => {
+                    let value = self.value(fixed, var, column);
+                    self.append_key_of_value(column, &value, key);
+                }
                 Place::Fixed(offset) if column_type.compares_bytewise() => {
                     key.extend_from_slice(&fixed[offset..offset + column_type.fixed_bytes()])
                 }
@@ -209,27 +257,32 @@ impl RowLayout {
             }
             check_value(column, value)?;
         }
-        let mut slot = [0u8; 256];
         for (&column, value) in columns.iter().zip(values) {
-            let column_type = self.columns[column].column_type;
-            match (self.places[column], value) {
-                (_, Value::Bytes(text)) if !column_type.compares_bytewise() => (column_type
-                    .collation())
-                .length_prefixed_weight_key(column_type.unpadded(text), key),
-                (Place::Fixed(_), _) => {
-                    let slot = &mut slot[..column_type.fixed_bytes()];
-                    slot.fill(0);
-                    write_fixed(column_type, value, slot);
-                    key.extend_from_slice(slot);
-                }
-                (Place::Variable(_), Value::Bytes(bytes)) => {
-                    key.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
-                    key.extend_from_slice(bytes);
-                }
-                (Place::Variable(_), _) => unreachable!("checked: variable columns hold bytes"),
-            }
+            self.append_key_of_value(column, value, key);
         }
         Ok(())
+    }
+
+    /// Appends the key form of a checked, non-null `value` of `column`: by its type, so a
+    /// key read from a row and one made of values agree wherever the column is stored.
+    fn append_key_of_value(&self, column: usize, value: &Value, key: &mut Vec<u8>) {
+        let column_type = self.columns[column].column_type;
+        match value {
+            Value::Bytes(text) if !column_type.compares_bytewise() => column_type
+                .collation()
+                .length_prefixed_weight_key(column_type.unpadded(text), key),
+            _ if column_type.fixed_bytes() > 0 => {
+                let mut slot = [0u8; 256];
+                let slot = &mut slot[..column_type.fixed_bytes()];
+                write_fixed(column_type, value, slot);
+                key.extend_from_slice(slot);
+            }
+            Value::Bytes(bytes) => {
+                key.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+                key.extend_from_slice(bytes);
+            }
+            _ => unreachable!("checked: variable columns hold bytes"),
+        }
     }
 
     /// Size of every row's fixed part.
@@ -239,26 +292,36 @@ impl RowLayout {
 
     /// Size of the variable part for `values` (after [`RowLayout::encode`] accepted them).
     pub fn var_bytes(&self, values: &[Value]) -> usize {
-        if self.var_columns == 0 {
-            return 0;
-        }
-        let data: usize = values
+        let bytes_of = |value: &Value| match value {
+            Value::Bytes(bytes) => bytes.len(),
+            _ => 0,
+        };
+        let base: usize = values[..self.base_columns]
             .iter()
             .zip(&self.places)
             .filter(|(_, place)| matches!(place, Place::Variable(_)))
-            .map(|(value, _)| {
-                if let Value::Bytes(bytes) = value {
-                    bytes.len()
-                } else {
-                    0
-                }
-            })
+            .map(|(value, _)| bytes_of(value))
             .sum();
-        4 * self.var_columns + data
+        let added = &values[self.base_columns..];
+        let dynamic = if added.is_empty() {
+            0
+        } else {
+            let data: usize = (added.iter().zip(&self.columns[self.base_columns..]))
+                .filter(|(value, _)| !value.is_null())
+                .map(|(value, column)| match column.column_type.fixed_bytes() {
+                    0 => bytes_of(value),
+                    size => size,
+                })
+                .sum();
+            2 + added.len().div_ceil(8) + 4 * added.len() + data
+        };
+        4 * self.var_columns + base + dynamic
     }
 
     /// Encodes a whole row. `fixed` must be [`RowLayout::fixed_bytes`] long; `var` is cleared
-    /// and filled. Nothing is written to `fixed` unless every value is valid.
+    /// and filled. Nothing is written to `fixed` unless every value is valid. `values` may
+    /// leave out added columns at the end (a writer that does not know them yet): the row
+    /// then does not carry them and reads their `added` values.
     pub fn encode(
         &self,
         values: &[Value],
@@ -270,7 +333,7 @@ impl RowLayout {
             self.fixed_bytes,
             "fixed part of the wrong size"
         );
-        if values.len() != self.columns.len() {
+        if !(self.base_columns..=self.columns.len()).contains(&values.len()) {
             return Err(RowError::ColumnCount {
                 table: self.table.clone(),
                 expected: self.columns.len(),
@@ -283,7 +346,8 @@ impl RowLayout {
         fixed.fill(0);
         var.clear();
         var.resize(4 * self.var_columns, 0);
-        for (index, (value, place)) in values.iter().zip(&self.places).enumerate() {
+        let (base, added) = values.split_at(self.base_columns);
+        for (index, (value, place)) in base.iter().zip(&self.places).enumerate() {
             if value.is_null() {
                 fixed[index / 8] |= 1 << (index % 8);
             }
@@ -300,27 +364,99 @@ impl RowLayout {
                     let end = (var.len() - 4 * self.var_columns) as u32;
                     var[4 * k..4 * k + 4].copy_from_slice(&end.to_le_bytes());
                 }
+                Place::Dynamic(_) => unreachable!("added columns follow the base columns"),
             }
+        }
+        if !added.is_empty() {
+            self.encode_dynamic(added, var);
         }
         Ok(())
     }
 
-    pub fn is_null(&self, fixed: &[u8], column: usize) -> bool {
+    /// Appends the dynamic part carrying `added` (checked values of the first added columns).
+    fn encode_dynamic(&self, added: &[Value], var: &mut Vec<u8>) {
+        var.extend_from_slice(&(added.len() as u16).to_le_bytes());
+        let bitmap_at = var.len();
+        var.resize(bitmap_at + added.len().div_ceil(8), 0);
+        let ends_at = var.len();
+        var.resize(ends_at + 4 * added.len(), 0);
+        let data_at = var.len();
+        let columns = &self.columns[self.base_columns..];
+        for (d, (value, column)) in added.iter().zip(columns).enumerate() {
+            let column_type = column.column_type;
+            match value {
+                Value::Null => var[bitmap_at + d / 8] |= 1 << (d % 8),
+                Value::Bytes(bytes) if column_type.fixed_bytes() == 0 => {
+                    var.extend_from_slice(bytes)
+                }
+                _ => {
+                    let slot_at = var.len();
+                    var.resize(slot_at + column_type.fixed_bytes(), 0);
+                    write_fixed(column_type, value, &mut var[slot_at..]);
+                }
+            }
+            let end = (var.len() - data_at) as u32;
+            var[ends_at + 4 * d..ends_at + 4 * d + 4].copy_from_slice(&end.to_le_bytes());
+        }
+    }
+
+    /// The bytes of added column `d` in a row: `None` when the row does not carry it (it
+    /// was written before the column was added), `Some(None)` when it holds NULL.
+    fn dynamic_slice<'a>(&self, var: &'a [u8], d: usize) -> Option<Option<&'a [u8]>> {
+        let start = match self.var_columns {
+            0 => 0,
+            k => 4 * k + end_at(var, k - 1),
+        };
+        let part = var.get(start..).filter(|part| !part.is_empty())?;
+        let carried = usize::from(u16::from_le_bytes([part[0], part[1]]));
+        if d >= carried {
+            return None;
+        }
+        if part[2 + d / 8] & (1 << (d % 8)) != 0 {
+            return Some(None);
+        }
+        let (ends, data) = part[2 + carried.div_ceil(8)..].split_at(4 * carried);
+        let begin = if d == 0 { 0 } else { end_at(ends, d - 1) };
+        Some(Some(&data[begin..end_at(ends, d)]))
+    }
+
+    /// Whether `column` of a stored row is NULL.
+    pub fn is_null(&self, fixed: &[u8], var: &[u8], column: usize) -> bool {
+        match self.places[column] {
+            Place::Dynamic(d) => match self.dynamic_slice(var, d) {
+                None => self.absent[d].is_null(),
+                Some(bytes) => bytes.is_none(),
+            },
+            _ => self.base_is_null(fixed, column),
+        }
+    }
+
+    #[inline(always)]
+    fn base_is_null(&self, fixed: &[u8], column: usize) -> bool {
         fixed[column / 8] & (1 << (column % 8)) != 0
     }
 
     /// Reads one column of a row this layout encoded.
     pub fn value(&self, fixed: &[u8], var: &[u8], column: usize) -> Value {
-        if self.is_null(fixed, column) {
+        let column_type = self.columns[column].column_type;
+        if let Place::Dynamic(d) = self.places[column] {
+            return match self.dynamic_slice(var, d) {
+                None => self.absent[d].clone(),
+                Some(None) => Value::Null,
+                Some(Some(bytes)) if column_type.fixed_bytes() == 0 => Value::Bytes(bytes.to_vec()),
+                Some(Some(slot)) => read_fixed(column_type, slot),
+            };
+        }
+        if self.base_is_null(fixed, column) {
             return Value::Null;
         }
-        let column_type = self.columns[column].column_type;
         match self.places[column] {
             Place::Fixed(offset) => read_fixed(
                 column_type,
                 &fixed[offset..offset + column_type.fixed_bytes()],
             ),
             Place::Variable(k) => Value::Bytes(self.var_slice(var, k).to_vec()),
+            Place::Dynamic(_) => unreachable!("answered above"),
         }
     }
 
@@ -354,7 +490,10 @@ impl RowLayout {
         let Some(&wire) = self.wire_columns.get(column) else {
             return write_value(out, &Value::Null);
         };
-        if self.is_null(fixed, column) {
+        if let WireColumn::Dynamic = wire {
+            return write_value(out, &self.value(fixed, var, column));
+        }
+        if self.base_is_null(fixed, column) {
             return write_value(out, &Value::Null);
         }
         match wire {
@@ -373,6 +512,7 @@ impl RowLayout {
                 offset,
                 column_type,
             } => write_value(out, &read_fixed(column_type, &fixed[offset..])),
+            WireColumn::Dynamic => unreachable!("answered above"),
         }
     }
 
@@ -387,12 +527,8 @@ impl RowLayout {
     fn var_slice<'a>(&self, var: &'a [u8], k: usize) -> &'a [u8] {
         // The variable part: each column's end offset (4 bytes), then the columns' bytes.
         let (ends, data) = var.split_at(4 * self.var_columns);
-        let end_at = |k: usize| {
-            let end: [u8; 4] = ends[4 * k..4 * k + 4].try_into().expect("4 bytes");
-            u32::from_le_bytes(end) as usize
-        };
-        let start = if k == 0 { 0 } else { end_at(k - 1) };
-        &data[start..end_at(k)]
+        let start = if k == 0 { 0 } else { end_at(ends, k - 1) };
+        &data[start..end_at(ends, k)]
     }
 
     pub fn table(&self) -> &str {
@@ -420,6 +556,13 @@ impl RowLayout {
     pub fn null_bitmap_bytes(&self) -> usize {
         self.null_bitmap_bytes
     }
+}
+
+/// The k-th end offset (u32) of a list of them.
+#[inline]
+fn end_at(ends: &[u8], k: usize) -> usize {
+    let end: [u8; 4] = ends[4 * k..4 * k + 4].try_into().expect("4 bytes");
+    u32::from_le_bytes(end) as usize
 }
 
 /// Whether `value` may be stored in `column`.

@@ -17,6 +17,11 @@ pub struct Column {
     /// Used when an insert gives no value; `None` means NULL (nullable columns) or "a value
     /// is required" (NOT NULL columns).
     pub default: Option<Value>,
+    /// `Some` for a column added to an existing table in place (ALTER TABLE ADD COLUMN,
+    /// NDB's online add column): it lives in each row's dynamic part, which rows written
+    /// before it existed lack, and such a row reads this value for it (NULL, or the
+    /// default it was added with). Added columns come after every other column.
+    pub added: Option<Value>,
 }
 
 impl Column {
@@ -26,7 +31,14 @@ impl Column {
             column_type,
             nullable: false,
             default: None,
+            added: None,
         }
+    }
+
+    /// The column as added in place to a table holding rows: those rows read `absent`.
+    pub fn added_with(mut self, absent: Value) -> Self {
+        self.added = Some(absent);
+        self
     }
 
     pub fn nullable(mut self) -> Self {
@@ -81,6 +93,8 @@ pub enum SchemaError {
         index: String,
         reason: String,
     },
+    #[error("column `{column}` of table `{table}` is added in place, so it must come after every column the table was created with and cannot be in the primary key")]
+    BadAddedColumn { table: String, column: String },
     #[error("default of column `{column}` of table `{table}`: {reason}")]
     BadDefault {
         table: String,
@@ -123,6 +137,7 @@ impl IndexSchema {
             .map(|&column| Column {
                 nullable: false,
                 default: None,
+                added: None,
                 ..table.columns[column].clone()
             })
             .collect();
@@ -231,9 +246,18 @@ impl TableSchema {
                 });
             }
         }
-        for column in &self.columns {
-            if let Some(default) = &column.default {
-                crate::row::check_value(column, default).map_err(|error| {
+        let base_columns = self.base_columns();
+        for (index, column) in self.columns.iter().enumerate() {
+            let misplaced = (column.added.is_some() && key.contains(&index))
+                || (column.added.is_none() && index >= base_columns);
+            if misplaced {
+                return Err(SchemaError::BadAddedColumn {
+                    table: table(),
+                    column: column.name.clone(),
+                });
+            }
+            for value in column.default.iter().chain(&column.added) {
+                crate::row::check_value(column, value).map_err(|error| {
                     SchemaError::BadDefault {
                         table: table(),
                         column: column.name.clone(),
@@ -243,6 +267,42 @@ impl TableSchema {
             }
         }
         Ok(())
+    }
+
+    /// Why `self` cannot replace `old` in place, if it cannot: a change in place leaves every
+    /// stored row's bytes valid (the same key and stored columns with the same types, a
+    /// NOT NULL column may become nullable, names and defaults may change, columns may be
+    /// added at the end), so no row is copied and operations made for `old` still apply.
+    pub fn in_place_change_from(&self, old: &TableSchema) -> Result<(), String> {
+        if self.primary_key != old.primary_key {
+            return Err("the primary key changes".into());
+        }
+        if self.columns.len() < old.columns.len() || self.base_columns() != old.base_columns() {
+            return Err("columns are dropped or moved".into());
+        }
+        for (new, was) in self.columns.iter().zip(&old.columns) {
+            if new.column_type != was.column_type || new.added != was.added {
+                return Err(format!("column `{}` changes its type", was.name));
+            }
+            if was.nullable && !new.nullable {
+                return Err(format!("column `{}` becomes NOT NULL", was.name));
+            }
+        }
+        match self.columns[old.columns.len()..]
+            .iter()
+            .find(|column| column.added.is_none())
+        {
+            Some(column) => Err(format!("column `{}` is not added in place", column.name)),
+            None => Ok(()),
+        }
+    }
+
+    /// The columns the table was created with (the others were added in place and follow).
+    pub fn base_columns(&self) -> usize {
+        self.columns
+            .iter()
+            .position(|column| column.added.is_some())
+            .unwrap_or(self.columns.len())
     }
 
     pub fn column_index(&self, name: &str) -> Option<usize> {

@@ -54,15 +54,13 @@ mod tests {
     fn body(name: &str) -> TableDefinitionBody {
         let schema = TableSchema {
             name: name.into(),
-            columns: vec![Column {
-                name: "id".into(),
-                column_type: ColumnType::Int {
+            columns: vec![Column::new(
+                "id",
+                ColumnType::Int {
                     bytes: 4,
                     signed: true,
                 },
-                nullable: false,
-                default: None,
-            }],
+            )],
             primary_key: vec![0],
             extra_metadata: Vec::new(),
         };

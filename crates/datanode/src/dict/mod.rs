@@ -8,7 +8,12 @@
 //! of each definition it publishes, so that any of them can take its place.
 //!
 //! Every change bumps the table's schema version. Operations carry the version their
-//! client knows; a data manager refuses an old one (error 241), as NDB does.
+//! client knows; a data manager refuses one older than the table's `oldest_version`
+//! (error 241), as NDB does. A change in place (ALTER TABLE that renames, sets defaults or
+//! adds columns at the end; a new index) leaves every stored row and every operation made
+//! for the versions before valid, so it keeps `oldest_version`: transactions running
+//! across it go on, and their clients hear of the new version from the coordinators
+//! (`TableChanged`). Dropping an index moves `oldest_version` up to the new version.
 //!
 //! Each unique index gets an *index table* (`IndexSchema::index_table`), published before
 //! the table that uses it and dropped with it. Clients never see index tables.
@@ -24,8 +29,8 @@ use std::sync::Arc;
 use kista_runtime::io::FileReply;
 use kista_runtime::{Block, Context};
 use kista_signal::{BlockAddress, NodeId, Signal, TypedSignal};
-use kista_storage::codec::{read_index_schema, Reader};
-use kista_storage::schema::{IndexKind, IndexSchema, TableSchema, EXTRA_METADATA_BYTES_MAX};
+use kista_storage::codec::{read_index_schema, read_table_schema, Reader};
+use kista_storage::schema::{IndexKind, IndexSchema, TableSchema};
 
 use crate::cluster::{ClusterShape, NodeSet};
 use crate::node::NodeSettings;
@@ -48,6 +53,9 @@ pub const INDEXES_PER_TABLE_MAX: usize = 64;
 
 struct DictTable {
     version: u32,
+    /// The earliest version whose operations still apply (see the module's comment). Not
+    /// kept on disk: after a start from disk it is `version`.
+    oldest_version: u32,
     definition: Definition,
     next_index_id: u32,
     /// For an index table: the table whose unique index it holds.
@@ -89,6 +97,9 @@ struct SchemaChange {
     previous: Option<(Definition, u32)>,
     /// Index tables made for the change, dropped again if it fails.
     new_index_tables: Vec<u32>,
+    /// Once applied, every coordinator must see the transactions open then end before the
+    /// client hears (a unique index to build: none of them keeps its entries).
+    drain_after: bool,
 }
 
 pub struct Dictionary {
@@ -207,12 +218,7 @@ impl Dictionary {
             return refuse(self, ctx, ErrorCode::BadSchema, error.to_string());
         }
         let name = &definition.schema.name;
-        if self
-            .tables
-            .values()
-            .filter(|t| t.index_of.is_none())
-            .any(|t| t.definition.schema.name.eq_ignore_ascii_case(name))
-        {
+        if self.client_table_named(name).is_some() {
             return refuse(
                 self,
                 ctx,
@@ -261,6 +267,7 @@ impl Dictionary {
             table_id,
             DictTable {
                 version: 1,
+                oldest_version: 1,
                 definition: Definition::new(definition),
                 next_index_id,
                 index_of: None,
@@ -297,6 +304,7 @@ impl Dictionary {
             index_table,
             DictTable {
                 version: 1,
+                oldest_version: 1,
                 definition: Definition::new(definition),
                 next_index_id: 1,
                 index_of: Some(table_id),
@@ -304,6 +312,13 @@ impl Dictionary {
         );
         self.publish(ctx, BlockAddress::from_word(0), 0, index_table, None, None);
         index_table
+    }
+
+    /// The client table called `name` (case-insensitive).
+    fn client_table_named(&self, name: &str) -> Option<&DictTable> {
+        self.tables.values().find(|table| {
+            table.index_of.is_none() && table.definition.schema.name.eq_ignore_ascii_case(name)
+        })
     }
 
     /// A table a client may name (index tables are the dictionary's own).
@@ -378,6 +393,9 @@ impl Dictionary {
         table.definition.change(|definition| {
             definition.indexes.push((index_id, index));
             (definition.index_tables).extend(index_table.map(|t| (index_id, t)));
+            // The client fills a unique index's table from the rows there are, then says
+            // so (`index_built`); until then nobody reads through it.
+            (definition.building).extend(index_table.map(|_| index_id));
         });
         let reply = Reply::IndexCreated {
             index_id,
@@ -393,6 +411,7 @@ impl Dictionary {
         );
         if let Some(change) = self.changes.get_mut(&change_id) {
             change.new_index_tables.extend(index_table);
+            change.drain_after = index_table.is_some();
         }
     }
 
@@ -449,8 +468,11 @@ impl Dictionary {
         table.definition.change(|definition| {
             definition.indexes.remove(position);
             (definition.index_tables).retain(|&(index, _)| index != request.index_id);
+            (definition.building).retain(|&index| index != request.index_id);
         });
         table.version += 1;
+        // An operation made before may name the index.
+        table.oldest_version = table.version;
         let reply = Reply::IndexDropped {
             version: table.version,
         };
@@ -468,42 +490,46 @@ impl Dictionary {
         }
     }
 
-    /// Replaces a table's extra metadata, if the client saw its current version.
+    /// Changes a table in place, if the client saw its current version.
     fn alter_table(&mut self, ctx: &mut Context, request: AlterTableRequest) {
-        let metadata = ctx.section().map(|b| b.to_vec()).unwrap_or_default();
+        let schema = ctx.section().map(|bytes| {
+            let mut input = Reader::new(&bytes);
+            read_table_schema(&mut input).and_then(|schema| input.finish().map(|()| schema))
+        });
+        let table = (self.tables.get(&request.table_id)).filter(|table| table.index_of.is_none());
+        let refusal = match (schema, table) {
+            (_, None) => {
+                let (client, id) = (request.client, request.request_id);
+                return self.no_such_table(ctx, client, id, request.table_id);
+            }
+            (None, _) => Err((ErrorCode::BadRequest, "table definition missing".into())),
+            (Some(Err(error)), _) => {
+                Err((ErrorCode::BadRequest, format!("table definition: {error}")))
+            }
+            (Some(Ok(schema)), Some(table)) => {
+                self.check_alter(&request, table, &schema).map(|()| schema)
+            }
+        };
+        let schema = match refusal {
+            Ok(schema) => schema,
+            Err((code, message)) => {
+                return self.refuse(ctx, request.client, request.request_id, code, &message)
+            }
+        };
         let Some(table) = self.client_table(request.table_id) else {
-            return self.no_such_table(ctx, request.client, request.request_id, request.table_id);
+            return;
         };
-        let refusal = if table.version != request.schema_version {
-            Some((
-                ErrorCode::SchemaVersion,
-                format!(
-                    "table {} is at schema version {}, not {}",
-                    request.table_id, table.version, request.schema_version
-                ),
-            ))
-        } else if metadata.len() > EXTRA_METADATA_BYTES_MAX {
-            Some((
-                ErrorCode::BadSchema,
-                format!(
-                    "{} bytes of extra metadata; at most {EXTRA_METADATA_BYTES_MAX} are allowed",
-                    metadata.len()
-                ),
-            ))
-        } else {
-            None
-        };
-        if let Some((code, message)) = refusal {
-            return self.refuse(ctx, request.client, request.request_id, code, &message);
-        }
         table
             .definition
-            .change(|definition| definition.schema.extra_metadata = metadata);
+            .change(|definition| definition.schema = schema);
         table.version += 1;
+        if request.refuses_older != 0 {
+            table.oldest_version = table.version;
+        }
         let reply = Reply::TableAltered {
             version: table.version,
         };
-        // No way back once sent: an instance cannot fail to take new metadata.
+        // No way back once sent: an instance cannot fail to take a change in place.
         self.publish(
             ctx,
             request.client,
@@ -512,6 +538,85 @@ impl Dictionary {
             Some(reply),
             None,
         );
+    }
+
+    /// Why `table` cannot become `schema` in place, if it cannot.
+    fn check_alter(
+        &self,
+        request: &AlterTableRequest,
+        table: &DictTable,
+        schema: &TableSchema,
+    ) -> Result<(), (ErrorCode, String)> {
+        let current = &table.definition.schema;
+        if table.version != request.schema_version {
+            let message = format!(
+                "table {} is at schema version {}, not {}",
+                request.table_id, table.version, request.schema_version
+            );
+            return Err((ErrorCode::SchemaVersion, message));
+        }
+        let bad = |message: String| (ErrorCode::BadSchema, message);
+        schema.validate().map_err(|error| bad(error.to_string()))?;
+        schema.in_place_change_from(current).map_err(|reason| {
+            bad(format!(
+                "table `{}` cannot change in place: {reason}",
+                current.name
+            ))
+        })?;
+        let renamed = !schema.name.eq_ignore_ascii_case(&current.name);
+        if renamed && self.client_table_named(&schema.name).is_some() {
+            return Err(bad(format!("table `{}` exists already", schema.name)));
+        }
+        Ok(())
+    }
+
+    /// Has every live coordinator answer once the transactions open now ended, then answers
+    /// the client of `change` (applied by every instance).
+    fn drain_coordinators(&mut self, ctx: &mut Context, id: u64, mut change: SchemaChange) {
+        let coordinators: Vec<BlockAddress> = self
+            .members()
+            .flat_map(|node| node.tc_addresses())
+            .collect();
+        for &tc in &coordinators {
+            ctx.send_typed(tc, &DrainTransactions { request_id: id });
+        }
+        change.awaiting = coordinators;
+        change.drain_after = false;
+        self.changes.insert(id, change);
+    }
+
+    fn drained(&mut self, ctx: &mut Context, drained: TransactionsDrained, from: BlockAddress) {
+        let Some(change) = self.changes.get_mut(&drained.request_id) else {
+            return;
+        };
+        change.awaiting.retain(|&block| block != from);
+        if change.awaiting.is_empty() {
+            self.change_applied(ctx, drained.request_id);
+        }
+    }
+
+    /// A client filled unique index `index_id`: reads may go through it from now on.
+    fn index_built(&mut self, ctx: &mut Context, request: IndexBuiltRequest) {
+        let Some(table) = self.client_table(request.table_id) else {
+            return self.no_such_table(ctx, request.client, request.request_id, request.table_id);
+        };
+        if !table.definition.is_building(request.index_id) {
+            let message = format!(
+                "table {} has no index {} being built",
+                request.table_id, request.index_id
+            );
+            let (client, id) = (request.client, request.request_id);
+            return self.refuse(ctx, client, id, ErrorCode::BadSchema, &message);
+        }
+        table
+            .definition
+            .change(|definition| (definition.building).retain(|&index| index != request.index_id));
+        table.version += 1;
+        let reply = Reply::TableAltered {
+            version: table.version,
+        };
+        let (client, id) = (request.client, request.request_id);
+        self.publish(ctx, client, id, request.table_id, Some(reply), None);
     }
 
     /// Drops an index table; nobody waits for it (its table's change answers the client).
@@ -538,6 +643,7 @@ impl Dictionary {
         let dropped = table.is_none();
         let body = table.map_or(Vec::new(), |table| table.definition.encoded().to_vec());
         let version = table.map_or(0, |table| table.version);
+        let oldest_version = table.map_or(0, |table| table.oldest_version);
         let here = ctx.address();
         let mut receivers: Vec<BlockAddress> = self
             .members()
@@ -562,6 +668,7 @@ impl Dictionary {
                 request_id: change_id,
                 table_id,
                 schema_version: version,
+                oldest_version,
                 partitions: self.partitions_per_table(),
                 dropped: dropped.into(),
                 index_of,
@@ -582,6 +689,7 @@ impl Dictionary {
                 reply,
                 previous,
                 new_index_tables: Vec::new(),
+                drain_after: false,
             },
         );
         change_id
@@ -614,6 +722,7 @@ impl Dictionary {
                     let next_index_id = body.indexes.iter().map(|(id, _)| id + 1).max();
                     let table = DictTable {
                         version: definition.schema_version,
+                        oldest_version: definition.oldest_version,
                         definition: Definition::new(body),
                         next_index_id: next_index_id.unwrap_or(1),
                         index_of: (definition.index_of != 0).then_some(definition.index_of),
@@ -769,14 +878,11 @@ impl Dictionary {
                 self.drop_index_table(ctx, index_table);
             }
             let code = ErrorCode::from_u32(code).unwrap_or(ErrorCode::BadSchema);
-            let message = match code {
-                ErrorCode::UniqueIndexNeedsEmptyTable => "a unique index can be added only \
-                    while no row has a key in it (filling it from existing rows is not \
-                    supported yet); create it with the table"
-                    .to_string(),
-                _ => format!("a data manager could not apply the change ({code:?})"),
-            };
+            let message = format!("a data manager could not apply the change ({code:?})");
             return self.refuse(ctx, change.client, change.client_request, code, &message);
+        }
+        if change.drain_after {
+            return self.drain_coordinators(ctx, id, change);
         }
         let client = change.client;
         let request_id = change.client_request;
@@ -826,7 +932,8 @@ impl Block for Dictionary {
             || number == CreateIndexRequest::NUMBER
             || number == DropTableRequest::NUMBER
             || number == DropIndexRequest::NUMBER
-            || number == AlterTableRequest::NUMBER;
+            || number == AlterTableRequest::NUMBER
+            || number == IndexBuiltRequest::NUMBER;
         if is_client_request && self.is_starting() {
             if let Some((client, request_id)) = relay::client_of(signal) {
                 let message = "the cluster is starting from disk: schema changes wait";
@@ -859,6 +966,10 @@ impl Block for Dictionary {
             DropIndexRequest::from_signal(signal).map(|r| self.drop_index(ctx, r))
         } else if number == AlterTableRequest::NUMBER {
             AlterTableRequest::from_signal(signal).map(|r| self.alter_table(ctx, r))
+        } else if number == IndexBuiltRequest::NUMBER {
+            IndexBuiltRequest::from_signal(signal).map(|r| self.index_built(ctx, r))
+        } else if number == TransactionsDrained::NUMBER {
+            TransactionsDrained::from_signal(signal).map(|d| self.drained(ctx, d, signal.sender()))
         } else if number == TableLookupRequest::NUMBER {
             TableLookupRequest::from_signal(signal).map(|r| self.look_up_table(ctx, r))
         } else if number == TableListRequest::NUMBER {

@@ -55,7 +55,8 @@ pub fn client_of(request: &Signal) -> Option<(BlockAddress, u64)> {
         CreateIndexRequest,
         DropTableRequest,
         DropIndexRequest,
-        AlterTableRequest
+        AlterTableRequest,
+        IndexBuiltRequest
     )
 }
 
@@ -83,7 +84,8 @@ impl Relays {
             CreateIndexRequest,
             DropTableRequest,
             DropIndexRequest,
-            AlterTableRequest
+            AlterTableRequest,
+            IndexBuiltRequest
         );
         let Some(((client, request_id), forwarded)) = passed else {
             unreachable!("only client schema requests are passed on");

@@ -158,6 +158,7 @@ impl Dictionary {
                 request_id,
                 table_id,
                 schema_version: table.version,
+                oldest_version: table.oldest_version,
                 partitions: self.partitions_per_table(),
                 dropped: 0,
                 index_of: table.index_of.unwrap_or(0),

@@ -482,6 +482,7 @@ impl Dictionary {
                 let next_index_id = saved.definition.indexes.iter().map(|(id, _)| id + 1).max();
                 let table = DictTable {
                     version: saved.version,
+                    oldest_version: saved.version,
                     definition: Definition::new(saved.definition),
                     next_index_id: next_index_id.unwrap_or(1),
                     index_of: saved.index_of,

@@ -458,7 +458,7 @@ impl Running {
         };
         let place = RowPlace {
             table_id,
-            table_version: table.schema_version,
+            table_version: table.versions.current,
             partition: partition_id,
         };
         let partition = partition

@@ -191,6 +191,9 @@ pub struct TableDefinitionBody {
     /// (unique index id, id of the table holding its entries). The dictionary fills it in;
     /// a client's request leaves it empty.
     pub index_tables: Vec<(u32, u32)>,
+    /// Unique indexes being built: writes keep their entries, but they hold no entry for
+    /// some rows yet, so nothing reads through them (`IndexBuiltRequest`).
+    pub building: Vec<u32>,
 }
 
 impl TableDefinitionBody {
@@ -200,7 +203,13 @@ impl TableDefinitionBody {
             schema,
             indexes,
             index_tables: Vec::new(),
+            building: Vec::new(),
         }
+    }
+
+    /// Whether index `index_id` is being built (see [`TableDefinitionBody::building`]).
+    pub fn is_building(&self, index_id: u32) -> bool {
+        self.building.contains(&index_id)
     }
 
     /// The table holding the entries of unique index `index_id`.
@@ -224,6 +233,13 @@ impl TableDefinitionBody {
             writer.u32(index);
             writer.u32(table);
         }
+        // Only while an index is built: a definition without is read by earlier builds.
+        if !self.building.is_empty() {
+            writer.u32(self.building.len() as u32);
+            for &index in &self.building {
+                writer.u32(index);
+            }
+        }
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
@@ -245,11 +261,21 @@ impl TableDefinitionBody {
         let index_tables = (0..count)
             .map(|_| Ok((input.u32()?, input.u32()?)))
             .collect::<Result<_, CodecError>>()?;
+        let building = if input.remaining() == 0 {
+            Vec::new()
+        } else {
+            let count = input.u32()? as usize;
+            if count.saturating_mul(4) > input.remaining() {
+                return Err(invalid("building index count", &input));
+            }
+            (0..count).map(|_| input.u32()).collect::<Result<_, _>>()?
+        };
         input.finish()?;
         Ok(Self {
             schema,
             indexes,
             index_tables,
+            building,
         })
     }
 }
@@ -654,6 +680,46 @@ mod tests {
         assert_eq!(bytes.len(), 2 * TakeoverReportBody::ENTRY_BYTES);
         assert_eq!(TakeoverReportBody::decode(&bytes, 2), parts);
         assert_eq!(TakeoverReportBody::decode(&bytes[..40], 2), parts[..1]);
+    }
+
+    #[test]
+    fn a_definition_lists_the_indexes_being_built_only_while_there_are_some() {
+        use kista_storage::schema::{Column, IndexKind, TableSchema};
+        use kista_storage::types::ColumnType;
+        let schema = TableSchema {
+            extra_metadata: Vec::new(),
+            name: "db/t".into(),
+            columns: vec![Column::new("id", ColumnType::signed(4))],
+            primary_key: vec![0],
+        };
+        let index = IndexSchema {
+            name: "u".into(),
+            kind: IndexKind::Unique,
+            columns: vec![0],
+        };
+        let mut definition = TableDefinitionBody::new(schema, vec![(1, index)]);
+        definition.index_tables.push((1, 9));
+        let mut built = Vec::new();
+        definition.encode(&mut built);
+        definition.building.push(1);
+        let mut building = Vec::new();
+        definition.encode(&mut building);
+        assert_eq!(
+            building.len(),
+            built.len() + 8,
+            "a count and an id, after the rest"
+        );
+        assert_eq!(TableDefinitionBody::decode(&building).unwrap(), definition);
+        assert!(TableDefinitionBody::decode(&built)
+            .unwrap()
+            .building
+            .is_empty());
+        for cut in built.len() + 1..building.len() {
+            assert!(
+                TableDefinitionBody::decode(&building[..cut]).is_err(),
+                "cut at {cut}"
+            );
+        }
     }
 
     fn parts(body: KeyBodyRef) -> (Vec<u8>, Vec<u16>) {

@@ -55,6 +55,8 @@ pub fn check_client_signal(signal: &Signal, client_node: NodeId) -> Result<(), S
             DropIndexRequest::from_signal(signal).map(|s| s.client)
         } else if number == AlterTableRequest::NUMBER {
             AlterTableRequest::from_signal(signal).map(|s| s.client)
+        } else if number == IndexBuiltRequest::NUMBER {
+            IndexBuiltRequest::from_signal(signal).map(|s| s.client)
         } else if number == TableLookupRequest::NUMBER {
             TableLookupRequest::from_signal(signal).map(|s| s.client)
         } else if number == TableListRequest::NUMBER {

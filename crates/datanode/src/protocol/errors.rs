@@ -68,8 +68,6 @@ error_codes! {
     BadSchema = 4_256, Permanent;
     /// A value, key, filter or request does not fit the table.
     BadRequest = 4_257, Permanent;
-    /// A unique index can be added only to a table with no keys for it yet.
-    UniqueIndexNeedsEmptyTable = 4_260, Permanent;
     /// The transaction is not in a state that accepts this request.
     BadTransactionState = 4_258, Permanent;
     /// A data node the transaction used failed; the transaction was aborted.

@@ -382,11 +382,14 @@ typed_signal! {
     DropIndexConf = 114 { request_id: u64, schema_version: u32, }
 }
 typed_signal! {
-    /// Replaces a table's extra metadata (what the layer above keeps with it), if the table
-    /// is still at `schema_version` (else error 241: someone changed it meanwhile); the
-    /// table's version moves on, so every client's next operation on it learns of the
-    /// change. Section: the new extra metadata.
-    AlterTableRequest = 115 { request_id: u64, client: BlockAddress, table_id: u32, schema_version: u32, }
+    /// Changes a table in place (`TableSchema::in_place_change_from`: its name, columns'
+    /// names and defaults, columns added at the end, its extra metadata), if the table is
+    /// still at `schema_version` (else error 241: someone changed it meanwhile). The
+    /// table's version moves on. Operations made for an earlier version still apply, and
+    /// their clients hear of the change (`TableChanged`), unless `refuses_older` is 1 (a
+    /// change every client must see before its next operation, such as a trigger's).
+    /// Section: the new `TableSchema`.
+    AlterTableRequest = 115 { request_id: u64, client: BlockAddress, table_id: u32, schema_version: u32, refuses_older: u32, }
 }
 typed_signal! {
     AlterTableConf = 116 { request_id: u64, schema_version: u32, }
@@ -400,7 +403,31 @@ typed_signal! {
     /// `tc` instance and every other dictionary of the cluster. `index_of`: for an index
     /// table, the table whose unique index it holds (0 for a table of its own). Section: a
     /// `TableDefinitionBody` (none when `dropped`).
-    TableDefinition = 107 { request_id: u64, table_id: u32, schema_version: u32, partitions: u32, dropped: u32, index_of: u32, }
+    /// `oldest_version`: the earliest version whose operations still apply (the table
+    /// changed only in place since).
+    TableDefinition = 107 { request_id: u64, table_id: u32, schema_version: u32, oldest_version: u32, partitions: u32, dropped: u32, index_of: u32, }
+}
+typed_signal! {
+    /// Unique index `index_id` of a table holds an entry for every row: clients may read
+    /// through it from the table's new version on. The client that asked for the index
+    /// filled it (the dictionary answered `CreateIndexConf` once every transaction begun
+    /// before the index existed had ended, so every later write keeps its entries). Answer:
+    /// `AlterTableConf`.
+    IndexBuiltRequest = 118 { request_id: u64, client: BlockAddress, table_id: u32, index_id: u32, }
+}
+typed_signal! {
+    /// The dictionary asks a coordinator to answer once every transaction open now has
+    /// ended (a unique index being built: none of them keeps its entries).
+    DrainTransactions = 127 { request_id: u64, }
+}
+typed_signal! {
+    TransactionsDrained = 128 { request_id: u64, }
+}
+typed_signal! {
+    /// A coordinator tells a client that sent an operation for an earlier version of a
+    /// table, changed in place since, that it is at `schema_version` now: the client opens
+    /// it again when it next starts a statement.
+    TableChanged = 117 { table_id: u32, schema_version: u32, }
 }
 typed_signal! {
     /// `code` 0: applied. Otherwise an `ErrorCode` (e.g. memory to build an index).

@@ -40,6 +40,7 @@ impl TransactionCoordinator {
         let Some(table) = self.tables.get(&request.table_id) else {
             return ReadHere::NotTaken;
         };
+        table.tell_if_changed(ctx, request);
         let answer = ReadAnswer {
             client: request.client,
             client_tx: request.client_tx,

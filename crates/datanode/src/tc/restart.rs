@@ -11,21 +11,13 @@
 //! (error 4035), and number their transactions with the generation they joined in, so
 //! none is mistaken for one of the node's earlier life that a takeover may still resolve.
 
-use rustc_hash::FxHashSet;
-
 use kista_runtime::Context;
 use kista_signal::{BlockAddress, NodeId};
 
+use super::drain::Waiter;
 use super::TransactionCoordinator;
 use crate::cluster::NodeSet;
 use crate::protocol::*;
-
-/// An `AddStartingReplica` waiting for the transactions begun before it.
-pub(super) struct Drain {
-    restart: u32,
-    master: BlockAddress,
-    open: FxHashSet<u64>,
-}
 
 impl TransactionCoordinator {
     /// Whether this coordinator's node serves clients: not while it restarts.
@@ -73,38 +65,11 @@ impl TransactionCoordinator {
         // takeover still running holds back the answer below).
         self.failed_nodes.remove(node);
         self.arrange_chains();
-        self.drain = Some(Drain {
+        let waiter = Waiter::Restart {
             restart: add.restart,
             master,
-            open: self.transactions.keys().copied().collect(),
-        });
-        self.drained(ctx, None);
-    }
-
-    /// Notes that transaction `ended` ended; answers a pending `AddStartingReplica` once
-    /// every transaction begun before it has, and no takeover runs.
-    pub(super) fn drained(&mut self, ctx: &mut Context, ended: Option<u64>) {
-        let Some(drain) = &mut self.drain else {
-            return;
         };
-        if let Some(id) = ended {
-            drain.open.remove(&id);
-        }
-        if !drain.open.is_empty() || self.takeover.is_some() {
-            return;
-        }
-        let added = StartingReplicaAdded {
-            restart: drain.restart,
-        };
-        ctx.send_typed(drain.master, &added);
-        self.drain = None;
-    }
-
-    /// Makes a pending `AddStartingReplica` wait for transaction `id` too.
-    pub(super) fn drain_also(&mut self, id: u64) {
-        if let Some(drain) = &mut self.drain {
-            drain.open.insert(id);
-        }
+        self.drain(ctx, waiter);
     }
 
     pub(super) fn node_started(&mut self, started: NodeStarted) {
@@ -129,7 +94,7 @@ impl TransactionCoordinator {
         self.started_nodes = self.started_nodes.minus(lost);
         if !self.starting_nodes.is_empty() {
             self.starting_nodes = NodeSet::EMPTY;
-            self.drain = None;
+            (self.drains).retain(|drain| !matches!(drain.waiter, Waiter::Restart { .. }));
         }
     }
 }

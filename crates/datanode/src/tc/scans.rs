@@ -125,6 +125,9 @@ impl TransactionCoordinator {
             let message = format!("no table {}", request.table_id);
             return refuse(ctx, Some(section), ErrorCode::NoSuchTable, message);
         };
+        if request.schema_version < table.schema_version {
+            table.tell_changed(ctx, request.client, request.table_id);
+        }
         let id = self.next_scan;
         self.next_scan += 1;
         let here = ctx.address();

@@ -29,6 +29,9 @@ pub(super) struct UniqueIndexRoute {
     /// Columns in the key: the entry's primary-key column follows them.
     pub(super) key_columns: u16,
     pub(super) index_table: u32,
+    /// Being built: rows may lack their entries, so nothing reads through it, and a write
+    /// that removes an entry not made yet removes nothing.
+    pub(super) building: bool,
 }
 
 impl TcTable {
@@ -216,9 +219,9 @@ fn unique_lookup_of(
     request: &KeyRequest,
     body: &[u8],
 ) -> Result<(UniqueLookup, Vec<u8>, u32), (ErrorCode, String)> {
-    let Some(route) = table.unique_route(request.index_id) else {
+    let Some(route) = table.unique_route(request.index_id).filter(|r| !r.building) else {
         let message = format!(
-            "table `{}` has no unique index {}",
+            "table `{}` has no unique index {} (built)",
             table.name, request.index_id
         );
         return Err((ErrorCode::BadRequest, message));

@@ -608,11 +608,7 @@ impl Node {
 
     /// Creates the `counters` table (no indexes).
     pub fn create_counters(&mut self) -> (u32, u32) {
-        let definition = TableDefinitionBody {
-            schema: counters(),
-            indexes: vec![],
-            index_tables: vec![],
-        };
+        let definition = TableDefinitionBody::new(counters(), vec![]);
         self.create_table(&definition).expect("created")
     }
 
@@ -631,18 +627,12 @@ impl Node {
 
 /// `schema` with one unique index, `name`, on `column` (index id 1 once created).
 pub fn with_unique_index(schema: TableSchema, name: &str, column: usize) -> TableDefinitionBody {
-    TableDefinitionBody {
-        schema,
-        indexes: vec![(
-            0,
-            IndexSchema {
-                name: name.into(),
-                kind: IndexKind::Unique,
-                columns: vec![column],
-            },
-        )],
-        index_tables: vec![],
-    }
+    let index = IndexSchema {
+        name: name.into(),
+        kind: IndexKind::Unique,
+        columns: vec![column],
+    };
+    TableDefinitionBody::new(schema, vec![(0, index)])
 }
 
 pub fn primary_key(schema: &TableSchema, values: &[Value]) -> Vec<u8> {

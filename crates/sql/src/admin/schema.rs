@@ -66,6 +66,21 @@ pub(super) fn run(session: &mut Session, statement: &Statement) -> SqlResult<Opt
             create_view(session, name, query, *or_replace)
         }
         Statement::CreateIndex(create) => create_index(session, create),
+        Statement::AlterTable {
+            name,
+            if_exists,
+            operations,
+            ..
+        } => alter_table(session, name, *if_exists, operations),
+        Statement::RenameTable(renames) => {
+            for rename in renames {
+                let operation = ast::AlterTableOperation::RenameTable {
+                    table_name: ast::RenameTableNameKind::To(rename.new_name.clone()),
+                };
+                alter_table(session, &rename.old_name, false, &[operation])?;
+            }
+            Ok(Outcome::done())
+        }
         Statement::Truncate { table_names, .. } => {
             for target in table_names {
                 truncate(session, &target.name)?;
@@ -127,6 +142,33 @@ fn create_index(session: &mut Session, create: &ast::CreateIndex) -> SqlResult<O
         .client()
         .create_index(&table.table, index)
         .map_err(SqlError::from)?;
+    Ok(Outcome::done())
+}
+
+/// `ALTER TABLE` (and `RENAME TABLE`): in place, while the table serves (`ddl/alter.rs`).
+fn alter_table(
+    session: &mut Session,
+    name: &ast::ObjectName,
+    if_exists: bool,
+    operations: &[ast::AlterTableOperation],
+) -> SqlResult<Outcome> {
+    let (database, table_name) = split_name(session, name)?;
+    let table = match session.catalog.table(&database, &table_name) {
+        Err(error) if error.code == 1146 && if_exists => return Ok(Outcome::done()),
+        other => other?,
+    };
+    let target = |name: &ast::ObjectName| -> SqlResult<String> {
+        let (database, table) = split_name(session, name)?;
+        check_name("table", &table)?;
+        if !session.catalog.database_exists(&database)? {
+            return Err(SqlError::unknown_database(&database));
+        }
+        Ok(cluster_name(&database, &table))
+    };
+    let no_variable = |_: &str| None;
+    let ctx = session.eval_context(&[], &[], &no_variable);
+    let plan = ddl::alter::plan(&table, operations, &target, &ctx)?;
+    session.catalog.alter_table(&table, plan)?;
     Ok(Outcome::done())
 }
 

@@ -112,7 +112,7 @@ fn invalid_default(column: &str) -> SqlError {
 }
 
 /// A computed default's or ON UPDATE's SQL text bound as an expression over no row.
-fn bind(sql: &str) -> SqlResult<Expr> {
+pub(super) fn bind(sql: &str) -> SqlResult<Expr> {
     let parsed = Parser::new(&KistaDialect)
         .try_with_sql(sql)
         .and_then(|mut parser| parser.parse_expr())

@@ -9,6 +9,7 @@
 //! catalog. SQL never sees it: no name binds to it, `*` and every listing of columns and
 //! indexes leave it out, and INSERT fills it.
 
+pub mod alter;
 mod defaults;
 mod key_parts;
 
@@ -362,12 +363,22 @@ fn column_default(
             _ => None,
         });
     };
+    fitted_default(column, declared.extras.sql_type.as_ref(), expr).map(Some)
+}
+
+/// A constant DEFAULT fitted to its column (of SQL type `sql_type` where storage has none),
+/// else 1067.
+fn fitted_default(
+    column: &Column,
+    sql_type: Option<&SqlType>,
+    expr: &ast::Expr,
+) -> SqlResult<Value> {
     let value = default_value(expr, &column.name, column.nullable)?;
-    let fitted = match &declared.extras.sql_type {
+    let fitted = match sql_type {
         Some(sql_type) => sql_type.coerce(&value, &column.name),
         None => coerce(&value, column.column_type, &column.name),
     };
-    fitted.map(Some).map_err(|_| invalid_default(&column.name))
+    fitted.map_err(|_| invalid_default(&column.name))
 }
 
 /// A column's SQL type where storage has none of its own, and the storage type that holds
@@ -490,23 +501,7 @@ fn constraint_indexes(
                 schema.primary_key = key_parts::columns(columns, schema, extras, true)?;
                 continue;
             }
-            TableConstraint::Unique {
-                name,
-                index_name,
-                columns,
-                ..
-            } => (
-                index_name.as_ref().or(name.as_ref()),
-                IndexKind::Unique,
-                columns,
-            ),
-            TableConstraint::Index { name, columns, .. } => {
-                (name.as_ref(), IndexKind::Ordered, columns)
-            }
-            TableConstraint::ForeignKey { .. } | TableConstraint::Check { .. } => {
-                return Err(SqlError::not_supported("FOREIGN KEY and CHECK constraints"))
-            }
-            other => return Err(SqlError::not_supported(other)),
+            other => index_constraint(other)?,
         };
         let columns = key_parts::columns(columns, schema, extras, true)?;
         let name = name.map(|n| n.value.clone());
@@ -514,6 +509,32 @@ fn constraint_indexes(
         indexes.push(index);
     }
     Ok(indexes)
+}
+
+/// A UNIQUE or KEY/INDEX constraint's name, kind and key parts; FOREIGN KEY, CHECK and
+/// the rest are refused (1235).
+fn index_constraint(
+    constraint: &TableConstraint,
+) -> SqlResult<(Option<&ast::Ident>, IndexKind, &[ast::IndexColumn])> {
+    match constraint {
+        TableConstraint::Unique {
+            name,
+            index_name,
+            columns,
+            ..
+        } => Ok((
+            index_name.as_ref().or(name.as_ref()),
+            IndexKind::Unique,
+            columns,
+        )),
+        TableConstraint::Index { name, columns, .. } => {
+            Ok((name.as_ref(), IndexKind::Ordered, columns))
+        }
+        TableConstraint::ForeignKey { .. } | TableConstraint::Check { .. } => {
+            Err(SqlError::not_supported("FOREIGN KEY and CHECK constraints"))
+        }
+        other => Err(SqlError::not_supported(other)),
+    }
 }
 
 /// The primary key made whole: a hidden one where none is declared, its columns NOT

@@ -152,3 +152,48 @@ fn hostile_counts_and_nesting_are_refused_without_allocating() {
         Err(CodecError::UnknownTag { tag: 99, .. })
     ));
 }
+
+#[test]
+fn a_schema_without_added_columns_keeps_the_first_format_and_one_with_them_the_second() {
+    let first = TableSchema {
+        extra_metadata: b"sql".to_vec(),
+        name: "db/t".into(),
+        columns: vec![Column::new(
+            "id",
+            ColumnType::Int {
+                bytes: 4,
+                signed: false,
+            },
+        )],
+        primary_key: vec![0],
+    };
+    let mut bytes = Vec::new();
+    write_table_schema(&mut Writer(&mut bytes), &first);
+    assert_eq!(
+        bytes[..4],
+        4u32.to_le_bytes(),
+        "format 1 opens with the name's length"
+    );
+    let mut second = first.clone();
+    second.columns.push(
+        Column::new("added", ColumnType::varchar(8))
+            .nullable()
+            .added_with(Value::Bytes(b"x".to_vec())),
+    );
+    let mut bytes = Vec::new();
+    write_table_schema(&mut Writer(&mut bytes), &second);
+    assert_eq!(bytes[..6], [0xFF, 0xFF, 0xFF, 0xFF, 2, 0]);
+    let mut input = Reader::new(&bytes);
+    assert_eq!(read_table_schema(&mut input).unwrap(), second);
+    input.finish().unwrap();
+    // A format from a newer build is refused by name, never misread.
+    bytes[4] = 3;
+    assert_eq!(
+        read_table_schema(&mut Reader::new(&bytes)),
+        Err(CodecError::NewerFormat {
+            what: "table definition",
+            found: 3,
+            newest: SCHEMA_FORMAT_NEWEST
+        })
+    );
+}

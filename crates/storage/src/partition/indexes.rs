@@ -253,14 +253,9 @@ pub(super) fn add_index(
                 continue;
             }
             match &mut index.entries {
-                Entries::InIndexTable => {
-                    // Filling the index table from existing rows (while writes go on) is
-                    // not built yet: a unique index starts with an empty table.
-                    return Err(OperationError::UniqueIndexNeedsEmptyTable {
-                        table: partition.table(),
-                        index: index.schema.name.clone(),
-                    });
-                }
+                // Its entries are rows of its index table, which the client that adds the
+                // index fills while writes keep them (`client/src/index_build.rs`).
+                Entries::InIndexTable => break,
                 Entries::Ordered(tree) => {
                     tree.insert(&key, anchor)?;
                 }

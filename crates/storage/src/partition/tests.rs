@@ -506,7 +506,7 @@ fn exhausting_data_memory_fails_the_operation_and_deletes_make_room_again() {
 }
 
 #[test]
-fn an_ordered_index_added_later_covers_existing_rows_but_a_unique_one_needs_no_keys_yet() {
+fn an_ordered_index_added_later_covers_existing_rows_and_a_unique_one_holds_no_entries_here() {
     let (_, mut users) = users(1 << 20);
     insert(&mut users, T1, user(1, Some("a@x"), Some(3))).unwrap();
     insert(&mut users, T1, user(2, Some("b@x"), Some(3))).unwrap();
@@ -516,13 +516,15 @@ fn an_ordered_index_added_later_covers_existing_rows_but_a_unique_one_needs_no_k
         kind: IndexKind::Unique,
         columns: vec![2],
     };
-    assert_eq!(
-        users.add_index(IndexId(9), unique_age),
-        Err(OperationError::UniqueIndexNeedsEmptyTable {
-            table: "users".into(),
-            index: "unique_age".into()
-        })
-    );
+    // A unique index's entries are rows of its index table, filled by the client that
+    // adds it: the partition only reports the changes writes make to them.
+    users.add_index(IndexId(8), unique_age).unwrap();
+    users.take_unique_changes();
+    update_age(&mut users, T2, 1, 4).unwrap();
+    let changes = users.take_unique_changes();
+    assert_eq!(changes.len(), 1);
+    assert_eq!(changes[0].index, IndexId(8));
+    users.commit(T2, 2);
     let by_id = IndexSchema {
         name: "by_id".into(),
         kind: IndexKind::Ordered,

@@ -512,3 +512,192 @@ fn a_case_insensitive_key_is_one_key_for_every_spelling_and_for_the_stored_row()
     assert!(layout.key_of_row(&[0, 1], &fixed, &var, &mut from_row));
     assert_eq!(from_row, key_of(&[0, 1], &[text("APPLE"), text("xy")]));
 }
+
+/// A table of one column of every type, then (added in place) one more of every type, each
+/// added with the value of `every_type` as what older rows read, or NULL for `nulls`.
+fn table_with_added_columns(nulls: bool) -> (TableSchema, TableSchema) {
+    let mut base = vec![Column::new("id", int(4, false))];
+    for (index, (column_type, _)) in every_type().into_iter().enumerate() {
+        base.push(Column::new(&format!("c{index}"), column_type).nullable());
+    }
+    let mut altered = base.clone();
+    for (index, (column_type, value)) in every_type().into_iter().enumerate() {
+        let absent = if nulls { Value::Null } else { value };
+        let column = Column::new(&format!("a{index}"), column_type).nullable();
+        altered.push(column.added_with(absent));
+    }
+    (table(base), table(altered))
+}
+
+#[test]
+fn a_row_written_before_columns_were_added_reads_their_added_values() {
+    for nulls in [false, true] {
+        let (before, after) = table_with_added_columns(nulls);
+        let old = RowLayout::new(&before);
+        let new = RowLayout::new(&after);
+        assert_eq!(
+            old.fixed_bytes(),
+            new.fixed_bytes(),
+            "adding moves no column"
+        );
+        let mut values = vec![Value::UInt(7)];
+        values.extend(every_type().into_iter().map(|(_, value)| value));
+        let mut fixed = vec![0; old.fixed_bytes()];
+        let mut var = Vec::new();
+        old.encode(&values, &mut fixed, &mut var).unwrap();
+        let read = new.values(&fixed, &var);
+        assert_eq!(read[..values.len()], values[..]);
+        for (column, value) in after.columns.iter().zip(&read).skip(values.len()) {
+            assert_eq!(Some(value), column.added.as_ref(), "{}", column.name);
+            let position = after.column_index(&column.name).unwrap();
+            assert_eq!(new.is_null(&fixed, &var, position), value.is_null());
+        }
+    }
+}
+
+#[test]
+fn added_columns_round_trip_whether_carried_null_or_not_carried() {
+    let (_, after) = table_with_added_columns(false);
+    let layout = RowLayout::new(&after);
+    let base_count = after.base_columns();
+    let added: Vec<Value> = every_type().into_iter().map(|(_, value)| value).collect();
+    for carried in 0..=added.len() {
+        let mut values = vec![Value::UInt(1)];
+        values.extend((1..base_count).map(|_| Value::Null));
+        // Carried columns alternate between a value and NULL.
+        values.extend((0..carried).map(|d| {
+            if d % 2 == 0 {
+                added[d].clone()
+            } else {
+                Value::Null
+            }
+        }));
+        let mut fixed = vec![0; layout.fixed_bytes()];
+        let mut var = Vec::new();
+        layout.encode(&values, &mut fixed, &mut var).unwrap();
+        assert_eq!(var.len(), layout.var_bytes(&values));
+        let read = layout.values(&fixed, &var);
+        assert_eq!(read[..values.len()], values[..], "carrying {carried}");
+        assert_eq!(read[values.len()..], added[carried..], "carrying {carried}");
+        let mut want = Vec::new();
+        crate::codec::write_values(&mut Writer(&mut want), &read);
+        let mut got = Vec::new();
+        layout.write_projected(&fixed, &var, std::iter::empty(), &mut Writer(&mut got));
+        assert_eq!(got, want, "projected, carrying {carried}");
+    }
+}
+
+#[test]
+fn a_row_needs_every_base_column_and_may_leave_out_added_ones() {
+    let (_, after) = table_with_added_columns(true);
+    let layout = RowLayout::new(&after);
+    let mut fixed = vec![0; layout.fixed_bytes()];
+    let mut var = Vec::new();
+    let too_few = vec![Value::UInt(1); after.base_columns() - 1];
+    assert!(matches!(
+        layout.encode(&too_few, &mut fixed, &mut var),
+        Err(RowError::ColumnCount { .. })
+    ));
+    let too_many = vec![Value::Null; after.columns.len() + 1];
+    assert!(matches!(
+        layout.encode(&too_many, &mut fixed, &mut var),
+        Err(RowError::ColumnCount { .. })
+    ));
+}
+
+#[test]
+fn the_key_of_an_added_column_read_from_a_row_equals_the_key_of_its_value() {
+    let schema = table(vec![
+        Column::new("id", int(4, false)),
+        Column::new("v", ColumnType::varchar(10)).nullable(),
+        Column::new("n", int(8, true))
+            .nullable()
+            .added_with(Value::Int(-5)),
+        Column::new(
+            "s",
+            ColumnType::varchar(10).with_collation(Collation::utf8mb4_0900_ai_ci),
+        )
+        .nullable()
+        .added_with(Value::Null),
+    ]);
+    let layout = RowLayout::new(&schema);
+    let mut fixed = vec![0; layout.fixed_bytes()];
+    let mut var = Vec::new();
+    let cases = [
+        (
+            vec![Value::UInt(1), Value::Null],
+            vec![Value::Int(-5)],
+            None,
+        ),
+        (
+            vec![Value::UInt(1), Value::Bytes(b"x".to_vec()), Value::Int(3)],
+            vec![Value::Int(3)],
+            None,
+        ),
+        (
+            vec![
+                Value::UInt(1),
+                Value::Null,
+                Value::Int(3),
+                Value::Bytes(b"Ab".to_vec()),
+            ],
+            vec![Value::Int(3)],
+            Some(Value::Bytes(b"aB".to_vec())),
+        ),
+    ];
+    for (values, n, s) in cases {
+        layout.encode(&values, &mut fixed, &mut var).unwrap();
+        let (mut from_row, mut from_values) = (Vec::new(), Vec::new());
+        assert!(layout.key_of_row(&[2], &fixed, &var, &mut from_row));
+        layout.key_of_values(&[2], &n, &mut from_values).unwrap();
+        assert_eq!(from_row, from_values);
+        let (mut from_row, mut from_values) = (Vec::new(), Vec::new());
+        let whole = layout.key_of_row(&[3], &fixed, &var, &mut from_row);
+        assert_eq!(whole, s.is_some(), "a NULL added column makes no key");
+        if let Some(s) = s {
+            layout.key_of_values(&[3], &[s], &mut from_values).unwrap();
+            assert_eq!(
+                from_row, from_values,
+                "'Ab' and 'aB' are one key under ai_ci"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_added_column_comes_after_every_created_one_and_is_not_in_the_primary_key() {
+    let added = Column::new("a", int(4, true))
+        .nullable()
+        .added_with(Value::Null);
+    let schema = |columns: Vec<Column>, primary_key: Vec<usize>| TableSchema {
+        extra_metadata: Vec::new(),
+        name: "t".into(),
+        columns,
+        primary_key,
+    };
+    let before_a_created_one = schema(
+        vec![
+            Column::new("id", int(4, false)),
+            added.clone(),
+            Column::new("b", int(4, false)),
+        ],
+        vec![0],
+    );
+    let in_the_key = schema(
+        vec![
+            Column::new("id", int(4, false)),
+            Column::new("a", int(4, true)).added_with(Value::Int(1)),
+        ],
+        vec![0, 1],
+    );
+    let not_null_absent = schema(
+        vec![
+            Column::new("id", int(4, false)),
+            Column::new("a", int(4, true)).added_with(Value::Null),
+        ],
+        vec![0],
+    );
+    for refused in [before_a_created_one, in_the_key, not_null_absent] {
+        assert!(refused.validate().is_err(), "{refused:?}");
+    }
+}

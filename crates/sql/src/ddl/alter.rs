@@ -1,0 +1,456 @@
+//! ALTER TABLE translated into what the cluster does in place: one change of the table's
+//! definition (`Client::alter_table`: its name, columns renamed, added at the end or given
+//! new defaults and comments, all of the statement's at once), then the index drops and
+//! builds it asks for, one by one, and a new AUTO_INCREMENT start.
+//!
+//! A column added in place is one rows already stored do not hold: they read the value it
+//! was added with (its DEFAULT, a computed default evaluated once now, NULL, or for a NOT
+//! NULL column without one MySQL's implicit value: 0, ''). A change that stored rows
+//! cannot follow (a type, a column dropped or moved, a new primary key, a column that
+//! becomes NOT NULL, a prefix index) needs the table copied, which Kista does not do yet:
+//! error 1846 names the reason.
+
+use sqlparser::ast::{self, AlterColumnOperation, AlterTableOperation, TableConstraint};
+
+use kista_client::schema::{Column, IndexKind, IndexSchema, TableSchema};
+use kista_client::types::{ColumnType, Value};
+
+use super::{
+    declared_column, defaults, fitted_default, index_constraint, key_parts, named_index,
+    PRIMARY_INDEX,
+};
+use crate::catalog::SqlTable;
+use crate::error::{SqlError, SqlResult};
+use crate::expr::{eval, EvalContext};
+use crate::sql_type::SqlType;
+use crate::table_metadata::{ColumnExtras, TableExtras};
+
+/// What one ALTER TABLE statement does.
+#[derive(Debug, Default)]
+pub struct AlterPlan {
+    /// The table's new schema (its extra metadata included), when its name or columns
+    /// change.
+    pub schema: Option<TableSchema>,
+    /// Indexes to drop, by name, then indexes to build.
+    pub drop_indexes: Vec<String>,
+    pub add_indexes: Vec<IndexSchema>,
+    /// `AUTO_INCREMENT = n`: the counter's next value, at least.
+    pub auto_increment: Option<u64>,
+}
+
+/// Error 1846: the change needs the table copied.
+fn needs_copy(reason: impl std::fmt::Display) -> SqlError {
+    SqlError::new(
+        1846,
+        "0A000",
+        format!(
+            "ALGORITHM=INPLACE is not supported. Reason: {reason}. Kista does not copy tables \
+             yet"
+        ),
+    )
+}
+
+/// The table as the statement's clauses change it, clause by clause.
+struct Altering<'a> {
+    table: &'a SqlTable,
+    ctx: &'a EvalContext<'a>,
+    schema: TableSchema,
+    extras: TableExtras,
+    /// The indexes the table will have (PRIMARY first), as clauses add and drop them.
+    indexes: Vec<IndexSchema>,
+    plan: AlterPlan,
+}
+
+/// Plans `operations` on `table`; `new_name` is the cluster name a RENAME gives.
+pub fn plan(
+    table: &SqlTable,
+    operations: &[AlterTableOperation],
+    rename: &dyn Fn(&ast::ObjectName) -> SqlResult<String>,
+    ctx: &EvalContext,
+) -> SqlResult<AlterPlan> {
+    let mut altering = Altering {
+        table,
+        ctx,
+        schema: table.schema().clone(),
+        extras: table.extras.clone(),
+        indexes: table.table.indexes().map(|(_, i)| i.clone()).collect(),
+        plan: AlterPlan::default(),
+    };
+    for operation in operations {
+        altering.apply(operation, rename)?;
+    }
+    let Altering {
+        mut schema,
+        extras,
+        mut plan,
+        ..
+    } = altering;
+    schema.extra_metadata = extras.encode(&schema);
+    if schema != *table.schema() {
+        if let Err(reason) = schema.in_place_change_from(table.schema()) {
+            return Err(needs_copy(reason));
+        }
+        plan.schema = Some(schema);
+    }
+    Ok(plan)
+}
+
+impl Altering<'_> {
+    fn apply(
+        &mut self,
+        operation: &AlterTableOperation,
+        rename: &dyn Fn(&ast::ObjectName) -> SqlResult<String>,
+    ) -> SqlResult<()> {
+        use AlterTableOperation as Op;
+        match operation {
+            Op::AddColumn {
+                if_not_exists,
+                column_def,
+                column_position,
+                ..
+            } => self.add_column(column_def, *if_not_exists, column_position.as_ref()),
+            Op::ChangeColumn {
+                old_name,
+                new_name,
+                data_type,
+                options,
+                column_position,
+            } => self.change_column(old_name, new_name, data_type, options, column_position),
+            Op::ModifyColumn {
+                col_name,
+                data_type,
+                options,
+                column_position,
+            } => self.change_column(col_name, col_name, data_type, options, column_position),
+            Op::RenameColumn {
+                old_column_name,
+                new_column_name,
+            } => self.rename_column(old_column_name, new_column_name),
+            Op::AlterColumn { column_name, op } => self.alter_column(column_name, op),
+            Op::DropColumn { .. } => Err(needs_copy("dropping a column")),
+            Op::AddConstraint { constraint, .. } => self.add_constraint(constraint),
+            Op::DropIndex { name } => self.drop_index(&name.value, false),
+            Op::DropConstraint {
+                name, if_exists, ..
+            } => self.drop_index(&name.value, *if_exists),
+            Op::DropPrimaryKey { .. } => Err(needs_copy("dropping the primary key")),
+            Op::DropForeignKey { .. } => Err(SqlError::not_supported("FOREIGN KEY constraints")),
+            Op::RenameTable { table_name } => {
+                let (ast::RenameTableNameKind::As(name) | ast::RenameTableNameKind::To(name)) =
+                    table_name;
+                self.schema.name = rename(name)?;
+                Ok(())
+            }
+            Op::AutoIncrement { value, .. } => {
+                let start = value.to_string().parse::<u64>().map_err(|_| {
+                    SqlError::syntax(format!("AUTO_INCREMENT = {value} is not a number"))
+                })?;
+                self.plan.auto_increment = Some(start);
+                Ok(())
+            }
+            // What MySQL may do in place, Kista does in place (or refuses).
+            Op::Algorithm { .. } | Op::Lock { .. } => Ok(()),
+            other => Err(SqlError::not_supported(format!("ALTER TABLE ... {other}"))),
+        }
+    }
+
+    /// The position of visible column `name`, else error 1054.
+    fn column(&self, name: &ast::Ident) -> SqlResult<usize> {
+        self.schema
+            .column_index(&name.value)
+            .filter(|&c| !super::is_hidden_column(&self.schema.columns[c].name))
+            .ok_or_else(|| SqlError::unknown_column(&name.value, &self.table.name))
+    }
+
+    /// Error 1060 when another column is called `name` already.
+    fn check_free_name(&self, name: &str, except: Option<usize>) -> SqlResult<()> {
+        match self.schema.column_index(name) {
+            Some(taken) if Some(taken) != except => Err(SqlError::new(
+                1060,
+                "42S21",
+                format!("Duplicate column name '{name}'"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn add_column(
+        &mut self,
+        definition: &ast::ColumnDef,
+        if_not_exists: bool,
+        position: Option<&ast::MySQLColumnPosition>,
+    ) -> SqlResult<()> {
+        if if_not_exists && self.schema.column_index(&definition.name.value).is_some() {
+            return Ok(());
+        }
+        self.check_free_name(&definition.name.value, None)?;
+        self.check_position(position, None)?;
+        let declared = declared_column(definition, self.table_collation())?;
+        if declared.primary || declared.auto_increment {
+            return Err(needs_copy(
+                "a new column that is a primary key or AUTO_INCREMENT",
+            ));
+        }
+        let absent = self.absent_value(&declared.column, &declared.extras)?;
+        let position = self.schema.columns.len();
+        let unique = declared.unique;
+        self.schema.columns.push(declared.column.added_with(absent));
+        self.extras.columns.push(declared.extras);
+        if unique {
+            self.add_index(None, IndexKind::Unique, vec![position])?;
+        }
+        Ok(())
+    }
+
+    /// What rows stored before `column` was added read for it.
+    fn absent_value(&self, column: &Column, extras: &ColumnExtras) -> SqlResult<Value> {
+        if !extras.default_sql.is_empty() {
+            // A computed default, evaluated once for every row there is (MySQL evaluates
+            // it per row when it copies; the rows of one ALTER get one moment's value).
+            let bound = defaults::bind(&extras.default_sql)?;
+            let value = eval(&bound, &[], self.ctx)?;
+            return crate::value::coerce(&value, column.column_type, &column.name);
+        }
+        if let Some(default) = &column.default {
+            return Ok(default.clone());
+        }
+        if column.nullable {
+            return Ok(Value::Null);
+        }
+        implicit_value(column.column_type, extras.sql_type.as_ref())
+            .ok_or_else(|| needs_copy(format!("NOT NULL column '{}' needs a DEFAULT", column.name)))
+    }
+
+    /// `CHANGE old new type ...` and `MODIFY name type ...`: in place when the column keeps
+    /// its type (its name, default, comment and nullability may change).
+    fn change_column(
+        &mut self,
+        old: &ast::Ident,
+        new: &ast::Ident,
+        data_type: &ast::DataType,
+        options: &[ast::ColumnOption],
+        position: &Option<ast::MySQLColumnPosition>,
+    ) -> SqlResult<()> {
+        let column = self.column(old)?;
+        self.check_free_name(&new.value, Some(column))?;
+        self.check_position(position.as_ref(), Some(column))?;
+        let definition = ast::ColumnDef {
+            name: new.clone(),
+            data_type: data_type.clone(),
+            options: (options.iter().cloned())
+                .map(|option| ast::ColumnOptionDef { name: None, option })
+                .collect(),
+        };
+        let declared = declared_column(&definition, self.table_collation())?;
+        let current = &self.schema.columns[column];
+        let current_extras = &self.extras.columns[column];
+        if declared.column.column_type != current.column_type
+            || declared.extras.sql_type != current_extras.sql_type
+        {
+            return Err(needs_copy(format!(
+                "column '{}' changes its type",
+                old.value
+            )));
+        }
+        if declared.auto_increment != (self.table.auto_increment == Some(column)) {
+            return Err(needs_copy("AUTO_INCREMENT is added or dropped"));
+        }
+        if declared.primary {
+            return Err(needs_copy("a new primary key"));
+        }
+        let is_key = self.schema.primary_key.contains(&column);
+        let nullable = declared.column.nullable && !is_key;
+        let generated = current_extras.generated.clone();
+        self.schema.columns[column] = Column {
+            nullable,
+            added: current.added.clone(),
+            ..declared.column
+        };
+        self.extras.columns[column] = ColumnExtras {
+            generated,
+            ..declared.extras
+        };
+        if declared.unique {
+            self.add_index(None, IndexKind::Unique, vec![column])?;
+        }
+        Ok(())
+    }
+
+    fn rename_column(&mut self, old: &ast::Ident, new: &ast::Ident) -> SqlResult<()> {
+        let column = self.column(old)?;
+        self.check_free_name(&new.value, Some(column))?;
+        if super::is_hidden_column(&new.value) {
+            return Err(SqlError::new(
+                1166,
+                "42000",
+                format!("Incorrect column name '{}'", new.value),
+            ));
+        }
+        self.schema.columns[column].name = new.value.clone();
+        Ok(())
+    }
+
+    fn alter_column(&mut self, name: &ast::Ident, op: &AlterColumnOperation) -> SqlResult<()> {
+        let column = self.column(name)?;
+        let definition = &mut self.schema.columns[column];
+        let extras = &mut self.extras.columns[column];
+        match op {
+            AlterColumnOperation::SetDefault { value } => {
+                let computed =
+                    defaults::computed_default(value, &definition.name, definition.column_type)?;
+                extras.default_sql = computed.clone().unwrap_or_default();
+                definition.default = match computed {
+                    Some(_) => None,
+                    None => Some(fitted_default(definition, extras.sql_type.as_ref(), value)?),
+                };
+                Ok(())
+            }
+            AlterColumnOperation::DropDefault => {
+                definition.default = None;
+                extras.default_sql.clear();
+                Ok(())
+            }
+            AlterColumnOperation::DropNotNull => {
+                definition.nullable = !self.schema.primary_key.contains(&column);
+                Ok(())
+            }
+            AlterColumnOperation::SetNotNull => Err(needs_copy(format!(
+                "column '{}' becomes NOT NULL",
+                name.value
+            ))),
+            _ => Err(needs_copy(format!(
+                "column '{}' changes its type",
+                name.value
+            ))),
+        }
+    }
+
+    /// Where a column goes: only where it is (or, added, last) without copying.
+    fn check_position(
+        &self,
+        position: Option<&ast::MySQLColumnPosition>,
+        column: Option<usize>,
+    ) -> SqlResult<()> {
+        let visible: Vec<usize> = (0..self.schema.columns.len())
+            .filter(|&c| !super::is_hidden_column(&self.schema.columns[c].name))
+            .filter(|&c| Some(c) != column)
+            .collect();
+        let stays = match position {
+            None => true,
+            Some(ast::MySQLColumnPosition::First) => match column {
+                Some(column) => visible.first().is_none_or(|&first| column < first),
+                None => visible.is_empty(),
+            },
+            Some(ast::MySQLColumnPosition::After(after)) => {
+                let after = self.column(after)?;
+                match column {
+                    // After the column before it.
+                    Some(column) => visible.iter().rev().find(|&&c| c < column) == Some(&after),
+                    None => visible.last() == Some(&after),
+                }
+            }
+        };
+        if stays {
+            Ok(())
+        } else {
+            Err(needs_copy("a column moves (FIRST or AFTER)"))
+        }
+    }
+
+    fn add_constraint(&mut self, constraint: &TableConstraint) -> SqlResult<()> {
+        if let TableConstraint::PrimaryKey { .. } = constraint {
+            return Err(needs_copy("a new primary key"));
+        }
+        let (name, kind, parts) = index_constraint(constraint)?;
+        let columns = key_parts::columns(parts, &mut self.schema, &mut self.extras, false)?;
+        self.add_index(name.map(|n| n.value.clone()), kind, columns)
+    }
+
+    fn add_index(
+        &mut self,
+        name: Option<String>,
+        kind: IndexKind,
+        columns: Vec<usize>,
+    ) -> SqlResult<()> {
+        if let Some(taken) = name.as_ref().filter(|n| self.has_index(n)) {
+            return Err(SqlError::new(
+                1061,
+                "42000",
+                format!("Duplicate key name '{taken}'"),
+            ));
+        }
+        let named = (&self.schema, &self.extras);
+        let index = named_index(name, kind, columns, named, &self.indexes);
+        self.indexes.push(index.clone());
+        self.plan.add_indexes.push(index);
+        Ok(())
+    }
+
+    fn has_index(&self, name: &str) -> bool {
+        self.indexes
+            .iter()
+            .any(|i| i.name.eq_ignore_ascii_case(name))
+    }
+
+    fn drop_index(&mut self, name: &str, if_exists: bool) -> SqlResult<()> {
+        if name.eq_ignore_ascii_case(PRIMARY_INDEX) {
+            return Err(needs_copy("dropping the primary key"));
+        }
+        let Some(position) = (self.indexes.iter()).position(|i| i.name.eq_ignore_ascii_case(name))
+        else {
+            if if_exists {
+                return Ok(());
+            }
+            return Err(SqlError::new(
+                1091,
+                "42000",
+                format!("Can't DROP '{name}'; check that column/key exists"),
+            ));
+        };
+        self.indexes.remove(position);
+        let added = (self.plan.add_indexes.iter()).position(|i| i.name.eq_ignore_ascii_case(name));
+        match added {
+            // Added by this statement: it is never built.
+            Some(added) => {
+                self.plan.add_indexes.remove(added);
+            }
+            None => self.plan.drop_indexes.push(name.to_string()),
+        }
+        Ok(())
+    }
+
+    fn table_collation(&self) -> kista_client::types::Collation {
+        // A column declared without a collation takes the database's default, as the
+        // table's own default collation is not kept.
+        kista_client::types::Collation::default()
+    }
+}
+
+/// MySQL's implicit value of a NOT NULL column without a DEFAULT, which the rows a column
+/// is added to get: zero, the empty string, an ENUM's first member. `None` for types
+/// whose implicit value Kista cannot hold (a zero date).
+fn implicit_value(column_type: ColumnType, sql_type: Option<&SqlType>) -> Option<Value> {
+    match sql_type {
+        Some(SqlType::Enum(members)) => return Some(Value::Bytes(members[0].as_bytes().to_vec())),
+        Some(SqlType::Set(_)) => return Some(Value::Bytes(Vec::new())),
+        Some(SqlType::Json) => return None,
+        Some(SqlType::Year | SqlType::Bit(_)) | None => {}
+    }
+    Some(match column_type {
+        ColumnType::Int { signed: true, .. } => Value::Int(0),
+        ColumnType::Int { signed: false, .. } => Value::UInt(0),
+        ColumnType::Float => Value::Float(0.0),
+        ColumnType::Double => Value::Double(0.0),
+        ColumnType::Decimal { scale, .. } => {
+            Value::Decimal(kista_client::types::Decimal { unscaled: 0, scale })
+        }
+        ColumnType::Binary { length } => Value::Bytes(vec![0; usize::from(length)]),
+        ColumnType::Char { .. }
+        | ColumnType::VarChar { .. }
+        | ColumnType::VarBinary { .. }
+        | ColumnType::Text { .. }
+        | ColumnType::Blob => Value::Bytes(Vec::new()),
+        ColumnType::Time => Value::Time(0),
+        ColumnType::Date | ColumnType::DateTime | ColumnType::Timestamp => return None,
+    })
+}
