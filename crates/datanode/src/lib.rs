@@ -84,8 +84,9 @@ pub(crate) fn error_code_of(error: &OperationError) -> ErrorCode {
         OperationError::Duplicate { .. } => ErrorCode::Duplicate,
         OperationError::Memory(_) => ErrorCode::DataMemoryFull,
         OperationError::Locks(_) => ErrorCode::TooManyLocks,
+        // The client's definition names an index dropped since.
+        OperationError::NoSuchIndex { .. } => ErrorCode::SchemaVersion,
         OperationError::PrimaryKeyUpdate { .. }
-        | OperationError::NoSuchIndex { .. }
         | OperationError::NotOrdered { .. }
         | OperationError::NoSuchColumn { .. }
         | OperationError::Row(_) => ErrorCode::BadRequest,

@@ -248,6 +248,11 @@ fn long_results_go_to_the_client_as_the_scan_reads_them() {
 }
 
 #[test]
+fn alter_table_runs_in_place_under_a_write_load_with_no_failed_transaction() {
+    run_pymysql_script("alter_table.py", "alter table ok");
+}
+
+#[test]
 fn computed_defaults_and_on_update_timestamps_behave_as_mysql() {
     run_pymysql_script("column_defaults.py", "column defaults ok");
 }

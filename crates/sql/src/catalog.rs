@@ -87,7 +87,6 @@ impl Counter {
     fn key(self, database: &str, name: &str) -> String {
         self.key_of(&cluster_name(database, name))
     }
-
     /// The key for the table whose cluster name is `cluster_name`.
     fn key_of(self, cluster_name: &str) -> String {
         match self {
@@ -655,7 +654,9 @@ impl Catalog {
         }
         if let (Some(start), Some(_)) = (plan.auto_increment, table.auto_increment) {
             lock(&self.counters).remove(&(table.table.id, Counter::AutoIncrement));
-            self.take_from_counter(table, Counter::AutoIncrement, |next| {
+            // Under the name the statement gave it.
+            let cluster_name = &current.schema().name;
+            self.take_from_counter(cluster_name, Counter::AutoIncrement, |next| {
                 (next, next.max(start))
             })?;
         }
@@ -846,7 +847,8 @@ impl Catalog {
             }
         }
         let take = count.max(AUTO_INCREMENT_PREFETCH);
-        let first = self.take_from_counter(table, counter, |next| (next, next + take))?;
+        let name = &table.table.schema().name;
+        let first = self.take_from_counter(name, counter, |next| (next, next + take))?;
         lock(&self.counters).insert(
             id,
             Reserved {
@@ -871,24 +873,23 @@ impl Catalog {
             }
         }
         let above = value.saturating_add(1);
-        self.take_from_counter(table, Counter::AutoIncrement, |next| {
+        self.take_from_counter(&table.table.schema().name, Counter::AutoIncrement, |next| {
             (next, next.max(above))
         })?;
         Ok(())
     }
 
-    /// Reads the table's counter under an exclusive lock and moves it to what `step`
-    /// returns (from its current value: the value to hand back and the new next value).
+    /// Reads the counter of the table called `cluster_name` under an exclusive lock and
+    /// moves it to what `step` returns (from its current value: the value to hand back
+    /// and the new next value).
     fn take_from_counter(
         &self,
-        table: &SqlTable,
+        cluster_name: &str,
         counter: Counter,
         step: impl Fn(u64) -> (u64, u64),
     ) -> SqlResult<u64> {
         let counters = self.system()?.counters;
-        let key = [Value::Bytes(
-            counter.key(&table.database, &table.name).into_bytes(),
-        )];
+        let key = [Value::Bytes(counter.key_of(cluster_name).into_bytes())];
         let mut transaction = self.client.transaction();
         let op = transaction.read(&counters, &key, LockKind::Exclusive)?;
         let done = transaction.execute(ExecuteMode::NoCommit)?.wait()?;

@@ -358,16 +358,20 @@ impl<'c> Session<'c> {
         params: &[Value],
         mut sink: Option<&mut dyn RowSink>,
     ) -> SqlResult<Outcome> {
-        if self.transaction.is_none() {
+        // Decided before the statement runs: one that fails ends the transaction.
+        let in_transaction = self.transaction.is_some();
+        if !in_transaction {
             // A table changed in place elsewhere is seen from the next statement outside a
             // transaction on.
             self.catalog.forget_changed_tables();
         }
         let first_sink = sink.as_mut().map(|sink| &mut **sink as &mut dyn RowSink);
         match self.execute_once(parsed, cache, params, first_sink) {
+            // Run again only a statement that began no transaction's work: inside one, the
+            // cluster rolled back the statements before, which the client must hear.
             Err(error)
                 if error.stale_schema
-                    && self.transaction.is_none()
+                    && !in_transaction
                     && !sink.as_ref().is_some_and(|sink| sink.started()) =>
             {
                 self.catalog.forget_all();

@@ -13,7 +13,9 @@
 //! adds columns at the end; a new index) leaves every stored row and every operation made
 //! for the versions before valid, so it keeps `oldest_version`: transactions running
 //! across it go on, and their clients hear of the new version from the coordinators
-//! (`TableChanged`). Dropping an index moves `oldest_version` up to the new version.
+//! (`TableChanged`). So does dropping an index: an operation that names it fails alone,
+//! with 241. Only a change whose client asks (`refuses_older`: a trigger's, which every
+//! client must see at once) moves `oldest_version` up to the new version.
 //!
 //! Each unique index gets an *index table* (`IndexSchema::index_table`), published before
 //! the table that uses it and dropped with it. Clients never see index tables.
@@ -471,8 +473,6 @@ impl Dictionary {
             (definition.building).retain(|&index| index != request.index_id);
         });
         table.version += 1;
-        // An operation made before may name the index.
-        table.oldest_version = table.version;
         let reply = Reply::IndexDropped {
             version: table.version,
         };

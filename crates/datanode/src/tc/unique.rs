@@ -220,11 +220,12 @@ fn unique_lookup_of(
     body: &[u8],
 ) -> Result<(UniqueLookup, Vec<u8>, u32), (ErrorCode, String)> {
     let Some(route) = table.unique_route(request.index_id).filter(|r| !r.building) else {
+        // Dropped since the client's definition was made (or never built yet).
         let message = format!(
             "table `{}` has no unique index {} (built)",
             table.name, request.index_id
         );
-        return Err((ErrorCode::BadRequest, message));
+        return Err((ErrorCode::SchemaVersion, message));
     };
     if request.kind != OperationKind::Read {
         let message = "only reads go through a unique index; write by primary key".to_string();

@@ -1,0 +1,243 @@
+"""ALTER TABLE while the table serves: every in-place form runs under a concurrent load of
+multi-statement transactions (four connections updating, inserting and deleting rows),
+with no transaction failing and every row as the writers left it afterwards. Then
+RENAME, AUTO_INCREMENT, a unique index that meets a duplicate, and the forms that need
+a copy (refused with 1846).
+
+Run by crates/kista/tests/sql.rs with the front end's port.
+"""
+import sys
+import threading
+import time
+
+import pymysql
+
+from session_helpers import Session
+
+session = Session("alter")
+cur, rows, error_of = session.cur, session.rows, session.error_of
+port = int(sys.argv[1])
+
+ROWS = 2000
+WRITERS = 4
+cur.execute(
+    "CREATE TABLE items (id INT PRIMARY KEY, k INT NOT NULL, v VARCHAR(20), n INT NOT NULL)"
+)
+for start in range(0, ROWS, 500):
+    values = ", ".join(f"({i}, {3 * i}, 'v{i}', 0)" for i in range(start, start + 500))
+    cur.execute(f"INSERT INTO items VALUES {values}")
+
+# Errors a transaction may meet under contention, after which it runs again; anything
+# else is a failure of the ALTER's promise.
+RETRIED = {1205, 1213, 1297}
+
+
+class Writer(threading.Thread):
+    """Runs transactions on rows of its own (ids i, i + WRITERS, ...) until stopped, and
+    keeps what each of them holds."""
+
+    def __init__(self, number):
+        super().__init__()
+        self.number = number
+        self.stop = threading.Event()
+        self.n = {}
+        self.v = {}
+        self.extra = set()
+        self.committed = 0
+        self.retried = 0
+        self.failures = []
+
+    def run(self):
+        connection = pymysql.connect(
+            host="127.0.0.1", port=port, user="root", password="", database="alter"
+        )
+        cur = connection.cursor()
+        step = 0
+        while not self.stop.is_set():
+            step += 1
+            row = self.number + WRITERS * (step * 7 % (ROWS // WRITERS))
+            extra = 100_000 + self.number + WRITERS * (step % 50)
+            try:
+                cur.execute("BEGIN")
+                cur.execute("UPDATE items SET n = n + 1 WHERE id = %s", (row,))
+                cur.execute("UPDATE items SET v = %s WHERE id = %s", (f"w{step}", row))
+                cur.execute("SELECT n FROM items WHERE id = %s", (row,))
+                n = cur.fetchone()[0]
+                if extra in self.extra:
+                    cur.execute("DELETE FROM items WHERE id = %s", (extra,))
+                else:
+                    cur.execute(
+                        "INSERT INTO items (id, k, v, n) VALUES (%s, %s, 'x', 0)",
+                        (extra, 3 * extra),
+                    )
+                cur.execute("COMMIT")
+            except pymysql.MySQLError as error:
+                cur.execute("ROLLBACK")
+                if error.args[0] in RETRIED:
+                    self.retried += 1
+                else:
+                    self.failures.append(error.args)
+                continue
+            self.n[row] = n
+            self.v[row] = f"w{step}"
+            self.extra ^= {extra}
+            self.committed += 1
+        connection.close()
+
+
+writers = [Writer(number) for number in range(WRITERS)]
+for writer in writers:
+    writer.start()
+
+
+def commits_past(count):
+    """Waits (60 s at most) until the writers committed more than `count` transactions."""
+    deadline = time.monotonic() + 60
+    while sum(w.committed for w in writers) <= count:
+        failures = [f for w in writers for f in w.failures]
+        assert not failures and time.monotonic() < deadline, failures[:5]
+        time.sleep(0.01)
+
+
+def under_load(statement):
+    """Runs `statement` while the writers run, with some of their commits on each side."""
+    commits_past(sum(w.committed for w in writers) + 20)
+    cur.execute(statement)
+    commits_past(sum(w.committed for w in writers) + 20)
+
+
+under_load("ALTER TABLE items ADD COLUMN note VARCHAR(20) DEFAULT 'none'")
+under_load("ALTER TABLE items ADD COLUMN c2 INT NOT NULL DEFAULT 0")
+under_load("ALTER TABLE items ADD INDEX by_k (k)")
+under_load("ALTER TABLE items ADD UNIQUE KEY u_k (k)")
+under_load("ALTER TABLE items RENAME COLUMN note TO remark")
+# CHANGE redefines the column whole (its default goes: MySQL's rule), then SET DEFAULT.
+under_load("ALTER TABLE items CHANGE remark remark VARCHAR(20) NULL COMMENT 'kept'")
+under_load("ALTER TABLE items ALTER COLUMN remark SET DEFAULT 'later'")
+under_load(
+    "ALTER TABLE items ADD COLUMN a INT, ADD COLUMN b VARCHAR(5) DEFAULT 'b', ADD INDEX by_a (a)"
+)
+under_load("ALTER TABLE items DROP INDEX by_k")
+under_load("CREATE INDEX by_n ON items (n)")
+for writer in writers:
+    writer.stop.set()
+for writer in writers:
+    writer.join()
+failures = [f for w in writers for f in w.failures]
+assert not failures, failures
+committed = sum(w.committed for w in writers)
+assert committed > 200, committed
+
+# Every row as its writer left it; the added columns read what they were added with.
+got = {r[0]: r[1:] for r in rows("SELECT id, k, v, n, remark, c2, a, b FROM items")}
+expected_ids = set(range(ROWS)) | {e for w in writers for e in w.extra}
+assert set(got) == expected_ids, sorted(set(got) ^ expected_ids)[:10]
+for writer in writers:
+    for row, n in writer.n.items():
+        assert got[row][2] == n and got[row][1] == writer.v[row], (row, got[row], n)
+for id, (k, v, n, remark, c2, a, b) in got.items():
+    assert k == 3 * id, (id, k)
+    # A row inserted under load took the remark default of its moment: none, after the
+    # CHANGE none (NULL), after SET DEFAULT 'later'; the others read what it was added with.
+    remarks = ("none",) if id < ROWS else ("none", None, "later")
+    assert remark in remarks and (c2, a, b) == (0, None, "b"), (id, remark, c2, a, b)
+# A row inserted now takes the defaults of today.
+cur.execute("INSERT INTO items (id, k, n, c2) VALUES (500000, 1, 1, 5)")
+assert rows("SELECT remark, c2, a, b FROM items WHERE id = 500000") == [("later", 5, None, "b")]
+# A NOT NULL column added without a default: the rows there read MySQL's implicit value,
+# and a row inserted without it is refused, as in strict mode.
+cur.execute("ALTER TABLE items ADD COLUMN c3 INT NOT NULL, ADD COLUMN c4 VARCHAR(3) NOT NULL")
+assert rows("SELECT DISTINCT c3, c4 FROM items") == [(0, "")]
+assert error_of("INSERT INTO items (id, k, n) VALUES (500001, 2, 1)") == 1364
+
+# The unique index built under load holds every row: each k finds its row, a second row
+# with a k is refused.
+sample = [0, 1, ROWS - 1] + sorted(e for w in writers for e in w.extra)[:3]
+for id in sample:
+    assert rows("SELECT id FROM items WHERE k = %s", (3 * id,)) == [(id,)], id
+assert error_of("INSERT INTO items (id, k, n, c3, c4) VALUES (600000, 3, 0, 0, '')") == 1062
+assert rows("EXPLAIN SELECT id FROM items WHERE k = 3")
+indexes = {r[2] for r in rows("SHOW INDEX FROM items")}
+assert indexes == {"PRIMARY", "u_k", "by_a", "by_n"}, indexes
+create = rows("SHOW CREATE TABLE items")[0][1]
+for part in (
+    "`remark` varchar(20) DEFAULT 'later' COMMENT 'kept'",
+    "`c2` int NOT NULL DEFAULT '0'",
+    "`b` varchar(5) DEFAULT 'b'",
+    "UNIQUE KEY `u_k` (`k`)",
+    "KEY `by_a` (`a`)",
+):
+    assert part in create, (part, create)
+columns = [r[0] for r in rows("SHOW COLUMNS FROM items")]
+assert columns == ["id", "k", "v", "n", "remark", "c2", "a", "b", "c3", "c4"], columns
+
+# RENAME TABLE and ALTER TABLE ... RENAME TO keep the rows and the AUTO_INCREMENT counter.
+cur.execute("CREATE TABLE counted (id INT AUTO_INCREMENT PRIMARY KEY, s VARCHAR(5))")
+cur.execute("INSERT INTO counted (s) VALUES ('a'), ('b')")
+cur.execute("RENAME TABLE counted TO renamed")
+assert error_of("SELECT * FROM counted") == 1146
+cur.execute("INSERT INTO renamed (s) VALUES ('c')")
+cur.execute("ALTER TABLE renamed RENAME TO counted_again, AUTO_INCREMENT = 5000")
+cur.execute("INSERT INTO counted_again (s) VALUES ('d')")
+got = rows("SELECT id, s FROM counted_again ORDER BY s")
+assert [s for _, s in got] == ["a", "b", "c", "d"] and got[3][0] >= 5000, got
+assert len({id for id, _ in got}) == 4, got
+cur.execute("CREATE TABLE taken (id INT PRIMARY KEY)")
+assert error_of("RENAME TABLE counted_again TO taken") == 1050
+assert rows("SELECT COUNT(*) FROM counted_again") == [(4,)]
+
+# A unique index that meets a duplicate fails with 1062 and leaves nothing behind.
+cur.execute("CREATE TABLE twins (id INT PRIMARY KEY, k INT)")
+cur.execute("INSERT INTO twins VALUES (1, 10), (2, 20), (3, 10), (4, NULL), (5, NULL)")
+assert error_of("ALTER TABLE twins ADD UNIQUE KEY u (k)") == 1062
+assert {r[2] for r in rows("SHOW INDEX FROM twins")} == {"PRIMARY"}
+cur.execute("DELETE FROM twins WHERE id = 3")
+cur.execute("ALTER TABLE twins ADD UNIQUE KEY u (k)")
+assert error_of("INSERT INTO twins VALUES (6, 20)") == 1062
+cur.execute("INSERT INTO twins VALUES (7, NULL)")
+
+# What needs the table copied is refused, naming the reason; so are unknown names.
+for statement in (
+    "ALTER TABLE twins DROP COLUMN k",
+    "ALTER TABLE twins MODIFY k BIGINT",
+    "ALTER TABLE twins MODIFY k INT NOT NULL",
+    "ALTER TABLE twins ADD COLUMN first_one INT FIRST",
+    "ALTER TABLE twins ADD PRIMARY KEY (k)",
+    "ALTER TABLE twins DROP PRIMARY KEY",
+    "ALTER TABLE twins ADD COLUMN serial_no INT AUTO_INCREMENT",
+):
+    assert error_of(statement) == 1846, statement
+assert error_of("ALTER TABLE twins ADD COLUMN k INT") == 1060
+assert error_of("ALTER TABLE twins RENAME COLUMN nothing TO other") == 1054
+assert error_of("ALTER TABLE twins DROP INDEX nothing") == 1091
+assert error_of("ALTER TABLE twins ADD INDEX u (id)") == 1061
+assert error_of("ALTER TABLE nothing ADD COLUMN x INT") == 1146
+cur.execute("ALTER TABLE IF EXISTS nothing ADD COLUMN x INT")
+# A statement refused as a whole changes nothing, even its clauses before the refusal.
+assert error_of("ALTER TABLE twins ADD COLUMN fine INT, DROP COLUMN k") == 1846
+assert [r[0] for r in rows("SHOW COLUMNS FROM twins")] == ["id", "k"]
+
+# A change every front end must see at once (a trigger) refuses the operations of a
+# transaction begun before it: the transaction fails with 1412 and is rolled back whole,
+# and no statement of it runs again on its own.
+cur.execute("CREATE TABLE tx (id INT PRIMARY KEY, n INT)")
+cur.execute("INSERT INTO tx VALUES (1, 0), (2, 0)")
+other = pymysql.connect(host="127.0.0.1", port=port, user="root", password="", database="alter")
+ocur = other.cursor()
+ocur.execute("BEGIN")
+ocur.execute("UPDATE tx SET n = 1 WHERE id = 1")
+cur.execute("CREATE TRIGGER tx_t BEFORE INSERT ON tx FOR EACH ROW SET NEW.n = NEW.n + 10")
+try:
+    ocur.execute("UPDATE tx SET n = 1 WHERE id = 2")
+    ocur.execute("COMMIT")
+    refused = None
+except pymysql.MySQLError as error:
+    refused = error.args[0]
+assert refused == 1412, refused
+assert rows("SELECT id, n FROM tx ORDER BY id") == [(1, 0), (2, 0)]
+ocur.execute("INSERT INTO tx VALUES (3, 0)")
+other.commit()
+assert rows("SELECT n FROM tx WHERE id = 3") == [(10,)], "the trigger fires from then on"
+
+retried = sum(w.retried for w in writers)
+print(f"alter table ok ({committed} transactions under load, {retried} retried)")
