@@ -12,6 +12,8 @@ rows=${1:-1000000}
 seconds=${2:-90}
 
 start_kista 4G --redo-log 2G
+# On a failure, what the cluster's processes said (sql-lib.sh removes their logs on exit).
+trap 'tail -n 30 "$dir"/kista/logs/*.log "$dir"/run.log >&2' ERR
 mysql -h 127.0.0.1 -P "$kista_port" -u root -e "CREATE DATABASE sbtest"
 sb "$kista_port" oltp_read_write prepare --tables=1 --table-size="$rows" > "$dir/prepare.log" 2>&1 \
   || { cat "$dir/prepare.log"; exit 1; }

@@ -137,11 +137,17 @@ impl SqlTable {
     }
 
     /// `value` as column `column` keeps it, or MySQL's strict-mode error (NULL passes).
+    /// A TIME, DATETIME or TIMESTAMP is rounded to the column's digits of a second.
     pub fn coerce(&self, column: usize, value: &Value) -> SqlResult<Value> {
         let definition = &self.schema().columns[column];
         match self.sql_type(column) {
             Some(sql_type) => sql_type.coerce(value, &definition.name),
-            None => crate::value::coerce(value, definition.column_type, &definition.name),
+            None => {
+                let coerced =
+                    crate::value::coerce(value, definition.column_type, &definition.name)?;
+                let digits = self.extras.columns[column].fraction_digits;
+                Ok(crate::value::round_fraction(&coerced, digits))
+            }
         }
     }
 
@@ -175,9 +181,16 @@ impl SqlTable {
 
     /// Column `column`'s type as SHOW CREATE TABLE prints it.
     pub fn type_name(&self, column: usize) -> String {
-        match self.sql_type(column) {
-            Some(sql_type) => sql_type.type_name(),
-            None => crate::ddl::type_name(self.schema().columns[column].column_type),
+        match (
+            self.sql_type(column),
+            self.extras.columns[column].fraction_digits,
+        ) {
+            (Some(sql_type), _) => sql_type.type_name(),
+            (None, 0) => crate::ddl::type_name(self.schema().columns[column].column_type),
+            (None, digits) => {
+                let name = crate::ddl::type_name(self.schema().columns[column].column_type);
+                format!("{name}({digits})")
+            }
         }
     }
 

@@ -543,6 +543,7 @@ impl<S: Read + Write> Connection<'_, S> {
                             column: &c.name,
                             nullable: c.nullable,
                             sql_type: table.sql_type(position),
+                            fraction_digits: Some(table.extras.columns[position].fraction_digits),
                         };
                         crate::output::definition(
                             &c.name,

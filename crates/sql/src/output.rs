@@ -101,6 +101,8 @@ pub struct Origin<'a> {
     pub nullable: bool,
     /// The column's SQL type, where its storage type is not it.
     pub sql_type: Option<&'a SqlType>,
+    /// A table's TIME, DATETIME or TIMESTAMP column's digits of a second (`DATETIME(3)`).
+    pub fraction_digits: Option<u8>,
 }
 
 /// The definition of result column `name`: of `column_type` when known, else of the kind
@@ -126,6 +128,14 @@ pub fn definition(
     let mut definition = ColumnDefinition::expression(name, type_code, flags, length, collation);
     definition.decimals = decimals;
     if let Some(origin) = origin {
+        let temporal = matches!(
+            column_type,
+            ColumnType::Time | ColumnType::DateTime | ColumnType::Timestamp
+        );
+        if let Some(digits) = origin.fraction_digits.filter(|_| temporal) {
+            definition.decimals = digits;
+            definition.fraction_digits = Some(digits);
+        }
         if !origin.nullable {
             flags |= column_flag::NOT_NULL;
         }

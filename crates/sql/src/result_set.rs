@@ -107,6 +107,14 @@ fn write_text_row(out: &mut Vec<u8>, columns: &[ColumnDefinition], row: &[Value]
                 let bytes = crate::sql_type::bit_bytes(value, column.length);
                 crate::protocol::wire::put_lenenc_bytes(out, &bytes);
             }
+            Value::Time(_) | Value::DateTime(_) | Value::Timestamp(_)
+                if column.fraction_digits.is_some() =>
+            {
+                text.clear();
+                let digits = column.fraction_digits.unwrap_or_default();
+                crate::value::write_text_with_fraction(value, digits, &mut text);
+                crate::protocol::wire::put_lenenc_bytes(out, &text);
+            }
             Value::UInt(year) if column.type_code == column_type::YEAR => {
                 text.clear();
                 let _ = std::io::Write::write_fmt(&mut text, format_args!("{year:04}"));

@@ -38,6 +38,9 @@ pub struct ColumnExtras {
     pub default_sql: String,
     /// `ON UPDATE CURRENT_TIMESTAMP[(fsp)]` as SQL text; empty when none.
     pub on_update_sql: String,
+    /// Digits of a second a TIME, DATETIME or TIMESTAMP column keeps (`DATETIME(3)`): its
+    /// values are rounded to them and shown with as many. 0: whole seconds.
+    pub fraction_digits: u8,
 }
 
 /// A column whose value the front end computes from the row's others at every write.
@@ -82,6 +85,12 @@ struct StoredColumn {
     default_sql: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     on_update_sql: String,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    fraction_digits: u8,
+}
+
+fn is_zero(digits: &u8) -> bool {
+    *digits == 0
 }
 
 impl TableExtras {
@@ -100,6 +109,7 @@ impl TableExtras {
                 generated: extras.generated.clone(),
                 default_sql: extras.default_sql.clone(),
                 on_update_sql: extras.on_update_sql.clone(),
+                fraction_digits: extras.fraction_digits,
             })
             .collect();
         if columns.is_empty() && self.comment.is_empty() && self.triggers.is_empty() {
@@ -157,6 +167,7 @@ impl TableExtras {
                 generated: column.generated,
                 default_sql: column.default_sql,
                 on_update_sql: column.on_update_sql,
+                fraction_digits: column.fraction_digits,
             };
         }
         Ok(extras)

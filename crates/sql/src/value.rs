@@ -49,6 +49,59 @@ fn write_datetime(datetime: DateTime, out: &mut Vec<u8>) {
     write_time(datetime.time_us as i64, out);
 }
 
+/// [`write_text`], but a TIME, DATETIME or TIMESTAMP shows exactly `digits` of a second
+/// (a column's, `DATETIME(3)`: `12:00:00.500`), as MySQL shows a column's values.
+pub fn write_text_with_fraction(value: &Value, digits: u8, out: &mut Vec<u8>) {
+    use std::io::Write;
+    let (whole, fraction_us) = match round_fraction(value, digits) {
+        Value::Time(us) => (
+            Value::Time(us - us % 1_000_000),
+            us.unsigned_abs() % 1_000_000,
+        ),
+        Value::Timestamp(us) => {
+            let fraction = us.rem_euclid(1_000_000);
+            (Value::Timestamp(us - fraction), fraction as u64)
+        }
+        Value::DateTime(datetime) => {
+            let fraction = datetime.time_us % 1_000_000;
+            let time_us = datetime.time_us - fraction;
+            (
+                Value::DateTime(DateTime {
+                    time_us,
+                    ..datetime
+                }),
+                fraction,
+            )
+        }
+        other => return write_text(&other, out),
+    };
+    write_text(&whole, out);
+    if digits > 0 {
+        let shown = fraction_us / 10u64.pow(6 - u32::from(digits));
+        let _ = write!(out, ".{shown:0width$}", width = usize::from(digits));
+    }
+}
+
+/// A TIME, DATETIME or TIMESTAMP rounded to `digits` of a second (half away from zero,
+/// as MySQL stores a value in a column of fewer digits); other values as they are.
+pub fn round_fraction(value: &Value, digits: u8) -> Value {
+    if digits >= 6 {
+        return value.clone();
+    }
+    let unit = 10i64.pow(6 - u32::from(digits));
+    let round = |micros: i64| {
+        let half = if micros < 0 { -unit / 2 } else { unit / 2 };
+        (micros + half) / unit * unit
+    };
+    match value {
+        Value::Time(micros) => Value::Time(round(*micros)),
+        Value::Timestamp(micros) => Value::Timestamp(round(*micros)),
+        Value::DateTime(datetime) => DateTime::from_micros(round(datetime.to_micros()))
+            .map_or_else(|| value.clone(), Value::DateTime),
+        other => other.clone(),
+    }
+}
+
 fn write_time(micros: i64, out: &mut Vec<u8>) {
     use std::io::Write;
     let sign = if micros < 0 { "-" } else { "" };
@@ -543,5 +596,55 @@ mod tests {
         assert_eq!(compare(&s("2024-01-03"), &day), Some(Ordering::Greater));
         assert_eq!(compare(&Value::Null, &Value::Int(1)), None);
         assert_eq!(to_f64(&s("12abc")), Some(12.0));
+    }
+}
+
+#[cfg(test)]
+mod fraction_tests {
+    use super::*;
+    use kista_client::types::Date;
+
+    fn datetime(text: &str) -> Value {
+        let (date, time) = text.split_once(' ').unwrap();
+        let parts: Vec<u32> = date.split('-').map(|p| p.parse().unwrap()).collect();
+        let date = Date::new(parts[0] as u16, parts[1] as u8, parts[2] as u8).unwrap();
+        let (hms, fraction) = time.split_once('.').unwrap_or((time, "0"));
+        let hms: Vec<u64> = hms.split(':').map(|p| p.parse().unwrap()).collect();
+        let micros = format!("{fraction:0<6}").parse::<u64>().unwrap();
+        let time_us = ((hms[0] * 60 + hms[1]) * 60 + hms[2]) * 1_000_000 + micros;
+        Value::DateTime(DateTime::new(date, time_us).unwrap())
+    }
+
+    fn shown(value: &Value, digits: u8) -> String {
+        let mut out = Vec::new();
+        write_text_with_fraction(value, digits, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_column_rounds_half_up_to_its_digits_and_shows_exactly_them() {
+        let cases = [
+            ("2020-01-01 10:00:00.1236", 3, "2020-01-01 10:00:00.124"),
+            ("2020-01-01 10:00:00.5", 0, "2020-01-01 10:00:01"),
+            ("2020-12-31 23:59:59.9996", 3, "2021-01-01 00:00:00.000"),
+            ("2020-01-01 10:00:00", 6, "2020-01-01 10:00:00.000000"),
+            (
+                "2020-01-01 10:00:00.000001",
+                6,
+                "2020-01-01 10:00:00.000001",
+            ),
+            ("2020-01-01 10:00:00.04", 1, "2020-01-01 10:00:00.0"),
+        ];
+        for (given, digits, expected) in cases {
+            assert_eq!(
+                shown(&datetime(given), digits),
+                expected,
+                "{given} in {digits}"
+            );
+        }
+        // A negative TIME rounds away from zero.
+        assert_eq!(shown(&Value::Time(-3_723_456_000), 2), "-01:02:03.46");
+        assert_eq!(shown(&Value::Time(-500_000), 0), "-00:00:01");
+        assert_eq!(round_fraction(&Value::Int(7), 0), Value::Int(7));
     }
 }

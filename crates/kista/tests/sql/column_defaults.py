@@ -7,7 +7,10 @@ INSERT ... SET, which gives a row by column name.
 Run by crates/kista/tests/sql.rs with the front end's port.
 """
 import datetime
+import sys
 import time
+
+import pymysql
 
 from session_helpers import Session
 
@@ -22,7 +25,7 @@ def now():
 cur.execute(
     "CREATE TABLE t (id INT PRIMARY KEY, v INT, "
     "ts TIMESTAMP DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP, "
-    "created DATETIME DEFAULT NOW(), precise DATETIME DEFAULT CURRENT_TIMESTAMP(3), "
+    "created DATETIME DEFAULT NOW(), precise DATETIME(3) DEFAULT CURRENT_TIMESTAMP(3), "
     "n INT DEFAULT (1 + 1), s VARCHAR(20) DEFAULT (CONCAT('a', 'b')), "
     "fixed DATETIME DEFAULT '2001-02-03 04:05:06')"
 )
@@ -68,7 +71,7 @@ create = rows("SHOW CREATE TABLE t")[0][1]
 for expected in [
     "`ts` timestamp DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP",
     "`created` datetime DEFAULT CURRENT_TIMESTAMP",
-    "`precise` datetime DEFAULT CURRENT_TIMESTAMP(3)",
+    "`precise` datetime(3) DEFAULT CURRENT_TIMESTAMP(3)",
     "`n` int DEFAULT (1 + 1)",
     "`s` varchar(20) DEFAULT (CONCAT('a', 'b'))",
     "`fixed` datetime DEFAULT '2001-02-03 04:05:06'",
@@ -95,6 +98,58 @@ assert rows("SELECT v, n, s FROM t WHERE id = 200") == [(8, 2, "ab")]
 assert error_of("INSERT INTO t SET id = 201, id = 202") == 1110
 assert error_of("INSERT INTO t (id, v, id) VALUES (1, 2, 3)") == 1110
 assert error_of("INSERT INTO t SET id = 203, nope = 1") == 1054
+
+# Fractional seconds are a column's: values are rounded to its digits (half up, carrying
+# into the next second or day) and shown with exactly as many; DATETIME and TIME alone
+# keep whole seconds.
+cur.execute(
+    "CREATE TABLE frac (id INT PRIMARY KEY, a DATETIME, b DATETIME(3), c TIMESTAMP(6), "
+    "d TIME(2), e DATETIME(3) DEFAULT CURRENT_TIMESTAMP(3))"
+)
+cur.execute(
+    "INSERT INTO frac (id, a, b, c, d) VALUES "
+    "(1, '2020-01-01 10:00:00.5', '2020-01-01 10:00:00.1236', '2020-01-01 10:00:00', "
+    "'-01:02:03.456'), "
+    "(2, '2020-12-31 23:59:59.7', '2020-12-31 23:59:59.9996', '2020-01-01 10:00:00.123456', "
+    "'10:00:00')"
+)
+assert rows("SELECT a, b FROM frac WHERE id = 2") == [
+    (datetime.datetime(2021, 1, 1), datetime.datetime(2021, 1, 1))
+]
+assert rows("SELECT b, d FROM frac WHERE id = 1") == [
+    (
+        datetime.datetime(2020, 1, 1, 10, 0, 0, 124000),
+        -datetime.timedelta(hours=1, minutes=2, seconds=3, microseconds=460000),
+    )
+]
+# The text protocol shows the column's digits, as the mysql client prints them.
+plain = pymysql.connect(
+    host="127.0.0.1", port=int(sys.argv[1]), user="root", password="", database="defaults",
+    conv={}
+)
+plain_cur = plain.cursor()
+plain_cur.execute("SELECT a, b, c, d, e IS NOT NULL FROM frac ORDER BY id")
+got = plain_cur.fetchall()
+assert got == (
+    ("2020-01-01 10:00:01", "2020-01-01 10:00:00.124", "2020-01-01 10:00:00.000000",
+     "-01:02:03.46", "1"),
+    ("2021-01-01 00:00:00", "2021-01-01 00:00:00.000", "2020-01-01 10:00:00.123456",
+     "10:00:00.00", "1"),
+), got
+plain.close()
+described = {r[0]: r[1] for r in rows("DESCRIBE frac")}
+assert (described["b"], described["c"], described["d"]) == ("datetime(3)", "timestamp(6)", "time(2)")
+assert "`e` datetime(3) DEFAULT CURRENT_TIMESTAMP(3)" in rows("SHOW CREATE TABLE frac")[0][1]
+precision = rows(
+    "SELECT COLUMN_NAME, DATETIME_PRECISION FROM information_schema.COLUMNS "
+    "WHERE TABLE_SCHEMA = 'defaults' AND TABLE_NAME = 'frac' ORDER BY ORDINAL_POSITION"
+)
+assert precision == [("id", None), ("a", 0), ("b", 3), ("c", 6), ("d", 2), ("e", 3)], precision
+# CURRENT_TIMESTAMP must have the column's digits (MySQL's 1067 and 1294).
+assert error_of("CREATE TABLE e7 (t DATETIME(3) DEFAULT CURRENT_TIMESTAMP)") == 1067
+assert error_of("CREATE TABLE e8 (t DATETIME DEFAULT CURRENT_TIMESTAMP(3))") == 1067
+assert error_of("CREATE TABLE e9 (t TIMESTAMP(2) ON UPDATE CURRENT_TIMESTAMP)") == 1294
+assert error_of("CREATE TABLE e10 (t DATETIME(7))") == 1426
 
 # What MySQL refuses.
 assert error_of("CREATE TABLE e1 (id INT PRIMARY KEY, n INT DEFAULT CURRENT_TIMESTAMP)") == 1067

@@ -246,6 +246,7 @@ impl Altering<'_> {
         let current_extras = &self.extras.columns[column];
         if declared.column.column_type != current.column_type
             || declared.extras.sql_type != current_extras.sql_type
+            || declared.extras.fraction_digits != current_extras.fraction_digits
         {
             return Err(needs_copy(format!(
                 "column '{}' changes its type",
@@ -296,8 +297,8 @@ impl Altering<'_> {
         let extras = &mut self.extras.columns[column];
         match op {
             AlterColumnOperation::SetDefault { value } => {
-                let computed =
-                    defaults::computed_default(value, &definition.name, definition.column_type)?;
+                let typed = (definition.column_type, extras.fraction_digits);
+                let computed = defaults::computed_default(value, &definition.name, typed)?;
                 extras.default_sql = computed.clone().unwrap_or_default();
                 definition.default = match computed {
                     Some(_) => None,

@@ -25,13 +25,14 @@ const CURRENT_TIMESTAMP_NAMES: [&str; 4] =
 
 /// A DEFAULT that is computed per row, as SQL text (`CURRENT_TIMESTAMP(3)`, `(1 + 1)`);
 /// `None` for a constant default (the caller fits it to the column).
+/// A column of `fraction_digits` takes only CURRENT_TIMESTAMP of as many (MySQL's 1067).
 pub(super) fn computed_default(
     expr: &ast::Expr,
     column: &str,
-    column_type: ColumnType,
+    (column_type, fraction_digits): (ColumnType, u8),
 ) -> SqlResult<Option<String>> {
-    if let Some(now) = current_timestamp(expr)? {
-        if !is_timestamp(column_type) {
+    if let Some((now, digits)) = current_timestamp(expr)? {
+        if !is_timestamp(column_type) || digits != fraction_digits {
             return Err(invalid_default(column));
         }
         return Ok(Some(now));
@@ -44,15 +45,15 @@ pub(super) fn computed_default(
     Ok(Some(format!("({inner})")))
 }
 
-/// `ON UPDATE CURRENT_TIMESTAMP[(fsp)]` as SQL text; error 1294 for anything else or a
-/// column of another type.
+/// `ON UPDATE CURRENT_TIMESTAMP[(fsp)]` as SQL text; error 1294 for anything else, a
+/// column of another type or of other fractional digits.
 pub(super) fn on_update(
     expr: &ast::Expr,
     column: &str,
-    column_type: ColumnType,
+    (column_type, fraction_digits): (ColumnType, u8),
 ) -> SqlResult<String> {
     match current_timestamp(expr)? {
-        Some(now) if is_timestamp(column_type) => Ok(now),
+        Some((now, digits)) if is_timestamp(column_type) && digits == fraction_digits => Ok(now),
         _ => Err(SqlError::new(
             1294,
             "HY000",
@@ -61,9 +62,9 @@ pub(super) fn on_update(
     }
 }
 
-/// `CURRENT_TIMESTAMP[(fsp)]` (or a synonym) in its canonical text; `None` for another
-/// expression.
-fn current_timestamp(expr: &ast::Expr) -> SqlResult<Option<String>> {
+/// `CURRENT_TIMESTAMP[(fsp)]` (or a synonym) in its canonical text, and its digits of a
+/// second; `None` for another expression.
+fn current_timestamp(expr: &ast::Expr) -> SqlResult<Option<(String, u8)>> {
     let ast::Expr::Function(function) = expr else {
         return Ok(None);
     };
@@ -85,8 +86,9 @@ fn current_timestamp(expr: &ast::Expr) -> SqlResult<Option<String>> {
         }
     };
     Ok(Some(match digits {
-        Some(digits) if digits.parse::<u8>().is_ok_and(|d| d <= 6) => {
-            format!("CURRENT_TIMESTAMP({digits})")
+        Some(text) if text.parse::<u8>().is_ok_and(|d| d <= 6) => {
+            let digits = text.parse::<u8>().unwrap_or_default();
+            (format!("CURRENT_TIMESTAMP({digits})"), digits)
         }
         Some(digits) => {
             return Err(SqlError::new(
@@ -95,7 +97,7 @@ fn current_timestamp(expr: &ast::Expr) -> SqlResult<Option<String>> {
                 format!("Too big precision {digits} specified for 'now'. Maximum is 6."),
             ))
         }
-        None => "CURRENT_TIMESTAMP".to_string(),
+        None => ("CURRENT_TIMESTAMP".to_string(), 0),
     }))
 }
 

@@ -276,11 +276,13 @@ fn declared_column(
         ));
     }
     let (sql_type, column_type) = declared_type(definition, table_collation)?;
+    let fraction_digits = fraction_digits(&definition.data_type, &name)?;
     let serial = is_serial(&definition.data_type);
     let mut declared = DeclaredColumn {
         column: Column::new(&name, column_type),
         extras: ColumnExtras {
             sql_type,
+            fraction_digits,
             ..ColumnExtras::default()
         },
         primary: false,
@@ -312,7 +314,8 @@ fn declared_column(
                 declared.auto_increment = true;
             }
             ColumnOption::OnUpdate(expr) => {
-                declared.extras.on_update_sql = defaults::on_update(expr, &name, column_type)?
+                declared.extras.on_update_sql =
+                    defaults::on_update(expr, &name, (column_type, fraction_digits))?
             }
             ColumnOption::Comment(comment) => {
                 declared.extras.comment = checked_comment(comment, COLUMN_COMMENT_CHARS_MAX, &name)?
@@ -323,7 +326,8 @@ fn declared_column(
             other => return Err(SqlError::not_supported(format!("column option {other}"))),
         }
     }
-    let computed = (default.map(|e| defaults::computed_default(e, &name, column_type)))
+    let typed = (column_type, fraction_digits);
+    let computed = (default.map(|e| defaults::computed_default(e, &name, typed)))
         .transpose()?
         .flatten();
     match computed {
@@ -331,6 +335,25 @@ fn declared_column(
         None => declared.column.default = column_default(&declared, default)?,
     }
     Ok(declared)
+}
+
+/// The digits of a second a TIME, DATETIME or TIMESTAMP column keeps (`DATETIME(3)`): 0
+/// to 6, else 1426; 0 for other types.
+fn fraction_digits(data_type: &DataType, column: &str) -> SqlResult<u8> {
+    let digits = match data_type {
+        DataType::Time(digits, _) | DataType::Datetime(digits) | DataType::Timestamp(digits, _) => {
+            digits.unwrap_or(0)
+        }
+        _ => 0,
+    };
+    if digits > 6 {
+        return Err(SqlError::new(
+            1426,
+            "42000",
+            format!("Too big precision {digits} specified for '{column}'. Maximum is 6."),
+        ));
+    }
+    Ok(digits as u8)
 }
 
 /// Error 1063 unless the column may be AUTO_INCREMENT (an integer of storage's own).

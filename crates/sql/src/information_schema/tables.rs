@@ -391,7 +391,15 @@ fn columns(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
             ];
             let sized = match table.sql_type(position) {
                 Some(sql_type) => declared_sizes_of(sql_type, column.column_type),
-                None => sizes_of(column.column_type),
+                None => {
+                    let mut sizes = sizes_of(column.column_type);
+                    if !sizes[4].is_null() {
+                        // DATETIME_PRECISION: the column's digits of a second.
+                        let digits = table.extras.columns[position].fraction_digits;
+                        sizes[4] = number(u64::from(digits));
+                    }
+                    sizes
+                }
             };
             rows.push([&named[..], &described, &sized, &keyed].concat());
         }

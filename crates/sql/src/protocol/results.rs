@@ -25,6 +25,10 @@ pub struct ColumnDefinition {
     pub length: u32,
     pub decimals: u8,
     pub collation: u16,
+    /// The digits of a second a TIME, DATETIME or TIMESTAMP value shows in the text
+    /// protocol: a table column's own (`DATETIME(3)`); `None` (an expression): six where
+    /// the value has a fraction, else none. Not sent.
+    pub fraction_digits: Option<u8>,
 }
 
 impl ColumnDefinition {
@@ -44,6 +48,7 @@ impl ColumnDefinition {
                 0
             },
             collation,
+            fraction_digits: None,
         }
     }
 

@@ -203,6 +203,7 @@ fn column_type_and_origin(plan: &SelectPlan, c: usize) -> (Option<ColumnType>, O
                 column: &column.name,
                 nullable: column.nullable,
                 sql_type: None,
+                fraction_digits: None,
             };
             Some((origin, column.column_type))
         }
@@ -222,6 +223,7 @@ fn in_table(table: &SqlTable, column: usize, left_joined: bool) -> Origin<'_> {
         column: &definition.name,
         nullable: definition.nullable || left_joined,
         sql_type: table.sql_type(column),
+        fraction_digits: Some(table.extras.columns[column].fraction_digits),
     }
 }
 
