@@ -253,6 +253,11 @@ fn alter_table_runs_in_place_under_a_write_load_with_no_failed_transaction() {
 }
 
 #[test]
+fn check_constraints_are_enforced_on_every_write_as_mysql_enforces_them() {
+    run_pymysql_script("check_constraints.py", "check constraints ok");
+}
+
+#[test]
 fn computed_defaults_and_on_update_timestamps_behave_as_mysql() {
     run_pymysql_script("column_defaults.py", "column defaults ok");
 }

@@ -14,7 +14,7 @@ use kista_client::types::{ColumnType, Value};
 use kista_client::{Client, ClientError, ExecuteMode, LockKind, ScanSpec, Table};
 
 use crate::ddl::alter::AlterPlan;
-use crate::ddl::{ComputedDefaults, PrefixColumn};
+use crate::ddl::{BoundChecks, ComputedDefaults, PrefixColumn};
 use crate::error::{SqlError, SqlResult};
 use crate::sql_type::SqlType;
 use crate::table_metadata::TableExtras;
@@ -70,6 +70,8 @@ pub struct SqlTable {
     pub triggers: Vec<Arc<Trigger>>,
     /// Defaults computed per row and ON UPDATE columns, bound (`ddl/defaults.rs`).
     pub computed: ComputedDefaults,
+    /// Enforced CHECK constraints, bound (`ddl/checks.rs`).
+    pub checks: BoundChecks,
 }
 
 /// A table's counters in the catalog's counter table.
@@ -109,6 +111,7 @@ impl SqlTable {
         let extras = TableExtras::decode(table.schema())?;
         let prefix_columns = PrefixColumn::of(table.schema(), &extras);
         let computed = ComputedDefaults::of(table.schema(), &extras)?;
+        let checks = BoundChecks::of(table.schema(), &extras)?;
         let triggers = extras
             .triggers
             .iter()
@@ -124,6 +127,7 @@ impl SqlTable {
             prefix_columns,
             triggers,
             computed,
+            checks,
         })
     }
 

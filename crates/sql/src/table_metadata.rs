@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use kista_client::schema::TableSchema;
 
+use crate::ddl::CheckDef;
 use crate::error::{SqlError, SqlResult};
 use crate::sql_type::SqlType;
 use crate::trigger::TriggerDef;
@@ -21,6 +22,9 @@ const FORMAT_VERSION: u32 = 1;
 /// The format of a table with a computed default or ON UPDATE (`ddl/defaults.rs`): a
 /// front end from before them refuses such a table (1033) rather than insert without them.
 const FORMAT_VERSION_COMPUTED_DEFAULTS: u32 = 2;
+/// The format of a table with CHECK constraints: a front end from before them refuses such a
+/// table (1033) rather than write rows without checking them.
+const FORMAT_VERSION_CHECKS: u32 = 3;
 /// The longest column or table comment, in characters (MySQL's limits).
 pub const COLUMN_COMMENT_CHARS_MAX: usize = 1024;
 pub const TABLE_COMMENT_CHARS_MAX: usize = 2048;
@@ -60,6 +64,8 @@ pub struct TableExtras {
     pub comment: String,
     /// In the order they were created (the order they fire in).
     pub triggers: Vec<TriggerDef>,
+    /// CHECK constraints, in the order they were declared (`ddl/checks.rs`).
+    pub checks: Vec<CheckDef>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -70,6 +76,8 @@ struct Stored {
     columns: Vec<StoredColumn>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     triggers: Vec<TriggerDef>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    checks: Vec<CheckDef>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -112,19 +120,28 @@ impl TableExtras {
                 fraction_digits: extras.fraction_digits,
             })
             .collect();
-        if columns.is_empty() && self.comment.is_empty() && self.triggers.is_empty() {
+        if columns.is_empty()
+            && self.comment.is_empty()
+            && self.triggers.is_empty()
+            && self.checks.is_empty()
+        {
             return Vec::new();
         }
         let computed =
             (columns.iter()).any(|c| !c.default_sql.is_empty() || !c.on_update_sql.is_empty());
+        let version = if !self.checks.is_empty() {
+            FORMAT_VERSION_CHECKS
+        } else if computed {
+            FORMAT_VERSION_COMPUTED_DEFAULTS
+        } else {
+            FORMAT_VERSION
+        };
         let stored = Stored {
-            version: match computed {
-                true => FORMAT_VERSION_COMPUTED_DEFAULTS,
-                false => FORMAT_VERSION,
-            },
+            version,
             comment: self.comment.clone(),
             columns,
             triggers: self.triggers.clone(),
+            checks: self.checks.clone(),
         };
         serde_json::to_vec(&stored).unwrap_or_default()
     }
@@ -148,15 +165,16 @@ impl TableExtras {
         };
         let stored: Stored = serde_json::from_slice(&schema.extra_metadata)
             .map_err(|error| unreadable(error.to_string()))?;
-        if !(FORMAT_VERSION..=FORMAT_VERSION_COMPUTED_DEFAULTS).contains(&stored.version) {
+        if !(FORMAT_VERSION..=FORMAT_VERSION_CHECKS).contains(&stored.version) {
             return Err(unreadable(format!(
                 "its SQL definition is of format {}, this front end reads {FORMAT_VERSION} \
-                 to {FORMAT_VERSION_COMPUTED_DEFAULTS}",
+                 to {FORMAT_VERSION_CHECKS}",
                 stored.version
             )));
         }
         extras.comment = stored.comment;
         extras.triggers = stored.triggers;
+        extras.checks = stored.checks;
         for column in stored.columns {
             let position = schema
                 .column_index(&column.name)
@@ -214,7 +232,7 @@ mod tests {
                 },
             ],
             comment: "orders".into(),
-            triggers: Vec::new(),
+            ..TableExtras::default()
         };
         let mut schema = schema();
         schema.extra_metadata = extras.encode(&schema);
@@ -254,9 +272,27 @@ mod tests {
     }
 
     #[test]
+    fn a_check_constraint_makes_the_third_format_and_comes_back() {
+        let mut extras = TableExtras {
+            columns: vec![ColumnExtras::default(); 2],
+            ..TableExtras::default()
+        };
+        extras.checks.push(CheckDef {
+            name: "t_chk_1".into(),
+            sql: "id > 0".into(),
+            enforced: false,
+        });
+        let mut schema = schema();
+        schema.extra_metadata = extras.encode(&schema);
+        let stored: Stored = serde_json::from_slice(&schema.extra_metadata).unwrap();
+        assert_eq!(stored.version, FORMAT_VERSION_CHECKS);
+        assert_eq!(TableExtras::decode(&schema).unwrap(), extras);
+    }
+
+    #[test]
     fn metadata_of_another_format_or_damaged_is_refused() {
         let mut schema = schema();
-        schema.extra_metadata = br#"{"version": 3, "columns": []}"#.to_vec();
+        schema.extra_metadata = br#"{"version": 4, "columns": []}"#.to_vec();
         assert_eq!(TableExtras::decode(&schema).unwrap_err().code, 1033);
         schema.extra_metadata = b"{not json".to_vec();
         assert_eq!(TableExtras::decode(&schema).unwrap_err().code, 1033);

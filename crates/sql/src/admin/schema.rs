@@ -168,8 +168,37 @@ fn alter_table(
     let no_variable = |_: &str| None;
     let ctx = session.eval_context(&[], &[], &no_variable);
     let plan = ddl::alter::plan(&table, operations, &target, &ctx)?;
+    for check in &plan.new_checks {
+        refuse_violations(session, (&database, &table_name), check)?;
+    }
     session.catalog.alter_table(&table, plan)?;
     Ok(Outcome::done())
+}
+
+/// Error 3819 when a row of the table breaks `check` (ALTER TABLE ADD CHECK), as MySQL
+/// checks every row before it adds one. (A row written after this reading and before the
+/// constraint is published is not checked.)
+fn refuse_violations(
+    session: &mut Session,
+    (database, table): (&str, &str),
+    check: &ddl::CheckDef,
+) -> SqlResult<()> {
+    let sql = format!(
+        "SELECT 1 FROM `{database}`.`{table}` WHERE NOT ({}) LIMIT 1",
+        check.sql
+    );
+    let parsed = crate::session::parse(&sql)?;
+    let Statement::Query(query) = &parsed.statement else {
+        return Err(SqlError::syntax(sql));
+    };
+    match select::union::execute(session, query, &[], &[])? {
+        Outcome::Rows { rows, .. } if !rows.is_empty() => Err(SqlError::new(
+            3819,
+            "HY000",
+            format!("Check constraint '{}' is violated.", check.name),
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn drop(

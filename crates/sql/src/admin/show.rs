@@ -281,6 +281,17 @@ fn show_create_table(session: &Session, database: &str, name: &str) -> SqlResult
             names(&index.columns)
         ));
     }
+    for check in &table.extras.checks {
+        let enforced = if check.enforced {
+            ""
+        } else {
+            " /*!80016 NOT ENFORCED */"
+        };
+        lines.push(format!(
+            "  CONSTRAINT `{}` CHECK ({}){enforced}",
+            check.name, check.sql
+        ));
+    }
     let comment = match table.extras.comment.as_str() {
         "" => String::new(),
         comment => format!(" COMMENT={}", quoted(comment)),

@@ -16,8 +16,8 @@ use kista_client::schema::{Column, IndexKind, IndexSchema, TableSchema};
 use kista_client::types::{ColumnType, Value};
 
 use super::{
-    declared_column, defaults, fitted_default, index_constraint, key_parts, named_index,
-    PRIMARY_INDEX,
+    checks, declared_column, defaults, fitted_default, index_constraint, key_parts, named_index,
+    CheckDef, PRIMARY_INDEX,
 };
 use crate::catalog::SqlTable;
 use crate::error::{SqlError, SqlResult};
@@ -36,6 +36,8 @@ pub struct AlterPlan {
     pub add_indexes: Vec<IndexSchema>,
     /// `AUTO_INCREMENT = n`: the counter's next value, at least.
     pub auto_increment: Option<u64>,
+    /// CHECK constraints the statement adds, enforced: the rows there must pass them.
+    pub new_checks: Vec<CheckDef>,
 }
 
 /// Error 1846: the change needs the table copied.
@@ -132,7 +134,7 @@ impl Altering<'_> {
             Op::DropIndex { name } => self.drop_index(&name.value, false),
             Op::DropConstraint {
                 name, if_exists, ..
-            } => self.drop_index(&name.value, *if_exists),
+            } => self.drop_constraint(&name.value, *if_exists),
             Op::DropPrimaryKey { .. } => Err(needs_copy("dropping the primary key")),
             Op::DropForeignKey { .. } => Err(SqlError::not_supported("FOREIGN KEY constraints")),
             Op::RenameTable { table_name } => {
@@ -359,8 +361,23 @@ impl Altering<'_> {
     }
 
     fn add_constraint(&mut self, constraint: &TableConstraint) -> SqlResult<()> {
-        if let TableConstraint::PrimaryKey { .. } = constraint {
-            return Err(needs_copy("a new primary key"));
+        match constraint {
+            TableConstraint::PrimaryKey { .. } => return Err(needs_copy("a new primary key")),
+            TableConstraint::Check {
+                name,
+                expr,
+                enforced,
+            } => {
+                let named = (&self.schema, self.table.name.as_str());
+                let check =
+                    checks::declared(name.as_ref(), expr, *enforced, named, &self.extras.checks)?;
+                if check.enforced {
+                    self.plan.new_checks.push(check.clone());
+                }
+                self.extras.checks.push(check);
+                return Ok(());
+            }
+            _ => {}
         }
         let (name, kind, parts) = index_constraint(constraint)?;
         let columns = key_parts::columns(parts, &mut self.schema, &mut self.extras, false)?;
@@ -391,6 +408,19 @@ impl Altering<'_> {
         self.indexes
             .iter()
             .any(|i| i.name.eq_ignore_ascii_case(name))
+    }
+
+    /// DROP CONSTRAINT: a CHECK constraint of that name, else a unique key.
+    fn drop_constraint(&mut self, name: &str, if_exists: bool) -> SqlResult<()> {
+        let check = (self.extras.checks.iter()).position(|c| c.name.eq_ignore_ascii_case(name));
+        match check {
+            Some(position) => {
+                self.extras.checks.remove(position);
+                (self.plan.new_checks).retain(|c| !c.name.eq_ignore_ascii_case(name));
+                Ok(())
+            }
+            None => self.drop_index(name, if_exists),
+        }
     }
 
     fn drop_index(&mut self, name: &str, if_exists: bool) -> SqlResult<()> {

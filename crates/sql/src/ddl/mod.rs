@@ -10,9 +10,11 @@
 //! indexes leave it out, and INSERT fills it.
 
 pub mod alter;
+mod checks;
 mod defaults;
 mod key_parts;
 
+pub use checks::{BoundChecks, CheckDef};
 pub use defaults::ComputedDefaults;
 pub use key_parts::PrefixColumn;
 
@@ -218,8 +220,15 @@ pub fn create_table(create: &ast::CreateTable, cluster_name: String) -> SqlResul
         ..TableExtras::default()
     };
     let table_collation = table_collation(&create.table_options)?;
+    let mut checks = Vec::new();
     for (position, definition) in create.columns.iter().enumerate() {
         let declared = declared_column(definition, table_collation)?;
+        checks.extend(
+            declared
+                .checks
+                .iter()
+                .map(|expr| (None, expr.clone(), None)),
+        );
         extras.columns.push(declared.extras);
         if declared.primary || declared.unique {
             key_parts::refuse_lob(&declared.column)?;
@@ -235,6 +244,16 @@ pub fn create_table(create: &ast::CreateTable, cluster_name: String) -> SqlResul
         }
         schema.columns.push(declared.column);
     }
+    for constraint in &create.constraints {
+        if let TableConstraint::Check {
+            name,
+            expr,
+            enforced,
+        } = constraint
+        {
+            checks.push((name.clone(), (**expr).clone(), *enforced));
+        }
+    }
     let mut indexes = constraint_indexes(&create.constraints, &mut schema, &mut extras)?;
     for column in unique_columns {
         let named = (&schema, &extras);
@@ -242,6 +261,17 @@ pub fn create_table(create: &ast::CreateTable, cluster_name: String) -> SqlResul
         indexes.push(index);
     }
     complete_primary_key(&mut schema, &mut indexes, auto_increment)?;
+    let table_name = schema
+        .name
+        .rsplit('/')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    for (name, expr, enforced) in checks {
+        let named = (&schema, table_name.as_str());
+        let check = checks::declared(name.as_ref(), &expr, enforced, named, &extras.checks)?;
+        extras.checks.push(check);
+    }
     schema.extra_metadata = extras.encode(&schema);
     let start = create_table_auto_increment_start(create);
     Ok(TableDefinition {
@@ -261,6 +291,8 @@ struct DeclaredColumn {
     /// `UNIQUE` on the column (or SERIAL).
     unique: bool,
     auto_increment: bool,
+    /// `CHECK (expr)` on the column: table constraints once the table's columns are known.
+    checks: Vec<ast::Expr>,
 }
 
 fn declared_column(
@@ -288,6 +320,7 @@ fn declared_column(
         primary: false,
         unique: serial,
         auto_increment: serial,
+        checks: Vec::new(),
     };
     declared.column.nullable = !serial;
     let mut default = None;
@@ -317,6 +350,7 @@ fn declared_column(
                 declared.extras.on_update_sql =
                     defaults::on_update(expr, &name, (column_type, fraction_digits))?
             }
+            ColumnOption::Check(expr) => declared.checks.push(expr.clone()),
             ColumnOption::Comment(comment) => {
                 declared.extras.comment = checked_comment(comment, COLUMN_COMMENT_CHARS_MAX, &name)?
             }
@@ -524,6 +558,8 @@ fn constraint_indexes(
                 schema.primary_key = key_parts::columns(columns, schema, extras, true)?;
                 continue;
             }
+            // Checks are bound once the table's columns are all known (`create_table`).
+            TableConstraint::Check { .. } => continue,
             other => index_constraint(other)?,
         };
         let columns = key_parts::columns(columns, schema, extras, true)?;
@@ -553,8 +589,8 @@ fn index_constraint(
         TableConstraint::Index { name, columns, .. } => {
             Ok((name.as_ref(), IndexKind::Ordered, columns))
         }
-        TableConstraint::ForeignKey { .. } | TableConstraint::Check { .. } => {
-            Err(SqlError::not_supported("FOREIGN KEY and CHECK constraints"))
+        TableConstraint::ForeignKey { .. } => {
+            Err(SqlError::not_supported("FOREIGN KEY constraints"))
         }
         other => Err(SqlError::not_supported(other)),
     }

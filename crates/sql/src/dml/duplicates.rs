@@ -232,6 +232,7 @@ fn update_duplicate(
     for (c, v) in &changed {
         updated[usize::from(*c)] = v.clone();
     }
+    table.checks.verify(&updated, ctx)?;
     tx.wrote_row(table.table.id, key.clone());
     tx.undo_change(&table.table, existing)?;
     tx.transaction.update(&table.table, &key, changed)?;

@@ -179,6 +179,13 @@ fn insert_firing_triggers(
     for row in prepared.rows.iter_mut() {
         trigger::fire(tx, session, table, event, None, Some(row), firing)?;
     }
+    if !table.checks.is_empty() {
+        let variable = |name: &str| session.variable(name);
+        let ctx = session.eval_context(params, &[], &variable);
+        for row in &prepared.rows {
+            table.checks.verify(row, &ctx)?;
+        }
+    }
     let rows = &prepared.rows;
     let (affected, ignored) = if !prepared.ignore && prepared.duplicate_update.is_none() {
         (insert_rows(tx, table, rows, prepared.replace)?, 0)
@@ -809,6 +816,13 @@ fn update_rows(
         }
         if changed.is_empty() {
             continue;
+        }
+        if !table.checks.is_empty() {
+            let mut new_row = row.to_vec();
+            for (c, v) in &changed {
+                new_row[usize::from(*c)] = v.clone();
+            }
+            table.checks.verify(&new_row, &ctx)?;
         }
         affected += 1;
         let key = table.key_of(row);

@@ -553,6 +553,12 @@ fn table_constraints(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult
             let named = [text(database), text(table.name.clone())];
             rows.push([&constraint[..], &named, &[text(kind), text("YES")]].concat());
         }
+        for check in &table.extras.checks {
+            let constraint = [text("def"), text(database), text(check.name.clone())];
+            let named = [text(database), text(table.name.clone())];
+            let enforced = text(if check.enforced { "YES" } else { "NO" });
+            rows.push([&constraint[..], &named, &[text("CHECK"), enforced]].concat());
+        }
     })
 }
 
