@@ -110,6 +110,13 @@ cur.execute("INSERT INTO one VALUES (1)")
 assert rows("SELECT id FROM one WHERE id = %s", (1,)) == [(1,)]
 assert rows("SELECT FOUND_ROWS()") == [(1,)]
 
+# IS [NOT] TRUE / FALSE: 1 or 0, NULL being neither; strings and numbers by their truth.
+assert rows(
+    "SELECT 1 IS TRUE, 0 IS TRUE, NULL IS TRUE, 0 IS FALSE, NULL IS FALSE, "
+    "NULL IS NOT TRUE, 2 IS NOT FALSE, '0.0' IS FALSE, 0.5 IS TRUE"
+) == [(1, 0, 0, 1, 0, 1, 1, 1, 1)]
+assert rows("SELECT id FROM one WHERE (id > 5) IS NOT TRUE") == [(1,)]
+
 # Unknown names and wrong counts: MySQL's errors.
 assert error_of("SELECT NO_SUCH_FUNCTION(1)") == 1305
 assert error_of("SELECT IFNULL(1, 2, 3)") == 1582

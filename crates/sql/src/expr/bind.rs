@@ -407,6 +407,13 @@ pub(super) fn bind_plain(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Exp
             expr: boxed(binder, inner)?,
             negated: true,
         },
+        A::IsTrue(inner) | A::IsNotTrue(inner) | A::IsFalse(inner) | A::IsNotFalse(inner) => {
+            Expr::IsTruth {
+                expr: boxed(binder, inner)?,
+                truth: matches!(expr, A::IsTrue(_) | A::IsNotTrue(_)),
+                negated: matches!(expr, A::IsNotTrue(_) | A::IsNotFalse(_)),
+            }
+        }
         A::InList { .. }
         | A::Between { .. }
         | A::Like {

@@ -77,6 +77,14 @@ pub fn eval(expr: &Expr, row: &[Value], ctx: &EvalContext) -> SqlResult<Value> {
         Expr::IsNull { expr, negated } => {
             Value::Int(i64::from(eval(expr, row, ctx)?.is_null() != *negated))
         }
+        Expr::IsTruth {
+            expr,
+            truth,
+            negated,
+        } => {
+            let holds = crate::value::truth(&eval(expr, row, ctx)?) == Some(*truth);
+            Value::Int(i64::from(holds != *negated))
+        }
         Expr::InList {
             expr,
             list,

@@ -92,6 +92,12 @@ pub enum Expr {
         expr: Box<Expr>,
         negated: bool,
     },
+    /// `x IS [NOT] TRUE` / `x IS [NOT] FALSE`: 1 or 0, never NULL (NULL is neither).
+    IsTruth {
+        expr: Box<Expr>,
+        truth: bool,
+        negated: bool,
+    },
     InList {
         expr: Box<Expr>,
         list: Vec<Expr>,
@@ -146,7 +152,7 @@ impl Expr {
             Expr::Not(e) | Expr::Negate(e) | Expr::Cast(e, _) | Expr::Collate(e, _) => {
                 e.is_constant()
             }
-            Expr::IsNull { expr, .. } => expr.is_constant(),
+            Expr::IsNull { expr, .. } | Expr::IsTruth { expr, .. } => expr.is_constant(),
             Expr::And(a, b)
             | Expr::Or(a, b)
             | Expr::Compare(_, a, b, _)
@@ -178,7 +184,7 @@ impl Expr {
             | Expr::Cast(e, _)
             | Expr::Collate(e, _)
             | Expr::AssignUserVariable(_, e) => e.visit(f),
-            Expr::IsNull { expr, .. } => expr.visit(f),
+            Expr::IsNull { expr, .. } | Expr::IsTruth { expr, .. } => expr.visit(f),
             Expr::And(a, b)
             | Expr::Or(a, b)
             | Expr::Compare(_, a, b, _)
@@ -243,7 +249,7 @@ impl Expr {
             | Expr::Cast(e, _)
             | Expr::Collate(e, _)
             | Expr::AssignUserVariable(_, e) => e.visit_mut(f),
-            Expr::IsNull { expr, .. } => expr.visit_mut(f),
+            Expr::IsNull { expr, .. } | Expr::IsTruth { expr, .. } => expr.visit_mut(f),
             Expr::And(a, b)
             | Expr::Or(a, b)
             | Expr::Compare(_, a, b, _)

@@ -33,6 +33,7 @@ pub fn result_type(expr: &Expr, leaf: &dyn Fn(&Expr) -> Option<ColumnType>) -> O
         | Expr::Or(..)
         | Expr::Compare(..)
         | Expr::IsNull { .. }
+        | Expr::IsTruth { .. }
         | Expr::InList { .. }
         | Expr::Between { .. }
         | Expr::Like { .. } => Some(BIGINT),
