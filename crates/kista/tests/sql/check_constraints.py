@@ -56,6 +56,13 @@ assert constraints == [
     ("t_chk_1", "CHECK", "YES"),
     ("t_chk_2", "CHECK", "NO"),
 ], constraints
+clauses = rows(
+    "SELECT CONSTRAINT_NAME, CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS "
+    "WHERE CONSTRAINT_SCHEMA = 'checks' ORDER BY CONSTRAINT_NAME"
+)
+assert clauses == [
+    ("range_ok", "lo <= hi"), ("t_chk_1", "qty >= 0"), ("t_chk_2", "note <> 'bad'")
+], clauses
 
 # ALTER TABLE adds one only if every row passes it, and drops one by name.
 assert error_of("ALTER TABLE t ADD CONSTRAINT big CHECK (qty > 100)") == 3819

@@ -151,6 +151,21 @@ assert error_of("CREATE TABLE e8 (t DATETIME DEFAULT CURRENT_TIMESTAMP(3))") == 
 assert error_of("CREATE TABLE e9 (t TIMESTAMP(2) ON UPDATE CURRENT_TIMESTAMP)") == 1294
 assert error_of("CREATE TABLE e10 (t DATETIME(7))") == 1426
 
+# An expression default may read the row's other columns: the given values and the
+# defaults of the columns before it.
+cur.execute(
+    "CREATE TABLE derived (id INT PRIMARY KEY, a INT, b INT DEFAULT (a * 2), "
+    "c VARCHAR(20) DEFAULT (CONCAT('id-', id, '-', b)))"
+)
+cur.execute("INSERT INTO derived (id, a) VALUES (1, 5), (2, NULL)")
+cur.execute("INSERT INTO derived (id, a, b) VALUES (3, 1, 100)")
+assert rows("SELECT * FROM derived ORDER BY id") == [
+    (1, 5, 10, "id-1-10"), (2, None, None, None), (3, 1, 100, "id-3-100")
+]
+assert error_of("CREATE TABLE e11 (id INT PRIMARY KEY, b INT DEFAULT (nope + 1))") == 1054
+assert error_of("ALTER TABLE derived ALTER COLUMN a SET DEFAULT (no_such_fn())") == 1305
+assert error_of("ALTER TABLE derived ADD COLUMN e INT DEFAULT (a + 1)") == 1846
+
 # What MySQL refuses.
 assert error_of("CREATE TABLE e1 (id INT PRIMARY KEY, n INT DEFAULT CURRENT_TIMESTAMP)") == 1067
 assert error_of("CREATE TABLE e2 (id INT PRIMARY KEY, n INT ON UPDATE CURRENT_TIMESTAMP)") == 1294

@@ -87,6 +87,8 @@ pub fn plan(
         mut plan,
         ..
     } = altering;
+    // What a front end binds when it opens the table must bind now.
+    defaults::check_computed(&schema, &extras)?;
     schema.extra_metadata = extras.encode(&schema);
     if schema != *table.schema() {
         if let Err(reason) = schema.in_place_change_from(table.schema()) {
@@ -209,7 +211,13 @@ impl Altering<'_> {
         if !extras.default_sql.is_empty() {
             // A computed default, evaluated once for every row there is (MySQL evaluates
             // it per row when it copies; the rows of one ALTER get one moment's value).
-            let bound = defaults::bind(&extras.default_sql)?;
+            let bound = defaults::bind(&extras.default_sql, &self.schema)?;
+            if defaults::reads_columns(&bound) {
+                return Err(needs_copy(format!(
+                    "the default of '{}' is computed from other columns",
+                    column.name
+                )));
+            }
             let value = eval(&bound, &[], self.ctx)?;
             return crate::value::coerce(&value, column.column_type, &column.name);
         }

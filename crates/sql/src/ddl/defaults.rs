@@ -16,7 +16,7 @@ use kista_client::types::ColumnType;
 
 use crate::dialect::KistaDialect;
 use crate::error::{SqlError, SqlResult};
-use crate::expr::{self, Binder, Expr};
+use crate::expr::{self, Binder, Expr, ScopeColumn};
 use crate::table_metadata::TableExtras;
 
 /// The names MySQL takes for the current timestamp as a column's default or ON UPDATE.
@@ -40,9 +40,15 @@ pub(super) fn computed_default(
     let ast::Expr::Nested(inner) = expr else {
         return Ok(None);
     };
-    // Bound here for its errors (an unknown function, a column it would read).
-    bind(&inner.to_string())?;
+    // Bound for its errors once the table's columns are known (`check_computed`).
     Ok(Some(format!("({inner})")))
+}
+
+/// Binds every computed default of a table being declared or altered (`schema`,
+/// `extras`), for the errors MySQL gives (an unknown function 1305, a column the table
+/// lacks 1054): a definition kept must bind whenever a front end opens the table.
+pub(super) fn check_computed(schema: &TableSchema, extras: &TableExtras) -> SqlResult<()> {
+    ComputedDefaults::of(schema, extras).map(drop)
 }
 
 /// `ON UPDATE CURRENT_TIMESTAMP[(fsp)]` as SQL text; error 1294 for anything else, a
@@ -113,14 +119,25 @@ fn invalid_default(column: &str) -> SqlError {
     )
 }
 
-/// A computed default's or ON UPDATE's SQL text bound as an expression over no row.
-pub(super) fn bind(sql: &str) -> SqlResult<Expr> {
+/// A computed default's or ON UPDATE's SQL text bound as an expression over a row of
+/// `schema` (an expression default may read the row's other columns, as in MySQL).
+pub(super) fn bind(sql: &str, schema: &TableSchema) -> SqlResult<Expr> {
     let parsed = Parser::new(&KistaDialect)
         .try_with_sql(sql)
         .and_then(|mut parser| parser.parse_expr())
         .map_err(|error| SqlError::not_supported(format!("DEFAULT {sql}: {error}")))?;
-    let mut binder = Binder::without_columns(&[], "DEFAULT");
+    let columns: Vec<ScopeColumn> = (schema.columns.iter())
+        .map(|column| ScopeColumn::of("", column))
+        .collect();
+    let mut binder = Binder::over(&columns, &[], "DEFAULT");
     expr::bind(&mut binder, &parsed)
+}
+
+/// Whether a bound default reads a column of its row.
+pub(super) fn reads_columns(bound: &Expr) -> bool {
+    let mut reads = false;
+    bound.visit(&mut |e| reads |= matches!(e, Expr::Column(_)));
+    reads
 }
 
 /// A table's computed defaults and ON UPDATE columns, bound, by column position.
@@ -138,12 +155,12 @@ impl ComputedDefaults {
             if !column.default_sql.is_empty() {
                 computed
                     .defaults
-                    .push((position, bind(&column.default_sql)?));
+                    .push((position, bind(&column.default_sql, schema)?));
             }
             if !column.on_update_sql.is_empty() {
                 computed
                     .on_update
-                    .push((position, bind(&column.on_update_sql)?));
+                    .push((position, bind(&column.on_update_sql, schema)?));
             }
         }
         Ok(computed)

@@ -261,6 +261,7 @@ pub fn create_table(create: &ast::CreateTable, cluster_name: String) -> SqlResul
         indexes.push(index);
     }
     complete_primary_key(&mut schema, &mut indexes, auto_increment)?;
+    defaults::check_computed(&schema, &extras)?;
     let table_name = schema
         .name
         .rsplit('/')

@@ -410,6 +410,8 @@ fn complete_row(
 ) -> SqlResult<Vec<Value>> {
     let schema = table.schema();
     let mut row = Vec::with_capacity(given.len());
+    // Columns whose computed default reads the row: evaluated once the rest is there.
+    let mut computed_later = Vec::new();
     for (column, value) in given.into_iter().enumerate() {
         let definition = &schema.columns[column];
         let is_auto = table.auto_increment == Some(column);
@@ -421,7 +423,10 @@ fn complete_row(
             Some(v) => fit(table, column, &v)?,
             None if is_auto || table.hidden_key == Some(column) => Value::Null,
             None => match (table.computed.default_of(column), &definition.default) {
-                (Some(computed), _) => fit(table, column, &eval(computed, &[], ctx)?)?,
+                (Some(_), _) => {
+                    computed_later.push(column);
+                    Value::Null
+                }
                 (None, Some(default)) => default.clone(),
                 (None, None) if definition.nullable => Value::Null,
                 (None, None) => {
@@ -433,6 +438,13 @@ fn complete_row(
                 }
             },
         });
+    }
+    // In column order, as MySQL: a default may read the given values and the defaults of
+    // the columns before it.
+    for column in computed_later {
+        if let Some(computed) = table.computed.default_of(column) {
+            row[column] = fit(table, column, &eval(computed, &row, ctx)?)?;
+        }
     }
     table.generate(&mut row);
     Ok(row)

@@ -130,6 +130,16 @@ pub(super) const ALL: &[SystemTableDef] = &[
         rows: key_column_usage,
     },
     SystemTableDef {
+        name: "CHECK_CONSTRAINTS",
+        columns: &[
+            ("CONSTRAINT_CATALOG", Text),
+            ("CONSTRAINT_SCHEMA", Text),
+            ("CONSTRAINT_NAME", Text),
+            ("CHECK_CLAUSE", Text),
+        ],
+        rows: check_constraints,
+    },
+    SystemTableDef {
         name: "TABLE_CONSTRAINTS",
         columns: &[
             ("CONSTRAINT_CATALOG", Text),
@@ -558,6 +568,15 @@ fn table_constraints(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult
             let named = [text(database), text(table.name.clone())];
             let enforced = text(if check.enforced { "YES" } else { "NO" });
             rows.push([&constraint[..], &named, &[text("CHECK"), enforced]].concat());
+        }
+    })
+}
+
+fn check_constraints(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+    for_each_table(catalog, |database, table| {
+        for check in &table.extras.checks {
+            let named = [text("def"), text(database), text(check.name.clone())];
+            rows.push([&named[..], &[text(check.sql.clone())]].concat());
         }
     })
 }
