@@ -643,7 +643,10 @@ impl Catalog {
     pub fn forget_changed_tables(&self) {
         use std::sync::atomic::Ordering;
         let notices = self.client.table_notices();
-        if self.table_notices_seen.swap(notices, Ordering::AcqRel) == notices {
+        // Read first: a write per statement would bounce the line between every core.
+        if self.table_notices_seen.load(Ordering::Acquire) == notices
+            || self.table_notices_seen.swap(notices, Ordering::AcqRel) == notices
+        {
             return;
         }
         let mut tables = lock(&self.tables);
