@@ -138,7 +138,8 @@ impl TestCluster {
     /// make it) is stopped by the start, as it should be: once the others serve, it is
     /// started again and copies its data from a peer (started while the others still
     /// restore, it would start a cluster of its own and be stopped by the arbitrator).
-    pub fn wait_for_start_from_disk(&mut self) {
+    /// Returns the nodes started again so (their disks began afresh).
+    pub fn wait_for_start_from_disk(&mut self) -> Vec<u8> {
         const STALE: &str = "copies its data from a peer when started again";
         let deadline = std::time::Instant::now() + START_LIMIT;
         let ids: Vec<u8> = (1..=self.nodes.len() as u8).collect();
@@ -146,7 +147,7 @@ impl TestCluster {
         loop {
             let states: Vec<String> = ids.iter().map(|&id| self.shown_state(id)).collect();
             if states.iter().all(|state| state == "started") {
-                return;
+                return restarted;
             }
             let others_serve = |id: u8| {
                 let mut others = ids.iter().zip(&states).filter(|(&other, _)| other != id);
