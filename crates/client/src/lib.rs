@@ -124,6 +124,17 @@ pub struct Table {
     pub(crate) index_tables: Vec<(IndexId, u32)>,
 }
 
+/// 0, 1, 2, ...: the column numbers of the widest table.
+static COLUMN_NUMBERS: [u16; kista_storage::schema::COLUMNS_MAX] = {
+    let mut numbers = [0; kista_storage::schema::COLUMNS_MAX];
+    let mut column = 0;
+    while column < numbers.len() {
+        numbers[column] = column as u16;
+        column += 1;
+    }
+    numbers
+};
+
 /// The schema version of every unique index's table: the dictionary never changes one.
 const INDEX_TABLE_SCHEMA_VERSION: u32 = 1;
 
@@ -145,9 +156,9 @@ impl Table {
 
     /// A projection of every column this definition has, named one by one: a node may
     /// hold a newer definition with columns added since, which a read asking for "every
-    /// column" would return.
-    pub(crate) fn every_column(&self) -> Vec<u16> {
-        (0..self.layout.column_count() as u16).collect()
+    /// column" would return. (A slice of a static list: a read allocates nothing for it.)
+    pub(crate) fn every_column(&self) -> &'static [u16] {
+        &COLUMN_NUMBERS[..self.layout.column_count()]
     }
 
     /// A table no cluster holds, numbered `id`, with `indexes` numbered from 1 in order:
@@ -386,15 +397,9 @@ impl Client {
                 Ok(current)
             }
             Err(error) => {
-                let (table_id, index_id) = (table.id, index_id.0);
                 // Best effort: a lost connection leaves the index being built (unread),
                 // which DROP INDEX removes.
-                let _ = self.change_schema(&[], |request_id, client| DropIndexRequest {
-                    request_id,
-                    client,
-                    table_id,
-                    index_id,
-                });
+                let _ = self.drop_index_numbered(table.id, index_id);
                 Err(error)
             }
         }
@@ -404,17 +409,25 @@ impl Client {
     /// schema version.
     pub fn drop_index(&self, table: &Table, name: &str) -> Result<Table, ClientError> {
         let (index_id, _) = table.index(name)?;
-        let (table_id, index_id) = (table.id, index_id.0);
-        let dropped = self.change_schema(&[], |request_id, client| DropIndexRequest {
+        let dropped = self.drop_index_numbered(table.id, index_id)?;
+        let mut changed = table.clone();
+        changed.schema_version = dropped.schema_version;
+        changed.indexes.retain(|(id, _)| *id != index_id);
+        Ok(changed)
+    }
+
+    fn drop_index_numbered(
+        &self,
+        table_id: u32,
+        index_id: IndexId,
+    ) -> Result<SchemaAnswer, ClientError> {
+        let index_id = index_id.0;
+        self.change_schema(&[], |request_id, client| DropIndexRequest {
             request_id,
             client,
             table_id,
             index_id,
-        })?;
-        let mut changed = table.clone();
-        changed.schema_version = dropped.schema_version;
-        changed.indexes.retain(|(id, _)| id.0 != index_id);
-        Ok(changed)
+        })
     }
 
     /// Replaces `table`'s extra metadata (what the layer above keeps with the table);

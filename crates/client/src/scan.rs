@@ -218,7 +218,7 @@ impl Client {
             ));
         }
         let mut columns = if spec.columns.is_empty() {
-            table.every_column()
+            table.every_column().to_vec()
         } else {
             spec.columns.clone()
         };

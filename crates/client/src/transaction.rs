@@ -97,14 +97,14 @@ impl<'c> Transaction<'c> {
         key: &[Value],
         changes: Vec<(u16, Value)>,
     ) -> Result<OpIndex, ClientError> {
-        let (columns, values) = changes.into_iter().unzip();
+        let (columns, values): (Vec<u16>, Vec<Value>) = changes.into_iter().unzip();
         self.push(
             OperationKind::Update,
             LockKind::Exclusive,
             table,
             key,
-            columns,
-            values,
+            &columns,
+            &values,
         )
     }
 
@@ -114,8 +114,8 @@ impl<'c> Transaction<'c> {
             LockKind::Exclusive,
             table,
             key,
-            vec![],
-            vec![],
+            &[],
+            &[],
         )
     }
 
@@ -127,8 +127,14 @@ impl<'c> Transaction<'c> {
         key: &[Value],
         lock: LockKind,
     ) -> Result<OpIndex, ClientError> {
-        let every_column = table.every_column();
-        self.push(OperationKind::Read, lock, table, key, every_column, vec![])
+        self.push(
+            OperationKind::Read,
+            lock,
+            table,
+            key,
+            table.every_column(),
+            &[],
+        )
     }
 
     /// Reads only `columns` of the row with `key`.
@@ -139,7 +145,7 @@ impl<'c> Transaction<'c> {
         lock: LockKind,
         columns: Vec<u16>,
     ) -> Result<OpIndex, ClientError> {
-        self.push(OperationKind::Read, lock, table, key, columns, vec![])
+        self.push(OperationKind::Read, lock, table, key, &columns, &[])
     }
 
     /// Reads the row whose key in the unique index `index` is `key` (one value per index
@@ -165,12 +171,11 @@ impl<'c> Transaction<'c> {
             )));
         }
         let write_key = |out: &mut Vec<u8>| table.layout.key_of_values(&schema.columns, key, out);
-        let columns = if columns.is_empty() {
-            table.every_column()
-        } else {
-            columns
+        let columns = match columns.is_empty() {
+            true => table.every_column(),
+            false => &columns,
         };
-        let body = body_of(write_key, &columns, &[])?;
+        let body = body_of(write_key, columns, &[])?;
         self.push_encoded(OperationKind::Read, lock, table, id.0, body)
     }
 
@@ -194,7 +199,7 @@ impl<'c> Transaction<'c> {
             .iter()
             .map(|&c| values.get(c).cloned().unwrap_or(Value::Null))
             .collect();
-        self.push(kind, LockKind::Exclusive, table, &key, vec![], values)
+        self.push(kind, LockKind::Exclusive, table, &key, &[], &values)
     }
 
     fn push(
@@ -203,11 +208,11 @@ impl<'c> Transaction<'c> {
         lock: LockKind,
         table: &Table,
         key: &[Value],
-        columns: Vec<u16>,
-        values: Vec<Value>,
+        columns: &[u16],
+        values: &[Value],
     ) -> Result<OpIndex, ClientError> {
         let write_key = |out: &mut Vec<u8>| table.layout.primary_key_of_values(key, out);
-        let body = body_of(write_key, &columns, &values)?;
+        let body = body_of(write_key, columns, values)?;
         self.push_encoded(kind, lock, table, PRIMARY_KEY, body)
     }
 

@@ -40,7 +40,6 @@ impl TransactionCoordinator {
         let Some(table) = self.tables.get(&request.table_id) else {
             return ReadHere::NotTaken;
         };
-        table.tell_if_changed(ctx, request);
         let answer = ReadAnswer {
             client: request.client,
             client_tx: request.client_tx,
@@ -60,8 +59,10 @@ impl TransactionCoordinator {
         let (router, registry) = (&mut self.router, &self.registry);
         let result = match read_in_place(ctx, table, router, registry, request, answer) {
             Ok(result) => result,
+            // `key_operation` takes it, and tells the client if the table changed.
             Err(not_here) => return not_here,
         };
+        table.tell_if_changed(ctx, request);
         let (Some(id), Some(transaction)) = (record, transaction) else {
             if let Err((code, message)) = result {
                 let failure = Some((code, request.op_index, message));

@@ -9,14 +9,12 @@
 
 use serde::{Deserialize, Serialize};
 use sqlparser::ast;
-use sqlparser::parser::Parser;
 
 use kista_client::schema::TableSchema;
 use kista_client::types::Value;
 
-use crate::dialect::KistaDialect;
 use crate::error::{SqlError, SqlResult};
-use crate::expr::{self, eval, Binder, EvalContext, Expr, ScopeColumn};
+use crate::expr::{eval, EvalContext, Expr};
 use crate::table_metadata::TableExtras;
 
 /// A CHECK constraint as the table's definition keeps it.
@@ -78,15 +76,7 @@ pub(super) fn declared(
 
 /// A check's expression bound over a row of `schema` (an unknown column: 3820).
 fn bind(sql: &str, schema: &TableSchema, name: &str) -> SqlResult<Expr> {
-    let parsed = Parser::new(&KistaDialect)
-        .try_with_sql(sql)
-        .and_then(|mut parser| parser.parse_expr())
-        .map_err(|error| SqlError::not_supported(format!("CHECK ({sql}): {error}")))?;
-    let columns: Vec<ScopeColumn> = (schema.columns.iter())
-        .map(|column| ScopeColumn::of("", column))
-        .collect();
-    let mut binder = Binder::over(&columns, &[], "CHECK");
-    expr::bind(&mut binder, &parsed).map_err(|error| match error.code {
+    super::defaults::bind_over_row(sql, schema, "CHECK").map_err(|error| match error.code {
         1054 => SqlError::new(
             3820,
             "HY000",

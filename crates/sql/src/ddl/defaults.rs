@@ -122,14 +122,24 @@ fn invalid_default(column: &str) -> SqlError {
 /// A computed default's or ON UPDATE's SQL text bound as an expression over a row of
 /// `schema` (an expression default may read the row's other columns, as in MySQL).
 pub(super) fn bind(sql: &str, schema: &TableSchema) -> SqlResult<Expr> {
+    bind_over_row(sql, schema, "DEFAULT")
+}
+
+/// An expression kept as SQL text in a table's definition (a default, a CHECK) bound over
+/// a row of `schema`; `place` names the clause in errors.
+pub(super) fn bind_over_row(
+    sql: &str,
+    schema: &TableSchema,
+    place: &'static str,
+) -> SqlResult<Expr> {
     let parsed = Parser::new(&KistaDialect)
         .try_with_sql(sql)
         .and_then(|mut parser| parser.parse_expr())
-        .map_err(|error| SqlError::not_supported(format!("DEFAULT {sql}: {error}")))?;
+        .map_err(|error| SqlError::not_supported(format!("{place} {sql}: {error}")))?;
     let columns: Vec<ScopeColumn> = (schema.columns.iter())
         .map(|column| ScopeColumn::of("", column))
         .collect();
-    let mut binder = Binder::over(&columns, &[], "DEFAULT");
+    let mut binder = Binder::over(&columns, &[], place);
     expr::bind(&mut binder, &parsed)
 }
 

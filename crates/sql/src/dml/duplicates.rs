@@ -228,10 +228,7 @@ fn update_duplicate(
     if changed.is_empty() {
         return Ok(None);
     }
-    let mut updated = existing.to_vec();
-    for (c, v) in &changed {
-        updated[usize::from(*c)] = v.clone();
-    }
+    let updated = super::with_changes(existing, &changed);
     table.checks.verify(&updated, ctx)?;
     tx.wrote_row(table.table.id, key.clone());
     tx.undo_change(&table.table, existing)?;

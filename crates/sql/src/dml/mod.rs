@@ -830,19 +830,12 @@ fn update_rows(
             continue;
         }
         if !table.checks.is_empty() {
-            let mut new_row = row.to_vec();
-            for (c, v) in &changed {
-                new_row[usize::from(*c)] = v.clone();
-            }
-            table.checks.verify(&new_row, &ctx)?;
+            table.checks.verify(&with_changes(row, &changed), &ctx)?;
         }
         affected += 1;
         let key = table.key_of(row);
         if changes_key {
-            let mut new_row = row.to_vec();
-            for (c, v) in changed {
-                new_row[usize::from(c)] = v;
-            }
+            let new_row = with_changes(row, &changed);
             tx.wrote_row(table.table.id, table.key_of(&new_row));
             tx.undo_change(&table.table, row)?;
             tx.undo_insert(&table.table, table.key_of(&new_row))?;
@@ -869,6 +862,15 @@ fn update_rows(
     Ok(affected)
 }
 
+/// `row` with `changes` made.
+pub(super) fn with_changes(row: &[Value], changes: &[(u16, Value)]) -> Vec<Value> {
+    let mut changed = row.to_vec();
+    for (column, value) in changes {
+        changed[usize::from(*column)] = value.clone();
+    }
+    changed
+}
+
 /// The row an UPDATE writes: `row` with `changes`, as the BEFORE UPDATE triggers left it.
 fn fire_before_update(
     tx: &mut Tx,
@@ -878,10 +880,7 @@ fn fire_before_update(
     changes: &[(u16, Value)],
     firing: &mut Firing,
 ) -> SqlResult<Vec<Value>> {
-    let mut new_row = row.to_vec();
-    for (c, v) in changes {
-        new_row[usize::from(*c)] = v.clone();
-    }
+    let mut new_row = with_changes(row, changes);
     trigger::fire(
         tx,
         session,
