@@ -63,6 +63,7 @@
 
 mod completion;
 mod error;
+mod foreign_keys;
 mod heartbeat;
 mod in_flight;
 mod index_build;
@@ -87,6 +88,8 @@ use kista_storage::schema::{IndexKind, IndexSchema, TableSchema};
 
 pub use completion::Pending;
 pub use error::ClientError;
+pub use foreign_keys::ForeignKeySpec;
+pub use kista_datanode::protocol::{same_key_form, ForeignKey, ReferenceAction};
 pub use kista_datanode::protocol::{ErrorCategory, ExecuteMode, LockKind, TransactionOutcome};
 pub use kista_storage::partition::IndexBound;
 pub use kista_storage::{compare, filter, schema, types};
@@ -122,6 +125,8 @@ pub struct Table {
     pub(crate) indexes: Vec<(IndexId, IndexSchema)>,
     /// Each unique index's table of entries, built ones or not.
     pub(crate) index_tables: Vec<(IndexId, u32)>,
+    /// The foreign keys it is the child or the parent of.
+    pub(crate) foreign_keys: Vec<ForeignKey>,
 }
 
 /// 0, 1, 2, ...: the column numbers of the widest table.
@@ -151,6 +156,7 @@ impl Table {
             schema: Arc::new(schema),
             indexes: Vec::new(),
             index_tables: Vec::new(),
+            foreign_keys: Vec::new(),
         }
     }
 
@@ -180,6 +186,7 @@ impl Table {
             schema: Arc::new(schema),
             indexes: (1..).map(IndexId).zip(indexes).collect(),
             index_tables: Vec::new(),
+            foreign_keys: Vec::new(),
         }
     }
 
@@ -520,7 +527,12 @@ impl Client {
 
     /// The names of every table, in the order they were created.
     pub fn table_names(&self) -> Result<Vec<String>, ClientError> {
-        let mut names = Vec::new();
+        Ok(self.tables()?.into_iter().map(|(_, name)| name).collect())
+    }
+
+    /// The id and name of every table, in the order they were created.
+    pub fn tables(&self) -> Result<Vec<(u32, String)>, ClientError> {
+        let mut tables = Vec::new();
         let mut after_table_id = 0;
         loop {
             let page = self.change_schema(&[], |request_id, client| TableListRequest {
@@ -530,9 +542,9 @@ impl Client {
             })?;
             after_table_id = page.listed.last().map_or(after_table_id, |&(id, _)| id);
             let more = page.more && !page.listed.is_empty();
-            names.extend(page.listed.into_iter().map(|(_, name)| name));
+            tables.extend(page.listed);
             if !more {
-                return Ok(names);
+                return Ok(tables);
             }
         }
     }
@@ -554,6 +566,7 @@ impl Client {
             indexes,
             index_tables,
             building,
+            foreign_keys,
         } = definition;
         let map = PartitionMap::for_cluster(partitions, self.nodes.cluster());
         Ok(Table {
@@ -570,6 +583,7 @@ impl Client {
             index_tables: (index_tables.into_iter())
                 .map(|(index, table)| (IndexId(index), table))
                 .collect(),
+            foreign_keys,
         })
     }
 

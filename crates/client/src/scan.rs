@@ -232,6 +232,7 @@ impl Client {
             range: spec.range,
             filter: spec.filter,
             columns,
+            versions: kista_storage::partition::ScanVersions::Committed,
         };
         let mut section = Vec::new();
         body.encode(&mut section);

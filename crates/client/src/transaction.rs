@@ -39,6 +39,8 @@ struct Operation {
     /// The unique index the key belongs to, or `PRIMARY_KEY`.
     index_id: u32,
     body: Vec<u8>,
+    /// `KeyRequest` flags.
+    flags: u32,
 }
 
 pub struct Transaction<'c> {
@@ -53,6 +55,9 @@ pub struct Transaction<'c> {
     /// The operations' bodies in `batch`, in bytes.
     batch_bytes: usize,
     finished: bool,
+    /// Flags every operation carries: foreign-key checks off
+    /// ([`Transaction::set_foreign_key_checks`]).
+    flags: u32,
 }
 
 /// Operations past which a batch is full ([`Transaction::batch_is_full`]): a statement
@@ -77,7 +82,34 @@ impl<'c> Transaction<'c> {
             batch: Vec::new(),
             batch_bytes: 0,
             finished: false,
+            flags: 0,
         }
+    }
+
+    /// Whether the writes added from now on check their foreign keys and run their
+    /// actions (on by default; SQL's `foreign_key_checks = 0` turns it off for loads).
+    pub fn set_foreign_key_checks(&mut self, on: bool) {
+        let off = KeyRequest::NO_FOREIGN_KEY_CHECKS;
+        self.flags = if on {
+            self.flags & !off
+        } else {
+            self.flags | off
+        };
+    }
+
+    /// Deletes the row with `key` as the first half of a change of its primary key (the
+    /// insert of the row under its new key follows): foreign keys referencing the row
+    /// apply their ON UPDATE rule, not their ON DELETE one.
+    pub fn delete_moving_key(
+        &mut self,
+        table: &Table,
+        key: &[Value],
+    ) -> Result<OpIndex, ClientError> {
+        let op = self.delete(table, key)?;
+        if let Some(operation) = self.batch.last_mut() {
+            operation.flags |= KeyRequest::MOVES_KEY;
+        }
+        Ok(op)
     }
 
     /// Inserts a row (every column, in table order); fails with 630 if the key exists.
@@ -240,6 +272,7 @@ impl<'c> Transaction<'c> {
             table: (table.id, table.schema_version),
             index_id,
             body,
+            flags: self.flags,
         });
         Ok(OpIndex(self.batch.len() as u32 - 1))
     }
@@ -371,6 +404,7 @@ impl<'c> Transaction<'c> {
                     ExecuteMode::More
                 },
                 index_id: operation.index_id,
+                flags: operation.flags,
             };
             client.send(request.to_signal(tc, client.me), &operation.body)?;
         }

@@ -11,7 +11,7 @@ use kista_signal::wire::SECTION_BYTES_MAX;
 use kista_signal::{BlockAddress, PayloadError, Signal, TypedSignal};
 use kista_storage::codec::CodecError;
 use kista_storage::filter::FilterProgram;
-use kista_storage::partition::{ScanPosition, ScanRange};
+use kista_storage::partition::{ScanPosition, ScanRange, ScanVersions};
 
 use crate::protocol::*;
 use crate::read::project;
@@ -31,6 +31,7 @@ struct FragmentScan {
     range: ScanRange,
     filter: Option<FilterProgram>,
     columns: Vec<u16>,
+    versions: ScanVersions,
     /// Where the next batch starts; `None` before the first.
     position: Option<ScanPosition>,
 }
@@ -158,6 +159,7 @@ impl FragmentScans {
             range: body.range,
             filter,
             columns: body.columns,
+            versions: body.versions,
             position: None,
         })
     }
@@ -217,8 +219,9 @@ impl FragmentScans {
         RowsBody::start(buffer);
         let mut rows = 0;
         let resume = partition
-            .scan_committed(
+            .scan(
                 &scan.range,
+                scan.versions,
                 scan.filter.as_ref(),
                 scan.position.as_ref(),
                 rows_max,

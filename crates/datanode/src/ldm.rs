@@ -20,7 +20,7 @@ use kista_signal::{BlockAddress, SectionHandle, Signal, TypedSignal};
 use kista_storage::locks::{LockMode, TransactionId};
 use kista_storage::memory::DataMemory;
 use kista_storage::partition::{
-    Granted, IndexId, OperationError, Outcome, Partition, PartitionLimits, UniqueChange,
+    Granted, IndexId, KeyChange, OperationError, Outcome, Partition, PartitionLimits, UniqueChange,
 };
 use kista_storage::redo::{delete_row_record_bytes, write_row_record_bytes, RowPlace};
 use kista_storage::row::RowLayout;
@@ -46,8 +46,9 @@ mod restore;
 struct LdmTable {
     versions: Versions,
     layout: Arc<RowLayout>,
-    /// Whether the table has a unique index (its writes report unique-key changes).
-    has_unique: bool,
+    /// Whether the table has a unique index or a foreign key (its writes report unique-key
+    /// changes or foreign-key events to their coordinator).
+    reports_upkeep: bool,
     partitions: FxHashMap<u32, Arc<RwLock<Partition>>>,
 }
 
@@ -91,6 +92,8 @@ pub struct LocalDataManager {
     scans: FragmentScans,
     /// How the write that just ran changed its row's unique keys, for the coordinator.
     unique_changes: Vec<UniqueChange>,
+    /// The foreign-key events of the write that just ran, for the coordinator.
+    key_changes: Vec<KeyChange>,
     /// The REDO bytes the write that just ran will log at commit.
     staged_redo_bytes: u64,
     /// The encoded `IndexUpkeepBody` (kept for its capacity).
@@ -143,6 +146,7 @@ impl LocalDataManager {
             transactions: FxHashMap::default(),
             next_wait_id: 0,
             unique_changes: Vec::new(),
+            key_changes: Vec::new(),
             staged_redo_bytes: 0,
             upkeep_bytes: Vec::new(),
             failed_coordinators: NodeSet::EMPTY,
@@ -219,7 +223,7 @@ impl LocalDataManager {
                     current: 0,
                 },
                 layout,
-                has_unique: false,
+                reports_upkeep: false,
                 partitions,
             }
         });
@@ -230,10 +234,12 @@ impl LocalDataManager {
                 lock_partition(partition).change_layout(table.layout.clone());
             }
         }
-        table.has_unique = body
-            .indexes
-            .iter()
+        let has_unique = (body.indexes.iter())
             .any(|(_, index)| index.kind == kista_storage::schema::IndexKind::Unique);
+        table.reports_upkeep = has_unique || !body.foreign_keys.is_empty();
+        let watched: Vec<_> = (body.foreign_keys.iter())
+            .flat_map(|foreign_key| foreign_key.watched_keys(table_id))
+            .collect();
         // Bring each partition's indexes in line with the definition.
         for partition in table.partitions.values() {
             let mut partition = lock_partition(partition);
@@ -253,6 +259,7 @@ impl LocalDataManager {
                     let _ = partition.drop_index(id);
                 }
             }
+            partition.watch_keys(watched.clone());
         }
         table.versions = Versions {
             oldest: definition.oldest_version,
@@ -388,11 +395,12 @@ impl LocalDataManager {
                     } else {
                         send_with_bytes(ctx, conf.to_signal(prepare.tc, ctx.address()), &bytes);
                     }
-                } else if self.unique_changes.is_empty() {
+                } else if self.unique_changes.is_empty() && self.key_changes.is_empty() {
                     ctx.send_typed(prepare.tc, &conf);
                 } else {
                     self.upkeep_bytes.clear();
-                    IndexUpkeepBody::encode(&self.unique_changes, &mut self.upkeep_bytes);
+                    let changes = (&self.unique_changes, &self.key_changes);
+                    IndexUpkeepBody::encode(changes.0, changes.1, &mut self.upkeep_bytes);
                     let signal = conf.to_signal(prepare.tc, ctx.address());
                     send_with_bytes(ctx, signal, &self.upkeep_bytes);
                 }
@@ -402,6 +410,7 @@ impl LocalDataManager {
             }
         }
         self.unique_changes.clear();
+        self.key_changes.clear();
     }
 
     /// Before passing a write to a starting replica: the unique-key changes it made here,
@@ -412,16 +421,17 @@ impl LocalDataManager {
         prepare: &Prepare,
         starting: BlockAddress,
     ) {
-        let has_unique = self
+        let reports_upkeep = self
             .tables
             .get(&prepare.table_id)
-            .is_some_and(|table| table.has_unique);
-        if !has_unique {
+            .is_some_and(|table| table.reports_upkeep);
+        if !reports_upkeep {
             return;
         }
         self.upkeep_bytes.clear();
-        if !self.unique_changes.is_empty() {
-            IndexUpkeepBody::encode(&self.unique_changes, &mut self.upkeep_bytes);
+        if !self.unique_changes.is_empty() || !self.key_changes.is_empty() {
+            let changes = (&self.unique_changes, &self.key_changes);
+            IndexUpkeepBody::encode(changes.0, changes.1, &mut self.upkeep_bytes);
         }
         let upkeep = StartingUpkeep {
             transaction: prepare.transaction,
@@ -592,6 +602,7 @@ impl LocalDataManager {
         };
         // Empty unless the write finished and changed a unique key.
         self.unique_changes = partition.take_unique_changes();
+        self.key_changes = partition.take_key_changes();
         Ok(outcome)
     }
 

@@ -88,6 +88,7 @@ pub(crate) fn error_code_of(error: &OperationError) -> ErrorCode {
         OperationError::NoSuchIndex { .. } => ErrorCode::SchemaVersion,
         OperationError::PrimaryKeyUpdate { .. }
         | OperationError::NotOrdered { .. }
+        | OperationError::AnyVersionScan { .. }
         | OperationError::NoSuchColumn { .. }
         | OperationError::Row(_) => ErrorCode::BadRequest,
         OperationError::Schema(_) => ErrorCode::BadSchema,

@@ -10,6 +10,8 @@
 //! Unique indexes live in index tables (see `protocol`): the coordinator runs the
 //! index-table operations a write reports as operations of the same transaction
 //! ([`Role::IndexUpkeep`]), and a unique read in two steps ([`Role::UniqueLookup`]).
+//! Foreign keys are checked and their actions run the same way, once a batch's operations
+//! have answered (`tc/foreign_keys.rs`).
 
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
@@ -30,12 +32,14 @@ use crate::{send_sharing_section, send_with_bytes};
 mod drain;
 mod durable;
 mod failures;
+mod foreign_keys;
 mod gcp;
 mod reads_here;
 mod restart;
 mod scans;
 mod unique;
 
+use foreign_keys::{ChildCheck, ChildSearch, PendingKeyEvent, Removal, TcForeignKeys};
 use reads_here::{is_committed_key_read, ReadHere};
 use scans::Scan;
 use unique::{UniqueIndexRoute, UniqueLookup};
@@ -67,6 +71,9 @@ struct Operation {
     /// finds the operations that will never answer.
     nodes: NodeSet,
     role: Role,
+    /// How the key events of a write are handled: which rule a removed parent key follows
+    /// (`None`: reads, index upkeep, and writes made with foreign-key checks off).
+    foreign_keys: Option<Removal>,
 }
 
 enum Role {
@@ -78,6 +85,14 @@ enum Role {
     UniqueLookup(Box<UniqueLookup>),
     /// An index-table operation a client's write needs.
     IndexUpkeep { table_id: u32, index_id: u32 },
+    /// A read of the parent key a write gave a child row (a foreign key's check).
+    ParentCheck { watch_id: u64 },
+    /// A search for the children of a parent key a write removed.
+    ChildSearch(Box<ChildSearch>),
+    /// A child the search found, read again in the transaction.
+    ChildCheck(Box<ChildCheck>),
+    /// A foreign key's action on a child: its delete, or its columns set to NULL.
+    Cascade,
 }
 
 #[derive(Default)]
@@ -95,6 +110,8 @@ struct Transaction {
     /// `reads_here`); they count towards the operation limit.
     reads_here: u32,
     failure: Option<(ErrorCode, u32, String)>,
+    /// Foreign-key events of this batch's writes, handled once they all answered.
+    key_events: Vec<PendingKeyEvent>,
     /// Partitions with locks or changes.
     participants: Vec<Participant>,
     /// Commit confirmations still expected (one per participant).
@@ -129,6 +146,7 @@ impl Transaction {
             running: true,
             nodes: NodeSet::EMPTY,
             role,
+            foreign_keys: None,
         });
         self.outstanding += 1;
         op_ref
@@ -179,6 +197,7 @@ struct TcTable {
     name: String,
     schema_version: u32,
     unique: Vec<UniqueIndexRoute>,
+    foreign_keys: TcForeignKeys,
 }
 
 pub struct TransactionCoordinator {
@@ -308,11 +327,16 @@ impl TransactionCoordinator {
                         })
                     })
                     .collect();
+                let foreign_keys = TcForeignKeys {
+                    layout: Arc::new(kista_storage::row::RowLayout::new(&body.schema)),
+                    keys: body.foreign_keys,
+                };
                 let table = TcTable {
                     map,
                     name: body.schema.name,
                     schema_version: definition.schema_version,
                     unique,
+                    foreign_keys,
                 };
                 self.tables.insert(definition.table_id, table);
                 0
@@ -475,6 +499,8 @@ impl TransactionCoordinator {
                             request.table_id,
                             Role::Client,
                         );
+                        transaction.operations[op_ref as usize].foreign_keys =
+                            Removal::of_request(request);
                         let operation = ClientOperation {
                             id,
                             op_ref,
@@ -606,6 +632,17 @@ impl TransactionCoordinator {
                 lookup.answered = Some(rows > 0);
                 return self.unique_step(ctx, transaction_id, op_ref);
             }
+            (Role::ChildCheck(_), Ok(rows)) => {
+                return self.child_read_answered(ctx, transaction_id, op_ref, rows);
+            }
+            (Role::ParentCheck { watch_id }, Ok(0)) => {
+                let (watch_id, op_index, table_id) =
+                    (*watch_id, operation.op_index, operation.table_id);
+                let message = self.parent_missing(watch_id, table_id);
+                self.fail(transaction_id, ErrorCode::NoParentRow, op_index, message);
+                return self.operation_done(ctx, transaction_id, op_ref);
+            }
+            (Role::ParentCheck { .. }, Ok(_)) => {}
             (_, Ok(read_rows)) => transaction.reads += read_rows,
             (Role::IndexUpkeep { table_id, index_id }, Err((ErrorCode::NotFound, _)))
                 if self.tables.get(table_id).is_some_and(|table| {
@@ -637,6 +674,19 @@ impl TransactionCoordinator {
         self.batch_progress(ctx, transaction_id);
     }
 
+    /// A row read for this coordinator itself: a unique read's entry, or a candidate child
+    /// (a parent check's row is not used: that it exists is all that counts).
+    fn own_read_result(&mut self, ctx: &mut Context, result: ReadResult) {
+        let role = (self.transactions.get(&result.client_tx))
+            .and_then(|transaction| transaction.operations.get(result.op_index as usize))
+            .map(|operation| &operation.role);
+        match role {
+            Some(Role::UniqueLookup(_)) => self.unique_entry(ctx, result),
+            Some(Role::ChildCheck(_)) => self.child_row(ctx, result.client_tx, result.op_index),
+            _ => {}
+        }
+    }
+
     /// Ends the batch once its last operation arrived and all have answered.
     fn batch_progress(&mut self, ctx: &mut Context, id: u64) {
         let Some(transaction) = self.transactions.get_mut(&id) else {
@@ -649,6 +699,15 @@ impl TransactionCoordinator {
             return;
         };
         if transaction.failure.is_some() || end == ExecuteMode::Rollback {
+            return self.start_abort(ctx, id);
+        }
+        if !transaction.key_events.is_empty() && self.run_key_events(ctx, id) {
+            return; // the batch ends when they have answered
+        }
+        let Some(transaction) = self.transactions.get_mut(&id) else {
+            return;
+        };
+        if transaction.failure.is_some() {
             return self.start_abort(ctx, id);
         }
         match end {
@@ -1198,7 +1257,10 @@ impl Block for TransactionCoordinator {
                 let upkeep = ctx.section().map(|bytes| IndexUpkeepBody::decode(&bytes));
                 match upkeep {
                     None => {}
-                    Some(Ok(upkeep)) => self.index_upkeep(ctx, c.transaction, c.op_ref, upkeep),
+                    Some(Ok(upkeep)) => {
+                        self.note_key_events(c.transaction, c.op_ref, upkeep.keys);
+                        self.index_upkeep(ctx, c.transaction, c.op_ref, upkeep.indexes)
+                    }
                     Some(Err(error)) => {
                         let message = format!("index upkeep from a data manager: {error}");
                         return self.prepare_answered(
@@ -1214,7 +1276,7 @@ impl Block for TransactionCoordinator {
         } else if number == DeadlockProbe::NUMBER {
             DeadlockProbe::from_signal(signal).map(|p| self.deadlock_probe(ctx, p))
         } else if number == ReadResult::NUMBER {
-            ReadResult::from_signal(signal).map(|r| self.unique_entry(ctx, r))
+            ReadResult::from_signal(signal).map(|r| self.own_read_result(ctx, r))
         } else if number == PrepareRef::NUMBER {
             PrepareRef::from_signal(signal).map(|r| {
                 let message = ctx
@@ -1248,6 +1310,8 @@ impl Block for TransactionCoordinator {
                     Ok((conf.rows, conf.done != 0)),
                 )
             })
+        } else if number == ScanRows::NUMBER {
+            ScanRows::from_signal(signal).map(|rows| self.own_scan_rows(ctx, rows))
         } else if number == ScanFragmentRef::NUMBER {
             ScanFragmentRef::from_signal(signal).map(|r| {
                 let message = ctx

@@ -166,6 +166,7 @@ impl Writer {
                 ExecuteMode::Commit
             },
             index_id: PRIMARY_KEY,
+            flags: 0,
         };
         let mut body = Vec::new();
         KeyBody {
@@ -281,6 +282,7 @@ impl Reader {
             lock: LockKind::Committed,
             execute: ExecuteMode::Commit,
             index_id: PRIMARY_KEY,
+            flags: 0,
         };
         let mut body = Vec::new();
         KeyBody {
@@ -309,6 +311,7 @@ impl Reader {
             range: ScanRange::Full,
             filter: None,
             columns: vec![],
+            versions: kista_storage::partition::ScanVersions::Committed,
         }
         .encode(&mut body);
         send_with(ctx, request.to_signal(self.tc(), READER), &body);

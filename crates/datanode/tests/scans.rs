@@ -112,6 +112,7 @@ fn full(filter: Option<Filter>, columns: Vec<u16>) -> ScanBody {
         range: ScanRange::Full,
         filter,
         columns,
+        versions: kista_storage::partition::ScanVersions::Committed,
     }
 }
 
@@ -219,6 +220,7 @@ fn an_ordered_range_scan_delivers_each_partition_in_index_order_and_merges_to_th
         },
         filter: None,
         columns: vec![2, 0],
+        versions: kista_storage::partition::ScanVersions::Committed,
     };
     let limit = 25;
     let spec = ScanSpec {
@@ -368,6 +370,7 @@ fn bad_scans_fail_with_a_clear_error() {
         },
         filter: None,
         columns: vec![],
+        versions: kista_storage::partition::ScanVersions::Committed,
     };
     // An index the table lacks was dropped since the client's definition was made: the
     // table changed (241), so the client opens it again.

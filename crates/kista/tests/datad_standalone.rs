@@ -142,6 +142,7 @@ impl GoodClient {
                 lock: LockKind::Committed,
                 execute: ExecuteMode::Commit,
                 index_id: PRIMARY_KEY,
+                flags: 0,
             };
             let mut body = Vec::new();
             KeyBody {

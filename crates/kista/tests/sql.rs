@@ -258,6 +258,11 @@ fn check_constraints_are_enforced_on_every_write_as_mysql_enforces_them() {
 }
 
 #[test]
+fn foreign_keys_check_children_and_act_on_parents_as_mysql_declares_them() {
+    run_pymysql_script("foreign_keys.py", "foreign keys ok");
+}
+
+#[test]
 fn computed_defaults_and_on_update_timestamps_behave_as_mysql() {
     run_pymysql_script("column_defaults.py", "column defaults ok");
 }

@@ -548,7 +548,20 @@ impl Catalog {
             ));
         }
         let tables = self.table_names(name)?;
+        // Its foreign keys first: then its tables go in any order.
         for table in &tables {
+            let mut child = self.table(name, table)?.table.clone();
+            self.forget(name, table);
+            let names: Vec<String> = (child.foreign_keys().iter())
+                .filter(|key| key.child_table == child.id)
+                .map(|key| key.name.clone())
+                .collect();
+            for key in names {
+                child = self.client.drop_foreign_key(&child, &key)?;
+            }
+        }
+        for table in &tables {
+            self.forget(name, table);
             self.drop_table(name, table)?;
         }
         for view in self.view_names(name)? {
@@ -589,6 +602,17 @@ impl Catalog {
             .collect();
         names.sort();
         Ok(names)
+    }
+
+    /// The database and name of the table the cluster numbers `table_id` (`None`: no such
+    /// table, or one of the catalog's own): how a foreign key names its other table.
+    pub fn table_named_by_id(&self, table_id: u32) -> SqlResult<Option<(String, String)>> {
+        let tables = self.client.tables()?;
+        let found = tables.into_iter().find(|(id, _)| *id == table_id);
+        Ok(found.and_then(|(_, full)| {
+            let (database, name) = full.split_once('/')?;
+            (!name.contains('/')).then(|| (database.to_string(), name.to_string()))
+        }))
     }
 
     /// The table `name` of `database`, from the cache or the cluster.
@@ -774,7 +798,7 @@ impl Catalog {
         schema: TableSchema,
         indexes: Vec<kista_client::schema::IndexSchema>,
         auto_increment: Option<(usize, u64)>,
-    ) -> SqlResult<()> {
+    ) -> SqlResult<Table> {
         let full = schema.name.clone();
         let table_name = full.rsplit('/').next().unwrap_or(&full).to_string();
         let hidden_key = crate::ddl::hidden_key_column(&schema).map(|column| (column, 1));
@@ -789,7 +813,7 @@ impl Catalog {
             }
         }
         match self.client.create_table(schema, indexes) {
-            Ok(_) => Ok(()),
+            Ok(created) => Ok(created),
             Err(ClientError::Node {
                 code: 4256,
                 message,

@@ -177,6 +177,16 @@ impl SqlError {
                 format!("Deadlock found when trying to get lock; try restarting transaction ({message})"),
             ),
             630 => Self::new(1062, "23000", format!("Duplicate entry ({message})")),
+            255 => Self::new(
+                1452,
+                "23000",
+                format!("Cannot add or update a child row: a foreign key constraint fails ({message})"),
+            ),
+            256 => Self::new(
+                1451,
+                "23000",
+                format!("Cannot delete or update a parent row: a foreign key constraint fails ({message})"),
+            ),
             723 => Self::new(1146, "42S02", message),
             827 => Self::new(1114, "HY000", format!("The table is full ({message})")),
             _ if error.category() == ErrorCategory::UnknownOutcome => Self::new(

@@ -227,6 +227,9 @@ pub struct Warning {
 /// The session variable that makes commits durable (`SET kista_durable_commits = ON`).
 pub const DURABLE_COMMITS: &str = "kista_durable_commits";
 
+/// The session variable that turns foreign-key checks and actions off for loads.
+pub const FOREIGN_KEY_CHECKS: &str = "foreign_key_checks";
+
 pub struct Session<'c> {
     pub(crate) catalog: &'c Catalog,
     pub database: Option<String>,
@@ -236,6 +239,9 @@ pub struct Session<'c> {
     /// `SET kista_durable_commits = ON`: commits are confirmed only once on disk on every
     /// replica (docs/durability.md); off, once in memory on every replica (NDB's rule).
     pub durable_commits: bool,
+    /// `SET foreign_key_checks = 0`: writes neither check their foreign keys nor run
+    /// their actions, and DROP TABLE drops a parent's references (docs/sql.md).
+    pub foreign_key_checks: bool,
     /// `SET max_execution_time = ms`: how long a SELECT may run (0: no bound).
     pub max_execution_time_ms: u64,
     /// Open while a transaction is (BEGIN, or autocommit off and a statement ran).
@@ -289,6 +295,7 @@ impl<'c> Session<'c> {
             connection_id,
             autocommit: true,
             durable_commits: catalog.durable_commits_default,
+            foreign_key_checks: true,
             max_execution_time_ms: 0,
             transaction: None,
             explicit: false,
@@ -569,10 +576,11 @@ impl<'c> Session<'c> {
         work: impl FnOnce(&mut Tx<'c>, &Self) -> SqlResult<T>,
     ) -> SqlResult<T> {
         let catalog = self.catalog;
-        let transaction = match self.transaction.take() {
+        let mut transaction = match self.transaction.take() {
             Some(transaction) => transaction,
             None => catalog.client().transaction(),
         };
+        transaction.set_foreign_key_checks(self.foreign_key_checks);
         let written = std::mem::take(&mut self.written);
         let savepoints = std::mem::take(&mut self.savepoints);
         let mut tx = Tx {
@@ -695,6 +703,9 @@ impl<'c> Session<'c> {
         }
         if name == DURABLE_COMMITS {
             return Some(Value::Int(i64::from(self.durable_commits)));
+        }
+        if name == FOREIGN_KEY_CHECKS {
+            return Some(Value::Int(i64::from(self.foreign_key_checks)));
         }
         if let Some(value) = self.variables.borrow().get(name) {
             return Some(value.clone());

@@ -136,14 +136,15 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn invalid(&self, what: &'static str) -> CodecError {
+    pub fn invalid(&self, what: &'static str) -> CodecError {
         CodecError::Invalid {
             what,
             offset: self.offset,
         }
     }
 
-    fn unknown(&self, what: &'static str, tag: u8) -> CodecError {
+    /// An unknown tag `tag`, just read.
+    pub fn unknown(&self, what: &'static str, tag: u8) -> CodecError {
         CodecError::UnknownTag {
             what,
             tag,

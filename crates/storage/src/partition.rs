@@ -23,6 +23,7 @@ mod indexes;
 mod scan;
 #[cfg(test)]
 mod tests;
+mod watched;
 
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
@@ -36,7 +37,8 @@ use crate::schema::{IndexSchema, SchemaError};
 use crate::types::Value;
 
 pub use indexes::{index_key_of_values, IndexId, UniqueChange};
-pub use scan::{IndexBound, ScanPosition, ScanRange};
+pub use scan::{IndexBound, ScanPosition, ScanRange, ScanVersions};
+pub use watched::{KeyChange, WatchSide, WatchedKey};
 
 use indexes::SecondaryIndex;
 
@@ -80,6 +82,10 @@ pub enum OperationError {
     NoSuchIndex { table: String, index: IndexId },
     #[error("index `{index}` of table `{table}` is not an ordered index")]
     NotOrdered { table: String, index: String },
+    #[error(
+        "a scan of every version of table `{table}`'s rows takes an index range and no filter"
+    )]
+    AnyVersionScan { table: String },
     #[error("table `{table}` has no column {column}")]
     NoSuchColumn { table: String, column: usize },
     #[error(transparent)]
@@ -166,6 +172,10 @@ pub struct Partition {
     key: Vec<u8>,
     /// Unique-key changes of the writes since the caller last took them.
     unique_changes: Vec<UniqueChange>,
+    /// Keys the table's foreign keys watch, and their changes since the caller last took
+    /// them.
+    watched: Vec<WatchedKey>,
+    key_changes: Vec<KeyChange>,
 }
 
 impl Partition {
@@ -184,6 +194,8 @@ impl Partition {
             var: Vec::new(),
             key: Vec::new(),
             unique_changes: Vec::new(),
+            watched: Vec::new(),
+            key_changes: Vec::new(),
             layout,
             memory,
         }
@@ -204,6 +216,7 @@ impl Partition {
         for index in &self.indexes {
             empty.add_index(index.id, index.schema.clone())?;
         }
+        empty.watched = self.watched.clone();
         Ok(empty)
     }
 
@@ -600,6 +613,10 @@ impl Partition {
         );
         let before = vec![None; self.indexes.len()];
         indexes::report_unique_changes(self, anchor, &before, &new_keys);
+        if !self.watched.is_empty() {
+            let after = self.watched_keys_of_scratch();
+            self.report_key_changes(anchor, self.watched_keys_of_version(None), after);
+        }
         Ok(())
     }
 
@@ -632,6 +649,13 @@ impl Partition {
         let old_keys = self.version_keys(old);
         // The version the transaction saw before this write: its own change, if it made one.
         let changed_before = self.pending.contains_key(&anchor);
+        // Read before the write, which may overwrite the transaction's own version.
+        let watched_before =
+            self.watched_keys_of_version(if changed_before { old } else { committed });
+        let watched_after = match present {
+            true if !self.watched.is_empty() => self.watched_keys_of_scratch(),
+            _ => vec![None; self.watched.len()],
+        };
         let new_keys = if present {
             // Add index entries first (they may need memory), then write.
             let new_keys =
@@ -681,6 +705,7 @@ impl Partition {
             &committed_keys
         };
         indexes::report_unique_changes(self, anchor, before, &new_keys);
+        self.report_key_changes(anchor, watched_before, watched_after);
         Ok(())
     }
 

@@ -40,6 +40,7 @@ use crate::protocol::*;
 use crate::send_with_bytes;
 
 mod definition;
+mod foreign_keys;
 mod lookup;
 mod relay;
 mod restart;
@@ -324,6 +325,11 @@ impl Dictionary {
     }
 
     /// A table a client may name (index tables are the dictionary's own).
+    fn client_table_ref(&self, table_id: u32) -> Option<&DictTable> {
+        (self.tables.get(&table_id)).filter(|table| table.index_of.is_none())
+    }
+
+    /// [`Dictionary::client_table_ref`], to change.
     fn client_table(&mut self, table_id: u32) -> Option<&mut DictTable> {
         self.tables
             .get_mut(&table_id)
@@ -418,8 +424,16 @@ impl Dictionary {
     }
 
     fn drop_table(&mut self, ctx: &mut Context, request: DropTableRequest) {
-        let Some(table) = self.client_table(request.table_id) else {
+        if self.client_table_ref(request.table_id).is_none() {
             return self.no_such_table(ctx, request.client, request.request_id, request.table_id);
+        }
+        if let Some(message) = self.referenced_by_other(request.table_id) {
+            let (client, id) = (request.client, request.request_id);
+            return self.refuse(ctx, client, id, ErrorCode::BadSchema, &message);
+        }
+        self.forget_foreign_keys_of(ctx, request.table_id);
+        let Some(table) = self.client_table(request.table_id) else {
+            return;
         };
         let index_tables: Vec<u32> = table
             .definition
@@ -445,6 +459,11 @@ impl Dictionary {
     /// of a unique index's index table, so every instance stops maintaining the entries
     /// before their table goes (each instance gets the dictionary's signals in order).
     fn drop_index(&mut self, ctx: &mut Context, request: DropIndexRequest) {
+        if let Some(message) = self.index_needed_by_foreign_key(request.table_id, request.index_id)
+        {
+            let (client, id) = (request.client, request.request_id);
+            return self.refuse(ctx, client, id, ErrorCode::BadSchema, &message);
+        }
         let Some(table) = self.client_table(request.table_id) else {
             return self.no_such_table(ctx, request.client, request.request_id, request.table_id);
         };
@@ -619,6 +638,11 @@ impl Dictionary {
         self.publish(ctx, client, id, request.table_id, Some(reply), None);
     }
 
+    /// Publishes a table's change nobody waits for (another change answers the client).
+    fn publish_quietly(&mut self, ctx: &mut Context, table_id: u32) {
+        self.publish(ctx, BlockAddress::from_word(0), 0, table_id, None, None);
+    }
+
     /// Drops an index table; nobody waits for it (its table's change answers the client).
     fn drop_index_table(&mut self, ctx: &mut Context, index_table: u32) {
         self.tables.remove(&index_table);
@@ -719,12 +743,11 @@ impl Dictionary {
                 .map(|bytes| TableDefinitionBody::decode(&bytes))
             {
                 Some(Ok(body)) => {
-                    let next_index_id = body.indexes.iter().map(|(id, _)| id + 1).max();
                     let table = DictTable {
                         version: definition.schema_version,
                         oldest_version: definition.oldest_version,
+                        next_index_id: body.next_number(table_id),
                         definition: Definition::new(body),
-                        next_index_id: next_index_id.unwrap_or(1),
                         index_of: (definition.index_of != 0).then_some(definition.index_of),
                     };
                     self.tables.insert(table_id, table);
@@ -928,12 +951,7 @@ fn validate_index(schema: &TableSchema, index: &IndexSchema) -> Result<(), Strin
 impl Block for Dictionary {
     fn execute(&mut self, signal: &Signal, ctx: &mut Context<'_>) {
         let number = signal.number();
-        let is_client_request = number == CreateTableRequest::NUMBER
-            || number == CreateIndexRequest::NUMBER
-            || number == DropTableRequest::NUMBER
-            || number == DropIndexRequest::NUMBER
-            || number == AlterTableRequest::NUMBER
-            || number == IndexBuiltRequest::NUMBER;
+        let is_client_request = relay::client_of(signal).is_some();
         if is_client_request && self.is_starting() {
             if let Some((client, request_id)) = relay::client_of(signal) {
                 let message = "the cluster is starting from disk: schema changes wait";
@@ -968,6 +986,10 @@ impl Block for Dictionary {
             AlterTableRequest::from_signal(signal).map(|r| self.alter_table(ctx, r))
         } else if number == IndexBuiltRequest::NUMBER {
             IndexBuiltRequest::from_signal(signal).map(|r| self.index_built(ctx, r))
+        } else if number == ForeignKeyRequest::NUMBER {
+            ForeignKeyRequest::from_signal(signal).map(|r| self.add_foreign_key(ctx, r))
+        } else if number == DropForeignKeyRequest::NUMBER {
+            DropForeignKeyRequest::from_signal(signal).map(|r| self.drop_foreign_key(ctx, r))
         } else if number == TransactionsDrained::NUMBER {
             TransactionsDrained::from_signal(signal).map(|d| self.drained(ctx, d, signal.sender()))
         } else if number == TableLookupRequest::NUMBER {

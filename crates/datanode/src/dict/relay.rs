@@ -45,19 +45,29 @@ macro_rules! with_typed {
     }};
 }
 
+/// Runs `$body` on `$signal` decoded as whichever client schema request it is: the one
+/// list of them.
+macro_rules! with_schema_request {
+    ($signal:expr, |$typed:ident| $body:expr) => {
+        with_typed!(
+            $signal,
+            |$typed| $body,
+            CreateTableRequest,
+            CreateIndexRequest,
+            DropTableRequest,
+            DropIndexRequest,
+            AlterTableRequest,
+            IndexBuiltRequest,
+            ForeignKeyRequest,
+            DropForeignKeyRequest
+        )
+    };
+}
+
 /// The client and its request id of a client's schema request.
 #[allow(unused_mut)] // `with_typed!` decodes mutably for `pass_on`
 pub fn client_of(request: &Signal) -> Option<(BlockAddress, u64)> {
-    with_typed!(
-        request,
-        |typed| Some((typed.client, typed.request_id)),
-        CreateTableRequest,
-        CreateIndexRequest,
-        DropTableRequest,
-        DropIndexRequest,
-        AlterTableRequest,
-        IndexBuiltRequest
-    )
+    with_schema_request!(request, |typed| Some((typed.client, typed.request_id)))
 }
 
 impl Relays {
@@ -72,21 +82,12 @@ impl Relays {
         let here = ctx.address();
         let relay_id = self.next_id;
         let full = self.pending.len() >= RELAYED_REQUESTS_MAX;
-        let passed = with_typed!(
-            request,
-            |typed| {
-                let client = (typed.client, typed.request_id);
-                typed.request_id = relay_id;
-                typed.client = here;
-                Some((client, typed.to_signal(master, here)))
-            },
-            CreateTableRequest,
-            CreateIndexRequest,
-            DropTableRequest,
-            DropIndexRequest,
-            AlterTableRequest,
-            IndexBuiltRequest
-        );
+        let passed = with_schema_request!(request, |typed| {
+            let client = (typed.client, typed.request_id);
+            typed.request_id = relay_id;
+            typed.client = here;
+            Some((client, typed.to_signal(master, here)))
+        });
         let Some(((client, request_id), forwarded)) = passed else {
             unreachable!("only client schema requests are passed on");
         };

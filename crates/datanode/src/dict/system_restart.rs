@@ -479,12 +479,11 @@ impl Dictionary {
     fn ship_definitions(&mut self, ctx: &mut Context, decision: Decision) {
         if let Some(image) = self.saved_schema.take() {
             for saved in image.tables {
-                let next_index_id = saved.definition.indexes.iter().map(|(id, _)| id + 1).max();
                 let table = DictTable {
                     version: saved.version,
                     oldest_version: saved.version,
+                    next_index_id: saved.definition.next_number(saved.table_id),
                     definition: Definition::new(saved.definition),
-                    next_index_id: next_index_id.unwrap_or(1),
                     index_of: saved.index_of,
                 };
                 self.tables.insert(saved.table_id, table);

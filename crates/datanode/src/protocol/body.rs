@@ -5,9 +5,13 @@ use kista_storage::codec::{
     write_index_schema, write_table_schema, write_values, CodecError, Reader, Writer,
 };
 use kista_storage::filter::Filter;
-use kista_storage::partition::{IndexBound, IndexId, ScanRange, UniqueChange};
+use kista_storage::partition::{
+    IndexBound, IndexId, KeyChange, ScanRange, ScanVersions, UniqueChange,
+};
 use kista_storage::schema::{IndexSchema, TableSchema};
 use kista_storage::types::Value;
+
+use super::foreign_key::{read_key_events, write_key_changes, ForeignKey, KeyEvent};
 
 fn invalid(what: &'static str, input: &Reader) -> CodecError {
     CodecError::Invalid {
@@ -16,14 +20,14 @@ fn invalid(what: &'static str, input: &Reader) -> CodecError {
     }
 }
 
-fn write_columns(writer: &mut Writer, columns: &[u16]) {
+pub(super) fn write_columns(writer: &mut Writer, columns: &[u16]) {
     writer.u32(columns.len() as u32);
     for &column in columns {
         writer.u16(column);
     }
 }
 
-fn read_columns(input: &mut Reader) -> Result<Vec<u16>, CodecError> {
+pub(super) fn read_columns(input: &mut Reader) -> Result<Vec<u16>, CodecError> {
     let count = input.u32()? as usize;
     if count.saturating_mul(2) > input.remaining() {
         return Err(invalid("column count", input));
@@ -194,6 +198,9 @@ pub struct TableDefinitionBody {
     /// Unique indexes being built: writes keep their entries, but they hold no entry for
     /// some rows yet, so nothing reads through them (`IndexBuiltRequest`).
     pub building: Vec<u32>,
+    /// Foreign keys of which this table is the child, the parent or both (the dictionary
+    /// fills it in; a client's request leaves it empty).
+    pub foreign_keys: Vec<ForeignKey>,
 }
 
 impl TableDefinitionBody {
@@ -204,12 +211,26 @@ impl TableDefinitionBody {
             indexes,
             index_tables: Vec::new(),
             building: Vec::new(),
+            foreign_keys: Vec::new(),
         }
     }
 
     /// Whether index `index_id` is being built (see [`TableDefinitionBody::building`]).
     pub fn is_building(&self, index_id: u32) -> bool {
         self.building.contains(&index_id)
+    }
+
+    /// The number the table's next index or foreign key takes (table `table_id` numbers
+    /// both from one sequence): one above the highest it has.
+    pub fn next_number(&self, table_id: u32) -> u32 {
+        let indexes = self.indexes.iter().map(|&(id, _)| id);
+        let foreign_keys = (self.foreign_keys.iter())
+            .filter(|key| key.child_table == table_id)
+            .map(|key| key.number);
+        indexes
+            .chain(foreign_keys)
+            .max()
+            .map_or(1, |highest| highest + 1)
     }
 
     /// The table holding the entries of unique index `index_id`.
@@ -233,11 +254,18 @@ impl TableDefinitionBody {
             writer.u32(index);
             writer.u32(table);
         }
-        // Only while an index is built: a definition without is read by earlier builds.
-        if !self.building.is_empty() {
+        // Only while an index is built or a foreign key is declared: a definition without
+        // either is read by earlier builds.
+        if !self.building.is_empty() || !self.foreign_keys.is_empty() {
             writer.u32(self.building.len() as u32);
             for &index in &self.building {
                 writer.u32(index);
+            }
+        }
+        if !self.foreign_keys.is_empty() {
+            writer.u32(self.foreign_keys.len() as u32);
+            for foreign_key in &self.foreign_keys {
+                foreign_key.encode(&mut writer);
             }
         }
     }
@@ -270,12 +298,24 @@ impl TableDefinitionBody {
             }
             (0..count).map(|_| input.u32()).collect::<Result<_, _>>()?
         };
+        let foreign_keys = if input.remaining() == 0 {
+            Vec::new()
+        } else {
+            let count = input.u32()? as usize;
+            if count.saturating_mul(30) > input.remaining() {
+                return Err(invalid("foreign key count", &input));
+            }
+            (0..count)
+                .map(|_| ForeignKey::decode(&mut input))
+                .collect::<Result<_, _>>()?
+        };
         input.finish()?;
         Ok(Self {
             schema,
             indexes,
             index_tables,
             building,
+            foreign_keys,
         })
     }
 }
@@ -289,14 +329,22 @@ pub struct IndexUpkeep {
     pub body: Vec<u8>,
 }
 
-/// The index-table operations of a write, from the replica that ran it last to the
-/// coordinator in `PrepareConf`'s section.
+/// The index-table operations of a write and the foreign-key events it reported, from the
+/// replica that ran it last to the coordinator in `PrepareConf`'s section.
 pub struct IndexUpkeepBody;
+
+/// What a write needs from its coordinator (see [`IndexUpkeepBody`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WriteUpkeep {
+    pub indexes: Vec<IndexUpkeep>,
+    pub keys: Vec<KeyEvent>,
+}
 
 impl IndexUpkeepBody {
     /// Writes the operations `changes` call for: per change, a delete of the old key's entry
-    /// and an insert of the new key's (the index columns, then the row's primary key).
-    pub fn encode(changes: &[UniqueChange], out: &mut Vec<u8>) {
+    /// and an insert of the new key's (the index columns, then the row's primary key); then
+    /// the foreign-key events, when there are any.
+    pub fn encode(changes: &[UniqueChange], key_changes: &[KeyChange], out: &mut Vec<u8>) {
         let count = changes
             .iter()
             .map(|change| {
@@ -323,9 +371,12 @@ impl IndexUpkeepBody {
                 push(change.index, true, key, &row);
             }
         }
+        if !key_changes.is_empty() {
+            write_key_changes(&mut Writer(out), key_changes);
+        }
     }
 
-    pub fn decode(bytes: &[u8]) -> Result<Vec<IndexUpkeep>, CodecError> {
+    pub fn decode(bytes: &[u8]) -> Result<WriteUpkeep, CodecError> {
         let mut input = Reader::new(bytes);
         let count = input.u32()? as usize;
         // Each entry takes at least its index id, its kind and its body's length.
@@ -347,8 +398,16 @@ impl IndexUpkeepBody {
                 body,
             });
         }
+        let keys = if input.remaining() == 0 {
+            Vec::new()
+        } else {
+            read_key_events(&mut input)?
+        };
         input.finish()?;
-        Ok(upkeep)
+        Ok(WriteUpkeep {
+            indexes: upkeep,
+            keys,
+        })
     }
 }
 
@@ -359,6 +418,9 @@ pub struct ScanBody {
     pub range: ScanRange,
     pub filter: Option<Filter>,
     pub columns: Vec<u16>,
+    /// Committed rows (clients' scans), or every version's anchor (a coordinator's search
+    /// for a foreign key's children).
+    pub versions: ScanVersions,
 }
 
 impl ScanBody {
@@ -394,6 +456,10 @@ impl ScanBody {
             }
         }
         write_columns(&mut writer, &self.columns);
+        // Only when not the default, which is all earlier builds know.
+        if self.versions == ScanVersions::AnyVersion {
+            writer.u8(1);
+        }
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
@@ -434,11 +500,19 @@ impl ScanBody {
             _ => return Err(invalid("filter presence", &input)),
         };
         let columns = read_columns(&mut input)?;
+        let versions = match input.remaining() {
+            0 => ScanVersions::Committed,
+            _ => match input.u8()? {
+                1 => ScanVersions::AnyVersion,
+                tag => return Err(input.unknown("scan versions", tag)),
+            },
+        };
         input.finish()?;
         Ok(Self {
             range,
             filter,
             columns,
+            versions,
         })
     }
 }
@@ -626,6 +700,7 @@ impl TakeoverReportBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::{ReferenceAction, PRIMARY_KEY};
     use proptest::prelude::*;
 
     #[test]
@@ -720,6 +795,76 @@ mod tests {
                 "cut at {cut}"
             );
         }
+    }
+
+    #[test]
+    fn foreign_keys_key_events_and_any_version_scans_read_back_as_written() {
+        use kista_storage::partition::WatchSide;
+        use kista_storage::schema::{Column, TableSchema};
+        use kista_storage::types::ColumnType;
+        let schema = TableSchema {
+            extra_metadata: Vec::new(),
+            name: "db/child".into(),
+            columns: vec![Column::new("id", ColumnType::signed(4))],
+            primary_key: vec![0],
+        };
+        let mut definition = TableDefinitionBody::new(schema, Vec::new());
+        definition.foreign_keys.push(ForeignKey {
+            name: "fk".into(),
+            child_table: 3,
+            number: 2,
+            child_columns: vec![1, 2],
+            child_index: 1,
+            parent_table: 4,
+            parent_index: PRIMARY_KEY,
+            parent_columns: vec![0, 1],
+            on_delete: ReferenceAction::Cascade,
+            on_update: ReferenceAction::NoAction,
+        });
+        let mut bytes = Vec::new();
+        definition.encode(&mut bytes);
+        assert_eq!(TableDefinitionBody::decode(&bytes).unwrap(), definition);
+        assert_eq!(definition.next_number(3), 3, "after the key's number");
+
+        let change = KeyChange {
+            id: definition.foreign_keys[0].watch_id(),
+            side: WatchSide::Referenced,
+            key: vec![1, 2],
+            values: vec![Value::Int(7)],
+            primary_key: vec![9],
+        };
+        let mut upkeep = Vec::new();
+        IndexUpkeepBody::encode(&[], std::slice::from_ref(&change), &mut upkeep);
+        let decoded = IndexUpkeepBody::decode(&upkeep).unwrap();
+        assert!(decoded.indexes.is_empty());
+        assert_eq!(
+            decoded.keys,
+            vec![KeyEvent {
+                watch_id: change.id,
+                side: change.side,
+                key: change.key,
+                values: change.values,
+                primary_key: change.primary_key,
+            }]
+        );
+
+        let mut scan = ScanBody {
+            range: ScanRange::Full,
+            filter: None,
+            columns: vec![0],
+            versions: ScanVersions::Committed,
+        };
+        let mut committed = Vec::new();
+        scan.encode(&mut committed);
+        scan.versions = ScanVersions::AnyVersion;
+        let mut any = Vec::new();
+        scan.encode(&mut any);
+        assert_eq!(
+            any.len(),
+            committed.len() + 1,
+            "earlier builds read the default"
+        );
+        assert_eq!(ScanBody::decode(&any).unwrap(), scan);
     }
 
     fn parts(body: KeyBodyRef) -> (Vec<u8>, Vec<u16>) {

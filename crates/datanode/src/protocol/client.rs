@@ -57,6 +57,10 @@ pub fn check_client_signal(signal: &Signal, client_node: NodeId) -> Result<(), S
             AlterTableRequest::from_signal(signal).map(|s| s.client)
         } else if number == IndexBuiltRequest::NUMBER {
             IndexBuiltRequest::from_signal(signal).map(|s| s.client)
+        } else if number == ForeignKeyRequest::NUMBER {
+            ForeignKeyRequest::from_signal(signal).map(|s| s.client)
+        } else if number == DropForeignKeyRequest::NUMBER {
+            DropForeignKeyRequest::from_signal(signal).map(|s| s.client)
         } else if number == TableLookupRequest::NUMBER {
             TableLookupRequest::from_signal(signal).map(|s| s.client)
         } else if number == TableListRequest::NUMBER {

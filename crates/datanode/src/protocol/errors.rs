@@ -60,6 +60,11 @@ error_codes! {
     NotFound = 626, Permanent;
     /// A row with the key exists already (primary or unique).
     Duplicate = 630, Permanent;
+    /// A child row's foreign key names a parent row that does not exist (NDB's number).
+    NoParentRow = 255, Permanent;
+    /// A parent row's key is still referenced by a child row under a RESTRICT or NO ACTION
+    /// foreign key (NDB's number).
+    RowReferenced = 256, Permanent;
     /// The operation carried an old schema version of the table.
     SchemaVersion = 241, Permanent;
     /// No table with this id.

@@ -40,14 +40,19 @@
 mod body;
 mod client;
 mod errors;
+mod foreign_key;
 mod signals;
 
 pub use body::{
     CopiedChange, CopyBatchBody, IndexUpkeep, IndexUpkeepBody, KeyBody, KeyBodyRef, LoadLevelsBody,
     OrphanedPart, RowBody, RowsBody, ScanBody, TableDefinitionBody, TakeoverReportBody,
+    WriteUpkeep,
 };
 pub use client::{check_client_signal, NodeInfo};
 pub use errors::{ErrorCategory, ErrorCode};
+pub use foreign_key::{
+    same_key_form, ForeignKey, KeyEvent, ReferenceAction, FOREIGN_KEYS_PER_TABLE_MAX,
+};
 pub use signals::*;
 
 use kista_signal::BlockId;

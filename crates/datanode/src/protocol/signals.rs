@@ -394,6 +394,19 @@ typed_signal! {
 typed_signal! {
     AlterTableConf = 116 { request_id: u64, schema_version: u32, }
 }
+typed_signal! {
+    /// Adds a foreign key to child table `table_id`, if it is still at `schema_version`
+    /// (else 241). Section: the `ForeignKey` (its child table and number are the
+    /// dictionary's to fill in). Both tables' versions move on; the answer
+    /// (`AlterTableConf`, the child's version) comes once every coordinator enforces it and
+    /// the transactions open before have ended: rows written before are the client's to
+    /// check.
+    ForeignKeyRequest = 119 { request_id: u64, client: BlockAddress, table_id: u32, schema_version: u32, }
+}
+typed_signal! {
+    /// Drops foreign key `number` of child table `table_id`. Answer: `AlterTableConf`.
+    DropForeignKeyRequest = 129 { request_id: u64, client: BlockAddress, table_id: u32, number: u32, }
+}
 
 /// Bytes of names one [`TableListConf`] carries at most.
 pub const TABLE_LIST_BYTES_MAX: usize = 64 * 1024;
@@ -449,7 +462,18 @@ typed_signal! {
         execute: ExecuteMode,
         /// A unique index to find the row by, or [`PRIMARY_KEY`].
         index_id: u32,
+        /// [`KeyRequest::NO_FOREIGN_KEY_CHECKS`], [`KeyRequest::MOVES_KEY`].
+        flags: u32,
     }
+}
+
+impl KeyRequest {
+    /// The write's foreign keys go unchecked and take no action (SQL's
+    /// `foreign_key_checks = 0`, for loads).
+    pub const NO_FOREIGN_KEY_CHECKS: u32 = 1;
+    /// This delete is half of an update that changes the row's primary key (the insert of
+    /// the new key follows): foreign keys referencing the row apply their ON UPDATE rule.
+    pub const MOVES_KEY: u32 = 2;
 }
 typed_signal! {
     /// Ends a batch that has no operations: commits or rolls back what the transaction did

@@ -7,6 +7,10 @@
 //! scan once enough rows have been sent: counted over all partitions for an unordered scan,
 //! per partition for an ordered one (the client merges ordered partitions, so each must
 //! deliver its own first `limit` rows). The client discards rows beyond the limit.
+//!
+//! A coordinator also scans for itself: a foreign key's search for the children of a
+//! parent key a transaction removes (`tc/foreign_keys.rs`). The rows come here, and each
+//! round is followed by the next at once.
 
 use kista_runtime::section_pool::SectionPoolExhausted;
 use kista_runtime::Context;
@@ -17,9 +21,20 @@ use crate::cluster::NodeSet;
 use crate::protocol::*;
 use crate::{send_sharing_section, send_with_bytes};
 
+/// Who receives a scan's rows and paces its rounds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum ScanOwner {
+    Client {
+        client: BlockAddress,
+        client_scan: u64,
+    },
+    /// This coordinator, for operation `op_ref` of `transaction`: a foreign key's search
+    /// for children.
+    ChildSearch { transaction: u64, op_ref: u32 },
+}
+
 pub(super) struct Scan {
-    client: BlockAddress,
-    client_scan: u64,
+    owner: ScanOwner,
     ordered: bool,
     limit: u64,
     batch_rows: u32,
@@ -67,6 +82,24 @@ impl Scan {
             || self.closing
             || !self.partitions.iter().any(|p| self.wants_more(p))
     }
+}
+
+/// What a scan reads, from its request.
+pub(super) struct ScanShape {
+    pub(super) table_id: u32,
+    pub(super) schema_version: u32,
+    /// Rows wanted in all (`u64::MAX`: no limit).
+    pub(super) limit: u64,
+    /// 0: the default.
+    pub(super) batch_rows: u32,
+    pub(super) ordered: bool,
+}
+
+/// A scan's `ScanBody`: the client's section, or bytes the coordinator made.
+#[derive(Clone, Copy)]
+pub(super) enum ScanSection<'a> {
+    Held(SectionHandle),
+    Bytes(&'a [u8]),
 }
 
 /// Rows a partition returns per batch when the client does not say.
@@ -128,15 +161,41 @@ impl TransactionCoordinator {
         if request.schema_version < table.schema_version {
             table.tell_changed(ctx, request.client, request.table_id);
         }
-        let id = self.next_scan;
-        self.next_scan += 1;
-        let here = ctx.address();
-        let mut scan = Scan {
+        let owner = ScanOwner::Client {
             client: request.client,
             client_scan: request.client_scan,
-            ordered: request.ordered != 0,
+        };
+        let shape = ScanShape {
+            table_id: request.table_id,
+            schema_version: request.schema_version,
             limit: request.limit,
-            batch_rows: match request.batch_rows {
+            batch_rows: request.batch_rows,
+            ordered: request.ordered != 0,
+        };
+        let Some(id) = self.open_scan(ctx, owner, shape, ScanSection::Held(section)) else {
+            // A limit of 0: nothing to ask anyone.
+            return scan_conf(ctx, request.client, request.client_scan, (0, 0), true, None);
+        };
+        self.scans_by_client
+            .insert((request.client, request.client_scan), id);
+    }
+
+    /// Starts a scan of every partition of a table this coordinator knows (the caller
+    /// checked it and the limit on scans); `None` when nothing is to be asked (a limit of 0).
+    pub(super) fn open_scan(
+        &mut self,
+        ctx: &mut Context,
+        owner: ScanOwner,
+        shape: ScanShape,
+        body: ScanSection,
+    ) -> Option<u64> {
+        let here = ctx.address();
+        let table = self.tables.get(&shape.table_id)?;
+        let mut scan = Scan {
+            owner,
+            ordered: shape.ordered,
+            limit: shape.limit,
+            batch_rows: match shape.batch_rows {
                 0 => SCAN_BATCH_ROWS_DEFAULT,
                 rows => rows,
             },
@@ -161,31 +220,46 @@ impl TransactionCoordinator {
             })
             .collect();
         if scan.finished() {
-            // A limit of 0: nothing to ask anyone.
-            ctx.release_section(section);
-            return scan_conf(ctx, scan.client, scan.client_scan, (0, 0), true, None);
+            if let ScanSection::Held(section) = body {
+                ctx.release_section(section);
+            }
+            return None;
         }
-        let here = ctx.address();
+        let id = self.next_scan;
+        self.next_scan += 1;
+        let (client, client_scan) = match owner {
+            ScanOwner::Client {
+                client,
+                client_scan,
+            } => (client, client_scan),
+            ScanOwner::ChildSearch { .. } => (here, id),
+        };
         let count = scan.partitions.len();
         for (position, partition) in scan.partitions.iter().enumerate() {
             let signal = ScanFragment {
                 tc: here,
                 scan_id: id,
-                table_id: request.table_id,
-                schema_version: request.schema_version,
+                table_id: shape.table_id,
+                schema_version: shape.schema_version,
                 partition: partition.partition,
                 rows_max: scan.rows_max(partition),
-                client: request.client,
-                client_scan: request.client_scan,
+                client,
+                client_scan,
             }
             .to_signal(partition.executor, here);
-            send_sharing_section(ctx, signal, section, position + 1 == count);
+            match body {
+                ScanSection::Held(section) => {
+                    send_sharing_section(ctx, signal, section, position + 1 == count);
+                }
+                ScanSection::Bytes(bytes) => {
+                    send_with_bytes(ctx, signal, bytes);
+                }
+            }
         }
         scan.awaiting = count as u32;
         self.scans.insert(id, scan);
-        self.scans_by_client
-            .insert((request.client, request.client_scan), id);
         self.start_ticking(ctx);
+        Some(id)
     }
 
     pub(super) fn scan_next(&mut self, ctx: &mut Context, next: ScanNext) {
@@ -195,7 +269,6 @@ impl TransactionCoordinator {
             return scan_conf(ctx, next.client, next.client_scan, (0, 0), true, failure);
         };
         let now = ctx.now_ns();
-        let here = ctx.address();
         let scan = self.scans.get_mut(&id).expect("indexed scans exist");
         scan.last_activity_ns = now;
         if next.close != 0 {
@@ -210,6 +283,15 @@ impl TransactionCoordinator {
             let failure = Some((ErrorCode::BadTransactionState, message));
             return scan_conf(ctx, next.client, next.client_scan, (0, 0), false, failure);
         }
+        self.next_round(ctx, id);
+    }
+
+    /// Asks every partition that has more for its next batch.
+    fn next_round(&mut self, ctx: &mut Context, id: u64) {
+        let here = ctx.address();
+        let Some(scan) = self.scans.get_mut(&id) else {
+            return;
+        };
         for index in 0..scan.partitions.len() {
             let partition = &scan.partitions[index];
             if scan.wants_more(partition) {
@@ -279,23 +361,56 @@ impl TransactionCoordinator {
             std::mem::take(&mut scan.round_rows),
             std::mem::take(&mut scan.round_batches),
         );
-        if !scan.finished() {
-            return scan_conf(ctx, scan.client, scan.client_scan, round, false, None);
+        let finished = scan.finished();
+        match scan.owner {
+            ScanOwner::Client {
+                client,
+                client_scan,
+            } if !finished => scan_conf(ctx, client, client_scan, round, false, None),
+            ScanOwner::ChildSearch { .. } if !finished => self.next_round(ctx, id),
+            _ => {
+                let Some(scan) = self.scans.remove(&id) else {
+                    return;
+                };
+                close_partitions(ctx, id, &scan);
+                match scan.owner {
+                    ScanOwner::Client {
+                        client,
+                        client_scan,
+                    } => {
+                        self.scans_by_client.remove(&(client, client_scan));
+                        scan_conf(ctx, client, client_scan, round, true, scan.failure);
+                    }
+                    ScanOwner::ChildSearch {
+                        transaction,
+                        op_ref,
+                    } => self.children_searched(ctx, transaction, op_ref, scan.failure),
+                }
+            }
         }
-        let Some(scan) = self.scans.remove(&id) else {
+    }
+
+    /// The rows of a round of a scan this coordinator owns.
+    pub(super) fn own_scan_rows(&mut self, ctx: &mut Context, rows: ScanRows) {
+        let owner = self.scans.get(&rows.client_scan).map(|scan| scan.owner);
+        let Some(ScanOwner::ChildSearch {
+            transaction,
+            op_ref,
+        }) = owner
+        else {
             return;
         };
-        self.scans_by_client
-            .remove(&(scan.client, scan.client_scan));
-        close_partitions(ctx, id, &scan);
-        scan_conf(
-            ctx,
-            scan.client,
-            scan.client_scan,
-            round,
-            true,
-            scan.failure,
-        );
+        let decoded = ctx.section().map(|bytes| RowsBody::decode(&bytes));
+        match decoded {
+            Some(Ok(rows)) => self.children_found(transaction, op_ref, rows),
+            Some(Err(error)) => {
+                if let Some(scan) = self.scans.get_mut(&rows.client_scan) {
+                    let message = format!("scanned rows: {error}");
+                    scan.failure.get_or_insert((ErrorCode::BadRequest, message));
+                }
+            }
+            None => {}
+        }
     }
 
     /// Closes scans whose client has not asked for the next round within the inactivity

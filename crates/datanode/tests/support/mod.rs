@@ -109,6 +109,7 @@ impl ScanSpec {
                 range: kista_storage::partition::ScanRange::Full,
                 filter: None,
                 columns: vec![],
+                versions: kista_storage::partition::ScanVersions::Committed,
             },
             limit: u64::MAX,
             batch_rows,
@@ -443,6 +444,7 @@ impl Node {
                     ExecuteMode::More
                 },
                 index_id: op.index_id,
+                flags: 0,
             };
             let mut body = Vec::new();
             op.body.encode(&mut body);

@@ -2,6 +2,7 @@
 //! server variables drivers ask for; databases, tables, views, indexes and triggers in
 //! `schema.rs`; SHOW, DESCRIBE and EXPLAIN in `show.rs`.
 
+mod foreign_keys;
 mod schema;
 mod show;
 
@@ -62,9 +63,7 @@ pub fn server_variable(name: &str) -> Option<Value> {
         "default_authentication_plugin" => text(crate::protocol::handshake::GREETING_PLUGIN),
         // Read by ORMs at connect (Django reads sql_auto_is_null).
         "sql_auto_is_null" | "sql_safe_updates" | "sql_require_primary_key" => Value::Int(0),
-        "foreign_key_checks" | "unique_checks" | "sql_notes" | "sql_quote_show_create" => {
-            Value::Int(1)
-        }
+        "unique_checks" | "sql_notes" | "sql_quote_show_create" => Value::Int(1),
         "explicit_defaults_for_timestamp" | "sql_big_selects" => Value::Int(1),
         "group_concat_max_len" => Value::Int(1024),
         "div_precision_increment" => Value::Int(4),
@@ -274,6 +273,10 @@ fn set_variables(
         };
         if name == crate::session::DURABLE_COMMITS {
             session.durable_commits = on;
+            continue;
+        }
+        if name == crate::session::FOREIGN_KEY_CHECKS {
+            session.foreign_key_checks = on;
             continue;
         }
         if name == MAX_EXECUTION_TIME {

@@ -6,7 +6,7 @@ use sqlparser::ast::{self, ObjectType, Statement};
 use kista_client::types::Value;
 use kista_client::ScanSpec;
 
-use super::name_of;
+use super::{foreign_keys, name_of};
 use crate::catalog::{check_name, cluster_name};
 use crate::ddl;
 use crate::error::{SqlError, SqlResult};
@@ -167,11 +167,20 @@ fn alter_table(
     };
     let no_variable = |_: &str| None;
     let ctx = session.eval_context(&[], &[], &no_variable);
-    let plan = ddl::alter::plan(&table, operations, &target, &ctx)?;
+    let mut plan = ddl::alter::plan(&table, operations, &target, &ctx)?;
     for check in &plan.new_checks {
         refuse_violations(session, (&database, &table_name), check)?;
     }
+    let named = (database.as_str(), table_name.as_str());
+    foreign_keys::drop(session, named, &plan.drop_foreign_keys)?;
+    let new_foreign_keys = std::mem::take(&mut plan.add_foreign_keys);
+    let table = session.catalog.table(&database, &table_name)?;
     session.catalog.alter_table(&table, plan)?;
+    // Under the name the statement may have given it.
+    let renamed = session.catalog.table_named_by_id(table.table.id)?;
+    let (database, table_name) = renamed.unwrap_or((database, table_name));
+    let named = (database.as_str(), table_name.as_str());
+    foreign_keys::add(session, named, &new_foreign_keys, true)?;
     Ok(Outcome::done())
 }
 
@@ -209,8 +218,17 @@ fn drop(
 ) -> SqlResult<Outcome> {
     match object_type {
         ObjectType::Table => {
-            for name in names {
-                let (database, table) = split_name(session, name)?;
+            let tables = (names.iter())
+                .map(|name| split_name(session, name))
+                .collect::<SqlResult<Vec<_>>>()?;
+            let tables = foreign_keys::drop_order(session, tables);
+            for (position, (database, table)) in tables.iter().enumerate() {
+                let (database, table) = (database.clone(), table.clone());
+                let named = (database.as_str(), table.as_str());
+                match foreign_keys::before_drop(session, named, &tables[position + 1..]) {
+                    Err(e) if e.code == 1146 => {}
+                    other => other?,
+                }
                 match session.catalog.drop_table(&database, &table) {
                     Err(e) if (e.code == 1146 || e.code == 1051) && if_exists => {
                         session.warn(1051, format!("Unknown table '{database}.{table}'"))
@@ -301,10 +319,17 @@ fn create_table(session: &mut Session, create: &ast::CreateTable) -> SqlResult<O
     ) {
         Err(e) if e.code == 1050 && create.if_not_exists => {
             session.warn(1050, e.message);
-            Ok(Outcome::done())
+            return Ok(Outcome::done());
         }
-        other => other.map(|_| Outcome::done()),
+        other => other?,
+    };
+    let named = (database.as_str(), name.as_str());
+    if let Err(error) = foreign_keys::add(session, named, &definition.foreign_keys, false) {
+        // CREATE TABLE makes the table whole or not at all.
+        let _ = session.catalog.drop_table(&database, &name);
+        return Err(error);
     }
+    Ok(Outcome::done())
 }
 
 /// `DROP INDEX index ON table`: any secondary index; not the primary key's.

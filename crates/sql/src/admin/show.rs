@@ -281,6 +281,9 @@ fn show_create_table(session: &Session, database: &str, name: &str) -> SqlResult
             names(&index.columns)
         ));
     }
+    for key in ddl::foreign_keys::described(session.catalog, &table)? {
+        lines.push(format!("  {}", key.sql(&table.database)));
+    }
     for check in &table.extras.checks {
         let enforced = if check.enforced {
             ""

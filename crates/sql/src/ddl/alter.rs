@@ -16,8 +16,8 @@ use kista_client::schema::{Column, IndexKind, IndexSchema, TableSchema};
 use kista_client::types::{ColumnType, Value};
 
 use super::{
-    checks, declared_column, defaults, fitted_default, index_constraint, key_parts, named_index,
-    CheckDef, PRIMARY_INDEX,
+    checks, declared_column, defaults, fitted_default, foreign_keys, index_constraint, key_parts,
+    named_index, CheckDef, PRIMARY_INDEX,
 };
 use crate::catalog::SqlTable;
 use crate::error::{SqlError, SqlResult};
@@ -38,6 +38,9 @@ pub struct AlterPlan {
     pub auto_increment: Option<u64>,
     /// CHECK constraints the statement adds, enforced: the rows there must pass them.
     pub new_checks: Vec<CheckDef>,
+    /// Foreign keys to drop (by name), then to add once the indexes are built.
+    pub drop_foreign_keys: Vec<String>,
+    pub add_foreign_keys: Vec<foreign_keys::DeclaredForeignKey>,
 }
 
 /// Error 1846: the change needs the table copied.
@@ -138,7 +141,7 @@ impl Altering<'_> {
                 name, if_exists, ..
             } => self.drop_constraint(&name.value, *if_exists),
             Op::DropPrimaryKey { .. } => Err(needs_copy("dropping the primary key")),
-            Op::DropForeignKey { .. } => Err(SqlError::not_supported("FOREIGN KEY constraints")),
+            Op::DropForeignKey { name, .. } => self.drop_foreign_key(&name.value, false),
             Op::RenameTable { table_name } => {
                 let (ast::RenameTableNameKind::As(name) | ast::RenameTableNameKind::To(name)) =
                     table_name;
@@ -385,6 +388,19 @@ impl Altering<'_> {
                 self.extras.checks.push(check);
                 return Ok(());
             }
+            TableConstraint::ForeignKey { .. } => {
+                let Some(key) = foreign_keys::declared_constraint(constraint)? else {
+                    return Ok(());
+                };
+                let columns = foreign_keys::child_columns(&key, &self.schema)?;
+                let needed = foreign_keys::needed_child_index(&key, &columns, &self.indexes);
+                if let Some((name, columns)) = needed {
+                    let free = name.filter(|name| !self.has_index(name));
+                    self.add_index(free, IndexKind::Ordered, columns)?;
+                }
+                self.plan.add_foreign_keys.push(key);
+                return Ok(());
+            }
             _ => {}
         }
         let (name, kind, parts) = index_constraint(constraint)?;
@@ -418,7 +434,8 @@ impl Altering<'_> {
             .any(|i| i.name.eq_ignore_ascii_case(name))
     }
 
-    /// DROP CONSTRAINT: a CHECK constraint of that name, else a unique key.
+    /// DROP CONSTRAINT: a CHECK constraint of that name, else a foreign key, else a unique
+    /// key.
     fn drop_constraint(&mut self, name: &str, if_exists: bool) -> SqlResult<()> {
         let check = (self.extras.checks.iter()).position(|c| c.name.eq_ignore_ascii_case(name));
         match check {
@@ -427,14 +444,73 @@ impl Altering<'_> {
                 (self.plan.new_checks).retain(|c| !c.name.eq_ignore_ascii_case(name));
                 Ok(())
             }
+            None if self.has_foreign_key(name) => self.drop_foreign_key(name, if_exists),
             None => self.drop_index(name, if_exists),
         }
+    }
+
+    /// Whether the table has (as the child) a foreign key called `name`.
+    fn has_foreign_key(&self, name: &str) -> bool {
+        let table = &self.table.table;
+        (table.foreign_keys().iter())
+            .any(|key| key.child_table == table.id && key.name.eq_ignore_ascii_case(name))
+    }
+
+    /// DROP FOREIGN KEY: its index stays (as in MySQL).
+    fn drop_foreign_key(&mut self, name: &str, if_exists: bool) -> SqlResult<()> {
+        let added = (self.plan.add_foreign_keys.iter()).position(|key| {
+            key.name
+                .as_deref()
+                .is_some_and(|n| n.eq_ignore_ascii_case(name))
+        });
+        if let Some(added) = added {
+            self.plan.add_foreign_keys.remove(added);
+            return Ok(());
+        }
+        if self.has_foreign_key(name) {
+            self.plan.drop_foreign_keys.push(name.to_string());
+            return Ok(());
+        }
+        if if_exists {
+            return Ok(());
+        }
+        Err(SqlError::new(
+            1091,
+            "42000",
+            format!("Can't DROP '{name}'; check that column/key exists"),
+        ))
+    }
+
+    /// Error 1553 when a foreign key the statement keeps needs index `name`: the child's
+    /// index that finds its rows, or the parent's unique key it references.
+    fn refuse_needed_index(&self, name: &str) -> SqlResult<()> {
+        let table = &self.table.table;
+        let Ok((index_id, _)) = table.index(name) else {
+            return Ok(());
+        };
+        let dropped = |key: &kista_client::ForeignKey| {
+            (self.plan.drop_foreign_keys.iter()).any(|n| n.eq_ignore_ascii_case(&key.name))
+        };
+        let needed = (table.foreign_keys().iter()).any(|key| {
+            let child_needs = key.child_table == table.id && key.child_index == index_id.0;
+            let parent_needs = key.parent_table == table.id && key.parent_index == index_id.0;
+            (child_needs && !dropped(key)) || parent_needs
+        });
+        if needed {
+            return Err(SqlError::new(
+                1553,
+                "HY000",
+                format!("Cannot drop index '{name}': needed in a foreign key constraint"),
+            ));
+        }
+        Ok(())
     }
 
     fn drop_index(&mut self, name: &str, if_exists: bool) -> SqlResult<()> {
         if name.eq_ignore_ascii_case(PRIMARY_INDEX) {
             return Err(needs_copy("dropping the primary key"));
         }
+        self.refuse_needed_index(name)?;
         let Some(position) = (self.indexes.iter()).position(|i| i.name.eq_ignore_ascii_case(name))
         else {
             if if_exists {

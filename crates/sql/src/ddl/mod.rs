@@ -12,6 +12,7 @@
 pub mod alter;
 mod checks;
 mod defaults;
+pub mod foreign_keys;
 mod key_parts;
 
 pub use checks::{BoundChecks, CheckDef};
@@ -64,6 +65,8 @@ pub struct TableDefinition {
     pub indexes: Vec<IndexSchema>,
     /// The AUTO_INCREMENT column and its first value.
     pub auto_increment: Option<(usize, u64)>,
+    /// Foreign keys, added once the table exists (`indexes` holds the index each needs).
+    pub foreign_keys: Vec<foreign_keys::DeclaredForeignKey>,
 }
 
 /// The storage type for a MySQL column type.
@@ -261,6 +264,15 @@ pub fn create_table(create: &ast::CreateTable, cluster_name: String) -> SqlResul
         indexes.push(index);
     }
     complete_primary_key(&mut schema, &mut indexes, auto_increment)?;
+    let declared_keys = foreign_keys::declared_in_create(create)?;
+    for key in &declared_keys {
+        let columns = foreign_keys::child_columns(key, &schema)?;
+        if let Some((name, columns)) = foreign_keys::needed_child_index(key, &columns, &indexes) {
+            let named = (&schema, &extras);
+            let index = named_index(name, IndexKind::Ordered, columns, named, &indexes);
+            indexes.push(index);
+        }
+    }
     defaults::check_computed(&schema, &extras)?;
     let table_name = schema
         .name
@@ -279,6 +291,7 @@ pub fn create_table(create: &ast::CreateTable, cluster_name: String) -> SqlResul
         schema,
         indexes,
         auto_increment: auto_increment.map(|c| (c, start)),
+        foreign_keys: declared_keys,
     })
 }
 
@@ -357,7 +370,9 @@ fn declared_column(
             }
             ColumnOption::CharacterSet(_)
             | ColumnOption::Collation(_)
-            | ColumnOption::DialectSpecific(_) => {}
+            | ColumnOption::DialectSpecific(_)
+            // Added once the table exists (`foreign_keys.rs`).
+            | ColumnOption::ForeignKey { .. } => {}
             other => return Err(SqlError::not_supported(format!("column option {other}"))),
         }
     }
@@ -559,8 +574,9 @@ fn constraint_indexes(
                 schema.primary_key = key_parts::columns(columns, schema, extras, true)?;
                 continue;
             }
-            // Checks are bound once the table's columns are all known (`create_table`).
-            TableConstraint::Check { .. } => continue,
+            // Checks are bound once the table's columns are all known, and foreign keys
+            // added once the table exists (`create_table`).
+            TableConstraint::Check { .. } | TableConstraint::ForeignKey { .. } => continue,
             other => index_constraint(other)?,
         };
         let columns = key_parts::columns(columns, schema, extras, true)?;
@@ -571,8 +587,8 @@ fn constraint_indexes(
     Ok(indexes)
 }
 
-/// A UNIQUE or KEY/INDEX constraint's name, kind and key parts; FOREIGN KEY, CHECK and
-/// the rest are refused (1235).
+/// A UNIQUE or KEY/INDEX constraint's name, kind and key parts; the rest are refused
+/// (1235).
 fn index_constraint(
     constraint: &TableConstraint,
 ) -> SqlResult<(Option<&ast::Ident>, IndexKind, &[ast::IndexColumn])> {
@@ -589,9 +605,6 @@ fn index_constraint(
         )),
         TableConstraint::Index { name, columns, .. } => {
             Ok((name.as_ref(), IndexKind::Ordered, columns))
-        }
-        TableConstraint::ForeignKey { .. } => {
-            Err(SqlError::not_supported("FOREIGN KEY constraints"))
         }
         other => Err(SqlError::not_supported(other)),
     }

@@ -839,7 +839,8 @@ fn update_rows(
             tx.wrote_row(table.table.id, table.key_of(&new_row));
             tx.undo_change(&table.table, row)?;
             tx.undo_insert(&table.table, table.key_of(&new_row))?;
-            tx.transaction.delete(&table.table, &key)?;
+            // Foreign keys referencing the row follow their ON UPDATE rule.
+            tx.transaction.delete_moving_key(&table.table, &key)?;
             tx.transaction.insert(&table.table, new_row)?;
         } else {
             tx.wrote_row(table.table.id, key.clone());

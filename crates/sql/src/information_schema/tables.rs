@@ -1,6 +1,6 @@
 //! Each `information_schema` table: its columns (MySQL 8's, in MySQL's order) and its
-//! rows. Tables without a primary key list no hidden column or index; foreign keys,
-//! routines and triggers do not exist yet, so their tables are empty.
+//! rows. Tables without a primary key list no hidden column or index; routines do not
+//! exist yet, so their tables are empty.
 
 use kista_client::types::{Collation, ColumnType, Value};
 
@@ -8,6 +8,7 @@ use super::{
     column_default, column_extra, column_key, index_columns, Kind, SystemTableDef, DATABASE,
 };
 use crate::catalog::{Catalog, SqlTable};
+use crate::ddl::foreign_keys::{action_rule, DescribedForeignKey};
 use crate::ddl::PRIMARY_INDEX;
 use crate::error::SqlResult;
 use crate::sql_type::SqlType;
@@ -167,7 +168,7 @@ pub(super) const ALL: &[SystemTableDef] = &[
             ("TABLE_NAME", Text),
             ("REFERENCED_TABLE_NAME", Text),
         ],
-        rows: none,
+        rows: referential_constraints,
     },
     SystemTableDef {
         name: "VIEWS",
@@ -531,8 +532,42 @@ fn statistics(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
     })
 }
 
-/// The primary key's and the unique indexes' columns (the constraints Kista has).
+/// Calls `f` with each foreign key of each table (as its child).
+fn for_each_foreign_key(
+    catalog: &Catalog,
+    mut f: impl FnMut(&str, &SqlTable, &DescribedForeignKey),
+) -> SqlResult<()> {
+    let mut failure = None;
+    for_each_table(
+        catalog,
+        |database, table| match crate::ddl::foreign_keys::described(catalog, table) {
+            Ok(keys) => keys.iter().for_each(|key| f(database, table, key)),
+            Err(error) => {
+                failure.get_or_insert(error);
+            }
+        },
+    )?;
+    failure.map_or(Ok(()), Err)
+}
+
+/// The columns of the primary key, the unique indexes and the foreign keys.
 fn key_column_usage(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+    for_each_foreign_key(catalog, |database, table, key| {
+        for (position, (column, parent_column)) in
+            key.columns.iter().zip(&key.parent_columns).enumerate()
+        {
+            let constraint = [text("def"), text(database), text(key.name.clone())];
+            let named = [text("def"), text(database), text(table.name.clone())];
+            let position = number(position as u64 + 1);
+            let column = [text(column.clone()), position.clone(), position];
+            let references = [
+                text(key.parent_database.clone()),
+                text(key.parent_table.clone()),
+                text(parent_column.clone()),
+            ];
+            rows.push([&constraint[..], &named, &column, &references].concat());
+        }
+    })?;
     for_each_table(catalog, |database, table| {
         let schema = table.schema();
         for entry in index_columns(table).into_iter().filter(|e| e.unique) {
@@ -569,6 +604,30 @@ fn table_constraints(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult
             let enforced = text(if check.enforced { "YES" } else { "NO" });
             rows.push([&constraint[..], &named, &[text("CHECK"), enforced]].concat());
         }
+    })?;
+    for_each_foreign_key(catalog, |database, table, key| {
+        let constraint = [text("def"), text(database), text(key.name.clone())];
+        let named = [text(database), text(table.name.clone())];
+        rows.push([&constraint[..], &named, &[text("FOREIGN KEY"), text("YES")]].concat());
+    })
+}
+
+fn referential_constraints(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+    for_each_foreign_key(catalog, |database, table, key| {
+        let constraint = [text("def"), text(database), text(key.name.clone())];
+        let unique = [
+            text("def"),
+            text(key.parent_database.clone()),
+            text(key.parent_key.clone()),
+        ];
+        let rules = [
+            text("NONE"),
+            text(action_rule(key.on_update)),
+            text(action_rule(key.on_delete)),
+            text(table.name.clone()),
+            text(key.parent_table.clone()),
+        ];
+        rows.push([&constraint[..], &unique, &rules].concat());
     })
 }
 

@@ -36,6 +36,19 @@ pub enum ScanRange {
     },
 }
 
+/// Which rows a scan visits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ScanVersions {
+    /// Committed rows as they are when the scan reaches them.
+    #[default]
+    Committed,
+    /// Every row with an index entry in the range, for *any* of its versions, committed or
+    /// pending, visited as its anchor (which holds its primary key): the candidates a
+    /// locking read must then look at. A foreign key's search for children uses it, so it
+    /// also finds rows an open transaction is writing. Index ranges only, without filter.
+    AnyVersion,
+}
+
 /// Where a scan stopped: the next batch starts after it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ScanPosition {
@@ -54,29 +67,56 @@ impl Partition {
         filter: Option<&FilterProgram>,
         resume_after: Option<&ScanPosition>,
         rows_max: usize,
+        visit: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<Option<ScanPosition>, OperationError> {
+        let versions = ScanVersions::Committed;
+        self.scan(range, versions, filter, resume_after, rows_max, visit)
+    }
+
+    /// [`Partition::scan_committed`], or with [`ScanVersions::AnyVersion`] the anchors of
+    /// every version in an index range.
+    pub fn scan(
+        &self,
+        range: &ScanRange,
+        versions: ScanVersions,
+        filter: Option<&FilterProgram>,
+        resume_after: Option<&ScanPosition>,
+        rows_max: usize,
         mut visit: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<Option<ScanPosition>, OperationError> {
+        if versions == ScanVersions::AnyVersion
+            && (filter.is_some() || matches!(range, ScanRange::Full))
+        {
+            return Err(OperationError::AnyVersionScan {
+                table: self.table(),
+            });
+        }
         let mut returned = 0;
         let mut examined = 0;
         let mut full = false;
-        let mut examine =
-            |row: RowId, position: &mut Option<ScanPosition>, entry_key: Option<&[u8]>| {
-                examined += 1;
-                if let Some(version) = self.committed_version(row) {
-                    let (fixed, var) = self.rows.get(version);
-                    let current =
-                        entry_key.is_none_or(|key| self.entry_is_current(range, key, fixed, var));
-                    if current && filter.is_none_or(|f| f.matches(&self.layout, fixed, var)) {
-                        full = !visit(fixed, var);
-                        returned += 1;
-                    }
-                }
-                *position = Some(match entry_key {
-                    Some(key) => ScanPosition::Entry(key.to_vec(), row),
-                    None => ScanPosition::Row(row),
-                });
-                !full && returned < rows_max && examined < ROWS_EXAMINED_PER_BATCH_MAX
+        let mut examine = |row: RowId,
+                           position: &mut Option<ScanPosition>,
+                           entry_key: Option<&[u8]>| {
+            examined += 1;
+            let version = match versions {
+                ScanVersions::Committed => self.committed_version(row),
+                ScanVersions::AnyVersion => Some(row),
             };
+            if let Some(version) = version {
+                let (fixed, var) = self.rows.get(version);
+                let current = versions == ScanVersions::AnyVersion
+                    || entry_key.is_none_or(|key| self.entry_is_current(range, key, fixed, var));
+                if current && filter.is_none_or(|f| f.matches(&self.layout, fixed, var)) {
+                    full = !visit(fixed, var);
+                    returned += 1;
+                }
+            }
+            *position = Some(match entry_key {
+                Some(key) => ScanPosition::Entry(key.to_vec(), row),
+                None => ScanPosition::Row(row),
+            });
+            !full && returned < rows_max && examined < ROWS_EXAMINED_PER_BATCH_MAX
+        };
         let mut position = None;
         let mut stopped = false;
         match range {

@@ -608,3 +608,91 @@ fn a_logged_commit_shows_each_changed_row_once_as_committed_and_nothing_it_only_
     );
     assert_eq!(committed(&partition, 2), Some(user(2, None, Some(21))));
 }
+
+/// Watching `age` as a foreign key's referencing columns (id 7) and `email` as a referenced
+/// key (id 8).
+fn watching(users: &mut Partition) {
+    users.watch_keys(vec![
+        WatchedKey {
+            id: 7,
+            side: WatchSide::Referencing,
+            columns: vec![2],
+        },
+        WatchedKey {
+            id: 8,
+            side: WatchSide::Referenced,
+            columns: vec![1],
+        },
+    ]);
+}
+
+fn age_given(users: &Partition, id: i64, age: i64) -> KeyChange {
+    let mut age_key = Vec::new();
+    (users.layout())
+        .key_of_values(&[2], &[Value::Int(age)], &mut age_key)
+        .unwrap();
+    KeyChange {
+        id: 7,
+        side: WatchSide::Referencing,
+        key: age_key,
+        values: vec![Value::Int(age)],
+        primary_key: key(users, id),
+    }
+}
+
+fn email_taken(users: &Partition, id: i64, email: &str) -> KeyChange {
+    KeyChange {
+        id: 8,
+        side: WatchSide::Referenced,
+        key: email_key(users, email),
+        values: vec![Value::Bytes(email.as_bytes().to_vec())],
+        primary_key: key(users, id),
+    }
+}
+
+#[test]
+fn writes_report_referencing_keys_they_give_and_referenced_keys_they_take() {
+    let (_, mut users) = users(1 << 20);
+    watching(&mut users);
+    insert(&mut users, T1, user(1, Some("a@x"), Some(30))).unwrap();
+    insert(&mut users, T1, user(2, Some("b@x"), None)).unwrap();
+    assert_eq!(
+        users.take_key_changes(),
+        vec![age_given(&users, 1, 30)],
+        "an insert gives keys and takes none; a NULL key references nothing"
+    );
+    users.commit(T1, 1);
+    update_age(&mut users, T2, 1, 30).unwrap();
+    assert_eq!(users.take_key_changes(), vec![], "the same key again");
+    update_age(&mut users, T2, 1, 31).unwrap();
+    assert_eq!(users.take_key_changes(), vec![age_given(&users, 1, 31)]);
+    let key_2 = key(&users, 2);
+    let new_email = Value::Bytes(b"c@x".to_vec());
+    users.update(T2, &key_2, &[(1, new_email)]).unwrap();
+    assert_eq!(
+        users.take_key_changes(),
+        vec![email_taken(&users, 2, "b@x")],
+        "an update that changes a referenced key takes the old one"
+    );
+    delete(&mut users, T2, 1).unwrap();
+    assert_eq!(
+        users.take_key_changes(),
+        vec![email_taken(&users, 1, "a@x")],
+        "a delete takes its keys and gives none"
+    );
+    users.write(T2, &user(1, Some("a@x"), Some(31))).unwrap();
+    assert_eq!(
+        users.take_key_changes(),
+        vec![age_given(&users, 1, 31)],
+        "relative to the transaction's own delete"
+    );
+    users.abort(T2);
+    assert_eq!(
+        users
+            .emptied(PartitionLimits::default())
+            .unwrap()
+            .watched
+            .len(),
+        2
+    );
+}

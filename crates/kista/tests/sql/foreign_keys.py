@@ -1,0 +1,147 @@
+"""Foreign keys as MySQL declares them and the data nodes enforce them: FOREIGN KEY and
+column REFERENCES in CREATE TABLE and ALTER TABLE, a child index made when none exists,
+1452 for a child without its parent and 1451 for a parent with children, ON DELETE
+CASCADE and SET NULL, foreign_key_checks = 0 for loads, DROP TABLE refused for a parent
+(3730), and SHOW CREATE TABLE and information_schema showing them.
+
+Run by crates/kista/tests/sql.rs with the front end's port.
+"""
+from session_helpers import Session
+
+session = Session("fks")
+cur, rows, error_of = session.cur, session.rows, session.error_of
+
+cur.execute("CREATE TABLE authors (id INT PRIMARY KEY, name VARCHAR(40) NOT NULL UNIQUE)")
+cur.execute(
+    "CREATE TABLE books (id INT PRIMARY KEY, author_id INT, title VARCHAR(40), "
+    "CONSTRAINT books_author FOREIGN KEY (author_id) REFERENCES authors (id) "
+    "ON DELETE CASCADE)"
+)
+cur.execute(
+    "CREATE TABLE reviews (id INT PRIMARY KEY, book_id INT REFERENCES books (id), "
+    "stars INT)"
+)
+cur.execute(
+    "CREATE TABLE loans (id INT PRIMARY KEY, book_id INT, "
+    "FOREIGN KEY (book_id) REFERENCES books (id) ON DELETE SET NULL)"
+)
+
+# A child needs its parent; NULL references nothing.
+assert error_of("INSERT INTO books VALUES (1, 7, 'orphan')") == 1452
+cur.execute("INSERT INTO authors VALUES (1, 'ann'), (2, 'bob')")
+cur.execute("INSERT INTO books VALUES (10, 1, 'a1'), (11, 1, 'a2'), (20, 2, 'b1'), (30, NULL, 'x')")
+assert error_of("UPDATE books SET author_id = 9 WHERE id = 10") == 1452
+cur.execute("INSERT INTO reviews VALUES (100, 10, 5), (101, 20, 4)")
+cur.execute("INSERT INTO loans VALUES (200, 11), (201, 20)")
+
+# RESTRICT (the default) keeps a reviewed book; CASCADE takes an author's books along.
+assert error_of("DELETE FROM books WHERE id = 10") == 1451
+assert error_of("DELETE FROM authors WHERE id = 1") == 1451, "a cascade meeting RESTRICT"
+cur.execute("DELETE FROM reviews WHERE id = 100")
+cur.execute("DELETE FROM authors WHERE id = 1")
+assert rows("SELECT id FROM books ORDER BY id") == [(20,), (30,)]
+assert rows("SELECT id, book_id FROM loans ORDER BY id") == [(200, None), (201, 20)]
+# A primary key change follows ON UPDATE (RESTRICT by default), not ON DELETE CASCADE.
+assert error_of("UPDATE authors SET id = 3 WHERE id = 2") == 1451
+assert rows("SELECT author_id FROM books WHERE id = 20") == [(2,)]
+
+# A transaction deleting children and then their parent.
+cur.execute("BEGIN")
+cur.execute("DELETE FROM reviews")
+cur.execute("DELETE FROM loans")
+cur.execute("DELETE FROM books WHERE id = 20")
+cur.execute("DELETE FROM authors WHERE id = 2")
+cur.execute("COMMIT")
+assert rows("SELECT COUNT(*) FROM authors") == [(0,)]
+
+# Loads turn the checks off (and no action runs).
+cur.execute("SET foreign_key_checks = 0")
+assert rows("SELECT @@foreign_key_checks") == [(0,)]
+cur.execute("INSERT INTO books VALUES (40, 99, 'loaded first')")
+cur.execute("INSERT INTO authors VALUES (99, 'late')")
+cur.execute("DELETE FROM authors WHERE id = 99")
+cur.execute("SET foreign_key_checks = 1")
+assert rows("SELECT author_id FROM books WHERE id = 40") == [(99,)]
+cur.execute("DELETE FROM books WHERE id = 40")
+
+# ALTER TABLE adds a key only when every row has its parent, and drops it by name.
+cur.execute("CREATE TABLE notes (id INT PRIMARY KEY, author_name VARCHAR(40))")
+cur.execute("INSERT INTO authors VALUES (5, 'eve')")
+cur.execute("INSERT INTO notes VALUES (1, 'eve'), (2, 'zed')")
+assert error_of(
+    "ALTER TABLE notes ADD CONSTRAINT notes_author FOREIGN KEY (author_name) "
+    "REFERENCES authors (name)"
+) == 1452
+cur.execute("DELETE FROM notes WHERE id = 2")
+cur.execute(
+    "ALTER TABLE notes ADD CONSTRAINT notes_author FOREIGN KEY (author_name) "
+    "REFERENCES authors (name)"
+)
+assert error_of("INSERT INTO notes VALUES (3, 'zed')") == 1452
+assert error_of("UPDATE authors SET name = 'eva' WHERE id = 5") == 1451
+assert error_of("ALTER TABLE notes DROP INDEX notes_author") == 1553
+cur.execute("ALTER TABLE notes DROP FOREIGN KEY notes_author")
+cur.execute("INSERT INTO notes VALUES (3, 'zed')")
+assert error_of("ALTER TABLE notes DROP FOREIGN KEY notes_author") == 1091
+
+# What MySQL refuses when a key is declared.
+assert error_of(
+    "CREATE TABLE bad1 (id INT PRIMARY KEY, a VARCHAR(5) REFERENCES authors (id))"
+) == 3780
+assert error_of(
+    "CREATE TABLE bad2 (id INT PRIMARY KEY, a INT, FOREIGN KEY (a) REFERENCES nowhere (id))"
+) == 1824
+assert error_of(
+    "CREATE TABLE bad3 (id INT PRIMARY KEY, a INT, FOREIGN KEY (a) REFERENCES books (author_id))"
+) == 1822
+assert error_of(
+    "CREATE TABLE bad4 (id INT PRIMARY KEY, a INT NOT NULL, "
+    "FOREIGN KEY (a) REFERENCES authors (id) ON DELETE SET NULL)"
+) == 1830
+assert rows("SHOW TABLES LIKE 'bad%'") == [], "a refused CREATE leaves no table"
+
+# SHOW CREATE TABLE and information_schema.
+create = rows("SHOW CREATE TABLE books")[0][1]
+assert (
+    "CONSTRAINT `books_author` FOREIGN KEY (`author_id`) REFERENCES `authors` (`id`) "
+    "ON DELETE CASCADE" in create
+), create
+assert "KEY `books_author` (`author_id`)" in create, "the child index MySQL makes"
+create = rows("SHOW CREATE TABLE reviews")[0][1]
+assert "CONSTRAINT `reviews_ibfk_1` FOREIGN KEY (`book_id`) REFERENCES `books` (`id`)" in create
+usage = rows(
+    "SELECT TABLE_NAME, CONSTRAINT_NAME, COLUMN_NAME, REFERENCED_TABLE_NAME, "
+    "REFERENCED_COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE "
+    "WHERE TABLE_SCHEMA = 'fks' AND REFERENCED_TABLE_NAME IS NOT NULL ORDER BY TABLE_NAME"
+)
+assert usage == [
+    ("books", "books_author", "author_id", "authors", "id"),
+    ("loans", "loans_ibfk_1", "book_id", "books", "id"),
+    ("reviews", "reviews_ibfk_1", "book_id", "books", "id"),
+], usage
+rules = rows(
+    "SELECT CONSTRAINT_NAME, UNIQUE_CONSTRAINT_NAME, UPDATE_RULE, DELETE_RULE, "
+    "REFERENCED_TABLE_NAME FROM information_schema.REFERENTIAL_CONSTRAINTS "
+    "WHERE CONSTRAINT_SCHEMA = 'fks' ORDER BY CONSTRAINT_NAME"
+)
+assert rules == [
+    ("books_author", "PRIMARY", "NO ACTION", "CASCADE", "authors"),
+    ("loans_ibfk_1", "PRIMARY", "NO ACTION", "SET NULL", "books"),
+    ("reviews_ibfk_1", "PRIMARY", "NO ACTION", "NO ACTION", "books"),
+], rules
+kinds = rows(
+    "SELECT CONSTRAINT_NAME FROM information_schema.TABLE_CONSTRAINTS "
+    "WHERE TABLE_SCHEMA = 'fks' AND CONSTRAINT_TYPE = 'FOREIGN KEY' ORDER BY 1"
+)
+assert kinds == [("books_author",), ("loans_ibfk_1",), ("reviews_ibfk_1",)], kinds
+
+# A parent is dropped after its children, or with them in one statement.
+assert error_of("DROP TABLE authors") == 3730
+cur.execute("DROP TABLE reviews, loans, books")
+cur.execute("SET foreign_key_checks = 0")
+cur.execute("CREATE TABLE pets (id INT PRIMARY KEY, owner INT, FOREIGN KEY (owner) REFERENCES authors (id))")
+cur.execute("DROP TABLE authors")
+cur.execute("SET foreign_key_checks = 1")
+cur.execute("INSERT INTO pets VALUES (1, 12345)")
+cur.execute("DROP DATABASE fks")
+print("foreign keys ok")
