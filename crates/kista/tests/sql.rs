@@ -348,6 +348,11 @@ fn sqlalchemy_creates_queries_and_reflects_a_schema() {
 }
 
 #[test]
+fn sqlalchemy_and_alembic_migrate_a_schema_with_foreign_keys_while_it_serves() {
+    run_pymysql_script("sqlalchemy_migration.py", "sqlalchemy migration ok");
+}
+
+#[test]
 fn django_migrates_and_runs_its_orm_with_nested_atomic_blocks() {
     run_pymysql_script("django_orm.py", "django ok");
 }

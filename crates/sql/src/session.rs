@@ -817,7 +817,7 @@ impl Tx<'_> {
     /// round trip per UPDATE and DELETE in a transaction (NDB's
     /// `transaction_allow_batching`). A write may wait (`may_wait`) only if, its row locked
     /// by this transaction, the cluster refuses it for nothing the statement could report
-    /// (no unique key and no primary key changes): what is left (a full DataMemory, a
+    /// (no unique or foreign key, no primary key changes): what is left (a full DataMemory, a
     /// failed node) aborts the transaction, and the next statement or the commit reports
     /// it. The data nodes run a batch's operations on one row in order, so the next
     /// statement's reads see them (datanode test

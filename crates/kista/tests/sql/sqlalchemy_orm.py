@@ -1,7 +1,7 @@
 """SQLAlchemy (Debian's 1.4) on PyMySQL as an application uses it: create_all of models
 with indexes and server defaults, ORM inserts through relationships, queries with joins, grouping and
-LIKE, and reflection of tables, columns, primary keys and indexes. (Foreign keys wait
-for issue 25: the relationship here names its join instead.)
+LIKE, and reflection of tables, columns, primary keys and indexes. (The relationship here
+names its join without a foreign key; sqlalchemy_migration.py declares them.)
 
 Run by crates/kista/tests/sql.rs with the front end's port.
 """

@@ -690,7 +690,7 @@ fn bind_update(
     let changes_key = assignments
         .iter()
         .any(|(c, _)| table.schema().primary_key.contains(c));
-    let may_wait = !changes_key && unique_indexes(&table).is_empty();
+    let may_wait = !changes_key && writes_may_wait(&table);
     Ok(WritePlan {
         table,
         rows,
@@ -700,6 +700,13 @@ fn bind_update(
         },
         may_wait,
     })
+}
+
+/// Whether an UPDATE or DELETE of a row its transaction locked may wait for the next
+/// batch (`Tx::finish_writes`): not when the cluster could refuse it for a reason the
+/// statement must report, a unique key (1062) or a foreign key (1451, 1452).
+fn writes_may_wait(table: &SqlTable) -> bool {
+    unique_indexes(table).is_empty() && table.table.foreign_keys().is_empty()
 }
 
 fn bind_delete(
@@ -726,7 +733,7 @@ fn bind_delete(
         (Some(&session.subqueries), Some(&correlation)),
     )?
     .with_correlated(correlation.into_found());
-    let may_wait = unique_indexes(&table).is_empty();
+    let may_wait = writes_may_wait(&table);
     Ok(WritePlan {
         table,
         rows,

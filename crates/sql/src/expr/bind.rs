@@ -355,6 +355,9 @@ fn bind_case(
 
 /// Binds `expr` in `binder`'s scope.
 pub fn bind(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Expr> {
+    if let Some(columns) = super::row_values::rewritten(expr)? {
+        return bind(binder, &columns);
+    }
     match special_forms::bind_special_form(binder, expr) {
         Some(call) => call,
         None => bind_plain(binder, expr),

@@ -6,6 +6,7 @@ mod bind;
 mod collation;
 mod eval;
 mod result_type;
+mod row_values;
 mod special_forms;
 mod subquery;
 
