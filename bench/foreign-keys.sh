@@ -35,7 +35,7 @@ run() { # TABLE ACTION FIRST_ID
   sysbench "$script" --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$kista_port" \
     --mysql-user=root --mysql-db=fk --threads=16 --time="$seconds" --table="$1" \
     --action="$2" --first="$3" --parents=1000 run 2>&1 \
-    | awk '/events\/s/ { gsub(/[()]/, ""); print $3 }'
+    | awk -v seconds="$seconds" '/total number of events/ { printf "%.0f", $5 / seconds }'
 }
 for round in $(seq 1 "$rounds"); do
   plain=$(run children_plain insert 0)

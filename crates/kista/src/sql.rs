@@ -102,6 +102,7 @@ pub fn run(args: &SqlArgs) -> Result<(), Failure> {
     catalog.log_connection_errors = args.verbose;
     catalog.durable_commits_default = args.durable_commits;
     catalog.result_bytes_max = usize::try_from(args.result_memory).unwrap_or(usize::MAX);
+    catalog.configured_users = users.configured().to_vec();
     let config = ServerConfig {
         listen,
         users,

@@ -54,10 +54,16 @@ pub struct UpArgs {
     #[arg(long, default_value = "256M", value_parser = parse_size)]
     redo_log: u64,
 
-    /// The SQL front end's port for MySQL clients (`kista sql`, user root without a
-    /// password). 0 picks a free one, printed at start.
+    /// The SQL front end's port for MySQL clients (`kista sql`, user root, without a
+    /// password unless --root-password). 0 picks a free one, printed at start.
     #[arg(long, default_value_t = 3306)]
     sql_port: u16,
+
+    /// The password of the SQL front end's `root` account (`kista sql --user root:PW`;
+    /// it shows in the process list: `ALTER USER root IDENTIFIED BY ...` keeps one in the
+    /// cluster instead). Empty by default.
+    #[arg(long, default_value = "")]
+    root_password: String,
 
     /// SQL sessions start with `kista_durable_commits = ON` (`kista sql --durable-commits`):
     /// every commit is confirmed once on disk on every replica.
@@ -253,7 +259,11 @@ fn start_sql(
     stop: &AtomicBool,
 ) -> Result<SocketAddr, Failure> {
     let port = args.sql_port.to_string();
+    let root = format!("root:{}", args.root_password);
     let mut sql_args = vec!["sql", "--mgm", mgm, "--port", &port];
+    if !args.root_password.is_empty() {
+        sql_args.extend(["--user", root.as_str()]);
+    }
     if args.durable_commits {
         sql_args.push("--durable-commits");
     }

@@ -1035,6 +1035,22 @@ fn the_mysql_client_works_interactively_on_a_terminal() {
 }
 
 #[test]
+fn accounts_and_grants_live_in_the_cluster_and_limit_what_a_user_may_do() {
+    let up = Up::start("grants");
+    let second = KistaProcess::spawn(&["sql", "--mgm", &up.mgm, "--port", "0"]);
+    let path = format!("{}/tests/sql/accounts.py", env!("CARGO_MANIFEST_DIR"));
+    let ports = [up.sql_port.to_string(), second.address.port().to_string()];
+    let output = run_client("/usr/bin/python3", &[&path, &ports[0], &ports[1]], "");
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    assert!(text(&output.stdout).contains("accounts ok"));
+}
+
+#[test]
 fn accounts_log_in_with_either_password_plugin_and_wrong_passwords_are_refused() {
     let up = Up::start("accounts");
     let front_end = KistaProcess::spawn(&[

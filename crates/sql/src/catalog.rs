@@ -270,6 +270,9 @@ pub struct Catalog {
     /// Bytes of rows a statement may collect in one place (`--result-memory`;
     /// `row_budget.rs`).
     pub result_bytes_max: usize,
+    /// The accounts `kista sql --user` configured (`root` by default): they hold every
+    /// privilege (`accounts/`).
+    pub configured_users: Vec<crate::protocol::auth::User>,
     tables: Mutex<HashMap<String, Arc<SqlTable>>>,
     /// Bumped whenever a cached table is forgotten: plans bound before are stale.
     generation: std::sync::atomic::AtomicU64,
@@ -289,6 +292,7 @@ struct SystemTables {
     databases: Table,
     counters: Table,
     views: Table,
+    accounts: Table,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -330,6 +334,7 @@ impl Catalog {
             log_connection_errors: false,
             durable_commits_default: false,
             result_bytes_max: crate::row_budget::RESULT_BYTES_MAX_DEFAULT,
+            configured_users: Vec::new(),
             tables: Mutex::new(HashMap::new()),
             generation: std::sync::atomic::AtomicU64::new(0),
             table_notices_seen: std::sync::atomic::AtomicU64::new(0),
@@ -341,6 +346,10 @@ impl Catalog {
 
     pub fn client(&self) -> &Client {
         &self.client
+    }
+
+    pub fn configured_users(&self) -> &[crate::protocol::auth::User] {
+        &self.configured_users
     }
 
     /// Client connections open now.
@@ -408,13 +417,20 @@ impl Catalog {
             ],
             primary_key: vec![0],
         })?;
+        let accounts = self.open_or_create(crate::accounts::store::schema())?;
         let tables = SystemTables {
             databases,
             counters,
             views,
+            accounts,
         };
         *system = Some(tables.clone());
         Ok(tables)
+    }
+
+    /// The cluster table of accounts (`accounts/store.rs`).
+    pub(crate) fn accounts_table(&self) -> SqlResult<Table> {
+        Ok(self.system()?.accounts)
     }
 
     /// The query view `name` of `database` stands for, as text; `None`: no such view.

@@ -96,6 +96,7 @@ pub fn serve<S: Read + Write>(
     };
     process.set_user(&login.user);
     let mut session = Session::new(catalog, login.user, connection_id);
+    session.privileges = crate::accounts::at_login(catalog, &session.user);
     session.process = Some(process);
     let mut connection = Connection {
         stream,
@@ -286,6 +287,8 @@ impl<S: Read + Write> Connection<'_, S> {
             process.set_user(&user);
         }
         self.session = Session::new(self.session.catalog, user, self.session.connection_id);
+        self.session.privileges =
+            crate::accounts::at_login(self.session.catalog, &self.session.user);
         self.session.process = process;
         self.prepared.clear();
     }

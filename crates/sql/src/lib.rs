@@ -2,6 +2,7 @@
 //! native client. It keeps no data and no schema of its own (the cluster holds both), so
 //! any number of front ends may serve the same cluster.
 
+pub mod accounts;
 pub mod admin;
 pub mod catalog;
 pub mod connection;

@@ -47,10 +47,14 @@ impl SqlServer {
         let acceptor = std::thread::Builder::new()
             .name("sql-accept".into())
             .spawn(move || {
+                let stored = catalog.clone();
+                let users = (config.users).with_stored(Arc::new(move |name: &str| {
+                    crate::accounts::stored_login(&stored, name)
+                }));
                 accept(
                     listener,
                     catalog,
-                    Arc::new(config.users),
+                    Arc::new(users),
                     config.connections_max,
                     &stop,
                 )

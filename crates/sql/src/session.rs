@@ -83,6 +83,9 @@ pub struct Parsed {
     /// `SELECT SQL_CALC_FOUND_ROWS ...` (cut from the tokens): FOUND_ROWS() then counts
     /// the rows LIMIT left out too.
     pub calc_found_rows: bool,
+    /// An account statement (`accounts/statements.rs`), which sqlparser does not parse:
+    /// then it, not `statement` (an empty COMMIT), is what runs.
+    pub account: Option<Box<crate::accounts::AccountStatement>>,
 }
 
 /// How deeply a statement may nest (parentheses, subqueries, expressions): sqlparser's
@@ -93,6 +96,19 @@ pub const NESTING_DEPTH_MAX: usize = 200;
 
 /// Parses one statement (MySQL dialect). `LOCK IN SHARE MODE` becomes `FOR SHARE`.
 pub fn parse(sql: &str) -> SqlResult<Parsed> {
+    if let Some(account) = crate::accounts::statements::parse(sql)? {
+        return Ok(Parsed {
+            statement: Statement::Commit {
+                chain: false,
+                end: false,
+                modifier: None,
+            },
+            placeholders: Vec::new(),
+            update_order_by: Vec::new(),
+            calc_found_rows: false,
+            account: Some(Box::new(account)),
+        });
+    }
     let dialect = KistaDialect;
     let tokens = Tokenizer::new(&dialect, sql)
         .tokenize_with_location()
@@ -121,6 +137,7 @@ pub fn parse(sql: &str) -> SqlResult<Parsed> {
             placeholders,
             update_order_by,
             calc_found_rows,
+            account: None,
         }),
         0 => Err(SqlError::new(1065, "42000", "Query was empty")),
         _ => Err(SqlError::not_supported("several statements in one query")),
@@ -239,6 +256,9 @@ pub struct Session<'c> {
     /// `SET kista_durable_commits = ON`: commits are confirmed only once on disk on every
     /// replica (docs/durability.md); off, once in memory on every replica (NDB's rule).
     pub durable_commits: bool,
+    /// What the session's account may do (`accounts/`): checked before every statement
+    /// unless it may do everything.
+    pub(crate) privileges: crate::accounts::Privileges,
     /// `SET foreign_key_checks = 0`: writes neither check their foreign keys nor run
     /// their actions, and DROP TABLE drops a parent's references (docs/sql.md).
     pub foreign_key_checks: bool,
@@ -295,6 +315,7 @@ impl<'c> Session<'c> {
             connection_id,
             autocommit: true,
             durable_commits: catalog.durable_commits_default,
+            privileges: crate::accounts::Privileges::all(),
             foreign_key_checks: true,
             max_execution_time_ms: 0,
             transaction: None,
@@ -321,6 +342,7 @@ impl<'c> Session<'c> {
     }
 
     pub fn use_database(&mut self, name: &str) -> SqlResult<()> {
+        crate::accounts::check_use(self, name)?;
         if !self.catalog.database_exists(name)? {
             return Err(SqlError::unknown_database(name));
         }
@@ -365,6 +387,10 @@ impl<'c> Session<'c> {
         params: &[Value],
         mut sink: Option<&mut dyn RowSink>,
     ) -> SqlResult<Outcome> {
+        if let Some(account) = &parsed.account {
+            return crate::accounts::run(self, account);
+        }
+        crate::accounts::check(self, &parsed.statement)?;
         // Decided before the statement runs: one that fails ends the transaction.
         let in_transaction = self.transaction.is_some();
         if !in_transaction {

@@ -392,6 +392,7 @@ fn with_values(parsed: &Parsed, table: &SqlTable, rows: &Rows) -> Parsed {
         placeholders: Vec::new(),
         update_order_by: parsed.update_order_by.clone(),
         calc_found_rows: false,
+        account: None,
     }
 }
 

@@ -117,7 +117,7 @@ pub(super) const LISTED_VARIABLES: &[&str] = &[
 ];
 
 /// A result of text columns.
-pub(super) fn text_result(names: &[&str], rows: Vec<Vec<Value>>) -> Outcome {
+pub(crate) fn text_result(names: &[&str], rows: Vec<Vec<Value>>) -> Outcome {
     let columns = names
         .iter()
         .enumerate()
@@ -140,7 +140,7 @@ pub(super) fn text(s: impl Into<String>) -> Value {
     Value::Bytes(s.into().into_bytes())
 }
 
-pub(super) fn name_of(name: &ast::ObjectName) -> String {
+pub(crate) fn name_of(name: &ast::ObjectName) -> String {
     name.0
         .iter()
         .filter_map(|p| p.as_ident())

@@ -43,6 +43,27 @@ impl User {
         }
     }
 
+    /// An account kept as its hashes (`hashes`), as the accounts table holds it.
+    pub fn from_hashes(
+        name: &str,
+        empty_password: bool,
+        native_stage2: [u8; 20],
+        sha2_stage2: [u8; 32],
+    ) -> Self {
+        Self {
+            name: name.to_string(),
+            empty_password,
+            native_stage2,
+            sha2_stage2,
+        }
+    }
+
+    /// What [`User::from_hashes`] takes: whether the password is empty, and each
+    /// plugin's hash of it.
+    pub fn hashes(&self) -> (bool, [u8; 20], [u8; 32]) {
+        (self.empty_password, self.native_stage2, self.sha2_stage2)
+    }
+
     /// Whether `proof`, made by the client with `plugin` from `scramble`, shows the password.
     pub fn accepts(&self, plugin: &str, scramble: &[u8; SCRAMBLE_BYTES], proof: &[u8]) -> bool {
         if is_empty_proof(proof) {

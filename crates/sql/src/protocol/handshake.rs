@@ -42,17 +42,45 @@ pub enum HandshakeError {
     AccessDenied { user: String, with_password: bool },
 }
 
-/// The users the server accepts.
+/// A lookup of accounts kept elsewhere (the cluster's accounts table).
+pub type StoredUsers = std::sync::Arc<dyn Fn(&str) -> Option<User> + Send + Sync>;
+
+/// The users the server accepts: those it was configured with, unless the stored ones
+/// hold an account of the same name, which wins.
 #[derive(Clone, Default)]
-pub struct Users(Vec<User>);
+pub struct Users {
+    configured: Vec<User>,
+    stored: Option<StoredUsers>,
+}
 
 impl Users {
     pub fn new(users: Vec<User>) -> Self {
-        Self(users)
+        Self {
+            configured: users,
+            stored: None,
+        }
     }
 
-    fn find(&self, name: &str) -> Option<&User> {
-        self.0.iter().find(|user| user.name == name)
+    /// These users, and before them the accounts `stored` finds.
+    pub fn with_stored(self, stored: StoredUsers) -> Self {
+        Self {
+            stored: Some(stored),
+            ..self
+        }
+    }
+
+    pub fn configured(&self) -> &[User] {
+        &self.configured
+    }
+
+    fn find(&self, name: &str) -> Option<User> {
+        if let Some(user) = self.stored.as_ref().and_then(|stored| stored(name)) {
+            return Some(user);
+        }
+        self.configured
+            .iter()
+            .find(|user| user.name == name)
+            .cloned()
     }
 }
 
