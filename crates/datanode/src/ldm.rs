@@ -40,6 +40,7 @@ use crate::{error_code_of, refuse_prepare, send_sharing_section, send_with_bytes
 mod checkpoint;
 mod copy;
 mod deadlock;
+mod index_build;
 mod redo;
 mod restore;
 
@@ -114,6 +115,9 @@ pub struct LocalDataManager {
     checkpoints: Option<checkpoint::LocalCheckpoints>,
     /// The start from disk's restore of the partitions, while it runs.
     restore: Option<restore::Restore>,
+    /// Definitions confirmed once their new ordered indexes are built (`index_build.rs`).
+    definition_builds: Vec<index_build::PendingDefinition>,
+    next_definition_build: u64,
 }
 
 fn lock_partition(partition: &RwLock<Partition>) -> RwLockWriteGuard<'_, Partition> {
@@ -156,6 +160,8 @@ impl LocalDataManager {
             redo,
             checkpoints,
             restore: None,
+            definition_builds: Vec::new(),
+            next_definition_build: 0,
         }
     }
 
@@ -168,23 +174,27 @@ impl LocalDataManager {
         definition: TableDefinition,
         definer: BlockAddress,
     ) {
-        let code = match self.apply_definition(ctx, &definition) {
-            Ok(()) => 0,
-            Err(code) => code as u32,
-        };
+        let applied = self.apply_definition(ctx, &definition);
         let conf = TableDefinitionConf {
             request_id: definition.request_id,
             table_id: definition.table_id,
-            code,
+            code: applied.as_ref().err().map_or(0, |&code| code as u32),
         };
-        ctx.send_typed(definer, &conf);
+        match applied {
+            Ok(builds) if !builds.is_empty() => {
+                self.build_then_confirm(ctx, definition.table_id, builds, (conf, definer))
+            }
+            _ => ctx.send_typed(definer, &conf),
+        }
     }
 
+    /// Applies a table's definition; returns the ordered indexes it added that must be
+    /// built from the rows there are (per partition), which it starts empty.
     fn apply_definition(
         &mut self,
         ctx: &mut Context,
         definition: &TableDefinition,
-    ) -> Result<(), ErrorCode> {
+    ) -> Result<Vec<(u32, IndexId)>, ErrorCode> {
         let table_id = definition.table_id;
         if definition.dropped != 0 {
             if let Some(table) = self.tables.remove(&table_id) {
@@ -192,7 +202,7 @@ impl LocalDataManager {
                     self.registry.withdraw(table_id, *partition);
                 }
             }
-            return Ok(());
+            return Ok(Vec::new());
         }
         let body = ctx
             .section()
@@ -227,6 +237,10 @@ impl LocalDataManager {
                 partitions,
             }
         });
+        // A table that existed here may hold rows: its new ordered indexes are built in
+        // slices.
+        let may_hold_rows = table.versions.current != 0;
+        let mut builds = Vec::new();
         if table.versions.current != 0 {
             // A change in place (the dictionary publishes no other to a table that exists).
             table.layout = Arc::new(RowLayout::new(&body.schema));
@@ -241,14 +255,22 @@ impl LocalDataManager {
             .flat_map(|foreign_key| foreign_key.watched_keys(table_id))
             .collect();
         // Bring each partition's indexes in line with the definition.
-        for partition in table.partitions.values() {
+        for (&number, partition) in &table.partitions {
             let mut partition = lock_partition(partition);
             for (id, index) in &body.indexes {
-                if !partition.has_index(IndexId(*id)) {
-                    partition
-                        .add_index(IndexId(*id), index.clone())
-                        .map_err(|error| error_code_of(&error))?;
+                let id = IndexId(*id);
+                if partition.has_index(id) {
+                    continue;
                 }
+                let sliced =
+                    may_hold_rows && index.kind == kista_storage::schema::IndexKind::Ordered;
+                let added = if sliced {
+                    builds.push((number, id));
+                    partition.add_index_building(id, index.clone())
+                } else {
+                    partition.add_index(id, index.clone())
+                };
+                added.map_err(|error| error_code_of(&error))?;
             }
             for id in partition.index_ids() {
                 if !body
@@ -272,7 +294,7 @@ impl LocalDataManager {
             };
             self.registry.publish(table_id, number, shared);
         }
-        Ok(())
+        Ok(builds)
     }
 
     // ----- operations -----
@@ -1119,6 +1141,8 @@ impl Block for LocalDataManager {
             Commit::from_signal(signal).map(|c| self.commit(ctx, c))
         } else if number == FileReply::NUMBER {
             FileReply::from_signal(signal).map(|reply| self.file_replied(ctx, reply))
+        } else if number == IndexBuildSlice::NUMBER {
+            IndexBuildSlice::from_signal(signal).map(|s| self.index_build_slice(ctx, s))
         } else if number == LocalCheckpointStep::NUMBER {
             LocalCheckpointStep::from_signal(signal).map(|s| self.local_checkpoint_step(ctx, s))
         } else if number == LdmRestore::NUMBER {

@@ -89,6 +89,7 @@ pub(crate) fn error_code_of(error: &OperationError) -> ErrorCode {
         OperationError::PrimaryKeyUpdate { .. }
         | OperationError::NotOrdered { .. }
         | OperationError::AnyVersionScan { .. }
+        | OperationError::IndexBuilding { .. }
         | OperationError::NoSuchColumn { .. }
         | OperationError::Row(_) => ErrorCode::BadRequest,
         OperationError::Schema(_) => ErrorCode::BadSchema,

@@ -173,3 +173,76 @@ fn writes_during_the_build_leave_every_row_with_exactly_its_entry() {
         }
     }
 }
+
+/// Rows enough that each partition's ordered index takes several build slices.
+const MANY_ROWS: i64 = 24_000;
+
+#[test]
+fn an_ordered_index_built_in_slices_under_writes_finds_every_row_by_its_current_key() {
+    let (datad, client, table) = node_with_accounts();
+    for chunk in (ROWS..MANY_ROWS).collect::<Vec<_>>().chunks(1000) {
+        let mut insert = client.transaction();
+        for &id in chunk {
+            insert
+                .insert(&table, vec![Value::Int(id), handle(id, 0)])
+                .unwrap();
+        }
+        insert.execute(ExecuteMode::Commit).unwrap().wait().unwrap();
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    // Rows change their handles while the data managers fill the index, slice by slice.
+    let writer = {
+        let (stop, table) = (stop.clone(), table.clone());
+        let client = Client::connect(datad.address).unwrap();
+        std::thread::spawn(move || {
+            let mut step = 0;
+            while !stop.load(Ordering::Relaxed) || step < 100 {
+                step += 1;
+                let id = (i64::from(step) * 7919) % MANY_ROWS;
+                let mut write = client.transaction();
+                write
+                    .update(&table, &[Value::Int(id)], vec![(1, handle(id, step))])
+                    .unwrap();
+                write.execute(ExecuteMode::Commit).unwrap().wait().unwrap();
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    let by_handle_ordered = IndexSchema {
+        name: "by_handle_ordered".into(),
+        kind: IndexKind::Ordered,
+        columns: vec![1],
+    };
+    let indexed = client.create_index(&table, by_handle_ordered).unwrap();
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
+    let mut through_index: Vec<Vec<Value>> = client
+        .scan(
+            &indexed,
+            kista_client::ScanSpec::index_range(&indexed, "by_handle_ordered", None, None, false)
+                .unwrap()
+                .columns(vec![1, 0]),
+        )
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let mut expected: Vec<Vec<Value>> = client
+        .scan(&indexed, kista_client::ScanSpec::full().columns(vec![1, 0]))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let by_bytes = |a: &Vec<Value>, b: &Vec<Value>| {
+        let text = |row: &Vec<Value>| match &row[0] {
+            Value::Bytes(bytes) => bytes.clone(),
+            other => panic!("a handle, got {other:?}"),
+        };
+        text(a).cmp(&text(b))
+    };
+    through_index.sort_by(by_bytes);
+    expected.sort_by(by_bytes);
+    assert_eq!(through_index.len(), MANY_ROWS as usize);
+    assert_eq!(
+        through_index, expected,
+        "every row once, under its current handle"
+    );
+}

@@ -86,6 +86,8 @@ pub enum OperationError {
         "a scan of every version of table `{table}`'s rows takes an index range and no filter"
     )]
     AnyVersionScan { table: String },
+    #[error("index `{index}` of table `{table}` is being built: nothing reads through it yet")]
+    IndexBuilding { table: String, index: String },
     #[error("table `{table}` has no column {column}")]
     NoSuchColumn { table: String, column: usize },
     #[error(transparent)]
@@ -461,6 +463,28 @@ impl Partition {
     /// duplicate unique key, memory) the partition is unchanged.
     pub fn add_index(&mut self, id: IndexId, schema: IndexSchema) -> Result<(), OperationError> {
         indexes::add_index(self, id, schema)
+    }
+
+    /// Adds an ordered index whose entries [`Partition::build_index_slice`] then fills a
+    /// slice at a time, so no single step holds the partition for the whole table; writes
+    /// keep the entries of the rows they change meanwhile, and scans refuse it until it is
+    /// built. (A unique index has no entries here: this is `add_index`.)
+    pub fn add_index_building(
+        &mut self,
+        id: IndexId,
+        schema: IndexSchema,
+    ) -> Result<(), OperationError> {
+        indexes::add_building_index(self, id, schema)
+    }
+
+    /// Enters the entries of the next `rows_max` rows of building index `id`; true once
+    /// the index is built.
+    pub fn build_index_slice(
+        &mut self,
+        id: IndexId,
+        rows_max: usize,
+    ) -> Result<bool, OperationError> {
+        indexes::build_slice(self, id, rows_max)
     }
 
     pub fn has_index(&self, id: IndexId) -> bool {

@@ -103,6 +103,9 @@ struct SchemaChange {
     /// Once applied, every coordinator must see the transactions open then end before the
     /// client hears (a unique index to build: none of them keeps its entries).
     drain_after: bool,
+    /// An ordered index the `ldm`s built before they confirmed: once all did, it is
+    /// published as built, and that answers the client.
+    built_when_applied: Option<u32>,
 }
 
 pub struct Dictionary {
@@ -402,8 +405,9 @@ impl Dictionary {
             definition.indexes.push((index_id, index));
             (definition.index_tables).extend(index_table.map(|t| (index_id, t)));
             // The client fills a unique index's table from the rows there are, then says
-            // so (`index_built`); until then nobody reads through it.
-            (definition.building).extend(index_table.map(|_| index_id));
+            // so (`index_built`); the `ldm`s build an ordered one before they confirm
+            // (`ldm/index_build.rs`). Until then nobody reads through it.
+            definition.building.push(index_id);
         });
         let reply = Reply::IndexCreated {
             index_id,
@@ -420,6 +424,7 @@ impl Dictionary {
         if let Some(change) = self.changes.get_mut(&change_id) {
             change.new_index_tables.extend(index_table);
             change.drain_after = index_table.is_some();
+            change.built_when_applied = index_table.is_none().then_some(index_id);
         }
     }
 
@@ -643,6 +648,22 @@ impl Dictionary {
         self.publish(ctx, BlockAddress::from_word(0), 0, table_id, None, None);
     }
 
+    /// Every `ldm` built ordered index `index_id` of `change`'s table: it is readable from
+    /// the table's next version on, whose publication answers the client.
+    fn publish_built(&mut self, ctx: &mut Context, change: &SchemaChange, index_id: u32) {
+        let Some(table) = self.tables.get_mut(&change.table_id) else {
+            return;
+        };
+        (table.definition).change(|definition| definition.building.retain(|&i| i != index_id));
+        table.version += 1;
+        let reply = Reply::IndexCreated {
+            index_id,
+            version: table.version,
+        };
+        let (client, request) = (change.client, change.client_request);
+        self.publish(ctx, client, request, change.table_id, Some(reply), None);
+    }
+
     /// Drops an index table; nobody waits for it (its table's change answers the client).
     fn drop_index_table(&mut self, ctx: &mut Context, index_table: u32) {
         self.tables.remove(&index_table);
@@ -714,6 +735,7 @@ impl Dictionary {
                 previous,
                 new_index_tables: Vec::new(),
                 drain_after: false,
+                built_when_applied: None,
             },
         );
         change_id
@@ -906,6 +928,9 @@ impl Dictionary {
         }
         if change.drain_after {
             return self.drain_coordinators(ctx, id, change);
+        }
+        if let Some(index_id) = change.built_when_applied {
+            return self.publish_built(ctx, &change, index_id);
         }
         let client = change.client;
         let request_id = change.client_request;

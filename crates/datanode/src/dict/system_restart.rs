@@ -478,7 +478,12 @@ impl Dictionary {
     /// participant's `dict` (but its own), `ldm` and `tc`.
     fn ship_definitions(&mut self, ctx: &mut Context, decision: Decision) {
         if let Some(image) = self.saved_schema.take() {
-            for saved in image.tables {
+            for mut saved in image.tables {
+                // An ordered index still being built when the cluster stopped is built
+                // whole as the partitions are restored.
+                let body = &mut saved.definition;
+                let unique: Vec<u32> = body.index_tables.iter().map(|&(index, _)| index).collect();
+                body.building.retain(|index| unique.contains(index));
                 let table = DictTable {
                     version: saved.version,
                     oldest_version: saved.version,

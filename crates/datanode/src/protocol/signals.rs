@@ -943,6 +943,11 @@ typed_signal! {
     GcpTick = 219 {}
 }
 typed_signal! {
+    /// An `ldm` builds the next slice of the ordered indexes a definition added (sent to
+    /// itself: `ldm/index_build.rs`).
+    IndexBuildSlice = 145 { id: u64, }
+}
+typed_signal! {
     /// An `ldm`'s local checkpoint `id` goes on (sent to itself, delayed to keep the
     /// checkpoint's disk writes to their speed).
     LocalCheckpointStep = 220 { id: u64, }

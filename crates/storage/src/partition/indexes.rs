@@ -28,6 +28,9 @@ pub(super) struct SecondaryIndex {
     pub id: IndexId,
     pub schema: IndexSchema,
     pub entries: Entries,
+    /// While an ordered index is built a slice at a time: the row slots from here on may
+    /// lack their entries (`None`: every row has them).
+    pub built_below: Option<RowId>,
 }
 
 pub(super) enum Entries {
@@ -57,6 +60,7 @@ impl SecondaryIndex {
             id,
             schema,
             entries,
+            built_below: None,
         }
     }
 
@@ -90,7 +94,10 @@ impl SecondaryIndex {
             Entries::InIndexTable => {}
             Entries::Ordered(tree) => {
                 let removed = tree.remove(key, anchor);
-                debug_assert!(removed, "an ordered entry exists for each version key");
+                debug_assert!(
+                    removed || self.built_below.is_some(),
+                    "an ordered entry exists for each version key of a built index"
+                );
             }
         }
     }
@@ -212,6 +219,54 @@ pub(super) fn add_index(
     id: IndexId,
     schema: IndexSchema,
 ) -> Result<(), OperationError> {
+    let index = new_index(partition, id, schema)?;
+    partition.indexes.push(index);
+    let position = partition.indexes.len() - 1;
+    if let Err(error) = enter_anchors(partition, position, RowId(0), usize::MAX) {
+        partition.indexes.pop();
+        return Err(error);
+    }
+    Ok(())
+}
+
+/// Adds an ordered index with no entry yet: [`build_slice`] fills it, while writes keep
+/// the entries of the rows they change (a removal of an entry not made yet removes
+/// nothing) and no scan reads through it.
+pub(super) fn add_building_index(
+    partition: &mut Partition,
+    id: IndexId,
+    schema: IndexSchema,
+) -> Result<(), OperationError> {
+    let mut index = new_index(partition, id, schema)?;
+    if matches!(index.entries, Entries::Ordered(_)) {
+        index.built_below = Some(RowId(0));
+    }
+    partition.indexes.push(index);
+    Ok(())
+}
+
+/// Enters the entries of the next `rows_max` row slots of building index `id`; true once
+/// every row has its entries (the index is then built, and scans may read it).
+pub(super) fn build_slice(
+    partition: &mut Partition,
+    id: IndexId,
+    rows_max: usize,
+) -> Result<bool, OperationError> {
+    let position = partition.index_position(id)?;
+    let Some(first) = partition.indexes[position].built_below else {
+        return Ok(true);
+    };
+    let next = enter_anchors(partition, position, first, rows_max)?;
+    partition.indexes[position].built_below = next;
+    Ok(next.is_none())
+}
+
+/// A new secondary index of `partition`, checked against its columns.
+fn new_index(
+    partition: &Partition,
+    id: IndexId,
+    schema: IndexSchema,
+) -> Result<SecondaryIndex, OperationError> {
     if partition.index_position(id).is_ok() {
         return Err(partition.duplicate(&schema.name));
     }
@@ -225,45 +280,62 @@ pub(super) fn add_index(
             column,
         });
     }
-    let mut index = SecondaryIndex::new(id, schema, partition.memory.clone());
-    let anchors: Vec<RowId> = partition
-        .rows
-        .row_ids()
-        .filter(|&row| {
-            matches!(
-                partition.state(row),
-                RowState::Committed | RowState::Pending
-            )
-        })
-        .collect();
-    for anchor in anchors {
-        let mut versions = Vec::with_capacity(2);
-        if partition.committed_version(anchor).is_some() {
-            versions.push(anchor);
+    Ok(SecondaryIndex::new(id, schema, partition.memory.clone()))
+}
+
+/// Enters into index `position` the keys of every version of the anchors among the
+/// `rows_max` row slots from `first` on; returns the slot to go on from (`None`: the
+/// last slot was reached). A unique index has no entries here: its index table's are the
+/// client's to fill (`client/src/index_build.rs`).
+fn enter_anchors(
+    partition: &mut Partition,
+    position: usize,
+    first: RowId,
+    rows_max: usize,
+) -> Result<Option<RowId>, OperationError> {
+    let index = &partition.indexes[position];
+    if !matches!(index.entries, Entries::Ordered(_)) {
+        return Ok(None);
+    }
+    let mut slots = partition.rows.row_ids_from(first);
+    let mut entries = Vec::new();
+    let mut next = None;
+    for (visited, row) in slots.by_ref().enumerate() {
+        if visited == rows_max {
+            next = Some(row);
+            break;
         }
-        match partition.pending.get(&anchor).map(|pending| pending.new) {
+        if !matches!(
+            partition.state(row),
+            RowState::Committed | RowState::Pending
+        ) {
+            continue;
+        }
+        let mut versions = Vec::with_capacity(2);
+        if partition.committed_version(row).is_some() {
+            versions.push(row);
+        }
+        match partition.pending.get(&row).map(|pending| pending.new) {
             Some(NewVersion::Copy(copy)) => versions.push(copy),
-            Some(NewVersion::InAnchor) => versions.push(anchor),
+            Some(NewVersion::InAnchor) => versions.push(row),
             Some(NewVersion::Absent) | None => {}
         }
         for version in versions {
             let (fixed, var) = partition.rows.get(version);
             let mut key = Vec::new();
-            if !index.key_of_row(&partition.layout, fixed, var, &mut key) {
-                continue;
-            }
-            match &mut index.entries {
-                // Its entries are rows of its index table, which the client that adds the
-                // index fills while writes keep them (`client/src/index_build.rs`).
-                Entries::InIndexTable => break,
-                Entries::Ordered(tree) => {
-                    tree.insert(&key, anchor)?;
-                }
+            if index.key_of_row(&partition.layout, fixed, var, &mut key) {
+                entries.push((key, row));
             }
         }
     }
-    partition.indexes.push(index);
-    Ok(())
+    let Entries::Ordered(tree) = &mut partition.indexes[position].entries else {
+        return Ok(None);
+    };
+    for (key, anchor) in entries {
+        // A write may have entered it already.
+        tree.insert(&key, anchor)?;
+    }
+    Ok(next)
 }
 
 /// The key of index `index` of the table laid out as `layout`, made of `values` for its first

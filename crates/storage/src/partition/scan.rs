@@ -141,6 +141,12 @@ impl Partition {
                 descending,
             } => {
                 let found = &self.indexes[self.index_position(*index)?];
+                if found.built_below.is_some() {
+                    return Err(OperationError::IndexBuilding {
+                        table: self.table(),
+                        index: found.schema.name.clone(),
+                    });
+                }
                 let Entries::Ordered(tree) = &found.entries else {
                     return Err(OperationError::NotOrdered {
                         table: self.table(),
