@@ -72,6 +72,7 @@ assert error_of(
     "ALTER TABLE notes ADD CONSTRAINT notes_author FOREIGN KEY (author_name) "
     "REFERENCES authors (name)"
 ) == 1452
+assert "notes_author" not in rows("SHOW CREATE TABLE notes")[0][1], "the refused key's index went"
 cur.execute("DELETE FROM notes WHERE id = 2")
 cur.execute(
     "ALTER TABLE notes ADD CONSTRAINT notes_author FOREIGN KEY (author_name) "

@@ -6,6 +6,7 @@ use super::privileges::{needed, Grant, Level, PrivilegeSet};
 use super::statements::{AccountName, AccountStatement, LevelSpec, PrivilegeList};
 use super::store::{self, StoredAccount};
 use super::{denied, privileges_of};
+use crate::catalog::Catalog;
 use crate::error::{SqlError, SqlResult};
 use crate::protocol::auth::User;
 use crate::session::{Outcome, Session};
@@ -67,12 +68,8 @@ fn failed(operation: &str, account: &AccountName) -> SqlError {
 }
 
 /// Whether `name` is an account that exists without a row: a configured one (root).
-fn is_built_in(session: &Session, name: &str) -> bool {
-    session
-        .catalog
-        .configured_users()
-        .iter()
-        .any(|u| u.name == name)
+fn is_built_in(catalog: &Catalog, name: &str) -> bool {
+    catalog.configured_users().iter().any(|u| u.name == name)
 }
 
 /// Runs `work` in a transaction of its own and commits it, or rolls it back (freeing the
@@ -100,14 +97,10 @@ fn create_users(
     need_create_user(session)?;
     let catalog = session.catalog;
     let mut warnings = Vec::new();
-    let built_in: Vec<bool> = accounts
-        .iter()
-        .map(|(a, _)| is_built_in(session, &a.name))
-        .collect();
     in_transaction(session, |transaction| {
-        for ((account, password), built_in) in accounts.iter().zip(built_in) {
+        for (account, password) in accounts {
             store::check_name(account)?;
-            let exists = built_in
+            let exists = is_built_in(catalog, &account.name)
                 || store::read(catalog, transaction, &account.name, LockKind::Exclusive)?.is_some();
             if exists {
                 if if_not_exists {
@@ -148,7 +141,7 @@ fn set_password(
         need_create_user(session)?;
     }
     let catalog = session.catalog;
-    let built_in = is_built_in(session, &account.name);
+    let built_in = is_built_in(catalog, &account.name);
     let mut missing = false;
     in_transaction(session, |transaction| {
         let stored = store::read(catalog, transaction, &account.name, LockKind::Exclusive)?;
@@ -192,13 +185,9 @@ fn drop_users(session: &mut Session, if_exists: bool, accounts: &[AccountName]) 
     need_create_user(session)?;
     let catalog = session.catalog;
     let mut warnings = Vec::new();
-    let built_in: Vec<bool> = accounts
-        .iter()
-        .map(|a| is_built_in(session, &a.name))
-        .collect();
     in_transaction(session, |transaction| {
-        for (account, built_in) in accounts.iter().zip(built_in) {
-            if built_in {
+        for account in accounts {
+            if is_built_in(catalog, &account.name) {
                 return Err(failed("DROP USER", account));
             }
             match store::read(catalog, transaction, &account.name, LockKind::Exclusive)? {
@@ -220,11 +209,9 @@ fn drop_users(session: &mut Session, if_exists: bool, accounts: &[AccountName]) 
 fn rename_users(session: &mut Session, renames: &[(AccountName, AccountName)]) -> SqlResult<()> {
     need_create_user(session)?;
     let catalog = session.catalog;
-    let built_in: Vec<bool> = (renames.iter())
-        .map(|(from, to)| is_built_in(session, &from.name) || is_built_in(session, &to.name))
-        .collect();
     in_transaction(session, |transaction| {
-        for ((from, to), built_in) in renames.iter().zip(built_in) {
+        for (from, to) in renames {
+            let built_in = is_built_in(catalog, &from.name) || is_built_in(catalog, &to.name);
             store::check_name(to)?;
             let stored = store::read(catalog, transaction, &from.name, LockKind::Exclusive)?;
             let taken = store::read(catalog, transaction, &to.name, LockKind::Exclusive)?;
@@ -273,16 +260,12 @@ fn change_grants(
     change: impl Fn(&mut Vec<Grant>) -> SqlResult<()>,
 ) -> SqlResult<()> {
     let catalog = session.catalog;
-    let built_in: Vec<bool> = accounts
-        .iter()
-        .map(|a| is_built_in(session, &a.name))
-        .collect();
     in_transaction(session, |transaction| {
-        for (account, built_in) in accounts.iter().zip(built_in) {
+        for account in accounts {
             let Some(mut stored) =
                 store::read(catalog, transaction, &account.name, LockKind::Exclusive)?
             else {
-                if built_in {
+                if is_built_in(catalog, &account.name) {
                     continue;
                 }
                 return Err(SqlError::new(
@@ -371,7 +354,7 @@ fn show_grants(session: &mut Session, account: Option<&AccountName>) -> SqlResul
     let stored = store::find(catalog, &name)?;
     let (host, grants) = match stored {
         Some(stored) => (stored.name.host, stored.grants),
-        None if is_built_in(session, &name) => ("%".to_string(), all_privileges()),
+        None if is_built_in(catalog, &name) => ("%".to_string(), all_privileges()),
         None => {
             let account = account.cloned().unwrap_or(AccountName {
                 name,

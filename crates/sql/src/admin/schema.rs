@@ -174,13 +174,21 @@ fn alter_table(
     let named = (database.as_str(), table_name.as_str());
     foreign_keys::drop(session, named, &plan.drop_foreign_keys)?;
     let new_foreign_keys = std::mem::take(&mut plan.add_foreign_keys);
+    let foreign_key_indexes = std::mem::take(&mut plan.foreign_key_indexes);
     let table = session.catalog.table(&database, &table_name)?;
     session.catalog.alter_table(&table, plan)?;
     // Under the name the statement may have given it.
     let renamed = session.catalog.table_named_by_id(table.table.id)?;
     let (database, table_name) = renamed.unwrap_or((database, table_name));
     let named = (database.as_str(), table_name.as_str());
-    foreign_keys::add(session, named, &new_foreign_keys, true)?;
+    if let Err(error) = foreign_keys::add(session, named, &new_foreign_keys, true) {
+        // The indexes made for the keys go with them (best effort: the keys' error is
+        // what the client hears).
+        for index in &foreign_key_indexes {
+            let _ = drop_index(session, &database, &table_name, index);
+        }
+        return Err(error);
+    }
     Ok(Outcome::done())
 }
 

@@ -41,6 +41,9 @@ pub struct AlterPlan {
     /// Foreign keys to drop (by name), then to add once the indexes are built.
     pub drop_foreign_keys: Vec<String>,
     pub add_foreign_keys: Vec<foreign_keys::DeclaredForeignKey>,
+    /// The indexes among `add_indexes` made for the foreign keys added: dropped again if
+    /// those cannot be added.
+    pub foreign_key_indexes: Vec<String>,
 }
 
 /// Error 1846: the change needs the table copied.
@@ -397,6 +400,8 @@ impl Altering<'_> {
                 if let Some((name, columns)) = needed {
                     let free = name.filter(|name| !self.has_index(name));
                     self.add_index(free, IndexKind::Ordered, columns)?;
+                    let made = self.indexes.last().map(|index| index.name.clone());
+                    self.plan.foreign_key_indexes.extend(made);
                 }
                 self.plan.add_foreign_keys.push(key);
                 return Ok(());
