@@ -84,6 +84,62 @@ macro_rules! word_enum {
 }
 
 macro_rules! typed_signal {
+    // Fields `added` after the signal was first sent are words at its end that a reader
+    // takes as 0 when a sender from an earlier build leaves them out (so clients and
+    // nodes of two builds understand each other during a rolling upgrade; an earlier
+    // reader ignores them).
+    ($(#[$doc:meta])* $name:ident = $number:literal { $($(#[$fdoc:meta])* $field:ident: $ty:ty,)* }
+        added { $($(#[$adoc:meta])* $added:ident: u32,)+ }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub struct $name {
+            $($(#[$fdoc])* pub $field: $ty,)*
+            $($(#[$adoc])* pub $added: u32,)+
+        }
+
+        impl $name {
+            /// Payload words of the fields every build sends.
+            const FIRST_WORDS: usize = 0 $(+ <$ty as Word>::WORDS)*;
+            /// Payload words the signal takes.
+            pub const WORDS: usize = Self::FIRST_WORDS $(+ { let _ = stringify!($added); 1 })+;
+        }
+
+        const _: () = assert!($name::WORDS <= kista_signal::PAYLOAD_WORDS_MAX);
+
+        impl TypedSignal for $name {
+            const NUMBER: SignalNumber = SignalNumber($number);
+
+            #[inline]
+            #[allow(unused_assignments, unused_mut, unused_variables)]
+            fn write(&self, payload: &mut PayloadWriter<'_>) {
+                let words = payload.next_words::<{ $name::WORDS }>();
+                let mut at = 0;
+                $(
+                    Word::put(&self.$field, &mut words[at..at + <$ty as Word>::WORDS]);
+                    at += <$ty as Word>::WORDS;
+                )*
+                $(
+                    words[at] = self.$added;
+                    at += 1;
+                )+
+            }
+
+            #[inline]
+            #[allow(unused_assignments, unused_mut, unused_variables)]
+            fn read(payload: &mut PayloadReader<'_>) -> Result<Self, PayloadError> {
+                let words = payload.next_words::<{ $name::FIRST_WORDS }>()?;
+                let mut at = 0;
+                Ok(Self {
+                    $($field: {
+                        let field = <$ty as Word>::get(&words[at..at + <$ty as Word>::WORDS], payload)?;
+                        at += <$ty as Word>::WORDS;
+                        field
+                    },)*
+                    $($added: payload.u32().unwrap_or(0),)+
+                })
+            }
+        }
+    };
     ($(#[$doc:meta])* $name:ident = $number:literal { $($(#[$fdoc:meta])* $field:ident: $ty:ty,)* }) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -462,6 +518,7 @@ typed_signal! {
         execute: ExecuteMode,
         /// A unique index to find the row by, or [`PRIMARY_KEY`].
         index_id: u32,
+    } added {
         /// [`KeyRequest::NO_FOREIGN_KEY_CHECKS`], [`KeyRequest::MOVES_KEY`].
         flags: u32,
     }
@@ -1107,4 +1164,45 @@ typed_signal! {
     /// nothing usable, and every row is copied), from `rows` checkpointed rows and
     /// `records` REDO records.
     OwnDiskRestored = 240 { restart: u32, gci: u64, rows: u64, records: u64, }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kista_signal::{BlockId, NodeId, Signal};
+
+    #[test]
+    fn an_added_field_reads_as_zero_from_a_sender_of_an_earlier_build() {
+        let address = BlockAddress::new(NodeId(1), BlockId(11), 0);
+        let request = KeyRequest {
+            client: address,
+            client_tx: 7,
+            op_index: 3,
+            table_id: 9,
+            schema_version: 2,
+            kind: OperationKind::Delete,
+            lock: LockKind::Exclusive,
+            execute: ExecuteMode::Commit,
+            index_id: PRIMARY_KEY,
+            flags: KeyRequest::MOVES_KEY,
+        };
+        let signal = request.to_signal(address, address);
+        assert_eq!(KeyRequest::from_signal(&signal).unwrap(), request);
+        // The same request as a client without `flags` sends it: one word fewer.
+        let words = &signal.words()[..KeyRequest::WORDS - 1];
+        let earlier = Signal::with_words(KeyRequest::NUMBER, address, address, words);
+        let read = KeyRequest::from_signal(&earlier).unwrap();
+        assert_eq!(
+            read,
+            KeyRequest {
+                flags: 0,
+                ..request
+            }
+        );
+        let cut = Signal::with_words(KeyRequest::NUMBER, address, address, &words[..3]);
+        assert!(
+            KeyRequest::from_signal(&cut).is_err(),
+            "the first fields stay required"
+        );
+    }
 }
