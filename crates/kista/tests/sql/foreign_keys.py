@@ -99,6 +99,10 @@ assert error_of(
     "CREATE TABLE bad4 (id INT PRIMARY KEY, a INT NOT NULL, "
     "FOREIGN KEY (a) REFERENCES authors (id) ON DELETE SET NULL)"
 ) == 1830
+assert error_of(
+    "CREATE TABLE bad5 (id INT PRIMARY KEY, a INT, "
+    "CONSTRAINT books_author FOREIGN KEY (a) REFERENCES authors (id))"
+) == 1826, "a name another table's key has in the database"
 assert rows("SHOW TABLES LIKE 'bad%'") == [], "a refused CREATE leaves no table"
 
 # SHOW CREATE TABLE and information_schema.

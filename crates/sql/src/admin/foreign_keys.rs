@@ -35,7 +35,10 @@ pub(super) fn add(
             other => other?,
         };
         let name = match &key.name {
-            Some(name) => name.clone(),
+            Some(name) => {
+                refuse_taken_name(session, database, name)?;
+                name.clone()
+            }
             None => {
                 let taken: Vec<&str> = (child.table.foreign_keys().iter())
                     .map(|key| key.name.as_str())
@@ -56,6 +59,28 @@ pub(super) fn add(
                 session.catalog.forget(database, table);
                 return Err(error);
             }
+        }
+    }
+    Ok(())
+}
+
+/// Error 1826 when a table of `database` has a foreign key called `name` (MySQL's names
+/// are unique per database; the dictionary checks them per table).
+fn refuse_taken_name(session: &Session, database: &str, name: &str) -> SqlResult<()> {
+    for table in session.catalog.table_names(database)? {
+        let opened = match session.catalog.table(database, &table) {
+            Err(error) if error.code == 1146 => continue,
+            other => other?,
+        };
+        let id = opened.table.id;
+        let taken = (opened.table.foreign_keys().iter())
+            .any(|key| key.child_table == id && key.name.eq_ignore_ascii_case(name));
+        if taken {
+            return Err(SqlError::new(
+                1826,
+                "HY000",
+                format!("Duplicate foreign key constraint name '{name}'"),
+            ));
         }
     }
     Ok(())
