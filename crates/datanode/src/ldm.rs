@@ -241,7 +241,7 @@ impl LocalDataManager {
         // slices.
         let may_hold_rows = table.versions.current != 0;
         let mut builds = Vec::new();
-        if table.versions.current != 0 {
+        if may_hold_rows {
             // A change in place (the dictionary publishes no other to a table that exists).
             table.layout = Arc::new(RowLayout::new(&body.schema));
             for partition in table.partitions.values() {

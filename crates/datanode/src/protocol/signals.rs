@@ -89,19 +89,19 @@ macro_rules! typed_signal {
     // nodes of two builds understand each other during a rolling upgrade; an earlier
     // reader ignores them).
     ($(#[$doc:meta])* $name:ident = $number:literal { $($(#[$fdoc:meta])* $field:ident: $ty:ty,)* }
-        added { $($(#[$adoc:meta])* $added:ident: u32,)+ }) => {
+        $(added { $($(#[$adoc:meta])* $added:ident: u32,)+ })?) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         pub struct $name {
             $($(#[$fdoc])* pub $field: $ty,)*
-            $($(#[$adoc])* pub $added: u32,)+
+            $($($(#[$adoc])* pub $added: u32,)+)?
         }
 
         impl $name {
             /// Payload words of the fields every build sends.
             const FIRST_WORDS: usize = 0 $(+ <$ty as Word>::WORDS)*;
             /// Payload words the signal takes.
-            pub const WORDS: usize = Self::FIRST_WORDS $(+ { let _ = stringify!($added); 1 })+;
+            pub const WORDS: usize = Self::FIRST_WORDS $($(+ { let _ = stringify!($added); 1 })+)?;
         }
 
         const _: () = assert!($name::WORDS <= kista_signal::PAYLOAD_WORDS_MAX);
@@ -118,10 +118,10 @@ macro_rules! typed_signal {
                     Word::put(&self.$field, &mut words[at..at + <$ty as Word>::WORDS]);
                     at += <$ty as Word>::WORDS;
                 )*
-                $(
+                $($(
                     words[at] = self.$added;
                     at += 1;
-                )+
+                )+)?
             }
 
             #[inline]
@@ -135,50 +135,7 @@ macro_rules! typed_signal {
                         at += <$ty as Word>::WORDS;
                         field
                     },)*
-                    $($added: payload.u32().unwrap_or(0),)+
-                })
-            }
-        }
-    };
-    ($(#[$doc:meta])* $name:ident = $number:literal { $($(#[$fdoc:meta])* $field:ident: $ty:ty,)* }) => {
-        $(#[$doc])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        pub struct $name {
-            $($(#[$fdoc])* pub $field: $ty,)*
-        }
-
-        impl $name {
-            /// Payload words the signal takes.
-            pub const WORDS: usize = 0 $(+ <$ty as Word>::WORDS)*;
-        }
-
-        const _: () = assert!($name::WORDS <= kista_signal::PAYLOAD_WORDS_MAX);
-
-        impl TypedSignal for $name {
-            const NUMBER: SignalNumber = SignalNumber($number);
-
-            #[inline]
-            #[allow(unused_assignments, unused_mut, unused_variables)]
-            fn write(&self, payload: &mut PayloadWriter<'_>) {
-                let words = payload.next_words::<{ $name::WORDS }>();
-                let mut at = 0;
-                $(
-                    Word::put(&self.$field, &mut words[at..at + <$ty as Word>::WORDS]);
-                    at += <$ty as Word>::WORDS;
-                )*
-            }
-
-            #[inline]
-            #[allow(unused_assignments, unused_mut, unused_variables)]
-            fn read(payload: &mut PayloadReader<'_>) -> Result<Self, PayloadError> {
-                let words = payload.next_words::<{ $name::WORDS }>()?;
-                let mut at = 0;
-                Ok(Self {
-                    $($field: {
-                        let field = <$ty as Word>::get(&words[at..at + <$ty as Word>::WORDS], payload)?;
-                        at += <$ty as Word>::WORDS;
-                        field
-                    },)*
+                    $($($added: payload.u32().unwrap_or(0),)+)?
                 })
             }
         }

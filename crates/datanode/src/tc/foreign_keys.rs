@@ -177,21 +177,18 @@ impl TransactionCoordinator {
         }
         let mut sends = Vec::with_capacity(started.len());
         for (op_index, (role, mut target, body)) in started {
+            // A search for children scans the child table (the target's) instead.
+            let scans = matches!(role, Role::ChildSearch(_));
             let op_ref = transaction.start_operation(op_index, target.table_id, role);
             target.client = ctx.address();
             target.op_index = op_ref;
-            sends.push((op_ref, target, body));
+            sends.push((op_ref, scans, target, body));
         }
-        for (op_ref, target, body) in sends {
-            let search = self.transactions.get(&id).and_then(|transaction| {
-                match &transaction.operations.get(op_ref as usize)?.role {
-                    Role::ChildSearch(search) => Some(search.child_table),
-                    _ => None,
-                }
-            });
-            match search {
-                Some(child_table) => self.start_child_scan(ctx, id, op_ref, child_table, &body),
-                None => self.send_internal(ctx, id, op_ref, target, &body),
+        for (op_ref, scans, target, body) in sends {
+            if scans {
+                self.start_child_scan(ctx, id, op_ref, target.table_id, &body);
+            } else {
+                self.send_internal(ctx, id, op_ref, target, &body);
             }
         }
     }

@@ -133,7 +133,7 @@ pub fn denied(
 type Need = (PrivilegeSet, Option<String>, Option<String>);
 
 /// What `statement` needs: the privilege its kind asks on its target, and SELECT on every
-/// other table it reads.
+/// other table it reads ([`reads`]).
 fn needs(session: &Session, statement: &Statement) -> SqlResult<Vec<Need>> {
     let table = |name: &ast::ObjectName, privileges| -> SqlResult<Need> {
         let (database, table) = split_name(session, name)?;
@@ -213,6 +213,18 @@ fn needs(session: &Session, statement: &Statement) -> SqlResult<Vec<Need>> {
         _ => None,
     };
     needs.extend(target.clone());
+    let written = target.and_then(|(_, db, table)| Some((db?, table?)));
+    needs.extend(reads(session, statement, written)?);
+    Ok(needs)
+}
+
+/// SELECT on every table `statement` reads: the tables it names but the one it
+/// `written`, its WITH names, `information_schema` and a view it creates.
+fn reads(
+    session: &Session,
+    statement: &Statement,
+    written: Option<(String, String)>,
+) -> SqlResult<Vec<Need>> {
     let reads_tables = matches!(
         statement,
         Statement::Query(_)
@@ -222,17 +234,16 @@ fn needs(session: &Session, statement: &Statement) -> SqlResult<Vec<Need>> {
             | Statement::CreateView { .. }
     );
     if !reads_tables {
-        return Ok(needs);
+        return Ok(Vec::new());
     }
-    // Every other table the statement names is read.
-    let written = target.and_then(|(_, db, table)| Some((db?, table?)));
-    let mut reads = Vec::new();
+    let mut names = Vec::new();
     let _ = ast::visit_relations(statement, |name| {
-        reads.push(name.clone());
+        names.push(name.clone());
         std::ops::ControlFlow::<()>::Continue(())
     });
     let ctes = cte_names(statement);
-    for name in reads {
+    let mut needs = Vec::new();
+    for name in names {
         let (db, read) = split_name(session, &name)?;
         let is_cte = name.0.len() == 1 && ctes.iter().any(|cte| cte.eq_ignore_ascii_case(&read));
         let is_written = written.as_ref() == Some(&(db.clone(), read.clone()));
