@@ -541,8 +541,7 @@ fn killing_every_data_node_under_load_keeps_durable_commits_and_a_saved_state() 
         })
         .collect();
     std::thread::sleep(Duration::from_millis(3500));
-    cluster.node(1).kill();
-    cluster.node(2).kill();
+    cluster.crash_every_node();
     std::thread::sleep(Duration::from_millis(200));
     stop.store(true, Ordering::SeqCst);
     let acknowledged: Vec<Vec<(i64, u64)>> = writers

@@ -114,9 +114,7 @@ fn complete_checkpoints(lcp_dir: &Path) -> Vec<(u64, u64, PathBuf)> {
 /// Kills every data node, lets `damage` work on the data directories, and starts the
 /// cluster again.
 fn crash_damage_and_start(cluster: &mut TestCluster, damage: impl FnOnce(&TestCluster)) {
-    for id in [1, 2] {
-        cluster.node(id).kill();
-    }
+    cluster.crash_every_node();
     damage(cluster);
     cluster.spawn_every_node();
 }

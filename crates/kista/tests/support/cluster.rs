@@ -213,6 +213,20 @@ impl TestCluster {
             .expect("the data node runs")
     }
 
+    /// Crashes every data node at one instant, as a power cut would: each is frozen
+    /// (SIGSTOP) before any is killed. Killed one after another, the last would see the
+    /// others leave and could close a global checkpoint alone, leaving their disks behind
+    /// (they then copy from it rather than restore their own disk, which a test of the
+    /// disk needs them to do).
+    pub fn crash_every_node(&mut self) {
+        for node in self.nodes.iter().flatten() {
+            node.signal(libc::SIGSTOP);
+        }
+        for node in self.nodes.iter_mut().flatten() {
+            node.kill();
+        }
+    }
+
     /// Runs `kista mgm -e command`: (exit code, stdout, stderr).
     pub fn mgm(&self, command: &str) -> (Option<i32>, String, String) {
         run_kista(&["mgm", "--mgm", &self.mgm, "-e", command], MGM_LIMIT)
