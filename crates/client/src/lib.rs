@@ -225,6 +225,17 @@ pub struct Client {
     next_id: AtomicU64,
 }
 
+/// How a change of a table's definition reaches the operations of other clients.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Visibility {
+    /// Operations made for the versions before still apply; their clients hear of it.
+    InPlace,
+    /// Operations made for the versions before are refused (241) from now on.
+    RefusesOlder,
+    /// As `RefusesOlder`, answered once the transactions open at the change have ended.
+    Drained,
+}
+
 impl Client {
     /// Connects to a standalone data node (`kista datad --standalone`), which gives the
     /// client its node id. A cluster's data nodes refuse this: use
@@ -446,9 +457,28 @@ impl Client {
         table: &Table,
         extra_metadata: Vec<u8>,
     ) -> Result<Table, ClientError> {
+        self.change_extra_metadata(table, extra_metadata, Visibility::RefusesOlder)
+    }
+
+    /// [`Client::alter_extra_metadata`], answered only once the transactions open at the
+    /// change have ended: no write made for the versions before can commit afterwards.
+    pub fn alter_extra_metadata_drained(
+        &self,
+        table: &Table,
+        extra_metadata: Vec<u8>,
+    ) -> Result<Table, ClientError> {
+        self.change_extra_metadata(table, extra_metadata, Visibility::Drained)
+    }
+
+    fn change_extra_metadata(
+        &self,
+        table: &Table,
+        extra_metadata: Vec<u8>,
+        visibility: Visibility,
+    ) -> Result<Table, ClientError> {
         let mut schema = (*table.schema).clone();
         schema.extra_metadata = extra_metadata;
-        self.change_table(table, schema, true)
+        self.change_table(table, schema, visibility)
     }
 
     /// Changes `table` in place into `schema` (`TableSchema::in_place_change_from`: a new
@@ -458,16 +488,15 @@ impl Client {
     /// ([`Client::table_changed_since_opened`]). Error 241 when the table changed since
     /// `table` was opened (open it again and decide again).
     pub fn alter_table(&self, table: &Table, schema: TableSchema) -> Result<Table, ClientError> {
-        self.change_table(table, schema, false)
+        self.change_table(table, schema, Visibility::InPlace)
     }
 
-    /// [`Client::alter_table`]; with `refuses_older`, operations made for earlier versions
-    /// are refused from now on (error 241), so every client sees the change at once.
+    /// [`Client::alter_table`], with the change seen by other clients as `visibility` says.
     fn change_table(
         &self,
         table: &Table,
         schema: TableSchema,
-        refuses_older: bool,
+        visibility: Visibility,
     ) -> Result<Table, ClientError> {
         schema
             .in_place_change_from(&table.schema)
@@ -480,7 +509,8 @@ impl Client {
             client,
             table_id,
             schema_version,
-            refuses_older: refuses_older.into(),
+            refuses_older: (visibility != Visibility::InPlace).into(),
+            drains: (visibility == Visibility::Drained).into(),
         })?;
         let mut changed = table.clone();
         changed.schema_version = altered.schema_version;
@@ -500,6 +530,31 @@ impl Client {
     pub fn table_changed_since_opened(&self, table: &Table) -> bool {
         (self.in_flight.newest_version_heard(table.id))
             .is_some_and(|newest| newest > table.schema_version)
+    }
+
+    /// Puts `replacement` in the place of `table` in one change (the switch of a copying
+    /// ALTER TABLE): the replacement takes `table`'s name, which every client finds from
+    /// now on, and `table`, renamed `<name>/#replaced`, refuses operations made for its
+    /// versions before (241: their clients look the name up again). Answered once the
+    /// transactions open at the switch have ended; `table` is then the caller's to drop.
+    /// Error 241 when either changed since opened. Returns the replacement as renamed.
+    pub fn replace_table(&self, table: &Table, replacement: &Table) -> Result<Table, ClientError> {
+        let (table_id, schema_version) = (table.id, table.schema_version);
+        let (replacement_id, replacement_version) = (replacement.id, replacement.schema_version);
+        let answer = self.change_schema(&[], |request_id, client| ReplaceTableRequest {
+            request_id,
+            client,
+            table_id,
+            schema_version,
+            replacement_id,
+            replacement_version,
+        })?;
+        let mut schema = (*replacement.schema).clone();
+        schema.name = table.schema.name.clone();
+        let mut replaced = replacement.clone();
+        replaced.schema_version = answer.schema_version;
+        replaced.schema = Arc::new(schema);
+        Ok(replaced)
     }
 
     /// Drops `table` and every row in it.

@@ -333,6 +333,67 @@ fn extra_metadata_changes_move_the_table_to_a_new_version_that_every_client_lear
     assert_eq!(balance_of(&writer, &altered, 1), None);
 }
 
+#[test]
+fn a_replacement_takes_the_name_in_one_change_and_the_replaced_table_refuses_old_operations() {
+    let datad = Datad::start(&[]);
+    let client = Client::connect(datad.address).unwrap();
+    let table = client.create_table(accounts(), vec![]).unwrap();
+    let mut copy_schema = accounts();
+    copy_schema.name = "accounts/#copy".into();
+    let copy = client.create_table(copy_schema, vec![]).unwrap();
+    let mut write = client.transaction();
+    write.insert(&table, account(1, 10)).unwrap();
+    write.insert(&copy, account(1, 20)).unwrap();
+    write.execute(ExecuteMode::Commit).unwrap().wait().unwrap();
+    let other = Client::connect(datad.address).unwrap();
+    let stale = other.open_table("accounts").unwrap();
+
+    // A replacement decided on an old version of either table is refused (241).
+    let mut old_copy = copy.clone();
+    old_copy.schema_version -= 1;
+    let refused = client.replace_table(&table, &old_copy).err().unwrap();
+    assert_eq!(refused.code(), 241, "{refused}");
+
+    let replaced = client.replace_table(&table, &copy).unwrap();
+    assert_eq!(replaced.schema().name, "accounts");
+    let found = other.open_table("accounts").unwrap();
+    assert_eq!(
+        (found.id, found.schema_version),
+        (copy.id, replaced.schema_version)
+    );
+    assert_eq!(balance_of(&other, &found, 1), Some(Value::Int(20)));
+    assert_eq!(
+        other.open_table("accounts/#copy").err().map(|e| e.code()),
+        Some(723)
+    );
+    let mut names = other.table_names().unwrap();
+    names.sort();
+    assert_eq!(
+        names,
+        vec!["accounts".to_string(), "accounts/#replaced".to_string()]
+    );
+    // An operation made for the replaced table is refused: its client looks again.
+    let mut read = other.transaction();
+    read.read(&stale, &[Value::Int(1)], LockKind::Committed)
+        .unwrap();
+    let refused = read
+        .execute(ExecuteMode::Commit)
+        .unwrap()
+        .wait()
+        .err()
+        .unwrap();
+    assert_eq!(refused.code(), 241, "{refused}");
+    client.drop_table(&table).unwrap();
+    assert_eq!(other.table_names().unwrap(), vec!["accounts".to_string()]);
+    assert_eq!(
+        client
+            .replace_table(&replaced, &replaced)
+            .err()
+            .map(|e| e.code()),
+        Some(4257)
+    );
+}
+
 /// The row `id` as `table` reads it, every column.
 fn row_of(client: &Client, table: &Table, id: i64) -> Option<Vec<Value>> {
     let mut read = client.transaction();

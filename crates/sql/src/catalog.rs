@@ -72,6 +72,8 @@ pub struct SqlTable {
     pub computed: ComputedDefaults,
     /// Enforced CHECK constraints, bound (`ddl/checks.rs`).
     pub checks: BoundChecks,
+    /// While a copying ALTER TABLE runs: where the table's writes are mirrored.
+    pub mirror: Option<crate::table_copy::Mirror>,
 }
 
 /// A table's counters in the catalog's counter table.
@@ -128,6 +130,7 @@ impl SqlTable {
             triggers,
             computed,
             checks,
+            mirror: None,
         })
     }
 
@@ -284,6 +287,8 @@ pub struct Catalog {
     system: Mutex<Option<SystemTables>>,
     /// This front end's connections (SHOW PROCESSLIST, KILL).
     pub(crate) processes: Arc<crate::processes::Processes>,
+    /// Tables whose name now means another (`superseded.rs`).
+    pub(crate) superseded: crate::superseded::Superseded,
 }
 
 /// The cluster tables the front ends keep their own state in.
@@ -338,6 +343,7 @@ impl Catalog {
             tables: Mutex::new(HashMap::new()),
             generation: std::sync::atomic::AtomicU64::new(0),
             table_notices_seen: std::sync::atomic::AtomicU64::new(0),
+            superseded: Default::default(),
             counters: Mutex::new(HashMap::new()),
             system: Mutex::new(None),
             processes: Arc::default(),
@@ -644,8 +650,13 @@ impl Catalog {
             }
             Err(error) => return Err(error.into()),
         };
+        self.superseded.opened(&full, table.id);
         let auto_increment = self.auto_increment_column(&full)?;
-        let opened = Arc::new(SqlTable::opened(database, name, table, auto_increment)?);
+        let mut opened = SqlTable::opened(database, name, table, auto_increment)?;
+        if let Some(copying) = &opened.extras.copying {
+            opened.mirror = Some(crate::table_copy::Mirror::open(self, database, copying)?);
+        }
+        let opened = Arc::new(opened);
         let mut tables = lock(&self.tables);
         if tables.len() >= OPEN_TABLES_MAX {
             tables.clear();
@@ -660,6 +671,16 @@ impl Catalog {
         let metadata = extras.encode(table.schema());
         self.forget(&table.database, &table.name);
         self.client.alter_extra_metadata(&table.table, metadata)?;
+        Ok(())
+    }
+
+    /// [`Catalog::alter_extras`], answered once the transactions open at the change have
+    /// ended (a copying ALTER's mirror: `table_copy.rs`).
+    pub fn alter_extras_drained(&self, table: &SqlTable, extras: &TableExtras) -> SqlResult<()> {
+        let metadata = extras.encode(table.schema());
+        self.forget(&table.database, &table.name);
+        self.client
+            .alter_extra_metadata_drained(&table.table, metadata)?;
         Ok(())
     }
 

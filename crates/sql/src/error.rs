@@ -9,8 +9,9 @@ pub struct SqlError {
     pub code: u16,
     pub state: &'static str,
     pub message: String,
-    /// The cluster refused an operation built from an old table definition (error 241):
-    /// the statement may run again with the table looked up afresh.
+    /// The cluster refused an operation built from an old table definition (error 241) or
+    /// for a table dropped since it was opened (723): the statement may run again with the
+    /// table looked up afresh.
     pub stale_schema: bool,
 }
 
@@ -158,14 +159,35 @@ impl SqlError {
         )
     }
 
+    /// Whether running the transaction again may succeed: a deadlock (1213), a lock wait
+    /// timeout (1205), a temporary error of the cluster (1297).
+    pub fn is_temporary(&self) -> bool {
+        matches!(self.code, 1205 | 1213 | 1297)
+    }
+
+    /// Whether the cluster's error `code` says the table an operation was built from is
+    /// gone or changed (241, 723): the session looks its tables up again.
+    pub fn is_stale_schema(code: u32) -> bool {
+        matches!(code, 241 | 723)
+    }
+
+    /// 1412: a table the transaction used changed or went since; the transaction is over.
+    pub fn definition_changed(message: &str) -> Self {
+        Self {
+            stale_schema: true,
+            ..Self::new(
+                1412,
+                "HY000",
+                format!("Table definition has changed, please retry transaction ({message})"),
+            )
+        }
+    }
+
     /// An error from the cluster, by the code the data node gave it.
     pub fn from_cluster(error: &ClientError) -> Self {
         let message = error.to_string();
         match error.code() {
-            241 => Self {
-                stale_schema: true,
-                ..Self::new(1412, "HY000", format!("Table definition has changed, please retry transaction ({message})"))
-            },
+            241 => Self::definition_changed(&message),
             266 => Self::new(
                 1205,
                 "HY000",
@@ -187,7 +209,12 @@ impl SqlError {
                 "23000",
                 format!("Cannot delete or update a parent row: a foreign key constraint fails ({message})"),
             ),
-            723 => Self::new(1146, "42S02", message),
+            // A table opened from the cache and dropped since (by another front end, or
+            // replaced by a copying ALTER): looked up again, the name may find another.
+            723 => Self {
+                stale_schema: true,
+                ..Self::new(1146, "42S02", message)
+            },
             827 => Self::new(1114, "HY000", format!("The table is full ({message})")),
             _ if error.category() == ErrorCategory::UnknownOutcome => Self::new(
                 1180,

@@ -544,11 +544,10 @@ fn extend_by_key_lookups(
                         LockKind::Committed,
                         Vec::new(),
                     )?,
-                    _ => tx.transaction.read(
-                        &table.table,
-                        &key,
-                        tx.read_lock(table.table.id, LockKind::Committed),
-                    )?,
+                    _ => {
+                        let lock = tx.read_lock(table.table.id, LockKind::Committed);
+                        tx.transaction.read(&table.table, &key, lock)?
+                    }
                 }),
             });
         }

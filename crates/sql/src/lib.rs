@@ -28,6 +28,8 @@ pub mod server;
 pub mod session;
 pub mod sql_type;
 pub mod subquery;
+pub mod superseded;
+pub mod table_copy;
 pub mod table_metadata;
 pub mod text_statements;
 pub mod trigger;

@@ -31,9 +31,6 @@ use crate::protocol::status;
 use crate::protocol::wire::put_lenenc_int;
 use crate::value::fit_exactly;
 
-/// The cluster's "old schema version" error.
-const STALE_SCHEMA: u32 = 241;
-
 /// A bound point read: which row (key expressions over the parameters), which columns,
 /// and how the answer starts.
 pub struct PointRead {
@@ -155,9 +152,9 @@ impl PointRead {
         responder.begin();
         let answering = Arc::clone(&responder);
         let sent = transaction.execute_then(ExecuteMode::Commit, move |result| {
-            // The table changed (241): this answer is the error, and the connection looks
-            // its tables up again before its next command.
-            if matches!(&result, Err(error) if error.code() == STALE_SCHEMA) {
+            // The table changed or went (241, 723): this answer is the error, and the
+            // connection looks its tables up again before its next command.
+            if matches!(&result, Err(error) if SqlError::is_stale_schema(error.code())) {
                 answering.stale_schema.store(true, Ordering::Release);
             }
             if let Ok(executed) = &result {

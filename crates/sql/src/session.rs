@@ -270,6 +270,8 @@ pub struct Session<'c> {
     pub(crate) explicit: bool,
     /// What the open transaction wrote, so its reads see it (`write_set.rs`).
     pub(crate) written: WriteSet,
+    /// How many superseded tables the catalog had recorded when last looked at.
+    superseded_seen: u64,
     /// The open transaction's savepoints (`savepoint.rs`).
     pub(crate) savepoints: Savepoints,
     pub last_insert_id: u64,
@@ -321,6 +323,7 @@ impl<'c> Session<'c> {
             transaction: None,
             explicit: false,
             written: WriteSet::default(),
+            superseded_seen: 0,
             savepoints: Savepoints::default(),
             last_insert_id: 0,
             variables: std::cell::RefCell::new(HashMap::new()),
@@ -393,7 +396,14 @@ impl<'c> Session<'c> {
         crate::accounts::check(self, &parsed.statement)?;
         // Decided before the statement runs: one that fails ends the transaction.
         let in_transaction = self.transaction.is_some();
-        if !in_transaction {
+        // What the transaction wrote before a switch was mirrored: it may still commit.
+        let ends = matches!(
+            parsed.statement,
+            Statement::Commit { .. } | Statement::Rollback { .. }
+        );
+        if in_transaction && !ends {
+            self.refuse_superseded_tables()?;
+        } else if !in_transaction {
             // A table changed in place elsewhere is seen from the next statement outside a
             // transaction on.
             self.catalog.forget_changed_tables();
@@ -410,8 +420,35 @@ impl<'c> Session<'c> {
                 self.catalog.forget_all();
                 self.execute_once(parsed, cache, params, sink)
             }
+            // The transaction fails whole (MySQL's 1412: retry it), and the next one looks
+            // its tables up again.
+            Err(error) if error.stale_schema => {
+                self.catalog.forget_all();
+                match error.code {
+                    1412 => Err(error),
+                    _ => Err(SqlError::definition_changed(&error.message)),
+                }
+            }
             other => other,
         }
+    }
+
+    /// Error 1412, the transaction rolled back, when a table it used (wrote, or read under a
+    /// lock) no longer has its name (`superseded.rs`): its next statement would meet the
+    /// table's new definition, or the new table's rows, which its locks do not hold.
+    fn refuse_superseded_tables(&mut self) -> SqlResult<()> {
+        let superseded = self.catalog.superseded.since(&mut self.superseded_seen);
+        if !superseded
+            .iter()
+            .any(|&table_id| self.written.used(table_id))
+        {
+            return Ok(());
+        }
+        self.rollback()?;
+        self.catalog.forget_all();
+        Err(SqlError::definition_changed(
+            "a table this transaction used was replaced by ALTER TABLE or dropped",
+        ))
     }
 
     /// Bounds the query about to run by `max_execution_time` (ms; 0: no bound), which
@@ -885,8 +922,19 @@ impl Tx<'_> {
         self.written.keys(table_id)
     }
 
-    /// The lock a read of `table_id` needs to see the transaction's own changes.
-    pub fn read_lock(&self, table_id: u32, asked: LockKind) -> LockKind {
+    /// The lock a read of `table_id` takes: `asked`, or shared to see the transaction's
+    /// own changes. A table read under a lock counts as used by the transaction
+    /// (`superseded.rs`).
+    pub fn read_lock(&mut self, table_id: u32, asked: LockKind) -> LockKind {
+        let lock = self.lock_to_read(table_id, asked);
+        if lock != LockKind::Committed {
+            self.written.locked(table_id);
+        }
+        lock
+    }
+
+    /// [`Tx::read_lock`], for a read that takes no lock.
+    pub fn lock_to_read(&self, table_id: u32, asked: LockKind) -> LockKind {
         if asked == LockKind::Committed && self.written.wrote(table_id) {
             LockKind::Shared
         } else {
@@ -935,19 +983,7 @@ mod tests {
                     crate::expr::bind(&mut binder, select.selection.as_ref().unwrap()).unwrap();
                 // Every column equal to its number: every comparison holds.
                 let row: Vec<Value> = (0..deepest as i64).map(Value::Int).collect();
-                let variable = |_: &str| None;
-                let ctx = EvalContext {
-                    params: &[],
-                    aggregates: &[],
-                    database: None,
-                    user: "root",
-                    connection_id: 1,
-                    last_insert_id: 0,
-                    found_rows: 0,
-                    variable: &variable,
-                    user_variables: None,
-                    process: None,
-                };
+                let ctx = EvalContext::bare();
                 let value = crate::expr::eval(&bound, &row, &ctx).unwrap();
                 assert_eq!(value, Value::Int(1));
                 drop(bound);

@@ -25,6 +25,9 @@ const FORMAT_VERSION_COMPUTED_DEFAULTS: u32 = 2;
 /// The format of a table with CHECK constraints: a front end from before them refuses such a
 /// table (1033) rather than write rows without checking them.
 const FORMAT_VERSION_CHECKS: u32 = 3;
+/// ... and a copying ALTER's target (`copying`): a front end that cannot mirror the
+/// table's writes into it must not write the table.
+const FORMAT_VERSION_COPYING: u32 = 4;
 /// The longest column or table comment, in characters (MySQL's limits).
 pub const COLUMN_COMMENT_CHARS_MAX: usize = 1024;
 pub const TABLE_COMMENT_CHARS_MAX: usize = 2048;
@@ -66,6 +69,9 @@ pub struct TableExtras {
     pub triggers: Vec<TriggerDef>,
     /// CHECK constraints, in the order they were declared (`ddl/checks.rs`).
     pub checks: Vec<CheckDef>,
+    /// While a copying ALTER TABLE runs: the table its rows go to, which every write of
+    /// this table is mirrored into (`table_copy.rs`).
+    pub copying: Option<crate::table_copy::CopyTarget>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -78,6 +84,8 @@ struct Stored {
     triggers: Vec<TriggerDef>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     checks: Vec<CheckDef>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    copying: Option<crate::table_copy::CopyTarget>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -124,12 +132,15 @@ impl TableExtras {
             && self.comment.is_empty()
             && self.triggers.is_empty()
             && self.checks.is_empty()
+            && self.copying.is_none()
         {
             return Vec::new();
         }
         let computed =
             (columns.iter()).any(|c| !c.default_sql.is_empty() || !c.on_update_sql.is_empty());
-        let version = if !self.checks.is_empty() {
+        let version = if self.copying.is_some() {
+            FORMAT_VERSION_COPYING
+        } else if !self.checks.is_empty() {
             FORMAT_VERSION_CHECKS
         } else if computed {
             FORMAT_VERSION_COMPUTED_DEFAULTS
@@ -142,6 +153,7 @@ impl TableExtras {
             columns,
             triggers: self.triggers.clone(),
             checks: self.checks.clone(),
+            copying: self.copying.clone(),
         };
         serde_json::to_vec(&stored).unwrap_or_default()
     }
@@ -165,16 +177,17 @@ impl TableExtras {
         };
         let stored: Stored = serde_json::from_slice(&schema.extra_metadata)
             .map_err(|error| unreadable(error.to_string()))?;
-        if !(FORMAT_VERSION..=FORMAT_VERSION_CHECKS).contains(&stored.version) {
+        if !(FORMAT_VERSION..=FORMAT_VERSION_COPYING).contains(&stored.version) {
             return Err(unreadable(format!(
                 "its SQL definition is of format {}, this front end reads {FORMAT_VERSION} \
-                 to {FORMAT_VERSION_CHECKS}",
+                 to {FORMAT_VERSION_COPYING}",
                 stored.version
             )));
         }
         extras.comment = stored.comment;
         extras.triggers = stored.triggers;
         extras.checks = stored.checks;
+        extras.copying = stored.copying;
         for column in stored.columns {
             let position = schema
                 .column_index(&column.name)
@@ -289,10 +302,28 @@ mod tests {
         assert_eq!(TableExtras::decode(&schema).unwrap(), extras);
     }
 
+    /// A front end that cannot mirror a copying ALTER's writes must not write the table.
+    #[test]
+    fn a_copy_target_makes_the_fourth_format_and_comes_back() {
+        let extras = TableExtras {
+            columns: vec![ColumnExtras::default(); 2],
+            copying: Some(crate::table_copy::CopyTarget {
+                table: "t/#copy".into(),
+                sources: vec![Some(1), None, Some(0)],
+            }),
+            ..TableExtras::default()
+        };
+        let mut schema = schema();
+        schema.extra_metadata = extras.encode(&schema);
+        let stored: Stored = serde_json::from_slice(&schema.extra_metadata).unwrap();
+        assert_eq!(stored.version, FORMAT_VERSION_COPYING);
+        assert_eq!(TableExtras::decode(&schema).unwrap(), extras);
+    }
+
     #[test]
     fn metadata_of_another_format_or_damaged_is_refused() {
         let mut schema = schema();
-        schema.extra_metadata = br#"{"version": 4, "columns": []}"#.to_vec();
+        schema.extra_metadata = br#"{"version": 5, "columns": []}"#.to_vec();
         assert_eq!(TableExtras::decode(&schema).unwrap_err().code, 1033);
         schema.extra_metadata = b"{not json".to_vec();
         assert_eq!(TableExtras::decode(&schema).unwrap_err().code, 1033);

@@ -18,6 +18,8 @@ pub struct WriteSet {
     /// Table id → primary keys of rows inserted or changed (deleted ones need no
     /// remembering: a locked read of them finds nothing). May repeat a key.
     keys: HashMap<u32, Vec<Vec<Value>>>,
+    /// Tables the transaction read under a lock (it may write them from what it read).
+    locked: Vec<u32>,
 }
 
 impl WriteSet {
@@ -35,6 +37,18 @@ impl WriteSet {
         self.keys.contains_key(&table_id)
     }
 
+    /// Notes that the transaction read `table_id` under a lock.
+    pub fn locked(&mut self, table_id: u32) {
+        if !self.locked.contains(&table_id) {
+            self.locked.push(table_id);
+        }
+    }
+
+    /// Whether the transaction wrote `table_id` or read it under a lock.
+    pub fn used(&self, table_id: u32) -> bool {
+        self.wrote(table_id) || self.locked.contains(&table_id)
+    }
+
     /// Keys of the rows of `table_id` the transaction inserted or changed.
     pub fn keys(&self, table_id: u32) -> &[Vec<Value>] {
         self.keys.get(&table_id).map_or(&[], Vec::as_slice)
@@ -42,5 +56,6 @@ impl WriteSet {
 
     pub fn clear(&mut self) {
         self.keys.clear();
+        self.locked.clear();
     }
 }

@@ -17,9 +17,14 @@ impl Dictionary {
             .section()
             .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
             .unwrap_or_default();
-        let found = self.tables.iter().find(|(_, table)| {
-            table.index_of.is_none() && table.definition.schema.name.eq_ignore_ascii_case(&name)
-        });
+        // Two tables share a name only for a moment of a table's replacement (a copying
+        // ALTER's switch, `replace.rs`), here before the replaced one's rename arrived:
+        // the newer is the replacement.
+        let found = (self.tables.iter())
+            .filter(|(_, table)| {
+                table.index_of.is_none() && table.definition.schema.name.eq_ignore_ascii_case(&name)
+            })
+            .max_by_key(|(&table_id, _)| table_id);
         let Some((&table_id, table)) = found else {
             let message = format!("no table `{name}`");
             return self.refuse(

@@ -14,8 +14,11 @@
 //! for the versions before valid, so it keeps `oldest_version`: transactions running
 //! across it go on, and their clients hear of the new version from the coordinators
 //! (`TableChanged`). So does dropping an index: an operation that names it fails alone,
-//! with 241. Only a change whose client asks (`refuses_older`: a trigger's, which every
-//! client must see at once) moves `oldest_version` up to the new version.
+//! with 241. Only a change whose client asks (`refuses_older`: a trigger's or a copying
+//! ALTER's mirror, which every client must see at once) moves `oldest_version` up to the
+//! new version (the mirror's change is answered once the transactions open at it have
+//! ended).
+//! A copying ALTER ends by putting its new table in the old one's place ([`replace`]).
 //!
 //! Each unique index gets an *index table* (`IndexSchema::index_table`), published before
 //! the table that uses it and dropped with it. Clients never see index tables.
@@ -43,6 +46,7 @@ mod definition;
 mod foreign_keys;
 mod lookup;
 mod relay;
+mod replace;
 mod restart;
 pub mod schema_file;
 pub mod system_restart;
@@ -554,7 +558,7 @@ impl Dictionary {
             version: table.version,
         };
         // No way back once sent: an instance cannot fail to take a change in place.
-        self.publish(
+        let change_id = self.publish(
             ctx,
             request.client,
             request.request_id,
@@ -562,6 +566,9 @@ impl Dictionary {
             Some(reply),
             None,
         );
+        if let Some(change) = self.changes.get_mut(&change_id) {
+            change.drain_after = request.drains != 0;
+        }
     }
 
     /// Why `table` cannot become `schema` in place, if it cannot.
@@ -1015,6 +1022,8 @@ impl Block for Dictionary {
             ForeignKeyRequest::from_signal(signal).map(|r| self.add_foreign_key(ctx, r))
         } else if number == DropForeignKeyRequest::NUMBER {
             DropForeignKeyRequest::from_signal(signal).map(|r| self.drop_foreign_key(ctx, r))
+        } else if number == ReplaceTableRequest::NUMBER {
+            ReplaceTableRequest::from_signal(signal).map(|r| self.replace_table(ctx, r))
         } else if number == TransactionsDrained::NUMBER {
             TransactionsDrained::from_signal(signal).map(|d| self.drained(ctx, d, signal.sender()))
         } else if number == TableLookupRequest::NUMBER {

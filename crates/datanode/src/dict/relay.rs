@@ -59,7 +59,8 @@ macro_rules! with_schema_request {
             AlterTableRequest,
             IndexBuiltRequest,
             ForeignKeyRequest,
-            DropForeignKeyRequest
+            DropForeignKeyRequest,
+            ReplaceTableRequest
         )
     };
 }

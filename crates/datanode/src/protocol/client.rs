@@ -61,6 +61,8 @@ pub fn check_client_signal(signal: &Signal, client_node: NodeId) -> Result<(), S
             ForeignKeyRequest::from_signal(signal).map(|s| s.client)
         } else if number == DropForeignKeyRequest::NUMBER {
             DropForeignKeyRequest::from_signal(signal).map(|s| s.client)
+        } else if number == ReplaceTableRequest::NUMBER {
+            ReplaceTableRequest::from_signal(signal).map(|s| s.client)
         } else if number == TableLookupRequest::NUMBER {
             TableLookupRequest::from_signal(signal).map(|s| s.client)
         } else if number == TableListRequest::NUMBER {

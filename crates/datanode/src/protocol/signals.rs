@@ -401,8 +401,18 @@ typed_signal! {
     /// table's version moves on. Operations made for an earlier version still apply, and
     /// their clients hear of the change (`TableChanged`), unless `refuses_older` is 1 (a
     /// change every client must see before its next operation, such as a trigger's).
+    /// With `drains` 1 the answer waits until the transactions open at the change have
+    /// ended (a copying ALTER's mirror: no write made without it can commit afterwards).
     /// Section: the new `TableSchema`.
-    AlterTableRequest = 115 { request_id: u64, client: BlockAddress, table_id: u32, schema_version: u32, refuses_older: u32, }
+    AlterTableRequest = 115 {
+        request_id: u64,
+        client: BlockAddress,
+        table_id: u32,
+        schema_version: u32,
+        refuses_older: u32,
+    } added {
+        drains: u32,
+    }
 }
 typed_signal! {
     AlterTableConf = 116 { request_id: u64, schema_version: u32, }
@@ -419,6 +429,15 @@ typed_signal! {
 typed_signal! {
     /// Drops foreign key `number` of child table `table_id`. Answer: `AlterTableConf`.
     DropForeignKeyRequest = 129 { request_id: u64, client: BlockAddress, table_id: u32, number: u32, }
+}
+typed_signal! {
+    /// Puts table `replacement_id` in the place of `table_id` (a copying ALTER TABLE's
+    /// switch, `dict/replace.rs`), if both are still at the versions given (else 241): the
+    /// replacement takes the name, the replaced table is renamed `<name>/#replaced` and
+    /// refuses operations made for its earlier versions. Neither may have foreign keys.
+    /// Answer: `AlterTableConf` (the replacement's version), once the transactions open
+    /// at the switch have ended.
+    ReplaceTableRequest = 146 { request_id: u64, client: BlockAddress, table_id: u32, schema_version: u32, replacement_id: u32, replacement_version: u32, }
 }
 
 /// Bytes of names one [`TableListConf`] carries at most.

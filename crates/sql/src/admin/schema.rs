@@ -168,6 +168,10 @@ fn alter_table(
     let no_variable = |_: &str| None;
     let ctx = session.eval_context(&[], &[], &no_variable);
     let mut plan = ddl::alter::plan(&table, operations, &target, &ctx)?;
+    if let Some(copy) = plan.copy.take() {
+        crate::table_copy::run(session, &table, copy)?;
+        return Ok(Outcome::done());
+    }
     for check in &plan.new_checks {
         refuse_violations(session, (&database, &table_name), check)?;
     }
@@ -362,6 +366,7 @@ fn drop_index(session: &mut Session, database: &str, name: &str, index: &str) ->
 fn truncate(session: &mut Session, name: &ast::ObjectName) -> SqlResult<()> {
     let (database, table_name) = split_name(session, name)?;
     let table = session.catalog.table(&database, &table_name)?;
+    crate::table_copy::refuse_while_copied(&table, "TRUNCATE")?;
     let key_columns = table.key_columns();
     let client = session.catalog.client();
     let keys: Vec<Vec<Value>> = client

@@ -6,9 +6,13 @@
 //! A column added in place is one rows already stored do not hold: they read the value it
 //! was added with (its DEFAULT, a computed default evaluated once now, NULL, or for a NOT
 //! NULL column without one MySQL's implicit value: 0, ''). A change that stored rows
-//! cannot follow (a type, a column dropped or moved, a new primary key, a column that
-//! becomes NOT NULL, a prefix index) needs the table copied, which Kista does not do yet:
-//! error 1846 names the reason.
+//! cannot follow (a type, a column dropped or moved, a column that becomes NOT NULL, a
+//! prefix index) copies the rows into a new table ([`copy`], run by `table_copy`); what a
+//! copy cannot do either (a new primary key, a table with foreign keys) is refused with
+//! error 1846, naming the reason.
+
+mod copy;
+pub use copy::CopyPlan;
 
 use sqlparser::ast::{self, AlterColumnOperation, AlterTableOperation, TableConstraint};
 
@@ -44,6 +48,18 @@ pub struct AlterPlan {
     /// The indexes among `add_indexes` made for the foreign keys added: dropped again if
     /// those cannot be added.
     pub foreign_key_indexes: Vec<String>,
+    /// The rows copied into a new definition, when it cannot change in place (the fields
+    /// above are then empty).
+    pub copy: Option<CopyPlan>,
+}
+
+/// Error 1091: no column or key `name` to drop.
+fn cannot_drop(name: &str) -> SqlError {
+    SqlError::new(
+        1091,
+        "42000",
+        format!("Can't DROP '{name}'; check that column/key exists"),
+    )
 }
 
 /// Error 1846: the change needs the table copied.
@@ -52,8 +68,8 @@ fn needs_copy(reason: impl std::fmt::Display) -> SqlError {
         1846,
         "0A000",
         format!(
-            "ALGORITHM=INPLACE is not supported. Reason: {reason}. Kista does not copy tables \
-             yet"
+            "ALGORITHM=INPLACE is not supported. Reason: {reason}. Kista cannot copy the \
+             table for this change either"
         ),
     )
 }
@@ -66,6 +82,10 @@ struct Altering<'a> {
     extras: TableExtras,
     /// The indexes the table will have (PRIMARY first), as clauses add and drop them.
     indexes: Vec<IndexSchema>,
+    /// For each column of the new definition, the old column its values come from.
+    sources: Vec<Option<usize>>,
+    /// Why the statement needs the rows copied, once a clause does.
+    copy_reason: Option<String>,
     plan: AlterPlan,
 }
 
@@ -82,6 +102,8 @@ pub fn plan(
         schema: table.schema().clone(),
         extras: table.extras.clone(),
         indexes: table.table.indexes().map(|(_, i)| i.clone()).collect(),
+        sources: (0..table.schema().columns.len()).map(Some).collect(),
+        copy_reason: None,
         plan: AlterPlan::default(),
     };
     for operation in operations {
@@ -90,16 +112,33 @@ pub fn plan(
     let Altering {
         mut schema,
         extras,
+        indexes,
+        sources,
+        mut copy_reason,
         mut plan,
         ..
     } = altering;
+    if copy_reason.is_none() {
+        let mut in_place = schema.clone();
+        in_place.extra_metadata = extras.encode(&in_place);
+        if let Err(reason) = in_place.in_place_change_from(table.schema()) {
+            copy_reason = Some(reason);
+        }
+    }
+    if let Some(reason) = copy_reason {
+        copy::finish(
+            table,
+            (schema, extras),
+            indexes,
+            sources,
+            (&mut plan, reason),
+        )?;
+        return Ok(plan);
+    }
     // What a front end binds when it opens the table must bind now.
     defaults::check_computed(&schema, &extras)?;
     schema.extra_metadata = extras.encode(&schema);
     if schema != *table.schema() {
-        if let Err(reason) = schema.in_place_change_from(table.schema()) {
-            return Err(needs_copy(reason));
-        }
         plan.schema = Some(schema);
     }
     Ok(plan)
@@ -137,7 +176,13 @@ impl Altering<'_> {
                 new_column_name,
             } => self.rename_column(old_column_name, new_column_name),
             Op::AlterColumn { column_name, op } => self.alter_column(column_name, op),
-            Op::DropColumn { .. } => Err(needs_copy("dropping a column")),
+            Op::DropColumn {
+                column_names,
+                if_exists,
+                ..
+            } => {
+                (column_names.iter()).try_for_each(|name| self.drop_column(&name.value, *if_exists))
+            }
             Op::AddConstraint { constraint, .. } => self.add_constraint(constraint),
             Op::DropIndex { name } => self.drop_index(&name.value, false),
             Op::DropConstraint {
@@ -194,7 +239,6 @@ impl Altering<'_> {
             return Ok(());
         }
         self.check_free_name(&definition.name.value, None)?;
-        self.check_position(position, None)?;
         let declared = declared_column(definition, self.table_collation())?;
         if declared.primary || declared.auto_increment {
             return Err(needs_copy(
@@ -202,12 +246,16 @@ impl Altering<'_> {
             ));
         }
         let absent = self.absent_value(&declared.column, &declared.extras)?;
-        let position = self.schema.columns.len();
+        let mut column = self.schema.columns.len();
         let unique = declared.unique;
         self.schema.columns.push(declared.column.added_with(absent));
         self.extras.columns.push(declared.extras);
+        self.sources.push(None);
+        if let Some(position) = position {
+            column = self.place(column, position)?;
+        }
         if unique {
-            self.add_index(None, IndexKind::Unique, vec![position])?;
+            self.add_index(None, IndexKind::Unique, vec![column])?;
         }
         Ok(())
     }
@@ -238,7 +286,8 @@ impl Altering<'_> {
     }
 
     /// `CHANGE old new type ...` and `MODIFY name type ...`: in place when the column keeps
-    /// its type (its name, default, comment and nullability may change).
+    /// its type and place and stays nullable if it was (its name, default and comment may
+    /// change); copied otherwise.
     fn change_column(
         &mut self,
         old: &ast::Ident,
@@ -247,9 +296,11 @@ impl Altering<'_> {
         options: &[ast::ColumnOption],
         position: &Option<ast::MySQLColumnPosition>,
     ) -> SqlResult<()> {
-        let column = self.column(old)?;
+        let mut column = self.column(old)?;
         self.check_free_name(&new.value, Some(column))?;
-        self.check_position(position.as_ref(), Some(column))?;
+        if let Some(position) = position {
+            column = self.place(column, position)?;
+        }
         let definition = ast::ColumnDef {
             name: new.clone(),
             data_type: data_type.clone(),
@@ -258,18 +309,17 @@ impl Altering<'_> {
                 .collect(),
         };
         let declared = declared_column(&definition, self.table_collation())?;
-        let current = &self.schema.columns[column];
-        let current_extras = &self.extras.columns[column];
+        let current = self.schema.columns[column].clone();
+        let current_extras = self.extras.columns[column].clone();
         if declared.column.column_type != current.column_type
             || declared.extras.sql_type != current_extras.sql_type
             || declared.extras.fraction_digits != current_extras.fraction_digits
         {
-            return Err(needs_copy(format!(
-                "column '{}' changes its type",
-                old.value
-            )));
+            self.copies(format!("column '{}' changes its type", old.value));
         }
-        if declared.auto_increment != (self.table.auto_increment == Some(column)) {
+        let was_auto_increment = self.table.auto_increment.is_some()
+            && self.sources[column] == self.table.auto_increment;
+        if declared.auto_increment != was_auto_increment {
             return Err(needs_copy("AUTO_INCREMENT is added or dropped"));
         }
         if declared.primary {
@@ -280,7 +330,7 @@ impl Altering<'_> {
         let generated = current_extras.generated.clone();
         self.schema.columns[column] = Column {
             nullable,
-            added: current.added.clone(),
+            added: current.added,
             ..declared.column
         };
         self.extras.columns[column] = ColumnExtras {
@@ -331,10 +381,11 @@ impl Altering<'_> {
                 definition.nullable = !self.schema.primary_key.contains(&column);
                 Ok(())
             }
-            AlterColumnOperation::SetNotNull => Err(needs_copy(format!(
-                "column '{}' becomes NOT NULL",
-                name.value
-            ))),
+            AlterColumnOperation::SetNotNull => {
+                definition.nullable = false;
+                self.copies(format!("column '{}' becomes NOT NULL", name.value));
+                Ok(())
+            }
             _ => Err(needs_copy(format!(
                 "column '{}' changes its type",
                 name.value
@@ -342,36 +393,26 @@ impl Altering<'_> {
         }
     }
 
-    /// Where a column goes: only where it is (or, added, last) without copying.
-    fn check_position(
-        &self,
-        position: Option<&ast::MySQLColumnPosition>,
-        column: Option<usize>,
-    ) -> SqlResult<()> {
+    /// Puts `column` where FIRST or AFTER says, if it is not there already (a move copies
+    /// the rows): its position now.
+    fn place(&mut self, column: usize, position: &ast::MySQLColumnPosition) -> SqlResult<usize> {
         let visible: Vec<usize> = (0..self.schema.columns.len())
             .filter(|&c| !super::is_hidden_column(&self.schema.columns[c].name))
-            .filter(|&c| Some(c) != column)
+            .filter(|&c| c != column)
             .collect();
         let stays = match position {
-            None => true,
-            Some(ast::MySQLColumnPosition::First) => match column {
-                Some(column) => visible.first().is_none_or(|&first| column < first),
-                None => visible.is_empty(),
-            },
-            Some(ast::MySQLColumnPosition::After(after)) => {
-                let after = self.column(after)?;
-                match column {
-                    // After the column before it.
-                    Some(column) => visible.iter().rev().find(|&&c| c < column) == Some(&after),
-                    None => visible.last() == Some(&after),
-                }
+            ast::MySQLColumnPosition::First => visible.first().is_none_or(|&first| column < first),
+            // After the column before it.
+            ast::MySQLColumnPosition::After(after) => {
+                visible.iter().rev().find(|&&c| c < column) == Some(&self.column(after)?)
             }
         };
-        if stays {
-            Ok(())
-        } else {
-            Err(needs_copy("a column moves (FIRST or AFTER)"))
+        if !stays {
+            let name = self.schema.columns[column].name.clone();
+            self.move_column(column, position)?;
+            return Ok(self.schema.column_index(&name).unwrap_or(column));
         }
+        Ok(column)
     }
 
     fn add_constraint(&mut self, constraint: &TableConstraint) -> SqlResult<()> {
@@ -409,7 +450,12 @@ impl Altering<'_> {
             _ => {}
         }
         let (name, kind, parts) = index_constraint(constraint)?;
-        let columns = key_parts::columns(parts, &mut self.schema, &mut self.extras, false)?;
+        let columns = key_parts::columns(parts, &mut self.schema, &mut self.extras, true)?;
+        // A new prefix column: every row needs its value, which a copy gives it.
+        if self.sources.len() < self.schema.columns.len() {
+            self.sources.resize(self.schema.columns.len(), None);
+            self.copies("a prefix index adds a hidden column");
+        }
         self.add_index(name.map(|n| n.value.clone()), kind, columns)
     }
 
@@ -479,11 +525,7 @@ impl Altering<'_> {
         if if_exists {
             return Ok(());
         }
-        Err(SqlError::new(
-            1091,
-            "42000",
-            format!("Can't DROP '{name}'; check that column/key exists"),
-        ))
+        Err(cannot_drop(name))
     }
 
     /// Error 1553 when a foreign key the statement keeps needs index `name`: the child's
@@ -521,11 +563,7 @@ impl Altering<'_> {
             if if_exists {
                 return Ok(());
             }
-            return Err(SqlError::new(
-                1091,
-                "42000",
-                format!("Can't DROP '{name}'; check that column/key exists"),
-            ));
+            return Err(cannot_drop(name));
         };
         self.indexes.remove(position);
         let added = (self.plan.add_indexes.iter()).position(|i| i.name.eq_ignore_ascii_case(name));
@@ -549,7 +587,7 @@ impl Altering<'_> {
 /// MySQL's implicit value of a NOT NULL column without a DEFAULT, which the rows a column
 /// is added to get: zero, the empty string, an ENUM's first member. `None` for types
 /// whose implicit value Kista cannot hold (a zero date).
-fn implicit_value(column_type: ColumnType, sql_type: Option<&SqlType>) -> Option<Value> {
+pub(crate) fn implicit_value(column_type: ColumnType, sql_type: Option<&SqlType>) -> Option<Value> {
     match sql_type {
         Some(SqlType::Enum(members)) => return Some(Value::Bytes(members[0].as_bytes().to_vec())),
         Some(SqlType::Set(_)) => return Some(Value::Bytes(Vec::new())),

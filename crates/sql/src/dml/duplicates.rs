@@ -136,6 +136,7 @@ pub(super) fn insert_unless_duplicate(
                 tx.wrote_row(table.table.id, table.key_of(row));
                 tx.undo_insert(&table.table, table.key_of(row))?;
                 tx.transaction.insert(&table.table, row.clone())?;
+                crate::table_copy::mirror(tx, table, (None, Some(row)), ctx)?;
                 written.put(None, row_keys.clone(), row.clone());
                 outcome.affected += 1;
             }
@@ -233,6 +234,7 @@ fn update_duplicate(
     tx.wrote_row(table.table.id, key.clone());
     tx.undo_change(&table.table, existing)?;
     tx.transaction.update(&table.table, &key, changed)?;
+    crate::table_copy::mirror(tx, table, (Some(existing), Some(&updated)), ctx)?;
     Ok(Some(updated))
 }
 

@@ -33,6 +33,7 @@ use crate::expr::{bind, eval, Binder, Expr};
 use crate::select::{self, split_name, SelectPlan};
 use crate::session::{Outcome, Parsed, Session, Tx};
 use crate::subquery::Correlation;
+use crate::table_copy;
 use crate::trigger::{self, Event, Firing, Timing};
 use crate::value::{same_value, to_i64};
 use duplicates::{duplicate_message, insert_unless_duplicate, read_unique_keys, unique_indexes};
@@ -188,7 +189,9 @@ fn insert_firing_triggers(
     }
     let rows = &prepared.rows;
     let (affected, ignored) = if !prepared.ignore && prepared.duplicate_update.is_none() {
-        (insert_rows(tx, table, rows, prepared.replace)?, 0)
+        let variable = |name: &str| session.variable(name);
+        let ctx = session.eval_context(params, &[], &variable);
+        (insert_rows(tx, table, rows, prepared.replace, &ctx)?, 0)
     } else {
         let found = read_unique_keys(tx, table, rows)?;
         let variable = |name: &str| session.variable(name);
@@ -238,6 +241,7 @@ fn insert_rows(
     table: &SqlTable,
     rows: &[Vec<Value>],
     replace: bool,
+    ctx: &crate::expr::EvalContext,
 ) -> SqlResult<u64> {
     if replace && tx.recording_undo() {
         record_replaced_rows(tx, table, rows)?;
@@ -250,6 +254,7 @@ fn insert_rows(
             tx.undo_insert(&table.table, table.key_of(row))?;
             tx.transaction.insert(&table.table, row.clone())?;
         }
+        table_copy::mirror(tx, table, (None, Some(row)), ctx)?;
         tx.send_when_full()?;
     }
     tx.execute(true)?;
@@ -848,10 +853,15 @@ fn update_rows(
             tx.undo_insert(&table.table, table.key_of(&new_row))?;
             // Foreign keys referencing the row follow their ON UPDATE rule.
             tx.transaction.delete_moving_key(&table.table, &key)?;
+            table_copy::mirror(tx, table, (Some(row), Some(&new_row)), &ctx)?;
             tx.transaction.insert(&table.table, new_row)?;
         } else {
             tx.wrote_row(table.table.id, key.clone());
             tx.undo_change(&table.table, row)?;
+            if table.mirror.is_some() {
+                let new_row = with_changes(row, &changed);
+                table_copy::mirror(tx, table, (Some(row), Some(&new_row)), &ctx)?;
+            }
             tx.transaction.update(&table.table, &key, changed)?;
         }
         tx.send_when_full()?;
@@ -908,12 +918,15 @@ fn delete_rows(
     rows: &[Vec<Value>],
     firing: &mut Firing,
 ) -> SqlResult<u64> {
+    let variable = |name: &str| session.variable(name);
+    let ctx = session.eval_context(&[], &[], &variable);
     for timing in [Timing::Before, Timing::After] {
         if timing == Timing::After {
             for row in rows {
                 let key = table.key_of(row);
                 tx.undo_change(&table.table, row)?;
                 tx.transaction.delete(&table.table, &key)?;
+                table_copy::mirror(tx, table, (Some(row), None), &ctx)?;
                 tx.send_when_full()?;
             }
         }

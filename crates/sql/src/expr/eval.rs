@@ -27,6 +27,25 @@ pub struct EvalContext<'a> {
     pub process: Option<&'a crate::processes::Process>,
 }
 
+#[cfg(test)]
+impl EvalContext<'static> {
+    /// A context with nothing around the expression: no parameters, no variables, root.
+    pub(crate) fn bare() -> Self {
+        EvalContext {
+            params: &[],
+            aggregates: &[],
+            database: None,
+            user: "root",
+            connection_id: 1,
+            last_insert_id: 0,
+            found_rows: 0,
+            variable: &|_| None,
+            user_variables: None,
+            process: None,
+        }
+    }
+}
+
 fn bool_value(b: Option<bool>) -> Value {
     match b {
         Some(b) => Value::Int(i64::from(b)),

@@ -151,7 +151,7 @@ pub(super) fn scan_each(
     params: &[Value],
     mut each: impl FnMut(Vec<Value>) -> SqlResult<ControlFlow<()>>,
 ) -> SqlResult<bool> {
-    let lock = tx.read_lock(table.table.id, plan.lock);
+    let lock = tx.lock_to_read(table.table.id, plan.lock);
     let range = match &plan.access {
         Access::Scan => None,
         range @ Access::Range { .. } => Some(range),
