@@ -245,7 +245,18 @@ impl Altering<'_> {
                 "a new column that is a primary key or AUTO_INCREMENT",
             ));
         }
-        let absent = self.absent_value(&declared.column, &declared.extras)?;
+        // A value no stored row can read in place (one computed from the row's other
+        // columns): each copied row gets its own.
+        let absent = match self.absent_value(&declared.column, &declared.extras) {
+            Err(error) if error.code == 1846 => {
+                self.copies(format!(
+                    "column '{}' needs a value per row",
+                    definition.name
+                ));
+                Value::Null
+            }
+            other => other?,
+        };
         let mut column = self.schema.columns.len();
         let unique = declared.unique;
         self.schema.columns.push(declared.column.added_with(absent));

@@ -243,10 +243,11 @@ fn insert_rows(
     replace: bool,
     ctx: &crate::expr::EvalContext,
 ) -> SqlResult<u64> {
-    if replace && tx.recording_undo() {
-        record_replaced_rows(tx, table, rows)?;
-    }
-    for row in rows {
+    let replaced = match replace && tx.recording_undo() {
+        true => record_replaced_rows(tx, table, rows)?,
+        false => Vec::new(),
+    };
+    for (n, row) in rows.iter().enumerate() {
         tx.wrote_row(table.table.id, table.key_of(row));
         if replace {
             tx.transaction.write(&table.table, row.clone())?;
@@ -254,7 +255,8 @@ fn insert_rows(
             tx.undo_insert(&table.table, table.key_of(row))?;
             tx.transaction.insert(&table.table, row.clone())?;
         }
-        table_copy::mirror(tx, table, (None, Some(row)), ctx)?;
+        let old = replaced.get(n).and_then(Option::as_deref);
+        table_copy::mirror(tx, table, (old, Some(row)), ctx)?;
         tx.send_when_full()?;
     }
     tx.execute(true)?;
@@ -263,19 +265,29 @@ fn insert_rows(
 
 /// Under a savepoint, REPLACE first reads the rows it will overwrite (locked), so that
 /// ROLLBACK TO can write them back, or delete the rows it adds.
-fn record_replaced_rows(tx: &mut Tx, table: &SqlTable, rows: &[Vec<Value>]) -> SqlResult<()> {
+/// Returns the rows replaced, in the order of `rows` (which a copying ALTER's mirror undoes
+/// alike).
+fn record_replaced_rows(
+    tx: &mut Tx,
+    table: &SqlTable,
+    rows: &[Vec<Value>],
+) -> SqlResult<Vec<Option<Vec<Value>>>> {
     let add = |tx: &mut Tx, row: &Vec<Value>| {
         let key = table.key_of(row);
         Ok(tx
             .transaction
             .read(&table.table, &key, LockKind::Exclusive)?)
     };
+    let mut replaced = Vec::with_capacity(rows.len());
     tx.in_batches(rows, false, add, |tx, row, read, found| {
-        match found.row(read) {
-            Some(existing) => tx.undo_change(&table.table, existing),
+        let existing = found.row(read).map(<[Value]>::to_vec);
+        replaced.push(existing.clone());
+        match existing {
+            Some(existing) => tx.undo_change(&table.table, &existing),
             None => tx.undo_insert(&table.table, table.key_of(row)),
         }
-    })
+    })?;
+    Ok(replaced)
 }
 
 /// The columns an INSERT names (all SQL sees, in order, when it names none).

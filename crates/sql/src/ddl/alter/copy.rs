@@ -269,6 +269,9 @@ mod tests {
         assert_eq!(copy.reason, "column 'b' changes its type");
         let copy = copied(TABLE, "ALTER TABLE t MODIFY a INT NOT NULL");
         assert_eq!(copy.reason, "column `a` becomes NOT NULL");
+        let copy = copied(TABLE, "ALTER TABLE t ADD COLUMN twice INT DEFAULT (a * 2)");
+        assert_eq!(copy.reason, "column 'twice' needs a value per row");
+        assert_eq!(copy.sources.last(), Some(&None));
         let copy = copied(TABLE, "ALTER TABLE t ADD KEY bp (b(2))");
         assert_eq!(
             copy.sources.last(),
