@@ -52,3 +52,4 @@ echo
 grep -E "transactions:|queries:|ignored errors:|min:|avg:|max:|99th percentile:" "$dir/run.log"
 mysql -h 127.0.0.1 -P "$kista_port" -u root sbtest -e \
   "SELECT COUNT(*), SUM(note = 'none') FROM sbtest1; SHOW INDEX FROM sbtest1"
+grep -h "ALTER TABLE" "$dir"/kista/logs/*.log || true

@@ -41,6 +41,7 @@ mod checkpoint;
 mod copy;
 mod deadlock;
 mod index_build;
+mod reclaim;
 mod redo;
 mod restore;
 
@@ -118,6 +119,8 @@ pub struct LocalDataManager {
     /// Definitions confirmed once their new ordered indexes are built (`index_build.rs`).
     definition_builds: Vec<index_build::PendingDefinition>,
     next_definition_build: u64,
+    /// Partitions of dropped tables, freed a slice at a time (`ldm/reclaim.rs`).
+    reclaiming: Vec<Arc<RwLock<Partition>>>,
 }
 
 fn lock_partition(partition: &RwLock<Partition>) -> RwLockWriteGuard<'_, Partition> {
@@ -162,6 +165,7 @@ impl LocalDataManager {
             restore: None,
             definition_builds: Vec::new(),
             next_definition_build: 0,
+            reclaiming: Vec::new(),
         }
     }
 
@@ -201,6 +205,7 @@ impl LocalDataManager {
                 for partition in table.partitions.keys() {
                     self.registry.withdraw(table_id, *partition);
                 }
+                self.reclaim(ctx, table.partitions.into_values());
             }
             return Ok(Vec::new());
         }
@@ -1143,6 +1148,8 @@ impl Block for LocalDataManager {
             FileReply::from_signal(signal).map(|reply| self.file_replied(ctx, reply))
         } else if number == IndexBuildSlice::NUMBER {
             IndexBuildSlice::from_signal(signal).map(|s| self.index_build_slice(ctx, s))
+        } else if number == ReclaimSlice::NUMBER {
+            ReclaimSlice::from_signal(signal).map(|_| self.reclaim_slice(ctx))
         } else if number == LocalCheckpointStep::NUMBER {
             LocalCheckpointStep::from_signal(signal).map(|s| self.local_checkpoint_step(ctx, s))
         } else if number == LdmRestore::NUMBER {

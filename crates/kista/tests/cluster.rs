@@ -138,6 +138,54 @@ fn report_memory_shows_each_data_nodes_data_memory() {
     assert!(stdout.contains("node 2: not connected"), "{stdout}");
 }
 
+/// The data memory `report memory` shows node `id` using, in bytes.
+fn memory_used(cluster: &TestCluster, id: u8) -> f64 {
+    let (_, stdout, _) = cluster.mgm("report memory");
+    let line = (stdout.lines())
+        .find(|line| line.starts_with(&format!("node {id}: data memory ")))
+        .unwrap_or_else(|| panic!("no line for node {id}: {stdout}"));
+    let used = line
+        .split("data memory ")
+        .nth(1)
+        .and_then(|rest| rest.split(" used").next());
+    let (number, unit) = used.and_then(|used| used.split_once(' ')).expect("a size");
+    let number: f64 = number.parse().expect("a number");
+    number
+        * match unit {
+            "B" => 1.0,
+            "KiB" => 1024.0,
+            "MiB" => 1024.0 * 1024.0,
+            other => panic!("unit {other} in {line}"),
+        }
+}
+
+#[test]
+fn a_dropped_tables_memory_returns_to_every_node() {
+    let cluster = TestCluster::start(2, 2);
+    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    create_chains_table(&client);
+    let table = client.open_table(CHAINS_TABLE).expect("the table");
+    // The reports come each heartbeat: wait until they show the table's rows.
+    let empty = memory_used(&cluster, 1);
+    write_rows(&client, 0..20_000, 1, ExecuteMode::Commit);
+    let deadline = std::time::Instant::now() + SELF_STOP_LIMIT;
+    while memory_used(&cluster, 1) < empty + 1024.0 * 1024.0 {
+        assert!(std::time::Instant::now() < deadline, "the rows show");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    client.drop_table(&table).expect("dropped");
+    // Freed a slice at a time (`ldm/reclaim.rs`), all of it in the end, on both nodes.
+    for id in [1, 2] {
+        while memory_used(&cluster, id) > empty + 256.0 * 1024.0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "node {id} freed the rows"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
 #[test]
 fn clients_reach_rows_on_every_node_of_a_one_replica_cluster() {
     // Each node holds half the partitions and no copy of the other half: every read of a

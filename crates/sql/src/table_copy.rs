@@ -260,6 +260,7 @@ fn copy_and_switch(
     };
     let started = Instant::now();
     let rows = copy_rows(session, &old, mirror)?;
+    let copied = started.elapsed();
     let catalog = &session.catalog;
     let (database, name) = (old.database.as_str(), old.name.as_str());
     catalog.forget(database, name);
@@ -267,12 +268,16 @@ fn copy_and_switch(
     let client = catalog.client();
     // The versions the mirror was opened at: a change since refuses the switch (241).
     client.replace_table(&old.table, &mirror.target.table)?;
+    let switched = started.elapsed();
     catalog.superseded.record(old.table.id);
     catalog.forget_all();
     client.drop_table(&old.table)?;
     eprintln!(
-        "kista sql: ALTER TABLE {database}.{name} copied {rows} rows ({reason}) in {:.1} s",
-        started.elapsed().as_secs_f64()
+        "kista sql: ALTER TABLE {database}.{name} copied {rows} rows ({reason}) in {:.1} s, \
+         switched in {} ms, dropped the old table in {} ms",
+        copied.as_secs_f64(),
+        (switched - copied).as_millis(),
+        (started.elapsed() - switched).as_millis()
     );
     Ok(())
 }

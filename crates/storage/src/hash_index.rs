@@ -64,6 +64,25 @@ impl HashIndex {
         Some(row)
     }
 
+    /// Frees up to `entries` entries of an index being dropped: how many it freed.
+    pub fn release_some(&mut self, entries: usize) -> usize {
+        if self.entries.len() <= entries {
+            let released = self.entries.len();
+            for (key, _) in self.entries.drain() {
+                self.memory.release(charge(&key));
+            }
+            return released;
+        }
+        // From the front of the table, whose emptied buckets the next slice passes quickly.
+        let keys: Vec<Box<[u8]>> = self.entries.keys().take(entries).cloned().collect();
+        for key in &keys {
+            if self.entries.remove(key).is_some() {
+                self.memory.release(charge(key));
+            }
+        }
+        keys.len()
+    }
+
     pub fn len(&self) -> usize {
         self.entries.len()
     }

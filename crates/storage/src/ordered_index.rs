@@ -135,6 +135,19 @@ impl OrderedIndex {
         removed
     }
 
+    /// Frees up to `entries` entries of an index being dropped: how many it freed.
+    pub fn release_some(&mut self, entries: usize) -> usize {
+        let mut released = 0;
+        while released < entries {
+            let Some((key, _)) = self.entries.pop_last() else {
+                break;
+            };
+            self.memory.release(charge(&key));
+            released += 1;
+        }
+        released
+    }
+
     pub fn len(&self) -> usize {
         self.entries.len()
     }

@@ -469,6 +469,24 @@ impl Partition {
     /// slice at a time, so no single step holds the partition for the whole table; writes
     /// keep the entries of the rows they change meanwhile, and scans refuse it until it is
     /// built. (A unique index has no entries here: this is `add_index`.)
+    /// Frees up to `entries` rows and index entries of a partition whose table was
+    /// dropped (nothing reads or writes it any more): whether all are freed. Freed in
+    /// slices, a dropped table of a million rows does not hold its thread for seconds.
+    pub fn release_some(&mut self, entries: usize) -> bool {
+        let mut budget = entries;
+        for index in &mut self.indexes {
+            if let indexes::Entries::Ordered(tree) = &mut index.entries {
+                budget -= tree.release_some(budget);
+            }
+        }
+        budget -= self.primary.release_some(budget);
+        self.rows.release_some(budget);
+        let ordered_left = (self.indexes.iter()).any(
+            |index| matches!(&index.entries, indexes::Entries::Ordered(tree) if !tree.is_empty()),
+        );
+        !ordered_left && self.primary.is_empty() && self.rows.is_released()
+    }
+
     pub fn add_index_building(
         &mut self,
         id: IndexId,

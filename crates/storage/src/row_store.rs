@@ -187,6 +187,34 @@ impl RowStore {
     }
 }
 
+impl RowStore {
+    /// Whether [`RowStore::release_some`] freed every row and page.
+    pub fn is_released(&self) -> bool {
+        self.var_parts.is_empty() && self.pages.is_empty()
+    }
+
+    /// Frees up to `rows` rows of a store being dropped, from its last slot, and its pages
+    /// once no row is left: how many slots it freed.
+    pub fn release_some(&mut self, rows: usize) -> usize {
+        let mut released = 0;
+        while released < rows {
+            let Some(var) = self.var_parts.pop() else {
+                break;
+            };
+            self.memory.release(var.map_or(0, |v| var_charge(v.len())));
+            released += 1;
+        }
+        if self.var_parts.is_empty() {
+            self.memory.release((self.pages.len() * PAGE_BYTES) as u64);
+            self.pages = Vec::new();
+            self.live = Vec::new();
+            self.free_slots = Vec::new();
+            self.live_rows = 0;
+        }
+        released
+    }
+}
+
 impl Drop for RowStore {
     fn drop(&mut self) {
         let var: u64 = self

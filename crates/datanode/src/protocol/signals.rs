@@ -981,6 +981,11 @@ typed_signal! {
     IndexBuildSlice = 145 { id: u64, }
 }
 typed_signal! {
+    /// An `ldm` frees the next slice of a dropped table's rows (sent to itself:
+    /// `ldm/reclaim.rs`).
+    ReclaimSlice = 147 {}
+}
+typed_signal! {
     /// An `ldm`'s local checkpoint `id` goes on (sent to itself, delayed to keep the
     /// checkpoint's disk writes to their speed).
     LocalCheckpointStep = 220 { id: u64, }

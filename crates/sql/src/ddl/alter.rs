@@ -53,6 +53,18 @@ pub struct AlterPlan {
     pub copy: Option<CopyPlan>,
 }
 
+/// What a front end binds when it opens the table must bind with the new columns: its
+/// computed defaults, CHECK constraints and triggers (a column they name may be gone or
+/// renamed), or no front end could open it again.
+fn check_opens(schema: &TableSchema, extras: &TableExtras) -> SqlResult<()> {
+    defaults::check_computed(schema, extras)?;
+    super::checks::BoundChecks::of(schema, extras)?;
+    for trigger in &extras.triggers {
+        crate::trigger::Trigger::prepare(trigger.clone(), schema)?;
+    }
+    Ok(())
+}
+
 /// Error 1091: no column or key `name` to drop.
 fn cannot_drop(name: &str) -> SqlError {
     SqlError::new(
@@ -135,8 +147,7 @@ pub fn plan(
         )?;
         return Ok(plan);
     }
-    // What a front end binds when it opens the table must bind now.
-    defaults::check_computed(&schema, &extras)?;
+    check_opens(&schema, &extras)?;
     schema.extra_metadata = extras.encode(&schema);
     if schema != *table.schema() {
         plan.schema = Some(schema);

@@ -761,3 +761,30 @@ fn an_index_built_a_slice_at_a_time_under_writes_ends_as_one_built_at_once() {
         .scan_committed(&range, None, None, 10, |_, _| true)
         .is_ok());
 }
+
+#[test]
+fn a_dropped_partition_is_freed_a_slice_at_a_time_down_to_nothing() {
+    let (memory, mut users) = users(64 << 20);
+    let before_rows = memory.used_bytes();
+    for id in 0..3_000 {
+        let email = format!("user{id}@example.com");
+        insert(&mut users, T1, user(id, Some(&email), Some(id % 90))).unwrap();
+    }
+    users.commit(T1, 1);
+    let full = memory.used_bytes();
+    assert!(full > before_rows);
+    let mut slices = 0;
+    let mut last = full;
+    while !users.release_some(1_000) {
+        slices += 1;
+        let now = memory.used_bytes();
+        assert!(now <= last, "slice {slices}: {last} then {now}");
+        last = now;
+        assert!(slices < 100, "the release ends");
+    }
+    // 3,000 rows, their primary and ordered entries: at least 9 slices of 1,000.
+    assert!(slices >= 8, "{slices} slices");
+    assert!(last < full);
+    drop(users);
+    assert_eq!(memory.used_bytes(), 0, "freed once, nothing twice");
+}

@@ -163,8 +163,7 @@ pub(super) fn finish(
     for column in &mut schema.columns {
         column.added = None;
     }
-    crate::ddl::defaults::check_computed(&schema, &extras)?;
-    crate::ddl::checks::BoundChecks::of(&schema, &extras)?;
+    super::check_opens(&schema, &extras)?;
     schema.extra_metadata = extras.encode(&schema);
     plan.copy = Some(CopyPlan {
         schema,
