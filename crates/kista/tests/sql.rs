@@ -248,7 +248,7 @@ fn long_results_go_to_the_client_as_the_scan_reads_them() {
 }
 
 #[test]
-fn alter_table_runs_in_place_under_a_write_load_with_no_failed_transaction() {
+fn alter_table_runs_in_place_and_by_copy_under_a_write_load_keeping_every_row() {
     run_pymysql_script("alter_table.py", "alter table ok");
 }
 
