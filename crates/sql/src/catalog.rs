@@ -668,19 +668,29 @@ impl Catalog {
     /// Replaces what SQL keeps of `table` beyond its storage schema (its triggers, ...).
     /// Error 1412 (retried by the session) when the table changed since it was opened.
     pub fn alter_extras(&self, table: &SqlTable, extras: &TableExtras) -> SqlResult<()> {
-        let metadata = extras.encode(table.schema());
-        self.forget(&table.database, &table.name);
-        self.client.alter_extra_metadata(&table.table, metadata)?;
-        Ok(())
+        self.change_extras(table, extras, false)
     }
 
     /// [`Catalog::alter_extras`], answered once the transactions open at the change have
     /// ended (a copying ALTER's mirror: `table_copy.rs`).
     pub fn alter_extras_drained(&self, table: &SqlTable, extras: &TableExtras) -> SqlResult<()> {
+        self.change_extras(table, extras, true)
+    }
+
+    fn change_extras(
+        &self,
+        table: &SqlTable,
+        extras: &TableExtras,
+        drained: bool,
+    ) -> SqlResult<()> {
         let metadata = extras.encode(table.schema());
         self.forget(&table.database, &table.name);
-        self.client
-            .alter_extra_metadata_drained(&table.table, metadata)?;
+        match drained {
+            true => self
+                .client
+                .alter_extra_metadata_drained(&table.table, metadata)?,
+            false => self.client.alter_extra_metadata(&table.table, metadata)?,
+        };
         Ok(())
     }
 

@@ -111,6 +111,15 @@ impl SqlError {
         Self::new(1242, "21000", "Subquery returns more than 1 row")
     }
 
+    /// 1364: a NOT NULL column without a default that a row gives no value.
+    pub fn no_default(column: &str) -> Self {
+        Self::new(
+            1364,
+            "HY000",
+            format!("Field '{column}' doesn't have a default value"),
+        )
+    }
+
     pub fn not_null(column: &str) -> Self {
         Self::new(1048, "23000", format!("Column '{column}' cannot be null"))
     }

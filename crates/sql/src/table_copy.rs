@@ -122,15 +122,8 @@ fn filled(table: &SqlTable, column: usize, row: &[Value], ctx: &EvalContext) -> 
     if definition.nullable {
         return Ok(Value::Null);
     }
-    crate::ddl::alter::implicit_value(definition.column_type, table.sql_type(column)).ok_or_else(
-        || {
-            SqlError::new(
-                1364,
-                "HY000",
-                format!("Field '{}' doesn't have a default value", definition.name),
-            )
-        },
-    )
+    crate::ddl::alter::implicit_value(definition.column_type, table.sql_type(column))
+        .ok_or_else(|| SqlError::no_default(&definition.name))
 }
 
 /// Mirrors a write of `table` in `tx` into the table its copying ALTER fills, if one is

@@ -16,7 +16,7 @@ use super::{Dictionary, Reply};
 use crate::protocol::*;
 
 /// What the replaced table is renamed to, to be dropped by the client.
-pub(super) fn replaced_name(name: &str) -> String {
+fn replaced_name(name: &str) -> String {
     format!("{name}/#replaced")
 }
 

@@ -76,14 +76,19 @@ fn refuse_taken_name(session: &Session, database: &str, name: &str) -> SqlResult
         let taken = (opened.table.foreign_keys().iter())
             .any(|key| key.child_table == id && key.name.eq_ignore_ascii_case(name));
         if taken {
-            return Err(SqlError::new(
-                1826,
-                "HY000",
-                format!("Duplicate foreign key constraint name '{name}'"),
-            ));
+            return Err(duplicate_name(name));
         }
     }
     Ok(())
+}
+
+/// Error 1826: a foreign key of that name exists in the database.
+fn duplicate_name(name: &str) -> SqlError {
+    SqlError::new(
+        1826,
+        "HY000",
+        format!("Duplicate foreign key constraint name '{name}'"),
+    )
 }
 
 /// A refusal of the dictionary's as MySQL words it: a duplicate name (1826), else 1215.
@@ -93,11 +98,7 @@ fn refused(name: &str, error: ClientError) -> SqlError {
             code: 4256,
             message,
             ..
-        } if message.contains("exists") => SqlError::new(
-            1826,
-            "HY000",
-            format!("Duplicate foreign key constraint name '{name}'"),
-        ),
+        } if message.contains("exists") => duplicate_name(name),
         ClientError::Node {
             code: 4256,
             message,

@@ -131,11 +131,7 @@ pub fn plan(
         ..
     } = altering;
     if copy_reason.is_none() {
-        let mut in_place = schema.clone();
-        in_place.extra_metadata = extras.encode(&in_place);
-        if let Err(reason) = in_place.in_place_change_from(table.schema()) {
-            copy_reason = Some(reason);
-        }
+        copy_reason = schema.in_place_change_from(table.schema()).err();
     }
     if let Some(reason) = copy_reason {
         copy::finish(

@@ -280,10 +280,10 @@ fn record_replaced_rows(
     };
     let mut replaced = Vec::with_capacity(rows.len());
     tx.in_batches(rows, false, add, |tx, row, read, found| {
-        let existing = found.row(read).map(<[Value]>::to_vec);
-        replaced.push(existing.clone());
+        let existing = found.row(read);
+        replaced.push(existing.map(<[Value]>::to_vec));
         match existing {
-            Some(existing) => tx.undo_change(&table.table, &existing),
+            Some(existing) => tx.undo_change(&table.table, existing),
             None => tx.undo_insert(&table.table, table.key_of(row)),
         }
     })?;
@@ -446,13 +446,7 @@ fn complete_row(
                 }
                 (None, Some(default)) => default.clone(),
                 (None, None) if definition.nullable => Value::Null,
-                (None, None) => {
-                    return Err(SqlError::new(
-                        1364,
-                        "HY000",
-                        format!("Field '{}' doesn't have a default value", definition.name),
-                    ));
-                }
+                (None, None) => return Err(SqlError::no_default(&definition.name)),
             },
         });
     }
