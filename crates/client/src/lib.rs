@@ -331,7 +331,7 @@ impl Client {
             me,
             _heartbeats: heartbeats,
             _lease: lease,
-            next_id: AtomicU64::new(1),
+            next_id: AtomicU64::new(first_id()),
         })
     }
 
@@ -718,4 +718,16 @@ impl Client {
             .send(&signal, section)
             .map_err(|reason| nodes::lost_connection_error(node, false, &reason))
     }
+}
+
+/// The first transaction, scan and request id of a client: the microseconds since the
+/// epoch, so a client that takes the node id of one gone a moment ago (a restarted SQL
+/// front end) numbers its work apart from whatever the data nodes still finish for the
+/// old one (the old one would have had to take more than one id a microsecond over its
+/// whole life to reach the new one's first).
+fn first_id() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |since| since.as_micros() as u64)
+        .max(1)
 }

@@ -15,7 +15,6 @@
 
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use kista_runtime::section_pool::SectionPoolExhausted;
 use kista_runtime::{Block, Context};
@@ -34,6 +33,7 @@ mod durable;
 mod failures;
 mod foreign_keys;
 mod gcp;
+mod idle;
 mod reads_here;
 mod restart;
 mod scans;
@@ -124,6 +124,9 @@ struct Transaction {
     /// Its abort goes along each participant's chain (`AbortAlong`): it began with
     /// operations still under way.
     aborts_along_chains: bool,
+    /// Its client's connection to this node closed: it ends when it next waits for the
+    /// client (`tc/idle.rs`).
+    client_lost: bool,
 }
 
 /// A partition that may hold a transaction's locks or changes.
@@ -991,48 +994,6 @@ impl TransactionCoordinator {
         drop(bytes);
         self.router.update(levels);
     }
-
-    // ----- inactivity -----
-
-    fn start_ticking(&mut self, ctx: &mut Context) {
-        if !self.ticking {
-            self.ticking = true;
-            let tick = CoordinatorTick {}.to_signal(ctx.address(), ctx.address());
-            ctx.send_delayed(tick, Duration::from_millis(INACTIVITY_CHECK_MS));
-        }
-    }
-
-    fn tick(&mut self, ctx: &mut Context) {
-        self.ticking = false;
-        let now = ctx.now_ns();
-        let limit_ns = self
-            .settings
-            .transaction_inactive_timeout_ms
-            .saturating_mul(1_000_000);
-        let idle: Vec<u64> = self
-            .transactions
-            .iter()
-            .filter(|(_, t)| {
-                t.phase == Phase::Executing && t.outstanding == 0 && t.batch_end.is_none()
-            })
-            .filter(|(_, t)| now.saturating_sub(t.last_activity_ns) > limit_ns)
-            .map(|(&id, _)| id)
-            .collect();
-        for id in idle {
-            if let Some(transaction) = self.transactions.get_mut(&id) {
-                let message = format!(
-                    "the transaction was idle for more than {} ms and was aborted",
-                    self.settings.transaction_inactive_timeout_ms
-                );
-                transaction.failure = Some((ErrorCode::TransactionInactive, 0, message));
-                self.start_abort(ctx, id);
-            }
-        }
-        self.close_idle_scans(ctx, now, limit_ns);
-        if !self.transactions.is_empty() || !self.scans.is_empty() {
-            self.start_ticking(ctx);
-        }
-    }
 }
 
 /// Tells a client its request does not fit the transaction's state (it is committing,
@@ -1360,6 +1321,8 @@ impl Block for TransactionCoordinator {
                 .map(|report| self.takeover_report(ctx, report, signal.sender()))
         } else if number == CoordinatorTick::NUMBER {
             CoordinatorTick::from_signal(signal).map(|_| self.tick(ctx))
+        } else if number == ClientLost::NUMBER {
+            ClientLost::from_signal(signal).map(|lost| self.client_lost(ctx, lost))
         } else if number == TableDefinition::NUMBER {
             TableDefinition::from_signal(signal).map(|d| self.define_table(ctx, d, signal.sender()))
         } else {

@@ -267,6 +267,52 @@ fn an_idle_transaction_is_aborted_after_the_inactivity_timeout() {
     assert_eq!(result.outcome, Committed, "the row lock was freed");
 }
 
+#[test]
+fn a_lost_clients_transactions_are_aborted_at_once_freeing_their_locks() {
+    let mut settings = settings();
+    settings.transaction_inactive_timeout_ms = 60_000;
+    let (mut node, table) = node_with_accounts(settings, 1 << 24);
+    node.execute(1, table, vec![insert(1, "ann", 100)], Commit);
+    // One transaction idle between batches, one waiting for a lock the first holds.
+    let idle = node.execute(2, table, vec![set_balance(1, 5)], NoCommit);
+    assert_eq!(idle.outcome, Open);
+    node.send_batch(3, table, vec![set_balance(1, 7)], NoCommit);
+    node.run_for_ms(100);
+    let lost_at_ns = node.now_ns();
+    node.lose_client();
+    // The idle one ends at once; the waiter gets the lock, then ends as its batch does.
+    let result = node
+        .batch_result(2, u64::MAX)
+        .expect("the lost client's idle transaction is aborted");
+    assert_eq!(result.outcome, Aborted);
+    assert!(
+        result.message.contains("connection of its client"),
+        "{}",
+        result.message
+    );
+    let result = node
+        .batch_result(3, u64::MAX)
+        .expect("the waiter's batch ends");
+    assert_eq!(
+        result.outcome, Open,
+        "the waiter got the lock the aborted one freed"
+    );
+    let result = node
+        .batch_result(3, u64::MAX)
+        .expect("the lost client's transaction ends once it waits for the client");
+    assert_eq!(result.outcome, Aborted);
+    let result = node.execute(4, table, vec![set_balance(1, 9)], Commit);
+    assert_eq!(
+        result.outcome, Committed,
+        "no lock of the lost client is left"
+    );
+    assert!(
+        node.now_ns() - lost_at_ns < 1_000 * MS,
+        "freed well within the inactivity timeout and the lock wait timeout"
+    );
+    assert_eq!(balance_of(&mut node, table, 5, 1), Some(9));
+}
+
 fn set_owner(id: i64, owner: &str) -> Op {
     Op {
         kind: OperationKind::Update,

@@ -13,7 +13,7 @@ use kista_datanode::cluster::NodeSet;
 use kista_datanode::membership::membership_address;
 use kista_datanode::node::{data_node_blocks, data_node_start_signals, NodeSettings};
 use kista_datanode::protocol::{
-    check_client_signal, LoadLevelsBody, LoadReport, NodeInfo, NodeSuspected,
+    check_client_signal, ClientLost, LoadLevelsBody, LoadReport, NodeInfo, NodeSuspected,
 };
 use kista_datanode::router::{load_report, LOAD_REPORT_INTERVAL_MS};
 use kista_runtime::io::{DiskStorage, FileStorage};
@@ -21,7 +21,7 @@ use kista_runtime::thread_config::ThreadLayout;
 use kista_runtime::{start, Module, RunningNode, RuntimeOptions};
 use kista_signal::{NodeId, TypedSignal};
 use kista_storage::memory::DataMemory;
-use kista_transport::peers::Peers;
+use kista_transport::peers::{ConnectionLost, Peers};
 use kista_transport::server::{ClientIds, Server, ServerOptions};
 
 pub struct DataNodeOptions {
@@ -72,6 +72,7 @@ impl DataNodeProcess {
             validate: Arc::new(|signal, _section, client| check_client_signal(signal, client)),
             peers: with_suspicion_on_loss(options.peers, options.node),
             admin: None,
+            on_client_lost: Some(abort_lost_clients_work(settings)),
         };
         let mut server = Server::bind(options.bind, server_options)
             .map_err(|e| format!("cannot listen on {}: {e}", options.bind))?;
@@ -151,6 +152,21 @@ fn with_suspicion_on_loss(mut peers: Peers, node: NodeId) -> Peers {
         let _ = injector.inject(suspicion.to_signal(membership, membership), &[]);
     }));
     peers
+}
+
+/// What a lost client connection means: every coordinator ends the client's transactions
+/// and scans, freeing their locks at once (NDB's API failure handling).
+fn abort_lost_clients_work(settings: &NodeSettings) -> ConnectionLost {
+    let coordinators: Vec<_> = settings.tc_addresses().collect();
+    Arc::new(move |lost, injector| {
+        let notice = ClientLost {
+            client_node: u32::from(lost.0),
+        };
+        for &tc in &coordinators {
+            // A stopping node needs no news.
+            let _ = injector.inject(notice.to_signal(tc, tc), &[]);
+        }
+    })
 }
 
 /// Every [`LOAD_REPORT_INTERVAL_MS`], turns the thread statistics into load levels and

@@ -584,6 +584,29 @@ fn a_statement_collecting_more_than_the_result_memory_fails_with_1104_and_nothin
 }
 
 #[test]
+fn a_killed_front_ends_transactions_free_their_row_locks_at_once() {
+    let up = Up::start("lost-front-end");
+    let create = "CREATE DATABASE l; CREATE TABLE l.t (id INT PRIMARY KEY, v INT); \
+                  INSERT INTO l.t VALUES (1, 0);";
+    let (_, errors) = mysql_script(up.sql_port, create);
+    assert!(errors.is_empty(), "{errors}");
+    let mut second = KistaProcess::spawn(&["sql", "--mgm", &up.mgm, "--port", "0"]);
+    let mut holder = RawMysql::connect(second.address.port());
+    holder.run("BEGIN").unwrap();
+    holder.run("UPDATE l.t SET v = 1 WHERE id = 1").unwrap();
+    second.kill();
+    // Each data node ends the lost front end's transactions as its connections close
+    // (ClientLost): the row's lock is free before this write's lock wait timeout
+    // (1,200 ms) ends, where the inactivity timeout alone would have held it 10 s.
+    let (out, errors) = mysql_script(
+        up.sql_port,
+        "UPDATE l.t SET v = 2 WHERE id = 1; SELECT v FROM l.t WHERE id = 1;",
+    );
+    assert!(errors.is_empty(), "{errors}");
+    assert_eq!(out.lines().nth(1), Some("2"), "{out}");
+}
+
+#[test]
 fn two_front_ends_share_tables_and_counters_and_survive_each_others_schema_changes() {
     let up = Up::start("two-front-ends");
     let second = KistaProcess::spawn(&["sql", "--mgm", &up.mgm, "--port", "0"]);
@@ -800,6 +823,21 @@ impl RawMysql {
         let mut payload = vec![0; length];
         self.stream.read_exact(&mut payload).unwrap();
         payload
+    }
+
+    /// Runs `sql`, a statement that returns no rows (COM_QUERY): Ok, or the error's code.
+    fn run(&mut self, sql: &str) -> Result<(), u16> {
+        let mut command = vec![0x03];
+        command.extend_from_slice(sql.as_bytes());
+        self.write_packet(0, &command);
+        let answer = self.read_packet();
+        match answer[0] {
+            0xFF => Err(u16::from_le_bytes([answer[1], answer[2]])),
+            first => {
+                assert_eq!(first, 0, "an OK packet: {answer:?}");
+                Ok(())
+            }
+        }
     }
 
     /// Reads packets up to and including an EOF packet.

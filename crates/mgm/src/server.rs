@@ -111,6 +111,7 @@ impl ManagementServer {
             }),
             peers,
             admin: Some(Arc::new(move |stream| admin_state.serve_admin(stream))),
+            on_client_lost: None,
         };
         let mut transport = Server::bind(options.bind, transport_options)
             .map_err(|e| format!("cannot listen on {}: {e}", options.bind))?;

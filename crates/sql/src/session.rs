@@ -421,9 +421,18 @@ impl<'c> Session<'c> {
                 self.execute_once(parsed, cache, params, sink)
             }
             // The transaction fails whole (MySQL's 1412: retry it), and the next one looks
-            // its tables up again.
+            // its tables up again. The front end may have found the change itself (a
+            // copying ALTER's mirror gone while the name was looked up), with the cluster's
+            // transaction still open: it is rolled back here, or a write of an earlier
+            // statement waiting for the next batch would commit with the client's next
+            // COMMIT, or BEGIN (which commits what is open, and is how sysbench restarts).
             Err(error) if error.stale_schema => {
                 self.catalog.forget_all();
+                if in_transaction {
+                    // A rollback that fails leaves nothing to commit either: the transaction
+                    // is taken from the session before it is sent.
+                    let _ = self.rollback();
+                }
                 match error.code {
                     1412 => Err(error),
                     _ => Err(SqlError::definition_changed(&error.message)),

@@ -20,8 +20,9 @@ use crate::connection::Connection;
 use crate::handshake::{self, HandshakeError, Role};
 use crate::server::Shared;
 
-/// Called on the receive thread when a peer's connection closes, with the node's injector.
-pub type PeerLost = Arc<dyn Fn(NodeId, &Injector) + Send + Sync>;
+/// Called on the receive thread when a peer's (or a client's) connection closes, with its
+/// node id and the node's injector.
+pub type ConnectionLost = Arc<dyn Fn(NodeId, &Injector) + Send + Sync>;
 
 /// Pause between rounds of dialing the peers that are not connected.
 pub const DIAL_INTERVAL: Duration = Duration::from_millis(100);
@@ -35,7 +36,7 @@ pub struct Peers {
     pub accept: Vec<NodeId>,
     /// The peers this node dials itself, with their `host:port`.
     pub dial: Vec<(NodeId, String)>,
-    pub on_lost: Option<PeerLost>,
+    pub on_lost: Option<ConnectionLost>,
 }
 
 impl Peers {

@@ -59,6 +59,9 @@ pub struct ServerOptions {
     pub peers: Peers,
     /// The management text protocol; without it admin connections are refused.
     pub admin: Option<AdminHandler>,
+    /// Called when a client's connection closes, before its node id can be given to
+    /// another: the node's blocks end what the client left open.
+    pub on_client_lost: Option<crate::peers::ConnectionLost>,
 }
 
 pub(crate) struct Shared {
@@ -377,6 +380,13 @@ impl Shared {
                 let _ = sender.join();
             }
             (Err(error), _) => connection.close(format!("setting up failed: {error}")),
+        }
+        // Told before the id is free again: a client that takes it next never has its
+        // transactions taken for the lost one's.
+        if let (false, Some(on_lost), Some(injector)) =
+            (is_peer, &self.options.on_client_lost, self.injector.get())
+        {
+            on_lost(connection.peer, injector);
         }
         self.unregister(connection);
         let reason = connection.reason().unwrap_or_default();

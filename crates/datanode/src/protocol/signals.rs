@@ -619,6 +619,14 @@ typed_signal! {
     /// The coordinator's periodic look for idle transactions.
     CoordinatorTick = 141 {}
 }
+typed_signal! {
+    /// From a data node's transport to each of its coordinators: the connection of client
+    /// node `client_node` closed. Its open transactions are aborted and its scans closed
+    /// as soon as they wait for it (NDB's API failure handling), freeing their locks
+    /// without waiting out the inactivity timeout. Sent before the client's node id can be
+    /// given to another connection, so it never reaches the next one's transactions.
+    ClientLost = 148 { client_node: u32, }
+}
 
 // ----- deadlock detection: ldm -> tc -> ldm (see `ldm/deadlock.rs`) -----
 

@@ -14,7 +14,7 @@
 
 use kista_runtime::section_pool::SectionPoolExhausted;
 use kista_runtime::Context;
-use kista_signal::{BlockAddress, SectionHandle, TypedSignal};
+use kista_signal::{BlockAddress, NodeId, SectionHandle, TypedSignal};
 
 use super::TransactionCoordinator;
 use crate::cluster::NodeSet;
@@ -49,6 +49,8 @@ pub(super) struct Scan {
     /// The client closed the scan during a round.
     closing: bool,
     last_activity_ns: u64,
+    /// The client's connection to this node closed (`tc/idle.rs`).
+    client_lost: bool,
 }
 
 struct PartitionScan {
@@ -207,6 +209,7 @@ impl TransactionCoordinator {
             failure: None,
             closing: false,
             last_activity_ns: ctx.now_ns(),
+            client_lost: false,
         };
         scan.partitions = (0..table.map.partitions())
             .map(|partition| PartitionScan {
@@ -420,17 +423,32 @@ impl TransactionCoordinator {
             .scans
             .iter()
             .filter(|(_, scan)| scan.awaiting == 0)
-            .filter(|(_, scan)| now_ns.saturating_sub(scan.last_activity_ns) > limit_ns)
+            .filter(|(_, scan)| {
+                scan.client_lost || now_ns.saturating_sub(scan.last_activity_ns) > limit_ns
+            })
             .map(|(&id, _)| id)
             .collect();
         for id in idle {
             if let Some(scan) = self.scans.get_mut(&id) {
-                let message = format!(
-                    "the scan was idle for more than {} ms and was closed",
-                    self.settings.transaction_inactive_timeout_ms
-                );
+                let message = if scan.client_lost {
+                    "the connection of its client closed; the scan was closed".to_string()
+                } else {
+                    format!(
+                        "the scan was idle for more than {} ms and was closed",
+                        self.settings.transaction_inactive_timeout_ms
+                    )
+                };
                 scan.failure = Some((ErrorCode::TransactionInactive, message));
                 self.end_round(ctx, id);
+            }
+        }
+    }
+
+    /// Marks the scans of client node `lost`: closed once their round ends.
+    pub(super) fn scans_client_lost(&mut self, lost: NodeId) {
+        for scan in self.scans.values_mut() {
+            if matches!(scan.owner, ScanOwner::Client { client, .. } if client.node() == lost) {
+                scan.client_lost = true;
             }
         }
     }

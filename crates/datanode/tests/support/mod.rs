@@ -412,6 +412,17 @@ impl Node {
     }
 
     /// Sends a batch of operations as transaction `client_tx`, ending with `mode`.
+    /// What the transport tells every coordinator when the client's connection closes.
+    pub fn lose_client(&mut self) {
+        let notice = ClientLost {
+            client_node: u32::from(CLIENT_NODE.0),
+        };
+        let coordinators: Vec<_> = self.settings.tc_addresses().collect();
+        for tc in coordinators {
+            self.send(notice.to_signal(tc, tc), &[]);
+        }
+    }
+
     pub fn send_batch(
         &mut self,
         client_tx: u64,
