@@ -3,16 +3,14 @@
 //! and every `kista datad` as child processes with their logs under `--dir`, waits until the
 //! management server shows every data node started, prints `kista up: ready` with how to
 //! connect, and on Ctrl-C or SIGTERM shuts the cluster down cleanly (`shutdown`: data nodes
-//! first, then the management server).
+//! first, then the management server). While it runs it supervises its children
+//! (`children.rs`): one that exits unexpectedly is started again.
 //!
 //! The children run in their own process group, so a terminal's Ctrl-C reaches only this
 //! process, which stops them in order.
 
-use std::fs::File;
 use std::net::SocketAddr;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,6 +20,9 @@ use kista_mgm::admin::AdminClient;
 use kista_mgm::size::parse_size;
 
 use crate::Failure;
+use children::{shut_down, supervise, Child, Role, ADMIN_TIMEOUT, POLL, START_LIMIT};
+
+mod children;
 
 #[derive(Args, Debug)]
 pub struct UpArgs {
@@ -71,23 +72,8 @@ pub struct UpArgs {
     durable_commits: bool,
 }
 
-/// The SQL front end's name among the started processes (and its log's).
-const SQL_PROCESS: &str = "sql";
-/// How long the cluster may take to start before `kista up` gives up.
-const START_LIMIT: Duration = Duration::from_secs(120);
-/// How long the cluster may take to stop cleanly before its processes are killed.
-const STOP_LIMIT: Duration = Duration::from_secs(30);
-/// How often the supervisor looks at its children and for a stop request.
-const POLL: Duration = Duration::from_millis(100);
-/// Longest wait for one admin request.
-const ADMIN_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// One process `kista up` started.
-struct Started {
-    name: String,
-    child: Child,
-    log: PathBuf,
-}
+/// How often `kista up` says what it waits for while the data nodes start.
+const START_REPORT_INTERVAL: Duration = Duration::from_secs(5);
 
 pub fn run(args: &UpArgs) -> Result<(), Failure> {
     if args.replicas == 0 || args.data_nodes == 0 || args.data_nodes % args.replicas != 0 {
@@ -109,6 +95,7 @@ pub fn run(args: &UpArgs) -> Result<(), Failure> {
         .canonicalize()
         .map_err(|e| Failure::runtime(format!("{}: {e}", args.dir.display())))?;
     let ports = data_node_ports(args)?;
+    check_ports_free(args, &ports)?;
     let config = configuration(args, &dir, &ports);
     let config_path = dir.join("cluster.toml");
     std::fs::write(&config_path, config)
@@ -123,7 +110,7 @@ pub fn run(args: &UpArgs) -> Result<(), Failure> {
         config_path.display()
     );
 
-    let mut processes = Vec::new();
+    let mut processes: Vec<Child> = Vec::new();
     let started = start_all(args, &dir, &config_path, &mut mgm, &mut processes, &stop);
     if let Err(failure) = started {
         shut_down(&mgm, &mut processes);
@@ -171,6 +158,31 @@ fn data_node_ports(args: &UpArgs) -> Result<Vec<u16>, Failure> {
         .map_err(|e| Failure::runtime(format!("no free port for the data nodes: {e}")))
 }
 
+/// Refuses at once a port that another program listens on: the child would fail to
+/// listen, and clients told the port would reach the other program.
+fn check_ports_free(args: &UpArgs, data_ports: &[u16]) -> Result<(), Failure> {
+    let mut wanted = vec![
+        (args.mgm_port, "--mgm-port", "the management server's"),
+        (args.sql_port, "--sql-port", "the SQL front end's"),
+    ];
+    if args.data_port != 0 {
+        wanted.extend(
+            data_ports
+                .iter()
+                .map(|&port| (port, "--data-port", "a data node's")),
+        );
+    }
+    for (port, option, whose) in wanted.into_iter().filter(|(port, ..)| *port != 0) {
+        if let Err(error) = std::net::TcpListener::bind(("127.0.0.1", port)) {
+            return Err(Failure::runtime(format!(
+                "port {port} ({whose}) cannot be used: {error}; stop the program that holds \
+                 it, or choose another with {option} (0 picks a free one)"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The cluster configuration (docs/cluster-config.md): every data node on 127.0.0.1 with
 /// its share of this machine's CPUs.
 fn configuration(args: &UpArgs, dir: &Path, ports: &[u16]) -> String {
@@ -203,21 +215,25 @@ fn start_all(
     dir: &Path,
     config_path: &Path,
     mgm: &mut String,
-    processes: &mut Vec<Started>,
+    processes: &mut Vec<Child>,
     stop: &AtomicBool,
 ) -> Result<(), Failure> {
     let config = config_path.display().to_string();
     let port = args.mgm_port.to_string();
     let mgmd = ["mgmd", "--config", &config, "--port", &port];
-    processes.push(spawn("mgmd", &mgmd, dir)?);
-    wait_for_log_line(&mut processes[0], "kista mgmd: ready", stop)?;
-    *mgm = address_in_log(&processes[0])?.to_string();
+    processes.push(Child::spawn("mgmd", Role::ManagementServer, &mgmd, dir)?);
+    let management = &mut processes[0];
+    management.wait_for_log_line("kista mgmd: ready", stop)?;
+    let address = address_in_log(management)?;
+    // Started again on the port the data nodes and clients know.
+    management.keep_port(address.port());
+    *mgm = address.to_string();
     let mgm = mgm.as_str();
     for id in 1..=args.data_nodes {
         let id = id.to_string();
         let name = format!("data node {id}");
         let datad = ["datad", "--mgm", mgm, "--node-id", &id];
-        processes.push(spawn(&name, &datad, dir)?);
+        processes.push(Child::spawn(&name, Role::DataNode, &datad, dir)?);
     }
     let deadline = Instant::now() + START_LIMIT;
     let mut last_report = Instant::now();
@@ -225,7 +241,9 @@ fn start_all(
         if stop.load(Ordering::SeqCst) {
             return Err(Failure::runtime("stopped before the cluster was ready"));
         }
-        check_running(processes)?;
+        for process in processes.iter_mut() {
+            process.check_running()?;
+        }
         let status = AdminClient::connect(mgm, ADMIN_TIMEOUT)
             .and_then(|mut admin| admin.request("status"))
             .unwrap_or_default();
@@ -239,7 +257,7 @@ fn start_all(
                 START_LIMIT.as_secs()
             )));
         }
-        if last_report.elapsed() > Duration::from_secs(5) {
+        if last_report.elapsed() > START_REPORT_INTERVAL {
             println!(
                 "kista up: waiting for the data nodes: {}",
                 status.replace('\n', "; ")
@@ -255,7 +273,7 @@ fn start_sql(
     args: &UpArgs,
     dir: &Path,
     mgm: &str,
-    processes: &mut Vec<Started>,
+    processes: &mut Vec<Child>,
     stop: &AtomicBool,
 ) -> Result<SocketAddr, Failure> {
     let port = args.sql_port.to_string();
@@ -267,14 +285,16 @@ fn start_sql(
     if args.durable_commits {
         sql_args.push("--durable-commits");
     }
-    processes.push(spawn(SQL_PROCESS, &sql_args, dir)?);
+    processes.push(Child::spawn("sql", Role::SqlFrontEnd, &sql_args, dir)?);
     let sql = processes.last_mut().expect("just pushed");
-    wait_for_log_line(sql, "kista sql: ready", stop)?;
-    address_in_log(sql)
+    sql.wait_for_log_line("kista sql: ready", stop)?;
+    let address = address_in_log(sql)?;
+    sql.keep_port(address.port());
+    Ok(address)
 }
 
 /// The address a started server's log says it listens on.
-fn address_in_log(process: &Started) -> Result<SocketAddr, Failure> {
+fn address_in_log(process: &Child) -> Result<SocketAddr, Failure> {
     let log = std::fs::read_to_string(&process.log).unwrap_or_default();
     log.split("listening on ")
         .nth(1)
@@ -287,125 +307,4 @@ fn address_in_log(process: &Started) -> Result<SocketAddr, Failure> {
                 process.log.display()
             ))
         })
-}
-
-fn spawn(name: &str, args: &[&str], dir: &Path) -> Result<Started, Failure> {
-    let log = dir
-        .join("logs")
-        .join(format!("{}.log", name.replace(' ', "-")));
-    let output = File::create(&log)
-        .map_err(|e| Failure::runtime(format!("cannot create {}: {e}", log.display())))?;
-    let errors = output
-        .try_clone()
-        .map_err(|e| Failure::runtime(format!("{}: {e}", log.display())))?;
-    let program = std::env::current_exe()
-        .map_err(|e| Failure::runtime(format!("cannot find the kista binary: {e}")))?;
-    let child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(output)
-        .stderr(errors)
-        .process_group(0)
-        .spawn()
-        .map_err(|e| Failure::runtime(format!("cannot start {name}: {e}")))?;
-    println!(
-        "kista up: started {name} (pid {}), log {}",
-        child.id(),
-        log.display()
-    );
-    Ok(Started {
-        name: name.to_string(),
-        child,
-        log,
-    })
-}
-
-fn wait_for_log_line(process: &mut Started, line: &str, stop: &AtomicBool) -> Result<(), Failure> {
-    let deadline = Instant::now() + START_LIMIT;
-    while !std::fs::read_to_string(&process.log).is_ok_and(|log| log.contains(line)) {
-        check_running(std::slice::from_mut(process))?;
-        if stop.load(Ordering::SeqCst) || Instant::now() > deadline {
-            return Err(Failure::runtime(format!(
-                "{} did not get ready: see {}",
-                process.name,
-                process.log.display()
-            )));
-        }
-        std::thread::sleep(POLL);
-    }
-    Ok(())
-}
-
-/// Fails, naming the process and its log, when a child has exited.
-fn check_running(processes: &mut [Started]) -> Result<(), Failure> {
-    for process in processes.iter_mut() {
-        if let Ok(Some(status)) = process.child.try_wait() {
-            return Err(Failure::runtime(format!(
-                "{} exited ({status}): see {}",
-                process.name,
-                process.log.display()
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Runs until a stop request; a data node that exits is reported (the cluster goes on
-/// without it, as its replicas allow), the management server exiting ends the run.
-fn supervise(processes: &mut [Started], stop: &AtomicBool) -> Result<(), Failure> {
-    let mut reported = vec![false; processes.len()];
-    while !stop.load(Ordering::SeqCst) {
-        for (index, process) in processes.iter_mut().enumerate() {
-            let Ok(Some(status)) = process.child.try_wait() else {
-                continue;
-            };
-            if index == 0 {
-                return Err(Failure::runtime(format!(
-                    "the management server exited ({status}): see {}",
-                    process.log.display()
-                )));
-            }
-            if !reported[index] {
-                reported[index] = true;
-                println!(
-                    "kista up: {} exited ({status}); the cluster goes on without it (see {})",
-                    process.name,
-                    process.log.display()
-                );
-            }
-        }
-        std::thread::sleep(POLL);
-    }
-    Ok(())
-}
-
-/// Asks the management server to shut the cluster down, waits for every child, and kills
-/// what is left after [`STOP_LIMIT`].
-fn shut_down(mgm: &str, processes: &mut [Started]) {
-    // The SQL front end first: its clients' connections close before the cluster goes.
-    if let Some(sql) = processes.iter_mut().find(|p| p.name == SQL_PROCESS) {
-        // SAFETY: kill(2) on our own child's pid; no memory is touched.
-        unsafe { libc::kill(sql.child.id() as i32, libc::SIGTERM) };
-        let deadline = Instant::now() + STOP_LIMIT;
-        while matches!(sql.child.try_wait(), Ok(None)) && Instant::now() < deadline {
-            std::thread::sleep(POLL);
-        }
-    }
-    println!("kista up: stopping the cluster");
-    let asked = AdminClient::connect(mgm, ADMIN_TIMEOUT)
-        .and_then(|mut admin| admin.request("shutdown"))
-        .is_ok();
-    let deadline = Instant::now() + STOP_LIMIT;
-    for process in processes.iter_mut() {
-        // Without the management server nothing stops the data nodes cleanly; killing
-        // them loses the commits after the last saved global checkpoint, as a crash does.
-        while asked && matches!(process.child.try_wait(), Ok(None)) && Instant::now() < deadline {
-            std::thread::sleep(POLL);
-        }
-        if matches!(process.child.try_wait(), Ok(None)) {
-            println!("kista up: {} did not stop; killing it", process.name);
-            let _ = process.child.kill();
-            let _ = process.child.wait();
-        }
-    }
 }

@@ -1,9 +1,13 @@
-//! `kista up`: one command starts a cluster that serves, and SIGTERM stops all of it.
+//! `kista up`: one command starts a cluster that serves, starts again every child that
+//! dies, and SIGTERM stops all of it.
 
 mod support;
 
-use std::net::TcpStream;
-use std::time::Duration;
+use std::net::{TcpListener, TcpStream};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use support::{run_kista, KistaProcess};
 
@@ -21,21 +25,7 @@ impl Drop for ShutdownOnDrop {
 
 #[test]
 fn kista_up_starts_a_cluster_that_serves_and_sigterm_stops_every_process() {
-    let dir = std::env::temp_dir().join(format!("kista-up-{}", std::process::id()));
-    let dir_arg = dir.display().to_string();
-    let up = KistaProcess::spawn(&[
-        "up",
-        "--dir",
-        &dir_arg,
-        "--mgm-port",
-        "0",
-        "--data-port",
-        "0",
-        "--data-memory",
-        "64M",
-        "--sql-port",
-        "0",
-    ]);
+    let (up, dir) = start_up("serves");
     let mgm = up.address.to_string();
     let _guard = ShutdownOnDrop(mgm.clone());
 
@@ -76,4 +66,217 @@ fn kista_up_refuses_data_nodes_that_do_not_fill_node_groups() {
         stderr.contains("--data-nodes (3) must be a positive multiple of --replicas (2)"),
         "{stderr}"
     );
+}
+
+/// `kista up` on free ports in a fresh directory under `name`.
+fn start_up(name: &str) -> (KistaProcess, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("kista-up-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let dir_arg = dir.display().to_string();
+    let up = KistaProcess::spawn(&[
+        "up",
+        "--dir",
+        &dir_arg,
+        "--mgm-port",
+        "0",
+        "--data-port",
+        "0",
+        "--data-memory",
+        "64M",
+        "--sql-port",
+        "0",
+    ]);
+    (up, dir)
+}
+
+/// The pid `kista up` printed for its child `name` ("started NAME (pid N)").
+fn pid_of(startup: &str, name: &str) -> i32 {
+    startup
+        .split(&format!("started {name} (pid "))
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("kista up names the pid of {name}:\n{startup}"))
+}
+
+/// Runs `sql` through the mysql client: its stdout, or its stderr as the error.
+fn mysql(port: u16, sql: &str) -> Result<String, String> {
+    let output = Command::new("mysql")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-P",
+            &port.to_string(),
+            "-u",
+            "root",
+            "-N",
+            "-e",
+            sql,
+        ])
+        .output()
+        .expect("the mysql client runs");
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&output.stderr).into_owned())
+    }
+}
+
+/// Waits (LIMIT at most) until `ready` holds.
+fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + LIMIT;
+    while !ready() {
+        assert!(Instant::now() < deadline, "{what} within {LIMIT:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Data nodes `show` lists as started.
+fn started_data_nodes(mgm: &str) -> usize {
+    let (_, stdout, _) = run_kista(&["mgm", "--mgm", mgm, "-e", "show"], LIMIT);
+    stdout
+        .lines()
+        .filter(|l| l.contains(" data ") && l.contains("started"))
+        .count()
+}
+
+/// Inserts ids 1, 2, ... one statement each, each until the front end acknowledges it
+/// (a duplicate means an earlier try whose answer was lost committed it), through every
+/// restart of the front end; returns the highest acknowledged id when `stop` is set.
+fn insert_until_stopped(port: u16, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let mut acknowledged = 0;
+        while !stop.load(Ordering::SeqCst) {
+            let id = acknowledged + 1;
+            match mysql(port, &format!("INSERT INTO a.t VALUES ({id})")) {
+                Ok(_) => acknowledged = id,
+                Err(error) if error.contains("ERROR 1062") => acknowledged = id,
+                Err(_) => std::thread::sleep(Duration::from_millis(100)),
+            }
+        }
+        acknowledged
+    })
+}
+
+#[test]
+fn kista_up_starts_again_each_child_killed_under_load_and_keeps_every_committed_row() {
+    let (up, dir) = start_up("angel");
+    let mgm = up.address.to_string();
+    let _guard = ShutdownOnDrop(mgm.clone());
+    let sql = up.sql_address().port();
+    mysql(
+        sql,
+        "CREATE DATABASE a; CREATE TABLE a.t (id INT PRIMARY KEY)",
+    )
+    .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let loader = insert_until_stopped(sql, stop.clone());
+    let rows =
+        || mysql(sql, "SELECT COUNT(*) FROM a.t").map_or(0, |n| n.trim().parse().unwrap_or(0));
+    let grows = |from: u64| wait_until("the load goes on", || rows() > from + 20);
+
+    grows(0);
+    // A data node: its peer serves alone, then the node restarts into the cluster.
+    kill(pid_of(&up.startup, "data node 2"));
+    wait_until("data node 2 leaves", || started_data_nodes(&mgm) < 2);
+    wait_until("data node 2 is back", || started_data_nodes(&mgm) == 2);
+    grows(rows());
+    // The SQL front end: back on its port.
+    kill(pid_of(&up.startup, "sql"));
+    grows(rows());
+    // The management server: back on its port; the data nodes serve on meanwhile.
+    kill(pid_of(&up.startup, "mgmd"));
+    grows(rows());
+    wait_until("the management server is back", || {
+        started_data_nodes(&mgm) == 2
+    });
+
+    stop.store(true, Ordering::SeqCst);
+    let acknowledged = loader.join().unwrap();
+    let kept = mysql(
+        sql,
+        &format!("SELECT COUNT(*) FROM a.t WHERE id <= {acknowledged}"),
+    )
+    .unwrap();
+    assert_eq!(
+        kept.trim(),
+        acknowledged.to_string(),
+        "every acknowledged row is kept"
+    );
+
+    let (success, out, err) = up.stop();
+    assert!(success, "{out}\n{err}");
+    for child in ["data node 2", "sql", "mgmd"] {
+        assert!(
+            out.contains(&format!("kista up: {child} exited (signal: 9")),
+            "{child} is reported:\n{out}"
+        );
+    }
+    assert_eq!(
+        out.matches("starting it again in 1 s (restart 1)").count(),
+        3,
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn kista_up_stops_when_the_cluster_is_shut_down_and_leaves_a_stopped_data_node_stopped() {
+    let (mut up, dir) = start_up("stop");
+    let mgm = up.address.to_string();
+    let _guard = ShutdownOnDrop(mgm.clone());
+    let (code, stdout, stderr) = run_kista(&["mgm", "--mgm", &mgm, "-e", "2 stop"], LIMIT);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    wait_until("data node 2 stops", || started_data_nodes(&mgm) == 1);
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        started_data_nodes(&mgm),
+        1,
+        "a node stopped on request stays stopped"
+    );
+    let (code, stdout, stderr) = run_kista(&["mgm", "--mgm", &mgm, "-e", "shutdown"], LIMIT);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let (success, out) = up.wait_exit(LIMIT).expect("kista up ends with its cluster");
+    assert!(success, "{out}");
+    assert!(
+        out.contains("data node 2 stopped on request; it stays stopped"),
+        "{out}"
+    );
+    assert!(out.contains("the cluster was shut down"), "{out}");
+    assert!(!out.contains("starting it again"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn kista_up_refuses_a_port_in_use_at_once_naming_it() {
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let dir = std::env::temp_dir().join(format!("kista-up-taken-{}", std::process::id()));
+    let dir_arg = dir.display().to_string();
+    for (option, other) in [("--mgm-port", "--sql-port"), ("--sql-port", "--mgm-port")] {
+        let started = Instant::now();
+        let args = [
+            "up",
+            "--dir",
+            &dir_arg,
+            "--data-port",
+            "0",
+            other,
+            "0",
+            option,
+            &port,
+        ];
+        let (code, stdout, stderr) = run_kista(&args, LIMIT);
+        assert_eq!(code, Some(1), "{stdout}{stderr}");
+        assert!(stderr.contains(&format!("port {port}")), "{stderr}");
+        assert!(stderr.contains(option), "{stderr}");
+        assert!(!stdout.contains("started"), "nothing is started: {stdout}");
+        assert!(started.elapsed() < LIMIT);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn kill(pid: i32) {
+    // SAFETY: kill(2) with a pid `kista up` reported for its child and a valid signal.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
 }

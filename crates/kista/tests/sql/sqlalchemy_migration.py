@@ -28,7 +28,10 @@ server = f"mysql+pymysql://root:{password}@127.0.0.1:{port}"
 with create_engine(f"{server}/", isolation_level="AUTOCOMMIT").connect() as connection:
     connection.execute(text("DROP DATABASE IF EXISTS migrations"))
     connection.execute(text("CREATE DATABASE migrations"))
-engine = create_engine(f"{server}/migrations", future=True)
+# A statement that gets no answer fails with its traceback instead of hanging the test.
+engine = create_engine(
+    f"{server}/migrations", future=True, connect_args={"read_timeout": 60}
+)
 Base = declarative_base()
 
 
