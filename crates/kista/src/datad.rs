@@ -10,7 +10,6 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
@@ -87,11 +86,7 @@ pub fn run(args: &DatadArgs) -> Result<(), Failure> {
         print!("{}", args.threads.layout()?);
         return Ok(());
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, stop.clone())
-            .map_err(|e| Failure::runtime(format!("cannot handle signal {signal}: {e}")))?;
-    }
+    let stop = crate::stop_on_signals()?;
     // Each pass is one life of the node; `N restart` ends one and begins the next, which
     // restarts into the cluster (NDB's angel process does the same).
     loop {

@@ -7,6 +7,7 @@ mod data_node;
 mod datad;
 mod demo;
 mod free_ports;
+mod import;
 mod mgm;
 mod mgmd;
 mod sql;
@@ -36,6 +37,9 @@ enum Command {
     /// Runs the data node runtime on a thread layout under a relay load between every module
     /// instance, printing per-thread statistics each interval.
     Demo(demo::DemoArgs),
+    /// Loads delimited text files (CSV by default) into an existing table, many
+    /// transactions in flight, with progress, a rejects file and `--resume`.
+    Import(import::ImportArgs),
     /// Management client: `show`, `status`, `N stop`, `shutdown`, ... (`-e` runs one).
     Mgm(mgm::MgmArgs),
     /// Management server: serves the cluster configuration, arbitrates, answers `kista mgm`.
@@ -59,6 +63,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(&args),
         Command::Datad(args) => datad::run(&args),
         Command::Demo(args) => demo::run(&args),
+        Command::Import(args) => import::run(&args),
         Command::Mgm(args) => mgm::run(&args),
         Command::Mgmd(args) => mgmd::run(&args),
         Command::Sql(args) => sql::run(&args),
@@ -71,6 +76,16 @@ fn main() -> ExitCode {
             ExitCode::from(failure.exit_status)
         }
     }
+}
+
+/// A flag SIGINT and SIGTERM set: long-running subcommands poll it to stop cleanly.
+pub fn stop_on_signals() -> Result<std::sync::Arc<std::sync::atomic::AtomicBool>, Failure> {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, stop.clone())
+            .map_err(|e| Failure::runtime(format!("cannot handle signal {signal}: {e}")))?;
+    }
+    Ok(stop)
 }
 
 /// Why a subcommand stopped, and the exit status that tells scripts.

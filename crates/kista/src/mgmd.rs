@@ -5,8 +5,7 @@
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use clap::Args;
@@ -40,11 +39,7 @@ pub fn run(args: &MgmdArgs) -> Result<(), Failure> {
         .and_then(|mut addresses| addresses.next())
         .ok_or_else(|| Failure::usage(format!("cannot listen on {}:{port}", config.mgmd.host)))?;
     let data_nodes = config.data_nodes.len();
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, stop.clone())
-            .map_err(|e| Failure::runtime(format!("cannot handle signal {signal}: {e}")))?;
-    }
+    let stop = crate::stop_on_signals()?;
     let server = ManagementServer::start(ManagementOptions {
         config,
         config_text,

@@ -3,7 +3,7 @@
 //! schema, so several may serve one cluster.
 
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -91,11 +91,7 @@ pub fn run(args: &SqlArgs) -> Result<(), Failure> {
     if args.connections_max == 0 {
         return Err(Failure::usage("--connections-max must be at least 1"));
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, stop.clone())
-            .map_err(|e| Failure::runtime(format!("cannot handle signal {signal}: {e}")))?;
-    }
+    let stop = crate::stop_on_signals()?;
     let client = Client::connect_cluster(&args.mgm)
         .map_err(|e| Failure::runtime(format!("cannot reach the cluster at {}: {e}", args.mgm)))?;
     let mut catalog = Catalog::new(client);

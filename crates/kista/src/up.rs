@@ -12,7 +12,6 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
@@ -82,11 +81,7 @@ pub fn run(args: &UpArgs) -> Result<(), Failure> {
             args.data_nodes, args.replicas
         )));
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, stop.clone())
-            .map_err(|e| Failure::runtime(format!("cannot handle signal {signal}: {e}")))?;
-    }
+    let stop = crate::stop_on_signals()?;
     let logs = args.dir.join("logs");
     std::fs::create_dir_all(&logs)
         .map_err(|e| Failure::runtime(format!("cannot create {}: {e}", logs.display())))?;

@@ -333,6 +333,11 @@ fn native_functions_answer_as_mysql() {
 }
 
 #[test]
+fn load_data_reads_the_clients_and_the_servers_files_as_mysql() {
+    run_pymysql_script("load_data.py", "load data ok");
+}
+
+#[test]
 fn savepoints_undo_the_writes_made_since_them() {
     run_pymysql_script("savepoints.py", "savepoints ok");
 }

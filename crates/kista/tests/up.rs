@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use support::{run_kista, KistaProcess};
+use support::{run_kista, spawn_up, KistaProcess};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -72,20 +72,7 @@ fn kista_up_refuses_data_nodes_that_do_not_fill_node_groups() {
 fn start_up(name: &str) -> (KistaProcess, std::path::PathBuf) {
     let dir = std::env::temp_dir().join(format!("kista-up-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let dir_arg = dir.display().to_string();
-    let up = KistaProcess::spawn(&[
-        "up",
-        "--dir",
-        &dir_arg,
-        "--mgm-port",
-        "0",
-        "--data-port",
-        "0",
-        "--data-memory",
-        "64M",
-        "--sql-port",
-        "0",
-    ]);
+    let up = spawn_up(&dir, &["--data-memory", "64M"]);
     (up, dir)
 }
 

@@ -194,6 +194,9 @@ impl<S: Read + Write> Connection<'_, S> {
                 let sql = String::from_utf8_lossy(body);
                 self.begin("Query", &sql);
                 let outcome = match self.text_statements.parse(&sql) {
+                    Ok((parsed, _)) if parsed.load_data.as_ref().is_some_and(|l| l.local) => {
+                        self.load_local(&parsed)
+                    }
                     Ok((parsed, values)) => {
                         let form = self.form(false);
                         let mut writer = ResultWriter::new(&mut self.stream, form);
@@ -319,6 +322,24 @@ impl<S: Read + Write> Connection<'_, S> {
             }
             Err(error) => Err(error.into()),
         }
+    }
+
+    /// LOAD DATA LOCAL: the file comes from the client, if it offered to send files.
+    fn load_local(&mut self, parsed: &Parsed) -> SqlResult<Outcome> {
+        let Some(load) = &parsed.load_data else {
+            return Err(SqlError::not_supported(
+                "LOAD DATA LOCAL without its statement",
+            ));
+        };
+        if self.capabilities & capability::LOCAL_FILES == 0 {
+            return Err(SqlError::new(
+                3948,
+                "42000",
+                "Loading local data is disabled; this must be enabled on both the client and \
+                 server sides",
+            ));
+        }
+        crate::load_data::local::run(&mut self.session, &mut self.stream, load)
     }
 
     fn status(&self) -> u16 {

@@ -15,6 +15,7 @@ pub(crate) mod functions;
 pub mod information_schema;
 pub mod join;
 pub(crate) mod json;
+pub mod load_data;
 pub mod output;
 pub mod plan;
 pub mod point_read;

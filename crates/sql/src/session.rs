@@ -86,6 +86,9 @@ pub struct Parsed {
     /// An account statement (`accounts/statements.rs`), which sqlparser does not parse:
     /// then it, not `statement` (an empty COMMIT), is what runs.
     pub account: Option<Box<crate::accounts::AccountStatement>>,
+    /// A LOAD DATA statement (`load_data/statement.rs`), which sqlparser does not parse
+    /// either: then it is what runs.
+    pub load_data: Option<Box<crate::load_data::LoadData>>,
 }
 
 /// How deeply a statement may nest (parentheses, subqueries, expressions): sqlparser's
@@ -96,18 +99,25 @@ pub const NESTING_DEPTH_MAX: usize = 200;
 
 /// Parses one statement (MySQL dialect). `LOCK IN SHARE MODE` becomes `FOR SHARE`.
 pub fn parse(sql: &str) -> SqlResult<Parsed> {
+    // Statements sqlparser does not parse: what runs is theirs, not `statement` (an empty
+    // COMMIT).
+    let special = |account, load_data| Parsed {
+        statement: Statement::Commit {
+            chain: false,
+            end: false,
+            modifier: None,
+        },
+        placeholders: Vec::new(),
+        update_order_by: Vec::new(),
+        calc_found_rows: false,
+        account,
+        load_data,
+    };
     if let Some(account) = crate::accounts::statements::parse(sql)? {
-        return Ok(Parsed {
-            statement: Statement::Commit {
-                chain: false,
-                end: false,
-                modifier: None,
-            },
-            placeholders: Vec::new(),
-            update_order_by: Vec::new(),
-            calc_found_rows: false,
-            account: Some(Box::new(account)),
-        });
+        return Ok(special(Some(Box::new(account)), None));
+    }
+    if let Some(load) = crate::load_data::statement::parse(sql)? {
+        return Ok(special(None, Some(Box::new(load))));
     }
     let dialect = KistaDialect;
     let tokens = Tokenizer::new(&dialect, sql)
@@ -138,6 +148,7 @@ pub fn parse(sql: &str) -> SqlResult<Parsed> {
             update_order_by,
             calc_found_rows,
             account: None,
+            load_data: None,
         }),
         0 => Err(SqlError::new(1065, "42000", "Query was empty")),
         _ => Err(SqlError::not_supported("several statements in one query")),
@@ -392,6 +403,9 @@ impl<'c> Session<'c> {
     ) -> SqlResult<Outcome> {
         if let Some(account) = &parsed.account {
             return crate::accounts::run(self, account);
+        }
+        if let Some(load) = &parsed.load_data {
+            return crate::load_data::run_server_file(self, load);
         }
         crate::accounts::check(self, &parsed.statement)?;
         // Decided before the statement runs: one that fails ends the transaction.

@@ -393,6 +393,7 @@ fn with_values(parsed: &Parsed, table: &SqlTable, rows: &Rows) -> Parsed {
         update_order_by: parsed.update_order_by.clone(),
         calc_found_rows: false,
         account: None,
+        load_data: None,
     }
 }
 

@@ -31,6 +31,24 @@ pub struct KistaProcess {
     stderr: Arc<Mutex<String>>,
 }
 
+/// `kista up` on `dir` with every port picked free, and `extra` options.
+pub fn spawn_up(dir: &std::path::Path, extra: &[&str]) -> KistaProcess {
+    let dir = dir.display().to_string();
+    let mut args = vec![
+        "up",
+        "--dir",
+        &dir,
+        "--mgm-port",
+        "0",
+        "--data-port",
+        "0",
+        "--sql-port",
+        "0",
+    ];
+    args.extend_from_slice(extra);
+    KistaProcess::spawn(&args)
+}
+
 impl KistaProcess {
     /// A standalone data node on a free port, with `extra` options.
     pub fn start(extra: &[&str]) -> Self {

@@ -17,7 +17,7 @@ mod run;
 pub mod statements;
 pub mod store;
 
-pub use privileges::Privileges;
+pub use privileges::{PrivilegeSet, Privileges};
 pub use run::run;
 pub use statements::AccountStatement;
 
@@ -28,7 +28,7 @@ use crate::error::{SqlError, SqlResult};
 use crate::protocol::auth::User;
 use crate::select::split_name;
 use crate::session::Session;
-use privileges::{needed, PrivilegeSet};
+use privileges::needed;
 
 /// The account a login as `name` checks its password against: the table's, if it holds
 /// one (`None` when it does not, or cannot be read: the configured accounts then).
@@ -82,6 +82,32 @@ pub fn check(session: &Session, statement: &Statement) -> SqlResult<()> {
         }
     }
     Ok(())
+}
+
+/// Error 1142 unless the session's account holds `privileges` on `table`.
+pub fn check_table(
+    session: &Session,
+    privileges: PrivilegeSet,
+    table: &crate::catalog::SqlTable,
+) -> SqlResult<()> {
+    let (database, name) = (table.database.as_str(), table.name.as_str());
+    if session.privileges.is_all() || session.privileges.allow(privileges, database, Some(name)) {
+        return Ok(());
+    }
+    Err(denied(session, privileges, Some(database), Some(name)))
+}
+
+/// Error 1227 unless the session's account holds every global privilege, which the FILE
+/// privilege (reading the server's files) comes with.
+pub fn check_file(session: &Session) -> SqlResult<()> {
+    if session.privileges.is_all() {
+        return Ok(());
+    }
+    Err(SqlError::new(
+        1227,
+        "42000",
+        "Access denied; you need (at least one of) the FILE privilege(s) for this operation",
+    ))
 }
 
 /// Error 1044 unless the session's account has some privilege in `database` (USE).

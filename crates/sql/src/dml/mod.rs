@@ -119,14 +119,6 @@ fn prepare_insert(
     given: Vec<GivenRow>,
     placeholders: &[Location],
 ) -> SqlResult<PreparedInsert> {
-    let variable = |name: &str| session.variable(name);
-    let ctx = session.eval_context(&[], &[], &variable);
-    let mut rows = given
-        .into_iter()
-        .map(|row| complete_row(&table, row, &ctx))
-        .collect::<SqlResult<Vec<_>>>()?;
-    let first_auto = number_auto_increment(session, &table, &mut rows)?;
-    number_hidden_keys(session, &table, &mut rows)?;
     let duplicate_update = match &insert.on {
         Some(OnInsert::DuplicateKeyUpdate(assignments)) => Some(bind_assignments(
             session,
@@ -138,12 +130,31 @@ fn prepare_insert(
         Some(_) => return Err(SqlError::not_supported("ON CONFLICT")),
         None => None,
     };
-    let (replace, ignore) = (insert.replace_into, insert.ignore);
+    let on_duplicate = (insert.replace_into, insert.ignore, duplicate_update);
+    prepare_rows(session, table, given, on_duplicate)
+}
+
+/// `given` made whole rows (defaults, AUTO_INCREMENT, hidden keys), with what the
+/// statement does with duplicates: (REPLACE, IGNORE, ON DUPLICATE KEY UPDATE).
+fn prepare_rows(
+    session: &Session,
+    table: Arc<SqlTable>,
+    given: Vec<GivenRow>,
+    (replace, ignore, duplicate_update): (bool, bool, Option<Vec<(usize, Expr)>>),
+) -> SqlResult<PreparedInsert> {
     if !table.triggers.is_empty() && (replace || ignore || duplicate_update.is_some()) {
         return Err(SqlError::not_supported(
             "REPLACE, INSERT IGNORE and ON DUPLICATE KEY UPDATE on a table with triggers",
         ));
     }
+    let variable = |name: &str| session.variable(name);
+    let ctx = session.eval_context(&[], &[], &variable);
+    let mut rows = given
+        .into_iter()
+        .map(|row| complete_row(&table, row, &ctx))
+        .collect::<SqlResult<Vec<_>>>()?;
+    let first_auto = number_auto_increment(session, &table, &mut rows)?;
+    number_hidden_keys(session, &table, &mut rows)?;
     Ok(PreparedInsert {
         table,
         rows,
@@ -152,6 +163,23 @@ fn prepare_insert(
         replace,
         ignore,
     })
+}
+
+/// Rows given values for some columns (LOAD DATA's, `kista import`'s), inserted as
+/// `INSERT ... VALUES` inserts them: defaults, AUTO_INCREMENT, hidden keys, triggers,
+/// CHECKs; a duplicate key fails the batch, or replaces (`replace`) or skips (`ignore`)
+/// the row. In the session's transaction (or one of their own): (rows affected, ignored).
+pub(crate) fn insert_given(
+    session: &mut Session,
+    table: Arc<SqlTable>,
+    given: Vec<GivenRow>,
+    (replace, ignore): (bool, bool),
+) -> SqlResult<(u64, u64)> {
+    let mut prepared = prepare_rows(session, table, given, (replace, ignore, None))?;
+    let outcome = session.transactional(|tx, session| {
+        write_insert(tx, session, &mut prepared, &[], &mut Firing::default())
+    });
+    outcome.map_err(|e| duplicate_message(e, &prepared.table, &prepared.rows))
 }
 
 /// Writes a prepared INSERT in `tx`, its rows' triggers firing: rows affected and ignored.
@@ -340,7 +368,8 @@ fn set_given(
 
 /// A row as an INSERT gives it: a value for each column of the table it names (`None`:
 /// not given, or `DEFAULT`).
-type GivenRow = Vec<Option<Value>>;
+/// A row's values for the columns a statement names (`None`: not given).
+pub(crate) type GivenRow = Vec<Option<Value>>;
 
 /// The rows of `INSERT ... VALUES`.
 fn values_given(

@@ -212,9 +212,12 @@ fn like(value: &Value, pattern: &Value, negated: bool, collation: Collation) -> 
     Value::Int(i64::from(matches != negated))
 }
 
-/// `CAST(value AS column_type)`.
+/// `CAST(value AS column_type)`; NULL stays NULL.
 fn cast(value: Value, column_type: kista_client::types::ColumnType) -> SqlResult<Value> {
     use kista_client::types::ColumnType;
+    if value.is_null() {
+        return Ok(Value::Null);
+    }
     Ok(match column_type {
         ColumnType::Text { .. } | ColumnType::Blob => Value::Bytes(to_text(&value)),
         ColumnType::Int { signed: true, .. } => {

@@ -15,6 +15,8 @@ pub mod capability {
     pub const FOUND_ROWS: u32 = 2;
     pub const LONG_FLAG: u32 = 4;
     pub const CONNECT_WITH_DB: u32 = 8;
+    /// LOAD DATA LOCAL: the client sends files the server names.
+    pub const LOCAL_FILES: u32 = 0x80;
     pub const PROTOCOL_41: u32 = 0x200;
     pub const INTERACTIVE: u32 = 0x400;
     pub const TRANSACTIONS: u32 = 0x2000;
@@ -32,6 +34,7 @@ pub mod capability {
         | FOUND_ROWS
         | LONG_FLAG
         | CONNECT_WITH_DB
+        | LOCAL_FILES
         | PROTOCOL_41
         | INTERACTIVE
         | TRANSACTIONS

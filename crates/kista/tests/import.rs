@@ -1,0 +1,262 @@
+//! `kista import` against `kista up`: a million-row file with bad records among them is
+//! loaded, the bad ones written to the rejects file with their lines and reasons; an
+//! import killed midway is resumed and every row is in the table once.
+
+mod support;
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use support::{run_kista, spawn_up, KistaProcess};
+
+const LIMIT: Duration = Duration::from_secs(300);
+
+/// `kista up` on free ports, shut down with the test.
+struct Cluster {
+    up: KistaProcess,
+    dir: PathBuf,
+}
+
+impl Cluster {
+    fn start(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("kista-import-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let up = spawn_up(&dir, &["--data-memory", "512M"]);
+        Cluster { up, dir }
+    }
+
+    fn mgm(&self) -> String {
+        self.up.address.to_string()
+    }
+
+    /// Runs `sql` through the mysql client; its output (no column names).
+    fn sql(&self, sql: &str) -> String {
+        let port = self.up.sql_address().port().to_string();
+        let output = Command::new("mysql")
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-P",
+                &port,
+                "-u",
+                "root",
+                "-N",
+                "-e",
+                sql,
+            ])
+            .output()
+            .expect("the mysql client runs");
+        assert!(
+            output.status.success(),
+            "{sql}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = run_kista(&["mgm", "--mgm", &self.mgm(), "-e", "shutdown"], LIMIT);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Rows `1..=rows` as CSV (`id,name,amount,note`), with the lines `bad` replaced by
+/// records that make no row.
+fn write_rows(path: &Path, rows: u64, bad: &[(u64, &str)]) {
+    let mut text = String::with_capacity(rows as usize * 40);
+    text.push_str("id,name,amount,note\n");
+    for id in 1..=rows {
+        match bad.iter().find(|(line, _)| *line == id + 1) {
+            Some((_, record)) => text.push_str(record),
+            None => {
+                let note = if id % 10 == 0 {
+                    "\\N".to_string()
+                } else {
+                    format!("\"n, {id}\"")
+                };
+                let _ = write!(text, "{id},name{id},{}.50,{note}", id % 1000);
+            }
+        }
+        text.push('\n');
+    }
+    std::fs::write(path, text).expect("the file is written");
+}
+
+const TABLE: &str = "CREATE DATABASE imp; CREATE TABLE imp.t (id INT PRIMARY KEY, \
+                     name VARCHAR(12) NOT NULL, amount DECIMAL(8,2), note VARCHAR(20))";
+
+#[test]
+fn an_import_loads_every_good_row_and_writes_each_bad_one_to_the_rejects_file() {
+    let cluster = Cluster::start("rejects");
+    cluster.sql(TABLE);
+    let file = cluster.file("rows.csv");
+    let bad = [
+        (101, "100,name100,lots,x"),
+        (50_001, "50000,a name far too long,1.00,x"),
+        (500_001, "500000,short"),
+        (999_001, "7,taken,1.00,x"),
+    ];
+    write_rows(&file, 1_000_000, &bad);
+    let rejects = cluster.file("rows.rejects");
+    let (file_arg, rejects_arg) = (file.display().to_string(), rejects.display().to_string());
+    let state = cluster.file("rows.state").display().to_string();
+    let args = [
+        "import",
+        "--mgm",
+        &cluster.mgm(),
+        "imp.t",
+        &file_arg,
+        "--skip-lines",
+        "1",
+        "--rejects",
+        &rejects_arg,
+        "--state",
+        &state,
+        "--max-rejects",
+        "10",
+        "--quiet",
+    ];
+    let (code, stdout, stderr) = run_kista(&args, LIMIT);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("999996 rows loaded"), "{stdout}");
+    assert!(stdout.contains("4 rejected"), "{stdout}");
+    let rejected = std::fs::read_to_string(&rejects).unwrap();
+    for (line, reason) in [
+        (101, "1366"),
+        (50_001, "1406"),
+        (500_001, "1261"),
+        (999_001, "1062"),
+    ] {
+        let named = format!("{file_arg}:{line}: ");
+        let entry = rejected.lines().find(|l| l.starts_with(&named));
+        assert!(
+            entry.is_some_and(|e| e.contains(reason)),
+            "line {line} ({reason}):\n{rejected}"
+        );
+    }
+    let counted = cluster.sql("SELECT COUNT(*), SUM(id), SUM(note IS NULL) FROM imp.t");
+    let loaded_ids: u64 = (1..=1_000_000u64).sum::<u64>() - 100 - 50_000 - 500_000 - 999_000;
+    // Every tenth note is NULL; the four bad lines replaced four of those rows.
+    assert_eq!(counted, format!("999996\t{loaded_ids}\t99996"));
+    assert_eq!(
+        cluster.sql("SELECT name, note FROM imp.t WHERE id = 7"),
+        "name7\tn, 7"
+    );
+
+    // Past --max-rejects the import fails, naming the file.
+    cluster.sql("DELETE FROM imp.t WHERE id > 900000");
+    let args = [
+        "import",
+        "--mgm",
+        &cluster.mgm(),
+        "imp.t",
+        &file_arg,
+        "--skip-lines",
+        "1",
+        "--rejects",
+        &rejects_arg,
+        "--state",
+        &state,
+        "--quiet",
+    ];
+    let (code, stdout, stderr) = run_kista(&args, LIMIT);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(stderr.contains("--max-rejects (0)"), "{stderr}");
+}
+
+#[test]
+fn an_import_killed_midway_resumes_and_loads_every_row_once() {
+    let cluster = Cluster::start("resume");
+    cluster.sql(TABLE);
+    let file = cluster.file("rows.csv");
+    write_rows(&file, 300_000, &[]);
+    let file_arg = file.display().to_string();
+    let state = cluster.file("rows.state");
+    let state_arg = state.display().to_string();
+    let mgm = cluster.mgm();
+    let args = [
+        "import",
+        "--mgm",
+        &mgm,
+        "imp.t",
+        &file_arg,
+        "--skip-lines",
+        "1",
+        "--state",
+        &state_arg,
+        "--quiet",
+        "--threads",
+        "4",
+    ];
+    let mut import = Command::new(env!("CARGO_BIN_EXE_kista"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once some chunks are recorded as committed, others still in flight.
+    let deadline = Instant::now() + LIMIT;
+    let recorded = || {
+        let text = std::fs::read_to_string(&state).unwrap_or_default();
+        text.lines()
+            .nth(2)
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    while recorded() < 20 {
+        assert!(Instant::now() < deadline, "the import records its progress");
+        assert!(
+            import.try_wait().unwrap().is_none(),
+            "the import ended before it was killed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    import.kill().unwrap();
+    let _ = import.wait();
+    let before: u64 = cluster.sql("SELECT COUNT(*) FROM imp.t").parse().unwrap();
+    assert!(before > 0 && before < 300_000, "{before}");
+
+    let mut resumed = args.to_vec();
+    resumed.push("--resume");
+    let (code, stdout, stderr) = run_kista(&resumed, LIMIT);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains(", 0 rejected"), "{stdout}");
+    let total: u64 = (1..=300_000u64).sum();
+    assert_eq!(
+        cluster.sql("SELECT COUNT(*), SUM(id) FROM imp.t"),
+        format!("300000\t{total}")
+    );
+    // A resume of a finished import loads nothing.
+    let (code, stdout, stderr) = run_kista(&resumed, LIMIT);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("kista import: 0 rows loaded"), "{stdout}");
+}
+
+#[test]
+fn bad_import_arguments_are_refused_with_the_reason() {
+    let refused = |args: &[&str], reason: &str| {
+        let (code, stdout, stderr) = run_kista(args, LIMIT);
+        assert_eq!(code, Some(2), "{stdout}{stderr}");
+        assert!(stderr.contains(reason), "{stderr}");
+    };
+    refused(&["import", "t", "/nonexistent"], "DATABASE.TABLE");
+    refused(&["import", "d.t", "/nonexistent"], "no such file");
+    let cargo = env!("CARGO_MANIFEST_DIR");
+    let file = format!("{cargo}/Cargo.toml");
+    refused(
+        &["import", "d.t", &file, "--batch-rows", "0"],
+        "--batch-rows",
+    );
+    refused(
+        &["import", "d.t", &file, "--fields-enclosed-by", "ab"],
+        "one character",
+    );
+}

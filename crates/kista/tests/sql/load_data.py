@@ -1,0 +1,128 @@
+"""LOAD DATA [LOCAL] INFILE as MySQL runs it: the client's file (PyMySQL's local_infile)
+and the server's; tab-separated by default, CSV with quotes and escapes, IGNORE n LINES, a
+column list (the others get their defaults, AUTO_INCREMENT its next values), REPLACE and
+IGNORE for taken keys (LOCAL skips them as IGNORE does), triggers firing, a table without a
+primary key, and the errors: a field that does not convert (naming its line), a wrong
+number of fields, a missing file, SET.
+
+Run by crates/kista/tests/sql.rs with the front end's port.
+"""
+import os
+import sys
+import tempfile
+
+import pymysql
+
+port = int(sys.argv[1])
+connection = pymysql.connect(
+    host="127.0.0.1", port=port, user="root", password="", autocommit=True, local_infile=True
+)
+cur = connection.cursor()
+cur.execute("CREATE DATABASE ld")
+cur.execute("USE ld")
+directory = tempfile.mkdtemp()
+
+
+def file_with(name, text):
+    path = os.path.join(directory, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def rows(sql):
+    cur.execute(sql)
+    return list(cur.fetchall())
+
+
+def error_of(sql):
+    try:
+        cur.execute(sql)
+    except pymysql.MySQLError as error:
+        return error.args[0], error.args[1]
+    return None
+
+
+# Tab-separated (LOAD DATA's default) from the client, with \N and escapes.
+cur.execute("CREATE TABLE people (id INT PRIMARY KEY, name VARCHAR(20), born DATE)")
+tsv = file_with("people.tsv", "1\tann\t2001-02-03\n2\t\\N\t\\N\n3\ttab\\there\t1999-12-31\n")
+cur.execute(f"LOAD DATA LOCAL INFILE '{tsv}' INTO TABLE people")
+assert cur.rowcount == 3, cur.rowcount
+assert rows("SELECT id, name, CAST(born AS CHAR) FROM people ORDER BY id") == [
+    (1, "ann", "2001-02-03"),
+    (2, None, None),
+    (3, "tab\there", "1999-12-31"),
+]
+
+# CSV with a header, quotes holding commas, doubled quotes and line breaks.
+csv = file_with(
+    "people.csv",
+    'id,name,born\n4,"Smith, Jo",2000-01-01\n5,"say ""hi""",2000-01-02\n6,"two\nlines",NULL\n',
+)
+cur.execute(
+    f"LOAD DATA LOCAL INFILE '{csv}' INTO TABLE people FIELDS TERMINATED BY ',' "
+    "OPTIONALLY ENCLOSED BY '\"' IGNORE 1 LINES"
+)
+assert rows("SELECT name FROM people WHERE id >= 4 ORDER BY id") == [
+    ("Smith, Jo",),
+    ('say "hi"',),
+    ("two\nlines",),
+]
+
+# A taken key: LOCAL skips it with a warning (as IGNORE); REPLACE replaces it.
+again = file_with("again.tsv", "1\tann again\t2001-02-03\n7\tnew\t2001-01-01\n")
+cur.execute(f"LOAD DATA LOCAL INFILE '{again}' INTO TABLE people")
+assert cur.rowcount == 1, cur.rowcount
+assert rows("SELECT name FROM people WHERE id = 1") == [("ann",)]
+cur.execute(f"LOAD DATA LOCAL INFILE '{again}' REPLACE INTO TABLE people")
+assert rows("SELECT name FROM people WHERE id = 1") == [("ann again",)]
+
+# The server's own file: a taken key is an error there, and nothing of the batch stays.
+server_file = file_with("server.tsv", "8\teight\t2001-01-08\n1\tclash\t2001-01-01\n")
+assert error_of(f"LOAD DATA INFILE '{server_file}' INTO TABLE people")[0] == 1062
+assert rows("SELECT COUNT(*) FROM people WHERE id = 8") == [(0,)]
+cur.execute(f"LOAD DATA INFILE '{server_file}' IGNORE INTO TABLE people")
+assert rows("SELECT name FROM people WHERE id IN (1, 8) ORDER BY id") == [("ann again",), ("eight",)]
+
+# A column list: the rest get defaults; AUTO_INCREMENT numbers the rows; a trigger fires.
+cur.execute(
+    "CREATE TABLE notes (id INT AUTO_INCREMENT PRIMARY KEY, body VARCHAR(40), "
+    "kind VARCHAR(10) DEFAULT 'plain', length INT)"
+)
+cur.execute("CREATE TRIGGER notes_length BEFORE INSERT ON notes FOR EACH ROW SET NEW.length = CHAR_LENGTH(NEW.body)")
+bodies = file_with("notes.txt", "hello\nworld!\n")
+cur.execute(f"LOAD DATA LOCAL INFILE '{bodies}' INTO TABLE notes (body)")
+assert rows("SELECT id, body, kind, length FROM notes ORDER BY id") == [
+    (1, "hello", "plain", 5),
+    (2, "world!", "plain", 6),
+]
+
+# A table without a primary key gets its hidden one for every row.
+cur.execute("CREATE TABLE events (at INT, what VARCHAR(10))")
+events = file_with("events.csv", "1,a\n1,a\n2,b\n")
+cur.execute(f"LOAD DATA LOCAL INFILE '{events}' INTO TABLE events FIELDS TERMINATED BY ','")
+assert rows("SELECT at, what, COUNT(*) FROM events GROUP BY at, what ORDER BY at") == [(1, "a", 2), (2, "b", 1)]
+
+# Errors, each with its reason.
+bad_number = file_with("bad.tsv", "9\tnine\t2001-01-09\nten\tx\t2001-01-10\n")
+code, message = error_of(f"LOAD DATA INFILE '{bad_number}' INTO TABLE people")
+assert code == 1366 and "row 2" in message, (code, message)
+short = file_with("short.tsv", "11\tonly two\n")
+assert error_of(f"LOAD DATA INFILE '{short}' INTO TABLE people")[0] == 1261
+assert error_of("LOAD DATA INFILE '/nonexistent/file' INTO TABLE people")[0] == 29
+assert error_of(f"LOAD DATA INFILE '{short}' INTO TABLE people SET name = 'x'")[0] == 1235
+assert error_of(f"LOAD DATA INFILE '{short}' INTO TABLE nosuch")[0] == 1146
+assert error_of(f"LOAD DATA INFILE '{short}' INTO TABLE people (nosuch)")[0] == 1054
+unclosed = file_with("unclosed.csv", '12,"never closed\n')
+assert error_of(
+    f"LOAD DATA INFILE '{unclosed}' INTO TABLE people FIELDS TERMINATED BY ',' ENCLOSED BY '\"'"
+)[0] == 1083
+
+# Inside a transaction the rows are the transaction's: a rollback takes them back.
+cur.execute("BEGIN")
+late = file_with("late.tsv", "20\ttwenty\t2001-01-20\n")
+cur.execute(f"LOAD DATA LOCAL INFILE '{late}' INTO TABLE people")
+cur.execute("ROLLBACK")
+assert rows("SELECT COUNT(*) FROM people WHERE id = 20") == [(0,)]
+
+print("load data ok")

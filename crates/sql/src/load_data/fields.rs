@@ -1,0 +1,451 @@
+//! Records of a delimited text file, as `LOAD DATA` reads them (and `SELECT ... INTO
+//! OUTFILE` writes them): fields ended by a terminator, records by another, a field
+//! optionally enclosed in quotes (a quote inside doubled), escapes (`\t`, `\n`, `\0`, ...)
+//! and `\N` for NULL. A streaming reader over any `Read`, a buffer at a time, counting the
+//! file's lines so that a record can be named by the line it starts on.
+
+use std::io::Read;
+
+/// Bytes read from the file at once.
+const READ_CHUNK_BYTES: usize = 256 * 1024;
+/// A longer field is refused (a missing closing quote would otherwise read the whole file
+/// into one field).
+pub const FIELD_BYTES_MAX: usize = 16 << 20;
+/// A record with more fields is refused (a table has at most 4096 columns).
+pub const FIELDS_MAX: usize = 4096;
+
+/// How fields and records are delimited (LOAD DATA's FIELDS and LINES clauses).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldFormat {
+    pub fields_terminated_by: Vec<u8>,
+    /// A field that starts with it ends at the next one not doubled.
+    pub enclosed_by: Option<u8>,
+    /// The escape character (`None`: fields hold their bytes as they are).
+    pub escaped_by: Option<u8>,
+    /// Each record begins after it (lines without it are skipped).
+    pub lines_starting_by: Vec<u8>,
+    pub lines_terminated_by: Vec<u8>,
+}
+
+impl FieldFormat {
+    /// LOAD DATA's defaults: tab-separated, one record a line, `\` escapes, no quotes.
+    pub fn tab_separated() -> Self {
+        FieldFormat {
+            fields_terminated_by: b"\t".to_vec(),
+            enclosed_by: None,
+            escaped_by: Some(b'\\'),
+            lines_starting_by: Vec::new(),
+            lines_terminated_by: b"\n".to_vec(),
+        }
+    }
+
+    /// Comma-separated, fields optionally in double quotes, `\` escapes and `\N` for NULL:
+    /// what `SELECT ... INTO OUTFILE ... FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '"'`
+    /// writes, and plain CSV without backslashes reads the same.
+    pub fn comma_separated() -> Self {
+        FieldFormat {
+            fields_terminated_by: b",".to_vec(),
+            enclosed_by: Some(b'"'),
+            ..Self::tab_separated()
+        }
+    }
+
+    /// Whether the format can be read: terminators must not be empty.
+    pub fn check(&self) -> Result<(), FieldError> {
+        if self.fields_terminated_by.is_empty() || self.lines_terminated_by.is_empty() {
+            return Err(FieldError::Format(
+                "the field and line terminators must not be empty".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One record: its fields (`None`: NULL) and the line of the file it starts on.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Record {
+    pub line: u64,
+    pub fields: Vec<Option<Vec<u8>>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FieldError {
+    #[error("cannot read the file: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("line {line}: a field longer than {FIELD_BYTES_MAX} bytes (a quote not closed?)")]
+    FieldTooLong { line: u64 },
+    #[error("line {line}: more than {FIELDS_MAX} fields")]
+    TooManyFields { line: u64 },
+    #[error("line {line}: the quoted field that starts here is not closed by the end of the file")]
+    Unterminated { line: u64 },
+    #[error("{0}")]
+    Format(String),
+}
+
+/// Reads the records of `input` one after another.
+pub struct RecordReader<R> {
+    input: R,
+    format: FieldFormat,
+    buffer: Vec<u8>,
+    at: usize,
+    input_ended: bool,
+    /// Lines (line feeds) consumed so far.
+    lines: u64,
+}
+
+impl<R: Read> RecordReader<R> {
+    pub fn new(input: R, format: FieldFormat) -> Result<Self, FieldError> {
+        format.check()?;
+        Ok(RecordReader {
+            input,
+            format,
+            buffer: Vec::new(),
+            at: 0,
+            input_ended: false,
+            lines: 0,
+        })
+    }
+
+    /// Lines of the file read so far.
+    pub fn lines_read(&self) -> u64 {
+        self.lines
+    }
+
+    /// Skips `count` lines (IGNORE n LINES, a header); false if the file ended first.
+    pub fn skip_lines(&mut self, count: u64) -> Result<bool, FieldError> {
+        for _ in 0..count {
+            loop {
+                if self.at(Delimiter::Line)? {
+                    self.consume(self.format.lines_terminated_by.len());
+                    break;
+                }
+                if self.peek()?.is_none() {
+                    return Ok(false);
+                }
+                self.consume(1);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Reads the next record into `record`; false at the end of the file.
+    pub fn next_record(&mut self, record: &mut Record) -> Result<bool, FieldError> {
+        record.fields.clear();
+        if !self.skip_to_record_start()? {
+            return Ok(false);
+        }
+        record.line = self.lines + 1;
+        loop {
+            if record.fields.len() == FIELDS_MAX {
+                return Err(FieldError::TooManyFields { line: record.line });
+            }
+            let field = self.field(record.line)?;
+            record.fields.push(field);
+            if self.at(Delimiter::Field)? {
+                self.consume(self.format.fields_terminated_by.len());
+                continue;
+            }
+            if self.at(Delimiter::Line)? {
+                self.consume(self.format.lines_terminated_by.len());
+            }
+            return Ok(true);
+        }
+    }
+
+    /// Moves past LINES STARTING BY (skipping lines without it); false at the end.
+    fn skip_to_record_start(&mut self) -> Result<bool, FieldError> {
+        if self.peek()?.is_none() {
+            return Ok(false);
+        }
+        if self.format.lines_starting_by.is_empty() {
+            return Ok(true);
+        }
+        loop {
+            if self.at(Delimiter::LineStart)? {
+                self.consume(self.format.lines_starting_by.len());
+                return Ok(true);
+            }
+            if self.peek()?.is_none() {
+                return Ok(false);
+            }
+            self.consume(1);
+        }
+    }
+
+    /// One field, up to (not including) its terminator, the line's, or the end.
+    fn field(&mut self, line: u64) -> Result<Option<Vec<u8>>, FieldError> {
+        let mut field = Vec::new();
+        let quote = self.format.enclosed_by;
+        if quote.is_some() && self.peek()? == quote {
+            self.consume(1);
+            self.quoted_field(&mut field, quote.unwrap_or_default(), line)?;
+            return Ok(Some(field));
+        }
+        let mut escaped_n_alone = false;
+        while let Some(byte) = self.peek()? {
+            if self.at_field_end()? {
+                break;
+            }
+            self.consume(1);
+            if Some(byte) == self.format.escaped_by {
+                match self.peek()? {
+                    Some(next) => {
+                        self.consume(1);
+                        escaped_n_alone = field.is_empty() && next == b'N';
+                        field.push(unescape(next));
+                    }
+                    None => field.push(byte),
+                }
+            } else {
+                escaped_n_alone = false;
+                field.push(byte);
+            }
+            if field.len() > FIELD_BYTES_MAX {
+                return Err(FieldError::FieldTooLong { line });
+            }
+        }
+        // `\N` alone is NULL; so is the word NULL unquoted where quotes or no escapes are
+        // in use (as MySQL writes NULL then).
+        let null_word = field == b"NULL"
+            && (self.format.enclosed_by.is_some() || self.format.escaped_by.is_none());
+        if (escaped_n_alone && field == b"N") || null_word {
+            return Ok(None);
+        }
+        Ok(Some(field))
+    }
+
+    /// The rest of a field that began with `quote`: a doubled quote is one; a quote ends
+    /// the field when a terminator or the end follows it, else it is a plain byte.
+    fn quoted_field(
+        &mut self,
+        field: &mut Vec<u8>,
+        quote: u8,
+        line: u64,
+    ) -> Result<(), FieldError> {
+        loop {
+            let Some(byte) = self.peek()? else {
+                return Err(FieldError::Unterminated { line });
+            };
+            self.consume(1);
+            if Some(byte) == self.format.escaped_by {
+                match self.peek()? {
+                    Some(next) => {
+                        self.consume(1);
+                        field.push(unescape(next));
+                    }
+                    None => return Err(FieldError::Unterminated { line }),
+                }
+            } else if byte == quote {
+                if self.peek()? == Some(quote) {
+                    self.consume(1);
+                    field.push(quote);
+                } else if self.peek()?.is_none() || self.at_field_end()? {
+                    return Ok(());
+                } else {
+                    field.push(quote);
+                }
+            } else {
+                field.push(byte);
+            }
+            if field.len() > FIELD_BYTES_MAX {
+                return Err(FieldError::FieldTooLong { line });
+            }
+        }
+    }
+
+    fn at_field_end(&mut self) -> Result<bool, FieldError> {
+        Ok(self.at(Delimiter::Field)? || self.at(Delimiter::Line)?)
+    }
+
+    fn peek(&mut self) -> Result<Option<u8>, FieldError> {
+        self.fill(1)?;
+        Ok(self.buffer.get(self.at).copied())
+    }
+
+    /// Whether the unread bytes begin with `delimiter`.
+    fn at(&mut self, delimiter: Delimiter) -> Result<bool, FieldError> {
+        self.fill(delimiter.of(&self.format).len())?;
+        Ok(self.buffer[self.at..].starts_with(delimiter.of(&self.format)))
+    }
+
+    fn consume(&mut self, count: usize) {
+        let end = (self.at + count).min(self.buffer.len());
+        self.lines += self.buffer[self.at..end]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count() as u64;
+        self.at = end;
+    }
+
+    /// Makes at least `wanted` bytes available past `at`, unless the input ends first.
+    fn fill(&mut self, wanted: usize) -> Result<(), FieldError> {
+        while self.buffer.len() - self.at < wanted && !self.input_ended {
+            if self.at > 0 {
+                self.buffer.drain(..self.at);
+                self.at = 0;
+            }
+            let start = self.buffer.len();
+            self.buffer.resize(start + READ_CHUNK_BYTES, 0);
+            let read = loop {
+                match self.input.read(&mut self.buffer[start..]) {
+                    Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+                    other => break other,
+                }
+            };
+            let read = read.inspect_err(|_| self.buffer.truncate(start))?;
+            self.buffer.truncate(start + read);
+            self.input_ended = read == 0;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Delimiter {
+    Field,
+    Line,
+    LineStart,
+}
+
+impl Delimiter {
+    fn of(self, format: &FieldFormat) -> &[u8] {
+        match self {
+            Delimiter::Field => &format.fields_terminated_by,
+            Delimiter::Line => &format.lines_terminated_by,
+            Delimiter::LineStart => &format.lines_starting_by,
+        }
+    }
+}
+
+/// The byte an escape sequence stands for (`\n` → line feed; an unknown one → itself).
+fn unescape(byte: u8) -> u8 {
+    match byte {
+        b'0' => 0,
+        b'b' => 8,
+        b'n' => b'\n',
+        b'r' => b'\r',
+        b't' => b'\t',
+        b'Z' => 26,
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn records(text: &str, format: FieldFormat) -> Vec<(u64, Vec<Option<String>>)> {
+        let mut reader = RecordReader::new(text.as_bytes(), format).unwrap();
+        let mut record = Record::default();
+        let mut all = Vec::new();
+        while reader.next_record(&mut record).unwrap() {
+            let fields = record.fields.iter().map(|f| {
+                f.as_ref()
+                    .map(|bytes| String::from_utf8(bytes.clone()).unwrap())
+            });
+            all.push((record.line, fields.collect()));
+        }
+        all
+    }
+
+    fn some(fields: &[&str]) -> Vec<Option<String>> {
+        fields.iter().map(|f| Some(f.to_string())).collect()
+    }
+
+    #[test]
+    fn tab_separated_lines_with_escapes_and_null() {
+        let text = "1\ta\\tb\t\\N\n2\tline\\nbreak\tNULL\n";
+        assert_eq!(
+            records(text, FieldFormat::tab_separated()),
+            vec![
+                (1, vec![Some("1".into()), Some("a\tb".into()), None]),
+                (2, some(&["2", "line\nbreak", "NULL"])),
+            ]
+        );
+    }
+
+    #[test]
+    fn quoted_csv_fields_hold_separators_doubled_quotes_and_line_breaks() {
+        let text = "1,\"a,b\",\"say \"\"hi\"\"\"\n2,\"two\nlines\",NULL\n3,\\N,\"\"\n";
+        assert_eq!(
+            records(text, FieldFormat::comma_separated()),
+            vec![
+                (1, some(&["1", "a,b", "say \"hi\""])),
+                (2, vec![Some("2".into()), Some("two\nlines".into()), None]),
+                (4, vec![Some("3".into()), None, Some(String::new())]),
+            ],
+            "a record is named by the line it starts on"
+        );
+    }
+
+    #[test]
+    fn the_last_line_may_lack_its_terminator_and_crlf_lines_are_read_whole() {
+        let format = FieldFormat {
+            lines_terminated_by: b"\r\n".to_vec(),
+            ..FieldFormat::comma_separated()
+        };
+        assert_eq!(
+            records("a,b\r\nc,d", format),
+            vec![(1, some(&["a", "b"])), (2, some(&["c", "d"]))]
+        );
+    }
+
+    #[test]
+    fn lines_starting_by_skips_lines_without_the_prefix() {
+        let format = FieldFormat {
+            lines_starting_by: b"xxx".to_vec(),
+            ..FieldFormat::comma_separated()
+        };
+        assert_eq!(
+            records("xxx1,2\nnoise\nxxx3,4\n", format),
+            vec![(1, some(&["1", "2"])), (3, some(&["3", "4"]))]
+        );
+    }
+
+    #[test]
+    fn header_lines_are_skipped_and_counted() {
+        let text = "id,name\n1,a\n";
+        let mut reader =
+            RecordReader::new(text.as_bytes(), FieldFormat::comma_separated()).unwrap();
+        assert!(reader.skip_lines(1).unwrap());
+        let mut record = Record::default();
+        assert!(reader.next_record(&mut record).unwrap());
+        assert_eq!((record.line, record.fields.len()), (2, 2));
+        assert!(!reader.next_record(&mut record).unwrap());
+    }
+
+    #[test]
+    fn an_unclosed_quote_is_an_error_naming_its_line() {
+        let text = "1,\"ok\"\n2,\"never closed\n3,x\n";
+        let mut reader =
+            RecordReader::new(text.as_bytes(), FieldFormat::comma_separated()).unwrap();
+        let mut record = Record::default();
+        assert!(reader.next_record(&mut record).unwrap());
+        let error = reader.next_record(&mut record).unwrap_err();
+        assert!(
+            matches!(error, FieldError::Unterminated { line: 2 }),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn records_split_across_read_buffers_are_read_whole() {
+        let row = format!("{},\"{}\"\n", 7, "y".repeat(1000));
+        let text = row.repeat(600);
+        let all = records(&text, FieldFormat::comma_separated());
+        assert_eq!(all.len(), 600);
+        assert!(all
+            .iter()
+            .all(|(_, f)| f[1].as_ref().unwrap().len() == 1000));
+        assert_eq!(all[599].0, 600);
+    }
+
+    #[test]
+    fn empty_terminators_are_refused() {
+        let format = FieldFormat {
+            fields_terminated_by: Vec::new(),
+            ..FieldFormat::tab_separated()
+        };
+        assert!(RecordReader::new(&b""[..], format).is_err());
+    }
+}

@@ -1,0 +1,257 @@
+//! Rows from delimited text files: `LOAD DATA [LOCAL] INFILE` and the loader `kista import`
+//! runs on many threads. A file's records (`fields.rs`) become rows as `INSERT ... VALUES`
+//! makes them (each field converted to its column's type as a quoted value would be,
+//! defaults, AUTO_INCREMENT, hidden keys, triggers, CHECKs), inserted a batch per
+//! transaction.
+//!
+//! Outside a transaction LOAD DATA commits every [`LOAD_BATCH_ROWS`] rows, as NDB's LOAD
+//! DATA does: an error stops it with the batches before committed (the OK's message counts
+//! them). Inside one, its rows are the transaction's.
+
+use std::io::Read;
+use std::sync::Arc;
+
+use kista_client::types::Value;
+
+use crate::accounts::privileges::needed;
+use crate::catalog::SqlTable;
+use crate::dml::{self, GivenRow};
+use crate::error::{SqlError, SqlResult};
+use crate::session::{Outcome, Session};
+
+pub mod fields;
+pub mod local;
+pub mod statement;
+
+pub use fields::{FieldError, FieldFormat, Record, RecordReader};
+pub use statement::LoadData;
+
+/// Rows a LOAD DATA outside a transaction commits at once.
+pub const LOAD_BATCH_ROWS: usize = 1000;
+
+/// What a row whose key is taken does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnDuplicate {
+    /// Error 1062.
+    Error,
+    /// It replaces the row that has the key (REPLACE).
+    Replace,
+    /// It is skipped, with a warning (IGNORE).
+    Ignore,
+}
+
+/// A table to load, and the columns a record's fields go to in order.
+pub struct Loader {
+    table: Arc<SqlTable>,
+    targets: Vec<usize>,
+    on_duplicate: OnDuplicate,
+}
+
+impl Loader {
+    /// The loader of `database.table` (the session's database when `None`), its fields
+    /// going to `columns` (every column, hidden ones aside, when `None`).
+    pub fn open(
+        session: &Session,
+        database: Option<&str>,
+        table: &str,
+        columns: Option<&[String]>,
+        on_duplicate: OnDuplicate,
+    ) -> SqlResult<Self> {
+        let database = match database {
+            Some(database) => database.to_string(),
+            None => session.database.clone().ok_or_else(SqlError::no_database)?,
+        };
+        let table = session.catalog.table(&database, table)?;
+        let targets = match columns {
+            Some(names) => names
+                .iter()
+                .map(|name| column_index(&table, name))
+                .collect::<SqlResult<Vec<_>>>()?,
+            None => (0..table.schema().columns.len())
+                .filter(|&column| table.hidden_key != Some(column))
+                .collect(),
+        };
+        Ok(Loader {
+            table,
+            targets,
+            on_duplicate,
+        })
+    }
+
+    /// The same loader, doing `on_duplicate` with a row whose key is taken.
+    pub fn with_duplicates(&self, on_duplicate: OnDuplicate) -> Loader {
+        Loader {
+            table: self.table.clone(),
+            targets: self.targets.clone(),
+            on_duplicate,
+        }
+    }
+
+    /// The table's name, with its database's (`db.t`).
+    pub fn table_name(&self) -> String {
+        format!("{}.{}", self.table.database, self.table.name)
+    }
+
+    /// Fields a record must have.
+    pub fn width(&self) -> usize {
+        self.targets.len()
+    }
+
+    /// `record` as the row an INSERT naming the target columns would be given: each field
+    /// converted to its column's type (`Err`: why the record makes no row, naming its line
+    /// and column).
+    pub fn convert(&self, record: &Record) -> SqlResult<GivenRow> {
+        if record.fields.len() != self.targets.len() {
+            let (code, what) = if record.fields.len() < self.targets.len() {
+                (1261, "doesn't contain data for all columns")
+            } else {
+                (
+                    1262,
+                    "was truncated; it contained more data than there were input columns",
+                )
+            };
+            return Err(SqlError::new(
+                code,
+                "01000",
+                format!(
+                    "Row {} {what} ({} fields, {} columns)",
+                    record.line,
+                    record.fields.len(),
+                    self.targets.len()
+                ),
+            ));
+        }
+        let mut row: GivenRow = vec![None; self.table.schema().columns.len()];
+        for (&column, field) in self.targets.iter().zip(&record.fields) {
+            let value = match field {
+                Some(bytes) => Value::Bytes(bytes.clone()),
+                None => Value::Null,
+            };
+            let fitted = dml::fit(&self.table, column, &value).map_err(|error| {
+                SqlError::new(
+                    error.code,
+                    error.state,
+                    format!("{} at row {}", error.message, record.line),
+                )
+            })?;
+            row[column] = Some(fitted);
+        }
+        Ok(row)
+    }
+
+    /// Inserts `rows` in the session's transaction (outside one, in a transaction of their
+    /// own): (rows inserted or replaced, rows skipped as duplicates).
+    pub fn insert(&self, session: &mut Session, rows: Vec<GivenRow>) -> SqlResult<(u64, u64)> {
+        let modes = (
+            self.on_duplicate == OnDuplicate::Replace,
+            self.on_duplicate == OnDuplicate::Ignore,
+        );
+        dml::insert_given(session, self.table.clone(), rows, modes)
+    }
+}
+
+fn column_index(table: &SqlTable, name: &str) -> SqlResult<usize> {
+    let columns = &table.schema().columns;
+    columns
+        .iter()
+        .position(|c| c.name.eq_ignore_ascii_case(name))
+        .filter(|&column| table.hidden_key != Some(column))
+        .ok_or_else(|| {
+            SqlError::new(
+                1054,
+                "42S22",
+                format!("Unknown column '{name}' in 'field list'"),
+            )
+        })
+}
+
+/// Runs `load` with the file's bytes from `input`: the OK's counts, as MySQL's
+/// (`Records: N  Deleted: 0  Skipped: N  Warnings: N`).
+pub fn run(session: &mut Session, load: &LoadData, input: &mut dyn Read) -> SqlResult<Outcome> {
+    let columns = load.columns.as_deref();
+    let loader = Loader::open(
+        session,
+        load.database.as_deref(),
+        &load.table,
+        columns,
+        load.on_duplicate,
+    )?;
+    crate::accounts::check_table(session, needed::INSERT, &loader.table)?;
+    // MySQL: with LOCAL the server cannot stop the client's sending, so a taken key is
+    // skipped with a warning, as if IGNORE were given (not on a table with triggers, where
+    // Kista cannot skip yet: there it is an error).
+    let implied_ignore =
+        load.local && load.on_duplicate == OnDuplicate::Error && loader.table.triggers.is_empty();
+    let loader = if implied_ignore {
+        loader.with_duplicates(OnDuplicate::Ignore)
+    } else {
+        loader
+    };
+    let mut reader = RecordReader::new(input, load.format.clone()).map_err(file_error)?;
+    reader.skip_lines(load.ignore_lines).map_err(file_error)?;
+    let mut counts = LoadCounts::default();
+    let mut record = Record::default();
+    let mut batch = Vec::with_capacity(LOAD_BATCH_ROWS);
+    while reader.next_record(&mut record).map_err(file_error)? {
+        counts.records += 1;
+        batch.push(loader.convert(&record)?);
+        if batch.len() == LOAD_BATCH_ROWS {
+            counts.add(loader.insert(session, std::mem::take(&mut batch))?);
+        }
+    }
+    if !batch.is_empty() {
+        counts.add(loader.insert(session, batch)?);
+    }
+    for _ in 0..counts.skipped {
+        let message = format!("Duplicate entry in table '{}'", loader.table.name);
+        session.warn(1062, message);
+    }
+    Ok(Outcome::Done {
+        affected_rows: counts.affected,
+        last_insert_id: 0,
+        info: format!(
+            "Records: {}  Deleted: 0  Skipped: {}  Warnings: {}",
+            counts.records, counts.skipped, counts.skipped
+        ),
+    })
+}
+
+/// LOAD DATA INFILE (not LOCAL): the file is read on the front end's host, by an account
+/// with the FILE privilege. (LOCAL is the connection's: it asks the client for the file.)
+pub fn run_server_file(session: &mut Session, load: &LoadData) -> SqlResult<Outcome> {
+    if load.local {
+        return Err(SqlError::not_supported(
+            "LOAD DATA LOCAL in a prepared statement",
+        ));
+    }
+    crate::accounts::check_file(session)?;
+    let mut file = std::fs::File::open(&load.file).map_err(|error| {
+        SqlError::new(
+            29,
+            "HY000",
+            format!("File '{}' not found ({error})", load.file),
+        )
+    })?;
+    run(session, load, &mut file)
+}
+
+#[derive(Default)]
+struct LoadCounts {
+    records: u64,
+    affected: u64,
+    skipped: u64,
+}
+
+impl LoadCounts {
+    fn add(&mut self, (affected, skipped): (u64, u64)) {
+        self.affected += affected;
+        self.skipped += skipped;
+    }
+}
+
+fn file_error(error: FieldError) -> SqlError {
+    match error {
+        FieldError::Io(error) => SqlError::new(29, "HY000", format!("File not read: {error}")),
+        other => SqlError::new(1083, "42000", other.to_string()),
+    }
+}
