@@ -294,7 +294,7 @@ fn reject(chunk: &Chunk, record: &Record, error: &SqlError) -> Reject {
         file: chunk.file,
         line: record.line,
         reason: format!("{} (error {})", error.message, error.code),
-        fields: record.fields.clone(),
+        fields: record.fields().map(|f| f.map(<[u8]>::to_vec)).collect(),
     }
 }
 

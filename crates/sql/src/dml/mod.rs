@@ -131,7 +131,15 @@ fn prepare_insert(
         None => None,
     };
     let on_duplicate = (insert.replace_into, insert.ignore, duplicate_update);
-    prepare_rows(session, table, given, on_duplicate)
+    prepare_rows(session, table, (given, Given::AsWritten), on_duplicate)
+}
+
+/// Whether given values still need fitting to their columns.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Given {
+    AsWritten,
+    /// Fitted already (`load_data::Loader::convert` fits each to name its line).
+    Fitted,
 }
 
 /// `given` made whole rows (defaults, AUTO_INCREMENT, hidden keys), with what the
@@ -139,7 +147,7 @@ fn prepare_insert(
 fn prepare_rows(
     session: &Session,
     table: Arc<SqlTable>,
-    given: Vec<GivenRow>,
+    (given, form): (Vec<GivenRow>, Given),
     (replace, ignore, duplicate_update): (bool, bool, Option<Vec<(usize, Expr)>>),
 ) -> SqlResult<PreparedInsert> {
     if !table.triggers.is_empty() && (replace || ignore || duplicate_update.is_some()) {
@@ -151,7 +159,7 @@ fn prepare_rows(
     let ctx = session.eval_context(&[], &[], &variable);
     let mut rows = given
         .into_iter()
-        .map(|row| complete_row(&table, row, &ctx))
+        .map(|row| complete_row(&table, row, form, &ctx))
         .collect::<SqlResult<Vec<_>>>()?;
     let first_auto = number_auto_increment(session, &table, &mut rows)?;
     number_hidden_keys(session, &table, &mut rows)?;
@@ -165,7 +173,8 @@ fn prepare_rows(
     })
 }
 
-/// Rows given values for some columns (LOAD DATA's, `kista import`'s), inserted as
+/// Rows given values for some columns, each fitted to its column already (LOAD DATA's,
+/// `kista import`'s: `load_data::Loader::convert`), inserted as
 /// `INSERT ... VALUES` inserts them: defaults, AUTO_INCREMENT, hidden keys, triggers,
 /// CHECKs; a duplicate key fails the batch, or replaces (`replace`) or skips (`ignore`)
 /// the row. In the session's transaction (or one of their own): (rows affected, ignored).
@@ -175,6 +184,7 @@ pub(crate) fn insert_given(
     given: Vec<GivenRow>,
     (replace, ignore): (bool, bool),
 ) -> SqlResult<(u64, u64)> {
+    let given = (given, Given::Fitted);
     let mut prepared = prepare_rows(session, table, given, (replace, ignore, None))?;
     let outcome = session.transactional(|tx, session| {
         write_insert(tx, session, &mut prepared, &[], &mut Firing::default())
@@ -452,6 +462,7 @@ fn selected_given(
 fn complete_row(
     table: &SqlTable,
     given: GivenRow,
+    form: Given,
     ctx: &crate::expr::EvalContext,
 ) -> SqlResult<Vec<Value>> {
     let schema = table.schema();
@@ -466,6 +477,7 @@ fn complete_row(
             other => other,
         };
         row.push(match value {
+            Some(v) if form == Given::Fitted => v,
             Some(v) => fit(table, column, &v)?,
             None if is_auto || table.hidden_key == Some(column) => Value::Null,
             None => match (table.computed.default_of(column), &definition.default) {

@@ -101,8 +101,8 @@ impl Loader {
     /// converted to its column's type (`Err`: why the record makes no row, naming its line
     /// and column).
     pub fn convert(&self, record: &Record) -> SqlResult<GivenRow> {
-        if record.fields.len() != self.targets.len() {
-            let (code, what) = if record.fields.len() < self.targets.len() {
+        if record.len() != self.targets.len() {
+            let (code, what) = if record.len() < self.targets.len() {
                 (1261, "doesn't contain data for all columns")
             } else {
                 (
@@ -116,15 +116,15 @@ impl Loader {
                 format!(
                     "Row {} {what} ({} fields, {} columns)",
                     record.line,
-                    record.fields.len(),
+                    record.len(),
                     self.targets.len()
                 ),
             ));
         }
         let mut row: GivenRow = vec![None; self.table.schema().columns.len()];
-        for (&column, field) in self.targets.iter().zip(&record.fields) {
+        for (&column, field) in self.targets.iter().zip(record.fields()) {
             let value = match field {
-                Some(bytes) => Value::Bytes(bytes.clone()),
+                Some(bytes) => Value::Bytes(bytes.to_vec()),
                 None => Value::Null,
             };
             let fitted = dml::fit(&self.table, column, &value).map_err(|error| {

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Loading a file: `kista import` into Kista (two data nodes, two replicas) against
+# MariaDB's `LOAD DATA INFILE` (InnoDB, log flushed about once a second) on the same CSV
+# file and machine, ROUNDS times each, alternating. Prints rows/s for each run.
+#
+#   bench/import.sh [ROWS] [ROUNDS] [THREADS]
+set -euo pipefail
+bench_name=import
+source "$(dirname "$0")/sql-lib.sh"
+rows=${1:-1000000}
+rounds=${2:-2}
+threads=${3:-8}
+
+file="$dir/rows.csv"
+python3 - "$rows" "$file" <<'EOF'
+import sys
+rows, path = int(sys.argv[1]), sys.argv[2]
+with open(path, "w") as f:
+    for i in range(1, rows + 1):
+        f.write(f'{i},{i * 7 % 100000},"name {i}",{i % 1000}.25,2024-01-{1 + i % 28:02d} 10:00:00\n')
+EOF
+echo "file: $rows rows, $(du -m "$file" | cut -f1) MB"
+table="CREATE TABLE t (id INT PRIMARY KEY, k INT NOT NULL, name VARCHAR(40), amount DECIMAL(10,2), created DATETIME, KEY by_k (k))"
+
+start_kista 2G
+start_mariadb 0
+rate() { echo "$1 $2" | awk '{ printf "%.0f", $1 / $2 }'; }
+for round in $(seq 1 "$rounds"); do
+  mysql -h 127.0.0.1 -P "$kista_port" -u root -e "DROP DATABASE IF EXISTS imp; CREATE DATABASE imp; USE imp; $table"
+  t0=$(date +%s.%N)
+  $kista import --mgm "127.0.0.1:$mgm_port" imp.t "$file" --threads "$threads" --quiet \
+    --rejects "$dir/rejects" --state "$dir/state" > "$dir/import.log"
+  t1=$(date +%s.%N)
+  kista_s=$(echo "$t1 - $t0" | bc)
+  loaded=$(mysql -h 127.0.0.1 -P "$kista_port" -u root -N -e "SELECT COUNT(*) FROM imp.t")
+
+  mysql -h 127.0.0.1 -P "$mariadb_port" -u root -e "DROP DATABASE IF EXISTS imp; CREATE DATABASE imp; USE imp; $table"
+  t0=$(date +%s.%N)
+  mysql -h 127.0.0.1 -P "$mariadb_port" -u root imp -e \
+    "LOAD DATA INFILE '$file' INTO TABLE t FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"'"
+  t1=$(date +%s.%N)
+  mariadb_s=$(echo "$t1 - $t0" | bc)
+  mariadb_loaded=$(mysql -h 127.0.0.1 -P "$mariadb_port" -u root -N -e "SELECT COUNT(*) FROM imp.t")
+
+  printf 'round %s: kista import %s rows in %.2f s = %s rows/s; MariaDB LOAD DATA %s rows in %.2f s = %s rows/s; ratio %.2f\n' \
+    "$round" "$loaded" "$kista_s" "$(rate "$loaded" "$kista_s")" \
+    "$mariadb_loaded" "$mariadb_s" "$(rate "$mariadb_loaded" "$mariadb_s")" \
+    "$(echo "$mariadb_s / $kista_s" | bc -l)"
+done
