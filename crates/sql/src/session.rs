@@ -474,6 +474,15 @@ impl<'c> Session<'c> {
         ))
     }
 
+    /// Error 1317 once the connection's statement was killed (KILL QUERY), or 3024 past
+    /// its time limit: work the front end does on its own, with no round trip to the
+    /// cluster that would notice, checks it every so many rows.
+    pub(crate) fn check_killed(&self) -> SqlResult<()> {
+        self.process
+            .as_ref()
+            .map_or(Ok(()), |process| process.check_killed())
+    }
+
     /// Bounds the query about to run by `max_execution_time` (ms; 0: no bound), which
     /// MySQL applies to SELECT alone: past it, its next check fails it with 3024.
     fn limit_query_time(&self) {

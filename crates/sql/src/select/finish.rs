@@ -248,7 +248,10 @@ pub(super) fn group(
     let mut index: std::collections::HashMap<Vec<u8>, usize, _> =
         std::collections::HashMap::with_hasher(foldhash::fast::RandomState::default());
     let collations: Vec<Collation> = plan.group_by.iter().map(|e| plan.collation_of(e)).collect();
-    for row in rows {
+    for (counted, row) in rows.into_iter().enumerate() {
+        if counted % KILL_CHECK_ROWS == KILL_CHECK_ROWS - 1 {
+            session.check_killed()?;
+        }
         let key: Vec<Value> = (plan.group_by.iter())
             .map(|e| eval(e, &row, &ctx))
             .collect::<SqlResult<_>>()?;
@@ -334,6 +337,9 @@ pub(crate) fn encode_group_key(key: &[Value], collations: &[Collation]) -> Vec<u
     }
     out
 }
+
+/// Rows grouped between two looks at whether the statement was killed.
+const KILL_CHECK_ROWS: usize = 4096;
 
 /// GROUP_CONCAT's result is cut to `group_concat_max_len` bytes (MySQL's default).
 const GROUP_CONCAT_BYTES_DEFAULT: usize = 1024;
