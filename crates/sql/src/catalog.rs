@@ -153,7 +153,7 @@ impl SqlTable {
                 let coerced =
                     crate::value::coerce(value, definition.column_type, &definition.name)?;
                 let digits = self.extras.columns[column].fraction_digits;
-                Ok(crate::value::round_fraction(&coerced, digits))
+                Ok(crate::value::round_fraction(coerced, digits))
             }
         }
     }

@@ -53,7 +53,8 @@ fn write_datetime(datetime: DateTime, out: &mut Vec<u8>) {
 /// (a column's, `DATETIME(3)`: `12:00:00.500`), as MySQL shows a column's values.
 pub fn write_text_with_fraction(value: &Value, digits: u8, out: &mut Vec<u8>) {
     use std::io::Write;
-    let (whole, fraction_us) = match round_fraction(value, digits) {
+    // Only temporal columns have a fraction to show: their values copy cheaply.
+    let (whole, fraction_us) = match round_fraction(value.clone(), digits) {
         Value::Time(us) => (
             Value::Time(us - us % 1_000_000),
             us.unsigned_abs() % 1_000_000,
@@ -84,9 +85,9 @@ pub fn write_text_with_fraction(value: &Value, digits: u8, out: &mut Vec<u8>) {
 
 /// A TIME, DATETIME or TIMESTAMP rounded to `digits` of a second (half away from zero,
 /// as MySQL stores a value in a column of fewer digits); other values as they are.
-pub fn round_fraction(value: &Value, digits: u8) -> Value {
+pub fn round_fraction(value: Value, digits: u8) -> Value {
     if digits >= 6 {
-        return value.clone();
+        return value;
     }
     let unit = 10i64.pow(6 - u32::from(digits));
     let round = |micros: i64| {
@@ -94,11 +95,11 @@ pub fn round_fraction(value: &Value, digits: u8) -> Value {
         (micros + half) / unit * unit
     };
     match value {
-        Value::Time(micros) => Value::Time(round(*micros)),
-        Value::Timestamp(micros) => Value::Timestamp(round(*micros)),
+        Value::Time(micros) => Value::Time(round(micros)),
+        Value::Timestamp(micros) => Value::Timestamp(round(micros)),
         Value::DateTime(datetime) => DateTime::from_micros(round(datetime.to_micros()))
-            .map_or_else(|| value.clone(), Value::DateTime),
-        other => other.clone(),
+            .map_or(Value::DateTime(datetime), Value::DateTime),
+        other => other,
     }
 }
 
@@ -645,6 +646,6 @@ mod fraction_tests {
         // A negative TIME rounds away from zero.
         assert_eq!(shown(&Value::Time(-3_723_456_000), 2), "-01:02:03.46");
         assert_eq!(shown(&Value::Time(-500_000), 0), "-00:00:01");
-        assert_eq!(round_fraction(&Value::Int(7), 0), Value::Int(7));
+        assert_eq!(round_fraction(Value::Int(7), 0), Value::Int(7));
     }
 }
