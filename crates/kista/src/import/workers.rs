@@ -66,14 +66,10 @@ pub(super) fn import(
 ) -> Result<Summary, Failure> {
     let session = Session::new(catalog, "root".into(), 0);
     let columns = plan.columns.as_deref();
-    let loader = Loader::open(
-        &session,
-        Some(&plan.database),
-        &plan.table,
-        columns,
-        plan.on_duplicate,
-    )
-    .map_err(|e| Failure::runtime(format!("{}.{}: {}", plan.database, plan.table, e.message)))?;
+    let table = (Some(plan.database.as_str()), plan.table.as_str());
+    let loader = Loader::open(&session, table, columns, &[], plan.on_duplicate).map_err(|e| {
+        Failure::runtime(format!("{}.{}: {}", plan.database, plan.table, e.message))
+    })?;
     drop(session);
     let mut state = ImportState::open(plan)?;
     let total_bytes = plan
@@ -205,7 +201,7 @@ fn load_chunk(session: &mut Session, loader: &Loader, chunk: Chunk) -> Done {
     let mut good = Vec::with_capacity(chunk.records.len());
     let mut rows = Vec::with_capacity(chunk.records.len());
     for (index, record) in chunk.records.iter().enumerate() {
-        match loader.convert(record) {
+        match loader.convert(session, record) {
             Ok(row) => {
                 rows.push(row);
                 good.push(index);
@@ -220,7 +216,9 @@ fn load_chunk(session: &mut Session, loader: &Loader, chunk: Chunk) -> Done {
                 std::thread::sleep(Duration::from_millis(10 << attempt.min(6)));
                 attempt += 1;
                 // Converted again: the rows went with the refused try (a rare path).
-                let converted = good.iter().map(|&i| loader.convert(&chunk.records[i]));
+                let converted = good
+                    .iter()
+                    .map(|&i| loader.convert(session, &chunk.records[i]));
                 match converted.collect() {
                     Ok(again) => rows = again,
                     Err(error) => break Err(error),
@@ -267,7 +265,7 @@ fn load_one_by_one(
     let mut counts = (0, 0);
     for &index in good {
         let record = &chunk.records[index];
-        let row = loader.convert(record).map_err(|e| e.message)?;
+        let row = loader.convert(session, record).map_err(|e| e.message)?;
         match loader.insert(session, vec![row]) {
             Ok((rows, skipped)) => {
                 counts.0 += rows;

@@ -557,7 +557,7 @@ fn number_hidden_keys(
 /// `SET col = expr, ...` bound over the table's row (and, for ON DUPLICATE KEY UPDATE,
 /// the row that was to be inserted after it).
 /// `correlation`: where correlated subqueries bind (an UPDATE's); `None` refuses them.
-fn bind_assignments(
+pub(crate) fn bind_assignments(
     session: &Session,
     table: &SqlTable,
     assignments: &[Assignment],

@@ -17,7 +17,9 @@ use crate::accounts::privileges::needed;
 use crate::catalog::SqlTable;
 use crate::dml::{self, GivenRow};
 use crate::error::{SqlError, SqlResult};
+use crate::expr::Expr;
 use crate::session::{Outcome, Session};
+use sqlparser::ast::Assignment;
 
 pub mod fields;
 pub mod local;
@@ -40,21 +42,32 @@ pub enum OnDuplicate {
     Ignore,
 }
 
-/// A table to load, and the columns a record's fields go to in order.
+/// A table to load, and where a record's fields go in order.
 pub struct Loader {
     table: Arc<SqlTable>,
-    targets: Vec<usize>,
+    targets: Vec<Target>,
+    /// `SET column = expr`, bound to the table's row.
+    set: Vec<(usize, Expr)>,
     on_duplicate: OnDuplicate,
+}
+
+/// Where one field goes.
+#[derive(Clone)]
+enum Target {
+    Column(usize),
+    /// A user variable (`@name`, lowercase) the SET expressions read.
+    Variable(String),
 }
 
 impl Loader {
     /// The loader of `database.table` (the session's database when `None`), its fields
-    /// going to `columns` (every column, hidden ones aside, when `None`).
+    /// going to `columns` (names; `@name` a user variable; every column, hidden ones aside,
+    /// when `None`), then `set` computed.
     pub fn open(
         session: &Session,
-        database: Option<&str>,
-        table: &str,
+        (database, table): (Option<&str>, &str),
         columns: Option<&[String]>,
+        set: &[Assignment],
         on_duplicate: OnDuplicate,
     ) -> SqlResult<Self> {
         let database = match database {
@@ -65,15 +78,21 @@ impl Loader {
         let targets = match columns {
             Some(names) => names
                 .iter()
-                .map(|name| column_index(&table, name))
+                .map(|name| match name.strip_prefix('@') {
+                    Some(_) => Ok(Target::Variable(name.to_lowercase())),
+                    None => column_index(&table, name).map(Target::Column),
+                })
                 .collect::<SqlResult<Vec<_>>>()?,
             None => (0..table.schema().columns.len())
                 .filter(|&column| table.hidden_key != Some(column))
+                .map(Target::Column)
                 .collect(),
         };
+        let set = dml::bind_assignments(session, &table, set, &[], (None, None))?;
         Ok(Loader {
             table,
             targets,
+            set,
             on_duplicate,
         })
     }
@@ -83,6 +102,7 @@ impl Loader {
         Loader {
             table: self.table.clone(),
             targets: self.targets.clone(),
+            set: self.set.clone(),
             on_duplicate,
         }
     }
@@ -98,9 +118,9 @@ impl Loader {
     }
 
     /// `record` as the row an INSERT naming the target columns would be given: each field
-    /// converted to its column's type (`Err`: why the record makes no row, naming its line
-    /// and column).
-    pub fn convert(&self, record: &Record) -> SqlResult<GivenRow> {
+    /// converted to its column's type, a variable's set in `session`, then the SET
+    /// columns computed (`Err`: why the record makes no row, naming its line and column).
+    pub fn convert(&self, session: &Session, record: &Record) -> SqlResult<GivenRow> {
         if record.len() != self.targets.len() {
             let (code, what) = if record.len() < self.targets.len() {
                 (1261, "doesn't contain data for all columns")
@@ -121,20 +141,39 @@ impl Loader {
                 ),
             ));
         }
+        let at_line = |error: SqlError| {
+            SqlError::new(
+                error.code,
+                error.state,
+                format!("{} at row {}", error.message, record.line),
+            )
+        };
         let mut row: GivenRow = vec![None; self.table.schema().columns.len()];
-        for (&column, field) in self.targets.iter().zip(record.fields()) {
+        for (target, field) in self.targets.iter().zip(record.fields()) {
             let value = match field {
                 Some(bytes) => Value::Bytes(bytes.to_vec()),
                 None => Value::Null,
             };
-            let fitted = dml::fit(&self.table, column, &value).map_err(|error| {
-                SqlError::new(
-                    error.code,
-                    error.state,
-                    format!("{} at row {}", error.message, record.line),
-                )
-            })?;
-            row[column] = Some(fitted);
+            match target {
+                Target::Column(column) => {
+                    row[*column] = Some(dml::fit(&self.table, *column, &value).map_err(at_line)?);
+                }
+                Target::Variable(name) => {
+                    session.variables.borrow_mut().insert(name.clone(), value);
+                }
+            }
+        }
+        if !self.set.is_empty() {
+            let variable = |name: &str| session.variable(name);
+            let ctx = session.eval_context(&[], &[], &variable);
+            let given: Vec<Value> = row
+                .iter()
+                .map(|v| v.clone().unwrap_or(Value::Null))
+                .collect();
+            for (column, expr) in &self.set {
+                let value = crate::expr::eval(expr, &given, &ctx).map_err(at_line)?;
+                row[*column] = Some(dml::fit(&self.table, *column, &value).map_err(at_line)?);
+            }
         }
         Ok(row)
     }
@@ -169,13 +208,8 @@ fn column_index(table: &SqlTable, name: &str) -> SqlResult<usize> {
 /// (`Records: N  Deleted: 0  Skipped: N  Warnings: N`).
 pub fn run(session: &mut Session, load: &LoadData, input: &mut dyn Read) -> SqlResult<Outcome> {
     let columns = load.columns.as_deref();
-    let loader = Loader::open(
-        session,
-        load.database.as_deref(),
-        &load.table,
-        columns,
-        load.on_duplicate,
-    )?;
+    let table = (load.database.as_deref(), load.table.as_str());
+    let loader = Loader::open(session, table, columns, &load.set, load.on_duplicate)?;
     crate::accounts::check_table(session, needed::INSERT, &loader.table)?;
     // MySQL: with LOCAL the server cannot stop the client's sending, so a taken key is
     // skipped with a warning, as if IGNORE were given (not on a table with triggers, where
@@ -194,7 +228,7 @@ pub fn run(session: &mut Session, load: &LoadData, input: &mut dyn Read) -> SqlR
     let mut batch = Vec::with_capacity(LOAD_BATCH_ROWS);
     while reader.next_record(&mut record).map_err(file_error)? {
         counts.records += 1;
-        batch.push(loader.convert(&record)?);
+        batch.push(loader.convert(session, &record)?);
         if batch.len() == LOAD_BATCH_ROWS {
             counts.add(loader.insert(session, std::mem::take(&mut batch))?);
         }

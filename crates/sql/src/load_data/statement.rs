@@ -8,9 +8,12 @@
 //!   [IGNORE n {LINES | ROWS}] [(column, ...)]
 //! ```
 //!
-//! The tokens are sqlparser's (MySQL's string escapes, `'\t'`, are its). `SET col = expr`
-//! and `@variable` targets are refused (1235).
+//! followed by `[SET column = expr, ...]`, whose expressions may read `@variable` targets
+//! of the column list (and the columns given). The tokens are sqlparser's (MySQL's string
+//! escapes, `'\t'`, are its), and so is the SET list's parse.
 
+use sqlparser::ast::Assignment;
+use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, Tokenizer};
 
 use super::fields::FieldFormat;
@@ -29,8 +32,11 @@ pub struct LoadData {
     pub table: String,
     pub format: FieldFormat,
     pub ignore_lines: u64,
-    /// The columns the fields go to, in order (`None`: every column of the table).
+    /// What the fields go to, in order: columns, or user variables (`@name`); `None`:
+    /// every column of the table.
     pub columns: Option<Vec<String>>,
+    /// `SET column = expr`: computed for each record, after its fields are taken.
+    pub set: Vec<Assignment>,
 }
 
 /// The LOAD DATA statement `sql` is (`None`: it is another statement).
@@ -91,9 +97,11 @@ impl Clauses {
             }
         }
         let columns = self.column_list()?;
-        if self.word("SET") {
-            return Err(SqlError::not_supported("LOAD DATA ... SET"));
-        }
+        let set = if self.word("SET") {
+            self.assignments()?
+        } else {
+            Vec::new()
+        };
         if let Some(token) = self.tokens.get(self.at) {
             return Err(SqlError::syntax(format!("unexpected {token} at the end")));
         }
@@ -106,7 +114,25 @@ impl Clauses {
             format,
             ignore_lines,
             columns,
+            set,
         })
+    }
+
+    /// The rest of the statement as `column = expr, ...` (sqlparser's parse).
+    fn assignments(&mut self) -> SqlResult<Vec<Assignment>> {
+        let rest = self.tokens[self.at..].to_vec();
+        self.at = self.tokens.len();
+        let mut parser = Parser::new(&KistaDialect).with_tokens(rest);
+        let assignments = parser
+            .parse_comma_separated(Parser::parse_assignment)
+            .map_err(SqlError::syntax)?;
+        if parser.peek_token().token != Token::EOF {
+            return Err(SqlError::syntax(format!(
+                "LOAD DATA: unexpected {} after SET",
+                parser.peek_token().token
+            )));
+        }
+        Ok(assignments)
     }
 
     fn fields_clause(&mut self, format: &mut FieldFormat) -> SqlResult<()> {
@@ -153,16 +179,6 @@ impl Clauses {
         self.at += 1;
         let mut columns = Vec::new();
         loop {
-            let variable = match self.tokens.get(self.at) {
-                Some(Token::AtSign) => true,
-                Some(Token::Word(word)) => {
-                    word.quote_style.is_none() && word.value.starts_with('@')
-                }
-                _ => false,
-            };
-            if variable {
-                return Err(SqlError::not_supported("LOAD DATA into @variables"));
-            }
             columns.push(self.name()?);
             match self.tokens.get(self.at) {
                 Some(Token::Comma) => self.at += 1,
@@ -287,8 +303,18 @@ mod tests {
                 },
                 ignore_lines: 1,
                 columns: Some(vec!["a".into(), "b".into()]),
+                set: Vec::new(),
             }
         );
+    }
+
+    #[test]
+    fn variables_and_set_assignments_are_read() {
+        let sql = "LOAD DATA INFILE 'f' INTO TABLE t (id, @raw) SET name = UPPER(@raw), n = 2";
+        let load = parse(sql).unwrap().unwrap();
+        assert_eq!(load.columns, Some(vec!["id".into(), "@raw".into()]));
+        assert_eq!(load.set.len(), 2);
+        assert_eq!(load.set[0].to_string(), "name = UPPER(@raw)");
     }
 
     #[test]
@@ -303,8 +329,11 @@ mod tests {
     #[test]
     fn what_is_not_supported_or_malformed_is_refused_with_a_reason() {
         let refused = |sql: &str| parse(sql).unwrap_err().code;
-        assert_eq!(refused("LOAD DATA INFILE 'f' INTO TABLE t SET a = 1"), 1235);
-        assert_eq!(refused("LOAD DATA INFILE 'f' INTO TABLE t (@a)"), 1235);
+        assert_eq!(refused("LOAD DATA INFILE 'f' INTO TABLE t SET a = "), 1064);
+        assert_eq!(
+            refused("LOAD DATA INFILE 'f' INTO TABLE t SET a = 1 b"),
+            1064
+        );
         assert_eq!(refused("LOAD DATA INFILE f INTO TABLE t"), 1064);
         assert_eq!(
             refused("LOAD DATA INFILE 'f' INTO TABLE t FIELDS ENCLOSED BY 'ab'"),
