@@ -260,3 +260,65 @@ fn bad_import_arguments_are_refused_with_the_reason() {
         "one character",
     );
 }
+
+#[test]
+fn an_import_fills_the_columns_it_is_not_given_and_replaces_taken_keys_when_asked() {
+    let cluster = Cluster::start("columns");
+    cluster.sql(
+        "CREATE DATABASE imp; \
+         CREATE TABLE imp.notes (id INT AUTO_INCREMENT PRIMARY KEY, body VARCHAR(20), \
+         kind VARCHAR(10) DEFAULT 'plain'); \
+         CREATE TABLE imp.kv (id INT PRIMARY KEY, v INT)",
+    );
+    let mgm = cluster.mgm();
+    let import = |table: &str, name: &str, text: &str, extra: &[&str]| {
+        let file = cluster.file(name);
+        std::fs::write(&file, text).unwrap();
+        let (file, rejects) = (
+            file.display().to_string(),
+            cluster.file("r").display().to_string(),
+        );
+        let state = cluster.file("s").display().to_string();
+        let mut args = vec![
+            "import",
+            "--mgm",
+            &mgm,
+            table,
+            &file,
+            "--quiet",
+            "--rejects",
+            &rejects,
+            "--state",
+            &state,
+        ];
+        args.extend_from_slice(extra);
+        run_kista(&args, LIMIT)
+    };
+    // Only `body` given: AUTO_INCREMENT numbers the rows, `kind` takes its default.
+    let (code, stdout, stderr) = import(
+        "imp.notes",
+        "notes.csv",
+        "hello\n\"a, b\"\n",
+        &["--columns", "body"],
+    );
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert_eq!(
+        cluster.sql("SELECT id, body, kind FROM imp.notes ORDER BY id"),
+        "1\thello\tplain\n2\ta, b\tplain"
+    );
+    // A taken key is rejected, or with --replace replaces the row.
+    let (code, ..) = import("imp.kv", "kv1.csv", "1,10\n2,20\n", &[]);
+    assert_eq!(code, Some(0));
+    let (code, stdout, _) = import("imp.kv", "kv2.csv", "1,11\n3,30\n", &["--max-rejects", "1"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        stdout.contains("1 rows loaded") && stdout.contains("1 rejected"),
+        "{stdout}"
+    );
+    let (code, stdout, stderr) = import("imp.kv", "kv2.csv", "1,11\n3,30\n", &["--replace"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert_eq!(
+        cluster.sql("SELECT id, v FROM imp.kv ORDER BY id"),
+        "1\t11\n2\t20\n3\t30"
+    );
+}
