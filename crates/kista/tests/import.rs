@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{run_kista, spawn_up, KistaProcess};
+use support::{mysql, run_kista, spawn_up, KistaProcess};
 
 const LIMIT: Duration = Duration::from_secs(300);
 
@@ -33,27 +33,9 @@ impl Cluster {
 
     /// Runs `sql` through the mysql client; its output (no column names).
     fn sql(&self, sql: &str) -> String {
-        let port = self.up.sql_address().port().to_string();
-        let output = Command::new("mysql")
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-P",
-                &port,
-                "-u",
-                "root",
-                "-N",
-                "-e",
-                sql,
-            ])
-            .output()
-            .expect("the mysql client runs");
-        assert!(
-            output.status.success(),
-            "{sql}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8_lossy(&output.stdout).trim().to_string()
+        let output = mysql(self.up.sql_address().port(), sql);
+        let output = output.unwrap_or_else(|error| panic!("{sql}: {error}"));
+        output.trim().to_string()
     }
 
     fn file(&self, name: &str) -> PathBuf {

@@ -4,12 +4,11 @@
 mod support;
 
 use std::net::{TcpListener, TcpStream};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use support::{run_kista, spawn_up, KistaProcess};
+use support::{mysql, run_kista, spawn_up, KistaProcess};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -84,29 +83,6 @@ fn pid_of(startup: &str, name: &str) -> i32 {
         .and_then(|rest| rest.split(')').next())
         .and_then(|pid| pid.parse().ok())
         .unwrap_or_else(|| panic!("kista up names the pid of {name}:\n{startup}"))
-}
-
-/// Runs `sql` through the mysql client: its stdout, or its stderr as the error.
-fn mysql(port: u16, sql: &str) -> Result<String, String> {
-    let output = Command::new("mysql")
-        .args([
-            "-h",
-            "127.0.0.1",
-            "-P",
-            &port.to_string(),
-            "-u",
-            "root",
-            "-N",
-            "-e",
-            sql,
-        ])
-        .output()
-        .expect("the mysql client runs");
-    if output.status.success() {
-        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-    } else {
-        Err(String::from_utf8_lossy(&output.stderr).into_owned())
-    }
 }
 
 /// Waits (LIMIT at most) until `ready` holds.

@@ -194,15 +194,15 @@ impl<S: Read + Write> Connection<'_, S> {
                 let sql = String::from_utf8_lossy(body);
                 self.begin("Query", &sql);
                 let outcome = match self.text_statements.parse(&sql) {
-                    Ok((parsed, _)) if parsed.load_data.as_ref().is_some_and(|l| l.local) => {
-                        self.load_local(&parsed)
-                    }
-                    Ok((parsed, values)) => {
-                        let form = self.form(false);
-                        let mut writer = ResultWriter::new(&mut self.stream, form);
-                        let (cache, sink) = (&mut PlanCache::default(), Some(&mut writer as _));
-                        self.session.execute_to(&parsed, cache, &values, sink)
-                    }
+                    Ok((parsed, values)) => match parsed.load_data.as_deref() {
+                        Some(load) if load.local => self.load_local(load),
+                        _ => {
+                            let form = self.form(false);
+                            let mut writer = ResultWriter::new(&mut self.stream, form);
+                            let (cache, sink) = (&mut PlanCache::default(), Some(&mut writer as _));
+                            self.session.execute_to(&parsed, cache, &values, sink)
+                        }
+                    },
                     Err(error) => Err(error),
                 };
                 self.send_outcome(outcome, false);
@@ -325,12 +325,7 @@ impl<S: Read + Write> Connection<'_, S> {
     }
 
     /// LOAD DATA LOCAL: the file comes from the client, if it offered to send files.
-    fn load_local(&mut self, parsed: &Parsed) -> SqlResult<Outcome> {
-        let Some(load) = &parsed.load_data else {
-            return Err(SqlError::not_supported(
-                "LOAD DATA LOCAL without its statement",
-            ));
-        };
+    fn load_local(&mut self, load: &crate::load_data::LoadData) -> SqlResult<Outcome> {
         if self.capabilities & capability::LOCAL_FILES == 0 {
             return Err(SqlError::new(
                 3948,

@@ -374,6 +374,15 @@ impl<'c> Session<'c> {
         }
     }
 
+    /// Warning 1062 for each of `count` rows of `table` skipped as duplicates (as many as
+    /// the session keeps: a million skipped rows make no million messages).
+    pub(crate) fn warn_duplicates(&mut self, table: &str, count: u64) {
+        let room = WARNINGS_MAX.saturating_sub(self.warnings.len());
+        for _ in 0..count.min(room as u64) {
+            self.warn(1062, format!("Duplicate entry in table '{table}'"));
+        }
+    }
+
     /// Runs one parsed statement with `params` for its `?`s. A statement of its own
     /// (autocommit) refused because a table changed under it runs once more with the
     /// tables looked up afresh.

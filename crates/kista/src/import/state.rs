@@ -72,11 +72,6 @@ impl ImportState {
         }
     }
 
-    /// What the reader consults: the chunks committed when the import began.
-    pub(super) fn snapshot(&self) -> ImportState {
-        self.clone()
-    }
-
     pub(super) fn save(&self) -> Result<(), Failure> {
         let above: Vec<String> = self.done_above.iter().map(u64::to_string).collect();
         let text = format!(

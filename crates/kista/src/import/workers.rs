@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io::{BufWriter, Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use kista_sql::error::SqlError;
@@ -79,12 +79,13 @@ pub(super) fn import(
         .sum();
     let mut rejects = RejectsFile::new(plan);
     let mut progress = Progress::new(total_bytes, plan.progress);
-    let bytes_read = Arc::new(AtomicU64::new(0));
+    let bytes_read = AtomicU64::new(0);
     let (chunks_in, chunks_out) = mpsc::sync_channel(plan.threads * CHUNKS_AHEAD_PER_WORKER);
     let chunks_out = Mutex::new(chunks_out);
     let (done_in, done_out) = mpsc::channel();
     std::thread::scope(|scope| {
-        let done_before = state.snapshot();
+        // The reader passes over the chunks committed when the import began.
+        let done_before = state.clone();
         let bytes_read = &bytes_read;
         let reader =
             scope.spawn(move || read_chunks(plan, &done_before, chunks_in, bytes_read, stop));
@@ -243,7 +244,7 @@ fn load_chunk(session: &mut Session, loader: &Loader, chunk: Chunk) -> Done {
         Err(error) => {
             return Done::Failed {
                 chunk: chunk.id,
-                reason: format!("{} (error {})", error.message, error.code),
+                reason: reason(&error),
             }
         }
     };
@@ -272,7 +273,7 @@ fn load_one_by_one(
                 counts.1 += skipped;
             }
             Err(error) if is_row_error(&error) => rejects.push(reject(chunk, record, &error)),
-            Err(error) => return Err(format!("{} (error {})", error.message, error.code)),
+            Err(error) => return Err(reason(&error)),
         }
     }
     Ok(counts)
@@ -287,11 +288,16 @@ fn is_row_error(error: &SqlError) -> bool {
     )
 }
 
+/// How the import names an error: its message and code.
+fn reason(error: &SqlError) -> String {
+    format!("{} (error {})", error.message, error.code)
+}
+
 fn reject(chunk: &Chunk, record: &Record, error: &SqlError) -> Reject {
     Reject {
         file: chunk.file,
         line: record.line,
-        reason: format!("{} (error {})", error.message, error.code),
+        reason: reason(error),
         fields: record.fields().map(|f| f.map(<[u8]>::to_vec)).collect(),
     }
 }

@@ -31,6 +31,32 @@ pub struct KistaProcess {
     stderr: Arc<Mutex<String>>,
 }
 
+/// Runs `sql` through the mysql client on `port` as root: its output without column names,
+/// or its error output as the error.
+pub fn mysql(port: u16, sql: &str) -> Result<String, String> {
+    let port = port.to_string();
+    let args = [
+        "-h",
+        "127.0.0.1",
+        "-P",
+        &port,
+        "-u",
+        "root",
+        "-N",
+        "-e",
+        sql,
+    ];
+    let output = Command::new("mysql")
+        .args(args)
+        .output()
+        .expect("the mysql client runs");
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&output.stderr).into_owned())
+    }
+}
+
 /// `kista up` on `dir` with every port picked free, and `extra` options.
 pub fn spawn_up(dir: &std::path::Path, extra: &[&str]) -> KistaProcess {
     let dir = dir.display().to_string();

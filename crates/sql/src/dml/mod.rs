@@ -72,10 +72,7 @@ pub fn insert(
     });
     let (affected, ignored) =
         outcome.map_err(|e| duplicate_message(e, &prepared.table, &prepared.rows))?;
-    for _ in 0..ignored {
-        let message = format!("Duplicate entry in table '{}'", prepared.table.name);
-        session.warn(1062, message);
-    }
+    session.warn_duplicates(&prepared.table.name, ignored);
     if prepared.first_auto > 0 {
         session.last_insert_id = prepared.first_auto;
     }

@@ -134,11 +134,6 @@ impl<R: Read> RecordReader<R> {
         })
     }
 
-    /// Lines of the file read so far.
-    pub fn lines_read(&self) -> u64 {
-        self.lines
-    }
-
     /// Skips `count` lines (IGNORE n LINES, a header); false if the file ended first.
     pub fn skip_lines(&mut self, count: u64) -> Result<bool, FieldError> {
         for _ in 0..count {

@@ -61,8 +61,8 @@ enum Target {
 
 impl Loader {
     /// The loader of `database.table` (the session's database when `None`), its fields
-    /// going to `columns` (names; `@name` a user variable; every column, hidden ones aside,
-    /// when `None`), then `set` computed.
+    /// going to `columns` (names; `@name` a user variable; every column SQL sees when
+    /// `None`), then `set` computed.
     pub fn open(
         session: &Session,
         (database, table): (Option<&str>, &str),
@@ -80,12 +80,12 @@ impl Loader {
                 .iter()
                 .map(|name| match name.strip_prefix('@') {
                     Some(_) => Ok(Target::Variable(name.to_lowercase())),
-                    None => column_index(&table, name).map(Target::Column),
+                    None => (table.column_index(name).map(Target::Column))
+                        .ok_or_else(|| SqlError::unknown_column(name, "field list")),
                 })
                 .collect::<SqlResult<Vec<_>>>()?,
-            None => (0..table.schema().columns.len())
-                .filter(|&column| table.hidden_key != Some(column))
-                .map(Target::Column)
+            None => (table.visible_columns())
+                .map(|(column, _)| Target::Column(column))
                 .collect(),
         };
         let set = dml::bind_assignments(session, &table, set, &[], (None, None))?;
@@ -105,16 +105,6 @@ impl Loader {
             set: self.set.clone(),
             on_duplicate,
         }
-    }
-
-    /// The table's name, with its database's (`db.t`).
-    pub fn table_name(&self) -> String {
-        format!("{}.{}", self.table.database, self.table.name)
-    }
-
-    /// Fields a record must have.
-    pub fn width(&self) -> usize {
-        self.targets.len()
     }
 
     /// `record` as the row an INSERT naming the target columns would be given: each field
@@ -189,21 +179,6 @@ impl Loader {
     }
 }
 
-fn column_index(table: &SqlTable, name: &str) -> SqlResult<usize> {
-    let columns = &table.schema().columns;
-    columns
-        .iter()
-        .position(|c| c.name.eq_ignore_ascii_case(name))
-        .filter(|&column| table.hidden_key != Some(column))
-        .ok_or_else(|| {
-            SqlError::new(
-                1054,
-                "42S22",
-                format!("Unknown column '{name}' in 'field list'"),
-            )
-        })
-}
-
 /// Runs `load` with the file's bytes from `input`: the OK's counts, as MySQL's
 /// (`Records: N  Deleted: 0  Skipped: N  Warnings: N`).
 pub fn run(session: &mut Session, load: &LoadData, input: &mut dyn Read) -> SqlResult<Outcome> {
@@ -236,10 +211,7 @@ pub fn run(session: &mut Session, load: &LoadData, input: &mut dyn Read) -> SqlR
     if !batch.is_empty() {
         counts.add(loader.insert(session, batch)?);
     }
-    for _ in 0..counts.skipped {
-        let message = format!("Duplicate entry in table '{}'", loader.table.name);
-        session.warn(1062, message);
-    }
+    session.warn_duplicates(&loader.table.name, counts.skipped);
     Ok(Outcome::Done {
         affected_rows: counts.affected,
         last_insert_id: 0,
