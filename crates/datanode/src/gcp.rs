@@ -49,6 +49,7 @@ use kista_signal::{BlockAddress, NodeId, Signal, TypedSignal};
 
 use crate::cluster::{ClusterShape, NodeSet};
 use crate::membership::{membership_address, STOPPED_BY_MANAGEMENT_SERVER};
+use crate::metrics::CheckpointGauges;
 use crate::node::NodeSettings;
 use crate::protocol::*;
 use crate::tc::FIRST_GCI;
@@ -128,10 +129,16 @@ pub struct GlobalCheckpoints {
     group_without_data: Option<(u16, u64)>,
     /// A restarting node's restore from its own disk, while it runs.
     own_disk: Option<own_disk::OwnDisk>,
+    /// Where the checkpoints stand, for operators (never read here).
+    gauges: Arc<CheckpointGauges>,
 }
 
 impl GlobalCheckpoints {
-    pub fn new(settings: Arc<NodeSettings>, cluster: Arc<ClusterShape>) -> Self {
+    pub fn new(
+        settings: Arc<NodeSettings>,
+        cluster: Arc<ClusterShape>,
+        gauges: Arc<CheckpointGauges>,
+    ) -> Self {
         // A restarting node learns the members, their president and the GCI when it joins.
         let joining = settings.joins_running_cluster;
         Self {
@@ -144,6 +151,7 @@ impl GlobalCheckpoints {
             failure_generation: 0,
             current_gci: if joining { 0 } else { FIRST_GCI },
             restorable_gci: 0,
+            gauges,
             round: Round::Idle,
             awaiting: Vec::new(),
             control: settings.keeps_data_on_disk().then(|| {
@@ -650,5 +658,7 @@ impl Block for GlobalCheckpoints {
             Ok(())
         };
         debug_assert!(result.is_ok(), "malformed signal to gcp: {result:?}");
+        self.gauges.current_gci.set(self.current_gci);
+        self.gauges.restorable_gci.set(self.restorable_gci);
     }
 }

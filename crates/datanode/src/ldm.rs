@@ -29,6 +29,7 @@ use kista_storage::row_store::RowId;
 use crate::cluster::{ClusterShape, NodeSet};
 use crate::dist::PartitionMap;
 use crate::fragment_scan::FragmentScans;
+use crate::metrics::DataManagerCounters;
 use crate::node::NodeSettings;
 use crate::protocol::*;
 use crate::read::{
@@ -98,6 +99,8 @@ pub struct LocalDataManager {
     key_changes: Vec<KeyChange>,
     /// The REDO bytes the write that just ran will log at commit.
     staged_redo_bytes: u64,
+    /// What this data manager counts for operators (never read by it).
+    counters: Arc<DataManagerCounters>,
     /// The encoded `IndexUpkeepBody` (kept for its capacity).
     upkeep_bytes: Vec<u8>,
     /// Nodes whose coordinators failed: their operations are refused from now on, so none
@@ -137,9 +140,11 @@ impl LocalDataManager {
         memory: Arc<DataMemory>,
         registry: Arc<PartitionRegistry>,
         instance: u16,
+        counters: Arc<DataManagerCounters>,
     ) -> Self {
         let member = !settings.joins_running_cluster;
-        let redo = redo::ring_for(&settings).map(|ring| redo::RedoLog::new(ring, instance));
+        let redo = redo::ring_for(&settings)
+            .map(|ring| redo::RedoLog::new(ring, instance, counters.clone()));
         let checkpoints = redo.is_some().then(|| {
             checkpoint::LocalCheckpoints::new(instance, settings.checkpoint_write_bytes_per_sec)
         });
@@ -155,6 +160,7 @@ impl LocalDataManager {
             unique_changes: Vec::new(),
             key_changes: Vec::new(),
             staged_redo_bytes: 0,
+            counters,
             upkeep_bytes: Vec::new(),
             failed_coordinators: NodeSet::EMPTY,
             copies: copy::Copies::default(),
@@ -506,6 +512,7 @@ impl LocalDataManager {
             Duration::from_millis(self.settings.lock_wait_timeout_ms),
         );
         self.start_deadlock_checks(ctx, prepare.transaction, wait_id);
+        self.counters.lock_wait();
         let key = (prepare.table_id, prepare.partition);
         let transaction = self.transactions.entry(prepare.transaction).or_default();
         transaction
@@ -1001,6 +1008,7 @@ impl LocalDataManager {
         let result = if reply.request_id & checkpoint::CHECKPOINT_REQUEST != 0 {
             match checkpoints.replied(ctx, reply, &self.tables, redo) {
                 Ok(Some(written)) => {
+                    self.counters.local_checkpoint_written();
                     if checkpoints.is_after_copy(written.id) {
                         let gcp = BlockAddress::new(ctx.address().node(), GCP_BLOCK, 0);
                         ctx.send_typed(gcp, &LdmHoldsData {});

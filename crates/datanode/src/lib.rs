@@ -16,6 +16,7 @@ pub mod fragment_scan;
 pub mod gcp;
 pub mod ldm;
 pub mod membership;
+pub mod metrics;
 pub mod node;
 pub mod protocol;
 pub mod query;

@@ -12,6 +12,7 @@ use crate::dict::Dictionary;
 use crate::gcp::GlobalCheckpoints;
 use crate::ldm::LocalDataManager;
 use crate::membership::Membership;
+use crate::metrics::NodeCounters;
 use crate::protocol::{DICT_BLOCK, GCP_BLOCK, LDM_BLOCK, MEMBERSHIP_BLOCK, QUERY_BLOCK, TC_BLOCK};
 use crate::query::QueryExecutor;
 use crate::read_lease::ReadLease;
@@ -200,6 +201,7 @@ pub fn data_node_blocks(
     settings: &NodeSettings,
     memory: Arc<DataMemory>,
     files: Option<Box<dyn FileStorage>>,
+    counters: &NodeCounters,
 ) -> Result<Vec<BlockRegistration>, ShapeError> {
     assert!(
         files.is_some() || !settings.keeps_data_on_disk(),
@@ -225,7 +227,11 @@ pub fn data_node_blocks(
             module: Module::Main,
             instance: 0,
         },
-        implementation: Box::new(GlobalCheckpoints::new(settings.clone(), cluster.clone())),
+        implementation: Box::new(GlobalCheckpoints::new(
+            settings.clone(),
+            cluster.clone(),
+            counters.checkpoints(),
+        )),
     });
     blocks.push(BlockRegistration {
         block: MEMBERSHIP_BLOCK,
@@ -253,6 +259,7 @@ pub fn data_node_blocks(
                 cluster.clone(),
                 instance,
                 registry.clone(),
+                counters.coordinator(instance),
             )),
         });
     }
@@ -270,6 +277,7 @@ pub fn data_node_blocks(
                 memory.clone(),
                 registry.clone(),
                 instance,
+                counters.data_manager(instance),
             )),
         });
     }

@@ -22,6 +22,7 @@ use kista_signal::{BlockAddress, SectionHandle, Signal, TypedSignal};
 
 use crate::cluster::{ClusterShape, NodeSet};
 use crate::dist::PartitionMap;
+use crate::metrics::CoordinatorCounters;
 use crate::node::NodeSettings;
 use crate::protocol::*;
 use crate::registry::PartitionRegistry;
@@ -119,6 +120,8 @@ struct Transaction {
     /// Replicas whose complete or abort confirmation is still expected.
     awaiting: Vec<BlockAddress>,
     last_activity_ns: u64,
+    /// When its record opened (for the commit-latency metric).
+    started_ns: u64,
     /// The global checkpoint it commits in, stamped when its commit starts.
     gci: u64,
     /// Its abort goes along each participant's chain (`AbortAlong`): it began with
@@ -241,6 +244,8 @@ pub struct TransactionCoordinator {
     checkpoints: gcp::CoordinatorCheckpoints,
     /// Confirmations of durable commits waiting for their GCI (see `tc/durable.rs`).
     durable: durable::DurableCommits,
+    /// What this coordinator counts for operators (never read by it).
+    counters: Arc<CoordinatorCounters>,
 }
 
 impl TransactionCoordinator {
@@ -249,6 +254,7 @@ impl TransactionCoordinator {
         cluster: Arc<ClusterShape>,
         instance: u16,
         registry: Arc<PartitionRegistry>,
+        counters: Arc<CoordinatorCounters>,
     ) -> Self {
         let router = ReadRouter::new(settings.read_policy, settings.query_addresses().collect());
         // A node restarting learns who is started when it joins.
@@ -291,6 +297,7 @@ impl TransactionCoordinator {
             generation,
             checkpoints,
             durable: durable::DurableCommits::default(),
+            counters,
         }
     }
 
@@ -408,6 +415,7 @@ impl TransactionCoordinator {
     }
 
     fn key_request(&mut self, ctx: &mut Context, request: KeyRequest) {
+        self.counters.operation(request.kind);
         let mut placed = None;
         if is_committed_key_read(&request) {
             match self.read_here(ctx, &request) {
@@ -605,7 +613,9 @@ impl TransactionCoordinator {
         record.client = request.client;
         record.client_tx = request.client_tx;
         record.last_activity_ns = ctx.now_ns();
+        record.started_ns = record.last_activity_ns;
         self.transactions.insert(id, record);
+        self.counters.open_transactions(self.transactions.len());
         self.by_client
             .insert((request.client, request.client_tx), id);
         self.start_ticking(ctx);
@@ -810,6 +820,8 @@ impl TransactionCoordinator {
             gci: transaction.gci,
         };
         let durable = transaction.commits_durably();
+        let duration_ns = ctx.now_ns().saturating_sub(transaction.started_ns);
+        self.counters.committed(Some(duration_ns));
         replicas_of(&transaction.participants, &mut self.replicas);
         transaction.phase = Phase::Completing;
         transaction.awaiting.clone_from(&self.replicas);
@@ -880,6 +892,8 @@ impl TransactionCoordinator {
             return;
         };
         let failure = transaction.failure.take();
+        self.counters
+            .aborted(failure.as_ref().map(|(code, _, _)| *code));
         let (client, client_tx) = (transaction.client, transaction.client_tx);
         self.recycle(transaction);
         let outcome = TransactionOutcome::Aborted;
@@ -926,6 +940,7 @@ impl TransactionCoordinator {
     /// Removes a transaction's record and its client's name for it.
     fn forget(&mut self, ctx: &mut Context, id: u64) -> Option<Transaction> {
         let transaction = self.transactions.remove(&id)?;
+        self.counters.open_transactions(self.transactions.len());
         self.by_client
             .remove(&(transaction.client, transaction.client_tx));
         self.drained(ctx, Some(id));

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use kista_datanode::metrics::NodeCounters;
 use kista_datanode::node::{data_node_blocks, NodeSettings};
 use kista_datanode::protocol::*;
 use kista_datanode::router::ReadPolicy;
@@ -440,8 +441,13 @@ fn query_threads_read_whole_committed_rows_while_the_ldm_thread_writes() {
     settings.query_instances = 2;
     settings.read_policy = ReadPolicy::Query;
     let observed = Arc::new(Observed::default());
-    let mut blocks = data_node_blocks(&settings, Arc::new(DataMemory::new(64 << 20)), None)
-        .expect("one node is a cluster");
+    let mut blocks = data_node_blocks(
+        &settings,
+        Arc::new(DataMemory::new(64 << 20)),
+        None,
+        &NodeCounters::new(&settings),
+    )
+    .expect("one node is a cluster");
     blocks.push(driver(
         WRITER,
         Module::Recv,

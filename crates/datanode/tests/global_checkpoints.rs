@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use kista_datanode::dist::PartitionMap;
+use kista_datanode::metrics::NodeCounters;
 use kista_datanode::node::{data_node_blocks, data_node_start_signals, NodeSettings};
 use kista_datanode::protocol::*;
 use kista_runtime::io::SimulatedDisk;
@@ -471,7 +472,13 @@ fn a_node_late_to_the_start_is_waited_for_and_then_checkpoints_go_on() {
     );
     let memory = Arc::new(DataMemory::new(64 << 20));
     let disk = cluster.disks[&NodeId(2)].clone();
-    let blocks = data_node_blocks(&late, memory, Some(Box::new(disk))).unwrap();
+    let blocks = data_node_blocks(
+        &late,
+        memory,
+        Some(Box::new(disk)),
+        &NodeCounters::new(&late),
+    )
+    .unwrap();
     cluster.simulation.restart(NodeId(2), blocks).unwrap();
     for signal in data_node_start_signals(&late) {
         cluster.simulation.inject(signal);

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use kista_datanode::cluster::NodeSet;
 use kista_datanode::membership::membership_address;
+use kista_datanode::metrics::NodeCounters;
 use kista_datanode::node::{data_node_blocks, data_node_start_signals, NodeSettings};
 use kista_datanode::protocol::{
     check_client_signal, ClientLost, LoadLevelsBody, LoadReport, NodeInfo, NodeSuspected,
@@ -23,6 +24,8 @@ use kista_signal::{NodeId, TypedSignal};
 use kista_storage::memory::DataMemory;
 use kista_transport::peers::{ConnectionLost, Peers};
 use kista_transport::server::{ClientIds, Server, ServerOptions};
+
+use crate::metrics::DataNodeGauges;
 
 pub struct DataNodeOptions {
     pub node: NodeId,
@@ -39,6 +42,8 @@ pub struct DataNodeOptions {
 pub struct DataNodeProcess {
     runtime: RunningNode,
     server: Server,
+    /// What the node shows operators (`--metrics-port`).
+    gauges: DataNodeGauges,
     stop_monitor: Arc<AtomicBool>,
     monitor: Option<JoinHandle<()>>,
 }
@@ -86,7 +91,8 @@ impl DataNodeProcess {
             .data_dir
             .as_ref()
             .map(|directory| Box::new(DiskStorage::new(directory)) as Box<dyn FileStorage>);
-        let blocks = data_node_blocks(settings, memory, files)
+        let counters = Arc::new(NodeCounters::new(settings));
+        let blocks = data_node_blocks(settings, memory.clone(), files, &counters)
             .map_err(|e| format!("the data node does not form a cluster: {e}"))?;
         let start_signals = data_node_start_signals(settings);
         let runtime = start(layout, blocks, start_signals, &runtime_options)
@@ -97,12 +103,24 @@ impl DataNodeProcess {
         let stop_monitor = Arc::new(AtomicBool::new(false));
         let monitor = spawn_monitor(&runtime, settings, stop_monitor.clone())
             .map_err(|e| format!("cannot start the load monitor: {e}"))?;
+        let gauges = DataNodeGauges {
+            node: options.node.0,
+            counters,
+            memory,
+            threads: runtime.stats_source(),
+            links: server.links(),
+        };
         Ok(Self {
             runtime,
             server,
+            gauges,
             stop_monitor,
             monitor: Some(monitor),
         })
+    }
+
+    pub fn gauges(&self) -> DataNodeGauges {
+        self.gauges.clone()
     }
 
     pub fn address(&self) -> SocketAddr {

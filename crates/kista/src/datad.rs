@@ -25,6 +25,7 @@ use kista_transport::peers::Peers;
 
 use crate::cluster_node;
 use crate::data_node::{DataNodeOptions, DataNodeProcess};
+use crate::metrics::{data_node_render, DataNodeSlot, MetricsOptions};
 use crate::thread_options::ThreadOptions;
 use crate::Failure;
 use kista_mgm::size::parse_size;
@@ -74,6 +75,9 @@ pub struct DatadArgs {
     /// Partitions each table gets on this node (standalone; RonDB: PartitionsPerNode).
     #[arg(long, default_value_t = 2)]
     partitions: u32,
+
+    #[command(flatten)]
+    metrics: MetricsOptions,
 }
 
 /// How often the main thread looks for a stop request.
@@ -87,11 +91,16 @@ pub fn run(args: &DatadArgs) -> Result<(), Failure> {
         return Ok(());
     }
     let stop = crate::stop_on_signals()?;
+    // One endpoint for every life of the node, so its port stays the same.
+    let slot = DataNodeSlot::default();
+    let _metrics = args
+        .metrics
+        .serve("datad", data_node_render(slot.clone()))?;
     // Each pass is one life of the node; `N restart` ends one and begins the next, which
     // restarts into the cluster (NDB's angel process does the same).
     loop {
         let (layout, options) = node_options(args)?;
-        match run_once(args, &layout, options, &stop)? {
+        match run_once(args, &layout, options, &stop, &slot)? {
             Ended::Restart => println!("kista datad: restarting, as the management server asked"),
             Ended::RestartWhenStarted => {
                 if !wait_for_start(args, &stop)? {
@@ -168,6 +177,7 @@ fn run_once(
     layout: &ThreadLayout,
     options: DataNodeOptions,
     stop: &AtomicBool,
+    metrics: &DataNodeSlot,
 ) -> Result<Ended, Failure> {
     let node_id = options.node;
     let peers: Vec<NodeId> = (options.peers.accept.iter().copied())
@@ -177,6 +187,7 @@ fn run_once(
         options.settings.heartbeat_interval_ms * u64::from(options.settings.heartbeat_misses_max);
     let data_memory = options.data_memory_bytes;
     let node = DataNodeProcess::start(layout, options).map_err(Failure::runtime)?;
+    *metrics.lock().unwrap_or_else(|p| p.into_inner()) = Some(node.gauges());
     println!(
         "kista datad: node {} listening on {} ({} threads, data memory {} bytes, read policy {:?})",
         node_id.0,
@@ -193,6 +204,7 @@ fn run_once(
     let stopped_by_cluster = node.stop_reason();
     let failed = node.has_stopped();
     println!("kista datad: stopping");
+    *metrics.lock().unwrap_or_else(|p| p.into_inner()) = None;
     node.stop().map_err(Failure::runtime)?;
     if let Some(reason) = stopped_by_cluster {
         if reason == RESTART_REQUESTED {

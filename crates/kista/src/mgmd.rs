@@ -12,6 +12,7 @@ use clap::Args;
 use kista_mgm::config::ClusterConfig;
 use kista_mgm::server::{ManagementOptions, ManagementServer};
 
+use crate::metrics::MetricsOptions;
 use crate::Failure;
 
 #[derive(Args, Debug)]
@@ -24,6 +25,9 @@ pub struct MgmdArgs {
     /// printed at start).
     #[arg(long)]
     port: Option<u16>,
+
+    #[command(flatten)]
+    metrics: MetricsOptions,
 }
 
 /// How often the main thread looks for a stop request.
@@ -46,6 +50,7 @@ pub fn run(args: &MgmdArgs) -> Result<(), Failure> {
         bind,
     })
     .map_err(Failure::runtime)?;
+    let _metrics = args.metrics.serve("mgmd", server.metrics())?;
     println!(
         "kista mgmd: listening on {} ({data_nodes} data nodes configured)",
         server.address()

@@ -9,9 +9,11 @@ use std::time::Duration;
 
 use clap::Args;
 use kista_client::Client;
+use kista_metrics::Exposition;
 use kista_mgm::size::parse_size;
 use kista_sql::{Catalog, ServerConfig, SqlServer, User, Users, CONNECTIONS_MAX_DEFAULT};
 
+use crate::metrics::MetricsOptions;
 use crate::Failure;
 
 #[derive(Args, Debug)]
@@ -50,6 +52,9 @@ pub struct SqlArgs {
     /// size with K, M or G.
     #[arg(long, default_value = "512M", value_parser = parse_size)]
     result_memory: u64,
+
+    #[command(flatten)]
+    metrics: MetricsOptions,
 }
 
 /// The least `--result-memory`: below it, ordinary results would be refused.
@@ -104,7 +109,11 @@ pub fn run(args: &SqlArgs) -> Result<(), Failure> {
         users,
         connections_max: args.connections_max,
     };
-    let mut server = SqlServer::start(Arc::new(catalog), config)
+    let catalog = Arc::new(catalog);
+    let shown = catalog.clone();
+    let render = Arc::new(move |out: &mut Exposition| shown.render_metrics(out));
+    let _metrics = args.metrics.serve("sql", render)?;
+    let mut server = SqlServer::start(catalog, config)
         .map_err(|e| Failure::runtime(format!("cannot listen on {listen}: {e}")))?;
     println!(
         "kista sql: listening on {} for MySQL clients (cluster at {})",

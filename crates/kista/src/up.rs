@@ -69,6 +69,19 @@ pub struct UpArgs {
     /// every commit is confirmed once on disk on every replica.
     #[arg(long)]
     durable_commits: bool,
+
+    /// The first Prometheus metrics port: the management server's; data node N's is
+    /// this + N and the SQL front end's the one after the last data node's. 0 picks free
+    /// ones. Each is printed as http://127.0.0.1:PORT/metrics.
+    #[arg(long, default_value_t = 0)]
+    metrics_port: u16,
+}
+
+/// Where each child serves its metrics.
+struct MetricsPorts {
+    mgmd: u16,
+    data_nodes: Vec<u16>,
+    sql: u16,
 }
 
 /// How often `kista up` says what it waits for while the data nodes start.
@@ -90,7 +103,8 @@ pub fn run(args: &UpArgs) -> Result<(), Failure> {
         .canonicalize()
         .map_err(|e| Failure::runtime(format!("{}: {e}", args.dir.display())))?;
     let ports = data_node_ports(args)?;
-    check_ports_free(args, &ports)?;
+    let metrics = metrics_ports(args)?;
+    check_ports_free(args, &ports, &metrics)?;
     let config = configuration(args, &dir, &ports);
     let config_path = dir.join("cluster.toml");
     std::fs::write(&config_path, config)
@@ -106,12 +120,20 @@ pub fn run(args: &UpArgs) -> Result<(), Failure> {
     );
 
     let mut processes: Vec<Child> = Vec::new();
-    let started = start_all(args, &dir, &config_path, &mut mgm, &mut processes, &stop);
+    let started = start_all(
+        args,
+        &dir,
+        &config_path,
+        &mut mgm,
+        &mut processes,
+        &stop,
+        &metrics,
+    );
     if let Err(failure) = started {
         shut_down(&mgm, &mut processes);
         return Err(failure);
     }
-    let sql = match start_sql(args, &dir, &mgm, &mut processes, &stop) {
+    let sql = match start_sql(args, &dir, &mgm, &mut processes, &stop, metrics.sql) {
         Ok(sql) => sql,
         Err(failure) => {
             shut_down(&mgm, &mut processes);
@@ -120,6 +142,7 @@ pub fn run(args: &UpArgs) -> Result<(), Failure> {
     };
     println!("kista up: management server listening on {mgm}");
     println!("kista up: SQL front end (MySQL protocol) at {sql}");
+    print_metrics_addresses(&metrics);
     println!("kista up: ready: the cluster serves at --mgm {mgm} and SQL at {sql}");
     println!(
         "kista up:   mysql -h {} -P {} -u root",
@@ -153,9 +176,45 @@ fn data_node_ports(args: &UpArgs) -> Result<Vec<u16>, Failure> {
         .map_err(|e| Failure::runtime(format!("no free port for the data nodes: {e}")))
 }
 
+/// `--metrics-port` and the ports after it, or free ones.
+fn metrics_ports(args: &UpArgs) -> Result<MetricsPorts, Failure> {
+    let count = usize::from(args.data_nodes) + 2;
+    let ports = if args.metrics_port != 0 {
+        let last = usize::from(args.metrics_port) + count - 1;
+        if last > usize::from(u16::MAX) {
+            return Err(Failure::usage(
+                "--metrics-port leaves no room for every process",
+            ));
+        }
+        (0..count as u16).map(|i| args.metrics_port + i).collect()
+    } else {
+        crate::free_ports::free_ports(count)
+            .map_err(|e| Failure::runtime(format!("no free port for the metrics: {e}")))?
+    };
+    Ok(MetricsPorts {
+        mgmd: ports[0],
+        data_nodes: ports[1..count - 1].to_vec(),
+        sql: ports[count - 1],
+    })
+}
+
+fn print_metrics_addresses(metrics: &MetricsPorts) {
+    let url = |port: u16| format!("http://127.0.0.1:{port}/metrics");
+    println!("kista up: metrics (Prometheus):");
+    println!("kista up:   {} management server", url(metrics.mgmd));
+    for (index, &port) in metrics.data_nodes.iter().enumerate() {
+        println!("kista up:   {} data node {}", url(port), index + 1);
+    }
+    println!("kista up:   {} SQL front end", url(metrics.sql));
+}
+
 /// Refuses at once a port that another program listens on: the child would fail to
 /// listen, and clients told the port would reach the other program.
-fn check_ports_free(args: &UpArgs, data_ports: &[u16]) -> Result<(), Failure> {
+fn check_ports_free(
+    args: &UpArgs,
+    data_ports: &[u16],
+    metrics: &MetricsPorts,
+) -> Result<(), Failure> {
     let mut wanted = vec![
         (args.mgm_port, "--mgm-port", "the management server's"),
         (args.sql_port, "--sql-port", "the SQL front end's"),
@@ -166,6 +225,12 @@ fn check_ports_free(args: &UpArgs, data_ports: &[u16]) -> Result<(), Failure> {
                 .iter()
                 .map(|&port| (port, "--data-port", "a data node's")),
         );
+    }
+    if args.metrics_port != 0 {
+        let all = std::iter::once(metrics.mgmd)
+            .chain(metrics.data_nodes.iter().copied())
+            .chain([metrics.sql]);
+        wanted.extend(all.map(|port| (port, "--metrics-port", "a metrics endpoint's")));
     }
     for (port, option, whose) in wanted.into_iter().filter(|(port, ..)| *port != 0) {
         if let Err(error) = std::net::TcpListener::bind(("127.0.0.1", port)) {
@@ -212,10 +277,20 @@ fn start_all(
     mgm: &mut String,
     processes: &mut Vec<Child>,
     stop: &AtomicBool,
+    metrics: &MetricsPorts,
 ) -> Result<(), Failure> {
     let config = config_path.display().to_string();
     let port = args.mgm_port.to_string();
-    let mgmd = ["mgmd", "--config", &config, "--port", &port];
+    let metrics_port = metrics.mgmd.to_string();
+    let mgmd = [
+        "mgmd",
+        "--config",
+        &config,
+        "--port",
+        &port,
+        "--metrics-port",
+        &metrics_port,
+    ];
     processes.push(Child::spawn("mgmd", Role::ManagementServer, &mgmd, dir)?);
     let management = &mut processes[0];
     management.wait_for_log_line("kista mgmd: ready", stop)?;
@@ -224,10 +299,19 @@ fn start_all(
     management.keep_port(address.port());
     *mgm = address.to_string();
     let mgm = mgm.as_str();
-    for id in 1..=args.data_nodes {
+    for (id, metrics_port) in (1..=args.data_nodes).zip(&metrics.data_nodes) {
         let id = id.to_string();
         let name = format!("data node {id}");
-        let datad = ["datad", "--mgm", mgm, "--node-id", &id];
+        let metrics_port = metrics_port.to_string();
+        let datad = [
+            "datad",
+            "--mgm",
+            mgm,
+            "--node-id",
+            &id,
+            "--metrics-port",
+            &metrics_port,
+        ];
         processes.push(Child::spawn(&name, Role::DataNode, &datad, dir)?);
     }
     let deadline = Instant::now() + START_LIMIT;
@@ -270,10 +354,20 @@ fn start_sql(
     mgm: &str,
     processes: &mut Vec<Child>,
     stop: &AtomicBool,
+    metrics_port: u16,
 ) -> Result<SocketAddr, Failure> {
     let port = args.sql_port.to_string();
     let root = format!("root:{}", args.root_password);
-    let mut sql_args = vec!["sql", "--mgm", mgm, "--port", &port];
+    let metrics_port = metrics_port.to_string();
+    let mut sql_args = vec![
+        "sql",
+        "--mgm",
+        mgm,
+        "--port",
+        &port,
+        "--metrics-port",
+        &metrics_port,
+    ];
     if !args.root_password.is_empty() {
         sql_args.extend(["--user", root.as_str()]);
     }

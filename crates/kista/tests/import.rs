@@ -175,8 +175,12 @@ fn an_import_killed_midway_resumes_and_loads_every_row_once() {
         "--state",
         &state_arg,
         "--quiet",
+        // Small chunks on two threads: slow enough (several seconds) that the import is
+        // still under way when the first progress record (after a second) ends it.
         "--threads",
-        "4",
+        "2",
+        "--batch-rows",
+        "250",
     ];
     let mut import = Command::new(env!("CARGO_BIN_EXE_kista"))
         .args(args)

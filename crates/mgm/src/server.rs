@@ -21,6 +21,7 @@ use kista_datanode::membership::{
     membership_address, RESTART_REQUESTED, RESTART_WHEN_STARTED, STOPPED_BY_MANAGEMENT_SERVER,
 };
 use kista_datanode::protocol::{ClusterShutdown, ClusterStop, NodeSuspected, ARBITRATOR_BLOCK};
+use kista_metrics::{Exposition, Kind, Render};
 use kista_runtime::thread_config::{ThreadConfig, ThreadLayout};
 use kista_runtime::{
     start, BlockRegistration, Module, ModuleInstance, RunningNode, RuntimeOptions,
@@ -156,6 +157,13 @@ impl ManagementServer {
     pub fn shutdown_done(&self) -> bool {
         self.state.shutdown_requested.load(Ordering::SeqCst)
             && self.state.connected_data_nodes().is_empty()
+    }
+
+    /// What `kista mgmd --metrics-port` serves: every configured data node's state and
+    /// reported data memory, and the client node ids leased.
+    pub fn metrics(&self) -> Render {
+        let state = self.state.clone();
+        Arc::new(move |out: &mut Exposition| state.render_metrics(out))
     }
 
     /// Whether the arbitrator's thread failed.
@@ -398,6 +406,37 @@ impl State {
     /// cluster once its first membership formed; a restarted node once its data is copied).
     fn is_started(&self, node: NodeId) -> bool {
         self.is_connected(node) && self.reports.is_started(node)
+    }
+
+    fn render_metrics(&self, out: &mut Exposition) {
+        let help = "Each configured data node's state as the management server sees it (1: in it).";
+        let mut family = out.family("kista_data_node_state", help, Kind::Gauge);
+        for node in self.data_nodes() {
+            let id = node.0.to_string();
+            let now = self.state_of(node);
+            for state in ["started", "starting", "failed", "not connected"] {
+                let value = if state == now { 1.0 } else { 0.0 };
+                family.sample(&[("node", &id), ("state", &state.replace(' ', "_"))], value);
+            }
+        }
+        let reported: Vec<(String, (u64, u64))> = self
+            .data_nodes()
+            .filter(|&node| self.is_connected(node))
+            .filter_map(|node| Some((node.0.to_string(), self.reports.memory_of(node)?)))
+            .collect();
+        let help = "Data memory in use, as each connected data node last reported it.";
+        let mut family = out.family("kista_data_node_memory_used_bytes", help, Kind::Gauge);
+        for (node, (used, _)) in &reported {
+            family.sample(&[("node", node)], *used as f64);
+        }
+        let help = "Data memory each connected data node may use, as it reported it.";
+        let mut family = out.family("kista_data_node_memory_limit_bytes", help, Kind::Gauge);
+        for (node, (_, limit)) in &reported {
+            family.sample(&[("node", node)], *limit as f64);
+        }
+        let leases = self.leases().held().count();
+        let help = "Client node ids leased to applications and SQL front ends.";
+        out.single("kista_client_leases", help, Kind::Gauge, leases as f64);
     }
 
     fn state_of(&self, node: NodeId) -> &'static str {

@@ -23,7 +23,7 @@ mod timed_queue;
 
 pub use scheduler::{
     start, BlockRegistration, InjectBatch, InjectError, Injector, Remote, RemoteSink, RunningNode,
-    RuntimeOptions, StartError, EXTERNAL_SIGNALS_MAX,
+    RuntimeOptions, StartError, StatsSource, EXTERNAL_SIGNALS_MAX,
 };
 pub use stats::ThreadStatsSnapshot;
 pub mod relay;

@@ -14,6 +14,7 @@ pub(crate) struct ThreadCounters {
     pub signals_executed: AtomicU64,
     pub busy_rounds: AtomicU64,
     pub sleeps: AtomicU64,
+    pub spin_us: AtomicU64,
     pub cpu_user_us: AtomicU64,
     pub cpu_system_us: AtomicU64,
     /// Signals waiting in the thread's own queue and in its overflow towards full buffers.
@@ -41,6 +42,8 @@ pub struct ThreadStatsSnapshot {
     pub busy_rounds: u64,
     /// Times the thread went to sleep for lack of work.
     pub sleeps: u64,
+    /// Time it spun waiting for work (part of its CPU time).
+    pub spin_us: u64,
     pub cpu_user_us: u64,
     pub cpu_system_us: u64,
     /// Signals waiting for this thread right now (all its inbound job buffers plus its own
@@ -63,6 +66,7 @@ impl ThreadStatsSnapshot {
             signals_executed: ThreadCounters::read(&counters.signals_executed),
             busy_rounds: ThreadCounters::read(&counters.busy_rounds),
             sleeps: ThreadCounters::read(&counters.sleeps),
+            spin_us: ThreadCounters::read(&counters.spin_us),
             cpu_user_us: ThreadCounters::read(&counters.cpu_user_us),
             cpu_system_us: ThreadCounters::read(&counters.cpu_system_us),
             queue_depth: inbound_depth + ThreadCounters::read(&counters.local_queue_depth),

@@ -370,6 +370,11 @@ impl Catalog {
         ConnectionGuard(self.connections.clone())
     }
 
+    /// This front end's Prometheus metrics (`kista sql --metrics-port`).
+    pub fn render_metrics(&self, out: &mut kista_metrics::Exposition) {
+        self.processes.render_metrics(self.connections(), out);
+    }
+
     pub fn uptime_s(&self) -> u64 {
         self.started.elapsed().as_secs()
     }

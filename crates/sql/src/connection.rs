@@ -11,7 +11,7 @@ use kista_client::types::Value;
 use crate::catalog::Catalog;
 use crate::error::{SqlError, SqlResult};
 use crate::point_read::Responder;
-use crate::processes::Process;
+use crate::processes::{Command, Process};
 use crate::protocol::binary::{read_parameter, PARAMETER_UNSIGNED};
 use crate::protocol::handshake::{change_user, handshake, HandshakeError, Users};
 use crate::protocol::packet::{PacketError, PacketStream};
@@ -192,7 +192,7 @@ impl<S: Read + Write> Connection<'_, S> {
             }
             command::QUERY => {
                 let sql = String::from_utf8_lossy(body);
-                self.begin("Query", &sql);
+                self.begin(Command::Query, &sql);
                 let outcome = match self.text_statements.parse(&sql) {
                     Ok((parsed, values)) => match parsed.load_data.as_deref() {
                         Some(load) if load.local => self.load_local(load),
@@ -209,7 +209,7 @@ impl<S: Read + Write> Connection<'_, S> {
             }
             command::STMT_PREPARE => {
                 let sql = String::from_utf8_lossy(body).into_owned();
-                self.begin("Prepare", &sql);
+                self.begin(Command::Prepare, &sql);
                 self.prepare(&sql);
             }
             command::STMT_EXECUTE => self.execute(body)?,
@@ -275,7 +275,7 @@ impl<S: Read + Write> Connection<'_, S> {
     }
 
     /// Notes for SHOW PROCESSLIST that a command began.
-    fn begin(&self, command: &'static str, statement: &str) {
+    fn begin(&self, command: Command, statement: &str) {
         if let Some(process) = &self.session.process {
             process.begin(command, self.session.database.as_deref(), statement);
         }
@@ -386,6 +386,7 @@ impl<S: Read + Write> Connection<'_, S> {
     }
 
     fn send_error(&mut self, error: &SqlError) {
+        self.session.catalog.processes.count_error(error.code);
         let mut out = Vec::with_capacity(64 + error.message.len());
         results::error(&mut out, error.code, error.state, &error.message);
         self.stream.write_payload(&out);
@@ -491,7 +492,11 @@ impl<S: Read + Write> Connection<'_, S> {
             return Ok(());
         };
         if let Some(process) = &self.session.process {
-            process.begin("Execute", self.session.database.as_deref(), &statement.sql);
+            process.begin(
+                Command::Execute,
+                self.session.database.as_deref(),
+                &statement.sql,
+            );
         }
         let count = statement.parameters;
         let mut params = Vec::with_capacity(count);

@@ -11,11 +11,13 @@
 //! `KILL [CONNECTION] id` marks it too and shuts its socket, so the connection ends even
 //! while it waits for its client; what it had open is rolled back.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
+
+use kista_metrics::{Counter, Exposition, Histogram, HistogramSnapshot, Kind};
 
 use crate::error::{SqlError, SqlResult};
 
@@ -28,6 +30,35 @@ pub const STATEMENT_SHOWN_BYTES_MAX: usize = 64 * 1024;
 const NOT_KILLED: u8 = 0;
 const KILL_QUERY: u8 = 1;
 const KILL_CONNECTION: u8 = 2;
+
+/// The commands a connection runs statements with, as MySQL names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command {
+    Query,
+    Prepare,
+    Execute,
+}
+
+impl Command {
+    pub const ALL: [Command; 3] = [Command::Query, Command::Prepare, Command::Execute];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Command::Query => "Query",
+            Command::Prepare => "Prepare",
+            Command::Execute => "Execute",
+        }
+    }
+}
+
+/// What one connection counts for the metrics, written by its own thread alone (a plain
+/// load and store per statement); [`Processes::render_metrics`] sums them.
+#[derive(Default)]
+struct ConnectionCounters {
+    commands: [Counter; Command::ALL.len()],
+    /// From a command's start to its answer's flush.
+    duration: Histogram,
+}
 
 /// What KILL ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,6 +80,9 @@ pub struct Process {
     /// `registered`; 0: never.
     deadline_ms: AtomicU64,
     registered: Instant,
+    /// When the running command began, in µs since `registered`.
+    began_us: AtomicU64,
+    counters: ConnectionCounters,
     /// A handle on the connection's socket, shut down by KILL CONNECTION.
     socket: Option<TcpStream>,
 }
@@ -93,6 +127,8 @@ impl Process {
             kill: AtomicU8::new(NOT_KILLED),
             deadline_ms: AtomicU64::new(0),
             registered: Instant::now(),
+            began_us: AtomicU64::new(0),
+            counters: ConnectionCounters::default(),
             socket,
         }
     }
@@ -103,7 +139,7 @@ impl Process {
 
     /// A command begins: `statement` is its text (empty for none). A KILL QUERY that
     /// came while the connection was idle is forgotten, as in MySQL.
-    pub fn begin(&self, command: &'static str, database: Option<&str>, statement: &str) {
+    pub fn begin(&self, command: Command, database: Option<&str>, statement: &str) {
         // A plain load first: the exchange (a locked instruction) only when one came.
         if self.kill.load(Ordering::Relaxed) == KILL_QUERY {
             let _ = self.kill.compare_exchange(
@@ -116,8 +152,9 @@ impl Process {
         if self.deadline_ms.load(Ordering::Relaxed) != 0 {
             self.deadline_ms.store(0, Ordering::Relaxed);
         }
+        self.counters.commands[command as usize].inc_owned();
         let mut activity = lock(&self.activity);
-        activity.command = command;
+        activity.command = command.name();
         if activity.database.as_deref() != database {
             activity.database = database.map(str::to_string);
         }
@@ -127,12 +164,22 @@ impl Process {
             shown -= 1;
         }
         activity.statement.push_str(&statement[..shown]);
-        activity.since = Instant::now();
+        let now = Instant::now();
+        activity.since = now;
+        let began_us = now.duration_since(self.registered).as_micros() as u64;
+        self.began_us.store(began_us, Ordering::Relaxed);
         self.busy.store(true, Ordering::Release);
     }
 
     /// The command ended: the connection waits for its client.
     pub fn end(&self) {
+        if self.busy.load(Ordering::Relaxed) {
+            let now_us = self.registered.elapsed().as_micros() as u64;
+            let began_us = self.began_us.load(Ordering::Relaxed);
+            self.counters
+                .duration
+                .observe_us_owned(now_us.saturating_sub(began_us));
+        }
         self.busy.store(false, Ordering::Release);
     }
 
@@ -193,10 +240,22 @@ impl Process {
     }
 }
 
-/// Every connection of this front end, by id.
+/// Every connection of this front end, by id, and what ended ones counted.
 #[derive(Default)]
 pub struct Processes {
     by_id: Mutex<HashMap<u32, Arc<Process>>>,
+    /// Counts of connections that ended, so totals never go back.
+    ended: Mutex<EndedCounts>,
+    /// Errors sent to clients, by code (a few hundred codes exist: bounded).
+    errors: Mutex<BTreeMap<u16, u64>>,
+    accepted: Counter,
+    refused: Counter,
+}
+
+#[derive(Default)]
+struct EndedCounts {
+    commands: [u64; Command::ALL.len()],
+    duration: Option<HistogramSnapshot>,
 }
 
 impl Processes {
@@ -215,6 +274,69 @@ impl Processes {
         let mut rows: Vec<ProcessRow> = processes.iter().map(|p| p.row()).collect();
         rows.sort_by_key(|row| row.id);
         rows
+    }
+
+    /// A connection was accepted, or refused for the connection limit.
+    pub fn count_connection(&self, accepted: bool) {
+        if accepted {
+            self.accepted.inc()
+        } else {
+            self.refused.inc()
+        }
+    }
+
+    /// An error went to a client.
+    pub fn count_error(&self, code: u16) {
+        *lock(&self.errors).entry(code).or_default() += 1;
+    }
+
+    /// The front end's metrics (docs/operations.md): connections, commands, their
+    /// latency and the errors sent.
+    pub fn render_metrics(&self, open_connections: usize, out: &mut Exposition) {
+        let help = "Client connections open now.";
+        out.single(
+            "kista_sql_connections",
+            help,
+            Kind::Gauge,
+            open_connections as f64,
+        );
+        let help = "Client connections accepted, or refused at the connection limit (1040).";
+        let mut family = out.family("kista_sql_connections_total", help, Kind::Counter);
+        family.sample(&[("outcome", "accepted")], self.accepted.get() as f64);
+        family.sample(&[("outcome", "refused")], self.refused.get() as f64);
+        let (commands, duration) = self.command_totals();
+        let help = "Commands clients ran statements with (Query, Prepare, Execute).";
+        let mut family = out.family("kista_sql_commands_total", help, Kind::Counter);
+        for (command, count) in Command::ALL.iter().zip(commands) {
+            family.sample(&[("command", command.name())], count as f64);
+        }
+        let help = "Time from a command's arrival to its answer's sending.";
+        out.family("kista_sql_command_duration_seconds", help, Kind::Histogram)
+            .histogram(&[], &duration);
+        let help = "Errors sent to clients, by MySQL error code.";
+        let mut family = out.family("kista_sql_errors_total", help, Kind::Counter);
+        for (code, count) in lock(&self.errors).iter() {
+            family.sample(&[("code", &code.to_string())], *count as f64);
+        }
+    }
+
+    /// Commands and their latency over the connections open and those that ended.
+    fn command_totals(&self) -> ([u64; Command::ALL.len()], HistogramSnapshot) {
+        let processes: Vec<Arc<Process>> = lock(&self.by_id).values().cloned().collect();
+        let ended = lock(&self.ended);
+        let mut commands = ended.commands;
+        let mut duration = ended
+            .duration
+            .clone()
+            .unwrap_or_else(HistogramSnapshot::empty);
+        drop(ended);
+        for process in &processes {
+            for (total, counter) in commands.iter_mut().zip(&process.counters.commands) {
+                *total += counter.get();
+            }
+            duration.merge(&process.counters.duration.snapshot());
+        }
+        (commands, duration)
     }
 
     /// KILL: marks process `id` (and for a connection, shuts its socket); error 1094 for
@@ -251,7 +373,18 @@ pub struct Registered {
 
 impl Drop for Registered {
     fn drop(&mut self) {
-        lock(&self.processes.by_id).remove(&self.id);
+        let ended = lock(&self.processes.by_id).remove(&self.id);
+        if let Some(process) = ended {
+            let mut counts = lock(&self.processes.ended);
+            for (total, counter) in counts.commands.iter_mut().zip(&process.counters.commands) {
+                *total += counter.get();
+            }
+            let duration = process.counters.duration.snapshot();
+            match &mut counts.duration {
+                Some(total) => total.merge(&duration),
+                None => counts.duration = Some(duration),
+            }
+        }
     }
 }
 
@@ -265,7 +398,7 @@ mod tests {
         let process = Arc::new(Process::new(7, "127.0.0.1:5000".into(), None));
         process.set_user("app");
         let registered = processes.register(process.clone());
-        process.begin("Query", Some("shop"), "SELECT SLEEP(10)");
+        process.begin(Command::Query, Some("shop"), "SELECT SLEEP(10)");
         let row = &processes.rows()[0];
         assert_eq!(
             (row.id, row.user.as_str(), row.command),
@@ -279,11 +412,11 @@ mod tests {
         process.end();
         let idle = &processes.rows()[0];
         assert_eq!((idle.command, idle.statement.as_deref()), ("Sleep", None));
-        process.begin("Query", Some("shop"), "SELECT 1");
+        process.begin(Command::Query, Some("shop"), "SELECT 1");
         assert!(process.check_killed().is_ok(), "the next statement runs");
 
         processes.kill(7, Kill::Connection).unwrap();
-        process.begin("Query", None, "SELECT 2");
+        process.begin(Command::Query, None, "SELECT 2");
         assert!(process.killed(), "a killed connection stays killed");
         assert_eq!(processes.kill(8, Kill::Query).unwrap_err().code, 1094);
         drop(registered);
@@ -294,7 +427,7 @@ mod tests {
     fn a_long_statement_is_shown_cut_at_a_character_boundary() {
         let process = Process::new(1, String::new(), None);
         let long = "é".repeat(STATEMENT_SHOWN_BYTES_MAX);
-        process.begin("Query", None, &long);
+        process.begin(Command::Query, None, &long);
         let shown = process.row().statement.unwrap();
         assert!(
             shown.len() <= STATEMENT_SHOWN_BYTES_MAX && shown.len() > STATEMENT_SHOWN_BYTES_MAX - 2

@@ -109,7 +109,9 @@ fn accept(
         let Ok(stream) = stream else { continue };
         let _ = stream.set_nodelay(true);
         let id = next_id.fetch_add(1, Ordering::Relaxed);
-        if catalog.connections() >= connections_max {
+        let accepted = catalog.connections() < connections_max;
+        catalog.processes.count_connection(accepted);
+        if !accepted {
             refuse(stream, connections_max);
             continue;
         }

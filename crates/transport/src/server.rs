@@ -181,12 +181,7 @@ impl Server {
 
     /// Open connections, clients and peers.
     pub fn connections(&self) -> usize {
-        let connections = self
-            .shared
-            .connections
-            .read()
-            .unwrap_or_else(|p| p.into_inner());
-        connections.iter().flatten().count()
+        self.links().connections()
     }
 
     /// Whether a connection to `peer` is open.
@@ -240,6 +235,12 @@ impl Server {
 pub struct Links(Arc<Shared>);
 
 impl Links {
+    /// Open connections, clients and peers.
+    pub fn connections(&self) -> usize {
+        let connections = self.0.connections.read().unwrap_or_else(|p| p.into_inner());
+        connections.iter().flatten().count()
+    }
+
     pub fn is_connected(&self, node: NodeId) -> bool {
         self.0.is_connected(node)
     }

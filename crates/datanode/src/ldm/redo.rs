@@ -25,6 +25,8 @@
 //! (`RedoLogFull`) while the checkpoint hurries; a transaction that alone needs more than
 //! the log holds is refused so, and aborts.
 
+use std::sync::Arc;
+
 use kista_runtime::io::{FileOperation, FileReply, FileRequest, FileStatus};
 use kista_runtime::Context;
 use kista_signal::wire::SECTION_BYTES_MAX;
@@ -33,6 +35,7 @@ use kista_storage::partition::CommittedChange;
 use kista_storage::redo::{LogRing, LogWriter, Record, RowPlace, RECORD_BYTES_MAX};
 use kista_storage::row::RowLayout;
 
+use crate::metrics::DataManagerCounters;
 use crate::node::NodeSettings;
 use crate::protocol::GcpSaveConf;
 
@@ -101,10 +104,12 @@ pub(crate) struct RedoLog {
     opened: bool,
     /// Bytes prepared writes will log at commit ([`RedoLog::reserve`]).
     reserved_bytes: u64,
+    /// What the log counts for operators (never read here).
+    counters: Arc<DataManagerCounters>,
 }
 
 impl RedoLog {
-    pub fn new(ring: LogRing, instance: u16) -> Self {
+    pub fn new(ring: LogRing, instance: u16, counters: Arc<DataManagerCounters>) -> Self {
         Self {
             writer: LogWriter::new(ring, 1, 0, 0),
             instance,
@@ -120,6 +125,7 @@ impl RedoLog {
             marked_gci: 0,
             opened: false,
             reserved_bytes: 0,
+            counters,
         }
     }
 
@@ -368,6 +374,7 @@ impl RedoLog {
             WRITING => {
                 let (lsn, length) = self.writing.take().expect("a write was in flight");
                 self.written_lsn = lsn + length as u64;
+                self.counters.redo_written(length as u64);
                 self.unsynced[index] = true;
                 self.sync_for_saves(ctx)?;
             }

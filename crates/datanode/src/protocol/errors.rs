@@ -22,6 +22,9 @@ macro_rules! error_codes {
         }
 
         impl ErrorCode {
+            /// Every code, in the registry's order (metrics count aborts per code).
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$name,)*];
+
             pub fn from_u32(code: u32) -> Option<Self> {
                 match code {
                     $($code => Some(ErrorCode::$name),)*

@@ -64,6 +64,11 @@ impl TransactionCoordinator {
         };
         table.tell_if_changed(ctx, request);
         let (Some(id), Some(transaction)) = (record, transaction) else {
+            let counters = &self.counters;
+            match &result {
+                Ok(_) => counters.committed(None),
+                Err((code, _)) => counters.aborted(Some(*code)),
+            }
             if let Err((code, message)) = result {
                 let failure = Some((code, request.op_index, message));
                 let outcome = TransactionOutcome::Aborted;

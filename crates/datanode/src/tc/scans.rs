@@ -193,6 +193,7 @@ impl TransactionCoordinator {
     ) -> Option<u64> {
         let here = ctx.address();
         let table = self.tables.get(&shape.table_id)?;
+        self.counters.scan_opened();
         let mut scan = Scan {
             owner,
             ordered: shape.ordered,

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use kista_datanode::arbitration::Arbitrator;
+use kista_datanode::metrics::NodeCounters;
 use kista_datanode::node::{data_node_blocks, data_node_start_signals, NodeSettings};
 use kista_datanode::protocol::*;
 use kista_runtime::io::SimulatedDisk;
@@ -157,8 +158,13 @@ impl Node {
             let disk = SimulatedDisk::new();
             simulation.attach_disk(settings.node, disk.clone());
             disks.insert(settings.node, disk.clone());
-            let blocks = data_node_blocks(settings, memory, Some(Box::new(disk)))
-                .expect("the nodes form a cluster");
+            let blocks = data_node_blocks(
+                settings,
+                memory,
+                Some(Box::new(disk)),
+                &NodeCounters::new(settings),
+            )
+            .expect("the nodes form a cluster");
             simulation.add_registrations(settings.node, blocks).unwrap();
             for signal in data_node_start_signals(settings) {
                 simulation.inject(signal);
@@ -247,8 +253,13 @@ impl Node {
         for settings in self.nodes.clone() {
             let memory = Arc::new(DataMemory::new(data_memory_bytes));
             let disk = self.disks[&settings.node].clone();
-            let blocks = data_node_blocks(&settings, memory, Some(Box::new(disk)))
-                .expect("the nodes form a cluster");
+            let blocks = data_node_blocks(
+                &settings,
+                memory,
+                Some(Box::new(disk)),
+                &NodeCounters::new(&settings),
+            )
+            .expect("the nodes form a cluster");
             self.simulation.restart(settings.node, blocks).unwrap();
             for signal in data_node_start_signals(&settings) {
                 self.simulation.inject(signal);
@@ -275,8 +286,13 @@ impl Node {
         settings.joins_running_cluster = true;
         let memory = Arc::new(DataMemory::new(data_memory_bytes));
         let disk = self.disks[&node].clone();
-        let blocks = data_node_blocks(&settings, memory, Some(Box::new(disk)))
-            .expect("the nodes form a cluster");
+        let blocks = data_node_blocks(
+            &settings,
+            memory,
+            Some(Box::new(disk)),
+            &NodeCounters::new(&settings),
+        )
+        .expect("the nodes form a cluster");
         self.simulation.restart(node, blocks).unwrap();
         for signal in data_node_start_signals(&settings) {
             self.simulation.inject(signal);

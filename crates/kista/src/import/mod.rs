@@ -6,8 +6,8 @@
 //! convert, a wrong number of fields, a duplicate key, a missing parent row) goes to the
 //! rejects file with its file, line and reason; past `--max-rejects` the import stops.
 //! Progress (rows, rows/s, ETA) is drawn once a second; the chunks committed are recorded
-//! in a state file, so `--resume` continues an interrupted import without loading a row
-//! twice.
+//! in a state file every quarter second, so `--resume` continues an interrupted import
+//! without loading a row twice.
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;

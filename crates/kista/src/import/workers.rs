@@ -25,6 +25,9 @@ const CHUNKS_AHEAD_PER_WORKER: usize = 2;
 const TEMPORARY_ATTEMPTS: u32 = 10;
 /// How often the progress line and the state file are brought up to date.
 const REPORT_INTERVAL: Duration = Duration::from_secs(1);
+/// How often the committed chunks are recorded for `--resume`: what a crash makes a resume
+/// load again is what committed since (skipped by key, but read and sent).
+const STATE_SAVE_INTERVAL: Duration = Duration::from_millis(250);
 
 /// Records of one file, loaded in one transaction.
 struct Chunk {
@@ -315,8 +318,9 @@ fn collect(
     stop: &AtomicBool,
 ) -> Result<(), Failure> {
     let mut failure = None;
+    let mut saved_at = std::time::Instant::now();
     loop {
-        match done.recv_timeout(REPORT_INTERVAL) {
+        match done.recv_timeout(STATE_SAVE_INTERVAL) {
             Ok(Done::Loaded {
                 chunk,
                 rows,
@@ -349,9 +353,12 @@ fn collect(
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
         }
+        if saved_at.elapsed() >= STATE_SAVE_INTERVAL {
+            state.save()?;
+            saved_at = std::time::Instant::now();
+        }
         if progress.due(REPORT_INTERVAL) {
             progress.draw(bytes_read.load(Ordering::Relaxed));
-            state.save()?;
         }
     }
     progress.finish(bytes_read.load(Ordering::Relaxed));

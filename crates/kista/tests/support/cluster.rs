@@ -12,7 +12,7 @@ use super::{run_kista, KistaProcess};
 // The picker `kista up` uses: below the kernel's ephemeral range, where no outgoing
 // connection can take a port between its choice and the process binding it.
 #[path = "../../src/free_ports.rs"]
-mod free_ports;
+pub mod free_ports;
 use free_ports::free_ports;
 
 /// Heartbeat settings of test clusters: a silent node is suspected after 4 × 200 ms.

@@ -104,6 +104,8 @@ pub(crate) struct SchedulerThread {
     signals_executed: u64,
     busy_rounds: u64,
     sleeps: u64,
+    /// Time spent spinning for work (what `spintime` costs).
+    spin_total_ns: u64,
     last_cpu_sample_ns: u64,
 }
 
@@ -135,6 +137,7 @@ impl SchedulerThread {
             signals_executed: 0,
             busy_rounds: 0,
             sleeps: 0,
+            spin_total_ns: 0,
             last_cpu_sample_ns: 0,
         }
     }
@@ -256,13 +259,15 @@ impl SchedulerThread {
     }
 
     /// Spins up to `spin_ns` waiting for work; true if work arrived.
-    fn spin(&self) -> bool {
+    fn spin(&mut self) -> bool {
         let start_ns = self.shared.now_ns();
         let mut now_ns = start_ns;
         let mut iterations = 0u32;
+        let mut found = false;
         while now_ns - start_ns < self.spin_ns {
             if self.has_work(now_ns) {
-                return true;
+                found = true;
+                break;
             }
             std::hint::spin_loop();
             iterations += 1;
@@ -270,7 +275,8 @@ impl SchedulerThread {
                 now_ns = self.shared.now_ns();
             }
         }
-        false
+        self.spin_total_ns += now_ns - start_ns;
+        found
     }
 
     fn publish_counters(&mut self, force_cpu_sample: bool) {
@@ -278,6 +284,7 @@ impl SchedulerThread {
         counters.publish(&counters.signals_executed, self.signals_executed);
         counters.publish(&counters.busy_rounds, self.busy_rounds);
         counters.publish(&counters.sleeps, self.sleeps);
+        counters.publish(&counters.spin_us, self.spin_total_ns / 1_000);
         counters.publish(
             &counters.local_queue_depth,
             self.router.pending_depth() as u64,
