@@ -1,9 +1,10 @@
 # Shared by the cluster benchmarks: start `kista mgmd` and data nodes on free ports.
-# Source it from the repository root after setting `bench_name`: it builds kista (`$kista`),
-# makes a scratch directory (`$dir`) and kills what it started, and removes `$dir`, on exit.
+# Source it from the repository root after setting `bench_name`: it builds kista (`$kista`;
+# KISTA=path runs that binary instead, e.g. an earlier build to compare with), makes a
+# scratch directory (`$dir`) and kills what it started, and removes `$dir`, on exit.
 
-cargo build --release -q -p kista
-kista=target/release/kista
+if [ -z "${KISTA:-}" ]; then cargo build --release -q -p kista; fi
+kista=${KISTA:-target/release/kista}
 dir=$(mktemp -d "/tmp/kista-$bench_name.XXXXXX")
 pids=()
 cleanup() { for pid in "${pids[@]:-}"; do kill -9 "$pid" 2>/dev/null || true; done; rm -rf "$dir"; }
@@ -17,7 +18,7 @@ wait_ready() { # log file
 }
 
 # start_cluster DATA_NODES REPLICAS HEARTBEAT_MS: sets mgm (HOST:PORT), mgmd_pid,
-# node_pids[], node_ports[]. REDO_LOG (e.g. 256M, 0 for none) sets each node's REDO log;
+# node_pids[], node_ports[]. DATAD_ARGS: extra `kista datad` options. REDO_LOG (e.g. 256M, 0 for none) sets each node's REDO log;
 # unset, the configuration's default; DATA_MEMORY (default 256M) each node's data memory.
 # Each node's data directory is under $dir.
 start_cluster() {
@@ -37,7 +38,8 @@ start_cluster() {
   pids=("$mgmd_pid")
   wait_ready "$dir/mgmd.log"
   for id in $(seq 1 "$nodes"); do
-    $kista datad --mgm "127.0.0.1:$mgm_port" --node-id "$id" > "$dir/n$id.log" 2>&1 &
+    # shellcheck disable=SC2086 # DATAD_ARGS: extra options, split on spaces
+    $kista datad --mgm "127.0.0.1:$mgm_port" --node-id "$id" ${DATAD_ARGS:-} > "$dir/n$id.log" 2>&1 &
     node_pids[id]=$!; pids+=("${node_pids[id]}")
   done
   for id in $(seq 1 "$nodes"); do wait_ready "$dir/n$id.log"; done
