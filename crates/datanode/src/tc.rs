@@ -615,7 +615,6 @@ impl TransactionCoordinator {
         record.last_activity_ns = ctx.now_ns();
         record.started_ns = record.last_activity_ns;
         self.transactions.insert(id, record);
-        self.counters.open_transactions(self.transactions.len());
         self.by_client
             .insert((request.client, request.client_tx), id);
         self.start_ticking(ctx);
@@ -940,7 +939,6 @@ impl TransactionCoordinator {
     /// Removes a transaction's record and its client's name for it.
     fn forget(&mut self, ctx: &mut Context, id: u64) -> Option<Transaction> {
         let transaction = self.transactions.remove(&id)?;
-        self.counters.open_transactions(self.transactions.len());
         self.by_client
             .remove(&(transaction.client, transaction.client_tx));
         self.drained(ctx, Some(id));

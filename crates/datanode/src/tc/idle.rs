@@ -24,6 +24,9 @@ impl TransactionCoordinator {
     pub(super) fn tick(&mut self, ctx: &mut Context) {
         self.ticking = false;
         self.end_idle_work(ctx);
+        // Sampled here rather than at every open and end: the tick runs while anything is
+        // open, and its last one, with nothing open, leaves 0.
+        self.counters.open_transactions(self.transactions.len());
         if !self.transactions.is_empty() || !self.scans.is_empty() {
             self.start_ticking(ctx);
         }
