@@ -19,7 +19,8 @@ use crate::scan::ScanEvent;
 use crate::transaction::Collecting;
 use crate::ClientError;
 
-/// A dictionary's answer: to a schema change, a table lookup or a list of tables.
+/// A dictionary's answer (to a schema change, a table lookup or a list of tables), or an
+/// `info` block's (a table's rows).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct SchemaAnswer {
     /// The table or index created, or the table found.
@@ -32,6 +33,8 @@ pub(crate) struct SchemaAnswer {
     /// Listed tables (id, name), and whether more follow.
     pub listed: Vec<(u32, String)>,
     pub more: bool,
+    /// An info table's rows, encoded as the node sent them.
+    pub info_rows: Vec<u8>,
 }
 
 /// A schema change waiting for its answer from the dictionary of `node`.
@@ -273,6 +276,17 @@ impl InFlight {
                 (conf.request_id, Ok(answer))
             } else if let Ok(conf) = DropTableConf::from_signal(&signal) {
                 (conf.request_id, Ok(SchemaAnswer::default()))
+            } else if let Ok(conf) = InfoConf::from_signal(&signal) {
+                let answer = if conf.code == 0 {
+                    Ok(SchemaAnswer {
+                        info_rows: section.to_vec(),
+                        ..SchemaAnswer::default()
+                    })
+                } else {
+                    let message = format!("the node has no info table {}", conf.table);
+                    Err(ClientError::node(conf.code, message))
+                };
+                (conf.request_id, answer)
             } else if let Ok(refusal) = DictRef::from_signal(&signal) {
                 let error = ClientError::node(refusal.code, message());
                 (refusal.request_id, Err(error))

@@ -653,15 +653,54 @@ impl Client {
             .nodes
             .dict(self.in_flight.live())
             .ok_or_else(|| self.no_live_node())?;
+        self.ask(dict, section, request)
+    }
+
+    /// Every data node of the cluster, and whether it is live for this client now.
+    pub fn data_nodes(&self) -> Vec<(NodeId, bool)> {
+        let live = self.in_flight.live();
+        let cluster = self.nodes.cluster();
+        cluster
+            .nodes()
+            .iter()
+            .map(|n| (n.node, live.contains(n.node)))
+            .collect()
+    }
+
+    /// How each scheduler thread of data node `node` was loaded over the last second (its
+    /// `info` block's `Threads` table; empty in the node's first second).
+    pub fn thread_loads(&self, node: NodeId) -> Result<Vec<ThreadLoad>, ClientError> {
+        let info = BlockAddress::new(node, INFO_BLOCK, 0);
+        let table = InfoTable::Threads as u32;
+        let answer = self.ask(info, &[], |request_id, client| InfoRequest {
+            request_id,
+            client,
+            table,
+        })?;
+        ThreadLoadsBody::decode(&answer.info_rows).map_err(|e| {
+            ClientError::ConnectionLost(format!(
+                "node {} sent unreadable thread loads: {e}",
+                node.0
+            ))
+        })
+    }
+
+    /// Sends a request to block `to` and waits for its answer (a schema change's way).
+    fn ask<R: TypedSignal>(
+        &self,
+        to: BlockAddress,
+        section: &[u8],
+        request: impl FnOnce(u64, BlockAddress) -> R,
+    ) -> Result<SchemaAnswer, ClientError> {
         let request_id = self.next_id();
         let completion = Completion::waiter();
         let pending = completion.pending();
         let change = SchemaChange {
-            node: dict.node(),
+            node: to.node(),
             completion,
         };
         self.in_flight.lock_schema().insert(request_id, change);
-        let signal = request(request_id, self.me).to_signal(dict, self.me);
+        let signal = request(request_id, self.me).to_signal(to, self.me);
         if let Err(error) = self.send(signal, section) {
             self.in_flight.lock_schema().remove(&request_id);
             return Err(error);

@@ -14,6 +14,7 @@ pub mod dict;
 pub mod dist;
 pub mod fragment_scan;
 pub mod gcp;
+pub mod info;
 pub mod ldm;
 pub mod membership;
 pub mod metrics;

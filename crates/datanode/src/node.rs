@@ -10,10 +10,13 @@ use kista_storage::memory::DataMemory;
 use crate::cluster::{instances, ClusterShape, DataNodeShape, ShapeError};
 use crate::dict::Dictionary;
 use crate::gcp::GlobalCheckpoints;
+use crate::info::NodeInfoBlock;
 use crate::ldm::LocalDataManager;
 use crate::membership::Membership;
 use crate::metrics::NodeCounters;
-use crate::protocol::{DICT_BLOCK, GCP_BLOCK, LDM_BLOCK, MEMBERSHIP_BLOCK, QUERY_BLOCK, TC_BLOCK};
+use crate::protocol::{
+    DICT_BLOCK, GCP_BLOCK, INFO_BLOCK, LDM_BLOCK, MEMBERSHIP_BLOCK, QUERY_BLOCK, TC_BLOCK,
+};
 use crate::query::QueryExecutor;
 use crate::read_lease::ReadLease;
 use crate::registry::PartitionRegistry;
@@ -245,6 +248,15 @@ pub fn data_node_blocks(
         } else {
             Membership::new(settings.clone(), cluster.clone(), memory.clone(), lease)
         }),
+    });
+    blocks.push(BlockRegistration {
+        block: INFO_BLOCK,
+        instance: 0,
+        host: ModuleInstance {
+            module: Module::Main,
+            instance: 0,
+        },
+        implementation: Box::new(NodeInfoBlock::default()),
     });
     for instance in 0..settings.tc_instances {
         blocks.push(BlockRegistration {

@@ -10,17 +10,19 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use kista_datanode::cluster::NodeSet;
+use kista_datanode::info::{measure_thread_loads, THREAD_LOADS_INTERVAL_MS};
 use kista_datanode::membership::membership_address;
 use kista_datanode::metrics::NodeCounters;
 use kista_datanode::node::{data_node_blocks, data_node_start_signals, NodeSettings};
 use kista_datanode::protocol::{
     check_client_signal, ClientLost, LoadLevelsBody, LoadReport, NodeInfo, NodeSuspected,
+    ThreadLoadsBody, ThreadLoadsReport, INFO_BLOCK,
 };
 use kista_datanode::router::{load_report, LOAD_REPORT_INTERVAL_MS};
 use kista_runtime::io::{DiskStorage, FileStorage};
 use kista_runtime::thread_config::ThreadLayout;
-use kista_runtime::{start, Module, RunningNode, RuntimeOptions};
-use kista_signal::{NodeId, TypedSignal};
+use kista_runtime::{start, Injector, Module, RunningNode, RuntimeOptions, ThreadStatsSnapshot};
+use kista_signal::{BlockAddress, NodeId, TypedSignal};
 use kista_storage::memory::DataMemory;
 use kista_transport::peers::{ConnectionLost, Peers};
 use kista_transport::server::{ClientIds, Server, ServerOptions};
@@ -188,7 +190,8 @@ fn abort_lost_clients_work(settings: &NodeSettings) -> ConnectionLost {
 }
 
 /// Every [`LOAD_REPORT_INTERVAL_MS`], turns the thread statistics into load levels and
-/// sends them to every coordinator.
+/// sends them to every coordinator; every [`THREAD_LOADS_INTERVAL_MS`], tells the `info`
+/// block how each thread was loaded (`kista top`, `kista_info.threads`).
 fn spawn_monitor(
     runtime: &RunningNode,
     settings: &NodeSettings,
@@ -198,17 +201,23 @@ fn spawn_monitor(
     let stats = runtime.stats_source();
     let node = settings.node;
     let coordinators: Vec<_> = settings.tc_addresses().collect();
+    let info = BlockAddress::new(node, INFO_BLOCK, 0);
     std::thread::Builder::new()
         .name("kista-monitor".into())
         .spawn(move || {
             let interval = Duration::from_millis(LOAD_REPORT_INTERVAL_MS);
             let mut before = stats.snapshot();
             let mut since = Instant::now();
+            let mut second = (before.clone(), since);
             while !stop.load(Ordering::SeqCst) {
                 std::thread::sleep(interval);
                 let now = stats.snapshot();
                 let elapsed_us = since.elapsed().as_micros() as u64;
                 since = Instant::now();
+                if second.1.elapsed() >= Duration::from_millis(THREAD_LOADS_INTERVAL_MS) {
+                    report_thread_loads(&injector, info, &second.0, &now, second.1.elapsed());
+                    second = (now.clone(), Instant::now());
+                }
                 let levels = load_report(node, &before, &now, elapsed_us);
                 before = now;
                 let mut body = Vec::new();
@@ -222,4 +231,21 @@ fn spawn_monitor(
                 }
             }
         })
+}
+
+fn report_thread_loads(
+    injector: &Injector,
+    info: BlockAddress,
+    before: &[ThreadStatsSnapshot],
+    now: &[ThreadStatsSnapshot],
+    elapsed: Duration,
+) {
+    let loads = measure_thread_loads(before, now, elapsed.as_micros() as u64);
+    let mut body = Vec::new();
+    ThreadLoadsBody::encode(&loads, &mut body);
+    let report = ThreadLoadsReport {
+        threads: loads.len() as u32,
+    };
+    // A full node skips a report; the next one comes in a second.
+    let _ = injector.inject(report.to_signal(info, info), &body);
 }

@@ -13,6 +13,7 @@ mod mgm;
 mod mgmd;
 mod sql;
 mod thread_options;
+mod top;
 mod up;
 
 use std::process::ExitCode;
@@ -48,6 +49,9 @@ enum Command {
     /// The SQL front end: serves MySQL clients (the mysql client, drivers, sysbench) on
     /// `--port`, running their SQL on the cluster at `--mgm`.
     Sql(sql::SqlArgs),
+    /// Every data node's threads, live (CPU, spinning, signals/s, queues, load), or one
+    /// sample as a table or JSON (`--once`, `--json`).
+    Top(top::TopArgs),
     /// The cluster in a box: a management server and data nodes on this machine, until
     /// Ctrl-C.
     Up(up::UpArgs),
@@ -68,6 +72,7 @@ fn main() -> ExitCode {
         Command::Mgm(args) => mgm::run(&args),
         Command::Mgmd(args) => mgmd::run(&args),
         Command::Sql(args) => sql::run(&args),
+        Command::Top(args) => top::run(&args),
         Command::Up(args) => up::run(&args),
     };
     match result {

@@ -73,6 +73,15 @@ pub fn check_client_signal(signal: &Signal, client_node: NodeId) -> Result<(), S
                 number.0
             ));
         }
+    } else if receiver == INFO_BLOCK {
+        if number == InfoRequest::NUMBER {
+            InfoRequest::from_signal(signal).map(|s| s.client)
+        } else {
+            return Err(format!(
+                "signal {} is not one a client may send the info block",
+                number.0
+            ));
+        }
     } else {
         return Err(format!("clients may not address block {}", receiver.0));
     };

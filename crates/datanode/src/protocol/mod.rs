@@ -41,6 +41,7 @@ mod body;
 mod client;
 mod errors;
 mod foreign_key;
+mod info;
 mod signals;
 
 pub use body::{
@@ -53,6 +54,7 @@ pub use errors::{ErrorCategory, ErrorCode};
 pub use foreign_key::{
     same_key_form, ForeignKey, KeyEvent, ReferenceAction, FOREIGN_KEYS_PER_TABLE_MAX,
 };
+pub use info::{InfoTable, ThreadLoad, ThreadLoadsBody, THREAD_LOADS_MAX};
 pub use signals::*;
 
 use kista_signal::BlockId;
@@ -73,6 +75,8 @@ pub const GCP_BLOCK: BlockId = BlockId(14);
 pub const MEMBERSHIP_BLOCK: BlockId = kista_runtime::fence::FENCE_GATE_BLOCK;
 /// The arbitrator, in the management server.
 pub const ARBITRATOR_BLOCK: BlockId = BlockId(15);
+/// What the node tells operators on request (`info.rs`), one instance on `main`.
+pub const INFO_BLOCK: BlockId = BlockId(16);
 
 /// Replicas a partition may have (NDB: 4).
 pub const REPLICAS_MAX: usize = 4;

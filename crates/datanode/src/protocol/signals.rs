@@ -1155,6 +1155,22 @@ typed_signal! {
     OwnDiskRestored = 240 { restart: u32, gci: u64, rows: u64, records: u64, }
 }
 
+typed_signal! {
+    /// The node's monitor (outside the blocks) tells the `info` block how its threads were
+    /// loaded over the last second. Section: a `ThreadLoadsBody` of `threads` rows.
+    ThreadLoadsReport = 241 { threads: u32, }
+}
+typed_signal! {
+    /// A client asks a node's `info` block for one of its tables (`InfoTable`). Answer:
+    /// `InfoConf`.
+    InfoRequest = 242 { request_id: u64, client: BlockAddress, table: u32, }
+}
+typed_signal! {
+    /// The rows of the table asked for (section: for `Threads`, a `ThreadLoadsBody`), or
+    /// `code` (`BadRequest` for a table the node does not know) and no section.
+    InfoConf = 243 { request_id: u64, table: u32, code: u32, }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

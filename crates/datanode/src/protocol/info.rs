@@ -1,0 +1,124 @@
+//! What a data node tells operators about itself on request (NDB's ndbinfo): the `info`
+//! block's tables, their rows and how they travel. `kista top` and the SQL front end's
+//! `kista_info` tables read them through the native client.
+
+use kista_storage::codec::{CodecError, Reader, Writer};
+
+/// The tables a node's `info` block answers for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum InfoTable {
+    /// Each scheduler thread's load over the last second ([`ThreadLoad`]).
+    Threads = 1,
+}
+
+impl InfoTable {
+    pub fn from_u32(table: u32) -> Option<Self> {
+        match table {
+            1 => Some(InfoTable::Threads),
+            _ => None,
+        }
+    }
+}
+
+/// Threads one node reports at most (a layout has far fewer; this bounds a section).
+pub const THREAD_LOADS_MAX: usize = 256;
+/// Bytes of a thread's module list kept (`ldm.0,query.0,...`).
+pub const MODULES_TEXT_BYTES_MAX: usize = 256;
+
+/// One scheduler thread's load over the last second, as its node's monitor measured it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ThreadLoad {
+    pub thread: u32,
+    /// The module instances it runs, as `ldm.0,query.0`.
+    pub modules: String,
+    /// Shares of the second, in thousandths: user CPU, system CPU, and the part of its CPU
+    /// spent spinning for work.
+    pub user_permille: u32,
+    pub system_permille: u32,
+    pub spin_permille: u32,
+    pub signals_per_second: u64,
+    /// Signals waiting for it at the end of the second.
+    pub queue_depth: u32,
+    /// The read router's load level, 1 (idle) to 5 (overloaded).
+    pub load_level: u32,
+}
+
+/// A [`ThreadLoad`] list: a count, then each row.
+pub struct ThreadLoadsBody;
+
+impl ThreadLoadsBody {
+    pub fn encode(loads: &[ThreadLoad], out: &mut Vec<u8>) {
+        let loads = &loads[..loads.len().min(THREAD_LOADS_MAX)];
+        let mut writer = Writer(out);
+        writer.u32(loads.len() as u32);
+        for load in loads {
+            writer.u32(load.thread);
+            let mut modules = load.modules.len().min(MODULES_TEXT_BYTES_MAX);
+            while !load.modules.is_char_boundary(modules) {
+                modules -= 1;
+            }
+            writer.bytes(&load.modules.as_bytes()[..modules]);
+            writer.u32(load.user_permille);
+            writer.u32(load.system_permille);
+            writer.u32(load.spin_permille);
+            writer.u64(load.signals_per_second);
+            writer.u32(load.queue_depth);
+            writer.u32(load.load_level);
+        }
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Vec<ThreadLoad>, CodecError> {
+        let mut reader = Reader::new(bytes);
+        let count = reader.u32()? as usize;
+        if count > THREAD_LOADS_MAX {
+            return Err(reader.invalid("thread count"));
+        }
+        let mut loads = Vec::with_capacity(count);
+        for _ in 0..count {
+            let thread = reader.u32()?;
+            let modules = std::str::from_utf8(reader.bytes()?)
+                .map_err(|_| reader.invalid("module list"))?
+                .to_string();
+            loads.push(ThreadLoad {
+                thread,
+                modules,
+                user_permille: reader.u32()?,
+                system_permille: reader.u32()?,
+                spin_permille: reader.u32()?,
+                signals_per_second: reader.u64()?,
+                queue_depth: reader.u32()?,
+                load_level: reader.u32()?,
+            });
+        }
+        reader.finish()?;
+        Ok(loads)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_loads_round_trip_and_garbage_is_refused() {
+        let loads = vec![
+            ThreadLoad {
+                thread: 0,
+                modules: "ldm.0,query.0".into(),
+                user_permille: 512,
+                system_permille: 31,
+                spin_permille: 100,
+                signals_per_second: 1_234_567,
+                queue_depth: 3,
+                load_level: 2,
+            },
+            ThreadLoad::default(),
+        ];
+        let mut bytes = Vec::new();
+        ThreadLoadsBody::encode(&loads, &mut bytes);
+        assert_eq!(ThreadLoadsBody::decode(&bytes).unwrap(), loads);
+        assert!(ThreadLoadsBody::decode(&bytes[..bytes.len() - 1]).is_err());
+        assert!(ThreadLoadsBody::decode(&[0xff, 0xff, 0xff, 0xff]).is_err());
+    }
+}

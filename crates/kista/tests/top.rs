@@ -1,0 +1,177 @@
+//! `kista top`: every data node's threads as their `info` blocks measured them, as JSON
+//! for scripts and as a live view in a real terminal (tmux).
+
+mod support;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use support::{run_kista, spawn_up, KistaProcess};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// Stops the cluster (and a tmux server) however the test ends.
+struct Cleanup {
+    mgm: String,
+    tmux_socket: Option<String>,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if let Some(socket) = &self.tmux_socket {
+            let _ = Command::new("tmux")
+                .args(["-L", socket, "kill-server"])
+                .output();
+        }
+        let _ = run_kista(&["mgm", "--mgm", &self.mgm, "-e", "shutdown"], LIMIT);
+    }
+}
+
+fn start_cluster(name: &str) -> (KistaProcess, Cleanup) {
+    let dir = std::env::temp_dir().join(format!("kista-top-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let up = spawn_up(&dir, &["--data-memory", "64M"]);
+    let cleanup = Cleanup {
+        mgm: up.address.to_string(),
+        tmux_socket: None,
+    };
+    (up, cleanup)
+}
+
+fn top_json(mgm: &str) -> serde_json::Value {
+    let (code, stdout, stderr) = run_kista(&["top", "--mgm", mgm, "--once", "--json"], LIMIT);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+#[test]
+fn top_once_json_shows_every_data_nodes_threads_under_load_and_a_stopped_node() {
+    let (_up, cleanup) = start_cluster("json");
+    let mgm = cleanup.mgm.clone();
+    let bench_mgm = mgm.clone();
+    let bench = std::thread::spawn(move || {
+        let args = [
+            "bench",
+            "--mgm",
+            &bench_mgm,
+            "--keys",
+            "20000",
+            "--duration",
+            "5",
+        ];
+        run_kista(&args, LIMIT)
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    let sample = top_json(&mgm);
+    let nodes = sample["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 2, "{sample:#}");
+    let mut signals = 0;
+    for node in nodes {
+        assert_eq!(node["live"], true, "{node:#}");
+        let threads = node["threads"].as_array().unwrap();
+        assert!(!threads.is_empty(), "{node:#}");
+        let modules: Vec<&str> = threads
+            .iter()
+            .map(|t| t["modules"].as_str().unwrap())
+            .collect();
+        assert!(modules.iter().any(|m| m.contains("tc.0")), "{modules:?}");
+        for thread in threads {
+            for share in ["user_percent", "system_percent", "spin_percent"] {
+                let percent = thread[share].as_f64().unwrap();
+                assert!((0.0..=100.5).contains(&percent), "{share} {percent}");
+            }
+            let level = thread["load_level"].as_u64().unwrap();
+            assert!((1..=5).contains(&level), "load level {level}");
+            signals += thread["signals_per_second"].as_u64().unwrap();
+        }
+    }
+    assert!(signals > 1_000, "a benchmark runs: {signals} signals/s");
+    let (code, stdout, stderr) = bench.join().unwrap();
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+
+    let (code, _, stderr) = run_kista(&["mgm", "--mgm", &mgm, "-e", "2 stop"], LIMIT);
+    assert_eq!(code, Some(0), "{stderr}");
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let sample = top_json(&mgm);
+        let node_2 = &sample["nodes"][1];
+        if node_2["live"] == false {
+            assert!(node_2["error"].is_string(), "{node_2:#}");
+            assert_eq!(sample["nodes"][0]["live"], true, "{sample:#}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "node 2 shown down: {sample:#}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+
+    let (code, _, stderr) = run_kista(&["top", "--mgm", &mgm], LIMIT);
+    assert_eq!(code, Some(2), "the live view wants a terminal: {stderr}");
+    assert!(stderr.contains("--once"), "{stderr}");
+}
+
+#[test]
+fn top_in_a_terminal_shows_each_thread_changes_order_on_s_and_quits_on_q() {
+    let (_up, mut cleanup) = start_cluster("tmux");
+    let socket = format!("kista-top-{}", std::process::id());
+    cleanup.tmux_socket = Some(socket.clone());
+    let tmux = |args: &[&str]| {
+        let output = Command::new("tmux")
+            .args(["-L", &socket])
+            .args(args)
+            .output()
+            .expect("tmux runs (scripts/test-all installs it)");
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+        )
+    };
+    let top = format!("{} top --mgm {}", env!("CARGO_BIN_EXE_kista"), cleanup.mgm);
+    let (started, _) = tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "top",
+        "-x",
+        "120",
+        "-y",
+        "20",
+        &top,
+    ]);
+    assert!(started, "tmux starts kista top");
+    let screen_shows = |wanted: &dyn Fn(&str) -> bool| {
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            let (_, screen) = tmux(&["capture-pane", "-p", "-t", "top"]);
+            if wanted(&screen) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the screen never showed it:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    let screen = screen_shows(&|screen| {
+        let rows = |node: &str| {
+            screen
+                .lines()
+                .any(|l| l.starts_with(node) && l.contains("tc.0"))
+        };
+        screen.contains("2 data nodes, 2 live") && rows("1 ") && rows("2 ")
+    });
+    assert!(screen.contains("sorted by cpu"), "{screen}");
+    assert!(
+        screen.contains("signals/s") && screen.contains("spin%"),
+        "{screen}"
+    );
+
+    tmux(&["send-keys", "-t", "top", "s"]);
+    screen_shows(&|screen| screen.contains("sorted by signals"));
+    tmux(&["send-keys", "-t", "top", "q"]);
+    let deadline = Instant::now() + LIMIT;
+    while tmux(&["has-session", "-t", "top"]).0 {
+        assert!(Instant::now() < deadline, "q ends kista top");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
