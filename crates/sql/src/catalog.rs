@@ -690,12 +690,15 @@ impl Catalog {
     ) -> SqlResult<()> {
         let metadata = extras.encode(table.schema());
         self.forget(&table.database, &table.name);
-        match drained {
+        let changed = match drained {
             true => self
                 .client
-                .alter_extra_metadata_drained(&table.table, metadata)?,
-            false => self.client.alter_extra_metadata(&table.table, metadata)?,
+                .alter_extra_metadata_drained(&table.table, metadata),
+            false => self.client.alter_extra_metadata(&table.table, metadata),
         };
+        // Again: another session may have cached the old definition while it changed.
+        self.forget(&table.database, &table.name);
+        changed?;
         Ok(())
     }
 
@@ -738,6 +741,9 @@ impl Catalog {
     /// the AUTO_INCREMENT start.
     pub fn alter_table(&self, table: &SqlTable, plan: AlterPlan) -> SqlResult<()> {
         self.forget(&table.database, &table.name);
+        // Again at the end, however it ends: another session may have cached the old
+        // definition while it changed, and a plan made from that would undo this change.
+        let _forget_again = ForgetOnDrop(self, &table.database, &table.name);
         let mut current = table.table.clone();
         if let Some(schema) = plan.schema {
             current = self.change_in_place(table, schema)?;
@@ -1013,5 +1019,15 @@ pub struct ConnectionGuard(Arc<std::sync::atomic::AtomicUsize>);
 impl Drop for ConnectionGuard {
     fn drop(&mut self) {
         self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Forgets a table's cached definition when dropped (at the end of a change, however it
+/// ends).
+struct ForgetOnDrop<'a>(&'a Catalog, &'a str, &'a str);
+
+impl Drop for ForgetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.forget(self.1, self.2);
     }
 }

@@ -179,8 +179,18 @@ fn alter_table(
     foreign_keys::drop(session, named, &plan.drop_foreign_keys)?;
     let new_foreign_keys = std::mem::take(&mut plan.add_foreign_keys);
     let foreign_key_indexes = std::mem::take(&mut plan.foreign_key_indexes);
-    let table = session.catalog.table(&database, &table_name)?;
-    session.catalog.alter_table(&table, plan)?;
+    let reopened = session.catalog.table(&database, &table_name)?;
+    if reopened.table.schema_version != table.table.schema_version
+        && plan.drop_foreign_keys.is_empty()
+    {
+        // The plan was made from a definition that is no longer the table's (another
+        // change came between, or the first was a stale cached one): applied to the new
+        // version it would undo that change. The session plans again from a fresh lookup.
+        return Err(SqlError::definition_changed(&format!(
+            "table {table_name} changed while ALTER TABLE was planned"
+        )));
+    }
+    session.catalog.alter_table(&reopened, plan)?;
     // Under the name the statement may have given it.
     let renamed = session.catalog.table_named_by_id(table.table.id)?;
     let (database, table_name) = renamed.unwrap_or((database, table_name));
