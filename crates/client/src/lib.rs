@@ -656,33 +656,48 @@ impl Client {
         self.ask(dict, section, request)
     }
 
-    /// Every data node of the cluster, and whether it is live for this client now.
-    pub fn data_nodes(&self) -> Vec<(NodeId, bool)> {
+    /// The node id this client is on every data node.
+    pub fn node_id(&self) -> NodeId {
+        self.me.node()
+    }
+
+    /// Every data node of the cluster: its node group, and whether it is live for this
+    /// client now.
+    pub fn data_nodes(&self) -> Vec<DataNodeStatus> {
         let live = self.in_flight.live();
         let cluster = self.nodes.cluster();
-        cluster
-            .nodes()
-            .iter()
-            .map(|n| (n.node, live.contains(n.node)))
-            .collect()
+        let status = |n: &kista_datanode::cluster::DataNodeShape| DataNodeStatus {
+            node: n.node,
+            node_group: n.node_group,
+            live: live.contains(n.node),
+        };
+        cluster.nodes().iter().map(status).collect()
     }
 
     /// How each scheduler thread of data node `node` was loaded over the last second (its
     /// `info` block's `Threads` table; empty in the node's first second).
     pub fn thread_loads(&self, node: NodeId) -> Result<Vec<ThreadLoad>, ClientError> {
+        let rows = self.info_rows(node, InfoTable::Threads)?;
+        ThreadLoadsBody::decode(&rows).map_err(|e| unreadable_info(node, "thread loads", e))
+    }
+
+    /// Data node `node`'s counters by name (operations, transactions, aborts by code,
+    /// lock waits, REDO, checkpoints, data memory): its `info` block's `Counters` table.
+    pub fn node_counters(&self, node: NodeId) -> Result<Vec<(String, u64)>, ClientError> {
+        let rows = self.info_rows(node, InfoTable::Counters)?;
+        NamedValuesBody::decode(&rows).map_err(|e| unreadable_info(node, "counters", e))
+    }
+
+    /// One table of `node`'s `info` block, encoded as the node sent it.
+    fn info_rows(&self, node: NodeId, table: InfoTable) -> Result<Vec<u8>, ClientError> {
         let info = BlockAddress::new(node, INFO_BLOCK, 0);
-        let table = InfoTable::Threads as u32;
+        let table = table as u32;
         let answer = self.ask(info, &[], |request_id, client| InfoRequest {
             request_id,
             client,
             table,
         })?;
-        ThreadLoadsBody::decode(&answer.info_rows).map_err(|e| {
-            ClientError::ConnectionLost(format!(
-                "node {} sent unreadable thread loads: {e}",
-                node.0
-            ))
-        })
+        Ok(answer.info_rows)
     }
 
     /// Sends a request to block `to` and waits for its answer (a schema change's way).
@@ -769,4 +784,16 @@ fn first_id() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(1, |since| since.as_micros() as u64)
         .max(1)
+}
+
+/// A data node as [`Client::data_nodes`] lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataNodeStatus {
+    pub node: NodeId,
+    pub node_group: u16,
+    pub live: bool,
+}
+
+fn unreadable_info(node: NodeId, what: &str, error: impl std::fmt::Display) -> ClientError {
+    ClientError::ConnectionLost(format!("node {} sent unreadable {what}: {error}", node.0))
 }

@@ -3,9 +3,13 @@
 //! (`ThreadLoadsReport`, each second), so it stays a deterministic state machine: a thread's
 //! CPU is a number it is given, never one it reads.
 
+use std::sync::Arc;
+
 use kista_runtime::{Block, Context, ThreadStatsSnapshot};
 use kista_signal::{Signal, TypedSignal};
+use kista_storage::memory::DataMemory;
 
+use crate::metrics::NodeCounters;
 use crate::protocol::*;
 use crate::router::load_level;
 use crate::send_with_bytes;
@@ -45,13 +49,33 @@ pub fn measure_thread_loads(
         .collect()
 }
 
-#[derive(Default)]
 pub struct NodeInfoBlock {
     /// The latest report, as it came (a `ThreadLoadsBody`); empty before the first.
     thread_loads: Vec<u8>,
+    /// What the other blocks count, read to report it (never to decide anything).
+    counters: Arc<NodeCounters>,
+    memory: Arc<DataMemory>,
 }
 
 impl NodeInfoBlock {
+    pub fn new(counters: Arc<NodeCounters>, memory: Arc<DataMemory>) -> Self {
+        Self {
+            thread_loads: Vec::new(),
+            counters,
+            memory,
+        }
+    }
+
+    /// The `Counters` table: the blocks' counts and the data memory.
+    fn counter_rows(&self) -> Vec<u8> {
+        let mut values = self.counters.named_values();
+        values.push(("data_memory_used_bytes".into(), self.memory.used_bytes()));
+        values.push(("data_memory_limit_bytes".into(), self.memory.limit_bytes()));
+        let mut rows = Vec::new();
+        NamedValuesBody::encode(&values, &mut rows);
+        rows
+    }
+
     fn thread_loads_reported(&mut self, ctx: &Context) {
         let Some(body) = ctx.section() else {
             return;
@@ -69,16 +93,22 @@ impl NodeInfoBlock {
             table: request.table,
             code: 0,
         };
+        let counter_rows;
         let rows: &[u8] = match InfoTable::from_u32(request.table) {
             Some(InfoTable::Threads) if !self.thread_loads.is_empty() => &self.thread_loads,
             // No report yet (the node just started): no threads measured.
             Some(InfoTable::Threads) => &[0, 0, 0, 0],
+            Some(InfoTable::Counters) => {
+                counter_rows = self.counter_rows();
+                &counter_rows
+            }
             None => {
                 conf.code = ErrorCode::BadRequest as u32;
                 &[]
             }
         };
-        // A lost answer is the client's timeout; rows fit a section (THREAD_LOADS_MAX).
+        // A lost answer is the client's timeout; rows fit a section (THREAD_LOADS_MAX,
+        // NAMED_VALUES_MAX).
         let _ = send_with_bytes(ctx, conf.to_signal(request.client, ctx.address()), rows);
     }
 }

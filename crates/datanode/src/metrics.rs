@@ -135,6 +135,56 @@ impl NodeCounters {
         self.render_data_managers(node, out);
     }
 
+    /// Every count by name, summed over instances (the `info` block's `Counters` table;
+    /// the same numbers as [`NodeCounters::render`] under the Prometheus names without
+    /// `kista_`, labels folded into the name).
+    pub fn named_values(&self) -> Vec<(String, u64)> {
+        let coordinators = &self.coordinators;
+        let sum = |count: &dyn Fn(&CoordinatorCounters) -> u64| -> u64 {
+            coordinators.iter().map(|c| count(c)).sum()
+        };
+        let mut values = Vec::new();
+        for (index, (_, kind)) in OPERATION_KINDS.iter().enumerate() {
+            values.push((
+                format!("operations_{kind}"),
+                sum(&|c| c.operations[index].get()),
+            ));
+        }
+        values.push(("transactions_committed".into(), sum(&|c| c.committed.get())));
+        let aborted = sum(&|c| c.aborted.iter().map(Counter::get).sum());
+        values.push(("transactions_aborted".into(), aborted));
+        let codes = std::iter::once(0).chain(ErrorCode::ALL.iter().map(|&c| c as u32));
+        for (index, code) in codes.enumerate() {
+            let count = sum(&|c| c.aborted[index].get());
+            if count > 0 {
+                values.push((format!("transaction_aborts_{code}"), count));
+            }
+        }
+        values.push(("scans".into(), sum(&|c| c.scans.get())));
+        values.push((
+            "open_transactions".into(),
+            sum(&|c| c.open_transactions.get()),
+        ));
+        let managers = |read: fn(&DataManagerCounters) -> u64| -> u64 {
+            self.data_managers.iter().map(|d| read(d)).sum()
+        };
+        values.push(("lock_waits".into(), managers(|d| d.lock_waits.get())));
+        values.push((
+            "redo_written_bytes".into(),
+            managers(|d| d.redo_bytes_written.get()),
+        ));
+        values.push((
+            "local_checkpoints".into(),
+            managers(|d| d.local_checkpoints.get()),
+        ));
+        values.push(("current_gci".into(), self.checkpoints.current_gci.get()));
+        values.push((
+            "restorable_gci".into(),
+            self.checkpoints.restorable_gci.get(),
+        ));
+        values
+    }
+
     fn render_data_managers(&self, node: &str, out: &mut Exposition) {
         type Read = fn(&DataManagerCounters) -> u64;
         let families: [(&'static str, &str, Read); 3] = [

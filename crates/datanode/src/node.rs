@@ -204,7 +204,7 @@ pub fn data_node_blocks(
     settings: &NodeSettings,
     memory: Arc<DataMemory>,
     files: Option<Box<dyn FileStorage>>,
-    counters: &NodeCounters,
+    counters: &Arc<NodeCounters>,
 ) -> Result<Vec<BlockRegistration>, ShapeError> {
     assert!(
         files.is_some() || !settings.keeps_data_on_disk(),
@@ -256,7 +256,7 @@ pub fn data_node_blocks(
             module: Module::Main,
             instance: 0,
         },
-        implementation: Box::new(NodeInfoBlock::default()),
+        implementation: Box::new(NodeInfoBlock::new(counters.clone(), memory.clone())),
     });
     for instance in 0..settings.tc_instances {
         blocks.push(BlockRegistration {

@@ -445,7 +445,7 @@ fn query_threads_read_whole_committed_rows_while_the_ldm_thread_writes() {
         &settings,
         Arc::new(DataMemory::new(64 << 20)),
         None,
-        &NodeCounters::new(&settings),
+        &Arc::new(NodeCounters::new(&settings)),
     )
     .expect("one node is a cluster");
     blocks.push(driver(

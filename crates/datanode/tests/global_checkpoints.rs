@@ -476,7 +476,7 @@ fn a_node_late_to_the_start_is_waited_for_and_then_checkpoints_go_on() {
         &late,
         memory,
         Some(Box::new(disk)),
-        &NodeCounters::new(&late),
+        &Arc::new(NodeCounters::new(&late)),
     )
     .unwrap();
     cluster.simulation.restart(NodeId(2), blocks).unwrap();

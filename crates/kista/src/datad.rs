@@ -91,6 +91,8 @@ pub fn run(args: &DatadArgs) -> Result<(), Failure> {
         return Ok(());
     }
     let stop = crate::stop_on_signals()?;
+    // A standalone node is node 1.
+    kista_log::set_node(args.node_id.unwrap_or(1));
     // One endpoint for every life of the node, so its port stays the same.
     let slot = DataNodeSlot::default();
     let _metrics = args
@@ -101,12 +103,12 @@ pub fn run(args: &DatadArgs) -> Result<(), Failure> {
     loop {
         let (layout, options) = node_options(args)?;
         match run_once(args, &layout, options, &stop, &slot)? {
-            Ended::Restart => println!("kista datad: restarting, as the management server asked"),
+            Ended::Restart => say("restarting, as the management server asked"),
             Ended::RestartWhenStarted => {
                 if !wait_for_start(args, &stop)? {
                     return Ok(());
                 }
-                println!("kista datad: starting, as the management server asked");
+                say("starting, as the management server asked");
             }
             Ended::Stopped => return Ok(()),
         }
@@ -119,7 +121,9 @@ fn wait_for_start(args: &DatadArgs, stop: &AtomicBool) -> Result<bool, Failure> 
     let (Some(mgm), Some(id)) = (&args.mgm, args.node_id) else {
         return Ok(false);
     };
-    println!("kista datad: node {id} stopped; waiting for `kista mgm -e \"{id} start\"`");
+    say(format_args!(
+        "node {id} stopped; waiting for `kista mgm -e \"{id} start\"`"
+    ));
     let question = format!("{id} await start");
     while !stop.load(Ordering::SeqCst) {
         let answer =
@@ -153,13 +157,13 @@ fn node_options(args: &DatadArgs) -> Result<(ThreadLayout, DataNodeOptions), Fai
     joined.settings.read_policy = args.read_policy;
     if !joined.running.is_empty() {
         let running: Vec<String> = joined.running.iter().map(|n| n.0.to_string()).collect();
-        println!(
-            "kista datad: the cluster runs (node(s) {} started): node {} restarts into \
+        say(format_args!(
+            "the cluster runs (node(s) {} started): node {} restarts into \
              it, copying its data from the others (`kista mgm -e show` says when it \
              is started)",
             running.join(", "),
             id
-        );
+        ));
     }
     let options = DataNodeOptions {
         node,
@@ -188,22 +192,22 @@ fn run_once(
     let data_memory = options.data_memory_bytes;
     let node = DataNodeProcess::start(layout, options).map_err(Failure::runtime)?;
     *metrics.lock().unwrap_or_else(|p| p.into_inner()) = Some(node.gauges());
-    println!(
-        "kista datad: node {} listening on {} ({} threads, data memory {} bytes, read policy {:?})",
+    say(format_args!(
+        "node {} listening on {} ({} threads, data memory {} bytes, read policy {:?})",
         node_id.0,
         node.address(),
         layout.threads.len(),
         data_memory,
         args.read_policy
-    );
+    ));
     wait_for_peers(&node, &peers, Duration::from_millis(grace_ms), stop);
-    println!("kista datad: ready");
+    say("ready");
     while !stop.load(Ordering::SeqCst) && !node.has_stopped() {
         std::thread::sleep(STOP_POLL);
     }
     let stopped_by_cluster = node.stop_reason();
     let failed = node.has_stopped();
-    println!("kista datad: stopping");
+    say("stopping");
     *metrics.lock().unwrap_or_else(|p| p.into_inner()) = None;
     node.stop().map_err(Failure::runtime)?;
     if let Some(reason) = stopped_by_cluster {
@@ -213,7 +217,7 @@ fn run_once(
         if reason == RESTART_WHEN_STARTED {
             return Ok(Ended::RestartWhenStarted);
         }
-        println!("kista datad: stopped: {reason}");
+        say(format_args!("stopped: {reason}"));
         if reason.starts_with(STOPPED_BY_MANAGEMENT_SERVER) {
             return Ok(Ended::Stopped);
         }
@@ -228,7 +232,7 @@ fn run_once(
             "a data node thread failed; the node stopped",
         ));
     }
-    println!("kista datad: stopped");
+    say("stopped");
     Ok(Ended::Stopped)
 }
 
@@ -270,10 +274,15 @@ fn wait_for_peers(node: &DataNodeProcess, peers: &[NodeId], grace: Duration, sto
     let missing = missing();
     if !missing.is_empty() {
         let names: Vec<String> = missing.iter().map(|n| n.0.to_string()).collect();
-        println!(
-            "kista datad: not connected to node(s) {} after {} ms; going on without them",
+        say(format_args!(
+            "not connected to node(s) {} after {} ms; going on without them",
             names.join(", "),
             grace.as_millis()
-        );
+        ));
     }
+}
+
+/// A line of this process's log on standard output (`kista_log`'s format).
+fn say(message: impl std::fmt::Display) {
+    kista_log::print(kista_log::Level::Info, "kista datad", message);
 }

@@ -39,10 +39,8 @@ impl MetricsOptions {
                 "cannot serve metrics on {bind} (--metrics-port): {e}"
             ))
         })?;
-        println!(
-            "kista {process}: metrics at http://{}/metrics",
-            server.local_addr()
-        );
+        let address = format!("metrics at http://{}/metrics", server.local_addr());
+        kista_log::print(kista_log::Level::Info, &format!("kista {process}"), address);
         Ok(Some(server))
     }
 }

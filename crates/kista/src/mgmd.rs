@@ -44,6 +44,7 @@ pub fn run(args: &MgmdArgs) -> Result<(), Failure> {
         .ok_or_else(|| Failure::usage(format!("cannot listen on {}:{port}", config.mgmd.host)))?;
     let data_nodes = config.data_nodes.len();
     let stop = crate::stop_on_signals()?;
+    kista_log::set_node(kista_datanode::arbitration::MANAGEMENT_NODE.0);
     let server = ManagementServer::start(ManagementOptions {
         config,
         config_text,
@@ -51,20 +52,25 @@ pub fn run(args: &MgmdArgs) -> Result<(), Failure> {
     })
     .map_err(Failure::runtime)?;
     let _metrics = args.metrics.serve("mgmd", server.metrics())?;
-    println!(
-        "kista mgmd: listening on {} ({data_nodes} data nodes configured)",
+    say(format_args!(
+        "listening on {} ({data_nodes} data nodes configured)",
         server.address()
-    );
-    println!("kista mgmd: ready");
+    ));
+    say("ready");
     while !stop.load(Ordering::SeqCst) && !server.shutdown_done() && !server.has_failed() {
         std::thread::sleep(STOP_POLL);
     }
     let failed = server.has_failed();
-    println!("kista mgmd: stopping");
+    say("stopping");
     server.stop().map_err(Failure::runtime)?;
     if failed {
         return Err(Failure::runtime("the arbitrator's thread failed"));
     }
-    println!("kista mgmd: stopped");
+    say("stopped");
     Ok(())
+}
+
+/// A line of this process's log on standard output (`kista_log`'s format).
+fn say(message: impl std::fmt::Display) {
+    kista_log::print(kista_log::Level::Info, "kista mgmd", message);
 }

@@ -99,6 +99,7 @@ pub fn run(args: &SqlArgs) -> Result<(), Failure> {
     let stop = crate::stop_on_signals()?;
     let client = Client::connect_cluster(&args.mgm)
         .map_err(|e| Failure::runtime(format!("cannot reach the cluster at {}: {e}", args.mgm)))?;
+    kista_log::set_node(client.node_id().0);
     let mut catalog = Catalog::new(client);
     catalog.log_connection_errors = args.verbose;
     catalog.durable_commits_default = args.durable_commits;
@@ -115,17 +116,22 @@ pub fn run(args: &SqlArgs) -> Result<(), Failure> {
     let _metrics = args.metrics.serve("sql", render)?;
     let mut server = SqlServer::start(catalog, config)
         .map_err(|e| Failure::runtime(format!("cannot listen on {listen}: {e}")))?;
-    println!(
-        "kista sql: listening on {} for MySQL clients (cluster at {})",
+    say(format_args!(
+        "listening on {} for MySQL clients (cluster at {})",
         server.address(),
         args.mgm
-    );
-    println!("kista sql: ready");
+    ));
+    say("ready");
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(STOP_POLL);
     }
-    println!("kista sql: stopping");
+    say("stopping");
     server.stop();
-    println!("kista sql: stopped");
+    say("stopped");
     Ok(())
+}
+
+/// A line of this process's log on standard output (`kista_log`'s format).
+fn say(message: impl std::fmt::Display) {
+    kista_log::print(kista_log::Level::Info, "kista sql", message);
 }

@@ -8,19 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use support::{mysql, run_kista, spawn_up, KistaProcess};
+use support::{mysql, run_kista, spawn_up, KistaProcess, ShutdownOnDrop};
 
 const LIMIT: Duration = Duration::from_secs(120);
-
-/// Shuts the cluster down through its management server if the test ends early (the
-/// children of `kista up` run in their own process group and outlive it).
-struct ShutdownOnDrop(String);
-
-impl Drop for ShutdownOnDrop {
-    fn drop(&mut self) {
-        let _ = run_kista(&["mgm", "--mgm", &self.0, "-e", "shutdown"], LIMIT);
-    }
-}
 
 #[test]
 fn kista_up_starts_a_cluster_that_serves_and_sigterm_stops_every_process() {
@@ -180,7 +170,49 @@ fn kista_up_starts_again_each_child_killed_under_load_and_keeps_every_committed_
         3,
         "{out}"
     );
+    every_log_line_is_in_the_one_format(&dir);
+    let log = |name: &str| std::fs::read_to_string(dir.join("logs").join(name)).unwrap();
+    let survivor = log("data-node-1.log");
+    for said in [
+        "node=1 data node: membership generation 2: node(s) 2 left (failed or stopped)",
+        "node=1 data node: tc.0: takeover 1: resolving the transactions node(s) 2 coordinated",
+        "transaction(s) found:",
+        "node=1 data node: membership generation 3: node 2 joined; members 1, 2",
+    ] {
+        assert!(
+            survivor.contains(said),
+            "{said} in data node 1's log:\n{survivor}"
+        );
+    }
+    let restarted = log("data-node-2.log");
+    let asked = "node=2 data node: restart: asking the running cluster to let this node join";
+    assert!(restarted.contains(asked), "{restarted}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every line the children wrote: `2026-11-27T15:56:36.431Z INFO  node=1 component: ...`.
+fn every_log_line_is_in_the_one_format(dir: &std::path::Path) {
+    for name in ["mgmd.log", "data-node-1.log", "data-node-2.log", "sql.log"] {
+        let text = std::fs::read_to_string(dir.join("logs").join(name)).unwrap();
+        for line in text.lines() {
+            let bytes = line.as_bytes();
+            assert!(
+                bytes.len() > 36 && line.is_char_boundary(31),
+                "{name}: {line}"
+            );
+            let separators = [(4, b'-'), (7, b'-'), (10, b'T'), (13, b':'), (16, b':')];
+            let mut timestamp = separators.iter().chain(&[(19, b'.'), (23, b'Z')]);
+            assert!(timestamp.all(|&(at, c)| bytes[at] == c), "{name}: {line}");
+            let level = ["INFO  ", "WARN  ", "ERROR "]
+                .iter()
+                .any(|l| line[25..].starts_with(l));
+            assert!(level, "{name}: {line}");
+            assert!(
+                line[31..].starts_with("node="),
+                "{name} names the node: {line}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -62,7 +62,9 @@ impl Sink<'_> {
 
     fn log(&mut self, node: NodeId, line: &str) {
         match self {
-            Sink::Threads(_) => eprintln!("data node {}: {line}", node.0),
+            Sink::Threads(_) => {
+                kista_log::eprint_for(kista_log::Level::Info, Some(node.0), "data node", line)
+            }
             Sink::Simulation(network) => network.log(node, line),
         }
     }

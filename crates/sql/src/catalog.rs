@@ -381,7 +381,8 @@ impl Catalog {
 
     pub fn log_connection_error(&self, connection_id: u32, error: &str) {
         if self.log_connection_errors {
-            eprintln!("kista sql: connection {connection_id} closed: {error}");
+            let message = format!("connection {connection_id} closed: {error}");
+            crate::log_line(kista_log::Level::Warn, message);
         }
     }
 
@@ -540,7 +541,7 @@ impl Catalog {
     }
 
     pub fn database_exists(&self, name: &str) -> SqlResult<bool> {
-        if name.eq_ignore_ascii_case("information_schema") {
+        if crate::information_schema::system_database(name).is_some() {
             return Ok(true);
         }
         let databases = self.system()?.databases;
@@ -604,10 +605,15 @@ impl Catalog {
         Ok(tables.len())
     }
 
-    /// Every database, sorted, `information_schema` included.
+    /// Every database, sorted, the system ones (`information_schema`, `kista_info`)
+    /// included.
     pub fn databases(&self) -> SqlResult<Vec<String>> {
         let databases = self.system()?.databases;
-        let mut names = vec!["information_schema".to_string()];
+        let system = [
+            crate::information_schema::DATABASE,
+            crate::information_schema::kista_info::DATABASE,
+        ];
+        let mut names: Vec<String> = system.iter().map(|name| name.to_string()).collect();
         for row in self.client.scan(&databases, ScanSpec::full())? {
             if let Some(Value::Bytes(name)) = row?.into_iter().next() {
                 names.push(String::from_utf8_lossy(&name).into_owned());

@@ -42,3 +42,8 @@ pub use protocol::auth::User;
 pub use protocol::handshake::Users;
 pub use row_budget::{RESULT_BYTES_MAX_DEFAULT, RESULT_ROWS_MAX};
 pub use server::{ServerConfig, SqlServer, CONNECTIONS_MAX_DEFAULT};
+
+/// A line of the front end's log on standard error (`kista_log`'s format).
+pub(crate) fn log_line(level: kista_log::Level, message: impl std::fmt::Display) {
+    kista_log::eprint(level, "kista sql", message);
+}

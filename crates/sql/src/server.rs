@@ -134,7 +134,8 @@ fn accept(
                 }
             });
         if let Err(error) = spawned {
-            eprintln!("kista sql: no thread for connection {id}: {error}");
+            let message = format!("no thread for connection {id}: {error}");
+            crate::log_line(kista_log::Level::Error, message);
         }
     }
 }

@@ -265,12 +265,15 @@ fn copy_and_switch(
     catalog.superseded.record(old.table.id);
     catalog.forget_all();
     client.drop_table(&old.table)?;
-    eprintln!(
-        "kista sql: ALTER TABLE {database}.{name} copied {rows} rows ({reason}) in {:.1} s, \
+    crate::log_line(
+        kista_log::Level::Info,
+        format_args!(
+            "ALTER TABLE {database}.{name} copied {rows} rows ({reason}) in {:.1} s, \
          switched in {} ms, dropped the old table in {} ms",
-        copied.as_secs_f64(),
-        (switched - copied).as_millis(),
-        (started.elapsed() - switched).as_millis()
+            copied.as_secs_f64(),
+            (switched - copied).as_millis(),
+            (started.elapsed() - switched).as_millis()
+        ),
     );
     Ok(())
 }
@@ -296,9 +299,12 @@ fn copy_rows(session: &Session, old: &SqlTable, mirror: &Mirror) -> SqlResult<u6
         batch.clear();
         if logged.elapsed() >= PROGRESS_INTERVAL {
             logged = Instant::now();
-            eprintln!(
-                "kista sql: ALTER TABLE {}.{}: {copied} rows copied",
-                old.database, old.name
+            crate::log_line(
+                kista_log::Level::Info,
+                format_args!(
+                    "ALTER TABLE {}.{}: {copied} rows copied",
+                    old.database, old.name
+                ),
             );
         }
     }

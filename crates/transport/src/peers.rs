@@ -8,6 +8,7 @@
 //! A peer connection that closes is reported at once ([`Peers::on_lost`]): a crashed peer's
 //! socket closes long before it misses its heartbeats.
 
+use kista_log::Level;
 use std::collections::HashSet;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::Arc;
@@ -80,7 +81,10 @@ pub(crate) fn dial_until_stopped(shared: &Arc<Shared>) {
             match dial(shared, peer, address) {
                 Ok((connection, stream)) => {
                     if failing.remove(&peer) {
-                        eprintln!("kista transport: node {} at {address} reached", peer.0);
+                        transport_line(
+                            Level::Info,
+                            format_args!("node {} at {address} reached", peer.0),
+                        );
                     }
                     let for_thread = shared.clone();
                     let remote = address.clone();
@@ -99,11 +103,14 @@ pub(crate) fn dial_until_stopped(shared: &Arc<Shared>) {
                 }
                 Err(error) => {
                     if failing.insert(peer) {
-                        eprintln!(
-                            "kista transport: dialing node {} at {address} failed: {error} \
+                        transport_line(
+                            Level::Warn,
+                            format_args!(
+                                "dialing node {} at {address} failed: {error} \
                              (trying again every {} ms)",
-                            peer.0,
-                            DIAL_INTERVAL.as_millis()
+                                peer.0,
+                                DIAL_INTERVAL.as_millis()
+                            ),
                         );
                     }
                 }
@@ -138,4 +145,9 @@ fn dial(
         return Err(DialError::Connected);
     }
     Ok((connection, stream))
+}
+
+/// A line of the process's log on standard error.
+fn transport_line(level: Level, message: impl std::fmt::Display) {
+    kista_log::eprint(level, "kista transport", message);
 }

@@ -285,7 +285,7 @@ impl Shared {
     }
 
     pub fn log_close(&self, line: String) {
-        eprintln!("kista transport: {line}");
+        kista_log::eprint(kista_log::Level::Warn, "kista transport", &line);
         let mut log = self.close_log.lock().unwrap_or_else(|p| p.into_inner());
         if log.len() >= CLOSE_LOG_MAX {
             log.remove(0);
@@ -451,6 +451,7 @@ fn serve_connection(shared: &Arc<Shared>, mut stream: TcpStream, remote: SocketA
 
 fn refuse(shared: &Shared, stream: &mut TcpStream, reason: String) -> HandshakeError {
     let _ = handshake::write_refusal(stream, shared.options.node, &reason);
+    shared.log_close(format!("refused a connection: {reason}"));
     HandshakeError::Refused(reason)
 }
 

@@ -11,6 +11,7 @@ use crate::send_with_bytes;
 
 impl Membership {
     pub(super) fn ask_to_join(&mut self, ctx: &mut Context) {
+        ctx.log("restart: asking the running cluster to let this node join");
         let here = self.here();
         let others: Vec<NodeId> = self
             .cluster
@@ -156,6 +157,13 @@ impl Membership {
         self.members = order;
         self.generation = commit.generation;
         self.renew_lease();
+        ctx.log(&format!(
+            "membership generation {}: node {} joined; members {}, president {}",
+            commit.generation,
+            commit.joined,
+            super::node_list(self.member_set()),
+            self.members[0].0
+        ));
         let joined = NodeJoined {
             generation: commit.generation,
             joined: commit.joined,

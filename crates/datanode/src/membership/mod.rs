@@ -663,6 +663,14 @@ impl Membership {
         self.generation = commit.generation;
         self.renew_lease();
         let president = self.president().unwrap_or(self.here());
+        ctx.log(&format!(
+            "membership generation {}: {}{}members {}, president {}",
+            commit.generation,
+            listed("left (failed or stopped)", removed),
+            listed("joined", missed_joins),
+            node_list(self.member_set()),
+            president.0
+        ));
         let failed = NodeFailed {
             generation: commit.generation,
             failed: removed,
@@ -763,4 +771,18 @@ impl Block for Membership {
         };
         debug_assert!(result.is_ok(), "malformed signal to membership: {result:?}");
     }
+}
+
+/// Node ids as `1, 2`.
+pub(crate) fn node_list(nodes: NodeSet) -> String {
+    let ids: Vec<String> = nodes.iter().map(|n| n.0.to_string()).collect();
+    ids.join(", ")
+}
+
+/// `node(s) 1, 2 WHAT; ` for a log line, or nothing for no nodes.
+fn listed(what: &str, nodes: NodeSet) -> String {
+    if nodes.is_empty() {
+        return String::new();
+    }
+    format!("node(s) {} {what}; ", node_list(nodes))
 }

@@ -10,12 +10,16 @@ use kista_storage::codec::{CodecError, Reader, Writer};
 pub enum InfoTable {
     /// Each scheduler thread's load over the last second ([`ThreadLoad`]).
     Threads = 1,
+    /// The node's counters and gauges by name, its data memory included
+    /// ([`NamedValuesBody`]).
+    Counters = 2,
 }
 
 impl InfoTable {
     pub fn from_u32(table: u32) -> Option<Self> {
         match table {
             1 => Some(InfoTable::Threads),
+            2 => Some(InfoTable::Counters),
             _ => None,
         }
     }
@@ -96,9 +100,53 @@ impl ThreadLoadsBody {
     }
 }
 
+/// Names and values (a node's counters): a count, then each name and value.
+pub struct NamedValuesBody;
+
+/// Named values one answer carries at most.
+pub const NAMED_VALUES_MAX: usize = 1_024;
+
+impl NamedValuesBody {
+    pub fn encode(values: &[(String, u64)], out: &mut Vec<u8>) {
+        let values = &values[..values.len().min(NAMED_VALUES_MAX)];
+        let mut writer = Writer(out);
+        writer.u32(values.len() as u32);
+        for (name, value) in values {
+            writer.bytes(name.as_bytes());
+            writer.u64(*value);
+        }
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Vec<(String, u64)>, CodecError> {
+        let mut reader = Reader::new(bytes);
+        let count = reader.u32()? as usize;
+        if count > NAMED_VALUES_MAX {
+            return Err(reader.invalid("value count"));
+        }
+        let mut values = Vec::with_capacity(count);
+        for _ in 0..count {
+            let name = std::str::from_utf8(reader.bytes()?)
+                .map_err(|_| reader.invalid("value name"))?
+                .to_string();
+            values.push((name, reader.u64()?));
+        }
+        reader.finish()?;
+        Ok(values)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn named_values_round_trip() {
+        let values = vec![("operations_read".to_string(), 7), ("scans".to_string(), 0)];
+        let mut bytes = Vec::new();
+        NamedValuesBody::encode(&values, &mut bytes);
+        assert_eq!(NamedValuesBody::decode(&bytes).unwrap(), values);
+        assert!(NamedValuesBody::decode(&bytes[..5]).is_err());
+    }
 
     #[test]
     fn thread_loads_round_trip_and_garbage_is_refused() {

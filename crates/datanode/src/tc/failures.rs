@@ -125,6 +125,11 @@ impl TransactionCoordinator {
     fn start_takeover(&mut self, ctx: &mut Context) {
         let coordinators = self.failed_nodes;
         let id = self.next_takeover;
+        ctx.log(&format!(
+            "tc.{}: takeover {id}: resolving the transactions node(s) {} coordinated",
+            self.instance,
+            crate::membership::node_list(coordinators)
+        ));
         self.next_takeover += 1;
         let awaiting: Vec<BlockAddress> = self
             .cluster
@@ -192,7 +197,14 @@ impl TransactionCoordinator {
         let Some(takeover) = self.takeover.take() else {
             return;
         };
-
+        let committing = takeover.found.values().filter(|o| o.committed).count();
+        ctx.log(&format!(
+            "tc.{}: takeover {}: {} transaction(s) found: {committing} to commit, the others \
+             to abort",
+            self.instance,
+            takeover.id,
+            takeover.found.len()
+        ));
         for (id, orphan) in takeover.found {
             if self.transactions.contains_key(&id) {
                 continue; // an earlier takeover is resolving it

@@ -162,7 +162,7 @@ impl Node {
                 settings,
                 memory,
                 Some(Box::new(disk)),
-                &NodeCounters::new(settings),
+                &Arc::new(NodeCounters::new(settings)),
             )
             .expect("the nodes form a cluster");
             simulation.add_registrations(settings.node, blocks).unwrap();
@@ -257,7 +257,7 @@ impl Node {
                 &settings,
                 memory,
                 Some(Box::new(disk)),
-                &NodeCounters::new(&settings),
+                &Arc::new(NodeCounters::new(&settings)),
             )
             .expect("the nodes form a cluster");
             self.simulation.restart(settings.node, blocks).unwrap();
@@ -290,7 +290,7 @@ impl Node {
             &settings,
             memory,
             Some(Box::new(disk)),
-            &NodeCounters::new(&settings),
+            &Arc::new(NodeCounters::new(&settings)),
         )
         .expect("the nodes form a cluster");
         self.simulation.restart(node, blocks).unwrap();

@@ -164,7 +164,8 @@ fn take_sample(client: &Client) -> Sample {
     let nodes = client
         .data_nodes()
         .into_iter()
-        .map(|(node, live)| {
+        .map(|status| {
+            let (node, live) = (status.node, status.live);
             let loads = if live {
                 Some(client.thread_loads(node))
             } else {

@@ -57,6 +57,17 @@ pub fn mysql(port: u16, sql: &str) -> Result<String, String> {
     }
 }
 
+/// Shuts a cluster down through its management server (at the address it holds) however
+/// a test ends: the children of `kista up` run in their own process group and outlive it.
+pub struct ShutdownOnDrop(pub String);
+
+impl Drop for ShutdownOnDrop {
+    fn drop(&mut self) {
+        let command = ["mgm", "--mgm", &self.0, "-e", "shutdown"];
+        let _ = run_kista(&command, Duration::from_secs(120));
+    }
+}
+
 /// `kista up` on `dir` with every port picked free, and `extra` options.
 pub fn spawn_up(dir: &std::path::Path, extra: &[&str]) -> KistaProcess {
     let dir = dir.display().to_string();

@@ -113,7 +113,7 @@ pub fn check_file(session: &Session) -> SqlResult<()> {
 /// Error 1044 unless the session's account has some privilege in `database` (USE).
 pub fn check_use(session: &Session, database: &str) -> SqlResult<()> {
     let reachable = session.privileges.any_in(database)
-        || database.eq_ignore_ascii_case(crate::information_schema::DATABASE);
+        || crate::information_schema::system_database(database).is_some();
     if reachable {
         Ok(())
     } else {
@@ -273,7 +273,7 @@ fn reads(
         let (db, read) = split_name(session, &name)?;
         let is_cte = name.0.len() == 1 && ctes.iter().any(|cte| cte.eq_ignore_ascii_case(&read));
         let is_written = written.as_ref() == Some(&(db.clone(), read.clone()));
-        let is_system = db.eq_ignore_ascii_case(crate::information_schema::DATABASE);
+        let is_system = crate::information_schema::system_database(&db).is_some();
         let is_view_name =
             matches!(statement, Statement::CreateView { name: view, .. } if *view == name);
         if !is_cte && !is_written && !is_system && !is_view_name {

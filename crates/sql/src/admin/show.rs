@@ -140,10 +140,18 @@ fn show_tables(
         ast::ShowStatementFilterPosition::Infix(f)
         | ast::ShowStatementFilterPosition::Suffix(f) => f,
     });
-    let tables = session.catalog.table_names(&database)?;
-    let views = session.catalog.view_names(&database)?;
-    let mut listed: Vec<(String, &str)> = tables.into_iter().map(|t| (t, "BASE TABLE")).collect();
-    listed.extend(views.into_iter().map(|v| (v, "VIEW")));
+    let mut listed: Vec<(String, &str)> =
+        match crate::information_schema::system_table_names(&database) {
+            Some(system) => system.map(|t| (t.to_string(), "SYSTEM VIEW")).collect(),
+            None => {
+                let tables = session.catalog.table_names(&database)?.into_iter();
+                let views = session.catalog.view_names(&database)?.into_iter();
+                tables
+                    .map(|t| (t, "BASE TABLE"))
+                    .chain(views.map(|v| (v, "VIEW")))
+                    .collect()
+            }
+        };
     listed.sort();
     let rows = listed
         .into_iter()

@@ -4,8 +4,10 @@
 //! other in the front end: WHERE, ORDER BY, grouping, joins with each other excepted.
 //!
 //! Each table is one [`SystemTableDef`] in `tables.rs`: its name, its columns and the
-//! function that lists its rows.
+//! function that lists its rows. `kista_info` (`kista_info.rs`), the data nodes' own
+//! tables, is a second system database served the same way.
 
+pub mod kista_info;
 mod tables;
 
 use kista_client::schema::{Column, IndexKind, TableSchema};
@@ -16,6 +18,28 @@ use crate::ddl::PRIMARY_INDEX;
 use crate::error::{SqlError, SqlResult};
 
 pub const DATABASE: &str = "information_schema";
+
+/// The system databases, each with its tables: nothing of them is stored in the cluster.
+const SYSTEM_DATABASES: [(&str, &[SystemTableDef]); 2] = [
+    (DATABASE, tables::ALL),
+    (kista_info::DATABASE, kista_info::ALL),
+];
+
+/// The system database called `name` (case-insensitive), in its own spelling.
+pub fn system_database(name: &str) -> Option<&'static str> {
+    SYSTEM_DATABASES
+        .iter()
+        .map(|(database, _)| *database)
+        .find(|database| database.eq_ignore_ascii_case(name))
+}
+
+/// The tables of system database `name`, if it is one (SHOW TABLES).
+pub fn system_table_names(name: &str) -> Option<impl Iterator<Item = &'static str>> {
+    let (_, tables) = SYSTEM_DATABASES
+        .iter()
+        .find(|(database, _)| database.eq_ignore_ascii_case(name))?;
+    Some(tables.iter().map(|def| def.name))
+}
 
 /// A column's `COLUMN_KEY` (and DESCRIBE's `Key`): PRI, UNI, MUL or empty.
 pub fn column_key(table: &SqlTable, position: usize) -> &'static str {
@@ -126,50 +150,61 @@ pub struct SystemTableDef {
 enum Kind {
     Text,
     Number,
+    Real,
 }
 
-/// An `information_schema` table, as a query names it.
+/// A system database's table, as a query names it.
 #[derive(Clone, Copy)]
-pub struct SystemTable(&'static SystemTableDef);
+pub struct SystemTable {
+    database: &'static str,
+    def: &'static SystemTableDef,
+}
 
 impl PartialEq for SystemTable {
     fn eq(&self, other: &Self) -> bool {
-        std::ptr::eq(self.0, other.0)
+        std::ptr::eq(self.def, other.def)
     }
 }
 
 impl std::fmt::Debug for SystemTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.0.name)
+        write!(f, "{}.{}", self.database, self.def.name)
     }
 }
 
 impl SystemTable {
-    /// The table called `name` (case-insensitive); error 1109 for any other.
-    pub fn named(name: &str) -> SqlResult<Self> {
-        tables::ALL
+    /// Table `name` (case-insensitive) of system database `database`; error 1109 for any
+    /// other (`None` if `database` is no system database).
+    pub fn named(database: &str, name: &str) -> Option<SqlResult<Self>> {
+        let (database, tables) = SYSTEM_DATABASES
+            .iter()
+            .find(|(system, _)| system.eq_ignore_ascii_case(database))?;
+        let found = tables
             .iter()
             .find(|def| def.name.eq_ignore_ascii_case(name))
-            .map(SystemTable)
+            .map(|def| SystemTable { database, def })
             .ok_or_else(|| {
                 SqlError::new(
                     1109,
                     "42S02",
-                    format!(
-                        "Unknown table '{}' in information_schema",
-                        name.to_ascii_uppercase()
-                    ),
+                    format!("Unknown table '{name}' in {database}"),
                 )
-            })
+            });
+        Some(found)
     }
 
     pub fn name(self) -> &'static str {
-        self.0.name
+        self.def.name
+    }
+
+    /// The system database it belongs to.
+    pub fn database(self) -> &'static str {
+        self.database
     }
 
     pub fn schema(self) -> TableSchema {
         let columns = self
-            .0
+            .def
             .columns
             .iter()
             .map(|&(name, kind)| {
@@ -179,13 +214,14 @@ impl SystemTable {
                         bytes: 8,
                         signed: false,
                     },
+                    Kind::Real => ColumnType::Double,
                 };
                 Column::new(name, column_type).nullable()
             })
             .collect();
         TableSchema {
             extra_metadata: Vec::new(),
-            name: format!("{DATABASE}/{}", self.0.name),
+            name: format!("{}/{}", self.database, self.def.name),
             columns,
             primary_key: vec![0],
         }
@@ -194,9 +230,14 @@ impl SystemTable {
     /// Every row, as the catalog describes the cluster now.
     pub fn rows(self, catalog: &Catalog) -> SqlResult<Vec<Vec<Value>>> {
         let mut rows = Vec::new();
-        (self.0.rows)(catalog, &mut rows)?;
+        (self.def.rows)(catalog, &mut rows)?;
         for row in &rows {
-            assert_eq!(row.len(), self.0.columns.len(), "a row of {}", self.0.name);
+            assert_eq!(
+                row.len(),
+                self.def.columns.len(),
+                "a row of {}",
+                self.def.name
+            );
         }
         Ok(rows)
     }
@@ -208,13 +249,25 @@ mod tests {
 
     #[test]
     fn tables_are_found_in_any_case_and_unknown_ones_are_1109() {
+        let named = |database, name| SystemTable::named(database, name).unwrap();
         assert_eq!(
-            SystemTable::named("key_column_usage").unwrap().name(),
+            named("information_schema", "key_column_usage")
+                .unwrap()
+                .name(),
             "KEY_COLUMN_USAGE"
         );
-        assert_eq!(SystemTable::named("nope").unwrap_err().code, 1109);
-        for def in tables::ALL {
-            assert_eq!(SystemTable(def).schema().columns.len(), def.columns.len());
+        assert_eq!(
+            named("KISTA_INFO", "Threads").unwrap().database(),
+            "kista_info"
+        );
+        assert_eq!(named("information_schema", "nope").unwrap_err().code, 1109);
+        assert_eq!(named("kista_info", "tables").unwrap_err().code, 1109);
+        assert!(SystemTable::named("shop", "threads").is_none());
+        for (database, tables) in SYSTEM_DATABASES {
+            for def in tables {
+                let table = SystemTable { database, def };
+                assert_eq!(table.schema().columns.len(), def.columns.len());
+            }
         }
     }
 }

@@ -12,7 +12,6 @@ use crate::error::SqlResult;
 use crate::expr::{
     eval, result_type, Aggregate, AggregateKind, EvalContext, Expr, GroupConcat, DECIMAL_RESULT,
 };
-use crate::information_schema;
 use crate::output::{self, Origin};
 use crate::protocol::results::ColumnDefinition;
 use crate::row_budget::RowBudget;
@@ -196,7 +195,7 @@ fn column_type_and_origin(plan: &SelectPlan, c: usize) -> (Option<ColumnType>, O
             let column = &schema.columns[c];
             let origin = Origin {
                 schema: match system {
-                    FrontTable::System(_) => information_schema::DATABASE,
+                    FrontTable::System(system) => system.database(),
                     FrontTable::Derived(_) => "",
                 },
                 table: schema.name.as_str(),

@@ -16,7 +16,7 @@ use super::FrontTable;
 use crate::catalog::{BindCatalog, SqlTable};
 use crate::error::{SqlError, SqlResult};
 use crate::expr::ScopeColumn;
-use crate::information_schema::{self, SystemTable};
+use crate::information_schema::SystemTable;
 use crate::join::JoinSource;
 use crate::output::type_of_value;
 use crate::subquery::Met;
@@ -429,8 +429,8 @@ fn derived_table_of(
     Ok((FrontTable::Derived(rows), schema, alias.to_string()))
 }
 
-/// The `information_schema` table a FROM item names, its schema and alias; `None` for any
-/// other table.
+/// The system table (`information_schema`, `kista_info`) a FROM item names, its schema
+/// and alias; `None` for any other table.
 pub(super) fn system_table_of(
     session: &dyn BindCatalog,
     relation: &TableFactor,
@@ -444,12 +444,15 @@ pub(super) fn system_table_of(
         .filter_map(|p| p.as_ident())
         .map(|i| i.value.as_str())
         .collect();
-    let table = match parts.as_slice() {
-        [database, table] if database.eq_ignore_ascii_case(information_schema::DATABASE) => *table,
-        [table] if session.database() == Some(information_schema::DATABASE) => *table,
+    let (database, table) = match parts.as_slice() {
+        [database, table] => (*database, *table),
+        [table] => (session.database().unwrap_or(""), *table),
         _ => return Ok(None),
     };
-    let system = SystemTable::named(table)?;
+    let Some(system) = SystemTable::named(database, table) else {
+        return Ok(None);
+    };
+    let system = system?;
     let alias = alias
         .as_ref()
         .map_or_else(|| table.to_string(), |a| a.name.value.clone());

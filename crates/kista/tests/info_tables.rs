@@ -1,0 +1,71 @@
+//! `kista_info`: the data nodes' own tables (NDB's ndbinfo), read with plain SELECT
+//! through the mysql client.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use support::{mysql, run_kista, spawn_up, ShutdownOnDrop};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+#[test]
+fn kista_info_tables_show_nodes_threads_memory_and_counters_to_any_mysql_client() {
+    let dir = std::env::temp_dir().join(format!("kista-info-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let up = spawn_up(&dir, &["--data-memory", "64M"]);
+    let mgm = up.address.to_string();
+    let _shutdown = ShutdownOnDrop(mgm.clone());
+    let port = up.sql_address().port();
+    let sql =
+        |statement: &str| mysql(port, statement).unwrap_or_else(|e| panic!("{statement}: {e}"));
+
+    assert!(sql("SHOW DATABASES").lines().any(|l| l == "kista_info"));
+    assert_eq!(
+        sql("SHOW TABLES FROM kista_info"),
+        "counters\nmemory\nnodes\nthreads\n"
+    );
+    let nodes = "SELECT node_id, node_group, status FROM kista_info.nodes ORDER BY node_id";
+    assert_eq!(sql(nodes), "1\t0\tstarted\n2\t0\tstarted\n");
+
+    let mut load =
+        String::from("CREATE DATABASE i; CREATE TABLE i.t (id INT PRIMARY KEY, v VARCHAR(100));");
+    for id in 0..100 {
+        load.push_str(&format!("INSERT INTO i.t VALUES ({id}, REPEAT('x', 100));"));
+    }
+    sql(&load);
+    let inserts =
+        "SELECT SUM(value) FROM kista_info.counters WHERE counter_name = 'operations_insert'";
+    let inserted: u64 = sql(inserts).trim().parse().unwrap();
+    assert!(inserted >= 100, "{inserted} inserts counted");
+    let committed =
+        "SELECT SUM(value) FROM kista_info.counters WHERE counter_name = 'transactions_committed'";
+    assert!(sql(committed).trim().parse::<u64>().unwrap() >= 100);
+
+    let memory =
+        "SELECT node_id, used_bytes > 0, total_bytes FROM kista_info.memory ORDER BY node_id";
+    assert_eq!(sql(memory), "1\t1\t67108864\n2\t1\t67108864\n");
+    // Each node measures its threads once a second; both have by now.
+    let coordinators = "SELECT node_id, COUNT(*) FROM kista_info.threads \
+                        WHERE modules LIKE '%tc.0%' AND load_level BETWEEN 1 AND 5 \
+                        AND user_percent + system_percent <= 200 GROUP BY node_id ORDER BY node_id";
+    assert_eq!(sql(coordinators), "1\t1\n2\t1\n");
+    let error = mysql(port, "SELECT * FROM kista_info.nosuch").unwrap_err();
+    assert!(error.contains("1109"), "{error}");
+
+    // A data node stopped: listed as not reachable, its rows gone from the others.
+    let (code, _, stderr) = run_kista(&["mgm", "--mgm", &mgm, "-e", "2 stop"], LIMIT);
+    assert_eq!(code, Some(0), "{stderr}");
+    let deadline = Instant::now() + LIMIT;
+    while sql(nodes) != "1\t0\tstarted\n2\t0\tnot reachable\n" {
+        assert!(
+            Instant::now() < deadline,
+            "node 2 shown down: {}",
+            sql(nodes)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let threads = "SELECT DISTINCT node_id FROM kista_info.threads";
+    assert_eq!(sql(threads), "1\n");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,134 @@
+//! `kista_info`: what the data nodes tell of themselves (NDB's ndbinfo), read with plain
+//! SELECT. Each query asks every live node's `info` block through the native client; a node
+//! that does not answer has no rows (its `nodes` row says so).
+
+use kista_client::types::Value;
+
+use super::Kind::{Number, Real, Text};
+use super::SystemTableDef;
+use crate::catalog::Catalog;
+use crate::error::SqlResult;
+
+pub const DATABASE: &str = "kista_info";
+
+pub(super) const ALL: &[SystemTableDef] = &[
+    SystemTableDef {
+        name: "nodes",
+        columns: &[
+            ("node_id", Number),
+            ("node_group", Number),
+            ("status", Text),
+        ],
+        rows: nodes,
+    },
+    SystemTableDef {
+        name: "threads",
+        columns: &[
+            ("node_id", Number),
+            ("thread_no", Number),
+            ("modules", Text),
+            ("user_percent", Real),
+            ("system_percent", Real),
+            ("spin_percent", Real),
+            ("signals_per_second", Number),
+            ("queue_depth", Number),
+            ("load_level", Number),
+        ],
+        rows: threads,
+    },
+    SystemTableDef {
+        name: "memory",
+        columns: &[
+            ("node_id", Number),
+            ("memory_type", Text),
+            ("used_bytes", Number),
+            ("total_bytes", Number),
+        ],
+        rows: memory,
+    },
+    SystemTableDef {
+        name: "counters",
+        columns: &[
+            ("node_id", Number),
+            ("counter_name", Text),
+            ("value", Number),
+        ],
+        rows: counters,
+    },
+];
+
+fn text(value: &str) -> Value {
+    Value::Bytes(value.as_bytes().to_vec())
+}
+
+fn number(value: u64) -> Value {
+    Value::UInt(value)
+}
+
+fn nodes(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+    for node in catalog.client().data_nodes() {
+        let status = if node.live {
+            "started"
+        } else {
+            "not reachable"
+        };
+        let group = number(u64::from(node.node_group));
+        rows.push(vec![number(u64::from(node.node.0)), group, text(status)]);
+    }
+    Ok(())
+}
+
+fn threads(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+    let client = catalog.client();
+    for node in client.data_nodes().into_iter().filter(|n| n.live) {
+        // A node lost meanwhile has no rows; the others still answer.
+        let Ok(loads) = client.thread_loads(node.node) else {
+            continue;
+        };
+        let percent = |permille: u32| Value::Double(f64::from(permille) / 10.0);
+        for load in loads {
+            rows.push(vec![
+                number(u64::from(node.node.0)),
+                number(u64::from(load.thread)),
+                text(&load.modules),
+                percent(load.user_permille),
+                percent(load.system_permille),
+                percent(load.spin_permille),
+                number(load.signals_per_second),
+                number(u64::from(load.queue_depth)),
+                number(u64::from(load.load_level)),
+            ]);
+        }
+    }
+    Ok(())
+}
+
+/// Each live node's counters, by name.
+fn node_counters(catalog: &Catalog) -> Vec<(u8, Vec<(String, u64)>)> {
+    let client = catalog.client();
+    let live = client.data_nodes().into_iter().filter(|n| n.live);
+    live.filter_map(|n| Some((n.node.0, client.node_counters(n.node).ok()?)))
+        .collect()
+}
+
+fn memory(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+    for (node, values) in node_counters(catalog) {
+        let value = |name: &str| values.iter().find(|(n, _)| n == name).map_or(0, |v| v.1);
+        rows.push(vec![
+            number(u64::from(node)),
+            text("data memory"),
+            number(value("data_memory_used_bytes")),
+            number(value("data_memory_limit_bytes")),
+        ]);
+    }
+    Ok(())
+}
+
+fn counters(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+    for (node, values) in node_counters(catalog) {
+        for (name, value) in values {
+            rows.push(vec![number(u64::from(node)), text(&name), number(value)]);
+        }
+    }
+    Ok(())
+}
