@@ -80,7 +80,7 @@ use kista_datanode::dist::PartitionMap;
 use kista_datanode::protocol::*;
 use kista_mgm::admin::AdminClient;
 use kista_mgm::lease::Registration;
-use kista_signal::{BlockAddress, BlockId, NodeId, Signal, TypedSignal};
+use kista_signal::{BlockAddress, BlockId, Signal, TypedSignal};
 use kista_storage::codec::{write_index_schema, write_table_schema, Writer};
 use kista_storage::partition::IndexId;
 use kista_storage::row::RowLayout;
@@ -91,6 +91,7 @@ pub use error::ClientError;
 pub use foreign_keys::ForeignKeySpec;
 pub use kista_datanode::protocol::{same_key_form, ForeignKey, ReferenceAction};
 pub use kista_datanode::protocol::{ErrorCategory, ExecuteMode, LockKind, TransactionOutcome};
+pub use kista_signal::NodeId;
 pub use kista_storage::partition::IndexBound;
 pub use kista_storage::{compare, filter, schema, types};
 pub use scan::{Scan, ScanSpec, SCAN_BATCH_ROWS_DEFAULT};
@@ -686,6 +687,13 @@ impl Client {
     pub fn node_counters(&self, node: NodeId) -> Result<Vec<(String, u64)>, ClientError> {
         let rows = self.info_rows(node, InfoTable::Counters)?;
         NamedValuesBody::decode(&rows).map_err(|e| unreadable_info(node, "counters", e))
+    }
+
+    /// Data node `node`'s configuration as it runs, by the names of the cluster
+    /// configuration: its `info` block's `Config` table.
+    pub fn node_config(&self, node: NodeId) -> Result<Vec<(String, u64)>, ClientError> {
+        let rows = self.info_rows(node, InfoTable::Config)?;
+        NamedValuesBody::decode(&rows).map_err(|e| unreadable_info(node, "configuration", e))
     }
 
     /// One table of `node`'s `info` block, encoded as the node sent it.

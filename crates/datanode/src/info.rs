@@ -10,6 +10,7 @@ use kista_signal::{Signal, TypedSignal};
 use kista_storage::memory::DataMemory;
 
 use crate::metrics::NodeCounters;
+use crate::node::NodeSettings;
 use crate::protocol::*;
 use crate::router::load_level;
 use crate::send_with_bytes;
@@ -55,15 +56,30 @@ pub struct NodeInfoBlock {
     /// What the other blocks count, read to report it (never to decide anything).
     counters: Arc<NodeCounters>,
     memory: Arc<DataMemory>,
+    settings: Arc<NodeSettings>,
 }
 
 impl NodeInfoBlock {
-    pub fn new(counters: Arc<NodeCounters>, memory: Arc<DataMemory>) -> Self {
+    pub fn new(
+        counters: Arc<NodeCounters>,
+        memory: Arc<DataMemory>,
+        settings: Arc<NodeSettings>,
+    ) -> Self {
         Self {
             thread_loads: Vec::new(),
             counters,
             memory,
+            settings,
         }
+    }
+
+    /// The `Config` table: the settings, with the data memory the node was given.
+    fn config_rows(&self) -> Vec<u8> {
+        let mut values = self.settings.named_values();
+        values.push(("data_memory".into(), self.memory.limit_bytes()));
+        let mut rows = Vec::new();
+        NamedValuesBody::encode(&values, &mut rows);
+        rows
     }
 
     /// The `Counters` table: the blocks' counts and the data memory.
@@ -93,14 +109,18 @@ impl NodeInfoBlock {
             table: request.table,
             code: 0,
         };
-        let counter_rows;
+        let named_rows;
         let rows: &[u8] = match InfoTable::from_u32(request.table) {
             Some(InfoTable::Threads) if !self.thread_loads.is_empty() => &self.thread_loads,
             // No report yet (the node just started): no threads measured.
             Some(InfoTable::Threads) => &[0, 0, 0, 0],
             Some(InfoTable::Counters) => {
-                counter_rows = self.counter_rows();
-                &counter_rows
+                named_rows = self.counter_rows();
+                &named_rows
+            }
+            Some(InfoTable::Config) => {
+                named_rows = self.config_rows();
+                &named_rows
             }
             None => {
                 conf.code = ErrorCode::BadRequest as u32;

@@ -110,6 +110,57 @@ pub const OPERATIONS_PER_TRANSACTION_MAX_DEFAULT: u32 = 2_000_000;
 pub const LOCKS_PER_PARTITION_MAX_DEFAULT: u32 = 2_000_000;
 
 impl NodeSettings {
+    /// The settings as the cluster configuration names them (docs/cluster-config.md),
+    /// with the block counts the thread layout gave: `kista_info.config`.
+    pub fn named_values(&self) -> Vec<(String, u64)> {
+        let values = [
+            ("replicas", u64::from(self.replicas)),
+            ("partitions_per_node", u64::from(self.partitions_per_node)),
+            ("redo_log", self.redo_log_bytes),
+            ("heartbeat_interval_ms", self.heartbeat_interval_ms),
+            ("heartbeat_misses_max", u64::from(self.heartbeat_misses_max)),
+            ("lock_wait_timeout_ms", self.lock_wait_timeout_ms),
+            (
+                "deadlock_detection_interval_ms",
+                self.deadlock_detection_interval_ms,
+            ),
+            (
+                "transaction_inactive_timeout_ms",
+                self.transaction_inactive_timeout_ms,
+            ),
+            (
+                "global_checkpoint_interval_ms",
+                self.global_checkpoint_interval_ms,
+            ),
+            (
+                "checkpoint_write_bytes_per_sec",
+                self.checkpoint_write_bytes_per_sec,
+            ),
+            (
+                "operations_per_transaction_max",
+                self.operations_per_transaction_max as u64,
+            ),
+            (
+                "locks_per_partition_max",
+                self.locks_per_partition_max as u64,
+            ),
+            ("start_partial_timeout_ms", self.start_partial_timeout_ms),
+            ("arbitration_timeout_ms", self.arbitration_timeout_ms),
+            (
+                "transactions_per_tc_max",
+                self.transactions_per_tc_max as u64,
+            ),
+            ("scans_per_tc_max", self.scans_per_tc_max as u64),
+            ("tc_instances", u64::from(self.tc_instances)),
+            ("ldm_instances", u64::from(self.ldm_instances)),
+            ("query_instances", u64::from(self.query_instances)),
+        ];
+        values
+            .iter()
+            .map(|&(name, value)| (name.to_string(), value))
+            .collect()
+    }
+
     /// Defaults that suit a laptop: one of each block, two partitions per table.
     pub fn new(node: NodeId) -> Self {
         Self {
@@ -256,7 +307,11 @@ pub fn data_node_blocks(
             module: Module::Main,
             instance: 0,
         },
-        implementation: Box::new(NodeInfoBlock::new(counters.clone(), memory.clone())),
+        implementation: Box::new(NodeInfoBlock::new(
+            counters.clone(),
+            memory.clone(),
+            settings.clone(),
+        )),
     });
     for instance in 0..settings.tc_instances {
         blocks.push(BlockRegistration {
@@ -316,4 +371,25 @@ pub fn data_node_blocks(
         });
     }
     Ok(blocks)
+}
+
+#[cfg(test)]
+mod named_values_tests {
+    use super::*;
+
+    #[test]
+    fn every_setting_shown_is_documented_under_its_name() {
+        let configuration = include_str!("../../../docs/cluster-config.md");
+        let node_settings = include_str!("../../../docs/datanode.md");
+        let settings = NodeSettings::new(NodeId(1));
+        for (name, _) in settings.named_values() {
+            let documented = configuration.contains(&format!("`{name}`"))
+                || node_settings.contains(name.as_str())
+                || name.ends_with("_instances");
+            assert!(
+                documented,
+                "{name} is in docs/cluster-config.md or docs/datanode.md"
+            );
+        }
+    }
 }

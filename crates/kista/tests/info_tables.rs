@@ -23,7 +23,7 @@ fn kista_info_tables_show_nodes_threads_memory_and_counters_to_any_mysql_client(
     assert!(sql("SHOW DATABASES").lines().any(|l| l == "kista_info"));
     assert_eq!(
         sql("SHOW TABLES FROM kista_info"),
-        "counters\nmemory\nnodes\nthreads\n"
+        "config\ncounters\nmemory\nnodes\nthreads\n"
     );
     let nodes = "SELECT node_id, node_group, status FROM kista_info.nodes ORDER BY node_id";
     assert_eq!(sql(nodes), "1\t0\tstarted\n2\t0\tstarted\n");
@@ -50,6 +50,13 @@ fn kista_info_tables_show_nodes_threads_memory_and_counters_to_any_mysql_client(
                         WHERE modules LIKE '%tc.0%' AND load_level BETWEEN 1 AND 5 \
                         AND user_percent + system_percent <= 200 GROUP BY node_id ORDER BY node_id";
     assert_eq!(sql(coordinators), "1\t1\n2\t1\n");
+    // The configuration as each node runs it: kista up's data memory and two replicas.
+    let config = "SELECT node_id, config_param, value FROM kista_info.config \
+                  WHERE config_param IN ('data_memory', 'replicas') ORDER BY node_id, config_param";
+    assert_eq!(
+        sql(config),
+        "1\tdata_memory\t67108864\n1\treplicas\t2\n2\tdata_memory\t67108864\n2\treplicas\t2\n"
+    );
     let error = mysql(port, "SELECT * FROM kista_info.nosuch").unwrap_err();
     assert!(error.contains("1109"), "{error}");
 

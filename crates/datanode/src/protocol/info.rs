@@ -13,6 +13,9 @@ pub enum InfoTable {
     /// The node's counters and gauges by name, its data memory included
     /// ([`NamedValuesBody`]).
     Counters = 2,
+    /// The node's configuration as it runs, by the names of docs/cluster-config.md
+    /// ([`NamedValuesBody`]).
+    Config = 3,
 }
 
 impl InfoTable {
@@ -20,6 +23,7 @@ impl InfoTable {
         match table {
             1 => Some(InfoTable::Threads),
             2 => Some(InfoTable::Counters),
+            3 => Some(InfoTable::Config),
             _ => None,
         }
     }

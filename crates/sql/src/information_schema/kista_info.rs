@@ -3,6 +3,7 @@
 //! that does not answer has no rows (its `nodes` row says so).
 
 use kista_client::types::Value;
+use kista_client::{Client, ClientError, NodeId};
 
 use super::Kind::{Number, Real, Text};
 use super::SystemTableDef;
@@ -55,6 +56,15 @@ pub(super) const ALL: &[SystemTableDef] = &[
         ],
         rows: counters,
     },
+    SystemTableDef {
+        name: "config",
+        columns: &[
+            ("node_id", Number),
+            ("config_param", Text),
+            ("value", Number),
+        ],
+        rows: config,
+    },
 ];
 
 fn text(value: &str) -> Value {
@@ -103,12 +113,31 @@ fn threads(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
     Ok(())
 }
 
-/// Each live node's counters, by name.
-fn node_counters(catalog: &Catalog) -> Vec<(u8, Vec<(String, u64)>)> {
+/// What a node's `info` block lists by name: its counters or its configuration.
+type NamedValues = Vec<(String, u64)>;
+
+/// Each live node's named values, as `ask` gets them.
+fn named_values(
+    catalog: &Catalog,
+    ask: fn(&Client, NodeId) -> Result<NamedValues, ClientError>,
+) -> Vec<(u8, NamedValues)> {
     let client = catalog.client();
     let live = client.data_nodes().into_iter().filter(|n| n.live);
-    live.filter_map(|n| Some((n.node.0, client.node_counters(n.node).ok()?)))
+    live.filter_map(|n| Some((n.node.0, ask(client, n.node).ok()?)))
         .collect()
+}
+
+fn node_counters(catalog: &Catalog) -> Vec<(u8, NamedValues)> {
+    named_values(catalog, Client::node_counters)
+}
+
+fn config(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+    for (node, values) in named_values(catalog, Client::node_config) {
+        for (name, value) in values {
+            rows.push(vec![number(u64::from(node)), text(&name), number(value)]);
+        }
+    }
+    Ok(())
 }
 
 fn memory(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
