@@ -696,6 +696,19 @@ impl Client {
         NamedValuesBody::decode(&rows).map_err(|e| unreadable_info(node, "configuration", e))
     }
 
+    /// The partitions data node `node` holds (one row per replica, with its committed rows
+    /// and open transactions), and whether the list was cut at its bounds
+    /// (`PARTITION_ROWS_PER_LDM_MAX` per `ldm`, a section in all).
+    pub fn node_partitions(&self, node: NodeId) -> Result<(Vec<PartitionRow>, bool), ClientError> {
+        let rows = self.info_rows(node, InfoTable::Partitions)?;
+        let Some((flag, rows)) = rows.split_first_chunk::<4>() else {
+            return Err(unreadable_info(node, "partitions", "no flag"));
+        };
+        let rows =
+            PartitionRowsBody::decode(rows).map_err(|e| unreadable_info(node, "partitions", e))?;
+        Ok((rows, u32::from_le_bytes(*flag) != 0))
+    }
+
     /// One table of `node`'s `info` block, encoded as the node sent it.
     fn info_rows(&self, node: NodeId, table: InfoTable) -> Result<Vec<u8>, ClientError> {
         let info = BlockAddress::new(node, INFO_BLOCK, 0);

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use kista_runtime::{Block, Context, ThreadStatsSnapshot};
-use kista_signal::{Signal, TypedSignal};
+use kista_signal::{BlockAddress, Signal, TypedSignal};
 use kista_storage::memory::DataMemory;
 
 use crate::metrics::NodeCounters;
@@ -57,6 +57,22 @@ pub struct NodeInfoBlock {
     counters: Arc<NodeCounters>,
     memory: Arc<DataMemory>,
     settings: Arc<NodeSettings>,
+    /// Partition lists being gathered from the `ldm` instances.
+    gathers: Vec<PartitionGather>,
+    next_gather: u32,
+}
+
+/// Partition lists gathered at once; more requests are refused (`Overloaded`) meanwhile.
+const PARTITION_GATHERS_MAX: usize = 8;
+
+/// A client's request for the `Partitions` table, while the `ldm` instances answer.
+struct PartitionGather {
+    id: u32,
+    client: BlockAddress,
+    request_id: u64,
+    awaiting: usize,
+    /// The answer's body: a truncation flag (u32), then `PartitionRowsBody` rows.
+    body: Vec<u8>,
 }
 
 impl NodeInfoBlock {
@@ -70,7 +86,79 @@ impl NodeInfoBlock {
             counters,
             memory,
             settings,
+            gathers: Vec::new(),
+            next_gather: 0,
         }
+    }
+
+    /// Asks every `ldm` of this node for its partitions; the client is answered when all
+    /// have (`partitions_listed`).
+    fn gather_partitions(&mut self, ctx: &mut Context, request: InfoRequest) {
+        if self.gathers.len() >= PARTITION_GATHERS_MAX {
+            let conf = InfoConf {
+                request_id: request.request_id,
+                table: request.table,
+                code: ErrorCode::Overloaded as u32,
+            };
+            let _ = send_with_bytes(ctx, conf.to_signal(request.client, ctx.address()), &[]);
+            return;
+        }
+        self.next_gather = self.next_gather.wrapping_add(1);
+        let gather = PartitionGather {
+            id: self.next_gather,
+            client: request.client,
+            request_id: request.request_id,
+            awaiting: usize::from(self.settings.ldm_instances),
+            body: vec![0; 4],
+        };
+        let id = gather.id;
+        self.gathers.push(gather);
+        for ldm in self.settings.ldm_addresses() {
+            ctx.send_typed(ldm, &PartitionListRequest { gather: id });
+        }
+        self.answer_if_gathered(ctx, id);
+    }
+
+    /// One `ldm`'s partitions.
+    fn partitions_listed(&mut self, ctx: &mut Context, conf: PartitionListConf) {
+        let Some(gather) = self.gathers.iter_mut().find(|g| g.id == conf.gather) else {
+            return;
+        };
+        let fits = {
+            let rows = ctx.section();
+            let rows: &[u8] = rows.as_deref().unwrap_or(&[]);
+            let fits = gather.body.len() + rows.len() <= kista_signal::wire::SECTION_BYTES_MAX;
+            if fits && rows.len() % PARTITION_ROW_BYTES == 0 {
+                gather.body.extend_from_slice(rows);
+            }
+            fits
+        };
+        if conf.truncated != 0 || !fits {
+            gather.body[..4].copy_from_slice(&1u32.to_le_bytes());
+        }
+        gather.awaiting = gather.awaiting.saturating_sub(1);
+        self.answer_if_gathered(ctx, conf.gather);
+    }
+
+    fn answer_if_gathered(&mut self, ctx: &mut Context, id: u32) {
+        let Some(at) = self
+            .gathers
+            .iter()
+            .position(|g| g.id == id && g.awaiting == 0)
+        else {
+            return;
+        };
+        let gather = self.gathers.swap_remove(at);
+        let conf = InfoConf {
+            request_id: gather.request_id,
+            table: InfoTable::Partitions as u32,
+            code: 0,
+        };
+        let _ = send_with_bytes(
+            ctx,
+            conf.to_signal(gather.client, ctx.address()),
+            &gather.body,
+        );
     }
 
     /// The `Config` table: the settings, with the data memory the node was given.
@@ -122,6 +210,7 @@ impl NodeInfoBlock {
                 named_rows = self.config_rows();
                 &named_rows
             }
+            Some(InfoTable::Partitions) => return self.gather_partitions(ctx, request),
             None => {
                 conf.code = ErrorCode::BadRequest as u32;
                 &[]
@@ -140,6 +229,8 @@ impl Block for NodeInfoBlock {
             ThreadLoadsReport::from_signal(signal).map(|_| self.thread_loads_reported(ctx))
         } else if number == InfoRequest::NUMBER {
             InfoRequest::from_signal(signal).map(|request| self.requested(ctx, request))
+        } else if number == PartitionListConf::NUMBER {
+            PartitionListConf::from_signal(signal).map(|conf| self.partitions_listed(ctx, conf))
         } else {
             Ok(())
         };

@@ -30,6 +30,9 @@ use crate::cluster::{ClusterShape, NodeSet};
 use crate::dist::PartitionMap;
 use crate::fragment_scan::FragmentScans;
 use crate::metrics::DataManagerCounters;
+
+/// Partitions one `ldm` lists for `kista_info.partitions` at most (24 bytes each).
+pub const PARTITION_ROWS_PER_LDM_MAX: usize = 16_384;
 use crate::node::NodeSettings;
 use crate::protocol::*;
 use crate::read::{
@@ -684,6 +687,46 @@ impl LocalDataManager {
         }
     }
 
+    /// The `info` block's question: the partitions held here, with their row counts.
+    fn list_partitions(
+        &self,
+        ctx: &mut Context,
+        request: PartitionListRequest,
+        info: BlockAddress,
+    ) {
+        let mut rows = Vec::new();
+        let mut listed = 0;
+        let held = self.tables.iter().flat_map(|(&table_id, table)| {
+            table
+                .partitions
+                .iter()
+                .map(move |(&partition, shared)| (table_id, partition, shared))
+        });
+        for (table_id, partition, shared) in held {
+            if listed == PARTITION_ROWS_PER_LDM_MAX {
+                break;
+            }
+            let held = crate::registry::read_partition(shared);
+            let row = PartitionRow {
+                table_id,
+                partition,
+                ldm: u32::from(ctx.address().instance()),
+                committed_rows: held.committed_rows() as u64,
+                open_transactions: held.open_transactions() as u32,
+            };
+            PartitionRowsBody::encode(&row, &mut rows);
+            listed += 1;
+        }
+        let held_count: usize = self.tables.values().map(|t| t.partitions.len()).sum();
+        let conf = PartitionListConf {
+            gather: request.gather,
+            truncated: u32::from(held_count > listed),
+        };
+        // The info block is on this node; a lost answer only leaves its client's request
+        // unanswered (the client times out).
+        let _ = send_with_bytes(ctx, conf.to_signal(info, ctx.address()), &rows);
+    }
+
     fn lock_wait_expired(&mut self, ctx: &mut Context, expired: LockWaitExpired) {
         let timeout_ms = self.settings.lock_wait_timeout_ms;
         self.end_wait(ctx, expired.transaction, expired.wait_id, |table_id| {
@@ -1175,6 +1218,9 @@ impl Block for LocalDataManager {
             result
         } else if number == LockWaitExpired::NUMBER {
             LockWaitExpired::from_signal(signal).map(|e| self.lock_wait_expired(ctx, e))
+        } else if number == PartitionListRequest::NUMBER {
+            let from = signal.sender();
+            PartitionListRequest::from_signal(signal).map(|r| self.list_partitions(ctx, r, from))
         } else if number == DeadlockCheck::NUMBER {
             DeadlockCheck::from_signal(signal).map(|c| self.deadlock_check(ctx, c))
         } else if number == DeadlockProbe::NUMBER {

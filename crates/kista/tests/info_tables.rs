@@ -23,7 +23,7 @@ fn kista_info_tables_show_nodes_threads_memory_and_counters_to_any_mysql_client(
     assert!(sql("SHOW DATABASES").lines().any(|l| l == "kista_info"));
     assert_eq!(
         sql("SHOW TABLES FROM kista_info"),
-        "config\ncounters\nmemory\nnodes\nthreads\n"
+        "config\ncounters\nmemory\nnodes\npartitions\nthreads\n"
     );
     let nodes = "SELECT node_id, node_group, status FROM kista_info.nodes ORDER BY node_id";
     assert_eq!(sql(nodes), "1\t0\tstarted\n2\t0\tstarted\n");
@@ -42,6 +42,11 @@ fn kista_info_tables_show_nodes_threads_memory_and_counters_to_any_mysql_client(
         "SELECT SUM(value) FROM kista_info.counters WHERE counter_name = 'transactions_committed'";
     assert!(sql(committed).trim().parse::<u64>().unwrap() >= 100);
 
+    // Two nodes in one node group: each holds a replica of every partition (4: two per
+    // node), and each replica all the rows its partition has.
+    let partitions = "SELECT node_id, COUNT(*), SUM(row_count) FROM kista_info.partitions \
+                      WHERE database_name = 'i' AND table_name = 't' GROUP BY node_id ORDER BY node_id";
+    assert_eq!(sql(partitions), "1\t4\t100\n2\t4\t100\n");
     let memory =
         "SELECT node_id, used_bytes > 0, total_bytes FROM kista_info.memory ORDER BY node_id";
     assert_eq!(sql(memory), "1\t1\t67108864\n2\t1\t67108864\n");

@@ -54,7 +54,10 @@ pub use errors::{ErrorCategory, ErrorCode};
 pub use foreign_key::{
     same_key_form, ForeignKey, KeyEvent, ReferenceAction, FOREIGN_KEYS_PER_TABLE_MAX,
 };
-pub use info::{InfoTable, NamedValuesBody, ThreadLoad, ThreadLoadsBody, THREAD_LOADS_MAX};
+pub use info::{
+    InfoTable, NamedValuesBody, PartitionRow, PartitionRowsBody, ThreadLoad, ThreadLoadsBody,
+    PARTITION_ROW_BYTES, THREAD_LOADS_MAX,
+};
 pub use signals::*;
 
 use kista_signal::BlockId;

@@ -1170,6 +1170,16 @@ typed_signal! {
     /// `code` (`BadRequest` for a table the node does not know) and no section.
     InfoConf = 243 { request_id: u64, table: u32, code: u32, }
 }
+typed_signal! {
+    /// The `info` block asks an `ldm` of its own node which partitions it holds. Answer:
+    /// `PartitionListConf`.
+    PartitionListRequest = 244 { gather: u32, }
+}
+typed_signal! {
+    /// An `ldm`'s partitions. Section: `PartitionRowsBody` rows (at most
+    /// `PARTITION_ROWS_PER_LDM_MAX`); `truncated` when it holds more.
+    PartitionListConf = 245 { gather: u32, truncated: u32, }
+}
 
 #[cfg(test)]
 mod tests {

@@ -57,6 +57,20 @@ pub(super) const ALL: &[SystemTableDef] = &[
         rows: counters,
     },
     SystemTableDef {
+        name: "partitions",
+        columns: &[
+            ("node_id", Number),
+            ("database_name", Text),
+            ("table_name", Text),
+            ("table_id", Number),
+            ("partition_id", Number),
+            ("ldm_instance", Number),
+            ("row_count", Number),
+            ("open_transactions", Number),
+        ],
+        rows: partitions,
+    },
+    SystemTableDef {
         name: "config",
         columns: &[
             ("node_id", Number),
@@ -129,6 +143,34 @@ fn named_values(
 
 fn node_counters(catalog: &Catalog) -> Vec<(u8, NamedValues)> {
     named_values(catalog, Client::node_counters)
+}
+
+/// Every partition replica of every live node, named by its table (an index's own table,
+/// or a front end's system table, shows under its cluster name).
+fn partitions(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+    let client = catalog.client();
+    let names: std::collections::HashMap<u32, String> = client.tables()?.into_iter().collect();
+    for node in client.data_nodes().into_iter().filter(|n| n.live) {
+        // A node lost meanwhile has no rows; the others still answer.
+        let Ok((held, _cut)) = client.node_partitions(node.node) else {
+            continue;
+        };
+        for partition in held {
+            let name = names.get(&partition.table_id).map_or("", String::as_str);
+            let (database, table) = name.split_once('/').unwrap_or(("", name));
+            rows.push(vec![
+                number(u64::from(node.node.0)),
+                text(database),
+                text(table),
+                number(u64::from(partition.table_id)),
+                number(u64::from(partition.partition)),
+                number(u64::from(partition.ldm)),
+                number(partition.committed_rows),
+                number(u64::from(partition.open_transactions)),
+            ]);
+        }
+    }
+    Ok(())
 }
 
 fn config(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
