@@ -698,15 +698,43 @@ impl Client {
 
     /// The partitions data node `node` holds (one row per replica, with its committed rows
     /// and open transactions), and whether the list was cut at its bounds
-    /// (`PARTITION_ROWS_PER_LDM_MAX` per `ldm`, a section in all).
+    /// (`INFO_ROWS_PER_BLOCK_MAX` per `ldm`, a section in all).
     pub fn node_partitions(&self, node: NodeId) -> Result<(Vec<PartitionRow>, bool), ClientError> {
-        let rows = self.info_rows(node, InfoTable::Partitions)?;
-        let Some((flag, rows)) = rows.split_first_chunk::<4>() else {
-            return Err(unreadable_info(node, "partitions", "no flag"));
+        let (rows, cut) = self.gathered_rows(node, InfoTable::Partitions)?;
+        let rows = PartitionRowsBody::decode(&rows);
+        Ok((
+            rows.map_err(|e| unreadable_info(node, "partitions", e))?,
+            cut,
+        ))
+    }
+
+    /// The transactions data node `node`'s coordinators have open, and whether the list
+    /// was cut at its bounds.
+    pub fn node_transactions(
+        &self,
+        node: NodeId,
+    ) -> Result<(Vec<TransactionRow>, bool), ClientError> {
+        let (rows, cut) = self.gathered_rows(node, InfoTable::Transactions)?;
+        let rows = TransactionRowsBody::decode(&rows);
+        Ok((
+            rows.map_err(|e| unreadable_info(node, "transactions", e))?,
+            cut,
+        ))
+    }
+
+    /// A table the `info` block gathers from other blocks: its rows, and whether they
+    /// were cut at a bound (the answer's first word).
+    fn gathered_rows(
+        &self,
+        node: NodeId,
+        table: InfoTable,
+    ) -> Result<(Vec<u8>, bool), ClientError> {
+        let mut rows = self.info_rows(node, table)?;
+        let Some(&flag) = rows.first_chunk::<4>() else {
+            return Err(unreadable_info(node, "rows", "no truncation flag"));
         };
-        let rows =
-            PartitionRowsBody::decode(rows).map_err(|e| unreadable_info(node, "partitions", e))?;
-        Ok((rows, u32::from_le_bytes(*flag) != 0))
+        rows.drain(..4);
+        Ok((rows, u32::from_le_bytes(flag) != 0))
     }
 
     /// One table of `node`'s `info` block, encoded as the node sent it.

@@ -57,21 +57,23 @@ pub struct NodeInfoBlock {
     counters: Arc<NodeCounters>,
     memory: Arc<DataMemory>,
     settings: Arc<NodeSettings>,
-    /// Partition lists being gathered from the `ldm` instances.
-    gathers: Vec<PartitionGather>,
+    /// Tables being gathered from the `ldm` or `tc` instances.
+    gathers: Vec<Gather>,
     next_gather: u32,
 }
 
-/// Partition lists gathered at once; more requests are refused (`Overloaded`) meanwhile.
-const PARTITION_GATHERS_MAX: usize = 8;
+/// Tables gathered at once; more requests are refused (`Overloaded`) meanwhile.
+const GATHERS_MAX: usize = 8;
 
-/// A client's request for the `Partitions` table, while the `ldm` instances answer.
-struct PartitionGather {
+/// A client's request for a gathered table (`InfoTable::gathered_row_bytes`), while the
+/// blocks that hold its rows answer.
+struct Gather {
     id: u32,
+    table: InfoTable,
     client: BlockAddress,
     request_id: u64,
     awaiting: usize,
-    /// The answer's body: a truncation flag (u32), then `PartitionRowsBody` rows.
+    /// The answer's body: a truncation flag (u32), then the table's rows.
     body: Vec<u8>,
 }
 
@@ -91,10 +93,10 @@ impl NodeInfoBlock {
         }
     }
 
-    /// Asks every `ldm` of this node for its partitions; the client is answered when all
-    /// have (`partitions_listed`).
-    fn gather_partitions(&mut self, ctx: &mut Context, request: InfoRequest) {
-        if self.gathers.len() >= PARTITION_GATHERS_MAX {
+    /// Asks every block holding rows of `table` (each `ldm` for partitions, each `tc` for
+    /// transactions) for them; the client is answered when all have (`listed`).
+    fn gather(&mut self, ctx: &mut Context, request: InfoRequest, table: InfoTable) {
+        if self.gathers.len() >= GATHERS_MAX {
             let conf = InfoConf {
                 request_id: request.request_id,
                 table: request.table,
@@ -103,32 +105,41 @@ impl NodeInfoBlock {
             let _ = send_with_bytes(ctx, conf.to_signal(request.client, ctx.address()), &[]);
             return;
         }
+        let holders: Vec<BlockAddress> = match table {
+            InfoTable::Transactions => self.settings.tc_addresses().collect(),
+            _ => self.settings.ldm_addresses().collect(),
+        };
         self.next_gather = self.next_gather.wrapping_add(1);
-        let gather = PartitionGather {
-            id: self.next_gather,
+        let id = self.next_gather;
+        self.gathers.push(Gather {
+            id,
+            table,
             client: request.client,
             request_id: request.request_id,
-            awaiting: usize::from(self.settings.ldm_instances),
+            awaiting: holders.len(),
             body: vec![0; 4],
-        };
-        let id = gather.id;
-        self.gathers.push(gather);
-        for ldm in self.settings.ldm_addresses() {
-            ctx.send_typed(ldm, &PartitionListRequest { gather: id });
+        });
+        for holder in holders {
+            let ask = InfoListRequest {
+                gather: id,
+                table: table as u32,
+            };
+            ctx.send_typed(holder, &ask);
         }
         self.answer_if_gathered(ctx, id);
     }
 
-    /// One `ldm`'s partitions.
-    fn partitions_listed(&mut self, ctx: &mut Context, conf: PartitionListConf) {
+    /// One block's rows of a gathered table.
+    fn listed(&mut self, ctx: &mut Context, conf: InfoListConf) {
         let Some(gather) = self.gathers.iter_mut().find(|g| g.id == conf.gather) else {
             return;
         };
+        let row_bytes = gather.table.gathered_row_bytes().unwrap_or(1);
         let fits = {
             let rows = ctx.section();
             let rows: &[u8] = rows.as_deref().unwrap_or(&[]);
             let fits = gather.body.len() + rows.len() <= kista_signal::wire::SECTION_BYTES_MAX;
-            if fits && rows.len() % PARTITION_ROW_BYTES == 0 {
+            if fits && rows.len() % row_bytes == 0 {
                 gather.body.extend_from_slice(rows);
             }
             fits
@@ -151,7 +162,7 @@ impl NodeInfoBlock {
         let gather = self.gathers.swap_remove(at);
         let conf = InfoConf {
             request_id: gather.request_id,
-            table: InfoTable::Partitions as u32,
+            table: gather.table as u32,
             code: 0,
         };
         let _ = send_with_bytes(
@@ -210,7 +221,9 @@ impl NodeInfoBlock {
                 named_rows = self.config_rows();
                 &named_rows
             }
-            Some(InfoTable::Partitions) => return self.gather_partitions(ctx, request),
+            Some(table @ (InfoTable::Partitions | InfoTable::Transactions)) => {
+                return self.gather(ctx, request, table)
+            }
             None => {
                 conf.code = ErrorCode::BadRequest as u32;
                 &[]
@@ -229,8 +242,8 @@ impl Block for NodeInfoBlock {
             ThreadLoadsReport::from_signal(signal).map(|_| self.thread_loads_reported(ctx))
         } else if number == InfoRequest::NUMBER {
             InfoRequest::from_signal(signal).map(|request| self.requested(ctx, request))
-        } else if number == PartitionListConf::NUMBER {
-            PartitionListConf::from_signal(signal).map(|conf| self.partitions_listed(ctx, conf))
+        } else if number == InfoListConf::NUMBER {
+            InfoListConf::from_signal(signal).map(|conf| self.listed(ctx, conf))
         } else {
             Ok(())
         };

@@ -30,9 +30,6 @@ use crate::cluster::{ClusterShape, NodeSet};
 use crate::dist::PartitionMap;
 use crate::fragment_scan::FragmentScans;
 use crate::metrics::DataManagerCounters;
-
-/// Partitions one `ldm` lists for `kista_info.partitions` at most (24 bytes each).
-pub const PARTITION_ROWS_PER_LDM_MAX: usize = 16_384;
 use crate::node::NodeSettings;
 use crate::protocol::*;
 use crate::read::{
@@ -688,22 +685,20 @@ impl LocalDataManager {
     }
 
     /// The `info` block's question: the partitions held here, with their row counts.
-    fn list_partitions(
-        &self,
-        ctx: &mut Context,
-        request: PartitionListRequest,
-        info: BlockAddress,
-    ) {
+    fn list_partitions(&self, ctx: &mut Context, request: InfoListRequest, info: BlockAddress) {
         let mut rows = Vec::new();
         let mut listed = 0;
-        let held = self.tables.iter().flat_map(|(&table_id, table)| {
+        // Only partitions are listed here; any other table has no rows in an `ldm`.
+        let asked = InfoTable::from_u32(request.table) == Some(InfoTable::Partitions);
+        let tables = self.tables.iter().filter(|_| asked);
+        let held = tables.flat_map(|(&table_id, table)| {
             table
                 .partitions
                 .iter()
                 .map(move |(&partition, shared)| (table_id, partition, shared))
         });
         for (table_id, partition, shared) in held {
-            if listed == PARTITION_ROWS_PER_LDM_MAX {
+            if listed == INFO_ROWS_PER_BLOCK_MAX {
                 break;
             }
             let held = crate::registry::read_partition(shared);
@@ -717,8 +712,11 @@ impl LocalDataManager {
             PartitionRowsBody::encode(&row, &mut rows);
             listed += 1;
         }
-        let held_count: usize = self.tables.values().map(|t| t.partitions.len()).sum();
-        let conf = PartitionListConf {
+        let held_count: usize = match asked {
+            true => self.tables.values().map(|t| t.partitions.len()).sum(),
+            false => 0,
+        };
+        let conf = InfoListConf {
             gather: request.gather,
             truncated: u32::from(held_count > listed),
         };
@@ -1218,9 +1216,9 @@ impl Block for LocalDataManager {
             result
         } else if number == LockWaitExpired::NUMBER {
             LockWaitExpired::from_signal(signal).map(|e| self.lock_wait_expired(ctx, e))
-        } else if number == PartitionListRequest::NUMBER {
+        } else if number == InfoListRequest::NUMBER {
             let from = signal.sender();
-            PartitionListRequest::from_signal(signal).map(|r| self.list_partitions(ctx, r, from))
+            InfoListRequest::from_signal(signal).map(|r| self.list_partitions(ctx, r, from))
         } else if number == DeadlockCheck::NUMBER {
             DeadlockCheck::from_signal(signal).map(|c| self.deadlock_check(ctx, c))
         } else if number == DeadlockProbe::NUMBER {

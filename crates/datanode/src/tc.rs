@@ -35,6 +35,7 @@ mod failures;
 mod foreign_keys;
 mod gcp;
 mod idle;
+mod listing;
 mod reads_here;
 mod restart;
 mod scans;
@@ -1305,6 +1306,9 @@ impl Block for TransactionCoordinator {
             })
         } else if number == LoadReport::NUMBER {
             LoadReport::from_signal(signal).map(|report| self.load_report(ctx, report))
+        } else if number == InfoListRequest::NUMBER {
+            let from = signal.sender();
+            InfoListRequest::from_signal(signal).map(|r| self.list_transactions(ctx, r, from))
         } else if number == NodeFailed::NUMBER {
             NodeFailed::from_signal(signal).map(|failed| {
                 self.node_failed(ctx, failed);

@@ -19,11 +19,23 @@ fn kista_info_tables_show_nodes_threads_memory_and_counters_to_any_mysql_client(
     let port = up.sql_address().port();
     let sql =
         |statement: &str| mysql(port, statement).unwrap_or_else(|e| panic!("{statement}: {e}"));
+    // Waits (LIMIT at most) until `query` answers `expected`.
+    let shows = |query: &str, expected: &str| {
+        let deadline = Instant::now() + LIMIT;
+        while sql(query) != expected {
+            assert!(
+                Instant::now() < deadline,
+                "{query}: {} after {LIMIT:?}",
+                sql(query)
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
 
     assert!(sql("SHOW DATABASES").lines().any(|l| l == "kista_info"));
     assert_eq!(
         sql("SHOW TABLES FROM kista_info"),
-        "config\ncounters\nmemory\nnodes\npartitions\nthreads\n"
+        "config\ncounters\nmemory\nnodes\npartitions\nthreads\ntransactions\n"
     );
     let nodes = "SELECT node_id, node_group, status FROM kista_info.nodes ORDER BY node_id";
     assert_eq!(sql(nodes), "1\t0\tstarted\n2\t0\tstarted\n");
@@ -62,21 +74,22 @@ fn kista_info_tables_show_nodes_threads_memory_and_counters_to_any_mysql_client(
         sql(config),
         "1\tdata_memory\t67108864\n1\treplicas\t2\n2\tdata_memory\t67108864\n2\treplicas\t2\n"
     );
+    // A transaction held open for two seconds shows, executing, with its locked row.
+    let holder = std::thread::spawn(move || {
+        let hold = "BEGIN; UPDATE i.t SET v = 'y' WHERE id = 1; SELECT SLEEP(2); COMMIT";
+        mysql(port, hold)
+    });
+    let open = "SELECT state, operations > 0, age_ms < 60000 FROM kista_info.transactions";
+    shows(open, "executing\t1\t1\n");
+    holder.join().unwrap().expect("the holder commits");
+    shows(open, "");
     let error = mysql(port, "SELECT * FROM kista_info.nosuch").unwrap_err();
     assert!(error.contains("1109"), "{error}");
 
     // A data node stopped: listed as not reachable, its rows gone from the others.
     let (code, _, stderr) = run_kista(&["mgm", "--mgm", &mgm, "-e", "2 stop"], LIMIT);
     assert_eq!(code, Some(0), "{stderr}");
-    let deadline = Instant::now() + LIMIT;
-    while sql(nodes) != "1\t0\tstarted\n2\t0\tnot reachable\n" {
-        assert!(
-            Instant::now() < deadline,
-            "node 2 shown down: {}",
-            sql(nodes)
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    shows(nodes, "1\t0\tstarted\n2\t0\tnot reachable\n");
     let threads = "SELECT DISTINCT node_id FROM kista_info.threads";
     assert_eq!(sql(threads), "1\n");
     let _ = std::fs::remove_dir_all(&dir);

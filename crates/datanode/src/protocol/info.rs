@@ -18,6 +18,8 @@ pub enum InfoTable {
     Config = 3,
     /// The partitions its `ldm` instances hold ([`PartitionRowsBody`]).
     Partitions = 4,
+    /// The transactions its `tc` instances coordinate ([`TransactionRowsBody`]).
+    Transactions = 5,
 }
 
 impl InfoTable {
@@ -27,6 +29,7 @@ impl InfoTable {
             2 => Some(InfoTable::Counters),
             3 => Some(InfoTable::Config),
             4 => Some(InfoTable::Partitions),
+            5 => Some(InfoTable::Transactions),
             _ => None,
         }
     }
@@ -107,6 +110,20 @@ impl ThreadLoadsBody {
     }
 }
 
+/// Rows one block lists for a gathered table at most.
+pub const INFO_ROWS_PER_BLOCK_MAX: usize = 16_384;
+
+impl InfoTable {
+    /// For a table the `info` block gathers from other blocks: the size of its rows.
+    pub fn gathered_row_bytes(self) -> Option<usize> {
+        match self {
+            InfoTable::Partitions => Some(PARTITION_ROW_BYTES),
+            InfoTable::Transactions => Some(TRANSACTION_ROW_BYTES),
+            InfoTable::Threads | InfoTable::Counters | InfoTable::Config => None,
+        }
+    }
+}
+
 /// One partition replica an `ldm` holds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PartitionRow {
@@ -146,6 +163,58 @@ impl PartitionRowsBody {
                 ldm: reader.u32()?,
                 committed_rows: reader.u64()?,
                 open_transactions: reader.u32()?,
+            });
+        }
+        Ok(rows)
+    }
+}
+
+/// One transaction a `tc` coordinates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TransactionRow {
+    pub transaction: u64,
+    /// The `tc` instance coordinating it.
+    pub tc: u32,
+    /// The client node it belongs to (0: a takeover's, whose client is gone).
+    pub client_node: u32,
+    /// 0 executing, 1 committing, 2 completing, 3 aborting.
+    pub state: u32,
+    pub operations: u32,
+    pub age_ms: u64,
+    /// Since its client was last heard from.
+    pub idle_ms: u64,
+}
+
+/// Bytes one [`TransactionRow`] takes.
+pub const TRANSACTION_ROW_BYTES: usize = 40;
+
+/// [`TransactionRow`]s, fixed-size, as [`PartitionRowsBody`].
+pub struct TransactionRowsBody;
+
+impl TransactionRowsBody {
+    pub fn encode(row: &TransactionRow, out: &mut Vec<u8>) {
+        let mut writer = Writer(out);
+        writer.u64(row.transaction);
+        writer.u32(row.tc);
+        writer.u32(row.client_node);
+        writer.u32(row.state);
+        writer.u32(row.operations);
+        writer.u64(row.age_ms);
+        writer.u64(row.idle_ms);
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Vec<TransactionRow>, CodecError> {
+        let mut reader = Reader::new(bytes);
+        let mut rows = Vec::with_capacity(bytes.len() / TRANSACTION_ROW_BYTES);
+        while reader.remaining() > 0 {
+            rows.push(TransactionRow {
+                transaction: reader.u64()?,
+                tc: reader.u32()?,
+                client_node: reader.u32()?,
+                state: reader.u32()?,
+                operations: reader.u32()?,
+                age_ms: reader.u64()?,
+                idle_ms: reader.u64()?,
             });
         }
         Ok(rows)
@@ -210,6 +279,24 @@ mod tests {
         assert_eq!(bytes.len(), 2 * PARTITION_ROW_BYTES);
         assert_eq!(PartitionRowsBody::decode(&bytes).unwrap(), rows);
         assert!(PartitionRowsBody::decode(&bytes[..30]).is_err());
+    }
+
+    #[test]
+    fn transaction_rows_round_trip() {
+        let row = TransactionRow {
+            transaction: u64::MAX - 1,
+            tc: 1,
+            client_node: 64,
+            state: 3,
+            operations: 7,
+            age_ms: 1_500,
+            idle_ms: 20,
+        };
+        let mut bytes = Vec::new();
+        TransactionRowsBody::encode(&row, &mut bytes);
+        assert_eq!(bytes.len(), TRANSACTION_ROW_BYTES);
+        assert_eq!(TransactionRowsBody::decode(&bytes).unwrap(), vec![row]);
+        assert!(TransactionRowsBody::decode(&bytes[..39]).is_err());
     }
 
     #[test]

@@ -56,7 +56,8 @@ pub use foreign_key::{
 };
 pub use info::{
     InfoTable, NamedValuesBody, PartitionRow, PartitionRowsBody, ThreadLoad, ThreadLoadsBody,
-    PARTITION_ROW_BYTES, THREAD_LOADS_MAX,
+    TransactionRow, TransactionRowsBody, INFO_ROWS_PER_BLOCK_MAX, PARTITION_ROW_BYTES,
+    THREAD_LOADS_MAX, TRANSACTION_ROW_BYTES,
 };
 pub use signals::*;
 

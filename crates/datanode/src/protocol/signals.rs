@@ -1171,14 +1171,15 @@ typed_signal! {
     InfoConf = 243 { request_id: u64, table: u32, code: u32, }
 }
 typed_signal! {
-    /// The `info` block asks an `ldm` of its own node which partitions it holds. Answer:
-    /// `PartitionListConf`.
-    PartitionListRequest = 244 { gather: u32, }
+    /// The `info` block asks a block of its own node for its rows of a gathered table
+    /// (`InfoTable::Partitions` of each `ldm`, `InfoTable::Transactions` of each `tc`).
+    /// Answer: `InfoListConf`.
+    InfoListRequest = 244 { gather: u32, table: u32, }
 }
 typed_signal! {
-    /// An `ldm`'s partitions. Section: `PartitionRowsBody` rows (at most
-    /// `PARTITION_ROWS_PER_LDM_MAX`); `truncated` when it holds more.
-    PartitionListConf = 245 { gather: u32, truncated: u32, }
+    /// A block's rows of a gathered table. Section: the table's fixed-size rows (at most
+    /// `INFO_ROWS_PER_BLOCK_MAX`); `truncated` when it has more.
+    InfoListConf = 245 { gather: u32, truncated: u32, }
 }
 
 #[cfg(test)]

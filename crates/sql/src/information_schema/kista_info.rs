@@ -71,6 +71,20 @@ pub(super) const ALL: &[SystemTableDef] = &[
         rows: partitions,
     },
     SystemTableDef {
+        name: "transactions",
+        columns: &[
+            ("node_id", Number),
+            ("tc_instance", Number),
+            ("transaction_id", Number),
+            ("client_node_id", Number),
+            ("state", Text),
+            ("operations", Number),
+            ("age_ms", Number),
+            ("idle_ms", Number),
+        ],
+        rows: transactions,
+    },
+    SystemTableDef {
         name: "config",
         columns: &[
             ("node_id", Number),
@@ -167,6 +181,36 @@ fn partitions(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
                 number(u64::from(partition.ldm)),
                 number(partition.committed_rows),
                 number(u64::from(partition.open_transactions)),
+            ]);
+        }
+    }
+    Ok(())
+}
+
+/// Every transaction the live nodes' coordinators have open (this query's own, when it
+/// runs in one, among them).
+fn transactions(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+    let client = catalog.client();
+    for node in client.data_nodes().into_iter().filter(|n| n.live) {
+        let Ok((open, _cut)) = client.node_transactions(node.node) else {
+            continue;
+        };
+        for transaction in open {
+            let state = match transaction.state {
+                0 => "executing",
+                1 => "committing",
+                2 => "completing",
+                _ => "aborting",
+            };
+            rows.push(vec![
+                number(u64::from(node.node.0)),
+                number(u64::from(transaction.tc)),
+                number(transaction.transaction),
+                number(u64::from(transaction.client_node)),
+                text(state),
+                number(u64::from(transaction.operations)),
+                number(transaction.age_ms),
+                number(transaction.idle_ms),
             ]);
         }
     }
