@@ -722,6 +722,14 @@ impl Client {
         ))
     }
 
+    /// The row locks held or waited for in data node `node`'s partitions, and whether the
+    /// list was cut at its bounds.
+    pub fn node_locks(&self, node: NodeId) -> Result<(Vec<LockRow>, bool), ClientError> {
+        let (rows, cut) = self.gathered_rows(node, InfoTable::Locks)?;
+        let rows = LockRowsBody::decode(&rows);
+        Ok((rows.map_err(|e| unreadable_info(node, "locks", e))?, cut))
+    }
+
     /// A table the `info` block gathers from other blocks: its rows, and whether they
     /// were cut at a bound (the answer's first word).
     fn gathered_rows(

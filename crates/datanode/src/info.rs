@@ -221,7 +221,7 @@ impl NodeInfoBlock {
                 named_rows = self.config_rows();
                 &named_rows
             }
-            Some(table @ (InfoTable::Partitions | InfoTable::Transactions)) => {
+            Some(table @ (InfoTable::Partitions | InfoTable::Transactions | InfoTable::Locks)) => {
                 return self.gather(ctx, request, table)
             }
             None => {

@@ -42,6 +42,7 @@ mod checkpoint;
 mod copy;
 mod deadlock;
 mod index_build;
+mod listing;
 mod reclaim;
 mod redo;
 mod restore;
@@ -684,47 +685,6 @@ impl LocalDataManager {
         }
     }
 
-    /// The `info` block's question: the partitions held here, with their row counts.
-    fn list_partitions(&self, ctx: &mut Context, request: InfoListRequest, info: BlockAddress) {
-        let mut rows = Vec::new();
-        let mut listed = 0;
-        // Only partitions are listed here; any other table has no rows in an `ldm`.
-        let asked = InfoTable::from_u32(request.table) == Some(InfoTable::Partitions);
-        let tables = self.tables.iter().filter(|_| asked);
-        let held = tables.flat_map(|(&table_id, table)| {
-            table
-                .partitions
-                .iter()
-                .map(move |(&partition, shared)| (table_id, partition, shared))
-        });
-        for (table_id, partition, shared) in held {
-            if listed == INFO_ROWS_PER_BLOCK_MAX {
-                break;
-            }
-            let held = crate::registry::read_partition(shared);
-            let row = PartitionRow {
-                table_id,
-                partition,
-                ldm: u32::from(ctx.address().instance()),
-                committed_rows: held.committed_rows() as u64,
-                open_transactions: held.open_transactions() as u32,
-            };
-            PartitionRowsBody::encode(&row, &mut rows);
-            listed += 1;
-        }
-        let held_count: usize = match asked {
-            true => self.tables.values().map(|t| t.partitions.len()).sum(),
-            false => 0,
-        };
-        let conf = InfoListConf {
-            gather: request.gather,
-            truncated: u32::from(held_count > listed),
-        };
-        // The info block is on this node; a lost answer only leaves its client's request
-        // unanswered (the client times out).
-        let _ = send_with_bytes(ctx, conf.to_signal(info, ctx.address()), &rows);
-    }
-
     fn lock_wait_expired(&mut self, ctx: &mut Context, expired: LockWaitExpired) {
         let timeout_ms = self.settings.lock_wait_timeout_ms;
         self.end_wait(ctx, expired.transaction, expired.wait_id, |table_id| {
@@ -1218,7 +1178,7 @@ impl Block for LocalDataManager {
             LockWaitExpired::from_signal(signal).map(|e| self.lock_wait_expired(ctx, e))
         } else if number == InfoListRequest::NUMBER {
             let from = signal.sender();
-            InfoListRequest::from_signal(signal).map(|r| self.list_partitions(ctx, r, from))
+            InfoListRequest::from_signal(signal).map(|r| self.list(ctx, r, from))
         } else if number == DeadlockCheck::NUMBER {
             DeadlockCheck::from_signal(signal).map(|c| self.deadlock_check(ctx, c))
         } else if number == DeadlockProbe::NUMBER {

@@ -35,7 +35,7 @@ fn kista_info_tables_show_nodes_threads_memory_and_counters_to_any_mysql_client(
     assert!(sql("SHOW DATABASES").lines().any(|l| l == "kista_info"));
     assert_eq!(
         sql("SHOW TABLES FROM kista_info"),
-        "config\ncounters\nmemory\nnodes\npartitions\nthreads\ntransactions\n"
+        "config\ncounters\nlocks\nmemory\nnodes\npartitions\nthreads\ntransactions\n"
     );
     let nodes = "SELECT node_id, node_group, status FROM kista_info.nodes ORDER BY node_id";
     assert_eq!(sql(nodes), "1\t0\tstarted\n2\t0\tstarted\n");
@@ -81,6 +81,18 @@ fn kista_info_tables_show_nodes_threads_memory_and_counters_to_any_mysql_client(
     });
     let open = "SELECT state, operations > 0, age_ms < 60000 FROM kista_info.transactions";
     shows(open, "executing\t1\t1\n");
+    // Its row lock, exclusive, under the transaction id its coordinator shows: on the
+    // row's primary (the update's write, deferred to the commit, has not reached the
+    // backup yet; if it has, the backup's lock is the same).
+    let id = sql("SELECT transaction_id FROM kista_info.transactions");
+    let lock = "SELECT mode, state, transaction_id FROM kista_info.locks \
+                WHERE database_name = 'i' AND table_name = 't'";
+    let locks = sql(lock);
+    let held = format!("X\tgranted\t{}", id.trim());
+    assert!(
+        !locks.is_empty() && locks.lines().all(|l| l == held),
+        "{locks}"
+    );
     holder.join().unwrap().expect("the holder commits");
     shows(open, "");
     let error = mysql(port, "SELECT * FROM kista_info.nosuch").unwrap_err();

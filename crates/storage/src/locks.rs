@@ -220,6 +220,19 @@ impl<K: Hash + Eq + Copy> LockTable<K> {
         self.entries
     }
 
+    /// Every lock held or waited for: `(row, transaction, mode, granted)` (diagnostics:
+    /// `kista_info.locks`).
+    pub fn each(&self, mut visit: impl FnMut(K, TransactionId, LockMode, bool)) {
+        for (&row, lock) in &self.rows {
+            for &(tx, mode) in &lock.holders {
+                visit(row, tx, mode, true);
+            }
+            for &(tx, mode) in &lock.waiting {
+                visit(row, tx, mode, false);
+            }
+        }
+    }
+
     /// What holds `row` now, for tests and diagnostics.
     pub fn holders(&self, row: K) -> Vec<(TransactionId, LockMode)> {
         self.rows

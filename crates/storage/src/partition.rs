@@ -252,6 +252,11 @@ impl Partition {
     }
 
     /// Transactions with locks or changes here.
+    /// Every row lock held or waited for here: `(row, transaction, mode, granted)`.
+    pub fn each_lock(&self, visit: impl FnMut(RowId, TransactionId, LockMode, bool)) {
+        self.locks.each(visit);
+    }
+
     pub fn open_transactions(&self) -> usize {
         self.transactions.len()
     }

@@ -20,6 +20,9 @@ pub enum InfoTable {
     Partitions = 4,
     /// The transactions its `tc` instances coordinate ([`TransactionRowsBody`]).
     Transactions = 5,
+    /// The row locks held or waited for in its `ldm` instances' partitions
+    /// ([`LockRowsBody`]).
+    Locks = 6,
 }
 
 impl InfoTable {
@@ -30,6 +33,7 @@ impl InfoTable {
             3 => Some(InfoTable::Config),
             4 => Some(InfoTable::Partitions),
             5 => Some(InfoTable::Transactions),
+            6 => Some(InfoTable::Locks),
             _ => None,
         }
     }
@@ -119,6 +123,7 @@ impl InfoTable {
         match self {
             InfoTable::Partitions => Some(PARTITION_ROW_BYTES),
             InfoTable::Transactions => Some(TRANSACTION_ROW_BYTES),
+            InfoTable::Locks => Some(LOCK_ROW_BYTES),
             InfoTable::Threads | InfoTable::Counters | InfoTable::Config => None,
         }
     }
@@ -221,6 +226,55 @@ impl TransactionRowsBody {
     }
 }
 
+/// One row lock held or waited for in an `ldm`'s partition.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LockRow {
+    pub table_id: u32,
+    pub partition: u32,
+    /// The row's slot in its partition.
+    pub row: u32,
+    /// The coordinator's id of the transaction (`TransactionRow::transaction`).
+    pub transaction: u64,
+    pub exclusive: bool,
+    pub granted: bool,
+}
+
+/// Bytes one [`LockRow`] takes.
+pub const LOCK_ROW_BYTES: usize = 21;
+
+/// [`LockRow`]s, fixed-size, as [`PartitionRowsBody`].
+pub struct LockRowsBody;
+
+impl LockRowsBody {
+    pub fn encode(row: &LockRow, out: &mut Vec<u8>) {
+        let mut writer = Writer(out);
+        writer.u32(row.table_id);
+        writer.u32(row.partition);
+        writer.u32(row.row);
+        writer.u64(row.transaction);
+        writer.u8(u8::from(row.exclusive) | u8::from(row.granted) << 1);
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Vec<LockRow>, CodecError> {
+        let mut reader = Reader::new(bytes);
+        let mut rows = Vec::with_capacity(bytes.len() / LOCK_ROW_BYTES);
+        while reader.remaining() > 0 {
+            let (table_id, partition, row) = (reader.u32()?, reader.u32()?, reader.u32()?);
+            let transaction = reader.u64()?;
+            let flags = reader.u8()?;
+            rows.push(LockRow {
+                table_id,
+                partition,
+                row,
+                transaction,
+                exclusive: flags & 1 != 0,
+                granted: flags & 2 != 0,
+            });
+        }
+        Ok(rows)
+    }
+}
+
 /// Names and values (a node's counters): a count, then each name and value.
 pub struct NamedValuesBody;
 
@@ -297,6 +351,33 @@ mod tests {
         assert_eq!(bytes.len(), TRANSACTION_ROW_BYTES);
         assert_eq!(TransactionRowsBody::decode(&bytes).unwrap(), vec![row]);
         assert!(TransactionRowsBody::decode(&bytes[..39]).is_err());
+    }
+
+    #[test]
+    fn lock_rows_round_trip() {
+        let rows = [
+            LockRow {
+                table_id: 3,
+                partition: 1,
+                row: 77,
+                transaction: 9,
+                exclusive: true,
+                granted: false,
+            },
+            LockRow {
+                table_id: 3,
+                partition: 1,
+                row: 77,
+                transaction: 8,
+                exclusive: false,
+                granted: true,
+            },
+        ];
+        let mut bytes = Vec::new();
+        rows.iter()
+            .for_each(|row| LockRowsBody::encode(row, &mut bytes));
+        assert_eq!(bytes.len(), 2 * LOCK_ROW_BYTES);
+        assert_eq!(LockRowsBody::decode(&bytes).unwrap(), rows);
     }
 
     #[test]

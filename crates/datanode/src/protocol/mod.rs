@@ -55,9 +55,9 @@ pub use foreign_key::{
     same_key_form, ForeignKey, KeyEvent, ReferenceAction, FOREIGN_KEYS_PER_TABLE_MAX,
 };
 pub use info::{
-    InfoTable, NamedValuesBody, PartitionRow, PartitionRowsBody, ThreadLoad, ThreadLoadsBody,
-    TransactionRow, TransactionRowsBody, INFO_ROWS_PER_BLOCK_MAX, PARTITION_ROW_BYTES,
-    THREAD_LOADS_MAX, TRANSACTION_ROW_BYTES,
+    InfoTable, LockRow, LockRowsBody, NamedValuesBody, PartitionRow, PartitionRowsBody, ThreadLoad,
+    ThreadLoadsBody, TransactionRow, TransactionRowsBody, INFO_ROWS_PER_BLOCK_MAX, LOCK_ROW_BYTES,
+    PARTITION_ROW_BYTES, THREAD_LOADS_MAX, TRANSACTION_ROW_BYTES,
 };
 pub use signals::*;
 

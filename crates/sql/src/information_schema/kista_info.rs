@@ -2,6 +2,8 @@
 //! SELECT. Each query asks every live node's `info` block through the native client; a node
 //! that does not answer has no rows (its `nodes` row says so).
 
+use std::collections::HashMap;
+
 use kista_client::types::Value;
 use kista_client::{Client, ClientError, NodeId};
 
@@ -85,6 +87,20 @@ pub(super) const ALL: &[SystemTableDef] = &[
         rows: transactions,
     },
     SystemTableDef {
+        name: "locks",
+        columns: &[
+            ("node_id", Number),
+            ("database_name", Text),
+            ("table_name", Text),
+            ("partition_id", Number),
+            ("row_id", Number),
+            ("transaction_id", Number),
+            ("mode", Text),
+            ("state", Text),
+        ],
+        rows: locks,
+    },
+    SystemTableDef {
         name: "config",
         columns: &[
             ("node_id", Number),
@@ -159,19 +175,30 @@ fn node_counters(catalog: &Catalog) -> Vec<(u8, NamedValues)> {
     named_values(catalog, Client::node_counters)
 }
 
+/// Every table's cluster name (`database/table`), by id.
+fn table_names(client: &Client) -> SqlResult<HashMap<u32, String>> {
+    Ok(client.tables()?.into_iter().collect())
+}
+
+/// The database and table of table `id`: its cluster name split at the first `/` (whole,
+/// with no database, when it has none).
+fn named(names: &HashMap<u32, String>, id: u32) -> (&str, &str) {
+    let name = names.get(&id).map_or("", String::as_str);
+    name.split_once('/').unwrap_or(("", name))
+}
+
 /// Every partition replica of every live node, named by its table (an index's own table,
 /// or a front end's system table, shows under its cluster name).
 fn partitions(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
     let client = catalog.client();
-    let names: std::collections::HashMap<u32, String> = client.tables()?.into_iter().collect();
+    let names = table_names(client)?;
     for node in client.data_nodes().into_iter().filter(|n| n.live) {
         // A node lost meanwhile has no rows; the others still answer.
         let Ok((held, _cut)) = client.node_partitions(node.node) else {
             continue;
         };
         for partition in held {
-            let name = names.get(&partition.table_id).map_or("", String::as_str);
-            let (database, table) = name.split_once('/').unwrap_or(("", name));
+            let (database, table) = named(&names, partition.table_id);
             rows.push(vec![
                 number(u64::from(node.node.0)),
                 text(database),
@@ -211,6 +238,32 @@ fn transactions(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> 
                 number(u64::from(transaction.operations)),
                 number(transaction.age_ms),
                 number(transaction.idle_ms),
+            ]);
+        }
+    }
+    Ok(())
+}
+
+/// Every row lock held or waited for on the live nodes; `transaction_id` is the one
+/// `transactions` shows for it on the node that coordinates it.
+fn locks(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+    let client = catalog.client();
+    let names = table_names(client)?;
+    for node in client.data_nodes().into_iter().filter(|n| n.live) {
+        let Ok((held, _cut)) = client.node_locks(node.node) else {
+            continue;
+        };
+        for lock in held {
+            let (database, table) = named(&names, lock.table_id);
+            rows.push(vec![
+                number(u64::from(node.node.0)),
+                text(database),
+                text(table),
+                number(u64::from(lock.partition)),
+                number(u64::from(lock.row)),
+                number(lock.transaction),
+                text(if lock.exclusive { "X" } else { "S" }),
+                text(if lock.granted { "granted" } else { "waiting" }),
             ]);
         }
     }
