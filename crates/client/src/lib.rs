@@ -700,12 +700,7 @@ impl Client {
     /// and open transactions), and whether the list was cut at its bounds
     /// (`INFO_ROWS_PER_BLOCK_MAX` per `ldm`, a section in all).
     pub fn node_partitions(&self, node: NodeId) -> Result<(Vec<PartitionRow>, bool), ClientError> {
-        let (rows, cut) = self.gathered_rows(node, InfoTable::Partitions)?;
-        let rows = PartitionRowsBody::decode(&rows);
-        Ok((
-            rows.map_err(|e| unreadable_info(node, "partitions", e))?,
-            cut,
-        ))
+        self.gathered(node, InfoTable::Partitions)
     }
 
     /// The transactions data node `node`'s coordinators have open, and whether the list
@@ -714,35 +709,28 @@ impl Client {
         &self,
         node: NodeId,
     ) -> Result<(Vec<TransactionRow>, bool), ClientError> {
-        let (rows, cut) = self.gathered_rows(node, InfoTable::Transactions)?;
-        let rows = TransactionRowsBody::decode(&rows);
-        Ok((
-            rows.map_err(|e| unreadable_info(node, "transactions", e))?,
-            cut,
-        ))
+        self.gathered(node, InfoTable::Transactions)
     }
 
     /// The row locks held or waited for in data node `node`'s partitions, and whether the
     /// list was cut at its bounds.
     pub fn node_locks(&self, node: NodeId) -> Result<(Vec<LockRow>, bool), ClientError> {
-        let (rows, cut) = self.gathered_rows(node, InfoTable::Locks)?;
-        let rows = LockRowsBody::decode(&rows);
-        Ok((rows.map_err(|e| unreadable_info(node, "locks", e))?, cut))
+        self.gathered(node, InfoTable::Locks)
     }
 
     /// A table the `info` block gathers from other blocks: its rows, and whether they
     /// were cut at a bound (the answer's first word).
-    fn gathered_rows(
+    fn gathered<R: GatheredRow>(
         &self,
         node: NodeId,
         table: InfoTable,
-    ) -> Result<(Vec<u8>, bool), ClientError> {
-        let mut rows = self.info_rows(node, table)?;
-        let Some(&flag) = rows.first_chunk::<4>() else {
-            return Err(unreadable_info(node, "rows", "no truncation flag"));
-        };
-        rows.drain(..4);
-        Ok((rows, u32::from_le_bytes(flag) != 0))
+    ) -> Result<(Vec<R>, bool), ClientError> {
+        let answer = self.info_rows(node, table)?;
+        let unreadable = |e: &dyn std::fmt::Display| unreadable_info(node, "rows", e);
+        let (flag, rows) =
+            (answer.split_first_chunk::<4>()).ok_or_else(|| unreadable(&"no truncation flag"))?;
+        let rows = R::decode_all(rows).map_err(|e| unreadable(&e))?;
+        Ok((rows, u32::from_le_bytes(*flag) != 0))
     }
 
     /// One table of `node`'s `info` block, encoded as the node sent it.

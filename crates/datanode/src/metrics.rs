@@ -90,135 +90,194 @@ impl NodeCounters {
 
     /// Writes the blocks' metrics, summed over instances, each sample labelled `node`.
     pub fn render(&self, node: &str, out: &mut Exposition) {
-        let coordinators = &self.coordinators;
-        let sum = |count: &dyn Fn(&CoordinatorCounters) -> u64| -> f64 {
-            coordinators.iter().map(|c| count(c)).sum::<u64>() as f64
-        };
-        let help = "Key operations clients sent to this node's coordinators, by kind.";
-        let mut family = out.family("kista_operations_total", help, Kind::Counter);
-        for (index, (_, kind)) in OPERATION_KINDS.iter().enumerate() {
-            let value = sum(&|c| c.operations[index].get());
-            family.sample(&[("node", node), ("kind", kind)], value);
-        }
-        let help = "Transactions this node's coordinators ended, by outcome.";
-        let mut family = out.family("kista_transactions_total", help, Kind::Counter);
-        let committed = sum(&|c| c.committed.get());
-        family.sample(&[("node", node), ("outcome", "committed")], committed);
-        let aborted = sum(&|c| c.aborted.iter().map(Counter::get).sum());
-        family.sample(&[("node", node), ("outcome", "aborted")], aborted);
-        let help = "Aborted transactions by error code (0: the client rolled back).";
-        let mut family = out.family("kista_transaction_aborts_total", help, Kind::Counter);
-        for (index, code) in std::iter::once(0)
-            .chain(ErrorCode::ALL.iter().map(|&c| c as u32))
-            .enumerate()
-        {
-            let value = sum(&|c| c.aborted[index].get());
-            if value > 0.0 || code == 0 {
-                family.sample(&[("node", node), ("code", &code.to_string())], value);
+        let counts = self.counts();
+        for run in counts.chunk_by(|a, b| std::ptr::eq(a.family, b.family)) {
+            let family = run[0].family;
+            let mut samples = out.family(family.metric, family.help, family.kind);
+            for count in run {
+                let label = count
+                    .label
+                    .as_ref()
+                    .map(|(name, value)| (*name, value.as_str()));
+                let labels: Vec<(&str, &str)> = [("node", node)].into_iter().chain(label).collect();
+                samples.sample(&labels, count.value as f64);
             }
         }
-        let help = "Scans clients opened on this node's coordinators.";
-        let scans = sum(&|c| c.scans.get());
-        out.family("kista_scans_total", help, Kind::Counter)
-            .sample(&[("node", node)], scans);
-        let help = "Transactions open on this node's coordinators.";
-        let open = sum(&|c| c.open_transactions.get());
-        out.family("kista_open_transactions", help, Kind::Gauge)
-            .sample(&[("node", node)], open);
         let mut latency = HistogramSnapshot::empty();
-        for coordinator in coordinators.iter() {
+        for coordinator in self.coordinators.iter() {
             latency.merge(&coordinator.commit_latency.snapshot());
         }
         let help = "Time from a transaction's first operation at its coordinator to its commit.";
         out.family("kista_commit_duration_seconds", help, Kind::Histogram)
             .histogram(&[("node", node)], &latency);
-        self.render_data_managers(node, out);
     }
 
-    /// Every count by name, summed over instances (the `info` block's `Counters` table;
-    /// the same numbers as [`NodeCounters::render`] under the Prometheus names without
-    /// `kista_`, labels folded into the name).
+    /// Every count by name, summed over instances (the `info` block's `Counters` table):
+    /// the numbers [`NodeCounters::render`] shows, named by their family's `info_name`
+    /// and label value (`operations_read`, `transaction_aborts_266`).
     pub fn named_values(&self) -> Vec<(String, u64)> {
+        let name = |count: &Count| match &count.label {
+            Some((_, value)) => format!("{}_{value}", count.family.info_name),
+            None => count.family.info_name.to_string(),
+        };
+        self.counts()
+            .iter()
+            .map(|count| (name(count), count.value))
+            .collect()
+    }
+
+    /// Every count, summed over the instances, in family order: what both views show.
+    fn counts(&self) -> Vec<Count> {
         let coordinators = &self.coordinators;
         let sum = |count: &dyn Fn(&CoordinatorCounters) -> u64| -> u64 {
             coordinators.iter().map(|c| count(c)).sum()
         };
-        let mut values = Vec::new();
-        for (index, (_, kind)) in OPERATION_KINDS.iter().enumerate() {
-            values.push((
-                format!("operations_{kind}"),
-                sum(&|c| c.operations[index].get()),
-            ));
-        }
-        values.push(("transactions_committed".into(), sum(&|c| c.committed.get())));
-        let aborted = sum(&|c| c.aborted.iter().map(Counter::get).sum());
-        values.push(("transactions_aborted".into(), aborted));
-        let codes = std::iter::once(0).chain(ErrorCode::ALL.iter().map(|&c| c as u32));
-        for (index, code) in codes.enumerate() {
-            let count = sum(&|c| c.aborted[index].get());
-            if count > 0 {
-                values.push((format!("transaction_aborts_{code}"), count));
-            }
-        }
-        values.push(("scans".into(), sum(&|c| c.scans.get())));
-        values.push((
-            "open_transactions".into(),
-            sum(&|c| c.open_transactions.get()),
-        ));
         let managers = |read: fn(&DataManagerCounters) -> u64| -> u64 {
             self.data_managers.iter().map(|d| read(d)).sum()
         };
-        values.push(("lock_waits".into(), managers(|d| d.lock_waits.get())));
-        values.push((
-            "redo_written_bytes".into(),
+        let mut counts = Vec::new();
+        for (index, (_, kind)) in OPERATION_KINDS.iter().enumerate() {
+            let value = sum(&|c| c.operations[index].get());
+            counts.push(Count::labelled(
+                &OPERATIONS,
+                ("kind", kind.to_string()),
+                value,
+            ));
+        }
+        let committed = sum(&|c| c.committed.get());
+        let aborted = sum(&|c| c.aborted.iter().map(Counter::get).sum());
+        for (outcome, value) in [("committed", committed), ("aborted", aborted)] {
+            counts.push(Count::labelled(
+                &TRANSACTIONS,
+                ("outcome", outcome.into()),
+                value,
+            ));
+        }
+        let codes = std::iter::once(0).chain(ErrorCode::ALL.iter().map(|&c| c as u32));
+        for (index, code) in codes.enumerate() {
+            let value = sum(&|c| c.aborted[index].get());
+            // A code never seen is left out; a client's rollback (0) always shows.
+            if value > 0 || code == 0 {
+                counts.push(Count::labelled(&ABORTS, ("code", code.to_string()), value));
+            }
+        }
+        counts.push(Count::of(&SCANS, sum(&|c| c.scans.get())));
+        counts.push(Count::of(
+            &OPEN_TRANSACTIONS,
+            sum(&|c| c.open_transactions.get()),
+        ));
+        counts.push(Count::of(&LOCK_WAITS, managers(|d| d.lock_waits.get())));
+        counts.push(Count::of(
+            &REDO_WRITTEN,
             managers(|d| d.redo_bytes_written.get()),
         ));
-        values.push((
-            "local_checkpoints".into(),
+        counts.push(Count::of(
+            &LOCAL_CHECKPOINTS,
             managers(|d| d.local_checkpoints.get()),
         ));
-        values.push(("current_gci".into(), self.checkpoints.current_gci.get()));
-        values.push((
-            "restorable_gci".into(),
+        counts.push(Count::of(&CURRENT_GCI, self.checkpoints.current_gci.get()));
+        counts.push(Count::of(
+            &RESTORABLE_GCI,
             self.checkpoints.restorable_gci.get(),
         ));
-        values
+        counts
+    }
+}
+
+/// A metric family the blocks' counts are shown under: its Prometheus name, help and
+/// type, and the name the `info` block's `Counters` table gives it.
+struct Family {
+    metric: &'static str,
+    help: &'static str,
+    kind: Kind,
+    info_name: &'static str,
+}
+
+/// One number of a [`Family`], with its label if the family has one.
+struct Count {
+    family: &'static Family,
+    label: Option<(&'static str, String)>,
+    value: u64,
+}
+
+impl Count {
+    fn of(family: &'static Family, value: u64) -> Self {
+        Count {
+            family,
+            label: None,
+            value,
+        }
     }
 
-    fn render_data_managers(&self, node: &str, out: &mut Exposition) {
-        type Read = fn(&DataManagerCounters) -> u64;
-        let families: [(&'static str, &str, Read); 3] = [
-            (
-                "kista_lock_waits_total",
-                "Operations that waited for a row lock.",
-                |d| d.lock_waits.get(),
-            ),
-            (
-                "kista_redo_written_bytes_total",
-                "Bytes written to the REDO logs.",
-                |d| d.redo_bytes_written.get(),
-            ),
-            (
-                "kista_local_checkpoints_total",
-                "Local checkpoints written (one per ldm instance and round).",
-                |d| d.local_checkpoints.get(),
-            ),
-        ];
-        for (name, help, read) in families {
-            let total = self.data_managers.iter().map(|d| read(d)).sum::<u64>();
-            out.family(name, help, Kind::Counter)
-                .sample(&[("node", node)], total as f64);
-        }
-        let gauges = [
-            ("kista_current_gci", "The global checkpoint commits are stamped with now.", self.checkpoints.current_gci.get()),
-            ("kista_restorable_gci", "The newest global checkpoint every member saved: a restart of the whole cluster restores it.", self.checkpoints.restorable_gci.get()),
-        ];
-        for (name, help, value) in gauges {
-            out.family(name, help, Kind::Gauge)
-                .sample(&[("node", node)], value as f64);
+    fn labelled(family: &'static Family, label: (&'static str, String), value: u64) -> Self {
+        Count {
+            family,
+            label: Some(label),
+            value,
         }
     }
 }
+
+static OPERATIONS: Family = Family {
+    metric: "kista_operations_total",
+    help: "Key operations clients sent to this node's coordinators, by kind.",
+    kind: Kind::Counter,
+    info_name: "operations",
+};
+static TRANSACTIONS: Family = Family {
+    metric: "kista_transactions_total",
+    help: "Transactions this node's coordinators ended, by outcome.",
+    kind: Kind::Counter,
+    info_name: "transactions",
+};
+static ABORTS: Family = Family {
+    metric: "kista_transaction_aborts_total",
+    help: "Aborted transactions by error code (0: the client rolled back).",
+    kind: Kind::Counter,
+    info_name: "transaction_aborts",
+};
+static SCANS: Family = Family {
+    metric: "kista_scans_total",
+    help: "Scans clients opened on this node's coordinators.",
+    kind: Kind::Counter,
+    info_name: "scans",
+};
+static OPEN_TRANSACTIONS: Family = Family {
+    metric: "kista_open_transactions",
+    help: "Transactions open on this node's coordinators.",
+    kind: Kind::Gauge,
+    info_name: "open_transactions",
+};
+static LOCK_WAITS: Family = Family {
+    metric: "kista_lock_waits_total",
+    help: "Operations that waited for a row lock.",
+    kind: Kind::Counter,
+    info_name: "lock_waits",
+};
+static REDO_WRITTEN: Family = Family {
+    metric: "kista_redo_written_bytes_total",
+    help: "Bytes written to the REDO logs.",
+    kind: Kind::Counter,
+    info_name: "redo_written_bytes",
+};
+static LOCAL_CHECKPOINTS: Family = Family {
+    metric: "kista_local_checkpoints_total",
+    help: "Local checkpoints written (one per ldm instance and round).",
+    kind: Kind::Counter,
+    info_name: "local_checkpoints",
+};
+static CURRENT_GCI: Family = Family {
+    metric: "kista_current_gci",
+    help: "The global checkpoint commits are stamped with now.",
+    kind: Kind::Gauge,
+    info_name: "current_gci",
+};
+static RESTORABLE_GCI: Family = Family {
+    metric: "kista_restorable_gci",
+    help: "The newest global checkpoint every member saved: a restart of the whole cluster restores it.",
+    kind: Kind::Gauge,
+    info_name: "restorable_gci",
+};
 
 impl CoordinatorCounters {
     pub(crate) fn operation(&self, kind: OperationKind) {

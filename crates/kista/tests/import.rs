@@ -90,10 +90,11 @@ fn an_import_loads_every_good_row_and_writes_each_bad_one_to_the_rejects_file() 
     let rejects = cluster.file("rows.rejects");
     let (file_arg, rejects_arg) = (file.display().to_string(), rejects.display().to_string());
     let state = cluster.file("rows.state").display().to_string();
-    let args = [
+    let mgm = cluster.mgm();
+    let import = [
         "import",
         "--mgm",
-        &cluster.mgm(),
+        &mgm,
         "imp.t",
         &file_arg,
         "--skip-lines",
@@ -102,10 +103,9 @@ fn an_import_loads_every_good_row_and_writes_each_bad_one_to_the_rejects_file() 
         &rejects_arg,
         "--state",
         &state,
-        "--max-rejects",
-        "10",
         "--quiet",
     ];
+    let args = [&import[..], &["--max-rejects", "10"]].concat();
     let (code, stdout, stderr) = run_kista(&args, LIMIT);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     assert!(stdout.contains("999996 rows loaded"), "{stdout}");
@@ -135,20 +135,7 @@ fn an_import_loads_every_good_row_and_writes_each_bad_one_to_the_rejects_file() 
 
     // Past --max-rejects the import fails, naming the file.
     cluster.sql("DELETE FROM imp.t WHERE id > 900000");
-    let args = [
-        "import",
-        "--mgm",
-        &cluster.mgm(),
-        "imp.t",
-        &file_arg,
-        "--skip-lines",
-        "1",
-        "--rejects",
-        &rejects_arg,
-        "--state",
-        &state,
-        "--quiet",
-    ];
+    let args = import;
     let (code, stdout, stderr) = run_kista(&args, LIMIT);
     assert_eq!(code, Some(1), "{stdout}{stderr}");
     assert!(stderr.contains("--max-rejects (0)"), "{stderr}");

@@ -42,7 +42,7 @@ impl LocalDataManager {
                         committed_rows: held.committed_rows() as u64,
                         open_transactions: held.open_transactions() as u32,
                     };
-                    PartitionRowsBody::encode(&row, out);
+                    row.encode(out);
                 }),
                 Some(InfoTable::Locks) => held.each_lock(|row, tx, mode, granted| {
                     add(&mut |out| {
@@ -54,7 +54,7 @@ impl LocalDataManager {
                             exclusive: mode == LockMode::Exclusive,
                             granted,
                         };
-                        LockRowsBody::encode(&lock, out);
+                        lock.encode(out);
                     })
                 }),
                 _ => {}

@@ -16,12 +16,12 @@ pub enum InfoTable {
     /// The node's configuration as it runs, by the names of docs/cluster-config.md
     /// ([`NamedValuesBody`]).
     Config = 3,
-    /// The partitions its `ldm` instances hold ([`PartitionRowsBody`]).
+    /// The partitions its `ldm` instances hold ([`PartitionRow`]s).
     Partitions = 4,
-    /// The transactions its `tc` instances coordinate ([`TransactionRowsBody`]).
+    /// The transactions its `tc` instances coordinate ([`TransactionRow`]s).
     Transactions = 5,
     /// The row locks held or waited for in its `ldm` instances' partitions
-    /// ([`LockRowsBody`]).
+    /// ([`LockRow`]s).
     Locks = 6,
 }
 
@@ -121,11 +121,37 @@ impl InfoTable {
     /// For a table the `info` block gathers from other blocks: the size of its rows.
     pub fn gathered_row_bytes(self) -> Option<usize> {
         match self {
-            InfoTable::Partitions => Some(PARTITION_ROW_BYTES),
-            InfoTable::Transactions => Some(TRANSACTION_ROW_BYTES),
-            InfoTable::Locks => Some(LOCK_ROW_BYTES),
+            InfoTable::Partitions => Some(PartitionRow::BYTES),
+            InfoTable::Transactions => Some(TransactionRow::BYTES),
+            InfoTable::Locks => Some(LockRow::BYTES),
             InfoTable::Threads | InfoTable::Counters | InfoTable::Config => None,
         }
+    }
+}
+
+/// A row of a table the `info` block gathers from other blocks: fixed-size, so one
+/// block's answer and the gathered table are both plain runs of rows, which the `info`
+/// block concatenates.
+pub trait GatheredRow: Sized {
+    /// Bytes one row takes.
+    const BYTES: usize;
+
+    fn write(&self, writer: &mut Writer);
+
+    fn read(reader: &mut Reader) -> Result<Self, CodecError>;
+
+    fn encode(&self, out: &mut Vec<u8>) {
+        self.write(&mut Writer(out));
+    }
+
+    /// Every row of `bytes`; a cut row is an error.
+    fn decode_all(bytes: &[u8]) -> Result<Vec<Self>, CodecError> {
+        let mut reader = Reader::new(bytes);
+        let mut rows = Vec::with_capacity(bytes.len() / Self::BYTES);
+        while reader.remaining() > 0 {
+            rows.push(Self::read(&mut reader)?);
+        }
+        Ok(rows)
     }
 }
 
@@ -141,36 +167,25 @@ pub struct PartitionRow {
     pub open_transactions: u32,
 }
 
-/// Bytes one [`PartitionRow`] takes.
-pub const PARTITION_ROW_BYTES: usize = 24;
+impl GatheredRow for PartitionRow {
+    const BYTES: usize = 24;
 
-/// [`PartitionRow`]s: fixed-size rows, no count (an `ldm`'s answer and the gathered
-/// table both are just rows, so the `info` block concatenates them).
-pub struct PartitionRowsBody;
-
-impl PartitionRowsBody {
-    pub fn encode(row: &PartitionRow, out: &mut Vec<u8>) {
-        let mut writer = Writer(out);
-        writer.u32(row.table_id);
-        writer.u32(row.partition);
-        writer.u32(row.ldm);
-        writer.u64(row.committed_rows);
-        writer.u32(row.open_transactions);
+    fn write(&self, writer: &mut Writer) {
+        writer.u32(self.table_id);
+        writer.u32(self.partition);
+        writer.u32(self.ldm);
+        writer.u64(self.committed_rows);
+        writer.u32(self.open_transactions);
     }
 
-    pub fn decode(bytes: &[u8]) -> Result<Vec<PartitionRow>, CodecError> {
-        let mut reader = Reader::new(bytes);
-        let mut rows = Vec::with_capacity(bytes.len() / PARTITION_ROW_BYTES);
-        while reader.remaining() > 0 {
-            rows.push(PartitionRow {
-                table_id: reader.u32()?,
-                partition: reader.u32()?,
-                ldm: reader.u32()?,
-                committed_rows: reader.u64()?,
-                open_transactions: reader.u32()?,
-            });
-        }
-        Ok(rows)
+    fn read(reader: &mut Reader) -> Result<Self, CodecError> {
+        Ok(PartitionRow {
+            table_id: reader.u32()?,
+            partition: reader.u32()?,
+            ldm: reader.u32()?,
+            committed_rows: reader.u64()?,
+            open_transactions: reader.u32()?,
+        })
     }
 }
 
@@ -190,39 +205,29 @@ pub struct TransactionRow {
     pub idle_ms: u64,
 }
 
-/// Bytes one [`TransactionRow`] takes.
-pub const TRANSACTION_ROW_BYTES: usize = 40;
+impl GatheredRow for TransactionRow {
+    const BYTES: usize = 40;
 
-/// [`TransactionRow`]s, fixed-size, as [`PartitionRowsBody`].
-pub struct TransactionRowsBody;
-
-impl TransactionRowsBody {
-    pub fn encode(row: &TransactionRow, out: &mut Vec<u8>) {
-        let mut writer = Writer(out);
-        writer.u64(row.transaction);
-        writer.u32(row.tc);
-        writer.u32(row.client_node);
-        writer.u32(row.state);
-        writer.u32(row.operations);
-        writer.u64(row.age_ms);
-        writer.u64(row.idle_ms);
+    fn write(&self, writer: &mut Writer) {
+        writer.u64(self.transaction);
+        writer.u32(self.tc);
+        writer.u32(self.client_node);
+        writer.u32(self.state);
+        writer.u32(self.operations);
+        writer.u64(self.age_ms);
+        writer.u64(self.idle_ms);
     }
 
-    pub fn decode(bytes: &[u8]) -> Result<Vec<TransactionRow>, CodecError> {
-        let mut reader = Reader::new(bytes);
-        let mut rows = Vec::with_capacity(bytes.len() / TRANSACTION_ROW_BYTES);
-        while reader.remaining() > 0 {
-            rows.push(TransactionRow {
-                transaction: reader.u64()?,
-                tc: reader.u32()?,
-                client_node: reader.u32()?,
-                state: reader.u32()?,
-                operations: reader.u32()?,
-                age_ms: reader.u64()?,
-                idle_ms: reader.u64()?,
-            });
-        }
-        Ok(rows)
+    fn read(reader: &mut Reader) -> Result<Self, CodecError> {
+        Ok(TransactionRow {
+            transaction: reader.u64()?,
+            tc: reader.u32()?,
+            client_node: reader.u32()?,
+            state: reader.u32()?,
+            operations: reader.u32()?,
+            age_ms: reader.u64()?,
+            idle_ms: reader.u64()?,
+        })
     }
 }
 
@@ -239,39 +244,29 @@ pub struct LockRow {
     pub granted: bool,
 }
 
-/// Bytes one [`LockRow`] takes.
-pub const LOCK_ROW_BYTES: usize = 21;
+impl GatheredRow for LockRow {
+    const BYTES: usize = 21;
 
-/// [`LockRow`]s, fixed-size, as [`PartitionRowsBody`].
-pub struct LockRowsBody;
-
-impl LockRowsBody {
-    pub fn encode(row: &LockRow, out: &mut Vec<u8>) {
-        let mut writer = Writer(out);
-        writer.u32(row.table_id);
-        writer.u32(row.partition);
-        writer.u32(row.row);
-        writer.u64(row.transaction);
-        writer.u8(u8::from(row.exclusive) | u8::from(row.granted) << 1);
+    fn write(&self, writer: &mut Writer) {
+        writer.u32(self.table_id);
+        writer.u32(self.partition);
+        writer.u32(self.row);
+        writer.u64(self.transaction);
+        writer.u8(u8::from(self.exclusive) | u8::from(self.granted) << 1);
     }
 
-    pub fn decode(bytes: &[u8]) -> Result<Vec<LockRow>, CodecError> {
-        let mut reader = Reader::new(bytes);
-        let mut rows = Vec::with_capacity(bytes.len() / LOCK_ROW_BYTES);
-        while reader.remaining() > 0 {
-            let (table_id, partition, row) = (reader.u32()?, reader.u32()?, reader.u32()?);
-            let transaction = reader.u64()?;
-            let flags = reader.u8()?;
-            rows.push(LockRow {
-                table_id,
-                partition,
-                row,
-                transaction,
-                exclusive: flags & 1 != 0,
-                granted: flags & 2 != 0,
-            });
-        }
-        Ok(rows)
+    fn read(reader: &mut Reader) -> Result<Self, CodecError> {
+        let (table_id, partition, row) = (reader.u32()?, reader.u32()?, reader.u32()?);
+        let transaction = reader.u64()?;
+        let flags = reader.u8()?;
+        Ok(LockRow {
+            table_id,
+            partition,
+            row,
+            transaction,
+            exclusive: flags & 1 != 0,
+            granted: flags & 2 != 0,
+        })
     }
 }
 
@@ -328,11 +323,11 @@ mod tests {
         ];
         let mut bytes = Vec::new();
         for row in &rows {
-            PartitionRowsBody::encode(row, &mut bytes);
+            row.encode(&mut bytes);
         }
-        assert_eq!(bytes.len(), 2 * PARTITION_ROW_BYTES);
-        assert_eq!(PartitionRowsBody::decode(&bytes).unwrap(), rows);
-        assert!(PartitionRowsBody::decode(&bytes[..30]).is_err());
+        assert_eq!(bytes.len(), 2 * PartitionRow::BYTES);
+        assert_eq!(PartitionRow::decode_all(&bytes).unwrap(), rows);
+        assert!(PartitionRow::decode_all(&bytes[..30]).is_err());
     }
 
     #[test]
@@ -347,10 +342,10 @@ mod tests {
             idle_ms: 20,
         };
         let mut bytes = Vec::new();
-        TransactionRowsBody::encode(&row, &mut bytes);
-        assert_eq!(bytes.len(), TRANSACTION_ROW_BYTES);
-        assert_eq!(TransactionRowsBody::decode(&bytes).unwrap(), vec![row]);
-        assert!(TransactionRowsBody::decode(&bytes[..39]).is_err());
+        row.encode(&mut bytes);
+        assert_eq!(bytes.len(), TransactionRow::BYTES);
+        assert_eq!(TransactionRow::decode_all(&bytes).unwrap(), vec![row]);
+        assert!(TransactionRow::decode_all(&bytes[..39]).is_err());
     }
 
     #[test]
@@ -374,10 +369,9 @@ mod tests {
             },
         ];
         let mut bytes = Vec::new();
-        rows.iter()
-            .for_each(|row| LockRowsBody::encode(row, &mut bytes));
-        assert_eq!(bytes.len(), 2 * LOCK_ROW_BYTES);
-        assert_eq!(LockRowsBody::decode(&bytes).unwrap(), rows);
+        rows.iter().for_each(|row| row.encode(&mut bytes));
+        assert_eq!(bytes.len(), 2 * LockRow::BYTES);
+        assert_eq!(LockRow::decode_all(&bytes).unwrap(), rows);
     }
 
     #[test]

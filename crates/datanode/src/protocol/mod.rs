@@ -55,9 +55,8 @@ pub use foreign_key::{
     same_key_form, ForeignKey, KeyEvent, ReferenceAction, FOREIGN_KEYS_PER_TABLE_MAX,
 };
 pub use info::{
-    InfoTable, LockRow, LockRowsBody, NamedValuesBody, PartitionRow, PartitionRowsBody, ThreadLoad,
-    ThreadLoadsBody, TransactionRow, TransactionRowsBody, INFO_ROWS_PER_BLOCK_MAX, LOCK_ROW_BYTES,
-    PARTITION_ROW_BYTES, THREAD_LOADS_MAX, TRANSACTION_ROW_BYTES,
+    GatheredRow, InfoTable, LockRow, NamedValuesBody, PartitionRow, ThreadLoad, ThreadLoadsBody,
+    TransactionRow, INFO_ROWS_PER_BLOCK_MAX, THREAD_LOADS_MAX,
 };
 pub use signals::*;
 

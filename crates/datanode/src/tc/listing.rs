@@ -36,7 +36,7 @@ impl TransactionCoordinator {
                 age_ms: now_ns.saturating_sub(transaction.started_ns) / 1_000_000,
                 idle_ms: now_ns.saturating_sub(transaction.last_activity_ns) / 1_000_000,
             };
-            TransactionRowsBody::encode(&row, &mut rows);
+            row.encode(&mut rows);
         }
         let conf = InfoListConf {
             gather: request.gather,

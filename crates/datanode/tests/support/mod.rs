@@ -154,17 +154,10 @@ impl Node {
         });
         let mut disks = HashMap::new();
         for settings in &nodes {
-            let memory = Arc::new(DataMemory::new(data_memory_bytes));
             let disk = SimulatedDisk::new();
             simulation.attach_disk(settings.node, disk.clone());
             disks.insert(settings.node, disk.clone());
-            let blocks = data_node_blocks(
-                settings,
-                memory,
-                Some(Box::new(disk)),
-                &Arc::new(NodeCounters::new(settings)),
-            )
-            .expect("the nodes form a cluster");
+            let blocks = blocks_on(settings, disk, data_memory_bytes);
             simulation.add_registrations(settings.node, blocks).unwrap();
             for signal in data_node_start_signals(settings) {
                 simulation.inject(signal);
@@ -251,15 +244,8 @@ impl Node {
     /// [`Node::start_again`], saying why when the start did not end.
     pub fn try_start_again(&mut self, data_memory_bytes: u64) -> Result<(), String> {
         for settings in self.nodes.clone() {
-            let memory = Arc::new(DataMemory::new(data_memory_bytes));
             let disk = self.disks[&settings.node].clone();
-            let blocks = data_node_blocks(
-                &settings,
-                memory,
-                Some(Box::new(disk)),
-                &Arc::new(NodeCounters::new(&settings)),
-            )
-            .expect("the nodes form a cluster");
+            let blocks = blocks_on(&settings, disk, data_memory_bytes);
             self.simulation.restart(settings.node, blocks).unwrap();
             for signal in data_node_start_signals(&settings) {
                 self.simulation.inject(signal);
@@ -284,15 +270,8 @@ impl Node {
             .expect("a node of the cluster")
             .clone();
         settings.joins_running_cluster = true;
-        let memory = Arc::new(DataMemory::new(data_memory_bytes));
         let disk = self.disks[&node].clone();
-        let blocks = data_node_blocks(
-            &settings,
-            memory,
-            Some(Box::new(disk)),
-            &Arc::new(NodeCounters::new(&settings)),
-        )
-        .expect("the nodes form a cluster");
+        let blocks = blocks_on(&settings, disk, data_memory_bytes);
         self.simulation.restart(node, blocks).unwrap();
         for signal in data_node_start_signals(&settings) {
             self.simulation.inject(signal);
@@ -750,4 +729,16 @@ impl Op {
             },
         }
     }
+}
+
+/// A data node's blocks, with `data_memory_bytes` of memory, keeping their files on `disk`.
+fn blocks_on(
+    settings: &NodeSettings,
+    disk: SimulatedDisk,
+    data_memory_bytes: u64,
+) -> Vec<kista_runtime::BlockRegistration> {
+    let memory = Arc::new(DataMemory::new(data_memory_bytes));
+    let counters = Arc::new(NodeCounters::new(settings));
+    data_node_blocks(settings, memory, Some(Box::new(disk)), &counters)
+        .expect("the nodes form a cluster")
 }

@@ -231,6 +231,24 @@ const COLUMNS: [&str; 9] = [
     "modules",
 ];
 
+/// Widths of the columns before `modules`, in the table and the live view alike.
+const COLUMN_WIDTHS: [usize; 8] = [4, 6, 6, 6, 6, 10, 6, 4];
+
+/// One line of the `--once` table: the columns right-aligned, then the modules.
+fn table_line(cells: &[&str; 9]) -> String {
+    let mut line = String::new();
+    for (index, (cell, width)) in cells.iter().zip(COLUMN_WIDTHS).enumerate() {
+        if index > 0 {
+            line.push(' ');
+        }
+        line.push_str(&format!("{cell:>width$}"));
+    }
+    line.push_str("  ");
+    line.push_str(cells[8]);
+    line.push('\n');
+    line
+}
+
 fn row_cells(row: &ThreadRow) -> [String; 9] {
     [
         row.node.to_string(),
@@ -247,24 +265,10 @@ fn row_cells(row: &ThreadRow) -> [String; 9] {
 
 /// `--once` without `--json`: the rows as aligned text, then any node that did not answer.
 fn table_text(sample: &Sample, sort: SortBy) -> String {
-    let mut text = format!(
-        "{:>4} {:>6} {:>6} {:>6} {:>6} {:>10} {:>6} {:>4}  {}\n",
-        COLUMNS[0],
-        COLUMNS[1],
-        COLUMNS[2],
-        COLUMNS[3],
-        COLUMNS[4],
-        COLUMNS[5],
-        COLUMNS[6],
-        COLUMNS[7],
-        COLUMNS[8]
-    );
+    let mut text = table_line(&COLUMNS);
     for row in sorted_rows(sample, sort) {
-        let c = row_cells(&row);
-        text.push_str(&format!(
-            "{:>4} {:>6} {:>6} {:>6} {:>6} {:>10} {:>6} {:>4}  {}\n",
-            c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8]
-        ));
+        let cells = row_cells(&row);
+        text.push_str(&table_line(&cells.each_ref().map(String::as_str)));
     }
     for node in sample.nodes.iter().filter(|n| n.error.is_some()) {
         let error = node.error.as_deref().unwrap_or("");

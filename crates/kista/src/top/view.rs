@@ -12,7 +12,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Row, Table};
 use ratatui::Frame;
 
-use super::{row_cells, sorted_rows, take_sample, Sample, SortBy, COLUMNS};
+use super::{row_cells, sorted_rows, take_sample, Sample, SortBy, COLUMNS, COLUMN_WIDTHS};
 use crate::Failure;
 
 /// How often the view samples the cluster.
@@ -84,7 +84,7 @@ fn draw(frame: &mut Frame, sample: &Sample, mgm: &str, sort: SortBy) {
         };
         Row::new(row_cells(&row)).style(style)
     });
-    let widths = [4, 6, 6, 6, 6, 10, 6, 4].map(Constraint::Length);
+    let widths = COLUMN_WIDTHS.map(|width| Constraint::Length(width as u16));
     let widths: Vec<Constraint> = widths.into_iter().chain([Constraint::Min(10)]).collect();
     let header_row = Row::new(COLUMNS).style(Style::new().add_modifier(Modifier::REVERSED));
     frame.render_widget(Table::new(rows, widths).header(header_row), table);

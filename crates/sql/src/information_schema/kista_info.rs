@@ -5,10 +5,10 @@
 use std::collections::HashMap;
 
 use kista_client::types::Value;
-use kista_client::{Client, ClientError, NodeId};
+use kista_client::{Client, ClientError, DataNodeStatus, NodeId};
 
 use super::Kind::{Number, Real, Text};
-use super::SystemTableDef;
+use super::{number, text, SystemTableDef};
 use crate::catalog::Catalog;
 use crate::error::SqlResult;
 
@@ -111,12 +111,15 @@ pub(super) const ALL: &[SystemTableDef] = &[
     },
 ];
 
-fn text(value: &str) -> Value {
-    Value::Bytes(value.as_bytes().to_vec())
-}
-
-fn number(value: u64) -> Value {
-    Value::UInt(value)
+/// What `ask` answers for each live node, with the node's id; a node lost meanwhile has
+/// no rows, and the others still answer.
+fn from_live_nodes<T>(
+    client: &Client,
+    ask: impl Fn(&Client, NodeId) -> Result<T, ClientError>,
+) -> Vec<(Value, T)> {
+    let live = client.data_nodes().into_iter().filter(|n| n.live);
+    let answer = |n: DataNodeStatus| Some((number(u64::from(n.node.0)), ask(client, n.node).ok()?));
+    live.filter_map(answer).collect()
 }
 
 fn nodes(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
@@ -133,18 +136,13 @@ fn nodes(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
 }
 
 fn threads(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
-    let client = catalog.client();
-    for node in client.data_nodes().into_iter().filter(|n| n.live) {
-        // A node lost meanwhile has no rows; the others still answer.
-        let Ok(loads) = client.thread_loads(node.node) else {
-            continue;
-        };
-        let percent = |permille: u32| Value::Double(f64::from(permille) / 10.0);
+    let percent = |permille: u32| Value::Double(f64::from(permille) / 10.0);
+    for (node, loads) in from_live_nodes(catalog.client(), Client::thread_loads) {
         for load in loads {
             rows.push(vec![
-                number(u64::from(node.node.0)),
+                node.clone(),
                 number(u64::from(load.thread)),
-                text(&load.modules),
+                text(load.modules),
                 percent(load.user_permille),
                 percent(load.system_permille),
                 percent(load.spin_permille),
@@ -155,24 +153,6 @@ fn threads(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
         }
     }
     Ok(())
-}
-
-/// What a node's `info` block lists by name: its counters or its configuration.
-type NamedValues = Vec<(String, u64)>;
-
-/// Each live node's named values, as `ask` gets them.
-fn named_values(
-    catalog: &Catalog,
-    ask: fn(&Client, NodeId) -> Result<NamedValues, ClientError>,
-) -> Vec<(u8, NamedValues)> {
-    let client = catalog.client();
-    let live = client.data_nodes().into_iter().filter(|n| n.live);
-    live.filter_map(|n| Some((n.node.0, ask(client, n.node).ok()?)))
-        .collect()
-}
-
-fn node_counters(catalog: &Catalog) -> Vec<(u8, NamedValues)> {
-    named_values(catalog, Client::node_counters)
 }
 
 /// Every table's cluster name (`database/table`), by id.
@@ -192,15 +172,11 @@ fn named(names: &HashMap<u32, String>, id: u32) -> (&str, &str) {
 fn partitions(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
     let client = catalog.client();
     let names = table_names(client)?;
-    for node in client.data_nodes().into_iter().filter(|n| n.live) {
-        // A node lost meanwhile has no rows; the others still answer.
-        let Ok((held, _cut)) = client.node_partitions(node.node) else {
-            continue;
-        };
+    for (node, (held, _cut)) in from_live_nodes(client, Client::node_partitions) {
         for partition in held {
             let (database, table) = named(&names, partition.table_id);
             rows.push(vec![
-                number(u64::from(node.node.0)),
+                node.clone(),
                 text(database),
                 text(table),
                 number(u64::from(partition.table_id)),
@@ -217,11 +193,7 @@ fn partitions(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
 /// Every transaction the live nodes' coordinators have open (this query's own, when it
 /// runs in one, among them).
 fn transactions(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
-    let client = catalog.client();
-    for node in client.data_nodes().into_iter().filter(|n| n.live) {
-        let Ok((open, _cut)) = client.node_transactions(node.node) else {
-            continue;
-        };
+    for (node, (open, _cut)) in from_live_nodes(catalog.client(), Client::node_transactions) {
         for transaction in open {
             let state = match transaction.state {
                 0 => "executing",
@@ -230,7 +202,7 @@ fn transactions(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> 
                 _ => "aborting",
             };
             rows.push(vec![
-                number(u64::from(node.node.0)),
+                node.clone(),
                 number(u64::from(transaction.tc)),
                 number(transaction.transaction),
                 number(u64::from(transaction.client_node)),
@@ -249,14 +221,11 @@ fn transactions(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> 
 fn locks(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
     let client = catalog.client();
     let names = table_names(client)?;
-    for node in client.data_nodes().into_iter().filter(|n| n.live) {
-        let Ok((held, _cut)) = client.node_locks(node.node) else {
-            continue;
-        };
+    for (node, (held, _cut)) in from_live_nodes(client, Client::node_locks) {
         for lock in held {
             let (database, table) = named(&names, lock.table_id);
             rows.push(vec![
-                number(u64::from(node.node.0)),
+                node.clone(),
                 text(database),
                 text(table),
                 number(u64::from(lock.partition)),
@@ -270,33 +239,39 @@ fn locks(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
     Ok(())
 }
 
-fn config(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
-    for (node, values) in named_values(catalog, Client::node_config) {
+/// One row per name and value of each live node (`counters`, `config`).
+fn named_rows(
+    rows: &mut Vec<Vec<Value>>,
+    nodes: Vec<(Value, Vec<(String, u64)>)>,
+) -> SqlResult<()> {
+    for (node, values) in nodes {
         for (name, value) in values {
-            rows.push(vec![number(u64::from(node)), text(&name), number(value)]);
+            rows.push(vec![node.clone(), text(name), number(value)]);
         }
     }
     Ok(())
 }
 
+fn config(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+    named_rows(rows, from_live_nodes(catalog.client(), Client::node_config))
+}
+
+fn counters(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+    named_rows(
+        rows,
+        from_live_nodes(catalog.client(), Client::node_counters),
+    )
+}
+
 fn memory(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
-    for (node, values) in node_counters(catalog) {
+    for (node, values) in from_live_nodes(catalog.client(), Client::node_counters) {
         let value = |name: &str| values.iter().find(|(n, _)| n == name).map_or(0, |v| v.1);
         rows.push(vec![
-            number(u64::from(node)),
+            node,
             text("data memory"),
             number(value("data_memory_used_bytes")),
             number(value("data_memory_limit_bytes")),
         ]);
-    }
-    Ok(())
-}
-
-fn counters(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
-    for (node, values) in node_counters(catalog) {
-        for (name, value) in values {
-            rows.push(vec![number(u64::from(node)), text(&name), number(value)]);
-        }
     }
     Ok(())
 }

@@ -41,6 +41,16 @@ pub fn system_table_names(name: &str) -> Option<impl Iterator<Item = &'static st
     Some(tables.iter().map(|def| def.name))
 }
 
+/// A text value of a system table's row.
+fn text(s: impl Into<String>) -> Value {
+    Value::Bytes(s.into().into_bytes())
+}
+
+/// A number of a system table's row.
+fn number(n: u64) -> Value {
+    Value::UInt(n)
+}
+
 /// A column's `COLUMN_KEY` (and DESCRIBE's `Key`): PRI, UNI, MUL or empty.
 pub fn column_key(table: &SqlTable, position: usize) -> &'static str {
     let leads = |kind: Option<IndexKind>| {

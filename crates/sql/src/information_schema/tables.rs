@@ -5,7 +5,8 @@
 use kista_client::types::{Collation, ColumnType, Value};
 
 use super::{
-    column_default, column_extra, column_key, index_columns, Kind, SystemTableDef, DATABASE,
+    column_default, column_extra, column_key, index_columns, number, text, Kind, SystemTableDef,
+    DATABASE,
 };
 use crate::catalog::{Catalog, SqlTable};
 use crate::ddl::foreign_keys::{action_rule, DescribedForeignKey};
@@ -306,14 +307,6 @@ pub(super) const ALL: &[SystemTableDef] = &[
         },
     },
 ];
-
-fn text(s: impl Into<String>) -> Value {
-    Value::Bytes(s.into().into_bytes())
-}
-
-fn number(n: u64) -> Value {
-    Value::UInt(n)
-}
 
 /// For tables that have no rows yet (foreign keys, routines, triggers).
 fn none(_: &Catalog, _: &mut Vec<Vec<Value>>) -> SqlResult<()> {
