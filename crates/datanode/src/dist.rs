@@ -132,6 +132,17 @@ impl PartitionMap {
             .unwrap_or_else(|| self.chains[partition as usize].current())
     }
 
+    /// The first replica of `partition`'s placement (primary first) on one of `nodes`: the
+    /// one a backup takes of it. `None` for a partition the map does not have or with no
+    /// replica there.
+    pub fn first_placed_on(&self, partition: u32, nodes: NodeSet) -> Option<BlockAddress> {
+        let chain = self.placement.get(partition as usize)?;
+        chain.replicas[..chain.count as usize]
+            .iter()
+            .copied()
+            .find(|replica| nodes.contains(replica.node()))
+    }
+
     /// Partitions with a replica on `ldm` (where the table is placed, whatever the nodes'
     /// states).
     pub fn held_by(&self, ldm: BlockAddress) -> impl Iterator<Item = u32> + '_ {

@@ -38,6 +38,7 @@ use crate::read::{
 use crate::registry::{PartitionRegistry, SharedPartition, Versions};
 use crate::{error_code_of, refuse_prepare, send_sharing_section, send_with_bytes};
 
+mod backup;
 mod checkpoint;
 mod copy;
 mod deadlock;
@@ -125,6 +126,8 @@ pub struct LocalDataManager {
     next_definition_build: u64,
     /// Partitions of dropped tables, freed a slice at a time (`ldm/reclaim.rs`).
     reclaiming: Vec<Arc<RwLock<Partition>>>,
+    /// This data manager's part in an online backup, while it runs (`ldm/backup.rs`).
+    backup: Option<backup::Backup>,
 }
 
 fn lock_partition(partition: &RwLock<Partition>) -> RwLockWriteGuard<'_, Partition> {
@@ -173,6 +176,7 @@ impl LocalDataManager {
             definition_builds: Vec::new(),
             next_definition_build: 0,
             reclaiming: Vec::new(),
+            backup: None,
         }
     }
 
@@ -856,15 +860,23 @@ impl LocalDataManager {
             partition: partition_id,
         };
         let mut failure = None;
+        let mut backup = self.backup.as_mut();
+        let mut backup_failure = None;
         let granted = lock_partition(partition).commit_logged(transaction, gci, &mut |change| {
             if failure.is_none() {
                 failure = redo.log_change(gci, place, &table.layout, change).err();
+            }
+            if let Some(backup) = backup.as_mut().filter(|_| backup_failure.is_none()) {
+                backup_failure = backup.log_change(gci, place, &table.layout, change).err();
             }
         });
         if let Some(reason) = failure.or_else(|| redo.write_more(ctx).err()) {
             // The change is committed in memory but cannot be made durable here: the node
             // stops rather than go on without its log; the other replicas hold the change.
             ctx.stop_node(&reason);
+        }
+        if self.backup.is_some() {
+            self.backup_logged(ctx, backup_failure);
         }
         Some(granted)
     }
@@ -999,9 +1011,13 @@ impl LocalDataManager {
         if let Err(reason) = result {
             ctx.stop_node(&reason);
         }
+        self.backup_gci_saved(ctx, save.gci);
     }
 
     fn file_replied(&mut self, ctx: &mut Context, reply: FileReply) {
+        if reply.request_id & backup::BACKUP_REQUEST != 0 {
+            return self.backup_replied(ctx, reply);
+        }
         let (Some(redo), Some(checkpoints)) = (self.redo.as_mut(), self.checkpoints.as_mut())
         else {
             return;
@@ -1053,6 +1069,7 @@ impl LocalDataManager {
     fn node_failed(&mut self, ctx: &mut Context, failed: NodeFailed) {
         self.failed_coordinators = self.failed_coordinators.union(failed.failed);
         self.copies_lost(ctx, failed.failed);
+        self.backup_master_failed(ctx, failed.failed);
     }
 
     fn node_joined(&mut self, ctx: &Context, joined: NodeJoined) {
@@ -1203,6 +1220,14 @@ impl Block for LocalDataManager {
             TakeoverQuery::from_signal(signal).map(|q| self.takeover_query(ctx, q, signal.sender()))
         } else if number == TableDefinition::NUMBER {
             TableDefinition::from_signal(signal).map(|d| self.define_table(ctx, d, signal.sender()))
+        } else if number == BackupScan::NUMBER {
+            BackupScan::from_signal(signal).map(|s| self.backup_scan(ctx, s))
+        } else if number == BackupStep::NUMBER {
+            BackupStep::from_signal(signal).map(|s| self.backup_step(ctx, s))
+        } else if number == BackupStop::NUMBER {
+            BackupStop::from_signal(signal).map(|s| self.backup_stop(ctx, s))
+        } else if number == BackupEnded::NUMBER {
+            BackupEnded::from_signal(signal).map(|e| self.backup_ended(ctx, e))
         } else {
             Ok(())
         };

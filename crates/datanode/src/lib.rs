@@ -9,6 +9,7 @@
 //! [`read_lease`] that says whether its replicas may answer reads at all.
 
 pub mod arbitration;
+pub mod backup_files;
 pub mod cluster;
 pub mod dict;
 pub mod dist;

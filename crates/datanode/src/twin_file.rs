@@ -29,6 +29,9 @@ pub struct TwinKind {
     pub format_version: u32,
     /// The files' path without the slot: `dict/schema` for `dict/schema.0` and `.1`.
     pub path: &'static str,
+    /// Set in the ids of this kind's file requests (a bit above the step's), so a block
+    /// that keeps two kinds of twin files tells their replies apart (0 for the first).
+    pub request_tag: u64,
 }
 
 impl TwinKind {
@@ -122,6 +125,8 @@ pub fn newest<T, E: std::fmt::Display>(
 }
 
 /// Request ids of a [`TwinReader`]: the step in the high half, the slot in the low.
+/// The bits a [`TwinKind::request_tag`] may use.
+pub const TAG_BITS: u64 = 0xff << 48;
 const READ_OPENING: u64 = 5 << 32;
 const READ_READING: u64 = 6 << 32;
 const READ_CLOSING: u64 = 7 << 32;
@@ -149,17 +154,19 @@ impl TwinReader {
         Ok(reader)
     }
 
-    /// Whether `reply` answers one of a twin reader's requests.
-    pub fn answers(reply: &FileReply) -> bool {
-        matches!(
-            reply.request_id & !u64::from(u32::MAX),
-            READ_OPENING | READ_READING | READ_CLOSING
-        )
+    /// Whether `reply` answers one of the requests of a reader of `kind`.
+    pub fn answers(kind: &TwinKind, reply: &FileReply) -> bool {
+        let tag = reply.request_id & TAG_BITS;
+        tag == kind.request_tag
+            && matches!(
+                reply.request_id & !u64::from(u32::MAX) & !TAG_BITS,
+                READ_OPENING | READ_READING | READ_CLOSING
+            )
     }
 
     fn open(&self, ctx: &mut Context) -> Result<(), String> {
         let request = FileRequest {
-            request_id: READ_OPENING | self.slot as u64,
+            request_id: READ_OPENING | self.kind.request_tag | self.slot as u64,
             file: 0,
             operation: FileOperation::Open {
                 create: false,
@@ -173,7 +180,7 @@ impl TwinReader {
 
     fn request(&self, ctx: &mut Context, id: u64, operation: FileOperation) -> Result<(), String> {
         let request = FileRequest {
-            request_id: id | self.slot as u64,
+            request_id: id | self.kind.request_tag | self.slot as u64,
             file: self.file.expect("the file is open"),
             operation,
         };
@@ -189,7 +196,7 @@ impl TwinReader {
         reply: FileReply,
     ) -> Result<Option<[Option<Vec<u8>>; 2]>, String> {
         let path = format!("{}.{}", self.kind.path, self.slot);
-        let step = reply.request_id & !u64::from(u32::MAX);
+        let step = reply.request_id & !u64::from(u32::MAX) & !TAG_BITS;
         match (step, reply.status) {
             (READ_OPENING, FileStatus::NotFound) => return self.next_slot(ctx),
             (_, FileStatus::Ok) => {}
@@ -367,7 +374,7 @@ impl<H> TwinWriter<H> {
             ));
         }
         let slot = self.slot();
-        let step = match (self.step, reply.request_id) {
+        let step = match (self.step, reply.request_id & !TAG_BITS) {
             (Some(Step::Closing), CLOSING) => {
                 self.open[slot] = None;
                 Step::Opening
@@ -405,7 +412,7 @@ impl<H> TwinWriter<H> {
         let file = self.open[self.slot()].map_or(0, |twin| twin.file);
         let (request_id, operation, data) = match step {
             Step::Opening => {
-                let request = FileRequest::open_empty(OPENING);
+                let request = FileRequest::open_empty(OPENING | self.kind.request_tag);
                 let path = self.kind.path_of(self.sequence);
                 return ctx
                     .request_io(&request, path.as_bytes())
@@ -422,7 +429,7 @@ impl<H> TwinWriter<H> {
             Step::Closing => (CLOSING, FileOperation::Close, &[][..]),
         };
         let request = FileRequest {
-            request_id,
+            request_id: request_id | self.kind.request_tag,
             file,
             operation,
         };
@@ -439,6 +446,7 @@ mod tests {
         magic: *b"KTST",
         format_version: 3,
         path: "test/twin",
+        request_tag: 0,
     };
 
     #[test]

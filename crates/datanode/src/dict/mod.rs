@@ -42,6 +42,7 @@ use crate::node::NodeSettings;
 use crate::protocol::*;
 use crate::send_with_bytes;
 
+mod backup;
 mod definition;
 mod foreign_keys;
 mod lookup;
@@ -139,6 +140,8 @@ pub struct Dictionary {
     saved_schema: Option<schema_file::SchemaImage>,
     /// The master's side of the start from disk.
     master_start: Option<system_restart::MasterStart>,
+    /// Online backups: the master's running one, this node's part, the catalog.
+    backups: backup::Backups,
 }
 
 impl Dictionary {
@@ -160,6 +163,7 @@ impl Dictionary {
             },
             saved_schema: None,
             master_start: None,
+            backups: backup::Backups::default(),
             settings,
             cluster,
             tables: FxHashMap::default(),
@@ -893,6 +897,7 @@ impl Dictionary {
             self.master_node = NodeId(president);
         }
         self.relays.master_failed(ctx, failed.failed);
+        self.backup_nodes_failed(ctx, failed.failed);
         self.restart_lost(ctx, failed.failed);
         self.start_lost(ctx, failed.failed);
         let mut done = Vec::new();
@@ -1006,6 +1011,20 @@ impl Block for Dictionary {
         if self.relays.pass_back(ctx, signal) {
             return;
         }
+        if let Some((client, request_id)) = relay::client_of(signal) {
+            let blocked =
+                (self.backup_blocks_schema_changes()).filter(|_| relay::is_schema_change(signal));
+            if let Some(message) = blocked {
+                return self.refuse(ctx, client, request_id, ErrorCode::BackupRefused, &message);
+            }
+        }
+        if let Some(result) = self.backup_signal(signal, ctx) {
+            debug_assert!(
+                result.is_ok(),
+                "malformed backup signal to dict: {result:?}"
+            );
+            return;
+        }
         let result = if number == CreateTableRequest::NUMBER {
             CreateTableRequest::from_signal(signal).map(|r| self.create_table(ctx, r))
         } else if number == CreateIndexRequest::NUMBER {
@@ -1041,7 +1060,7 @@ impl Block for Dictionary {
             NodeJoined::from_signal(signal).map(|j| self.node_joined(ctx, j))
         } else if number == FileReply::NUMBER {
             FileReply::from_signal(signal).map(|r| {
-                if !self.schema_read_replied(ctx, r) {
+                if !self.schema_read_replied(ctx, r) && !self.backup_file_replied(ctx, r) {
                     self.schema_file_replied(ctx, r)
                 }
             })

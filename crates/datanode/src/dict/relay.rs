@@ -60,9 +60,22 @@ macro_rules! with_schema_request {
             IndexBuiltRequest,
             ForeignKeyRequest,
             DropForeignKeyRequest,
-            ReplaceTableRequest
+            ReplaceTableRequest,
+            BackupRequest,
+            BackupListRequest
         )
     };
+}
+
+/// Whether `request` changes the schema (a backup's or an index build's report does not).
+pub fn is_schema_change(request: &Signal) -> bool {
+    let number = request.number();
+    ![
+        BackupRequest::NUMBER,
+        BackupListRequest::NUMBER,
+        IndexBuiltRequest::NUMBER,
+    ]
+    .contains(&number)
 }
 
 /// The client and its request id of a client's schema request.
@@ -125,6 +138,8 @@ impl Relays {
             DropTableConf,
             DropIndexConf,
             AlterTableConf,
+            BackupConf,
+            BackupListConf,
             DictRef
         );
         let Some(back) = back else {

@@ -81,6 +81,12 @@ pub(super) struct Restarts {
 }
 
 impl Restarts {
+    /// Nodes that joined and are not started yet: restarting or queued to.
+    pub(super) fn restarting_nodes(&self) -> NodeSet {
+        let running = self.running.as_ref().map(|restart| restart.node);
+        NodeSet::of(running.into_iter().chain(self.queued.iter().copied()))
+    }
+
     /// The running restart, if it is number `id` (answers to an abandoned one are ignored).
     fn running_with(&mut self, id: u32) -> Option<&mut Restart> {
         self.running.as_mut().filter(|restart| restart.id == id)
@@ -107,7 +113,7 @@ impl Dictionary {
         }
     }
 
-    fn is_master(&self, ctx: &Context) -> bool {
+    pub(super) fn is_master(&self, ctx: &Context) -> bool {
         self.master_node == ctx.address().node()
     }
 

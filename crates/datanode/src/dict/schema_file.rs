@@ -27,6 +27,7 @@ pub const SCHEMA_FILE: TwinKind = TwinKind {
     magic: *b"KSCH",
     format_version: 3,
     path: "dict/schema",
+    request_tag: 0,
 };
 
 /// One table as the file keeps it.

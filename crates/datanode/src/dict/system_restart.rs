@@ -230,7 +230,7 @@ impl Dictionary {
         let Phase::ReadingSchema { disk, reader } = &mut self.start else {
             return false;
         };
-        if !TwinReader::answers(&reply) {
+        if !TwinReader::answers(&SCHEMA_FILE, &reply) {
             return false;
         }
         let disk = *disk;

@@ -42,6 +42,7 @@ pub const CONTROL_FILE: TwinKind = TwinKind {
     magic: *b"KCTL",
     format_version: 5,
     path: "control/node",
+    request_tag: 0,
 };
 
 const PAYLOAD_BYTES: usize = 48;
@@ -351,7 +352,7 @@ impl NodeControl {
 
     /// The file system's answer to a read or write of the control file.
     pub fn replied(&mut self, ctx: &mut Context, reply: FileReply) -> Result<(), String> {
-        if TwinReader::answers(&reply) {
+        if TwinReader::answers(&CONTROL_FILE, &reply) {
             let reader = self.reader.as_mut().expect("replies come to a reader");
             if let Some(files) = reader.replied(ctx, reply)? {
                 self.reader = None;

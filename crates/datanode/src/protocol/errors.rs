@@ -87,6 +87,12 @@ error_codes! {
     ReadLeaseLapsed = 4_259, Temporary;
     /// The coordinator failed during commit: the outcome is unknown.
     OutcomeUnknown = 4_012, UnknownOutcome;
+    /// A backup cannot begin now (another runs, a schema change or node restart is under
+    /// way, the node keeps nothing on disk), or a schema change waits for a running backup.
+    BackupRefused = 1_704, Temporary;
+    /// A backup failed: a participant failed or its disk refused a write. Its files are
+    /// incomplete (a restore refuses them); take another.
+    BackupFailed = 1_705, Temporary;
 }
 
 #[cfg(test)]

@@ -1182,6 +1182,78 @@ typed_signal! {
     InfoListConf = 245 { gather: u32, truncated: u32, }
 }
 
+// ----- online backup (`dict/backup.rs`, `ldm/backup.rs`) -----
+typed_signal! {
+    /// From the management server (its backup block) to any node's `dict`, passed on to the
+    /// master's: take a backup. Answer: `BackupConf` once it is complete, or `DictRef`.
+    BackupRequest = 246 { request_id: u64, client: BlockAddress, }
+}
+typed_signal! {
+    /// Backup `backup_id` is complete: every participant's files restore the cluster as
+    /// it was at the end of GCI `stop_gci`; `rows` rows, `bytes` bytes in all.
+    BackupConf = 247 { request_id: u64, backup_id: u32, stop_gci: u64, rows: u64, bytes: u64, }
+}
+typed_signal! {
+    /// From the management server to any node's `dict` (passed on to the master's): which
+    /// backups are complete. Answer: `BackupListConf`.
+    BackupListRequest = 248 { request_id: u64, client: BlockAddress, }
+}
+typed_signal! {
+    /// The complete backups the master's catalog holds. Section: `backups` entries
+    /// (`BackupEntry`), oldest first.
+    BackupListConf = 249 { request_id: u64, backups: u32, }
+}
+typed_signal! {
+    /// From the master's `dict` to every live one: the highest backup id your catalog
+    /// holds? (`attempt` matches the answer.) Answer: `BackupIdConf`.
+    BackupIdQuery = 250 { attempt: u32, }
+}
+typed_signal! {
+    BackupIdConf = 251 { attempt: u32, highest: u32, }
+}
+typed_signal! {
+    /// From the master's `dict` to each participant's: backup `backup_id` begins on
+    /// `participants` (the started nodes). Each writes its schema file, then has its
+    /// `ldm`s begin (`BackupScan`), and confirms with `BackupScanned`.
+    BackupBegin = 252 { backup_id: u32, participants: NodeSet, }
+}
+typed_signal! {
+    /// From a participant's `dict` to its `ldm`s: log every change your partitions commit
+    /// from now on, and write the rows of the partitions whose first participant replica
+    /// you hold, of the tables in the section (u32 table ids; each table has `partitions`
+    /// partitions). Answer to `master`: `BackupScanned`.
+    BackupScan = 253 { backup_id: u32, participants: NodeSet, master: BlockAddress, partitions: u32, }
+}
+typed_signal! {
+    /// A participant's `ldm` wrote its rows (or its `dict`, its schema file): `rows` rows
+    /// in `bytes` bytes, none written in a GCI after `highest_gci`.
+    BackupScanned = 254 { backup_id: u32, highest_gci: u64, rows: u64, bytes: u64, }
+}
+typed_signal! {
+    /// From the master's `dict` to every participant's `ldm`: the backup restores GCI
+    /// `stop_gci`; close your log once that GCI is saved here. Answer: `BackupStopped`.
+    BackupStop = 255 { backup_id: u32, stop_gci: u64, }
+}
+typed_signal! {
+    /// A participant's `ldm` closed its log: `records` changes in `bytes` bytes.
+    BackupStopped = 256 { backup_id: u32, records: u64, bytes: u64, }
+}
+typed_signal! {
+    /// From the master's `dict`: backup `backup_id` is over. To the `ldm`s of a failed
+    /// one (`completed` 0): stop and close the files. To every live `dict` of a complete
+    /// one: record it in the catalog (section: its `BackupEntry`).
+    BackupEnded = 257 { backup_id: u32, completed: u32, }
+}
+typed_signal! {
+    /// A participant's `ldm` (or `dict`) cannot go on with backup `backup_id` (its disk
+    /// refused a file, its log buffer overflowed). Section: the reason.
+    BackupFailedRef = 258 { backup_id: u32, }
+}
+typed_signal! {
+    /// An `ldm` to itself: the next step of backup `backup_id`'s scan.
+    BackupStep = 259 { backup_id: u32, }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,7 @@
 // Shared by several test binaries, each of which uses only part of it.
 #![allow(dead_code)]
 
+pub mod chains;
 pub mod disk_cluster;
 pub mod redo_logs;
 
@@ -407,6 +408,38 @@ impl Node {
     }
 
     /// Sends a batch of operations as transaction `client_tx`, ending with `mode`.
+    /// Asks the node's dictionary for a backup (as the management server does); returns
+    /// the request id its answer (`BackupConf` or `DictRef`) carries.
+    pub fn request_backup(&mut self) -> u64 {
+        let request_id = self.next_request;
+        self.next_request += 1;
+        let signal = BackupRequest {
+            request_id,
+            client: self.client,
+        }
+        .to_signal(self.settings.dict_address(), self.client);
+        self.send(signal, &[]);
+        request_id
+    }
+
+    /// The complete backups the master's catalog lists.
+    pub fn list_backups(&mut self) -> Vec<kista_datanode::backup_files::BackupEntry> {
+        let request_id = self.next_request;
+        self.next_request += 1;
+        let signal = BackupListRequest {
+            request_id,
+            client: self.client,
+        }
+        .to_signal(self.settings.dict_address(), self.client);
+        self.send(signal, &[]);
+        let (_, bytes) = self
+            .wait_for(u64::MAX, |s| {
+                BackupListConf::from_signal(s).is_ok_and(|c| c.request_id == request_id)
+            })
+            .expect("dict answers");
+        kista_datanode::backup_files::BackupEntry::decode_all(&bytes).unwrap()
+    }
+
     /// What the transport tells every coordinator when the client's connection closes.
     pub fn lose_client(&mut self) {
         let notice = ClientLost {
