@@ -11,6 +11,8 @@ mod import;
 mod metrics;
 mod mgm;
 mod mgmd;
+mod progress;
+mod restore;
 mod sql;
 mod thread_options;
 mod top;
@@ -46,6 +48,9 @@ enum Command {
     Mgm(mgm::MgmArgs),
     /// Management server: serves the cluster configuration, arbitrates, answers `kista mgm`.
     Mgmd(mgmd::MgmdArgs),
+    /// Loads an online backup (`kista mgm -e "start backup"`) into a running cluster of any
+    /// size, with progress.
+    Restore(restore::RestoreArgs),
     /// The SQL front end: serves MySQL clients (the mysql client, drivers, sysbench) on
     /// `--port`, running their SQL on the cluster at `--mgm`.
     Sql(sql::SqlArgs),
@@ -71,6 +76,7 @@ fn main() -> ExitCode {
         Command::Import(args) => import::run(&args),
         Command::Mgm(args) => mgm::run(&args),
         Command::Mgmd(args) => mgmd::run(&args),
+        Command::Restore(args) => restore::run(&args),
         Command::Sql(args) => sql::run(&args),
         Command::Top(args) => top::run(&args),
         Command::Up(args) => up::run(&args),
@@ -92,6 +98,14 @@ pub fn stop_on_signals() -> Result<std::sync::Arc<std::sync::atomic::AtomicBool>
             .map_err(|e| Failure::runtime(format!("cannot handle signal {signal}: {e}")))?;
     }
     Ok(stop)
+}
+
+/// Checks a count option (`--threads`, `--batch-rows`): 1 to `max`.
+pub(crate) fn check_count(option: &str, value: usize, max: usize) -> Result<(), Failure> {
+    match (1..=max).contains(&value) {
+        true => Ok(()),
+        false => Err(Failure::usage(format!("{option} must be 1 to {max}"))),
+    }
 }
 
 /// Why a subcommand stopped, and the exit status that tells scripts.

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::Args;
 use kista_mgm::admin::{AdminClient, AdminError};
+use kista_mgm::command::Command;
 
 use crate::Failure;
 
@@ -27,7 +28,7 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 pub fn run(args: &MgmArgs) -> Result<(), Failure> {
     let mut client = AdminClient::connect(&args.mgm, TIMEOUT).map_err(Failure::runtime)?;
     if let Some(command) = &args.execute {
-        let text = client.request(command).map_err(Failure::runtime)?;
+        let text = request(&mut client, command).map_err(Failure::runtime)?;
         println!("{}", text.trim_end());
         return Ok(());
     }
@@ -47,10 +48,18 @@ pub fn run(args: &MgmArgs) -> Result<(), Failure> {
             "quit" | "exit" => return Ok(()),
             _ => {}
         }
-        match client.request(command) {
+        match request(&mut client, command) {
             Ok(text) => println!("{}", text.trim_end()),
             Err(AdminError::Refused(reason)) => println!("error: {}", reason.trim_end()),
             Err(other) => return Err(Failure::runtime(other)),
         }
     }
+}
+
+/// Sends `command`, waiting for its answer without a time limit if it answers slowly
+/// (`start backup`: the server's wait is bounded by the data node's connection).
+fn request(client: &mut AdminClient, command: &str) -> Result<String, AdminError> {
+    let slow = command.parse::<Command>().is_ok_and(|c| c.answers_slowly());
+    client.set_answer_timeout((!slow).then_some(TIMEOUT))?;
+    client.request(command)
 }

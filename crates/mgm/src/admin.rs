@@ -75,6 +75,13 @@ impl AdminClient {
         Ok(Self { stream })
     }
 
+    /// How long an answer may take from now on (`None`: no limit; `connect`'s timeout
+    /// until this is called).
+    pub fn set_answer_timeout(&mut self, timeout: Option<Duration>) -> Result<(), AdminError> {
+        self.stream.set_read_timeout(timeout)?;
+        Ok(())
+    }
+
     /// Sends one command and returns the server's text; an error response is
     /// [`AdminError::Refused`] with the server's reason.
     pub fn request(&mut self, command: &str) -> Result<String, AdminError> {

@@ -42,7 +42,19 @@ pub enum Command {
     Delay(u8, u8, u32),
     /// Undo a `Cut` or `Delay`.
     Heal(u8, u8),
+    /// Take an online backup; answered once it is complete.
+    StartBackup,
+    /// The backups the cluster took, complete or not.
+    ShowBackups,
     Help,
+}
+
+impl Command {
+    /// Whether the answer may take long (a backup of a large database takes minutes):
+    /// the client then waits without a time limit.
+    pub fn answers_slowly(&self) -> bool {
+        matches!(self, Command::StartBackup)
+    }
 }
 
 pub const HELP: &str = "\
@@ -57,6 +69,10 @@ commands:
   N start           start data node N, whose process waits after `N restart -n`
   report memory     data memory used and available on every data node (as each
                     reported it within the last heartbeat interval)
+  start backup      take an online backup while the cluster serves; answers once it
+                    is complete with its id, the GCI it restores, rows and bytes
+                    (each data node writes backup/BACKUP-<id>/ in its data directory)
+  show backups      the backups taken: id, complete or not, GCI, rows, bytes, nodes
   shutdown          save a last global checkpoint, stop every data node, then
                     the management server
   config            the cluster configuration file
@@ -92,6 +108,8 @@ impl std::str::FromStr for Command {
             ["register", "client"] => Command::RegisterClient,
             ["report", "memory"] | ["all", "report", "memory"] => Command::ReportMemory,
             ["help"] => Command::Help,
+            ["start", "backup"] => Command::StartBackup,
+            ["show", "backups"] | ["list", "backups"] => Command::ShowBackups,
             ["delay", first, second, ms] => {
                 match (first.parse::<u8>(), second.parse::<u8>(), ms.parse::<u32>()) {
                     (Ok(first), Ok(second), Ok(ms)) if ms <= LINK_DELAY_MS_MAX => {
@@ -158,6 +176,9 @@ mod tests {
         assert_eq!("Heal 2 1".parse(), Ok(Command::Heal(2, 1)));
         assert!("cut 1".parse::<Command>().is_err());
         assert_eq!("delay 1 2 50".parse(), Ok(Command::Delay(1, 2, 50)));
+        assert_eq!("Start Backup".parse(), Ok(Command::StartBackup));
+        assert_eq!("show backups".parse(), Ok(Command::ShowBackups));
+        assert!("start backup now".parse::<Command>().is_err());
         assert!("delay 1 2 60001".parse::<Command>().is_err());
     }
 

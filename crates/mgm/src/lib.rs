@@ -6,10 +6,12 @@
 //! - [`server`]: `kista mgmd`: serves the configuration, hosts the arbitrator, tracks which
 //!   nodes are connected, answers the admin protocol.
 //! - [`admin`] and [`command`]: the admin protocol and its commands, for both ends.
+//! - [`backup`]: `start backup` and `show backups`, asked of the data nodes.
 //! - [`lease`]: client node ids, leased to applications so every data node knows each
 //!   client by the same id.
 
 pub mod admin;
+pub mod backup;
 pub mod command;
 pub mod config;
 pub mod lease;

@@ -20,19 +20,25 @@ use kista_datanode::gcp::gcp_address;
 use kista_datanode::membership::{
     membership_address, RESTART_REQUESTED, RESTART_WHEN_STARTED, STOPPED_BY_MANAGEMENT_SERVER,
 };
-use kista_datanode::protocol::{ClusterShutdown, ClusterStop, NodeSuspected, ARBITRATOR_BLOCK};
+use kista_datanode::protocol::{
+    BackupListRequest, BackupRequest, ClusterShutdown, ClusterStop, NodeSuspected,
+    ARBITRATOR_BLOCK, DICT_BLOCK,
+};
 use kista_metrics::{Exposition, Kind, Render};
 use kista_runtime::thread_config::{ThreadConfig, ThreadLayout};
 use kista_runtime::{
     start, BlockRegistration, Module, ModuleInstance, RunningNode, RuntimeOptions,
 };
-use kista_signal::{NodeId, Signal, TypedSignal};
+use kista_signal::{BlockAddress, NodeId, Signal, TypedSignal};
 use kista_transport::faults::{link_fault, LinkFault};
 use kista_transport::handshake::PROTOCOL_VERSION;
 use kista_transport::peers::Peers;
 use kista_transport::server::{ClientIds, Links, Server, ServerOptions};
 
 use crate::admin::{read_request, write_response};
+use crate::backup::{
+    completed_line, list_lines, Answer, BackupAnswers, BackupClient, BACKUP_CLIENT_BLOCK,
+};
 use crate::command::{Command, HELP};
 use crate::config::ClusterConfig;
 use crate::lease::{ClientLeases, RegisteredDataNode, Registration};
@@ -66,6 +72,8 @@ struct State {
     /// processes' requests.
     start_gate: Mutex<(HashMap<NodeId, Instant>, NodeSet)>,
     started_wake: std::sync::Condvar,
+    /// The data nodes' answers to `start backup` and `show backups`.
+    backups: Arc<BackupAnswers>,
 }
 
 /// One admin connection: who it is, and the client node id it holds (released when it
@@ -87,6 +95,7 @@ impl ManagementServer {
             reports: Arc::new(NodeReports::default()),
             start_gate: Mutex::new((HashMap::new(), NodeSet::EMPTY)),
             started_wake: std::sync::Condvar::new(),
+            backups: Arc::new(BackupAnswers::default()),
         });
         let admin_state = state.clone();
         let peers = Peers {
@@ -132,9 +141,20 @@ impl ManagementServer {
             },
             implementation: Box::new(Arbitrator::new(state.reports.clone())),
         };
+        let backup_client = BlockRegistration {
+            block: BACKUP_CLIENT_BLOCK,
+            instance: 0,
+            host: ModuleInstance {
+                module: Module::Main,
+                instance: 0,
+            },
+            implementation: Box::new(BackupClient {
+                answers: state.backups.clone(),
+            }),
+        };
         let runtime = start(
             &one_thread(),
-            vec![arbitrator],
+            vec![arbitrator, backup_client],
             Vec::new(),
             &runtime_options,
         )
@@ -326,6 +346,56 @@ impl State {
             Command::Heal(a, b) => self
                 .fault_link(a, b, LinkFault::Heal)
                 .map(|()| format!("signals between data nodes {a} and {b} pass again")),
+            Command::StartBackup => self.start_backup(),
+            Command::ShowBackups => self.show_backups(),
+        }
+    }
+
+    /// Asks a started data node's dictionary (`request` builds the signal from the request
+    /// id, this server's backup block and the dictionary) and waits while that node stays
+    /// connected.
+    fn ask_for_backups(
+        &self,
+        request: impl FnOnce(u64, BlockAddress, BlockAddress) -> Signal,
+    ) -> Result<Answer, String> {
+        let node = (self.data_nodes())
+            .find(|&node| self.is_connected(node) && self.is_started(node))
+            .ok_or("no data node is started")?;
+        let request_id = self.backups.next_request_id();
+        let client = BlockAddress::new(MANAGEMENT_NODE, BACKUP_CLIENT_BLOCK, 0);
+        let signal = request(request_id, client, BlockAddress::new(node, DICT_BLOCK, 0));
+        self.send_to_node(&signal, &[])?;
+        self.backups
+            .wait(request_id, || self.is_connected(node))
+            .ok_or_else(|| {
+                format!(
+                    "data node {} was lost before it answered; `show backups` tells whether \
+                     the backup completed",
+                    node.0
+                )
+            })
+    }
+
+    fn start_backup(&self) -> Result<String, String> {
+        let began = Instant::now();
+        let answer = self.ask_for_backups(|request_id, client, dict| {
+            BackupRequest { request_id, client }.to_signal(dict, client)
+        })?;
+        match answer {
+            Answer::Completed(conf) => Ok(completed_line(&conf, began.elapsed())),
+            Answer::Refused { code, message } => Err(format!("backup refused ({code}): {message}")),
+            Answer::Listed(_) => Err("the data node answered with a list".to_string()),
+        }
+    }
+
+    fn show_backups(&self) -> Result<String, String> {
+        let answer = self.ask_for_backups(|request_id, client, dict| {
+            BackupListRequest { request_id, client }.to_signal(dict, client)
+        })?;
+        match answer {
+            Answer::Listed(entries) => Ok(list_lines(&entries)),
+            Answer::Refused { code, message } => Err(format!("refused ({code}): {message}")),
+            Answer::Completed(_) => Err("the data node answered with a backup".to_string()),
         }
     }
 

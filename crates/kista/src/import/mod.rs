@@ -19,8 +19,8 @@ use kista_sql::Catalog;
 
 use crate::Failure;
 
-mod progress;
 mod state;
+mod summary;
 mod workers;
 
 #[derive(Args, Debug)]
@@ -147,16 +147,8 @@ fn plan(args: &ImportArgs) -> Result<Plan, Failure> {
             args.target
         )));
     };
-    if !(1..=BATCH_ROWS_MAX).contains(&args.batch_rows) {
-        return Err(Failure::usage(format!(
-            "--batch-rows must be 1 to {BATCH_ROWS_MAX}"
-        )));
-    }
-    if !(1..=THREADS_MAX).contains(&args.threads) {
-        return Err(Failure::usage(format!(
-            "--threads must be 1 to {THREADS_MAX}"
-        )));
-    }
+    crate::check_count("--batch-rows", args.batch_rows, BATCH_ROWS_MAX)?;
+    crate::check_count("--threads", args.threads, THREADS_MAX)?;
     for file in &args.files {
         if !file.is_file() {
             return Err(Failure::usage(format!("{}: no such file", file.display())));

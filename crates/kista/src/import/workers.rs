@@ -14,9 +14,10 @@ use kista_sql::load_data::{Loader, OnDuplicate, Record, RecordReader};
 use kista_sql::session::Session;
 use kista_sql::Catalog;
 
-use super::progress::{Progress, Summary};
 use super::state::ImportState;
+use super::summary::Summary;
 use super::Plan;
+use crate::progress::Progress;
 use crate::Failure;
 
 /// Chunks read ahead of the workers, per worker.
@@ -119,7 +120,7 @@ pub(super) fn import(
     })?;
     state.save()?;
     rejects.finish()?;
-    Ok(progress.summary(&rejects.path))
+    Ok(Summary::of(&progress, &rejects.path))
 }
 
 /// The reader: each file's records, in chunks, to the workers (chunks the state records

@@ -1,17 +1,13 @@
-//! The import's progress line (a bar by the share of the files read, rows, rows/s, the
-//! time left) and its closing summary.
+//! The progress line of `kista import` and `kista restore`: a bar by the share of the
+//! files read, rows, rows/s, the time left (and rejected records, once there are any).
 
-use std::fmt;
 use std::io::Write;
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-use crate::Failure;
 
 /// Characters of the bar.
 const BAR_WIDTH: usize = 30;
 
-pub(super) struct Progress {
+pub(crate) struct Progress {
     started: Instant,
     last_drawn: Instant,
     total_bytes: u64,
@@ -23,7 +19,7 @@ pub(super) struct Progress {
 }
 
 impl Progress {
-    pub(super) fn new(total_bytes: u64, draw: bool) -> Self {
+    pub(crate) fn new(total_bytes: u64, draw: bool) -> Self {
         let now = Instant::now();
         Progress {
             started: now,
@@ -37,23 +33,23 @@ impl Progress {
         }
     }
 
-    pub(super) fn loaded(&mut self, rows: u64, skipped: u64, rejected: u64) {
+    pub(crate) fn loaded(&mut self, rows: u64, skipped: u64, rejected: u64) {
         self.rows += rows;
         self.skipped += skipped;
         self.rejected += rejected;
     }
 
-    pub(super) fn rejected(&self) -> u64 {
+    pub(crate) fn rejected(&self) -> u64 {
         self.rejected
     }
 
     /// Whether `interval` has passed since the line was last drawn.
-    pub(super) fn due(&self, interval: Duration) -> bool {
+    pub(crate) fn due(&self, interval: Duration) -> bool {
         self.last_drawn.elapsed() >= interval
     }
 
     /// Draws the line over the last one (on stderr, so that stdout keeps the summary).
-    pub(super) fn draw(&mut self, bytes_read: u64) {
+    pub(crate) fn draw(&mut self, bytes_read: u64) {
         self.last_drawn = Instant::now();
         if !self.draw {
             return;
@@ -71,38 +67,40 @@ impl Progress {
         } else {
             0.0
         };
+        let rejected = match self.rejected {
+            0 => String::new(),
+            rejected => format!("  rejected {rejected}"),
+        };
         let mut err = std::io::stderr().lock();
         let _ = write!(
             err,
-            "\r[{}{}] {:3.0}%  {} rows  {:.0} rows/s  ETA {}  rejected {}   ",
+            "\r[{}{}] {:3.0}%  {} rows  {:.0} rows/s  ETA {}{rejected}   ",
             "#".repeat(filled),
             ".".repeat(BAR_WIDTH - filled),
             share * 100.0,
             self.rows,
             rate,
             clock(left),
-            self.rejected
         );
         let _ = err.flush();
         self.drawn = true;
     }
 
     /// The last line, then a line break under it.
-    pub(super) fn finish(&mut self, bytes_read: u64) {
+    pub(crate) fn finish(&mut self, bytes_read: u64) {
         self.draw(bytes_read);
         if self.drawn {
             eprintln!();
         }
     }
 
-    pub(super) fn summary(&self, rejects: &Path) -> Summary {
-        Summary {
-            rows: self.rows,
-            skipped: self.skipped,
-            rejected: self.rejected,
-            seconds: self.started.elapsed().as_secs_f64(),
-            rejects: rejects.to_path_buf(),
-        }
+    /// Rows loaded, rows skipped and records rejected so far.
+    pub(crate) fn counts(&self) -> (u64, u64, u64) {
+        (self.rows, self.skipped, self.rejected)
+    }
+
+    pub(crate) fn seconds(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
     }
 }
 
@@ -114,47 +112,5 @@ fn clock(seconds: f64) -> String {
         format!("{hours}:{minutes:02}:{seconds:02}")
     } else {
         format!("{minutes}:{seconds:02}")
-    }
-}
-
-/// What an import did.
-pub(super) struct Summary {
-    pub rows: u64,
-    pub skipped: u64,
-    pub rejected: u64,
-    pub seconds: f64,
-    pub rejects: PathBuf,
-}
-
-impl Summary {
-    /// Fails when more records were rejected than allowed.
-    pub(super) fn verdict(&self, max_rejects: u64) -> Result<(), Failure> {
-        if self.rejected > max_rejects {
-            return Err(Failure::runtime(format!(
-                "{} records rejected, more than --max-rejects ({max_rejects}): see {}",
-                self.rejected,
-                self.rejects.display()
-            )));
-        }
-        Ok(())
-    }
-}
-
-impl fmt::Display for Summary {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "kista import: {} rows loaded in {:.1} s ({:.0} rows/s), {} skipped as loaded \
-             before, {} rejected",
-            self.rows,
-            self.seconds,
-            self.rows as f64 / self.seconds.max(0.001),
-            self.skipped,
-            self.rejected
-        )?;
-        if self.rejected > 0 {
-            write!(f, " (see {})", self.rejects.display())?;
-        }
-        Ok(())
     }
 }
