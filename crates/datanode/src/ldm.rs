@@ -128,6 +128,9 @@ pub struct LocalDataManager {
     reclaiming: Vec<Arc<RwLock<Partition>>>,
     /// This data manager's part in an online backup, while it runs (`ldm/backup.rs`).
     backup: Option<backup::Backup>,
+    /// The data nodes started (their replicas read and written): the first of a
+    /// partition's placement among them holds its primary (`kista_info.partitions`).
+    started_nodes: NodeSet,
 }
 
 fn lock_partition(partition: &RwLock<Partition>) -> RwLockWriteGuard<'_, Partition> {
@@ -147,6 +150,10 @@ impl LocalDataManager {
         counters: Arc<DataManagerCounters>,
     ) -> Self {
         let member = !settings.joins_running_cluster;
+        let mut started_nodes = cluster.node_set();
+        if settings.joins_running_cluster {
+            started_nodes.remove(settings.node);
+        }
         let redo = redo::ring_for(&settings)
             .map(|ring| redo::RedoLog::new(ring, instance, counters.clone()));
         let checkpoints = redo.is_some().then(|| {
@@ -177,6 +184,7 @@ impl LocalDataManager {
             next_definition_build: 0,
             reclaiming: Vec::new(),
             backup: None,
+            started_nodes,
         }
     }
 
@@ -1068,6 +1076,7 @@ impl LocalDataManager {
 
     fn node_failed(&mut self, ctx: &mut Context, failed: NodeFailed) {
         self.failed_coordinators = self.failed_coordinators.union(failed.failed);
+        self.started_nodes = self.started_nodes.minus(failed.failed);
         self.copies_lost(ctx, failed.failed);
         self.backup_master_failed(ctx, failed.failed);
     }
@@ -1083,6 +1092,7 @@ impl LocalDataManager {
     fn node_started(&mut self, started: NodeStarted) {
         if let Ok(node) = u8::try_from(started.node) {
             self.failed_coordinators.remove(kista_signal::NodeId(node));
+            self.started_nodes.insert(kista_signal::NodeId(node));
         }
     }
 

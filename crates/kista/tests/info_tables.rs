@@ -59,6 +59,10 @@ fn kista_info_tables_show_nodes_threads_memory_and_counters_to_any_mysql_client(
     let partitions = "SELECT node_id, COUNT(*), SUM(row_count) FROM kista_info.partitions \
                       WHERE database_name = 'i' AND table_name = 't' GROUP BY node_id ORDER BY node_id";
     assert_eq!(sql(partitions), "1\t4\t100\n2\t4\t100\n");
+    // Each partition's primary on one node, its backup on the other.
+    let roles = "SELECT role, COUNT(*), COUNT(DISTINCT partition_id) FROM kista_info.partitions \
+                 WHERE database_name = 'i' AND table_name = 't' GROUP BY role ORDER BY role";
+    assert_eq!(sql(roles), "backup\t4\t4\nprimary\t4\t4\n");
     let memory =
         "SELECT node_id, used_bytes > 0, total_bytes FROM kista_info.memory ORDER BY node_id";
     assert_eq!(sql(memory), "1\t1\t67108864\n2\t1\t67108864\n");
@@ -104,5 +108,7 @@ fn kista_info_tables_show_nodes_threads_memory_and_counters_to_any_mysql_client(
     shows(nodes, "1\t0\tstarted\n2\t0\tnot reachable\n");
     let threads = "SELECT DISTINCT node_id FROM kista_info.threads";
     assert_eq!(sql(threads), "1\n");
+    // Node 1's backups took over: every replica left is a primary.
+    shows(roles, "primary\t4\t4\n");
     let _ = std::fs::remove_dir_all(&dir);
 }

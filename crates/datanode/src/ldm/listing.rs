@@ -6,6 +6,7 @@ use kista_signal::{BlockAddress, TypedSignal};
 use kista_storage::locks::LockMode;
 
 use super::LocalDataManager;
+use crate::dist::PartitionMap;
 use crate::protocol::*;
 use crate::registry::read_partition;
 use crate::send_with_bytes;
@@ -19,6 +20,7 @@ impl LocalDataManager {
         let mut listed = 0usize;
         let mut more = false;
         let table = InfoTable::from_u32(request.table);
+        let role = self.replica_roles(ctx.address());
         let held = self.tables.iter().flat_map(|(&table_id, table)| {
             let partitions = table.partitions.iter();
             partitions.map(move |(&partition, shared)| (table_id, partition, shared))
@@ -41,6 +43,7 @@ impl LocalDataManager {
                         ldm,
                         committed_rows: held.committed_rows() as u64,
                         open_transactions: held.open_transactions() as u32,
+                        role: role(partition),
                     };
                     row.encode(out);
                 }),
@@ -67,5 +70,18 @@ impl LocalDataManager {
         // The info block is on this node; a lost answer only leaves its client's request
         // unanswered (the client times out).
         let _ = send_with_bytes(ctx, conf.to_signal(info, ctx.address()), &rows);
+    }
+
+    /// What this data manager's replica of a partition is now: the primary when it is the
+    /// first started one in the partition's placement (as the coordinators arrange their
+    /// chains), a backup on another started node, starting on a restarting one.
+    fn replica_roles(&self, here: BlockAddress) -> impl Fn(u32) -> ReplicaRole + '_ {
+        let partitions = self.settings.partitions_per_node * self.cluster.nodes().len() as u32;
+        let map = PartitionMap::for_cluster(partitions.max(1), &self.cluster);
+        move |partition| match map.first_placed_on(partition, self.started_nodes) {
+            Some(first) if first == here => ReplicaRole::Primary,
+            _ if self.started_nodes.contains(here.node()) => ReplicaRole::Backup,
+            _ => ReplicaRole::Starting,
+        }
     }
 }

@@ -165,10 +165,39 @@ pub struct PartitionRow {
     pub committed_rows: u64,
     /// Transactions holding locks or changes in it now.
     pub open_transactions: u32,
+    pub role: ReplicaRole,
+}
+
+/// What a replica is to its partition now.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReplicaRole {
+    /// Writes reach it first and it commits last (the first started replica in placement
+    /// order: a failed node's primaries move to its backups, and back once it started).
+    #[default]
+    Primary,
+    Backup,
+    /// On a node restarting into the cluster: written, not read, until the node started.
+    Starting,
+}
+
+impl ReplicaRole {
+    const ALL: [ReplicaRole; 3] = [
+        ReplicaRole::Primary,
+        ReplicaRole::Backup,
+        ReplicaRole::Starting,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ReplicaRole::Primary => "primary",
+            ReplicaRole::Backup => "backup",
+            ReplicaRole::Starting => "starting",
+        }
+    }
 }
 
 impl GatheredRow for PartitionRow {
-    const BYTES: usize = 24;
+    const BYTES: usize = 28;
 
     fn write(&self, writer: &mut Writer) {
         writer.u32(self.table_id);
@@ -176,6 +205,7 @@ impl GatheredRow for PartitionRow {
         writer.u32(self.ldm);
         writer.u64(self.committed_rows);
         writer.u32(self.open_transactions);
+        writer.u32(self.role as u32);
     }
 
     fn read(reader: &mut Reader) -> Result<Self, CodecError> {
@@ -185,6 +215,14 @@ impl GatheredRow for PartitionRow {
             ldm: reader.u32()?,
             committed_rows: reader.u64()?,
             open_transactions: reader.u32()?,
+            role: {
+                let offset = reader.offset();
+                let role = ReplicaRole::ALL.get(reader.u32()? as usize).copied();
+                role.ok_or(CodecError::Invalid {
+                    what: "replica role",
+                    offset,
+                })?
+            },
         })
     }
 }
@@ -318,6 +356,7 @@ mod tests {
                 ldm: 1,
                 committed_rows: 1 << 40,
                 open_transactions: 2,
+                role: ReplicaRole::Starting,
             },
             PartitionRow::default(),
         ];
@@ -328,6 +367,9 @@ mod tests {
         assert_eq!(bytes.len(), 2 * PartitionRow::BYTES);
         assert_eq!(PartitionRow::decode_all(&bytes).unwrap(), rows);
         assert!(PartitionRow::decode_all(&bytes[..30]).is_err());
+        let unknown_role = PartitionRow::BYTES - 4;
+        bytes[unknown_role] = 3;
+        assert!(PartitionRow::decode_all(&bytes).is_err());
     }
 
     #[test]

@@ -55,8 +55,8 @@ pub use foreign_key::{
     same_key_form, ForeignKey, KeyEvent, ReferenceAction, FOREIGN_KEYS_PER_TABLE_MAX,
 };
 pub use info::{
-    GatheredRow, InfoTable, LockRow, NamedValuesBody, PartitionRow, ThreadLoad, ThreadLoadsBody,
-    TransactionRow, INFO_ROWS_PER_BLOCK_MAX, THREAD_LOADS_MAX,
+    GatheredRow, InfoTable, LockRow, NamedValuesBody, PartitionRow, ReplicaRole, ThreadLoad,
+    ThreadLoadsBody, TransactionRow, INFO_ROWS_PER_BLOCK_MAX, THREAD_LOADS_MAX,
 };
 pub use signals::*;
 

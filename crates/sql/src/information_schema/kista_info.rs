@@ -67,6 +67,7 @@ pub(super) const ALL: &[SystemTableDef] = &[
             ("table_id", Number),
             ("partition_id", Number),
             ("ldm_instance", Number),
+            ("role", Text),
             ("row_count", Number),
             ("open_transactions", Number),
         ],
@@ -182,6 +183,7 @@ fn partitions(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
                 number(u64::from(partition.table_id)),
                 number(u64::from(partition.partition)),
                 number(u64::from(partition.ldm)),
+                text(partition.role.name()),
                 number(partition.committed_rows),
                 number(u64::from(partition.open_transactions)),
             ]);
