@@ -232,6 +232,7 @@ fn bad_import_arguments_are_refused_with_the_reason() {
         &["import", "d.t", &file, "--fields-enclosed-by", "ab"],
         "one character",
     );
+    refused(&["import", "d.t", &file, "--set", "v UPPER(x)"], "--set");
 }
 
 #[test]
@@ -293,5 +294,13 @@ fn an_import_fills_the_columns_it_is_not_given_and_replaces_taken_keys_when_aske
     assert_eq!(
         cluster.sql("SELECT id, v FROM imp.kv ORDER BY id"),
         "1\t11\n2\t20\n3\t30"
+    );
+    // A field read into a variable and a column computed from it, as LOAD DATA's SET.
+    let set = ["--columns", "id,@raw", "--set", "v = @raw * 100 + id"];
+    let (code, stdout, stderr) = import("imp.kv", "kv3.csv", "7,5\n8,6\n", &set);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert_eq!(
+        cluster.sql("SELECT id, v FROM imp.kv WHERE id > 5 ORDER BY id"),
+        "7\t507\n8\t608"
     );
 }

@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 
 use clap::Args;
 use kista_client::Client;
-use kista_sql::load_data::{FieldFormat, OnDuplicate};
+use kista_sql::load_data::{parse_assignments, Assignment, FieldFormat, OnDuplicate};
 use kista_sql::Catalog;
 
 use crate::Failure;
@@ -64,6 +64,11 @@ pub struct ImportArgs {
     /// Columns left out get their defaults (AUTO_INCREMENT ones their next values).
     #[arg(long, value_delimiter = ',')]
     columns: Option<Vec<String>>,
+
+    /// Columns computed for each record after its fields are taken, as LOAD DATA's SET:
+    /// comma-separated assignments, e.g. `--columns id,@raw --set "name = UPPER(@raw)"`.
+    #[arg(long, default_value = "")]
+    set: String,
 
     /// Rows per transaction.
     #[arg(long, default_value_t = 1000)]
@@ -130,6 +135,7 @@ pub(crate) struct Plan {
     pub format: FieldFormat,
     pub skip_lines: u64,
     pub columns: Option<Vec<String>>,
+    pub set: Vec<Assignment>,
     pub batch_rows: usize,
     pub threads: usize,
     pub rejects: PathBuf,
@@ -162,6 +168,12 @@ fn plan(args: &ImportArgs) -> Result<Plan, Failure> {
         lines_terminated_by: unescape_option(&args.lines_terminated_by),
     };
     format.check().map_err(|e| Failure::usage(e.to_string()))?;
+    let set = match args.set.trim() {
+        "" => Vec::new(),
+        text => {
+            parse_assignments(text).map_err(|e| Failure::usage(format!("--set: {}", e.message)))?
+        }
+    };
     let named = |extension: &str| PathBuf::from(format!("{table}.{extension}"));
     Ok(Plan {
         database: database.to_string(),
@@ -170,6 +182,7 @@ fn plan(args: &ImportArgs) -> Result<Plan, Failure> {
         format,
         skip_lines: args.skip_lines,
         columns: args.columns.clone(),
+        set,
         batch_rows: args.batch_rows,
         threads: args.threads,
         rejects: args.rejects.clone().unwrap_or_else(|| named("rejects")),

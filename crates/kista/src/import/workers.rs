@@ -71,9 +71,10 @@ pub(super) fn import(
     let session = Session::new(catalog, "root".into(), 0);
     let columns = plan.columns.as_deref();
     let table = (Some(plan.database.as_str()), plan.table.as_str());
-    let loader = Loader::open(&session, table, columns, &[], plan.on_duplicate).map_err(|e| {
-        Failure::runtime(format!("{}.{}: {}", plan.database, plan.table, e.message))
-    })?;
+    let loader =
+        Loader::open(&session, table, columns, &plan.set, plan.on_duplicate).map_err(|e| {
+            Failure::runtime(format!("{}.{}: {}", plan.database, plan.table, e.message))
+        })?;
     drop(session);
     let mut state = ImportState::open(plan)?;
     let total_bytes = plan

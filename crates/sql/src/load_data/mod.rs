@@ -19,14 +19,14 @@ use crate::dml::{self, GivenRow};
 use crate::error::{SqlError, SqlResult};
 use crate::expr::Expr;
 use crate::session::{Outcome, Session};
-use sqlparser::ast::Assignment;
 
 pub mod fields;
 pub mod local;
 pub mod statement;
 
 pub use fields::{FieldError, FieldFormat, Record, RecordReader};
-pub use statement::LoadData;
+pub use sqlparser::ast::Assignment;
+pub use statement::{parse_assignments, LoadData};
 
 /// Rows a LOAD DATA outside a transaction commits at once.
 pub const LOAD_BATCH_ROWS: usize = 1000;

@@ -39,6 +39,14 @@ pub struct LoadData {
     pub set: Vec<Assignment>,
 }
 
+/// The assignments of a SET clause given alone (`kista import --set`): `text` as LOAD
+/// DATA's SET would read it, e.g. `name = UPPER(@raw), n = 2`.
+pub fn parse_assignments(text: &str) -> SqlResult<Vec<Assignment>> {
+    let statement = format!("LOAD DATA INFILE '' INTO TABLE t SET {text}");
+    let load = parse(&statement)?.expect("a LOAD DATA statement");
+    Ok(load.set)
+}
+
 /// The LOAD DATA statement `sql` is (`None`: it is another statement).
 pub fn parse(sql: &str) -> SqlResult<Option<LoadData>> {
     let mut words = sql.split_whitespace();
@@ -315,6 +323,15 @@ mod tests {
         assert_eq!(load.columns, Some(vec!["id".into(), "@raw".into()]));
         assert_eq!(load.set.len(), 2);
         assert_eq!(load.set[0].to_string(), "name = UPPER(@raw)");
+    }
+
+    #[test]
+    fn a_set_clause_alone_is_read_as_load_data_reads_it() {
+        let set = parse_assignments("name = UPPER(@raw), n = 2").unwrap();
+        assert_eq!(set.len(), 2);
+        assert_eq!(set[1].to_string(), "n = 2");
+        assert!(parse_assignments("name UPPER(@raw)").is_err());
+        assert!(parse_assignments("n = 2 IGNORE 1 LINES").is_err());
     }
 
     #[test]
