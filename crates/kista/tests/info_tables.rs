@@ -66,6 +66,11 @@ fn kista_info_tables_show_nodes_threads_memory_and_counters_to_any_mysql_client(
     let memory =
         "SELECT node_id, used_bytes > 0, total_bytes FROM kista_info.memory ORDER BY node_id";
     assert_eq!(sql(memory), "1\t1\t67108864\n2\t1\t67108864\n");
+    // Each replica holds its rows' memory (100 rows of 100 bytes, at least a page each).
+    let held = "SELECT node_id, SUM(memory_bytes) > 10000, MIN(memory_bytes) >= 32768 \
+                FROM kista_info.partitions WHERE database_name = 'i' AND table_name = 't' \
+                GROUP BY node_id ORDER BY node_id";
+    assert_eq!(sql(held), "1\t1\t1\n2\t1\t1\n");
     // Each node measures its threads once a second; both have by now.
     let coordinators = "SELECT node_id, COUNT(*) FROM kista_info.threads \
                         WHERE modules LIKE '%tc.0%' AND load_level BETWEEN 1 AND 5 \

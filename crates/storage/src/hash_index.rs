@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use foldhash::fast::RandomState;
 
-use crate::memory::{DataMemory, DataMemoryExhausted};
+use crate::memory::{DataMemory, DataMemoryExhausted, MemoryAccount};
 use crate::row_store::RowId;
 
 /// Bytes charged per entry besides the key: the map's slot and the key's allocation.
@@ -27,7 +27,7 @@ pub enum IndexError {
 }
 
 pub struct HashIndex {
-    memory: Arc<DataMemory>,
+    memory: MemoryAccount,
     entries: HashMap<Box<[u8]>, RowId, RandomState>,
 }
 
@@ -36,9 +36,14 @@ fn charge(key: &[u8]) -> u64 {
 }
 
 impl HashIndex {
+    /// Bytes of `DataMemory` it holds.
+    pub fn held_bytes(&self) -> u64 {
+        self.memory.held_bytes()
+    }
+
     pub fn new(memory: Arc<DataMemory>) -> Self {
         Self {
-            memory,
+            memory: MemoryAccount::new(memory),
             entries: HashMap::default(),
         }
     }
@@ -89,13 +94,6 @@ impl HashIndex {
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
-    }
-}
-
-impl Drop for HashIndex {
-    fn drop(&mut self) {
-        let total: u64 = self.entries.keys().map(|key| charge(key)).sum();
-        self.memory.release(total);
     }
 }
 

@@ -6,6 +6,7 @@
 //! at once, so deletes make room for later inserts.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Rows' fixed-size parts are allocated in pages of this size.
 pub const PAGE_BYTES: usize = 32 * 1024;
@@ -80,6 +81,56 @@ impl DataMemory {
 
     pub fn limit_bytes(&self) -> u64 {
         self.limit_bytes
+    }
+}
+
+/// One structure's share of the budget (a partition's rows, its hash index, an ordered
+/// index): reserves from the node's `DataMemory`, counts what it holds (so an operator sees
+/// where the memory went: `kista_info.partitions`) and gives it all back when dropped.
+#[derive(Debug)]
+pub struct MemoryAccount {
+    memory: Arc<DataMemory>,
+    held_bytes: u64,
+}
+
+impl MemoryAccount {
+    pub fn new(memory: Arc<DataMemory>) -> Self {
+        Self {
+            memory,
+            held_bytes: 0,
+        }
+    }
+
+    /// Takes `bytes` from the node's budget, or fails without taking anything.
+    pub fn reserve(&mut self, bytes: u64) -> Result<(), DataMemoryExhausted> {
+        self.memory.reserve(bytes)?;
+        self.held_bytes += bytes;
+        Ok(())
+    }
+
+    /// Gives back `bytes` this account reserved.
+    ///
+    /// # Panics
+    /// If more is released than the account holds: the accounting would be corrupt.
+    pub fn release(&mut self, bytes: u64) {
+        assert!(
+            bytes <= self.held_bytes,
+            "released {bytes} bytes of an account holding {}",
+            self.held_bytes
+        );
+        self.held_bytes -= bytes;
+        self.memory.release(bytes);
+    }
+
+    pub fn held_bytes(&self) -> u64 {
+        self.held_bytes
+    }
+}
+
+/// A structure dropped gives back all it held.
+impl Drop for MemoryAccount {
+    fn drop(&mut self) {
+        self.memory.release(self.held_bytes);
     }
 }
 

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use crate::memory::{DataMemory, DataMemoryExhausted};
+use crate::memory::{DataMemory, DataMemoryExhausted, MemoryAccount};
 use crate::row_store::RowId;
 use crate::types::{ColumnType, Value};
 
@@ -89,7 +89,7 @@ pub struct RangeBound {
 }
 
 pub struct OrderedIndex {
-    memory: Arc<DataMemory>,
+    memory: MemoryAccount,
     entries: BTreeSet<(Box<[u8]>, RowId)>,
 }
 
@@ -98,9 +98,14 @@ fn charge(key: &[u8]) -> u64 {
 }
 
 impl OrderedIndex {
+    /// Bytes of `DataMemory` it holds.
+    pub fn held_bytes(&self) -> u64 {
+        self.memory.held_bytes()
+    }
+
     pub fn new(memory: Arc<DataMemory>) -> Self {
         Self {
-            memory,
+            memory: MemoryAccount::new(memory),
             entries: BTreeSet::new(),
         }
     }
@@ -233,13 +238,6 @@ fn past_prefix(prefix: &[u8]) -> Box<[u8]> {
     let mut end = prefix.to_vec();
     end.push(PREFIX_END);
     end.into()
-}
-
-impl Drop for OrderedIndex {
-    fn drop(&mut self) {
-        let total: u64 = self.entries.iter().map(|(key, _)| charge(key)).sum();
-        self.memory.release(total);
-    }
 }
 
 /// Appends a string so that byte order is its order: 0x00 is escaped as 0x00 0xFF and the

@@ -237,6 +237,16 @@ impl Partition {
         &self.layout
     }
 
+    /// Bytes of `DataMemory` the partition holds: its rows (pending versions too), its
+    /// primary key's index and its ordered indexes.
+    pub fn held_bytes(&self) -> u64 {
+        let ordered = self.indexes.iter().map(|index| match &index.entries {
+            indexes::Entries::Ordered(entries) => entries.held_bytes(),
+            indexes::Entries::InIndexTable => 0,
+        });
+        self.rows.held_bytes() + self.primary.held_bytes() + ordered.sum::<u64>()
+    }
+
     /// Committed rows (rows only a transaction has inserted are not counted).
     pub fn committed_rows(&self) -> usize {
         let visible = |(row, state): (usize, &RowState)| match state {

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use crate::memory::{DataMemory, DataMemoryExhausted, PAGE_BYTES};
+use crate::memory::{DataMemory, DataMemoryExhausted, MemoryAccount, PAGE_BYTES};
 
 /// Bytes charged for a variable part besides its data: the buffer's bookkeeping.
 const VAR_PART_OVERHEAD_BYTES: u64 = 16;
@@ -18,7 +18,7 @@ const VAR_PART_OVERHEAD_BYTES: u64 = 16;
 pub struct RowId(pub u32);
 
 pub struct RowStore {
-    memory: Arc<DataMemory>,
+    memory: MemoryAccount,
     slot_bytes: usize,
     rows_per_page: usize,
     pages: Vec<Box<[u8]>>,
@@ -37,6 +37,11 @@ fn var_charge(bytes: usize) -> u64 {
 }
 
 impl RowStore {
+    /// Bytes of `DataMemory` it holds.
+    pub fn held_bytes(&self) -> u64 {
+        self.memory.held_bytes()
+    }
+
     /// A store for rows whose fixed part is `fixed_bytes` long.
     pub fn new(memory: Arc<DataMemory>, fixed_bytes: usize) -> Self {
         let slot_bytes = fixed_bytes.max(1);
@@ -45,7 +50,7 @@ impl RowStore {
             "fixed part of {slot_bytes} bytes exceeds a page"
         );
         Self {
-            memory,
+            memory: MemoryAccount::new(memory),
             slot_bytes,
             rows_per_page: PAGE_BYTES / slot_bytes,
             pages: Vec::new(),
@@ -212,19 +217,6 @@ impl RowStore {
             self.live_rows = 0;
         }
         released
-    }
-}
-
-impl Drop for RowStore {
-    fn drop(&mut self) {
-        let var: u64 = self
-            .var_parts
-            .iter()
-            .flatten()
-            .map(|v| var_charge(v.len()))
-            .sum();
-        self.memory
-            .release(var + (self.pages.len() * PAGE_BYTES) as u64);
     }
 }
 

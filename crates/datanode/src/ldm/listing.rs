@@ -42,6 +42,7 @@ impl LocalDataManager {
                         partition,
                         ldm,
                         committed_rows: held.committed_rows() as u64,
+                        memory_bytes: held.held_bytes(),
                         open_transactions: held.open_transactions() as u32,
                         role: role(partition),
                     };

@@ -163,6 +163,8 @@ pub struct PartitionRow {
     /// The `ldm` instance holding it.
     pub ldm: u32,
     pub committed_rows: u64,
+    /// `DataMemory` it holds: rows (pending versions too), primary key, ordered indexes.
+    pub memory_bytes: u64,
     /// Transactions holding locks or changes in it now.
     pub open_transactions: u32,
     pub role: ReplicaRole,
@@ -197,13 +199,14 @@ impl ReplicaRole {
 }
 
 impl GatheredRow for PartitionRow {
-    const BYTES: usize = 28;
+    const BYTES: usize = 36;
 
     fn write(&self, writer: &mut Writer) {
         writer.u32(self.table_id);
         writer.u32(self.partition);
         writer.u32(self.ldm);
         writer.u64(self.committed_rows);
+        writer.u64(self.memory_bytes);
         writer.u32(self.open_transactions);
         writer.u32(self.role as u32);
     }
@@ -214,6 +217,7 @@ impl GatheredRow for PartitionRow {
             partition: reader.u32()?,
             ldm: reader.u32()?,
             committed_rows: reader.u64()?,
+            memory_bytes: reader.u64()?,
             open_transactions: reader.u32()?,
             role: {
                 let offset = reader.offset();
@@ -355,6 +359,7 @@ mod tests {
                 partition: 3,
                 ldm: 1,
                 committed_rows: 1 << 40,
+                memory_bytes: 1 << 33,
                 open_transactions: 2,
                 role: ReplicaRole::Starting,
             },

@@ -69,6 +69,7 @@ pub(super) const ALL: &[SystemTableDef] = &[
             ("ldm_instance", Number),
             ("role", Text),
             ("row_count", Number),
+            ("memory_bytes", Number),
             ("open_transactions", Number),
         ],
         rows: partitions,
@@ -185,6 +186,7 @@ fn partitions(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
                 number(u64::from(partition.ldm)),
                 text(partition.role.name()),
                 number(partition.committed_rows),
+                number(partition.memory_bytes),
                 number(u64::from(partition.open_transactions)),
             ]);
         }

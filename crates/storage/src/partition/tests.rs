@@ -248,6 +248,29 @@ fn a_delete_hides_the_row_only_once_committed() {
 }
 
 #[test]
+fn a_partition_holds_every_byte_it_drew_and_gives_them_all_back_when_dropped() {
+    let (memory, mut users) = users(1 << 20);
+    assert_eq!(users.held_bytes(), memory.used_bytes());
+    for id in 0..50 {
+        insert(
+            &mut users,
+            T1,
+            user(id, Some("someone@example.com"), Some(id)),
+        )
+        .unwrap();
+    }
+    users.commit(T1, 1);
+    assert!(users.held_bytes() > crate::memory::PAGE_BYTES as u64);
+    assert_eq!(
+        users.held_bytes(),
+        memory.used_bytes(),
+        "its rows, its primary key and its ordered index"
+    );
+    drop(users);
+    assert_eq!(memory.used_bytes(), 0);
+}
+
+#[test]
 fn locked_reads_wait_for_writers_and_run_again_when_granted() {
     let (_, mut users) = users(1 << 20);
     insert(&mut users, T1, user(1, None, Some(30))).unwrap();
