@@ -238,3 +238,32 @@ fn a_participant_failing_fails_the_backup_and_the_next_completes_on_the_survivor
     let survivors = listed[1].participants.iter().collect::<Vec<_>>();
     assert_eq!(survivors, [NodeId(1)]);
 }
+
+#[test]
+fn a_backup_requested_while_one_starts_or_runs_is_refused() {
+    let mut cluster = disk_cluster(9);
+    let mut workload = Workload::new(&mut cluster);
+    for _ in 0..5 {
+        workload.round(&mut cluster);
+    }
+    cluster.use_node(NodeId(1));
+    // The first waits for the catalog to be read; the second comes meanwhile.
+    let first = cluster.request_backup();
+    let second = cluster.request_backup();
+    let refused = |cluster: &mut Node, request: u64, reason: &str| {
+        let (answer, message) = cluster
+            .wait_for(cluster.now_ns() + 1_000_000_000, backup_answer(request))
+            .expect("answered");
+        let refusal = DictRef::from_signal(&answer).expect("refused");
+        assert_eq!(refusal.code, ErrorCode::BackupRefused as u32);
+        let message = String::from_utf8_lossy(&message);
+        assert!(message.contains(reason), "{message}");
+    };
+    refused(&mut cluster, second, "starting already");
+    cluster.run_for_ms(1);
+    let third = cluster.request_backup();
+    refused(&mut cluster, third, "running already");
+    let (answer, _) = rounds_until_answered(&mut cluster, &mut workload, first, 500);
+    let conf = BackupConf::from_signal(&answer).expect("the first completes");
+    assert_eq!(conf.backup_id, 1);
+}

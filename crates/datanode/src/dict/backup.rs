@@ -163,6 +163,8 @@ impl Dictionary {
             Some("the data nodes keep nothing on disk (no data directory): no backup".into())
         } else if let Some(running) = &self.backups.running {
             Some(format!("backup {} is running already", running.backup_id))
+        } else if self.backups.catalog.begin_waiting() {
+            Some("a backup is starting already".to_string())
         } else if !self.changes.is_empty() {
             Some("a schema change is under way; try again once it is done".to_string())
         } else if !self.restarts.restarting_nodes().is_empty() {
@@ -662,6 +664,11 @@ impl Running {
 }
 
 impl Catalog {
+    /// Whether a backup waits for the catalog to be read before it begins.
+    fn begin_waiting(&self) -> bool {
+        (self.waiting.iter()).any(|waiting| matches!(waiting, Waiting::Begin(_)))
+    }
+
     fn highest_id(&self) -> u32 {
         self.entries.last().map_or(0, |entry| entry.backup_id)
     }
