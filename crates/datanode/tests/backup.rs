@@ -110,6 +110,18 @@ fn restore(disks: &[&SimulatedDisk], table_id: u32, id: u32) -> (BTreeMap<i64, i
     (rows, stop_gcis.into_iter().next().unwrap(), logged)
 }
 
+/// Asserts that backup request `request` is answered within a second with `code` and a
+/// message saying `reason`.
+fn assert_refused(cluster: &mut Node, request: u64, code: ErrorCode, reason: &str) {
+    let (answer, message) = cluster
+        .wait_for(cluster.now_ns() + 1_000_000_000, backup_answer(request))
+        .expect("answered");
+    let refusal = DictRef::from_signal(&answer).expect("refused");
+    assert_eq!(refusal.code, code as u32);
+    let message = String::from_utf8_lossy(&message);
+    assert!(message.contains(reason), "{message}");
+}
+
 fn disk_cluster(seed: u64) -> Node {
     let mut cluster = Node::start_cluster(cluster_settings(2, 2, node_settings), 64 << 20, seed);
     cluster.run_for_ms(200);
@@ -196,13 +208,12 @@ fn a_participant_failing_fails_the_backup_and_the_next_completes_on_the_survivor
     cluster.simulation.crash(NodeId(2));
     // Node 2 is suspected after `heartbeat_misses_max` silent heartbeat intervals.
     cluster.run_for_ms(8_000);
-    let (answer, message) = cluster
-        .wait_for(cluster.now_ns(), backup_answer(request))
-        .expect("the backup is answered");
-    let refusal = DictRef::from_signal(&answer).expect("the backup fails");
-    assert_eq!(refusal.code, ErrorCode::BackupFailed as u32);
-    let message = String::from_utf8_lossy(&message);
-    assert!(message.contains("failed during the backup"), "{message}");
+    assert_refused(
+        &mut cluster,
+        request,
+        ErrorCode::BackupFailed,
+        "failed during the backup",
+    );
     cluster.run_for_ms(500);
     for _ in 0..5 {
         workload.round(&mut cluster);
@@ -250,19 +261,11 @@ fn a_backup_requested_while_one_starts_or_runs_is_refused() {
     // The first waits for the catalog to be read; the second comes meanwhile.
     let first = cluster.request_backup();
     let second = cluster.request_backup();
-    let refused = |cluster: &mut Node, request: u64, reason: &str| {
-        let (answer, message) = cluster
-            .wait_for(cluster.now_ns() + 1_000_000_000, backup_answer(request))
-            .expect("answered");
-        let refusal = DictRef::from_signal(&answer).expect("refused");
-        assert_eq!(refusal.code, ErrorCode::BackupRefused as u32);
-        let message = String::from_utf8_lossy(&message);
-        assert!(message.contains(reason), "{message}");
-    };
-    refused(&mut cluster, second, "starting already");
+    let refused = ErrorCode::BackupRefused;
+    assert_refused(&mut cluster, second, refused, "starting already");
     cluster.run_for_ms(1);
     let third = cluster.request_backup();
-    refused(&mut cluster, third, "running already");
+    assert_refused(&mut cluster, third, refused, "running already");
     let (answer, _) = rounds_until_answered(&mut cluster, &mut workload, first, 500);
     let conf = BackupConf::from_signal(&answer).expect("the first completes");
     assert_eq!(conf.backup_id, 1);

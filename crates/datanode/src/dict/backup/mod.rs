@@ -1,6 +1,6 @@
-//! Online backups, the dictionary's part: the master coordinates (NDB's BACKUP master),
-//! every participant writes its manifest, and every dictionary keeps the catalog of
-//! complete backups (`backup/catalog.0` and `.1`, twin files).
+//! Online backups, the dictionary's part: the master coordinates (NDB's BACKUP master,
+//! here), every participant writes its manifest ([`manifest`]), and every dictionary keeps
+//! the catalog of backups begun and complete ([`catalog`]).
 //!
 //! ```text
 //! mgmd --BackupRequest--> dict (passed on to the master's)
@@ -8,7 +8,7 @@
 //! master --BackupBegin(id, participants)--> each participant's dict
 //!        dict: writes its manifest (schema, participants) --BackupScanned--> master
 //!        dict --BackupScan--> its ldms: log commits, scan partitions --BackupScanned--> master
-//! master --BackupStop(stop GCI = the highest GCI any scan saw)--> every participant ldm
+//! master --BackupStop(stop GCI: one past the highest any scan saw)--> every participant ldm
 //!        ldm: once that GCI is saved, closes its log --BackupStopped--> master
 //! master --BackupEnded(complete, entry)--> every live dict (catalog); --BackupConf--> mgmd
 //! ```
@@ -21,29 +21,21 @@
 //! the highest any live node's catalog holds: no id is taken twice, so no backup's files
 //! mix with an earlier failed one's, even after a node missed backups while it was down.
 
-use kista_runtime::io::{FileOperation, FileReply, FileRequest, FileStatus};
+use kista_runtime::io::FileReply;
 use kista_runtime::Context;
-use kista_signal::wire::SECTION_BYTES_MAX;
-use kista_signal::{BlockAddress, NodeId, Signal, TypedSignal};
+use kista_signal::{BlockAddress, Signal, TypedSignal};
 
-use super::{schema_file, Dictionary};
-use crate::backup_files::{self, BackupEntry, Manifest, BACKUP_ID_MAX};
+use super::Dictionary;
+use crate::backup_files::{BackupEntry, BACKUP_ID_MAX};
 use crate::cluster::NodeSet;
 use crate::protocol::*;
 use crate::send_with_bytes;
-use crate::twin_file::{TwinKind, TwinReader, TwinWriter, WriteProgress, TAG_BITS};
+use crate::twin_file::TAG_BITS;
+use catalog::{Catalog, Waiting, CATALOG};
+use manifest::{ManifestWrite, MANIFEST_TAG};
 
-/// The catalog of complete backups.
-const CATALOG: TwinKind = TwinKind {
-    magic: *b"KBCT",
-    format_version: 1,
-    path: "backup/catalog",
-    request_tag: 1 << 48,
-};
-/// Set in the ids of the manifest's file requests.
-const MANIFEST_TAG: u64 = 2 << 48;
-/// Backups the catalog lists; past this the oldest are forgotten (their files stay).
-const CATALOG_ENTRIES_MAX: usize = 1000;
+mod catalog;
+mod manifest;
 
 #[derive(Default)]
 pub(super) struct Backups {
@@ -53,23 +45,6 @@ pub(super) struct Backups {
     next_attempt: u32,
     /// This participant's manifest being written.
     manifest: Option<ManifestWrite>,
-}
-
-#[derive(Default)]
-struct Catalog {
-    entries: Vec<BackupEntry>,
-    reading: Option<TwinReader>,
-    read: bool,
-    writer: Option<TwinWriter<()>>,
-    /// Signals that need the catalog, waiting for it to be read.
-    waiting: Vec<Waiting>,
-}
-
-enum Waiting {
-    Begin(BackupRequest),
-    List(BackupListRequest),
-    IdQuery(BlockAddress, BackupIdQuery),
-    Record(BackupEntry),
 }
 
 struct Running {
@@ -94,20 +69,6 @@ enum Step {
     Scanning,
     Stopping,
 }
-
-/// A manifest written once: opened, written a section at a time, synced, closed.
-struct ManifestWrite {
-    backup_id: u32,
-    master: BlockAddress,
-    image: Vec<u8>,
-    file: u32,
-    written: usize,
-}
-
-const OPENING: u64 = 1 << 32;
-const WRITING: u64 = 2 << 32;
-const SYNCING: u64 = 3 << 32;
-const CLOSING: u64 = 4 << 32;
 
 impl Dictionary {
     /// Runs a backup signal; `None` for any other.
@@ -179,47 +140,6 @@ impl Dictionary {
         self.with_catalog(ctx, Waiting::Begin(request));
     }
 
-    /// Runs `waiting` once the catalog is read (reading it first, the first time).
-    fn with_catalog(&mut self, ctx: &mut Context, waiting: Waiting) {
-        let catalog = &mut self.backups.catalog;
-        if catalog.read || !self.settings.keeps_data_on_disk() {
-            return self.run_waiting(ctx, waiting);
-        }
-        catalog.waiting.push(waiting);
-        if catalog.reading.is_none() {
-            match TwinReader::start(ctx, CATALOG) {
-                Ok(reader) => catalog.reading = Some(reader),
-                Err(reason) => ctx.stop_node(&reason),
-            }
-        }
-    }
-
-    fn run_waiting(&mut self, ctx: &mut Context, waiting: Waiting) {
-        match waiting {
-            Waiting::Begin(request) => self.ask_backup_ids(ctx, request),
-            Waiting::List(request) => {
-                let mut entries = Vec::new();
-                for entry in &self.backups.catalog.entries {
-                    entry.encode(&mut entries);
-                }
-                let conf = BackupListConf {
-                    request_id: request.request_id,
-                    backups: self.backups.catalog.entries.len() as u32,
-                };
-                send_with_bytes(ctx, conf.to_signal(request.client, ctx.address()), &entries);
-            }
-            Waiting::IdQuery(from, query) => {
-                let highest = self.backups.catalog.highest_id();
-                let conf = BackupIdConf {
-                    attempt: query.attempt,
-                    highest,
-                };
-                ctx.send_typed(from, &conf);
-            }
-            Waiting::Record(entry) => self.record_backup(ctx, entry),
-        }
-    }
-
     /// The live dictionaries tell the highest backup id they know: the backup takes the next.
     fn ask_backup_ids(&mut self, ctx: &mut Context, request: BackupRequest) {
         let participants = self
@@ -252,12 +172,12 @@ impl Dictionary {
 
     fn backup_id_known(&mut self, ctx: &mut Context, conf: BackupIdConf, from: BlockAddress) {
         let cluster = self.cluster.clone();
-        let Some(running) = self.backups.running.as_mut() else {
+        let Some(running) = self
+            .backups
+            .answer(Step::AskingIds, from, |r| r.attempt == conf.attempt)
+        else {
             return;
         };
-        if running.attempt != conf.attempt || !running.answered(Step::AskingIds, from) {
-            return;
-        }
         running.highest_id = running.highest_id.max(conf.highest);
         if !running.awaiting.is_empty() {
             return;
@@ -284,75 +204,14 @@ impl Dictionary {
         ));
     }
 
-    /// A participant's part begins: its catalog records the id as taken, its `ldm`s log
-    /// and scan, and it writes its manifest.
-    fn backup_begin(&mut self, ctx: &mut Context, begin: BackupBegin, master: BlockAddress) {
-        let here = ctx.address().node();
-        let begun = BackupEntry {
-            backup_id: begin.backup_id,
-            complete: false,
-            stop_gci: 0,
-            rows: 0,
-            bytes: 0,
-            participants: begin.participants,
-        };
-        self.with_catalog(ctx, Waiting::Record(begun));
-        let mut client_tables: Vec<u32> = (self.tables.iter())
-            .filter(|(_, table)| table.index_of.is_none())
-            .map(|(&id, _)| id)
-            .collect();
-        client_tables.sort_unstable();
-        let table_ids: Vec<u8> = client_tables
-            .iter()
-            .flat_map(|id| id.to_le_bytes())
-            .collect();
-        let scan = BackupScan {
-            backup_id: begin.backup_id,
-            participants: begin.participants,
-            master,
-            partitions: self.partitions_per_table(),
-        };
-        if let Some(shape) = self.cluster.node(here) {
-            for ldm in shape.ldm_addresses() {
-                send_with_bytes(ctx, scan.to_signal(ldm, ctx.address()), &table_ids);
-            }
-        }
-        let tables = client_tables.iter().map(|id| {
-            let table = &self.tables[id];
-            (*id, table.version, None, table.definition.encoded())
-        });
-        let schema = schema_file::encode(u64::from(begin.backup_id), self.next_table_id, tables);
-        let participants: Vec<(NodeId, u16)> = (begin.participants.iter())
-            .filter_map(|node| Some((node, self.cluster.node(node)?.ldm_instances)))
-            .collect();
-        let image = Manifest::encode(
-            begin.backup_id,
-            &participants,
-            self.partitions_per_table(),
-            &schema,
-        );
-        self.backups.manifest = Some(ManifestWrite {
-            backup_id: begin.backup_id,
-            master,
-            image,
-            file: 0,
-            written: 0,
-        });
-        let open = FileRequest::open_empty(MANIFEST_TAG | OPENING);
-        let path = backup_files::manifest_path(begin.backup_id, here);
-        if ctx.request_io(&open, path.as_bytes()).is_err() {
-            self.manifest_failed(ctx, "no section for the manifest's name");
-        }
-    }
-
     fn backup_scanned(&mut self, ctx: &mut Context, scanned: BackupScanned, from: BlockAddress) {
         let cluster = self.cluster.clone();
-        let Some(running) = self.backups.running.as_mut() else {
+        let Some(running) = self
+            .backups
+            .answer(Step::Scanning, from, |r| r.backup_id == scanned.backup_id)
+        else {
             return;
         };
-        if running.backup_id != scanned.backup_id || !running.answered(Step::Scanning, from) {
-            return;
-        }
         running.highest_gci = running.highest_gci.max(scanned.highest_gci);
         running.rows += scanned.rows;
         running.bytes += scanned.bytes;
@@ -379,12 +238,12 @@ impl Dictionary {
     }
 
     fn backup_stopped(&mut self, ctx: &mut Context, stopped: BackupStopped, from: BlockAddress) {
-        let Some(running) = self.backups.running.as_mut() else {
+        let Some(running) = self
+            .backups
+            .answer(Step::Stopping, from, |r| r.backup_id == stopped.backup_id)
+        else {
             return;
         };
-        if running.backup_id != stopped.backup_id || !running.answered(Step::Stopping, from) {
-            return;
-        }
         running.bytes += stopped.bytes;
         if !running.awaiting.is_empty() {
             return;
@@ -428,58 +287,6 @@ impl Dictionary {
             bytes: entry.bytes,
         };
         ctx.send_typed(running.client, &conf);
-    }
-
-    /// A complete backup goes into this node's catalog.
-    fn backup_ended(&mut self, ctx: &mut Context, ended: BackupEnded) {
-        if ended.completed == 0 {
-            return;
-        }
-        let entry = ctx
-            .section()
-            .and_then(|bytes| BackupEntry::decode_all(&bytes).ok())
-            .and_then(|entries| entries.first().copied());
-        if let Some(entry) = entry {
-            self.with_catalog(ctx, Waiting::Record(entry));
-        }
-    }
-
-    fn record_backup(&mut self, ctx: &mut Context, entry: BackupEntry) {
-        let catalog = &mut self.backups.catalog;
-        match catalog
-            .entries
-            .iter_mut()
-            .find(|e| e.backup_id == entry.backup_id)
-        {
-            Some(recorded) if entry.complete => *recorded = entry,
-            Some(_) => return,
-            None => catalog.entries.push(entry),
-        }
-        catalog.entries.sort_by_key(|e| e.backup_id);
-        let excess = catalog.entries.len().saturating_sub(CATALOG_ENTRIES_MAX);
-        catalog.entries.drain(..excess);
-        let writer = catalog
-            .writer
-            .get_or_insert_with(|| TwinWriter::new(CATALOG, 0));
-        if writer.changed(None) {
-            self.write_catalog(ctx);
-        }
-    }
-
-    fn write_catalog(&mut self, ctx: &mut Context) {
-        let catalog = &mut self.backups.catalog;
-        let Some(writer) = catalog.writer.as_mut() else {
-            return;
-        };
-        let bytes = catalog.entries.len() * BackupEntry::BYTES;
-        let image = CATALOG.seal(writer.next_sequence(), bytes, |out| {
-            for entry in &catalog.entries {
-                entry.encode(out);
-            }
-        });
-        if let Err(reason) = writer.start(ctx, image) {
-            ctx.stop_node(&reason);
-        }
     }
 
     /// Nodes failed: a backup they took part in fails.
@@ -532,119 +339,19 @@ impl Dictionary {
         }
         true
     }
+}
 
-    fn catalog_replied(&mut self, ctx: &mut Context, reply: FileReply) {
-        let catalog = &mut self.backups.catalog;
-        if let Some(reader) = catalog.reading.as_mut() {
-            let files = match reader.replied(ctx, reply) {
-                Ok(None) => return,
-                Ok(Some(files)) => files,
-                Err(reason) => return ctx.stop_node(&reason),
-            };
-            let decode = |bytes: &[u8]| {
-                let (sequence, payload) = CATALOG.unseal(bytes).map_err(|e| e.to_string())?;
-                BackupEntry::decode_all(payload).map(|entries| (sequence, entries))
-            };
-            let (found, refusals) =
-                crate::twin_file::newest(&CATALOG, &files, decode, |(sequence, _)| *sequence);
-            for refusal in refusals {
-                ctx.log(&format!("backup catalog refused: {refusal}"));
-            }
-            let (sequence, entries) = found.unwrap_or_default();
-            catalog.entries = entries;
-            catalog.writer = Some(TwinWriter::new(CATALOG, sequence));
-            catalog.reading = None;
-            catalog.read = true;
-            for waiting in std::mem::take(&mut catalog.waiting) {
-                self.run_waiting(ctx, waiting);
-            }
-            return;
-        }
-        let Some(writer) = catalog.writer.as_mut() else {
-            return;
-        };
-        match writer.replied(ctx, reply) {
-            Ok(WriteProgress::Going) => {}
-            Ok(WriteProgress::Durable { again, .. }) => {
-                if again {
-                    self.write_catalog(ctx);
-                }
-            }
-            Err(reason) => ctx.log(&format!("the backup catalog cannot be written: {reason}")),
-        }
-    }
-
-    fn manifest_replied(&mut self, ctx: &mut Context, reply: FileReply) {
-        let Some(manifest) = self.backups.manifest.as_mut() else {
-            return;
-        };
-        if reply.status != FileStatus::Ok {
-            let reason = format!("its manifest failed: {:?}", reply.status);
-            return self.manifest_failed(ctx, &reason);
-        }
-        let step = reply.request_id & !TAG_BITS & !u64::from(u32::MAX);
-        let next = match step {
-            OPENING => {
-                manifest.file = reply.file;
-                Some(WRITING)
-            }
-            WRITING => {
-                manifest.written += reply.length as usize;
-                Some(match manifest.written < manifest.image.len() {
-                    true => WRITING,
-                    false => SYNCING,
-                })
-            }
-            SYNCING => Some(CLOSING),
-            _ => None,
-        };
-        let Some(next) = next else {
-            // Closed: the participant's part of the schema is on its disk.
-            let Some(manifest) = self.backups.manifest.take() else {
-                return;
-            };
-            let scanned = BackupScanned {
-                backup_id: manifest.backup_id,
-                highest_gci: 0,
-                rows: 0,
-                bytes: manifest.image.len() as u64,
-            };
-            return ctx.send_typed(manifest.master, &scanned);
-        };
-        let (operation, data) = match next {
-            WRITING => {
-                let end = (manifest.written + SECTION_BYTES_MAX).min(manifest.image.len());
-                let offset = manifest.written as u64;
-                (
-                    FileOperation::Write { offset },
-                    &manifest.image[manifest.written..end],
-                )
-            }
-            SYNCING => (FileOperation::Sync, &[][..]),
-            _ => (FileOperation::Close, &[][..]),
-        };
-        let request = FileRequest {
-            request_id: MANIFEST_TAG | next,
-            file: manifest.file,
-            operation,
-        };
-        if ctx.request_io(&request, data).is_err() {
-            self.manifest_failed(ctx, "no section for a manifest request");
-        }
-    }
-
-    fn manifest_failed(&mut self, ctx: &mut Context, reason: &str) {
-        let Some(manifest) = self.backups.manifest.take() else {
-            return;
-        };
-        let refusal = BackupFailedRef {
-            backup_id: manifest.backup_id,
-        };
-        send_with_bytes(
-            ctx,
-            refusal.to_signal(manifest.master, ctx.address()),
-            reason.as_bytes(),
-        );
+impl Backups {
+    /// The running backup, once it took `from`'s answer to `step` (`is_ours`: the answer
+    /// names it); `None` for an answer to another backup or step, or not awaited.
+    fn answer(
+        &mut self,
+        step: Step,
+        from: BlockAddress,
+        is_ours: impl Fn(&Running) -> bool,
+    ) -> Option<&mut Running> {
+        let running = self.running.as_mut().filter(|r| is_ours(r))?;
+        running.answered(step, from).then_some(running)
     }
 }
 
@@ -660,16 +367,5 @@ impl Running {
             }
             None => false,
         }
-    }
-}
-
-impl Catalog {
-    /// Whether a backup waits for the catalog to be read before it begins.
-    fn begin_waiting(&self) -> bool {
-        (self.waiting.iter()).any(|waiting| matches!(waiting, Waiting::Begin(_)))
-    }
-
-    fn highest_id(&self) -> u32 {
-        self.entries.last().map_or(0, |entry| entry.backup_id)
     }
 }
