@@ -282,9 +282,9 @@ pub struct RowImage {
 #[derive(Debug, Default)]
 pub struct LoggedChanges {
     pub stop_gci: u64,
-    /// (table, encoded primary key) → its last change of a GCI up to the stop GCI: the row
+    /// Table → encoded primary key → its last change of a GCI up to the stop GCI: the row
     /// then, or `None` once deleted.
-    pub last: HashMap<(u32, Vec<u8>), Option<RowImage>>,
+    pub last: HashMap<u32, HashMap<Vec<u8>, Option<RowImage>>>,
     /// Changes the log holds in all (of later GCIs too).
     pub records: u64,
 }
@@ -310,9 +310,9 @@ pub fn read_log(
         }
     };
     // Changes of a row are in the order they committed, which is their GCIs' order.
-    for (gci, key, state) in pending {
+    for (gci, (table_id, key), state) in pending {
         if gci <= stop_gci {
-            changes.last.insert(key, state);
+            changes.last.entry(table_id).or_default().insert(key, state);
         }
     }
     changes.stop_gci = stop_gci;
@@ -348,12 +348,16 @@ fn owned(change: LogChange<'_>, layouts: &HashMap<u32, RowLayout>) -> Result<Own
     })
 }
 
+/// Bytes of the data file `restore_ldm` reads at a time.
+const DATA_CHUNK_BYTES: usize = 8 << 20;
+
 /// The rows one `ldm`'s files of backup `id` restore (its data file's rows, each replaced
 /// by its log's last change up to the stop GCI), given to `row` as (table, fixed, var);
-/// returns the stop GCI and the rows given.
+/// returns the stop GCI and the rows given. The data file is read a chunk at a time; the
+/// log whole (it holds only what changed while the backup ran).
 pub fn restore_ldm(
     id: u32,
-    data: &[u8],
+    data: &mut (impl std::io::Read + std::io::Seek),
     log: &[u8],
     layouts: &HashMap<u32, RowLayout>,
     mut row: impl FnMut(u32, &[u8], &[u8]),
@@ -362,7 +366,7 @@ pub fn restore_ldm(
     let mut given = 0;
     let mut failure = None;
     let mut key = Vec::new();
-    let summary = checkpoint::read_file(data, |entry| {
+    let summary = checkpoint::read_stream(data, DATA_CHUNK_BYTES, |entry| {
         let CheckpointEntry::Row {
             place, fixed, var, ..
         } = entry
@@ -378,13 +382,12 @@ pub fn restore_ldm(
         };
         key.clear();
         layout.primary_key_of_row(fixed, var, &mut key);
-        // Taking the key out of the log's changes leaves only those the data lacks.
-        match logged.last.contains_key(&(place.table_id, key.clone())) {
-            true => {}
-            false => {
-                row(place.table_id, fixed, var);
-                given += 1;
-            }
+        // A row the log changed is restored as the log left it, below.
+        let changed =
+            (logged.last.get(&place.table_id)).is_some_and(|keys| keys.contains_key(&key));
+        if !changed {
+            row(place.table_id, fixed, var);
+            given += 1;
         }
     })
     .map_err(|e| format!("data: {e}"))?;
@@ -403,9 +406,9 @@ pub fn restore_ldm(
             summary.max_gci, logged.stop_gci
         ));
     }
-    for ((table_id, _), image) in &logged.last {
-        if let Some(image) = image {
-            row(*table_id, &image.fixed, &image.var);
+    for (&table_id, keys) in &logged.last {
+        for image in keys.values().flatten() {
+            row(table_id, &image.fixed, &image.var);
             given += 1;
         }
     }

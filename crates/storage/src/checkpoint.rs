@@ -34,7 +34,8 @@
 //! unfinished checkpoint never borrows an old one's rows or its end.
 
 use crate::redo::{
-    decode, LogEnd, LogRing, LogScan, LogWriter, Record, RowPlace, ScanStep, RECORD_HEADER_BYTES,
+    decode, LogEnd, LogRing, LogScan, LogWriter, Record, RowPlace, ScanStep, RECORD_BYTES_MAX,
+    RECORD_HEADER_BYTES,
 };
 
 /// Largest checkpoint file: the lap of LSNs one checkpoint may use.
@@ -295,22 +296,74 @@ impl CheckpointScan {
 /// Reads a whole checkpoint file held in memory, giving each entry to `entry`.
 pub fn read_file(
     file: &[u8],
-    mut entry: impl FnMut(CheckpointEntry<'_>),
+    entry: impl FnMut(CheckpointEntry<'_>),
 ) -> Result<CheckpointSummary, CheckpointError> {
+    read_stream(&mut std::io::Cursor::new(file), file.len(), entry).map_err(|error| {
+        error
+            .into_inner()
+            .expect("reading memory fails only as a checkpoint")
+    })
+}
+
+/// Reads a checkpoint file from `file` a chunk of `chunk_bytes` (at least
+/// [`RECORD_BYTES_MAX`]) at a time, giving each entry to `entry`: a file of any size in
+/// bounded memory (`kista restore`).
+pub fn read_stream(
+    file: &mut (impl std::io::Read + std::io::Seek),
+    chunk_bytes: usize,
+    mut entry: impl FnMut(CheckpointEntry<'_>),
+) -> Result<CheckpointSummary, ReadError> {
     let mut scan = CheckpointScan::new();
+    let mut chunk = Vec::new();
     let mut offset = 0u64;
+    read_chunk(file, offset, chunk_bytes.max(RECORD_BYTES_MAX), &mut chunk)?;
     loop {
-        let chunk = file.get(offset as usize..).unwrap_or(&[]);
-        match scan.next(chunk, offset) {
+        match scan.next(&chunk, offset) {
             CheckpointStep::Entry(found) => entry(found),
-            CheckpointStep::Read(at) if at != offset => offset = at,
+            CheckpointStep::Read(at) if at != offset => {
+                offset = at;
+                read_chunk(file, offset, chunk_bytes.max(RECORD_BYTES_MAX), &mut chunk)?;
+            }
             CheckpointStep::Read(_) => {
-                return Err(CheckpointError::Unfinished(LogEnd::Truncated));
+                return Err(CheckpointError::Unfinished(LogEnd::Truncated).into());
             }
             CheckpointStep::Done(summary) => return Ok(summary),
-            CheckpointStep::Broken(error) => return Err(error),
+            CheckpointStep::Broken(error) => return Err(error.into()),
         }
     }
+}
+
+/// Why [`read_stream`] stopped: the file could not be read, or holds no usable checkpoint.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Checkpoint(#[from] CheckpointError),
+}
+
+impl ReadError {
+    /// The checkpoint's error, if that is why.
+    pub fn into_inner(self) -> Option<CheckpointError> {
+        match self {
+            ReadError::Checkpoint(error) => Some(error),
+            ReadError::Io(_) => None,
+        }
+    }
+}
+
+/// Replaces `chunk` with up to `bytes` of `file` from `offset` (fewer at its end).
+fn read_chunk(
+    file: &mut (impl std::io::Read + std::io::Seek),
+    offset: u64,
+    bytes: usize,
+    chunk: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    use std::io::Read;
+    file.seek(std::io::SeekFrom::Start(offset))?;
+    chunk.clear();
+    file.by_ref().take(bytes as u64).read_to_end(chunk)?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -107,14 +107,15 @@ pub(super) fn restore(
         };
         let mut bytes_done = 0;
         for ((node, ldm), data_path, log_path) in &backup.ldm_files {
-            let read = |path: &std::path::Path| {
-                std::fs::read(path)
-                    .map_err(|e| Failure::runtime(format!("{}: {e}", path.display())))
+            let cannot = |path: &std::path::Path, e: std::io::Error| {
+                Failure::runtime(format!("{}: {e}", path.display()))
             };
-            let (data, log) = (read(data_path)?, read(log_path)?);
+            let mut data = std::fs::File::open(data_path).map_err(|e| cannot(data_path, e))?;
+            let data_bytes = data.metadata().map_err(|e| cannot(data_path, e))?.len();
+            let log = std::fs::read(log_path).map_err(|e| cannot(log_path, e))?;
             let restored = backup_files::restore_ldm(
                 backup.id,
-                &data,
+                &mut data,
                 &log,
                 &layouts,
                 |table_id, fixed, var| {
@@ -134,7 +135,7 @@ pub(super) fn restore(
                 ))
             })?;
             stop_gci = gci;
-            bytes_done += (data.len() + log.len()) as u64;
+            bytes_done += data_bytes + log.len() as u64;
             if reader.failed() || stop.load(Ordering::SeqCst) {
                 break;
             }

@@ -229,3 +229,25 @@ fn a_chain_spans_the_last_rotation_of_checkpoints_or_starts_at_a_whole_one() {
         "the newest chain, the file before it and the one being written"
     );
 }
+
+#[test]
+fn a_file_read_a_chunk_at_a_time_gives_what_a_whole_read_gives() {
+    // 30,000 rows of 32-byte records: about 1 MB, four chunks of the smallest size.
+    let file = checkpoint_file(6, 0, 30_000, true);
+    assert!(file.len() > 3 * RECORD_BYTES_MAX);
+    let mut rows = Vec::new();
+    let streamed = read_stream(&mut std::io::Cursor::new(&file), 0, |entry| {
+        if let CheckpointEntry::Row { fixed, .. } = entry {
+            rows.push(u64::from_le_bytes(fixed.try_into().unwrap()));
+        }
+    });
+    let (whole_rows, _, whole) = read(&file);
+    assert_eq!(rows, whole_rows);
+    assert_eq!(streamed.ok(), whole.ok());
+    let cut = &file[..file.len() - 10];
+    let refused = read_stream(&mut std::io::Cursor::new(cut), 0, |_| {});
+    assert!(matches!(
+        refused.map_err(ReadError::into_inner),
+        Err(Some(CheckpointError::Unfinished(_)))
+    ));
+}
