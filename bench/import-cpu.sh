@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Where the CPU of `kista import` goes: ROWS rows of the import benchmark's file loaded into
+# `kista up` (two data nodes, two replicas; its SQL front end idle), with each process's
+# user and system CPU seconds (from /proc) over the import, and the wall time.
+#
+#   bench/import-cpu.sh [ROWS] [THREADS]
+set -euo pipefail
+bench_name=import-cpu
+source "$(dirname "$0")/sql-lib.sh"
+rows=${1:-1000000}
+threads=${2:-8}
+
+file="$dir/rows.csv"
+python3 - "$rows" "$file" <<'PY'
+import sys
+rows, path = int(sys.argv[1]), sys.argv[2]
+with open(path, "w") as f:
+    for i in range(1, rows + 1):
+        f.write(f'{i},{i * 7 % 100000},"name {i}",{i % 1000}.25,2024-01-{1 + i % 28:02d} 10:00:00\n')
+PY
+table="CREATE TABLE t (id INT PRIMARY KEY, k INT NOT NULL, name VARCHAR(40), amount DECIMAL(10,2), created DATETIME, KEY by_k (k))"
+start_kista 2G
+mysql -h 127.0.0.1 -P "$kista_port" -u root -e "CREATE DATABASE imp; USE imp; $table"
+ticks=$(getconf CLK_TCK)
+cpu() { awk -v t="$ticks" '{ printf "%.2f %.2f", $14 / t, $15 / t }' "/proc/$1/stat"; }
+nodes=$(pgrep -f "kista datad --mgm 127.0.0.1:$mgm_port" | tr '\n' ' ')
+declare -A before
+for pid in $nodes; do before[$pid]=$(cpu "$pid"); done
+TIMEFORMAT="import: %U s user, %S s system; wall %R s"
+time $kista import --mgm "127.0.0.1:$mgm_port" imp.t "$file" \
+  --threads "$threads" --quiet --rejects "$dir/rejects" --state "$dir/state"
+for pid in $nodes; do
+  read -r u0 s0 <<< "${before[$pid]}"; read -r u1 s1 <<< "$(cpu "$pid")"
+  printf 'data node (pid %s): %.2f s user, %.2f s system\n' "$pid" "$(echo "$u1 - $u0" | bc)" "$(echo "$s1 - $s0" | bc)"
+done
