@@ -128,6 +128,7 @@ pub fn parse(sql: &str) -> SqlResult<Parsed> {
     crate::dialect::rewrite_type_names(&mut tokens);
     let calc_found_rows = crate::dialect::take_calc_found_rows(&mut tokens);
     crate::dialect::rewrite_interval_units(&mut tokens);
+    crate::dialect::keep_show_warnings_limit(&mut tokens);
     let placeholders = tokens
         .iter()
         .filter(|t| matches!(&t.token, Token::Placeholder(p) if p == "?"))
@@ -639,7 +640,9 @@ impl<'c> Session<'c> {
     }
 
     fn execute_uncached(&mut self, parsed: &Parsed, params: &[Value]) -> SqlResult<Outcome> {
-        let is_show_warnings = matches!(&parsed.statement, Statement::ShowVariable { variable } if variable.first().is_some_and(|v| v.value.eq_ignore_ascii_case("warnings")));
+        // SHOW WARNINGS and SHOW COUNT(*) WARNINGS read the last statement's warnings.
+        let is_show_warnings = matches!(&parsed.statement, Statement::ShowVariable { variable }
+            if variable.iter().take(2).any(|v| v.value.eq_ignore_ascii_case("warnings")));
         if !is_show_warnings {
             self.warnings.clear();
         }

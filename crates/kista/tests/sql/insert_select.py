@@ -62,6 +62,16 @@ assert rows("SELECT * FROM strict") == []
 cur.execute("INSERT IGNORE INTO copy SELECT k, v, n FROM src WHERE k IN (1, 101)")
 assert cur.rowcount == 1
 assert rows("SHOW WARNINGS")[0][1] == 1062
+# Two warnings: SHOW WARNINGS LIMIT [offset,] count pages them, SHOW COUNT(*) WARNINGS
+# counts them, and neither clears them.
+cur.execute("INSERT IGNORE INTO copy SELECT k, v, n FROM src WHERE k IN (1, 101)")
+assert cur.rowcount == 0
+assert rows("SHOW COUNT(*) WARNINGS") == [(2,)]
+both = rows("SHOW WARNINGS")
+assert len(both) == 2 and all(w[1] == 1062 for w in both), both
+assert rows("SHOW WARNINGS LIMIT 1") == both[:1]
+assert rows("SHOW WARNINGS LIMIT 1, 1") == both[1:]
+assert rows("SHOW WARNINGS LIMIT 5, 1") == []
 cur.execute(
     "INSERT INTO copy SELECT k, v, n FROM src WHERE k IN (2, 102) "
     "ON DUPLICATE KEY UPDATE n = copy.n + 1000"

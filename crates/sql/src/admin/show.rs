@@ -87,8 +87,9 @@ fn show_variables(session: &Session, filter: Option<&ast::ShowStatementFilter>) 
     text_result(&["Variable_name", "Value"], rows)
 }
 
-/// The SHOW statements sqlparser leaves as words: `SHOW WARNINGS`, `SHOW INDEX FROM t
-/// [FROM db]` (and INDEXES, KEYS).
+/// The SHOW statements sqlparser leaves as words: `SHOW WARNINGS [LIMIT [offset,] count]`
+/// (`dialect::keep_show_warnings_limit` keeps the numbers), `SHOW COUNT(*) WARNINGS`,
+/// `SHOW INDEX FROM t [FROM db]` (and INDEXES, KEYS).
 fn show_words(
     session: &Session,
     statement: &Statement,
@@ -97,9 +98,15 @@ fn show_words(
     let words: Vec<String> = variable.iter().map(|v| v.value.to_lowercase()).collect();
     match words.first().map(String::as_str) {
         Some("warnings") => {
-            let rows = session
-                .warnings
-                .iter()
+            let (skip, take) = match &words[1..] {
+                [] => (0, usize::MAX),
+                [limit, count] if limit == "limit" => (0, number(count, statement)?),
+                [limit, offset, count] if limit == "limit" => {
+                    (number(offset, statement)?, number(count, statement)?)
+                }
+                _ => return Err(SqlError::not_supported(statement)),
+            };
+            let rows = (session.warnings.iter().skip(skip).take(take))
                 .map(|w| {
                     vec![
                         text(w.level),
@@ -110,6 +117,10 @@ fn show_words(
                 .collect();
             Ok(text_result(&["Level", "Code", "Message"], rows))
         }
+        Some("count") if words.get(1..) == Some(&["warnings".to_string()][..]) => {
+            let count = Value::Int(session.warnings.len() as i64);
+            Ok(text_result(&["@@session.warning_count"], vec![vec![count]]))
+        }
         Some("index" | "indexes" | "keys") if words.len() >= 3 => {
             let (database, name) = match words.get(3..) {
                 Some([_, database]) => (database.clone(), words[2].clone()),
@@ -119,6 +130,11 @@ fn show_words(
         }
         _ => Err(SqlError::not_supported(statement)),
     }
+}
+
+/// A count in a SHOW statement's LIMIT.
+fn number(word: &str, statement: &Statement) -> SqlResult<usize> {
+    word.parse().map_err(|_| SqlError::not_supported(statement))
 }
 
 /// `SHOW [FULL] TABLES`: the tables and views of a database, by name; FULL adds each

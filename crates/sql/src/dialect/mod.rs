@@ -23,7 +23,9 @@ mod rewrite;
 mod set;
 mod show;
 
-pub use rewrite::{rewrite_interval_units, rewrite_type_names, take_calc_found_rows};
+pub use rewrite::{
+    keep_show_warnings_limit, rewrite_interval_units, rewrite_type_names, take_calc_found_rows,
+};
 
 use sqlparser::ast::{BinaryOperator, ColumnOption, Expr, Statement};
 use sqlparser::dialect::{Dialect, MySqlDialect};

@@ -6,6 +6,26 @@
 use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
 
+/// Keeps the numbers of `SHOW WARNINGS LIMIT [offset,] count`: sqlparser reads SHOW's
+/// words as identifiers and drops the numbers (and the comma), so they become words.
+pub fn keep_show_warnings_limit(tokens: &mut Vec<TokenWithSpan>) {
+    let is_word = |t: &TokenWithSpan, word: &str| matches!(&t.token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word));
+    let words: Vec<usize> = (0..tokens.len())
+        .filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
+        .take(3)
+        .collect();
+    let starts = |at: usize, word: &str| words.get(at).is_some_and(|&i| is_word(&tokens[i], word));
+    if !(starts(0, "SHOW") && starts(1, "WARNINGS") && starts(2, "LIMIT")) {
+        return;
+    }
+    tokens.retain(|t| t.token != Token::Comma);
+    for token in tokens.iter_mut() {
+        if let Token::Number(number, _) = &token.token {
+            token.token = Token::make_word(number, None);
+        }
+    }
+}
+
 /// Cuts `SQL_CALC_FOUND_ROWS` out of `SELECT SQL_CALC_FOUND_ROWS ...` (the statement's
 /// own SELECT: its first word); whether it was there.
 pub fn take_calc_found_rows(tokens: &mut [TokenWithSpan]) -> bool {
