@@ -11,14 +11,8 @@ rows=${1:-1000000}
 threads=${2:-8}
 
 file="$dir/rows.csv"
-python3 - "$rows" "$file" <<'PY'
-import sys
-rows, path = int(sys.argv[1]), sys.argv[2]
-with open(path, "w") as f:
-    for i in range(1, rows + 1):
-        f.write(f'{i},{i * 7 % 100000},"name {i}",{i % 1000}.25,2024-01-{1 + i % 28:02d} 10:00:00\n')
-PY
-table="CREATE TABLE t (id INT PRIMARY KEY, k INT NOT NULL, name VARCHAR(40), amount DECIMAL(10,2), created DATETIME, KEY by_k (k))"
+import_rows_file "$rows" "$file"
+table=$import_table
 start_kista 2G
 mysql -h 127.0.0.1 -P "$kista_port" -u root -e "CREATE DATABASE imp; USE imp; $table"
 ticks=$(getconf CLK_TCK)

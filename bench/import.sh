@@ -12,15 +12,9 @@ rounds=${2:-2}
 threads=${3:-8}
 
 file="$dir/rows.csv"
-python3 - "$rows" "$file" <<'EOF'
-import sys
-rows, path = int(sys.argv[1]), sys.argv[2]
-with open(path, "w") as f:
-    for i in range(1, rows + 1):
-        f.write(f'{i},{i * 7 % 100000},"name {i}",{i % 1000}.25,2024-01-{1 + i % 28:02d} 10:00:00\n')
-EOF
+import_rows_file "$rows" "$file"
 echo "file: $rows rows, $(du -m "$file" | cut -f1) MB"
-table="CREATE TABLE t (id INT PRIMARY KEY, k INT NOT NULL, name VARCHAR(40), amount DECIMAL(10,2), created DATETIME, KEY by_k (k))"
+table=$import_table
 
 start_kista 2G
 start_mariadb 0

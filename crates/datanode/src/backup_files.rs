@@ -285,8 +285,6 @@ pub struct LoggedChanges {
     /// Table → encoded primary key → its last change of a GCI up to the stop GCI: the row
     /// then, or `None` once deleted.
     pub last: HashMap<u32, HashMap<Vec<u8>, Option<RowImage>>>,
-    /// Changes the log holds in all (of later GCIs too).
-    pub records: u64,
 }
 
 /// Reads a whole backup log of backup `id`; `layouts` has every table's row layout.
@@ -300,10 +298,7 @@ pub fn read_log(
     let mut pending = Vec::new();
     let stop_gci = loop {
         match scan.next(file, 0) {
-            LogStep::Change(change) => {
-                changes.records += 1;
-                pending.push(owned(change, layouts)?);
-            }
+            LogStep::Change(change) => pending.push(owned(change, layouts)?),
             LogStep::Done { stop_gci } => break stop_gci,
             LogStep::Read(_) => return Err("the log is cut short".to_string()),
             LogStep::Broken(reason) => return Err(reason),

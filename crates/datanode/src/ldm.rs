@@ -22,7 +22,7 @@ use kista_storage::memory::DataMemory;
 use kista_storage::partition::{
     Granted, IndexId, KeyChange, OperationError, Outcome, Partition, PartitionLimits, UniqueChange,
 };
-use kista_storage::redo::{delete_row_record_bytes, write_row_record_bytes, RowPlace};
+use kista_storage::redo::{delete_row_record_bytes, write_row_record_bytes, Record, RowPlace};
 use kista_storage::row::RowLayout;
 use kista_storage::row_store::RowId;
 
@@ -128,6 +128,8 @@ pub struct LocalDataManager {
     reclaiming: Vec<Arc<RwLock<Partition>>>,
     /// This data manager's part in an online backup, while it runs (`ldm/backup.rs`).
     backup: Option<backup::Backup>,
+    /// Reused to encode a deleted row's key for the REDO log (and a backup's log).
+    deleted_key: Vec<u8>,
     /// The data nodes started (their replicas read and written): the first of a
     /// partition's placement among them holds its primary (`kista_info.partitions`).
     started_nodes: NodeSet,
@@ -184,6 +186,7 @@ impl LocalDataManager {
             next_definition_build: 0,
             reclaiming: Vec::new(),
             backup: None,
+            deleted_key: Vec::new(),
             started_nodes,
         }
     }
@@ -870,12 +873,14 @@ impl LocalDataManager {
         let mut failure = None;
         let mut backup = self.backup.as_mut();
         let mut backup_failure = None;
+        let key = &mut self.deleted_key;
         let granted = lock_partition(partition).commit_logged(transaction, gci, &mut |change| {
+            let record = Record::of_change(place, &table.layout, change, key);
             if failure.is_none() {
-                failure = redo.log_change(gci, place, &table.layout, change).err();
+                failure = redo.log_change(gci, &record).err();
             }
             if let Some(backup) = backup.as_mut().filter(|_| backup_failure.is_none()) {
-                backup_failure = backup.log_change(gci, place, &table.layout, change).err();
+                backup_failure = backup.log_change(gci, &record).err();
             }
         });
         if let Some(reason) = failure.or_else(|| redo.write_more(ctx).err()) {

@@ -34,6 +34,9 @@ mod writer;
 
 pub use writer::{LogFull, LogWriter};
 
+use crate::partition::CommittedChange;
+use crate::row::RowLayout;
+
 /// Bytes of a record's header.
 pub const RECORD_HEADER_BYTES: usize = 32;
 /// Largest record, header included: a row is far smaller, and a scan reads a record whole.
@@ -111,6 +114,26 @@ pub enum Record<'a> {
     /// Opens a partition's part of a local checkpoint file: the rows and deleted keys that
     /// follow are of `place`, and, when `whole`, its rows are every row it holds.
     CheckpointPartition { place: RowPlace, whole: bool },
+}
+
+impl<'a> Record<'a> {
+    /// The record of a change a commit made to the partition at `place`: the row written
+    /// whole, or the deleted row's primary key (encoded into `key`, a buffer kept for it).
+    pub fn of_change(
+        place: RowPlace,
+        layout: &RowLayout,
+        change: CommittedChange<'a>,
+        key: &'a mut Vec<u8>,
+    ) -> Self {
+        match change {
+            CommittedChange::Written { fixed, var } => Record::WriteRow { place, fixed, var },
+            CommittedChange::Deleted { fixed, var } => {
+                key.clear();
+                layout.primary_key_of_row(fixed, var, key);
+                Record::DeleteRow { place, key }
+            }
+        }
+    }
 }
 
 impl Record<'_> {

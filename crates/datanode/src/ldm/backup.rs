@@ -1,7 +1,7 @@
 //! This data manager's part in an online backup (`dict/backup.rs` coordinates; the files
 //! are described in `backup_files.rs`): from `BackupScan` on, every change its backed-up
 //! partitions commit goes to the backup's log file, while the partitions are scanned into
-//! the data file a batch of rows per step (as a local checkpoint scans, between the
+//! the data file a batch of rows per step (a local checkpoint's batch, between the
 //! transactions' signals). Once the master names the stop GCI and that GCI is saved here
 //! (so every change of it and before committed here), the log ends with the stop mark.
 //!
@@ -15,11 +15,10 @@ use kista_runtime::io::{FileOperation, FileReply, FileRequest, FileStatus};
 use kista_runtime::Context;
 use kista_signal::{BlockAddress, TypedSignal};
 use kista_storage::checkpoint;
-use kista_storage::partition::CommittedChange;
-use kista_storage::redo::{LogWriter, Record, RowPlace};
-use kista_storage::row::RowLayout;
+use kista_storage::redo::{LogWriter, Record};
 use kista_storage::row_store::RowId;
 
+use super::checkpoint::{append_batch, held_partition};
 use super::LdmTable;
 use crate::backup_files;
 use crate::cluster::ClusterShape;
@@ -41,8 +40,6 @@ const CLOSING: u64 = 4 << 32;
 
 /// Bytes a file gathers before they are handed to the disk.
 const WRITE_BYTES: u64 = 256 << 10;
-/// Rows one scan step takes at most (a local checkpoint's batch).
-const BATCH_ROWS_MAX: usize = 256;
 /// Bytes of committed changes the log may hold unwritten: past it the disk does not keep
 /// up with the writes, and the backup fails.
 pub(crate) const LOG_BUFFER_BYTES_MAX: u64 = 64 << 20;
@@ -65,8 +62,6 @@ pub(crate) struct Backup {
     scanned_gci: Option<u64>,
     stop_gci: Option<u64>,
     records: u64,
-    /// Reused to encode a deleted row's key.
-    key: Vec<u8>,
 }
 
 /// Where a backup file is.
@@ -111,12 +106,13 @@ impl Backup {
         cluster: &ClusterShape,
     ) -> Result<Self, String> {
         let here = ctx.address();
+        // Every table has `scan.partitions` partitions, placed alike.
+        let map = PartitionMap::for_cluster(scan.partitions.max(1), cluster);
         let mut todo = Vec::new();
         for &table_id in table_ids {
             let Some(table) = tables.get(&table_id) else {
                 continue;
             };
-            let map = PartitionMap::for_cluster(scan.partitions.max(1), cluster);
             for &partition in table.partitions.keys() {
                 if map.first_placed_on(partition, scan.participants) == Some(here) {
                     todo.push((table_id, partition));
@@ -139,7 +135,6 @@ impl Backup {
             scanned_gci: None,
             stop_gci: None,
             records: 0,
-            key: Vec::new(),
         };
         let (node, instance) = (here.node(), here.instance());
         for (kind, path) in [
@@ -153,31 +148,18 @@ impl Backup {
         Ok(backup)
     }
 
-    /// Logs what one partition's commit changed, if this backup holds the partition and
-    /// its log is still open.
-    pub fn log_change(
-        &mut self,
-        gci: u64,
-        place: RowPlace,
-        layout: &RowLayout,
-        change: CommittedChange<'_>,
-    ) -> Result<(), String> {
+    /// Logs the record of a change a partition's commit made (`Record::of_change`), if
+    /// this backup holds the partition and its log is still open.
+    pub fn log_change(&mut self, gci: u64, record: &Record<'_>) -> Result<(), String> {
+        let place = match record {
+            Record::WriteRow { place, .. } | Record::DeleteRow { place, .. } => place,
+            _ => return Ok(()),
+        };
         let logging = matches!(self.log.state, FileState::Opening | FileState::Open);
         if !logging || !self.partitions.contains(&(place.table_id, place.partition)) {
             return Ok(());
         }
-        let record = match change {
-            CommittedChange::Written { fixed, var } => Record::WriteRow { place, fixed, var },
-            CommittedChange::Deleted { fixed, var } => {
-                self.key.clear();
-                layout.primary_key_of_row(fixed, var, &mut self.key);
-                Record::DeleteRow {
-                    place,
-                    key: &self.key,
-                }
-            }
-        };
-        self.log.append(gci, &record)?;
+        self.log.append(gci, record)?;
         self.records += 1;
         if self.log.writer.unwritten_bytes() > LOG_BUFFER_BYTES_MAX {
             return Err(format!(
@@ -271,16 +253,8 @@ impl Backup {
             self.data.state = FileState::Ending;
             return Ok(());
         };
-        let found = tables
-            .get(&table_id)
-            .and_then(|table| Some((table, table.partitions.get(&partition_id)?)));
-        let Some((table, partition)) = found else {
+        let Some((place, partition)) = held_partition(tables, table_id, partition_id) else {
             return Err(format!("table {table_id} went away during the backup"));
-        };
-        let place = RowPlace {
-            table_id,
-            table_version: table.versions.current,
-            partition: partition_id,
         };
         if !self.section_begun {
             let section = Record::CheckpointPartition { place, whole: true };
@@ -290,19 +264,15 @@ impl Backup {
         let partition = partition
             .read()
             .unwrap_or_else(|poison| poison.into_inner());
-        let mut failure = None;
-        let mut rows = 0;
-        let writer = &mut self.data.writer;
-        let next = partition.scan_with_gci(self.position, BATCH_ROWS_MAX, |_, fixed, var, gci| {
-            if failure.is_none() {
-                let record = Record::WriteRow { place, fixed, var };
-                failure = writer.append(gci, &record).err();
-                rows += 1;
-            }
-        });
-        if let Some(full) = failure {
-            return Err(format!("its data file outgrew its ring: {full}"));
-        }
+        let every_row = |_, _| true;
+        let (rows, next) = append_batch(
+            &mut self.data.writer,
+            place,
+            &partition,
+            self.position,
+            every_row,
+        )
+        .map_err(|full| format!("its data file outgrew its ring: {full}"))?;
         self.rows += rows;
         self.position = next;
         if next.is_none() {

@@ -27,6 +27,7 @@
 //! usable checkpoint's start (or half its ring in all), and writes at
 //! `checkpoint_write_bytes_per_sec`, faster as the log fills.
 
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use kista_runtime::io::{FileOperation, FileReply, FileRequest, FileStatus};
@@ -51,11 +52,11 @@ const CLOSING: u64 = CHECKPOINT_REQUEST | 4;
 
 /// Bytes a checkpoint appends before handing them to the disk.
 const WRITE_BYTES: u64 = 256 << 10;
-/// Rows one scan batch takes at most. A step runs on the `ldm` thread between
+/// Rows one scan batch takes at most (a backup's scan too). A step runs on the `ldm` thread between
 /// transactions' signals and holds a partition's lock: it must be short (a batch takes
 /// about 0.1 ms with 1 KB rows). A partial checkpoint may scan many rows to write a few,
 /// so steps are bounded by rows scanned, not by bytes written.
-const BATCH_ROWS_MAX: usize = 256;
+pub(super) const BATCH_ROWS_MAX: usize = 256;
 /// Batches a step scans once five eighths of the REDO log are in use: the checkpoint must
 /// then free it faster than the writes fill it, and one batch per round of the thread's
 /// signals may not (a busy round takes about a millisecond).
@@ -448,18 +449,10 @@ impl Running {
             self.max_gci = Some(highest_gci);
             return Ok(());
         };
-        let found = tables
-            .get(&table_id)
-            .and_then(|table| Some((table, table.partitions.get(&partition_id)?)));
-        let Some((table, partition)) = found else {
+        let Some((place, partition)) = held_partition(tables, table_id, partition_id) else {
             // Dropped meanwhile: nothing of it is needed.
             self.partition_done();
             return Ok(());
-        };
-        let place = RowPlace {
-            table_id,
-            table_version: table.versions.current,
-            partition: partition_id,
         };
         let partition = partition
             .read()
@@ -469,25 +462,15 @@ impl Running {
             None => self.begin_section(place, &partition)?,
         };
         let id = self.id;
-        let mut failure = None;
-        let mut rows = 0;
-        let next =
-            partition.scan_with_gci(self.position, BATCH_ROWS_MAX, |anchor, fixed, var, gci| {
-                let written = match share {
-                    Share::Whole => true,
-                    Share::ChangedAfter(after) => {
-                        gci > after || checkpoint::in_rotating_share(id, anchor.0)
-                    }
-                };
-                if written && failure.is_none() {
-                    let record = Record::WriteRow { place, fixed, var };
-                    failure = self.writer.append(gci, &record).err();
-                    rows += 1;
-                }
-            });
-        if let Some(full) = failure {
-            return Err(outgrew(full));
-        }
+        let written = |anchor: RowId, gci: u64| match share {
+            Share::Whole => true,
+            Share::ChangedAfter(after) => {
+                gci > after || checkpoint::in_rotating_share(id, anchor.0)
+            }
+        };
+        let (rows, next) =
+            append_batch(&mut self.writer, place, &partition, self.position, written)
+                .map_err(outgrew)?;
         self.rows += rows;
         self.position = next;
         if self.position.is_none() {
@@ -552,6 +535,45 @@ impl Running {
             marked_gci: self.marked_gci,
         }
     }
+}
+
+/// Where partition `partition_id` of table `table_id` is, if this data manager still
+/// holds it: the place its rows' records name, and the partition.
+pub(super) fn held_partition(
+    tables: &FxHashMap<u32, LdmTable>,
+    table_id: u32,
+    partition_id: u32,
+) -> Option<(RowPlace, &Arc<RwLock<Partition>>)> {
+    let table = tables.get(&table_id)?;
+    let place = RowPlace {
+        table_id,
+        table_version: table.versions.current,
+        partition: partition_id,
+    };
+    Some((place, table.partitions.get(&partition_id)?))
+}
+
+/// Appends the committed rows of the next batch of `partition` (at most
+/// [`BATCH_ROWS_MAX`], after `position`) that `wanted` picks by anchor and GCI to `writer`,
+/// each stamped with the GCI that last wrote it: how many it appended, and where the next
+/// batch resumes (`None`: the partition is done).
+pub(super) fn append_batch(
+    writer: &mut LogWriter,
+    place: RowPlace,
+    partition: &Partition,
+    position: Option<RowId>,
+    wanted: impl Fn(RowId, u64) -> bool,
+) -> Result<(u64, Option<RowId>), LogFull> {
+    let mut failure = None;
+    let mut rows = 0;
+    let next = partition.scan_with_gci(position, BATCH_ROWS_MAX, |anchor, fixed, var, gci| {
+        if wanted(anchor, gci) && failure.is_none() {
+            let record = Record::WriteRow { place, fixed, var };
+            failure = writer.append(gci, &record).err();
+            rows += 1;
+        }
+    });
+    failure.map_or(Ok((rows, next)), Err)
 }
 
 fn outgrew(full: LogFull) -> String {

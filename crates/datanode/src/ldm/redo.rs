@@ -31,9 +31,7 @@ use kista_runtime::io::{FileOperation, FileReply, FileRequest, FileStatus};
 use kista_runtime::Context;
 use kista_signal::wire::SECTION_BYTES_MAX;
 use kista_signal::BlockAddress;
-use kista_storage::partition::CommittedChange;
-use kista_storage::redo::{LogRing, LogWriter, Record, RowPlace, RECORD_BYTES_MAX};
-use kista_storage::row::RowLayout;
+use kista_storage::redo::{LogRing, LogWriter, Record, RECORD_BYTES_MAX};
 
 use crate::metrics::DataManagerCounters;
 use crate::node::NodeSettings;
@@ -92,8 +90,6 @@ pub(crate) struct RedoLog {
     syncing: Vec<Save>,
     /// Saves waiting for their mark to be written.
     saves: Vec<Save>,
-    /// Reused to encode a deleted row's key.
-    key: Vec<u8>,
     /// The highest GCI of a change logged here.
     highest_gci: u64,
     /// The latest GCI marked done here (or restored: the log goes on after it).
@@ -120,7 +116,6 @@ impl RedoLog {
             syncs_in_flight: 0,
             syncing: Vec::new(),
             saves: Vec::new(),
-            key: Vec::new(),
             highest_gci: 0,
             marked_gci: 0,
             opened: false,
@@ -224,30 +219,13 @@ impl RedoLog {
         Ok(())
     }
 
-    /// Appends what one partition's commit changed.
-    pub fn log_change(
-        &mut self,
-        gci: u64,
-        place: RowPlace,
-        layout: &RowLayout,
-        change: CommittedChange<'_>,
-    ) -> Result<(), String> {
+    /// Appends the record of a change one partition's commit made (`Record::of_change`).
+    pub fn log_change(&mut self, gci: u64, record: &Record<'_>) -> Result<(), String> {
         if !self.opened {
             return Ok(());
         }
-        let record = match change {
-            CommittedChange::Written { fixed, var } => Record::WriteRow { place, fixed, var },
-            CommittedChange::Deleted { fixed, var } => {
-                self.key.clear();
-                layout.primary_key_of_row(fixed, var, &mut self.key);
-                Record::DeleteRow {
-                    place,
-                    key: &self.key,
-                }
-            }
-        };
         self.writer
-            .append(gci, &record)
+            .append(gci, record)
             .map_err(|full| format!("the REDO log has no room for a commit's change: {full}"))?;
         self.highest_gci = self.highest_gci.max(gci);
         Ok(())

@@ -165,15 +165,9 @@ pub(super) fn restore(
     })
 }
 
-/// A backup table in the target cluster (created by the restore, or one of the cluster's
-/// hidden tables).
-struct Target {
-    table: Table,
-}
-
 /// Creates every table of the backup (or finds the cluster's hidden tables), in the
 /// backup's order.
-fn create_tables(client: &Client, saved: &[SavedTable]) -> Result<Vec<Target>, Failure> {
+fn create_tables(client: &Client, saved: &[SavedTable]) -> Result<Vec<Table>, Failure> {
     let mut targets = Vec::with_capacity(saved.len());
     for table in saved {
         let name = &table.definition.schema.name;
@@ -202,7 +196,7 @@ fn create_tables(client: &Client, saved: &[SavedTable]) -> Result<Vec<Target>, F
                     .map_err(|e| Failure::runtime(format!("creating table `{name}`: {e}")))?
             }
         };
-        targets.push(Target { table: target });
+        targets.push(target);
     }
     Ok(targets)
 }
@@ -227,10 +221,10 @@ fn same_columns(found: &Table, saved: &TableSchema) -> Result<(), Failure> {
 fn add_foreign_keys(
     client: &Client,
     saved: &[SavedTable],
-    targets: &[Target],
+    targets: &[Table],
 ) -> Result<(), Failure> {
     let position = |table_id: u32| saved.iter().position(|t| t.table_id == table_id);
-    let mut children: Vec<Table> = targets.iter().map(|t| t.table.clone()).collect();
+    let mut children = targets.to_vec();
     for (child_at, table) in saved.iter().enumerate() {
         for key in
             (table.definition.foreign_keys.iter()).filter(|k| k.child_table == table.table_id)
@@ -303,7 +297,7 @@ impl Reader {
 /// Writes chunks, one transaction each, until the reader is done or a write fails.
 struct Worker<'a> {
     client: &'a Client,
-    tables: &'a [Target],
+    tables: &'a [Table],
     receiver: Arc<Mutex<Receiver<Chunk>>>,
     loaded: Arc<AtomicU64>,
     failure: Arc<Mutex<Option<String>>>,
@@ -355,7 +349,7 @@ impl Worker<'_> {
                 Err(error) => {
                     let table = chunk
                         .first()
-                        .map(|(t, _)| self.tables[*t].table.schema().name.clone());
+                        .map(|(t, _)| self.tables[*t].schema().name.clone());
                     return Err(format!(
                         "writing rows of `{}`: {error}",
                         table.unwrap_or_default()
@@ -369,7 +363,7 @@ impl Worker<'_> {
         let mut transaction = self.client.transaction();
         transaction.set_foreign_key_checks(false);
         for (table, values) in chunk {
-            transaction.write(&self.tables[*table].table, values.clone())?;
+            transaction.write(&self.tables[*table], values.clone())?;
         }
         let executed = transaction.execute(ExecuteMode::Commit)?.wait()?;
         match executed.outcome {
