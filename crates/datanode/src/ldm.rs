@@ -101,6 +101,8 @@ pub struct LocalDataManager {
     key_changes: Vec<KeyChange>,
     /// The REDO bytes the write that just ran will log at commit.
     staged_redo_bytes: u64,
+    /// The body of the operation running now, decoded into buffers kept for their capacity.
+    operation_body: KeyBody,
     /// What this data manager counts for operators (never read by it).
     counters: Arc<DataManagerCounters>,
     /// The encoded `IndexUpkeepBody` (kept for its capacity).
@@ -173,6 +175,7 @@ impl LocalDataManager {
             unique_changes: Vec::new(),
             key_changes: Vec::new(),
             staged_redo_bytes: 0,
+            operation_body: KeyBody::default(),
             counters,
             upkeep_bytes: Vec::new(),
             failed_coordinators: NodeSet::EMPTY,
@@ -586,7 +589,9 @@ impl LocalDataManager {
             })?;
             return Ok(Outcome::Done(rows));
         }
-        let body = KeyBody::decode(&ctx.held_section(section)).map_err(body_error)?;
+        let body = &mut self.operation_body;
+        body.decode_into(&ctx.held_section(section))
+            .map_err(body_error)?;
         let key = body.key.as_slice();
         let tx = TransactionId(prepare.transaction);
         let mut partition = lock_partition(partition);

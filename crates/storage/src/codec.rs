@@ -259,8 +259,20 @@ pub fn write_values(out: &mut Writer, values: &[Value]) {
 }
 
 pub fn read_values(input: &mut Reader) -> Result<Vec<Value>, CodecError> {
+    let mut values = Vec::new();
+    read_values_into(input, &mut values)?;
+    Ok(values)
+}
+
+/// [`read_values`] into `values` (cleared first), reusing its allocation.
+pub fn read_values_into(input: &mut Reader, values: &mut Vec<Value>) -> Result<(), CodecError> {
+    values.clear();
     let count = input.count(1)?;
-    (0..count).map(|_| read_value(input)).collect()
+    values.reserve(count);
+    for _ in 0..count {
+        values.push(read_value(input)?);
+    }
+    Ok(())
 }
 
 // ----- schemas -----

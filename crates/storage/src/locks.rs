@@ -10,6 +10,7 @@
 use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 use std::hash::Hash;
 
 /// A transaction, as numbered by its coordinator.
@@ -41,7 +42,8 @@ pub enum LockError {
 
 #[derive(Default, Debug)]
 struct RowLock {
-    holders: Vec<(TransactionId, LockMode)>,
+    /// Inline for one holder, the common case: a lock taken costs no allocation.
+    holders: SmallVec<[(TransactionId, LockMode); 1]>,
     waiting: VecDeque<(TransactionId, LockMode)>,
 }
 
@@ -237,7 +239,7 @@ impl<K: Hash + Eq + Copy> LockTable<K> {
     pub fn holders(&self, row: K) -> Vec<(TransactionId, LockMode)> {
         self.rows
             .get(&row)
-            .map(|lock| lock.holders.clone())
+            .map(|lock| lock.holders.to_vec())
             .unwrap_or_default()
     }
 

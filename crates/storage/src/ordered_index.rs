@@ -5,6 +5,7 @@
 //! A bound on a prefix of the index columns is the encoded prefix: every key that extends a
 //! prefix sorts after it and before the prefix followed by [`PREFIX_END`].
 
+use std::cmp::Ordering;
 use std::collections::BTreeSet;
 use std::ops::Bound;
 use std::sync::Arc;
@@ -15,6 +16,9 @@ use crate::types::{ColumnType, Value};
 
 /// Bytes charged per entry besides the key: the tree node share and the key's allocation.
 const ENTRY_OVERHEAD_BYTES: u64 = 48;
+
+/// Bytes of a key held in the entry itself; only the bytes past them are allocated.
+const KEY_HEAD_BYTES: usize = 16;
 
 /// Sorts after every encoded column (which all start with 0x00 or 0x01).
 pub const PREFIX_END: u8 = 0xFF;
@@ -88,13 +92,81 @@ pub struct RangeBound {
     pub inclusive: bool,
 }
 
-pub struct OrderedIndex {
-    memory: MemoryAccount,
-    entries: BTreeSet<(Box<[u8]>, RowId)>,
+/// An encoded key as the tree keeps it: its first [`KEY_HEAD_BYTES`] zero-padded in two
+/// big-endian words, the rest on the heap (nothing for a short key), and its length. The
+/// derived order (head, tail, length) is the byte order of the keys: where heads differ, the
+/// first differing byte decides (a padding zero sorts as a key that ends there, which is a
+/// prefix of the other); where they are equal, the tails decide, and a key shorter than the
+/// head is a prefix of any longer one with the same head. So most comparisons are two
+/// integer compares, and an index on a few numeric columns allocates nothing per entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Key {
+    head: [u64; 2],
+    tail: Box<[u8]>,
+    len: u32,
 }
 
-fn charge(key: &[u8]) -> u64 {
-    (key.len() as u64).div_ceil(8) * 8 + ENTRY_OVERHEAD_BYTES
+impl Key {
+    fn new(bytes: &[u8]) -> Self {
+        let mut padded = [0u8; KEY_HEAD_BYTES];
+        let head_len = bytes.len().min(KEY_HEAD_BYTES);
+        padded[..head_len].copy_from_slice(&bytes[..head_len]);
+        let word = |i: usize| u64::from_be_bytes(padded[i * 8..i * 8 + 8].try_into().expect("8"));
+        Self {
+            head: [word(0), word(1)],
+            tail: bytes[head_len..].into(),
+            len: u32::try_from(bytes.len()).expect("index keys are bounded far below 4 GiB"),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// The encoded key, into `out` (cleared first).
+    fn bytes_into<'a>(&self, out: &'a mut Vec<u8>) -> &'a [u8] {
+        out.clear();
+        out.extend_from_slice(&self.head[0].to_be_bytes());
+        out.extend_from_slice(&self.head[1].to_be_bytes());
+        out.truncate(self.len());
+        out.extend_from_slice(&self.tail);
+        out
+    }
+}
+
+impl Ord for Key {
+    /// (head, tail, length), written out so that keys within the head compare their
+    /// words and lengths only (the tree compares keys a few dozen times per insert).
+    fn cmp(&self, other: &Self) -> Ordering {
+        let heads = (self.head[0], self.head[1]).cmp(&(other.head[0], other.head[1]));
+        if heads != Ordering::Equal {
+            return heads;
+        }
+        if !self.tail.is_empty() || !other.tail.is_empty() {
+            let tails = self.tail.cmp(&other.tail);
+            if tails != Ordering::Equal {
+                return tails;
+            }
+        }
+        self.len.cmp(&other.len)
+    }
+}
+
+impl PartialOrd for Key {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+type Entry = (Key, RowId);
+
+pub struct OrderedIndex {
+    memory: MemoryAccount,
+    entries: BTreeSet<Entry>,
+}
+
+fn charge(key_bytes: usize) -> u64 {
+    (key_bytes as u64).div_ceil(8) * 8 + ENTRY_OVERHEAD_BYTES
 }
 
 impl OrderedIndex {
@@ -114,28 +186,28 @@ impl OrderedIndex {
     pub fn insert(&mut self, key: &[u8], row: RowId) -> Result<bool, DataMemoryExhausted> {
         // Charged first and given back when it was there: one walk down the tree. An entry
         // already there needs no memory, so a full DataMemory refuses only a new one.
-        if let Err(exhausted) = self.memory.reserve(charge(key)) {
+        if let Err(exhausted) = self.memory.reserve(charge(key.len())) {
             return if self.contains(key, row) {
                 Ok(false)
             } else {
                 Err(exhausted)
             };
         }
-        let added = self.entries.insert((Box::<[u8]>::from(key), row));
+        let added = self.entries.insert((Key::new(key), row));
         if !added {
-            self.memory.release(charge(key));
+            self.memory.release(charge(key.len()));
         }
         Ok(added)
     }
 
     pub fn contains(&self, key: &[u8], row: RowId) -> bool {
-        self.entries.contains(&(Box::<[u8]>::from(key), row))
+        self.entries.contains(&(Key::new(key), row))
     }
 
     pub fn remove(&mut self, key: &[u8], row: RowId) -> bool {
-        let removed = self.entries.remove(&(Box::<[u8]>::from(key), row));
+        let removed = self.entries.remove(&(Key::new(key), row));
         if removed {
-            self.memory.release(charge(key));
+            self.memory.release(charge(key.len()));
         }
         removed
     }
@@ -147,7 +219,7 @@ impl OrderedIndex {
             let Some((key, _)) = self.entries.pop_last() else {
                 break;
             };
-            self.memory.release(charge(&key));
+            self.memory.release(charge(key.len()));
             released += 1;
         }
         released
@@ -172,50 +244,49 @@ impl OrderedIndex {
         resume_after: Option<(&[u8], RowId)>,
         mut visit: impl FnMut(&[u8], RowId) -> bool,
     ) {
-        type Entry = (Box<[u8]>, RowId);
         let mut low: Bound<Entry> = match lower {
             None => Bound::Unbounded,
-            Some(b) if b.inclusive => Bound::Included((b.prefix.clone().into(), RowId(0))),
+            Some(b) if b.inclusive => Bound::Included((Key::new(&b.prefix), RowId(0))),
             Some(b) => Bound::Included((past_prefix(&b.prefix), RowId(0))),
         };
         let mut high: Bound<Entry> = match upper {
             None => Bound::Unbounded,
             Some(b) if b.inclusive => Bound::Excluded((past_prefix(&b.prefix), RowId(0))),
-            Some(b) => Bound::Excluded((b.prefix.clone().into(), RowId(0))),
+            Some(b) => Bound::Excluded((Key::new(&b.prefix), RowId(0))),
         };
         if let Some((key, row)) = resume_after {
-            let last = Bound::Excluded((Box::<[u8]>::from(key), row));
+            let resumed = (Key::new(key), row);
             let narrows = |bound: &Bound<Entry>, ascending| match bound {
                 Bound::Unbounded => true,
                 Bound::Included(b) | Bound::Excluded(b) => {
-                    let resumed = (key, row);
-                    let bound = (&b.0[..], b.1);
                     if ascending {
-                        resumed >= bound
+                        &resumed >= b
                     } else {
-                        resumed <= bound
+                        &resumed <= b
                     }
                 }
             };
             if descending && narrows(&high, false) {
-                high = last;
+                high = Bound::Excluded(resumed);
             } else if !descending && narrows(&low, true) {
-                low = last;
+                low = Bound::Excluded(resumed);
             }
         }
         if is_empty(&low, &high) {
             return;
         }
         let range = self.entries.range((low, high));
+        let mut key_bytes = Vec::new();
+        let mut visit = |(key, row): &Entry| visit(key.bytes_into(&mut key_bytes), *row);
         if descending {
-            for (key, row) in range.rev() {
-                if !visit(key, *row) {
+            for entry in range.rev() {
+                if !visit(entry) {
                     return;
                 }
             }
         } else {
-            for (key, row) in range {
-                if !visit(key, *row) {
+            for entry in range {
+                if !visit(entry) {
                     return;
                 }
             }
@@ -234,10 +305,10 @@ fn is_empty<T: Ord>(low: &Bound<T>, high: &Bound<T>) -> bool {
 }
 
 /// The smallest key greater than every key that extends `prefix`.
-fn past_prefix(prefix: &[u8]) -> Box<[u8]> {
+fn past_prefix(prefix: &[u8]) -> Key {
     let mut end = prefix.to_vec();
     end.push(PREFIX_END);
-    end.into()
+    Key::new(&end)
 }
 
 /// Appends a string so that byte order is its order: 0x00 is escaped as 0x00 0xFF and the

@@ -330,11 +330,25 @@ impl Partition {
         replace: bool,
     ) -> Result<Outcome<()>, OperationError> {
         self.encode(values)?;
-        let mut key = Vec::new();
+        // The key goes in the scratch buffer (given back below), so a write allocates
+        // nothing for it.
+        let mut key = std::mem::take(&mut self.key);
+        key.clear();
         self.layout
             .primary_key_of_row(&self.fixed, &self.var, &mut key);
-        let Some(anchor) = self.primary.get(&key) else {
-            return self.insert_new_anchor(transaction, &key).map(Outcome::Done);
+        let outcome = self.put_keyed(transaction, &key, replace);
+        self.key = key;
+        outcome
+    }
+
+    fn put_keyed(
+        &mut self,
+        transaction: TransactionId,
+        key: &[u8],
+        replace: bool,
+    ) -> Result<Outcome<()>, OperationError> {
+        let Some(anchor) = self.primary.get(key) else {
+            return self.insert_new_anchor(transaction, key).map(Outcome::Done);
         };
         if let LockOutcome::Waiting = self.lock(transaction, anchor, LockMode::Exclusive)? {
             return Ok(Outcome::Waiting(anchor));
@@ -654,7 +668,7 @@ impl Partition {
             }
         };
         if let Err(error) = self.lock(transaction, anchor, LockMode::Exclusive) {
-            indexes::remove_added(self, anchor, added);
+            indexes::remove_added(self, anchor, &new_keys, added);
             self.primary.remove(key);
             undo_row(self);
             return Err(error);
@@ -668,8 +682,7 @@ impl Partition {
                 new: NewVersion::InAnchor,
             },
         );
-        let before = vec![None; self.indexes.len()];
-        indexes::report_unique_changes(self, anchor, &before, &new_keys);
+        indexes::report_unique_changes(self, anchor, &[], &new_keys);
         if !self.watched.is_empty() {
             let after = self.watched_keys_of_scratch();
             self.report_key_changes(anchor, self.watched_keys_of_version(None), after);
@@ -735,7 +748,7 @@ impl Partition {
             let new = match written {
                 Ok(new) => new,
                 Err(error) => {
-                    indexes::remove_added(self, anchor, added);
+                    indexes::remove_added(self, anchor, &new_keys, added);
                     return Err(error.into());
                 }
             };
@@ -752,7 +765,7 @@ impl Partition {
                 self.set_state(copy, RowState::Unused);
             }
             pending.new = NewVersion::Absent;
-            vec![None; self.indexes.len()]
+            Vec::new()
         };
         self.pending.insert(anchor, pending);
         self.set_state(anchor, RowState::Pending);
@@ -766,14 +779,14 @@ impl Partition {
         Ok(())
     }
 
-    /// Per secondary index, the key of a version (`None`: no version, or no entry).
-    fn version_keys(&self, version: Option<RowId>) -> Vec<Option<Vec<u8>>> {
+    /// Per secondary index, the key of a version (no version: no keys).
+    fn version_keys(&self, version: Option<RowId>) -> indexes::VersionKeys {
         match version {
             Some(version) => {
                 let (fixed, var) = self.rows.get(version);
                 indexes::keys_of_row(&self.indexes, &self.layout, fixed, var)
             }
-            None => vec![None; self.indexes.len()],
+            None => Vec::new(),
         }
     }
 
@@ -820,9 +833,11 @@ impl Partition {
     }
 
     fn commit_version(&mut self, anchor: RowId, pending: Pending) {
-        let committed_keys = self.version_keys(pending.committed.then_some(anchor));
+        // A new version in the anchor keeps its entries and replaced no committed one.
+        let committed = pending.committed.then_some(anchor);
         let state = match pending.new {
             NewVersion::Copy(copy) => {
+                let committed_keys = self.version_keys(committed);
                 let new_keys = self.version_keys(Some(copy));
                 indexes::remove_entries(self, anchor, &committed_keys, &[&new_keys]);
                 self.rows.replace_with(anchor, copy);
@@ -831,6 +846,7 @@ impl Partition {
             }
             NewVersion::InAnchor => RowState::Committed,
             NewVersion::Absent => {
+                let committed_keys = self.version_keys(committed);
                 indexes::remove_entries(self, anchor, &committed_keys, &[]);
                 RowState::Empty
             }

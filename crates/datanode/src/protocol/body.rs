@@ -1,7 +1,7 @@
 //! What travels in sections: operation bodies, rows, table definitions.
 
 use kista_storage::codec::{
-    read_filter, read_index_schema, read_table_schema, read_values, write_filter,
+    read_filter, read_index_schema, read_table_schema, read_values, read_values_into, write_filter,
     write_index_schema, write_table_schema, write_values, CodecError, Reader, Writer,
 };
 use kista_storage::filter::Filter;
@@ -41,7 +41,7 @@ pub(super) fn read_columns(input: &mut Reader) -> Result<Vec<u16>, CodecError> {
 /// - update: `columns` and `values` pair up (the columns to change);
 /// - read: `columns` is the projection (empty: every column), `values` empty;
 /// - delete: both empty.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct KeyBody {
     pub key: Vec<u8>,
     pub columns: Vec<u16>,
@@ -91,12 +91,22 @@ impl KeyBody {
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
+        let mut body = Self::default();
+        body.decode_into(bytes)?;
+        Ok(body)
+    }
+
+    /// Decodes `bytes` into this body, reusing its buffers: a data manager keeps one for
+    /// the operations it runs, so decoding one allocates only for its text values.
+    pub fn decode_into(&mut self, bytes: &[u8]) -> Result<(), CodecError> {
         let body = KeyBodyRef::parse(bytes)?;
-        Ok(Self {
-            key: body.key.to_vec(),
-            columns: body.columns().collect(),
-            values: body.values()?,
-        })
+        self.key.clear();
+        self.key.extend_from_slice(body.key);
+        self.columns.clear();
+        self.columns.extend(body.columns());
+        let mut input = Reader::new(body.values);
+        read_values_into(&mut input, &mut self.values)?;
+        input.finish()
     }
 }
 

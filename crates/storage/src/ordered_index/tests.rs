@@ -70,6 +70,24 @@ proptest! {
     }
 }
 
+proptest! {
+    // Two keys with a common start (0 to 24 bytes, so it ends before, at or past the inline
+    // head) and short endings over an alphabet with zeros: often one is a prefix of the
+    // other, or they differ only in padding-like zeros.
+    #[test]
+    fn a_key_as_the_tree_holds_it_sorts_as_its_bytes_and_gives_them_back(
+        common in proptest::collection::vec(0..3u8, 0..24),
+        end_a in proptest::collection::vec(0..2u8, 0..4),
+        end_b in proptest::collection::vec(0..2u8, 0..4),
+    ) {
+        let a = [&common[..], &end_a[..]].concat();
+        let b = [&common[..], &end_b[..]].concat();
+        prop_assert_eq!(Key::new(&a).cmp(&Key::new(&b)), a.cmp(&b));
+        let mut out = Vec::new();
+        prop_assert_eq!(Key::new(&a).bytes_into(&mut out), &a[..]);
+    }
+}
+
 #[test]
 fn null_sorts_before_every_value_and_the_zeros_are_one_key() {
     assert!(encoded(BIGINT, &Value::Null) < encoded(BIGINT, &Value::Int(i64::MIN)));

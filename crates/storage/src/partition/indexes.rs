@@ -103,17 +103,30 @@ impl SecondaryIndex {
     }
 }
 
+/// Room a key buffer starts with: keys of a few numeric or short text columns fit, so
+/// building one reallocates nothing.
+const KEY_BYTES_USUAL: usize = 32;
+
+/// Per index, the key of a version (`None`: no entry); no version at all has no keys, an
+/// empty list (read with [`key_at`]).
+pub(super) type VersionKeys = Vec<Option<Vec<u8>>>;
+
+/// The key `keys` have in the index at `position`.
+fn key_at(keys: &[Option<Vec<u8>>], position: usize) -> Option<&Vec<u8>> {
+    keys.get(position).and_then(Option::as_ref)
+}
+
 /// Per index, the key of a stored row (`None`: no entry).
 pub(super) fn keys_of_row(
     indexes: &[SecondaryIndex],
     layout: &RowLayout,
     fixed: &[u8],
     var: &[u8],
-) -> Vec<Option<Vec<u8>>> {
+) -> VersionKeys {
     indexes
         .iter()
         .map(|index| {
-            let mut key = Vec::new();
+            let mut key = Vec::with_capacity(KEY_BYTES_USUAL);
             index
                 .key_of_row(layout, fixed, var, &mut key)
                 .then_some(key)
@@ -121,8 +134,28 @@ pub(super) fn keys_of_row(
         .collect()
 }
 
-/// Entries added by [`add_entries`], to take back if the write fails.
-pub(super) type Added = Vec<(usize, Vec<u8>)>;
+/// The indexes [`add_entries`] gave an entry, to take back if the write fails: a bit each
+/// for the first 64 (MySQL's most per table, so no allocation per write), a list past them.
+#[derive(Default)]
+pub(super) struct Added {
+    first: u64,
+    more: Vec<usize>,
+}
+
+impl Added {
+    fn push(&mut self, position: usize) {
+        match position {
+            0..64 => self.first |= 1 << position,
+            _ => self.more.push(position),
+        }
+    }
+
+    fn positions(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..64)
+            .filter(|&position| self.first & (1 << position) != 0)
+            .chain(self.more.iter().copied())
+    }
+}
 
 /// Adds `anchor`'s ordered-index entries for `keys` that it lacks; on error nothing changed.
 pub(super) fn add_entries(
@@ -130,17 +163,17 @@ pub(super) fn add_entries(
     anchor: RowId,
     keys: &[Option<Vec<u8>>],
 ) -> Result<Added, OperationError> {
-    let mut added = Added::new();
+    let mut added = Added::default();
     for (position, key) in keys.iter().enumerate() {
         let Some(key) = key else { continue };
         let Entries::Ordered(tree) = &mut partition.indexes[position].entries else {
             continue;
         };
         match tree.insert(key, anchor) {
-            Ok(true) => added.push((position, key.clone())),
+            Ok(true) => added.push(position),
             Ok(false) => {}
             Err(error) => {
-                remove_added(partition, anchor, added);
+                remove_added(partition, anchor, keys, added);
                 return Err(error.into());
             }
         }
@@ -158,10 +191,11 @@ pub(super) fn report_unique_changes(
     after: &[Option<Vec<u8>>],
 ) {
     for (position, index) in partition.indexes.iter().enumerate() {
-        if !matches!(index.entries, Entries::InIndexTable) || before[position] == after[position] {
+        let (removed, added) = (key_at(before, position), key_at(after, position));
+        if !matches!(index.entries, Entries::InIndexTable) || removed == added {
             continue;
         }
-        let added = after[position].clone().map(|key| {
+        let added = added.cloned().map(|key| {
             let values = index
                 .schema
                 .columns
@@ -181,16 +215,23 @@ pub(super) fn report_unique_changes(
             .primary_key_of_row(fixed, var, &mut primary_key);
         partition.unique_changes.push(UniqueChange {
             index: index.id,
-            removed: before[position].clone(),
+            removed: removed.cloned(),
             added,
             primary_key,
         });
     }
 }
 
-pub(super) fn remove_added(partition: &mut Partition, anchor: RowId, added: Added) {
-    for (position, key) in added {
-        partition.indexes[position].remove(&key, anchor);
+/// Takes back the entries `add_entries(partition, anchor, keys)` added.
+pub(super) fn remove_added(
+    partition: &mut Partition,
+    anchor: RowId,
+    keys: &[Option<Vec<u8>>],
+    added: Added,
+) {
+    for position in added.positions() {
+        let key = key_at(keys, position).expect("an entry was added for the key");
+        partition.indexes[position].remove(key, anchor);
     }
 }
 
@@ -205,7 +246,7 @@ pub(super) fn remove_entries(
         let Some(key) = key else { continue };
         if keep
             .iter()
-            .any(|other| other[position].as_ref() == Some(key))
+            .any(|other| key_at(other, position) == Some(key))
         {
             continue;
         }
