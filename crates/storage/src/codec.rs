@@ -170,13 +170,14 @@ impl<'a> Reader<'a> {
 pub fn write_bytes_value(out: &mut Writer, bytes: &[u8]) {
     let length = (bytes.len() as u32).to_le_bytes();
     out.0
-        .extend_from_slice(&[6, length[0], length[1], length[2], length[3]]);
+        .extend_from_slice(&[BYTES_TAG, length[0], length[1], length[2], length[3]]);
     out.0.extend_from_slice(bytes);
 }
 
 /// The tags of signed and unsigned integers in a value's byte form.
 pub const INT_TAG: u8 = 1;
 pub const UINT_TAG: u8 = 2;
+const BYTES_TAG: u8 = 6;
 
 pub fn write_value(out: &mut Writer, value: &Value) {
     match value {
@@ -223,7 +224,26 @@ pub fn write_value(out: &mut Writer, value: &Value) {
 }
 
 pub fn read_value(input: &mut Reader) -> Result<Value, CodecError> {
-    Ok(match input.u8()? {
+    let tag = input.u8()?;
+    read_tagged_value(tag, input)
+}
+
+/// [`read_value`] into `value`: text or bytes reuse the buffer `value` holds, so a data
+/// manager decoding operation after operation into the same values allocates nothing.
+fn read_value_into(input: &mut Reader, value: &mut Value) -> Result<(), CodecError> {
+    let tag = input.u8()?;
+    match value {
+        Value::Bytes(buffer) if tag == BYTES_TAG => {
+            buffer.clear();
+            buffer.extend_from_slice(input.bytes()?);
+        }
+        _ => *value = read_tagged_value(tag, input)?,
+    }
+    Ok(())
+}
+
+fn read_tagged_value(tag: u8, input: &mut Reader) -> Result<Value, CodecError> {
+    Ok(match tag {
         0 => Value::Null,
         INT_TAG => Value::Int(input.u64()? as i64),
         UINT_TAG => Value::UInt(input.u64()?),
@@ -236,7 +256,7 @@ pub fn read_value(input: &mut Reader) -> Result<Value, CodecError> {
                 scale: input.u8()?,
             })
         }
-        6 => Value::Bytes(input.bytes()?.to_vec()),
+        BYTES_TAG => Value::Bytes(input.bytes()?.to_vec()),
         7 => {
             let days = input.u32()? as i32;
             Value::Date(Date::from_days(days).ok_or_else(|| input.invalid("date"))?)
@@ -264,12 +284,14 @@ pub fn read_values(input: &mut Reader) -> Result<Vec<Value>, CodecError> {
     Ok(values)
 }
 
-/// [`read_values`] into `values` (cleared first), reusing its allocation.
+/// [`read_values`] into `values`, reusing its allocations (see [`read_value_into`]).
 pub fn read_values_into(input: &mut Reader, values: &mut Vec<Value>) -> Result<(), CodecError> {
-    values.clear();
     let count = input.count(1)?;
-    values.reserve(count);
-    for _ in 0..count {
+    values.truncate(count);
+    for value in values.iter_mut() {
+        read_value_into(input, value)?;
+    }
+    while values.len() < count {
         values.push(read_value(input)?);
     }
     Ok(())

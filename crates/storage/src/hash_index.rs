@@ -7,10 +7,11 @@
 // attacker cannot precompute colliding keys. SipHash, std's default, resists flooding
 // better but costs ~200 instructions per 8-byte key, a tenth of a whole key read; foldhash
 // takes ~20. Maps keyed by the node's own ids use the unseeded FxHash.
-use std::collections::HashMap;
+use std::collections::hash_map::{Entry, HashMap};
 use std::sync::Arc;
 
 use foldhash::fast::RandomState;
+use smallvec::SmallVec;
 
 use crate::memory::{DataMemory, DataMemoryExhausted, MemoryAccount};
 use crate::row_store::RowId;
@@ -26,9 +27,13 @@ pub enum IndexError {
     Memory(#[from] DataMemoryExhausted),
 }
 
+/// A key as the map holds it: up to 16 bytes in the entry itself (a primary key of a few
+/// numeric columns), so adding one allocates nothing; it hashes and compares as its bytes.
+type Key = SmallVec<[u8; 16]>;
+
 pub struct HashIndex {
     memory: MemoryAccount,
-    entries: HashMap<Box<[u8]>, RowId, RandomState>,
+    entries: HashMap<Key, RowId, RandomState>,
 }
 
 fn charge(key: &[u8]) -> u64 {
@@ -50,12 +55,14 @@ impl HashIndex {
 
     /// Adds `key → row`. A key already present is refused and nothing changes.
     pub fn insert(&mut self, key: &[u8], row: RowId) -> Result<(), IndexError> {
-        if self.entries.contains_key(key) {
-            return Err(IndexError::Duplicate);
+        match self.entries.entry(Key::from_slice(key)) {
+            Entry::Occupied(_) => Err(IndexError::Duplicate),
+            Entry::Vacant(vacant) => {
+                self.memory.reserve(charge(key))?;
+                vacant.insert(row);
+                Ok(())
+            }
         }
-        self.memory.reserve(charge(key))?;
-        self.entries.insert(key.into(), row);
-        Ok(())
     }
 
     pub fn get(&self, key: &[u8]) -> Option<RowId> {
@@ -79,7 +86,7 @@ impl HashIndex {
             return released;
         }
         // From the front of the table, whose emptied buckets the next slice passes quickly.
-        let keys: Vec<Box<[u8]>> = self.entries.keys().take(entries).cloned().collect();
+        let keys: Vec<Key> = self.entries.keys().take(entries).cloned().collect();
         for key in &keys {
             if self.entries.remove(key).is_some() {
                 self.memory.release(charge(key));

@@ -42,6 +42,23 @@ proptest! {
         prop_assert!(same(&values, &decoded));
     }
 
+    // A data manager decodes operation after operation into the same values: whatever
+    // the previous list held (more, fewer, other types), the next decodes as it was written.
+    #[test]
+    fn values_decoded_into_a_used_list_are_the_values_written(
+        lists in proptest::collection::vec(proptest::collection::vec(a_value(), 0..8), 1..6),
+    ) {
+        let mut decoded = Vec::new();
+        for values in lists {
+            let mut bytes = Vec::new();
+            write_values(&mut Writer(&mut bytes), &values);
+            let mut input = Reader::new(&bytes);
+            read_values_into(&mut input, &mut decoded).unwrap();
+            input.finish().unwrap();
+            prop_assert!(same(&values, &decoded));
+        }
+    }
+
     #[test]
     fn arbitrary_bytes_decode_to_an_error_or_a_value_never_a_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
         let _ = read_values(&mut Reader::new(&bytes));
