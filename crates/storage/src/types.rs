@@ -262,19 +262,6 @@ pub struct Decimal {
     pub scale: u8,
 }
 
-impl Decimal {
-    /// Digits of the integer `|unscaled|` (0 has one digit).
-    fn digits(self) -> u8 {
-        let mut magnitude = self.unscaled.unsigned_abs();
-        let mut digits = 1;
-        while magnitude >= 10 {
-            magnitude /= 10;
-            digits += 1;
-        }
-        digits
-    }
-}
-
 impl fmt::Display for Decimal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let sign = if self.unscaled < 0 { "-" } else { "" };
@@ -452,7 +439,13 @@ pub(crate) fn integer_range(bytes: u8, signed: bool) -> (i128, i128) {
 }
 
 pub(crate) fn decimal_fits(decimal: Decimal, precision: u8, scale: u8) -> bool {
-    decimal.scale == scale && decimal.digits() <= precision
+    // At most `precision` digits: below 10^precision (every i128 is, past 38 digits). A
+    // compare instead of counting digits by u128 divisions: every written row checks it.
+    let magnitude = decimal.unscaled.unsigned_abs();
+    decimal.scale == scale
+        && 10u128
+            .checked_pow(u32::from(precision))
+            .is_none_or(|limit| magnitude < limit)
 }
 
 #[cfg(test)]
@@ -560,5 +553,13 @@ mod tests {
             5,
             2
         ));
+        let widest = |unscaled| Decimal { unscaled, scale: 0 };
+        assert!(decimal_fits(widest(-(10i128.pow(38) - 1)), 38, 0));
+        assert!(!decimal_fits(widest(10i128.pow(38)), 38, 0));
+        assert!(
+            decimal_fits(widest(i128::MIN + 1), 65, 0),
+            "past 38 digits every i128 fits"
+        );
+        assert!(decimal_fits(widest(0), 1, 0));
     }
 }
