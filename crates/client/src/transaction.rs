@@ -2,7 +2,7 @@
 
 use kista_datanode::protocol::*;
 use kista_signal::{BlockAddress, NodeId, TypedSignal};
-use kista_storage::codec::CodecError;
+use kista_storage::codec::{self, CodecError};
 use kista_storage::row::RowError;
 use kista_storage::schema::IndexKind;
 use kista_storage::types::Value;
@@ -225,13 +225,9 @@ impl<'c> Transaction<'c> {
                 values.len()
             )));
         }
-        let key: Vec<Value> = table
-            .layout
-            .primary_key()
-            .iter()
-            .map(|&c| values.get(c).cloned().unwrap_or(Value::Null))
-            .collect();
-        self.push(kind, LockKind::Exclusive, table, &key, &[], &values)
+        let write_key = |out: &mut Vec<u8>| table.layout.primary_key_of_row_values(&values, out);
+        let body = body_of(write_key, &[], &values)?;
+        self.push_encoded(kind, LockKind::Exclusive, table, PRIMARY_KEY, body)
     }
 
     fn push(
@@ -512,7 +508,8 @@ fn body_of(
     columns: &[u16],
     values: &[Value],
 ) -> Result<Vec<u8>, ClientError> {
-    let mut body = Vec::with_capacity(BODY_CAPACITY_HINT);
+    let values_bytes: usize = values.iter().map(codec::value_bytes).sum();
+    let mut body = Vec::with_capacity(BODY_CAPACITY_HINT + 2 * columns.len() + values_bytes);
     KeyBody::write_keyed(write_key, columns, values, &mut body)
         .map_err(|e| ClientError::Usage(e.to_string()))?;
     Ok(body)

@@ -223,6 +223,22 @@ pub fn write_value(out: &mut Writer, value: &Value) {
     }
 }
 
+/// The bytes [`write_value`] writes for `value` (a buffer sized with it is not regrown).
+pub fn value_bytes(value: &Value) -> usize {
+    1 + match value {
+        Value::Null => 0,
+        Value::Float(_) | Value::Date(_) => 4,
+        Value::Int(_)
+        | Value::UInt(_)
+        | Value::Double(_)
+        | Value::Time(_)
+        | Value::DateTime(_)
+        | Value::Timestamp(_) => 8,
+        Value::Decimal(_) => 17,
+        Value::Bytes(bytes) => 4 + bytes.len(),
+    }
+}
+
 pub fn read_value(input: &mut Reader) -> Result<Value, CodecError> {
     let tag = input.u8()?;
     read_tagged_value(tag, input)

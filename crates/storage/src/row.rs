@@ -248,7 +248,33 @@ impl RowLayout {
                 given: values.len(),
             });
         }
-        for (&column, value) in columns.iter().zip(values) {
+        self.append_key(columns.iter().copied().zip(values), key)
+    }
+
+    /// The primary key of a whole row given as values (one per column, as
+    /// [`RowLayout::encode`] takes them), appended to `key` as
+    /// [`RowLayout::primary_key_of_values`] would append it.
+    pub fn primary_key_of_row_values(
+        &self,
+        row: &[Value],
+        key: &mut Vec<u8>,
+    ) -> Result<(), RowError> {
+        let value_of = |column: usize| row.get(column).unwrap_or(&Value::Null);
+        let parts = self
+            .primary_key
+            .iter()
+            .map(|&column| (column, value_of(column)));
+        self.append_key(parts, key)
+    }
+
+    /// Appends the key of `(column, value)` parts, checked first (so `key` is unchanged
+    /// on error).
+    fn append_key<'v>(
+        &self,
+        parts: impl Iterator<Item = (usize, &'v Value)> + Clone,
+        key: &mut Vec<u8>,
+    ) -> Result<(), RowError> {
+        for (column, value) in parts.clone() {
             let column = &self.columns[column];
             if value.is_null() {
                 return Err(RowError::NullInKey {
@@ -257,7 +283,7 @@ impl RowLayout {
             }
             check_value(column, value)?;
         }
-        for (&column, value) in columns.iter().zip(values) {
+        for (column, value) in parts {
             self.append_key_of_value(column, value, key);
         }
         Ok(())

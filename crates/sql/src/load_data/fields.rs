@@ -83,6 +83,11 @@ impl Record {
         self.spans.is_empty()
     }
 
+    /// The bytes of all its fields together.
+    pub fn bytes(&self) -> usize {
+        self.data.len()
+    }
+
     /// Its fields in order (`None`: NULL).
     pub fn fields(&self) -> impl Iterator<Item = Option<&[u8]>> + '_ {
         self.spans

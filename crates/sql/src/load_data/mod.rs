@@ -139,17 +139,24 @@ impl Loader {
             )
         };
         let mut row: GivenRow = vec![None; self.table.schema().columns.len()];
+        // Each field's text goes through one buffer, made once with room for every field: a
+        // number, date or time converted from it costs no allocation of its own.
+        let mut text = Value::Bytes(Vec::with_capacity(record.bytes()));
         for (target, field) in self.targets.iter().zip(record.fields()) {
-            let value = match field {
-                Some(bytes) => Value::Bytes(bytes.to_vec()),
-                None => Value::Null,
+            let value = match (field, &mut text) {
+                (Some(bytes), Value::Bytes(buffer)) => {
+                    buffer.clear();
+                    buffer.extend_from_slice(bytes);
+                    &text
+                }
+                _ => &Value::Null,
             };
             match target {
                 Target::Column(column) => {
-                    row[*column] = Some(dml::fit(&self.table, *column, &value).map_err(at_line)?);
+                    row[*column] = Some(dml::fit(&self.table, *column, value).map_err(at_line)?);
                 }
                 Target::Variable(name) => {
-                    session.variables.borrow_mut().insert(name.clone(), value);
+                    (session.variables.borrow_mut()).insert(name.clone(), value.clone());
                 }
             }
         }

@@ -40,6 +40,7 @@ proptest! {
         let decoded = read_values(&mut input).unwrap();
         input.finish().unwrap();
         prop_assert!(same(&values, &decoded));
+        prop_assert_eq!(bytes.len(), 4 + values.iter().map(value_bytes).sum::<usize>());
     }
 
     // A data manager decodes operation after operation into the same values: whatever
