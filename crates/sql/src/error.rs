@@ -132,6 +132,14 @@ impl SqlError {
         )
     }
 
+    pub fn data_truncated(column: &str) -> Self {
+        Self::new(
+            1265,
+            "01000",
+            format!("Data truncated for column '{column}'"),
+        )
+    }
+
     pub fn out_of_range(column: &str) -> Self {
         Self::new(
             1264,

@@ -346,6 +346,135 @@ pub fn coerce(value: &Value, column_type: ColumnType, column: &str) -> SqlResult
     }
 }
 
+/// What a lenient load (`LOAD DATA LOCAL`, or with IGNORE) keeps of a `value` that
+/// [`coerce`] refused for a column of `column_type`, as MySQL does outside strict mode: the
+/// closest value the column holds, and the warning that says so. A number out of range is
+/// clipped to the column's limit (1264); a string with a number at its start gives that
+/// number (1265, data truncated), one with none gives 0 (1366); a string too long is cut to
+/// the column's length (1265). `None` where Kista has no such value (a date that is not
+/// one: MySQL's would be the zero date).
+pub fn closest_fit(
+    value: &Value,
+    column_type: ColumnType,
+    column: &str,
+) -> Option<(Value, SqlError)> {
+    let cut_to = |max_bytes: usize| {
+        let text = cut(to_text(value), max_bytes, column_type);
+        Some((Value::Bytes(text), SqlError::data_truncated(column)))
+    };
+    match column_type {
+        ColumnType::Char { length, .. } | ColumnType::Binary { length } => {
+            return cut_to(usize::from(length))
+        }
+        ColumnType::VarChar { max_length, .. } | ColumnType::VarBinary { max_length } => {
+            return cut_to(max_length as usize)
+        }
+        ColumnType::Text { .. } | ColumnType::Blob => return cut_to(usize::MAX),
+        _ => {}
+    }
+    let (number, warning) = match value {
+        Value::Bytes(text) => match leading_number(text) {
+            Some((number, true)) => (number, SqlError::out_of_range(column)),
+            Some((number, false)) => (number, SqlError::data_truncated(column)),
+            None => (0.0, wrong("integer", value, column)),
+        },
+        other => (to_f64(other)?, SqlError::out_of_range(column)),
+    };
+    let fitted = match column_type {
+        ColumnType::Int { bytes, signed } => {
+            let bits = u32::from(bytes) * 8;
+            let (min, max) = match signed {
+                true => (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1),
+                false => (0, (1i128 << bits) - 1),
+            };
+            let clipped = (number.round() as i128).clamp(min, max);
+            match signed {
+                true => Value::Int(clipped as i64),
+                false => Value::UInt(clipped as u64),
+            }
+        }
+        ColumnType::Float => {
+            Value::Float(number.clamp(f64::from(f32::MIN), f64::from(f32::MAX)) as f32)
+        }
+        ColumnType::Double => Value::Double(number),
+        ColumnType::Decimal { precision, scale } => {
+            let limit = (10i128.checked_pow(u32::from(precision))).map_or(i128::MAX, |l| l - 1);
+            // So that its unscaled form fits an i128; clipped to the column below.
+            let bound = 1e37 / 10f64.powi(i32::from(scale));
+            let bounded = number.clamp(-bound, bound);
+            let exact = parse_decimal(&format!("{bounded:.*}", usize::from(scale)), scale)?;
+            Value::Decimal(Decimal {
+                unscaled: exact.unscaled.clamp(-limit, limit),
+                scale,
+            })
+        }
+        _ => return None,
+    };
+    Some((fitted, warning))
+}
+
+/// MySQL's implicit default of a column of `column_type` (what a lenient load puts for NULL
+/// in a NOT NULL column): 0, or the empty string; `None` for the temporal types (theirs is
+/// the zero date, which Kista does not have).
+pub fn implicit_default(column_type: ColumnType) -> Option<Value> {
+    closest_fit(&Value::Bytes(Vec::new()), column_type, "").map(|(value, _)| value)
+}
+
+/// The number a text starts with (after spaces: a sign, digits, a fraction, an exponent),
+/// and whether nothing but spaces follows it; `None` when it starts with none.
+fn leading_number(text: &[u8]) -> Option<(f64, bool)> {
+    let start = text.iter().take_while(|b| b.is_ascii_whitespace()).count();
+    let rest = &text[start..];
+    let digits_from = |at: usize| {
+        rest[at.min(rest.len())..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count()
+    };
+    let mut end = usize::from(matches!(rest.first(), Some(b'+' | b'-')));
+    let whole_digits = digits_from(end);
+    end += whole_digits;
+    let mut fraction_digits = 0;
+    if rest.get(end) == Some(&b'.') {
+        fraction_digits = digits_from(end + 1);
+        end += 1 + fraction_digits;
+    }
+    if whole_digits + fraction_digits == 0 {
+        return None;
+    }
+    if matches!(rest.get(end), Some(b'e' | b'E')) {
+        let sign = usize::from(matches!(rest.get(end + 1), Some(b'+' | b'-')));
+        let exponent_digits = digits_from(end + 1 + sign);
+        if exponent_digits > 0 {
+            end += 1 + sign + exponent_digits;
+        }
+    }
+    let number = std::str::from_utf8(&rest[..end])
+        .ok()?
+        .parse::<f64>()
+        .ok()?;
+    let only_spaces_after = rest[end..].iter().all(u8::is_ascii_whitespace);
+    Some((number, only_spaces_after))
+}
+
+/// `text` cut to at most `max_bytes`, at a character's start for a text column.
+fn cut(mut text: Vec<u8>, max_bytes: usize, column_type: ColumnType) -> Vec<u8> {
+    if text.len() <= max_bytes {
+        return text;
+    }
+    let mut end = max_bytes;
+    if matches!(
+        column_type,
+        ColumnType::Char { .. } | ColumnType::VarChar { .. }
+    ) {
+        while end > 0 && (text[end] & 0xC0) == 0x80 {
+            end -= 1;
+        }
+    }
+    text.truncate(end);
+    text
+}
+
 /// `value` as a value of `column_type` that compares equal to it, if there is one: a key
 /// or a bound the data nodes may use in its place (`'7'` for an INT column is 7; `7.5` or
 /// `'abc'` have none, and MySQL compares those as numbers, so the front end must).
@@ -707,5 +836,65 @@ mod fraction_tests {
         assert_eq!(shown(&Value::Time(-3_723_456_000), 2), "-01:02:03.46");
         assert_eq!(shown(&Value::Time(-500_000), 0), "-00:00:01");
         assert_eq!(round_fraction(Value::Int(7), 0), Value::Int(7));
+    }
+
+    #[test]
+    fn a_lenient_load_keeps_the_closest_value_and_says_why() {
+        let int = ColumnType::Int {
+            bytes: 4,
+            signed: true,
+        };
+        let fit = |text: &str, column_type| {
+            let text = Value::Bytes(text.as_bytes().to_vec());
+            closest_fit(&text, column_type, "c").map(|(value, warning)| (value, warning.code))
+        };
+        assert_eq!(fit("abc", int), Some((Value::Int(0), 1366)));
+        assert_eq!(fit("12abc", int), Some((Value::Int(12), 1265)));
+        assert_eq!(fit(" 7.6 x", int), Some((Value::Int(8), 1265)));
+        assert_eq!(
+            fit("99999999999", int),
+            Some((Value::Int(i32::MAX.into()), 1264))
+        );
+        assert_eq!(fit("-1e20", int), Some((Value::Int(i32::MIN.into()), 1264)));
+        let tiny_unsigned = ColumnType::Int {
+            bytes: 1,
+            signed: false,
+        };
+        assert_eq!(fit("-5", tiny_unsigned), Some((Value::UInt(0), 1264)));
+        let money = ColumnType::Decimal {
+            precision: 5,
+            scale: 2,
+        };
+        let decimal = |unscaled| Value::Decimal(Decimal { unscaled, scale: 2 });
+        assert_eq!(fit("123456", money), Some((decimal(99_999), 1264)));
+        assert_eq!(fit("-1e300", money), Some((decimal(-99_999), 1264)));
+        assert_eq!(fit("1.5abc", money), Some((decimal(150), 1265)));
+        let short = |max_length| ColumnType::VarChar {
+            max_length,
+            collation: Collation::utf8mb4_0900_ai_ci,
+        };
+        let bytes = |text: &str| Value::Bytes(text.as_bytes().to_vec());
+        assert_eq!(fit("abcdef", short(3)), Some((bytes("abc"), 1265)));
+        assert_eq!(fit("héllo", short(3)), Some((bytes("hé"), 1265)));
+        assert_eq!(
+            fit("héllo", short(2)),
+            Some((bytes("h"), 1265)),
+            "no half character"
+        );
+        assert_eq!(fit("not a date", ColumnType::Date), None);
+        assert_eq!(implicit_default(int), Some(Value::Int(0)));
+        assert_eq!(implicit_default(ColumnType::Blob), Some(bytes("")));
+        assert_eq!(implicit_default(ColumnType::DateTime), None);
+    }
+
+    #[test]
+    fn the_number_a_text_starts_with() {
+        assert_eq!(leading_number(b"1e5x"), Some((100_000.0, false)));
+        assert_eq!(leading_number(b"1e"), Some((1.0, false)));
+        assert_eq!(leading_number(b" -.5 "), Some((-0.5, true)));
+        assert_eq!(leading_number(b"+3."), Some((3.0, true)));
+        assert_eq!(leading_number(b"."), None);
+        assert_eq!(leading_number(b"-"), None);
+        assert_eq!(leading_number(b""), None);
     }
 }

@@ -3,13 +3,15 @@ and the server's; tab-separated by default, CSV with quotes and escapes, IGNORE 
 column list (the others get their defaults, AUTO_INCREMENT its next values), REPLACE and
 IGNORE for taken keys (LOCAL skips them as IGNORE does), fields into @variables with SET
 computing columns, triggers firing, a table without a primary key, and the errors: a field
-that does not convert (naming its line), a wrong number of fields, a missing file.
+that does not convert (naming its line), a wrong number of fields, a missing file; with
+LOCAL or IGNORE those fields and counts are warnings and the closest row is loaded.
 
 Run by crates/kista/tests/sql.rs with the front end's port.
 """
 import os
 import sys
 import tempfile
+from decimal import Decimal
 
 import pymysql
 
@@ -130,6 +132,42 @@ unclosed = file_with("unclosed.csv", '12,"never closed\n')
 assert error_of(
     f"LOAD DATA INFILE '{unclosed}' INTO TABLE people FIELDS TERMINATED BY ',' ENCLOSED BY '\"'"
 )[0] == 1083
+
+# LOCAL (or IGNORE) takes what does not fit as MySQL does outside strict mode: the closest
+# value the column holds, and a warning naming the column and the row; the server's file
+# without IGNORE stays strict (above). A date that is not one is still an error.
+cur.execute(
+    "CREATE TABLE loose (id INT PRIMARY KEY, n TINYINT NOT NULL, label VARCHAR(3), "
+    "price DECIMAL(5,2), born DATE)"
+)
+loose = file_with(
+    "loose.tsv",
+    "1\t12abc\tabcdef\t123456\t2001-01-01\n"
+    "2\tx\tok\t1.5\t2001-01-02\n"
+    "3\t\\N\tok\t1\n"
+    "4\t5\tok\t2\t2001-01-04\textra\n",
+)
+cur.execute(f"LOAD DATA LOCAL INFILE '{loose}' INTO TABLE loose")
+assert cur.rowcount == 4, cur.rowcount
+warnings = rows("SHOW WARNINGS")
+assert rows("SELECT id, n, label, price, CAST(born AS CHAR) FROM loose ORDER BY id") == [
+    (1, 12, "abc", Decimal("999.99"), "2001-01-01"),
+    (2, 0, "ok", Decimal("1.50"), "2001-01-02"),
+    (3, 0, "ok", Decimal("1.00"), None),
+    (4, 5, "ok", Decimal("2.00"), "2001-01-04"),
+]
+assert [code for _, code, _ in warnings] == [1265, 1265, 1264, 1366, 1261, 1263, 1262], warnings
+assert "'n' at row 1" in warnings[0][2] and "'price' at row 1" in warnings[2][2], warnings
+assert "row 2" in warnings[3][2] and "Row 3" in warnings[4][2], warnings
+cur.execute(f"LOAD DATA LOCAL INFILE '{loose}' REPLACE INTO TABLE loose")
+assert len(rows("SHOW WARNINGS")) == 7, "the last statement's warnings only"
+server_loose = file_with("server_loose.tsv", "6\tbad\tok\t1\t2001-01-06\n")
+assert error_of(f"LOAD DATA INFILE '{server_loose}' INTO TABLE loose")[0] == 1366
+cur.execute(f"LOAD DATA INFILE '{server_loose}' IGNORE INTO TABLE loose")
+assert rows("SELECT n FROM loose WHERE id = 6") == [(0,)]
+not_a_date = file_with("not_a_date.tsv", "7\t1\tok\t1\tsoon\n")
+code, message = error_of(f"LOAD DATA LOCAL INFILE '{not_a_date}' INTO TABLE loose")
+assert code == 1366 and "row 1" in message, (code, message)
 
 # Inside a transaction the rows are the transaction's: a rollback takes them back.
 cur.execute("BEGIN")

@@ -97,6 +97,25 @@ impl Loader {
         })
     }
 
+    /// The target columns past a short record's `fields`: a NOT NULL one that has no
+    /// default (nor AUTO_INCREMENT) gets its implicit default, as MySQL's lenient load
+    /// gives it (the others get their defaults as any INSERT's missing columns).
+    fn default_missing_leniently(&self, row: &mut GivenRow, fields: usize) {
+        for target in self.targets.iter().skip(fields) {
+            let Target::Column(column) = *target else {
+                continue;
+            };
+            let definition = &self.table.schema().columns[column];
+            let needs_one = !definition.nullable
+                && definition.default.is_none()
+                && self.table.auto_increment != Some(column)
+                && self.table.computed.default_of(column).is_none();
+            if needs_one && self.table.sql_type(column).is_none() {
+                row[column] = crate::value::implicit_default(definition.column_type);
+            }
+        }
+    }
+
     /// The same loader, doing `on_duplicate` with a row whose key is taken.
     pub fn with_duplicates(&self, on_duplicate: OnDuplicate) -> Loader {
         Loader {
@@ -111,25 +130,34 @@ impl Loader {
     /// converted to its column's type, a variable's set in `session`, then the SET
     /// columns computed (`Err`: why the record makes no row, naming its line and column).
     pub fn convert(&self, session: &Session, record: &Record) -> SqlResult<GivenRow> {
+        self.convert_with(session, record, None)
+    }
+
+    /// [`Loader::convert`] as a lenient load takes a record (`LOAD DATA LOCAL`, or with
+    /// IGNORE, as MySQL): a wrong number of fields, or a field its column cannot hold, is a
+    /// warning added to `warnings`, and the row is made of the closest values
+    /// ([`fit_leniently`]; missing fields are their columns' defaults).
+    pub fn convert_leniently(
+        &self,
+        session: &Session,
+        record: &Record,
+        warnings: &mut Vec<SqlError>,
+    ) -> SqlResult<GivenRow> {
+        self.convert_with(session, record, Some(warnings))
+    }
+
+    fn convert_with(
+        &self,
+        session: &Session,
+        record: &Record,
+        mut warnings: Option<&mut Vec<SqlError>>,
+    ) -> SqlResult<GivenRow> {
         if record.len() != self.targets.len() {
-            let (code, what) = if record.len() < self.targets.len() {
-                (1261, "doesn't contain data for all columns")
-            } else {
-                (
-                    1262,
-                    "was truncated; it contained more data than there were input columns",
-                )
-            };
-            return Err(SqlError::new(
-                code,
-                "01000",
-                format!(
-                    "Row {} {what} ({} fields, {} columns)",
-                    record.line,
-                    record.len(),
-                    self.targets.len()
-                ),
-            ));
+            let mismatch = field_count_mismatch(record, self.targets.len());
+            match warnings.as_deref_mut() {
+                Some(warnings) => warnings.push(mismatch),
+                None => return Err(mismatch),
+            }
         }
         let at_line = |error: SqlError| {
             SqlError::new(
@@ -153,12 +181,24 @@ impl Loader {
             };
             match target {
                 Target::Column(column) => {
-                    row[*column] = Some(dml::fit(&self.table, *column, value).map_err(at_line)?);
+                    let fitted = match warnings.as_deref_mut() {
+                        None => dml::fit(&self.table, *column, value),
+                        Some(warnings) => {
+                            fit_leniently(&self.table, *column, value).map(|(fitted, warning)| {
+                                warnings.extend(warning.map(at_line));
+                                fitted
+                            })
+                        }
+                    };
+                    row[*column] = Some(fitted.map_err(at_line)?);
                 }
                 Target::Variable(name) => {
                     (session.variables.borrow_mut()).insert(name.clone(), value.clone());
                 }
             }
+        }
+        if warnings.is_some() {
+            self.default_missing_leniently(&mut row, record.len());
         }
         if !self.set.is_empty() {
             let variable = |name: &str| session.variable(name);
@@ -186,6 +226,60 @@ impl Loader {
     }
 }
 
+/// Error (strict) or warning (lenient) 1261 or 1262: `record` has fewer or more fields
+/// than the load has targets.
+fn field_count_mismatch(record: &Record, targets: usize) -> SqlError {
+    let (code, what) = if record.len() < targets {
+        (1261, "doesn't contain data for all columns")
+    } else {
+        (
+            1262,
+            "was truncated; it contained more data than there were input columns",
+        )
+    };
+    let fields = record.len();
+    let message = format!(
+        "Row {} {what} ({fields} fields, {targets} columns)",
+        record.line
+    );
+    SqlError::new(code, "01000", message)
+}
+
+/// `value` fitted to `column` as a lenient load fits it: as [`dml::fit`] does where it
+/// can; else the closest value the column holds (NULL in a NOT NULL column: its implicit
+/// default, 0 or the empty string) and the warning that says so. Still an error where
+/// there is no such value (a date that is not one; an ENUM, SET, YEAR or BIT column).
+fn fit_leniently(
+    table: &SqlTable,
+    column: usize,
+    value: &Value,
+) -> SqlResult<(Value, Option<SqlError>)> {
+    let refused = match dml::fit(table, column, value) {
+        Ok(fitted) => return Ok((fitted, None)),
+        Err(refused) => refused,
+    };
+    let definition = &table.schema().columns[column];
+    if table.sql_type(column).is_some() {
+        return Err(refused);
+    }
+    let closest = if value.is_null() {
+        let set_to_default = SqlError::new(
+            1263,
+            "22004",
+            format!(
+                "Column set to default value; NULL supplied to NOT NULL column '{}'",
+                definition.name
+            ),
+        );
+        crate::value::implicit_default(definition.column_type).map(|v| (v, set_to_default))
+    } else {
+        crate::value::closest_fit(value, definition.column_type, &definition.name)
+    };
+    let (closest, warning) = closest.ok_or(refused)?;
+    // The closest value is one the column holds: fitted as any other (a fraction rounded).
+    Ok((dml::fit(table, column, &closest)?, Some(warning)))
+}
+
 /// Runs `load` with the file's bytes from `input`: the OK's counts, as MySQL's
 /// (`Records: N  Deleted: 0  Skipped: N  Warnings: N`).
 pub fn run(session: &mut Session, load: &LoadData, input: &mut dyn Read) -> SqlResult<Outcome> {
@@ -203,14 +297,24 @@ pub fn run(session: &mut Session, load: &LoadData, input: &mut dyn Read) -> SqlR
     } else {
         loader
     };
+    // MySQL: with LOCAL or IGNORE, a field that does not fit is a warning, not an error.
+    let lenient = load.local || load.on_duplicate == OnDuplicate::Ignore;
     let mut reader = RecordReader::new(input, load.format.clone()).map_err(file_error)?;
     reader.skip_lines(load.ignore_lines).map_err(file_error)?;
     let mut counts = LoadCounts::default();
     let mut record = Record::default();
     let mut batch = Vec::with_capacity(LOAD_BATCH_ROWS);
+    let mut warnings = Vec::new();
     while reader.next_record(&mut record).map_err(file_error)? {
         counts.records += 1;
-        batch.push(loader.convert(session, &record)?);
+        batch.push(match lenient {
+            true => loader.convert_leniently(session, &record, &mut warnings)?,
+            false => loader.convert(session, &record)?,
+        });
+        counts.warnings += warnings.len() as u64;
+        for warning in warnings.drain(..) {
+            session.warn(warning.code, warning.message);
+        }
         if batch.len() == LOAD_BATCH_ROWS {
             counts.add(loader.insert(session, std::mem::take(&mut batch))?);
         }
@@ -224,7 +328,9 @@ pub fn run(session: &mut Session, load: &LoadData, input: &mut dyn Read) -> SqlR
         last_insert_id: 0,
         info: format!(
             "Records: {}  Deleted: 0  Skipped: {}  Warnings: {}",
-            counts.records, counts.skipped, counts.skipped
+            counts.records,
+            counts.skipped,
+            counts.skipped + counts.warnings
         ),
     })
 }
@@ -253,6 +359,9 @@ struct LoadCounts {
     records: u64,
     affected: u64,
     skipped: u64,
+    /// Fields a lenient load fitted to their columns, or records with a field too many or
+    /// too few.
+    warnings: u64,
 }
 
 impl LoadCounts {
