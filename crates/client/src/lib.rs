@@ -89,6 +89,7 @@ use kista_storage::schema::{IndexKind, IndexSchema, TableSchema};
 pub use completion::Pending;
 pub use error::ClientError;
 pub use foreign_keys::ForeignKeySpec;
+pub use kista_datanode::protocol::INFO_ROWS_PER_BLOCK_MAX;
 pub use kista_datanode::protocol::{same_key_form, ForeignKey, ReferenceAction};
 pub use kista_datanode::protocol::{ErrorCategory, ExecuteMode, LockKind, TransactionOutcome};
 pub use kista_signal::NodeId;

@@ -107,6 +107,26 @@ fn kista_info_tables_show_nodes_threads_memory_and_counters_to_any_mysql_client(
     let error = mysql(port, "SELECT * FROM kista_info.nosuch").unwrap_err();
     assert!(error.contains("1109"), "{error}");
 
+    // A list cut at its bound (16,384 rows per block) says so: a transaction holding
+    // 70,000 row locks (on each node, its primaries': over 17,000 per data manager), and
+    // a warning per node with its part of the list.
+    sql("CREATE TABLE i.many (id INT PRIMARY KEY)");
+    for first in (0..70_000).step_by(5_000) {
+        let values: Vec<String> = (first..first + 5_000).map(|id| format!("({id})")).collect();
+        sql(&format!("INSERT INTO i.many VALUES {}", values.join(",")));
+    }
+    let cut = sql("BEGIN; SELECT COUNT(*) FROM i.many FOR UPDATE; \
+                   SELECT COUNT(*) < 70000 FROM kista_info.locks; SHOW WARNINGS; COMMIT");
+    let warned = |node| format!("Warning\t1105\tkista_info.locks: node {node} listed only part");
+    assert!(
+        cut.starts_with("70000\n1\n") && cut.contains(&warned(1)) && cut.contains(&warned(2)),
+        "{cut}"
+    );
+    assert_eq!(
+        sql("SELECT COUNT(*) FROM kista_info.locks; SHOW WARNINGS"),
+        "0\n"
+    );
+
     // A data node stopped: listed as not reachable, its rows gone from the others.
     let (code, _, stderr) = run_kista(&["mgm", "--mgm", &mgm, "-e", "2 stop"], LIMIT);
     assert_eq!(code, Some(0), "{stderr}");

@@ -347,7 +347,7 @@ impl<S: Read + Write> Connection<'_, S> {
     }
 
     fn warnings(&self) -> u16 {
-        self.session.warnings.len().min(usize::from(u16::MAX)) as u16
+        (self.session.warnings.borrow().len()).min(usize::from(u16::MAX)) as u16
     }
 
     fn deprecate_eof(&self) -> bool {

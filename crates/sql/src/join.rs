@@ -587,7 +587,7 @@ fn scanned_rows(
     let scanned = match &joined.table {
         JoinSource::Cluster(table) => scan_joined(tx, session, table, joined, pushed_filter)?,
         JoinSource::Front(FrontTable::Derived(rows), _) => rows.as_ref().clone(),
-        JoinSource::Front(FrontTable::System(system), _) => system.rows(session.catalog)?,
+        JoinSource::Front(FrontTable::System(system), _) => system.rows(session)?,
     };
     let mut right_rows = Vec::new();
     for row in scanned {

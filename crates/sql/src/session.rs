@@ -290,7 +290,9 @@ pub struct Session<'c> {
     /// Session variables set with SET, and user variables (`@x`, set with SET or `:=`
     /// inside a query, which is why a query's evaluation may write them): lower-case names.
     pub(crate) variables: std::cell::RefCell<HashMap<String, Value>>,
-    pub(crate) warnings: Vec<Warning>,
+    /// The last statement's warnings. Behind a cell, as `variables`: a query that reads
+    /// through `&Session` may warn (a `kista_info` list cut at its bound).
+    pub(crate) warnings: std::cell::RefCell<Vec<Warning>>,
     /// The running statement's subqueries (`subquery.rs`).
     pub(crate) subqueries: crate::subquery::Subqueries,
     /// FOUND_ROWS(): the rows the last SELECT answered (with SQL_CALC_FOUND_ROWS, before
@@ -339,7 +341,7 @@ impl<'c> Session<'c> {
             savepoints: Savepoints::default(),
             last_insert_id: 0,
             variables: std::cell::RefCell::new(HashMap::new()),
-            warnings: Vec::new(),
+            warnings: std::cell::RefCell::new(Vec::new()),
             subqueries: Default::default(),
             found_rows: 0,
             rows_before_limit: Default::default(),
@@ -365,9 +367,10 @@ impl<'c> Session<'c> {
         Ok(())
     }
 
-    pub fn warn(&mut self, code: u16, message: String) {
-        if self.warnings.len() < WARNINGS_MAX {
-            self.warnings.push(Warning {
+    pub fn warn(&self, code: u16, message: String) {
+        let mut warnings = self.warnings.borrow_mut();
+        if warnings.len() < WARNINGS_MAX {
+            warnings.push(Warning {
                 level: "Warning",
                 code,
                 message,
@@ -377,8 +380,8 @@ impl<'c> Session<'c> {
 
     /// Warning 1062 for each of `count` rows of `table` skipped as duplicates (as many as
     /// the session keeps: a million skipped rows make no million messages).
-    pub(crate) fn warn_duplicates(&mut self, table: &str, count: u64) {
-        let room = WARNINGS_MAX.saturating_sub(self.warnings.len());
+    pub(crate) fn warn_duplicates(&self, table: &str, count: u64) {
+        let room = WARNINGS_MAX.saturating_sub(self.warnings.borrow().len());
         for _ in 0..count.min(room as u64) {
             self.warn(1062, format!("Duplicate entry in table '{table}'"));
         }
@@ -510,7 +513,7 @@ impl<'c> Session<'c> {
     ) -> SqlResult<Outcome> {
         self.subqueries.clear();
         if let Statement::Query(query) = &parsed.statement {
-            self.warnings.clear();
+            self.warnings.get_mut().clear();
             self.limit_query_time();
             let outcome = if select::union::is_set_operation(query) {
                 select::union::execute(self, query, &parsed.placeholders, params)
@@ -530,7 +533,7 @@ impl<'c> Session<'c> {
             return outcome;
         }
         if let Some(plan) = self.cached_write_plan(parsed, cache, params)? {
-            self.warnings.clear();
+            self.warnings.get_mut().clear();
             return dml::run_write(self, &plan, params);
         }
         self.execute_uncached(parsed, params)
@@ -635,7 +638,7 @@ impl<'c> Session<'c> {
         if cache.point_read.is_none() {
             cache.point_read = Some(plan.as_point_read().map(std::sync::Arc::new));
         }
-        self.warnings.clear();
+        self.warnings.get_mut().clear();
         cache.point_read.clone().flatten()
     }
 
@@ -644,7 +647,7 @@ impl<'c> Session<'c> {
         let is_show_warnings = matches!(&parsed.statement, Statement::ShowVariable { variable }
             if variable.iter().take(2).any(|v| v.value.eq_ignore_ascii_case("warnings")));
         if !is_show_warnings {
-            self.warnings.clear();
+            self.warnings.get_mut().clear();
         }
         match &parsed.statement {
             Statement::Insert(insert) => dml::insert(self, insert, &parsed.placeholders, params),

@@ -106,7 +106,8 @@ fn show_words(
                 }
                 _ => return Err(SqlError::not_supported(statement)),
             };
-            let rows = (session.warnings.iter().skip(skip).take(take))
+            let warnings = session.warnings.borrow();
+            let rows = (warnings.iter().skip(skip).take(take))
                 .map(|w| {
                     vec![
                         text(w.level),
@@ -118,7 +119,7 @@ fn show_words(
             Ok(text_result(&["Level", "Code", "Message"], rows))
         }
         Some("count") if words.get(1..) == Some(&["warnings".to_string()][..]) => {
-            let count = Value::Int(session.warnings.len() as i64);
+            let count = Value::Int(session.warnings.borrow().len() as i64);
             Ok(text_result(&["@@session.warning_count"], vec![vec![count]]))
         }
         Some("index" | "indexes" | "keys") if words.len() >= 3 => {

@@ -5,10 +5,10 @@
 use std::collections::HashMap;
 
 use kista_client::types::Value;
-use kista_client::{Client, ClientError, DataNodeStatus, NodeId};
+use kista_client::{Client, ClientError, DataNodeStatus, NodeId, INFO_ROWS_PER_BLOCK_MAX};
 
 use super::Kind::{Number, Real, Text};
-use super::{number, text, SystemTableDef};
+use super::{number, text, SystemRows, SystemTableDef};
 use crate::catalog::Catalog;
 use crate::error::SqlResult;
 
@@ -124,7 +124,19 @@ fn from_live_nodes<T>(
     live.filter_map(answer).collect()
 }
 
-fn nodes(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+/// Tells the reader that `node`'s list of `table` was cut at its bound: a block lists at
+/// most [`INFO_ROWS_PER_BLOCK_MAX`] rows (so a node's answer fits one signal section).
+fn warn_if_cut(rows: &mut SystemRows, table: &str, node: &Value, cut: bool) {
+    if cut {
+        rows.warn(format!(
+            "kista_info.{table}: node {} listed only part of its rows (at most \
+             {INFO_ROWS_PER_BLOCK_MAX} per block)",
+            String::from_utf8_lossy(&crate::value::to_text(node))
+        ));
+    }
+}
+
+fn nodes(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
     for node in catalog.client().data_nodes() {
         let status = if node.live {
             "started"
@@ -137,7 +149,7 @@ fn nodes(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
     Ok(())
 }
 
-fn threads(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+fn threads(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
     let percent = |permille: u32| Value::Double(f64::from(permille) / 10.0);
     for (node, loads) in from_live_nodes(catalog.client(), Client::thread_loads) {
         for load in loads {
@@ -171,10 +183,11 @@ fn named(names: &HashMap<u32, String>, id: u32) -> (&str, &str) {
 
 /// Every partition replica of every live node, named by its table (an index's own table,
 /// or a front end's system table, shows under its cluster name).
-fn partitions(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+fn partitions(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
     let client = catalog.client();
     let names = table_names(client)?;
-    for (node, (held, _cut)) in from_live_nodes(client, Client::node_partitions) {
+    for (node, (held, cut)) in from_live_nodes(client, Client::node_partitions) {
+        warn_if_cut(rows, "partitions", &node, cut);
         for partition in held {
             let (database, table) = named(&names, partition.table_id);
             rows.push(vec![
@@ -196,8 +209,9 @@ fn partitions(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
 
 /// Every transaction the live nodes' coordinators have open (this query's own, when it
 /// runs in one, among them).
-fn transactions(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
-    for (node, (open, _cut)) in from_live_nodes(catalog.client(), Client::node_transactions) {
+fn transactions(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
+    for (node, (open, cut)) in from_live_nodes(catalog.client(), Client::node_transactions) {
+        warn_if_cut(rows, "transactions", &node, cut);
         for transaction in open {
             let state = match transaction.state {
                 0 => "executing",
@@ -222,10 +236,11 @@ fn transactions(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> 
 
 /// Every row lock held or waited for on the live nodes; `transaction_id` is the one
 /// `transactions` shows for it on the node that coordinates it.
-fn locks(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+fn locks(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
     let client = catalog.client();
     let names = table_names(client)?;
-    for (node, (held, _cut)) in from_live_nodes(client, Client::node_locks) {
+    for (node, (held, cut)) in from_live_nodes(client, Client::node_locks) {
+        warn_if_cut(rows, "locks", &node, cut);
         for lock in held {
             let (database, table) = named(&names, lock.table_id);
             rows.push(vec![
@@ -244,10 +259,7 @@ fn locks(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
 }
 
 /// One row per name and value of each live node (`counters`, `config`).
-fn named_rows(
-    rows: &mut Vec<Vec<Value>>,
-    nodes: Vec<(Value, Vec<(String, u64)>)>,
-) -> SqlResult<()> {
+fn named_rows(rows: &mut SystemRows, nodes: Vec<(Value, Vec<(String, u64)>)>) -> SqlResult<()> {
     for (node, values) in nodes {
         for (name, value) in values {
             rows.push(vec![node.clone(), text(name), number(value)]);
@@ -256,18 +268,18 @@ fn named_rows(
     Ok(())
 }
 
-fn config(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+fn config(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
     named_rows(rows, from_live_nodes(catalog.client(), Client::node_config))
 }
 
-fn counters(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+fn counters(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
     named_rows(
         rows,
         from_live_nodes(catalog.client(), Client::node_counters),
     )
 }
 
-fn memory(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+fn memory(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
     for (node, values) in from_live_nodes(catalog.client(), Client::node_counters) {
         let value = |name: &str| values.iter().find(|(n, _)| n == name).map_or(0, |v| v.1);
         rows.push(vec![

@@ -16,6 +16,7 @@ use kista_client::types::{ColumnType, Value};
 use crate::catalog::{Catalog, SqlTable};
 use crate::ddl::PRIMARY_INDEX;
 use crate::error::{SqlError, SqlResult};
+use crate::session::Session;
 
 pub const DATABASE: &str = "information_schema";
 
@@ -152,7 +153,25 @@ pub struct SystemTableDef {
     name: &'static str,
     columns: &'static [(&'static str, Kind)],
     /// Appends the table's rows, each with a value per column.
-    rows: fn(&Catalog, &mut Vec<Vec<Value>>) -> SqlResult<()>,
+    rows: fn(&Catalog, &mut SystemRows) -> SqlResult<()>,
+}
+
+/// What a system table's rows function fills: its rows, and what its reader is warned of
+/// (a data node's list cut at its bound).
+#[derive(Default)]
+pub(crate) struct SystemRows {
+    rows: Vec<Vec<Value>>,
+    warnings: Vec<String>,
+}
+
+impl SystemRows {
+    fn push(&mut self, row: Vec<Value>) {
+        self.rows.push(row);
+    }
+
+    fn warn(&mut self, message: String) {
+        self.warnings.push(message);
+    }
 }
 
 /// What a column holds.
@@ -237,10 +256,15 @@ impl SystemTable {
         }
     }
 
-    /// Every row, as the catalog describes the cluster now.
-    pub fn rows(self, catalog: &Catalog) -> SqlResult<Vec<Vec<Value>>> {
-        let mut rows = Vec::new();
-        (self.def.rows)(catalog, &mut rows)?;
+    /// Every row, as the catalog describes the cluster now; what the listing warns of
+    /// goes to `session`'s warnings (1105).
+    pub fn rows(self, session: &Session) -> SqlResult<Vec<Vec<Value>>> {
+        let mut listed = SystemRows::default();
+        (self.def.rows)(session.catalog, &mut listed)?;
+        for warning in listed.warnings {
+            session.warn(1105, warning);
+        }
+        let rows = listed.rows;
         for row in &rows {
             assert_eq!(
                 row.len(),

@@ -5,8 +5,8 @@
 use kista_client::types::{Collation, ColumnType, Value};
 
 use super::{
-    column_default, column_extra, column_key, index_columns, number, text, Kind, SystemTableDef,
-    DATABASE,
+    column_default, column_extra, column_key, index_columns, number, text, Kind, SystemRows,
+    SystemTableDef, DATABASE,
 };
 use crate::catalog::{Catalog, SqlTable};
 use crate::ddl::foreign_keys::{action_rule, DescribedForeignKey};
@@ -309,7 +309,7 @@ pub(super) const ALL: &[SystemTableDef] = &[
 ];
 
 /// For tables that have no rows yet (foreign keys, routines, triggers).
-fn none(_: &Catalog, _: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+fn none(_: &Catalog, _: &mut SystemRows) -> SqlResult<()> {
     Ok(())
 }
 
@@ -328,7 +328,7 @@ fn for_each_table(catalog: &Catalog, mut f: impl FnMut(&str, &SqlTable)) -> SqlR
     Ok(())
 }
 
-fn schemata(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+fn schemata(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
     for database in catalog.databases()? {
         let row = [text("def"), text(database), text(CHARSET), text(COLLATION)];
         rows.push([row.as_slice(), &[Value::Null, text("NO")]].concat());
@@ -336,7 +336,7 @@ fn schemata(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
     Ok(())
 }
 
-fn tables(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+fn tables(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
     for_each_table(catalog, |database, table| {
         let named = [text("def"), text(database), text(table.name.clone())];
         let kind = [text("BASE TABLE"), text("ndbcluster")];
@@ -367,7 +367,7 @@ fn tables(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
     Ok(())
 }
 
-fn columns(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+fn columns(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
     for_each_table(catalog, |database, table| {
         for (position, column) in table.visible_columns() {
             let full_type = table.type_name(position);
@@ -467,7 +467,7 @@ fn sizes_of(column_type: ColumnType) -> [Value; 7] {
     sizes
 }
 
-fn triggers(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+fn triggers(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
     for_each_table(catalog, |database, table| {
         let defined = &table.extras.triggers;
         for (position, trigger) in defined.iter().enumerate() {
@@ -497,7 +497,7 @@ fn triggers(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
     })
 }
 
-fn statistics(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+fn statistics(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
     for_each_table(catalog, |database, table| {
         let schema = table.schema();
         for entry in index_columns(table) {
@@ -544,7 +544,7 @@ fn for_each_foreign_key(
 }
 
 /// The columns of the primary key, the unique indexes and the foreign keys.
-fn key_column_usage(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+fn key_column_usage(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
     for_each_foreign_key(catalog, |database, table, key| {
         for (position, (column, parent_column)) in
             key.columns.iter().zip(&key.parent_columns).enumerate()
@@ -576,7 +576,7 @@ fn key_column_usage(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<
     })
 }
 
-fn table_constraints(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+fn table_constraints(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
     for_each_table(catalog, |database, table| {
         for entry in index_columns(table)
             .into_iter()
@@ -605,7 +605,7 @@ fn table_constraints(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult
     })
 }
 
-fn referential_constraints(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+fn referential_constraints(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
     for_each_foreign_key(catalog, |database, table, key| {
         let constraint = [text("def"), text(database), text(key.name.clone())];
         let unique = [
@@ -624,7 +624,7 @@ fn referential_constraints(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> Sql
     })
 }
 
-fn check_constraints(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+fn check_constraints(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
     for_each_table(catalog, |database, table| {
         for check in &table.extras.checks {
             let named = [text("def"), text(database), text(check.name.clone())];
@@ -633,7 +633,7 @@ fn check_constraints(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult
     })
 }
 
-fn views(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+fn views(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
     for database in catalog.databases()?.iter().filter(|d| *d != DATABASE) {
         for view in catalog.view_names(database)? {
             let Some(definition) = catalog.view(database, &view)? else {
@@ -656,7 +656,7 @@ fn views(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
 }
 
 /// This front end's connections (each front end lists its own, as each MySQL server).
-fn processlist(catalog: &Catalog, rows: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+fn processlist(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
     for process in catalog.processes.rows() {
         let state = if process.command == "Sleep" {
             ""

@@ -17,7 +17,7 @@ pub fn run<S: Read + Write>(
     stream: &mut PacketStream<S>,
     load: &LoadData,
 ) -> SqlResult<Outcome> {
-    session.warnings.clear();
+    session.warnings.get_mut().clear();
     let mut request = vec![0xFB];
     request.extend_from_slice(load.file.as_bytes());
     stream.write_payload(&request);

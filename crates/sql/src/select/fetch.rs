@@ -89,7 +89,7 @@ pub(super) fn system_rows(
     let variable = |name: &str| session.variable(name);
     let ctx = session.eval_context(params, &[], &variable);
     let mut rows = match system {
-        FrontTable::System(system) => system.rows(session.catalog)?,
+        FrontTable::System(system) => system.rows(session)?,
         FrontTable::Derived(rows) => rows.as_ref().clone(),
     };
     if let Some(filter) = &plan.filter {
