@@ -2,6 +2,7 @@
 //! numbers convert into each other, how values of different kinds compare, and how a value
 //! is made to fit a column (an INSERT's `'0'` into an INT column).
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use kista_client::types::{Collation, ColumnType, Date, DateTime, Decimal, Value};
@@ -123,6 +124,14 @@ fn write_time(micros: i64, out: &mut Vec<u8>) {
     );
     if fraction != 0 {
         let _ = write!(out, ".{fraction:06}");
+    }
+}
+
+/// The value as text, borrowed when it is text already (to parse it: no copy).
+fn text_of(value: &Value) -> Cow<'_, [u8]> {
+    match value {
+        Value::Bytes(bytes) => Cow::Borrowed(bytes),
+        other => Cow::Owned(to_text(other)),
     }
 }
 
@@ -316,7 +325,7 @@ pub fn coerce(value: &Value, column_type: ColumnType, column: &str) -> SqlResult
         ColumnType::Date => match value {
             Value::Date(_) => Ok(value.clone()),
             Value::DateTime(dt) => Ok(Value::Date(dt.date)),
-            other => parse_datetime(&to_text(other))
+            other => parse_datetime(&text_of(other))
                 .map(|dt| Value::Date(dt.date))
                 .ok_or_else(|| wrong("date", other, column)),
         },
@@ -326,20 +335,20 @@ pub fn coerce(value: &Value, column_type: ColumnType, column: &str) -> SqlResult
                 date: *d,
                 time_us: 0,
             })),
-            other => parse_datetime(&to_text(other))
+            other => parse_datetime(&text_of(other))
                 .map(Value::DateTime)
                 .ok_or_else(|| wrong("datetime", other, column)),
         },
         ColumnType::Timestamp => match value {
             Value::Timestamp(_) => Ok(value.clone()),
             Value::DateTime(dt) => Ok(Value::Timestamp(dt.to_micros())),
-            other => parse_datetime(&to_text(other))
+            other => parse_datetime(&text_of(other))
                 .map(|dt| Value::Timestamp(dt.to_micros()))
                 .ok_or_else(|| wrong("datetime", other, column)),
         },
         ColumnType::Time => match value {
             Value::Time(_) => Ok(value.clone()),
-            other => parse_time(&to_text(other))
+            other => parse_time(&text_of(other))
                 .map(Value::Time)
                 .ok_or_else(|| wrong("time", other, column)),
         },
@@ -541,12 +550,15 @@ fn coerce_integer(value: &Value, bytes: u8, signed: bool, column: &str) -> SqlRe
 }
 
 fn coerce_decimal(value: &Value, precision: u8, scale: u8, column: &str) -> SqlResult<Value> {
-    let text = match value {
-        Value::Decimal(d) => d.to_string(),
-        Value::Int(n) => n.to_string(),
-        Value::UInt(n) => n.to_string(),
-        Value::Bytes(b) => String::from_utf8_lossy(b).trim().to_string(),
-        other => format!("{:.*}", usize::from(scale), to_f64(other).unwrap_or(0.0)),
+    let text: Cow<str> = match value {
+        Value::Decimal(d) => d.to_string().into(),
+        Value::Int(n) => n.to_string().into(),
+        Value::UInt(n) => n.to_string().into(),
+        Value::Bytes(b) => match String::from_utf8_lossy(b) {
+            Cow::Borrowed(text) => text.trim().into(),
+            Cow::Owned(text) => text.trim().to_string().into(),
+        },
+        other => format!("{:.*}", usize::from(scale), to_f64(other).unwrap_or(0.0)).into(),
     };
     let decimal = parse_decimal(&text, scale).ok_or_else(|| wrong("decimal", value, column))?;
     let limit = 10i128.pow(u32::from(precision));

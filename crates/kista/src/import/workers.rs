@@ -88,17 +88,23 @@ pub(super) fn import(
     let (chunks_in, chunks_out) = mpsc::sync_channel(plan.threads * CHUNKS_AHEAD_PER_WORKER);
     let chunks_out = Mutex::new(chunks_out);
     let (done_in, done_out) = mpsc::channel();
+    // Loaded chunks' records go back to the reader to be filled again: a record's buffers
+    // are allocated once, not once per row (and not freed on another thread).
+    let (spent_in, spent_out) = mpsc::sync_channel(plan.threads * CHUNKS_AHEAD_PER_WORKER);
     std::thread::scope(|scope| {
         // The reader passes over the chunks committed when the import began.
         let done_before = state.clone();
         let bytes_read = &bytes_read;
+        let channels = (chunks_in, spent_out);
         let reader =
-            scope.spawn(move || read_chunks(plan, &done_before, chunks_in, bytes_read, stop));
+            scope.spawn(move || read_chunks(plan, &done_before, channels, bytes_read, stop));
         for worker in 0..plan.threads {
             let (done_in, chunks_out, loader) = (done_in.clone(), &chunks_out, &loader);
             let worker = worker as u32 + 1;
-            scope.spawn(move || load_chunks(catalog, worker, loader, chunks_out, done_in, stop));
+            let channels = (chunks_out, spent_in.clone(), done_in);
+            scope.spawn(move || load_chunks(catalog, worker, loader, channels, stop));
         }
+        drop(spent_in);
         drop(done_in);
         let collected = collect(
             &done_out,
@@ -129,7 +135,7 @@ pub(super) fn import(
 fn read_chunks(
     plan: &Plan,
     done: &ImportState,
-    chunks: SyncSender<Chunk>,
+    (chunks, spent): (SyncSender<Chunk>, Receiver<Vec<Record>>),
     bytes_read: &AtomicU64,
     stop: &AtomicBool,
 ) -> Result<(), String> {
@@ -146,15 +152,20 @@ fn read_chunks(
             .skip_lines(plan.skip_lines)
             .map_err(|e| format!("{}: {e}", path.display()))?;
         loop {
-            let mut records = Vec::with_capacity(plan.batch_rows);
-            let mut record = Record::default();
-            while records.len() < plan.batch_rows
-                && reader
-                    .next_record(&mut record)
-                    .map_err(|e| format!("{}: {e}", path.display()))?
-            {
-                records.push(std::mem::take(&mut record));
+            let mut records = spent.try_recv().unwrap_or_default();
+            let mut filled = 0;
+            while filled < plan.batch_rows {
+                if filled == records.len() {
+                    records.push(Record::default());
+                }
+                let record = &mut records[filled];
+                let read = reader.next_record(record);
+                if !read.map_err(|e| format!("{}: {e}", path.display()))? {
+                    break;
+                }
+                filled += 1;
             }
+            records.truncate(filled);
             if records.is_empty() || stop.load(Ordering::SeqCst) {
                 break;
             }
@@ -182,8 +193,11 @@ fn load_chunks(
     catalog: &Catalog,
     worker: u32,
     loader: &Loader,
-    chunks: &Mutex<Receiver<Chunk>>,
-    done: Sender<Done>,
+    (chunks, spent, done): (
+        &Mutex<Receiver<Chunk>>,
+        SyncSender<Vec<Record>>,
+        Sender<Done>,
+    ),
     stop: &AtomicBool,
 ) {
     let mut session = Session::new(catalog, "root".into(), worker);
@@ -194,7 +208,10 @@ fn load_chunks(
             return;
         };
         let loader = if chunk.retried { &ignoring } else { loader };
-        if done.send(load_chunk(&mut session, loader, chunk)).is_err() {
+        let loaded = load_chunk(&mut session, loader, &chunk);
+        // Back to the reader unless it has enough (or has ended).
+        let _ = spent.try_send(chunk.records);
+        if done.send(loaded).is_err() {
             return;
         }
     }
@@ -202,7 +219,7 @@ fn load_chunks(
 
 /// One chunk in one transaction; if the cluster refuses it for one of its rows (a
 /// duplicate key, a missing parent row, a CHECK), each row alone, to find which.
-fn load_chunk(session: &mut Session, loader: &Loader, chunk: Chunk) -> Done {
+fn load_chunk(session: &mut Session, loader: &Loader, chunk: &Chunk) -> Done {
     let mut rejects = Vec::new();
     let mut good = Vec::with_capacity(chunk.records.len());
     let mut rows = Vec::with_capacity(chunk.records.len());
@@ -212,7 +229,7 @@ fn load_chunk(session: &mut Session, loader: &Loader, chunk: Chunk) -> Done {
                 rows.push(row);
                 good.push(index);
             }
-            Err(error) => rejects.push(reject(&chunk, record, &error)),
+            Err(error) => rejects.push(reject(chunk, record, &error)),
         }
     }
     let mut attempt = 1;
@@ -236,7 +253,7 @@ fn load_chunk(session: &mut Session, loader: &Loader, chunk: Chunk) -> Done {
     let (rows, skipped) = match outcome {
         Ok(counts) => counts,
         Err(error) if is_row_error(&error) => {
-            match load_one_by_one(session, loader, &chunk, &good, &mut rejects) {
+            match load_one_by_one(session, loader, chunk, &good, &mut rejects) {
                 Ok(counts) => counts,
                 Err(reason) => {
                     return Done::Failed {
