@@ -9,6 +9,8 @@
 
 use std::collections::VecDeque;
 
+use std::collections::hash_map::Entry;
+
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 use std::hash::Hash;
@@ -110,7 +112,14 @@ impl<K: Hash + Eq + Copy> LockTable<K> {
         tx: TransactionId,
         mode: LockMode,
     ) -> Result<LockOutcome, LockError> {
-        let lock = self.rows.entry(row).or_default();
+        // One look into the table: a row no one locks gets its entry only if there is room
+        // (an entry in the table always holds or queues someone).
+        let full = self.entries >= self.entries_max;
+        let lock = match self.rows.entry(row) {
+            Entry::Occupied(occupied) => occupied.into_mut(),
+            Entry::Vacant(_) if full => return Err(LockError::TooMany(self.entries)),
+            Entry::Vacant(vacant) => vacant.insert(RowLock::default()),
+        };
         let held = lock.held_by(tx);
         if held.is_some_and(|held| held >= mode) {
             return Ok(LockOutcome::Granted);
@@ -121,11 +130,9 @@ impl<K: Hash + Eq + Copy> LockTable<K> {
         let upgrade = held.is_some();
         let grant = lock.compatible(tx, mode) && (lock.waiting.is_empty() || upgrade);
         let adds_entry = !(upgrade && grant);
-        if adds_entry && self.entries >= self.entries_max {
-            self.forget_if_unused(row);
+        if adds_entry && full {
             return Err(LockError::TooMany(self.entries));
         }
-        let lock = self.rows.entry(row).or_default();
         let outcome = if grant {
             lock.hold(tx, mode);
             LockOutcome::Granted
@@ -164,26 +171,19 @@ impl<K: Hash + Eq + Copy> LockTable<K> {
         edit: impl FnOnce(&mut RowLock),
     ) -> Vec<(TransactionId, LockMode)> {
         let mut granted = Vec::new();
-        let Some(lock) = self.rows.get_mut(&row) else {
+        let Entry::Occupied(mut entry) = self.rows.entry(row) else {
             return granted;
         };
+        let lock = entry.get_mut();
         let before = lock.holders.len() + lock.waiting.len();
         edit(lock);
         lock.grant_waiters(&mut granted);
         let after = lock.holders.len() + lock.waiting.len();
         self.entries = self.entries + after - before;
-        self.forget_if_unused(row);
-        granted
-    }
-
-    fn forget_if_unused(&mut self, row: K) {
-        if self
-            .rows
-            .get(&row)
-            .is_some_and(|lock| lock.holders.is_empty() && lock.waiting.is_empty())
-        {
-            self.rows.remove(&row);
+        if after == 0 {
+            entry.remove();
         }
+        granted
     }
 
     /// Adds to `blockers` the transactions `tx`'s waiting request on `row` waits for: the

@@ -26,6 +26,7 @@ mod tests;
 mod watched;
 
 use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
 use crate::hash_index::{HashIndex, IndexError};
@@ -804,23 +805,26 @@ impl Partition {
         anchors.dedup();
         let mut granted = Vec::new();
         for anchor in anchors {
-            if let Some(pending) = self.pending.get(&anchor).copied() {
-                if pending.transaction == transaction {
-                    self.pending.remove(&anchor);
-                    if let Some(gci) = commit {
-                        self.commit_version(anchor, pending);
-                        self.committed_at(anchor, gci);
-                        // The anchor holds the committed version now, or, deleted, its
-                        // last bytes until it is freed below.
-                        let (fixed, var) = self.rows.get(anchor);
-                        log(match self.state(anchor) {
-                            RowState::Committed => CommittedChange::Written { fixed, var },
-                            _ => CommittedChange::Deleted { fixed, var },
-                        });
-                    } else {
-                        self.abort_version(anchor, pending);
-                    }
+            let mine = match self.pending.entry(anchor) {
+                Entry::Occupied(entry) if entry.get().transaction == transaction => {
+                    Some(entry.remove())
                 }
+                _ => None,
+            };
+            match (mine, commit) {
+                (Some(pending), Some(gci)) => {
+                    self.commit_version(anchor, pending);
+                    self.committed_at(anchor, gci);
+                    // The anchor holds the committed version now, or, deleted, its last
+                    // bytes until it is freed below.
+                    let (fixed, var) = self.rows.get(anchor);
+                    log(match self.state(anchor) {
+                        RowState::Committed => CommittedChange::Written { fixed, var },
+                        _ => CommittedChange::Deleted { fixed, var },
+                    });
+                }
+                (Some(pending), None) => self.abort_version(anchor, pending),
+                (None, _) => {}
             }
             let released = self.locks.release(anchor, transaction);
             granted.extend(released.into_iter().map(|(transaction, _)| Granted {
