@@ -113,13 +113,21 @@ impl<'c> Transaction<'c> {
     }
 
     /// Inserts a row (every column, in table order); fails with 630 if the key exists.
-    pub fn insert(&mut self, table: &Table, values: Vec<Value>) -> Result<OpIndex, ClientError> {
-        self.whole_row(OperationKind::Insert, table, values)
+    pub fn insert(
+        &mut self,
+        table: &Table,
+        values: impl AsRef<[Value]>,
+    ) -> Result<OpIndex, ClientError> {
+        self.whole_row(OperationKind::Insert, table, values.as_ref())
     }
 
     /// Inserts the row or replaces the one with its key (upsert).
-    pub fn write(&mut self, table: &Table, values: Vec<Value>) -> Result<OpIndex, ClientError> {
-        self.whole_row(OperationKind::Write, table, values)
+    pub fn write(
+        &mut self,
+        table: &Table,
+        values: impl AsRef<[Value]>,
+    ) -> Result<OpIndex, ClientError> {
+        self.whole_row(OperationKind::Write, table, values.as_ref())
     }
 
     /// Changes some columns of the row with `key` (primary key values); 626 if none.
@@ -215,7 +223,7 @@ impl<'c> Transaction<'c> {
         &mut self,
         kind: OperationKind,
         table: &Table,
-        values: Vec<Value>,
+        values: &[Value],
     ) -> Result<OpIndex, ClientError> {
         let columns = table.layout.column_count();
         if values.len() != columns {
@@ -225,8 +233,8 @@ impl<'c> Transaction<'c> {
                 values.len()
             )));
         }
-        let write_key = |out: &mut Vec<u8>| table.layout.primary_key_of_row_values(&values, out);
-        let body = body_of(write_key, &[], &values)?;
+        let write_key = |out: &mut Vec<u8>| table.layout.primary_key_of_row_values(values, out);
+        let body = body_of(write_key, &[], values)?;
         self.push_encoded(kind, LockKind::Exclusive, table, PRIMARY_KEY, body)
     }
 

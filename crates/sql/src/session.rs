@@ -848,10 +848,15 @@ impl Tx<'_> {
 
     /// Under a savepoint, records that the row of `table` with primary key `key` is about
     /// to be inserted (ROLLBACK TO deletes it).
-    pub fn undo_insert(&mut self, table: &Table, key: Vec<Value>) -> SqlResult<()> {
+    /// `key` is made only then (most inserts run with no savepoint set).
+    pub fn undo_insert(
+        &mut self,
+        table: &Table,
+        key: impl FnOnce() -> Vec<Value>,
+    ) -> SqlResult<()> {
         self.savepoints.record(|| Undo::Delete {
             table: table.clone(),
-            key,
+            key: key(),
         })
     }
 

@@ -153,7 +153,7 @@ pub(crate) fn mirror(
     }
     if let Some(new) = new {
         if old.is_none() {
-            tx.undo_insert(&target.table, target.key_of(&new))?;
+            tx.undo_insert(&target.table, || target.key_of(&new))?;
         }
         // Its reads of the new table (after the switch) see what it wrote.
         tx.wrote_row(target.table.id, target.key_of(&new));

@@ -134,8 +134,8 @@ pub(super) fn insert_unless_duplicate(
         match (existing, assignments) {
             (None, _) => {
                 tx.wrote_row(table.table.id, table.key_of(row));
-                tx.undo_insert(&table.table, table.key_of(row))?;
-                tx.transaction.insert(&table.table, row.clone())?;
+                tx.undo_insert(&table.table, || table.key_of(row))?;
+                tx.transaction.insert(&table.table, row)?;
                 crate::table_copy::mirror(tx, table, (None, Some(row)), ctx)?;
                 written.put(None, row_keys.clone(), row.clone());
                 outcome.affected += 1;

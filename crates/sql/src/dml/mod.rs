@@ -285,10 +285,10 @@ fn insert_rows(
     for (n, row) in rows.iter().enumerate() {
         tx.wrote_row(table.table.id, table.key_of(row));
         if replace {
-            tx.transaction.write(&table.table, row.clone())?;
+            tx.transaction.write(&table.table, row)?;
         } else {
-            tx.undo_insert(&table.table, table.key_of(row))?;
-            tx.transaction.insert(&table.table, row.clone())?;
+            tx.undo_insert(&table.table, || table.key_of(row))?;
+            tx.transaction.insert(&table.table, row)?;
         }
         let old = replaced.get(n).and_then(Option::as_deref);
         table_copy::mirror(tx, table, (old, Some(row)), ctx)?;
@@ -319,7 +319,7 @@ fn record_replaced_rows(
         replaced.push(existing.map(<[Value]>::to_vec));
         match existing {
             Some(existing) => tx.undo_change(&table.table, existing),
-            None => tx.undo_insert(&table.table, table.key_of(row)),
+            None => tx.undo_insert(&table.table, || table.key_of(row)),
         }
     })?;
     Ok(replaced)
@@ -894,7 +894,7 @@ fn update_rows(
             let new_row = with_changes(row, &changed);
             tx.wrote_row(table.table.id, table.key_of(&new_row));
             tx.undo_change(&table.table, row)?;
-            tx.undo_insert(&table.table, table.key_of(&new_row))?;
+            tx.undo_insert(&table.table, || table.key_of(&new_row))?;
             // Foreign keys referencing the row follow their ON UPDATE rule.
             tx.transaction.delete_moving_key(&table.table, &key)?;
             table_copy::mirror(tx, table, (Some(row), Some(&new_row)), &ctx)?;
