@@ -362,8 +362,11 @@ mod tests {
         locks.acquire(1, T1, Exclusive).unwrap();
         locks.acquire(2, T1, Exclusive).unwrap();
         assert_eq!(locks.acquire(3, T1, Exclusive), Err(LockError::TooMany(2)));
+        assert!(!locks.is_locked(3), "a refused row gets no entry");
         assert_eq!(locks.acquire(1, T2, Shared), Err(LockError::TooMany(2)));
+        assert_eq!(locks.holders(1), [(T1, Exclusive)]);
         locks.release(2, T1);
+        assert!(!locks.is_locked(2), "its last holder gone, the entry goes");
         assert_eq!(locks.acquire(3, T1, Exclusive), Ok(Granted));
     }
 
