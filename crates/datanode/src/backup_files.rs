@@ -27,7 +27,7 @@ use std::collections::HashMap;
 
 use kista_signal::NodeId;
 use kista_storage::checkpoint::{self, CheckpointEntry};
-use kista_storage::redo::{LogRing, LogScan, LogWriter, Record, ScanStep};
+use kista_storage::redo::{LogRing, LogScan, LogWriter, Record, ScanStep, RECORD_BYTES_MAX};
 use kista_storage::row::RowLayout;
 
 use crate::cluster::NodeSet;
@@ -287,19 +287,40 @@ pub struct LoggedChanges {
     pub last: HashMap<u32, HashMap<Vec<u8>, Option<RowImage>>>,
 }
 
-/// Reads a whole backup log of backup `id`; `layouts` has every table's row layout.
+/// Reads backup `id`'s log from `file`, a chunk at a time; `layouts` has every table's row layout.
 pub fn read_log(
     id: u32,
-    file: &[u8],
+    file: &mut (impl std::io::Read + std::io::Seek),
     layouts: &HashMap<u32, RowLayout>,
+) -> Result<LoggedChanges, String> {
+    read_log_in_chunks(id, file, layouts, LOG_CHUNK_BYTES)
+}
+
+/// [`read_log`], `chunk_bytes` (at least [`RECORD_BYTES_MAX`]) at a time.
+fn read_log_in_chunks(
+    id: u32,
+    file: &mut (impl std::io::Read + std::io::Seek),
+    layouts: &HashMap<u32, RowLayout>,
+    chunk_bytes: usize,
 ) -> Result<LoggedChanges, String> {
     let mut scan = BackupLogScan::new(id);
     let mut changes = LoggedChanges::default();
     let mut pending = Vec::new();
+    let mut chunk = Vec::new();
+    let mut offset = 0;
+    let chunk_bytes = chunk_bytes.max(RECORD_BYTES_MAX);
+    let mut read = |offset, chunk: &mut Vec<u8>| {
+        checkpoint::read_chunk(file, offset, chunk_bytes, chunk).map_err(|e| e.to_string())
+    };
+    read(offset, &mut chunk)?;
     let stop_gci = loop {
-        match scan.next(file, 0) {
+        match scan.next(&chunk, offset) {
             LogStep::Change(change) => pending.push(owned(change, layouts)?),
             LogStep::Done { stop_gci } => break stop_gci,
+            LogStep::Read(at) if at != offset => {
+                offset = at;
+                read(offset, &mut chunk)?;
+            }
             LogStep::Read(_) => return Err("the log is cut short".to_string()),
             LogStep::Broken(reason) => return Err(reason),
         }
@@ -345,15 +366,17 @@ fn owned(change: LogChange<'_>, layouts: &HashMap<u32, RowLayout>) -> Result<Own
 
 /// Bytes of the data file `restore_ldm` reads at a time.
 const DATA_CHUNK_BYTES: usize = 8 << 20;
+/// Bytes of the log file [`read_log`] reads at a time.
+const LOG_CHUNK_BYTES: usize = 8 << 20;
 
 /// The rows one `ldm`'s files of backup `id` restore (its data file's rows, each replaced
 /// by its log's last change up to the stop GCI), given to `row` as (table, fixed, var);
-/// returns the stop GCI and the rows given. The data file is read a chunk at a time; the
-/// log whole (it holds only what changed while the backup ran).
+/// returns the stop GCI and the rows given. Both files are read a chunk at a time; what
+/// is kept of the log is each changed row's changes (what changed while the backup ran).
 pub fn restore_ldm(
     id: u32,
     data: &mut (impl std::io::Read + std::io::Seek),
-    log: &[u8],
+    log: &mut (impl std::io::Read + std::io::Seek),
     layouts: &HashMap<u32, RowLayout>,
     mut row: impl FnMut(u32, &[u8], &[u8]),
 ) -> Result<(u64, u64), String> {
@@ -450,12 +473,63 @@ mod tests {
     }
 
     #[test]
+    fn a_log_longer_than_a_chunk_is_read_a_chunk_at_a_time() {
+        use kista_storage::schema::{Column, TableSchema};
+        use kista_storage::types::{ColumnType, Value};
+        let schema = TableSchema {
+            name: "d/t".into(),
+            columns: vec![
+                Column::new(
+                    "id",
+                    ColumnType::Int {
+                        bytes: 8,
+                        signed: true,
+                    },
+                ),
+                Column::new("v", ColumnType::VarBinary { max_length: 100 }),
+            ],
+            primary_key: vec![0],
+            extra_metadata: Vec::new(),
+        };
+        let layout = RowLayout::new(&schema);
+        let place = RowPlace {
+            table_id: 3,
+            table_version: 1,
+            partition: 0,
+        };
+        let mut writer = log_writer(7);
+        let (mut fixed, mut var) = (vec![0; layout.fixed_bytes()], Vec::new());
+        // About 1 MB of records: four chunks of the smallest size a chunk may have.
+        let rows = 12_000;
+        for id in 0..rows {
+            let values = [Value::Int(id), Value::Bytes(vec![b'x'; 60])];
+            layout.encode(&values, &mut fixed, &mut var).unwrap();
+            let row = Record::WriteRow {
+                place,
+                fixed: &fixed,
+                var: &var,
+            };
+            writer.append(5, &row).unwrap();
+        }
+        writer.append(5, &Record::GciDone).unwrap();
+        let mut bytes = Vec::new();
+        while let Some((_, written)) = writer.take_write(usize::MAX) {
+            bytes.extend_from_slice(&written);
+        }
+        assert!(bytes.len() > 3 * RECORD_BYTES_MAX, "{} bytes", bytes.len());
+        let layouts = HashMap::from([(3, layout)]);
+        let mut file = std::io::Cursor::new(&bytes);
+        let read = read_log_in_chunks(7, &mut file, &layouts, RECORD_BYTES_MAX).unwrap();
+        assert_eq!((read.stop_gci, read.last[&3].len()), (5, rows as usize));
+    }
+
+    #[test]
     fn a_log_cut_before_its_stop_mark_is_refused() {
         let mut writer = log_writer(2);
         let (_, bytes) = writer.take_write(1 << 20).unwrap();
         let mut scan = BackupLogScan::new(2);
         assert!(matches!(scan.next(&bytes, 0), LogStep::Read(_)));
-        assert!(read_log(2, &bytes, &HashMap::new()).is_err());
+        assert!(read_log(2, &mut std::io::Cursor::new(&bytes), &HashMap::new()).is_err());
         let mut other = BackupLogScan::new(3);
         assert!(matches!(other.next(&bytes, 0), LogStep::Broken(_)));
     }

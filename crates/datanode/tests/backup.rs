@@ -86,14 +86,22 @@ fn restore(disks: &[&SimulatedDisk], table_id: u32, id: u32) -> (BTreeMap<i64, i
             let data = file(disk, backup_files::data_path(id, node, ldm));
             let log = file(disk, backup_files::log_path(id, node, ldm));
             let mut data_file = std::io::Cursor::new(&data);
-            let (stop_gci, _) =
-                backup_files::restore_ldm(id, &mut data_file, &log, &layouts, |_, f, v| {
+            let mut log_file = std::io::Cursor::new(&log);
+            let (stop_gci, _) = backup_files::restore_ldm(
+                id,
+                &mut data_file,
+                &mut log_file,
+                &layouts,
+                |_, f, v| {
                     let values = layout.values(f, v);
                     assert!(rows.insert(int(&values[0]), int(&values[1])).is_none());
-                })
-                .unwrap();
+                },
+            )
+            .unwrap();
             stop_gcis.insert(stop_gci);
-            let changed = backup_files::read_log(id, &log, &layouts).unwrap().last;
+            let changed = backup_files::read_log(id, &mut log_file, &layouts)
+                .unwrap()
+                .last;
             logged += changed.values().map(|keys| keys.len() as u64).sum::<u64>();
             checkpoint::read_file(&data, |entry| {
                 if let CheckpointEntry::Partition { place, .. } = entry {
@@ -232,8 +240,8 @@ fn a_participant_failing_fails_the_backup_and_the_next_completes_on_the_survivor
         let file = |path: String| disk.contents(Path::new(&path)).unwrap_or_default();
         let data = file(backup_files::data_path(1, NodeId(1), ldm));
         let log = file(backup_files::log_path(1, NodeId(1), ldm));
-        let mut data = std::io::Cursor::new(data);
-        let refused = backup_files::restore_ldm(1, &mut data, &log, &layouts, |_, _, _| {});
+        let (mut data, mut log) = (std::io::Cursor::new(data), std::io::Cursor::new(log));
+        let refused = backup_files::restore_ldm(1, &mut data, &mut log, &layouts, |_, _, _| {});
         assert!(refused.is_err(), "ldm {ldm}: {refused:?}");
     }
     let (chains, batch) = consistent(&rows);

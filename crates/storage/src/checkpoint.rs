@@ -353,7 +353,7 @@ impl ReadError {
 }
 
 /// Replaces `chunk` with up to `bytes` of `file` from `offset` (fewer at its end).
-fn read_chunk(
+pub fn read_chunk(
     file: &mut (impl std::io::Read + std::io::Seek),
     offset: u64,
     bytes: usize,

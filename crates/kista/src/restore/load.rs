@@ -112,11 +112,12 @@ pub(super) fn restore(
             };
             let mut data = std::fs::File::open(data_path).map_err(|e| cannot(data_path, e))?;
             let data_bytes = data.metadata().map_err(|e| cannot(data_path, e))?.len();
-            let log = std::fs::read(log_path).map_err(|e| cannot(log_path, e))?;
+            let mut log = std::fs::File::open(log_path).map_err(|e| cannot(log_path, e))?;
+            let log_bytes = log.metadata().map_err(|e| cannot(log_path, e))?.len();
             let restored = backup_files::restore_ldm(
                 backup.id,
                 &mut data,
-                &log,
+                &mut log,
                 &layouts,
                 |table_id, fixed, var| {
                     if let Some(&index) = index_of.get(&table_id) {
@@ -135,7 +136,7 @@ pub(super) fn restore(
                 ))
             })?;
             stop_gci = gci;
-            bytes_done += data_bytes + log.len() as u64;
+            bytes_done += data_bytes + log_bytes;
             if reader.failed() || stop.load(Ordering::SeqCst) {
                 break;
             }
