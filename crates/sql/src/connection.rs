@@ -203,7 +203,11 @@ impl<S: Read + Write> Connection<'_, S> {
                             self.session.execute_to(&parsed, cache, &values, sink)
                         }
                     },
-                    Err(error) => Err(error),
+                    Err(error) => {
+                        // Unparsed, the statement ran nothing: its error is all it says.
+                        self.session.warnings.get_mut().clear();
+                        Err(error)
+                    }
                 };
                 self.send_outcome(outcome, false);
             }
@@ -387,6 +391,7 @@ impl<S: Read + Write> Connection<'_, S> {
 
     fn send_error(&mut self, error: &SqlError) {
         self.session.catalog.processes.count_error(error.code);
+        self.session.keep_error(error.code, &error.message);
         let mut out = Vec::with_capacity(64 + error.message.len());
         results::error(&mut out, error.code, error.state, &error.message);
         self.stream.write_payload(&out);

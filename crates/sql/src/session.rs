@@ -378,6 +378,19 @@ impl<'c> Session<'c> {
         }
     }
 
+    /// Keeps the error that ended the last statement among its diagnostics (level
+    /// `Error`), as MySQL does: SHOW WARNINGS and SHOW ERRORS list it.
+    pub fn keep_error(&self, code: u16, message: &str) {
+        let mut warnings = self.warnings.borrow_mut();
+        if warnings.len() < WARNINGS_MAX {
+            warnings.push(Warning {
+                level: "Error",
+                code,
+                message: message.to_string(),
+            });
+        }
+    }
+
     /// Warning 1062 for each of `count` rows of `table` skipped as duplicates (as many as
     /// the session keeps: a million skipped rows make no million messages).
     pub(crate) fn warn_duplicates(&self, table: &str, count: u64) {
@@ -643,9 +656,11 @@ impl<'c> Session<'c> {
     }
 
     fn execute_uncached(&mut self, parsed: &Parsed, params: &[Value]) -> SqlResult<Outcome> {
-        // SHOW WARNINGS and SHOW COUNT(*) WARNINGS read the last statement's warnings.
+        // SHOW WARNINGS / ERRORS and SHOW COUNT(*) WARNINGS / ERRORS read the last
+        // statement's diagnostics.
         let is_show_warnings = matches!(&parsed.statement, Statement::ShowVariable { variable }
-            if variable.iter().take(2).any(|v| v.value.eq_ignore_ascii_case("warnings")));
+            if variable.iter().take(2).any(|v| v.value.eq_ignore_ascii_case("warnings")
+                || v.value.eq_ignore_ascii_case("errors")));
         if !is_show_warnings {
             self.warnings.get_mut().clear();
         }

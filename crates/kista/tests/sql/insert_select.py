@@ -72,6 +72,19 @@ assert len(both) == 2 and all(w[1] == 1062 for w in both), both
 assert rows("SHOW WARNINGS LIMIT 1") == both[:1]
 assert rows("SHOW WARNINGS LIMIT 1, 1") == both[1:]
 assert rows("SHOW WARNINGS LIMIT 5, 1") == []
+assert rows("SHOW ERRORS") == [] and rows("SHOW COUNT(*) ERRORS") == [(0,)]
+# An error is kept as the statement's diagnostics: SHOW WARNINGS and SHOW ERRORS list it
+# (level Error), and the next statement clears it. A statement that does not parse says
+# only its error.
+assert error_of("INSERT INTO copy SELECT k, v, n FROM src WHERE k = 1") == 1062
+errors = rows("SHOW ERRORS")
+assert len(errors) == 1 and errors[0][:2] == ("Error", 1062), errors
+assert rows("SHOW WARNINGS") == errors and rows("SHOW COUNT(*) ERRORS") == [(1,)]
+assert rows("SHOW ERRORS LIMIT 1, 1") == []
+assert error_of("SELEKT 1") == 1064
+assert [e[1] for e in rows("SHOW WARNINGS")] == [1064]
+rows("SELECT 1")
+assert rows("SHOW ERRORS") == []
 cur.execute(
     "INSERT INTO copy SELECT k, v, n FROM src WHERE k IN (2, 102) "
     "ON DUPLICATE KEY UPDATE n = copy.n + 1000"

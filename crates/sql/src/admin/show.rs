@@ -87,8 +87,9 @@ fn show_variables(session: &Session, filter: Option<&ast::ShowStatementFilter>) 
     text_result(&["Variable_name", "Value"], rows)
 }
 
-/// The SHOW statements sqlparser leaves as words: `SHOW WARNINGS [LIMIT [offset,] count]`
-/// (`dialect::keep_show_warnings_limit` keeps the numbers), `SHOW COUNT(*) WARNINGS`,
+/// The SHOW statements sqlparser leaves as words: `SHOW {WARNINGS | ERRORS} [LIMIT
+/// [offset,] count]` (`dialect::keep_show_warnings_limit` keeps the numbers; errors are
+/// the diagnostics of level `Error`), `SHOW COUNT(*) {WARNINGS | ERRORS}`,
 /// `SHOW INDEX FROM t [FROM db]` (and INDEXES, KEYS).
 fn show_words(
     session: &Session,
@@ -97,7 +98,7 @@ fn show_words(
 ) -> SqlResult<Outcome> {
     let words: Vec<String> = variable.iter().map(|v| v.value.to_lowercase()).collect();
     match words.first().map(String::as_str) {
-        Some("warnings") => {
+        Some(listed @ ("warnings" | "errors")) => {
             let (skip, take) = match &words[1..] {
                 [] => (0, usize::MAX),
                 [limit, count] if limit == "limit" => (0, number(count, statement)?),
@@ -107,7 +108,8 @@ fn show_words(
                 _ => return Err(SqlError::not_supported(statement)),
             };
             let warnings = session.warnings.borrow();
-            let rows = (warnings.iter().skip(skip).take(take))
+            let shown = (warnings.iter()).filter(|w| listed == "warnings" || w.level == "Error");
+            let rows = (shown.skip(skip).take(take))
                 .map(|w| {
                     vec![
                         text(w.level),
@@ -118,9 +120,20 @@ fn show_words(
                 .collect();
             Ok(text_result(&["Level", "Code", "Message"], rows))
         }
-        Some("count") if words.get(1..) == Some(&["warnings".to_string()][..]) => {
-            let count = Value::Int(session.warnings.borrow().len() as i64);
-            Ok(text_result(&["@@session.warning_count"], vec![vec![count]]))
+        Some("count")
+            if words
+                .get(1)
+                .is_some_and(|w| w == "warnings" || w == "errors") =>
+        {
+            let warnings = session.warnings.borrow();
+            let (name, count) = match words[1].as_str() {
+                "warnings" => ("@@session.warning_count", warnings.len()),
+                _ => {
+                    let errors = warnings.iter().filter(|w| w.level == "Error").count();
+                    ("@@session.error_count", errors)
+                }
+            };
+            Ok(text_result(&[name], vec![vec![Value::Int(count as i64)]]))
         }
         Some("index" | "indexes" | "keys") if words.len() >= 3 => {
             let (database, name) = match words.get(3..) {

@@ -15,7 +15,8 @@ pub fn keep_show_warnings_limit(tokens: &mut Vec<TokenWithSpan>) {
         .take(3)
         .collect();
     let starts = |at: usize, word: &str| words.get(at).is_some_and(|&i| is_word(&tokens[i], word));
-    if !(starts(0, "SHOW") && starts(1, "WARNINGS") && starts(2, "LIMIT")) {
+    let listed = starts(1, "WARNINGS") || starts(1, "ERRORS");
+    if !(starts(0, "SHOW") && listed && starts(2, "LIMIT")) {
         return;
     }
     tokens.retain(|t| t.token != Token::Comma);
