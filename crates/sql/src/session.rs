@@ -427,6 +427,11 @@ impl<'c> Session<'c> {
         params: &[Value],
         mut sink: Option<&mut dyn RowSink>,
     ) -> SqlResult<Outcome> {
+        // Every statement but SHOW WARNINGS / ERRORS starts its diagnostics afresh (the
+        // account statements and LOAD DATA too, which run apart from the rest).
+        if !reads_diagnostics(&parsed.statement) {
+            self.warnings.get_mut().clear();
+        }
         if let Some(account) = &parsed.account {
             return crate::accounts::run(self, account);
         }
@@ -656,12 +661,7 @@ impl<'c> Session<'c> {
     }
 
     fn execute_uncached(&mut self, parsed: &Parsed, params: &[Value]) -> SqlResult<Outcome> {
-        // SHOW WARNINGS / ERRORS and SHOW COUNT(*) WARNINGS / ERRORS read the last
-        // statement's diagnostics.
-        let is_show_warnings = matches!(&parsed.statement, Statement::ShowVariable { variable }
-            if variable.iter().take(2).any(|v| v.value.eq_ignore_ascii_case("warnings")
-                || v.value.eq_ignore_ascii_case("errors")));
-        if !is_show_warnings {
+        if !reads_diagnostics(&parsed.statement) {
             self.warnings.get_mut().clear();
         }
         match &parsed.statement {
@@ -837,6 +837,14 @@ impl<'c> Session<'c> {
         }
         admin::server_variable(name)
     }
+}
+
+/// Whether `statement` reads the last statement's diagnostics (SHOW WARNINGS / ERRORS,
+/// SHOW COUNT(*) WARNINGS / ERRORS), so must not clear them.
+fn reads_diagnostics(statement: &Statement) -> bool {
+    matches!(statement, Statement::ShowVariable { variable }
+        if variable.iter().take(2).any(|v| v.value.eq_ignore_ascii_case("warnings")
+            || v.value.eq_ignore_ascii_case("errors")))
 }
 
 /// A statement's view of its transaction.
