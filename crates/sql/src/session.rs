@@ -368,25 +368,23 @@ impl<'c> Session<'c> {
     }
 
     pub fn warn(&self, code: u16, message: String) {
-        let mut warnings = self.warnings.borrow_mut();
-        if warnings.len() < WARNINGS_MAX {
-            warnings.push(Warning {
-                level: "Warning",
-                code,
-                message,
-            });
-        }
+        self.keep_diagnostic("Warning", code, message);
     }
 
     /// Keeps the error that ended the last statement among its diagnostics (level
     /// `Error`), as MySQL does: SHOW WARNINGS and SHOW ERRORS list it.
     pub fn keep_error(&self, code: u16, message: &str) {
+        self.keep_diagnostic("Error", code, message.to_string());
+    }
+
+    /// Adds one of the statement's diagnostics, while fewer than [`WARNINGS_MAX`] are kept.
+    fn keep_diagnostic(&self, level: &'static str, code: u16, message: String) {
         let mut warnings = self.warnings.borrow_mut();
         if warnings.len() < WARNINGS_MAX {
             warnings.push(Warning {
-                level: "Error",
+                level,
                 code,
-                message: message.to_string(),
+                message,
             });
         }
     }
@@ -463,6 +461,10 @@ impl<'c> Session<'c> {
                     && !sink.as_ref().is_some_and(|sink| sink.started()) =>
             {
                 self.catalog.forget_all();
+                // What the thrown-away run said is not the statement's.
+                if !reads_diagnostics(&parsed.statement) {
+                    self.warnings.get_mut().clear();
+                }
                 self.execute_once(parsed, cache, params, sink)
             }
             // The transaction fails whole (MySQL's 1412: retry it), and the next one looks
@@ -531,7 +533,6 @@ impl<'c> Session<'c> {
     ) -> SqlResult<Outcome> {
         self.subqueries.clear();
         if let Statement::Query(query) = &parsed.statement {
-            self.warnings.get_mut().clear();
             self.limit_query_time();
             let outcome = if select::union::is_set_operation(query) {
                 select::union::execute(self, query, &parsed.placeholders, params)
@@ -551,7 +552,6 @@ impl<'c> Session<'c> {
             return outcome;
         }
         if let Some(plan) = self.cached_write_plan(parsed, cache, params)? {
-            self.warnings.get_mut().clear();
             return dml::run_write(self, &plan, params);
         }
         self.execute_uncached(parsed, params)
@@ -661,9 +661,6 @@ impl<'c> Session<'c> {
     }
 
     fn execute_uncached(&mut self, parsed: &Parsed, params: &[Value]) -> SqlResult<Outcome> {
-        if !reads_diagnostics(&parsed.statement) {
-            self.warnings.get_mut().clear();
-        }
         match &parsed.statement {
             Statement::Insert(insert) => dml::insert(self, insert, &parsed.placeholders, params),
             other => admin::run(self, other, &parsed.placeholders, params),

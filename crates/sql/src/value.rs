@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::cmp::Ordering;
 
-use kista_client::types::{Collation, ColumnType, Date, DateTime, Decimal, Value};
+use kista_client::types::{integer_range, Collation, ColumnType, Date, DateTime, Decimal, Value};
 
 use crate::error::{SqlError, SqlResult};
 
@@ -391,23 +391,15 @@ pub fn closest_fit(
     };
     let fitted = match column_type {
         ColumnType::Int { bytes, signed } => {
-            let bits = u32::from(bytes) * 8;
-            let (min, max) = match signed {
-                true => (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1),
-                false => (0, (1i128 << bits) - 1),
-            };
-            let clipped = (number.round() as i128).clamp(min, max);
-            match signed {
-                true => Value::Int(clipped as i64),
-                false => Value::UInt(clipped as u64),
-            }
+            let (min, max) = integer_range(bytes, signed);
+            integer_value((number.round() as i128).clamp(min, max), signed)
         }
         ColumnType::Float => {
             Value::Float(number.clamp(f64::from(f32::MIN), f64::from(f32::MAX)) as f32)
         }
         ColumnType::Double => Value::Double(number),
         ColumnType::Decimal { precision, scale } => {
-            let limit = (10i128.checked_pow(u32::from(precision))).map_or(i128::MAX, |l| l - 1);
+            let limit = 10i128.pow(u32::from(precision)) - 1;
             // So that its unscaled form fits an i128; clipped to the column below.
             let bound = 1e37 / 10f64.powi(i32::from(scale));
             let bounded = number.clamp(-bound, bound);
@@ -514,15 +506,16 @@ fn number_of(value: &Value, column: &str) -> SqlResult<f64> {
     }
 }
 
+/// `n` (within the column's limits) as an integer column's value.
+fn integer_value(n: i128, signed: bool) -> Value {
+    match signed {
+        true => Value::Int(n as i64),
+        false => Value::UInt(n as u64),
+    }
+}
+
 fn coerce_integer(value: &Value, bytes: u8, signed: bool, column: &str) -> SqlResult<Value> {
-    let bits = u32::from(bytes) * 8;
-    let in_range = |n: i128| {
-        if signed {
-            n >= -(1i128 << (bits - 1)) && n < (1i128 << (bits - 1))
-        } else {
-            n >= 0 && n < (1i128 << bits)
-        }
-    };
+    let (min, max) = integer_range(bytes, signed);
     let n: i128 = match value {
         Value::Int(n) => i128::from(*n),
         Value::UInt(n) => i128::from(*n),
@@ -539,14 +532,10 @@ fn coerce_integer(value: &Value, bytes: u8, signed: bool, column: &str) -> SqlRe
             x as i128
         }
     };
-    if !in_range(n) {
+    if !(min..=max).contains(&n) {
         return Err(SqlError::out_of_range(column));
     }
-    Ok(if signed {
-        Value::Int(n as i64)
-    } else {
-        Value::UInt(n as u64)
-    })
+    Ok(integer_value(n, signed))
 }
 
 fn coerce_decimal(value: &Value, precision: u8, scale: u8, column: &str) -> SqlResult<Value> {

@@ -7,9 +7,8 @@
 //! leaves deadlocks to the timeout). Every call that can let waiters in returns exactly the
 //! requests it granted.
 
-use std::collections::VecDeque;
-
 use std::collections::hash_map::Entry;
+use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;

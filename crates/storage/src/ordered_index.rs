@@ -93,8 +93,8 @@ pub struct RangeBound {
 }
 
 /// An encoded key as the tree keeps it: its first [`KEY_HEAD_BYTES`] zero-padded in two
-/// big-endian words, the rest on the heap (nothing for a short key), and its length. The
-/// derived order (head, tail, length) is the byte order of the keys: where heads differ, the
+/// big-endian words, the rest on the heap (nothing for a short key), and its length. Its
+/// order (head, tail, length) is the byte order of the keys: where heads differ, the
 /// first differing byte decides (a padding zero sorts as a key that ends there, which is a
 /// prefix of the other); where they are equal, the tails decide, and a key shorter than the
 /// head is a prefix of any longer one with the same head. So most comparisons are two

@@ -429,7 +429,7 @@ impl Value {
 }
 
 /// Range of an integer column as i128, which holds every 64-bit value of either sign.
-pub(crate) fn integer_range(bytes: u8, signed: bool) -> (i128, i128) {
+pub fn integer_range(bytes: u8, signed: bool) -> (i128, i128) {
     let bits = u32::from(bytes) * 8;
     if signed {
         (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
