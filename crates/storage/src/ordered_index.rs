@@ -6,13 +6,15 @@
 //! prefix sorts after it and before the prefix followed by [`PREFIX_END`].
 
 use std::cmp::Ordering;
-use std::collections::BTreeSet;
 use std::ops::Bound;
 use std::sync::Arc;
 
 use crate::memory::{DataMemory, DataMemoryExhausted, MemoryAccount};
 use crate::row_store::RowId;
 use crate::types::{ColumnType, Value};
+use tree::EntryTree;
+
+mod tree;
 
 /// Bytes charged per entry besides the key: the tree node share and the key's allocation.
 const ENTRY_OVERHEAD_BYTES: u64 = 48;
@@ -160,9 +162,16 @@ impl PartialOrd for Key {
 
 type Entry = (Key, RowId);
 
+impl tree::Prefixed for Entry {
+    /// The key's head: entries whose heads differ are ordered by them alone.
+    fn prefix(&self) -> u128 {
+        (u128::from(self.0.head[0]) << 64) | u128::from(self.0.head[1])
+    }
+}
+
 pub struct OrderedIndex {
     memory: MemoryAccount,
-    entries: BTreeSet<Entry>,
+    entries: EntryTree<Entry>,
 }
 
 fn charge(key_bytes: usize) -> u64 {
@@ -178,7 +187,7 @@ impl OrderedIndex {
     pub fn new(memory: Arc<DataMemory>) -> Self {
         Self {
             memory: MemoryAccount::new(memory),
-            entries: BTreeSet::new(),
+            entries: EntryTree::new(),
         }
     }
 
@@ -216,10 +225,11 @@ impl OrderedIndex {
     pub fn release_some(&mut self, entries: usize) -> usize {
         let mut released = 0;
         while released < entries {
-            let Some((key, _)) = self.entries.pop_last() else {
+            let Some(last) = self.entries.last().cloned() else {
                 break;
             };
-            self.memory.release(charge(key.len()));
+            self.entries.remove(&last);
+            self.memory.release(charge(last.0.len()));
             released += 1;
         }
         released
@@ -230,7 +240,7 @@ impl OrderedIndex {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.entries.len() == 0
     }
 
     /// Visits the entries between the bounds (`None`: unbounded) in key order, or in reverse
@@ -275,26 +285,17 @@ impl OrderedIndex {
         if is_empty(&low, &high) {
             return;
         }
-        let range = self.entries.range((low, high));
         let mut key_bytes = Vec::new();
-        let mut visit = |(key, row): &Entry| visit(key.bytes_into(&mut key_bytes), *row);
-        if descending {
-            for entry in range.rev() {
-                if !visit(entry) {
-                    return;
-                }
-            }
-        } else {
-            for entry in range {
-                if !visit(entry) {
-                    return;
-                }
-            }
-        }
+        self.entries.visit_range(
+            low.as_ref(),
+            high.as_ref(),
+            descending,
+            &mut |(key, row): &Entry| visit(key.bytes_into(&mut key_bytes), *row),
+        );
     }
 }
 
-/// Whether no entry can lie between the bounds (`BTreeSet::range` panics on such ranges).
+/// Whether no entry can lie between the bounds.
 fn is_empty<T: Ord>(low: &Bound<T>, high: &Bound<T>) -> bool {
     match (low, high) {
         (Bound::Included(l), Bound::Included(h)) => l > h,
@@ -313,7 +314,7 @@ fn past_prefix(prefix: &[u8]) -> Key {
 
 /// Appends a string so that byte order is its order: 0x00 is escaped as 0x00 0xFF and the
 /// end marked by 0x00 0x00, so a shorter string sorts before every longer one extending it.
-fn push_escaped(bytes: &[u8], out: &mut Vec<u8>) {
+pub(crate) fn push_escaped(bytes: &[u8], out: &mut Vec<u8>) {
     for &byte in bytes {
         out.push(byte);
         if byte == 0 {

@@ -173,6 +173,8 @@ pub struct Partition {
     var: Vec<u8>,
     /// Scratch space for a deleted row's primary key.
     key: Vec<u8>,
+    /// Scratch space for a new row's index keys.
+    new_keys: indexes::VersionKeys,
     /// Unique-key changes of the writes since the caller last took them.
     unique_changes: Vec<UniqueChange>,
     /// Keys the table's foreign keys watch, and their changes since the caller last took
@@ -196,6 +198,7 @@ impl Partition {
             fixed: vec![0; layout.fixed_bytes()],
             var: Vec::new(),
             key: Vec::new(),
+            new_keys: Vec::new(),
             unique_changes: Vec::new(),
             watched: Vec::new(),
             key_changes: Vec::new(),
@@ -651,16 +654,38 @@ impl Partition {
         key: &[u8],
     ) -> Result<(), OperationError> {
         let anchor = self.rows.insert(&self.fixed, &self.var)?;
-        let undo_row = |partition: &mut Self| partition.rows.delete(anchor);
         if let Err(error) = self.primary.insert(key, anchor) {
-            undo_row(self);
+            self.rows.delete(anchor);
             return Err(match error {
                 IndexError::Duplicate => unreachable!("the key was looked up first"),
                 IndexError::Memory(error) => error.into(),
             });
         }
-        let new_keys = indexes::keys_of_row(&self.indexes, &self.layout, &self.fixed, &self.var);
-        let added = match indexes::add_entries(self, anchor, &new_keys) {
+        // The keys go in the scratch list (given back below): a new row allocates none.
+        let mut new_keys = std::mem::take(&mut self.new_keys);
+        indexes::keys_of_row_into(
+            &self.indexes,
+            &self.layout,
+            &self.fixed,
+            &self.var,
+            &mut new_keys,
+        );
+        let outcome = self.add_new_anchor(transaction, key, anchor, &new_keys);
+        self.new_keys = new_keys;
+        outcome
+    }
+
+    /// [`Self::insert_new_anchor`] once the row and its primary key entry are in: its
+    /// index entries, its lock and its pending state; on error the row is gone again.
+    fn add_new_anchor(
+        &mut self,
+        transaction: TransactionId,
+        key: &[u8],
+        anchor: RowId,
+        new_keys: &[Option<Vec<u8>>],
+    ) -> Result<(), OperationError> {
+        let undo_row = |partition: &mut Self| partition.rows.delete(anchor);
+        let added = match indexes::add_entries(self, anchor, new_keys) {
             Ok(added) => added,
             Err(error) => {
                 self.primary.remove(key);
@@ -669,7 +694,7 @@ impl Partition {
             }
         };
         if let Err(error) = self.lock(transaction, anchor, LockMode::Exclusive) {
-            indexes::remove_added(self, anchor, &new_keys, added);
+            indexes::remove_added(self, anchor, new_keys, added);
             self.primary.remove(key);
             undo_row(self);
             return Err(error);
@@ -683,7 +708,7 @@ impl Partition {
                 new: NewVersion::InAnchor,
             },
         );
-        indexes::report_unique_changes(self, anchor, &[], &new_keys);
+        indexes::report_unique_changes(self, anchor, &[], new_keys);
         if !self.watched.is_empty() {
             let after = self.watched_keys_of_scratch();
             self.report_key_changes(anchor, self.watched_keys_of_version(None), after);

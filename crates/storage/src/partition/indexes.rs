@@ -78,8 +78,7 @@ impl SecondaryIndex {
             return layout.key_of_row(&self.schema.columns, fixed, var, out);
         }
         for &column in &self.schema.columns {
-            let column_type = layout.column(column).expect("validated index").column_type;
-            encode_ordered(column_type, &layout.value(fixed, var, column), out);
+            layout.ordered_key_of_column(fixed, var, column, out);
         }
         true
     }
@@ -123,15 +122,29 @@ pub(super) fn keys_of_row(
     fixed: &[u8],
     var: &[u8],
 ) -> VersionKeys {
-    indexes
-        .iter()
-        .map(|index| {
-            let mut key = Vec::with_capacity(KEY_BYTES_USUAL);
-            index
-                .key_of_row(layout, fixed, var, &mut key)
-                .then_some(key)
-        })
-        .collect()
+    let mut keys = Vec::new();
+    keys_of_row_into(indexes, layout, fixed, var, &mut keys);
+    keys
+}
+
+/// [`keys_of_row`] into `keys`, reusing its buffers.
+pub(super) fn keys_of_row_into(
+    indexes: &[SecondaryIndex],
+    layout: &RowLayout,
+    fixed: &[u8],
+    var: &[u8],
+    keys: &mut VersionKeys,
+) {
+    keys.resize_with(indexes.len(), || None);
+    for (index, slot) in indexes.iter().zip(keys.iter_mut()) {
+        let mut key = slot
+            .take()
+            .unwrap_or_else(|| Vec::with_capacity(KEY_BYTES_USUAL));
+        key.clear();
+        if index.key_of_row(layout, fixed, var, &mut key) {
+            *slot = Some(key);
+        }
+    }
 }
 
 /// The indexes [`add_entries`] gave an entry, to take back if the write fails: a bit each

@@ -422,6 +422,26 @@ proptest! {
         schema.validate().unwrap();
         prop_assert_eq!(round_trip(&schema, &values), values);
     }
+
+    /// The index path reads key parts from the row's bytes; they must be the bytes the
+    /// column's value encodes to, or index entries and lookups would disagree.
+    #[test]
+    fn an_ordered_key_part_read_from_a_row_equals_the_part_of_its_value(
+        (schema, values) in a_row(),
+    ) {
+        let layout = RowLayout::new(&schema);
+        let mut fixed = vec![0; layout.fixed_bytes()];
+        let mut var = Vec::new();
+        layout.encode(&values, &mut fixed, &mut var).unwrap();
+        for (column, value) in values.iter().enumerate() {
+            let mut from_row = vec![7];
+            layout.ordered_key_of_column(&fixed, &var, column, &mut from_row);
+            let mut from_value = vec![7];
+            let column_type = schema.columns[column].column_type;
+            crate::ordered_index::encode_ordered(column_type, value, &mut from_value);
+            prop_assert_eq!(from_row, from_value, "column {} ({:?})", column, column_type);
+        }
+    }
 }
 
 #[test]

@@ -1,0 +1,503 @@
+//! The ordered index's entries: a B+tree with wide nodes searched by bisection.
+//!
+//! Made for what std's `BTreeSet` cannot do cheaply: an entry past the last one (a load in
+//! key order, AUTO_INCREMENT keys) is appended to the last leaf after one comparison,
+//! where a search compares at every level; and a search bisects each node's keys' first
+//! 16 bytes as integers before it compares whole entries. Entries live in leaves; an inner node's
+//! separators are copies of the first entry of each child but the first: child `i` holds
+//! the entries from `separators[i - 1]` up to, not including, `separators[i]`.
+//!
+//! Nodes live in an arena (`nodes`, freed slots reused) and are named by index, so the
+//! tree needs no `unsafe`. Removal frees emptied nodes and merges a node that fell below a
+//! quarter full into a neighbour with room; the root gives way to its only child.
+
+use std::ops::Bound;
+
+/// Entries (or separators) a node holds at most.
+const NODE_ENTRIES_MAX: usize = 64;
+
+type NodeId = usize;
+
+/// An entry's first bytes as one integer, compared before the entry itself.
+pub(super) trait Prefixed: Ord + Clone {
+    /// Order-preserving: `a.prefix() < b.prefix()` implies `a < b`.
+    fn prefix(&self) -> u128;
+}
+
+/// A node's entries (or separators) in order, with their prefixes in an array of their
+/// own: a bisection compares integers, and whole entries only where prefixes are equal.
+struct Sorted<T> {
+    prefixes: Vec<u128>,
+    items: Vec<T>,
+}
+
+impl<T: Prefixed> Sorted<T> {
+    fn with_capacity(capacity: usize) -> Self {
+        Self {
+            prefixes: Vec::with_capacity(capacity),
+            items: Vec::with_capacity(capacity),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// How many items are below `probe` (`or_equal`: at most `probe`).
+    fn count_below(&self, probe: &T, or_equal: bool) -> usize {
+        let prefix = probe.prefix();
+        let start = self.prefixes.partition_point(|&p| p < prefix);
+        let mut end = start;
+        while self.prefixes.get(end) == Some(&prefix) {
+            end += 1;
+        }
+        let tied = &self.items[start..end];
+        start
+            + if or_equal {
+                tied.partition_point(|item| item <= probe)
+            } else {
+                tied.partition_point(|item| item < probe)
+            }
+    }
+
+    /// Where `probe` is (`Ok`) or would go (`Err`).
+    fn search(&self, probe: &T) -> Result<usize, usize> {
+        let at = self.count_below(probe, false);
+        match self.items.get(at) {
+            Some(item) if item == probe => Ok(at),
+            _ => Err(at),
+        }
+    }
+
+    fn insert(&mut self, at: usize, item: T) {
+        self.prefixes.insert(at, item.prefix());
+        self.items.insert(at, item);
+    }
+
+    fn remove(&mut self, at: usize) -> T {
+        self.prefixes.remove(at);
+        self.items.remove(at)
+    }
+
+    fn push(&mut self, item: T) {
+        self.prefixes.push(item.prefix());
+        self.items.push(item);
+    }
+
+    fn pop(&mut self) -> Option<T> {
+        self.prefixes.pop();
+        self.items.pop()
+    }
+
+    /// Moves the items from `at` on to the end of `into`.
+    fn move_tail(&mut self, at: usize, into: &mut Self) {
+        into.prefixes.extend(self.prefixes.drain(at..));
+        into.items.extend(self.items.drain(at..));
+    }
+}
+
+enum Node<T> {
+    Leaf(Sorted<T>),
+    Inner {
+        separators: Sorted<T>,
+        children: Vec<NodeId>,
+    },
+}
+
+impl<T: Prefixed> Node<T> {
+    fn empty_leaf() -> Self {
+        Node::Leaf(Sorted::with_capacity(0))
+    }
+
+    /// Entries of a leaf, children of an inner node.
+    fn width(&self) -> usize {
+        match self {
+            Node::Leaf(entries) => entries.len(),
+            Node::Inner { children, .. } => children.len(),
+        }
+    }
+}
+
+pub(super) struct EntryTree<T> {
+    nodes: Vec<Node<T>>,
+    free: Vec<NodeId>,
+    root: NodeId,
+    len: usize,
+    /// [`NODE_ENTRIES_MAX`], smaller in tests to grow deep trees from few entries.
+    node_max: usize,
+}
+
+/// A node split in two: the new right node and the first entry it holds.
+struct Split<T> {
+    separator: T,
+    right: NodeId,
+}
+
+impl<T: Prefixed> EntryTree<T> {
+    pub fn new() -> Self {
+        Self::with_node_max(NODE_ENTRIES_MAX)
+    }
+
+    pub fn with_node_max(node_max: usize) -> Self {
+        assert!(
+            node_max >= 4,
+            "a node must split into halves of two at least"
+        );
+        Self {
+            nodes: vec![Node::empty_leaf()],
+            free: Vec::new(),
+            root: 0,
+            len: 0,
+            node_max,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn contains(&self, entry: &T) -> bool {
+        let mut node = self.root;
+        loop {
+            match &self.nodes[node] {
+                Node::Leaf(entries) => return entries.search(entry).is_ok(),
+                Node::Inner {
+                    separators,
+                    children,
+                } => node = children[separators.count_below(entry, true)],
+            }
+        }
+    }
+
+    /// Adds `entry`; false if it was there already.
+    pub fn insert(&mut self, entry: T) -> bool {
+        let Err(entry) = self.append(entry) else {
+            return true;
+        };
+        let Some(split) = self.insert_in(self.root, entry) else {
+            return false;
+        };
+        if let Some(Split { separator, right }) = split {
+            let mut separators = self.sorted();
+            separators.push(separator);
+            let old_root = self.root;
+            self.root = self.allocate(Node::Inner {
+                separators,
+                children: vec![old_root, right],
+            });
+        }
+        self.len += 1;
+        true
+    }
+
+    /// Adds `entry` at the end of the last leaf if it sorts after every entry and the leaf
+    /// has room: the keys of a load in key order, or of AUTO_INCREMENT rows, cost a walk
+    /// down the right edge and one comparison instead of a search at every level.
+    /// Gives `entry` back when it goes elsewhere.
+    fn append(&mut self, entry: T) -> Result<(), T> {
+        let mut node = self.root;
+        while let Node::Inner { children, .. } = &self.nodes[node] {
+            node = *children.last().expect("an inner node has children");
+        }
+        let Node::Leaf(entries) = &mut self.nodes[node] else {
+            unreachable!("the walk ends at a leaf");
+        };
+        let after_last = entries.items.last().is_some_and(|last| &entry > last);
+        if !after_last || entries.len() >= self.node_max {
+            return Err(entry);
+        }
+        entries.push(entry);
+        self.len += 1;
+        Ok(())
+    }
+
+    /// `None`: the entry was there. `Some(split)`: added, and `node` split if it overflowed.
+    fn insert_in(&mut self, node: NodeId, entry: T) -> Option<Option<Split<T>>> {
+        let node_max = self.node_max;
+        match &mut self.nodes[node] {
+            Node::Leaf(entries) => {
+                let at = entries.search(&entry).err()?;
+                entries.insert(at, entry);
+                if entries.len() <= node_max {
+                    return Some(None);
+                }
+                // Appending at the end (a load in key order) leaves the left node full; a
+                // node filled anywhere else splits in halves.
+                let keep = if at + 1 == entries.len() {
+                    node_max
+                } else {
+                    entries.len() / 2
+                };
+                let mut right = self.sorted();
+                let Node::Leaf(entries) = &mut self.nodes[node] else {
+                    unreachable!("still a leaf");
+                };
+                entries.move_tail(keep, &mut right);
+                let separator = right.items[0].clone();
+                Some(Some(Split {
+                    separator,
+                    right: self.allocate(Node::Leaf(right)),
+                }))
+            }
+            Node::Inner {
+                separators,
+                children,
+            } => {
+                let at = separators.count_below(&entry, true);
+                let child = children[at];
+                let Some(split) = self.insert_in(child, entry)? else {
+                    return Some(None);
+                };
+                let (separators, children) = self.inner_mut(node);
+                separators.insert(at, split.separator);
+                children.insert(at + 1, split.right);
+                if separators.len() <= node_max {
+                    return Some(None);
+                }
+                Some(Some(self.split_inner(node)))
+            }
+        }
+    }
+
+    /// Splits an overflowing inner node in halves; the separator between them moves up,
+    /// as it bounds them both.
+    fn split_inner(&mut self, node: NodeId) -> Split<T> {
+        let mut right_separators = self.sorted();
+        let mut right_children = Vec::with_capacity(self.node_max + 2);
+        let (separators, children) = self.inner_mut(node);
+        let keep = separators.len() / 2;
+        separators.move_tail(keep + 1, &mut right_separators);
+        right_children.extend(children.drain(keep + 1..));
+        let separator = separators.pop().expect("kept at least two");
+        Split {
+            separator,
+            right: self.allocate(Node::Inner {
+                separators: right_separators,
+                children: right_children,
+            }),
+        }
+    }
+
+    /// The separators and children of an inner node.
+    fn inner_mut(&mut self, node: NodeId) -> (&mut Sorted<T>, &mut Vec<NodeId>) {
+        match &mut self.nodes[node] {
+            Node::Inner {
+                separators,
+                children,
+            } => (separators, children),
+            Node::Leaf(_) => unreachable!("node {node} is an inner node"),
+        }
+    }
+
+    /// An empty list with room for a node's overflow, so it never reallocates.
+    fn sorted(&self) -> Sorted<T> {
+        Sorted::with_capacity(self.node_max + 1)
+    }
+
+    fn allocate(&mut self, node: Node<T>) -> NodeId {
+        match self.free.pop() {
+            Some(id) => {
+                self.nodes[id] = node;
+                id
+            }
+            None => {
+                self.nodes.push(node);
+                self.nodes.len() - 1
+            }
+        }
+    }
+
+    fn release(&mut self, node: NodeId) {
+        self.nodes[node] = Node::empty_leaf();
+        self.free.push(node);
+    }
+
+    /// Removes `entry`; false if it was not there.
+    pub fn remove(&mut self, entry: &T) -> bool {
+        if !self.remove_in(self.root, entry) {
+            return false;
+        }
+        self.len -= 1;
+        // A root left with one child gives way to it.
+        while let Node::Inner { children, .. } = &self.nodes[self.root] {
+            if children.len() > 1 {
+                break;
+            }
+            let only = children.first().copied();
+            let old_root = self.root;
+            self.root = match only {
+                Some(child) => child,
+                None => self.allocate(Node::empty_leaf()),
+            };
+            self.release(old_root);
+        }
+        true
+    }
+
+    fn remove_in(&mut self, node: NodeId, entry: &T) -> bool {
+        match &mut self.nodes[node] {
+            Node::Leaf(entries) => match entries.search(entry) {
+                Ok(at) => {
+                    entries.remove(at);
+                    true
+                }
+                Err(_) => false,
+            },
+            Node::Inner {
+                separators,
+                children,
+            } => {
+                let at = separators.count_below(entry, true);
+                let child = children[at];
+                if !self.remove_in(child, entry) {
+                    return false;
+                }
+                self.after_removal(node, at);
+                true
+            }
+        }
+    }
+
+    /// Child `at` of `node` lost an entry: free it if empty, or merge it into a neighbour
+    /// if it fell below a quarter full and they fit in one node.
+    fn after_removal(&mut self, node: NodeId, at: usize) {
+        let Node::Inner { children, .. } = &self.nodes[node] else {
+            unreachable!("a parent is an inner node");
+        };
+        let child = children[at];
+        let width = self.nodes[child].width();
+        if width == 0 {
+            let (separators, children) = self.inner_mut(node);
+            children.remove(at);
+            if separators.len() > 0 {
+                // Child `at` began at separator `at - 1`; the first child has none.
+                separators.remove(at.saturating_sub(1));
+            }
+            self.release(child);
+            return;
+        }
+        if width >= self.node_max / 4 {
+            return;
+        }
+        let neighbours = children.len();
+        let fits = |tree: &Self, other: NodeId| {
+            // An inner merge also pulls down the separator between them.
+            tree.nodes[other].width() + width <= tree.node_max
+        };
+        if at > 0 && fits(self, children[at - 1]) {
+            self.merge(node, at - 1);
+        } else if at + 1 < neighbours && fits(self, children[at + 1]) {
+            self.merge(node, at);
+        }
+    }
+
+    /// Merges child `left + 1` of `node` into child `left`.
+    fn merge(&mut self, node: NodeId, left: usize) {
+        let (separators, children) = self.inner_mut(node);
+        let right = children.remove(left + 1);
+        let between = separators.remove(left);
+        let left = children[left];
+        let moved = std::mem::replace(&mut self.nodes[right], Node::empty_leaf());
+        match (&mut self.nodes[left], moved) {
+            (Node::Leaf(entries), Node::Leaf(mut more)) => more.move_tail(0, entries),
+            (
+                Node::Inner {
+                    separators,
+                    children,
+                },
+                Node::Inner {
+                    separators: mut more_separators,
+                    children: more_children,
+                },
+            ) => {
+                separators.push(between);
+                more_separators.move_tail(0, separators);
+                children.extend(more_children);
+            }
+            _ => unreachable!("siblings are at one depth"),
+        }
+        self.release(right);
+    }
+
+    /// The greatest entry.
+    pub fn last(&self) -> Option<&T> {
+        let mut node = self.root;
+        loop {
+            match &self.nodes[node] {
+                Node::Leaf(entries) => return entries.items.last(),
+                Node::Inner { children, .. } => node = *children.last()?,
+            }
+        }
+    }
+
+    /// Visits the entries between the bounds in order (in reverse when `descending`)
+    /// until `visit` returns false.
+    pub fn visit_range(
+        &self,
+        low: Bound<&T>,
+        high: Bound<&T>,
+        descending: bool,
+        visit: &mut impl FnMut(&T) -> bool,
+    ) {
+        self.visit_in(self.root, low, high, descending, visit);
+    }
+
+    /// False once `visit` asked to stop.
+    fn visit_in(
+        &self,
+        node: NodeId,
+        low: Bound<&T>,
+        high: Bound<&T>,
+        descending: bool,
+        visit: &mut impl FnMut(&T) -> bool,
+    ) -> bool {
+        match &self.nodes[node] {
+            Node::Leaf(entries) => {
+                let start = match low {
+                    Bound::Unbounded => 0,
+                    Bound::Included(low) => entries.count_below(low, false),
+                    Bound::Excluded(low) => entries.count_below(low, true),
+                };
+                let end = match high {
+                    Bound::Unbounded => entries.len(),
+                    Bound::Included(high) => entries.count_below(high, true),
+                    Bound::Excluded(high) => entries.count_below(high, false),
+                };
+                let range = entries.items.get(start..end).unwrap_or_default();
+                if descending {
+                    range.iter().rev().all(visit)
+                } else {
+                    range.iter().all(visit)
+                }
+            }
+            Node::Inner {
+                separators,
+                children,
+            } => {
+                // Child i holds entries from separator i - 1 to before separator i.
+                let first = match low {
+                    Bound::Unbounded => 0,
+                    Bound::Included(low) | Bound::Excluded(low) => {
+                        separators.count_below(low, true)
+                    }
+                };
+                let last = match high {
+                    Bound::Unbounded => separators.len(),
+                    Bound::Included(high) => separators.count_below(high, true),
+                    Bound::Excluded(high) => separators.count_below(high, false),
+                };
+                let range = children.get(first..=last).unwrap_or_default();
+                let mut visit_child =
+                    |&child: &NodeId| self.visit_in(child, low, high, descending, visit);
+                if descending {
+                    range.iter().rev().all(&mut visit_child)
+                } else {
+                    range.iter().all(&mut visit_child)
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
