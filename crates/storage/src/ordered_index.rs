@@ -36,16 +36,10 @@ pub fn encode_ordered(column_type: ColumnType, value: &Value, out: &mut Vec<u8>)
         return;
     }
     out.push(1);
-    const SIGN64: u64 = 1 << 63;
+    let signed = matches!(column_type, ColumnType::Int { signed: true, .. });
     match (column_type, value) {
-        (ColumnType::Int { signed: true, .. }, Value::Int(n)) => {
-            out.extend_from_slice(&((*n as u64) ^ SIGN64).to_be_bytes())
-        }
-        (ColumnType::Int { signed: true, .. }, Value::UInt(n)) => {
-            out.extend_from_slice(&(n ^ SIGN64).to_be_bytes())
-        }
-        (_, Value::Int(n)) => out.extend_from_slice(&(*n as u64).to_be_bytes()),
-        (_, Value::UInt(n)) => out.extend_from_slice(&n.to_be_bytes()),
+        (_, Value::Int(n)) => out.extend_from_slice(&ordered_int(*n as u64, signed)),
+        (_, Value::UInt(n)) => out.extend_from_slice(&ordered_int(*n, signed)),
         (_, Value::Float(x)) => out.extend_from_slice(&ordered_f64(f64::from(*x)).to_be_bytes()),
         (_, Value::Double(x)) => out.extend_from_slice(&ordered_f64(*x).to_be_bytes()),
         (_, Value::Decimal(d)) => {
@@ -68,13 +62,20 @@ pub fn encode_ordered(column_type: ColumnType, value: &Value, out: &mut Vec<u8>)
             out.extend_from_slice(&((date.to_days() as u32) ^ (1 << 31)).to_be_bytes())
         }
         (_, Value::Time(n) | Value::Timestamp(n)) => {
-            out.extend_from_slice(&((*n as u64) ^ SIGN64).to_be_bytes())
+            out.extend_from_slice(&ordered_int(*n as u64, true))
         }
         (_, Value::DateTime(dt)) => {
-            out.extend_from_slice(&((dt.to_micros() as u64) ^ SIGN64).to_be_bytes())
+            out.extend_from_slice(&ordered_int(dt.to_micros() as u64, true))
         }
         (_, Value::Null) => unreachable!("handled above"),
     }
+}
+
+/// An integer's 8 encoded bytes: in a signed column its sign bit flipped (two's complement
+/// then sorts as unsigned), big-endian so that byte order is value order.
+pub(crate) fn ordered_int(n: u64, signed: bool) -> [u8; 8] {
+    let flipped = if signed { n ^ (1 << 63) } else { n };
+    flipped.to_be_bytes()
 }
 
 /// Maps a double onto u64 in IEEE total order, with -0.0 and 0.0 the same.

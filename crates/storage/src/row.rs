@@ -21,7 +21,7 @@
 //! layout, in memory, in the REDO log and in checkpoints.
 
 use crate::codec::{write_bytes_value, write_value, Writer, INT_TAG, UINT_TAG};
-use crate::ordered_index::{encode_ordered, push_escaped};
+use crate::ordered_index::{encode_ordered, ordered_int, push_escaped};
 use crate::schema::{Column, TableSchema};
 use crate::types::{
     decimal_fits, integer_range, ColumnType, Date, DateTime, Decimal, Value, ValueError,
@@ -564,11 +564,8 @@ impl RowLayout {
                 bytes,
                 signed,
             } => {
-                let n = int_at(fixed, offset, bytes, signed);
-                // Flipping a signed integer's sign bit makes byte order its order.
-                let ordered = if signed { n ^ (1 << 63) } else { n };
                 out.push(1);
-                out.extend_from_slice(&ordered.to_be_bytes());
+                out.extend_from_slice(&ordered_int(int_at(fixed, offset, bytes, signed), signed));
             }
             WireColumn::Variable(k) if column_type.compares_bytewise() => {
                 out.push(1);

@@ -228,10 +228,7 @@ impl<T: Prefixed> EntryTree<T> {
                 } else {
                     entries.len() / 2
                 };
-                let mut right = self.sorted();
-                let Node::Leaf(entries) = &mut self.nodes[node] else {
-                    unreachable!("still a leaf");
-                };
+                let mut right = Sorted::with_capacity(node_max + 1);
                 entries.move_tail(keep, &mut right);
                 let separator = right.items[0].clone();
                 Some(Some(Split {
