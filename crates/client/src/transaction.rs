@@ -41,6 +41,9 @@ struct Operation {
     body: Vec<u8>,
     /// `KeyRequest` flags.
     flags: u32,
+    /// The partition of a whole-row write that may share a `KeyBatchBody` with others to
+    /// the same partition (its table has no unique index and no foreign key).
+    batch_partition: Option<u32>,
 }
 
 pub struct Transaction<'c> {
@@ -235,7 +238,15 @@ impl<'c> Transaction<'c> {
         }
         let write_key = |out: &mut Vec<u8>| table.layout.primary_key_of_row_values(values, out);
         let body = body_of(write_key, &[], values)?;
-        self.push_encoded(kind, LockKind::Exclusive, table, PRIMARY_KEY, body)
+        let batch_partition = (table.index_tables.is_empty() && table.foreign_keys.is_empty())
+            .then(|| KeyBodyRef::parse(&body).map(|body| table.map.partition_of(body.key)))
+            .and_then(Result::ok);
+        self.push_encoded(kind, LockKind::Exclusive, table, PRIMARY_KEY, body)?;
+        let op = self.batch.len() as u32 - 1;
+        if let Some(operation) = self.batch.last_mut() {
+            operation.batch_partition = batch_partition;
+        }
+        Ok(OpIndex(op))
     }
 
     fn push(
@@ -277,6 +288,7 @@ impl<'c> Transaction<'c> {
             index_id,
             body,
             flags: self.flags,
+            batch_partition: None,
         });
         Ok(OpIndex(self.batch.len() as u32 - 1))
     }
@@ -392,28 +404,134 @@ impl<'c> Transaction<'c> {
             };
             return client.send(end.to_signal(tc, client.me), &[]);
         }
-        let count = batch.len();
-        for (index, operation) in batch.into_iter().enumerate() {
-            let request = KeyRequest {
-                client: client.me,
-                client_tx: self.client_tx,
-                op_index: index as u32,
-                table_id: operation.table.0,
-                schema_version: operation.table.1,
-                kind: operation.kind,
-                lock: operation.lock,
-                execute: if index + 1 == count {
-                    mode
-                } else {
-                    ExecuteMode::More
-                },
-                index_id: operation.index_id,
-                flags: operation.flags,
-            };
-            client.send(request.to_signal(tc, client.me), &operation.body)?;
+        let requests = requests_of(client.me, self.client_tx, batch);
+        let count = requests.len();
+        for (position, (mut request, body)) in requests.into_iter().enumerate() {
+            if position + 1 == count {
+                request.execute = mode;
+            }
+            client.send(request.to_signal(tc, client.me), &body)?;
         }
         Ok(())
     }
+}
+
+/// The requests that carry a batch's operations, in the order to send them: whole-row
+/// writes to one partition share a `KeyBatchBody` (up to its limits), sent once full or
+/// before the next operation that cannot join one, so a transaction's operations on any
+/// one row still run in the order they were added. Each request's `execute` is `More`.
+fn requests_of(
+    client: BlockAddress,
+    client_tx: u64,
+    batch: Vec<Operation>,
+) -> Vec<(KeyRequest, Vec<u8>)> {
+    let mut requests = Vec::with_capacity(batch.len());
+    let mut open: Vec<OpenBatch> = Vec::new();
+    for (index, operation) in batch.into_iter().enumerate() {
+        let request = KeyRequest {
+            client,
+            client_tx,
+            op_index: index as u32,
+            table_id: operation.table.0,
+            schema_version: operation.table.1,
+            kind: operation.kind,
+            lock: operation.lock,
+            execute: ExecuteMode::More,
+            index_id: operation.index_id,
+            flags: operation.flags,
+        };
+        let Some(partition) = operation.batch_partition else {
+            open.drain(..)
+                .for_each(|batch| requests.push(batch.request()));
+            requests.push((request, operation.body));
+            continue;
+        };
+        let joins = |batch: &OpenBatch| {
+            batch.partition == partition && same_but_op_index(&batch.first, &request)
+        };
+        let position = match open.iter().position(joins) {
+            Some(position) if open[position].has_room_for(&operation.body) => position,
+            Some(full) => {
+                requests.push(open.remove(full).request());
+                open.push(OpenBatch::new(request, partition));
+                open.len() - 1
+            }
+            None => {
+                open.push(OpenBatch::new(request, partition));
+                open.len() - 1
+            }
+        };
+        open[position].push(index as u32, operation.body);
+    }
+    open.into_iter()
+        .for_each(|batch| requests.push(batch.request()));
+    requests
+}
+
+/// Whole-row writes to one partition collected into one request.
+struct OpenBatch {
+    first: KeyRequest,
+    partition: u32,
+    operations: usize,
+    /// The first operation's body, until a second joins.
+    first_body: Vec<u8>,
+    /// A `KeyBatchBody` once a second operation joined.
+    bytes: Vec<u8>,
+}
+
+impl OpenBatch {
+    fn new(first: KeyRequest, partition: u32) -> Self {
+        Self {
+            first,
+            partition,
+            operations: 0,
+            first_body: Vec::new(),
+            bytes: Vec::new(),
+        }
+    }
+
+    fn has_room_for(&self, body: &[u8]) -> bool {
+        let bytes = self.first_body.len() + self.bytes.len() + body.len();
+        self.operations < KEY_BATCH_OPERATIONS_MAX && bytes <= KEY_BATCH_FULL_BYTES
+    }
+
+    fn push(&mut self, op_index: u32, body: Vec<u8>) {
+        self.operations += 1;
+        match self.operations {
+            1 => self.first_body = body,
+            2 => {
+                KeyBatchBody::start(&mut self.bytes);
+                KeyBatchBody::push(&mut self.bytes, self.first.op_index, &self.first_body);
+                KeyBatchBody::push(&mut self.bytes, op_index, &body);
+            }
+            _ => KeyBatchBody::push(&mut self.bytes, op_index, &body),
+        }
+    }
+
+    /// A single operation goes as itself; more as a batch.
+    fn request(self) -> (KeyRequest, Vec<u8>) {
+        match self.operations {
+            1 => (self.first, self.first_body),
+            _ => {
+                let flags = self.first.flags | KeyRequest::BATCH;
+                (
+                    KeyRequest {
+                        flags,
+                        ..self.first
+                    },
+                    self.bytes,
+                )
+            }
+        }
+    }
+}
+
+/// Whether two requests differ at most in their op index (so may share a batch).
+fn same_but_op_index(a: &KeyRequest, b: &KeyRequest) -> bool {
+    KeyRequest {
+        op_index: b.op_index,
+        ..*a
+    } == *b
 }
 
 /// A batch whose answers are coming in: the coordinator's conf and the rows it announces
@@ -521,4 +639,103 @@ fn body_of(
     KeyBody::write_keyed(write_key, columns, values, &mut body)
         .map_err(|e| ClientError::Usage(e.to_string()))?;
     Ok(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An insert of `partition`'s (None: one that joins no batch), its body naming `tag`.
+    fn insert(partition: Option<u32>, tag: u8, body_bytes: usize) -> Operation {
+        Operation {
+            kind: OperationKind::Insert,
+            lock: LockKind::Exclusive,
+            table: (7, 1),
+            index_id: PRIMARY_KEY,
+            body: vec![tag; body_bytes],
+            flags: 0,
+            batch_partition: partition,
+        }
+    }
+
+    /// Each request as (its op indexes, whether it is a batch).
+    fn shape(requests: &[(KeyRequest, Vec<u8>)]) -> Vec<(Vec<u32>, bool)> {
+        requests
+            .iter()
+            .map(|(request, body)| {
+                if !request.is_batch() {
+                    return (vec![request.op_index], false);
+                }
+                let mut offset = KeyBatchBody::FIRST_OFFSET;
+                let mut indexes = Vec::new();
+                while let Some(entry) = KeyBatchBody::entry_at(body, offset) {
+                    let entry = entry.unwrap();
+                    assert_eq!(entry.body[0], entry.op_index as u8, "its own body");
+                    indexes.push(entry.op_index);
+                    offset = entry.next_offset;
+                }
+                assert_eq!(request.op_index, indexes[0], "named by its first");
+                (indexes, true)
+            })
+            .collect()
+    }
+
+    fn requests(operations: Vec<Operation>) -> Vec<(KeyRequest, Vec<u8>)> {
+        requests_of(BlockAddress::default(), 1, operations)
+    }
+
+    #[test]
+    fn writes_to_one_partition_share_a_batch_sent_before_the_next_other_operation() {
+        let operations = vec![
+            insert(Some(0), 0, 8),
+            insert(Some(1), 1, 8),
+            insert(Some(0), 2, 8),
+            insert(None, 3, 8),
+            insert(Some(0), 4, 8),
+            insert(Some(0), 5, 8),
+        ];
+        let requests = requests(operations);
+        assert_eq!(
+            shape(&requests),
+            [
+                (vec![0, 2], true),
+                (vec![1], false),
+                (vec![3], false),
+                (vec![4, 5], true)
+            ]
+        );
+        assert!(requests.iter().all(|(r, _)| r.execute == ExecuteMode::More));
+    }
+
+    #[test]
+    fn a_batch_is_sent_once_full_of_operations_or_bytes() {
+        let many = (0..=KEY_BATCH_OPERATIONS_MAX as u8)
+            .map(|tag| insert(Some(3), tag, 8))
+            .collect();
+        let max = KEY_BATCH_OPERATIONS_MAX as u32;
+        assert_eq!(
+            shape(&requests(many)),
+            [((0..max).collect(), true), (vec![max], false)]
+        );
+        let big = KEY_BATCH_FULL_BYTES / 2 - 8;
+        let wide = (0..4).map(|tag| insert(Some(3), tag, big)).collect();
+        assert_eq!(
+            shape(&requests(wide)),
+            [(vec![0, 1], true), (vec![2, 3], true)]
+        );
+    }
+
+    #[test]
+    fn writes_that_differ_in_kind_table_or_flags_do_not_share_a_batch() {
+        let mut upsert = insert(Some(0), 1, 8);
+        upsert.kind = OperationKind::Write;
+        let mut other_table = insert(Some(0), 2, 8);
+        other_table.table = (8, 1);
+        let mut unchecked = insert(Some(0), 3, 8);
+        unchecked.flags = KeyRequest::NO_FOREIGN_KEY_CHECKS;
+        let operations = vec![insert(Some(0), 0, 8), upsert, other_table, unchecked];
+        let shapes = shape(&requests(operations));
+        assert_eq!(shapes.len(), 4, "{shapes:?}");
+        assert!(shapes.iter().all(|(_, batch)| !batch));
+    }
 }

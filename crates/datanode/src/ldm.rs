@@ -17,6 +17,7 @@ use std::time::Duration;
 use kista_runtime::io::FileReply;
 use kista_runtime::{Block, Context};
 use kista_signal::{BlockAddress, SectionHandle, Signal, TypedSignal};
+use kista_storage::codec::CodecError;
 use kista_storage::locks::{LockMode, TransactionId};
 use kista_storage::memory::DataMemory;
 use kista_storage::partition::{
@@ -57,6 +58,9 @@ struct LdmTable {
     partitions: FxHashMap<u32, Arc<RwLock<Partition>>>,
 }
 
+/// The partition an operation runs on and its table's row layout.
+type OperationPartition = (Arc<RwLock<Partition>>, Arc<RowLayout>);
+
 /// An operation waiting for a lock, or behind one of its transaction's that is.
 struct Parked {
     prepare: Prepare,
@@ -64,6 +68,9 @@ struct Parked {
     /// The lock it waits for, or `None` while it queues behind an earlier parked operation.
     waiting_on: Option<RowId>,
     wait_id: u32,
+    /// Of a batch that ran up to the operation that waits: where that one starts in its
+    /// `KeyBatchBody` (it and the rest run when the lock is granted).
+    batch_offset: Option<usize>,
 }
 
 /// What this data manager knows of a transaction.
@@ -372,6 +379,7 @@ impl LocalDataManager {
                 section,
                 waiting_on: None,
                 wait_id: 0,
+                batch_offset: None,
             });
             return;
         }
@@ -380,6 +388,9 @@ impl LocalDataManager {
 
     /// Runs an operation now; parks it if it must wait for a lock.
     fn run(&mut self, ctx: &mut Context, prepare: Prepare, section: Option<SectionHandle>) {
+        if prepare.batch_operations > 0 {
+            return self.run_batch(ctx, prepare, section, KeyBatchBody::FIRST_OFFSET);
+        }
         match self.execute_operation(ctx, &prepare, section) {
             Ok(Outcome::Done(read_rows)) => {
                 if prepare.kind != OperationKind::Read {
@@ -387,7 +398,7 @@ impl LocalDataManager {
                 }
                 self.prepared(ctx, &prepare, read_rows, section)
             }
-            Ok(Outcome::Waiting(anchor)) => self.park(ctx, prepare, section, anchor),
+            Ok(Outcome::Waiting(anchor)) => self.park(ctx, prepare, section, anchor, None),
             Err((code, message)) => {
                 if let Some(section) = section {
                     ctx.release_section(section);
@@ -395,6 +406,84 @@ impl LocalDataManager {
                 refuse_prepare(ctx, &prepare, code, &message);
             }
         }
+    }
+
+    /// Runs a batch's writes in order from byte `offset` of its `KeyBatchBody`; parks the
+    /// batch at the first that must wait for a lock, and refuses it at the first that fails
+    /// (naming that one: the coordinator aborts the transaction, and with it the writes
+    /// before). Once all ran, the batch goes on along the chain as one operation.
+    fn run_batch(
+        &mut self,
+        ctx: &mut Context,
+        prepare: Prepare,
+        section: Option<SectionHandle>,
+        mut offset: usize,
+    ) {
+        let ran = match section {
+            Some(section) => loop {
+                let entry = KeyBatchBody::entry_at(&ctx.held_section(section), offset)
+                    .map(|entry| entry.map(|entry| (entry.op_index, entry.next_offset)));
+                let (op_index, next_offset) = match entry {
+                    None => break Ok(()),
+                    Some(Ok(entry)) => entry,
+                    Some(Err(error)) => break Err((prepare, body_error(error))),
+                };
+                let operation = Prepare {
+                    op_index,
+                    ..prepare
+                };
+                match self.execute_batch_operation(ctx, &operation, section, offset) {
+                    Ok(Outcome::Done(_)) => self.reserve_redo(prepare.transaction),
+                    Ok(Outcome::Waiting(anchor)) => {
+                        return self.park(ctx, operation, Some(section), anchor, Some(offset));
+                    }
+                    Err(failure) => break Err((operation, failure)),
+                }
+                offset = next_offset;
+            },
+            None => Err((
+                prepare,
+                (ErrorCode::BadRequest, "a batch without a body".into()),
+            )),
+        };
+        match ran {
+            Ok(()) => self.prepared(ctx, &prepare, 0, section),
+            Err((operation, (code, message))) => {
+                if let Some(section) = section {
+                    ctx.release_section(section);
+                }
+                refuse_prepare(ctx, &operation, code, &message);
+            }
+        }
+    }
+
+    /// Runs the write of a batch at `offset` of its body (`prepare` names it).
+    fn execute_batch_operation(
+        &mut self,
+        ctx: &mut Context,
+        prepare: &Prepare,
+        section: SectionHandle,
+        offset: usize,
+    ) -> Result<Outcome<u32>, (ErrorCode, String)> {
+        let (partition, layout) = self.partition_of_operation(prepare)?;
+        if self
+            .tables
+            .get(&prepare.table_id)
+            .is_some_and(|t| t.reports_upkeep)
+        {
+            let message = "the table gained a unique index or a foreign key since the batch \
+                was sent: run its writes one by one";
+            return Err((ErrorCode::SchemaVersion, message.into()));
+        }
+        let bytes = ctx.held_section(section);
+        let entry = KeyBatchBody::entry_at(&bytes, offset);
+        let what = "key batch entry";
+        let body = entry.ok_or_else(|| body_error(CodecError::Invalid { what, offset }))?;
+        self.operation_body
+            .decode_into(body.map_err(body_error)?.body)
+            .map_err(body_error)?;
+        drop(bytes);
+        self.execute_decoded(ctx, prepare, &partition, &layout)
     }
 
     /// Reserves in the REDO log what the write that just ran will log at commit.
@@ -518,6 +607,7 @@ impl LocalDataManager {
         prepare: Prepare,
         section: Option<SectionHandle>,
         anchor: RowId,
+        batch_offset: Option<usize>,
     ) {
         self.next_wait_id = self.next_wait_id.wrapping_add(1);
         let wait_id = self.next_wait_id;
@@ -543,6 +633,7 @@ impl LocalDataManager {
                 section,
                 waiting_on: Some(anchor),
                 wait_id,
+                batch_offset,
             });
     }
 
@@ -558,6 +649,34 @@ impl LocalDataManager {
             // lease. (A write goes on to every replica, which refuse a removed node.)
             self.registry.check_read_lease(ctx.now_ns())?;
         }
+        let (partition, layout) = self.partition_of_operation(prepare)?;
+        let partition = &partition;
+        let section = section.ok_or_else(|| {
+            (
+                ErrorCode::BadRequest,
+                "operation without a body".to_string(),
+            )
+        })?;
+        if prepare.kind == OperationKind::Read && prepare.lock == LockKind::Committed {
+            // Under the shared lock, like any other reader of the partition.
+            let answer = ReadAnswer::row_of(prepare);
+            let rows = answer_committed_read(ctx, section, answer, |body, row| {
+                Ok(encode_committed_row(partition, body, row))
+            })?;
+            return Ok(Outcome::Done(rows));
+        }
+        (self.operation_body)
+            .decode_into(&ctx.held_section(section))
+            .map_err(body_error)?;
+        self.execute_decoded(ctx, prepare, partition, &layout)
+    }
+
+    /// The partition an operation runs on and its table's row layout, once the table's
+    /// version accepts the operation's.
+    fn partition_of_operation(
+        &self,
+        prepare: &Prepare,
+    ) -> Result<OperationPartition, (ErrorCode, String)> {
         let table = self.tables.get(&prepare.table_id).ok_or_else(|| {
             (
                 ErrorCode::NoSuchTable,
@@ -574,24 +693,18 @@ impl LocalDataManager {
                 ),
             )
         })?;
-        let layout = table.layout.clone();
-        let section = section.ok_or_else(|| {
-            (
-                ErrorCode::BadRequest,
-                "operation without a body".to_string(),
-            )
-        })?;
-        if prepare.kind == OperationKind::Read && prepare.lock == LockKind::Committed {
-            // Under the shared lock, like any other reader of the partition.
-            let answer = ReadAnswer::row_of(prepare);
-            let rows = answer_committed_read(ctx, section, answer, |body, row| {
-                Ok(encode_committed_row(partition, body, row))
-            })?;
-            return Ok(Outcome::Done(rows));
-        }
-        let body = &mut self.operation_body;
-        body.decode_into(&ctx.held_section(section))
-            .map_err(body_error)?;
+        Ok((partition.clone(), table.layout.clone()))
+    }
+
+    /// Runs the operation whose body is decoded in `operation_body`.
+    fn execute_decoded(
+        &mut self,
+        ctx: &mut Context,
+        prepare: &Prepare,
+        partition: &RwLock<Partition>,
+        layout: &RowLayout,
+    ) -> Result<Outcome<u32>, (ErrorCode, String)> {
+        let body = &self.operation_body;
         let key = body.key.as_slice();
         let tx = TransactionId(prepare.transaction);
         let mut partition = lock_partition(partition);
@@ -609,7 +722,7 @@ impl LocalDataManager {
                         Outcome::Done(None) => Outcome::Done(0),
                         Outcome::Done(Some(version)) => {
                             let (fixed, var) = partition.version(version);
-                            let values = project(&layout, fixed, var, &body.columns);
+                            let values = project(layout, fixed, var, &body.columns);
                             drop(partition);
                             send_row(ctx, prepare, &values)?;
                             Outcome::Done(1)
@@ -693,7 +806,10 @@ impl LocalDataManager {
             else {
                 return;
             };
-            self.run(ctx, parked.prepare, parked.section);
+            match parked.batch_offset {
+                Some(offset) => self.run_batch(ctx, parked.prepare, parked.section, offset),
+                None => self.run(ctx, parked.prepare, parked.section),
+            }
             let waiting = self
                 .transactions
                 .get(&transaction)

@@ -72,6 +72,7 @@ pub(crate) fn refuse_prepare(ctx: &mut Context, prepare: &Prepare, code: ErrorCo
         transaction: prepare.transaction,
         op_ref: prepare.op_ref,
         code: code as u32,
+        op_index: prepare.op_index,
     };
     send_with_bytes(
         ctx,

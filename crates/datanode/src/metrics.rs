@@ -281,6 +281,11 @@ static RESTORABLE_GCI: Family = Family {
 
 impl CoordinatorCounters {
     pub(crate) fn operation(&self, kind: OperationKind) {
+        self.operations_of(kind, 1);
+    }
+
+    /// `count` operations of one kind (a client's batch).
+    pub(crate) fn operations_of(&self, kind: OperationKind, count: u64) {
         let index = match kind {
             OperationKind::Read => 0,
             OperationKind::Insert => 1,
@@ -289,7 +294,7 @@ impl CoordinatorCounters {
             OperationKind::Delete => 4,
         };
         debug_assert_eq!(OPERATION_KINDS[index].0, kind);
-        self.operations[index].inc_owned();
+        self.operations[index].add_owned(count);
     }
 
     pub(crate) fn committed(&self, duration_ns: Option<u64>) {

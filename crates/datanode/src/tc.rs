@@ -76,6 +76,9 @@ struct Operation {
     /// How the key events of a write are handled: which rule a removed parent key follows
     /// (`None`: reads, index upkeep, and writes made with foreign-key checks off).
     foreign_keys: Option<Removal>,
+    /// Not 0: a client's batch of this many whole-row writes (`KeyBatchBody`), whose
+    /// failure names the failed one's op index.
+    batch_operations: u32,
 }
 
 enum Role {
@@ -111,6 +114,9 @@ struct Transaction {
     /// Committed reads answered as they arrived, without an operation record (see
     /// `reads_here`); they count towards the operation limit.
     reads_here: u32,
+    /// The operations client batches carried beyond the one record each has; they count
+    /// towards the operation limit.
+    batched_operations: u32,
     failure: Option<(ErrorCode, u32, String)>,
     /// Foreign-key events of this batch's writes, handled once they all answered.
     key_events: Vec<PendingKeyEvent>,
@@ -154,6 +160,7 @@ impl Transaction {
             nodes: NodeSet::EMPTY,
             role,
             foreign_keys: None,
+            batch_operations: 0,
         });
         self.outstanding += 1;
         op_ref
@@ -176,7 +183,7 @@ impl Transaction {
     /// Operations the transaction has had, for the limit on them: those with records and
     /// the reads answered as they arrived.
     fn operation_count(&self) -> usize {
-        self.operations.len() + self.reads_here as usize
+        self.operations.len() + self.reads_here as usize + self.batched_operations as usize
     }
 
     /// Back to a new transaction's state, keeping the lists' capacity.
@@ -426,6 +433,9 @@ impl TransactionCoordinator {
             }
         }
         let section = ctx.take_section();
+        if request.is_batch() && self.has_upkeep(request.table_id) {
+            return self.split_batch(ctx, &request, section);
+        }
         if let Some(unused) = self.key_operation(ctx, &request, section, placed) {
             ctx.release_section(unused);
         }
@@ -489,9 +499,12 @@ impl TransactionCoordinator {
                 return None;
             }
         }
-        let failure = if transaction.operation_count() >= operations_max {
+        let too_many = |operations: usize| {
             let message = format!("a transaction may have {operations_max} operations");
-            Some((ErrorCode::TooManyLocks, message))
+            (operations > operations_max).then_some((ErrorCode::TooManyLocks, message))
+        };
+        let failure = if let Some(failure) = too_many(transaction.operation_count() + 1) {
+            Some(failure)
         } else {
             let table = self.tables.get(&request.table_id);
             if let Some(table) = table {
@@ -502,32 +515,40 @@ impl TransactionCoordinator {
                     let message = format!("no table {}", request.table_id);
                     Some((ErrorCode::NoSuchTable, message))
                 }
-                (Some(table), section) => match section
-                    .and_then(|section| Some((section, partition_of(ctx, table, section)?)))
-                {
-                    Some((section, partition)) => {
-                        let op_ref = transaction.start_operation(
-                            request.op_index,
-                            request.table_id,
-                            Role::Client,
-                        );
-                        transaction.operations[op_ref as usize].foreign_keys =
-                            Removal::of_request(request);
-                        let operation = ClientOperation {
-                            id,
-                            op_ref,
-                            request,
-                            partition,
-                            section,
-                            placed,
-                        };
-                        send_prepare(ctx, operation, table, transaction);
-                        return None;
-                    }
-                    None => Some((
-                        ErrorCode::BadRequest,
-                        "operation without a readable key".to_string(),
-                    )),
+                (Some(_), None) => Some((
+                    ErrorCode::BadRequest,
+                    "operation without a readable key".to_string(),
+                )),
+                (Some(table), Some(section)) => match locate(ctx, table, request, section) {
+                    Ok(located) => match too_many(
+                        transaction.operation_count() + located.batch_operations.max(1) as usize,
+                    ) {
+                        Some(failure) => Some(failure),
+                        None => {
+                            let op_ref = transaction.start_operation(
+                                request.op_index,
+                                request.table_id,
+                                Role::Client,
+                            );
+                            let operation = &mut transaction.operations[op_ref as usize];
+                            operation.foreign_keys = Removal::of_request(request);
+                            operation.batch_operations = located.batch_operations;
+                            let beyond_first = located.batch_operations.saturating_sub(1);
+                            transaction.batched_operations += beyond_first;
+                            (self.counters).operations_of(request.kind, u64::from(beyond_first));
+                            let operation = ClientOperation {
+                                id,
+                                op_ref,
+                                request,
+                                located,
+                                section,
+                                placed,
+                            };
+                            send_prepare(ctx, operation, table, transaction);
+                            return None;
+                        }
+                    },
+                    Err(message) => Some((ErrorCode::BadRequest, message)),
                 },
             }
         };
@@ -536,6 +557,72 @@ impl TransactionCoordinator {
         }
         self.batch_progress(ctx, id);
         section
+    }
+
+    /// Whether a table's writes report index upkeep or key events (unique indexes,
+    /// foreign keys), one write at a time: a client's batch for it is split.
+    fn has_upkeep(&self, table_id: u32) -> bool {
+        self.tables
+            .get(&table_id)
+            .is_some_and(|table| !table.unique.is_empty() || !table.foreign_keys.keys.is_empty())
+    }
+
+    /// Runs a client's batch as the operations it holds, one by one: its table has gained
+    /// a unique index or a foreign key since the client looked (the client batches only
+    /// for tables without).
+    #[cold]
+    fn split_batch(
+        &mut self,
+        ctx: &mut Context,
+        request: &KeyRequest,
+        section: Result<Option<SectionHandle>, SectionPoolExhausted>,
+    ) {
+        let bytes = match section {
+            Ok(Some(section)) => {
+                let bytes = ctx.held_section(section).to_vec();
+                ctx.release_section(section);
+                bytes
+            }
+            _ => Vec::new(),
+        };
+        let count = KeyBatchBody::count(&bytes).unwrap_or(0);
+        if count == 0 {
+            let single = KeyRequest {
+                flags: request.flags & !KeyRequest::BATCH,
+                ..*request
+            };
+            // Fails as an operation without a readable key.
+            let section = Ok(None);
+            if let Some(unused) = self.key_operation(ctx, &single, section, None) {
+                ctx.release_section(unused);
+            }
+            return;
+        }
+        for (position, (op_index, body)) in batch_entries(&bytes).enumerate() {
+            let single = KeyRequest {
+                op_index,
+                execute: match position + 1 == count {
+                    true => request.execute,
+                    false => ExecuteMode::More,
+                },
+                flags: request.flags & !KeyRequest::BATCH,
+                ..*request
+            };
+            let section = ctx.allocate_section(body).map(Some);
+            if let Some(unused) = self.key_operation(ctx, &single, section, None) {
+                ctx.release_section(unused);
+            }
+        }
+    }
+
+    /// A batch's failure names the operation of it that failed.
+    fn name_failed_batch_operation(&mut self, refusal: PrepareRef) {
+        let operation = (self.transactions.get_mut(&refusal.transaction))
+            .and_then(|transaction| transaction.operations.get_mut(refusal.op_ref as usize))
+            .filter(|operation| operation.batch_operations > 0);
+        if let Some(operation) = operation {
+            operation.op_index = refusal.op_index;
+        }
     }
 
     /// Records a transaction's first failure; it aborts when its batch ends.
@@ -586,6 +673,7 @@ impl TransactionCoordinator {
             },
             op_index: target.op_index,
             chain,
+            batch_operations: 0,
         };
         if !(target.kind == OperationKind::Read && target.lock == LockKind::Committed) {
             note_participant(transaction, target.table_id, partition, chain);
@@ -1074,7 +1162,7 @@ struct ClientOperation<'a> {
     id: u64,
     op_ref: u32,
     request: &'a KeyRequest,
-    partition: u32,
+    located: Located,
     section: SectionHandle,
     /// For a committed read, the executor the router placed it on (reads it placed here
     /// never get this far: `reads_here` answers them).
@@ -1114,12 +1202,62 @@ impl TcTable {
     }
 }
 
-/// The partition a request's primary key leads to; `None` when the body has no readable
-/// key.
-fn partition_of(ctx: &Context, table: &TcTable, section: SectionHandle) -> Option<u32> {
+/// Where a client's operation runs.
+#[derive(Clone, Copy)]
+struct Located {
+    partition: u32,
+    /// Operations a batch carries (0: not a batch).
+    batch_operations: u32,
+}
+
+/// The partition a request's primary key leads to (every key of a batch must); an error
+/// when the body has no readable key, or a batch is not one the protocol allows.
+fn locate(
+    ctx: &Context,
+    table: &TcTable,
+    request: &KeyRequest,
+    section: SectionHandle,
+) -> Result<Located, String> {
     let bytes = ctx.held_section(section);
-    let key = KeyBodyRef::parse(&bytes).ok()?.key;
-    Some(table.map.partition_of(key))
+    if !request.is_batch() {
+        let key = (KeyBodyRef::parse(&bytes).map_err(|_| "operation without a readable key"))?.key;
+        let partition = table.map.partition_of(key);
+        return Ok(Located {
+            partition,
+            batch_operations: 0,
+        });
+    }
+    let whole_rows = matches!(request.kind, OperationKind::Insert | OperationKind::Write);
+    if !whole_rows || request.index_id != PRIMARY_KEY {
+        return Err("a batch holds inserts or upserts by primary key only".into());
+    }
+    let count = KeyBatchBody::count(&bytes).map_err(|error| format!("a bad batch: {error}"))?;
+    if count == 0 || count > KEY_BATCH_OPERATIONS_MAX {
+        let max = KEY_BATCH_OPERATIONS_MAX;
+        return Err(format!("a batch holds 1 to {max} operations, not {count}"));
+    }
+    let mut partitions = batch_entries(&bytes).map(|(_, body)| {
+        let key = KeyBodyRef::parse(body).map_or(&[][..], |body| body.key);
+        table.map.partition_of(key)
+    });
+    let partition = partitions.next().unwrap_or_default();
+    if partitions.any(|other| other != partition) {
+        return Err("a batch's rows belong to one partition".into());
+    }
+    Ok(Located {
+        partition,
+        batch_operations: count as u32,
+    })
+}
+
+/// The op index and body of each operation of a well-formed `KeyBatchBody`.
+fn batch_entries(bytes: &[u8]) -> impl Iterator<Item = (u32, &[u8])> {
+    let mut offset = KeyBatchBody::FIRST_OFFSET;
+    std::iter::from_fn(move || {
+        let entry = KeyBatchBody::entry_at(bytes, offset)?.ok()?;
+        offset = entry.next_offset;
+        Some((entry.op_index, entry.body))
+    })
 }
 
 fn prepare_of(
@@ -1127,7 +1265,7 @@ fn prepare_of(
     tc: BlockAddress,
     transaction: u64,
     op_ref: u32,
-    partition: u32,
+    located: Located,
     chain: ReplicaChain,
 ) -> Prepare {
     Prepare {
@@ -1136,13 +1274,14 @@ fn prepare_of(
         op_ref,
         table_id: request.table_id,
         schema_version: request.schema_version,
-        partition,
+        partition: located.partition,
         kind: request.kind,
         lock: request.lock,
         client: request.client,
         client_tx: request.client_tx,
         op_index: request.op_index,
         chain,
+        batch_operations: located.batch_operations,
     }
 }
 
@@ -1178,7 +1317,7 @@ fn send_prepare(
 ) {
     let here = ctx.address();
     let request = operation.request;
-    let partition = operation.partition;
+    let partition = operation.located.partition;
     let chain = table.map.chain(partition);
     let committed_read = request.kind == OperationKind::Read && request.lock == LockKind::Committed;
     if !committed_read {
@@ -1197,7 +1336,7 @@ fn send_prepare(
         here,
         operation.id,
         operation.op_ref,
-        partition,
+        operation.located,
         chain,
     );
     send_sharing_section(
@@ -1259,6 +1398,7 @@ impl Block for TransactionCoordinator {
                     .map(|b| String::from_utf8_lossy(&b).into_owned())
                     .unwrap_or_default();
                 let code = ErrorCode::from_u32(r.code).unwrap_or(ErrorCode::BadRequest);
+                self.name_failed_batch_operation(r);
                 self.prepare_answered(ctx, r.transaction, r.op_ref, Err((code, message)))
             })
         } else if number == CommitConf::NUMBER {

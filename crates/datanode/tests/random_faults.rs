@@ -31,6 +31,7 @@ mod support;
 use std::collections::{BTreeSet, HashMap};
 
 use kista_datanode::cluster::NodeSet;
+use kista_datanode::dist::PartitionMap;
 use kista_datanode::node::NodeSettings;
 use kista_datanode::protocol::*;
 use kista_signal::{BlockAddress, NodeId, TypedSignal};
@@ -145,6 +146,10 @@ struct Run {
     system_restarts: u64,
     /// Why a start from disk refused to go on, if one did: the seed ends there.
     refused: Option<String>,
+    /// Where the rows live, so that a key and its mirror in one partition go as one batch.
+    map: PartitionMap,
+    /// Writes sent as one batch (`KeyBatchBody`).
+    batches: u64,
 }
 
 impl Run {
@@ -155,6 +160,7 @@ impl Run {
         let settings = cluster_settings(count, replicas, node_settings);
         let mut cluster = Node::start_cluster(settings, DATA_MEMORY_BYTES, seed);
         let table = cluster.create_counters();
+        let map = cluster.partition_map();
         let nodes: Vec<u8> = (1..=count).collect();
         let all = NodeSet::of(nodes.iter().map(|&n| NodeId(n)));
         let mut run = Self {
@@ -187,6 +193,8 @@ impl Run {
             durable_gci: 0,
             system_restarts: 0,
             refused: None,
+            map,
+            batches: 0,
         };
         for key in 0..KEYS {
             let done = run.write_now(key, 0, 1);
@@ -250,15 +258,26 @@ impl Run {
         let tx = self.next_tx;
         self.next_tx += 1;
         self.cluster.use_node(NodeId(via));
-        self.cluster.send_batch(
-            tx,
-            self.table,
-            key_and_mirror(key, value),
-            ExecuteMode::Commit,
-        );
+        self.send_writes(tx, key, value, ExecuteMode::Commit);
         let until = self.cluster.now_ns() + ANSWER_LIMIT_MS * MS;
         let done = self.cluster.batch_result(tx, until);
         done.unwrap_or_else(|| panic!("seed {}: write of key {key} got no answer", self.seed))
+    }
+
+    /// Sends the writes of `key` and its mirror: as one batch when both rows share a
+    /// partition (as the client sends writes to one partition), else one by one.
+    fn send_writes(&mut self, tx: u64, key: i64, value: i64, mode: ExecuteMode) {
+        let ops = key_and_mirror(key, value);
+        let partition_of = |op: &support::Op| self.map.partition_of(&op.body.key);
+        let upserts = ops.iter().all(|op| op.kind == OperationKind::Write);
+        if upserts && partition_of(&ops[0]) == partition_of(&ops[1]) {
+            self.batches += 1;
+            let rows = [ops[0].body.clone(), ops[1].body.clone()];
+            let kind = OperationKind::Write;
+            (self.cluster).send_key_batch(tx, self.table, kind, &rows, mode, None);
+        } else {
+            self.cluster.send_batch(tx, self.table, ops, mode);
+        }
     }
 
     // ----- the load -----
@@ -293,8 +312,7 @@ impl Run {
         } else {
             ExecuteMode::Commit
         };
-        self.cluster
-            .send_batch(tx, self.table, key_and_mirror(key, value), mode);
+        self.send_writes(tx, key, value, mode);
         self.keys[key as usize].busy = true;
         let sent_ns = self.cluster.now_ns();
         if verbose() {
@@ -905,7 +923,7 @@ fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_write_and_serve_no_sta
     let seeds = env_u64("KISTA_RANDOM_FAULT_SEEDS", SEEDS_DEFAULT);
     let first = env_u64("KISTA_RANDOM_FAULT_FIRST_SEED", 0);
     let (mut checked, mut stopped, mut acknowledged, mut reads) = (0, 0, 0, 0);
-    let (mut system_restarts, mut refused) = (0, 0);
+    let (mut system_restarts, mut refused, mut batches) = (0, 0, 0);
     let mut node_restarts = NodeRestarts::default();
     for seed in first..first + seeds {
         let mut run = Run::start(seed);
@@ -916,6 +934,7 @@ fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_write_and_serve_no_sta
         node_restarts.count(&run);
         reads += run.reads_answered;
         system_restarts += run.system_restarts;
+        batches += run.batches;
         if let Some(why) = &run.refused {
             // A start from disk may refuse to go on only for want of a node able to
             // restore some node group's data.
@@ -940,12 +959,14 @@ fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_write_and_serve_no_sta
         "{seeds} seeds: {checked} checked to the end ({acknowledged} acknowledged writes), \
          {stopped} stopped whole, {refused} refused a start from disk; {reads} reads \
          answered under faults; {system_restarts} system restarts; {} node restarts, {} \
-         from their own disk (copying what changed: {} rows, {} deleted keys)",
+         from their own disk (copying what changed: {} rows, {} deleted keys); {batches} \
+         writes of a key and its mirror as one batch",
         node_restarts.all, node_restarts.own_disk, node_restarts.rows, node_restarts.deleted
     );
     assert!(checked > 0, "some seeds end with a running cluster");
     assert!(reads > 0, "reads were answered while faults ran");
     assert!(system_restarts > 0, "the cluster started from disk");
+    assert!(batches > 0, "writes went as batches");
     if seeds >= SEEDS_DEFAULT {
         assert!(
             node_restarts.own_disk > 0,

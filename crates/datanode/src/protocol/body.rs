@@ -110,6 +110,87 @@ impl KeyBody {
     }
 }
 
+/// Several whole-row writes (inserts or upserts) of one transaction to one partition, in
+/// one section: for each, the client's op index and its `KeyBody`, length-prefixed. One
+/// signal then carries a load's rows from the client through the coordinator along the
+/// replica chain, where each would otherwise be a signal of its own at every hop.
+pub struct KeyBatchBody;
+
+/// Operations one `KeyBatchBody` carries at most: a batch runs as one signal on the data
+/// manager, which holds its thread for that long.
+pub const KEY_BATCH_OPERATIONS_MAX: usize = 64;
+/// Body bytes past which a client starts a new batch (one row may take it past).
+pub const KEY_BATCH_FULL_BYTES: usize = 16 * 1024;
+
+impl KeyBatchBody {
+    /// Where the first operation starts, after the batch's mark.
+    pub const FIRST_OFFSET: usize = 4;
+    /// Opens a batch with a mark that reads as a key of 4 GiB: a node of an earlier build
+    /// that takes the section for a `KeyBody` refuses it instead of misreading it.
+    const MARK: u32 = u32::MAX;
+
+    /// Starts an empty batch in `out`.
+    pub fn start(out: &mut Vec<u8>) {
+        out.clear();
+        out.extend_from_slice(&Self::MARK.to_le_bytes());
+    }
+
+    /// Appends one operation's encoded `KeyBody`.
+    pub fn push(out: &mut Vec<u8>, op_index: u32, body: &[u8]) {
+        out.extend_from_slice(&op_index.to_le_bytes());
+        out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        out.extend_from_slice(body);
+    }
+
+    /// The operation at byte `offset` of `bytes`: its op index, its `KeyBody` bytes and the
+    /// offset of the next one; `None` at the end.
+    pub fn entry_at(bytes: &[u8], offset: usize) -> Option<Result<KeyBatchEntry<'_>, CodecError>> {
+        let rest = bytes.get(offset..).filter(|rest| !rest.is_empty())?;
+        let split = || {
+            let (op_index, rest) = rest.split_first_chunk::<4>()?;
+            let (len, rest) = rest.split_first_chunk::<4>()?;
+            let body = rest.get(..u32::from_le_bytes(*len) as usize)?;
+            Some(KeyBatchEntry {
+                op_index: u32::from_le_bytes(*op_index),
+                body,
+                next_offset: offset + 8 + body.len(),
+            })
+        };
+        Some(split().ok_or(CodecError::Invalid {
+            what: "key batch entry",
+            offset,
+        }))
+    }
+
+    /// How many operations `bytes` holds, each with a readable key; an error for a
+    /// malformed batch.
+    pub fn count(bytes: &[u8]) -> Result<usize, CodecError> {
+        if bytes.get(..Self::FIRST_OFFSET) != Some(&Self::MARK.to_le_bytes()[..]) {
+            let offset = 0;
+            return Err(CodecError::Invalid {
+                what: "key batch mark",
+                offset,
+            });
+        }
+        let (mut offset, mut count) = (Self::FIRST_OFFSET, 0);
+        while let Some(entry) = Self::entry_at(bytes, offset) {
+            let entry = entry?;
+            KeyBodyRef::parse(entry.body)?;
+            offset = entry.next_offset;
+            count += 1;
+        }
+        Ok(count)
+    }
+}
+
+/// One operation of a `KeyBatchBody`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KeyBatchEntry<'a> {
+    pub op_index: u32,
+    pub body: &'a [u8],
+    pub next_offset: usize,
+}
+
 /// A `KeyBody` read in place: the key and the columns borrowed from the section, the values
 /// still encoded. A committed read needs nothing more, so it copies and allocates nothing.
 #[derive(Clone, Copy, Debug)]
@@ -712,6 +793,41 @@ mod tests {
     use super::*;
     use crate::protocol::{ReferenceAction, PRIMARY_KEY};
     use proptest::prelude::*;
+
+    #[test]
+    fn a_key_batch_reads_back_its_operations_in_order_and_refuses_a_cut_one() {
+        let bodies: Vec<Vec<u8>> = (0..3)
+            .map(|i| {
+                let mut body = Vec::new();
+                KeyBody::write(&[i], &[], &[Value::Int(i64::from(i))], &mut body);
+                body
+            })
+            .collect();
+        let mut batch = Vec::new();
+        KeyBatchBody::start(&mut batch);
+        for (i, body) in bodies.iter().enumerate() {
+            KeyBatchBody::push(&mut batch, 10 + 2 * i as u32, body);
+        }
+        assert!(
+            KeyBodyRef::parse(&batch).is_err(),
+            "not a KeyBody to an earlier build"
+        );
+        let (mut read, mut ends) = (Vec::new(), vec![KeyBatchBody::FIRST_OFFSET]);
+        let mut offset = KeyBatchBody::FIRST_OFFSET;
+        while let Some(entry) = KeyBatchBody::entry_at(&batch, offset) {
+            let entry = entry.unwrap();
+            read.push((entry.op_index, entry.body.to_vec()));
+            offset = entry.next_offset;
+            ends.push(offset);
+        }
+        let expected: Vec<(u32, Vec<u8>)> = (10..).step_by(2).zip(bodies).collect();
+        assert_eq!(read, expected);
+        assert_eq!(KeyBatchBody::count(&batch), Ok(3));
+        assert!(KeyBatchBody::count(&[]).is_err(), "no mark");
+        for cut in (0..batch.len()).filter(|cut| !ends.contains(cut)) {
+            assert!(KeyBatchBody::count(&batch[..cut]).is_err(), "cut at {cut}");
+        }
+    }
 
     #[test]
     fn copied_rows_and_deleted_keys_read_back_as_written() {

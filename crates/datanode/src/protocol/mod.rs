@@ -45,9 +45,10 @@ mod info;
 mod signals;
 
 pub use body::{
-    CopiedChange, CopyBatchBody, IndexUpkeep, IndexUpkeepBody, KeyBody, KeyBodyRef, LoadLevelsBody,
-    OrphanedPart, RowBody, RowsBody, ScanBody, TableDefinitionBody, TakeoverReportBody,
-    WriteUpkeep,
+    CopiedChange, CopyBatchBody, IndexUpkeep, IndexUpkeepBody, KeyBatchBody, KeyBatchEntry,
+    KeyBody, KeyBodyRef, LoadLevelsBody, OrphanedPart, RowBody, RowsBody, ScanBody,
+    TableDefinitionBody, TakeoverReportBody, WriteUpkeep, KEY_BATCH_FULL_BYTES,
+    KEY_BATCH_OPERATIONS_MAX,
 };
 pub use client::{check_client_signal, NodeInfo};
 pub use errors::{ErrorCategory, ErrorCode};

@@ -482,7 +482,9 @@ typed_signal! {
 // ----- transactions: client <-> tc <-> ldm -----
 
 typed_signal! {
-    /// One operation of a client's transaction. Section: a `KeyBody`.
+    /// One operation of a client's transaction. Section: a `KeyBody`, or with
+    /// [`KeyRequest::BATCH`] a `KeyBatchBody` of whole-row writes to one partition (their
+    /// op indexes in it; `op_index` is the first's).
     KeyRequest = 120 {
         client: BlockAddress,
         client_tx: u64,
@@ -495,7 +497,8 @@ typed_signal! {
         /// A unique index to find the row by, or [`PRIMARY_KEY`].
         index_id: u32,
     } added {
-        /// [`KeyRequest::NO_FOREIGN_KEY_CHECKS`], [`KeyRequest::MOVES_KEY`].
+        /// [`KeyRequest::NO_FOREIGN_KEY_CHECKS`], [`KeyRequest::MOVES_KEY`],
+        /// [`KeyRequest::BATCH`].
         flags: u32,
     }
 }
@@ -507,6 +510,13 @@ impl KeyRequest {
     /// This delete is half of an update that changes the row's primary key (the insert of
     /// the new key follows): foreign keys referencing the row apply their ON UPDATE rule.
     pub const MOVES_KEY: u32 = 2;
+    /// The section is a `KeyBatchBody`: inserts or upserts (`kind`) by primary key, all to
+    /// one partition of a table without unique indexes or foreign keys.
+    pub const BATCH: u32 = 4;
+
+    pub fn is_batch(&self) -> bool {
+        self.flags & Self::BATCH != 0
+    }
 }
 typed_signal! {
     /// Ends a batch that has no operations: commits or rolls back what the transaction did
@@ -567,6 +577,10 @@ typed_signal! {
         client_tx: u64,
         op_index: u32,
         chain: ReplicaChain,
+    } added {
+        /// Not 0: the section is a `KeyBatchBody` of this many whole-row writes, run in
+        /// order as one operation (`op_index` is the first's).
+        batch_operations: u32,
     }
 }
 typed_signal! {
@@ -575,7 +589,10 @@ typed_signal! {
 }
 typed_signal! {
     /// The operation failed. Section: the message.
-    PrepareRef = 132 { transaction: u64, op_ref: u32, code: u32, }
+    PrepareRef = 132 { transaction: u64, op_ref: u32, code: u32, } added {
+        /// The client's op index of the operation that failed (of a batch's, the one).
+        op_index: u32,
+    }
 }
 typed_signal! {
     /// Commits the transaction's changes to one partition, travelling from the last replica

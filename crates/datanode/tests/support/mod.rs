@@ -65,6 +65,8 @@ pub struct Executed {
     pub outcome: TransactionOutcome,
     pub code: u32,
     pub message: String,
+    /// The op index of the operation that failed (when `code` is not 0).
+    pub failed_op: u32,
     /// (op_index, values) per row read.
     pub rows: Vec<(u32, Vec<Value>)>,
     /// The block that sent each row, in the order of `rows`.
@@ -491,6 +493,51 @@ impl Node {
         }
     }
 
+    /// Sends whole-row writes of `kind` as one `KeyBatchBody` (op indexes 0, 1, ...) in
+    /// one `KeyRequest`, as the client sends writes to one partition; `bytes` replaces the
+    /// body when given (a malformed batch).
+    pub fn send_key_batch(
+        &mut self,
+        client_tx: u64,
+        table: (u32, u32),
+        kind: OperationKind,
+        rows: &[KeyBody],
+        mode: ExecuteMode,
+        bytes: Option<Vec<u8>>,
+    ) {
+        let tc = self.settings.tc_addresses().next().unwrap();
+        let request = KeyRequest {
+            client: self.client,
+            client_tx,
+            op_index: 0,
+            table_id: table.0,
+            schema_version: table.1,
+            kind,
+            lock: LockKind::Exclusive,
+            execute: mode,
+            index_id: PRIMARY_KEY,
+            flags: KeyRequest::BATCH,
+        };
+        let body = bytes.unwrap_or_else(|| {
+            let (mut batch, mut body) = (Vec::new(), Vec::new());
+            KeyBatchBody::start(&mut batch);
+            for (op_index, row) in rows.iter().enumerate() {
+                body.clear();
+                row.encode(&mut body);
+                KeyBatchBody::push(&mut batch, op_index as u32, &body);
+            }
+            batch
+        });
+        self.send(request.to_signal(tc, self.client), &body);
+    }
+
+    /// Where a table's rows live in this cluster (every table has the same map).
+    pub fn partition_map(&self) -> kista_datanode::dist::PartitionMap {
+        let shape = self.settings.cluster_shape().unwrap();
+        let partitions = self.settings.partitions_per_node * shape.nodes().len() as u32;
+        kista_datanode::dist::PartitionMap::for_cluster(partitions, &shape)
+    }
+
     /// Waits for the batch's `ExecuteConf` and every row it announced.
     pub fn batch_result(&mut self, client_tx: u64, until_ns: u64) -> Option<Executed> {
         let is_conf = move |s: &Signal| {
@@ -505,6 +552,7 @@ impl Node {
                 outcome: TransactionOutcome::Committed,
                 code: 0,
                 message: String::new(),
+                failed_op: 0,
                 rows: found
                     .then(|| (read.op_index, RowBody::decode(&bytes).unwrap().values))
                     .into_iter()
@@ -535,6 +583,7 @@ impl Node {
             outcome: conf.outcome,
             code: conf.code,
             message: String::from_utf8_lossy(&bytes).into_owned(),
+            failed_op: conf.failed_op,
             rows,
             row_senders,
             gci: conf.gci,
