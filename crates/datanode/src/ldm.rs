@@ -18,12 +18,10 @@ use kista_runtime::io::FileReply;
 use kista_runtime::{Block, Context};
 use kista_signal::{BlockAddress, SectionHandle, Signal, TypedSignal};
 use kista_storage::codec::CodecError;
-use kista_storage::locks::{LockMode, TransactionId};
+use kista_storage::locks::TransactionId;
 use kista_storage::memory::DataMemory;
-use kista_storage::partition::{
-    Granted, IndexId, KeyChange, OperationError, Outcome, Partition, PartitionLimits, UniqueChange,
-};
-use kista_storage::redo::{delete_row_record_bytes, write_row_record_bytes, Record, RowPlace};
+use kista_storage::partition::{Granted, IndexId, Outcome, Partition, PartitionLimits};
+use kista_storage::redo::{Record, RowPlace};
 use kista_storage::row::RowLayout;
 use kista_storage::row_store::RowId;
 
@@ -33,11 +31,10 @@ use crate::fragment_scan::FragmentScans;
 use crate::metrics::DataManagerCounters;
 use crate::node::NodeSettings;
 use crate::protocol::*;
-use crate::read::{
-    answer_committed_read, body_error, encode_committed_row, project, send_row, ReadAnswer,
-};
+use crate::read::{answer_committed_read, body_error, encode_committed_row, ReadAnswer};
 use crate::registry::{PartitionRegistry, SharedPartition, Versions};
 use crate::{error_code_of, refuse_prepare, send_sharing_section, send_with_bytes};
+use operation::RunningOperation;
 
 mod backup;
 mod checkpoint;
@@ -45,6 +42,7 @@ mod copy;
 mod deadlock;
 mod index_build;
 mod listing;
+mod operation;
 mod reclaim;
 mod redo;
 mod restore;
@@ -57,9 +55,6 @@ struct LdmTable {
     reports_upkeep: bool,
     partitions: FxHashMap<u32, Arc<RwLock<Partition>>>,
 }
-
-/// The partition an operation runs on and its table's row layout.
-type OperationPartition = (Arc<RwLock<Partition>>, Arc<RowLayout>);
 
 /// An operation waiting for a lock, or behind one of its transaction's that is.
 struct Parked {
@@ -102,14 +97,8 @@ pub struct LocalDataManager {
     transactions: FxHashMap<u64, LdmTransaction>,
     next_wait_id: u32,
     scans: FragmentScans,
-    /// How the write that just ran changed its row's unique keys, for the coordinator.
-    unique_changes: Vec<UniqueChange>,
-    /// The foreign-key events of the write that just ran, for the coordinator.
-    key_changes: Vec<KeyChange>,
-    /// The REDO bytes the write that just ran will log at commit.
-    staged_redo_bytes: u64,
-    /// The body of the operation running now, decoded into buffers kept for their capacity.
-    operation_body: KeyBody,
+    /// The operation running now: its body and what it left for the coordinator.
+    running: RunningOperation,
     /// What this data manager counts for operators (never read by it).
     counters: Arc<DataManagerCounters>,
     /// The encoded `IndexUpkeepBody` (kept for its capacity).
@@ -179,10 +168,7 @@ impl LocalDataManager {
             tables: FxHashMap::default(),
             transactions: FxHashMap::default(),
             next_wait_id: 0,
-            unique_changes: Vec::new(),
-            key_changes: Vec::new(),
-            staged_redo_bytes: 0,
-            operation_body: KeyBody::default(),
+            running: RunningOperation::default(),
             counters,
             upkeep_bytes: Vec::new(),
             failed_coordinators: NodeSet::EMPTY,
@@ -465,12 +451,8 @@ impl LocalDataManager {
         section: SectionHandle,
         offset: usize,
     ) -> Result<Outcome<u32>, (ErrorCode, String)> {
-        let (partition, layout) = self.partition_of_operation(prepare)?;
-        if self
-            .tables
-            .get(&prepare.table_id)
-            .is_some_and(|t| t.reports_upkeep)
-        {
+        let (table, partition) = operation_partition(&self.tables, prepare)?;
+        if table.reports_upkeep {
             let message = "the table gained a unique index or a foreign key since the batch \
                 was sent: run its writes one by one";
             return Err((ErrorCode::SchemaVersion, message.into()));
@@ -479,11 +461,11 @@ impl LocalDataManager {
         let entry = KeyBatchBody::entry_at(&bytes, offset);
         let what = "key batch entry";
         let body = entry.ok_or_else(|| body_error(CodecError::Invalid { what, offset }))?;
-        self.operation_body
+        (self.running.body)
             .decode_into(body.map_err(body_error)?.body)
             .map_err(body_error)?;
         drop(bytes);
-        self.execute_decoded(ctx, prepare, &partition, &layout)
+        self.running.execute(ctx, prepare, partition, &table.layout)
     }
 
     /// Reserves in the REDO log what the write that just ran will log at commit.
@@ -493,8 +475,8 @@ impl LocalDataManager {
         else {
             return;
         };
-        redo.reserve(self.staged_redo_bytes);
-        record.redo_reserved_bytes += self.staged_redo_bytes;
+        redo.reserve(self.running.staged_redo_bytes);
+        record.redo_reserved_bytes += self.running.staged_redo_bytes;
     }
 
     /// The operation ran here: pass a write on along the chain with its body, or report to
@@ -536,11 +518,13 @@ impl LocalDataManager {
                     } else {
                         send_with_bytes(ctx, conf.to_signal(prepare.tc, ctx.address()), &bytes);
                     }
-                } else if self.unique_changes.is_empty() && self.key_changes.is_empty() {
+                } else if self.running.unique_changes.is_empty()
+                    && self.running.key_changes.is_empty()
+                {
                     ctx.send_typed(prepare.tc, &conf);
                 } else {
                     self.upkeep_bytes.clear();
-                    let changes = (&self.unique_changes, &self.key_changes);
+                    let changes = (&self.running.unique_changes, &self.running.key_changes);
                     IndexUpkeepBody::encode(changes.0, changes.1, &mut self.upkeep_bytes);
                     let signal = conf.to_signal(prepare.tc, ctx.address());
                     send_with_bytes(ctx, signal, &self.upkeep_bytes);
@@ -550,8 +534,8 @@ impl LocalDataManager {
                 }
             }
         }
-        self.unique_changes.clear();
-        self.key_changes.clear();
+        self.running.unique_changes.clear();
+        self.running.key_changes.clear();
     }
 
     /// Before passing a write to a starting replica: the unique-key changes it made here,
@@ -570,8 +554,8 @@ impl LocalDataManager {
             return;
         }
         self.upkeep_bytes.clear();
-        if !self.unique_changes.is_empty() || !self.key_changes.is_empty() {
-            let changes = (&self.unique_changes, &self.key_changes);
+        if !self.running.unique_changes.is_empty() || !self.running.key_changes.is_empty() {
+            let changes = (&self.running.unique_changes, &self.running.key_changes);
             IndexUpkeepBody::encode(changes.0, changes.1, &mut self.upkeep_bytes);
         }
         let upkeep = StartingUpkeep {
@@ -649,8 +633,7 @@ impl LocalDataManager {
             // lease. (A write goes on to every replica, which refuse a removed node.)
             self.registry.check_read_lease(ctx.now_ns())?;
         }
-        let (partition, layout) = self.partition_of_operation(prepare)?;
-        let partition = &partition;
+        let (table, partition) = operation_partition(&self.tables, prepare)?;
         let section = section.ok_or_else(|| {
             (
                 ErrorCode::BadRequest,
@@ -665,113 +648,10 @@ impl LocalDataManager {
             })?;
             return Ok(Outcome::Done(rows));
         }
-        (self.operation_body)
+        (self.running.body)
             .decode_into(&ctx.held_section(section))
             .map_err(body_error)?;
-        self.execute_decoded(ctx, prepare, partition, &layout)
-    }
-
-    /// The partition an operation runs on and its table's row layout, once the table's
-    /// version accepts the operation's.
-    fn partition_of_operation(
-        &self,
-        prepare: &Prepare,
-    ) -> Result<OperationPartition, (ErrorCode, String)> {
-        let table = self.tables.get(&prepare.table_id).ok_or_else(|| {
-            (
-                ErrorCode::NoSuchTable,
-                format!("no table {}", prepare.table_id),
-            )
-        })?;
-        (table.versions).accept(prepare.table_id, prepare.schema_version)?;
-        let partition = table.partitions.get(&prepare.partition).ok_or_else(|| {
-            (
-                ErrorCode::BadRequest,
-                format!(
-                    "partition {} of table {} is not held here",
-                    prepare.partition, prepare.table_id
-                ),
-            )
-        })?;
-        Ok((partition.clone(), table.layout.clone()))
-    }
-
-    /// Runs the operation whose body is decoded in `operation_body`.
-    fn execute_decoded(
-        &mut self,
-        ctx: &mut Context,
-        prepare: &Prepare,
-        partition: &RwLock<Partition>,
-        layout: &RowLayout,
-    ) -> Result<Outcome<u32>, (ErrorCode, String)> {
-        let body = &self.operation_body;
-        let key = body.key.as_slice();
-        let tx = TransactionId(prepare.transaction);
-        let mut partition = lock_partition(partition);
-        let described = |error: OperationError| (error_code_of(&error), error.to_string());
-        let outcome = match prepare.kind {
-            OperationKind::Read => {
-                let mode = match prepare.lock {
-                    LockKind::Committed => unreachable!("committed reads returned above"),
-                    LockKind::Shared => LockMode::Shared,
-                    LockKind::Exclusive => LockMode::Exclusive,
-                };
-                return Ok(
-                    match partition.read_locked(tx, key, mode).map_err(described)? {
-                        Outcome::Waiting(anchor) => Outcome::Waiting(anchor),
-                        Outcome::Done(None) => Outcome::Done(0),
-                        Outcome::Done(Some(version)) => {
-                            let (fixed, var) = partition.version(version);
-                            let values = project(layout, fixed, var, &body.columns);
-                            drop(partition);
-                            send_row(ctx, prepare, &values)?;
-                            Outcome::Done(1)
-                        }
-                    },
-                );
-            }
-            OperationKind::Insert if prepare.chain.at_starting_replica() => {
-                // The replicas before checked the insert; this one may still hold the
-                // key from its own disk (deleted since, the copy will say) and takes
-                // the row as written.
-                done_or_wait(partition.write(tx, &body.values).map_err(described)?)
-            }
-            OperationKind::Insert => {
-                done_or_wait(partition.insert(tx, &body.values).map_err(described)?)
-            }
-            OperationKind::Write => {
-                done_or_wait(partition.write(tx, &body.values).map_err(described)?)
-            }
-            OperationKind::Delete => {
-                let deleted = partition.delete(tx, key);
-                done_or_wait(lenient_when_starting(prepare, deleted).map_err(described)?)
-            }
-            OperationKind::Update => {
-                if body.columns.len() != body.values.len() {
-                    return Err((
-                        ErrorCode::BadRequest,
-                        "an update names as many columns as it gives values".into(),
-                    ));
-                }
-                let changes: Vec<(usize, kista_storage::types::Value)> = body
-                    .columns
-                    .iter()
-                    .map(|&c| usize::from(c))
-                    .zip(body.values.iter().cloned())
-                    .collect();
-                let updated = partition.update(tx, key, &changes);
-                done_or_wait(lenient_when_starting(prepare, updated).map_err(described)?)
-            }
-        };
-        self.staged_redo_bytes = match prepare.kind {
-            OperationKind::Read => 0,
-            OperationKind::Delete => delete_row_record_bytes(key.len()) as u64,
-            _ => write_row_record_bytes(partition.staged_image_bytes()) as u64,
-        };
-        // Empty unless the write finished and changed a unique key.
-        self.unique_changes = partition.take_unique_changes();
-        self.key_changes = partition.take_key_changes();
-        Ok(outcome)
+        self.running.execute(ctx, prepare, partition, &table.layout)
     }
 
     /// Runs parked operations whose locks were granted.
@@ -1272,25 +1152,29 @@ fn partition_limits(settings: &NodeSettings) -> PartitionLimits {
 /// Entries one takeover report carries (28 bytes each, well within a section).
 const TAKEOVER_PARTS_PER_REPORT: usize = 1000;
 
-/// On a starting replica a row missing is no error: the copy brings it later, with this
-/// write's change (see `copy`).
-fn lenient_when_starting(
+/// The table and partition an operation runs on, once the table's version accepts the
+/// operation's.
+fn operation_partition<'t>(
+    tables: &'t FxHashMap<u32, LdmTable>,
     prepare: &Prepare,
-    result: Result<Outcome<()>, OperationError>,
-) -> Result<Outcome<()>, OperationError> {
-    match result {
-        Err(OperationError::NotFound { .. }) if prepare.chain.at_starting_replica() => {
-            Ok(Outcome::Done(()))
-        }
-        other => other,
-    }
-}
-
-fn done_or_wait(outcome: Outcome<()>) -> Outcome<u32> {
-    match outcome {
-        Outcome::Done(()) => Outcome::Done(0),
-        Outcome::Waiting(anchor) => Outcome::Waiting(anchor),
-    }
+) -> Result<(&'t LdmTable, &'t RwLock<Partition>), (ErrorCode, String)> {
+    let table = tables.get(&prepare.table_id).ok_or_else(|| {
+        (
+            ErrorCode::NoSuchTable,
+            format!("no table {}", prepare.table_id),
+        )
+    })?;
+    (table.versions).accept(prepare.table_id, prepare.schema_version)?;
+    let partition = table.partitions.get(&prepare.partition).ok_or_else(|| {
+        (
+            ErrorCode::BadRequest,
+            format!(
+                "partition {} of table {} is not held here",
+                prepare.partition, prepare.table_id
+            ),
+        )
+    })?;
+    Ok((table, partition))
 }
 
 impl Block for LocalDataManager {

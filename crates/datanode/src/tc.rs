@@ -500,8 +500,10 @@ impl TransactionCoordinator {
             }
         }
         let too_many = |operations: usize| {
-            let message = format!("a transaction may have {operations_max} operations");
-            (operations > operations_max).then_some((ErrorCode::TooManyLocks, message))
+            (operations > operations_max).then(|| {
+                let message = format!("a transaction may have {operations_max} operations");
+                (ErrorCode::TooManyLocks, message)
+            })
         };
         let failure = if let Some(failure) = too_many(transaction.operation_count() + 1) {
             Some(failure)
