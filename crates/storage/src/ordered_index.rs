@@ -16,9 +16,6 @@ use tree::EntryTree;
 
 mod tree;
 
-/// Bytes charged per entry besides the key: the tree node share and the key's allocation.
-const ENTRY_OVERHEAD_BYTES: u64 = 48;
-
 /// Bytes of a key held in the entry itself; only the bytes past them are allocated.
 const KEY_HEAD_BYTES: usize = 16;
 
@@ -168,15 +165,30 @@ impl tree::Prefixed for Entry {
     fn prefix(&self) -> u128 {
         (u128::from(self.0.head[0]) << 64) | u128::from(self.0.head[1])
     }
+
+    fn heap_bytes(&self) -> usize {
+        tail_bytes(self.0.len())
+    }
 }
 
+/// An index's memory: each entry's tail (its key past the head) as it comes and goes, and
+/// the tree's nodes through a reservation kept ahead of what they hold, so the shared
+/// `DataMemory` is asked only once in a while.
 pub struct OrderedIndex {
     memory: MemoryAccount,
     entries: EntryTree<Entry>,
+    /// What `memory` holds for the tree; at least [`EntryTree::heap_bytes`] always.
+    tree_reserved_bytes: u64,
 }
 
-fn charge(key_bytes: usize) -> u64 {
-    (key_bytes as u64).div_ceil(8) * 8 + ENTRY_OVERHEAD_BYTES
+/// Bytes the tree's reservation may hold past what the next insert may need before
+/// removals give them back (about two nodes: a node freed and made again does not ask
+/// the shared `DataMemory` twice). It grows only when the tree does, about once a node.
+const TREE_RESERVE_SLACK_BYTES: u64 = 8 << 10;
+
+/// Heap bytes of a key's tail, rounded up as the allocator does.
+fn tail_bytes(key_bytes: usize) -> usize {
+    key_bytes.saturating_sub(KEY_HEAD_BYTES).div_ceil(8) * 8
 }
 
 impl OrderedIndex {
@@ -189,6 +201,7 @@ impl OrderedIndex {
         Self {
             memory: MemoryAccount::new(memory),
             entries: EntryTree::new(),
+            tree_reserved_bytes: 0,
         }
     }
 
@@ -196,7 +209,7 @@ impl OrderedIndex {
     pub fn insert(&mut self, key: &[u8], row: RowId) -> Result<bool, DataMemoryExhausted> {
         // Charged first and given back when it was there: one walk down the tree. An entry
         // already there needs no memory, so a full DataMemory refuses only a new one.
-        if let Err(exhausted) = self.memory.reserve(charge(key.len())) {
+        if let Err(exhausted) = self.reserve_for_insert(key.len()) {
             return if self.contains(key, row) {
                 Ok(false)
             } else {
@@ -204,10 +217,41 @@ impl OrderedIndex {
             };
         }
         let added = self.entries.insert((Key::new(key), row));
-        if !added {
-            self.memory.release(charge(key.len()));
+        if !added && tail_bytes(key.len()) > 0 {
+            self.memory.release(tail_bytes(key.len()) as u64);
         }
+        debug_assert!(self.entries.heap_bytes() as u64 <= self.tree_reserved_bytes);
         Ok(added)
+    }
+
+    /// Reserves the new entry's tail, and tops the tree's reservation up to what any one
+    /// insert may leave it holding.
+    fn reserve_for_insert(&mut self, key_bytes: usize) -> Result<(), DataMemoryExhausted> {
+        let tail = tail_bytes(key_bytes);
+        let tree_max = self.entries.heap_bytes_after_insert_max(tail) as u64;
+        if tree_max > self.tree_reserved_bytes {
+            let more = tree_max - self.tree_reserved_bytes;
+            self.memory.reserve(more)?;
+            self.tree_reserved_bytes = tree_max;
+        }
+        match tail {
+            0 => Ok(()), // short keys, most: the shared DataMemory is not asked
+            _ => self.memory.reserve(tail as u64),
+        }
+    }
+
+    /// Gives back what the tree's reservation holds past the next insert's need, once
+    /// that is more than [`TREE_RESERVE_SLACK_BYTES`]; all of it once the index is empty.
+    fn release_spare(&mut self) {
+        let keep = match self.entries.len() {
+            0 => 0,
+            _ => self.entries.heap_bytes_after_insert_max(0) as u64,
+        };
+        let spare = self.tree_reserved_bytes.saturating_sub(keep);
+        if spare > TREE_RESERVE_SLACK_BYTES || (keep == 0 && spare > 0) {
+            self.memory.release(self.tree_reserved_bytes - keep);
+            self.tree_reserved_bytes = keep;
+        }
     }
 
     pub fn contains(&self, key: &[u8], row: RowId) -> bool {
@@ -217,7 +261,8 @@ impl OrderedIndex {
     pub fn remove(&mut self, key: &[u8], row: RowId) -> bool {
         let removed = self.entries.remove(&(Key::new(key), row));
         if removed {
-            self.memory.release(charge(key.len()));
+            self.memory.release(tail_bytes(key.len()) as u64);
+            self.release_spare();
         }
         removed
     }
@@ -230,9 +275,10 @@ impl OrderedIndex {
                 break;
             };
             self.entries.remove(&last);
-            self.memory.release(charge(last.0.len()));
+            self.memory.release(tail_bytes(last.0.len()) as u64);
             released += 1;
         }
+        self.release_spare();
         released
     }
 

@@ -226,17 +226,54 @@ fn a_scan_resumes_past_the_last_entry_in_either_direction() {
     }
 }
 
+/// What the index holds in DataMemory covers its tree's buffers (at their real capacities)
+/// and its entries' key tails.
+fn assert_covered(index: &OrderedIndex, tails: u64) {
+    let exact = index.entries.heap_bytes_exact() as u64 + tails;
+    assert!(
+        index.held_bytes() >= exact,
+        "held {} bytes for {exact}",
+        index.held_bytes()
+    );
+}
+
+/// A key of `len` bytes numbered `n` (its first bytes spread the keys apart).
+fn numbered_key(n: u32, len: usize) -> Vec<u8> {
+    let mut key = n.wrapping_mul(2_654_435_761).to_be_bytes().to_vec();
+    key.resize(len, b'x');
+    key
+}
+
 #[test]
 fn entries_are_charged_to_data_memory_and_given_back() {
-    let memory = Arc::new(DataMemory::new(1 << 20));
+    let memory = Arc::new(DataMemory::new(64 << 20));
     let mut index = OrderedIndex::new(memory.clone());
     assert!(index.insert(b"k", RowId(1)).unwrap());
     assert!(!index.insert(b"k", RowId(1)).unwrap(), "already there");
-    let one = memory.used_bytes();
-    assert!(index.insert(b"k", RowId(2)).unwrap());
-    assert_eq!(memory.used_bytes(), 2 * one);
     assert!(index.remove(b"k", RowId(1)));
     assert!(!index.remove(b"k", RowId(1)));
+    // Out of key order (half-full leaves), short keys and keys with tails.
+    let mut tails = 0;
+    for n in 0..20_000u32 {
+        let len = [9, 40][n as usize % 2];
+        assert!(index.insert(&numbered_key(n, len), RowId(n)).unwrap());
+        tails += tail_bytes(len) as u64;
+    }
+    assert_covered(&index, tails);
+    let full = memory.used_bytes();
+    for n in (0..20_000u32).filter(|n| n % 4 != 0) {
+        let len = [9, 40][n as usize % 2];
+        assert!(index.remove(&numbered_key(n, len), RowId(n)));
+        tails -= tail_bytes(len) as u64;
+    }
+    assert_covered(&index, tails);
+    assert!(memory.used_bytes() < full, "removals give memory back");
+    while index.release_some(1_000) > 0 {}
+    assert!(
+        index.held_bytes() < 2 * TREE_RESERVE_SLACK_BYTES,
+        "an emptied index keeps little: {}",
+        index.held_bytes()
+    );
     drop(index);
     assert_eq!(memory.used_bytes(), 0);
 }
@@ -252,10 +289,16 @@ fn a_full_data_memory_refuses_a_new_entry_but_not_one_already_there() {
         !index.insert(b"k", RowId(1)).unwrap(),
         "already there: no memory needed"
     );
-    assert!(
-        index.insert(b"k", RowId(2)).is_err(),
-        "a new entry needs memory"
-    );
+    // New entries fill what the index reserved ahead, then are refused, and never
+    // hold more than it reserved.
+    let mut tails = 0;
+    let refused = (0..100_000u32).find(|&n| {
+        let added = index.insert(&numbered_key(n, 24), RowId(n));
+        tails += tail_bytes(24) as u64 * u64::from(added.is_ok());
+        assert_covered(&index, tails);
+        added.is_err()
+    });
+    assert!(refused.is_some(), "a new entry needs memory at last");
     assert_eq!(
         memory.used_bytes(),
         memory.limit_bytes(),

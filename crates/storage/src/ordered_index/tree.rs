@@ -22,6 +22,9 @@ type NodeId = usize;
 pub(super) trait Prefixed: Ord + Clone {
     /// Order-preserving: `a.prefix() < b.prefix()` implies `a < b`.
     fn prefix(&self) -> u128;
+
+    /// Bytes it holds on the heap (a copy kept as a separator holds as many again).
+    fn heap_bytes(&self) -> usize;
 }
 
 /// A node's entries (or separators) in order, with their prefixes in an array of their
@@ -109,6 +112,14 @@ impl<T: Prefixed> Node<T> {
         Node::Leaf(Sorted::with_capacity(0))
     }
 
+    /// Whether it holds a node's buffers (every node but an empty root leaf does).
+    fn has_buffers(&self) -> bool {
+        match self {
+            Node::Leaf(entries) => entries.items.capacity() > 0,
+            Node::Inner { .. } => true,
+        }
+    }
+
     /// Entries of a leaf, children of an inner node.
     fn width(&self) -> usize {
         match self {
@@ -125,6 +136,18 @@ pub(super) struct EntryTree<T> {
     len: usize,
     /// [`NODE_ENTRIES_MAX`], smaller in tests to grow deep trees from few entries.
     node_max: usize,
+    /// Levels of nodes (1: the root is a leaf).
+    height: usize,
+    /// Nodes holding a node's buffers (each made with room for a node's overflow, so
+    /// never grown): what the tree's memory is counted by.
+    buffered_nodes: usize,
+    /// Heap bytes of the separators' entries (copies of entries, kept until their node
+    /// merges or empties, perhaps after the entry itself is gone).
+    separator_heap_bytes: usize,
+    /// The most heap bytes an entry ever held here: what a new separator may take.
+    entry_heap_bytes_max: usize,
+    /// The most bytes one node's buffers take.
+    node_buffer_bytes: usize,
 }
 
 /// A node split in two: the new right node and the first entry it holds.
@@ -149,11 +172,62 @@ impl<T: Prefixed> EntryTree<T> {
             root: 0,
             len: 0,
             node_max,
+            height: 1,
+            buffered_nodes: 0,
+            separator_heap_bytes: 0,
+            entry_heap_bytes_max: 0,
+            node_buffer_bytes: (node_max + 1)
+                * (std::mem::size_of::<u128>() + std::mem::size_of::<T>())
+                + (node_max + 2) * std::mem::size_of::<NodeId>(),
         }
+    }
+
+    /// Heap bytes the tree holds at most now, its entries' own heap bytes aside: every
+    /// buffered node at its buffers' size, the arena and free list at their capacity, and
+    /// the separators' heap bytes.
+    pub fn heap_bytes(&self) -> usize {
+        self.heap_bytes_with(self.buffered_nodes, self.nodes.capacity())
+    }
+
+    /// [`EntryTree::heap_bytes`] after any one insert of an entry holding
+    /// `entry_heap_bytes`: a split at every level and a new root (or the empty root
+    /// leaf's first buffers), the arena grown for them, and a new separator (a copy of
+    /// the entry or of one before it).
+    pub fn heap_bytes_after_insert_max(&self, entry_heap_bytes: usize) -> usize {
+        let separator = entry_heap_bytes.max(self.entry_heap_bytes_max);
+        let new_nodes = match &self.nodes[self.root] {
+            // A small index's one leaf: it splits only when full.
+            Node::Leaf(entries) if entries.items.capacity() == 0 => 1,
+            Node::Leaf(entries) if entries.len() < self.node_max => 0,
+            _ => self.height + 1,
+        };
+        let slots_needed = self.nodes.len() + new_nodes.saturating_sub(self.free.len());
+        let arena = match slots_needed > self.nodes.capacity() {
+            true => slots_needed.max(2 * self.nodes.capacity()).max(4),
+            false => self.nodes.capacity(),
+        };
+        self.heap_bytes_with(self.buffered_nodes + new_nodes, arena) + separator
+    }
+
+    fn heap_bytes_with(&self, buffered_nodes: usize, arena_slots: usize) -> usize {
+        if buffered_nodes == 0 && self.is_fresh() {
+            return 0; // its one empty slot is the index's own, as its struct is
+        }
+        // The free list never holds more than every slot, grown by doubling.
+        let free_list = (2 * arena_slots + 4) * std::mem::size_of::<NodeId>();
+        buffered_nodes * self.node_buffer_bytes
+            + arena_slots * std::mem::size_of::<Node<T>>()
+            + free_list
+            + self.separator_heap_bytes
     }
 
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Whether it is as new: one empty leaf in an arena of one slot.
+    fn is_fresh(&self) -> bool {
+        self.len == 0 && self.nodes.capacity() == 1 && self.free.capacity() == 0
     }
 
     pub fn contains(&self, entry: &T) -> bool {
@@ -171,6 +245,7 @@ impl<T: Prefixed> EntryTree<T> {
 
     /// Adds `entry`; false if it was there already.
     pub fn insert(&mut self, entry: T) -> bool {
+        self.entry_heap_bytes_max = self.entry_heap_bytes_max.max(entry.heap_bytes());
         let Err(entry) = self.append(entry) else {
             return true;
         };
@@ -180,11 +255,13 @@ impl<T: Prefixed> EntryTree<T> {
         if let Some(Split { separator, right }) = split {
             let mut separators = self.sorted();
             separators.push(separator);
-            let old_root = self.root;
+            let mut children = Vec::with_capacity(self.node_max + 2);
+            children.extend([self.root, right]);
             self.root = self.allocate(Node::Inner {
                 separators,
-                children: vec![old_root, right],
+                children,
             });
+            self.height += 1;
         }
         self.len += 1;
         true
@@ -217,6 +294,11 @@ impl<T: Prefixed> EntryTree<T> {
         match &mut self.nodes[node] {
             Node::Leaf(entries) => {
                 let at = entries.search(&entry).err()?;
+                if entries.items.capacity() == 0 {
+                    // The empty root leaf's first entry.
+                    *entries = Sorted::with_capacity(node_max + 1);
+                    self.buffered_nodes += 1;
+                }
                 entries.insert(at, entry);
                 if entries.len() <= node_max {
                     return Some(None);
@@ -231,6 +313,7 @@ impl<T: Prefixed> EntryTree<T> {
                 let mut right = Sorted::with_capacity(node_max + 1);
                 entries.move_tail(keep, &mut right);
                 let separator = right.items[0].clone();
+                self.separator_heap_bytes += separator.heap_bytes();
                 Some(Some(Split {
                     separator,
                     right: self.allocate(Node::Leaf(right)),
@@ -292,6 +375,7 @@ impl<T: Prefixed> EntryTree<T> {
     }
 
     fn allocate(&mut self, node: Node<T>) -> NodeId {
+        self.buffered_nodes += usize::from(node.has_buffers());
         match self.free.pop() {
             Some(id) => {
                 self.nodes[id] = node;
@@ -305,8 +389,22 @@ impl<T: Prefixed> EntryTree<T> {
     }
 
     fn release(&mut self, node: NodeId) {
-        self.nodes[node] = Node::empty_leaf();
+        self.discard(node);
         self.free.push(node);
+    }
+
+    /// Drops a node's contents, leaving an empty leaf in its slot.
+    fn discard(&mut self, node: NodeId) {
+        if let Node::Inner { separators, .. } = self.take(node) {
+            self.separator_heap_bytes -= heap_bytes_of(&separators.items);
+        }
+    }
+
+    /// Takes a node out of its slot, leaving an empty leaf there.
+    fn take(&mut self, node: NodeId) -> Node<T> {
+        let taken = std::mem::replace(&mut self.nodes[node], Node::empty_leaf());
+        self.buffered_nodes -= usize::from(taken.has_buffers());
+        taken
     }
 
     /// Removes `entry`; false if it was not there.
@@ -315,18 +413,29 @@ impl<T: Prefixed> EntryTree<T> {
             return false;
         }
         self.len -= 1;
+        if self.len == 0 {
+            // Emptied: the arena and the separators go too.
+            *self = Self::with_node_max(self.node_max);
+            return true;
+        }
         // A root left with one child gives way to it.
         while let Node::Inner { children, .. } = &self.nodes[self.root] {
             if children.len() > 1 {
                 break;
             }
-            let only = children.first().copied();
             let old_root = self.root;
-            self.root = match only {
-                Some(child) => child,
-                None => self.allocate(Node::empty_leaf()),
-            };
-            self.release(old_root);
+            match children.first().copied() {
+                Some(child) => {
+                    self.root = child;
+                    self.height -= 1;
+                    self.release(old_root);
+                }
+                None => {
+                    // Its slot stays the root, an empty leaf again: nothing is allocated.
+                    self.discard(old_root);
+                    self.height = 1;
+                }
+            }
         }
         true
     }
@@ -368,7 +477,8 @@ impl<T: Prefixed> EntryTree<T> {
             children.remove(at);
             if separators.len() > 0 {
                 // Child `at` began at separator `at - 1`; the first child has none.
-                separators.remove(at.saturating_sub(1));
+                let dropped = separators.remove(at.saturating_sub(1));
+                self.separator_heap_bytes -= dropped.heap_bytes();
             }
             self.release(child);
             return;
@@ -394,9 +504,13 @@ impl<T: Prefixed> EntryTree<T> {
         let right = children.remove(left + 1);
         let between = separators.remove(left);
         let left = children[left];
-        let moved = std::mem::replace(&mut self.nodes[right], Node::empty_leaf());
+        let moved = self.take(right);
         match (&mut self.nodes[left], moved) {
-            (Node::Leaf(entries), Node::Leaf(mut more)) => more.move_tail(0, entries),
+            (Node::Leaf(entries), Node::Leaf(mut more)) => {
+                // Leaves are bounded by separators: the one between them goes.
+                self.separator_heap_bytes -= between.heap_bytes();
+                more.move_tail(0, entries);
+            }
             (
                 Node::Inner {
                     separators,
@@ -413,7 +527,7 @@ impl<T: Prefixed> EntryTree<T> {
             }
             _ => unreachable!("siblings are at one depth"),
         }
-        self.release(right);
+        self.free.push(right);
     }
 
     /// The greatest entry.
@@ -494,6 +608,72 @@ impl<T: Prefixed> EntryTree<T> {
             }
         }
     }
+}
+
+#[cfg(test)]
+impl<T: Prefixed> EntryTree<T> {
+    /// Asserts the counts the memory bound is made of: buffered nodes, the separators'
+    /// heap bytes, the height.
+    pub(super) fn check_counts(&self) {
+        let live: Vec<&Node<T>> = (0..self.nodes.len())
+            .filter(|id| !self.free.contains(id))
+            .map(|id| &self.nodes[id])
+            .collect();
+        let buffered = live.iter().filter(|node| node.has_buffers()).count();
+        assert_eq!(self.buffered_nodes, buffered, "buffered nodes");
+        let separators: usize = (live.iter())
+            .map(|node| match node {
+                Node::Inner { separators, .. } => heap_bytes_of(&separators.items),
+                Node::Leaf(_) => 0,
+            })
+            .sum();
+        assert_eq!(
+            self.separator_heap_bytes, separators,
+            "separators' heap bytes"
+        );
+        let (mut height, mut node) = (1, self.root);
+        while let Node::Inner { children, .. } = &self.nodes[node] {
+            (height, node) = (height + 1, children[0]);
+        }
+        assert_eq!(self.height, height, "height");
+        assert!(
+            self.heap_bytes() >= self.heap_bytes_exact(),
+            "the bound holds"
+        );
+    }
+
+    /// The heap bytes the tree holds, its entries' own aside, from its buffers' real
+    /// capacities: what [`EntryTree::heap_bytes`] must never be below.
+    pub(super) fn heap_bytes_exact(&self) -> usize {
+        let sorted = |s: &Sorted<T>| {
+            s.prefixes.capacity() * std::mem::size_of::<u128>()
+                + s.items.capacity() * std::mem::size_of::<T>()
+        };
+        let nodes: usize = (self.nodes.iter())
+            .map(|node| match node {
+                Node::Leaf(entries) => sorted(entries),
+                Node::Inner {
+                    separators,
+                    children,
+                } => {
+                    sorted(separators)
+                        + children.capacity() * std::mem::size_of::<NodeId>()
+                        + heap_bytes_of(&separators.items)
+                }
+            })
+            .sum();
+        if self.is_fresh() {
+            return 0;
+        }
+        nodes
+            + self.nodes.capacity() * std::mem::size_of::<Node<T>>()
+            + self.free.capacity() * std::mem::size_of::<NodeId>()
+    }
+}
+
+/// Heap bytes of `items`.
+fn heap_bytes_of<T: Prefixed>(items: &[T]) -> usize {
+    items.iter().map(Prefixed::heap_bytes).sum()
 }
 
 #[cfg(test)]

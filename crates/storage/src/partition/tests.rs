@@ -521,11 +521,17 @@ fn exhausting_data_memory_fails_the_operation_and_deletes_make_room_again() {
         delete(&mut users, T3, id).unwrap();
     }
     users.commit(T3, 1);
-    for id in 0..inserted / 2 {
+    // Fewer than were deleted: an ordered index's nodes are counted whole, and rows put
+    // back below the rest split its leaves in halves, where the load in key order had
+    // filled them, so they may take more than the deletes freed.
+    for id in 0..inserted / 4 {
         insert(&mut users, T2, user(id, None, None)).unwrap();
     }
     users.commit(T2, 1);
-    assert_eq!(users.committed_rows(), inserted as usize);
+    assert_eq!(
+        users.committed_rows(),
+        (inserted - inserted / 2 + inserted / 4) as usize
+    );
 }
 
 #[test]

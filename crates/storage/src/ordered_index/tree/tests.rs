@@ -13,6 +13,11 @@ impl Prefixed for u16 {
     fn prefix(&self) -> u128 {
         u128::from(*self >> 8)
     }
+
+    /// Some entries hold heap bytes, as keys with tails do.
+    fn heap_bytes(&self) -> usize {
+        usize::from(*self % 3) * 8
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -156,13 +161,19 @@ proptest! {
     ) {
         let mut tree = EntryTree::with_node_max(node_max);
         let mut model = BTreeSet::new();
+        let insert = |tree: &mut EntryTree<u16>, e: u16| {
+            let bound = tree.heap_bytes_after_insert_max(e.heap_bytes());
+            let inserted = tree.insert(e);
+            assert!(tree.heap_bytes() <= bound, "an insert stays within its bound");
+            inserted
+        };
         for op in ops {
             match op {
-                Op::Insert(e) => prop_assert_eq!(tree.insert(e), model.insert(e)),
+                Op::Insert(e) => prop_assert_eq!(insert(&mut tree, e), model.insert(e)),
                 Op::Remove(e) => prop_assert_eq!(tree.remove(&e), model.remove(&e)),
                 Op::InsertRun(from, n) => {
                     for e in from..from + n {
-                        prop_assert_eq!(tree.insert(e), model.insert(e));
+                        prop_assert_eq!(insert(&mut tree, e), model.insert(e));
                     }
                 }
                 Op::RemoveRun(from, n) => {
@@ -172,6 +183,7 @@ proptest! {
                 }
             }
             prop_assert_eq!(check_shape(&tree), model.iter().copied().collect::<Vec<_>>());
+            tree.check_counts();
         }
         for e in 0..420 {
             prop_assert_eq!(tree.contains(&e), model.contains(&e));
