@@ -173,8 +173,10 @@ pub struct Partition {
     var: Vec<u8>,
     /// Scratch space for a deleted row's primary key.
     key: Vec<u8>,
-    /// Scratch space for a new row's index keys.
+    /// Scratch space for a new row's index keys, and for the versions' keys of a write
+    /// over an existing row, its commit or its abort ([`Partition::with_scratch_keys`]).
     new_keys: indexes::VersionKeys,
+    scratch_keys: [indexes::VersionKeys; 3],
     /// Unique-key changes of the writes since the caller last took them.
     unique_changes: Vec<UniqueChange>,
     /// Keys the table's foreign keys watch, and their changes since the caller last took
@@ -199,6 +201,7 @@ impl Partition {
             var: Vec::new(),
             key: Vec::new(),
             new_keys: Vec::new(),
+            scratch_keys: Default::default(),
             unique_changes: Vec::new(),
             watched: Vec::new(),
             key_changes: Vec::new(),
@@ -724,6 +727,28 @@ impl Partition {
         anchor: RowId,
         present: bool,
     ) -> Result<(), OperationError> {
+        self.with_scratch_keys(|this, keys| this.stage_with(transaction, anchor, present, keys))
+    }
+
+    /// Runs `f` with the scratch lists for versions' keys, taken from the partition and
+    /// given back after, so writes, commits and aborts allocate none.
+    fn with_scratch_keys<R>(
+        &mut self,
+        f: impl FnOnce(&mut Self, &mut [indexes::VersionKeys; 3]) -> R,
+    ) -> R {
+        let mut keys = std::mem::take(&mut self.scratch_keys);
+        let result = f(self, &mut keys);
+        self.scratch_keys = keys;
+        result
+    }
+
+    fn stage_with(
+        &mut self,
+        transaction: TransactionId,
+        anchor: RowId,
+        present: bool,
+        [committed_keys, old_keys, new_keys]: &mut [indexes::VersionKeys; 3],
+    ) -> Result<(), OperationError> {
         let mut pending = match self.pending.get(&anchor) {
             Some(&pending) => {
                 debug_assert_eq!(pending.transaction, transaction, "held exclusively");
@@ -741,8 +766,8 @@ impl Partition {
             NewVersion::InAnchor => Some(anchor),
             NewVersion::Copy(copy) => Some(copy),
         };
-        let committed_keys = self.version_keys(committed);
-        let old_keys = self.version_keys(old);
+        let committed_keys = self.version_keys(committed, committed_keys);
+        let old_keys = self.version_keys(old, old_keys);
         // The version the transaction saw before this write: its own change, if it made one.
         let changed_before = self.pending.contains_key(&anchor);
         // Read before the write, which may overwrite the transaction's own version.
@@ -752,11 +777,12 @@ impl Partition {
             true if !self.watched.is_empty() => self.watched_keys_of_scratch(),
             _ => vec![None; self.watched.len()],
         };
-        let new_keys = if present {
+        let new_keys: &[Option<Vec<u8>>] = if present {
             // Add index entries first (they may need memory), then write.
-            let new_keys =
-                indexes::keys_of_row(&self.indexes, &self.layout, &self.fixed, &self.var);
-            let added = indexes::add_entries(self, anchor, &new_keys)?;
+            let (layout, fixed, var) = (&self.layout, &self.fixed, &self.var);
+            indexes::keys_of_row_into(&self.indexes, layout, fixed, var, new_keys);
+            let new_keys = &new_keys[..];
+            let added = indexes::add_entries(self, anchor, new_keys)?;
             let written = match (committed, pending.new) {
                 (_, NewVersion::Copy(copy)) => self
                     .rows
@@ -774,46 +800,49 @@ impl Partition {
             let new = match written {
                 Ok(new) => new,
                 Err(error) => {
-                    indexes::remove_added(self, anchor, &new_keys, added);
+                    indexes::remove_added(self, anchor, new_keys, added);
                     return Err(error.into());
                 }
             };
             if let NewVersion::Copy(copy) = new {
                 self.set_state(copy, RowState::Copy);
             }
-            indexes::remove_entries(self, anchor, &old_keys, &[&committed_keys, &new_keys]);
+            indexes::remove_entries(self, anchor, old_keys, &[committed_keys, new_keys]);
             pending.new = new;
             new_keys
         } else {
-            indexes::remove_entries(self, anchor, &old_keys, &[&committed_keys]);
+            indexes::remove_entries(self, anchor, old_keys, &[committed_keys]);
             if let NewVersion::Copy(copy) = pending.new {
                 self.rows.delete(copy);
                 self.set_state(copy, RowState::Unused);
             }
             pending.new = NewVersion::Absent;
-            Vec::new()
+            &[]
         };
         self.pending.insert(anchor, pending);
         self.set_state(anchor, RowState::Pending);
         let before = if changed_before {
-            &old_keys
+            old_keys
         } else {
-            &committed_keys
+            committed_keys
         };
-        indexes::report_unique_changes(self, anchor, before, &new_keys);
+        indexes::report_unique_changes(self, anchor, before, new_keys);
         self.report_key_changes(anchor, watched_before, watched_after);
         Ok(())
     }
 
-    /// Per secondary index, the key of a version (no version: no keys).
-    fn version_keys(&self, version: Option<RowId>) -> indexes::VersionKeys {
-        match version {
-            Some(version) => {
-                let (fixed, var) = self.rows.get(version);
-                indexes::keys_of_row(&self.indexes, &self.layout, fixed, var)
-            }
-            None => Vec::new(),
-        }
+    /// Per secondary index, the key of a version, made in `keys` (no version: no keys).
+    fn version_keys<'k>(
+        &self,
+        version: Option<RowId>,
+        keys: &'k mut indexes::VersionKeys,
+    ) -> &'k [Option<Vec<u8>>] {
+        let Some(version) = version else {
+            return &[];
+        };
+        let (fixed, var) = self.rows.get(version);
+        indexes::keys_of_row_into(&self.indexes, &self.layout, fixed, var, keys);
+        keys
     }
 
     /// Ends a transaction here: commits it in GCI `commit`, or aborts it (`None`).
@@ -862,21 +891,33 @@ impl Partition {
     }
 
     fn commit_version(&mut self, anchor: RowId, pending: Pending) {
+        self.with_scratch_keys(|this, [committed_keys, new_keys, _]| {
+            this.commit_version_with(anchor, pending, committed_keys, new_keys)
+        });
+    }
+
+    fn commit_version_with(
+        &mut self,
+        anchor: RowId,
+        pending: Pending,
+        committed_keys: &mut indexes::VersionKeys,
+        new_keys: &mut indexes::VersionKeys,
+    ) {
         // A new version in the anchor keeps its entries and replaced no committed one.
         let committed = pending.committed.then_some(anchor);
         let state = match pending.new {
             NewVersion::Copy(copy) => {
-                let committed_keys = self.version_keys(committed);
-                let new_keys = self.version_keys(Some(copy));
-                indexes::remove_entries(self, anchor, &committed_keys, &[&new_keys]);
+                let committed_keys = self.version_keys(committed, committed_keys);
+                let new_keys = self.version_keys(Some(copy), new_keys);
+                indexes::remove_entries(self, anchor, committed_keys, &[new_keys]);
                 self.rows.replace_with(anchor, copy);
                 self.set_state(copy, RowState::Unused);
                 RowState::Committed
             }
             NewVersion::InAnchor => RowState::Committed,
             NewVersion::Absent => {
-                let committed_keys = self.version_keys(committed);
-                indexes::remove_entries(self, anchor, &committed_keys, &[]);
+                let committed_keys = self.version_keys(committed, committed_keys);
+                indexes::remove_entries(self, anchor, committed_keys, &[]);
                 RowState::Empty
             }
         };
@@ -884,17 +925,30 @@ impl Partition {
     }
 
     fn abort_version(&mut self, anchor: RowId, pending: Pending) {
-        let committed_keys = self.version_keys(pending.committed.then_some(anchor));
+        self.with_scratch_keys(|this, [committed_keys, new_keys, _]| {
+            this.abort_version_with(anchor, pending, committed_keys, new_keys)
+        });
+    }
+
+    fn abort_version_with(
+        &mut self,
+        anchor: RowId,
+        pending: Pending,
+        committed_keys: &mut indexes::VersionKeys,
+        new_keys: &mut indexes::VersionKeys,
+    ) {
+        let committed = pending.committed.then_some(anchor);
+        let committed_keys = self.version_keys(committed, committed_keys);
         match pending.new {
             NewVersion::Copy(copy) => {
-                let new_keys = self.version_keys(Some(copy));
-                indexes::remove_entries(self, anchor, &new_keys, &[&committed_keys]);
+                let new_keys = self.version_keys(Some(copy), new_keys);
+                indexes::remove_entries(self, anchor, new_keys, &[committed_keys]);
                 self.rows.delete(copy);
                 self.set_state(copy, RowState::Unused);
             }
             NewVersion::InAnchor => {
-                let new_keys = self.version_keys(Some(anchor));
-                indexes::remove_entries(self, anchor, &new_keys, &[]);
+                let new_keys = self.version_keys(Some(anchor), new_keys);
+                indexes::remove_entries(self, anchor, new_keys, &[]);
             }
             NewVersion::Absent => {}
         }

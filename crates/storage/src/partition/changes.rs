@@ -140,8 +140,10 @@ impl Partition {
             if self.state(anchor) != RowState::Committed || self.locks.is_locked(anchor) {
                 continue;
             }
-            let keys = self.version_keys(Some(anchor));
-            indexes::remove_entries(self, anchor, &keys, &[]);
+            self.with_scratch_keys(|this, [keys, ..]| {
+                let keys = this.version_keys(Some(anchor), keys);
+                indexes::remove_entries(this, anchor, keys, &[]);
+            });
             self.set_state(anchor, RowState::Empty);
             self.free_if_unused(anchor);
         }

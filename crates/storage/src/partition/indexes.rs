@@ -115,19 +115,8 @@ fn key_at(keys: &[Option<Vec<u8>>], position: usize) -> Option<&Vec<u8>> {
     keys.get(position).and_then(Option::as_ref)
 }
 
-/// Per index, the key of a stored row (`None`: no entry).
-pub(super) fn keys_of_row(
-    indexes: &[SecondaryIndex],
-    layout: &RowLayout,
-    fixed: &[u8],
-    var: &[u8],
-) -> VersionKeys {
-    let mut keys = Vec::new();
-    keys_of_row_into(indexes, layout, fixed, var, &mut keys);
-    keys
-}
-
-/// [`keys_of_row`] into `keys`, reusing its buffers.
+/// Per index, the key of a stored row (`None`: no entry), into `keys`, reusing its
+/// buffers.
 pub(super) fn keys_of_row_into(
     indexes: &[SecondaryIndex],
     layout: &RowLayout,
