@@ -95,3 +95,33 @@ update_rows() { # count
     echo "UPDATE b.t SET v = v + 1 WHERE id >= $start AND id < $(( start + 1000 < $1 ? start + 1000 : $1 ));"
   done | sql
 }
+
+# start_node_under_callgrind DATA_MEMORY REDO_LOG OUT: a management server and one data
+# node (one replica) whose process runs under callgrind, writing OUT.N; sets mgm and node
+# (the data node's pid). Zero its counters (`callgrind_control -z $node`) once the load's
+# set-up is done, and read them with callgrind_node_total.
+start_node_under_callgrind() {
+  local mgm_port node_port
+  mgm_port=$(free_port); node_port=$(free_port); mgm="127.0.0.1:$mgm_port"
+  rm -rf "$dir/node-1" "$dir/mgmd"
+  rm -f "$3" "$3".[0-9]*
+  printf '[cluster]\nreplicas = 1\ndata_memory = "%s"\nheartbeat_interval_ms = 1500\nredo_log = "%s"\n[mgmd]\nport = %s\ndata_dir = "%s"\n[[data_node]]\nhost = "127.0.0.1"\nport = %s\ndata_dir = "%s"\n' \
+    "$1" "$2" "$mgm_port" "$dir/mgmd" "$node_port" "$dir/node-1" > "$dir/cluster.toml"
+  $kista mgmd --config "$dir/cluster.toml" > "$dir/mgmd.log" 2>&1 &
+  pids=($!)
+  wait_ready "$dir/mgmd.log"
+  valgrind --tool=callgrind --callgrind-out-file="$3" \
+    $kista datad --mgm "$mgm" --node-id 1 > "$dir/n1.log" 2>&1 &
+  node=$!
+  pids+=("$node")
+  for _ in $(seq 1 1200); do [ "$(state_of 1)" = started ] && break; sleep 0.1; done
+}
+
+# callgrind_node_total OUT: dumps the data node's counters (OUT.N) and prints the
+# instructions it executed since they were zeroed.
+callgrind_node_total() {
+  callgrind_control -d "$node" > /dev/null 2>&1
+  for _ in $(seq 100); do ls "$1".[0-9]* > /dev/null 2>&1 && break; sleep 0.1; done
+  sleep 1
+  grep -h '^summary:' "$1".[0-9]* | awk '{s += $2} END {print s}'
+}

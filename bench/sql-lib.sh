@@ -56,19 +56,7 @@ start_mariadb() {
 stop_kista() { kill -TERM "$up_pid" 2>/dev/null && wait "$up_pid" 2>/dev/null; up_pid=""; rm -rf "$dir/kista"; }
 stop_mariadb() { kill -TERM "$mariadb_pid" 2>/dev/null && wait "$mariadb_pid" 2>/dev/null; mariadb_pid=""; rm -rf "$dir/mariadb"; }
 
-# sb PORT WORKLOAD COMMAND [options...]: sysbench against the server on PORT, database sbtest.
-sb() {
-  local port=$1 workload=$2 command=$3; shift 3
-  sysbench "$workload" --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$port" \
-    --mysql-user=root --mysql-db=sbtest "$@" "$command"
-}
-
-# sb_prepare PORT TABLE_SIZE: database sbtest with sysbench's 4 tables of TABLE_SIZE rows.
-sb_prepare() {
-  mysql -h 127.0.0.1 -P "$1" -u root -e "CREATE DATABASE sbtest"
-  sb "$1" oltp_write_only prepare --tables=4 --table-size="$2" > "$dir/prepare.log" 2>&1 \
-    || { cat "$dir/prepare.log"; exit 1; }
-}
+source "$(dirname "${BASH_SOURCE[0]}")/sysbench-lib.sh"
 
 # CPU seconds (user + system) a process has used.
 cpu_seconds() { awk '{ printf "%.2f", ($14 + $15) / 100 }' "/proc/$1/stat"; }

@@ -858,6 +858,8 @@ impl Partition {
         anchors.sort_unstable();
         anchors.dedup();
         let mut granted = Vec::new();
+        // The versions' keys go in the scratch lists (given back below).
+        let mut keys = std::mem::take(&mut self.scratch_keys);
         for anchor in anchors {
             let mine = match self.pending.entry(anchor) {
                 Entry::Occupied(entry) if entry.get().transaction == transaction => {
@@ -867,7 +869,7 @@ impl Partition {
             };
             match (mine, commit) {
                 (Some(pending), Some(gci)) => {
-                    self.commit_version(anchor, pending);
+                    self.commit_version(anchor, pending, &mut keys);
                     self.committed_at(anchor, gci);
                     // The anchor holds the committed version now, or, deleted, its last
                     // bytes until it is freed below.
@@ -877,7 +879,7 @@ impl Partition {
                         _ => CommittedChange::Deleted { fixed, var },
                     });
                 }
-                (Some(pending), None) => self.abort_version(anchor, pending),
+                (Some(pending), None) => self.abort_version(anchor, pending, &mut keys),
                 (None, _) => {}
             }
             let released = self.locks.release(anchor, transaction);
@@ -887,21 +889,15 @@ impl Partition {
             }));
             self.free_if_unused(anchor);
         }
+        self.scratch_keys = keys;
         granted
     }
 
-    fn commit_version(&mut self, anchor: RowId, pending: Pending) {
-        self.with_scratch_keys(|this, [committed_keys, new_keys, _]| {
-            this.commit_version_with(anchor, pending, committed_keys, new_keys)
-        });
-    }
-
-    fn commit_version_with(
+    fn commit_version(
         &mut self,
         anchor: RowId,
         pending: Pending,
-        committed_keys: &mut indexes::VersionKeys,
-        new_keys: &mut indexes::VersionKeys,
+        [committed_keys, new_keys, _]: &mut [indexes::VersionKeys; 3],
     ) {
         // A new version in the anchor keeps its entries and replaced no committed one.
         let committed = pending.committed.then_some(anchor);
@@ -924,18 +920,11 @@ impl Partition {
         self.set_state(anchor, state);
     }
 
-    fn abort_version(&mut self, anchor: RowId, pending: Pending) {
-        self.with_scratch_keys(|this, [committed_keys, new_keys, _]| {
-            this.abort_version_with(anchor, pending, committed_keys, new_keys)
-        });
-    }
-
-    fn abort_version_with(
+    fn abort_version(
         &mut self,
         anchor: RowId,
         pending: Pending,
-        committed_keys: &mut indexes::VersionKeys,
-        new_keys: &mut indexes::VersionKeys,
+        [committed_keys, new_keys, _]: &mut [indexes::VersionKeys; 3],
     ) {
         let committed = pending.committed.then_some(anchor);
         let committed_keys = self.version_keys(committed, committed_keys);
