@@ -52,7 +52,7 @@ pub fn print(level: Level, component: &str, message: impl Display) {
         &message.to_string(),
     );
     // A closed stdout (the supervisor gone) must not stop the process.
-    let _ = writeln!(std::io::stdout().lock(), "{line}");
+    write_line(&mut std::io::stdout().lock(), line);
 }
 
 /// A line on standard error (diagnostics).
@@ -63,7 +63,15 @@ pub fn eprint(level: Level, component: &str, message: impl Display) {
 /// A line on standard error naming `node` (the runtime's blocks, which know theirs).
 pub fn eprint_for(level: Level, node: Option<u8>, component: &str, message: impl Display) {
     let line = format_line(now_ms(), level, node, component, &message.to_string());
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
+    write_line(&mut std::io::stderr().lock(), line);
+}
+
+/// Writes `line` and its newline in one `write_all`: standard error is unbuffered, and
+/// `writeln!` writes the line and the newline apart, so a line another thread wrote to
+/// standard output (the same log file under `kista up`) could land between them.
+fn write_line(out: &mut impl Write, mut line: String) {
+    line.push('\n');
+    let _ = out.write_all(line.as_bytes());
 }
 
 fn process_node() -> Option<u8> {
@@ -153,6 +161,27 @@ mod tests {
             format_line(ms, Level::Warn, None, "kista transport", "closed:\nreset"),
             "2026-11-27T15:50:01.123Z WARN  kista transport: closed:\\nreset"
         );
+    }
+
+    /// Counts the writes it is given, as an unbuffered standard error issues them.
+    struct Writes(Vec<Vec<u8>>);
+
+    impl Write for Writes {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.push(bytes.to_vec());
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_line_and_its_newline_go_out_in_one_write() {
+        let mut out = Writes(Vec::new());
+        write_line(&mut out, "2026-11-27T15:50:01.123Z INFO  x: y".into());
+        assert_eq!(out.0, [b"2026-11-27T15:50:01.123Z INFO  x: y\n".to_vec()]);
     }
 
     #[test]

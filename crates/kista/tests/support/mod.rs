@@ -282,11 +282,25 @@ pub fn run_kista(args: &[&str], limit: Duration) -> (Option<i32>, String, String
     )
 }
 
+/// How long a dropped process has to stop after SIGTERM before it is killed.
+const DROP_STOP_TIMEOUT: Duration = Duration::from_secs(15);
+
 impl Drop for KistaProcess {
+    /// Stops the process as Ctrl-C would, and kills it if it does not end in time: killed
+    /// at once, a `kista up` would leave the processes it started running (each is in a
+    /// process group of its own), and a SQL front end would run on without them.
     fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
+        // Continued too, in case the test left it stopped (SIGSTOP).
+        self.signal(libc::SIGTERM);
+        self.signal(libc::SIGCONT);
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let deadline = Instant::now() + DROP_STOP_TIMEOUT;
+        while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
         }
+        let _ = child.kill();
+        let _ = child.wait();
     }
 }
