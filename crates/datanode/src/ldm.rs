@@ -17,7 +17,6 @@ use std::time::Duration;
 use kista_runtime::io::FileReply;
 use kista_runtime::{Block, Context};
 use kista_signal::{BlockAddress, SectionHandle, Signal, TypedSignal};
-use kista_storage::codec::CodecError;
 use kista_storage::locks::TransactionId;
 use kista_storage::memory::DataMemory;
 use kista_storage::partition::{Granted, IndexId, Outcome, Partition, PartitionLimits};
@@ -55,6 +54,12 @@ struct LdmTable {
     reports_upkeep: bool,
     partitions: FxHashMap<u32, Arc<RwLock<Partition>>>,
 }
+
+/// A partition replica this data manager owns (its query threads read it too).
+type OwnedPartition = Arc<RwLock<Partition>>;
+
+/// The partition a batch runs on and its table's row layout.
+type BatchTarget = (OwnedPartition, Arc<RowLayout>);
 
 /// An operation waiting for a lock, or behind one of its transaction's that is.
 struct Parked {
@@ -405,20 +410,32 @@ impl LocalDataManager {
         section: Option<SectionHandle>,
         mut offset: usize,
     ) {
-        let ran = match section {
-            Some(section) => loop {
-                let entry = KeyBatchBody::entry_at(&ctx.held_section(section), offset)
-                    .map(|entry| entry.map(|entry| (entry.op_index, entry.next_offset)));
-                let (op_index, next_offset) = match entry {
+        let target = match section {
+            Some(section) => self.batch_target(&prepare).map(|target| (section, target)),
+            None => Err((ErrorCode::BadRequest, "a batch without a body".into())),
+        };
+        let ran = match target {
+            Err(failure) => Err((prepare, failure)),
+            Ok((section, (partition, layout))) => loop {
+                let bytes = ctx.held_section(section);
+                let entry = match KeyBatchBody::entry_at(&bytes, offset) {
                     None => break Ok(()),
                     Some(Ok(entry)) => entry,
                     Some(Err(error)) => break Err((prepare, body_error(error))),
                 };
-                let operation = Prepare {
-                    op_index,
-                    ..prepare
-                };
-                match self.execute_batch_operation(ctx, &operation, section, offset) {
+                let (operation, next_offset) = (
+                    Prepare {
+                        op_index: entry.op_index,
+                        ..prepare
+                    },
+                    entry.next_offset,
+                );
+                let decoded = self.running.body.decode_into(entry.body);
+                drop(bytes);
+                let ran = decoded
+                    .map_err(body_error)
+                    .and_then(|()| self.running.execute(ctx, &operation, &partition, &layout));
+                match ran {
                     Ok(Outcome::Done(_)) => self.reserve_redo(prepare.transaction),
                     Ok(Outcome::Waiting(anchor)) => {
                         return self.park(ctx, operation, Some(section), anchor, Some(offset));
@@ -427,10 +444,6 @@ impl LocalDataManager {
                 }
                 offset = next_offset;
             },
-            None => Err((
-                prepare,
-                (ErrorCode::BadRequest, "a batch without a body".into()),
-            )),
         };
         match ran {
             Ok(()) => self.prepared(ctx, &prepare, 0, section),
@@ -443,29 +456,16 @@ impl LocalDataManager {
         }
     }
 
-    /// Runs the write of a batch at `offset` of its body (`prepare` names it).
-    fn execute_batch_operation(
-        &mut self,
-        ctx: &mut Context,
-        prepare: &Prepare,
-        section: SectionHandle,
-        offset: usize,
-    ) -> Result<Outcome<u32>, (ErrorCode, String)> {
+    /// The partition a batch runs on and its table's row layout, found once for all its
+    /// writes (nothing else runs on this data manager while one signal's batch runs).
+    fn batch_target(&self, prepare: &Prepare) -> Result<BatchTarget, (ErrorCode, String)> {
         let (table, partition) = operation_partition(&self.tables, prepare)?;
         if table.reports_upkeep {
             let message = "the table gained a unique index or a foreign key since the batch \
                 was sent: run its writes one by one";
             return Err((ErrorCode::SchemaVersion, message.into()));
         }
-        let bytes = ctx.held_section(section);
-        let entry = KeyBatchBody::entry_at(&bytes, offset);
-        let what = "key batch entry";
-        let body = entry.ok_or_else(|| body_error(CodecError::Invalid { what, offset }))?;
-        (self.running.body)
-            .decode_into(body.map_err(body_error)?.body)
-            .map_err(body_error)?;
-        drop(bytes);
-        self.running.execute(ctx, prepare, partition, &table.layout)
+        Ok((partition.clone(), table.layout.clone()))
     }
 
     /// Reserves in the REDO log what the write that just ran will log at commit.
@@ -1157,7 +1157,7 @@ const TAKEOVER_PARTS_PER_REPORT: usize = 1000;
 fn operation_partition<'t>(
     tables: &'t FxHashMap<u32, LdmTable>,
     prepare: &Prepare,
-) -> Result<(&'t LdmTable, &'t RwLock<Partition>), (ErrorCode, String)> {
+) -> Result<(&'t LdmTable, &'t OwnedPartition), (ErrorCode, String)> {
     let table = tables.get(&prepare.table_id).ok_or_else(|| {
         (
             ErrorCode::NoSuchTable,

@@ -579,30 +579,26 @@ impl TransactionCoordinator {
         request: &KeyRequest,
         section: Result<Option<SectionHandle>, SectionPoolExhausted>,
     ) {
-        let bytes = match section {
-            Ok(Some(section)) => {
-                let bytes = ctx.held_section(section).to_vec();
-                ctx.release_section(section);
-                bytes
-            }
-            _ => Vec::new(),
+        let count = match section {
+            Ok(Some(section)) => KeyBatchBody::count(&ctx.held_section(section)).unwrap_or(0),
+            _ => 0,
         };
-        let count = KeyBatchBody::count(&bytes).unwrap_or(0);
-        if count == 0 {
-            let single = KeyRequest {
-                flags: request.flags & !KeyRequest::BATCH,
-                ..*request
-            };
-            // Fails as an operation without a readable key.
-            let section = Ok(None);
-            if let Some(unused) = self.key_operation(ctx, &single, section, None) {
-                ctx.release_section(unused);
+        let section = match section {
+            Ok(Some(section)) if (1..=KEY_BATCH_OPERATIONS_MAX).contains(&count) => section,
+            unreadable => {
+                // Refused as the batch run whole would be.
+                if let Some(unused) = self.key_operation(ctx, request, unreadable, None) {
+                    ctx.release_section(unused);
+                }
+                return;
             }
-            return;
-        }
-        for (position, (op_index, body)) in batch_entries(&bytes).enumerate() {
+        };
+        let bytes = ctx.held_section(section).to_vec();
+        ctx.release_section(section);
+        let operations = KeyBatchBody::operations(&bytes).map_while(Result::ok);
+        for (position, operation) in operations.enumerate() {
             let single = KeyRequest {
-                op_index,
+                op_index: operation.op_index,
                 execute: match position + 1 == count {
                     true => request.execute,
                     false => ExecuteMode::More,
@@ -610,7 +606,7 @@ impl TransactionCoordinator {
                 flags: request.flags & !KeyRequest::BATCH,
                 ..*request
             };
-            let section = ctx.allocate_section(body).map(Some);
+            let section = ctx.allocate_section(operation.body).map(Some);
             if let Some(unused) = self.key_operation(ctx, &single, section, None) {
                 ctx.release_section(unused);
             }
@@ -1233,33 +1229,27 @@ fn locate(
     if !whole_rows || request.index_id != PRIMARY_KEY {
         return Err("a batch holds inserts or upserts by primary key only".into());
     }
-    let count = KeyBatchBody::count(&bytes).map_err(|error| format!("a bad batch: {error}"))?;
-    if count == 0 || count > KEY_BATCH_OPERATIONS_MAX {
-        let max = KEY_BATCH_OPERATIONS_MAX;
-        return Err(format!("a batch holds 1 to {max} operations, not {count}"));
+    let (mut count, mut partition) = (0, None);
+    for operation in KeyBatchBody::operations(&bytes) {
+        let key = operation
+            .map_err(|error| format!("a bad batch: {error}"))?
+            .key;
+        let of_key = table.map.partition_of(key);
+        if *partition.get_or_insert(of_key) != of_key {
+            return Err("a batch's rows belong to one partition".into());
+        }
+        count += 1;
     }
-    let mut partitions = batch_entries(&bytes).map(|(_, body)| {
-        let key = KeyBodyRef::parse(body).map_or(&[][..], |body| body.key);
-        table.map.partition_of(key)
-    });
-    let partition = partitions.next().unwrap_or_default();
-    if partitions.any(|other| other != partition) {
-        return Err("a batch's rows belong to one partition".into());
+    match partition {
+        Some(partition) if count <= KEY_BATCH_OPERATIONS_MAX => Ok(Located {
+            partition,
+            batch_operations: count as u32,
+        }),
+        _ => {
+            let max = KEY_BATCH_OPERATIONS_MAX;
+            Err(format!("a batch holds 1 to {max} operations, not {count}"))
+        }
     }
-    Ok(Located {
-        partition,
-        batch_operations: count as u32,
-    })
-}
-
-/// The op index and body of each operation of a well-formed `KeyBatchBody`.
-fn batch_entries(bytes: &[u8]) -> impl Iterator<Item = (u32, &[u8])> {
-    let mut offset = KeyBatchBody::FIRST_OFFSET;
-    std::iter::from_fn(move || {
-        let entry = KeyBatchBody::entry_at(bytes, offset)?.ok()?;
-        offset = entry.next_offset;
-        Some((entry.op_index, entry.body))
-    })
 }
 
 fn prepare_of(

@@ -857,9 +857,21 @@ impl Partition {
         };
         anchors.sort_unstable();
         anchors.dedup();
+        self.with_scratch_keys(|this, keys| {
+            this.finish_rows(transaction, commit, log, anchors, keys)
+        })
+    }
+
+    /// [`Partition::finish`] of the rows the transaction used.
+    fn finish_rows(
+        &mut self,
+        transaction: TransactionId,
+        commit: Option<u64>,
+        log: &mut dyn FnMut(CommittedChange<'_>),
+        anchors: Vec<RowId>,
+        keys: &mut [indexes::VersionKeys; 3],
+    ) -> Vec<Granted> {
         let mut granted = Vec::new();
-        // The versions' keys go in the scratch lists (given back below).
-        let mut keys = std::mem::take(&mut self.scratch_keys);
         for anchor in anchors {
             let mine = match self.pending.entry(anchor) {
                 Entry::Occupied(entry) if entry.get().transaction == transaction => {
@@ -869,7 +881,7 @@ impl Partition {
             };
             match (mine, commit) {
                 (Some(pending), Some(gci)) => {
-                    self.commit_version(anchor, pending, &mut keys);
+                    self.commit_version(anchor, pending, keys);
                     self.committed_at(anchor, gci);
                     // The anchor holds the committed version now, or, deleted, its last
                     // bytes until it is freed below.
@@ -879,7 +891,7 @@ impl Partition {
                         _ => CommittedChange::Deleted { fixed, var },
                     });
                 }
-                (Some(pending), None) => self.abort_version(anchor, pending, &mut keys),
+                (Some(pending), None) => self.abort_version(anchor, pending, keys),
                 (None, _) => {}
             }
             let released = self.locks.release(anchor, transaction);
@@ -889,7 +901,6 @@ impl Partition {
             }));
             self.free_if_unused(anchor);
         }
-        self.scratch_keys = keys;
         granted
     }
 

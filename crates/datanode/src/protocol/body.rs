@@ -162,25 +162,50 @@ impl KeyBatchBody {
         }))
     }
 
+    /// Each operation of `bytes` in order, with the key its body holds; a missing mark,
+    /// an operation cut short or a body without a readable key ends them with an error.
+    pub fn operations(
+        bytes: &[u8],
+    ) -> impl Iterator<Item = Result<KeyBatchOperation<'_>, CodecError>> {
+        let marked = bytes.get(..Self::FIRST_OFFSET) == Some(&Self::MARK.to_le_bytes()[..]);
+        let mark_missing = CodecError::Invalid {
+            what: "key batch mark",
+            offset: 0,
+        };
+        let mut next = Some(marked.then_some(Self::FIRST_OFFSET).ok_or(mark_missing));
+        // `next` is `None` once an error was given or the last operation read.
+        std::iter::from_fn(move || {
+            let offset = match next.take()? {
+                Ok(offset) => offset,
+                Err(error) => return Some(Err(error)),
+            };
+            let read = Self::entry_at(bytes, offset)?.and_then(|entry| {
+                let key = KeyBodyRef::parse(entry.body)?.key;
+                next = Some(Ok(entry.next_offset));
+                Ok(KeyBatchOperation {
+                    op_index: entry.op_index,
+                    body: entry.body,
+                    key,
+                })
+            });
+            Some(read)
+        })
+    }
+
     /// How many operations `bytes` holds, each with a readable key; an error for a
     /// malformed batch.
     pub fn count(bytes: &[u8]) -> Result<usize, CodecError> {
-        if bytes.get(..Self::FIRST_OFFSET) != Some(&Self::MARK.to_le_bytes()[..]) {
-            let offset = 0;
-            return Err(CodecError::Invalid {
-                what: "key batch mark",
-                offset,
-            });
-        }
-        let (mut offset, mut count) = (Self::FIRST_OFFSET, 0);
-        while let Some(entry) = Self::entry_at(bytes, offset) {
-            let entry = entry?;
-            KeyBodyRef::parse(entry.body)?;
-            offset = entry.next_offset;
-            count += 1;
-        }
-        Ok(count)
+        Self::operations(bytes).try_fold(0, |count, operation| operation.map(|_| count + 1))
     }
+}
+
+/// One operation of a `KeyBatchBody`, read with its key.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KeyBatchOperation<'a> {
+    pub op_index: u32,
+    /// Its `KeyBody`.
+    pub body: &'a [u8],
+    pub key: &'a [u8],
 }
 
 /// One operation of a `KeyBatchBody`.
