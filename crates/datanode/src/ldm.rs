@@ -430,7 +430,7 @@ impl LocalDataManager {
                     },
                     entry.next_offset,
                 );
-                let decoded = self.running.body.decode_into(entry.body);
+                let decoded = self.running.take_body(prepare.kind, entry.body);
                 drop(bytes);
                 let ran = decoded
                     .map_err(body_error)
@@ -648,8 +648,8 @@ impl LocalDataManager {
             })?;
             return Ok(Outcome::Done(rows));
         }
-        (self.running.body)
-            .decode_into(&ctx.held_section(section))
+        (self.running)
+            .take_body(prepare.kind, &ctx.held_section(section))
             .map_err(body_error)?;
         self.running.execute(ctx, prepare, partition, &table.layout)
     }

@@ -195,7 +195,7 @@ fn a_batch_for_a_table_with_a_unique_index_runs_its_writes_one_by_one() {
 }
 
 #[test]
-fn a_batch_across_partitions_of_reads_or_cut_short_is_refused_as_a_bad_request() {
+fn a_batch_across_partitions_of_reads_cut_short_or_with_malformed_values_is_a_bad_request() {
     let (mut node, table) = node_with_counters(false);
     let (ids, other) = ids_in_one_partition(&node, 2);
     let across = [row(ids[0], 1), row(other, 1)];
@@ -209,10 +209,17 @@ fn a_batch_across_partitions_of_reads_or_cut_short_is_refused_as_a_bad_request()
     KeyBatchBody::push(&mut cut, 0, &body);
     cut.pop();
     node.send_key_batch(3, table, Insert, &[], Commit, Some(cut));
+    // A whole body whose row values run on past the row's last column.
+    let mut values_run_on = Vec::new();
+    KeyBatchBody::start(&mut values_run_on);
+    body.push(0);
+    KeyBatchBody::push(&mut values_run_on, 0, &body);
+    node.send_key_batch(4, table, Insert, &[], Commit, Some(values_run_on));
     for (tx, reason) in [
         (1, "one partition"),
         (2, "inserts or upserts"),
         (3, "a bad batch"),
+        (4, "values are malformed: 1 bytes left over"),
     ] {
         let result = batch_result(&mut node, tx);
         assert_eq!(
@@ -223,5 +230,5 @@ fn a_batch_across_partitions_of_reads_or_cut_short_is_refused_as_a_bad_request()
         );
         assert!(result.message.contains(reason), "{}", result.message);
     }
-    assert_eq!(value_of(&mut node, table, 4, ids[0]), None);
+    assert_eq!(value_of(&mut node, table, 5, ids[0]), None);
 }

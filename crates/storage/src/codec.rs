@@ -154,7 +154,7 @@ impl<'a> Reader<'a> {
 
     /// A count of items that each take at least `item_bytes_min`, checked against what is
     /// left so a hostile count cannot make the decoder reserve memory.
-    fn count(&mut self, item_bytes_min: usize) -> Result<usize, CodecError> {
+    pub(crate) fn count(&mut self, item_bytes_min: usize) -> Result<usize, CodecError> {
         let count = self.u32()? as usize;
         if count.saturating_mul(item_bytes_min) > self.remaining() {
             return Err(self.invalid("count"));
@@ -178,6 +178,8 @@ pub fn write_bytes_value(out: &mut Writer, bytes: &[u8]) {
 pub const INT_TAG: u8 = 1;
 pub const UINT_TAG: u8 = 2;
 const BYTES_TAG: u8 = 6;
+const DATE_TAG: u8 = 7;
+const DATETIME_TAG: u8 = 9;
 
 pub fn write_value(out: &mut Writer, value: &Value) {
     match value {
@@ -205,7 +207,7 @@ pub fn write_value(out: &mut Writer, value: &Value) {
         }
         Value::Bytes(bytes) => write_bytes_value(out, bytes),
         Value::Date(date) => {
-            out.u8(7);
+            out.u8(DATE_TAG);
             out.u32(date.to_days() as u32);
         }
         Value::Time(us) => {
@@ -213,7 +215,7 @@ pub fn write_value(out: &mut Writer, value: &Value) {
             out.u64(*us as u64);
         }
         Value::DateTime(dt) => {
-            out.u8(9);
+            out.u8(DATETIME_TAG);
             out.u64(dt.to_micros() as u64);
         }
         Value::Timestamp(us) => {
@@ -258,6 +260,55 @@ fn read_value_into(input: &mut Reader, value: &mut Value) -> Result<(), CodecErr
     Ok(())
 }
 
+/// A value read in place: text and bytes borrowed from the buffer, a DATE or DATETIME left
+/// as its days or microseconds (checked as [`read_value`] checks them), so a row written
+/// straight from its encoded values (`RowLayout::encode_from_wire`) copies each once and
+/// converts none.
+#[derive(Debug, PartialEq)]
+pub enum ValueRef<'a> {
+    Bytes(&'a [u8]),
+    Days(i32),
+    Micros(i64),
+    Other(Value),
+}
+
+impl ValueRef<'_> {
+    /// The value [`read_value`] would have read.
+    pub fn to_value(&self) -> Value {
+        match *self {
+            ValueRef::Bytes(bytes) => Value::Bytes(bytes.to_vec()),
+            ValueRef::Days(days) => Value::Date(Date::from_days(days).expect("checked on read")),
+            ValueRef::Micros(micros) => {
+                Value::DateTime(DateTime::from_micros(micros).expect("checked on read"))
+            }
+            ValueRef::Other(ref value) => value.clone(),
+        }
+    }
+}
+
+#[inline]
+pub fn read_value_ref<'a>(input: &mut Reader<'a>) -> Result<ValueRef<'a>, CodecError> {
+    let tag = input.u8()?;
+    Ok(match tag {
+        BYTES_TAG => ValueRef::Bytes(input.bytes()?),
+        DATE_TAG => {
+            let days = input.u32()? as i32;
+            if !Date::days_valid(days) {
+                return Err(input.invalid("date"));
+            }
+            ValueRef::Days(days)
+        }
+        DATETIME_TAG => {
+            let micros = input.u64()? as i64;
+            if !DateTime::micros_valid(micros) {
+                return Err(input.invalid("datetime"));
+            }
+            ValueRef::Micros(micros)
+        }
+        tag => ValueRef::Other(read_tagged_value(tag, input)?),
+    })
+}
+
 fn read_tagged_value(tag: u8, input: &mut Reader) -> Result<Value, CodecError> {
     Ok(match tag {
         0 => Value::Null,
@@ -273,12 +324,12 @@ fn read_tagged_value(tag: u8, input: &mut Reader) -> Result<Value, CodecError> {
             })
         }
         BYTES_TAG => Value::Bytes(input.bytes()?.to_vec()),
-        7 => {
+        DATE_TAG => {
             let days = input.u32()? as i32;
             Value::Date(Date::from_days(days).ok_or_else(|| input.invalid("date"))?)
         }
         8 => Value::Time(input.u64()? as i64),
-        9 => {
+        DATETIME_TAG => {
             let micros = input.u64()? as i64;
             Value::DateTime(DateTime::from_micros(micros).ok_or_else(|| input.invalid("datetime"))?)
         }

@@ -337,6 +337,44 @@ impl Partition {
         replace: bool,
     ) -> Result<Outcome<()>, OperationError> {
         self.encode(values)?;
+        self.put_encoded(transaction, replace)
+    }
+
+    /// [`Self::insert`] of the values `encoded` holds as a client encoded them
+    /// (`codec::write_values`), written into the row without a `Value` in between.
+    pub fn insert_from_wire(
+        &mut self,
+        transaction: TransactionId,
+        encoded: &[u8],
+    ) -> Result<Outcome<()>, OperationError> {
+        self.put_from_wire(transaction, encoded, false)
+    }
+
+    /// [`Self::write`] of the values `encoded` holds, as [`Self::insert_from_wire`].
+    pub fn write_from_wire(
+        &mut self,
+        transaction: TransactionId,
+        encoded: &[u8],
+    ) -> Result<Outcome<()>, OperationError> {
+        self.put_from_wire(transaction, encoded, true)
+    }
+
+    fn put_from_wire(
+        &mut self,
+        transaction: TransactionId,
+        encoded: &[u8],
+        replace: bool,
+    ) -> Result<Outcome<()>, OperationError> {
+        (self.layout).encode_from_wire(encoded, &mut self.fixed, &mut self.var)?;
+        self.put_encoded(transaction, replace)
+    }
+
+    /// Puts the row encoded in the scratch buffers.
+    fn put_encoded(
+        &mut self,
+        transaction: TransactionId,
+        replace: bool,
+    ) -> Result<Outcome<()>, OperationError> {
         // The key goes in the scratch buffer (given back below), so a write allocates
         // nothing for it.
         let mut key = std::mem::take(&mut self.key);

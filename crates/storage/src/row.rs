@@ -20,7 +20,7 @@
 //! So adding a column changes no stored row: every row's bytes stay valid under the new
 //! layout, in memory, in the REDO log and in checkpoints.
 
-use crate::codec::{write_bytes_value, write_value, Writer, INT_TAG, UINT_TAG};
+use crate::codec::{write_bytes_value, write_value, CodecError, Writer, INT_TAG, UINT_TAG};
 use crate::ordered_index::{encode_ordered, ordered_int, push_escaped};
 use crate::schema::{Column, TableSchema};
 use crate::types::{
@@ -42,6 +42,8 @@ pub enum RowError {
     NullInKey { column: String },
     #[error("column `{column}`: {source}")]
     Value { column: String, source: ValueError },
+    #[error("the row's values are malformed: {0}")]
+    Malformed(#[from] CodecError),
 }
 
 /// Where each column of a table lives in its rows.
@@ -388,8 +390,7 @@ impl RowLayout {
                     if let Value::Bytes(bytes) = value {
                         var.extend_from_slice(bytes);
                     }
-                    let end = (var.len() - 4 * self.var_columns) as u32;
-                    var[4 * k..4 * k + 4].copy_from_slice(&end.to_le_bytes());
+                    self.end_variable(k, var);
                 }
                 Place::Dynamic(_) => unreachable!("added columns follow the base columns"),
             }
@@ -398,6 +399,12 @@ impl RowLayout {
             self.encode_dynamic(added, var);
         }
         Ok(())
+    }
+
+    /// Records that variable column `k`'s bytes end where `var` does now.
+    fn end_variable(&self, k: usize, var: &mut [u8]) {
+        let end = (var.len() - 4 * self.var_columns) as u32;
+        var[4 * k..4 * k + 4].copy_from_slice(&end.to_le_bytes());
     }
 
     /// Appends the dynamic part carrying `added` (checked values of the first added columns).
@@ -670,31 +677,8 @@ fn check_type(column_type: ColumnType, value: &Value) -> Result<(), ValueError> 
                 out_of_range(decimal.to_string())
             }
         }
-        (ColumnType::Char { length, .. } | ColumnType::Binary { length }, Value::Bytes(bytes)) => {
-            if bytes.len() <= usize::from(length) {
-                Ok(())
-            } else {
-                Err(ValueError::TooLong {
-                    length: bytes.len(),
-                    column_type,
-                })
-            }
-        }
-        (
-            ColumnType::VarChar { .. }
-            | ColumnType::VarBinary { .. }
-            | ColumnType::Text { .. }
-            | ColumnType::Blob,
-            Value::Bytes(bytes),
-        ) => {
-            if bytes.len() <= column_type.max_var_bytes() as usize {
-                Ok(())
-            } else {
-                Err(ValueError::TooLong {
-                    length: bytes.len(),
-                    column_type,
-                })
-            }
+        (_, Value::Bytes(bytes)) if column_type.holds_strings() => {
+            check_string_length(column_type, bytes.len())
         }
         (ColumnType::Date, Value::Date(_))
         | (ColumnType::DateTime, Value::DateTime(_))
@@ -713,6 +697,22 @@ fn check_type(column_type: ColumnType, value: &Value) -> Result<(), ValueError> 
     }
 }
 
+/// Whether a string of `length` bytes fits a column of `column_type`, which holds strings.
+fn check_string_length(column_type: ColumnType, length: usize) -> Result<(), ValueError> {
+    let length_max = match column_type {
+        ColumnType::Char { length, .. } | ColumnType::Binary { length } => usize::from(length),
+        _ => column_type.max_var_bytes() as usize,
+    };
+    if length <= length_max {
+        Ok(())
+    } else {
+        Err(ValueError::TooLong {
+            length,
+            column_type,
+        })
+    }
+}
+
 /// Writes a checked, non-null value into its slot of the fixed part.
 fn write_fixed(column_type: ColumnType, value: &Value, slot: &mut [u8]) {
     match (column_type, value) {
@@ -725,11 +725,7 @@ fn write_fixed(column_type: ColumnType, value: &Value, slot: &mut [u8]) {
         (_, Value::Float(x)) => slot.copy_from_slice(&x.to_le_bytes()),
         (_, Value::Double(x)) => slot.copy_from_slice(&x.to_le_bytes()),
         (_, Value::Decimal(d)) => slot.copy_from_slice(&d.unscaled.to_le_bytes()),
-        (ColumnType::Char { .. }, Value::Bytes(bytes)) => {
-            slot.fill(b' ');
-            slot[..bytes.len()].copy_from_slice(bytes);
-        }
-        (_, Value::Bytes(bytes)) => slot[..bytes.len()].copy_from_slice(bytes),
+        (_, Value::Bytes(bytes)) => write_fixed_string(column_type, bytes, slot),
         (_, Value::Date(date)) => slot.copy_from_slice(&date.to_days().to_le_bytes()),
         (_, Value::Time(us) | Value::Timestamp(us)) => slot.copy_from_slice(&us.to_le_bytes()),
         (_, Value::DateTime(datetime)) => slot.copy_from_slice(&datetime.to_micros().to_le_bytes()),
@@ -737,8 +733,14 @@ fn write_fixed(column_type: ColumnType, value: &Value, slot: &mut [u8]) {
     }
 }
 
-/// Writes an integer slot as `codec::write_value` writes the `Value` `read_fixed` makes
-/// of it.
+/// Writes a checked string into its CHAR (padded with spaces) or BINARY slot.
+fn write_fixed_string(column_type: ColumnType, bytes: &[u8], slot: &mut [u8]) {
+    if let ColumnType::Char { .. } = column_type {
+        slot.fill(b' ');
+    }
+    slot[..bytes.len()].copy_from_slice(bytes);
+}
+
 /// The integer in the `bytes`-wide slot at `offset`, sign-extended when `signed`. Each width
 /// is a fixed-size load (a slot copied by its run-time width costs a `memcpy` call).
 #[inline(always)]
@@ -813,5 +815,6 @@ fn read_fixed(column_type: ColumnType, slot: &[u8]) -> Value {
     }
 }
 
+mod from_wire;
 #[cfg(test)]
 mod tests;

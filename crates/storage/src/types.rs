@@ -308,6 +308,12 @@ impl Date {
         (era * 146_097 + day_of_era - 719_468) as i32
     }
 
+    /// Whether [`Date::from_days`] takes `days` (a date in years 1 to 9999), without
+    /// working out the date.
+    pub fn days_valid(days: i32) -> bool {
+        (DATE_DAYS_MIN..=DATE_DAYS_MAX).contains(&days)
+    }
+
     pub fn from_days(days: i32) -> Option<Self> {
         let z = i64::from(days) + 719_468;
         let era = z.div_euclid(146_097);
@@ -338,6 +344,9 @@ fn days_in_month(year: u16, month: u8) -> u8 {
 
 /// Microseconds per day.
 const DAY_US: i64 = 86_400_000_000;
+/// The days (since 1970-01-01) of 0001-01-01 and 9999-12-31, the first and last dates.
+const DATE_DAYS_MIN: i32 = -719_162;
+const DATE_DAYS_MAX: i32 = 2_932_896;
 /// The largest TIME magnitude: 838:59:59.999999.
 pub const TIME_US_MAX: i64 = (838 * 3600 + 59 * 60 + 59) * 1_000_000 + 999_999;
 
@@ -357,6 +366,13 @@ impl DateTime {
     /// Microseconds since 1970-01-01 00:00:00.
     pub fn to_micros(self) -> i64 {
         i64::from(self.date.to_days()) * DAY_US + self.time_us as i64
+    }
+
+    /// Whether [`DateTime::from_micros`] takes `micros`, without working out the date.
+    pub fn micros_valid(micros: i64) -> bool {
+        let first = i64::from(DATE_DAYS_MIN) * DAY_US;
+        let last = (i64::from(DATE_DAYS_MAX) + 1) * DAY_US - 1;
+        (first..=last).contains(&micros)
     }
 
     pub fn from_micros(micros: i64) -> Option<Self> {
@@ -498,6 +514,35 @@ mod tests {
         assert_eq!(Date::from_days(-719_162), Date::new(1, 1, 1));
         assert_eq!(Date::from_days(2_932_896), Date::new(9999, 12, 31));
         assert_eq!(Date::from_days(2_932_897), None);
+    }
+
+    #[test]
+    fn the_valid_days_and_microseconds_are_those_the_conversions_take() {
+        let first = Date::new(1, 1, 1).unwrap().to_days();
+        let last = Date::new(9999, 12, 31).unwrap().to_days();
+        assert_eq!((first, last), (DATE_DAYS_MIN, DATE_DAYS_MAX));
+        for days in [i32::MIN, first - 1, first, 0, last, last + 1, i32::MAX] {
+            assert_eq!(
+                Date::days_valid(days),
+                Date::from_days(days).is_some(),
+                "{days}"
+            );
+        }
+        let first_us = i64::from(first) * DAY_US;
+        let last_us = (i64::from(last) + 1) * DAY_US - 1;
+        for micros in [
+            i64::MIN,
+            first_us - 1,
+            first_us,
+            0,
+            -1,
+            last_us,
+            last_us + 1,
+            i64::MAX,
+        ] {
+            let valid = DateTime::from_micros(micros).is_some();
+            assert_eq!(DateTime::micros_valid(micros), valid, "{micros}");
+        }
     }
 
     #[test]

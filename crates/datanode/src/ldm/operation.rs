@@ -4,6 +4,7 @@
 use std::sync::RwLock;
 
 use kista_runtime::Context;
+use kista_storage::codec::CodecError;
 use kista_storage::locks::{LockMode, TransactionId};
 use kista_storage::partition::{KeyChange, OperationError, Outcome, Partition, UniqueChange};
 use kista_storage::redo::{delete_row_record_bytes, write_row_record_bytes};
@@ -16,7 +17,11 @@ use crate::read::{project, send_row};
 
 #[derive(Default)]
 pub(super) struct RunningOperation {
-    pub(super) body: KeyBody,
+    /// A read's, an update's or a delete's body.
+    body: KeyBody,
+    /// An insert's or upsert's values as the client encoded them: the partition writes
+    /// its row straight from them (`Partition::insert_from_wire`).
+    row_values: Vec<u8>,
     /// How the write that just ran changed its row's unique keys, for the coordinator.
     pub(super) unique_changes: Vec<UniqueChange>,
     /// The foreign-key events of the write that just ran, for the coordinator.
@@ -26,7 +31,26 @@ pub(super) struct RunningOperation {
 }
 
 impl RunningOperation {
-    /// Runs the operation whose body is decoded in `body`.
+    /// Takes in the body of the next operation, of `kind`.
+    pub(super) fn take_body(
+        &mut self,
+        kind: OperationKind,
+        bytes: &[u8],
+    ) -> Result<(), CodecError> {
+        match kind {
+            OperationKind::Insert | OperationKind::Write => {
+                let body = KeyBodyRef::parse(bytes)?;
+                self.row_values.clear();
+                self.row_values.extend_from_slice(body.encoded_values());
+                Ok(())
+            }
+            OperationKind::Read | OperationKind::Update | OperationKind::Delete => {
+                self.body.decode_into(bytes)
+            }
+        }
+    }
+
+    /// Runs the operation whose body [`Self::take_body`] took.
     pub(super) fn execute(
         &mut self,
         ctx: &mut Context,
@@ -64,13 +88,16 @@ impl RunningOperation {
                 // The replicas before checked the insert; this one may still hold the
                 // key from its own disk (deleted since, the copy will say) and takes
                 // the row as written.
-                done_or_wait(partition.write(tx, &body.values).map_err(described)?)
+                let written = partition.write_from_wire(tx, &self.row_values);
+                done_or_wait(written.map_err(described)?)
             }
             OperationKind::Insert => {
-                done_or_wait(partition.insert(tx, &body.values).map_err(described)?)
+                let inserted = partition.insert_from_wire(tx, &self.row_values);
+                done_or_wait(inserted.map_err(described)?)
             }
             OperationKind::Write => {
-                done_or_wait(partition.write(tx, &body.values).map_err(described)?)
+                let written = partition.write_from_wire(tx, &self.row_values);
+                done_or_wait(written.map_err(described)?)
             }
             OperationKind::Delete => {
                 let deleted = partition.delete(tx, key);

@@ -274,6 +274,11 @@ impl<'a> KeyBodyRef<'a> {
             .map(|pair| u16::from_le_bytes([pair[0], pair[1]]))
     }
 
+    /// The values as the client encoded them (`codec::write_values`).
+    pub fn encoded_values(&self) -> &'a [u8] {
+        self.values
+    }
+
     /// Decodes the values (a read's are ignored: it has none).
     pub fn values(&self) -> Result<Vec<Value>, CodecError> {
         let mut input = Reader::new(self.values);
