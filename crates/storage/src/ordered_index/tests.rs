@@ -73,18 +73,20 @@ proptest! {
 proptest! {
     // Two keys with a common start (0 to 24 bytes, so it ends before, at or past the inline
     // head) and short endings over an alphabet with zeros: often one is a prefix of the
-    // other, or they differ only in padding-like zeros.
+    // other, or they differ only in padding-like zeros. Equal keys are ordered by row.
     #[test]
-    fn a_key_as_the_tree_holds_it_sorts_as_its_bytes_and_gives_them_back(
+    fn an_entry_as_the_tree_holds_it_sorts_as_its_key_bytes_then_row_and_gives_them_back(
         common in proptest::collection::vec(0..3u8, 0..24),
         end_a in proptest::collection::vec(0..2u8, 0..4),
         end_b in proptest::collection::vec(0..2u8, 0..4),
+        rows in (0..3u32, 0..3u32),
     ) {
         let a = [&common[..], &end_a[..]].concat();
         let b = [&common[..], &end_b[..]].concat();
-        prop_assert_eq!(Key::new(&a).cmp(&Key::new(&b)), a.cmp(&b));
+        let (entry_a, entry_b) = (Entry::new(&a, RowId(rows.0)), Entry::new(&b, RowId(rows.1)));
+        prop_assert_eq!(entry_a.cmp(&entry_b), a.cmp(&b).then(rows.0.cmp(&rows.1)));
         let mut out = Vec::new();
-        prop_assert_eq!(Key::new(&a).bytes_into(&mut out), &a[..]);
+        prop_assert_eq!(entry_a.key_into(&mut out), &a[..]);
     }
 }
 

@@ -2,8 +2,7 @@
 //!
 //! Made for what std's `BTreeSet` cannot do cheaply: an entry past the last one (a load in
 //! key order, AUTO_INCREMENT keys) is appended to the last leaf after one comparison,
-//! where a search compares at every level; and a search bisects each node's keys' first
-//! 16 bytes as integers before it compares whole entries. Entries live in leaves; an inner node's
+//! where a search compares at every level. Entries live in leaves; an inner node's
 //! separators are copies of the first entry of each child but the first: child `i` holds
 //! the entries from `separators[i - 1]` up to, not including, `separators[i]`.
 //!
@@ -18,26 +17,21 @@ const NODE_ENTRIES_MAX: usize = 64;
 
 type NodeId = usize;
 
-/// An entry's first bytes as one integer, compared before the entry itself.
-pub(super) trait Prefixed: Ord + Clone {
-    /// Order-preserving: `a.prefix() < b.prefix()` implies `a < b`.
-    fn prefix(&self) -> u128;
-
+/// What the tree holds: ordered, and cheap to compare (the tree compares a few dozen
+/// times per insert), with perhaps some bytes on the heap.
+pub(super) trait TreeEntry: Ord + Clone {
     /// Bytes it holds on the heap (a copy kept as a separator holds as many again).
     fn heap_bytes(&self) -> usize;
 }
 
-/// A node's entries (or separators) in order, with their prefixes in an array of their
-/// own: a bisection compares integers, and whole entries only where prefixes are equal.
+/// A node's entries (or separators) in order.
 struct Sorted<T> {
-    prefixes: Vec<u128>,
     items: Vec<T>,
 }
 
-impl<T: Prefixed> Sorted<T> {
+impl<T: TreeEntry> Sorted<T> {
     fn with_capacity(capacity: usize) -> Self {
         Self {
-            prefixes: Vec::with_capacity(capacity),
             items: Vec::with_capacity(capacity),
         }
     }
@@ -48,19 +42,11 @@ impl<T: Prefixed> Sorted<T> {
 
     /// How many items are below `probe` (`or_equal`: at most `probe`).
     fn count_below(&self, probe: &T, or_equal: bool) -> usize {
-        let prefix = probe.prefix();
-        let start = self.prefixes.partition_point(|&p| p < prefix);
-        let mut end = start;
-        while self.prefixes.get(end) == Some(&prefix) {
-            end += 1;
+        if or_equal {
+            self.items.partition_point(|item| item <= probe)
+        } else {
+            self.items.partition_point(|item| item < probe)
         }
-        let tied = &self.items[start..end];
-        start
-            + if or_equal {
-                tied.partition_point(|item| item <= probe)
-            } else {
-                tied.partition_point(|item| item < probe)
-            }
     }
 
     /// Where `probe` is (`Ok`) or would go (`Err`).
@@ -73,28 +59,23 @@ impl<T: Prefixed> Sorted<T> {
     }
 
     fn insert(&mut self, at: usize, item: T) {
-        self.prefixes.insert(at, item.prefix());
         self.items.insert(at, item);
     }
 
     fn remove(&mut self, at: usize) -> T {
-        self.prefixes.remove(at);
         self.items.remove(at)
     }
 
     fn push(&mut self, item: T) {
-        self.prefixes.push(item.prefix());
         self.items.push(item);
     }
 
     fn pop(&mut self) -> Option<T> {
-        self.prefixes.pop();
         self.items.pop()
     }
 
     /// Moves the items from `at` on to the end of `into`.
     fn move_tail(&mut self, at: usize, into: &mut Self) {
-        into.prefixes.extend(self.prefixes.drain(at..));
         into.items.extend(self.items.drain(at..));
     }
 }
@@ -107,7 +88,7 @@ enum Node<T> {
     },
 }
 
-impl<T: Prefixed> Node<T> {
+impl<T: TreeEntry> Node<T> {
     fn empty_leaf() -> Self {
         Node::Leaf(Sorted::with_capacity(0))
     }
@@ -156,7 +137,7 @@ struct Split<T> {
     right: NodeId,
 }
 
-impl<T: Prefixed> EntryTree<T> {
+impl<T: TreeEntry> EntryTree<T> {
     pub fn new() -> Self {
         Self::with_node_max(NODE_ENTRIES_MAX)
     }
@@ -176,8 +157,7 @@ impl<T: Prefixed> EntryTree<T> {
             buffered_nodes: 0,
             separator_heap_bytes: 0,
             entry_heap_bytes_max: 0,
-            node_buffer_bytes: (node_max + 1)
-                * (std::mem::size_of::<u128>() + std::mem::size_of::<T>())
+            node_buffer_bytes: (node_max + 1) * std::mem::size_of::<T>()
                 + (node_max + 2) * std::mem::size_of::<NodeId>(),
         }
     }
@@ -611,7 +591,7 @@ impl<T: Prefixed> EntryTree<T> {
 }
 
 #[cfg(test)]
-impl<T: Prefixed> EntryTree<T> {
+impl<T: TreeEntry> EntryTree<T> {
     /// Asserts the counts the memory bound is made of: buffered nodes, the separators'
     /// heap bytes, the height.
     pub(super) fn check_counts(&self) {
@@ -645,10 +625,7 @@ impl<T: Prefixed> EntryTree<T> {
     /// The heap bytes the tree holds, its entries' own aside, from its buffers' real
     /// capacities: what [`EntryTree::heap_bytes`] must never be below.
     pub(super) fn heap_bytes_exact(&self) -> usize {
-        let sorted = |s: &Sorted<T>| {
-            s.prefixes.capacity() * std::mem::size_of::<u128>()
-                + s.items.capacity() * std::mem::size_of::<T>()
-        };
+        let sorted = |s: &Sorted<T>| s.items.capacity() * std::mem::size_of::<T>();
         let nodes: usize = (self.nodes.iter())
             .map(|node| match node {
                 Node::Leaf(entries) => sorted(entries),
@@ -672,8 +649,8 @@ impl<T: Prefixed> EntryTree<T> {
 }
 
 /// Heap bytes of `items`.
-fn heap_bytes_of<T: Prefixed>(items: &[T]) -> usize {
-    items.iter().map(Prefixed::heap_bytes).sum()
+fn heap_bytes_of<T: TreeEntry>(items: &[T]) -> usize {
+    items.iter().map(TreeEntry::heap_bytes).sum()
 }
 
 #[cfg(test)]

@@ -8,12 +8,7 @@ use proptest::prelude::*;
 
 use super::*;
 
-impl Prefixed for u16 {
-    /// Only the high byte, so that equal prefixes of different entries are common.
-    fn prefix(&self) -> u128 {
-        u128::from(*self >> 8)
-    }
-
+impl TreeEntry for u16 {
     /// Some entries hold heap bytes, as keys with tails do.
     fn heap_bytes(&self) -> usize {
         usize::from(*self % 3) * 8
@@ -80,15 +75,7 @@ fn check_node(
 ) -> usize {
     let within = |e: u16| low.is_none_or(|l| l <= e) && high.is_none_or(|h| e < h);
     match &tree.nodes[node] {
-        Node::Leaf(Sorted {
-            prefixes,
-            items: entries,
-        }) => {
-            assert_eq!(prefixes.len(), entries.len());
-            assert!(
-                prefixes.iter().zip(entries).all(|(p, e)| *p == e.prefix()),
-                "each prefix is its entry's"
-            );
+        Node::Leaf(Sorted { items: entries }) => {
             assert!(entries.len() <= tree.node_max, "leaf overflows");
             assert!(entries.windows(2).all(|w| w[0] < w[1]), "leaf unsorted");
             assert!(
@@ -102,14 +89,6 @@ fn check_node(
             separators,
             children,
         } => {
-            assert!(
-                separators
-                    .prefixes
-                    .iter()
-                    .zip(&separators.items)
-                    .all(|(p, s)| *p == s.prefix()),
-                "each prefix is its separator's"
-            );
             let separators = &separators.items;
             assert_eq!(children.len(), separators.len() + 1);
             assert!(separators.len() <= tree.node_max, "inner node overflows");
