@@ -10,10 +10,12 @@ use support::{run_kista, spawn_up, KistaProcess};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
-/// Stops the cluster (and a tmux server) however the test ends.
+/// Stops the cluster (and a tmux server) however the test ends, and removes its directory.
 struct Cleanup {
     mgm: String,
     tmux_socket: Option<String>,
+    up: Option<KistaProcess>,
+    dir: std::path::PathBuf,
 }
 
 impl Drop for Cleanup {
@@ -24,18 +26,22 @@ impl Drop for Cleanup {
                 .output();
         }
         let _ = run_kista(&["mgm", "--mgm", &self.mgm, "-e", "shutdown"], LIMIT);
+        // Once `kista up` has ended, nothing writes in the directory any more.
+        drop(self.up.take());
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
-fn start_cluster(name: &str) -> (KistaProcess, Cleanup) {
+fn start_cluster(name: &str) -> Cleanup {
     let dir = std::env::temp_dir().join(format!("kista-top-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let up = spawn_up(&dir, &["--data-memory", "64M"]);
-    let cleanup = Cleanup {
+    Cleanup {
         mgm: up.address.to_string(),
         tmux_socket: None,
-    };
-    (up, cleanup)
+        up: Some(up),
+        dir,
+    }
 }
 
 fn top_json(mgm: &str) -> serde_json::Value {
@@ -46,7 +52,7 @@ fn top_json(mgm: &str) -> serde_json::Value {
 
 #[test]
 fn top_once_json_shows_every_data_nodes_threads_under_load_and_a_stopped_node() {
-    let (_up, cleanup) = start_cluster("json");
+    let cleanup = start_cluster("json");
     let mgm = cleanup.mgm.clone();
     let bench_mgm = mgm.clone();
     let bench = std::thread::spawn(move || {
@@ -111,7 +117,7 @@ fn top_once_json_shows_every_data_nodes_threads_under_load_and_a_stopped_node() 
 
 #[test]
 fn top_in_a_terminal_shows_each_thread_changes_order_on_s_and_quits_on_q() {
-    let (_up, mut cleanup) = start_cluster("tmux");
+    let mut cleanup = start_cluster("tmux");
     let socket = format!("kista-top-{}", std::process::id());
     cleanup.tmux_socket = Some(socket.clone());
     let tmux = |args: &[&str]| {
