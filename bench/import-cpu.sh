@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Where the CPU of `kista import` goes: ROWS rows of the import benchmark's file loaded into
 # `kista up` (two data nodes, two replicas; its SQL front end idle), with each process's
-# user and system CPU seconds (from /proc) over the import, and the wall time.
+# user and system CPU seconds (from /proc) over the import, the wall time, and each data
+# node's page faults over the import and resident memory after it.
 #
 #   bench/import-cpu.sh [ROWS] [THREADS]
 set -euo pipefail
@@ -16,7 +17,7 @@ table=$import_table
 start_kista 2G
 mysql -h 127.0.0.1 -P "$kista_port" -u root -e "CREATE DATABASE imp; USE imp; $table"
 ticks=$(getconf CLK_TCK)
-cpu() { awk -v t="$ticks" '{ printf "%.2f %.2f", $14 / t, $15 / t }' "/proc/$1/stat"; }
+cpu() { awk -v t="$ticks" '{ printf "%.2f %.2f %d", $14 / t, $15 / t, $10 }' "/proc/$1/stat"; }
 nodes=$(pgrep -f "kista datad --mgm 127.0.0.1:$mgm_port" | tr '\n' ' ')
 declare -A before
 for pid in $nodes; do before[$pid]=$(cpu "$pid"); done
@@ -24,6 +25,8 @@ TIMEFORMAT="import: %U s user, %S s system; wall %R s"
 time $kista import --mgm "127.0.0.1:$mgm_port" imp.t "$file" \
   --threads "$threads" --quiet --rejects "$dir/rejects" --state "$dir/state"
 for pid in $nodes; do
-  read -r u0 s0 <<< "${before[$pid]}"; read -r u1 s1 <<< "$(cpu "$pid")"
-  printf 'data node (pid %s): %.2f s user, %.2f s system\n' "$pid" "$(echo "$u1 - $u0" | bc)" "$(echo "$s1 - $s0" | bc)"
+  read -r u0 s0 f0 <<< "${before[$pid]}"; read -r u1 s1 f1 <<< "$(cpu "$pid")"
+  printf 'data node (pid %s): %.2f s user, %.2f s system, %d page faults, %d MB resident\n' \
+    "$pid" "$(echo "$u1 - $u0" | bc)" "$(echo "$s1 - $s0" | bc)" "$((f1 - f0))" \
+    "$(awk '/VmRSS/ { print int($2 / 1024) }' "/proc/$pid/status")"
 done
