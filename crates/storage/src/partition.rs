@@ -123,6 +123,12 @@ struct Pending {
     /// Whether the anchor holds a committed version (it does unless the row is new).
     committed: bool,
     new: NewVersion,
+    /// Whether the transaction's exclusive lock on the anchor is implied by this change,
+    /// with no entry in the lock table: a new row's insert (InnoDB's implicit lock). The
+    /// lock table is a hash map that every row of a load would otherwise enter and leave,
+    /// a cache miss each way; another transaction asking for the row puts the lock there
+    /// first ([`Partition::lock`]).
+    lock_implied: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -270,8 +276,13 @@ impl Partition {
 
     /// Transactions with locks or changes here.
     /// Every row lock held or waited for here: `(row, transaction, mode, granted)`.
-    pub fn each_lock(&self, visit: impl FnMut(RowId, TransactionId, LockMode, bool)) {
-        self.locks.each(visit);
+    pub fn each_lock(&self, mut visit: impl FnMut(RowId, TransactionId, LockMode, bool)) {
+        self.locks.each(&mut visit);
+        for (&anchor, pending) in &self.pending {
+            if pending.lock_implied {
+                visit(anchor, pending.transaction, LockMode::Exclusive, true);
+            }
+        }
     }
 
     pub fn open_transactions(&self) -> usize {
@@ -680,12 +691,50 @@ impl Partition {
         anchor: RowId,
         mode: LockMode,
     ) -> Result<LockOutcome, OperationError> {
+        if self.state(anchor) == RowState::Pending {
+            if let Some(holder) = self.implied_lock_holder(anchor) {
+                if holder == transaction {
+                    return Ok(LockOutcome::Granted); // exclusive: anything it asks for
+                }
+                self.enter_implied_lock(anchor, holder)?;
+            }
+        }
         let outcome = self.locks.acquire(anchor, transaction, mode)?;
+        self.remember_anchor(transaction, anchor);
+        Ok(outcome)
+    }
+
+    /// The transaction whose lock on `anchor` is implied by its pending change, if any.
+    fn implied_lock_holder(&self, anchor: RowId) -> Option<TransactionId> {
+        let pending = self.pending.get(&anchor)?;
+        pending.lock_implied.then_some(pending.transaction)
+    }
+
+    /// Puts `holder`'s implied exclusive lock on `anchor` in the lock table, where another
+    /// transaction can queue behind it. On error (a full table) it stays implied.
+    fn enter_implied_lock(
+        &mut self,
+        anchor: RowId,
+        holder: TransactionId,
+    ) -> Result<(), OperationError> {
+        let outcome = self.locks.acquire(anchor, holder, LockMode::Exclusive)?;
+        assert_eq!(
+            outcome,
+            LockOutcome::Granted,
+            "no one else locks a row whose lock is implied"
+        );
+        if let Some(pending) = self.pending.get_mut(&anchor) {
+            pending.lock_implied = false;
+        }
+        Ok(())
+    }
+
+    /// Notes that `transaction` locked `anchor`, for its commit or abort to release.
+    fn remember_anchor(&mut self, transaction: TransactionId, anchor: RowId) {
         self.transactions
             .entry(transaction)
             .or_default()
             .push(anchor);
-        Ok(outcome)
     }
 
     /// A new key: a new anchor holding the encoded row as the transaction's insert.
@@ -717,7 +766,8 @@ impl Partition {
     }
 
     /// [`Self::insert_new_anchor`] once the row and its primary key entry are in: its
-    /// index entries, its lock and its pending state; on error the row is gone again.
+    /// index entries and its pending state (which implies its lock); on error the row is
+    /// gone again.
     fn add_new_anchor(
         &mut self,
         transaction: TransactionId,
@@ -725,21 +775,15 @@ impl Partition {
         anchor: RowId,
         new_keys: &[Option<Vec<u8>>],
     ) -> Result<(), OperationError> {
-        let undo_row = |partition: &mut Self| partition.rows.delete(anchor);
-        let added = match indexes::add_entries(self, anchor, new_keys) {
-            Ok(added) => added,
-            Err(error) => {
-                self.primary.remove(key);
-                undo_row(self);
-                return Err(error);
-            }
-        };
-        if let Err(error) = self.lock(transaction, anchor, LockMode::Exclusive) {
-            indexes::remove_added(self, anchor, new_keys, added);
+        if let Err(error) = indexes::add_entries(self, anchor, new_keys) {
             self.primary.remove(key);
-            undo_row(self);
+            self.rows.delete(anchor);
             return Err(error);
         }
+        // A new anchor: no one has locked it (a slot is freed only once unlocked), and
+        // its pending insert implies the transaction's exclusive lock.
+        assert!(!self.locks.is_locked(anchor), "a new anchor is unlocked");
+        self.remember_anchor(transaction, anchor);
         self.set_state(anchor, RowState::Pending);
         self.pending.insert(
             anchor,
@@ -747,6 +791,7 @@ impl Partition {
                 transaction,
                 committed: false,
                 new: NewVersion::InAnchor,
+                lock_implied: true,
             },
         );
         indexes::report_unique_changes(self, anchor, &[], new_keys);
@@ -796,6 +841,7 @@ impl Partition {
                 transaction,
                 committed: self.state(anchor) == RowState::Committed,
                 new: NewVersion::Absent,
+                lock_implied: false, // the transaction locked the row to write it
             },
         };
         let committed = pending.committed.then_some(anchor);
@@ -931,6 +977,10 @@ impl Partition {
                 }
                 (Some(pending), None) => self.abort_version(anchor, pending, keys),
                 (None, _) => {}
+            }
+            if mine.is_some_and(|pending| pending.lock_implied) {
+                self.free_if_unused(anchor);
+                continue; // nothing in the lock table: no one else asked for the row
             }
             let released = self.locks.release(anchor, transaction);
             granted.extend(released.into_iter().map(|(transaction, _)| Granted {

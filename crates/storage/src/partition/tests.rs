@@ -329,6 +329,52 @@ fn a_timed_out_waiter_is_withdrawn_and_the_holder_keeps_its_lock() {
     users.commit(T3, 1);
 }
 
+/// Every lock the partition lists: `(row, transaction, mode, granted)`, sorted.
+fn listed_locks(partition: &Partition) -> Vec<(RowId, TransactionId, LockMode, bool)> {
+    let mut locks = Vec::new();
+    partition
+        .each_lock(|row, transaction, mode, granted| locks.push((row, transaction, mode, granted)));
+    locks.sort();
+    locks
+}
+
+#[test]
+fn a_new_rows_lock_is_implied_until_another_transaction_asks_for_the_row() {
+    let (_, mut users) = users(1 << 20);
+    insert(&mut users, T1, user(7, None, None)).unwrap();
+    insert(&mut users, T1, user(8, None, None)).unwrap();
+    assert_eq!(users.locks.entries(), 0, "the inserts entered no lock");
+    let listed = listed_locks(&users);
+    assert_eq!(listed.len(), 2, "yet both are listed: {listed:?}");
+    assert!(listed
+        .iter()
+        .all(|&(_, tx, mode, granted)| (tx, mode, granted) == (T1, Exclusive, true)));
+    // Its own transaction asks again: granted, still implied.
+    assert_eq!(
+        locked(&mut users, T1, 7, Shared),
+        Outcome::Done(Some(user(7, None, None)))
+    );
+    assert_eq!(users.locks.entries(), 0);
+    // Another asks: the holder's lock goes in the table first, and it waits behind it.
+    let Outcome::Waiting(anchor) = locked(&mut users, T2, 7, Shared) else {
+        panic!("T1 holds row 7")
+    };
+    assert_eq!(users.locks.holders(anchor), [(T1, Exclusive)]);
+    assert_eq!(users.locks.waiting(anchor), [(T2, Shared)]);
+    let mut blockers = Vec::new();
+    users.lock_blockers(T2, anchor, &mut blockers);
+    assert_eq!(blockers, [T1], "deadlock detection sees the holder");
+    assert_eq!(listed_locks(&users).len(), 3);
+    assert_eq!(users.commit(T1, 1), [granted(T2, anchor)]);
+    assert_eq!(
+        locked(&mut users, T2, 7, Shared),
+        Outcome::Done(Some(user(7, None, None)))
+    );
+    users.commit(T2, 1);
+    assert_eq!(users.locks.entries(), 0);
+    assert_eq!(listed_locks(&users), []);
+}
+
 #[test]
 fn a_waiter_on_an_aborted_insert_wakes_to_no_row_and_the_anchor_goes_afterwards() {
     let (memory, mut users) = users(1 << 20);
