@@ -918,6 +918,22 @@ fn env_u64(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// Seed 19992: a start from disk finds node 2's disk behind node 1's and stops it; node 2,
+/// started again soon after (and once more after a crash), must join and copy. Node 1 had
+/// kept it a member, ignoring its requests to join until the partial-start timeout (30 s).
+#[test]
+fn a_node_a_start_from_disk_stopped_as_behind_joins_when_started_again_soon() {
+    let mut run = Run::start(19_992);
+    for _ in 0..STEPS {
+        run.step();
+    }
+    let stopped_as_behind = (run.cluster.simulation.log_of(NodeId(1)).iter())
+        .any(|line| line.contains("data node 2 restores GCI"));
+    assert!(stopped_as_behind, "the seed still stops node 2 as behind");
+    assert!(run.heal_all(), "node 2 joined and every node serves");
+    run.check_every_key();
+}
+
 #[test]
 fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_write_and_serve_no_stale_read() {
     let seeds = env_u64("KISTA_RANDOM_FAULT_SEEDS", SEEDS_DEFAULT);
