@@ -31,6 +31,15 @@ pub enum IndexError {
 /// numeric columns), so adding one allocates nothing; it hashes and compares as its bytes.
 type Key = SmallVec<[u8; 16]>;
 
+/// What [`HashIndex::get_or_add`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GotOrAdded {
+    /// The key led to this row already.
+    Got(RowId),
+    /// The key had no entry: it leads to this new row now.
+    Added(RowId),
+}
+
 pub struct HashIndex {
     memory: MemoryAccount,
     entries: HashMap<Key, RowId, RandomState>,
@@ -61,6 +70,30 @@ impl HashIndex {
                 self.memory.reserve(charge(key))?;
                 vacant.insert(row);
                 Ok(())
+            }
+        }
+    }
+
+    /// The row `key` leads to, or, when none does, a new entry for the row `add_row`
+    /// makes: one look into the table for both, where a lookup and then an insert hashed
+    /// and probed twice. On error (no memory for the entry, or `add_row`'s) nothing
+    /// changed.
+    pub fn get_or_add<E: From<DataMemoryExhausted>>(
+        &mut self,
+        key: &[u8],
+        add_row: impl FnOnce() -> Result<RowId, E>,
+    ) -> Result<GotOrAdded, E> {
+        match self.entries.entry(Key::from_slice(key)) {
+            Entry::Occupied(occupied) => Ok(GotOrAdded::Got(*occupied.get())),
+            Entry::Vacant(vacant) => {
+                self.memory.reserve(charge(key))?;
+                match add_row() {
+                    Ok(row) => Ok(GotOrAdded::Added(*vacant.insert(row))),
+                    Err(error) => {
+                        self.memory.release(charge(key));
+                        Err(error)
+                    }
+                }
             }
         }
     }
@@ -107,6 +140,34 @@ impl HashIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn get_or_add_finds_a_key_adds_a_new_one_and_changes_nothing_when_the_row_fails() {
+        let memory = Arc::new(DataMemory::new(1 << 20));
+        let mut index = HashIndex::new(memory.clone());
+        index.insert(b"k1", RowId(1)).unwrap();
+        let used = memory.used_bytes();
+        let unused = || -> Result<RowId, DataMemoryExhausted> { panic!("no row is made") };
+        assert_eq!(
+            index.get_or_add(b"k1", unused),
+            Ok(GotOrAdded::Got(RowId(1)))
+        );
+        assert_eq!(memory.used_bytes(), used, "a key found takes no memory");
+        let exhausted = DataMemoryExhausted {
+            requested_bytes: 1,
+            used_bytes: 0,
+            limit_bytes: 0,
+        };
+        assert_eq!(
+            index.get_or_add(b"k2", || Err(exhausted.clone())),
+            Err(exhausted)
+        );
+        assert_eq!((index.get(b"k2"), memory.used_bytes()), (None, used));
+        let added = index.get_or_add(b"k2", || Ok::<_, DataMemoryExhausted>(RowId(2)));
+        assert_eq!(added, Ok(GotOrAdded::Added(RowId(2))));
+        assert_eq!(index.get(b"k2"), Some(RowId(2)));
+        assert_eq!(memory.used_bytes(), used + charge(b"k2"));
+    }
 
     #[test]
     fn keys_map_to_rows_and_duplicates_are_refused() {

@@ -29,7 +29,7 @@ use rustc_hash::FxHashMap;
 use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
-use crate::hash_index::{HashIndex, IndexError};
+use crate::hash_index::{GotOrAdded, HashIndex};
 use crate::locks::{LockError, LockMode, LockOutcome, LockTable, TransactionId};
 use crate::memory::{DataMemory, DataMemoryExhausted};
 use crate::row::{RowError, RowLayout};
@@ -403,8 +403,15 @@ impl Partition {
         key: &[u8],
         replace: bool,
     ) -> Result<Outcome<()>, OperationError> {
-        let Some(anchor) = self.primary.get(key) else {
-            return self.insert_new_anchor(transaction, key).map(Outcome::Done);
+        let (rows, fixed, var) = (&mut self.rows, &self.fixed, &self.var);
+        let anchor = match self.primary.get_or_add(key, || rows.insert(fixed, var)) {
+            Ok(GotOrAdded::Added(new_anchor)) => {
+                return self
+                    .fill_new_anchor(transaction, key, new_anchor)
+                    .map(Outcome::Done)
+            }
+            Ok(GotOrAdded::Got(anchor)) => anchor,
+            Err(exhausted) => return Err(exhausted.into()),
         };
         if let LockOutcome::Waiting = self.lock(transaction, anchor, LockMode::Exclusive)? {
             return Ok(Outcome::Waiting(anchor));
@@ -737,20 +744,14 @@ impl Partition {
             .push(anchor);
     }
 
-    /// A new key: a new anchor holding the encoded row as the transaction's insert.
-    fn insert_new_anchor(
+    /// A new key, whose anchor (holding the encoded row) and primary key entry are in:
+    /// the row's index entries and its pending state, as the transaction's insert.
+    fn fill_new_anchor(
         &mut self,
         transaction: TransactionId,
         key: &[u8],
+        anchor: RowId,
     ) -> Result<(), OperationError> {
-        let anchor = self.rows.insert(&self.fixed, &self.var)?;
-        if let Err(error) = self.primary.insert(key, anchor) {
-            self.rows.delete(anchor);
-            return Err(match error {
-                IndexError::Duplicate => unreachable!("the key was looked up first"),
-                IndexError::Memory(error) => error.into(),
-            });
-        }
         // The keys go in the scratch list (given back below): a new row allocates none.
         let mut new_keys = std::mem::take(&mut self.new_keys);
         indexes::keys_of_row_into(
@@ -765,9 +766,8 @@ impl Partition {
         outcome
     }
 
-    /// [`Self::insert_new_anchor`] once the row and its primary key entry are in: its
-    /// index entries and its pending state (which implies its lock); on error the row is
-    /// gone again.
+    /// [`Self::fill_new_anchor`] once the keys are made: the row's index entries and its
+    /// pending state (which implies its lock); on error the row is gone again.
     fn add_new_anchor(
         &mut self,
         transaction: TransactionId,
