@@ -274,14 +274,14 @@ pub enum ValueRef<'a> {
 
 impl ValueRef<'_> {
     /// The value [`read_value`] would have read.
-    pub fn to_value(&self) -> Value {
-        match *self {
+    pub fn into_value(self) -> Value {
+        match self {
             ValueRef::Bytes(bytes) => Value::Bytes(bytes.to_vec()),
             ValueRef::Days(days) => Value::Date(Date::from_days(days).expect("checked on read")),
             ValueRef::Micros(micros) => {
                 Value::DateTime(DateTime::from_micros(micros).expect("checked on read"))
             }
-            ValueRef::Other(ref value) => value.clone(),
+            ValueRef::Other(value) => value,
         }
     }
 }

@@ -179,9 +179,8 @@ pub struct Partition {
     var: Vec<u8>,
     /// Scratch space for a deleted row's primary key.
     key: Vec<u8>,
-    /// Scratch space for a new row's index keys, and for the versions' keys of a write
-    /// over an existing row, its commit or its abort ([`Partition::with_scratch_keys`]).
-    new_keys: indexes::VersionKeys,
+    /// Scratch space for the versions' index keys of a write, a commit or an abort
+    /// ([`Partition::with_scratch_keys`]).
     scratch_keys: [indexes::VersionKeys; 3],
     /// Unique-key changes of the writes since the caller last took them.
     unique_changes: Vec<UniqueChange>,
@@ -206,7 +205,6 @@ impl Partition {
             fixed: vec![0; layout.fixed_bytes()],
             var: Vec::new(),
             key: Vec::new(),
-            new_keys: Vec::new(),
             scratch_keys: Default::default(),
             unique_changes: Vec::new(),
             watched: Vec::new(),
@@ -698,13 +696,11 @@ impl Partition {
         anchor: RowId,
         mode: LockMode,
     ) -> Result<LockOutcome, OperationError> {
-        if self.state(anchor) == RowState::Pending {
-            if let Some(holder) = self.implied_lock_holder(anchor) {
-                if holder == transaction {
-                    return Ok(LockOutcome::Granted); // exclusive: anything it asks for
-                }
-                self.enter_implied_lock(anchor, holder)?;
+        if let Some(holder) = self.implied_lock_holder(anchor) {
+            if holder == transaction {
+                return Ok(LockOutcome::Granted); // exclusive: anything it asks for
             }
+            self.enter_implied_lock(anchor, holder)?;
         }
         let outcome = self.locks.acquire(anchor, transaction, mode)?;
         self.remember_anchor(transaction, anchor);
@@ -713,6 +709,9 @@ impl Partition {
 
     /// The transaction whose lock on `anchor` is implied by its pending change, if any.
     fn implied_lock_holder(&self, anchor: RowId) -> Option<TransactionId> {
+        if self.state(anchor) != RowState::Pending {
+            return None; // no pending change: asked without a look into the map
+        }
         let pending = self.pending.get(&anchor)?;
         pending.lock_implied.then_some(pending.transaction)
     }
@@ -752,18 +751,12 @@ impl Partition {
         key: &[u8],
         anchor: RowId,
     ) -> Result<(), OperationError> {
-        // The keys go in the scratch list (given back below): a new row allocates none.
-        let mut new_keys = std::mem::take(&mut self.new_keys);
-        indexes::keys_of_row_into(
-            &self.indexes,
-            &self.layout,
-            &self.fixed,
-            &self.var,
-            &mut new_keys,
-        );
-        let outcome = self.add_new_anchor(transaction, key, anchor, &new_keys);
-        self.new_keys = new_keys;
-        outcome
+        // The keys go in a scratch list: a new row allocates none.
+        self.with_scratch_keys(|this, [_, _, new_keys]| {
+            let (layout, fixed, var) = (&this.layout, &this.fixed, &this.var);
+            indexes::keys_of_row_into(&this.indexes, layout, fixed, var, new_keys);
+            this.add_new_anchor(transaction, key, anchor, new_keys)
+        })
     }
 
     /// [`Self::fill_new_anchor`] once the keys are made: the row's index entries and its
@@ -978,15 +971,14 @@ impl Partition {
                 (Some(pending), None) => self.abort_version(anchor, pending, keys),
                 (None, _) => {}
             }
-            if mine.is_some_and(|pending| pending.lock_implied) {
-                self.free_if_unused(anchor);
-                continue; // nothing in the lock table: no one else asked for the row
+            // An implied lock has nothing in the lock table: no one else asked for the row.
+            if !mine.is_some_and(|pending| pending.lock_implied) {
+                let released = self.locks.release(anchor, transaction);
+                granted.extend(released.into_iter().map(|(transaction, _)| Granted {
+                    transaction,
+                    row: anchor,
+                }));
             }
-            let released = self.locks.release(anchor, transaction);
-            granted.extend(released.into_iter().map(|(transaction, _)| Granted {
-                transaction,
-                row: anchor,
-            }));
             self.free_if_unused(anchor);
         }
         granted

@@ -376,29 +376,35 @@ impl RowLayout {
         var.clear();
         var.resize(4 * self.var_columns, 0);
         let (base, added) = values.split_at(self.base_columns);
-        for (index, (value, place)) in base.iter().zip(&self.places).enumerate() {
-            if value.is_null() {
-                fixed[index / 8] |= 1 << (index % 8);
-            }
-            let column_type = self.columns[index].column_type;
-            match *place {
-                Place::Fixed(offset) => {
-                    let end = offset + column_type.fixed_bytes();
-                    write_fixed(column_type, value, &mut fixed[offset..end]);
-                }
-                Place::Variable(k) => {
-                    if let Value::Bytes(bytes) = value {
-                        var.extend_from_slice(bytes);
-                    }
-                    self.end_variable(k, var);
-                }
-                Place::Dynamic(_) => unreachable!("added columns follow the base columns"),
-            }
+        for (index, value) in base.iter().enumerate() {
+            self.write_base_value(index, value, fixed, var);
         }
         if !added.is_empty() {
             self.encode_dynamic(added, var);
         }
         Ok(())
+    }
+
+    /// Writes base column `index`'s checked value into its place: its null bit, its fixed
+    /// slot, or its variable bytes (appended to `var`, whose earlier columns are written).
+    fn write_base_value(&self, index: usize, value: &Value, fixed: &mut [u8], var: &mut Vec<u8>) {
+        if value.is_null() {
+            fixed[index / 8] |= 1 << (index % 8);
+        }
+        let column_type = self.columns[index].column_type;
+        match self.places[index] {
+            Place::Fixed(offset) => {
+                let end = offset + column_type.fixed_bytes();
+                write_fixed(column_type, value, &mut fixed[offset..end]);
+            }
+            Place::Variable(k) => {
+                if let Value::Bytes(bytes) = value {
+                    var.extend_from_slice(bytes);
+                }
+                self.end_variable(k, var);
+            }
+            Place::Dynamic(_) => unreachable!("added columns follow the base columns"),
+        }
     }
 
     /// Records that variable column `k`'s bytes end where `var` does now.

@@ -4,7 +4,7 @@
 //! worked out into its calendar fields and back) cost about as much as the rest of
 //! writing the row. Here each value is checked and copied into its place once.
 
-use super::{check_string_length, check_value, write_fixed, write_fixed_string, Place, RowError};
+use super::{check_string_length, check_value, write_fixed_string, Place, RowError};
 use super::{decimal_fits, integer_range, ColumnType, Decimal, RowLayout, Value, ValueError};
 use crate::codec::{read_value_ref, read_values_into, Reader, ValueRef};
 
@@ -55,8 +55,8 @@ impl RowLayout {
     }
 
     /// Checks base column `index`'s value and writes it into its place: the kinds a
-    /// client sends for the column's type directly, anything else (NULL, or a value of the
-    /// wrong kind, which the check refuses) through its `Value`.
+    /// client sends for the column's type directly, anything else (NULL, another type's
+    /// value, or one the check refuses) through its `Value`.
     #[inline]
     fn put_value_ref(
         &self,
@@ -106,12 +106,7 @@ impl RowLayout {
             {
                 fixed[offset..offset + 8].copy_from_slice(&micros.to_le_bytes());
             }
-            (Place::Fixed(offset), ValueRef::Other(value)) if !value.is_null() => {
-                check_value(column, &value)?;
-                let slot = &mut fixed[offset..offset + column_type.fixed_bytes()];
-                write_fixed(column_type, &value, slot);
-            }
-            (_, value) => self.put_value(index, &value.to_value(), fixed, var)?,
+            (_, value) => self.put_value(index, &value.into_value(), fixed, var)?,
         }
         Ok(())
     }
@@ -124,24 +119,8 @@ impl RowLayout {
         fixed: &mut [u8],
         var: &mut Vec<u8>,
     ) -> Result<(), RowError> {
-        let column = &self.columns[index];
-        check_value(column, value)?;
-        if value.is_null() {
-            fixed[index / 8] |= 1 << (index % 8);
-        }
-        match self.places[index] {
-            Place::Fixed(offset) => {
-                let slot = &mut fixed[offset..offset + column.column_type.fixed_bytes()];
-                write_fixed(column.column_type, value, slot);
-            }
-            Place::Variable(k) => {
-                if let Value::Bytes(bytes) = value {
-                    var.extend_from_slice(bytes);
-                }
-                self.end_variable(k, var);
-            }
-            Place::Dynamic(_) => unreachable!("only base columns are written here"),
-        }
+        check_value(&self.columns[index], value)?;
+        self.write_base_value(index, value, fixed, var);
         Ok(())
     }
 }
