@@ -31,7 +31,7 @@ use crate::metrics::DataManagerCounters;
 use crate::node::NodeSettings;
 use crate::protocol::*;
 use crate::read::{answer_committed_read, body_error, encode_committed_row, ReadAnswer};
-use crate::registry::{PartitionRegistry, SharedPartition, Versions};
+use crate::registry::{read_partition, PartitionRegistry, SharedPartition, Versions};
 use crate::{error_code_of, refuse_prepare, send_sharing_section, send_with_bytes};
 use operation::RunningOperation;
 
@@ -136,6 +136,28 @@ pub struct LocalDataManager {
     /// The data nodes started (their replicas read and written): the first of a
     /// partition's placement among them holds its primary (`kista_info.partitions`).
     started_nodes: NodeSet,
+}
+
+/// Writes of a batch whose primary index buckets are loaded ahead at a time: enough to
+/// overlap their memory waits, few enough to stay in the first-level cache.
+const BATCH_PREFETCH_ENTRIES: usize = 16;
+
+/// Hints the CPU to load the primary index buckets of a batch's next writes from
+/// `offset`, which each write would otherwise wait for in turn: the offset after the last.
+/// An entry that does not parse stops it (running it reports the error).
+fn prefetch_batch_keys(bytes: &[u8], partition: &RwLock<Partition>, mut offset: usize) -> usize {
+    let partition = read_partition(partition);
+    for _ in 0..BATCH_PREFETCH_ENTRIES {
+        let Some(Ok(entry)) = KeyBatchBody::entry_at(bytes, offset) else {
+            break;
+        };
+        let Ok(body) = KeyBodyRef::parse(entry.body) else {
+            break;
+        };
+        partition.prefetch_key(body.key);
+        offset = entry.next_offset;
+    }
+    offset
 }
 
 fn lock_partition(partition: &RwLock<Partition>) -> RwLockWriteGuard<'_, Partition> {
@@ -414,10 +436,14 @@ impl LocalDataManager {
             Some(section) => self.batch_target(&prepare).map(|target| (section, target)),
             None => Err((ErrorCode::BadRequest, "a batch without a body".into())),
         };
+        let mut prefetched_to = offset;
         let ran = match target {
             Err(failure) => Err((prepare, failure)),
             Ok((section, (partition, layout))) => loop {
                 let bytes = ctx.held_section(section);
+                if offset >= prefetched_to {
+                    prefetched_to = prefetch_batch_keys(&bytes, &partition, offset);
+                }
                 let entry = match KeyBatchBody::entry_at(&bytes, offset) {
                     None => break Ok(()),
                     Some(Ok(entry)) => entry,

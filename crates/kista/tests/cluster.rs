@@ -167,7 +167,9 @@ fn a_dropped_tables_memory_returns_to_every_node() {
     let table = client.open_table(CHAINS_TABLE).expect("the table");
     // The reports come each heartbeat: wait until they show the table's rows.
     let empty = memory_used(&cluster, 1);
-    write_rows(&client, 0..20_000, 1, ExecuteMode::Commit);
+    // Enough rows for a mebibyte on each node (its two replicas): the primary hash index
+    // takes ~13 bytes an entry.
+    write_rows(&client, 0..50_000, 1, ExecuteMode::Commit);
     let deadline = std::time::Instant::now() + SELF_STOP_LIMIT;
     while memory_used(&cluster, 1) < empty + 1024.0 * 1024.0 {
         assert!(std::time::Instant::now() < deadline, "the rows show");

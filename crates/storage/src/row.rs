@@ -20,6 +20,8 @@
 //! So adding a column changes no stored row: every row's bytes stay valid under the new
 //! layout, in memory, in the REDO log and in checkpoints.
 
+use std::cell::RefCell;
+
 use crate::codec::{write_bytes_value, write_value, CodecError, Writer, INT_TAG, UINT_TAG};
 use crate::ordered_index::{encode_ordered, ordered_int, push_escaped};
 use crate::schema::{Column, TableSchema};
@@ -61,6 +63,9 @@ pub struct RowLayout {
     fixed_bytes: usize,
     var_columns: usize,
     primary_key: Vec<usize>,
+    /// Where the key lies in the fixed part when the primary key is one fixed column that
+    /// compares bytewise (an integer, say): the commonest key is compared as one slice.
+    primary_key_slot: Option<std::ops::Range<usize>>,
     /// Per column: how [`RowLayout::write_projected`] sends it, decided once per table.
     wire_columns: Vec<WireColumn>,
 }
@@ -138,9 +143,19 @@ impl RowLayout {
                 },
             })
             .collect();
+        let primary_key_slot = match (schema.primary_key.as_slice(), &places) {
+            (&[column], places) => match places[column] {
+                Place::Fixed(offset) if schema.columns[column].column_type.compares_bytewise() => {
+                    Some(offset..offset + schema.columns[column].column_type.fixed_bytes())
+                }
+                _ => None,
+            },
+            _ => None,
+        };
         Self {
             table: schema.name.clone(),
             columns: schema.columns.clone(),
+            primary_key_slot,
             wire_columns,
             places,
             base_columns,
@@ -172,6 +187,56 @@ impl RowLayout {
     pub fn primary_key_of_row(&self, fixed: &[u8], var: &[u8], key: &mut Vec<u8>) {
         let whole = self.key_of_row(&self.primary_key, fixed, var, key);
         debug_assert!(whole, "primary key columns are NOT NULL");
+    }
+
+    /// Whether a stored row's primary key is `key` ([`RowLayout::primary_key_of_row`]'s
+    /// form): how the primary hash index, which keeps no keys, tells rows apart. Compared in
+    /// place, column by column; only a text under a collation that does not compare bytes
+    /// has its weight key built (in a buffer kept per thread: readers share the layout).
+    #[inline]
+    pub fn row_has_primary_key(&self, fixed: &[u8], var: &[u8], key: &[u8]) -> bool {
+        match &self.primary_key_slot {
+            Some(slot) => same_short_bytes(&fixed[slot.clone()], key),
+            None => self.row_has_primary_key_by_columns(fixed, var, key),
+        }
+    }
+
+    fn row_has_primary_key_by_columns(&self, fixed: &[u8], var: &[u8], mut key: &[u8]) -> bool {
+        for &column in &self.primary_key {
+            let column_type = self.columns[column].column_type;
+            let matched = match self.places[column] {
+                Place::Fixed(offset) if column_type.compares_bytewise() => {
+                    let bytes = column_type.fixed_bytes();
+                    skip_prefix(&mut key, &fixed[offset..offset + bytes])
+                }
+                Place::Variable(k) if column_type.compares_bytewise() => {
+                    let bytes = self.var_slice(var, k);
+                    skip_prefix(&mut key, &(bytes.len() as u32).to_le_bytes())
+                        && skip_prefix(&mut key, bytes)
+                }
+                _ => self.skip_built_key_part(column, fixed, var, &mut key),
+            };
+            if !matched {
+                return false;
+            }
+        }
+        key.is_empty()
+    }
+
+    /// [`RowLayout::row_has_primary_key`] of one column by its built key form.
+    fn skip_built_key_part(
+        &self,
+        column: usize,
+        fixed: &[u8],
+        var: &[u8],
+        key: &mut &[u8],
+    ) -> bool {
+        thread_local!(static PART: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) });
+        PART.with_borrow_mut(|part| {
+            part.clear();
+            let whole = self.key_of_row(&[column], fixed, var, part);
+            whole && skip_prefix(key, part)
+        })
     }
 
     /// Appends the key a stored row has in `columns` (in key order), in the form of primary
@@ -627,6 +692,26 @@ impl RowLayout {
 
     pub fn null_bitmap_bytes(&self) -> usize {
         self.null_bitmap_bytes
+    }
+}
+
+/// `a == b` for the few bytes of an integer key without a call to `memcmp`.
+#[inline]
+fn same_short_bytes(a: &[u8], b: &[u8]) -> bool {
+    match (<[u8; 8]>::try_from(a), <[u8; 8]>::try_from(b)) {
+        (Ok(a), Ok(b)) => u64::from_ne_bytes(a) == u64::from_ne_bytes(b),
+        _ => a == b,
+    }
+}
+
+/// Whether `key` begins with `part`, which is then cut off it.
+fn skip_prefix(key: &mut &[u8], part: &[u8]) -> bool {
+    match key.strip_prefix(part) {
+        Some(rest) => {
+            *key = rest;
+            true
+        }
+        None => false,
     }
 }
 

@@ -442,6 +442,37 @@ proptest! {
             prop_assert_eq!(from_row, from_value, "column {} ({:?})", column, column_type);
         }
     }
+
+    /// The primary hash index keeps no keys and compares a row's key in place: the row
+    /// must have exactly the key built from it, and no key differing in a byte or a length.
+    #[test]
+    fn a_row_has_exactly_the_primary_key_built_from_it(
+        (mut schema, values) in a_row(),
+        key_columns in proptest::collection::vec(0..8usize, 1..4),
+        flipped in any::<prop::sample::Index>(),
+    ) {
+        let mut key_columns: Vec<usize> = key_columns
+            .into_iter()
+            .filter(|&column| values.get(column).is_some_and(|value| !value.is_null()))
+            .collect();
+        key_columns.dedup();
+        prop_assume!(!key_columns.is_empty());
+        schema.primary_key = key_columns;
+        let layout = RowLayout::new(&schema);
+        let mut fixed = vec![0; layout.fixed_bytes()];
+        let mut var = Vec::new();
+        layout.encode(&values, &mut fixed, &mut var).unwrap();
+        let mut key = Vec::new();
+        layout.primary_key_of_row(&fixed, &var, &mut key);
+        prop_assert!(layout.row_has_primary_key(&fixed, &var, &key));
+        let mut other = key.clone();
+        other[flipped.index(key.len())] ^= 0x20;
+        prop_assert!(!layout.row_has_primary_key(&fixed, &var, &other));
+        prop_assert!(!layout.row_has_primary_key(&fixed, &var, &key[..key.len() - 1]));
+        other.clone_from(&key);
+        other.push(0);
+        prop_assert!(!layout.row_has_primary_key(&fixed, &var, &other));
+    }
 }
 
 #[test]
