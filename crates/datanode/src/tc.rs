@@ -244,6 +244,11 @@ pub struct TransactionCoordinator {
     /// The generation this node joined in, when it restarted into a running cluster
     /// (part of every transaction id it makes).
     incarnation: u8,
+    /// False on a restarted node until its own `NodeJoined` came: until then it knows
+    /// neither the members (its chains could name a node that failed before it started)
+    /// nor its incarnation (its transaction ids could repeat its earlier life's), so it
+    /// serves no client even if the master's `NodeStarted` came first.
+    knows_membership: bool,
     /// Who waits for the transactions open at some moment to end (`tc/drain.rs`).
     drains: Vec<drain::Drain>,
     /// The latest membership generation this coordinator heard of.
@@ -265,6 +270,7 @@ impl TransactionCoordinator {
         counters: Arc<CoordinatorCounters>,
     ) -> Self {
         let router = ReadRouter::new(settings.read_policy, settings.query_addresses().collect());
+        let knows_membership = !settings.joins_running_cluster;
         // A node restarting learns who is started when it joins.
         let (started_nodes, generation, checkpoints) = if settings.joins_running_cluster {
             // It learns the GCI from the master's next round.
@@ -301,6 +307,7 @@ impl TransactionCoordinator {
             started_nodes,
             starting_nodes: NodeSet::EMPTY,
             incarnation: 0,
+            knows_membership,
             drains: Vec::new(),
             generation,
             checkpoints,

@@ -20,9 +20,10 @@ use crate::cluster::NodeSet;
 use crate::protocol::*;
 
 impl TransactionCoordinator {
-    /// Whether this coordinator's node serves clients: not while it restarts.
+    /// Whether this coordinator's node serves clients: not while it restarts, nor before
+    /// it learned the membership it joined.
     pub(super) fn node_serves(&self) -> bool {
-        self.started_nodes.contains(self.settings.node)
+        self.knows_membership && self.started_nodes.contains(self.settings.node)
     }
 
     /// The chains of every table for the nodes' states.
@@ -47,6 +48,7 @@ impl TransactionCoordinator {
             }
             self.failed_nodes = self.cluster.node_set().minus(joined.members);
             self.incarnation = joined.generation as u8;
+            self.knows_membership = true;
             self.arrange_chains();
         }
     }
