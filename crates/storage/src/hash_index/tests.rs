@@ -245,3 +245,36 @@ proptest! {
         }
     }
 }
+
+/// The longest single insert while 4M keys go in, against a hash map that rehashes all
+/// its entries when it doubles. Measures time, so it asserts nothing and runs only when
+/// asked: `cargo test --release -p kista-storage -- --ignored longest_insert --nocapture`.
+#[test]
+#[ignore = "a measurement"]
+fn longest_insert_against_a_doubling_hash_map() {
+    const KEYS: u32 = 4_000_000;
+    let longest = |mut insert: Box<dyn FnMut(u32)>| {
+        let mut longest = std::time::Duration::ZERO;
+        let started = std::time::Instant::now();
+        for k in 0..KEYS {
+            let before = std::time::Instant::now();
+            insert(k);
+            longest = longest.max(before.elapsed());
+        }
+        (longest, started.elapsed())
+    };
+    let memory = Arc::new(DataMemory::new(1 << 30));
+    let mut index = HashIndex::new(memory);
+    let linear = longest(Box::new(move |k| {
+        let Probe::Absent(hash) = index.probe(&k.to_le_bytes(), |_| false) else {
+            unreachable!("a new key");
+        };
+        index.add(hash, RowId(k)).unwrap();
+    }));
+    let mut map: HashMap<smallvec::SmallVec<[u8; 16]>, RowId> = HashMap::new();
+    let doubling = longest(Box::new(move |k| {
+        map.insert(smallvec::SmallVec::from_slice(&k.to_le_bytes()), RowId(k));
+    }));
+    eprintln!("{KEYS} keys: linear hashing longest insert {:?} (all {:?}); doubling hash map {:?} (all {:?})",
+        linear.0, linear.1, doubling.0, doubling.1);
+}
