@@ -520,7 +520,8 @@ fn coerce_integer(value: &Value, bytes: u8, signed: bool, column: &str) -> SqlRe
         Value::Int(n) => i128::from(*n),
         Value::UInt(n) => i128::from(*n),
         Value::Bytes(text) if text.iter().all(|b| b.is_ascii_digit() || *b == b'-') => {
-            let text = String::from_utf8_lossy(text);
+            // ASCII throughout: valid UTF-8, read in place (every integer field of a load).
+            let text = std::str::from_utf8(text).map_err(|_| wrong("integer", value, column))?;
             text.parse::<i128>()
                 .map_err(|_| wrong("integer", value, column))?
         }
@@ -543,9 +544,10 @@ fn coerce_decimal(value: &Value, precision: u8, scale: u8, column: &str) -> SqlR
         Value::Decimal(d) => d.to_string().into(),
         Value::Int(n) => n.to_string().into(),
         Value::UInt(n) => n.to_string().into(),
-        Value::Bytes(b) => match String::from_utf8_lossy(b) {
-            Cow::Borrowed(text) => text.trim().into(),
-            Cow::Owned(text) => text.trim().to_string().into(),
+        // Valid UTF-8 (every decimal field of a load) is read in place.
+        Value::Bytes(b) => match std::str::from_utf8(b) {
+            Ok(text) => text.trim().into(),
+            Err(_) => String::from_utf8_lossy(b).trim().to_string().into(),
         },
         other => format!("{:.*}", usize::from(scale), to_f64(other).unwrap_or(0.0)).into(),
     };

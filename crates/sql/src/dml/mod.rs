@@ -456,6 +456,11 @@ fn selected_given(
 /// their defaults (a computed one evaluated in `ctx`); an AUTO_INCREMENT column given no
 /// value (or NULL or 0) is left NULL for [`number_auto_increment`], and the hidden key
 /// (never given) for [`number_hidden_keys`].
+const _: () = assert!(
+    size_of::<Option<Value>>() == size_of::<Value>(),
+    "complete_row collects a row into its given buffer"
+);
+
 fn complete_row(
     table: &SqlTable,
     given: GivenRow,
@@ -463,17 +468,18 @@ fn complete_row(
     ctx: &crate::expr::EvalContext,
 ) -> SqlResult<Vec<Value>> {
     let schema = table.schema();
-    let mut row = Vec::with_capacity(given.len());
     // Columns whose computed default reads the row: evaluated once the rest is there.
     let mut computed_later = Vec::new();
-    for (column, value) in given.into_iter().enumerate() {
+    // Collected into the given row's own buffer (an `Option<Value>` and a `Value` are the
+    // same size): a loaded row allocates no second list.
+    let complete = |(column, value): (usize, Option<Value>)| {
         let definition = &schema.columns[column];
         let is_auto = table.auto_increment == Some(column);
         let value = match value {
             Some(v) if is_auto && (v.is_null() || to_i64(&v) == Some(0)) => None,
             other => other,
         };
-        row.push(match value {
+        Ok(match value {
             Some(v) if form == Given::Fitted => v,
             Some(v) => fit(table, column, &v)?,
             None if is_auto || table.hidden_key == Some(column) => Value::Null,
@@ -486,8 +492,13 @@ fn complete_row(
                 (None, None) if definition.nullable => Value::Null,
                 (None, None) => return Err(SqlError::no_default(&definition.name)),
             },
-        });
-    }
+        })
+    };
+    let mut row = given
+        .into_iter()
+        .enumerate()
+        .map(complete)
+        .collect::<SqlResult<Vec<Value>>>()?;
     // In column order, as MySQL: a default may read the given values and the defaults of
     // the columns before it.
     for column in computed_later {
