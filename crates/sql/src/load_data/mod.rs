@@ -8,6 +8,7 @@
 //! DATA does: an error stops it with the batches before committed (the OK's message counts
 //! them). Inside one, its rows are the transaction's.
 
+use std::cell::RefCell;
 use std::io::Read;
 use std::sync::Arc;
 
@@ -159,44 +160,13 @@ impl Loader {
                 None => return Err(mismatch),
             }
         }
-        let at_line = |error: SqlError| {
-            SqlError::new(
-                error.code,
-                error.state,
-                format!("{} at row {}", error.message, record.line),
-            )
-        };
+        let at_line = |error: SqlError| with_line(error, record.line);
         let mut row: GivenRow = vec![None; self.table.schema().columns.len()];
-        // Each field's text goes through one buffer, made once with room for every field: a
-        // number, date or time converted from it costs no allocation of its own.
-        let mut text = Value::Bytes(Vec::with_capacity(record.bytes()));
-        for (target, field) in self.targets.iter().zip(record.fields()) {
-            let value = match (field, &mut text) {
-                (Some(bytes), Value::Bytes(buffer)) => {
-                    buffer.clear();
-                    buffer.extend_from_slice(bytes);
-                    &text
-                }
-                _ => &Value::Null,
-            };
-            match target {
-                Target::Column(column) => {
-                    let fitted = match warnings.as_deref_mut() {
-                        None => dml::fit(&self.table, *column, value),
-                        Some(warnings) => {
-                            fit_leniently(&self.table, *column, value).map(|(fitted, warning)| {
-                                warnings.extend(warning.map(at_line));
-                                fitted
-                            })
-                        }
-                    };
-                    row[*column] = Some(fitted.map_err(at_line)?);
-                }
-                Target::Variable(name) => {
-                    (session.variables.borrow_mut()).insert(name.clone(), value.clone());
-                }
-            }
-        }
+        FIELD_TEXT
+            .with_borrow_mut(|text| {
+                self.convert_fields(session, record, warnings.as_deref_mut(), &mut row, text)
+            })
+            .map_err(at_line)?;
         if warnings.is_some() {
             self.default_missing_leniently(&mut row, record.len());
         }
@@ -215,6 +185,48 @@ impl Loader {
         Ok(row)
     }
 
+    /// Puts `record`'s fields into `row` (a column's) or the session (a variable's), each
+    /// field's text going through `text` (errors without the line: the caller adds it).
+    fn convert_fields(
+        &self,
+        session: &Session,
+        record: &Record,
+        mut warnings: Option<&mut Vec<SqlError>>,
+        row: &mut GivenRow,
+        text: &mut Value,
+    ) -> SqlResult<()> {
+        if !matches!(text, Value::Bytes(_)) {
+            *text = Value::Bytes(Vec::new());
+        }
+        for (target, field) in self.targets.iter().zip(record.fields()) {
+            let value = match (field, &mut *text) {
+                (Some(bytes), Value::Bytes(buffer)) => {
+                    buffer.clear();
+                    buffer.extend_from_slice(bytes);
+                    &*text
+                }
+                _ => &Value::Null,
+            };
+            match target {
+                Target::Column(column) => {
+                    let fitted = match warnings.as_deref_mut() {
+                        None => dml::fit(&self.table, *column, value)?,
+                        Some(warnings) => {
+                            let (fitted, warning) = fit_leniently(&self.table, *column, value)?;
+                            warnings.extend(warning.map(|w| with_line(w, record.line)));
+                            fitted
+                        }
+                    };
+                    row[*column] = Some(fitted);
+                }
+                Target::Variable(name) => {
+                    (session.variables.borrow_mut()).insert(name.clone(), value.clone());
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Inserts `rows` in the session's transaction (outside one, in a transaction of their
     /// own): (rows inserted or replaced, rows skipped as duplicates).
     pub fn insert(&self, session: &mut Session, rows: Vec<GivenRow>) -> SqlResult<(u64, u64)> {
@@ -224,6 +236,19 @@ impl Loader {
         );
         dml::insert_given(session, self.table.clone(), rows, modes)
     }
+}
+
+thread_local! {
+    /// Each field's text on its way to its column's value: one buffer a thread for every
+    /// record of a load (a number, date or time converted from it allocates nothing), where
+    /// each record made its own.
+    static FIELD_TEXT: RefCell<Value> = const { RefCell::new(Value::Null) };
+}
+
+/// `error` naming the line of the record it came from.
+fn with_line(error: SqlError, line: u64) -> SqlError {
+    let message = format!("{} at row {line}", error.message);
+    SqlError::new(error.code, error.state, message)
 }
 
 /// Error (strict) or warning (lenient) 1261 or 1262: `record` has fewer or more fields
