@@ -93,7 +93,8 @@ impl HashIndex {
     }
 
     /// The row holding `key`: `has_key(row)` tells whether a row whose hash matches holds it.
-    pub fn get(&self, key: &[u8], has_key: impl FnMut(RowId) -> bool) -> Option<RowId> {
+    #[cfg(test)]
+    fn get(&self, key: &[u8], has_key: impl FnMut(RowId) -> bool) -> Option<RowId> {
         match self.probe(key, has_key) {
             Probe::Found(row) => Some(row),
             Probe::Absent(_) => None,

@@ -9,6 +9,7 @@
 //! - [`locks`]: shared and exclusive row locks with wait queues.
 //! - [`ordered_index`]: sorted entries for range scans; [`compare`]: the order of values.
 //! - [`filter`]: filter programs pushed down to scans.
+//! - `prefetch`: asking the CPU to load an index's memory before it is read.
 //! - [`partition`]: one partition replica: rows, indexes, committed and pending versions, locks.
 //! - [`codec`]: the byte forms of values, schemas and filters that travel in signal sections.
 //! - [`redo`]: the REDO log's records, their place in the ring of log files, the scan that
@@ -28,6 +29,7 @@ pub mod locks;
 pub mod memory;
 pub mod ordered_index;
 pub mod partition;
+mod prefetch;
 pub mod redo;
 pub mod row;
 pub mod row_store;

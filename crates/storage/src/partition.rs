@@ -293,14 +293,7 @@ impl Partition {
     /// as (fixed part, variable part).
     pub fn read_committed(&self, key: &[u8]) -> Option<StoredRow<'_>> {
         // A committed version lives in its anchor: the row the probe compared is the answer.
-        let (rows, layout) = (&self.rows, &self.layout);
-        let mut compared = None;
-        let found = self.primary.probe(key, |anchor| {
-            let (fixed, var) = rows.get(anchor);
-            compared = Some((fixed, var));
-            layout.row_has_primary_key(fixed, var, key)
-        });
-        let Probe::Found(anchor) = found else {
+        let (Probe::Found(anchor), compared) = self.probe_primary(key) else {
             return None;
         };
         let version = self.committed_version(anchor)?;
@@ -310,7 +303,7 @@ impl Partition {
 
     /// The anchor of the row with primary key `key`.
     fn anchor_of(&self, key: &[u8]) -> Option<RowId> {
-        match self.probe_primary(key) {
+        match self.probe_primary(key).0 {
             Probe::Found(anchor) => Some(anchor),
             Probe::Absent(_) => None,
         }
@@ -322,13 +315,17 @@ impl Partition {
         self.primary.prefetch(self.primary.hash(key));
     }
 
-    /// The primary hash index keeps no keys: a candidate anchor's row is compared.
-    fn probe_primary(&self, key: &[u8]) -> Probe {
+    /// The primary hash index keeps no keys: a candidate anchor's row is compared. Returns
+    /// what the probe found and the last row it compared (the found anchor's, if found).
+    fn probe_primary(&self, key: &[u8]) -> (Probe, Option<StoredRow<'_>>) {
         let (rows, layout) = (&self.rows, &self.layout);
-        self.primary.probe(key, |anchor| {
+        let mut compared = None;
+        let found = self.primary.probe(key, |anchor| {
             let (fixed, var) = rows.get(anchor);
+            compared = Some((fixed, var));
             layout.row_has_primary_key(fixed, var, key)
-        })
+        });
+        (found, compared)
     }
 
     /// The row holding a version, for reading what [`Partition::read_locked`] returned.
@@ -435,7 +432,7 @@ impl Partition {
         key: &[u8],
         replace: bool,
     ) -> Result<Outcome<()>, OperationError> {
-        let anchor = match self.probe_primary(key) {
+        let anchor = match self.probe_primary(key).0 {
             Probe::Found(anchor) => anchor,
             Probe::Absent(hash) => {
                 let new_anchor = self.rows.insert(&self.fixed, &self.var)?;

@@ -452,15 +452,15 @@ fn selected_given(
     Ok(given.collect())
 }
 
-/// A given row made whole: each value fitted to its column, the columns not given set to
-/// their defaults (a computed one evaluated in `ctx`); an AUTO_INCREMENT column given no
-/// value (or NULL or 0) is left NULL for [`number_auto_increment`], and the hidden key
-/// (never given) for [`number_hidden_keys`].
 const _: () = assert!(
     size_of::<Option<Value>>() == size_of::<Value>(),
     "complete_row collects a row into its given buffer"
 );
 
+/// A given row made whole: each value fitted to its column, the columns not given set to
+/// their defaults (a computed one evaluated in `ctx`); an AUTO_INCREMENT column given no
+/// value (or NULL or 0) is left NULL for [`number_auto_increment`], and the hidden key
+/// (never given) for [`number_hidden_keys`].
 fn complete_row(
     table: &SqlTable,
     given: GivenRow,

@@ -158,21 +158,9 @@ impl Buckets {
         &mut self.segments[bucket / SEGMENT_BUCKETS][bucket % SEGMENT_BUCKETS]
     }
 
-    /// Hints the CPU to load `bucket`'s cache line (a no-op where unsupported).
+    /// Hints the CPU to load `bucket`'s cache line.
     pub(super) fn prefetch(&self, bucket: u32) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let line: *const Bucket = self.get(bucket);
-            // SAFETY: `line` points at a live bucket (a reference just made); a prefetch
-            // reads nothing and cannot fault.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                    line.cast::<i8>(),
-                )
-            };
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = bucket;
+        crate::prefetch::prefetch(std::slice::from_ref(self.get(bucket)));
     }
 }
 

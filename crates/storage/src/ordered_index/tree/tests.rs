@@ -229,13 +229,3 @@ fn emptied_the_tree_is_one_empty_leaf_again() {
     assert_eq!(tree.nodes.len() - tree.free.len(), 1);
     assert_eq!(tree.last(), None);
 }
-
-#[test]
-fn prefetching_a_slice_of_any_size_changes_nothing() {
-    let entries: Vec<u16> = (0..1000).collect();
-    for length in [0, 1, 31, 32, 33, 1000] {
-        prefetch(&entries[..length]);
-    }
-    prefetch(&[(); 10]);
-    assert_eq!(entries, (0..1000).collect::<Vec<u16>>());
-}
