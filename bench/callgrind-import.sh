@@ -4,7 +4,8 @@
 # loads ROWS rows of the import benchmark's file (`sql-lib.sh import_rows_file`: a primary
 # key and a secondary index). Counters are zeroed once the table exists and dumped when the
 # import ends; instructions per row are the node's total over ROWS. The profile stays in OUT
-# for callgrind_annotate.
+# for callgrind_annotate. CALLGRIND_CACHE_SIM=yes also counts the node's data misses in
+# callgrind's simulated last-level cache (slower).
 #
 # Usage: bench/callgrind-import.sh [ROWS] [LOG] [OUT]   (defaults 100000, 0, /tmp/callgrind-import)
 set -euo pipefail
@@ -27,4 +28,8 @@ $kista import --mgm "$mgm" imp.t "$dir/rows.csv" --quiet --rejects "$dir/rejects
   --state "$dir/state" > "$out/import.out" 2>&1
 total=$(callgrind_node_total "$out/import")
 echo "import of $rows rows (redo_log $log): $total instructions, $(( total / rows )) per row"
+if [ "${CALLGRIND_CACHE_SIM:-no}" = yes ]; then
+  misses=$(callgrind_node_misses "$out/import")
+  echo "last-level cache data misses: $misses, $(echo "$misses / $rows" | bc -l | xargs printf '%.1f') per row"
+fi
 cat "$out/import.out"

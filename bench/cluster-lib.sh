@@ -110,7 +110,7 @@ start_node_under_callgrind() {
   $kista mgmd --config "$dir/cluster.toml" > "$dir/mgmd.log" 2>&1 &
   pids=($!)
   wait_ready "$dir/mgmd.log"
-  valgrind --tool=callgrind --callgrind-out-file="$3" \
+  valgrind --tool=callgrind --cache-sim="${CALLGRIND_CACHE_SIM:-no}" --callgrind-out-file="$3" \
     $kista datad --mgm "$mgm" --node-id 1 > "$dir/n1.log" 2>&1 &
   node=$!
   pids+=("$node")
@@ -124,4 +124,12 @@ callgrind_node_total() {
   for _ in $(seq 100); do ls "$1".[0-9]* > /dev/null 2>&1 && break; sleep 0.1; done
   sleep 1
   grep -h '^summary:' "$1".[0-9]* | awk '{s += $2} END {print s}'
+}
+
+# callgrind_node_misses OUT: after callgrind_node_total, with CALLGRIND_CACHE_SIM=yes: the
+# data reads and writes that missed callgrind's simulated last-level cache (its model of
+# this machine's), a stable count where time is noisy. Prefetch hints are not simulated.
+callgrind_node_misses() {
+  grep -h '^events:' "$1".[0-9]* | head -1 | grep -q DLmr || { echo "no cache simulation"; return; }
+  grep -h '^summary:' "$1".[0-9]* | awk '{r += $9; w += $10} END {print r + w}'
 }

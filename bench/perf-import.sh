@@ -7,6 +7,10 @@
 # stays in OUT for `perf report -i OUT`.
 #
 #   bench/perf-import.sh [ROWS] [ROUNDS] [OUT]   (defaults 1000000, 1, /tmp/perf-import.data)
+#
+# PERF_HZ sets the sampling rate (2000); PERF_CALLGRAPH how stacks are taken (`-g`, frame
+# pointers): `PERF_HZ=700 PERF_CALLGRAPH="--call-graph dwarf,16384"` gives whole stacks
+# through inlined code, for `perf report --children`.
 set -euo pipefail
 bench_name=perf-import
 source "$(dirname "$0")/sql-lib.sh"
@@ -22,7 +26,7 @@ node=$(pgrep -f "kista datad --mgm 127.0.0.1:$mgm_port" | head -1)
 for round in $(seq 1 "$rounds"); do
   mysql -h 127.0.0.1 -P "$kista_port" -u root -e "CREATE DATABASE imp$round; USE imp$round; $import_table"
   if [ "$round" = "$rounds" ]; then
-    perf record -e cpu-clock -F 2000 -g -p "$node" -o "$out" > "$dir/perf.log" 2>&1 &
+    perf record -e cpu-clock -F ${PERF_HZ:-2000} ${PERF_CALLGRAPH:--g} -p "$node" -o "$out" > "$dir/perf.log" 2>&1 &
     perf_pid=$!
     sleep 0.5
   fi

@@ -1,8 +1,10 @@
 //! Transactions: operations collected into batches, each batch sent in one round trip.
 
+use std::ops::Range;
+
 use kista_datanode::protocol::*;
 use kista_signal::{BlockAddress, NodeId, TypedSignal};
-use kista_storage::codec::{self, CodecError};
+use kista_storage::codec::CodecError;
 use kista_storage::row::RowError;
 use kista_storage::schema::IndexKind;
 use kista_storage::types::Value;
@@ -38,7 +40,8 @@ struct Operation {
     table: (u32, u32),
     /// The unique index the key belongs to, or `PRIMARY_KEY`.
     index_id: u32,
-    body: Vec<u8>,
+    /// Where its body is in the transaction's `bodies`.
+    body: Range<usize>,
     /// `KeyRequest` flags.
     flags: u32,
     /// The partition of a whole-row write that may share a `KeyBatchBody` with others to
@@ -55,8 +58,10 @@ pub struct Transaction<'c> {
     /// node is where the coordinator should be.
     first_chain: Option<ReplicaChain>,
     batch: Vec<Operation>,
-    /// The operations' bodies in `batch`, in bytes.
-    batch_bytes: usize,
+    /// The bodies of the operations in `batch`, one after another: one buffer kept for
+    /// its capacity, where each operation's body was a buffer of its own (an allocation
+    /// per row of a load).
+    bodies: Vec<u8>,
     finished: bool,
     /// Flags every operation carries: foreign-key checks off
     /// ([`Transaction::set_foreign_key_checks`]).
@@ -83,7 +88,7 @@ impl<'c> Transaction<'c> {
             coordinator: None,
             first_chain: None,
             batch: Vec::new(),
-            batch_bytes: 0,
+            bodies: Vec::new(),
             finished: false,
             flags: 0,
         }
@@ -218,7 +223,7 @@ impl<'c> Transaction<'c> {
             true => table.every_column(),
             false => &columns,
         };
-        let body = body_of(write_key, columns, &[])?;
+        let body = self.body_of(write_key, columns, &[])?;
         self.push_encoded(OperationKind::Read, lock, table, id.0, body)
     }
 
@@ -237,10 +242,11 @@ impl<'c> Transaction<'c> {
             )));
         }
         let write_key = |out: &mut Vec<u8>| table.layout.primary_key_of_row_values(values, out);
-        let body = body_of(write_key, &[], values)?;
+        let body = self.body_of(write_key, &[], values)?;
         let batch_partition = (table.index_tables.is_empty() && table.foreign_keys.is_empty())
-            .then(|| KeyBodyRef::parse(&body).map(|body| table.map.partition_of(body.key)))
-            .and_then(Result::ok);
+            .then(|| KeyBodyRef::parse(&self.bodies[body.clone()]))
+            .and_then(Result::ok)
+            .map(|body| table.map.partition_of(body.key));
         self.push_encoded(kind, LockKind::Exclusive, table, PRIMARY_KEY, body)?;
         let op = self.batch.len() as u32 - 1;
         if let Some(operation) = self.batch.last_mut() {
@@ -259,7 +265,7 @@ impl<'c> Transaction<'c> {
         values: &[Value],
     ) -> Result<OpIndex, ClientError> {
         let write_key = |out: &mut Vec<u8>| table.layout.primary_key_of_values(key, out);
-        let body = body_of(write_key, columns, values)?;
+        let body = self.body_of(write_key, columns, values)?;
         self.push_encoded(kind, lock, table, PRIMARY_KEY, body)
     }
 
@@ -269,18 +275,18 @@ impl<'c> Transaction<'c> {
         lock: LockKind,
         table: &Table,
         index_id: u32,
-        body: Vec<u8>,
+        body: Range<usize>,
     ) -> Result<OpIndex, ClientError> {
         if self.finished {
+            self.bodies.truncate(body.start);
             return Err(ClientError::Usage("the transaction has ended".into()));
         }
         let first = self.coordinator.is_none() && self.batch.is_empty();
         if first && index_id == PRIMARY_KEY {
-            if let Ok(key) = KeyBodyRef::parse(&body).map(|body| body.key) {
+            if let Ok(key) = KeyBodyRef::parse(&self.bodies[body.clone()]).map(|body| body.key) {
                 self.first_chain = Some(table.map.chain(table.map.partition_of(key)));
             }
         }
-        self.batch_bytes += body.len();
         self.batch.push(Operation {
             kind,
             lock,
@@ -296,7 +302,23 @@ impl<'c> Transaction<'c> {
     /// Whether the operations added since the last execute make a batch worth sending
     /// ([`BATCH_FULL_OPERATIONS`], [`BATCH_FULL_BYTES`]).
     pub fn batch_is_full(&self) -> bool {
-        self.batch.len() >= BATCH_FULL_OPERATIONS || self.batch_bytes >= BATCH_FULL_BYTES
+        self.batch.len() >= BATCH_FULL_OPERATIONS || self.bodies.len() >= BATCH_FULL_BYTES
+    }
+
+    /// Appends an operation's body to `bodies`: where it is.
+    fn body_of(
+        &mut self,
+        write_key: impl FnOnce(&mut Vec<u8>) -> Result<(), RowError>,
+        columns: &[u16],
+        values: &[Value],
+    ) -> Result<Range<usize>, ClientError> {
+        let start = self.bodies.len();
+        let written = KeyBody::write_keyed(write_key, columns, values, &mut self.bodies);
+        if let Err(error) = written {
+            self.bodies.truncate(start);
+            return Err(ClientError::Usage(error.to_string()));
+        }
+        Ok(start..self.bodies.len())
     }
 
     /// Whether any batch was sent: a transaction that sent nothing holds nothing in the
@@ -337,7 +359,7 @@ impl<'c> Transaction<'c> {
                 "a batch ends with NoCommit, Commit or Rollback".into(),
             ));
         }
-        if self.batch_bytes > BATCH_BYTES_MAX {
+        if self.bodies.len() > BATCH_BYTES_MAX {
             return Err(self.drop_oversized_batch());
         }
         let client = self.client;
@@ -350,7 +372,6 @@ impl<'c> Transaction<'c> {
         };
         self.finished = mode.commits() || mode == ExecuteMode::Rollback;
         let batch = std::mem::take(&mut self.batch);
-        self.batch_bytes = 0;
         let collecting = Collecting {
             coordinator: tc.node(),
             committing: mode.commits(),
@@ -362,7 +383,10 @@ impl<'c> Transaction<'c> {
             .in_flight
             .lock_transactions()
             .insert(client_tx, collecting);
-        let sent = self.send_operations(tc, mode, batch);
+        let mut bodies = std::mem::take(&mut self.bodies);
+        let sent = self.send_operations(tc, mode, batch, &bodies);
+        bodies.clear();
+        self.bodies = bodies;
         match sent {
             Ok(()) => Ok(()),
             // A loss noticed meanwhile has failed the batch through its completion already.
@@ -381,7 +405,8 @@ impl<'c> Transaction<'c> {
     #[inline(never)]
     fn drop_oversized_batch(&mut self) -> ClientError {
         let operations = std::mem::take(&mut self.batch).len();
-        let bytes = std::mem::replace(&mut self.batch_bytes, 0);
+        let bytes = self.bodies.len();
+        self.bodies.clear();
         ClientError::Usage(format!(
             "a batch of {operations} operations carries {bytes} bytes, more than the \
              {BATCH_BYTES_MAX} one batch may: execute it in smaller batches (see \
@@ -394,6 +419,7 @@ impl<'c> Transaction<'c> {
         tc: BlockAddress,
         mode: ExecuteMode,
         batch: Vec<Operation>,
+        bodies: &[u8],
     ) -> Result<(), ClientError> {
         let client = self.client;
         if batch.is_empty() {
@@ -404,13 +430,13 @@ impl<'c> Transaction<'c> {
             };
             return client.send(end.to_signal(tc, client.me), &[]);
         }
-        let requests = requests_of(client.me, self.client_tx, batch);
+        let requests = requests_of(client.me, self.client_tx, batch, bodies);
         let count = requests.len();
         for (position, (mut request, body)) in requests.into_iter().enumerate() {
             if position + 1 == count {
                 request.execute = mode;
             }
-            client.send(request.to_signal(tc, client.me), &body)?;
+            client.send(request.to_signal(tc, client.me), body.bytes(bodies))?;
         }
         Ok(())
     }
@@ -424,7 +450,8 @@ fn requests_of(
     client: BlockAddress,
     client_tx: u64,
     batch: Vec<Operation>,
-) -> Vec<(KeyRequest, Vec<u8>)> {
+    bodies: &[u8],
+) -> Vec<(KeyRequest, RequestBody)> {
     let mut requests = Vec::with_capacity(batch.len());
     let mut open: Vec<OpenBatch> = Vec::new();
     for (index, operation) in batch.into_iter().enumerate() {
@@ -443,14 +470,14 @@ fn requests_of(
         let Some(partition) = operation.batch_partition else {
             open.drain(..)
                 .for_each(|batch| requests.push(batch.request()));
-            requests.push((request, operation.body));
+            requests.push((request, RequestBody::One(operation.body)));
             continue;
         };
         let joins = |batch: &OpenBatch| {
             batch.partition == partition && same_but_op_index(&batch.first, &request)
         };
         let position = match open.iter().position(joins) {
-            Some(position) if open[position].has_room_for(&operation.body) => position,
+            Some(position) if open[position].has_room_for(operation.body.len()) => position,
             Some(full) => {
                 requests.push(open.remove(full).request());
                 open.push(OpenBatch::new(request, partition));
@@ -461,11 +488,27 @@ fn requests_of(
                 open.len() - 1
             }
         };
-        open[position].push(index as u32, operation.body);
+        open[position].push(index as u32, operation.body, bodies);
     }
     open.into_iter()
         .for_each(|batch| requests.push(batch.request()));
     requests
+}
+
+/// A request's body: one operation's, where it is in the transaction's bodies, or a
+/// batch's `KeyBatchBody`.
+enum RequestBody {
+    One(Range<usize>),
+    Batch(Vec<u8>),
+}
+
+impl RequestBody {
+    fn bytes<'a>(&'a self, bodies: &'a [u8]) -> &'a [u8] {
+        match self {
+            RequestBody::One(range) => &bodies[range.clone()],
+            RequestBody::Batch(bytes) => bytes,
+        }
+    }
 }
 
 /// Whole-row writes to one partition collected into one request.
@@ -474,7 +517,7 @@ struct OpenBatch {
     partition: u32,
     operations: usize,
     /// The first operation's body, until a second joins.
-    first_body: Vec<u8>,
+    first_body: Range<usize>,
     /// A `KeyBatchBody` once a second operation joined.
     bytes: Vec<u8>,
 }
@@ -485,33 +528,35 @@ impl OpenBatch {
             first,
             partition,
             operations: 0,
-            first_body: Vec::new(),
+            first_body: 0..0,
             bytes: Vec::new(),
         }
     }
 
-    fn has_room_for(&self, body: &[u8]) -> bool {
-        let bytes = self.first_body.len() + self.bytes.len() + body.len();
+    fn has_room_for(&self, body_bytes: usize) -> bool {
+        let bytes = self.first_body.len() + self.bytes.len() + body_bytes;
         self.operations < KEY_BATCH_OPERATIONS_MAX && bytes <= KEY_BATCH_FULL_BYTES
     }
 
-    fn push(&mut self, op_index: u32, body: Vec<u8>) {
+    /// Adds the operation whose body is `body` of `bodies`.
+    fn push(&mut self, op_index: u32, body: Range<usize>, bodies: &[u8]) {
         self.operations += 1;
         match self.operations {
             1 => self.first_body = body,
             2 => {
+                let first = std::mem::replace(&mut self.first_body, 0..0);
                 KeyBatchBody::start(&mut self.bytes);
-                KeyBatchBody::push(&mut self.bytes, self.first.op_index, &self.first_body);
-                KeyBatchBody::push(&mut self.bytes, op_index, &body);
+                KeyBatchBody::push(&mut self.bytes, self.first.op_index, &bodies[first]);
+                KeyBatchBody::push(&mut self.bytes, op_index, &bodies[body]);
             }
-            _ => KeyBatchBody::push(&mut self.bytes, op_index, &body),
+            _ => KeyBatchBody::push(&mut self.bytes, op_index, &bodies[body]),
         }
     }
 
     /// A single operation goes as itself; more as a batch.
-    fn request(self) -> (KeyRequest, Vec<u8>) {
+    fn request(self) -> (KeyRequest, RequestBody) {
         match self.operations {
-            1 => (self.first, self.first_body),
+            1 => (self.first, RequestBody::One(self.first_body)),
             _ => {
                 let flags = self.first.flags | KeyRequest::BATCH;
                 (
@@ -519,7 +564,7 @@ impl OpenBatch {
                         flags,
                         ..self.first
                     },
-                    self.bytes,
+                    RequestBody::Batch(self.bytes),
                 )
             }
         }
@@ -625,37 +670,23 @@ impl Collecting {
     }
 }
 
-/// Bytes an operation's body is first given room for: a key read's whole body.
-const BODY_CAPACITY_HINT: usize = 48;
-
-/// An operation's body, its key written in place by `write_key`: one buffer per operation.
-fn body_of(
-    write_key: impl FnOnce(&mut Vec<u8>) -> Result<(), RowError>,
-    columns: &[u16],
-    values: &[Value],
-) -> Result<Vec<u8>, ClientError> {
-    let values_bytes: usize = values.iter().map(codec::value_bytes).sum();
-    let mut body = Vec::with_capacity(BODY_CAPACITY_HINT + 2 * columns.len() + values_bytes);
-    KeyBody::write_keyed(write_key, columns, values, &mut body)
-        .map_err(|e| ClientError::Usage(e.to_string()))?;
-    Ok(body)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// An insert of `partition`'s (None: one that joins no batch), its body naming `tag`.
-    fn insert(partition: Option<u32>, tag: u8, body_bytes: usize) -> Operation {
-        Operation {
+    /// An insert of `partition`'s (None: one that joins no batch), its body naming `tag`,
+    /// appended to `bodies`.
+    fn insert(partition: Option<u32>, tag: u8, body_bytes: usize) -> (Operation, Vec<u8>) {
+        let operation = Operation {
             kind: OperationKind::Insert,
             lock: LockKind::Exclusive,
             table: (7, 1),
             index_id: PRIMARY_KEY,
-            body: vec![tag; body_bytes],
+            body: 0..body_bytes,
             flags: 0,
             batch_partition: partition,
-        }
+        };
+        (operation, vec![tag; body_bytes])
     }
 
     /// Each request as (its op indexes, whether it is a batch).
@@ -680,8 +711,23 @@ mod tests {
             .collect()
     }
 
-    fn requests(operations: Vec<Operation>) -> Vec<(KeyRequest, Vec<u8>)> {
-        requests_of(BlockAddress::default(), 1, operations)
+    /// The requests of `operations`, their bodies laid one after another as a
+    /// transaction lays them, each request with its body's bytes.
+    fn requests(operations: Vec<(Operation, Vec<u8>)>) -> Vec<(KeyRequest, Vec<u8>)> {
+        let mut bodies = Vec::new();
+        let batch = (operations.into_iter())
+            .map(|(operation, body)| {
+                let start = bodies.len();
+                bodies.extend_from_slice(&body);
+                Operation {
+                    body: start..bodies.len(),
+                    ..operation
+                }
+            })
+            .collect();
+        (requests_of(BlockAddress::default(), 1, batch, &bodies).into_iter())
+            .map(|(request, body)| (request, body.bytes(&bodies).to_vec()))
+            .collect()
     }
 
     #[test]
@@ -728,11 +774,11 @@ mod tests {
     #[test]
     fn writes_that_differ_in_kind_table_or_flags_do_not_share_a_batch() {
         let mut upsert = insert(Some(0), 1, 8);
-        upsert.kind = OperationKind::Write;
+        upsert.0.kind = OperationKind::Write;
         let mut other_table = insert(Some(0), 2, 8);
-        other_table.table = (8, 1);
+        other_table.0.table = (8, 1);
         let mut unchecked = insert(Some(0), 3, 8);
-        unchecked.flags = KeyRequest::NO_FOREIGN_KEY_CHECKS;
+        unchecked.0.flags = KeyRequest::NO_FOREIGN_KEY_CHECKS;
         let operations = vec![insert(Some(0), 0, 8), upsert, other_table, unchecked];
         let shapes = shape(&requests(operations));
         assert_eq!(shapes.len(), 4, "{shapes:?}");

@@ -86,9 +86,14 @@ pub fn write_text_with_fraction(value: &Value, digits: u8, out: &mut Vec<u8>) {
 
 /// A TIME, DATETIME or TIMESTAMP rounded to `digits` of a second (half away from zero,
 /// as MySQL stores a value in a column of fewer digits); other values as they are.
+#[inline]
 pub fn round_fraction(value: Value, digits: u8) -> Value {
-    if digits >= 6 {
-        return value;
+    let temporal = matches!(
+        value,
+        Value::Time(_) | Value::Timestamp(_) | Value::DateTime(_)
+    );
+    if digits >= 6 || !temporal {
+        return value; // every column of every row a load converts passes here
     }
     let unit = 10i64.pow(6 - u32::from(digits));
     let round = |micros: i64| {
@@ -520,10 +525,7 @@ fn coerce_integer(value: &Value, bytes: u8, signed: bool, column: &str) -> SqlRe
         Value::Int(n) => i128::from(*n),
         Value::UInt(n) => i128::from(*n),
         Value::Bytes(text) if text.iter().all(|b| b.is_ascii_digit() || *b == b'-') => {
-            // ASCII throughout: valid UTF-8, read in place (every integer field of a load).
-            let text = std::str::from_utf8(text).map_err(|_| wrong("integer", value, column))?;
-            text.parse::<i128>()
-                .map_err(|_| wrong("integer", value, column))?
+            integer_of_text(text).ok_or_else(|| wrong("integer", value, column))?
         }
         other => {
             let x = number_of(other, column)?.round();
@@ -537,6 +539,28 @@ fn coerce_integer(value: &Value, bytes: u8, signed: bool, column: &str) -> SqlRe
         return Err(SqlError::out_of_range(column));
     }
     Ok(integer_value(n, signed))
+}
+
+/// Text of digits and minus signs (every integer field of a load) as the integer it
+/// spells, if it spells one: `-?digits`. Up to 18 digits, which no i64 overflows, are
+/// read without the general parser.
+fn integer_of_text(text: &[u8]) -> Option<i128> {
+    let (negative, digits) = match text.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, text),
+    };
+    if digits.is_empty() || digits.len() > 18 || !digits.iter().all(u8::is_ascii_digit) {
+        // ASCII throughout: valid UTF-8, read in place.
+        return std::str::from_utf8(text).ok()?.parse().ok();
+    }
+    let magnitude = digits_value(digits);
+    Some(i128::from(if negative { -magnitude } else { magnitude }))
+}
+
+/// The value of at most 18 ASCII digits.
+fn digits_value(digits: &[u8]) -> i64 {
+    debug_assert!(digits.len() <= 18 && digits.iter().all(u8::is_ascii_digit));
+    (digits.iter()).fold(0, |n, digit| n * 10 + i64::from(digit - b'0'))
 }
 
 fn coerce_decimal(value: &Value, precision: u8, scale: u8, column: &str) -> SqlResult<Value> {
@@ -575,10 +599,10 @@ pub fn parse_decimal(text: &str, scale: u8) -> Option<Decimal> {
     {
         return None;
     }
-    let mut unscaled: i128 = if whole.is_empty() {
-        0
-    } else {
-        whole.parse().ok()?
+    let mut unscaled: i128 = match whole.len() {
+        0 => 0,
+        1..=18 => i128::from(digits_value(whole.as_bytes())),
+        _ => whole.parse().ok()?,
     };
     let fraction = fraction.as_bytes();
     for position in 0..usize::from(scale) {
@@ -681,6 +705,39 @@ mod tests {
         let mut out = Vec::new();
         write_text(value, &mut out);
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn integer_text_reads_as_the_general_parser_reads_it() {
+        let mut cases: Vec<String> = ["", "-", "--1", "1-2", "-0", "007", "-9"]
+            .map(String::from)
+            .to_vec();
+        for digits in 1..=40 {
+            let nines = "9".repeat(digits);
+            cases.extend([
+                nines.clone(),
+                format!("-{nines}"),
+                format!("1{}", "0".repeat(digits)),
+            ]);
+        }
+        cases.push(i64::MAX.to_string());
+        cases.push(i128::MIN.to_string());
+        for case in cases {
+            let general = case.parse::<i128>().ok();
+            assert_eq!(integer_of_text(case.as_bytes()), general, "{case:?}");
+        }
+    }
+
+    #[test]
+    fn decimals_of_any_number_of_whole_digits_read_alike() {
+        // Up to 36: two fraction digits more still fit an i128.
+        for digits in 1..=36 {
+            let whole = "7".repeat(digits);
+            let decimal = parse_decimal(&format!("-{whole}.125"), 2).unwrap();
+            let expected = -(whole.parse::<i128>().unwrap() * 100 + 13);
+            assert_eq!(decimal.unscaled, expected, "{digits} digits");
+        }
+        assert_eq!(parse_decimal(&"9".repeat(39), 0), None, "past 38 digits");
     }
 
     #[test]

@@ -145,27 +145,56 @@ fn head_word(bytes: &[u8], at: usize) -> u64 {
     }
 }
 
-impl Ord for Entry {
-    /// (head, tail, length, row), written out so that keys within the head compare their
-    /// words, lengths and rows only.
-    fn cmp(&self, other: &Self) -> Ordering {
-        let heads = (self.head[0], self.head[1]).cmp(&(other.head[0], other.head[1]));
-        if heads != Ordering::Equal {
-            return heads;
-        }
+impl Entry {
+    /// The head's two words as one number: comparing them is one wide comparison.
+    #[inline]
+    fn head_number(&self) -> u128 {
+        u128::from(self.head[0]) << 64 | u128::from(self.head[1])
+    }
+
+    /// The order of entries whose heads are equal: (tail, length, row).
+    #[inline]
+    fn cmp_past_head(&self, other: &Self) -> Ordering {
         if !self.tail.is_empty() || !other.tail.is_empty() {
             let tails = self.tail.cmp(&other.tail);
             if tails != Ordering::Equal {
                 return tails;
             }
         }
-        (self.len, self.row).cmp(&(other.len, other.row))
+        let rest = |entry: &Self| u64::from(entry.len) << 32 | u64::from(entry.row.0);
+        rest(self).cmp(&rest(other))
     }
 }
 
+impl Ord for Entry {
+    /// (head, tail, length, row), written out so that keys within the head compare their
+    /// words, lengths and rows only.
+    #[inline]
+    fn cmp(&self, other: &Self) -> Ordering {
+        match self.head_number().cmp(&other.head_number()) {
+            Ordering::Equal => self.cmp_past_head(other),
+            unequal => unequal,
+        }
+    }
+}
+
+/// `<` and `<=` written out too: a search in a node asks them, and most entries differ in
+/// their heads, which one wide comparison settles.
 impl PartialOrd for Entry {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
+    }
+
+    #[inline]
+    fn lt(&self, other: &Self) -> bool {
+        let (mine, theirs) = (self.head_number(), other.head_number());
+        mine < theirs || (mine == theirs && self.cmp_past_head(other).is_lt())
+    }
+
+    #[inline]
+    fn le(&self, other: &Self) -> bool {
+        let (mine, theirs) = (self.head_number(), other.head_number());
+        mine < theirs || (mine == theirs && self.cmp_past_head(other).is_le())
     }
 }
 

@@ -258,7 +258,14 @@ impl<R: Read> RecordReader<R> {
             }
         }
         record.line = self.lines + 1;
-        self.consume(line_bytes + 1);
+        if line_end == b'\n' {
+            // The line's one newline is its end, which `memchr` found first: no need to
+            // count them byte by byte.
+            self.at += line_bytes + 1;
+            self.lines += 1;
+        } else {
+            self.consume(line_bytes + 1);
+        }
         true
     }
 

@@ -322,3 +322,48 @@ proptest! {
         prop_assert_eq!(encoded(ci, &text(&a)).cmp(&encoded(ci, &text(&b))), order);
     }
 }
+
+/// Inserts as `bench/import.sh` makes them on a data node, timed for each of its table's
+/// two ordered indexes: 1M rows over four partitions, loaded a transaction of 1000
+/// consecutive ids at a time (the coordinator sends each partition its rows of it in one
+/// batch, in order), eight transactions' batches interleaved; one index on the id, one on
+/// `k = id * 7 % 100000`. Measures time, so it asserts nothing and runs only when asked:
+/// `cargo test --release -p kista-storage --lib -- --ignored import_like --nocapture`.
+#[test]
+#[ignore = "a measurement"]
+fn import_like_inserts() {
+    const ROWS: i64 = 1_000_000;
+    const PARTITIONS: usize = 4;
+    let partition_of = |id: i64| ((id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 62) as usize;
+    let mut order = Vec::with_capacity(ROWS as usize);
+    for first in (0..ROWS).step_by(8000) {
+        for partition in 0..PARTITIONS {
+            for loader in 0..8 {
+                let start = first + loader * 1000;
+                let rows = start..(start + 1000).min(ROWS);
+                order.extend(rows.filter(|&id| partition_of(id) == partition));
+            }
+        }
+    }
+    for (name, key_of) in [
+        (
+            "id",
+            Box::new(|id: i64| key(&[id])) as Box<dyn Fn(i64) -> Vec<u8>>,
+        ),
+        ("k", Box::new(|id: i64| key(&[id * 7 % 100_000]))),
+    ] {
+        let memory = Arc::new(DataMemory::new(4 << 30));
+        let mut indexes: Vec<OrderedIndex> = (0..PARTITIONS)
+            .map(|_| OrderedIndex::new(memory.clone()))
+            .collect();
+        let keys: Vec<Vec<u8>> = order.iter().map(|&id| key_of(id)).collect();
+        let started = std::time::Instant::now();
+        for (&id, key) in order.iter().zip(&keys) {
+            indexes[partition_of(id)]
+                .insert(key, RowId(id as u32))
+                .unwrap();
+        }
+        let nanos = started.elapsed().as_nanos() as f64 / order.len() as f64;
+        eprintln!("index on {name}: {nanos:.0} ns an insert");
+    }
+}
