@@ -585,37 +585,50 @@ fn coerce_decimal(value: &Value, precision: u8, scale: u8, column: &str) -> SqlR
 
 /// '[-]digits[.digits]' at `scale`, rounding half away from zero.
 pub fn parse_decimal(text: &str, scale: u8) -> Option<Decimal> {
-    let (negative, digits) = match text.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    // Read as bytes: every decimal field of a load passes here, and `str`'s pattern
+    // searches cost more than the digits.
+    let (negative, digits) = match text.as_bytes().split_first() {
+        Some((b'-', rest)) => (true, rest),
+        Some((b'+', rest)) => (false, rest),
+        _ => (false, text.as_bytes()),
     };
-    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    let (whole, fraction) = match digits.iter().position(|&b| b == b'.') {
+        Some(point) => (&digits[..point], &digits[point + 1..]),
+        None => (digits, &[][..]),
+    };
     if whole.is_empty() && fraction.is_empty()
-        || !whole
-            .bytes()
-            .chain(fraction.bytes())
-            .all(|b| b.is_ascii_digit())
+        || !whole.iter().chain(fraction).all(u8::is_ascii_digit)
         || whole.len() > 38
     {
         return None;
     }
-    let mut unscaled: i128 = match whole.len() {
-        0 => 0,
-        1..=18 => i128::from(digits_value(whole.as_bytes())),
-        _ => whole.parse().ok()?,
+    let scale_digits = usize::from(scale);
+    let rounds_up = fraction.get(scale_digits).is_some_and(|&b| b >= b'5');
+    let mut unscaled: i128 = if whole.len() + scale_digits <= 18 {
+        // Every digit kept, and the one rounding adds, fit an i64 (a load's decimals).
+        let mut kept = digits_value(whole);
+        for position in 0..scale_digits {
+            kept = kept * 10 + fraction.get(position).map_or(0, |b| i64::from(b - b'0'));
+        }
+        i128::from(kept + i64::from(rounds_up))
+    } else {
+        // Only ASCII digits: valid UTF-8.
+        let whole = std::str::from_utf8(whole).ok()?;
+        let mut unscaled: i128 = if whole.is_empty() {
+            0
+        } else {
+            whole.parse().ok()?
+        };
+        for position in 0..scale_digits {
+            let digit = fraction.get(position).map_or(0, |b| i128::from(b - b'0'));
+            unscaled = unscaled.checked_mul(10)?.checked_add(digit)?;
+        }
+        unscaled.checked_add(i128::from(rounds_up))?
     };
-    let fraction = fraction.as_bytes();
-    for position in 0..usize::from(scale) {
-        let digit = fraction.get(position).map_or(0, |b| i128::from(b - b'0'));
-        unscaled = unscaled.checked_mul(10)?.checked_add(digit)?;
+    if negative {
+        unscaled = -unscaled;
     }
-    if fraction.get(usize::from(scale)).is_some_and(|&b| b >= b'5') {
-        unscaled = unscaled.checked_add(1)?;
-    }
-    Some(Decimal {
-        unscaled: if negative { -unscaled } else { unscaled },
-        scale,
-    })
+    Some(Decimal { unscaled, scale })
 }
 
 /// 'YYYY-MM-DD', 'YYYY-MM-DD hh:mm:ss[.ffffff]' (or with 'T').
@@ -738,6 +751,74 @@ mod tests {
             assert_eq!(decimal.unscaled, expected, "{digits} digits");
         }
         assert_eq!(parse_decimal(&"9".repeat(39), 0), None, "past 38 digits");
+        // Either side of 18 digits kept, rounding up or not, with or without a whole part.
+        let cases = [
+            ("999999999999999.9995", 3, 999_999_999_999_999_999_i128 + 1),
+            ("9999999999999999.9995", 3, 9_999_999_999_999_999_999 + 1),
+            ("-.125", 2, -13),
+            (".5", 0, 1),
+            ("12", 4, 120_000),
+            ("1.2", 0, 1),
+        ];
+        for (text, scale, unscaled) in cases {
+            assert_eq!(
+                parse_decimal(text, scale).map(|d| d.unscaled),
+                Some(unscaled),
+                "{text}"
+            );
+        }
+    }
+
+    /// The reading of decimal text before it went by bytes: every string of up to six of
+    /// `-+.059` reads alike at scales 0 to 3.
+    #[test]
+    fn decimal_text_reads_as_it_read_by_str() {
+        fn by_str(text: &str, scale: u8) -> Option<Decimal> {
+            let (negative, digits) = match text.strip_prefix('-') {
+                Some(rest) => (true, rest),
+                None => (false, text.strip_prefix('+').unwrap_or(text)),
+            };
+            let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+            let all_digits = whole
+                .bytes()
+                .chain(fraction.bytes())
+                .all(|b| b.is_ascii_digit());
+            if whole.is_empty() && fraction.is_empty() || !all_digits || whole.len() > 38 {
+                return None;
+            }
+            let mut unscaled: i128 = if whole.is_empty() {
+                0
+            } else {
+                whole.parse().ok()?
+            };
+            let fraction = fraction.as_bytes();
+            for position in 0..usize::from(scale) {
+                let digit = fraction.get(position).map_or(0, |b| i128::from(b - b'0'));
+                unscaled = unscaled.checked_mul(10)?.checked_add(digit)?;
+            }
+            if fraction.get(usize::from(scale)).is_some_and(|&b| b >= b'5') {
+                unscaled = unscaled.checked_add(1)?;
+            }
+            let unscaled = if negative { -unscaled } else { unscaled };
+            Some(Decimal { unscaled, scale })
+        }
+        let alphabet = b"-+.059";
+        let (mut texts, mut of_length) = (vec![String::new()], vec![String::new()]);
+        for _ in 0..6 {
+            of_length = (of_length.iter())
+                .flat_map(|t| alphabet.iter().map(move |&c| format!("{t}{}", c as char)))
+                .collect();
+            texts.extend(of_length.iter().cloned());
+        }
+        for text in &texts {
+            for scale in 0..=3 {
+                assert_eq!(
+                    parse_decimal(text, scale),
+                    by_str(text, scale),
+                    "{text:?} at {scale}"
+                );
+            }
+        }
     }
 
     #[test]
