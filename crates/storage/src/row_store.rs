@@ -1,17 +1,29 @@
 //! The rows of one partition replica, in memory drawn from `DataMemory`.
 //!
 //! Fixed parts live in pages of [`PAGE_BYTES`], one slot per row; a deleted row's slot is
-//! reused by the next insert. Variable parts are separate buffers whose bytes (rounded up, plus
-//! bookkeeping) are reserved from `DataMemory` and released when the row is deleted or
-//! shrinks. Pages stay with the partition once taken (as in NDB) and go back to the budget when
+//! reused by the next insert. Variable parts of up to [`VAR_INLINE_BYTES`] are kept in the
+//! row's entry of the store's list, longer ones in separate buffers; either way their bytes
+//! (rounded up, plus a buffer's bookkeeping) are reserved from `DataMemory` and released when
+//! the row is deleted or shrinks. Pages stay with the partition once taken (as in NDB) and go back to the budget when
 //! the partition is dropped.
 
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use crate::memory::{DataMemory, DataMemoryExhausted, MemoryAccount, PAGE_BYTES};
 
-/// Bytes charged for a variable part besides its data: the buffer's bookkeeping.
+/// Bytes charged for a variable part besides its data: the buffer's bookkeeping (charged
+/// for one kept inline too, so a row's charge does not depend on where its part is).
 const VAR_PART_OVERHEAD_BYTES: u64 = 16;
+
+/// A variable part this long or shorter (a short string or two, with their lengths) is
+/// kept in the row's entry of the list, not in a buffer of its own: no allocation per row,
+/// and no heap that grows a few pages at a time under a load, for the commonest rows.
+const VAR_INLINE_BYTES: usize = 16;
+
+/// A row's variable part: empty if it has none.
+type VarPart = SmallVec<[u8; VAR_INLINE_BYTES]>;
 
 /// A row's place in its partition: `page * rows_per_page + slot`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -22,8 +34,8 @@ pub struct RowStore {
     slot_bytes: usize,
     rows_per_page: usize,
     pages: Vec<Box<[u8]>>,
-    /// Per slot: the variable part, if the row is live and has one.
-    var_parts: Vec<Option<Box<[u8]>>>,
+    /// Per slot: the variable part, if the row is live and has one (else empty).
+    var_parts: Vec<VarPart>,
     live: Vec<bool>,
     free_slots: Vec<RowId>,
     live_rows: usize,
@@ -80,7 +92,7 @@ impl RowStore {
         };
         let index = row.0 as usize;
         self.slot_mut(row)[..fixed.len()].copy_from_slice(fixed);
-        self.var_parts[index] = (!var.is_empty()).then(|| var.into());
+        self.var_parts[index] = VarPart::from_slice(var);
         self.live[index] = true;
         self.live_rows += 1;
         Ok(row)
@@ -94,7 +106,7 @@ impl RowStore {
         var: &[u8],
     ) -> Result<(), DataMemoryExhausted> {
         let index = self.check_live(row);
-        let old_charge = var_charge(self.var_parts[index].as_ref().map_or(0, |v| v.len()));
+        let old_charge = var_charge(self.var_parts[index].len());
         let new_charge = var_charge(var.len());
         if new_charge > old_charge {
             self.memory.reserve(new_charge - old_charge)?;
@@ -102,16 +114,15 @@ impl RowStore {
             self.memory.release(old_charge - new_charge);
         }
         self.slot_mut(row)[..fixed.len()].copy_from_slice(fixed);
-        self.var_parts[index] = (!var.is_empty()).then(|| var.into());
+        self.var_parts[index] = VarPart::from_slice(var);
         Ok(())
     }
 
     /// Frees a live row; its slot and variable bytes are reused.
     pub fn delete(&mut self, row: RowId) {
         let index = self.check_live(row);
-        if let Some(var) = self.var_parts[index].take() {
-            self.memory.release(var_charge(var.len()));
-        }
+        let var = std::mem::take(&mut self.var_parts[index]);
+        self.release_var(&var);
         self.live[index] = false;
         self.live_rows -= 1;
         self.free_slots.push(row);
@@ -123,7 +134,7 @@ impl RowStore {
         let (page, slot) = (index / self.rows_per_page, index % self.rows_per_page);
         let start = slot * self.slot_bytes;
         let fixed = &self.pages[page][start..start + self.slot_bytes];
-        (fixed, self.var_parts[index].as_deref().unwrap_or(&[]))
+        (fixed, &self.var_parts[index])
     }
 
     /// Moves the contents of live row `source` into live row `target` and frees `source`:
@@ -131,7 +142,7 @@ impl RowStore {
     pub fn replace_with(&mut self, target: RowId, source: RowId) {
         assert_ne!(target, source, "a row cannot replace itself");
         let (target_index, source_index) = (self.check_live(target), self.check_live(source));
-        let var = self.var_parts[source_index].take();
+        let var = std::mem::take(&mut self.var_parts[source_index]);
         let (page, slot) = (
             source_index / self.rows_per_page,
             source_index % self.rows_per_page,
@@ -139,9 +150,8 @@ impl RowStore {
         let start = slot * self.slot_bytes;
         let fixed: Vec<u8> = self.pages[page][start..start + self.slot_bytes].to_vec();
         self.slot_mut(target).copy_from_slice(&fixed);
-        if let Some(old) = std::mem::replace(&mut self.var_parts[target_index], var) {
-            self.memory.release(var_charge(old.len()));
-        }
+        let old = std::mem::replace(&mut self.var_parts[target_index], var);
+        self.release_var(&old);
         self.delete(source);
     }
 
@@ -158,6 +168,13 @@ impl RowStore {
             .enumerate()
             .filter(|(_, &live)| live);
         live.map(move |(offset, _)| RowId((start + offset) as u32))
+    }
+
+    /// Gives back what a variable part that is gone was charged.
+    fn release_var(&mut self, var: &VarPart) {
+        if !var.is_empty() {
+            self.memory.release(var_charge(var.len()));
+        }
     }
 
     fn check_live(&self, row: RowId) -> usize {
@@ -183,7 +200,7 @@ impl RowStore {
         let first = self.pages.len() * self.rows_per_page;
         self.pages.push(vec![0; PAGE_BYTES].into_boxed_slice());
         self.var_parts
-            .resize_with(first + self.rows_per_page, || None);
+            .resize_with(first + self.rows_per_page, VarPart::new);
         self.live.resize(first + self.rows_per_page, false);
         let rest = (first + 1..first + self.rows_per_page).rev();
         self.free_slots
@@ -206,7 +223,7 @@ impl RowStore {
             let Some(var) = self.var_parts.pop() else {
                 break;
             };
-            self.memory.release(var.map_or(0, |v| var_charge(v.len())));
+            self.release_var(&var);
             released += 1;
         }
         if self.var_parts.is_empty() {
@@ -228,6 +245,37 @@ mod tests {
         let memory = Arc::new(DataMemory::new(limit_bytes));
         let store = RowStore::new(memory.clone(), fixed_bytes);
         (memory, store)
+    }
+
+    #[test]
+    fn short_and_long_variable_parts_read_back_and_are_charged_alike() {
+        // A row's entry in the list is three words, whether its part is kept there or not.
+        assert_eq!(std::mem::size_of::<VarPart>(), 24);
+        let (memory, mut rows) = store(1 << 20, 8);
+        let inline = [7u8; VAR_INLINE_BYTES];
+        let spilled = [9u8; VAR_INLINE_BYTES + 1];
+        let a = rows.insert(&[1; 8], &inline).unwrap();
+        let b = rows.insert(&[2; 8], &spilled).unwrap();
+        assert!(!rows.var_parts[a.0 as usize].spilled(), "kept in the list");
+        assert!(
+            rows.var_parts[b.0 as usize].spilled(),
+            "in a buffer of its own"
+        );
+        assert_eq!(rows.get(a).1, inline);
+        assert_eq!(rows.get(b).1, spilled);
+        let charged =
+            |parts: &[usize]| PAGE_BYTES as u64 + parts.iter().map(|&n| var_charge(n)).sum::<u64>();
+        assert_eq!(memory.used_bytes(), charged(&[16, 17]));
+        // Each way across the line, then one into the other's place.
+        rows.update(a, &[1; 8], &spilled).unwrap();
+        rows.update(b, &[2; 8], &inline).unwrap();
+        assert_eq!((rows.get(a).1, rows.get(b).1), (&spilled[..], &inline[..]));
+        assert_eq!(memory.used_bytes(), charged(&[17, 16]));
+        rows.replace_with(a, b);
+        assert_eq!(rows.get(a), (&[2u8; 8][..], &inline[..]));
+        assert_eq!(memory.used_bytes(), charged(&[16]));
+        rows.delete(a);
+        assert_eq!(memory.used_bytes(), charged(&[]));
     }
 
     #[test]
