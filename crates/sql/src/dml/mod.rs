@@ -467,6 +467,16 @@ fn complete_row(
     form: Given,
     ctx: &crate::expr::EvalContext,
 ) -> SqlResult<Vec<Value>> {
+    if form == Given::Fitted && table.auto_increment.is_none() && given.iter().all(Option::is_some)
+    {
+        // Every column given a fitted value, none to number (a load's rows, most): nothing
+        // to decide a column at a time, and a plain map collects in place.
+        let mut row: Vec<Value> = (given.into_iter())
+            .map(|value| value.unwrap_or(Value::Null))
+            .collect();
+        table.generate(&mut row);
+        return Ok(row);
+    }
     let schema = table.schema();
     // Columns whose computed default reads the row: evaluated once the rest is there.
     let mut computed_later = Vec::new();
