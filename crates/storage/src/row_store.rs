@@ -3,9 +3,9 @@
 //! Fixed parts live in pages of [`PAGE_BYTES`], one slot per row; a deleted row's slot is
 //! reused by the next insert. Variable parts of up to [`VAR_INLINE_BYTES`] are kept in the
 //! row's entry of the store's list, longer ones in separate buffers; either way their bytes
-//! (rounded up, plus a buffer's bookkeeping) are reserved from `DataMemory` and released when
-//! the row is deleted or shrinks. Pages stay with the partition once taken (as in NDB) and go back to the budget when
-//! the partition is dropped.
+//! (rounded up, plus a buffer's bookkeeping) are reserved from `DataMemory` and released
+//! when the row is deleted or shrinks. Pages stay with the partition once taken (as in NDB)
+//! and go back to the budget when the partition is dropped.
 
 use std::sync::Arc;
 
@@ -170,7 +170,8 @@ impl RowStore {
         live.map(move |(offset, _)| RowId((start + offset) as u32))
     }
 
-    /// Gives back what a variable part that is gone was charged.
+    /// Gives back what a variable part that is gone was charged (nothing to give for a row
+    /// without one: no touch of the shared `DataMemory` counter).
     fn release_var(&mut self, var: &VarPart) {
         if !var.is_empty() {
             self.memory.release(var_charge(var.len()));
