@@ -44,6 +44,7 @@ mod listing;
 mod operation;
 mod reclaim;
 mod redo;
+mod redo_wait;
 mod restore;
 
 struct LdmTable {
@@ -61,16 +62,38 @@ type OwnedPartition = Arc<RwLock<Partition>>;
 /// The partition a batch runs on and its table's row layout.
 type BatchTarget = (OwnedPartition, Arc<RowLayout>);
 
-/// An operation waiting for a lock, or behind one of its transaction's that is.
+/// An operation waiting for a lock or for REDO log space, or behind one of its
+/// transaction's that is.
 struct Parked {
     prepare: Prepare,
     section: Option<SectionHandle>,
-    /// The lock it waits for, or `None` while it queues behind an earlier parked operation.
-    waiting_on: Option<RowId>,
+    waiting: Wait,
     wait_id: u32,
     /// Of a batch that ran up to the operation that waits: where that one starts in its
     /// `KeyBatchBody` (it and the rest run when the lock is granted).
     batch_offset: Option<usize>,
+}
+
+/// What a parked operation waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wait {
+    /// Its turn: it queues behind an earlier parked operation of its transaction on the
+    /// partition.
+    Behind,
+    /// The lock on this row.
+    Lock(RowId),
+    /// Room in the REDO log (`ldm/redo_wait.rs`).
+    Redo,
+}
+
+impl Wait {
+    /// The row whose lock it waits for.
+    fn lock(self) -> Option<RowId> {
+        match self {
+            Wait::Lock(row) => Some(row),
+            Wait::Behind | Wait::Redo => None,
+        }
+    }
 }
 
 /// What this data manager knows of a transaction.
@@ -120,6 +143,8 @@ pub struct LocalDataManager {
     member: bool,
     /// Where committed changes are logged; `None` on a node without a REDO log.
     redo: Option<redo::RedoLog>,
+    /// Writes parked until the REDO log has room.
+    redo_waits: redo_wait::RedoWaits,
     /// The partitions' checkpoints, which free the REDO log (with it or not at all).
     checkpoints: Option<checkpoint::LocalCheckpoints>,
     /// The start from disk's restore of the partitions, while it runs.
@@ -203,6 +228,7 @@ impl LocalDataManager {
             deadlocks: deadlock::DeadlockDetection::default(),
             member,
             redo,
+            redo_waits: redo_wait::RedoWaits::default(),
             checkpoints,
             restore: None,
             definition_builds: Vec::new(),
@@ -365,15 +391,15 @@ impl LocalDataManager {
             return refuse_prepare(ctx, &prepare, ErrorCode::NodeFailure, message);
         }
         let is_write = prepare.kind != OperationKind::Read;
-        if is_write && self.redo.as_ref().is_some_and(redo::RedoLog::nearly_full) {
+        let redo_wait = is_write && self.must_wait_for_redo(ctx);
+        if let Some((code, message)) = redo_wait
+            .then(|| self.redo_refusal(prepare.transaction))
+            .flatten()
+        {
             if let Some(section) = section {
                 ctx.release_section(section);
             }
-            let message = "the REDO log is nearly full, counting what prepared writes will \
-                log at commit: writes wait until a local checkpoint frees some of it (a larger \
-                redo_log or checkpoint_write_bytes_per_sec helps; a transaction larger than \
-                the log never fits)";
-            return refuse_prepare(ctx, &prepare, ErrorCode::RedoLogFull, message);
+            return refuse_prepare(ctx, &prepare, code, message.as_str());
         }
         if prepare.kind == OperationKind::Read && prepare.lock == LockKind::Committed {
             // Takes no lock and leaves nothing behind: no record, and no commit or abort
@@ -390,11 +416,14 @@ impl LocalDataManager {
             queue.push_back(Parked {
                 prepare,
                 section,
-                waiting_on: None,
+                waiting: Wait::Behind,
                 wait_id: 0,
                 batch_offset: None,
             });
             return;
+        }
+        if redo_wait {
+            return self.park_for_redo(ctx, prepare, section);
         }
         self.run(ctx, prepare, section);
     }
@@ -619,17 +648,8 @@ impl LocalDataManager {
         anchor: RowId,
         batch_offset: Option<usize>,
     ) {
-        self.next_wait_id = self.next_wait_id.wrapping_add(1);
-        let wait_id = self.next_wait_id;
-        let expiry = LockWaitExpired {
-            transaction: prepare.transaction,
-            wait_id,
-        }
-        .to_signal(ctx.address(), ctx.address());
-        ctx.send_delayed(
-            expiry,
-            Duration::from_millis(self.settings.lock_wait_timeout_ms),
-        );
+        let limit = Duration::from_millis(self.settings.lock_wait_timeout_ms);
+        let wait_id = self.start_wait(ctx, prepare.transaction, limit);
         self.start_deadlock_checks(ctx, prepare.transaction, wait_id);
         self.counters.lock_wait();
         let key = (prepare.table_id, prepare.partition);
@@ -641,10 +661,22 @@ impl LocalDataManager {
             .push_front(Parked {
                 prepare,
                 section,
-                waiting_on: Some(anchor),
+                waiting: Wait::Lock(anchor),
                 wait_id,
                 batch_offset,
             });
+    }
+
+    /// A new wait of `transaction`'s, which expires after `limit` unless it ended: its id.
+    fn start_wait(&mut self, ctx: &mut Context, transaction: u64, limit: Duration) -> u32 {
+        self.next_wait_id = self.next_wait_id.wrapping_add(1);
+        let wait_id = self.next_wait_id;
+        let expiry = WaitExpired {
+            transaction,
+            wait_id,
+        };
+        ctx.send_delayed(expiry.to_signal(ctx.address(), ctx.address()), limit);
+        wait_id
     }
 
     /// Runs one operation on its partition. Ok(Done(rows sent to the client)).
@@ -694,7 +726,7 @@ impl LocalDataManager {
             };
             if queue
                 .front()
-                .is_some_and(|p| p.waiting_on == Some(grant.row))
+                .is_some_and(|p| p.waiting == Wait::Lock(grant.row))
             {
                 self.run_queue(ctx, grant.transaction.0, (table_id, partition));
             }
@@ -720,14 +752,21 @@ impl LocalDataManager {
                 .transactions
                 .get(&transaction)
                 .and_then(|t| t.parked.get(&key))
-                .is_some_and(|queue| queue.front().is_some_and(|p| p.waiting_on.is_some()));
+                .is_some_and(|queue| queue.front().is_some_and(|p| p.waiting != Wait::Behind));
             if waiting {
                 return;
             }
         }
     }
 
-    fn lock_wait_expired(&mut self, ctx: &mut Context, expired: LockWaitExpired) {
+    /// A parked operation's wait for a lock, or for REDO log space, lasted its limit.
+    fn wait_expired(&mut self, ctx: &mut Context, expired: WaitExpired) {
+        let wait = self.waiting(expired.transaction, expired.wait_id);
+        if let Some((_, Wait::Redo)) = wait {
+            return self.end_wait(ctx, expired.transaction, expired.wait_id, |_| {
+                redo_wait::expired_refusal()
+            });
+        }
         let timeout_ms = self.settings.lock_wait_timeout_ms;
         self.end_wait(ctx, expired.transaction, expired.wait_id, |table_id| {
             let message = format!(
@@ -737,13 +776,13 @@ impl LocalDataManager {
         });
     }
 
-    /// The (table, partition) and row where `transaction`'s wait `wait_id` is parked, if it
-    /// still waits (not granted, timed out or aborted since).
-    fn waiting(&self, transaction: u64, wait_id: u32) -> Option<((u32, u32), RowId)> {
+    /// The (table, partition) where `transaction`'s wait `wait_id` is parked and what it
+    /// waits for, if it still waits (not granted, timed out or aborted since).
+    fn waiting(&self, transaction: u64, wait_id: u32) -> Option<((u32, u32), Wait)> {
         let transaction = self.transactions.get(&transaction)?;
         transaction.parked.iter().find_map(|(&key, queue)| {
             let front = queue.front().filter(|p| p.wait_id == wait_id)?;
-            Some((key, front.waiting_on?))
+            (front.waiting != Wait::Behind).then_some((key, front.waiting))
         })
     }
 
@@ -757,14 +796,18 @@ impl LocalDataManager {
         wait_id: u32,
         refusal: impl Fn(u32) -> (ErrorCode, String),
     ) {
-        let Some((key, anchor)) = self.waiting(transaction, wait_id) else {
+        let Some((key, wait)) = self.waiting(transaction, wait_id) else {
             return; // granted or aborted before the timer or the probe came
         };
-        let granted = match self.partition(key) {
-            Some(partition) => {
+        let granted = match (wait, self.partition(key)) {
+            (Wait::Lock(anchor), Some(partition)) => {
                 lock_partition(&partition).cancel_wait(TransactionId(transaction), anchor)
             }
-            None => Vec::new(),
+            (Wait::Redo, _) => {
+                self.redo_waits.forget(transaction, wait_id);
+                Vec::new()
+            }
+            _ => Vec::new(),
         };
         let queue = self
             .transactions
@@ -857,6 +900,9 @@ impl LocalDataManager {
             return;
         };
         for parked in record.parked.into_values().flatten() {
+            if parked.waiting == Wait::Redo {
+                self.redo_waits.forget_transaction(transaction);
+            }
             if let Some(section) = parked.section {
                 ctx.release_section(section);
             }
@@ -875,6 +921,7 @@ impl LocalDataManager {
         if let Some(redo) = self.redo.as_mut() {
             redo.release(record.redo_reserved_bytes);
         }
+        self.resume_redo_waits(ctx);
     }
 
     /// Commits `transaction`'s changes to one partition, logging each in the REDO log;
@@ -1051,6 +1098,7 @@ impl LocalDataManager {
         if let Err(reason) = result {
             ctx.stop_node(&reason);
         }
+        self.resume_redo_waits(ctx);
         self.backup_gci_saved(ctx, save.gci);
     }
 
@@ -1237,8 +1285,8 @@ impl Block for LocalDataManager {
             AbortAlong::from_signal(signal).map(|a| self.abort_along(ctx, a))
         } else if let Some(result) = self.scans.execute(signal, ctx) {
             result
-        } else if number == LockWaitExpired::NUMBER {
-            LockWaitExpired::from_signal(signal).map(|e| self.lock_wait_expired(ctx, e))
+        } else if number == WaitExpired::NUMBER {
+            WaitExpired::from_signal(signal).map(|e| self.wait_expired(ctx, e))
         } else if number == InfoListRequest::NUMBER {
             let from = signal.sender();
             InfoListRequest::from_signal(signal).map(|r| self.list(ctx, r, from))

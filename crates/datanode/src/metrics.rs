@@ -38,6 +38,7 @@ pub struct CoordinatorCounters {
 #[derive(Default)]
 pub struct DataManagerCounters {
     lock_waits: Counter,
+    redo_waits: Counter,
     redo_bytes_written: Counter,
     local_checkpoints: Counter,
 }
@@ -167,6 +168,7 @@ impl NodeCounters {
             sum(&|c| c.open_transactions.get()),
         ));
         counts.push(Count::of(&LOCK_WAITS, managers(|d| d.lock_waits.get())));
+        counts.push(Count::of(&REDO_WAITS, managers(|d| d.redo_waits.get())));
         counts.push(Count::of(
             &REDO_WRITTEN,
             managers(|d| d.redo_bytes_written.get()),
@@ -254,6 +256,12 @@ static LOCK_WAITS: Family = Family {
     kind: Kind::Counter,
     info_name: "lock_waits",
 };
+static REDO_WAITS: Family = Family {
+    metric: "kista_redo_waits_total",
+    help: "Writes that waited for room in the REDO log (a local checkpoint to free it).",
+    kind: Kind::Counter,
+    info_name: "redo_waits",
+};
 static REDO_WRITTEN: Family = Family {
     metric: "kista_redo_written_bytes_total",
     help: "Bytes written to the REDO logs.",
@@ -326,6 +334,10 @@ impl DataManagerCounters {
         self.lock_waits.inc_owned();
     }
 
+    pub(crate) fn redo_wait(&self) {
+        self.redo_waits.inc_owned();
+    }
+
     pub(crate) fn redo_written(&self, bytes: u64) {
         self.redo_bytes_written.add_owned(bytes);
     }
@@ -356,6 +368,7 @@ mod tests {
         second.aborted(Some(ErrorCode::LockWaitTimeout));
         second.aborted(Some(ErrorCode::LockWaitTimeout));
         counters.data_manager(1).lock_wait();
+        counters.data_manager(0).redo_wait();
         counters.data_manager(0).redo_written(100);
         counters.data_manager(1).redo_written(28);
         counters.checkpoints().restorable_gci.set(41);
@@ -373,6 +386,7 @@ mod tests {
             "kista_commit_duration_seconds_bucket{node=\"3\",le=\"0.005\"} 1\n",
             "kista_commit_duration_seconds_count{node=\"3\"} 1\n",
             "kista_lock_waits_total{node=\"3\"} 1\n",
+            "kista_redo_waits_total{node=\"3\"} 1\n",
             "kista_redo_written_bytes_total{node=\"3\"} 128\n",
             "kista_restorable_gci{node=\"3\"} 41\n",
         ] {

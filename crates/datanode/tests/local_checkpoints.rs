@@ -128,38 +128,90 @@ fn slow_checkpoints(node: NodeId) -> NodeSettings {
     settings
 }
 
+/// How long a write waits for room in the REDO log before it is refused
+/// (`ldm/redo_wait.rs`, `REDO_WAIT_MS_MAX`).
+const REDO_WAIT_MS: u64 = 20_000;
+
 #[test]
-fn a_full_log_refuses_writes_with_a_temporary_error_until_a_checkpoint_frees_it() {
+fn writes_wait_for_a_full_log_until_a_checkpoint_frees_it_and_all_commit() {
     let mut cluster = Node::start_cluster(cluster_settings(2, 2, slow_checkpoints), 64 << 20, 12);
     cluster.run_for_ms(200);
     let table = cluster.create_counters();
-    let mut refused = 0;
-    let mut committed_after_refusal = 0;
+    let mut slowest_ms = 0;
     for client_tx in 1..=400u64 {
         let ops = (0..BALLAST_ROWS)
             .map(|row| counter_op(OperationKind::Write, row, client_tx as i64))
             .collect();
         cluster.send_batch(client_tx, table, ops, ExecuteMode::Commit);
-        let until_ns = cluster.now_ns() + 2_000_000_000;
+        let sent_ns = cluster.now_ns();
         let result = cluster
-            .batch_result(client_tx, until_ns)
+            .batch_result(client_tx, sent_ns + 2 * REDO_WAIT_MS * 1_000_000)
             .expect("an answer");
-        match result.outcome {
-            TransactionOutcome::Committed if refused > 0 => committed_after_refusal += 1,
-            TransactionOutcome::Committed => {}
-            _ => {
-                assert_eq!(result.code, ErrorCode::RedoLogFull as u32, "{result:?}");
-                refused += 1;
-                cluster.run_for_ms(50);
-            }
-        }
+        assert_eq!(
+            result.outcome,
+            TransactionOutcome::Committed,
+            "transaction {client_tx} waited for the log instead of failing: {result:?}"
+        );
+        slowest_ms = slowest_ms.max((cluster.now_ns() - sent_ns) / 1_000_000);
     }
+    // A wait's timer fires even once the wait is over (and then does nothing).
+    cluster.run_for_ms(REDO_WAIT_MS + 1_000);
+    let waits = cluster.delivered::<WaitExpired>().len();
     assert!(
-        refused > 0,
+        waits > 0,
         "the log filled faster than the checkpoints freed it"
     );
-    assert!(committed_after_refusal > 0, "checkpoints freed it again");
+    assert!(
+        slowest_ms < REDO_WAIT_MS,
+        "every wait ended with room, not at its limit: {slowest_ms} ms"
+    );
     assert!(cluster.stopped().is_empty(), "no node stopped");
+}
+
+#[test]
+fn a_write_that_waited_its_limit_for_log_room_is_refused_with_a_temporary_error() {
+    // Two transactions, kept open, reserve more and more of the log for their commits,
+    // a batch each in turn, until one's batch has to wait: nothing will free room (the
+    // other never ends and holds its reservation, and the log written is too little for a
+    // checkpoint), so it waits its limit and is refused.
+    let patient = |node| {
+        let mut settings = node_settings(node);
+        settings.transaction_inactive_timeout_ms = 10 * REDO_WAIT_MS;
+        settings
+    };
+    let mut cluster = Node::start_cluster(cluster_settings(2, 2, patient), 64 << 20, 15);
+    cluster.run_for_ms(200);
+    let table = cluster.create_counters();
+    for batch in 0..200i64 {
+        let hog = 1 + batch as u64 % 2;
+        let ops = (0..1000)
+            .map(|row| counter_op(OperationKind::Insert, batch * 1000 + row, 1))
+            .collect();
+        cluster.send_batch(hog, table, ops, ExecuteMode::NoCommit);
+        let started_ns = cluster.now_ns();
+        let answer_within = |cluster: &mut Node, ms: u64| {
+            cluster.batch_result(hog, cluster.now_ns() + ms * 1_000_000)
+        };
+        let Some(result) = answer_within(&mut cluster, 1_000) else {
+            // It waits for room: until its limit, then it is refused.
+            let result = answer_within(&mut cluster, 2 * REDO_WAIT_MS).expect("an answer");
+            let waited_ms = (cluster.now_ns() - started_ns) / 1_000_000;
+            assert_eq!(result.outcome, TransactionOutcome::Aborted, "{result:?}");
+            assert_eq!(result.code, ErrorCode::RedoLogFull as u32, "{result:?}");
+            assert!(
+                waited_ms >= REDO_WAIT_MS,
+                "it waited its limit: {waited_ms} ms"
+            );
+            assert!(cluster.stopped().is_empty(), "no node stopped");
+            return;
+        };
+        assert_eq!(
+            result.outcome,
+            TransactionOutcome::Open,
+            "batch {batch}: {result:?}"
+        );
+    }
+    panic!("the reservations never made a write wait");
 }
 
 #[test]
@@ -177,7 +229,7 @@ fn a_transaction_larger_than_the_log_is_refused_before_its_commit_and_no_node_st
             .map(|row| counter_op(OperationKind::Insert, batch * ROWS_PER_BATCH + row, 1))
             .collect();
         cluster.send_batch(big_tx, table, ops, ExecuteMode::NoCommit);
-        let until_ns = cluster.now_ns() + 5_000_000_000;
+        let until_ns = cluster.now_ns() + 2 * REDO_WAIT_MS * 1_000_000;
         let result = cluster.batch_result(big_tx, until_ns).expect("an answer");
         if result.outcome != TransactionOutcome::Open {
             refusal = Some((batch, result));

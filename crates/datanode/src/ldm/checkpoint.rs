@@ -174,6 +174,22 @@ impl LocalCheckpoints {
         self.previous = None;
     }
 
+    /// Whether a checkpoint is being written, written and waiting to become usable, or due
+    /// to start at the next global checkpoint: one that will release REDO log
+    /// (`ldm/redo_wait.rs` waits for it).
+    pub fn will_free_log(&self, redo: &RedoLog) -> bool {
+        self.running.is_some() || !self.written.is_empty() || self.due(redo)
+    }
+
+    /// Whether the log has filled a quarter of its ring since the newest usable checkpoint
+    /// began, or holds half the ring in all: past half, the log kept for the one before
+    /// the newest must go, and the next checkpoint releases it.
+    fn due(&self, redo: &RedoLog) -> bool {
+        let since_usable_bytes =
+            redo.head_lsn() - self.newest_usable_lsn.unwrap_or(redo.tail_lsn());
+        since_usable_bytes >= redo.ring_bytes() / 4 || redo.used_bytes() >= redo.ring_bytes() / 2
+    }
+
     /// Starts a checkpoint if none runs and, unless one is due after a copy, none waits to
     /// become usable and the log has filled a quarter of its ring since the newest usable
     /// one began (or holds half the ring in all).
@@ -190,14 +206,8 @@ impl LocalCheckpoints {
             self.after_copy = AfterCopy::Checkpointing { id: self.next_id };
             return self.start(ctx, tables, redo, self.write_bytes_per_sec);
         }
-        // One waiting to become usable frees the log at the next global checkpoint. Past
-        // half the ring, the log kept for the one before the newest must go: the next
-        // checkpoint releases it.
-        let since_usable_bytes =
-            redo.head_lsn() - self.newest_usable_lsn.unwrap_or(redo.tail_lsn());
-        let due = since_usable_bytes >= redo.ring_bytes() / 4
-            || redo.used_bytes() >= redo.ring_bytes() / 2;
-        if !self.written.is_empty() || !due {
+        // One waiting to become usable frees the log at the next global checkpoint.
+        if !self.written.is_empty() || !self.due(redo) {
             return Ok(());
         }
         self.start(ctx, tables, redo, self.write_bytes_per_sec)

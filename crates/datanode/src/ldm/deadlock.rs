@@ -125,7 +125,7 @@ impl LocalDataManager {
             for (&key, queue) in &target.parked {
                 let Some((anchor, wait_id)) = queue
                     .front()
-                    .and_then(|parked| Some((parked.waiting_on?, parked.wait_id)))
+                    .and_then(|parked| Some((parked.waiting.lock()?, parked.wait_id)))
                 else {
                     continue;
                 };

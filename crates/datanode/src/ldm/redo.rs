@@ -21,9 +21,9 @@
 //! will take at commit, until its transaction completes or aborts here: a commit always
 //! finds room, however large its transaction (a commit that found none would stop the
 //! node, and every replica of it at once). Once less than an eighth of the ring is free
-//! besides what is reserved, the data manager refuses new writes with a temporary error
-//! (`RedoLogFull`) while the checkpoint hurries; a transaction that alone needs more than
-//! the log holds is refused so, and aborts.
+//! besides what is reserved, new writes wait for room while the checkpoint hurries
+//! (`ldm/redo_wait.rs`); a transaction that alone needs more than the log holds is refused
+//! with a temporary error (`RedoLogFull`), and aborts.
 
 use std::sync::Arc;
 
@@ -150,6 +150,17 @@ impl RedoLog {
     pub fn nearly_full(&self) -> bool {
         let free = self.writer.free_bytes().saturating_sub(self.reserved_bytes);
         free < self.ring_bytes() / 8
+    }
+
+    /// Whether the log can have room for new writes once local checkpoints release what
+    /// they may: what prepared writes reserved leaves an eighth of the ring.
+    pub fn room_possible(&self) -> bool {
+        self.ring_bytes().saturating_sub(self.reserved_bytes) >= self.ring_bytes() / 8
+    }
+
+    /// What prepared writes reserved for their commits' records.
+    pub fn reserved_bytes(&self) -> u64 {
+        self.reserved_bytes
     }
 
     /// Keeps `bytes` free for the record a prepared write logs at commit.

@@ -629,8 +629,9 @@ typed_signal! {
 // ----- timers (a block to itself) -----
 
 typed_signal! {
-    /// A parked operation's lock-wait timeout. `wait_id` tells a stale timer from a live one.
-    LockWaitExpired = 140 { transaction: u64, wait_id: u32, }
+    /// A parked operation waited its limit for a lock or for REDO log space. `wait_id`
+    /// tells a stale timer from a live one.
+    WaitExpired = 140 { transaction: u64, wait_id: u32, }
 }
 typed_signal! {
     /// The coordinator's periodic look for idle transactions.
