@@ -982,10 +982,11 @@ impl Tx<'_> {
     /// Notes that the transaction inserts or changes the row of `table_id` with primary key
     /// `key`, so its later statements' scans of the table find it. Nothing is kept when this
     /// statement ends the transaction (autocommit): no later statement will read in it, and
-    /// a statement writes only after its own reads.
-    pub fn wrote_row(&mut self, table_id: u32, key: Vec<Value>) {
+    /// a statement writes only after its own reads (`key` makes the key only when kept: a
+    /// load's rows made one each for nothing).
+    pub fn wrote_row(&mut self, table_id: u32, key: impl FnOnce() -> Vec<Value>) {
         if self.commits.is_none() {
-            self.written.wrote_row(table_id, key);
+            self.written.wrote_row(table_id, key());
         }
     }
 

@@ -156,7 +156,7 @@ pub(crate) fn mirror(
             tx.undo_insert(&target.table, || target.key_of(&new))?;
         }
         // Its reads of the new table (after the switch) see what it wrote.
-        tx.wrote_row(target.table.id, target.key_of(&new));
+        tx.wrote_row(target.table.id, || target.key_of(&new));
         tx.transaction.write(&target.table, new)?;
     }
     tx.wrote(target.table.id);

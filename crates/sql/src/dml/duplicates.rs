@@ -133,7 +133,7 @@ pub(super) fn insert_unless_duplicate(
         };
         match (existing, assignments) {
             (None, _) => {
-                tx.wrote_row(table.table.id, table.key_of(row));
+                tx.wrote_row(table.table.id, || table.key_of(row));
                 tx.undo_insert(&table.table, || table.key_of(row))?;
                 tx.transaction.insert(&table.table, row)?;
                 crate::table_copy::mirror(tx, table, (None, Some(row)), ctx)?;
@@ -231,7 +231,7 @@ fn update_duplicate(
     }
     let updated = super::with_changes(existing, &changed);
     table.checks.verify(&updated, ctx)?;
-    tx.wrote_row(table.table.id, key.clone());
+    tx.wrote_row(table.table.id, || key.clone());
     tx.undo_change(&table.table, existing)?;
     tx.transaction.update(&table.table, &key, changed)?;
     crate::table_copy::mirror(tx, table, (Some(existing), Some(&updated)), ctx)?;

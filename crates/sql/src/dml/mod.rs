@@ -283,7 +283,7 @@ fn insert_rows(
         false => Vec::new(),
     };
     for (n, row) in rows.iter().enumerate() {
-        tx.wrote_row(table.table.id, table.key_of(row));
+        tx.wrote_row(table.table.id, || table.key_of(row));
         if replace {
             tx.transaction.write(&table.table, row)?;
         } else {
@@ -913,7 +913,7 @@ fn update_rows(
         let key = table.key_of(row);
         if changes_key {
             let new_row = with_changes(row, &changed);
-            tx.wrote_row(table.table.id, table.key_of(&new_row));
+            tx.wrote_row(table.table.id, || table.key_of(&new_row));
             tx.undo_change(&table.table, row)?;
             tx.undo_insert(&table.table, || table.key_of(&new_row))?;
             // Foreign keys referencing the row follow their ON UPDATE rule.
@@ -921,7 +921,7 @@ fn update_rows(
             table_copy::mirror(tx, table, (Some(row), Some(&new_row)), &ctx)?;
             tx.transaction.insert(&table.table, new_row)?;
         } else {
-            tx.wrote_row(table.table.id, key.clone());
+            tx.wrote_row(table.table.id, || key.clone());
             tx.undo_change(&table.table, row)?;
             if table.mirror.is_some() {
                 let new_row = with_changes(row, &changed);
