@@ -177,6 +177,7 @@ pub fn write_bytes_value(out: &mut Writer, bytes: &[u8]) {
 /// The tags of signed and unsigned integers in a value's byte form.
 pub const INT_TAG: u8 = 1;
 pub const UINT_TAG: u8 = 2;
+const DECIMAL_TAG: u8 = 5;
 const BYTES_TAG: u8 = 6;
 const DATE_TAG: u8 = 7;
 const DATETIME_TAG: u8 = 9;
@@ -201,7 +202,7 @@ pub fn write_value(out: &mut Writer, value: &Value) {
             out.u64(x.to_bits());
         }
         Value::Decimal(d) => {
-            out.u8(5);
+            out.u8(DECIMAL_TAG);
             out.0.extend_from_slice(&d.unscaled.to_le_bytes());
             out.u8(d.scale);
         }
@@ -267,6 +268,9 @@ fn read_value_into(input: &mut Reader, value: &mut Value) -> Result<(), CodecErr
 #[derive(Debug, PartialEq)]
 pub enum ValueRef<'a> {
     Bytes(&'a [u8]),
+    Int(i64),
+    UInt(u64),
+    Decimal(Decimal),
     Days(i32),
     Micros(i64),
     Other(Value),
@@ -277,6 +281,9 @@ impl ValueRef<'_> {
     pub fn into_value(self) -> Value {
         match self {
             ValueRef::Bytes(bytes) => Value::Bytes(bytes.to_vec()),
+            ValueRef::Int(n) => Value::Int(n),
+            ValueRef::UInt(n) => Value::UInt(n),
+            ValueRef::Decimal(decimal) => Value::Decimal(decimal),
             ValueRef::Days(days) => Value::Date(Date::from_days(days).expect("checked on read")),
             ValueRef::Micros(micros) => {
                 Value::DateTime(DateTime::from_micros(micros).expect("checked on read"))
@@ -291,6 +298,17 @@ pub fn read_value_ref<'a>(input: &mut Reader<'a>) -> Result<ValueRef<'a>, CodecE
     let tag = input.u8()?;
     Ok(match tag {
         BYTES_TAG => ValueRef::Bytes(input.bytes()?),
+        // A row's commonest values, read here rather than as a `Value` of
+        // `read_tagged_value` (a write's row is checked and copied from them).
+        INT_TAG => ValueRef::Int(input.u64()? as i64),
+        UINT_TAG => ValueRef::UInt(input.u64()?),
+        DECIMAL_TAG => {
+            let unscaled = i128::from_le_bytes(input.array()?);
+            ValueRef::Decimal(Decimal {
+                unscaled,
+                scale: input.u8()?,
+            })
+        }
         DATE_TAG => {
             let days = input.u32()? as i32;
             if !Date::days_valid(days) {
@@ -316,7 +334,7 @@ fn read_tagged_value(tag: u8, input: &mut Reader) -> Result<Value, CodecError> {
         UINT_TAG => Value::UInt(input.u64()?),
         3 => Value::Float(f32::from_bits(input.u32()?)),
         4 => Value::Double(f64::from_bits(input.u64()?)),
-        5 => {
+        DECIMAL_TAG => {
             let unscaled = i128::from_le_bytes(input.array()?);
             Value::Decimal(Decimal {
                 unscaled,

@@ -84,16 +84,16 @@ impl RowLayout {
                 let slot = &mut fixed[offset..offset + column_type.fixed_bytes()];
                 write_fixed_string(column_type, bytes, slot);
             }
-            (Place::Fixed(offset), ValueRef::Other(Value::Int(n))) if int_fits(column_type, n) => {
+            (Place::Fixed(offset), ValueRef::Int(n)) if int_fits(column_type, n) => {
                 write_int(
                     n as u64,
                     &mut fixed[offset..offset + column_type.fixed_bytes()],
                 );
             }
-            (Place::Fixed(offset), ValueRef::Other(Value::UInt(n))) if int_fits(column_type, n) => {
+            (Place::Fixed(offset), ValueRef::UInt(n)) if int_fits(column_type, n) => {
                 write_int(n, &mut fixed[offset..offset + column_type.fixed_bytes()]);
             }
-            (Place::Fixed(offset), ValueRef::Other(Value::Decimal(decimal)))
+            (Place::Fixed(offset), ValueRef::Decimal(decimal))
                 if decimal_fits_type(column_type, decimal) =>
             {
                 fixed[offset..offset + 16].copy_from_slice(&decimal.unscaled.to_le_bytes());
