@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use kista_log::Level;
 use kista_mgm::admin::AdminClient;
 use kista_mgm::size::parse_size;
 
@@ -111,12 +112,15 @@ pub fn run(args: &UpArgs) -> Result<(), Failure> {
         .map_err(|e| Failure::runtime(format!("cannot write {}: {e}", config_path.display())))?;
     // With --mgm-port 0 the management server's log says where it listens.
     let mut mgm = format!("127.0.0.1:{}", args.mgm_port);
-    println!(
-        "kista up: {} data nodes, {} replicas, data memory {} bytes each; configuration {}",
-        args.data_nodes,
-        args.replicas,
-        args.data_memory,
-        config_path.display()
+    say(
+        Level::Info,
+        format_args!(
+            "{} data nodes, {} replicas, data memory {} bytes each; configuration {}",
+            args.data_nodes,
+            args.replicas,
+            args.data_memory,
+            config_path.display()
+        ),
     );
 
     let mut processes: Vec<Child> = Vec::new();
@@ -140,21 +144,29 @@ pub fn run(args: &UpArgs) -> Result<(), Failure> {
             return Err(failure);
         }
     };
-    println!("kista up: management server listening on {mgm}");
-    println!("kista up: SQL front end (MySQL protocol) at {sql}");
-    print_metrics_addresses(&metrics);
-    println!("kista up: ready: the cluster serves at --mgm {mgm} and SQL at {sql}");
-    println!(
-        "kista up:   mysql -h {} -P {} -u root",
-        sql.ip(),
-        sql.port()
+    say(
+        Level::Info,
+        format_args!("management server listening on {mgm}"),
     );
-    println!("kista up:   kista mgm --mgm {mgm} -e show");
-    println!("kista up:   kista bench --mgm {mgm}");
-    println!("kista up: Ctrl-C or SIGTERM stops it");
+    say(
+        Level::Info,
+        format_args!("SQL front end (MySQL protocol) at {sql}"),
+    );
+    print_metrics_addresses(&metrics);
+    say(
+        Level::Info,
+        format_args!("ready: the cluster serves at --mgm {mgm} and SQL at {sql}"),
+    );
+    say(
+        Level::Info,
+        format_args!("  mysql -h {} -P {} -u root", sql.ip(), sql.port()),
+    );
+    say(Level::Info, format_args!("  kista mgm --mgm {mgm} -e show"));
+    say(Level::Info, format_args!("  kista bench --mgm {mgm}"));
+    say(Level::Info, format_args!("Ctrl-C or SIGTERM stops it"));
     let outcome = supervise(&mut processes, &stop);
     shut_down(&mgm, &mut processes);
-    println!("kista up: stopped");
+    say(Level::Info, format_args!("stopped"));
     outcome
 }
 
@@ -198,14 +210,30 @@ fn metrics_ports(args: &UpArgs) -> Result<MetricsPorts, Failure> {
     })
 }
 
+/// A line of `kista up`'s own on its standard output, in the log format of every Kista
+/// process (crates/log): its children's exits and restarts sit beside theirs in a log
+/// collector, in time order.
+fn say(level: Level, message: impl std::fmt::Display) {
+    kista_log::print(level, "kista up", message);
+}
+
 fn print_metrics_addresses(metrics: &MetricsPorts) {
     let url = |port: u16| format!("http://127.0.0.1:{port}/metrics");
-    println!("kista up: metrics (Prometheus):");
-    println!("kista up:   {} management server", url(metrics.mgmd));
+    say(Level::Info, format_args!("metrics (Prometheus):"));
+    say(
+        Level::Info,
+        format_args!("  {} management server", url(metrics.mgmd)),
+    );
     for (index, &port) in metrics.data_nodes.iter().enumerate() {
-        println!("kista up:   {} data node {}", url(port), index + 1);
+        say(
+            Level::Info,
+            format_args!("  {} data node {}", url(port), index + 1),
+        );
     }
-    println!("kista up:   {} SQL front end", url(metrics.sql));
+    say(
+        Level::Info,
+        format_args!("  {} SQL front end", url(metrics.sql)),
+    );
 }
 
 /// Refuses at once a port that another program listens on: the child would fail to
@@ -337,9 +365,9 @@ fn start_all(
             )));
         }
         if last_report.elapsed() > START_REPORT_INTERVAL {
-            println!(
-                "kista up: waiting for the data nodes: {}",
-                status.replace('\n', "; ")
+            say(
+                Level::Info,
+                format_args!("waiting for the data nodes: {}", status.replace('\n', "; ")),
             );
             last_report = Instant::now();
         }

@@ -160,11 +160,13 @@ fn kista_up_starts_again_each_child_killed_under_load_and_keeps_every_committed_
     let (success, out, err) = up.stop();
     assert!(success, "{out}\n{err}");
     for child in ["data node 2", "sql", "mgmd"] {
-        assert!(
-            out.contains(&format!("kista up: {child} exited (signal: 9")),
-            "{child} is reported:\n{out}"
-        );
+        let exited = format!("WARN  kista up: {child} exited (signal: 9");
+        assert!(out.contains(&exited), "{child} is reported:\n{out}");
     }
+    assert!(
+        out.lines().all(is_log_line),
+        "kista up's own lines are in the log format too:\n{out}"
+    );
     assert_eq!(
         out.matches("starting it again in 1 s (restart 1)").count(),
         3,
@@ -195,24 +197,27 @@ fn every_log_line_is_in_the_one_format(dir: &std::path::Path) {
     for name in ["mgmd.log", "data-node-1.log", "data-node-2.log", "sql.log"] {
         let text = std::fs::read_to_string(dir.join("logs").join(name)).unwrap();
         for line in text.lines() {
-            let bytes = line.as_bytes();
-            assert!(
-                bytes.len() > 36 && line.is_char_boundary(31),
-                "{name}: {line}"
-            );
-            let separators = [(4, b'-'), (7, b'-'), (10, b'T'), (13, b':'), (16, b':')];
-            let mut timestamp = separators.iter().chain(&[(19, b'.'), (23, b'Z')]);
-            assert!(timestamp.all(|&(at, c)| bytes[at] == c), "{name}: {line}");
-            let level = ["INFO  ", "WARN  ", "ERROR "]
-                .iter()
-                .any(|l| line[25..].starts_with(l));
-            assert!(level, "{name}: {line}");
+            assert!(is_log_line(line), "{name}: {line}");
             assert!(
                 line[31..].starts_with("node="),
                 "{name} names the node: {line}"
             );
         }
     }
+}
+
+/// Whether `line` begins with the time and level of the one log format (crates/log).
+fn is_log_line(line: &str) -> bool {
+    let bytes = line.as_bytes();
+    if bytes.len() <= 36 || !line.is_char_boundary(31) {
+        return false;
+    }
+    let separators = [(4, b'-'), (7, b'-'), (10, b'T'), (13, b':'), (16, b':')];
+    let mut timestamp = separators.iter().chain(&[(19, b'.'), (23, b'Z')]);
+    let level = ["INFO  ", "WARN  ", "ERROR "]
+        .iter()
+        .any(|l| line[25..].starts_with(l));
+    timestamp.all(|&(at, c)| bytes[at] == c) && level
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! The one log line format of every long-running Kista process (`kista datad`, `kista
-//! mgmd`, `kista sql`):
+//! mgmd`, `kista sql`, and `kista up`'s own lines):
 //!
 //! ```text
 //! 2026-11-27T15:50:01.123Z INFO  node=1 kista datad: ready

@@ -13,8 +13,10 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use kista_log::Level;
 use kista_mgm::admin::AdminClient;
 
+use super::say;
 use crate::Failure;
 
 /// How often the supervisor looks at its children and for a stop request.
@@ -101,11 +103,14 @@ impl Child {
             .process_group(0)
             .spawn()
             .map_err(|e| Failure::runtime(format!("cannot start {}: {e}", self.name)))?;
-        println!(
-            "kista up: started {} (pid {}), log {}",
-            self.name,
-            process.id(),
-            self.log.display()
+        say(
+            Level::Info,
+            format_args!(
+                "started {} (pid {}), log {}",
+                self.name,
+                process.id(),
+                self.log.display()
+            ),
         );
         self.process = Some(process);
         self.started_at = Instant::now();
@@ -187,14 +192,17 @@ impl Child {
             (self.pause * 2).min(RESTART_PAUSE_MAX)
         };
         self.restart_at = Some(Instant::now() + self.pause);
-        println!(
-            "kista up: {} exited ({status}) after {:.1} s; starting it again in {} s \
+        say(
+            Level::Warn,
+            format_args!(
+                "{} exited ({status}) after {:.1} s; starting it again in {} s \
              (restart {}), see {}",
-            self.name,
-            ran.as_secs_f64(),
-            self.pause.as_secs(),
-            self.restarts + 1,
-            self.log.display()
+                self.name,
+                ran.as_secs_f64(),
+                self.pause.as_secs(),
+                self.restarts + 1,
+                self.log.display()
+            ),
         );
     }
 
@@ -205,7 +213,7 @@ impl Child {
         }
         self.restart_at = None;
         if let Err(failure) = self.restart() {
-            println!("kista up: {}", failure.message);
+            say(Level::Warn, &failure.message);
             self.pause = (self.pause * 2).min(RESTART_PAUSE_MAX);
             self.restart_at = Some(Instant::now() + self.pause);
         }
@@ -232,15 +240,21 @@ pub(super) fn supervise(children: &mut [Child], stop: &AtomicBool) -> Result<(),
             if let Some(status) = child.exited() {
                 match (child.role, status.success()) {
                     (Role::ManagementServer, true) => {
-                        println!(
-                            "kista up: the management server stopped: the cluster was shut down"
+                        say(
+                            Level::Info,
+                            format_args!(
+                                "the management server stopped: the cluster was shut down"
+                            ),
                         );
                         return Ok(());
                     }
-                    (Role::DataNode, true) => println!(
-                        "kista up: {} stopped on request; it stays stopped until kista up \
+                    (Role::DataNode, true) => say(
+                        Level::Info,
+                        format_args!(
+                            "{} stopped on request; it stays stopped until kista up \
                          starts again",
-                        child.name
+                            child.name
+                        ),
                     ),
                     _ => child.plan_restart(status),
                 }
@@ -266,7 +280,7 @@ pub(super) fn shut_down(mgm: &str, children: &mut [Child]) {
             std::thread::sleep(POLL);
         }
     }
-    println!("kista up: stopping the cluster");
+    say(Level::Info, format_args!("stopping the cluster"));
     let asked = AdminClient::connect(mgm, ADMIN_TIMEOUT)
         .and_then(|mut admin| admin.request("shutdown"))
         .is_ok();
@@ -282,7 +296,10 @@ pub(super) fn shut_down(mgm: &str, children: &mut [Child]) {
             std::thread::sleep(POLL);
         }
         if let Some(mut process) = child.process.take() {
-            println!("kista up: {} did not stop; killing it", child.name);
+            say(
+                Level::Warn,
+                format_args!("{} did not stop; killing it", child.name),
+            );
             let _ = process.kill();
             let _ = process.wait();
         }
