@@ -38,6 +38,10 @@ use crate::redo::{
     RECORD_HEADER_BYTES,
 };
 
+mod packed;
+
+pub use packed::{PackedRows, PACKED_ROWS_BYTES_MAX};
+
 /// Largest checkpoint file: the lap of LSNs one checkpoint may use.
 pub const CHECKPOINT_FILE_BYTES_MAX: u64 = 1 << 38;
 /// Checkpoint ids map to laps modulo this (2^24 laps of 2^38 bytes fill the LSN space).
@@ -156,6 +160,8 @@ pub enum CheckpointError {
     RowCount { counted: u64, found: u64 },
     #[error("the checkpoint holds a record out of place")]
     OutOfPlace,
+    #[error("the checkpoint holds a record of packed rows that does not hold what it counts")]
+    MalformedRows,
 }
 
 /// One thing a checkpoint file holds, in the order a restore applies them.
@@ -198,7 +204,19 @@ pub struct CheckpointScan {
     start: Option<(LogScan, CheckpointStart)>,
     /// The partition whose section is being read.
     section: Option<RowPlace>,
+    /// The `WriteRows` record whose rows are being given out.
+    packed: Option<PackedCursor>,
     rows: u64,
+}
+
+/// Where the rows of a `WriteRows` record not yet given out are: in the chunk the caller
+/// gives again until the scan asks it to read on (the record lies in it whole).
+#[derive(Clone, Copy, Debug)]
+struct PackedCursor {
+    place: RowPlace,
+    at: usize,
+    end: usize,
+    left: u32,
 }
 
 impl CheckpointScan {
@@ -208,6 +226,9 @@ impl CheckpointScan {
 
     /// The next entry or outcome from `chunk`: the file's bytes from `offset` on.
     pub fn next<'a>(&mut self, chunk: &'a [u8], offset: u64) -> CheckpointStep<'a> {
+        if let Some(cursor) = self.packed.take() {
+            return self.next_packed(chunk, cursor);
+        }
         let (scan, start) = match &mut self.start {
             Some((scan, start)) => (scan, *start),
             None if offset != 0 => return CheckpointStep::Read(0),
@@ -252,6 +273,22 @@ impl CheckpointScan {
                     gci,
                 }
             }
+            Record::WriteRows {
+                place,
+                rows,
+                packed,
+            } if self.section == Some(place) && rows > 0 => {
+                // A slice of `chunk`, decoded in place.
+                let at = packed.as_ptr() as usize - chunk.as_ptr() as usize;
+                let end = at + packed.len();
+                let cursor = PackedCursor {
+                    place,
+                    at,
+                    end,
+                    left: rows,
+                };
+                return self.next_packed(chunk, cursor);
+            }
             Record::CheckpointDone {
                 id,
                 redo_lsn,
@@ -261,6 +298,32 @@ impl CheckpointScan {
             _ => return CheckpointStep::Broken(CheckpointError::OutOfPlace),
         };
         CheckpointStep::Entry(entry)
+    }
+
+    /// The next row of a `WriteRows` record, whose rest `cursor` says where to find.
+    fn next_packed<'a>(&mut self, chunk: &'a [u8], mut cursor: PackedCursor) -> CheckpointStep<'a> {
+        let Some(((gci, fixed, var), taken)) = chunk
+            .get(cursor.at..cursor.end)
+            .and_then(packed::unpack_row)
+        else {
+            return CheckpointStep::Broken(CheckpointError::MalformedRows);
+        };
+        cursor.at += taken;
+        cursor.left -= 1;
+        match (cursor.left, cursor.at == cursor.end) {
+            (0, true) => {}
+            (0, false) | (_, true) => {
+                return CheckpointStep::Broken(CheckpointError::MalformedRows)
+            }
+            _ => self.packed = Some(cursor),
+        }
+        self.rows += 1;
+        CheckpointStep::Entry(CheckpointEntry::Row {
+            place: cursor.place,
+            fixed,
+            var,
+            gci,
+        })
     }
 
     fn done(

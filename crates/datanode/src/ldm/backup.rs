@@ -267,7 +267,7 @@ impl Backup {
         let every_row = |_, _| true;
         let (rows, next) = append_batch(
             &mut self.data.writer,
-            place,
+            (place, None),
             &partition,
             self.position,
             every_row,

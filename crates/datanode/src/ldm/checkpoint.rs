@@ -33,7 +33,7 @@ use std::time::Duration;
 use kista_runtime::io::{FileOperation, FileReply, FileRequest, FileStatus};
 use kista_runtime::Context;
 use kista_signal::TypedSignal;
-use kista_storage::checkpoint::{self, CheckpointSummary};
+use kista_storage::checkpoint::{self, CheckpointSummary, PackedRows};
 use kista_storage::partition::Partition;
 use kista_storage::redo::{LogFull, LogWriter, Record, RowPlace};
 use kista_storage::row_store::RowId;
@@ -119,6 +119,8 @@ struct Running {
     position: Option<RowId>,
     share: Option<Share>,
     rows: u64,
+    /// The rows of the batch being scanned, packed into one record.
+    packed: PackedRows,
     /// A write (or the sync) is in flight, or the next step waits for its delay.
     busy: bool,
     /// Once the end record is appended: the highest GCI committed here before it.
@@ -260,6 +262,7 @@ impl LocalCheckpoints {
             position: None,
             share: None,
             rows: 0,
+            packed: PackedRows::default(),
             busy: true,
             max_gci: None,
             write_bytes_per_sec,
@@ -478,9 +481,9 @@ impl Running {
                 gci > after || checkpoint::in_rotating_share(id, anchor.0)
             }
         };
-        let (rows, next) =
-            append_batch(&mut self.writer, place, &partition, self.position, written)
-                .map_err(outgrew)?;
+        let to = (place, Some(&mut self.packed));
+        let (rows, next) = append_batch(&mut self.writer, to, &partition, self.position, written)
+            .map_err(outgrew)?;
         self.rows += rows;
         self.position = next;
         if self.position.is_none() {
@@ -565,11 +568,13 @@ pub(super) fn held_partition(
 
 /// Appends the committed rows of the next batch of `partition` (at most
 /// [`BATCH_ROWS_MAX`], after `position`) that `wanted` picks by anchor and GCI to `writer`,
-/// each stamped with the GCI that last wrote it: how many it appended, and where the next
-/// batch resumes (`None`: the partition is done).
+/// each stamped with the GCI that last wrote it, as rows of `place`: packed into one
+/// record with `packed` (a checkpoint's), or a `WriteRow` record each (a backup's, whose
+/// readers take those). How many it appended, and where the next batch resumes (`None`:
+/// the partition is done).
 pub(super) fn append_batch(
     writer: &mut LogWriter,
-    place: RowPlace,
+    (place, mut packed): (RowPlace, Option<&mut PackedRows>),
     partition: &Partition,
     position: Option<RowId>,
     wanted: impl Fn(RowId, u64) -> bool,
@@ -578,11 +583,17 @@ pub(super) fn append_batch(
     let mut rows = 0;
     let next = partition.scan_with_gci(position, BATCH_ROWS_MAX, |anchor, fixed, var, gci| {
         if wanted(anchor, gci) && failure.is_none() {
-            let record = Record::WriteRow { place, fixed, var };
-            failure = writer.append(gci, &record).err();
+            let appended = match packed.as_deref_mut() {
+                Some(packed) => packed.push(writer, place, (gci, fixed, var)),
+                None => (writer.append(gci, &Record::WriteRow { place, fixed, var })).map(drop),
+            };
+            failure = appended.err();
             rows += 1;
         }
     });
+    if let (None, Some(packed)) = (&failure, packed) {
+        failure = packed.append_to(writer, place).err();
+    }
     failure.map_or(Ok((rows, next)), Err)
 }
 

@@ -74,7 +74,8 @@ pub fn read_log_from(disk: &SimulatedDisk, ring: LogRing, ldm: u16, lsn: u64) ->
                     Record::FileEnd
                     | Record::CheckpointDone { .. }
                     | Record::CheckpointStart { .. }
-                    | Record::CheckpointPartition { .. } => continue,
+                    | Record::CheckpointPartition { .. }
+                    | Record::WriteRows { .. } => continue,
                 };
                 let (gci, life) = (decoded.stamp.gci, decoded.stamp.life);
                 entries.push(Entry { gci, life, record });

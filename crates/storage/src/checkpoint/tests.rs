@@ -251,3 +251,116 @@ fn a_file_read_a_chunk_at_a_time_gives_what_a_whole_read_gives() {
         Err(Some(CheckpointError::Unfinished(_)))
     ));
 }
+
+/// A file of checkpoint 9 whose one section holds `rows` rows packed (row `n`: fixed part
+/// its number, GCI `40 + n % 3`), then a row too long to pack, then a row the way a
+/// checkpoint wrote rows before they were packed.
+fn packed_file(rows: u64) -> Vec<u8> {
+    let mut writer = writer(9, 9, 1);
+    let section = Record::CheckpointPartition {
+        place: PLACE,
+        whole: true,
+    };
+    writer.append(40, &section).expect("room");
+    let mut packed = PackedRows::default();
+    for row in 0..rows {
+        let row_bytes = row.to_le_bytes();
+        let gci = 40 + row % 3;
+        packed
+            .push(&mut writer, PLACE, (gci, &row_bytes, b"variable"))
+            .expect("room");
+    }
+    let long = vec![7u8; PACKED_ROWS_BYTES_MAX];
+    packed
+        .push(&mut writer, PLACE, (44, &long, b""))
+        .expect("room");
+    packed.append_to(&mut writer, PLACE).expect("room");
+    append_row(&mut writer, rows);
+    let done = Record::CheckpointDone {
+        id: 9,
+        redo_lsn: 1,
+        rows: rows + 2,
+        marked_gci: 38,
+    };
+    writer.append(44, &done).expect("room");
+    written(writer)
+}
+
+/// Every row of a file as (fixed part, GCI), read a chunk of `chunk_bytes` at a time.
+fn rows_with_gcis(file: &[u8], chunk_bytes: usize) -> (Vec<(Vec<u8>, u64)>, CheckpointSummary) {
+    let mut rows = Vec::new();
+    let summary = read_stream(&mut std::io::Cursor::new(file), chunk_bytes, |entry| {
+        if let CheckpointEntry::Row {
+            place, fixed, gci, ..
+        } = entry
+        {
+            assert_eq!(place, PLACE);
+            rows.push((fixed.to_vec(), gci));
+        }
+    })
+    .expect("a whole checkpoint");
+    (rows, summary)
+}
+
+#[test]
+fn rows_packed_many_to_a_record_read_back_in_order_with_their_gcis() {
+    // 20,000 rows: packed records of 32 KiB, read across chunks of 256 KiB.
+    let file = packed_file(20_000);
+    let (rows, summary) = rows_with_gcis(&file, 0);
+    assert_eq!(summary.rows, 20_002);
+    assert_eq!(rows.len(), 20_002);
+    for (n, (fixed, gci)) in rows[..20_000].iter().enumerate() {
+        assert_eq!(fixed[..], (n as u64).to_le_bytes(), "row {n}");
+        assert_eq!(*gci, 40 + n as u64 % 3, "row {n}");
+    }
+    assert_eq!(
+        rows[20_000],
+        (vec![7u8; PACKED_ROWS_BYTES_MAX], 44),
+        "a row too long to pack is a record of its own"
+    );
+    assert_eq!(
+        rows[20_001].0,
+        20_000u64.to_le_bytes(),
+        "a row as one record"
+    );
+    assert!(
+        file.len() < 20_000 * (16 + 8 + 8) + 64 * 1024,
+        "packed, a row takes 16 bytes besides its parts: {} bytes",
+        file.len()
+    );
+}
+
+#[test]
+fn a_record_of_packed_rows_that_does_not_hold_what_it_counts_is_refused() {
+    let mut one_row = PackedRows::default();
+    let mut scratch = writer(3, 3, 1);
+    one_row
+        .push(&mut scratch, PLACE, (40, b"row", b""))
+        .expect("room");
+    let packed_bytes = {
+        let mut writer = LogWriter::new(ring(), 1, 0, 0);
+        one_row.append_to(&mut writer, PLACE).expect("room");
+        let record = written(writer);
+        record[RECORD_HEADER_BYTES + 16..].to_vec() // past the header, place and count
+    };
+    for (rows, packed) in [
+        (2, packed_bytes.clone()), // fewer rows than counted
+        (1, [&packed_bytes[..], &packed_bytes[..]].concat()), // more
+        (1, packed_bytes[..packed_bytes.len() - 1].to_vec()), // a row cut short
+    ] {
+        let mut writer = writer(9, 9, 1);
+        let section = Record::CheckpointPartition {
+            place: PLACE,
+            whole: true,
+        };
+        writer.append(40, &section).expect("room");
+        let record = Record::WriteRows {
+            place: PLACE,
+            rows,
+            packed: &packed,
+        };
+        writer.append(40, &record).expect("room");
+        let outcome = read_file(&written(writer), |_| {});
+        assert_eq!(outcome, Err(CheckpointError::MalformedRows), "{rows} rows");
+    }
+}

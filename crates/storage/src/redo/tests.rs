@@ -68,6 +68,7 @@ enum OwnedRecord {
     CheckpointDone(u64, u64, u64, u64),
     CheckpointStart(u64, u64),
     CheckpointPartition(RowPlace, bool),
+    WriteRows(RowPlace, u32, Vec<u8>),
 }
 
 impl OwnedRecord {
@@ -90,6 +91,11 @@ impl OwnedRecord {
             Record::CheckpointPartition { place, whole } => {
                 OwnedRecord::CheckpointPartition(place, whole)
             }
+            Record::WriteRows {
+                place,
+                rows,
+                packed,
+            } => OwnedRecord::WriteRows(place, rows, packed.to_vec()),
             Record::FileEnd => panic!("a scan never returns a file end"),
         }
     }
@@ -117,6 +123,11 @@ impl OwnedRecord {
             &OwnedRecord::CheckpointPartition(place, whole) => {
                 Record::CheckpointPartition { place, whole }
             }
+            OwnedRecord::WriteRows(place, rows, packed) => Record::WriteRows {
+                place: *place,
+                rows: *rows,
+                packed,
+            },
         }
     }
 }
@@ -131,7 +142,8 @@ fn record() -> impl Strategy<Value = OwnedRecord> {
     prop_oneof![
         (place.clone(), bytes(300), bytes(3000)).prop_map(|(p, f, v)| OwnedRecord::Write(p, f, v)),
         (place.clone(), bytes(64)).prop_map(|(p, k)| OwnedRecord::Delete(p, k)),
-        (place, any::<bool>()).prop_map(|(p, w)| OwnedRecord::CheckpointPartition(p, w)),
+        (place.clone(), any::<bool>()).prop_map(|(p, w)| OwnedRecord::CheckpointPartition(p, w)),
+        (place, any::<u32>(), bytes(3000)).prop_map(|(p, r, b)| OwnedRecord::WriteRows(p, r, b)),
         any::<(u64, u64)>().prop_map(|(i, c)| OwnedRecord::CheckpointStart(i, c)),
         Just(OwnedRecord::GciDone),
         any::<(u64, u64, u64, u64)>()
