@@ -34,7 +34,7 @@ impl Up {
     fn start_in(dir: PathBuf, extra: &[&str]) -> Self {
         let dir_arg = dir.display().to_string();
         // A 128M REDO log: sysbench's update workloads at 16 threads filled a 64M one in
-        // two of four runs (error 410), at a5dbd0e and after alike;
+        // two of four runs (error 410 then; writes wait for room since e810f52);
         // the log must hold two checkpoints' durations of writes (docs/durability.md).
         let mut args = vec![
             "up",

@@ -57,7 +57,8 @@ impl TestCluster {
         let ports = free_ports(usize::from(data_nodes) + 1).expect("free ports");
         // Under a bench's load a data node writes ~17 MB/s of REDO log, and while a
         // failure is detected no global checkpoint completes, so no local checkpoint
-        // frees any: a 64M log filled and writes got error 410.
+        // frees any: a 64M log filled and writes got error 410 (now they wait for room,
+        // up to 20 s).
         let mut config = format!(
             "[cluster]\nreplicas = {replicas}\ndata_memory = \"64M\"\nredo_log = \"128M\"\n\
              heartbeat_interval_ms = {HEARTBEAT_INTERVAL_MS}\n\
