@@ -293,6 +293,10 @@ pub struct Session<'c> {
     /// The last statement's warnings. Behind a cell, as `variables`: a query that reads
     /// through `&Session` may warn (a `kista_info` list cut at its bound).
     pub(crate) warnings: std::cell::RefCell<Vec<Warning>>,
+    /// `@@warning_count` and `@@error_count`: what the statement before the running one
+    /// left (a SELECT of them, which clears the list as any statement but SHOW WARNINGS
+    /// does, still answers the earlier statement's, as MySQL's).
+    previous_diagnostics: (usize, usize),
     /// The running statement's subqueries (`subquery.rs`).
     pub(crate) subqueries: crate::subquery::Subqueries,
     /// FOUND_ROWS(): the rows the last SELECT answered (with SQL_CALC_FOUND_ROWS, before
@@ -342,6 +346,7 @@ impl<'c> Session<'c> {
             last_insert_id: 0,
             variables: std::cell::RefCell::new(HashMap::new()),
             warnings: std::cell::RefCell::new(Vec::new()),
+            previous_diagnostics: (0, 0),
             subqueries: Default::default(),
             found_rows: 0,
             rows_before_limit: Default::default(),
@@ -428,7 +433,10 @@ impl<'c> Session<'c> {
         // Every statement but SHOW WARNINGS / ERRORS starts its diagnostics afresh (the
         // account statements and LOAD DATA too, which run apart from the rest).
         if !reads_diagnostics(&parsed.statement) {
-            self.warnings.get_mut().clear();
+            let warnings = self.warnings.get_mut();
+            let errors = warnings.iter().filter(|w| w.level == "Error").count();
+            self.previous_diagnostics = (warnings.len(), errors);
+            warnings.clear();
         }
         if let Some(account) = &parsed.account {
             return crate::accounts::run(self, account);
@@ -828,6 +836,11 @@ impl<'c> Session<'c> {
         }
         if name == FOREIGN_KEY_CHECKS {
             return Some(Value::Int(i64::from(self.foreign_key_checks)));
+        }
+        match name {
+            "warning_count" => return Some(Value::Int(self.previous_diagnostics.0 as i64)),
+            "error_count" => return Some(Value::Int(self.previous_diagnostics.1 as i64)),
+            _ => {}
         }
         if let Some(value) = self.variables.borrow().get(name) {
             return Some(value.clone());

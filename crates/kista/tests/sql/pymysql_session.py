@@ -97,6 +97,12 @@ cur.execute("INSERT IGNORE INTO accounts (owner, balance) VALUES ('ada', 1), ('f
 assert cur.rowcount == 1, cur.rowcount
 cur.execute("SHOW WARNINGS")
 assert [w[1] for w in cur.fetchall()] == [1062]
+# The counts a SELECT reads are the statement's before it (SHOW WARNINGS keeps them); the
+# SELECT itself starts the list afresh.
+cur.execute("SELECT @@warning_count, @@session.error_count")
+assert cur.fetchall() == ((1, 0),)
+cur.execute("SELECT @@warning_count")
+assert cur.fetchall() == ((0,),)
 cur.execute(
     "INSERT INTO accounts (owner, balance) VALUES ('bob', 5) "
     "ON DUPLICATE KEY UPDATE balance = balance + VALUES(balance)"
