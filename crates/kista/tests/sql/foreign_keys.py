@@ -148,5 +148,35 @@ cur.execute("CREATE TABLE pets (id INT PRIMARY KEY, owner INT, FOREIGN KEY (owne
 cur.execute("DROP TABLE authors")
 cur.execute("SET foreign_key_checks = 1")
 cur.execute("INSERT INTO pets VALUES (1, 12345)")
+# CREATE TABLE ... LIKE copies columns, keys, indexes and CHECKs, as MySQL: not the
+# foreign keys, nor the rows, and AUTO_INCREMENT counts from 1 again.
+cur.execute(
+    "CREATE TABLE owners (id INT PRIMARY KEY AUTO_INCREMENT, name VARCHAR(20) NOT NULL "
+    "DEFAULT 'x', code CHAR(4), pet INT, UNIQUE KEY by_code (code), KEY by_name (name(5)), "
+    "CONSTRAINT name_ok CHECK (name <> ''), FOREIGN KEY (pet) REFERENCES pets (id))"
+)
+cur.execute("INSERT INTO owners (name, code, pet) VALUES ('ann', 'a1', 1), ('bo', 'b2', 1)")
+cur.execute("CREATE TABLE owners_copy LIKE owners")
+assert rows("SELECT COUNT(*) FROM owners_copy") == [(0,)]
+show = lambda table: rows(f"SHOW CREATE TABLE {table}")[0][1]
+original = show("owners")
+# The same text, named for the copy, without the foreign key's line (nor its comma).
+expected = "\n".join(
+    line for line in original.replace("`owners`", "`owners_copy`", 1).split("\n")
+    if "FOREIGN KEY" not in line
+)
+copy = show("owners_copy")
+assert copy == expected, (original, copy)
+cur.execute("INSERT INTO owners_copy (name, code, pet) VALUES ('cy', 'c3', 999)")
+assert rows("SELECT id, pet FROM owners_copy") == [(1, 999)]  # no foreign key, count from 1
+assert error_of("INSERT INTO owners_copy (name, code) VALUES ('', 'd4')") == 3819
+assert error_of("INSERT INTO owners_copy (name, code) VALUES ('dee', 'c3')") == 1062
+assert error_of("CREATE TABLE owners_copy LIKE owners") == 1050
+cur.execute("CREATE TABLE IF NOT EXISTS owners_copy LIKE owners")
+assert error_of("CREATE TABLE nowhere LIKE no_such_table") == 1146
+cur.execute("CREATE DATABASE fks2")
+cur.execute("CREATE TABLE fks2.owners LIKE fks.owners")
+assert rows("SELECT COUNT(*) FROM fks2.owners") == [(0,)]
+cur.execute("DROP DATABASE fks2")
 cur.execute("DROP DATABASE fks")
 print("foreign keys ok")

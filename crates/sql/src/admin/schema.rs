@@ -327,6 +327,12 @@ fn create_table(session: &mut Session, create: &ast::CreateTable) -> SqlResult<O
     if create.temporary {
         return Err(SqlError::not_supported("CREATE TEMPORARY TABLE"));
     }
+    if let Some(
+        ast::CreateTableLikeKind::Plain(like) | ast::CreateTableLikeKind::Parenthesized(like),
+    ) = &create.like
+    {
+        return create_table_like(session, create, &like.name);
+    }
     let (database, name) = split_name(session, &create.name)?;
     check_name("table", &name)?;
     if !session.catalog.database_exists(&database)? {
@@ -352,6 +358,25 @@ fn create_table(session: &mut Session, create: &ast::CreateTable) -> SqlResult<O
         return Err(error);
     }
     Ok(Outcome::done())
+}
+
+/// `CREATE TABLE t LIKE source`: an empty table with the source's columns, keys, indexes
+/// and CHECK constraints, as MySQL makes it (no foreign keys; an AUTO_INCREMENT column
+/// counts from 1 again). It is made from the source's SHOW CREATE TABLE text, the one
+/// description of a table's definition there is.
+fn create_table_like(
+    session: &mut Session,
+    create: &ast::CreateTable,
+    source: &ast::ObjectName,
+) -> SqlResult<Outcome> {
+    let (database, name) = split_name(session, source)?;
+    let text = super::show::create_table_sql(session, &database, &name, false)?;
+    let Statement::CreateTable(mut copy) = crate::session::parse(&text)?.statement else {
+        unreachable!("SHOW CREATE TABLE's text is a CREATE TABLE: {text}");
+    };
+    copy.name = create.name.clone();
+    copy.if_not_exists = create.if_not_exists;
+    create_table(session, &copy)
 }
 
 /// `DROP INDEX index ON table`: any secondary index; not the primary key's.

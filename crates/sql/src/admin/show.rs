@@ -51,7 +51,7 @@ pub(super) fn run(
             obj_name,
         } => {
             let (database, name) = split_name(session, obj_name)?;
-            let create = show_create_table(session, &database, &name)?;
+            let create = create_table_sql(session, &database, &name, true)?;
             Ok(text_result(
                 &["Table", "Create Table"],
                 vec![vec![text(name), text(create)]],
@@ -251,7 +251,14 @@ fn show_index(session: &Session, database: &str, name: &str) -> SqlResult<Outcom
     ))
 }
 
-fn show_create_table(session: &Session, database: &str, name: &str) -> SqlResult<String> {
+/// The `CREATE TABLE` statement SHOW CREATE TABLE prints for the table, with its foreign
+/// keys or without (`CREATE TABLE ... LIKE` copies none, as MySQL's).
+pub(super) fn create_table_sql(
+    session: &Session,
+    database: &str,
+    name: &str,
+    with_foreign_keys: bool,
+) -> SqlResult<String> {
     let table = session.catalog.table(database, name)?;
     let schema = table.schema();
     let mut lines = Vec::new();
@@ -319,8 +326,10 @@ fn show_create_table(session: &Session, database: &str, name: &str) -> SqlResult
             names(&index.columns)
         ));
     }
-    for key in ddl::foreign_keys::described(session.catalog, &table)? {
-        lines.push(format!("  {}", key.sql(&table.database)));
+    if with_foreign_keys {
+        for key in ddl::foreign_keys::described(session.catalog, &table)? {
+            lines.push(format!("  {}", key.sql(&table.database)));
+        }
     }
     for check in &table.extras.checks {
         let enforced = if check.enforced {
@@ -349,6 +358,8 @@ fn show_create_table(session: &Session, database: &str, name: &str) -> SqlResult
 fn default_literal(table: &SqlTable, column: usize, default: &Value) -> String {
     match (table.sql_type(column), default) {
         (Some(crate::sql_type::SqlType::Bit(_)), Value::UInt(bits)) => format!("b'{bits:b}'"),
+        // A table made before an explicit DEFAULT NULL was taken for none kept it as a value.
+        (_, Value::Null) => "NULL".to_string(),
         _ => quoted(&String::from_utf8_lossy(&crate::value::to_text(default))),
     }
 }

@@ -201,7 +201,10 @@ fn var_length(length: u64) -> SqlResult<u32> {
 /// Translates `CREATE TABLE`; `cluster_name` is the table's name in the cluster.
 pub fn create_table(create: &ast::CreateTable, cluster_name: String) -> SqlResult<TableDefinition> {
     if create.query.is_some() || create.like.is_some() || create.clone.is_some() {
-        return Err(SqlError::not_supported("CREATE TABLE ... AS / LIKE"));
+        // LIKE is made into the source's own CREATE TABLE before (`admin/schema.rs`).
+        return Err(SqlError::not_supported(
+            "CREATE TABLE ... AS SELECT / CLONE",
+        ));
     }
     if create.columns.is_empty() {
         return Err(SqlError::new(
@@ -436,7 +439,10 @@ fn column_default(
             _ => None,
         });
     };
-    fitted_default(column, declared.extras.sql_type.as_ref(), expr).map(Some)
+    // An explicit DEFAULT NULL is no default, as in MySQL (and SHOW CREATE TABLE prints it
+    // as it prints a nullable column without one).
+    let fitted = fitted_default(column, declared.extras.sql_type.as_ref(), expr)?;
+    Ok(Some(fitted).filter(|value| !value.is_null()))
 }
 
 /// A constant DEFAULT fitted to its column (of SQL type `sql_type` where storage has none),
