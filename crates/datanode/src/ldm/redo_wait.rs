@@ -9,16 +9,18 @@
 //! before it, or a transaction completed or aborted and gave its reservation back. Writes
 //! arriving while others wait queue behind them, so none waits for ever behind newcomers.
 //!
-//! Refusing instead (a temporary error, `RedoLogFull`) cost a bulk load dearly: the refused
-//! write's transaction aborted, undoing the rows it had written (a thousand a transaction
-//! for `kista import`), and its client slept and wrote them all again, while the checkpoint
-//! everyone waited for ran as it would have anyway. 1M-row loads after the first two in a
-//! row of `bench/import.sh` took 30-70% longer for it.
+//! Refusing instead (a temporary error, `RedoLogFull`) threw work away: the refused write's
+//! transaction aborted, undoing the rows it had written (a thousand a transaction for
+//! `kista import`: 70-105 such aborts in four 1M-row loads in a row, `bench/import-rounds.sh`),
+//! its client slept and wrote them all again, and a `LOAD DATA` or an application saw an
+//! error, while the checkpoint everyone waited for ran as it would have anyway.
 //!
 //! A wait is bounded. A write is refused as before when [`REDO_WAITERS_MAX`] writes wait
 //! already, when waiting cannot help (what prepared writes reserved leaves less than an
 //! eighth of the log even once every checkpointed record is released: a transaction larger
-//! than the log), and when it waited [`REDO_WAIT_MS_MAX`].
+//! than the log; or nothing will free room: no local checkpoint runs, is written or is
+//! due, and no other transaction holds a reservation), and when it waited
+//! [`REDO_WAIT_MS_MAX`].
 
 use std::collections::VecDeque;
 use std::time::Duration;
