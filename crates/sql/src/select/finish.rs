@@ -105,7 +105,11 @@ pub(super) fn finished_rows(
     }
     if !plan.order_by.is_empty() {
         let collations = &sort_collations;
-        results.sort_by(|(a, _), (b, _)| compare_sort_keys(&plan.order_by, collations, a, b));
+        sort_heeding_kill(
+            || session.check_killed(),
+            &mut results,
+            |(a, _), (b, _)| compare_sort_keys(&plan.order_by, collations, a, b),
+        )?;
     }
     let offset = row_count(session, plan.offset.as_ref(), params)?.unwrap_or(0);
     let limit = row_count(session, plan.limit.as_ref(), params)?.unwrap_or(usize::MAX);
@@ -340,6 +344,30 @@ pub(crate) fn encode_group_key(key: &[Value], collations: &[Collation]) -> Vec<u
 /// Rows grouped between two looks at whether the statement was killed.
 const KILL_CHECK_ROWS: usize = 4096;
 
+/// Rows a sort orders between two looks for KILL (a statement's timeout too).
+const SORT_CHUNK_ROWS: usize = 1 << 16;
+
+/// `rows` sorted stably by `compare`, a chunk of [`SORT_CHUNK_ROWS`] at a time with a look
+/// for KILL (`killed`: the session's `check_killed`) before each, then whole: the whole
+/// sort finds the chunks' sorted runs and only merges them (about a fifth of a million-row
+/// sort's comparisons, where KILL went unseen through all of it). The order is one stable
+/// sort's: chunks keep their rows' order.
+pub(crate) fn sort_heeding_kill<T>(
+    killed: impl Fn() -> SqlResult<()>,
+    rows: &mut [T],
+    compare: impl Fn(&T, &T) -> std::cmp::Ordering,
+) -> SqlResult<()> {
+    if rows.len() > SORT_CHUNK_ROWS {
+        for chunk in rows.chunks_mut(SORT_CHUNK_ROWS) {
+            killed()?;
+            chunk.sort_by(&compare);
+        }
+        killed()?;
+    }
+    rows.sort_by(compare);
+    Ok(())
+}
+
 /// GROUP_CONCAT's result is cut to `group_concat_max_len` bytes (MySQL's default).
 const GROUP_CONCAT_BYTES_DEFAULT: usize = 1024;
 
@@ -496,4 +524,59 @@ pub(super) fn compare_sort_keys(
         }
     }
     Ordering::Equal
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+
+    /// `rows` pairs (key, position) in a scrambled order, the keys repeating.
+    fn scrambled(rows: usize) -> Vec<(u32, usize)> {
+        (0..rows)
+            .map(|i| (i * 7919) % rows)
+            .map(|position| ((position % 7) as u32, position))
+            .collect()
+    }
+
+    #[test]
+    fn a_sort_in_chunks_orders_as_one_stable_sort() {
+        let rows = scrambled(4 * SORT_CHUNK_ROWS + 123);
+        let mut expected = rows.clone();
+        expected.sort_by_key(|&(key, _)| key);
+        let mut sorted = rows;
+        let checks = Cell::new(0);
+        let killed = || {
+            checks.set(checks.get() + 1);
+            Ok(())
+        };
+        sort_heeding_kill(killed, &mut sorted, |a, b| a.0.cmp(&b.0)).unwrap();
+        assert_eq!(sorted, expected, "equal keys keep their order");
+        assert_eq!(
+            checks.get(),
+            6,
+            "a look before each of 5 chunks and before the merge"
+        );
+    }
+
+    #[test]
+    fn a_killed_statement_stops_its_sort_between_chunks() {
+        let mut rows = scrambled(3 * SORT_CHUNK_ROWS);
+        let checks = Cell::new(0);
+        let killed = || {
+            checks.set(checks.get() + 1);
+            match checks.get() {
+                1 => Ok(()),
+                _ => Err(crate::error::SqlError::new(
+                    1317,
+                    "70100",
+                    "Query execution was interrupted",
+                )),
+            }
+        };
+        let outcome = sort_heeding_kill(killed, &mut rows, |a, b| a.0.cmp(&b.0));
+        assert_eq!(outcome.map_err(|e| e.code), Err(1317));
+        assert_eq!(checks.get(), 2, "it stopped at the second chunk");
+    }
 }

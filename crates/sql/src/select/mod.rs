@@ -322,7 +322,11 @@ pub(super) fn sorted_by(
             .collect::<SqlResult<Vec<_>>>()?;
         keyed.push((keys, row));
     }
-    keyed.sort_by(|(a, _), (b, _)| finish::compare_sort_keys(order_by, &collations, a, b));
+    finish::sort_heeding_kill(
+        || session.check_killed(),
+        &mut keyed,
+        |(a, _), (b, _)| finish::compare_sort_keys(order_by, &collations, a, b),
+    )?;
     Ok(keyed.into_iter().map(|(_, row)| row).collect())
 }
 
