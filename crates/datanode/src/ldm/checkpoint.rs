@@ -119,7 +119,8 @@ struct Running {
     position: Option<RowId>,
     share: Option<Share>,
     rows: u64,
-    /// The rows of the batch being scanned, packed into one record.
+    /// Where a batch's rows are packed into one record (empty between batches: kept for
+    /// its buffer).
     packed: PackedRows,
     /// A write (or the sync) is in flight, or the next step waits for its delay.
     busy: bool,

@@ -11,7 +11,7 @@
 //!
 //! Refusing instead (a temporary error, `RedoLogFull`) threw work away: the refused write's
 //! transaction aborted, undoing the rows it had written (a thousand a transaction for
-//! `kista import`: 70-105 such aborts in four 1M-row loads in a row, `bench/import-rounds.sh`),
+//! `kista import`: 69-105 such aborts in four 1M-row loads in a row, `bench/import-rounds.sh`),
 //! its client slept and wrote them all again, and a `LOAD DATA` or an application saw an
 //! error, while the checkpoint everyone waited for ran as it would have anyway.
 //!
@@ -87,16 +87,21 @@ fn refusal_now(
     let why = if !redo.room_possible() {
         "prepared writes reserve nearly all of the REDO log for their commits: a \
          transaction this large never fits (a larger redo_log helps)"
+            .to_string()
     } else if !checkpointing && !others_reserved {
         "the REDO log is nearly full with nothing to free it soon: no local checkpoint \
          runs and no other transaction holds a reservation (a larger redo_log helps)"
+            .to_string()
     } else if waits.queue.len() >= REDO_WAITERS_MAX {
-        "the REDO log is nearly full and the most writes that may wait for room \
-         (1024) wait already (a larger redo_log or checkpoint_write_bytes_per_sec helps)"
+        format!(
+            "the REDO log is nearly full and the most writes that may wait for room \
+             ({REDO_WAITERS_MAX}) wait already (a larger redo_log or \
+             checkpoint_write_bytes_per_sec helps)"
+        )
     } else {
         return None;
     };
-    Some((ErrorCode::RedoLogFull, why.to_string()))
+    Some((ErrorCode::RedoLogFull, why))
 }
 
 /// The refusal of a write that waited [`REDO_WAIT_MS_MAX`] for REDO room.
