@@ -94,7 +94,7 @@ pub use kista_datanode::protocol::{same_key_form, ForeignKey, ReferenceAction};
 pub use kista_datanode::protocol::{ErrorCategory, ExecuteMode, LockKind, TransactionOutcome};
 pub use kista_signal::NodeId;
 pub use kista_storage::partition::IndexBound;
-pub use kista_storage::{compare, filter, schema, types};
+pub use kista_storage::{codec, compare, filter, schema, types};
 pub use scan::{Scan, ScanSpec, SCAN_BATCH_ROWS_DEFAULT};
 pub use transaction::{
     Executed, OpIndex, Transaction, BATCH_BYTES_MAX, BATCH_FULL_BYTES, BATCH_FULL_OPERATIONS,

@@ -243,6 +243,45 @@ impl<'c> Transaction<'c> {
         }
         let write_key = |out: &mut Vec<u8>| table.layout.primary_key_of_row_values(values, out);
         let body = self.body_of(write_key, &[], values)?;
+        self.push_whole_row(kind, table, body)
+    }
+
+    /// Inserts a whole row given as `kista_storage::codec::write_values` encoded its
+    /// values (a load's rows, encoded straight from a file's fields): the operation
+    /// [`Transaction::insert`] of those values adds, byte for byte.
+    pub fn insert_encoded(
+        &mut self,
+        table: &Table,
+        encoded_values: &[u8],
+    ) -> Result<OpIndex, ClientError> {
+        let columns = table.layout.column_count();
+        let given = encoded_values
+            .first_chunk::<4>()
+            .map(|n| u32::from_le_bytes(*n));
+        if given != Some(columns as u32) {
+            return Err(ClientError::Usage(format!(
+                "table {} has {columns} columns, the encoded row gives {given:?} values",
+                table.layout.table(),
+            )));
+        }
+        let start = self.bodies.len();
+        let write_key =
+            |out: &mut Vec<u8>| table.layout.primary_key_of_encoded_row(encoded_values, out);
+        let written = KeyBody::write_keyed_encoded(write_key, encoded_values, &mut self.bodies);
+        if let Err(error) = written {
+            return Err(ClientError::Usage(error.to_string()));
+        }
+        self.push_whole_row(OperationKind::Insert, table, start..self.bodies.len())
+    }
+
+    /// Adds a whole-row write whose body is `body` of `bodies`; one to a table with no
+    /// unique index or foreign key goes in its partition's batch.
+    fn push_whole_row(
+        &mut self,
+        kind: OperationKind,
+        table: &Table,
+        body: Range<usize>,
+    ) -> Result<OpIndex, ClientError> {
         let batch_partition = (table.index_tables.is_empty() && table.foreign_keys.is_empty())
             .then(|| KeyBodyRef::parse(&self.bodies[body.clone()]))
             .and_then(Result::ok)

@@ -312,21 +312,16 @@ pub fn coerce(value: &Value, column_type: ColumnType, column: &str) -> SqlResult
         ColumnType::Float => Ok(Value::Float(number_of(value, column)? as f32)),
         ColumnType::Double => Ok(Value::Double(number_of(value, column)?)),
         ColumnType::Decimal { precision, scale } => coerce_decimal(value, precision, scale, column),
-        ColumnType::Char { length, .. } | ColumnType::Binary { length } => {
+        ColumnType::Char { .. }
+        | ColumnType::Binary { .. }
+        | ColumnType::VarChar { .. }
+        | ColumnType::VarBinary { .. }
+        | ColumnType::Text { .. }
+        | ColumnType::Blob => {
             let bytes = to_text(value);
-            if bytes.len() > usize::from(length) {
-                return Err(SqlError::data_too_long(column));
-            }
+            check_text_fits(column_type, &bytes, column)?;
             Ok(Value::Bytes(bytes))
         }
-        ColumnType::VarChar { max_length, .. } | ColumnType::VarBinary { max_length } => {
-            let bytes = to_text(value);
-            if bytes.len() > max_length as usize {
-                return Err(SqlError::data_too_long(column));
-            }
-            Ok(Value::Bytes(bytes))
-        }
-        ColumnType::Text { .. } | ColumnType::Blob => Ok(Value::Bytes(to_text(value))),
         ColumnType::Date => match value {
             Value::Date(_) => Ok(value.clone()),
             Value::DateTime(dt) => Ok(Value::Date(dt.date)),
@@ -358,6 +353,22 @@ pub fn coerce(value: &Value, column_type: ColumnType, column: &str) -> SqlResult
                 .ok_or_else(|| wrong("time", other, column)),
         },
     }
+}
+
+/// Whether `text` fits a column of string type `column_type` as it is (error 1406 where
+/// it is longer than the column's length): all [`coerce`] asks of text for such a column.
+pub(crate) fn check_text_fits(column_type: ColumnType, text: &[u8], column: &str) -> SqlResult<()> {
+    let length_max = match column_type {
+        ColumnType::Char { length, .. } | ColumnType::Binary { length } => usize::from(length),
+        ColumnType::VarChar { max_length, .. } | ColumnType::VarBinary { max_length } => {
+            max_length as usize
+        }
+        _ => usize::MAX,
+    };
+    if text.len() > length_max {
+        return Err(SqlError::data_too_long(column));
+    }
+    Ok(())
 }
 
 /// What a lenient load (`LOAD DATA LOCAL`, or with IGNORE) keeps of a `value` that

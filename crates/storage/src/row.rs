@@ -335,6 +335,37 @@ impl RowLayout {
         self.append_key(parts, key)
     }
 
+    /// [`RowLayout::primary_key_of_row_values`] of a whole row given as
+    /// `codec::write_values` encoded its values (a load's rows, encoded straight from a
+    /// file's fields, never were `Value`s): the same key, or the same error, a malformed
+    /// encoding being [`RowError::Malformed`]. Only the values up to the key's last column
+    /// are read (the data node checks the whole row).
+    pub fn primary_key_of_encoded_row(
+        &self,
+        encoded: &[u8],
+        key: &mut Vec<u8>,
+    ) -> Result<(), RowError> {
+        let mut input = crate::codec::Reader::new(encoded);
+        let count = input.count(1)?;
+        let key_columns = self.primary_key.iter().max().map_or(0, |last| last + 1);
+        if count < key_columns {
+            return Err(RowError::ColumnCount {
+                table: self.table.clone(),
+                expected: self.columns.len(),
+                given: count,
+            });
+        }
+        let mut values: smallvec::SmallVec<[Value; 2]> = smallvec::SmallVec::new();
+        for _ in 0..key_columns {
+            values.push(crate::codec::read_value_ref(&mut input)?.into_value());
+        }
+        let parts = self
+            .primary_key
+            .iter()
+            .map(|&column| (column, &values[column]));
+        self.append_key(parts, key)
+    }
+
     /// Appends the key of `(column, value)` parts, checked first (so `key` is unchanged
     /// on error).
     fn append_key<'v>(

@@ -76,6 +76,30 @@ impl KeyBody {
         values: &[Value],
         out: &mut Vec<u8>,
     ) -> Result<(), E> {
+        Self::write_key_and_columns(write_key, columns, out)?;
+        write_values(&mut Writer(out), values);
+        Ok(())
+    }
+
+    /// [`KeyBody::write_keyed`] of a whole row whose values are encoded already (as
+    /// `codec::write_values` writes them): the same bytes.
+    #[inline]
+    pub fn write_keyed_encoded<E>(
+        write_key: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+        encoded_values: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(), E> {
+        Self::write_key_and_columns(write_key, &[], out)?;
+        out.extend_from_slice(encoded_values);
+        Ok(())
+    }
+
+    #[inline]
+    fn write_key_and_columns<E>(
+        write_key: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+        columns: &[u16],
+        out: &mut Vec<u8>,
+    ) -> Result<(), E> {
         let start = out.len();
         out.extend_from_slice(&[0; 4]);
         if let Err(error) = write_key(out) {
@@ -84,9 +108,7 @@ impl KeyBody {
         }
         let key_len = (out.len() - start - 4) as u32;
         out[start..start + 4].copy_from_slice(&key_len.to_le_bytes());
-        let mut writer = Writer(out);
-        write_columns(&mut writer, columns);
-        write_values(&mut writer, values);
+        write_columns(&mut Writer(out), columns);
         Ok(())
     }
 

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use kista_sql::error::SqlError;
-use kista_sql::load_data::{Loader, OnDuplicate, Record, RecordReader};
+use kista_sql::load_data::{DirectLoader, EncodedRows, Loader, OnDuplicate, Record, RecordReader};
 use kista_sql::session::Session;
 use kista_sql::Catalog;
 
@@ -76,6 +76,18 @@ pub(super) fn import(
             Failure::runtime(format!("{}.{}: {}", plan.database, plan.table, e.message))
         })?;
     drop(session);
+    // A plain table's rows go to the cluster encoded straight from the file.
+    let direct = match loader.direct() {
+        Ok(direct) => Some(direct),
+        Err(reason) => {
+            eprintln!(
+                "kista import: {}.{} is loaded through the SQL layer a row at a time, more \
+                 slowly, because {reason}",
+                plan.database, plan.table
+            );
+            None
+        }
+    };
     let mut state = ImportState::open(plan)?;
     let total_bytes = plan
         .files
@@ -99,10 +111,11 @@ pub(super) fn import(
         let reader =
             scope.spawn(move || read_chunks(plan, &done_before, channels, bytes_read, stop));
         for worker in 0..plan.threads {
-            let (done_in, chunks_out, loader) = (done_in.clone(), &chunks_out, &loader);
+            let (done_in, chunks_out) = (done_in.clone(), &chunks_out);
+            let loaders = (&loader, direct.as_ref());
             let worker = worker as u32 + 1;
             let channels = (chunks_out, spent_in.clone(), done_in);
-            scope.spawn(move || load_chunks(catalog, worker, loader, channels, stop));
+            scope.spawn(move || load_chunks(catalog, worker, loaders, channels, stop));
         }
         drop(spent_in);
         drop(done_in);
@@ -188,11 +201,12 @@ fn read_chunks(
     Ok(())
 }
 
-/// A worker: a SQL session of its own, loading chunks until there are none.
+/// A worker: a SQL session of its own, loading chunks until there are none (directly
+/// when it can).
 fn load_chunks(
     catalog: &Catalog,
     worker: u32,
-    loader: &Loader,
+    (loader, direct): (&Loader, Option<&DirectLoader>),
     (chunks, spent, done): (
         &Mutex<Receiver<Chunk>>,
         SyncSender<Vec<Record>>,
@@ -202,18 +216,54 @@ fn load_chunks(
 ) {
     let mut session = Session::new(catalog, "root".into(), worker);
     let ignoring = loader.with_duplicates(OnDuplicate::Ignore);
+    let mut encoded = EncodedRows::default();
     while !stop.load(Ordering::SeqCst) {
         let next = chunks.lock().map(|receiver| receiver.recv());
         let Ok(Ok(chunk)) = next else {
             return;
         };
-        let loader = if chunk.retried { &ignoring } else { loader };
-        let loaded = load_chunk(&mut session, loader, &chunk);
+        let loaded = match direct {
+            Some(direct) if !chunk.retried => {
+                load_chunk_directly(&mut session, (direct, loader), &chunk, &mut encoded)
+            }
+            _ if chunk.retried => load_chunk(&mut session, &ignoring, &chunk),
+            _ => load_chunk(&mut session, loader, &chunk),
+        };
         // Back to the reader unless it has enough (or has ended).
         let _ = spent.try_send(chunk.records);
         if done.send(loaded).is_err() {
             return;
         }
+    }
+}
+
+/// [`load_chunk`] with its rows encoded straight from their fields; if the cluster
+/// refuses it for one of its rows, `load_chunk` finds which.
+fn load_chunk_directly(
+    session: &mut Session,
+    (direct, loader): (&DirectLoader, &Loader),
+    chunk: &Chunk,
+    encoded: &mut EncodedRows,
+) -> Done {
+    encoded.clear();
+    let mut rejects = Vec::new();
+    for record in &chunk.records {
+        if let Err(error) = direct.encode(record, encoded) {
+            rejects.push(reject(chunk, record, &error));
+        }
+    }
+    match retrying(|| direct.insert(session, encoded)) {
+        Ok(rows) => Done::Loaded {
+            chunk: chunk.id,
+            rows,
+            skipped: 0,
+            rejects,
+        },
+        Err(error) if is_row_error(&error) => load_chunk(session, loader, chunk),
+        Err(error) => Done::Failed {
+            chunk: chunk.id,
+            reason: reason(&error),
+        },
     }
 }
 
@@ -232,24 +282,17 @@ fn load_chunk(session: &mut Session, loader: &Loader, chunk: &Chunk) -> Done {
             Err(error) => rejects.push(reject(chunk, record, &error)),
         }
     }
-    let mut attempt = 1;
-    let outcome = loop {
-        match loader.insert(session, rows) {
-            Err(error) if error.is_temporary() && attempt < TEMPORARY_ATTEMPTS => {
-                std::thread::sleep(Duration::from_millis(10 << attempt.min(6)));
-                attempt += 1;
-                // Converted again: the rows went with the refused try (a rare path).
-                let converted = good
-                    .iter()
-                    .map(|&i| loader.convert(session, &chunk.records[i]));
-                match converted.collect() {
-                    Ok(again) => rows = again,
-                    Err(error) => break Err(error),
-                }
-            }
-            other => break other,
-        }
-    };
+    let mut rows = Some(rows);
+    let outcome = retrying(|| {
+        // Converted again after a refused try, which took the rows (a rare path).
+        let rows = match rows.take() {
+            Some(rows) => rows,
+            None => (good.iter())
+                .map(|&i| loader.convert(session, &chunk.records[i]))
+                .collect::<Result<_, _>>()?,
+        };
+        loader.insert(session, rows)
+    });
     let (rows, skipped) = match outcome {
         Ok(counts) => counts,
         Err(error) if is_row_error(&error) => {
@@ -299,6 +342,22 @@ fn load_one_by_one(
         }
     }
     Ok(counts)
+}
+
+/// `work` again after a pause while the cluster refuses it with a temporary error (a
+/// deadlock, a lock wait timeout, a temporary cluster error), up to
+/// [`TEMPORARY_ATTEMPTS`] tries.
+fn retrying<T>(mut work: impl FnMut() -> Result<T, SqlError>) -> Result<T, SqlError> {
+    let mut attempt = 1;
+    loop {
+        match work() {
+            Err(error) if error.is_temporary() && attempt < TEMPORARY_ATTEMPTS => {
+                std::thread::sleep(Duration::from_millis(10 << attempt.min(6)));
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Whether the cluster refused a batch for a row in it (not for a reason that would

@@ -21,10 +21,12 @@ use crate::error::{SqlError, SqlResult};
 use crate::expr::Expr;
 use crate::session::{Outcome, Session};
 
+mod direct;
 pub mod fields;
 pub mod local;
 pub mod statement;
 
+pub use direct::{DirectLoader, EncodedRows};
 pub use fields::{FieldError, FieldFormat, Record, RecordReader};
 pub use sqlparser::ast::Assignment;
 pub use statement::{parse_assignments, LoadData};

@@ -473,6 +473,34 @@ proptest! {
         other.push(0);
         prop_assert!(!layout.row_has_primary_key(&fixed, &var, &other));
     }
+
+    /// A load's rows go to the cluster as encoded values, their key read from them: it
+    /// must be the key of the same values, and refused where they are refused.
+    #[test]
+    fn the_key_of_an_encoded_row_is_the_key_of_its_values(
+        (mut schema, mut values) in a_row(),
+        key_columns in proptest::collection::vec(0..8usize, 1..4),
+        null_key in any::<bool>(),
+    ) {
+        let mut key_columns: Vec<usize> =
+            key_columns.into_iter().filter(|&column| column < values.len()).collect();
+        key_columns.dedup();
+        prop_assume!(!key_columns.is_empty());
+        if null_key {
+            values[key_columns[0]] = Value::Null;
+        }
+        schema.primary_key = key_columns;
+        let layout = RowLayout::new(&schema);
+        let mut encoded = Vec::new();
+        crate::codec::write_values(&mut Writer(&mut encoded), &values);
+        let (mut from_values, mut from_encoded) = (vec![9], vec![9]);
+        let expected = layout.primary_key_of_row_values(&values, &mut from_values);
+        let got = layout.primary_key_of_encoded_row(&encoded, &mut from_encoded);
+        prop_assert_eq!(got.is_ok(), expected.is_ok(), "{:?} {:?}", got, expected);
+        prop_assert_eq!(from_encoded, from_values);
+        let truncated = layout.primary_key_of_encoded_row(&encoded[..3], &mut Vec::new());
+        prop_assert!(matches!(truncated, Err(RowError::Malformed(_))), "{:?}", truncated);
+    }
 }
 
 #[test]

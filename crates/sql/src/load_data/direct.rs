@@ -1,0 +1,186 @@
+//! A load's rows encoded straight from the file's fields into what the cluster is sent:
+//! `kista import`'s way into a plain table, where the general way ([`Loader::convert`]
+//! then `dml::insert_given`) made each field a `Value` on the heap, each row two lists,
+//! and each batch a statement's machinery, for rows nothing else looks at.
+//!
+//! Plain means the general way would only convert each field and insert the row: every
+//! column given, in order, by a field (no SET, no variables, no hidden key or prefix
+//! columns, no AUTO_INCREMENT), no triggers or CHECKs, no copying ALTER to mirror to,
+//! only the storage types, and a duplicate key an error. Each field goes through the
+//! same conversion (`dml::fit`; a text column's length check is the one `coerce` makes),
+//! so the row's encoded values are the bytes `Transaction::insert` would send for it.
+//! Unique indexes and foreign keys are the data nodes' to enforce, for either way.
+
+use std::sync::Arc;
+
+use kista_client::codec::{read_values, write_bytes_value, write_value, Reader, Writer};
+use kista_client::types::Value;
+
+use super::{field_count_mismatch, with_line, Loader, OnDuplicate, Record, Target, FIELD_TEXT};
+use crate::catalog::SqlTable;
+use crate::dml;
+use crate::error::SqlResult;
+use crate::session::Session;
+
+/// [`Loader`]'s direct way, for a plain table ([`Loader::direct`]).
+pub struct DirectLoader {
+    table: Arc<SqlTable>,
+    /// Whether each column (its field: the record's fields are the columns, in order)
+    /// holds text, kept as the field's bytes.
+    holds_text: Vec<bool>,
+}
+
+/// Rows encoded by [`DirectLoader::encode`]: each `codec::write_values`' bytes of one
+/// row's values, one after another. Cleared and filled again, chunk after chunk.
+#[derive(Default)]
+pub struct EncodedRows {
+    bytes: Vec<u8>,
+    /// Where each row ends in `bytes`.
+    ends: Vec<usize>,
+}
+
+impl EncodedRows {
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    fn rows(&self) -> impl Iterator<Item = &[u8]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(&self.ends)
+            .map(|(start, &end)| &self.bytes[start..end])
+    }
+}
+
+impl Loader {
+    /// The direct way of this load, if its table is plain (see the module) and the load
+    /// stops at a duplicate key; else why only the general way gives the same rows.
+    pub fn direct(&self) -> Result<DirectLoader, &'static str> {
+        let table = &self.table;
+        let columns = table.schema().columns.len();
+        let fields_are_columns = self.targets.len() == columns
+            && (self.targets.iter().enumerate())
+                .all(|(field, target)| matches!(target, Target::Column(c) if *c == field));
+        let why_not = [
+            (
+                !fields_are_columns,
+                "its fields are not all its columns in order",
+            ),
+            (!self.set.is_empty(), "SET computes columns"),
+            (
+                self.on_duplicate != OnDuplicate::Error,
+                "taken keys replace or skip",
+            ),
+            (
+                table.auto_increment.is_some(),
+                "it has an AUTO_INCREMENT column",
+            ),
+            (table.hidden_key.is_some(), "it has no primary key"),
+            (!table.prefix_columns.is_empty(), "it has a prefix index"),
+            (!table.triggers.is_empty(), "it has triggers"),
+            (!table.checks.is_empty(), "it has CHECK constraints"),
+            (table.mirror.is_some(), "a copying ALTER TABLE runs on it"),
+            (
+                (0..columns).any(|column| table.sql_type(column).is_some()),
+                "a column is of an SQL type (ENUM, SET, BIT, YEAR, JSON, ...)",
+            ),
+        ];
+        if let Some((_, reason)) = why_not.iter().find(|(applies, _)| *applies) {
+            return Err(reason);
+        }
+        Ok(DirectLoader {
+            table: table.clone(),
+            holds_text: (table.schema().columns.iter())
+                .map(|column| column.column_type.holds_strings())
+                .collect(),
+        })
+    }
+}
+
+impl DirectLoader {
+    /// Adds `record`'s row to `rows`, or the error [`Loader::convert`] gives for it
+    /// (`rows` then as it was).
+    pub fn encode(&self, record: &Record, rows: &mut EncodedRows) -> SqlResult<()> {
+        let columns = self.holds_text.len();
+        if record.len() != columns {
+            return Err(field_count_mismatch(record, columns));
+        }
+        let start = rows.bytes.len();
+        let mut out = Writer(&mut rows.bytes);
+        out.u32(columns as u32);
+        let encoded = FIELD_TEXT.with_borrow_mut(|text| self.encode_fields(record, text, out));
+        match encoded {
+            Ok(()) => {
+                rows.ends.push(rows.bytes.len());
+                Ok(())
+            }
+            Err(error) => {
+                rows.bytes.truncate(start);
+                Err(with_line(error, record.line))
+            }
+        }
+    }
+
+    /// Each field as its column's value: a text column's bytes as they are (checked as
+    /// `coerce` checks them), any other column's through `dml::fit` of the text, in
+    /// `text` (a number, date or time allocates nothing).
+    fn encode_fields(&self, record: &Record, text: &mut Value, mut out: Writer) -> SqlResult<()> {
+        let definitions = &self.table.schema().columns;
+        for (column, field) in record.fields().enumerate() {
+            let definition = &definitions[column];
+            match field {
+                Some(bytes) if self.holds_text[column] => {
+                    crate::value::check_text_fits(definition.column_type, bytes, &definition.name)?;
+                    write_bytes_value(&mut out, bytes);
+                }
+                Some(bytes) => {
+                    match &mut *text {
+                        Value::Bytes(buffer) => {
+                            buffer.clear();
+                            buffer.extend_from_slice(bytes);
+                        }
+                        other => *other = Value::Bytes(bytes.to_vec()),
+                    }
+                    write_value(&mut out, &dml::fit(&self.table, column, text)?);
+                }
+                None => write_value(&mut out, &dml::fit(&self.table, column, &Value::Null)?),
+            }
+        }
+        Ok(())
+    }
+
+    /// Inserts `rows` in the session's transaction (outside one, in a transaction of
+    /// their own), as [`Loader::insert`] inserts the same rows converted: rows inserted. A
+    /// row the cluster refuses (a duplicate key, a missing parent) fails them all with an
+    /// error that names no row: [`Loader::insert`] of the rows one by one finds it.
+    pub fn insert(&self, session: &mut Session, rows: &EncodedRows) -> SqlResult<u64> {
+        let table = &self.table;
+        session.transactional(|tx, _| {
+            tx.wrote(table.table.id);
+            for row in rows.rows() {
+                tx.wrote_row(table.table.id, || self.key_of(row));
+                tx.undo_insert(&table.table, || self.key_of(row))?;
+                tx.transaction.insert_encoded(&table.table, row)?;
+                tx.send_when_full()?;
+            }
+            tx.execute(true)?;
+            Ok(rows.len() as u64)
+        })
+    }
+
+    /// The primary key of an encoded row, for a transaction that remembers what it wrote
+    /// (a load in an open transaction; rare).
+    fn key_of(&self, row: &[u8]) -> Vec<Value> {
+        let values = read_values(&mut Reader::new(row)).expect("encoded by `encode`");
+        self.table.key_of(&values)
+    }
+}
