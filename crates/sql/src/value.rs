@@ -309,8 +309,11 @@ pub fn coerce(value: &Value, column_type: ColumnType, column: &str) -> SqlResult
     }
     match column_type {
         ColumnType::Int { bytes, signed } => coerce_integer(value, bytes, signed, column),
-        ColumnType::Float => Ok(Value::Float(number_of(value, column)? as f32)),
-        ColumnType::Double => Ok(Value::Double(number_of(value, column)?)),
+        ColumnType::Float => match number_of(value, "double", column)? {
+            x if x.abs() > f64::from(f32::MAX) => Err(SqlError::out_of_range(column)),
+            x => Ok(Value::Float(x as f32)),
+        },
+        ColumnType::Double => Ok(Value::Double(number_of(value, "double", column)?)),
         ColumnType::Decimal { precision, scale } => coerce_decimal(value, precision, scale, column),
         ColumnType::Char { .. }
         | ColumnType::Binary { .. }
@@ -401,7 +404,7 @@ pub fn closest_fit(
         Value::Bytes(text) => match leading_number(text) {
             Some((number, true)) => (number, SqlError::out_of_range(column)),
             Some((number, false)) => (number, SqlError::data_truncated(column)),
-            None => (0.0, wrong("integer", value, column)),
+            None => (0.0, wrong(number_kind(column_type), value, column)),
         },
         other => (to_f64(other)?, SqlError::out_of_range(column)),
     };
@@ -505,20 +508,40 @@ fn wrong(kind: &str, value: &Value, column: &str) -> SqlError {
     SqlError::wrong_value(kind, &text, column)
 }
 
-/// A number from a number, or from a string that is wholly one (strict mode).
-fn number_of(value: &Value, column: &str) -> SqlResult<f64> {
+/// A number from a number, or from a string that is wholly one (strict mode, as MySQL's):
+/// a string that only begins with one ('1x') is data truncated (1265), one that is none
+/// (`kind` names what it is not: 'integer', 'double') an incorrect value (1366), and one
+/// too large for a double out of range (1264). Rust's own parser is not asked: it reads
+/// 'inf' and 'NaN', which no column holds.
+fn number_of(value: &Value, kind: &str, column: &str) -> SqlResult<f64> {
     match value {
-        Value::Bytes(bytes) => {
-            let text = String::from_utf8_lossy(bytes);
-            let trimmed = text.trim();
-            if trimmed.is_empty() {
-                return Err(wrong("integer", value, column));
-            }
-            trimmed
-                .parse::<f64>()
-                .map_err(|_| wrong("integer", value, column))
+        Value::Bytes(text) => match leading_number(text) {
+            Some((number, true)) if number.is_finite() => Ok(number),
+            Some((_, true)) => Err(SqlError::out_of_range(column)),
+            Some((_, false)) => Err(SqlError::data_truncated(column)),
+            None => Err(wrong(kind, value, column)),
+        },
+        other => to_f64(other).ok_or_else(|| wrong(kind, other, column)),
+    }
+}
+
+/// The strict-mode error for text that a parser of `kind` refused: data truncated (1265)
+/// where a number begins it but does not make all of it, else an incorrect value (1366).
+fn not_a_number(kind: &str, value: &Value, column: &str) -> SqlError {
+    match value {
+        Value::Bytes(text) if matches!(leading_number(text), Some((_, false))) => {
+            SqlError::data_truncated(column)
         }
-        other => to_f64(other).ok_or_else(|| wrong("integer", other, column)),
+        _ => wrong(kind, value, column),
+    }
+}
+
+/// How error 1366 names the kind of number a column of `column_type` holds.
+fn number_kind(column_type: ColumnType) -> &'static str {
+    match column_type {
+        ColumnType::Float | ColumnType::Double => "double",
+        ColumnType::Decimal { .. } => "decimal",
+        _ => "integer",
     }
 }
 
@@ -536,10 +559,10 @@ fn coerce_integer(value: &Value, bytes: u8, signed: bool, column: &str) -> SqlRe
         Value::Int(n) => i128::from(*n),
         Value::UInt(n) => i128::from(*n),
         Value::Bytes(text) if text.iter().all(|b| b.is_ascii_digit() || *b == b'-') => {
-            integer_of_text(text).ok_or_else(|| wrong("integer", value, column))?
+            integer_of_text(text).ok_or_else(|| not_a_number("integer", value, column))?
         }
         other => {
-            let x = number_of(other, column)?.round();
+            let x = number_of(other, "integer", column)?.round();
             if !x.is_finite() || x.abs() > 1.8e19 {
                 return Err(SqlError::out_of_range(column));
             }
@@ -586,7 +609,8 @@ fn coerce_decimal(value: &Value, precision: u8, scale: u8, column: &str) -> SqlR
         },
         other => format!("{:.*}", usize::from(scale), to_f64(other).unwrap_or(0.0)).into(),
     };
-    let decimal = parse_decimal(&text, scale).ok_or_else(|| wrong("decimal", value, column))?;
+    let decimal =
+        parse_decimal(&text, scale).ok_or_else(|| not_a_number("decimal", value, column))?;
     let limit = 10i128.pow(u32::from(precision));
     if decimal.unscaled.abs() >= limit {
         return Err(SqlError::out_of_range(column));
@@ -1037,6 +1061,56 @@ mod fraction_tests {
         assert_eq!(implicit_default(int), Some(Value::Int(0)));
         assert_eq!(implicit_default(ColumnType::Blob), Some(bytes("")));
         assert_eq!(implicit_default(ColumnType::DateTime), None);
+    }
+
+    /// Strict mode's errors for text that is not a number, as MariaDB 10.11 gives them
+    /// (MySQL's codes): one that only begins with a number is data truncated.
+    #[test]
+    fn a_text_that_is_not_wholly_a_number_is_refused_with_mysqls_error() {
+        let int = ColumnType::Int {
+            bytes: 4,
+            signed: true,
+        };
+        let money = ColumnType::Decimal {
+            precision: 6,
+            scale: 2,
+        };
+        let refused = |text: &str, column_type| {
+            let value = Value::Bytes(text.as_bytes().to_vec());
+            coerce(&value, column_type, "c").map_err(|e| (e.code, e.message))
+        };
+        let code = |text: &str, column_type| refused(text, column_type).map_err(|e| e.0);
+        for (text, column_type, expected) in [
+            ("x", ColumnType::Double, 1366),
+            ("x", ColumnType::Float, 1366),
+            ("", ColumnType::Double, 1366),
+            ("1.5e3x", ColumnType::Double, 1265),
+            ("1e400", ColumnType::Double, 1264),
+            ("1e39", ColumnType::Float, 1264),
+            ("inf", ColumnType::Double, 1366),
+            ("NaN", ColumnType::Double, 1366),
+            ("1x", int, 1265),
+            ("0x10", int, 1265),
+            ("1-2", int, 1265),
+            ("x", int, 1366),
+            ("", int, 1366),
+            ("1x", money, 1265),
+            ("x", money, 1366),
+        ] {
+            assert_eq!(
+                code(text, column_type),
+                Err(expected),
+                "{text:?} {column_type:?}"
+            );
+        }
+        let message = refused("x", ColumnType::Double).unwrap_err().1;
+        assert!(
+            message.starts_with("Incorrect double value: 'x'"),
+            "{message}"
+        );
+        assert_eq!(code(" 1.5 ", ColumnType::Double), Ok(Value::Double(1.5)));
+        assert_eq!(code("1e3", int), Ok(Value::Int(1000)));
+        assert_eq!(code(" 12 ", int), Ok(Value::Int(12)));
     }
 
     #[test]
