@@ -21,7 +21,9 @@
 //! A copying ALTER ends by putting its new table in the old one's place ([`replace`]).
 //!
 //! Each unique index gets an *index table* (`IndexSchema::index_table`), published before
-//! the table that uses it and dropped with it. Clients never see index tables.
+//! the table that uses it and dropped with it; a unique index added to an existing table
+//! is published only once every instance applied its index table ([`NewIndex`]: the
+//! coordinators write its entries at once). Clients never see index tables.
 //!
 //! On a node that keeps its data on disk, every dictionary writes its tables to its file
 //! ([`schema_file`]) after each change and confirms the change only once the file is
@@ -111,6 +113,24 @@ struct SchemaChange {
     /// An ordered index the `ldm`s built before they confirmed: once all did, it is
     /// published as built, and that answers the client.
     built_when_applied: Option<u32>,
+    /// A table's new unique index, published once this change (its index table) is
+    /// applied everywhere.
+    then_publish: Option<NewIndex>,
+}
+
+/// A table's definition with a new index, waiting to be published: a unique one after its
+/// index table is applied by every instance. A coordinator that applies the table's new
+/// definition sends the index's entries to `ldm`s at once, and the dictionary's signals
+/// and a coordinator's reach an `ldm` by different ways, in no order between them: an
+/// `ldm` that had not yet applied the index table refused a write's entry (723).
+struct NewIndex {
+    client: BlockAddress,
+    client_request: u64,
+    table_id: u32,
+    index_id: u32,
+    version: u32,
+    index_table: Option<u32>,
+    previous: (Definition, u32),
 }
 
 pub struct Dictionary {
@@ -274,7 +294,8 @@ impl Dictionary {
             .cloned()
             .collect();
         for (index_id, index) in unique {
-            let index_table = self.create_index_table(ctx, table_id, &definition.schema, &index);
+            let (index_table, _) =
+                self.create_index_table(ctx, table_id, &definition.schema, &index);
             definition.index_tables.push((index_id, index_table));
         }
         self.tables.insert(
@@ -302,15 +323,17 @@ impl Dictionary {
         );
     }
 
-    /// Creates and publishes the table holding a unique index's entries; returns its id.
-    /// Instances apply it before the table that names it, which is published after it.
+    /// Creates and publishes the table holding a unique index's entries; returns its id
+    /// and its publication's change. Instances apply it before the table that names it,
+    /// which is published after it (for an existing table, after all applied it:
+    /// [`NewIndex`]).
     fn create_index_table(
         &mut self,
         ctx: &mut Context,
         table_id: u32,
         schema: &TableSchema,
         index: &IndexSchema,
-    ) -> u32 {
+    ) -> (u32, u64) {
         let index_table = self.next_table_id;
         self.next_table_id += 1;
         let definition = TableDefinitionBody::new(index.index_table(schema), Vec::new());
@@ -324,8 +347,8 @@ impl Dictionary {
                 index_of: Some(table_id),
             },
         );
-        self.publish(ctx, BlockAddress::from_word(0), 0, index_table, None, None);
-        index_table
+        let change_id = self.publish(ctx, BlockAddress::from_word(0), 0, index_table, None, None);
+        (index_table, change_id)
     }
 
     /// The client table called `name` (case-insensitive).
@@ -411,28 +434,52 @@ impl Dictionary {
         table.version += 1;
         table.definition.change(|definition| {
             definition.indexes.push((index_id, index));
-            (definition.index_tables).extend(index_table.map(|t| (index_id, t)));
+            (definition.index_tables).extend(index_table.map(|(t, _)| (index_id, t)));
             // The client fills a unique index's table from the rows there are, then says
             // so (`index_built`); the `ldm`s build an ordered one before they confirm
             // (`ldm/index_build.rs`). Until then nobody reads through it.
             definition.building.push(index_id);
         });
-        let reply = Reply::IndexCreated {
+        let new_index = NewIndex {
+            client: request.client,
+            client_request: request.request_id,
+            table_id: request.table_id,
             index_id,
             version: table.version,
+            index_table: index_table.map(|(t, _)| t),
+            previous,
+        };
+        let index_table_change = index_table.and_then(|(_, change)| self.changes.get_mut(&change));
+        match index_table_change {
+            Some(change) => change.then_publish = Some(new_index),
+            None => self.publish_new_index(ctx, new_index),
+        }
+    }
+
+    /// Publishes a table's definition with a new index ([`NewIndex`]).
+    fn publish_new_index(&mut self, ctx: &mut Context, new_index: NewIndex) {
+        if self.client_table_ref(new_index.table_id).is_none() {
+            // Dropped while its index table was being applied.
+            let (client, request) = (new_index.client, new_index.client_request);
+            return self.no_such_table(ctx, client, request, new_index.table_id);
+        }
+        let reply = Reply::IndexCreated {
+            index_id: new_index.index_id,
+            version: new_index.version,
         };
         let change_id = self.publish(
             ctx,
-            request.client,
-            request.request_id,
-            request.table_id,
+            new_index.client,
+            new_index.client_request,
+            new_index.table_id,
             Some(reply),
-            Some(previous),
+            Some(new_index.previous),
         );
         if let Some(change) = self.changes.get_mut(&change_id) {
+            let index_table = new_index.index_table;
             change.new_index_tables.extend(index_table);
             change.drain_after = index_table.is_some();
-            change.built_when_applied = index_table.is_none().then_some(index_id);
+            change.built_when_applied = index_table.is_none().then_some(new_index.index_id);
         }
     }
 
@@ -745,6 +792,7 @@ impl Dictionary {
                 reply,
                 previous,
                 new_index_tables: Vec::new(),
+                then_publish: None,
                 drain_after: false,
                 built_when_applied: None,
             },
@@ -917,9 +965,12 @@ impl Dictionary {
     /// Every live block applied change `id`: answer its client (or undo it if one could
     /// not apply it).
     fn change_applied(&mut self, ctx: &mut Context, id: u64) {
-        let Some(change) = self.changes.remove(&id) else {
+        let Some(mut change) = self.changes.remove(&id) else {
             return;
         };
+        if let Some(new_index) = change.then_publish.take() {
+            self.publish_new_index(ctx, new_index);
+        }
         let Some(reply) = change.reply else {
             return;
         };

@@ -387,6 +387,34 @@ impl Node {
         Err((refusal.code, String::from_utf8_lossy(&bytes).into_owned()))
     }
 
+    /// Adds `index` to table `table_id`: (its id, the table's new version), or the
+    /// refusal's code. A unique index is left being built (no `IndexBuiltRequest`).
+    pub fn create_index(&mut self, table_id: u32, index: &IndexSchema) -> Result<(u32, u32), u32> {
+        let request_id = self.next_request;
+        self.next_request += 1;
+        let mut body = Vec::new();
+        kista_storage::codec::write_index_schema(
+            &mut kista_storage::codec::Writer(&mut body),
+            index,
+        );
+        let signal = CreateIndexRequest {
+            request_id,
+            client: self.client,
+            table_id,
+        }
+        .to_signal(self.settings.dict_address(), self.client);
+        self.send(signal, &body);
+        let (signal, _) = self
+            .wait_for(u64::MAX, |s| {
+                s.number() == CreateIndexConf::NUMBER || s.number() == DictRef::NUMBER
+            })
+            .expect("dict answers");
+        match CreateIndexConf::from_signal(&signal) {
+            Ok(conf) => Ok((conf.index_id, conf.schema_version)),
+            Err(_) => Err(DictRef::from_signal(&signal).map_or(0, |refusal| refusal.code)),
+        }
+    }
+
     /// Drops a table; `Err` with the refusal's code.
     pub fn drop_table(&mut self, table_id: u32) -> Result<(), u32> {
         let request_id = self.next_request;
