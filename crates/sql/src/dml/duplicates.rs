@@ -270,7 +270,7 @@ fn unique_key_of(row: &[Value], columns: &[usize]) -> Option<Vec<Value>> {
 /// names (a unique index, else the primary key) as `table.key`, with the clashing value
 /// where the rows show it (a statement of one row, or the first row of the statement
 /// whose key an earlier one has); the cluster's own words never reach the client.
-pub(super) fn duplicate_message(
+pub(crate) fn duplicate_message(
     error: SqlError,
     table: &SqlTable,
     rows: &[Vec<Value>],

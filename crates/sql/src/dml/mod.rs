@@ -36,7 +36,8 @@ use crate::subquery::Correlation;
 use crate::table_copy;
 use crate::trigger::{self, Event, Firing, Timing};
 use crate::value::{same_value, to_i64};
-use duplicates::{duplicate_message, insert_unless_duplicate, read_unique_keys, unique_indexes};
+pub(crate) use duplicates::duplicate_message;
+use duplicates::{insert_unless_duplicate, read_unique_keys, unique_indexes};
 
 /// Makes `value` fit column `column` of `table` (NULL refused in NOT NULL columns).
 pub(crate) fn fit(table: &SqlTable, column: usize, value: &Value) -> SqlResult<Value> {

@@ -159,12 +159,11 @@ impl DirectLoader {
     }
 
     /// Inserts `rows` in the session's transaction (outside one, in a transaction of
-    /// their own), as [`Loader::insert`] inserts the same rows converted: rows inserted. A
-    /// row the cluster refuses (a duplicate key, a missing parent) fails them all with an
-    /// error that names no row: [`Loader::insert`] of the rows one by one finds it.
+    /// their own), as [`Loader::insert`] inserts the same rows converted: rows inserted,
+    /// or the same error (a taken key named as that names it).
     pub fn insert(&self, session: &mut Session, rows: &EncodedRows) -> SqlResult<u64> {
         let table = &self.table;
-        session.transactional(|tx, _| {
+        let inserted = session.transactional(|tx, _| {
             tx.wrote(table.table.id);
             for row in rows.rows() {
                 tx.wrote_row(table.table.id, || self.key_of(row));
@@ -174,7 +173,18 @@ impl DirectLoader {
             }
             tx.execute(true)?;
             Ok(rows.len() as u64)
+        });
+        inserted.map_err(|error| match error.code {
+            1062 => dml::duplicate_message(error, table, &self.decode(rows)),
+            _ => error,
         })
+    }
+
+    /// The rows' values (to name a taken key).
+    fn decode(&self, rows: &EncodedRows) -> Vec<Vec<Value>> {
+        (rows.rows())
+            .map(|row| read_values(&mut Reader::new(row)).expect("encoded by `encode`"))
+            .collect()
     }
 
     /// The primary key of an encoded row, for a transaction that remembers what it wrote

@@ -27,6 +27,7 @@ pub mod local;
 pub mod statement;
 
 pub use direct::{DirectLoader, EncodedRows};
+
 pub use fields::{FieldError, FieldFormat, Record, RecordReader};
 pub use sqlparser::ast::Assignment;
 pub use statement::{parse_assignments, LoadData};
@@ -328,26 +329,37 @@ pub fn run(session: &mut Session, load: &LoadData, input: &mut dyn Read) -> SqlR
     let lenient = load.local || load.on_duplicate == OnDuplicate::Ignore;
     let mut reader = RecordReader::new(input, load.format.clone()).map_err(file_error)?;
     reader.skip_lines(load.ignore_lines).map_err(file_error)?;
+    // Strict and outside a transaction (each batch its own), a plain table's rows are
+    // encoded straight from the fields, as `kista import` loads them.
+    let direct = (!lenient && session.autocommit && session.transaction.is_none())
+        .then(|| loader.direct().ok())
+        .flatten();
+    let mut batch = match direct {
+        Some(direct) => Batch::Direct(direct, EncodedRows::default()),
+        None => Batch::Values(Vec::with_capacity(LOAD_BATCH_ROWS)),
+    };
     let mut counts = LoadCounts::default();
     let mut record = Record::default();
-    let mut batch = Vec::with_capacity(LOAD_BATCH_ROWS);
     let mut warnings = Vec::new();
     while reader.next_record(&mut record).map_err(file_error)? {
         counts.records += 1;
-        batch.push(match lenient {
-            true => loader.convert_leniently(session, &record, &mut warnings)?,
-            false => loader.convert(session, &record)?,
-        });
+        match &mut batch {
+            Batch::Direct(direct, rows) => direct.encode(&record, rows)?,
+            Batch::Values(rows) => rows.push(match lenient {
+                true => loader.convert_leniently(session, &record, &mut warnings)?,
+                false => loader.convert(session, &record)?,
+            }),
+        }
         counts.warnings += warnings.len() as u64;
         for warning in warnings.drain(..) {
             session.warn(warning.code, warning.message);
         }
         if batch.len() == LOAD_BATCH_ROWS {
-            counts.add(loader.insert(session, std::mem::take(&mut batch))?);
+            counts.add(batch.insert(session, &loader)?);
         }
     }
-    if !batch.is_empty() {
-        counts.add(loader.insert(session, batch)?);
+    if batch.len() > 0 {
+        counts.add(batch.insert(session, &loader)?);
     }
     session.warn_duplicates(&loader.table.name, counts.skipped);
     Ok(Outcome::Done {
@@ -379,6 +391,34 @@ pub fn run_server_file(session: &mut Session, load: &LoadData) -> SqlResult<Outc
         )
     })?;
     run(session, load, &mut file)
+}
+
+/// A LOAD DATA's rows on their way to the cluster, [`LOAD_BATCH_ROWS`] at a time.
+enum Batch {
+    /// Encoded straight from the fields ([`Loader::direct`]).
+    Direct(DirectLoader, EncodedRows),
+    Values(Vec<GivenRow>),
+}
+
+impl Batch {
+    fn len(&self) -> usize {
+        match self {
+            Batch::Direct(_, rows) => rows.len(),
+            Batch::Values(rows) => rows.len(),
+        }
+    }
+
+    /// Inserts the batch's rows, emptying it: (rows affected, skipped).
+    fn insert(&mut self, session: &mut Session, loader: &Loader) -> SqlResult<(u64, u64)> {
+        match self {
+            Batch::Direct(direct, rows) => {
+                let inserted = direct.insert(session, rows);
+                rows.clear();
+                inserted.map(|affected| (affected, 0))
+            }
+            Batch::Values(rows) => loader.insert(session, std::mem::take(rows)),
+        }
+    }
 }
 
 #[derive(Default)]
