@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# `LOAD DATA INFILE` through the SQL front end: Kista (two data nodes, two replicas; the
+# front end reads the file on its own host) against MariaDB's (InnoDB, log flushed about
+# once a second) on the import benchmarks' CSV file, ROUNDS times each, alternating. Each
+# round loads into a database of its own on both sides and drops none (as bench/import.sh).
+#
+#   bench/load-data.sh [ROWS] [ROUNDS]
+set -euo pipefail
+bench_name=load-data
+source "$(dirname "$0")/sql-lib.sh"
+rows=${1:-1000000}
+rounds=${2:-2}
+
+file="$dir/rows.csv"
+import_rows_file "$rows" "$file"
+echo "file: $rows rows, $(du -m "$file" | cut -f1) MB"
+start_kista 2G
+start_mariadb 0
+load="LOAD DATA INFILE '$file' INTO TABLE t FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"'"
+timed_load() {
+  local port=$1 db=$2 t0 t1
+  mysql -h 127.0.0.1 -P "$port" -u root -e "CREATE DATABASE $db; USE $db; $import_table"
+  t0=$(date +%s.%N)
+  mysql -h 127.0.0.1 -P "$port" -u root "$db" -e "$load"
+  t1=$(date +%s.%N)
+  echo "$t1 - $t0" | bc
+}
+for round in $(seq 1 "$rounds"); do
+  kista_s=$(timed_load "$kista_port" "ld$round")
+  mariadb_s=$(timed_load "$mariadb_port" "ld$round")
+  loaded=$(mysql -h 127.0.0.1 -P "$kista_port" -u root -N -e "SELECT COUNT(*) FROM ld$round.t")
+  printf 'round %s: Kista LOAD DATA %s rows in %.2f s; MariaDB LOAD DATA in %.2f s; ratio %.2f\n' \
+    "$round" "$loaded" "$kista_s" "$mariadb_s" "$(echo "$mariadb_s / $kista_s" | bc -l)"
+done
