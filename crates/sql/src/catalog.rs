@@ -158,6 +158,13 @@ impl SqlTable {
         }
     }
 
+    /// Column `column`'s constant default, if it has one. (A table made before an explicit
+    /// DEFAULT NULL was taken for none keeps NULL as a value: none either.)
+    pub fn constant_default(&self, column: usize) -> Option<&Value> {
+        let default = self.schema().columns[column].default.as_ref();
+        default.filter(|value| !value.is_null())
+    }
+
     /// Fills the generated columns of a whole row from its other columns.
     pub fn generate(&self, row: &mut [Value]) {
         for prefix in &self.prefix_columns {

@@ -168,6 +168,20 @@ assert error_of("ALTER TABLE derived ALTER COLUMN a SET DEFAULT (no_such_fn())")
 cur.execute("ALTER TABLE derived ADD COLUMN e INT DEFAULT (a + 1)")
 assert rows("SELECT id, e FROM derived ORDER BY id") == [(1, 6), (2, None), (3, 2)]
 
+# SET DEFAULT NULL is no default, as an explicit DEFAULT NULL is (MySQL): the column
+# still takes NULL, information_schema says NULL (not the text 'NULL'), SHOW CREATE
+# TABLE prints DEFAULT NULL; on a NOT NULL column it is refused.
+cur.execute("CREATE TABLE nulled (id INT PRIMARY KEY, n INT DEFAULT 7, m INT NOT NULL DEFAULT 1)")
+cur.execute("ALTER TABLE nulled ALTER COLUMN n SET DEFAULT NULL")
+cur.execute("INSERT INTO nulled (id) VALUES (1)")
+assert rows("SELECT n, m FROM nulled") == [(None, 1)]
+assert rows(
+    "SELECT COLUMN_DEFAULT FROM information_schema.COLUMNS "
+    "WHERE TABLE_NAME = 'nulled' AND COLUMN_NAME = 'n'"
+) == [(None,)]
+assert "`n` int DEFAULT NULL," in rows("SHOW CREATE TABLE nulled")[0][1]
+assert error_of("ALTER TABLE nulled ALTER COLUMN m SET DEFAULT NULL") == 1067
+
 # What MySQL refuses.
 assert error_of("CREATE TABLE e1 (id INT PRIMARY KEY, n INT DEFAULT CURRENT_TIMESTAMP)") == 1067
 assert error_of("CREATE TABLE e2 (id INT PRIMARY KEY, n INT ON UPDATE CURRENT_TIMESTAMP)") == 1294

@@ -281,7 +281,7 @@ pub(super) fn create_table_sql(
             line.push_str(" AUTO_INCREMENT");
         } else if !extras.default_sql.is_empty() {
             line.push_str(&format!(" DEFAULT {}", extras.default_sql));
-        } else if let Some(default) = &column.default {
+        } else if let Some(default) = table.constant_default(position) {
             line.push_str(&format!(
                 " DEFAULT {}",
                 default_literal(&table, position, default)
@@ -358,8 +358,6 @@ pub(super) fn create_table_sql(
 fn default_literal(table: &SqlTable, column: usize, default: &Value) -> String {
     match (table.sql_type(column), default) {
         (Some(crate::sql_type::SqlType::Bit(_)), Value::UInt(bits)) => format!("b'{bits:b}'"),
-        // A table made before an explicit DEFAULT NULL was taken for none kept it as a value.
-        (_, Value::Null) => "NULL".to_string(),
         _ => quoted(&String::from_utf8_lossy(&crate::value::to_text(default))),
     }
 }

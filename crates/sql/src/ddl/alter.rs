@@ -386,7 +386,7 @@ impl Altering<'_> {
                 extras.default_sql = computed.clone().unwrap_or_default();
                 definition.default = match computed {
                     Some(_) => None,
-                    None => Some(fitted_default(definition, extras.sql_type.as_ref(), value)?),
+                    None => fitted_default(definition, extras.sql_type.as_ref(), value)?,
                 };
                 Ok(())
             }

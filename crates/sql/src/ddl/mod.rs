@@ -439,25 +439,24 @@ fn column_default(
             _ => None,
         });
     };
-    // An explicit DEFAULT NULL is no default, as in MySQL (and SHOW CREATE TABLE prints it
-    // as it prints a nullable column without one).
-    let fitted = fitted_default(column, declared.extras.sql_type.as_ref(), expr)?;
-    Ok(Some(fitted).filter(|value| !value.is_null()))
+    fitted_default(column, declared.extras.sql_type.as_ref(), expr)
 }
 
 /// A constant DEFAULT fitted to its column (of SQL type `sql_type` where storage has none),
-/// else 1067.
+/// else 1067. An explicit DEFAULT NULL is no default, as in MySQL (and SHOW CREATE TABLE
+/// prints it as it prints a nullable column without one): `None`.
 fn fitted_default(
     column: &Column,
     sql_type: Option<&SqlType>,
     expr: &ast::Expr,
-) -> SqlResult<Value> {
+) -> SqlResult<Option<Value>> {
     let value = default_value(expr, &column.name, column.nullable)?;
     let fitted = match sql_type {
         Some(sql_type) => sql_type.coerce(&value, &column.name),
         None => coerce(&value, column.column_type, &column.name),
     };
-    fitted.map_err(|_| invalid_default(&column.name))
+    let fitted = fitted.map_err(|_| invalid_default(&column.name))?;
+    Ok(Some(fitted).filter(|value| !value.is_null()))
 }
 
 /// A column's SQL type where storage has none of its own, and the storage type that holds

@@ -79,10 +79,7 @@ pub fn column_default(table: &SqlTable, position: usize) -> Value {
         let bare = computed.strip_prefix('(').and_then(|e| e.strip_suffix(')'));
         return Value::Bytes(bare.unwrap_or(computed).as_bytes().to_vec());
     }
-    let column = &table.schema().columns[position];
-    column
-        .default
-        .as_ref()
+    (table.constant_default(position))
         .map_or(Value::Null, |v| Value::Bytes(crate::value::to_text(v)))
 }
 
