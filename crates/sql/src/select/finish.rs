@@ -272,15 +272,15 @@ pub(super) fn group(
     let concat_bytes_max = variable("group_concat_max_len")
         .and_then(|v| crate::value::to_i64(&v))
         .map_or(GROUP_CONCAT_BYTES_DEFAULT, |n| n.max(4) as usize);
-    Ok(groups
-        .into_iter()
+    let killed = || session.check_killed();
+    (groups.into_iter())
         .map(|(row, accumulators)| {
             let values = (plan.aggregates.iter().zip(accumulators))
-                .map(|(a, acc)| acc.result(a, concat_bytes_max))
-                .collect();
-            (row, values)
+                .map(|(a, acc)| acc.result(a, concat_bytes_max, &killed))
+                .collect::<SqlResult<_>>()?;
+            Ok((row, values))
         })
-        .collect())
+        .collect()
 }
 
 /// Adds `row` to its group's `accumulators`, one per aggregate of the plan.
@@ -440,8 +440,15 @@ impl Accumulator {
         }
     }
 
-    fn result(self, aggregate: &Aggregate, concat_bytes_max: usize) -> Value {
-        match aggregate.kind {
+    /// The aggregate's value; GROUP_CONCAT's ORDER BY sort looks at `killed` between
+    /// chunks.
+    fn result(
+        self,
+        aggregate: &Aggregate,
+        concat_bytes_max: usize,
+        killed: &dyn Fn() -> SqlResult<()>,
+    ) -> SqlResult<Value> {
+        Ok(match aggregate.kind {
             AggregateKind::Count | AggregateKind::CountRows => Value::Int(self.count),
             AggregateKind::Sum => self.sum.unwrap_or(Value::Null),
             AggregateKind::Avg => match self.sum {
@@ -464,11 +471,11 @@ impl Accumulator {
             AggregateKind::Min | AggregateKind::Max => self.best.unwrap_or(Value::Null),
             AggregateKind::GroupConcat => match &aggregate.concat {
                 Some(concat) if !self.pieces.is_empty() => {
-                    concatenated(self.pieces, concat, concat_bytes_max)
+                    concatenated(self.pieces, concat, concat_bytes_max, killed)?
                 }
                 _ => Value::Null,
             },
-        }
+        })
     }
 }
 
@@ -478,9 +485,12 @@ fn concatenated(
     mut pieces: Vec<(Vec<Value>, Value)>,
     concat: &GroupConcat,
     bytes_max: usize,
-) -> Value {
+    killed: &dyn Fn() -> SqlResult<()>,
+) -> SqlResult<Value> {
     let collations = &concat.order_collations;
-    pieces.sort_by(|(a, _), (b, _)| compare_sort_keys(&concat.order_by, collations, a, b));
+    sort_heeding_kill(killed, &mut pieces, |(a, _), (b, _)| {
+        compare_sort_keys(&concat.order_by, collations, a, b)
+    })?;
     let mut out = Vec::new();
     for (n, (_, value)) in pieces.iter().enumerate() {
         if n > 0 {
@@ -498,7 +508,7 @@ fn concatenated(
         }
         out.truncate(cut);
     }
-    Value::Bytes(out)
+    Ok(Value::Bytes(out))
 }
 
 /// The order of two rows' ORDER BY keys (`a[i]` is the value of `order_by[i]`, its strings
@@ -557,6 +567,45 @@ mod tests {
             checks.get(),
             6,
             "a look before each of 5 chunks and before the merge"
+        );
+    }
+
+    #[test]
+    fn a_killed_statement_stops_a_long_group_concat_sort() {
+        let concat = GroupConcat {
+            separator: b",".to_vec(),
+            order_by: vec![(Expr::Column(0), true)],
+            order_collations: vec![Collation::utf8mb4_0900_ai_ci],
+        };
+        let pieces: Vec<(Vec<Value>, Value)> = scrambled(2 * SORT_CHUNK_ROWS)
+            .into_iter()
+            .map(|(key, _)| (vec![Value::Int(key as i64)], Value::Int(key as i64)))
+            .collect();
+        let interrupted = || {
+            Err(crate::error::SqlError::new(
+                1317,
+                "70100",
+                "Query execution was interrupted",
+            ))
+        };
+        let outcome = concatenated(pieces.clone(), &concat, 1024, &interrupted);
+        assert_eq!(outcome.map_err(|e| e.code), Err(1317));
+        let few = pieces[..3].to_vec();
+        let mut keys: Vec<i64> = few
+            .iter()
+            .map(|(_, v)| crate::value::to_i64(v).unwrap())
+            .collect();
+        keys.sort_unstable();
+        let expected = keys
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        let done = concatenated(few, &concat, 1024, &interrupted).unwrap();
+        assert_eq!(
+            done,
+            Value::Bytes(expected.into_bytes()),
+            "a short sort looks at nothing"
         );
     }
 
