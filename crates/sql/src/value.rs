@@ -609,13 +609,54 @@ fn coerce_decimal(value: &Value, precision: u8, scale: u8, column: &str) -> SqlR
         },
         other => format!("{:.*}", usize::from(scale), to_f64(other).unwrap_or(0.0)).into(),
     };
-    let decimal =
-        parse_decimal(&text, scale).ok_or_else(|| not_a_number("decimal", value, column))?;
+    let decimal = (parse_decimal(&text, scale))
+        .or_else(|| parse_decimal(&without_exponent(&text)?, scale))
+        .ok_or_else(|| not_a_number("decimal", value, column))?;
     let limit = 10i128.pow(u32::from(precision));
     if decimal.unscaled.abs() >= limit {
         return Err(SqlError::out_of_range(column));
     }
     Ok(Value::Decimal(decimal))
+}
+
+/// Exponents past which a decimal in scientific notation is not written out (no DECIMAL
+/// has more than 65 digits).
+const DECIMAL_EXPONENT_MAX: usize = 80;
+
+/// A decimal in scientific notation ('[-]digits[.digits]e[+-]digits', as MySQL takes for a
+/// DECIMAL) as the plain text [`parse_decimal`] reads: exact, where a double would round
+/// ('1.005e0' is 1.01 at scale 2, as 1.005 is).
+fn without_exponent(text: &str) -> Option<String> {
+    let (mantissa, exponent) = text.split_once(['e', 'E'])?;
+    let exponent: i64 = exponent.parse().ok()?;
+    if exponent.unsigned_abs() as usize > DECIMAL_EXPONENT_MAX {
+        return None;
+    }
+    let (sign, unsigned) = match mantissa.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", mantissa.strip_prefix('+').unwrap_or(mantissa)),
+    };
+    let (whole, fraction) = unsigned.split_once('.').unwrap_or((unsigned, ""));
+    let digits = format!("{whole}{fraction}");
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // Where the point goes among the digits.
+    let point = whole.len() as i64 + exponent;
+    Some(if point <= 0 {
+        format!(
+            "{sign}0.{}{digits}",
+            "0".repeat(point.unsigned_abs() as usize)
+        )
+    } else if point as usize >= digits.len() {
+        format!(
+            "{sign}{digits}{}",
+            "0".repeat(point as usize - digits.len())
+        )
+    } else {
+        let (before, after) = digits.split_at(point as usize);
+        format!("{sign}{before}.{after}")
+    })
 }
 
 /// '[-]digits[.digits]' at `scale`, rounding half away from zero.
@@ -1103,6 +1144,16 @@ mod fraction_tests {
                 "{text:?} {column_type:?}"
             );
         }
+        // A DECIMAL in scientific notation, read exactly (MariaDB's answers).
+        let cents = |unscaled| Ok(Value::Decimal(Decimal { unscaled, scale: 2 }));
+        assert_eq!(code("1e3", money), cents(100_000));
+        assert_eq!(code("1.005e0", money), cents(101));
+        assert_eq!(code("1e-3", money), cents(0));
+        assert_eq!(code("-2.5E+2", money), cents(-25_000));
+        assert_eq!(code(" 1e2 ", money), cents(10_000));
+        assert_eq!(code("1e4", money), Err(1264));
+        assert_eq!(code("1e", money), Err(1265));
+        assert_eq!(code("1.2.3", money), Err(1265));
         let message = refused("x", ColumnType::Double).unwrap_err().1;
         assert!(
             message.starts_with("Incorrect double value: 'x'"),
