@@ -1,5 +1,6 @@
 //! A load's rows encoded straight from the file's fields into what the cluster is sent:
-//! `kista import`'s way into a plain table, where the general way ([`Loader::convert`]
+//! `kista import`'s way into a plain table (and a strict LOAD DATA's outside a
+//! transaction, `mod.rs` `Batch`), where the general way ([`Loader::convert`]
 //! then `dml::insert_given`) made each field a `Value` on the heap, each row two lists,
 //! and each batch a statement's machinery, for rows nothing else looks at.
 //!
