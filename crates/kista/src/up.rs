@@ -163,10 +163,10 @@ pub fn run(args: &UpArgs) -> Result<(), Failure> {
     );
     say(Level::Info, format_args!("  kista mgm --mgm {mgm} -e show"));
     say(Level::Info, format_args!("  kista bench --mgm {mgm}"));
-    say(Level::Info, format_args!("Ctrl-C or SIGTERM stops it"));
+    say(Level::Info, "Ctrl-C or SIGTERM stops it");
     let outcome = supervise(&mut processes, &stop);
     shut_down(&mgm, &mut processes);
-    say(Level::Info, format_args!("stopped"));
+    say(Level::Info, "stopped");
     outcome
 }
 
@@ -219,7 +219,7 @@ fn say(level: Level, message: impl std::fmt::Display) {
 
 fn print_metrics_addresses(metrics: &MetricsPorts) {
     let url = |port: u16| format!("http://127.0.0.1:{port}/metrics");
-    say(Level::Info, format_args!("metrics (Prometheus):"));
+    say(Level::Info, "metrics (Prometheus):");
     say(
         Level::Info,
         format_args!("  {} management server", url(metrics.mgmd)),

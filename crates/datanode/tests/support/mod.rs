@@ -365,79 +365,66 @@ impl Node {
         &mut self,
         definition: &TableDefinitionBody,
     ) -> Result<(u32, u32), (u32, String)> {
-        let request_id = self.next_request;
-        self.next_request += 1;
         let mut body = Vec::new();
         definition.encode(&mut body);
-        let signal = CreateTableRequest {
-            request_id,
-            client: self.client,
-        }
-        .to_signal(self.settings.dict_address(), self.client);
-        self.send(signal, &body);
-        let (signal, bytes) = self
-            .wait_for(u64::MAX, |s| {
-                s.number() == CreateTableConf::NUMBER || s.number() == DictRef::NUMBER
-            })
-            .expect("dict answers");
-        if let Ok(conf) = CreateTableConf::from_signal(&signal) {
-            return Ok((conf.table_id, conf.schema_version));
-        }
-        let refusal = DictRef::from_signal(&signal).unwrap();
-        Err((refusal.code, String::from_utf8_lossy(&bytes).into_owned()))
+        let client = self.client;
+        let request = |request_id| CreateTableRequest { request_id, client };
+        let conf: CreateTableConf = self.dict_request(request, &body)?;
+        Ok((conf.table_id, conf.schema_version))
     }
 
     /// Adds `index` to table `table_id`: (its id, the table's new version), or the
     /// refusal's code. A unique index is left being built (no `IndexBuiltRequest`).
     pub fn create_index(&mut self, table_id: u32, index: &IndexSchema) -> Result<(u32, u32), u32> {
-        let request_id = self.next_request;
-        self.next_request += 1;
         let mut body = Vec::new();
         kista_storage::codec::write_index_schema(
             &mut kista_storage::codec::Writer(&mut body),
             index,
         );
-        let signal = CreateIndexRequest {
+        let client = self.client;
+        let request = |request_id| CreateIndexRequest {
             request_id,
-            client: self.client,
+            client,
             table_id,
-        }
-        .to_signal(self.settings.dict_address(), self.client);
-        self.send(signal, &body);
-        let (signal, _) = self
-            .wait_for(u64::MAX, |s| {
-                s.number() == CreateIndexConf::NUMBER || s.number() == DictRef::NUMBER
-            })
-            .expect("dict answers");
-        match CreateIndexConf::from_signal(&signal) {
-            Ok(conf) => Ok((conf.index_id, conf.schema_version)),
-            Err(_) => Err(DictRef::from_signal(&signal).map_or(0, |refusal| refusal.code)),
-        }
+        };
+        let conf: CreateIndexConf = self.dict_request(request, &body).map_err(|e| e.0)?;
+        Ok((conf.index_id, conf.schema_version))
     }
 
     /// Drops a table; `Err` with the refusal's code.
     pub fn drop_table(&mut self, table_id: u32) -> Result<(), u32> {
-        let request_id = self.next_request;
-        self.next_request += 1;
-        let signal = DropTableRequest {
+        let client = self.client;
+        let request = |request_id| DropTableRequest {
             request_id,
-            client: self.client,
+            client,
             table_id,
-        }
-        .to_signal(self.settings.dict_address(), self.client);
-        self.send(signal, &[]);
-        let (signal, _) = self
-            .wait_for(u64::MAX, |s| {
-                s.number() == DropTableConf::NUMBER || s.number() == DictRef::NUMBER
-            })
-            .expect("dict answers");
-        match DictRef::from_signal(&signal) {
-            Ok(refusal) => Err(refusal.code),
-            Err(_) => Ok(()),
-        }
+        };
+        let _: DropTableConf = self.dict_request(request, &[]).map_err(|e| e.0)?;
+        Ok(())
     }
 
-    /// Sends a batch of operations as transaction `client_tx`, ending with `mode`.
+    /// Sends the dictionary the request `request` makes of the next request id (`body` its
+    /// section) and runs until it answers: its conf `C`, or the refusal's code and message.
+    fn dict_request<R: TypedSignal, C: TypedSignal>(
+        &mut self,
+        request: impl FnOnce(u64) -> R,
+        body: &[u8],
+    ) -> Result<C, (u32, String)> {
+        let request_id = self.next_request;
+        self.next_request += 1;
+        let signal = request(request_id).to_signal(self.settings.dict_address(), self.client);
+        self.send(signal, body);
+        let (signal, bytes) = self
+            .wait_for(u64::MAX, |s| {
+                s.number() == C::NUMBER || s.number() == DictRef::NUMBER
+            })
+            .expect("dict answers");
+        C::from_signal(&signal).map_err(|_| {
+            let code = DictRef::from_signal(&signal).map_or(0, |refusal| refusal.code);
+            (code, String::from_utf8_lossy(&bytes).into_owned())
+        })
+    }
+
     /// Asks the node's dictionary for a backup (as the management server does); returns
     /// the request id its answer (`BackupConf` or `DictRef`) carries.
     pub fn request_backup(&mut self) -> u64 {
@@ -481,6 +468,7 @@ impl Node {
         }
     }
 
+    /// Sends a batch of operations as transaction `client_tx`, ending with `mode`.
     pub fn send_batch(
         &mut self,
         client_tx: u64,

@@ -222,12 +222,12 @@ fn load_chunks(
         let Ok(Ok(chunk)) = next else {
             return;
         };
-        let loaded = match direct {
-            Some(direct) if !chunk.retried => {
+        let loaded = match (chunk.retried, direct) {
+            (true, _) => load_chunk(&mut session, &ignoring, &chunk),
+            (false, Some(direct)) => {
                 load_chunk_directly(&mut session, (direct, loader), &chunk, &mut encoded)
             }
-            _ if chunk.retried => load_chunk(&mut session, &ignoring, &chunk),
-            _ => load_chunk(&mut session, loader, &chunk),
+            (false, None) => load_chunk(&mut session, loader, &chunk),
         };
         // Back to the reader unless it has enough (or has ended).
         let _ = spent.try_send(chunk.records);

@@ -242,9 +242,7 @@ pub(super) fn supervise(children: &mut [Child], stop: &AtomicBool) -> Result<(),
                     (Role::ManagementServer, true) => {
                         say(
                             Level::Info,
-                            format_args!(
-                                "the management server stopped: the cluster was shut down"
-                            ),
+                            "the management server stopped: the cluster was shut down",
                         );
                         return Ok(());
                     }
@@ -280,7 +278,7 @@ pub(super) fn shut_down(mgm: &str, children: &mut [Child]) {
             std::thread::sleep(POLL);
         }
     }
-    say(Level::Info, format_args!("stopping the cluster"));
+    say(Level::Info, "stopping the cluster");
     let asked = AdminClient::connect(mgm, ADMIN_TIMEOUT)
         .and_then(|mut admin| admin.request("shutdown"))
         .is_ok();

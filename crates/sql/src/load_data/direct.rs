@@ -17,7 +17,8 @@ use std::sync::Arc;
 use kista_client::codec::{read_values, write_bytes_value, write_value, Reader, Writer};
 use kista_client::types::Value;
 
-use super::{field_count_mismatch, with_line, Loader, OnDuplicate, Record, Target, FIELD_TEXT};
+use super::FIELD_TEXT;
+use super::{field_count_mismatch, field_value, with_line, Loader, OnDuplicate, Record, Target};
 use crate::catalog::SqlTable;
 use crate::dml;
 use crate::error::SqlResult;
@@ -132,8 +133,8 @@ impl DirectLoader {
     }
 
     /// Each field as its column's value: a text column's bytes as they are (checked as
-    /// `coerce` checks them), any other column's through `dml::fit` of the text, in
-    /// `text` (a number, date or time allocates nothing).
+    /// `coerce` checks them), any other column's through `dml::fit` of its text (in
+    /// `text`) or NULL.
     fn encode_fields(&self, record: &Record, text: &mut Value, mut out: Writer) -> SqlResult<()> {
         let definitions = &self.table.schema().columns;
         for (column, field) in record.fields().enumerate() {
@@ -143,17 +144,10 @@ impl DirectLoader {
                     crate::value::check_text_fits(definition.column_type, bytes, &definition.name)?;
                     write_bytes_value(&mut out, bytes);
                 }
-                Some(bytes) => {
-                    match &mut *text {
-                        Value::Bytes(buffer) => {
-                            buffer.clear();
-                            buffer.extend_from_slice(bytes);
-                        }
-                        other => *other = Value::Bytes(bytes.to_vec()),
-                    }
-                    write_value(&mut out, &dml::fit(&self.table, column, text)?);
+                _ => {
+                    let value = field_value(field, text);
+                    write_value(&mut out, &dml::fit(&self.table, column, value)?);
                 }
-                None => write_value(&mut out, &dml::fit(&self.table, column, &Value::Null)?),
             }
         }
         Ok(())
@@ -183,15 +177,17 @@ impl DirectLoader {
 
     /// The rows' values (to name a taken key).
     fn decode(&self, rows: &EncodedRows) -> Vec<Vec<Value>> {
-        (rows.rows())
-            .map(|row| read_values(&mut Reader::new(row)).expect("encoded by `encode`"))
-            .collect()
+        rows.rows().map(values_of).collect()
     }
 
     /// The primary key of an encoded row, for a transaction that remembers what it wrote
     /// (a load in an open transaction; rare).
     fn key_of(&self, row: &[u8]) -> Vec<Value> {
-        let values = read_values(&mut Reader::new(row)).expect("encoded by `encode`");
-        self.table.key_of(&values)
+        self.table.key_of(&values_of(row))
     }
+}
+
+/// The values of a row [`DirectLoader::encode`] encoded.
+fn values_of(row: &[u8]) -> Vec<Value> {
+    read_values(&mut Reader::new(row)).expect("encoded by `encode`")
 }

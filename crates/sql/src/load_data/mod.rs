@@ -198,18 +198,8 @@ impl Loader {
         row: &mut GivenRow,
         text: &mut Value,
     ) -> SqlResult<()> {
-        if !matches!(text, Value::Bytes(_)) {
-            *text = Value::Bytes(Vec::new());
-        }
         for (target, field) in self.targets.iter().zip(record.fields()) {
-            let value = match (field, &mut *text) {
-                (Some(bytes), Value::Bytes(buffer)) => {
-                    buffer.clear();
-                    buffer.extend_from_slice(bytes);
-                    &*text
-                }
-                _ => &Value::Null,
-            };
+            let value = field_value(field, text);
             match target {
                 Target::Column(column) => {
                     let fitted = match warnings.as_deref_mut() {
@@ -246,6 +236,22 @@ thread_local! {
     /// record of a load (a number, date or time converted from it allocates nothing), where
     /// each record made its own.
     static FIELD_TEXT: RefCell<Value> = const { RefCell::new(Value::Null) };
+}
+
+/// The value a field is converted from: its text, copied into `text` (a buffer kept from
+/// field to field, so a number, date or time allocates nothing), or NULL (`\N`).
+fn field_value<'t>(field: Option<&[u8]>, text: &'t mut Value) -> &'t Value {
+    let Some(bytes) = field else {
+        return &Value::Null;
+    };
+    match &mut *text {
+        Value::Bytes(buffer) => {
+            buffer.clear();
+            buffer.extend_from_slice(bytes);
+        }
+        other => *other = Value::Bytes(bytes.to_vec()),
+    }
+    text
 }
 
 /// `error` naming the line of the record it came from.
