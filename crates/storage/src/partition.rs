@@ -27,13 +27,14 @@ mod watched;
 
 use rustc_hash::FxHashMap;
 use std::collections::hash_map::Entry;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::hash_index::{HashIndex, Probe};
 use crate::locks::{LockError, LockMode, LockOutcome, LockTable, TransactionId};
 use crate::memory::{DataMemory, DataMemoryExhausted};
 use crate::row::{RowError, RowLayout};
-use crate::row_store::{RowId, RowStore};
+use crate::row_store::{NearbyRows, RowId, RowStore};
 use crate::schema::{IndexSchema, SchemaError};
 use crate::types::Value;
 
@@ -171,7 +172,9 @@ pub struct Partition {
     /// By anchor row id: the GCI that wrote its committed version.
     gcis: Vec<u64>,
     deleted: changes::DeletedKeys,
-    pending: FxHashMap<RowId, Pending>,
+    /// Uncommitted changes by anchor. Hashed so that neighbouring rows are neighbours here:
+    /// a transaction's new rows take consecutive ids and its commit visits them in order.
+    pending: HashMap<RowId, Pending, NearbyRows>,
     /// Anchors each open transaction has locked here (possibly repeated).
     transactions: FxHashMap<TransactionId, Vec<RowId>>,
     /// Scratch space for encoding rows, so writes do not allocate per operation.
@@ -200,7 +203,7 @@ impl Partition {
             states: Vec::new(),
             gcis: Vec::new(),
             deleted: changes::DeletedKeys::new(limits.deleted_keys_bytes_max),
-            pending: FxHashMap::default(),
+            pending: HashMap::default(),
             transactions: FxHashMap::default(),
             fixed: vec![0; layout.fixed_bytes()],
             var: Vec::new(),
