@@ -397,10 +397,9 @@ impl RowLayout {
                 .collation()
                 .length_prefixed_weight_key(column_type.unpadded(text), key),
             _ if column_type.fixed_bytes() > 0 => {
-                let mut slot = [0u8; 256];
-                let slot = &mut slot[..column_type.fixed_bytes()];
-                write_fixed(column_type, value, slot);
-                key.extend_from_slice(slot);
+                let start = key.len();
+                key.resize(start + column_type.fixed_bytes(), 0);
+                write_fixed(column_type, value, &mut key[start..]);
             }
             Value::Bytes(bytes) => {
                 key.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
