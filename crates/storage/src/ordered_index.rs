@@ -5,15 +5,16 @@
 //! A bound on a prefix of the index columns is the encoded prefix: every key that extends a
 //! prefix sorts after it and before the prefix followed by [`PREFIX_END`].
 
-use std::cmp::Ordering;
 use std::ops::Bound;
 use std::sync::Arc;
 
 use crate::memory::{DataMemory, DataMemoryExhausted, MemoryAccount};
 use crate::row_store::RowId;
 use crate::types::{ColumnType, Value};
+use entry::{Entry, IndexEntry, ShortEntry, SHORT_KEY_BYTES_MAX};
 use tree::EntryTree;
 
+mod entry;
 mod tree;
 
 /// Bytes of a key held in the entry itself; only the bytes past them are allocated.
@@ -92,135 +93,31 @@ pub struct RangeBound {
     pub inclusive: bool,
 }
 
-/// An entry as the tree keeps it: the encoded key's first [`KEY_HEAD_BYTES`] zero-padded
-/// in two big-endian words, the rest on the heap (nothing for a short key), its length,
-/// and the row. Its order (head, tail, length, row) is the byte order of the keys, then
-/// the rows': where heads differ, the first differing byte decides (a padding zero sorts
-/// as a key that ends there, which is a prefix of the other); where they are equal, the
-/// tails decide, and a key shorter than the head is a prefix of any longer one with the
-/// same head. So most comparisons are one or two integer compares, and an index on a few
-/// numeric columns allocates nothing per entry (32 bytes an entry, in one array a node).
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Entry {
-    head: [u64; 2],
-    /// The key past its head, if any: one word here (a thin pointer), so that an entry is
-    /// 32 bytes and a node's entries half a cache line fewer each.
-    tail: Option<Box<Box<[u8]>>>,
-    len: u32,
-    row: RowId,
-}
-
-// Half a cache line: a node's 64 entries are 32 lines, where 40-byte entries took 40
-// (measured: random inserts into a large index 28% faster).
-const _: () = assert!(std::mem::size_of::<Entry>() == 32);
-
-impl Entry {
-    fn new(bytes: &[u8], row: RowId) -> Self {
-        Self {
-            head: [head_word(bytes, 0), head_word(bytes, 8)],
-            tail: (bytes.get(KEY_HEAD_BYTES..))
-                .filter(|tail| !tail.is_empty())
-                .map(|tail| Box::new(tail.into())),
-            len: u32::try_from(bytes.len()).expect("index keys are bounded far below 4 GiB"),
-            row,
-        }
-    }
-
-    fn key_len(&self) -> usize {
-        self.len as usize
-    }
-
-    /// The encoded key, into `out` (cleared first).
-    fn key_into<'a>(&self, out: &'a mut Vec<u8>) -> &'a [u8] {
-        out.clear();
-        out.extend_from_slice(&self.head[0].to_be_bytes());
-        out.extend_from_slice(&self.head[1].to_be_bytes());
-        out.truncate(self.key_len());
-        out.extend_from_slice(self.tail.as_deref().map_or(&[], |tail| tail));
-        out
-    }
-}
-
-/// The big-endian word of `bytes` from `at`, zero-padded past their end: one load when 8
-/// bytes are there (a copy of run-time length would call `memcpy`).
-#[inline]
-fn head_word(bytes: &[u8], at: usize) -> u64 {
-    let part = bytes.get(at..).unwrap_or_default();
-    match part.first_chunk::<8>() {
-        Some(word) => u64::from_be_bytes(*word),
-        None => (part.iter().enumerate())
-            .fold(0, |word, (i, &byte)| word | u64::from(byte) << (56 - 8 * i)),
-    }
-}
-
-impl Entry {
-    /// The head's two words as one number: comparing them is one wide comparison.
-    #[inline]
-    fn head_number(&self) -> u128 {
-        u128::from(self.head[0]) << 64 | u128::from(self.head[1])
-    }
-
-    /// The order of entries whose heads are equal: (tail, length, row).
-    #[inline]
-    fn cmp_past_head(&self, other: &Self) -> Ordering {
-        if self.tail.is_some() || other.tail.is_some() {
-            // No tail sorts as an empty one: first.
-            let tails = self.tail.cmp(&other.tail);
-            if tails != Ordering::Equal {
-                return tails;
-            }
-        }
-        let rest = |entry: &Self| u64::from(entry.len) << 32 | u64::from(entry.row.0);
-        rest(self).cmp(&rest(other))
-    }
-}
-
-impl Ord for Entry {
-    /// (head, tail, length, row), written out so that keys within the head compare their
-    /// words, lengths and rows only.
-    #[inline]
-    fn cmp(&self, other: &Self) -> Ordering {
-        match self.head_number().cmp(&other.head_number()) {
-            Ordering::Equal => self.cmp_past_head(other),
-            unequal => unequal,
-        }
-    }
-}
-
-/// `<` and `<=` written out too: a search in a node asks them, and most entries differ in
-/// their heads, which one wide comparison settles.
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-
-    #[inline]
-    fn lt(&self, other: &Self) -> bool {
-        let (mine, theirs) = (self.head_number(), other.head_number());
-        mine < theirs || (mine == theirs && self.cmp_past_head(other).is_lt())
-    }
-
-    #[inline]
-    fn le(&self, other: &Self) -> bool {
-        let (mine, theirs) = (self.head_number(), other.head_number());
-        mine < theirs || (mine == theirs && self.cmp_past_head(other).is_le())
-    }
-}
-
-impl tree::TreeEntry for Entry {
-    fn heap_bytes(&self) -> usize {
-        tail_bytes(self.key_len())
-    }
-}
-
 /// An index's memory: each entry's tail (its key past the head) as it comes and goes, and
 /// the tree's nodes through a reservation kept ahead of what they hold, so the shared
 /// `DataMemory` is asked only once in a while.
 pub struct OrderedIndex {
     memory: MemoryAccount,
-    entries: EntryTree<Entry>,
+    entries: Tree,
     /// What `memory` holds for the tree; at least [`EntryTree::heap_bytes`] always.
     tree_reserved_bytes: u64,
+}
+
+/// An index's tree, in the entry form its keys allow.
+enum Tree {
+    /// Every key at most [`SHORT_KEY_BYTES_MAX`] bytes (the index's column types say so).
+    Short(EntryTree<ShortEntry>),
+    Long(EntryTree<Entry>),
+}
+
+/// `$body` with `$tree` the index's tree, whichever its form: the same code for both.
+macro_rules! with_tree {
+    ($entries:expr, $tree:ident => $body:expr) => {
+        match $entries {
+            Tree::Short($tree) => $body,
+            Tree::Long($tree) => $body,
+        }
+    };
 }
 
 /// Bytes the tree's reservation may hold past what the next insert may need before
@@ -237,22 +134,69 @@ fn tail_bytes(key_bytes: usize) -> usize {
     }
 }
 
+/// The most bytes [`encode_ordered`] writes for a value of any of these types, if their
+/// types bound it (text does not).
+pub fn encoded_key_bytes_max(column_types: impl IntoIterator<Item = ColumnType>) -> Option<usize> {
+    column_types.into_iter().try_fold(0, |bytes, column_type| {
+        let value_bytes = match column_type {
+            ColumnType::Date => 4,
+            ColumnType::Int { .. }
+            | ColumnType::Float
+            | ColumnType::Double
+            | ColumnType::Time
+            | ColumnType::Timestamp
+            | ColumnType::DateTime => 8,
+            ColumnType::Decimal { .. } => 16,
+            ColumnType::Char { .. }
+            | ColumnType::Binary { .. }
+            | ColumnType::VarChar { .. }
+            | ColumnType::VarBinary { .. }
+            | ColumnType::Text { .. }
+            | ColumnType::Blob => return None,
+        };
+        Some(bytes + 1 + value_bytes) // the NULL marker, then the value
+    })
+}
+
 impl OrderedIndex {
     /// Bytes of `DataMemory` it holds.
     pub fn held_bytes(&self) -> u64 {
         self.memory.held_bytes()
     }
 
+    /// An index for keys of any length.
     pub fn new(memory: Arc<DataMemory>) -> Self {
         Self {
             memory: MemoryAccount::new(memory),
-            entries: EntryTree::new(),
+            entries: Tree::Long(EntryTree::new()),
             tree_reserved_bytes: 0,
         }
     }
 
+    /// An index for keys of columns of these types: in the short form where their keys
+    /// allow it ([`encoded_key_bytes_max`]).
+    pub fn for_columns(
+        memory: Arc<DataMemory>,
+        column_types: impl IntoIterator<Item = ColumnType>,
+    ) -> Self {
+        let mut index = Self::new(memory);
+        if encoded_key_bytes_max(column_types).is_some_and(|max| max <= SHORT_KEY_BYTES_MAX) {
+            index.entries = Tree::Short(EntryTree::new());
+        }
+        index
+    }
+
+    /// Whether a key of `key_bytes` can be in the tree as it is (no: a short tree's key
+    /// longer than its form holds, which no key of its columns is).
+    fn holds_key_of(&self, key_bytes: usize) -> bool {
+        !matches!(self.entries, Tree::Short(_)) || key_bytes <= SHORT_KEY_BYTES_MAX
+    }
+
     /// Adds the entry; returns false (and charges nothing) if it was already there.
     pub fn insert(&mut self, key: &[u8], row: RowId) -> Result<bool, DataMemoryExhausted> {
+        if !self.holds_key_of(key.len()) {
+            self.widen()?;
+        }
         // Charged first and given back when it was there: one walk down the tree. An entry
         // already there needs no memory, so a full DataMemory refuses only a new one.
         if let Err(exhausted) = self.reserve_for_insert(key.len()) {
@@ -262,19 +206,49 @@ impl OrderedIndex {
                 Err(exhausted)
             };
         }
-        let added = self.entries.insert(Entry::new(key, row));
+        let added = with_tree!(&mut self.entries, tree => tree.insert(IndexEntry::new(key, row)));
         if !added && tail_bytes(key.len()) > 0 {
             self.memory.release(tail_bytes(key.len()) as u64);
         }
-        debug_assert!(self.entries.heap_bytes() as u64 <= self.tree_reserved_bytes);
+        debug_assert!(self.heap_bytes() as u64 <= self.tree_reserved_bytes);
         Ok(added)
+    }
+
+    /// A short tree given a longer key (its columns' types changed under it, say) becomes
+    /// a tree of the general form, with the same entries. On error nothing changed.
+    #[cold]
+    fn widen(&mut self) -> Result<(), DataMemoryExhausted> {
+        let Tree::Short(short) = &self.entries else {
+            return Ok(());
+        };
+        let mut long = EntryTree::new();
+        let mut key = Vec::new();
+        short.visit_range(Bound::Unbounded, Bound::Unbounded, false, &mut |entry| {
+            long.insert(Entry::new(entry.key_into(&mut key), entry.row()));
+            true
+        });
+        let needed = long.heap_bytes_after_insert_max(0) as u64;
+        if needed > self.tree_reserved_bytes {
+            self.memory.reserve(needed - self.tree_reserved_bytes)?;
+            self.tree_reserved_bytes = needed;
+        }
+        self.entries = Tree::Long(long);
+        Ok(())
+    }
+
+    fn heap_bytes(&self) -> usize {
+        with_tree!(&self.entries, tree => tree.heap_bytes())
+    }
+
+    fn heap_bytes_after_insert_max(&self, entry_heap_bytes: usize) -> usize {
+        with_tree!(&self.entries, tree => tree.heap_bytes_after_insert_max(entry_heap_bytes))
     }
 
     /// Reserves the new entry's tail, and tops the tree's reservation up to what any one
     /// insert may leave it holding.
     fn reserve_for_insert(&mut self, key_bytes: usize) -> Result<(), DataMemoryExhausted> {
         let tail = tail_bytes(key_bytes);
-        let tree_max = self.entries.heap_bytes_after_insert_max(tail) as u64;
+        let tree_max = self.heap_bytes_after_insert_max(tail) as u64;
         if tree_max > self.tree_reserved_bytes {
             let more = tree_max - self.tree_reserved_bytes;
             self.memory.reserve(more)?;
@@ -289,9 +263,9 @@ impl OrderedIndex {
     /// Gives back what the tree's reservation holds past the next insert's need, once
     /// that is more than [`TREE_RESERVE_SLACK_BYTES`]; all of it once the index is empty.
     fn release_spare(&mut self) {
-        let keep = match self.entries.len() {
+        let keep = match self.len() {
             0 => 0,
-            _ => self.entries.heap_bytes_after_insert_max(0) as u64,
+            _ => self.heap_bytes_after_insert_max(0) as u64,
         };
         let spare = self.tree_reserved_bytes.saturating_sub(keep);
         if spare > TREE_RESERVE_SLACK_BYTES || (keep == 0 && spare > 0) {
@@ -301,11 +275,16 @@ impl OrderedIndex {
     }
 
     pub fn contains(&self, key: &[u8], row: RowId) -> bool {
-        self.entries.contains(&Entry::new(key, row))
+        self.holds_key_of(key.len())
+            && with_tree!(&self.entries, tree => tree.contains(&IndexEntry::new(key, row)))
     }
 
     pub fn remove(&mut self, key: &[u8], row: RowId) -> bool {
-        let removed = self.entries.remove(&Entry::new(key, row));
+        if !self.holds_key_of(key.len()) {
+            return false;
+        }
+        let removed =
+            with_tree!(&mut self.entries, tree => tree.remove(&IndexEntry::new(key, row)));
         if removed {
             self.memory.release(tail_bytes(key.len()) as u64);
             self.release_spare();
@@ -315,25 +294,18 @@ impl OrderedIndex {
 
     /// Frees up to `entries` entries of an index being dropped: how many it freed.
     pub fn release_some(&mut self, entries: usize) -> usize {
-        let mut released = 0;
-        while released < entries {
-            let Some(last) = self.entries.last().cloned() else {
-                break;
-            };
-            self.entries.remove(&last);
-            self.memory.release(tail_bytes(last.key_len()) as u64);
-            released += 1;
-        }
+        let released = with_tree!(&mut self.entries, tree => release_last(tree, entries));
+        self.memory.release(released.tail_bytes as u64);
         self.release_spare();
-        released
+        released.entries
     }
 
     pub fn len(&self) -> usize {
-        self.entries.len()
+        with_tree!(&self.entries, tree => tree.len())
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.len() == 0
+        self.len() == 0
     }
 
     /// Visits the entries between the bounds (`None`: unbounded) in key order, or in reverse
@@ -347,45 +319,91 @@ impl OrderedIndex {
         resume_after: Option<(&[u8], RowId)>,
         mut visit: impl FnMut(&[u8], RowId) -> bool,
     ) {
-        let mut low: Bound<Entry> = match lower {
-            None => Bound::Unbounded,
-            Some(b) if b.inclusive => Bound::Included(Entry::new(&b.prefix, RowId(0))),
-            Some(b) => Bound::Included(past_prefix(&b.prefix)),
-        };
-        let mut high: Bound<Entry> = match upper {
-            None => Bound::Unbounded,
-            Some(b) if b.inclusive => Bound::Excluded(past_prefix(&b.prefix)),
-            Some(b) => Bound::Excluded(Entry::new(&b.prefix, RowId(0))),
-        };
-        if let Some((key, row)) = resume_after {
-            let resumed = Entry::new(key, row);
-            let narrows = |bound: &Bound<Entry>, ascending| match bound {
-                Bound::Unbounded => true,
-                Bound::Included(b) | Bound::Excluded(b) => {
-                    if ascending {
-                        &resumed >= b
-                    } else {
-                        &resumed <= b
-                    }
-                }
-            };
-            if descending && narrows(&high, false) {
-                high = Bound::Excluded(resumed);
-            } else if !descending && narrows(&low, true) {
-                low = Bound::Excluded(resumed);
-            }
-        }
-        if is_empty(&low, &high) {
-            return;
-        }
-        let mut key_bytes = Vec::new();
-        self.entries.visit_range(
-            low.as_ref(),
-            high.as_ref(),
+        let range = ScanRequest {
+            lower,
+            upper,
             descending,
-            &mut |entry: &Entry| visit(entry.key_into(&mut key_bytes), entry.row),
-        );
+            resume_after,
+        };
+        with_tree!(&self.entries, tree => scan_tree(tree, &range, &mut visit));
     }
+}
+
+/// What [`release_last`] freed.
+struct Released {
+    entries: usize,
+    tail_bytes: usize,
+}
+
+/// Removes up to `entries` entries from the end of `tree`.
+fn release_last<E: IndexEntry>(tree: &mut EntryTree<E>, entries: usize) -> Released {
+    let mut released = Released {
+        entries: 0,
+        tail_bytes: 0,
+    };
+    while released.entries < entries {
+        let Some(last) = tree.last().cloned() else {
+            break;
+        };
+        tree.remove(&last);
+        released.tail_bytes += tail_bytes(last.key_len());
+        released.entries += 1;
+    }
+    released
+}
+
+/// [`OrderedIndex::scan`]'s arguments but the visitor.
+struct ScanRequest<'a> {
+    lower: Option<&'a RangeBound>,
+    upper: Option<&'a RangeBound>,
+    descending: bool,
+    resume_after: Option<(&'a [u8], RowId)>,
+}
+
+/// [`OrderedIndex::scan`] in a tree of either form.
+fn scan_tree<E: IndexEntry>(
+    tree: &EntryTree<E>,
+    request: &ScanRequest,
+    visit: &mut dyn FnMut(&[u8], RowId) -> bool,
+) {
+    let mut low: Bound<E> = match request.lower {
+        None => Bound::Unbounded,
+        Some(b) if b.inclusive => Bound::Included(E::new(&b.prefix, RowId(0))),
+        Some(b) => Bound::Included(past_prefix(&b.prefix)),
+    };
+    let mut high: Bound<E> = match request.upper {
+        None => Bound::Unbounded,
+        Some(b) if b.inclusive => Bound::Excluded(past_prefix(&b.prefix)),
+        Some(b) => Bound::Excluded(E::new(&b.prefix, RowId(0))),
+    };
+    if let Some((key, row)) = request.resume_after {
+        let resumed = E::new(key, row);
+        let narrows = |bound: &Bound<E>, ascending| match bound {
+            Bound::Unbounded => true,
+            Bound::Included(b) | Bound::Excluded(b) => {
+                if ascending {
+                    &resumed >= b
+                } else {
+                    &resumed <= b
+                }
+            }
+        };
+        if request.descending && narrows(&high, false) {
+            high = Bound::Excluded(resumed);
+        } else if !request.descending && narrows(&low, true) {
+            low = Bound::Excluded(resumed);
+        }
+    }
+    if is_empty(&low, &high) {
+        return;
+    }
+    let mut key_bytes = Vec::new();
+    tree.visit_range(
+        low.as_ref(),
+        high.as_ref(),
+        request.descending,
+        &mut |entry: &E| visit(entry.key_into(&mut key_bytes), entry.row()),
+    );
 }
 
 /// Whether no entry can lie between the bounds.
@@ -399,10 +417,10 @@ fn is_empty<T: Ord>(low: &Bound<T>, high: &Bound<T>) -> bool {
 }
 
 /// The first entry past every key that extends `prefix`.
-fn past_prefix(prefix: &[u8]) -> Entry {
+fn past_prefix<E: IndexEntry>(prefix: &[u8]) -> E {
     let mut end = prefix.to_vec();
     end.push(PREFIX_END);
-    Entry::new(&end, RowId(0))
+    E::new(&end, RowId(0))
 }
 
 /// Appends a string so that byte order is its order: 0x00 is escaped as 0x00 0xFF and the

@@ -90,6 +90,112 @@ proptest! {
     }
 }
 
+proptest! {
+    // Keys of a short tree (up to 15 bytes) against each other and against bounds of up to
+    // 24 bytes (cut to the head in the short form): the short form orders them as the
+    // general one does, and gives a key of its tree back.
+    #[test]
+    fn a_short_entry_sorts_as_the_general_entry_of_its_key_against_keys_and_bounds(
+        common in proptest::collection::vec(0..3u8, 0..15),
+        end_a in proptest::collection::vec(0..2u8, 0..4),
+        end_b in proptest::collection::vec(0..2u8, 0..12),
+        rows in (0..3u32, 0..3u32),
+    ) {
+        let mut a = [&common[..], &end_a[..]].concat();
+        a.truncate(SHORT_KEY_BYTES_MAX);
+        let b = [&common[..], &end_b[..]].concat();
+        let (short_a, short_b) =
+            (ShortEntry::new(&a, RowId(rows.0)), ShortEntry::new(&b, RowId(rows.1)));
+        let (long_a, long_b) = (Entry::new(&a, RowId(rows.0)), Entry::new(&b, RowId(rows.1)));
+        prop_assert_eq!(short_a.cmp(&short_b), long_a.cmp(&long_b));
+        prop_assert_eq!(short_a < short_b, long_a < long_b);
+        prop_assert_eq!(short_a <= short_b, long_a <= long_b);
+        let mut out = Vec::new();
+        prop_assert_eq!(short_a.key_into(&mut out), &a[..]);
+    }
+
+    // What `encoded_key_bytes_max` promises for a column's type holds for its values.
+    #[test]
+    fn an_encoded_key_is_never_longer_than_its_types_allow((column_type, a, _) in a_value()) {
+        if let Some(max) = encoded_key_bytes_max([column_type]) {
+            prop_assert!(encoded(column_type, &a).len() <= max);
+            prop_assert!(encoded(column_type, &Value::Null).len() <= max);
+        }
+    }
+}
+
+#[test]
+fn indexes_of_numbers_dates_and_times_take_the_short_form_and_text_or_decimals_do_not() {
+    let short = |types: &[ColumnType]| {
+        let index = OrderedIndex::for_columns(Arc::new(DataMemory::new(1 << 20)), types.to_vec());
+        matches!(index.entries, Tree::Short(_))
+    };
+    assert!(short(&[BIGINT]));
+    assert!(short(&[ColumnType::DateTime]));
+    assert!(short(&[ColumnType::Date, ColumnType::Date]));
+    assert!(!short(&[BIGINT, BIGINT]), "18 bytes");
+    assert!(!short(&[ColumnType::Decimal {
+        precision: 10,
+        scale: 2
+    }]));
+    assert!(!short(&[BYTES]));
+}
+
+/// Single-column BIGINT keys, some repeated, in a short index and in a general one.
+fn twin_indexes() -> (OrderedIndex, OrderedIndex) {
+    let memory = Arc::new(DataMemory::new(1 << 24));
+    let mut short = OrderedIndex::for_columns(memory.clone(), [BIGINT]);
+    let mut long = OrderedIndex::new(memory);
+    assert!(matches!(short.entries, Tree::Short(_)));
+    for n in 0..500u32 {
+        let k = i64::from(n.wrapping_mul(2_654_435_761) % 97) - 40;
+        for index in [&mut short, &mut long] {
+            index.insert(&key(&[k]), RowId(n)).unwrap();
+        }
+    }
+    (short, long)
+}
+
+#[test]
+fn a_short_index_scans_as_a_general_one_with_bounds_longer_than_its_keys() {
+    let (short, long) = twin_indexes();
+    // A bound of two columns is longer than any key of the short index: cut to its head.
+    let bounds: Vec<Option<(&[i64], bool)>> = vec![
+        None,
+        Some((&[3], true)),
+        Some((&[3], false)),
+        Some((&[-7, 2], true)),
+        Some((&[-7, 2], false)),
+        Some((&[60], true)),
+    ];
+    for_each_range(&bounds, |lower, upper, descending| {
+        assert_eq!(
+            scanned(&short, lower, upper, descending),
+            scanned(&long, lower, upper, descending),
+            "lower {lower:?} upper {upper:?} descending {descending}"
+        );
+    });
+}
+
+#[test]
+fn a_short_index_given_a_longer_key_widens_and_keeps_its_entries() {
+    let (mut short, mut long) = twin_indexes();
+    let longer = key(&[5, 6]);
+    assert!(!short.contains(&longer, RowId(1)));
+    assert!(!short.remove(&longer, RowId(1)));
+    for index in [&mut short, &mut long] {
+        assert!(index.insert(&longer, RowId(1)).unwrap());
+    }
+    assert!(matches!(short.entries, Tree::Long(_)));
+    assert_eq!(short.len(), long.len());
+    assert!(short.contains(&longer, RowId(1)));
+    assert_eq!(
+        scanned(&short, None, None, false),
+        scanned(&long, None, None, false)
+    );
+    assert_covered(&short, tail_bytes(longer.len()) as u64);
+}
+
 #[test]
 fn null_sorts_before_every_value_and_the_zeros_are_one_key() {
     assert!(encoded(BIGINT, &Value::Null) < encoded(BIGINT, &Value::Int(i64::MIN)));
@@ -191,14 +297,23 @@ fn prefix_bounds_select_what_a_reference_model_selects() {
         Some((&[0, 5], true)),
         Some((&[9], true)),
     ];
-    for &lower in &bounds {
-        for &upper in &bounds {
+    for_each_range(&bounds, |lower, upper, descending| {
+        assert_eq!(
+            scanned(&index, lower, upper, descending),
+            model(&rows, lower, upper, descending),
+            "lower {lower:?} upper {upper:?} descending {descending}"
+        );
+    });
+}
+
+type Bounds<'a> = Option<(&'a [i64], bool)>;
+
+/// `check` of every (lower, upper) pair of `bounds`, in both directions.
+fn for_each_range<'a>(bounds: &[Bounds<'a>], mut check: impl FnMut(Bounds<'a>, Bounds<'a>, bool)) {
+    for &lower in bounds {
+        for &upper in bounds {
             for descending in [false, true] {
-                assert_eq!(
-                    scanned(&index, lower, upper, descending),
-                    model(&rows, lower, upper, descending),
-                    "lower {lower:?} upper {upper:?} descending {descending}"
-                );
+                check(lower, upper, descending);
             }
         }
     }
@@ -231,7 +346,7 @@ fn a_scan_resumes_past_the_last_entry_in_either_direction() {
 /// What the index holds in DataMemory covers its tree's buffers (at their real capacities)
 /// and its entries' key tails.
 fn assert_covered(index: &OrderedIndex, tails: u64) {
-    let exact = index.entries.heap_bytes_exact() as u64 + tails;
+    let exact = with_tree!(&index.entries, tree => tree.heap_bytes_exact()) as u64 + tails;
     assert!(
         index.held_bytes() >= exact,
         "held {} bytes for {exact}",
@@ -354,7 +469,7 @@ fn import_like_inserts() {
     ] {
         let memory = Arc::new(DataMemory::new(4 << 30));
         let mut indexes: Vec<OrderedIndex> = (0..PARTITIONS)
-            .map(|_| OrderedIndex::new(memory.clone()))
+            .map(|_| OrderedIndex::for_columns(memory.clone(), [BIGINT]))
             .collect();
         let keys: Vec<Vec<u8>> = order.iter().map(|&id| key_of(id)).collect();
         let started = std::time::Instant::now();

@@ -51,10 +51,19 @@ pub struct UniqueChange {
 }
 
 impl SecondaryIndex {
-    fn new(id: IndexId, schema: IndexSchema, memory: Arc<DataMemory>) -> Self {
+    /// An index of a table laid out as `layout` (which has its columns).
+    fn new(id: IndexId, schema: IndexSchema, layout: &RowLayout, memory: Arc<DataMemory>) -> Self {
         let entries = match schema.kind {
             IndexKind::Unique => Entries::InIndexTable,
-            IndexKind::Ordered => Entries::Ordered(OrderedIndex::new(memory)),
+            IndexKind::Ordered => {
+                let types: Option<Vec<_>> = (schema.columns.iter())
+                    .map(|&column| layout.column(column).map(|column| column.column_type))
+                    .collect();
+                Entries::Ordered(match types {
+                    Some(types) => OrderedIndex::for_columns(memory, types),
+                    None => OrderedIndex::new(memory), // refused by the caller anyway
+                })
+            }
         };
         Self {
             id,
@@ -323,7 +332,8 @@ fn new_index(
             column,
         });
     }
-    Ok(SecondaryIndex::new(id, schema, partition.memory.clone()))
+    let memory = partition.memory.clone();
+    Ok(SecondaryIndex::new(id, schema, &partition.layout, memory))
 }
 
 /// Enters into index `position` the keys of every version of the anchors among the
