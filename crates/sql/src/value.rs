@@ -9,6 +9,9 @@ use kista_client::types::{integer_range, Collation, ColumnType, Date, DateTime, 
 
 use crate::error::{SqlError, SqlResult};
 
+mod plain_text;
+pub(crate) use plain_text::plain_text_value;
+
 /// Writes `value` as the text protocol shows it (NULL is the caller's business).
 pub fn write_text(value: &Value, out: &mut Vec<u8>) {
     use std::io::Write;
@@ -612,11 +615,28 @@ fn coerce_decimal(value: &Value, precision: u8, scale: u8, column: &str) -> SqlR
     let decimal = (parse_decimal(&text, scale))
         .or_else(|| parse_decimal(&without_exponent(&text)?, scale))
         .ok_or_else(|| not_a_number("decimal", value, column))?;
-    let limit = 10i128.pow(u32::from(precision));
-    if decimal.unscaled.abs() >= limit {
+    if !fits_precision(decimal, precision) {
         return Err(SqlError::out_of_range(column));
     }
     Ok(Value::Decimal(decimal))
+}
+
+/// Powers of ten an i128 holds: 10^0 to 10^38.
+const POWERS_OF_TEN: [i128; 39] = {
+    let mut powers = [1i128; 39];
+    let mut i = 1;
+    while i < powers.len() {
+        powers[i] = powers[i - 1] * 10;
+        i += 1;
+    }
+    powers
+};
+
+/// Whether `decimal` has at most `precision` digits (any i128 fits 39 or more).
+fn fits_precision(decimal: Decimal, precision: u8) -> bool {
+    POWERS_OF_TEN
+        .get(usize::from(precision))
+        .is_none_or(|&limit| decimal.unscaled.abs() < limit)
 }
 
 /// Exponents past which a decimal in scientific notation is not written out (no DECIMAL
@@ -661,12 +681,16 @@ fn without_exponent(text: &str) -> Option<String> {
 
 /// '[-]digits[.digits]' at `scale`, rounding half away from zero.
 pub fn parse_decimal(text: &str, scale: u8) -> Option<Decimal> {
-    // Read as bytes: every decimal field of a load passes here, and `str`'s pattern
-    // searches cost more than the digits.
-    let (negative, digits) = match text.as_bytes().split_first() {
+    parse_decimal_bytes(text.as_bytes(), scale)
+}
+
+/// [`parse_decimal`] of text as bytes: every decimal field of a load passes here, and
+/// `str`'s pattern searches cost more than the digits.
+fn parse_decimal_bytes(text: &[u8], scale: u8) -> Option<Decimal> {
+    let (negative, digits) = match text.split_first() {
         Some((b'-', rest)) => (true, rest),
         Some((b'+', rest)) => (false, rest),
-        _ => (false, text.as_bytes()),
+        _ => (false, text),
     };
     let (whole, fraction) = match digits.iter().position(|&b| b == b'.') {
         Some(point) => (&digits[..point], &digits[point + 1..]),

@@ -58,7 +58,8 @@ impl Writer<'_> {
     }
 }
 
-/// Reads a byte buffer front to back.
+/// Reads a byte buffer front to back (a copy reads on from where the original was).
+#[derive(Clone)]
 pub struct Reader<'a> {
     bytes: &'a [u8],
     offset: usize,

@@ -355,6 +355,9 @@ impl RowLayout {
                 given: count,
             });
         }
+        if self.integer_key_of_encoded(input.clone(), key)? {
+            return Ok(());
+        }
         let mut values: smallvec::SmallVec<[Value; 2]> = smallvec::SmallVec::new();
         for _ in 0..key_columns {
             values.push(crate::codec::read_value_ref(&mut input)?.into_value());
@@ -364,6 +367,38 @@ impl RowLayout {
             .iter()
             .map(|&column| (column, &values[column]));
         self.append_key(parts, key)
+    }
+
+    /// [`RowLayout::primary_key_of_encoded_row`] of a key of one integer column (most
+    /// keys) whose value is an integer of its range: its bytes as a stored row holds
+    /// them, with no `Value` on the way. False (nothing appended) for any other key or
+    /// value, which the general way reads and checks. `input` is after the value count.
+    fn integer_key_of_encoded(
+        &self,
+        mut input: crate::codec::Reader,
+        key: &mut Vec<u8>,
+    ) -> Result<bool, RowError> {
+        let &[column] = self.primary_key.as_slice() else {
+            return Ok(false);
+        };
+        let ColumnType::Int { bytes, signed } = self.columns[column].column_type else {
+            return Ok(false);
+        };
+        for _ in 0..column {
+            crate::codec::read_value_ref(&mut input)?;
+        }
+        let n = match crate::codec::read_value_ref(&mut input)? {
+            crate::codec::ValueRef::Int(n) => i128::from(n),
+            crate::codec::ValueRef::UInt(n) => i128::from(n),
+            _ => return Ok(false),
+        };
+        let (min, max) = integer_range(bytes, signed);
+        if !(min..=max).contains(&n) {
+            return Ok(false);
+        }
+        // As `write_fixed` stores it: the low bytes of the two's complement.
+        key.extend_from_slice(&(n as u64).to_le_bytes()[..usize::from(bytes)]);
+        Ok(true)
     }
 
     /// Appends the key of `(column, value)` parts, checked first (so `key` is unchanged

@@ -23,6 +23,7 @@ use crate::catalog::SqlTable;
 use crate::dml;
 use crate::error::SqlResult;
 use crate::session::Session;
+use crate::value::plain_text_value;
 
 /// [`Loader`]'s direct way, for a plain table ([`Loader::direct`]).
 pub struct DirectLoader {
@@ -133,8 +134,8 @@ impl DirectLoader {
     }
 
     /// Each field as its column's value: a text column's bytes as they are (checked as
-    /// `coerce` checks them), any other column's through `dml::fit` of its text (in
-    /// `text`) or NULL.
+    /// `coerce` checks them), a number or datetime in a plain form as `plain_text_value`
+    /// reads it, any other through `dml::fit` of its text (in `text`) or NULL.
     fn encode_fields(&self, record: &Record, text: &mut Value, mut out: Writer) -> SqlResult<()> {
         let definitions = &self.table.schema().columns;
         for (column, field) in record.fields().enumerate() {
@@ -145,8 +146,17 @@ impl DirectLoader {
                     write_bytes_value(&mut out, bytes);
                 }
                 _ => {
-                    let value = field_value(field, text);
-                    write_value(&mut out, &dml::fit(&self.table, column, value)?);
+                    // A plain number or datetime (most fields of a data file) is read
+                    // without `fit`'s general parsers; the same value either way.
+                    let plain =
+                        field.and_then(|bytes| plain_text_value(bytes, definition.column_type));
+                    match plain {
+                        Some(value) => write_value(&mut out, &value),
+                        None => {
+                            let value = field_value(field, text);
+                            write_value(&mut out, &dml::fit(&self.table, column, value)?);
+                        }
+                    }
                 }
             }
         }
