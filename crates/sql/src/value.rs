@@ -421,7 +421,7 @@ pub fn closest_fit(
         }
         ColumnType::Double => Value::Double(number),
         ColumnType::Decimal { precision, scale } => {
-            let limit = 10i128.pow(u32::from(precision)) - 1;
+            let limit = (POWERS_OF_TEN.get(usize::from(precision))).map_or(i128::MAX, |p| p - 1);
             // So that its unscaled form fits an i128; clipped to the column below.
             let bound = 1e37 / 10f64.powi(i32::from(scale));
             let bounded = number.clamp(-bound, bound);
@@ -818,6 +818,26 @@ mod tests {
         let mut out = Vec::new();
         write_text(value, &mut out);
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_decimal_of_any_precision_is_checked_without_overflow() {
+        // An expression's DECIMAL has a precision of 65, past what an i128's powers of ten
+        // reach: every i128 fits it.
+        let wide = ColumnType::Decimal {
+            precision: 65,
+            scale: 2,
+        };
+        let big = Value::Bytes(b"99999999999999999999999999999999999.5".to_vec());
+        assert!(coerce(&big, wide, "c").is_ok());
+        let text = Value::Bytes(b"12x".to_vec());
+        assert!(closest_fit(&text, wide, "c").is_some());
+        let narrow = ColumnType::Decimal {
+            precision: 3,
+            scale: 1,
+        };
+        assert!(coerce(&Value::Bytes(b"99.9".to_vec()), narrow, "c").is_ok());
+        assert!(coerce(&Value::Bytes(b"100.0".to_vec()), narrow, "c").is_err());
     }
 
     #[test]
