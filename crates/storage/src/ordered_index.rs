@@ -136,7 +136,9 @@ fn tail_bytes(key_bytes: usize) -> usize {
 
 /// The most bytes [`encode_ordered`] writes for a value of any of these types, if their
 /// types bound it (text does not).
-pub fn encoded_key_bytes_max(column_types: impl IntoIterator<Item = ColumnType>) -> Option<usize> {
+pub(crate) fn encoded_key_bytes_max(
+    column_types: impl IntoIterator<Item = ColumnType>,
+) -> Option<usize> {
     column_types.into_iter().try_fold(0, |bytes, column_type| {
         let value_bytes = match column_type {
             ColumnType::Date => 4,
@@ -175,7 +177,7 @@ impl OrderedIndex {
 
     /// An index for keys of columns of these types: in the short form where their keys
     /// allow it ([`encoded_key_bytes_max`]).
-    pub fn for_columns(
+    pub(crate) fn for_columns(
         memory: Arc<DataMemory>,
         column_types: impl IntoIterator<Item = ColumnType>,
     ) -> Self {

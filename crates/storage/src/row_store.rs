@@ -40,7 +40,7 @@ const NEARBY_BLOCK_ROWS: u64 = 1 << NEARBY_BLOCK_BITS;
 /// went through since, with this one they walk a few cache lines in order. The top bits
 /// (hashbrown's tag) are mixed from the whole id, so neighbours rarely share a tag.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct NearbyRows;
+pub(crate) struct NearbyRows;
 
 impl std::hash::BuildHasher for NearbyRows {
     type Hasher = NearbyRowsHasher;
@@ -52,7 +52,7 @@ impl std::hash::BuildHasher for NearbyRows {
 
 /// The hasher of [`NearbyRows`]: meant for one `u32` (a [`RowId`]); other input is folded
 /// in as FxHash would, so it stays a correct if unremarkable hash.
-pub struct NearbyRowsHasher(u64);
+pub(crate) struct NearbyRowsHasher(u64);
 
 impl std::hash::Hasher for NearbyRowsHasher {
     fn write(&mut self, bytes: &[u8]) {
