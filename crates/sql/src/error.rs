@@ -120,6 +120,11 @@ impl SqlError {
         )
     }
 
+    /// 1317: the statement was killed (KILL QUERY) while it ran.
+    pub fn query_interrupted() -> Self {
+        Self::new(1317, "70100", "Query execution was interrupted")
+    }
+
     pub fn not_null(column: &str) -> Self {
         Self::new(1048, "23000", format!("Column '{column}' cannot be null"))
     }

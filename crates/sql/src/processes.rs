@@ -187,11 +187,7 @@ impl Process {
     /// `max_execution_time`; checked by long work.
     pub fn check_killed(&self) -> SqlResult<()> {
         if self.killed() {
-            return Err(SqlError::new(
-                1317,
-                "70100",
-                "Query execution was interrupted",
-            ));
+            return Err(SqlError::query_interrupted());
         }
         if self.past_deadline() {
             return Err(SqlError::new(

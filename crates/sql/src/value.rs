@@ -582,16 +582,25 @@ fn coerce_integer(value: &Value, bytes: u8, signed: bool, column: &str) -> SqlRe
 /// spells, if it spells one: `-?digits`. Up to 18 digits, which no i64 overflows, are
 /// read without the general parser.
 fn integer_of_text(text: &[u8]) -> Option<i128> {
+    match short_integer_of_text(text) {
+        Some(n) => Some(i128::from(n)),
+        // ASCII throughout: valid UTF-8, read in place.
+        None => std::str::from_utf8(text).ok()?.parse().ok(),
+    }
+}
+
+/// `-?digits` with 1 to 18 digits (no i64 overflows) as the integer it spells; `None` for
+/// any other text.
+fn short_integer_of_text(text: &[u8]) -> Option<i64> {
     let (negative, digits) = match text.split_first() {
         Some((b'-', rest)) => (true, rest),
         _ => (false, text),
     };
     if digits.is_empty() || digits.len() > 18 || !digits.iter().all(u8::is_ascii_digit) {
-        // ASCII throughout: valid UTF-8, read in place.
-        return std::str::from_utf8(text).ok()?.parse().ok();
+        return None;
     }
     let magnitude = digits_value(digits);
-    Some(i128::from(if negative { -magnitude } else { magnitude }))
+    Some(if negative { -magnitude } else { magnitude })
 }
 
 /// The value of at most 18 ASCII digits.

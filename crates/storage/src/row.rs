@@ -370,9 +370,9 @@ impl RowLayout {
     }
 
     /// [`RowLayout::primary_key_of_encoded_row`] of a key of one integer column (most
-    /// keys) whose value is an integer of its range: its bytes as a stored row holds
-    /// them, with no `Value` on the way. False (nothing appended) for any other key or
-    /// value, which the general way reads and checks. `input` is after the value count.
+    /// keys) whose value is an integer of its range, with no list of `Value`s or general
+    /// check on the way. False (nothing appended) for any other key or value, which the
+    /// general way reads and checks. `input` is after the value count.
     fn integer_key_of_encoded(
         &self,
         mut input: crate::codec::Reader,
@@ -387,17 +387,16 @@ impl RowLayout {
         for _ in 0..column {
             crate::codec::read_value_ref(&mut input)?;
         }
-        let n = match crate::codec::read_value_ref(&mut input)? {
-            crate::codec::ValueRef::Int(n) => i128::from(n),
-            crate::codec::ValueRef::UInt(n) => i128::from(n),
+        let (value, n) = match crate::codec::read_value_ref(&mut input)? {
+            crate::codec::ValueRef::Int(n) => (Value::Int(n), i128::from(n)),
+            crate::codec::ValueRef::UInt(n) => (Value::UInt(n), i128::from(n)),
             _ => return Ok(false),
         };
         let (min, max) = integer_range(bytes, signed);
         if !(min..=max).contains(&n) {
             return Ok(false);
         }
-        // As `write_fixed` stores it: the low bytes of the two's complement.
-        key.extend_from_slice(&(n as u64).to_le_bytes()[..usize::from(bytes)]);
+        self.append_key_of_value(column, &value, key);
         Ok(true)
     }
 

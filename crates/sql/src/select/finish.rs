@@ -581,13 +581,7 @@ mod tests {
             .into_iter()
             .map(|(key, _)| (vec![Value::Int(key as i64)], Value::Int(key as i64)))
             .collect();
-        let interrupted = || {
-            Err(crate::error::SqlError::new(
-                1317,
-                "70100",
-                "Query execution was interrupted",
-            ))
-        };
+        let interrupted = || Err(crate::error::SqlError::query_interrupted());
         let outcome = concatenated(pieces.clone(), &concat, 1024, &interrupted);
         assert_eq!(outcome.map_err(|e| e.code), Err(1317));
         let few = pieces[..3].to_vec();
@@ -617,11 +611,7 @@ mod tests {
             checks.set(checks.get() + 1);
             match checks.get() {
                 1 => Ok(()),
-                _ => Err(crate::error::SqlError::new(
-                    1317,
-                    "70100",
-                    "Query execution was interrupted",
-                )),
+                _ => Err(crate::error::SqlError::query_interrupted()),
             }
         };
         let outcome = sort_heeding_kill(killed, &mut rows, |a, b| a.0.cmp(&b.0));

@@ -7,7 +7,7 @@
 use kista_client::types::{integer_range, ColumnType, Value};
 
 use super::parse_decimal_bytes;
-use super::{digits_value, fits_precision, integer_value, parse_canonical_datetime};
+use super::{fits_precision, integer_value, parse_canonical_datetime, short_integer_of_text};
 
 /// The value `coerce` gives `text` for a column of `column_type`, when the text is in a
 /// plain form: an integer as `-?digits` (18 at most), a decimal as
@@ -16,7 +16,7 @@ use super::{digits_value, fits_precision, integer_value, parse_canonical_datetim
 pub(crate) fn plain_text_value(text: &[u8], column_type: ColumnType) -> Option<Value> {
     match column_type {
         ColumnType::Int { bytes, signed } => {
-            let n = i128::from(plain_integer(text)?);
+            let n = i128::from(short_integer_of_text(text)?);
             let (min, max) = integer_range(bytes, signed);
             (min..=max).contains(&n).then(|| integer_value(n, signed))
         }
@@ -27,19 +27,6 @@ pub(crate) fn plain_text_value(text: &[u8], column_type: ColumnType) -> Option<V
         ColumnType::DateTime => parse_canonical_datetime(text).map(Value::DateTime),
         _ => None,
     }
-}
-
-/// `-?digits` with 1 to 18 digits (no i64 overflows), as the integer it spells.
-fn plain_integer(text: &[u8]) -> Option<i64> {
-    let (negative, digits) = match text.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, text),
-    };
-    if digits.is_empty() || digits.len() > 18 || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let magnitude = digits_value(digits);
-    Some(if negative { -magnitude } else { magnitude })
 }
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
 //! What an ordered index's tree holds: an entry per (key, row), in the byte order of the
-//! keys, then the rows'. Two forms: [`Entry`] for any key, and [`ShortEntry`] for an index
-//! whose keys are all short (a number, a date or time, or two small ones), a quarter
-//! smaller: fewer cache lines read and moved a node, which is what an insert into a large
-//! index waits for.
+//! keys, then the rows'. Two forms: [`ShortEntry`] (a key's head, its length and the row)
+//! for an index whose keys are all short (a number, a date or time, or two small ones), and
+//! [`Entry`], the same and a pointer to the key past its head, for any key. The short form
+//! is a quarter smaller: fewer cache lines read and moved a node, which is what an insert
+//! into a large index waits for.
 
 use std::cmp::Ordering;
 
@@ -19,38 +20,59 @@ pub(super) trait IndexEntry: tree::TreeEntry {
     fn key_into<'a>(&self, out: &'a mut Vec<u8>) -> &'a [u8];
 }
 
-/// An entry as the tree keeps it: the encoded key's first [`KEY_HEAD_BYTES`] zero-padded
-/// in two big-endian words, the rest on the heap (nothing for a short key), its length,
-/// and the row. Its order (head, tail, length, row) is the byte order of the keys, then
-/// the rows': where heads differ, the first differing byte decides (a padding zero sorts
-/// as a key that ends there, which is a prefix of the other); where they are equal, the
-/// tails decide, and a key shorter than the head is a prefix of any longer one with the
-/// same head. So most comparisons are one or two integer compares, and an index on a few
-/// numeric columns allocates nothing per entry (32 bytes an entry, in one array a node).
+/// The most bytes a key of a [`ShortEntry`] tree holds: one fewer than the head, so that a
+/// scan's bound past a prefix (the prefix and one byte) is held whole too.
+pub(super) const SHORT_KEY_BYTES_MAX: usize = KEY_HEAD_BYTES - 1;
+
+/// A key's first [`KEY_HEAD_BYTES`] zero-padded in two big-endian words, the key's length
+/// and the row, in 24 bytes: the whole entry of an index whose keys never exceed
+/// [`SHORT_KEY_BYTES_MAX`] bytes, and the start of every [`Entry`]. Ordered by (head,
+/// length, row), which for keys the head holds whole is the byte order of the keys, then
+/// the rows' (a padding zero sorts as a key that ends there, a prefix of the other). A
+/// scan's bound longer than the head is cut to the head (with the head's length): every
+/// key of a short tree is shorter, so it sorts against the cut bound as against the whole
+/// one.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct Entry {
+pub(super) struct ShortEntry {
     head: [u64; 2],
-    /// The key past its head, if any: one word here (a thin pointer), so that an entry is
-    /// 32 bytes and a node's entries half a cache line fewer each.
-    tail: Option<Box<Box<[u8]>>>,
     len: u32,
     row: RowId,
 }
 
-// Half a cache line: a node's 64 entries are 32 lines, where 40-byte entries took 40
-// (measured: random inserts into a large index 28% faster).
-const _: () = assert!(std::mem::size_of::<Entry>() == 32);
+const _: () = assert!(std::mem::size_of::<ShortEntry>() == 24);
 
-impl IndexEntry for Entry {
-    fn new(bytes: &[u8], row: RowId) -> Self {
+impl ShortEntry {
+    /// The head of `bytes`, a key `len` bytes long, and `row`.
+    #[inline]
+    fn of(bytes: &[u8], len: usize, row: RowId) -> Self {
         Self {
-            head: head_of(bytes),
-            tail: (bytes.get(KEY_HEAD_BYTES..))
-                .filter(|tail| !tail.is_empty())
-                .map(|tail| Box::new(tail.into())),
-            len: u32::try_from(bytes.len()).expect("index keys are bounded far below 4 GiB"),
+            head: [head_word(bytes, 0), head_word(bytes, 8)],
+            len: u32::try_from(len).expect("index keys are bounded far below 4 GiB"),
             row,
         }
+    }
+
+    /// The head's two words as one number: comparing them is one wide comparison.
+    #[inline]
+    fn head_number(&self) -> u128 {
+        u128::from(self.head[0]) << 64 | u128::from(self.head[1])
+    }
+
+    /// (length, row) as one number: how entries with equal heads (and tails) compare.
+    #[inline]
+    fn rest(&self) -> u64 {
+        u64::from(self.len) << 32 | u64::from(self.row.0)
+    }
+
+    #[inline]
+    fn order_key(&self) -> (u128, u64) {
+        (self.head_number(), self.rest())
+    }
+}
+
+impl IndexEntry for ShortEntry {
+    fn new(bytes: &[u8], row: RowId) -> Self {
+        Self::of(bytes, bytes.len().min(KEY_HEAD_BYTES), row)
     }
 
     fn key_len(&self) -> usize {
@@ -61,31 +83,43 @@ impl IndexEntry for Entry {
         self.row
     }
 
+    /// The key's bytes the head holds, into `out` (cleared first).
     fn key_into<'a>(&self, out: &'a mut Vec<u8>) -> &'a [u8] {
-        head_into(self.head, self.key_len(), out);
-        out.extend_from_slice(self.tail.as_deref().map_or(&[], |tail| tail));
+        out.clear();
+        out.extend_from_slice(&self.head[0].to_be_bytes());
+        out.extend_from_slice(&self.head[1].to_be_bytes());
+        out.truncate(self.key_len());
         out
     }
 }
 
-/// A key's first [`KEY_HEAD_BYTES`] as two big-endian words, zero-padded.
-#[inline]
-fn head_of(bytes: &[u8]) -> [u64; 2] {
-    [head_word(bytes, 0), head_word(bytes, 8)]
+impl Ord for ShortEntry {
+    #[inline]
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.order_key().cmp(&other.order_key())
+    }
 }
 
-/// The head's two words as one number: comparing them is one wide comparison.
-#[inline]
-fn head_number(head: [u64; 2]) -> u128 {
-    u128::from(head[0]) << 64 | u128::from(head[1])
+impl PartialOrd for ShortEntry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+
+    #[inline]
+    fn lt(&self, other: &Self) -> bool {
+        self.order_key() < other.order_key()
+    }
+
+    #[inline]
+    fn le(&self, other: &Self) -> bool {
+        self.order_key() <= other.order_key()
+    }
 }
 
-/// The key's bytes the head holds (`len` of them at most), into `out` (cleared first).
-fn head_into(head: [u64; 2], len: usize, out: &mut Vec<u8>) {
-    out.clear();
-    out.extend_from_slice(&head[0].to_be_bytes());
-    out.extend_from_slice(&head[1].to_be_bytes());
-    out.truncate(len);
+impl tree::TreeEntry for ShortEntry {
+    fn heap_bytes(&self) -> usize {
+        0
+    }
 }
 
 /// The big-endian word of `bytes` from `at`, zero-padded past their end: one load when 8
@@ -100,12 +134,50 @@ fn head_word(bytes: &[u8], at: usize) -> u64 {
     }
 }
 
-impl Entry {
-    #[inline]
-    fn head_number(&self) -> u128 {
-        head_number(self.head)
+/// An entry of any key: its [`ShortEntry`] (head, whole length, row) and the key past the
+/// head on the heap (nothing for a short key). Its order (head, tail, length, row) is the
+/// byte order of the keys, then the rows': where heads are equal the tails decide, and a
+/// key shorter than the head is a prefix of any longer one with the same head. So most
+/// comparisons are one or two integer compares, and an index on a few numeric columns
+/// allocates nothing per entry (32 bytes an entry, in one array a node).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Entry {
+    short: ShortEntry,
+    /// The key past its head, if any: one word here (a thin pointer), so that an entry is
+    /// 32 bytes and a node's entries half a cache line fewer each.
+    tail: Option<Box<Box<[u8]>>>,
+}
+
+// Half a cache line: a node's 64 entries are 32 lines, where 40-byte entries took 40
+// (measured: random inserts into a large index 28% faster).
+const _: () = assert!(std::mem::size_of::<Entry>() == 32);
+
+impl IndexEntry for Entry {
+    fn new(bytes: &[u8], row: RowId) -> Self {
+        Self {
+            short: ShortEntry::of(bytes, bytes.len(), row),
+            tail: (bytes.get(KEY_HEAD_BYTES..))
+                .filter(|tail| !tail.is_empty())
+                .map(|tail| Box::new(tail.into())),
+        }
     }
 
+    fn key_len(&self) -> usize {
+        self.short.key_len()
+    }
+
+    fn row(&self) -> RowId {
+        self.short.row
+    }
+
+    fn key_into<'a>(&self, out: &'a mut Vec<u8>) -> &'a [u8] {
+        self.short.key_into(out);
+        out.extend_from_slice(self.tail.as_deref().map_or(&[], |tail| tail));
+        out
+    }
+}
+
+impl Entry {
     /// The order of entries whose heads are equal: (tail, length, row).
     #[inline]
     fn cmp_past_head(&self, other: &Self) -> Ordering {
@@ -116,8 +188,7 @@ impl Entry {
                 return tails;
             }
         }
-        let rest = |entry: &Self| u64::from(entry.len) << 32 | u64::from(entry.row.0);
-        rest(self).cmp(&rest(other))
+        self.short.rest().cmp(&other.short.rest())
     }
 }
 
@@ -126,7 +197,7 @@ impl Ord for Entry {
     /// words, lengths and rows only.
     #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
-        match self.head_number().cmp(&other.head_number()) {
+        match self.short.head_number().cmp(&other.short.head_number()) {
             Ordering::Equal => self.cmp_past_head(other),
             unequal => unequal,
         }
@@ -142,13 +213,13 @@ impl PartialOrd for Entry {
 
     #[inline]
     fn lt(&self, other: &Self) -> bool {
-        let (mine, theirs) = (self.head_number(), other.head_number());
+        let (mine, theirs) = (self.short.head_number(), other.short.head_number());
         mine < theirs || (mine == theirs && self.cmp_past_head(other).is_lt())
     }
 
     #[inline]
     fn le(&self, other: &Self) -> bool {
-        let (mine, theirs) = (self.head_number(), other.head_number());
+        let (mine, theirs) = (self.short.head_number(), other.short.head_number());
         mine < theirs || (mine == theirs && self.cmp_past_head(other).is_le())
     }
 }
@@ -156,83 +227,5 @@ impl PartialOrd for Entry {
 impl tree::TreeEntry for Entry {
     fn heap_bytes(&self) -> usize {
         super::tail_bytes(self.key_len())
-    }
-}
-
-/// The most bytes a key of a [`ShortEntry`] tree holds: one fewer than the head, so that a
-/// scan's bound past a prefix (the prefix and one byte) is held whole too.
-pub(super) const SHORT_KEY_BYTES_MAX: usize = KEY_HEAD_BYTES - 1;
-
-/// An entry of an index whose keys never exceed [`SHORT_KEY_BYTES_MAX`] bytes: the head, the
-/// key's length and the row, in 24 bytes (an [`Entry`] is 32). Ordered as an [`Entry`] of
-/// the same key and row is. A scan's bound longer than the head is cut to the head (with
-/// the head's length): every key of the tree is shorter, so it sorts against the cut bound
-/// as against the whole one.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct ShortEntry {
-    head: [u64; 2],
-    len: u32,
-    row: RowId,
-}
-
-const _: () = assert!(std::mem::size_of::<ShortEntry>() == 24);
-
-impl ShortEntry {
-    /// (length, row) as one number: how entries with equal heads compare.
-    #[inline]
-    fn rest(&self) -> u64 {
-        u64::from(self.len) << 32 | u64::from(self.row.0)
-    }
-}
-
-impl IndexEntry for ShortEntry {
-    fn new(bytes: &[u8], row: RowId) -> Self {
-        Self {
-            head: head_of(bytes),
-            len: bytes.len().min(KEY_HEAD_BYTES) as u32,
-            row,
-        }
-    }
-
-    fn key_len(&self) -> usize {
-        self.len as usize
-    }
-
-    fn row(&self) -> RowId {
-        self.row
-    }
-
-    fn key_into<'a>(&self, out: &'a mut Vec<u8>) -> &'a [u8] {
-        head_into(self.head, self.key_len(), out);
-        out
-    }
-}
-
-impl Ord for ShortEntry {
-    #[inline]
-    fn cmp(&self, other: &Self) -> Ordering {
-        (head_number(self.head), self.rest()).cmp(&(head_number(other.head), other.rest()))
-    }
-}
-
-impl PartialOrd for ShortEntry {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-
-    #[inline]
-    fn lt(&self, other: &Self) -> bool {
-        (head_number(self.head), self.rest()) < (head_number(other.head), other.rest())
-    }
-
-    #[inline]
-    fn le(&self, other: &Self) -> bool {
-        (head_number(self.head), self.rest()) <= (head_number(other.head), other.rest())
-    }
-}
-
-impl tree::TreeEntry for ShortEntry {
-    fn heap_bytes(&self) -> usize {
-        0
     }
 }

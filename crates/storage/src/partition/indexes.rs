@@ -18,7 +18,7 @@ use crate::ordered_index::{encode_ordered, OrderedIndex};
 use crate::row::{check_value, RowError, RowLayout};
 use crate::row_store::RowId;
 use crate::schema::{IndexKind, IndexSchema};
-use crate::types::Value;
+use crate::types::{ColumnType, Value};
 
 /// A secondary index as numbered by the dictionary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -51,19 +51,16 @@ pub struct UniqueChange {
 }
 
 impl SecondaryIndex {
-    /// An index of a table laid out as `layout` (which has its columns).
-    fn new(id: IndexId, schema: IndexSchema, layout: &RowLayout, memory: Arc<DataMemory>) -> Self {
+    /// An index on columns of `column_types` (the schema's columns, in order).
+    fn new(
+        id: IndexId,
+        schema: IndexSchema,
+        column_types: Vec<ColumnType>,
+        memory: Arc<DataMemory>,
+    ) -> Self {
         let entries = match schema.kind {
             IndexKind::Unique => Entries::InIndexTable,
-            IndexKind::Ordered => {
-                let types: Option<Vec<_>> = (schema.columns.iter())
-                    .map(|&column| layout.column(column).map(|column| column.column_type))
-                    .collect();
-                Entries::Ordered(match types {
-                    Some(types) => OrderedIndex::for_columns(memory, types),
-                    None => OrderedIndex::new(memory), // refused by the caller anyway
-                })
-            }
+            IndexKind::Ordered => Entries::Ordered(OrderedIndex::for_columns(memory, column_types)),
         };
         Self {
             id,
@@ -322,18 +319,17 @@ fn new_index(
     if partition.index_position(id).is_ok() {
         return Err(partition.duplicate(&schema.name));
     }
-    if let Some(&column) = schema
-        .columns
-        .iter()
-        .find(|&&column| partition.layout.column(column).is_none())
-    {
-        return Err(OperationError::NoSuchColumn {
-            table: partition.table(),
-            column,
-        });
-    }
+    let column_types = (schema.columns.iter())
+        .map(|&column| match partition.layout.column(column) {
+            Some(found) => Ok(found.column_type),
+            None => Err(OperationError::NoSuchColumn {
+                table: partition.table(),
+                column,
+            }),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let memory = partition.memory.clone();
-    Ok(SecondaryIndex::new(id, schema, &partition.layout, memory))
+    Ok(SecondaryIndex::new(id, schema, column_types, memory))
 }
 
 /// Enters into index `position` the keys of every version of the anchors among the
