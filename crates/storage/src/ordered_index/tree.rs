@@ -6,18 +6,26 @@
 //! separators are copies of the first entry of each child but the first: child `i` holds
 //! the entries from `separators[i - 1]` up to, not including, `separators[i]`.
 //!
-//! Nodes live in an arena (`nodes`, freed slots reused) and are named by index, so the
-//! tree needs no `unsafe`. Removal frees emptied nodes and merges a node that fell below a
-//! quarter full into a neighbour with room; the root gives way to its only child.
+//! A node is one allocation holding its entries (or its separators and children) inline,
+//! and a parent holds its children's pointers: a step down reads one block of memory, whose
+//! lines are asked for together. In a tree larger than the cache that is one wait for
+//! memory a level; an arena of nodes named by index, which this replaced, cost three (the
+//! node's slot, its entries, its children) and an insert into the import benchmark's index
+//! on `k` spent most of its time in them. Removal frees emptied nodes and merges a node
+//! that fell below a quarter full into a neighbour with room; the root gives way to its
+//! only child.
 
 use std::ops::Bound;
+
+use arrayvec::ArrayVec;
 
 use crate::prefetch::prefetch;
 
 /// Entries (or separators) a node holds at most.
 const NODE_ENTRIES_MAX: usize = 64;
 
-type NodeId = usize;
+/// Room a node is made with: its most entries and the one that overflows it until it splits.
+const NODE_CAPACITY: usize = NODE_ENTRIES_MAX + 1;
 
 /// What the tree holds: ordered, and cheap to compare (the tree compares a few dozen
 /// times per insert), with perhaps some bytes on the heap.
@@ -27,117 +35,91 @@ pub(super) trait TreeEntry: Ord + Clone {
 }
 
 /// A node's entries (or separators) in order.
-struct Sorted<T> {
-    items: Vec<T>,
-}
+type Sorted<T> = ArrayVec<T, NODE_CAPACITY>;
 
-impl<T: TreeEntry> Sorted<T> {
-    fn with_capacity(capacity: usize) -> Self {
-        Self {
-            items: Vec::with_capacity(capacity),
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.items.len()
-    }
-
-    /// How many items are below `probe` (`or_equal`: at most `probe`).
-    fn count_below(&self, probe: &T, or_equal: bool) -> usize {
-        prefetch(&self.items);
-        if or_equal {
-            self.items.partition_point(|item| item <= probe)
-        } else {
-            self.items.partition_point(|item| item < probe)
-        }
-    }
-
-    /// Where `probe` is (`Ok`) or would go (`Err`).
-    fn search(&self, probe: &T) -> Result<usize, usize> {
-        let at = self.count_below(probe, false);
-        match self.items.get(at) {
-            Some(item) if item == probe => Ok(at),
-            _ => Err(at),
-        }
-    }
-
-    fn insert(&mut self, at: usize, item: T) {
-        self.items.insert(at, item);
-    }
-
-    fn remove(&mut self, at: usize) -> T {
-        self.items.remove(at)
-    }
-
-    fn push(&mut self, item: T) {
-        self.items.push(item);
-    }
-
-    fn pop(&mut self) -> Option<T> {
-        self.items.pop()
-    }
-
-    /// Moves the items from `at` on to the end of `into`.
-    fn move_tail(&mut self, at: usize, into: &mut Self) {
-        into.items.extend(self.items.drain(at..));
-    }
+/// An inner node: separators and, one more, children.
+struct Inner<T> {
+    separators: Sorted<T>,
+    children: ArrayVec<Node<T>, { NODE_CAPACITY + 1 }>,
 }
 
 enum Node<T> {
-    Leaf(Sorted<T>),
-    Inner {
-        separators: Sorted<T>,
-        children: Vec<NodeId>,
-    },
+    Leaf(Box<Sorted<T>>),
+    Inner(Box<Inner<T>>),
 }
 
-impl<T: TreeEntry> Node<T> {
-    fn empty_leaf() -> Self {
-        Node::Leaf(Sorted::with_capacity(0))
-    }
-
-    /// Whether it holds a node's buffers (every node but an empty root leaf does).
-    fn has_buffers(&self) -> bool {
-        match self {
-            Node::Leaf(entries) => entries.items.capacity() > 0,
-            Node::Inner { .. } => true,
-        }
-    }
-
+impl<T> Node<T> {
     /// Entries of a leaf, children of an inner node.
     fn width(&self) -> usize {
         match self {
             Node::Leaf(entries) => entries.len(),
-            Node::Inner { children, .. } => children.len(),
+            Node::Inner(inner) => inner.children.len(),
+        }
+    }
+
+    /// Asks for all of the node's memory at once, before its search reads it.
+    #[inline]
+    fn prefetch(&self) {
+        match self {
+            Node::Leaf(entries) => prefetch(std::slice::from_ref(&**entries)),
+            Node::Inner(inner) => prefetch(std::slice::from_ref(&inner.separators)),
         }
     }
 }
 
+/// How many items of `items` are below `probe` (`or_equal`: at most `probe`).
+#[inline]
+fn count_below<T: Ord>(items: &[T], probe: &T, or_equal: bool) -> usize {
+    if or_equal {
+        items.partition_point(|item| item <= probe)
+    } else {
+        items.partition_point(|item| item < probe)
+    }
+}
+
+/// Where `probe` is in `items` (`Ok`) or would go (`Err`).
+#[inline]
+fn search<T: Ord>(items: &[T], probe: &T) -> Result<usize, usize> {
+    let at = count_below(items, probe, false);
+    match items.get(at) {
+        Some(item) if item == probe => Ok(at),
+        _ => Err(at),
+    }
+}
+
+fn new_inner<T>() -> Box<Inner<T>> {
+    Box::new(Inner {
+        separators: Sorted::new(),
+        children: ArrayVec::new(),
+    })
+}
+
 pub(super) struct EntryTree<T> {
-    nodes: Vec<Node<T>>,
-    free: Vec<NodeId>,
-    root: NodeId,
+    /// `None` while empty: an index that never held an entry allocates nothing.
+    root: Option<Node<T>>,
+    shape: Shape,
+}
+
+/// The tree's counts, apart from its nodes so that a walk down them can update these.
+struct Shape {
     len: usize,
     /// [`NODE_ENTRIES_MAX`], smaller in tests to grow deep trees from few entries.
     node_max: usize,
-    /// Levels of nodes (1: the root is a leaf).
+    /// Levels of nodes (1: the root is a leaf; 0: empty).
     height: usize,
-    /// Nodes holding a node's buffers (each made with room for a node's overflow, so
-    /// never grown): what the tree's memory is counted by.
-    buffered_nodes: usize,
+    leaves: usize,
+    inner_nodes: usize,
     /// Heap bytes of the separators' entries (copies of entries, kept until their node
     /// merges or empties, perhaps after the entry itself is gone).
     separator_heap_bytes: usize,
     /// The most heap bytes an entry ever held here: what a new separator may take.
     entry_heap_bytes_max: usize,
-    /// The most bytes one node's buffers take.
-    node_buffer_bytes: usize,
 }
 
 /// A node split in two: the new right node and the first entry it holds.
 struct Split<T> {
     separator: T,
-    right: NodeId,
+    right: Node<T>,
 }
 
 impl<T: TreeEntry> EntryTree<T> {
@@ -147,380 +129,138 @@ impl<T: TreeEntry> EntryTree<T> {
 
     pub fn with_node_max(node_max: usize) -> Self {
         assert!(
-            node_max >= 4,
-            "a node must split into halves of two at least"
+            (4..=NODE_ENTRIES_MAX).contains(&node_max),
+            "a node must split into halves of two at least, and fit its buffers"
         );
         Self {
-            nodes: vec![Node::empty_leaf()],
-            free: Vec::new(),
-            root: 0,
-            len: 0,
-            node_max,
-            height: 1,
-            buffered_nodes: 0,
-            separator_heap_bytes: 0,
-            entry_heap_bytes_max: 0,
-            node_buffer_bytes: (node_max + 1) * std::mem::size_of::<T>()
-                + (node_max + 2) * std::mem::size_of::<NodeId>(),
+            root: None,
+            shape: Shape {
+                len: 0,
+                node_max,
+                height: 0,
+                leaves: 0,
+                inner_nodes: 0,
+                separator_heap_bytes: 0,
+                entry_heap_bytes_max: 0,
+            },
         }
     }
 
-    /// Heap bytes the tree holds at most now, its entries' own heap bytes aside: every
-    /// buffered node at its buffers' size, the arena and free list at their capacity, and
-    /// the separators' heap bytes.
+    /// Heap bytes the tree holds, its entries' own heap bytes aside: its nodes and the
+    /// separators' heap bytes.
     pub fn heap_bytes(&self) -> usize {
-        self.heap_bytes_with(self.buffered_nodes, self.nodes.capacity())
+        node_bytes::<T>(self.shape.leaves, self.shape.inner_nodes) + self.shape.separator_heap_bytes
     }
 
     /// [`EntryTree::heap_bytes`] after any one insert of an entry holding
-    /// `entry_heap_bytes`: a split at every level and a new root (or the empty root
-    /// leaf's first buffers), the arena grown for them, and a new separator (a copy of
-    /// the entry or of one before it).
+    /// `entry_heap_bytes`: a split at every level and a new root (or the first leaf), and a
+    /// new separator (a copy of the entry or of one before it).
     pub fn heap_bytes_after_insert_max(&self, entry_heap_bytes: usize) -> usize {
-        let separator = entry_heap_bytes.max(self.entry_heap_bytes_max);
-        let new_nodes = match &self.nodes[self.root] {
+        let shape = &self.shape;
+        let separator = entry_heap_bytes.max(shape.entry_heap_bytes_max);
+        let (new_leaves, new_inner_nodes) = match &self.root {
+            None => (1, 0),
             // A small index's one leaf: it splits only when full.
-            Node::Leaf(entries) if entries.items.capacity() == 0 => 1,
-            Node::Leaf(entries) if entries.len() < self.node_max => 0,
-            _ => self.height + 1,
+            Some(Node::Leaf(entries)) if entries.len() < shape.node_max => (0, 0),
+            Some(_) => (1, shape.height),
         };
-        let slots_needed = self.nodes.len() + new_nodes.saturating_sub(self.free.len());
-        let arena = match slots_needed > self.nodes.capacity() {
-            true => slots_needed.max(2 * self.nodes.capacity()).max(4),
-            false => self.nodes.capacity(),
-        };
-        self.heap_bytes_with(self.buffered_nodes + new_nodes, arena) + separator
-    }
-
-    fn heap_bytes_with(&self, buffered_nodes: usize, arena_slots: usize) -> usize {
-        if buffered_nodes == 0 && self.is_fresh() {
-            return 0; // its one empty slot is the index's own, as its struct is
-        }
-        // The free list never holds more than every slot, grown by doubling.
-        let free_list = (2 * arena_slots + 4) * std::mem::size_of::<NodeId>();
-        buffered_nodes * self.node_buffer_bytes
-            + arena_slots * std::mem::size_of::<Node<T>>()
-            + free_list
-            + self.separator_heap_bytes
+        node_bytes::<T>(
+            shape.leaves + new_leaves,
+            shape.inner_nodes + new_inner_nodes,
+        ) + shape.separator_heap_bytes
+            + separator
     }
 
     pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether it is as new: one empty leaf in an arena of one slot.
-    fn is_fresh(&self) -> bool {
-        self.len == 0 && self.nodes.capacity() == 1 && self.free.capacity() == 0
+        self.shape.len
     }
 
     pub fn contains(&self, entry: &T) -> bool {
-        let mut node = self.root;
-        loop {
-            match &self.nodes[node] {
-                Node::Leaf(entries) => return entries.search(entry).is_ok(),
-                Node::Inner {
-                    separators,
-                    children,
-                } => node = children[separators.count_below(entry, true)],
+        let mut next = self.root.as_ref();
+        while let Some(node) = next {
+            node.prefetch();
+            match node {
+                Node::Leaf(entries) => return search(entries, entry).is_ok(),
+                Node::Inner(inner) => {
+                    let child = count_below(&inner.separators, entry, true);
+                    next = inner.children.get(child);
+                }
             }
         }
+        false
     }
 
     /// Adds `entry`; false if it was there already.
     pub fn insert(&mut self, entry: T) -> bool {
-        self.entry_heap_bytes_max = self.entry_heap_bytes_max.max(entry.heap_bytes());
-        let Err(entry) = self.append(entry) else {
+        let Self { root, shape } = self;
+        shape.entry_heap_bytes_max = shape.entry_heap_bytes_max.max(entry.heap_bytes());
+        let Some(node) = root else {
+            let mut first = Box::new(Sorted::new());
+            first.push(entry);
+            *root = Some(Node::Leaf(first));
+            (shape.len, shape.leaves, shape.height) = (1, 1, 1);
             return true;
         };
-        let Some(split) = self.insert_in(self.root, entry) else {
+        let Err(entry) = shape.append(node, entry) else {
+            return true;
+        };
+        let Some(split) = shape.insert_in(node, entry) else {
             return false;
         };
         if let Some(Split { separator, right }) = split {
-            let mut separators = self.sorted();
-            separators.push(separator);
-            let mut children = Vec::with_capacity(self.node_max + 2);
-            children.extend([self.root, right]);
-            self.root = self.allocate(Node::Inner {
-                separators,
-                children,
-            });
-            self.height += 1;
+            let mut new_root = new_inner();
+            new_root.separators.push(separator);
+            let Some(old_root) = root.take() else {
+                unreachable!("the root was split")
+            };
+            new_root.children.extend([old_root, right]);
+            *root = Some(Node::Inner(new_root));
+            shape.inner_nodes += 1;
+            shape.height += 1;
         }
-        self.len += 1;
+        shape.len += 1;
         true
-    }
-
-    /// Adds `entry` at the end of the last leaf if it sorts after every entry and the leaf
-    /// has room: the keys of a load in key order, or of AUTO_INCREMENT rows, cost a walk
-    /// down the right edge and one comparison instead of a search at every level.
-    /// Gives `entry` back when it goes elsewhere.
-    fn append(&mut self, entry: T) -> Result<(), T> {
-        let mut node = self.root;
-        while let Node::Inner { children, .. } = &self.nodes[node] {
-            node = *children.last().expect("an inner node has children");
-        }
-        let Node::Leaf(entries) = &mut self.nodes[node] else {
-            unreachable!("the walk ends at a leaf");
-        };
-        let after_last = entries.items.last().is_some_and(|last| &entry > last);
-        if !after_last || entries.len() >= self.node_max {
-            return Err(entry);
-        }
-        entries.push(entry);
-        self.len += 1;
-        Ok(())
-    }
-
-    /// `None`: the entry was there. `Some(split)`: added, and `node` split if it overflowed.
-    fn insert_in(&mut self, node: NodeId, entry: T) -> Option<Option<Split<T>>> {
-        let node_max = self.node_max;
-        match &mut self.nodes[node] {
-            Node::Leaf(entries) => {
-                let at = entries.search(&entry).err()?;
-                if entries.items.capacity() == 0 {
-                    // The empty root leaf's first entry.
-                    *entries = Sorted::with_capacity(node_max + 1);
-                    self.buffered_nodes += 1;
-                }
-                entries.insert(at, entry);
-                if entries.len() <= node_max {
-                    return Some(None);
-                }
-                // Appending at the end (a load in key order) leaves the left node full; a
-                // node filled anywhere else splits in halves.
-                let keep = if at + 1 == entries.len() {
-                    node_max
-                } else {
-                    entries.len() / 2
-                };
-                let mut right = Sorted::with_capacity(node_max + 1);
-                entries.move_tail(keep, &mut right);
-                let separator = right.items[0].clone();
-                self.separator_heap_bytes += separator.heap_bytes();
-                Some(Some(Split {
-                    separator,
-                    right: self.allocate(Node::Leaf(right)),
-                }))
-            }
-            Node::Inner {
-                separators,
-                children,
-            } => {
-                let at = separators.count_below(&entry, true);
-                let child = children[at];
-                let Some(split) = self.insert_in(child, entry)? else {
-                    return Some(None);
-                };
-                let (separators, children) = self.inner_mut(node);
-                separators.insert(at, split.separator);
-                children.insert(at + 1, split.right);
-                if separators.len() <= node_max {
-                    return Some(None);
-                }
-                Some(Some(self.split_inner(node)))
-            }
-        }
-    }
-
-    /// Splits an overflowing inner node in halves; the separator between them moves up,
-    /// as it bounds them both.
-    fn split_inner(&mut self, node: NodeId) -> Split<T> {
-        let mut right_separators = self.sorted();
-        let mut right_children = Vec::with_capacity(self.node_max + 2);
-        let (separators, children) = self.inner_mut(node);
-        let keep = separators.len() / 2;
-        separators.move_tail(keep + 1, &mut right_separators);
-        right_children.extend(children.drain(keep + 1..));
-        let separator = separators.pop().expect("kept at least two");
-        Split {
-            separator,
-            right: self.allocate(Node::Inner {
-                separators: right_separators,
-                children: right_children,
-            }),
-        }
-    }
-
-    /// The separators and children of an inner node.
-    fn inner_mut(&mut self, node: NodeId) -> (&mut Sorted<T>, &mut Vec<NodeId>) {
-        match &mut self.nodes[node] {
-            Node::Inner {
-                separators,
-                children,
-            } => (separators, children),
-            Node::Leaf(_) => unreachable!("node {node} is an inner node"),
-        }
-    }
-
-    /// An empty list with room for a node's overflow, so it never reallocates.
-    fn sorted(&self) -> Sorted<T> {
-        Sorted::with_capacity(self.node_max + 1)
-    }
-
-    fn allocate(&mut self, node: Node<T>) -> NodeId {
-        self.buffered_nodes += usize::from(node.has_buffers());
-        match self.free.pop() {
-            Some(id) => {
-                self.nodes[id] = node;
-                id
-            }
-            None => {
-                self.nodes.push(node);
-                self.nodes.len() - 1
-            }
-        }
-    }
-
-    fn release(&mut self, node: NodeId) {
-        self.discard(node);
-        self.free.push(node);
-    }
-
-    /// Drops a node's contents, leaving an empty leaf in its slot.
-    fn discard(&mut self, node: NodeId) {
-        if let Node::Inner { separators, .. } = self.take(node) {
-            self.separator_heap_bytes -= heap_bytes_of(&separators.items);
-        }
-    }
-
-    /// Takes a node out of its slot, leaving an empty leaf there.
-    fn take(&mut self, node: NodeId) -> Node<T> {
-        let taken = std::mem::replace(&mut self.nodes[node], Node::empty_leaf());
-        self.buffered_nodes -= usize::from(taken.has_buffers());
-        taken
     }
 
     /// Removes `entry`; false if it was not there.
     pub fn remove(&mut self, entry: &T) -> bool {
-        if !self.remove_in(self.root, entry) {
+        let Self { root, shape } = self;
+        let Some(node) = root else {
+            return false;
+        };
+        if !shape.remove_in(node, entry) {
             return false;
         }
-        self.len -= 1;
-        if self.len == 0 {
-            // Emptied: the arena and the separators go too.
-            *self = Self::with_node_max(self.node_max);
+        shape.len -= 1;
+        if shape.len == 0 {
+            // Emptied: the nodes and the separators go too.
+            *self = Self::with_node_max(self.shape.node_max);
             return true;
         }
         // A root left with one child gives way to it.
-        while let Node::Inner { children, .. } = &self.nodes[self.root] {
-            if children.len() > 1 {
+        while let Some(Node::Inner(inner)) = root {
+            if inner.children.len() > 1 {
                 break;
             }
-            let old_root = self.root;
-            match children.first().copied() {
-                Some(child) => {
-                    self.root = child;
-                    self.height -= 1;
-                    self.release(old_root);
-                }
-                None => {
-                    // Its slot stays the root, an empty leaf again: nothing is allocated.
-                    self.discard(old_root);
-                    self.height = 1;
-                }
-            }
+            let only_child = inner
+                .children
+                .pop()
+                .expect("a tree with entries has a leaf");
+            assert!(inner.separators.is_empty(), "one child, no separators");
+            *root = Some(only_child);
+            shape.inner_nodes -= 1;
+            shape.height -= 1;
         }
         true
     }
 
-    fn remove_in(&mut self, node: NodeId, entry: &T) -> bool {
-        match &mut self.nodes[node] {
-            Node::Leaf(entries) => match entries.search(entry) {
-                Ok(at) => {
-                    entries.remove(at);
-                    true
-                }
-                Err(_) => false,
-            },
-            Node::Inner {
-                separators,
-                children,
-            } => {
-                let at = separators.count_below(entry, true);
-                let child = children[at];
-                if !self.remove_in(child, entry) {
-                    return false;
-                }
-                self.after_removal(node, at);
-                true
-            }
-        }
-    }
-
-    /// Child `at` of `node` lost an entry: free it if empty, or merge it into a neighbour
-    /// if it fell below a quarter full (or to one child or entry, in the small nodes tests
-    /// use, where a quarter is one) and they fit in one node.
-    fn after_removal(&mut self, node: NodeId, at: usize) {
-        let Node::Inner { children, .. } = &self.nodes[node] else {
-            unreachable!("a parent is an inner node");
-        };
-        let child = children[at];
-        let width = self.nodes[child].width();
-        if width == 0 {
-            let (separators, children) = self.inner_mut(node);
-            children.remove(at);
-            if separators.len() > 0 {
-                // Child `at` began at separator `at - 1`; the first child has none.
-                let dropped = separators.remove(at.saturating_sub(1));
-                self.separator_heap_bytes -= dropped.heap_bytes();
-            }
-            self.release(child);
-            return;
-        }
-        if width >= (self.node_max / 4).max(2) {
-            return;
-        }
-        let neighbours = children.len();
-        let fits = |tree: &Self, other: NodeId| {
-            // An inner merge also pulls down the separator between them.
-            tree.nodes[other].width() + width <= tree.node_max
-        };
-        if at > 0 && fits(self, children[at - 1]) {
-            self.merge(node, at - 1);
-        } else if at + 1 < neighbours && fits(self, children[at + 1]) {
-            self.merge(node, at);
-        }
-    }
-
-    /// Merges child `left + 1` of `node` into child `left`.
-    fn merge(&mut self, node: NodeId, left: usize) {
-        let (separators, children) = self.inner_mut(node);
-        let right = children.remove(left + 1);
-        let between = separators.remove(left);
-        let left = children[left];
-        let moved = self.take(right);
-        match (&mut self.nodes[left], moved) {
-            (Node::Leaf(entries), Node::Leaf(mut more)) => {
-                // Leaves are bounded by separators: the one between them goes.
-                self.separator_heap_bytes -= between.heap_bytes();
-                more.move_tail(0, entries);
-            }
-            (
-                Node::Inner {
-                    separators,
-                    children,
-                },
-                Node::Inner {
-                    separators: mut more_separators,
-                    children: more_children,
-                },
-            ) => {
-                separators.push(between);
-                more_separators.move_tail(0, separators);
-                children.extend(more_children);
-            }
-            _ => unreachable!("siblings are at one depth"),
-        }
-        self.free.push(right);
-    }
-
     /// The greatest entry.
     pub fn last(&self) -> Option<&T> {
-        let mut node = self.root;
+        let mut node = self.root.as_ref()?;
         loop {
-            match &self.nodes[node] {
-                Node::Leaf(entries) => return entries.items.last(),
-                Node::Inner { children, .. } => node = *children.last()?,
+            match node {
+                Node::Leaf(entries) => return entries.last(),
+                Node::Inner(inner) => node = inner.children.last()?,
             }
         }
     }
@@ -534,61 +274,233 @@ impl<T: TreeEntry> EntryTree<T> {
         descending: bool,
         visit: &mut impl FnMut(&T) -> bool,
     ) {
-        self.visit_in(self.root, low, high, descending, visit);
+        if let Some(root) = &self.root {
+            visit_in(root, low, high, descending, visit);
+        }
+    }
+}
+
+/// The bytes of `leaves` leaves and `inner_nodes` inner nodes.
+fn node_bytes<T>(leaves: usize, inner_nodes: usize) -> usize {
+    leaves * std::mem::size_of::<Sorted<T>>() + inner_nodes * std::mem::size_of::<Inner<T>>()
+}
+
+impl Shape {
+    /// Adds `entry` at the end of the last leaf if it sorts after every entry and the leaf
+    /// has room: the keys of a load in key order, or of AUTO_INCREMENT rows, cost a walk
+    /// down the right edge and one comparison instead of a search at every level.
+    /// Gives `entry` back when it goes elsewhere.
+    fn append<T: TreeEntry>(&mut self, root: &mut Node<T>, entry: T) -> Result<(), T> {
+        let mut node = root;
+        while let Node::Inner(inner) = node {
+            node = inner
+                .children
+                .last_mut()
+                .expect("an inner node has children");
+        }
+        let Node::Leaf(entries) = node else {
+            unreachable!("the walk ends at a leaf");
+        };
+        let after_last = entries.last().is_some_and(|last| &entry > last);
+        if !after_last || entries.len() >= self.node_max {
+            return Err(entry);
+        }
+        entries.push(entry);
+        self.len += 1;
+        Ok(())
     }
 
-    /// False once `visit` asked to stop.
-    fn visit_in(
-        &self,
-        node: NodeId,
-        low: Bound<&T>,
-        high: Bound<&T>,
-        descending: bool,
-        visit: &mut impl FnMut(&T) -> bool,
-    ) -> bool {
-        match &self.nodes[node] {
+    /// `None`: the entry was there. `Some(split)`: added, and `node` split if it overflowed.
+    fn insert_in<T: TreeEntry>(
+        &mut self,
+        node: &mut Node<T>,
+        entry: T,
+    ) -> Option<Option<Split<T>>> {
+        node.prefetch();
+        match node {
             Node::Leaf(entries) => {
-                let start = match low {
-                    Bound::Unbounded => 0,
-                    Bound::Included(low) => entries.count_below(low, false),
-                    Bound::Excluded(low) => entries.count_below(low, true),
-                };
-                let end = match high {
-                    Bound::Unbounded => entries.len(),
-                    Bound::Included(high) => entries.count_below(high, true),
-                    Bound::Excluded(high) => entries.count_below(high, false),
-                };
-                let range = entries.items.get(start..end).unwrap_or_default();
-                if descending {
-                    range.iter().rev().all(visit)
-                } else {
-                    range.iter().all(visit)
+                let at = search(entries, &entry).err()?;
+                entries.insert(at, entry);
+                if entries.len() <= self.node_max {
+                    return Some(None);
                 }
+                // Appending at the end (a load in key order) leaves the left node full; a
+                // node filled anywhere else splits in halves.
+                let keep = if at + 1 == entries.len() {
+                    self.node_max
+                } else {
+                    entries.len() / 2
+                };
+                let mut right = Box::new(Sorted::new());
+                right.extend(entries.drain(keep..));
+                let separator = right[0].clone();
+                self.separator_heap_bytes += separator.heap_bytes();
+                self.leaves += 1;
+                Some(Some(Split {
+                    separator,
+                    right: Node::Leaf(right),
+                }))
             }
-            Node::Inner {
-                separators,
-                children,
-            } => {
-                // Child i holds entries from separator i - 1 to before separator i.
-                let first = match low {
-                    Bound::Unbounded => 0,
-                    Bound::Included(low) | Bound::Excluded(low) => {
-                        separators.count_below(low, true)
-                    }
+            Node::Inner(inner) => {
+                let at = count_below(&inner.separators, &entry, true);
+                let split = self.insert_in(&mut inner.children[at], entry)?;
+                let Some(split) = split else {
+                    return Some(None);
                 };
-                let last = match high {
-                    Bound::Unbounded => separators.len(),
-                    Bound::Included(high) => separators.count_below(high, true),
-                    Bound::Excluded(high) => separators.count_below(high, false),
-                };
-                let range = children.get(first..=last).unwrap_or_default();
-                let mut visit_child =
-                    |&child: &NodeId| self.visit_in(child, low, high, descending, visit);
-                if descending {
-                    range.iter().rev().all(&mut visit_child)
-                } else {
-                    range.iter().all(&mut visit_child)
+                inner.separators.insert(at, split.separator);
+                inner.children.insert(at + 1, split.right);
+                if inner.separators.len() <= self.node_max {
+                    return Some(None);
                 }
+                Some(Some(self.split_inner(inner)))
+            }
+        }
+    }
+
+    /// Splits an overflowing inner node in halves; the separator between them moves up,
+    /// as it bounds them both.
+    fn split_inner<T: TreeEntry>(&mut self, inner: &mut Inner<T>) -> Split<T> {
+        let mut right = new_inner();
+        let keep = inner.separators.len() / 2;
+        right.separators.extend(inner.separators.drain(keep + 1..));
+        right.children.extend(inner.children.drain(keep + 1..));
+        let separator = inner.separators.pop().expect("kept at least two");
+        self.inner_nodes += 1;
+        Split {
+            separator,
+            right: Node::Inner(right),
+        }
+    }
+
+    fn remove_in<T: TreeEntry>(&mut self, node: &mut Node<T>, entry: &T) -> bool {
+        node.prefetch();
+        match node {
+            Node::Leaf(entries) => match search(entries, entry) {
+                Ok(at) => {
+                    entries.remove(at);
+                    true
+                }
+                Err(_) => false,
+            },
+            Node::Inner(inner) => {
+                let at = count_below(&inner.separators, entry, true);
+                if !self.remove_in(&mut inner.children[at], entry) {
+                    return false;
+                }
+                self.after_removal(inner, at);
+                true
+            }
+        }
+    }
+
+    /// Child `at` of `inner` lost an entry: free it if empty, or merge it into a neighbour
+    /// if it fell below a quarter full (or to one child or entry, in the small nodes tests
+    /// use, where a quarter is one) and they fit in one node.
+    fn after_removal<T: TreeEntry>(&mut self, inner: &mut Inner<T>, at: usize) {
+        let width = inner.children[at].width();
+        if width == 0 {
+            let emptied = inner.children.remove(at);
+            if !inner.separators.is_empty() {
+                // Child `at` began at separator `at - 1`; the first child has none.
+                let dropped = inner.separators.remove(at.saturating_sub(1));
+                self.separator_heap_bytes -= dropped.heap_bytes();
+            }
+            self.forget(emptied);
+            return;
+        }
+        if width >= (self.node_max / 4).max(2) {
+            return;
+        }
+        // An inner merge also pulls down the separator between them.
+        let fits = |other: &Node<T>| other.width() + width <= self.node_max;
+        if at > 0 && fits(&inner.children[at - 1]) {
+            self.merge(inner, at - 1);
+        } else if inner.children.get(at + 1).is_some_and(fits) {
+            self.merge(inner, at);
+        }
+    }
+
+    /// Merges child `left + 1` of `inner` into child `left`.
+    fn merge<T: TreeEntry>(&mut self, inner: &mut Inner<T>, left: usize) {
+        let right = inner.children.remove(left + 1);
+        let between = inner.separators.remove(left);
+        match (&mut inner.children[left], right) {
+            (Node::Leaf(entries), Node::Leaf(mut more)) => {
+                // Leaves are bounded by separators: the one between them goes.
+                self.separator_heap_bytes -= between.heap_bytes();
+                entries.extend(more.drain(..));
+                self.leaves -= 1;
+            }
+            (Node::Inner(left), Node::Inner(mut more)) => {
+                left.separators.push(between);
+                left.separators.extend(more.separators.drain(..));
+                left.children.extend(more.children.drain(..));
+                self.inner_nodes -= 1;
+            }
+            _ => unreachable!("siblings are at one depth"),
+        }
+    }
+
+    /// Counts out an emptied node (an inner one has no separators left either).
+    fn forget<T>(&mut self, node: Node<T>) {
+        match node {
+            Node::Leaf(_) => self.leaves -= 1,
+            Node::Inner(inner) => {
+                assert!(
+                    inner.separators.is_empty(),
+                    "an emptied node has no separators"
+                );
+                self.inner_nodes -= 1;
+            }
+        }
+    }
+}
+
+/// False once `visit` asked to stop.
+fn visit_in<T: TreeEntry>(
+    node: &Node<T>,
+    low: Bound<&T>,
+    high: Bound<&T>,
+    descending: bool,
+    visit: &mut impl FnMut(&T) -> bool,
+) -> bool {
+    match node {
+        Node::Leaf(entries) => {
+            let start = match low {
+                Bound::Unbounded => 0,
+                Bound::Included(low) => count_below(entries, low, false),
+                Bound::Excluded(low) => count_below(entries, low, true),
+            };
+            let end = match high {
+                Bound::Unbounded => entries.len(),
+                Bound::Included(high) => count_below(entries, high, true),
+                Bound::Excluded(high) => count_below(entries, high, false),
+            };
+            let range = entries.get(start..end).unwrap_or_default();
+            if descending {
+                range.iter().rev().all(visit)
+            } else {
+                range.iter().all(visit)
+            }
+        }
+        Node::Inner(inner) => {
+            let separators = &inner.separators;
+            // Child i holds entries from separator i - 1 to before separator i.
+            let first = match low {
+                Bound::Unbounded => 0,
+                Bound::Included(low) | Bound::Excluded(low) => count_below(separators, low, true),
+            };
+            let last = match high {
+                Bound::Unbounded => separators.len(),
+                Bound::Included(high) => count_below(separators, high, true),
+                Bound::Excluded(high) => count_below(separators, high, false),
+            };
+            let range = inner.children.get(first..=last).unwrap_or_default();
+            let mut visit_child = |child: &Node<T>| visit_in(child, low, high, descending, visit);
+            if descending {
+                range.iter().rev().all(&mut visit_child)
+            } else {
+                range.iter().all(&mut visit_child)
             }
         }
     }
@@ -596,65 +508,65 @@ impl<T: TreeEntry> EntryTree<T> {
 
 #[cfg(test)]
 impl<T: TreeEntry> EntryTree<T> {
-    /// Asserts the counts the memory bound is made of: buffered nodes, the separators'
-    /// heap bytes, the height.
+    /// Asserts the counts the memory bound is made of (leaves, inner nodes, the
+    /// separators' heap bytes) and the height, counted afresh from the nodes.
     pub(super) fn check_counts(&self) {
-        let live: Vec<&Node<T>> = (0..self.nodes.len())
-            .filter(|id| !self.free.contains(id))
-            .map(|id| &self.nodes[id])
-            .collect();
-        let buffered = live.iter().filter(|node| node.has_buffers()).count();
-        assert_eq!(self.buffered_nodes, buffered, "buffered nodes");
-        let separators: usize = (live.iter())
-            .map(|node| match node {
-                Node::Inner { separators, .. } => heap_bytes_of(&separators.items),
-                Node::Leaf(_) => 0,
-            })
-            .sum();
+        let mut counted = Counted::default();
+        if let Some(root) = &self.root {
+            counted.add(root, 1);
+        }
+        let shape = &self.shape;
+        assert_eq!(shape.leaves, counted.leaves, "leaves");
+        assert_eq!(shape.inner_nodes, counted.inner_nodes, "inner nodes");
         assert_eq!(
-            self.separator_heap_bytes, separators,
+            shape.separator_heap_bytes, counted.separator_heap_bytes,
             "separators' heap bytes"
         );
-        let (mut height, mut node) = (1, self.root);
-        while let Node::Inner { children, .. } = &self.nodes[node] {
-            (height, node) = (height + 1, children[0]);
-        }
-        assert_eq!(self.height, height, "height");
-        assert!(
-            self.heap_bytes() >= self.heap_bytes_exact(),
-            "the bound holds"
-        );
+        assert_eq!(shape.height, counted.height, "height");
     }
 
-    /// The heap bytes the tree holds, its entries' own aside, from its buffers' real
-    /// capacities: what [`EntryTree::heap_bytes`] must never be below.
+    /// The heap bytes the tree holds, its entries' own aside, counted from its nodes: what
+    /// [`EntryTree::heap_bytes`] must never be below.
     pub(super) fn heap_bytes_exact(&self) -> usize {
-        let sorted = |s: &Sorted<T>| s.items.capacity() * std::mem::size_of::<T>();
-        let nodes: usize = (self.nodes.iter())
-            .map(|node| match node {
-                Node::Leaf(entries) => sorted(entries),
-                Node::Inner {
-                    separators,
-                    children,
-                } => {
-                    sorted(separators)
-                        + children.capacity() * std::mem::size_of::<NodeId>()
-                        + heap_bytes_of(&separators.items)
-                }
-            })
-            .sum();
-        if self.is_fresh() {
-            return 0;
+        let mut counted = Counted::default();
+        if let Some(root) = &self.root {
+            counted.add(root, 1);
         }
-        nodes
-            + self.nodes.capacity() * std::mem::size_of::<Node<T>>()
-            + self.free.capacity() * std::mem::size_of::<NodeId>()
+        node_bytes::<T>(counted.leaves, counted.inner_nodes) + counted.separator_heap_bytes
     }
 }
 
-/// Heap bytes of `items`.
-fn heap_bytes_of<T: TreeEntry>(items: &[T]) -> usize {
-    items.iter().map(TreeEntry::heap_bytes).sum()
+/// What [`EntryTree::check_counts`] finds in the nodes.
+#[cfg(test)]
+#[derive(Default)]
+struct Counted {
+    leaves: usize,
+    inner_nodes: usize,
+    separator_heap_bytes: usize,
+    height: usize,
+}
+
+#[cfg(test)]
+impl Counted {
+    fn add<T: TreeEntry>(&mut self, node: &Node<T>, depth: usize) {
+        match node {
+            Node::Leaf(_) => {
+                self.leaves += 1;
+                self.height = self.height.max(depth);
+            }
+            Node::Inner(inner) => {
+                self.inner_nodes += 1;
+                self.separator_heap_bytes += inner
+                    .separators
+                    .iter()
+                    .map(TreeEntry::heap_bytes)
+                    .sum::<usize>();
+                for child in &inner.children {
+                    self.add(child, depth + 1);
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -67,38 +67,36 @@ fn visited(tree: &EntryTree<u16>, low: Bound<u16>, high: Bound<u16>, descending:
 /// `[low, high)`, leaves at `depth`, widths within bounds. Returns the leaves' depth.
 fn check_node(
     tree: &EntryTree<u16>,
-    node: NodeId,
+    node: &Node<u16>,
     low: Option<u16>,
     high: Option<u16>,
     depth: usize,
     out: &mut Vec<u16>,
 ) -> usize {
+    let node_max = tree.shape.node_max;
     let within = |e: u16| low.is_none_or(|l| l <= e) && high.is_none_or(|h| e < h);
-    match &tree.nodes[node] {
-        Node::Leaf(Sorted { items: entries }) => {
-            assert!(entries.len() <= tree.node_max, "leaf overflows");
+    match node {
+        Node::Leaf(entries) => {
+            assert!(entries.len() <= node_max, "leaf overflows");
+            assert!(!entries.is_empty(), "an empty leaf is freed");
             assert!(entries.windows(2).all(|w| w[0] < w[1]), "leaf unsorted");
             assert!(
                 entries.iter().all(|&e| within(e)),
                 "entry outside its separators"
             );
-            out.extend(entries);
+            out.extend(entries.iter());
             depth
         }
-        Node::Inner {
-            separators,
-            children,
-        } => {
-            let separators = &separators.items;
+        Node::Inner(inner) => {
+            let (separators, children) = (&inner.separators, &inner.children);
             assert_eq!(children.len(), separators.len() + 1);
-            assert!(separators.len() <= tree.node_max, "inner node overflows");
-            assert!(!children.is_empty());
+            assert!(separators.len() <= node_max, "inner node overflows");
             assert!(
                 separators.iter().all(|&s| within(s)),
                 "separator outside its parent's"
             );
             let mut depths = BTreeSet::new();
-            for (i, &child) in children.iter().enumerate() {
+            for (i, child) in children.iter().enumerate() {
                 let child_low = if i == 0 { low } else { Some(separators[i - 1]) };
                 let child_high = separators.get(i).copied().or(high);
                 depths.insert(check_node(
@@ -118,14 +116,10 @@ fn check_node(
 
 fn check_shape(tree: &EntryTree<u16>) -> Vec<u16> {
     let mut entries = Vec::new();
-    check_node(tree, tree.root, None, None, 0, &mut entries);
+    if let Some(root) = &tree.root {
+        check_node(tree, root, None, None, 0, &mut entries);
+    }
     assert_eq!(entries.len(), tree.len(), "len counts the entries");
-    let live = tree.nodes.len() - tree.free.len();
-    assert!(
-        live <= 1 + 2 * entries.len(),
-        "freed nodes are given back ({live} live for {} entries)",
-        entries.len()
-    );
     entries
 }
 
@@ -207,16 +201,12 @@ fn a_load_in_key_order_fills_its_leaves() {
     for e in 0..800u16 {
         tree.insert(e);
     }
-    let leaves = tree
-        .nodes
-        .iter()
-        .filter(|node| matches!(node, Node::Leaf(entries) if entries.len() > 0))
-        .count();
-    assert_eq!(leaves, 100, "800 entries in full leaves of 8");
+    tree.check_counts();
+    assert_eq!(tree.shape.leaves, 100, "800 entries in full leaves of 8");
 }
 
 #[test]
-fn emptied_the_tree_is_one_empty_leaf_again() {
+fn emptied_the_tree_holds_no_nodes_again() {
     let mut tree = EntryTree::with_node_max(4);
     for e in 0..500u16 {
         tree.insert(e * 7 % 500);
@@ -225,7 +215,7 @@ fn emptied_the_tree_is_one_empty_leaf_again() {
         assert!(tree.remove(&e));
     }
     assert_eq!(tree.len(), 0);
-    assert!(matches!(&tree.nodes[tree.root], Node::Leaf(entries) if entries.len() == 0));
-    assert_eq!(tree.nodes.len() - tree.free.len(), 1);
+    assert!(tree.root.is_none());
+    assert_eq!(tree.heap_bytes(), 0);
     assert_eq!(tree.last(), None);
 }
