@@ -17,7 +17,8 @@ threads=${2:-8}
 file="$dir/rows.csv"
 import_rows_file "$rows" "$file"
 table=$import_table
-start_kista 2G
+# Data memory touched at start and sized to the load, as in bench/import.sh.
+start_kista 1G --touch-memory
 mysql -h 127.0.0.1 -P "$kista_port" -u root -e "CREATE DATABASE imp; USE imp; $table"
 ticks=$(getconf CLK_TCK)
 cpu() { awk -v t="$ticks" '{ printf "%.2f %.2f %d", $14 / t, $15 / t, $10 }' "/proc/$1/stat"; }

@@ -21,7 +21,8 @@ command -v perf >/dev/null || { echo "needs perf: apt-get install linux-perf" >&
 
 file="$dir/rows.csv"
 import_rows_file "$rows" "$file"
-start_kista 2G
+# Data memory touched at start and sized to the load, as in bench/import.sh.
+start_kista 1G --touch-memory
 node=$(pgrep -f "kista datad --mgm 127.0.0.1:$mgm_port" | head -1)
 for round in $(seq 1 "$rounds"); do
   mysql -h 127.0.0.1 -P "$kista_port" -u root -e "CREATE DATABASE imp$round; USE imp$round; $import_table"

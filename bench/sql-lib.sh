@@ -22,12 +22,12 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # start_kista DATA_MEMORY [kista up options...]: sets kista_port (SQL), kista_sql_pid and
-# mgm_port.
+# mgm_port. KISTA_UP_ARGS adds options (e.g. KISTA_UP_ARGS="--touch-memory").
 start_kista() {
   local data_memory=$1; shift
   mgm_port=$(free_port); kista_port=$(free_port)
   $kista up --dir "$dir/kista" --mgm-port "$mgm_port" --data-port 0 --sql-port "$kista_port" \
-    --data-memory "$data_memory" "$@" > "$dir/up.log" 2>&1 & up_pid=$!
+    --data-memory "$data_memory" "$@" ${KISTA_UP_ARGS:-} > "$dir/up.log" 2>&1 & up_pid=$!
   for _ in $(seq 1 600); do grep -q "kista up: ready" "$dir/up.log" && break; sleep 0.1; done
   grep -q "kista up: ready" "$dir/up.log" || { cat "$dir/up.log" >&2; exit 1; }
   kista_sql_pid=$(pgrep -f "kista sql --mgm 127.0.0.1:$mgm_port" | head -1)

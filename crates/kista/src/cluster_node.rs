@@ -29,6 +29,8 @@ pub struct ClusterNode {
     pub layout: ThreadLayout,
     pub bind: SocketAddr,
     pub data_memory_bytes: u64,
+    /// Allocate and write the data memory at start (`touch_memory` in the configuration).
+    pub touch_memory: bool,
     /// Where the node keeps its files (its REDO log).
     pub data_dir: PathBuf,
     pub peers: Peers,
@@ -135,6 +137,7 @@ fn from_config(config: &ClusterConfig, node: NodeId, mgm: &str) -> Result<Cluste
         layout,
         bind,
         data_memory_bytes: cluster.data_memory_bytes,
+        touch_memory: cluster.touch_memory,
         data_dir: own.data_dir.clone(),
         peers,
         running: Vec::new(),

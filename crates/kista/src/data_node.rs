@@ -39,6 +39,8 @@ pub struct DataNodeOptions {
     pub settings: NodeSettings,
     /// The other data nodes and the management server; empty for a standalone node.
     pub peers: Peers,
+    /// Allocate and write `data_memory_bytes` at the process's start (`touch_memory.rs`).
+    pub touch_memory: bool,
 }
 
 pub struct DataNodeProcess {

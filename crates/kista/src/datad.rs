@@ -68,6 +68,12 @@ pub struct DatadArgs {
     #[arg(long, default_value = "256M", value_parser = parse_size)]
     data_memory: u64,
 
+    /// Allocate and write the data memory at start, as NDB does, so that writes meet no page
+    /// faults; the node holds it resident from then on (docs/operations.md). A managed node
+    /// also does so when the cluster configuration says `touch_memory = true`.
+    #[arg(long)]
+    touch_memory: bool,
+
     /// Where committed reads run: ldm, query, receiver or adaptive (docs/datanode.md).
     #[arg(long, default_value = "adaptive")]
     read_policy: ReadPolicy,
@@ -93,6 +99,14 @@ pub fn run(args: &DatadArgs) -> Result<(), Failure> {
     let stop = crate::stop_on_signals()?;
     // A standalone node is node 1.
     kista_log::set_node(args.node_id.unwrap_or(1));
+    // The first life's options before any thread starts: memory is touched on this thread
+    // before any other allocates (touch_memory.rs).
+    let mut first_life = Some(node_options(args)?);
+    if let Some((_, options)) = &first_life {
+        if options.touch_memory {
+            touch_memory(options.data_memory_bytes);
+        }
+    }
     // One endpoint for every life of the node, so its port stays the same.
     let slot = DataNodeSlot::default();
     let _metrics = args
@@ -101,7 +115,10 @@ pub fn run(args: &DatadArgs) -> Result<(), Failure> {
     // Each pass is one life of the node; `N restart` ends one and begins the next, which
     // restarts into the cluster (NDB's angel process does the same).
     loop {
-        let (layout, options) = node_options(args)?;
+        let (layout, options) = match first_life.take() {
+            Some(first) => first,
+            None => node_options(args)?,
+        };
         match run_once(args, &layout, options, &stop, &slot)? {
             Ended::Restart => say("restarting, as the management server asked"),
             Ended::RestartWhenStarted => {
@@ -112,6 +129,23 @@ pub fn run(args: &DatadArgs) -> Result<(), Failure> {
             }
             Ended::Stopped => return Ok(()),
         }
+    }
+}
+
+/// Touches the data memory (`touch_memory.rs`), saying how long it took; a refusal is
+/// said and the node starts without it.
+fn touch_memory(bytes: u64) {
+    say(format_args!(
+        "touching {} MiB of data memory (touch_memory)",
+        bytes >> 20
+    ));
+    match crate::touch_memory::touch(bytes) {
+        Ok(took) => say(format_args!(
+            "touched {} MiB in {:.1} s",
+            bytes >> 20,
+            took.as_secs_f64()
+        )),
+        Err(refused) => kista_log::print(kista_log::Level::Warn, "kista datad", refused),
     }
 }
 
@@ -172,6 +206,7 @@ fn node_options(args: &DatadArgs) -> Result<(ThreadLayout, DataNodeOptions), Fai
         data_dir: Some(joined.data_dir),
         settings: joined.settings,
         peers: joined.peers,
+        touch_memory: args.touch_memory || joined.touch_memory,
     };
     Ok((joined.layout, options))
 }
@@ -251,6 +286,7 @@ fn standalone_options(args: &DatadArgs) -> Result<DataNodeOptions, Failure> {
         data_dir: None,
         settings,
         peers: Peers::default(),
+        touch_memory: args.touch_memory,
     })
 }
 

@@ -16,6 +16,7 @@ mod restore;
 mod sql;
 mod thread_options;
 mod top;
+mod touch_memory;
 mod up;
 
 use std::process::ExitCode;

@@ -55,6 +55,12 @@ pub struct UpArgs {
     #[arg(long, default_value = "256M", value_parser = parse_size)]
     redo_log: u64,
 
+    /// Data nodes allocate and write their --data-memory at start, as NDB's do: loads and
+    /// writes then meet no page faults, and each node holds that much memory from its start
+    /// (`touch_memory` in the cluster configuration; docs/operations.md).
+    #[arg(long)]
+    touch_memory: bool,
+
     /// The SQL front end's port for MySQL clients (`kista sql`, user root, without a
     /// password unless --root-password). 0 picks a free one, printed at start.
     #[arg(long, default_value_t = 3306)]
@@ -278,11 +284,13 @@ fn configuration(args: &UpArgs, dir: &Path, ports: &[u16]) -> String {
     let cpus_per_node = (cpus / usize::from(args.data_nodes)).max(1);
     let mut config = format!(
         "# Written by `kista up`; rewritten at each start.\n\
-         [cluster]\nreplicas = {}\ndata_memory = \"{}\"\nredo_log = \"{}\"\n\n\
+         [cluster]\nreplicas = {}\ndata_memory = \"{}\"\nredo_log = \"{}\"\n\
+         touch_memory = {}\n\n\
          [mgmd]\nhost = \"127.0.0.1\"\nport = {}\ndata_dir = \"{}\"\n",
         args.replicas,
         args.data_memory,
         args.redo_log,
+        args.touch_memory,
         // `kista mgmd --port` overrides it; a file's port is never 0.
         args.mgm_port.max(1),
         dir.join("mgmd").display()

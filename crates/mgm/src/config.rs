@@ -74,6 +74,9 @@ pub struct ClusterSettings {
     pub operations_per_transaction_max: u32,
     /// Row locks one partition may track at once (NDB: MaxNoOfLocalOperations).
     pub locks_per_partition_max: u32,
+    /// Data nodes allocate their `data_memory` at start and write every page of it, so
+    /// that writes later meet no page faults (NDB always does).
+    pub touch_memory: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -328,6 +331,7 @@ fn check_cluster(raw: &raw::Cluster) -> Result<ClusterSettings, Fault> {
             1_000..=100_000_000,
             "locks_per_partition_max",
         )?,
+        touch_memory: raw.touch_memory.unwrap_or(false),
     })
 }
 
@@ -542,6 +546,7 @@ mod raw {
         pub checkpoint_write_bytes_per_sec: Option<Spanned<Size>>,
         pub operations_per_transaction_max: Option<Spanned<u32>>,
         pub locks_per_partition_max: Option<Spanned<u32>>,
+        pub touch_memory: Option<bool>,
     }
 
     /// A byte count, or a size such as "512M".

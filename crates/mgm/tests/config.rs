@@ -41,6 +41,10 @@ fn a_minimal_file_gets_the_documented_defaults() {
     assert_eq!(config.cluster.checkpoint_write_bytes_per_sec, 20 << 20);
     assert_eq!(config.cluster.operations_per_transaction_max, 2_000_000);
     assert_eq!(config.cluster.locks_per_partition_max, 2_000_000);
+    assert!(
+        !config.cluster.touch_memory,
+        "memory is touched only when asked"
+    );
     assert_eq!(config.mgmd.port, MGMD_PORT_DEFAULT);
     let ids: Vec<_> = config
         .data_nodes
@@ -74,6 +78,7 @@ redo_log = "1G"
 checkpoint_write_bytes_per_sec = "100M"
 operations_per_transaction_max = 5000000
 locks_per_partition_max = 3000000
+touch_memory = true
 
 [mgmd]
 host = "127.0.0.1"
@@ -111,6 +116,7 @@ port = 3307
     assert_eq!(config.cluster.checkpoint_write_bytes_per_sec, 100 << 20);
     assert_eq!(config.cluster.operations_per_transaction_max, 5_000_000);
     assert_eq!(config.cluster.locks_per_partition_max, 3_000_000);
+    assert!(config.cluster.touch_memory);
     let none = parse(&format!("[cluster]\nredo_log = 0\n{TWO_NODES}")).unwrap();
     assert_eq!(none.cluster.redo_log_bytes, 0, "no REDO log");
     assert_eq!(config.mgmd.port, 2186);
