@@ -120,6 +120,10 @@ impl tree::TreeEntry for ShortEntry {
     fn heap_bytes(&self) -> usize {
         0
     }
+
+    fn order_hint(&self) -> u128 {
+        self.head_number()
+    }
 }
 
 /// The big-endian word of `bytes` from `at`, zero-padded past their end: one load when 8
@@ -227,5 +231,10 @@ impl PartialOrd for Entry {
 impl tree::TreeEntry for Entry {
     fn heap_bytes(&self) -> usize {
         super::tail_bytes(self.key_len())
+    }
+
+    /// The head: entries are ordered by it first.
+    fn order_hint(&self) -> u128 {
+        self.short.head_number()
     }
 }

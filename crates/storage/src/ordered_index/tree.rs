@@ -32,6 +32,11 @@ const NODE_CAPACITY: usize = NODE_ENTRIES_MAX + 1;
 pub(super) trait TreeEntry: Ord + Clone {
     /// Bytes it holds on the heap (a copy kept as a separator holds as many again).
     fn heap_bytes(&self) -> usize;
+
+    /// A number that never decreases along the order (`a < b` implies
+    /// `a.order_hint() <= b.order_hint()`), cheap to make: an entry whose hint is below
+    /// the greatest hint inserted cannot go after the last entry.
+    fn order_hint(&self) -> u128;
 }
 
 /// A node's entries (or separators) in order.
@@ -114,6 +119,10 @@ struct Shape {
     separator_heap_bytes: usize,
     /// The most heap bytes an entry ever held here: what a new separator may take.
     entry_heap_bytes_max: usize,
+    /// The greatest [`TreeEntry::order_hint`] of an entry inserted since the tree was last
+    /// empty (the greatest entry's, unless that was removed): an entry below it skips the
+    /// walk down the right edge that an append past the last entry takes.
+    order_hint_max: u128,
 }
 
 /// A node split in two: the new right node and the first entry it holds.
@@ -142,6 +151,7 @@ impl<T: TreeEntry> EntryTree<T> {
                 inner_nodes: 0,
                 separator_heap_bytes: 0,
                 entry_heap_bytes_max: 0,
+                order_hint_max: 0,
             },
         }
     }
@@ -195,6 +205,7 @@ impl<T: TreeEntry> EntryTree<T> {
         let Self { root, shape } = self;
         shape.entry_heap_bytes_max = shape.entry_heap_bytes_max.max(entry.heap_bytes());
         let Some(node) = root else {
+            shape.order_hint_max = entry.order_hint();
             let mut first = Box::new(Sorted::new());
             first.push(entry);
             *root = Some(Node::Leaf(first));
@@ -291,6 +302,12 @@ impl Shape {
     /// down the right edge and one comparison instead of a search at every level.
     /// Gives `entry` back when it goes elsewhere.
     fn append<T: TreeEntry>(&mut self, root: &mut Node<T>, entry: T) -> Result<(), T> {
+        // Most entries of a load in no key order fall below the greatest: no walk for them.
+        let hint = entry.order_hint();
+        if hint < self.order_hint_max {
+            return Err(entry);
+        }
+        self.order_hint_max = hint;
         let mut node = root;
         while let Node::Inner(inner) = node {
             node = inner

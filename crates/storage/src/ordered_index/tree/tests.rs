@@ -13,6 +13,11 @@ impl TreeEntry for u16 {
     fn heap_bytes(&self) -> usize {
         usize::from(*self % 3) * 8
     }
+
+    /// Coarser than the order, as a key's head is: entries 0-7 share a hint.
+    fn order_hint(&self) -> u128 {
+        u128::from(*self / 8)
+    }
 }
 
 #[derive(Clone, Debug)]
