@@ -12,7 +12,10 @@ use super::{fits_precision, integer_value, parse_canonical_datetime, short_integ
 /// The value `coerce` gives `text` for a column of `column_type`, when the text is in a
 /// plain form: an integer as `-?digits` (18 at most), a decimal as
 /// `[-+]?digits[.digits]`, a DATETIME as 'YYYY-MM-DD hh:mm:ss' (whole seconds, which no
-/// column's fraction digits round).
+/// column's fraction digits round). Always inlined: called, it returned its `Value` through
+/// memory that the caller then read back across the callee's narrower stores (a stall
+/// each field; as `codec::read_value_ref`).
+#[inline(always)]
 pub(crate) fn plain_text_value(text: &[u8], column_type: ColumnType) -> Option<Value> {
     match column_type {
         ColumnType::Int { bytes, signed } => {
