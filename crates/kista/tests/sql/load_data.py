@@ -187,4 +187,30 @@ cur.execute(f"LOAD DATA LOCAL INFILE '{late}' INTO TABLE people")
 cur.execute("ROLLBACK")
 assert rows("SELECT COUNT(*) FROM people WHERE id = 20") == [(0,)]
 
+# The server's file into a plain table outside a transaction: a batch of 1,000 rows a
+# transaction. All of them; then an error stops the load with the batches before it
+# committed and none after it: a field that does not convert in the third batch, and a
+# taken key in the second before a bad field in the third (the key's error, the first in
+# the file's order).
+cur.execute("CREATE TABLE many (id INT PRIMARY KEY, n INT)")
+def many_rows(first, count, bad_at=None):
+    lines = []
+    for i in range(first, first + count):
+        lines.append(f"{i}\t{'x' if i == bad_at else i * 2}")
+    return "\n".join(lines) + "\n"
+all_of_them = file_with("many.tsv", many_rows(1, 2500))
+cur.execute(f"LOAD DATA INFILE '{all_of_them}' INTO TABLE many")
+assert cur.rowcount == 2500, cur.rowcount
+assert rows("SELECT COUNT(*), SUM(n) FROM many") == [(2500, Decimal(2500 * 2501))]
+bad_third = file_with("bad_third.tsv", many_rows(10001, 2500, bad_at=12200))
+code, message = error_of(f"LOAD DATA INFILE '{bad_third}' INTO TABLE many")
+assert code == 1366 and "row 2200" in message, (code, message)
+assert rows("SELECT COUNT(*), MIN(id), MAX(id) FROM many WHERE id > 10000") == [(2000, 10001, 12000)]
+taken_second = file_with(
+    "taken_second.tsv", many_rows(20001, 1400) + "5\t5\n" + many_rows(21402, 1100, bad_at=22300)
+)
+code, message = error_of(f"LOAD DATA INFILE '{taken_second}' INTO TABLE many")
+assert code == 1062, (code, message)
+assert rows("SELECT COUNT(*), MAX(id) FROM many WHERE id > 20000") == [(1000, 21000)]
+
 print("load data ok")
