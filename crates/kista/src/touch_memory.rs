@@ -42,6 +42,11 @@ pub enum TouchError {
     Unsupported,
     #[error("the C allocator refused setting {0} (touch_memory); the node starts without it")]
     AllocatorRefused(&'static str),
+    #[error(
+        "touch_memory: data_memory is {wanted_mib} MiB but this machine has {available_mib} MiB \
+         available; the node starts without touching it (lower data_memory to touch it)"
+    )]
+    NotEnoughMemory { wanted_mib: u64, available_mib: u64 },
 }
 
 /// Sets the allocator up to keep and share what it is given, then allocates and writes
@@ -50,6 +55,14 @@ pub enum TouchError {
 /// at its first allocation, and a thread that has one keeps it.
 pub fn touch(bytes: u64) -> Result<Duration, TouchError> {
     let started = Instant::now();
+    // More than the machine has would end in the kernel killing the node mid-touch.
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    if let Some(available) = available_bytes(&meminfo).filter(|&available| bytes > available) {
+        return Err(TouchError::NotEnoughMemory {
+            wanted_mib: bytes >> 20,
+            available_mib: available >> 20,
+        });
+    }
     keep_freed_memory()?;
     let mut chunks = Vec::new();
     let mut left = bytes;
@@ -69,6 +82,16 @@ pub fn touch(bytes: u64) -> Result<Duration, TouchError> {
     }
     drop(chunks);
     Ok(started.elapsed())
+}
+
+/// The memory the kernel says it can give without swapping (`MemAvailable` of
+/// /proc/meminfo), if it says.
+fn available_bytes(meminfo: &str) -> Option<u64> {
+    let line = meminfo
+        .lines()
+        .find(|line| line.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib << 10)
 }
 
 /// glibc's settings for a heap that keeps what it frees and serves every thread.
@@ -101,4 +124,28 @@ fn keep_freed_memory() -> Result<(), TouchError> {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn keep_freed_memory() -> Result<(), TouchError> {
     Err(TouchError::Unsupported)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn available_memory_is_read_from_meminfo() {
+        let meminfo = "MemTotal:       24683232 kB\nMemFree:        20000000 kB\n\
+                       MemAvailable:   23370000 kB\nBuffers:          1000 kB\n";
+        assert_eq!(available_bytes(meminfo), Some(23_370_000 << 10));
+        assert_eq!(available_bytes("MemTotal: 1 kB\n"), None, "an old kernel's");
+        assert_eq!(available_bytes(""), None);
+    }
+
+    #[test]
+    fn more_than_the_machine_has_is_refused_before_anything_is_touched() {
+        let refused = touch(u64::MAX >> 1).expect_err("no machine has 8 EiB");
+        assert!(
+            matches!(refused, TouchError::NotEnoughMemory { .. }),
+            "{refused}"
+        );
+        assert!(refused.to_string().contains("starts without touching"));
+    }
 }
