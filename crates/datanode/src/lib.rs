@@ -31,7 +31,7 @@ pub mod twin_file;
 
 use kista_runtime::Context;
 use kista_signal::{SectionHandle, Signal, TypedSignal};
-use kista_storage::partition::OperationError;
+use kista_storage::partition::{OperationError, OperationErrorKind};
 
 use protocol::{ErrorCode, Prepare, PrepareRef};
 
@@ -83,19 +83,19 @@ pub(crate) fn refuse_prepare(ctx: &mut Context, prepare: &Prepare, code: ErrorCo
 
 /// The stable code for a storage error.
 pub(crate) fn error_code_of(error: &OperationError) -> ErrorCode {
-    match error {
-        OperationError::NotFound { .. } => ErrorCode::NotFound,
-        OperationError::Duplicate { .. } => ErrorCode::Duplicate,
-        OperationError::Memory(_) => ErrorCode::DataMemoryFull,
-        OperationError::Locks(_) => ErrorCode::TooManyLocks,
+    match error.kind() {
+        OperationErrorKind::NotFound { .. } => ErrorCode::NotFound,
+        OperationErrorKind::Duplicate { .. } => ErrorCode::Duplicate,
+        OperationErrorKind::Memory(_) => ErrorCode::DataMemoryFull,
+        OperationErrorKind::Locks(_) => ErrorCode::TooManyLocks,
         // The client's definition names an index dropped since.
-        OperationError::NoSuchIndex { .. } => ErrorCode::SchemaVersion,
-        OperationError::PrimaryKeyUpdate { .. }
-        | OperationError::NotOrdered { .. }
-        | OperationError::AnyVersionScan { .. }
-        | OperationError::IndexBuilding { .. }
-        | OperationError::NoSuchColumn { .. }
-        | OperationError::Row(_) => ErrorCode::BadRequest,
-        OperationError::Schema(_) => ErrorCode::BadSchema,
+        OperationErrorKind::NoSuchIndex { .. } => ErrorCode::SchemaVersion,
+        OperationErrorKind::PrimaryKeyUpdate { .. }
+        | OperationErrorKind::NotOrdered { .. }
+        | OperationErrorKind::AnyVersionScan { .. }
+        | OperationErrorKind::IndexBuilding { .. }
+        | OperationErrorKind::NoSuchColumn { .. }
+        | OperationErrorKind::Row(_) => ErrorCode::BadRequest,
+        OperationErrorKind::Schema(_) => ErrorCode::BadSchema,
     }
 }

@@ -31,7 +31,7 @@ use std::time::Duration;
 use kista_runtime::Context;
 use kista_signal::{BlockAddress, TypedSignal};
 use kista_storage::locks::{LockMode, TransactionId};
-use kista_storage::partition::{Granted, OperationError, Outcome, Partition};
+use kista_storage::partition::{Granted, OperationError, OperationErrorKind, Outcome, Partition};
 use kista_storage::row_store::RowId;
 use rustc_hash::FxHashMap;
 
@@ -433,7 +433,7 @@ fn apply_change(
     let (outcome, gci) = match change {
         CopiedChange::Row { gci, values } => (partition.write(owner, values), *gci),
         CopiedChange::Deleted { gci, key } => match partition.delete(owner, key) {
-            Err(OperationError::NotFound { .. }) => {
+            Err(error) if matches!(error.kind(), OperationErrorKind::NotFound { .. }) => {
                 partition.note_deleted(key, *gci);
                 return Ok(Some(Vec::new()));
             }

@@ -6,7 +6,9 @@ use std::sync::RwLock;
 use kista_runtime::Context;
 use kista_storage::codec::CodecError;
 use kista_storage::locks::{LockMode, TransactionId};
-use kista_storage::partition::{KeyChange, OperationError, Outcome, Partition, UniqueChange};
+use kista_storage::partition::{
+    KeyChange, OperationError, OperationErrorKind, Outcome, Partition, UniqueChange,
+};
 use kista_storage::redo::{delete_row_record_bytes, write_row_record_bytes};
 use kista_storage::row::RowLayout;
 
@@ -139,7 +141,10 @@ fn lenient_when_starting(
     result: Result<Outcome<()>, OperationError>,
 ) -> Result<Outcome<()>, OperationError> {
     match result {
-        Err(OperationError::NotFound { .. }) if prepare.chain.at_starting_replica() => {
+        Err(error)
+            if matches!(error.kind(), OperationErrorKind::NotFound { .. })
+                && prepare.chain.at_starting_replica() =>
+        {
             Ok(Outcome::Done(()))
         }
         other => other,

@@ -41,7 +41,7 @@ use kista_storage::checkpoint::{
     CHECKPOINT_FILES,
 };
 use kista_storage::locks::TransactionId;
-use kista_storage::partition::{OperationError, Outcome, PartitionLimits};
+use kista_storage::partition::{OperationError, OperationErrorKind, Outcome, PartitionLimits};
 use kista_storage::redo::{LogEnd, LogRing, LogScan, Record, RowPlace, ScanStep};
 use rustc_hash::FxHashMap;
 
@@ -761,7 +761,7 @@ impl Restore {
         let owner = restore_owner(self.instance);
         match partition.delete(owner, key) {
             // Replay is idempotent: the row may be gone already.
-            Err(OperationError::NotFound { .. }) => Ok(()),
+            Err(error) if matches!(error.kind(), OperationErrorKind::NotFound { .. }) => Ok(()),
             outcome => {
                 self.done(place, outcome)?;
                 let granted = partition.commit(owner, gci);

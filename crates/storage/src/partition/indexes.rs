@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use super::{NewVersion, OperationError, Partition, RowState};
+use super::{NewVersion, OperationError, OperationErrorKind, Partition, RowState};
 use crate::memory::DataMemory;
 use crate::ordered_index::{encode_ordered, OrderedIndex};
 use crate::row::{check_value, RowError, RowLayout};
@@ -322,12 +322,13 @@ fn new_index(
     let column_types = (schema.columns.iter())
         .map(|&column| match partition.layout.column(column) {
             Some(found) => Ok(found.column_type),
-            None => Err(OperationError::NoSuchColumn {
+            None => Err(OperationErrorKind::NoSuchColumn {
                 table: partition.table(),
                 column,
-            }),
+            }
+            .into()),
         })
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>, OperationError>>()?;
     let memory = partition.memory.clone();
     Ok(SecondaryIndex::new(id, schema, column_types, memory))
 }

@@ -7,7 +7,7 @@
 //! at the time the scan reaches them (read-committed).
 
 use super::indexes::Entries;
-use super::{IndexId, OperationError, Partition};
+use super::{IndexId, OperationError, OperationErrorKind, Partition};
 use crate::filter::FilterProgram;
 use crate::ordered_index::RangeBound;
 use crate::row_store::RowId;
@@ -87,9 +87,10 @@ impl Partition {
         if versions == ScanVersions::AnyVersion
             && (filter.is_some() || matches!(range, ScanRange::Full))
         {
-            return Err(OperationError::AnyVersionScan {
+            return Err(OperationErrorKind::AnyVersionScan {
                 table: self.table(),
-            });
+            }
+            .into());
         }
         let mut returned = 0;
         let mut examined = 0;
@@ -142,16 +143,18 @@ impl Partition {
             } => {
                 let found = &self.indexes[self.index_position(*index)?];
                 if found.built_below.is_some() {
-                    return Err(OperationError::IndexBuilding {
+                    return Err(OperationErrorKind::IndexBuilding {
                         table: self.table(),
                         index: found.schema.name.clone(),
-                    });
+                    }
+                    .into());
                 }
                 let Entries::Ordered(tree) = &found.entries else {
-                    return Err(OperationError::NotOrdered {
+                    return Err(OperationErrorKind::NotOrdered {
                         table: self.table(),
                         index: found.schema.name.clone(),
-                    });
+                    }
+                    .into());
                 };
                 let bound = |bound: &Option<IndexBound>| -> Result<_, OperationError> {
                     bound

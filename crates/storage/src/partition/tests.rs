@@ -232,9 +232,10 @@ fn a_delete_hides_the_row_only_once_committed() {
     assert_eq!(locked(&mut users, T2, 1, Shared), Outcome::Done(None));
     assert_eq!(
         delete(&mut users, T2, 1),
-        Err(OperationError::NotFound {
+        Err(OperationErrorKind::NotFound {
             table: "users".into()
-        })
+        }
+        .into())
     );
     users.commit(T2, 1);
     assert_eq!(committed(&users, 1), None);
@@ -405,9 +406,10 @@ fn a_waiter_on_an_aborted_insert_wakes_to_no_row_and_the_anchor_goes_afterwards(
     assert_eq!(locked(&mut users, T2, 8, Exclusive), Outcome::Done(None));
     assert_eq!(
         update_age(&mut users, T2, 8, 1),
-        Err(OperationError::NotFound {
+        Err(OperationErrorKind::NotFound {
             table: "users".into()
-        })
+        }
+        .into())
     );
     users.commit(T2, 1);
     assert!(users.read_committed(&key(&users, 8)).is_none());
@@ -516,10 +518,11 @@ fn the_primary_key_is_refused_twice_and_cannot_be_updated() {
     users.commit(T1, 1);
     assert_eq!(
         insert(&mut users, T2, user(1, None, None)),
-        Err(OperationError::Duplicate {
+        Err(OperationErrorKind::Duplicate {
             table: "users".into(),
             index: "PRIMARY".into()
-        })
+        }
+        .into())
     );
     assert_eq!(
         users.write(T2, &user(1, None, Some(9))),
@@ -529,10 +532,11 @@ fn the_primary_key_is_refused_twice_and_cannot_be_updated() {
     let key = key(&users, 1);
     assert_eq!(
         users.update(T2, &key, &[(0, Value::Int(2))]),
-        Err(OperationError::PrimaryKeyUpdate {
+        Err(OperationErrorKind::PrimaryKeyUpdate {
             table: "users".into(),
             column: "id".into()
-        })
+        }
+        .into())
     );
     users.commit(T2, 1);
     assert_eq!(committed(&users, 1), Some(user(1, None, Some(9))));
@@ -550,7 +554,7 @@ fn exhausting_data_memory_fails_the_operation_and_deletes_make_room_again() {
         }
         assert!(inserted < 1_000_000, "memory never ran out");
     };
-    let OperationError::Memory(exhausted) = error else {
+    let OperationErrorKind::Memory(exhausted) = error.kind() else {
         panic!("{error:?}")
     };
     assert_eq!(exhausted.limit_bytes, memory.limit_bytes());
@@ -813,7 +817,10 @@ fn an_index_built_a_slice_at_a_time_under_writes_ends_as_one_built_at_once() {
         descending: false,
     };
     let refused = users.scan_committed(&range, None, None, 10, |_, _| true);
-    assert!(matches!(refused, Err(OperationError::IndexBuilding { .. })));
+    assert!(matches!(
+        refused.map_err(|e| e.kind().clone()),
+        Err(OperationErrorKind::IndexBuilding { .. })
+    ));
     assert!(!users.build_index_slice(building, 5).unwrap());
     // Writes behind and ahead of the builder: changed keys (one removed before it was
     // ever entered), a delete, new rows, a transaction still open.

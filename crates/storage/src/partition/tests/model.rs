@@ -363,8 +363,16 @@ fn check_write(
     match (outcome, expected) {
         (Ok(Outcome::Waiting(_)), _) => Ok(true),
         (Ok(Outcome::Done(())), Ok(())) => Ok(false),
-        (Err(OperationError::NotFound { .. }), Err("not found")) => Ok(false),
-        (Err(OperationError::Duplicate { .. }), Err("duplicate")) => Ok(false),
+        (Err(error), Err("not found"))
+            if matches!(error.kind(), OperationErrorKind::NotFound { .. }) =>
+        {
+            Ok(false)
+        }
+        (Err(error), Err("duplicate"))
+            if matches!(error.kind(), OperationErrorKind::Duplicate { .. }) =>
+        {
+            Ok(false)
+        }
         (got, want) => Err(TestCaseError::fail(format!(
             "got {got:?}, model says {want:?}"
         ))),
