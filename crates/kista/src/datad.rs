@@ -101,12 +101,11 @@ pub fn run(args: &DatadArgs) -> Result<(), Failure> {
     kista_log::set_node(args.node_id.unwrap_or(1));
     // The first life's options before any thread starts: memory is touched on this thread
     // before any other allocates (touch_memory.rs).
-    let mut first_life = Some(node_options(args)?);
-    if let Some((_, options)) = &first_life {
-        if options.touch_memory {
-            touch_memory(options.data_memory_bytes);
-        }
+    let (layout, options) = node_options(args)?;
+    if options.touch_memory {
+        touch_memory(options.data_memory_bytes);
     }
+    let mut first_life = Some((layout, options));
     // One endpoint for every life of the node, so its port stays the same.
     let slot = DataNodeSlot::default();
     let _metrics = args

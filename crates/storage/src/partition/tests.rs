@@ -818,7 +818,7 @@ fn an_index_built_a_slice_at_a_time_under_writes_ends_as_one_built_at_once() {
     };
     let refused = users.scan_committed(&range, None, None, 10, |_, _| true);
     assert!(matches!(
-        refused.map_err(|e| e.kind().clone()),
+        refused.as_ref().map_err(OperationError::kind),
         Err(OperationErrorKind::IndexBuilding { .. })
     ));
     assert!(!users.build_index_slice(building, 5).unwrap());
