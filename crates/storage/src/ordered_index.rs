@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::memory::{DataMemory, DataMemoryExhausted, MemoryAccount};
 use crate::row_store::RowId;
 use crate::types::{ColumnType, Value};
-use entry::{Entry, IndexEntry, ShortEntry, SHORT_KEY_BYTES_MAX};
+use entry::{Entry, IndexEntry, ShortEntry};
 use tree::EntryTree;
 
 mod entry;
@@ -105,16 +105,19 @@ pub struct OrderedIndex {
 
 /// An index's tree, in the entry form its keys allow.
 enum Tree {
-    /// Every key at most [`SHORT_KEY_BYTES_MAX`] bytes (the index's column types say so).
-    Short(EntryTree<ShortEntry>),
+    /// Every key at most 11 bytes (the index's column types say so): 16-byte entries.
+    Short16(EntryTree<ShortEntry<4>>),
+    /// Every key at most 15 bytes: 20-byte entries.
+    Short20(EntryTree<ShortEntry<5>>),
     Long(EntryTree<Entry>),
 }
 
-/// `$body` with `$tree` the index's tree, whichever its form: the same code for both.
+/// `$body` with `$tree` the index's tree, whichever its form: the same code for each.
 macro_rules! with_tree {
     ($entries:expr, $tree:ident => $body:expr) => {
         match $entries {
-            Tree::Short($tree) => $body,
+            Tree::Short16($tree) => $body,
+            Tree::Short20($tree) => $body,
             Tree::Long($tree) => $body,
         }
     };
@@ -182,8 +185,14 @@ impl OrderedIndex {
         column_types: impl IntoIterator<Item = ColumnType>,
     ) -> Self {
         let mut index = Self::new(memory);
-        if encoded_key_bytes_max(column_types).is_some_and(|max| max <= SHORT_KEY_BYTES_MAX) {
-            index.entries = Tree::Short(EntryTree::new());
+        match encoded_key_bytes_max(column_types) {
+            Some(max) if max <= ShortEntry::<4>::KEY_BYTES_MAX => {
+                index.entries = Tree::Short16(EntryTree::new())
+            }
+            Some(max) if max <= ShortEntry::<5>::KEY_BYTES_MAX => {
+                index.entries = Tree::Short20(EntryTree::new())
+            }
+            _ => {}
         }
         index
     }
@@ -191,7 +200,11 @@ impl OrderedIndex {
     /// Whether a key of `key_bytes` can be in the tree as it is (no: a short tree's key
     /// longer than its form holds, which no key of its columns is).
     fn holds_key_of(&self, key_bytes: usize) -> bool {
-        !matches!(self.entries, Tree::Short(_)) || key_bytes <= SHORT_KEY_BYTES_MAX
+        match self.entries {
+            Tree::Short16(_) => key_bytes <= ShortEntry::<4>::KEY_BYTES_MAX,
+            Tree::Short20(_) => key_bytes <= ShortEntry::<5>::KEY_BYTES_MAX,
+            Tree::Long(_) => true,
+        }
     }
 
     /// Adds the entry; returns false (and charges nothing) if it was already there.
@@ -220,15 +233,11 @@ impl OrderedIndex {
     /// a tree of the general form, with the same entries. On error nothing changed.
     #[cold]
     fn widen(&mut self) -> Result<(), DataMemoryExhausted> {
-        let Tree::Short(short) = &self.entries else {
-            return Ok(());
+        let long = match &self.entries {
+            Tree::Short16(short) => widened(short),
+            Tree::Short20(short) => widened(short),
+            Tree::Long(_) => return Ok(()),
         };
-        let mut long = EntryTree::new();
-        let mut key = Vec::new();
-        short.visit_range(Bound::Unbounded, Bound::Unbounded, false, &mut |entry| {
-            long.insert(Entry::new(entry.key_into(&mut key), entry.row()));
-            true
-        });
         let needed = long.heap_bytes_after_insert_max(0) as u64;
         if needed > self.tree_reserved_bytes {
             self.memory.reserve(needed - self.tree_reserved_bytes)?;
@@ -338,6 +347,17 @@ struct Released {
 }
 
 /// Removes up to `entries` entries from the end of `tree`.
+/// A tree of the general form with `short`'s entries.
+fn widened<E: IndexEntry>(short: &EntryTree<E>) -> EntryTree<Entry> {
+    let mut long = EntryTree::new();
+    let mut key = Vec::new();
+    short.visit_range(Bound::Unbounded, Bound::Unbounded, false, &mut |entry| {
+        long.insert(Entry::new(entry.key_into(&mut key), entry.row()));
+        true
+    });
+    long
+}
+
 fn release_last<E: IndexEntry>(tree: &mut EntryTree<E>, entries: usize) -> Released {
     let mut released = Released {
         entries: 0,

@@ -90,10 +90,31 @@ proptest! {
     }
 }
 
+/// Checks that `ShortEntry<WORDS>` orders keys `a` (cut to its most) and `b` (a key or a
+/// longer bound) as the general entry does, and gives `a` back.
+fn short_sorts_as_general<const WORDS: usize>(
+    mut a: Vec<u8>,
+    b: &[u8],
+    rows: (u32, u32),
+) -> Result<(), TestCaseError> {
+    a.truncate(ShortEntry::<WORDS>::KEY_BYTES_MAX);
+    let short_a = <ShortEntry<WORDS> as IndexEntry>::new(&a, RowId(rows.0));
+    let short_b = <ShortEntry<WORDS> as IndexEntry>::new(b, RowId(rows.1));
+    let (long_a, long_b) = (Entry::new(&a, RowId(rows.0)), Entry::new(b, RowId(rows.1)));
+    prop_assert_eq!(short_a.cmp(&short_b), long_a.cmp(&long_b));
+    prop_assert_eq!(short_a < short_b, long_a < long_b);
+    prop_assert_eq!(short_a <= short_b, long_a <= long_b);
+    let mut out = Vec::new();
+    prop_assert_eq!(short_a.key_into(&mut out), &a[..]);
+    prop_assert_eq!(short_a.key_len(), a.len());
+    prop_assert_eq!(short_a.row(), RowId(rows.0));
+    Ok(())
+}
+
 proptest! {
-    // Keys of a short tree (up to 15 bytes) against each other and against bounds of up to
-    // 24 bytes (cut to the head in the short form): the short form orders them as the
-    // general one does, and gives a key of its tree back.
+    // Keys of a short tree (up to 11 or 15 bytes) against each other and against bounds of
+    // up to 24 bytes (cut in the short form): each short form orders them as the general
+    // one does, and gives a key of its tree back.
     #[test]
     fn a_short_entry_sorts_as_the_general_entry_of_its_key_against_keys_and_bounds(
         common in proptest::collection::vec(0..3u8, 0..15),
@@ -101,19 +122,11 @@ proptest! {
         end_b in proptest::collection::vec(0..2u8, 0..12),
         rows in (0..3u32, 0..3u32),
     ) {
-        let mut a = [&common[..], &end_a[..]].concat();
-        a.truncate(SHORT_KEY_BYTES_MAX);
+        let a = [&common[..], &end_a[..]].concat();
         let b = [&common[..], &end_b[..]].concat();
-        let (short_a, short_b) =
-            (ShortEntry::new(&a, RowId(rows.0)), ShortEntry::new(&b, RowId(rows.1)));
-        let (long_a, long_b) = (Entry::new(&a, RowId(rows.0)), Entry::new(&b, RowId(rows.1)));
-        prop_assert_eq!(short_a.cmp(&short_b), long_a.cmp(&long_b));
-        prop_assert_eq!(short_a < short_b, long_a < long_b);
-        prop_assert_eq!(short_a <= short_b, long_a <= long_b);
-        let mut out = Vec::new();
-        prop_assert_eq!(short_a.key_into(&mut out), &a[..]);
+        short_sorts_as_general::<4>(a.clone(), &b, rows)?;
+        short_sorts_as_general::<5>(a, &b, rows)?;
     }
-
     // What `encoded_key_bytes_max` promises for a column's type holds for its values.
     #[test]
     fn an_encoded_key_is_never_longer_than_its_types_allow((column_type, a, _) in a_value()) {
@@ -126,27 +139,42 @@ proptest! {
 
 #[test]
 fn indexes_of_numbers_dates_and_times_take_the_short_form_and_text_or_decimals_do_not() {
-    let short = |types: &[ColumnType]| {
+    let entry_bytes = |types: &[ColumnType]| {
         let index = OrderedIndex::for_columns(Arc::new(DataMemory::new(1 << 20)), types.to_vec());
-        matches!(index.entries, Tree::Short(_))
+        match index.entries {
+            Tree::Short16(_) => 16,
+            Tree::Short20(_) => 20,
+            Tree::Long(_) => 32,
+        }
     };
-    assert!(short(&[BIGINT]));
-    assert!(short(&[ColumnType::DateTime]));
-    assert!(short(&[ColumnType::Date, ColumnType::Date]));
-    assert!(!short(&[BIGINT, BIGINT]), "18 bytes");
-    assert!(!short(&[ColumnType::Decimal {
+    assert_eq!(entry_bytes(&[BIGINT]), 16, "9 bytes");
+    assert_eq!(entry_bytes(&[ColumnType::DateTime]), 16);
+    assert_eq!(
+        entry_bytes(&[ColumnType::Date, ColumnType::Date]),
+        16,
+        "10 bytes"
+    );
+    assert_eq!(entry_bytes(&[BIGINT, ColumnType::Date]), 20, "14 bytes");
+    assert_eq!(entry_bytes(&[BIGINT, BIGINT]), 32, "18 bytes");
+    let decimal = ColumnType::Decimal {
         precision: 10,
-        scale: 2
-    }]));
-    assert!(!short(&[BYTES]));
+        scale: 2,
+    };
+    assert_eq!(entry_bytes(&[decimal]), 32, "17 bytes");
+    assert_eq!(entry_bytes(&[BYTES]), 32);
 }
 
-/// Single-column BIGINT keys, some repeated, in a short index and in a general one.
-fn twin_indexes() -> (OrderedIndex, OrderedIndex) {
+/// The index columns of each short form's twin index: one `BIGINT` (16-byte entries), and
+/// a `BIGINT` and a `DATE` (20-byte), whose trees the tests fill with `BIGINT` keys.
+const SHORT_FORMS: [&[ColumnType]; 2] = [&[BIGINT], &[BIGINT, ColumnType::Date]];
+
+/// Single-column BIGINT keys, some repeated, in a short index on `columns` and in a general
+/// one.
+fn twin_indexes(columns: &[ColumnType]) -> (OrderedIndex, OrderedIndex) {
     let memory = Arc::new(DataMemory::new(1 << 24));
-    let mut short = OrderedIndex::for_columns(memory.clone(), [BIGINT]);
+    let mut short = OrderedIndex::for_columns(memory.clone(), columns.to_vec());
     let mut long = OrderedIndex::new(memory);
-    assert!(matches!(short.entries, Tree::Short(_)));
+    assert!(matches!(short.entries, Tree::Short16(_) | Tree::Short20(_)));
     for n in 0..500u32 {
         let k = i64::from(n.wrapping_mul(2_654_435_761) % 97) - 40;
         for index in [&mut short, &mut long] {
@@ -158,42 +186,47 @@ fn twin_indexes() -> (OrderedIndex, OrderedIndex) {
 
 #[test]
 fn a_short_index_scans_as_a_general_one_with_bounds_longer_than_its_keys() {
-    let (short, long) = twin_indexes();
-    // A bound of two columns is longer than any key of the short index: cut to its head.
+    // Bounds of two and three columns are longer than any key of a short index: cut.
     let bounds: Vec<Option<(&[i64], bool)>> = vec![
         None,
         Some((&[3], true)),
         Some((&[3], false)),
         Some((&[-7, 2], true)),
         Some((&[-7, 2], false)),
+        Some((&[-7, 2, 1], false)),
         Some((&[60], true)),
     ];
-    for_each_range(&bounds, |lower, upper, descending| {
-        assert_eq!(
-            scanned(&short, lower, upper, descending),
-            scanned(&long, lower, upper, descending),
-            "lower {lower:?} upper {upper:?} descending {descending}"
-        );
-    });
+    for columns in SHORT_FORMS {
+        let (short, long) = twin_indexes(columns);
+        for_each_range(&bounds, |lower, upper, descending| {
+            assert_eq!(
+                scanned(&short, lower, upper, descending),
+                scanned(&long, lower, upper, descending),
+                "{columns:?}: lower {lower:?} upper {upper:?} descending {descending}"
+            );
+        });
+    }
 }
 
 #[test]
 fn a_short_index_given_a_longer_key_widens_and_keeps_its_entries() {
-    let (mut short, mut long) = twin_indexes();
-    let longer = key(&[5, 6]);
-    assert!(!short.contains(&longer, RowId(1)));
-    assert!(!short.remove(&longer, RowId(1)));
-    for index in [&mut short, &mut long] {
-        assert!(index.insert(&longer, RowId(1)).unwrap());
+    for columns in SHORT_FORMS {
+        let (mut short, mut long) = twin_indexes(columns);
+        let longer = key(&[5, 6]);
+        assert!(!short.contains(&longer, RowId(1)));
+        assert!(!short.remove(&longer, RowId(1)));
+        for index in [&mut short, &mut long] {
+            assert!(index.insert(&longer, RowId(1)).unwrap());
+        }
+        assert!(matches!(short.entries, Tree::Long(_)));
+        assert_eq!(short.len(), long.len());
+        assert!(short.contains(&longer, RowId(1)));
+        assert_eq!(
+            scanned(&short, None, None, false),
+            scanned(&long, None, None, false)
+        );
+        assert_covered(&short, tail_bytes(longer.len()) as u64);
     }
-    assert!(matches!(short.entries, Tree::Long(_)));
-    assert_eq!(short.len(), long.len());
-    assert!(short.contains(&longer, RowId(1)));
-    assert_eq!(
-        scanned(&short, None, None, false),
-        scanned(&long, None, None, false)
-    );
-    assert_covered(&short, tail_bytes(longer.len()) as u64);
 }
 
 #[test]
