@@ -419,12 +419,41 @@ fn accept_until_stopped(shared: &Arc<Shared>, listener: &TcpListener) {
                     Err(error) => shared.log_close(format!("{remote}: no thread for it: {error}")),
                 }
             }
-            Err(error) if error.kind() == ErrorKind::WouldBlock => std::thread::sleep(ACCEPT_POLL),
+            Err(error) if error.kind() == ErrorKind::WouldBlock => {
+                wait_for_connection(listener, ACCEPT_POLL);
+            }
             Err(error) => {
                 shared.log_close(format!("accepting failed: {error}"));
                 std::thread::sleep(ACCEPT_POLL);
             }
         }
+    }
+}
+
+/// Waits up to `timeout` for a connection to be ready to accept on `listener`: true if one
+/// is. A connecting client (the importer's threads, an SQL front end) is answered at once,
+/// where a sleep between tries kept it waiting up to a whole `timeout` (10 ms on average);
+/// the timeout bounds how long a stop request goes unseen.
+fn wait_for_connection(listener: &TcpListener, timeout: Duration) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        let mut listening = libc::pollfd {
+            fd: listener.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let timeout_ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+        // SAFETY: `listening` is one valid `pollfd` that `poll` may write `revents` of, for
+        // the duration of the call; `listener` keeps its descriptor open meanwhile.
+        let ready = unsafe { libc::poll(&mut listening, 1, timeout_ms) };
+        ready > 0
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = listener;
+        std::thread::sleep(timeout);
+        false
     }
 }
 
@@ -535,4 +564,24 @@ fn serve_admin(shared: &Shared, mut stream: TcpStream) -> Result<(), HandshakeEr
     admin(stream);
     shared.admin_streams().1.retain(|(s, _)| *s != serial);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waiting_for_a_connection_sees_one_pending_and_times_out_without_one() {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a port");
+        listener.set_nonblocking(true).expect("nonblocking");
+        assert!(
+            !wait_for_connection(&listener, Duration::from_millis(1)),
+            "nobody connected"
+        );
+        let _client = std::net::TcpStream::connect(listener.local_addr().expect("bound"))
+            .expect("the listener accepts connections");
+        assert!(wait_for_connection(&listener, Duration::from_secs(10)));
+        assert!(listener.accept().is_ok(), "the pending connection is there");
+        assert!(!wait_for_connection(&listener, Duration::from_millis(1)));
+    }
 }
