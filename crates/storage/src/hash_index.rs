@@ -272,7 +272,23 @@ impl HashIndex {
                 .expect("a split reuses the overflow buckets it freed");
         }
         self.splitting = entries;
+        self.prefetch_next_splits();
         Ok(())
+    }
+
+    /// Asks for what the next splits read: the bucket two splits ahead and the first
+    /// overflow bucket of the next one's chain (whose number that bucket, asked for by the
+    /// split before, now gives). Splits walk the buckets in order, a few inserts apart, and
+    /// the load's random accesses in between push them out of the cache: a split's reads
+    /// waited for memory, half of `add`'s time in a load (perf annotate).
+    fn prefetch_next_splits(&self) {
+        let next = self.next_split;
+        if let Some(overflow) = self.buckets.get(next).next() {
+            self.overflow.prefetch(overflow);
+        }
+        if next + 1 < 1 << self.level {
+            self.buckets.prefetch(next + 1);
+        }
     }
 
     /// Empties bucket `head` and frees its overflow chain, handing each entry to `each`:
