@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Loading a file: `kista import` into Kista (two data nodes, two replicas) against
 # MariaDB's `LOAD DATA INFILE` (InnoDB, log flushed about once a second) on the same CSV
-# file and machine, ROUNDS times each, alternating. Prints rows/s for each run. Each round
-# loads into a database of its own on both sides and drops none: a dropped table's rows are
-# freed in the background (Kista's data nodes a slice at a time, MariaDB's purge), which
-# would run during the next round's load.
+# file and machine, ROUNDS times each, alternating. Prints rows/s for each round, then for
+# all rounds together. Each round loads into a database of its own on both sides and drops
+# none: a dropped table's rows are freed in the background (Kista's data nodes a slice at a
+# time, MariaDB's purge), which would run during the next round's load.
 #
 #   bench/import.sh [ROWS] [ROUNDS] [THREADS]
 set -euo pipefail
@@ -28,6 +28,7 @@ table=$import_table
 start_kista 1G --redo-log 1G --touch-memory
 start_mariadb 0
 rate() { echo "$1 $2" | awk '{ printf "%.0f", $1 / $2 }'; }
+kista_total_s=0; mariadb_total_s=0; kista_total_rows=0; mariadb_total_rows=0
 for round in $(seq 1 "$rounds"); do
   db="imp$round"
   mysql -h 127.0.0.1 -P "$kista_port" -u root -e "CREATE DATABASE $db; USE $db; $table"
@@ -50,4 +51,13 @@ for round in $(seq 1 "$rounds"); do
     "$round" "$loaded" "$kista_s" "$(rate "$loaded" "$kista_s")" \
     "$mariadb_loaded" "$mariadb_s" "$(rate "$mariadb_loaded" "$mariadb_s")" \
     "$(echo "$mariadb_s / $kista_s" | bc -l)"
+  kista_total_s=$(echo "$kista_total_s + $kista_s" | bc); kista_total_rows=$((kista_total_rows + loaded))
+  mariadb_total_s=$(echo "$mariadb_total_s + $mariadb_s" | bc)
+  mariadb_total_rows=$((mariadb_total_rows + mariadb_loaded))
 done
+# The run as a whole: each side's rows over its time in all rounds. The rounds alternate,
+# so both sides meet this machine's slow and fast spells alike; a single round's ratio
+# swings with them.
+printf 'all rounds: kista %s rows/s, MariaDB %s rows/s, ratio %.2f\n' \
+  "$(rate "$kista_total_rows" "$kista_total_s")" "$(rate "$mariadb_total_rows" "$mariadb_total_s")" \
+  "$(echo "($kista_total_rows / $kista_total_s) / ($mariadb_total_rows / $mariadb_total_s)" | bc -l)"
