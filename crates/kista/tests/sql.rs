@@ -576,6 +576,24 @@ fn a_statement_collecting_more_than_the_result_memory_fails_with_1104_and_nothin
         errors.is_empty() && out.contains("40\t2000000"),
         "{out}{errors}"
     );
+    // Aggregates over a scan are made as the rows arrive: the small front end holds each
+    // group's first row, not the 2 MB read. Those that keep every value (DISTINCT) and
+    // groups whose first rows pass the budget are refused as before.
+    let grouped = "SELECT COUNT(*), SUM(LENGTH(b)) FROM m.r; \
+         SELECT id % 2, SUM(LENGTH(b)) FROM m.r GROUP BY id % 2 ORDER BY 1;";
+    let (out, errors) = mysql_script(small_port, grouped);
+    assert!(errors.is_empty(), "{errors}");
+    assert!(
+        out.contains("40\t2000000") && out.contains("0\t1000000\n1\t1000000"),
+        "{out}"
+    );
+    let (_, errors) = mysql_script(small_port, "SELECT COUNT(DISTINCT b) FROM m.r;");
+    assert!(errors.contains("ERROR 1104"), "{errors}");
+    let (_, errors) = mysql_script(small_port, "SELECT id, MAX(b) FROM m.r GROUP BY id;");
+    assert!(
+        errors.contains("ERROR 1104") && errors.contains("group"),
+        "{errors}"
+    );
     // A join of 1,600 pairs of 20 KB rows (64 MB) whose WHERE keeps two: each pair is
     // tested as it is made, so only what passes is held.
     let smaller = "CREATE TABLE m.s (id INT PRIMARY KEY, b MEDIUMBLOB); \

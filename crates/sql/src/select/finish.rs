@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use kista_client::types::{Collation, ColumnType, Value};
 
+use super::grouping::{self, Group};
 use super::{row_count, FrontTable, SelectPlan};
 use crate::catalog::SqlTable;
 use crate::error::SqlResult;
@@ -66,13 +67,23 @@ pub(super) fn finished_rows(
     rows: Vec<Vec<Value>>,
     params: &[Value],
 ) -> SqlResult<Vec<Vec<Value>>> {
-    let variable = |name: &str| session.variable(name);
-    // (the row the outputs read, its aggregates)
-    let groups: Vec<(Vec<Value>, Vec<Value>)> = if plan.grouped {
-        group(session, plan, rows, params, &variable)?
+    let groups: Vec<Group> = if plan.grouped {
+        grouping::group(session, plan, rows, params)?
     } else {
         rows.into_iter().map(|r| (r, Vec::new())).collect()
     };
+    finished_groups(session, plan, groups, params)
+}
+
+/// HAVING, outputs, DISTINCT, ORDER BY, LIMIT over the groups (each row its own group
+/// when the query has none): the result rows.
+pub(super) fn finished_groups(
+    session: &Session,
+    plan: &SelectPlan,
+    groups: Vec<Group>,
+    params: &[Value],
+) -> SqlResult<Vec<Vec<Value>>> {
+    let variable = |name: &str| session.variable(name);
     let sort_collations: Vec<Collation> = (plan.order_by.iter())
         .map(|(e, _)| plan.collation_of(e))
         .collect();
@@ -230,81 +241,6 @@ fn in_table(table: &SqlTable, column: usize, left_joined: bool) -> Origin<'_> {
     }
 }
 
-/// Rows into groups (by the GROUP BY values; one group for aggregates alone, even of no
-/// rows), each with its aggregates computed: (the group's first row, its aggregates).
-pub(super) fn group(
-    session: &Session,
-    plan: &SelectPlan,
-    rows: Vec<Vec<Value>>,
-    params: &[Value],
-    variable: &dyn Fn(&str) -> Option<Value>,
-) -> SqlResult<Vec<(Vec<Value>, Vec<Value>)>> {
-    let ctx = session.eval_context(params, &[], variable);
-    let new_accumulators = || -> Vec<Accumulator> {
-        plan.aggregates
-            .iter()
-            .map(|_| Accumulator::default())
-            .collect()
-    };
-    // (first row, accumulators), and each group's position by its encoded key.
-    let mut groups: Vec<(Vec<Value>, Vec<Accumulator>)> = Vec::new();
-    let mut index: std::collections::HashMap<Vec<u8>, usize, _> =
-        std::collections::HashMap::with_hasher(foldhash::fast::RandomState::default());
-    let collations: Vec<Collation> = plan.group_by.iter().map(|e| plan.collation_of(e)).collect();
-    for (counted, row) in rows.into_iter().enumerate() {
-        if counted % KILL_CHECK_ROWS == KILL_CHECK_ROWS - 1 {
-            session.check_killed()?;
-        }
-        let key: Vec<Value> = (plan.group_by.iter())
-            .map(|e| eval(e, &row, &ctx))
-            .collect::<SqlResult<_>>()?;
-        let encoded = encode_group_key(&key, &collations);
-        let position = *index.entry(encoded).or_insert_with(|| {
-            groups.push((row.clone(), new_accumulators()));
-            groups.len() - 1
-        });
-        accumulate(plan, &mut groups[position].1, &row, &ctx)?;
-    }
-    if groups.is_empty() && plan.group_by.is_empty() {
-        // Aggregates of no rows: one group, its row all NULL.
-        groups.push((vec![Value::Null; plan.row_width], new_accumulators()));
-    }
-    let concat_bytes_max = variable("group_concat_max_len")
-        .and_then(|v| crate::value::to_i64(&v))
-        .map_or(GROUP_CONCAT_BYTES_DEFAULT, |n| n.max(4) as usize);
-    let killed = || session.check_killed();
-    (groups.into_iter())
-        .map(|(row, accumulators)| {
-            let values = (plan.aggregates.iter().zip(accumulators))
-                .map(|(a, acc)| acc.result(a, concat_bytes_max, &killed))
-                .collect::<SqlResult<_>>()?;
-            Ok((row, values))
-        })
-        .collect()
-}
-
-/// Adds `row` to its group's `accumulators`, one per aggregate of the plan.
-fn accumulate(
-    plan: &SelectPlan,
-    accumulators: &mut [Accumulator],
-    row: &[Value],
-    ctx: &crate::expr::EvalContext,
-) -> SqlResult<()> {
-    for (aggregate, accumulator) in plan.aggregates.iter().zip(accumulators) {
-        let value = (aggregate.argument.as_ref())
-            .map(|arg| eval(arg, row, ctx))
-            .transpose()?;
-        let order_keys = match &aggregate.concat {
-            Some(concat) => (concat.order_by.iter())
-                .map(|(e, _)| eval(e, row, ctx))
-                .collect::<SqlResult<_>>()?,
-            None => Vec::new(),
-        };
-        accumulator.add(aggregate, value, order_keys);
-    }
-    Ok(())
-}
-
 /// An empty set of encoded group keys ([`encode_group_key`]), hashed by foldhash (seeded
 /// per set: the keys are user data) rather than SipHash, which costs several times more
 /// per byte of these long keys.
@@ -341,9 +277,6 @@ pub(crate) fn encode_group_key(key: &[Value], collations: &[Collation]) -> Vec<u
     out
 }
 
-/// Rows grouped between two looks at whether the statement was killed.
-const KILL_CHECK_ROWS: usize = 4096;
-
 /// Rows a sort orders between two looks for KILL (a statement's timeout too).
 const SORT_CHUNK_ROWS: usize = 1 << 16;
 
@@ -369,7 +302,7 @@ pub(crate) fn sort_heeding_kill<T>(
 }
 
 /// GROUP_CONCAT's result is cut to `group_concat_max_len` bytes (MySQL's default).
-const GROUP_CONCAT_BYTES_DEFAULT: usize = 1024;
+pub(super) const GROUP_CONCAT_BYTES_DEFAULT: usize = 1024;
 
 #[derive(Default)]
 pub(super) struct Accumulator {
@@ -385,7 +318,12 @@ pub(super) struct Accumulator {
 }
 
 impl Accumulator {
-    fn add(&mut self, aggregate: &Aggregate, value: Option<Value>, order_keys: Vec<Value>) {
+    pub(super) fn add(
+        &mut self,
+        aggregate: &Aggregate,
+        value: Option<Value>,
+        order_keys: Vec<Value>,
+    ) {
         let Some(value) = value else {
             self.count += 1;
             return;
@@ -442,7 +380,7 @@ impl Accumulator {
 
     /// The aggregate's value; GROUP_CONCAT's ORDER BY sort looks at `killed` between
     /// chunks.
-    fn result(
+    pub(super) fn result(
         self,
         aggregate: &Aggregate,
         concat_bytes_max: usize,

@@ -6,6 +6,7 @@ mod bind;
 mod fetch;
 mod finish;
 mod from;
+mod grouping;
 mod pushdown;
 mod stream;
 pub mod union;
@@ -381,6 +382,11 @@ pub fn execute(
     params: &[Value],
     sink: Option<&mut dyn RowSink>,
 ) -> SqlResult<Outcome> {
+    if grouping::groups_as_read(plan) {
+        if let Some(outcome) = grouping::execute(session, plan, params)? {
+            return Ok(outcome);
+        }
+    }
     if let Some(sink) = sink.filter(|_| stream::streams(plan)) {
         if let Some(outcome) = stream::execute(session, plan, params, sink)? {
             return Ok(outcome);
