@@ -390,11 +390,11 @@ const ZEROS_CHUNK_BYTES: usize = 1 << 20;
 /// their creation"); written once at creation, the log's blocks are plain overwrites ever
 /// after (NDB's `InitFragmentLogFiles=FULL`).
 fn write_zeros(file: &File, range: std::ops::Range<u64>) -> std::io::Result<()> {
-    let zeros = vec![0u8; ZEROS_CHUNK_BYTES.min(usize::try_from(range.end).unwrap_or(usize::MAX))];
+    let zeros = vec![0u8; ZEROS_CHUNK_BYTES];
     let mut at = range.start;
     while at < range.end {
-        let chunk =
-            usize::try_from(range.end - at).map_or(zeros.len(), |left| left.min(zeros.len()));
+        let chunk = usize::try_from(range.end - at)
+            .map_or(ZEROS_CHUNK_BYTES, |left| left.min(ZEROS_CHUNK_BYTES));
         file.write_all_at(&zeros[..chunk], at)?;
         at += chunk as u64;
     }

@@ -346,7 +346,6 @@ struct Released {
     tail_bytes: usize,
 }
 
-/// Removes up to `entries` entries from the end of `tree`.
 /// A tree of the general form with `short`'s entries.
 fn widened<E: IndexEntry>(short: &EntryTree<E>) -> EntryTree<Entry> {
     let mut long = EntryTree::new();
@@ -358,6 +357,7 @@ fn widened<E: IndexEntry>(short: &EntryTree<E>) -> EntryTree<Entry> {
     long
 }
 
+/// Removes up to `entries` entries from the end of `tree`.
 fn release_last<E: IndexEntry>(tree: &mut EntryTree<E>, entries: usize) -> Released {
     let mut released = Released {
         entries: 0,

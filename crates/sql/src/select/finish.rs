@@ -11,7 +11,7 @@ use super::{row_count, FrontTable, SelectPlan};
 use crate::catalog::SqlTable;
 use crate::error::SqlResult;
 use crate::expr::{
-    eval, result_type, Aggregate, AggregateKind, EvalContext, Expr, GroupConcat, DECIMAL_RESULT,
+    eval, result_type, AggregateKind, EvalContext, Expr, GroupConcat, DECIMAL_RESULT,
 };
 use crate::output::{self, Origin};
 use crate::protocol::results::ColumnDefinition;
@@ -301,125 +301,9 @@ pub(crate) fn sort_heeding_kill<T>(
     Ok(())
 }
 
-/// GROUP_CONCAT's result is cut to `group_concat_max_len` bytes (MySQL's default).
-pub(super) const GROUP_CONCAT_BYTES_DEFAULT: usize = 1024;
-
-#[derive(Default)]
-pub(super) struct Accumulator {
-    count: i64,
-    sum: Option<Value>,
-    best: Option<Value>,
-    /// DISTINCT's values so far, as group keys (equal under the aggregate's collation,
-    /// equal keys): a hash set, where a list searched per row took minutes for a
-    /// million rows.
-    seen: std::collections::HashSet<Vec<u8>, foldhash::fast::RandomState>,
-    /// GROUP_CONCAT's values, each with its ORDER BY keys.
-    pieces: Vec<(Vec<Value>, Value)>,
-}
-
-impl Accumulator {
-    pub(super) fn add(
-        &mut self,
-        aggregate: &Aggregate,
-        value: Option<Value>,
-        order_keys: Vec<Value>,
-    ) {
-        let Some(value) = value else {
-            self.count += 1;
-            return;
-        };
-        if value.is_null() {
-            return;
-        }
-        if aggregate.distinct {
-            let key = encode_group_key(std::slice::from_ref(&value), &[aggregate.collation]);
-            if !self.seen.insert(key) {
-                return;
-            }
-        }
-        self.count += 1;
-        match aggregate.kind {
-            AggregateKind::Sum | AggregateKind::Avg => {
-                let value = match value {
-                    Value::Int(n) => Value::Decimal(kista_client::types::Decimal {
-                        unscaled: i128::from(n),
-                        scale: 0,
-                    }),
-                    Value::UInt(n) => Value::Decimal(kista_client::types::Decimal {
-                        unscaled: i128::from(n),
-                        scale: 0,
-                    }),
-                    Value::Bytes(_) => Value::Double(crate::value::to_f64(&value).unwrap_or(0.0)),
-                    other => other,
-                };
-                self.sum = Some(match self.sum.take() {
-                    None => value,
-                    Some(sum) => crate::expr::eval_arithmetic_add(&sum, &value),
-                });
-            }
-            AggregateKind::Min | AggregateKind::Max => {
-                let better = match &self.best {
-                    None => true,
-                    Some(best) => {
-                        let order = compare_in(aggregate.collation, &value, best);
-                        if aggregate.kind == AggregateKind::Min {
-                            order == Some(Ordering::Less)
-                        } else {
-                            order == Some(Ordering::Greater)
-                        }
-                    }
-                };
-                if better {
-                    self.best = Some(value);
-                }
-            }
-            AggregateKind::GroupConcat => self.pieces.push((order_keys, value)),
-            AggregateKind::Count | AggregateKind::CountRows => {}
-        }
-    }
-
-    /// The aggregate's value; GROUP_CONCAT's ORDER BY sort looks at `killed` between
-    /// chunks.
-    pub(super) fn result(
-        self,
-        aggregate: &Aggregate,
-        concat_bytes_max: usize,
-        killed: &dyn Fn() -> SqlResult<()>,
-    ) -> SqlResult<Value> {
-        Ok(match aggregate.kind {
-            AggregateKind::Count | AggregateKind::CountRows => Value::Int(self.count),
-            AggregateKind::Sum => self.sum.unwrap_or(Value::Null),
-            AggregateKind::Avg => match self.sum {
-                None => Value::Null,
-                Some(Value::Decimal(d)) => {
-                    // Four more digits than the values have, as MySQL.
-                    let scale = (d.scale + 4).min(38);
-                    let widened = d.unscaled * 10i128.pow(u32::from(scale - d.scale));
-                    let count = i128::from(self.count.max(1));
-                    let rounded = (widened + widened.signum() * count / 2) / count;
-                    Value::Decimal(kista_client::types::Decimal {
-                        unscaled: rounded,
-                        scale,
-                    })
-                }
-                Some(other) => Value::Double(
-                    crate::value::to_f64(&other).unwrap_or(0.0) / self.count.max(1) as f64,
-                ),
-            },
-            AggregateKind::Min | AggregateKind::Max => self.best.unwrap_or(Value::Null),
-            AggregateKind::GroupConcat => match &aggregate.concat {
-                Some(concat) if !self.pieces.is_empty() => {
-                    concatenated(self.pieces, concat, concat_bytes_max, killed)?
-                }
-                _ => Value::Null,
-            },
-        })
-    }
-}
-
 /// GROUP_CONCAT's result: the values in their order, with the separator between, cut to
 /// `bytes_max` (at a character boundary).
-fn concatenated(
+pub(super) fn concatenated(
     mut pieces: Vec<(Vec<Value>, Value)>,
     concat: &GroupConcat,
     bytes_max: usize,

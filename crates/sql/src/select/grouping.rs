@@ -1,5 +1,5 @@
-//! Groups and their aggregates, made one row at a time: from rows already read, or from a
-//! table's rows as a scan reads them.
+//! Groups and their aggregates, made one row at a time (each aggregate's state an
+//! [`Accumulator`]): from rows already read, or from a table's rows as a scan reads them.
 //!
 //! A query with aggregates over a scan of one table needs its groups, not its rows:
 //! `SELECT COUNT(*) FROM t` read all of `t` into the front end first (368 MB for a million
@@ -8,17 +8,19 @@
 //! Aggregates that keep every value they see (DISTINCT, GROUP_CONCAT) are made the first
 //! way: their rows count against the statement's limits as they are read.
 
+use std::cmp::Ordering;
 use std::ops::ControlFlow;
 
 use kista_client::types::{Collation, Value};
 
-use super::finish::{self, Accumulator, GROUP_CONCAT_BYTES_DEFAULT};
+use super::finish::{self, concatenated, encode_group_key};
 use super::{fetch, SelectPlan};
 use crate::error::SqlResult;
-use crate::expr::{eval, EvalContext};
+use crate::expr::{eval, Aggregate, AggregateKind, EvalContext};
 use crate::plan::Access;
 use crate::row_budget::RowBudget;
 use crate::session::{Outcome, Session};
+use crate::value::compare_in;
 
 /// A group: the first of its rows (the row its outputs read) and its aggregates' values.
 pub(super) type Group = (Vec<Value>, Vec<Value>);
@@ -59,7 +61,7 @@ impl<'p> Grouping<'p> {
         let key: Vec<Value> = (self.plan.group_by.iter())
             .map(|e| eval(e, &row, ctx))
             .collect::<SqlResult<_>>()?;
-        let encoded = finish::encode_group_key(&key, &self.collations);
+        let encoded = encode_group_key(&key, &self.collations);
         let position = match self.index.get(&encoded) {
             Some(&position) => position,
             None => {
@@ -138,6 +140,117 @@ fn accumulate(
         accumulator.add(aggregate, value, order_keys);
     }
     Ok(())
+}
+
+/// GROUP_CONCAT's result is cut to `group_concat_max_len` bytes (MySQL's default).
+const GROUP_CONCAT_BYTES_DEFAULT: usize = 1024;
+
+#[derive(Default)]
+struct Accumulator {
+    count: i64,
+    sum: Option<Value>,
+    best: Option<Value>,
+    /// DISTINCT's values so far, as group keys (equal under the aggregate's collation,
+    /// equal keys): a hash set, where a list searched per row took minutes for a
+    /// million rows.
+    seen: std::collections::HashSet<Vec<u8>, foldhash::fast::RandomState>,
+    /// GROUP_CONCAT's values, each with its ORDER BY keys.
+    pieces: Vec<(Vec<Value>, Value)>,
+}
+
+impl Accumulator {
+    fn add(&mut self, aggregate: &Aggregate, value: Option<Value>, order_keys: Vec<Value>) {
+        let Some(value) = value else {
+            self.count += 1;
+            return;
+        };
+        if value.is_null() {
+            return;
+        }
+        if aggregate.distinct {
+            let key = encode_group_key(std::slice::from_ref(&value), &[aggregate.collation]);
+            if !self.seen.insert(key) {
+                return;
+            }
+        }
+        self.count += 1;
+        match aggregate.kind {
+            AggregateKind::Sum | AggregateKind::Avg => {
+                let value = match value {
+                    Value::Int(n) => Value::Decimal(kista_client::types::Decimal {
+                        unscaled: i128::from(n),
+                        scale: 0,
+                    }),
+                    Value::UInt(n) => Value::Decimal(kista_client::types::Decimal {
+                        unscaled: i128::from(n),
+                        scale: 0,
+                    }),
+                    Value::Bytes(_) => Value::Double(crate::value::to_f64(&value).unwrap_or(0.0)),
+                    other => other,
+                };
+                self.sum = Some(match self.sum.take() {
+                    None => value,
+                    Some(sum) => crate::expr::eval_arithmetic_add(&sum, &value),
+                });
+            }
+            AggregateKind::Min | AggregateKind::Max => {
+                let better = match &self.best {
+                    None => true,
+                    Some(best) => {
+                        let order = compare_in(aggregate.collation, &value, best);
+                        if aggregate.kind == AggregateKind::Min {
+                            order == Some(Ordering::Less)
+                        } else {
+                            order == Some(Ordering::Greater)
+                        }
+                    }
+                };
+                if better {
+                    self.best = Some(value);
+                }
+            }
+            AggregateKind::GroupConcat => self.pieces.push((order_keys, value)),
+            AggregateKind::Count | AggregateKind::CountRows => {}
+        }
+    }
+
+    /// The aggregate's value; GROUP_CONCAT's ORDER BY sort looks at `killed` between
+    /// chunks.
+    fn result(
+        self,
+        aggregate: &Aggregate,
+        concat_bytes_max: usize,
+        killed: &dyn Fn() -> SqlResult<()>,
+    ) -> SqlResult<Value> {
+        Ok(match aggregate.kind {
+            AggregateKind::Count | AggregateKind::CountRows => Value::Int(self.count),
+            AggregateKind::Sum => self.sum.unwrap_or(Value::Null),
+            AggregateKind::Avg => match self.sum {
+                None => Value::Null,
+                Some(Value::Decimal(d)) => {
+                    // Four more digits than the values have, as MySQL.
+                    let scale = (d.scale + 4).min(38);
+                    let widened = d.unscaled * 10i128.pow(u32::from(scale - d.scale));
+                    let count = i128::from(self.count.max(1));
+                    let rounded = (widened + widened.signum() * count / 2) / count;
+                    Value::Decimal(kista_client::types::Decimal {
+                        unscaled: rounded,
+                        scale,
+                    })
+                }
+                Some(other) => Value::Double(
+                    crate::value::to_f64(&other).unwrap_or(0.0) / self.count.max(1) as f64,
+                ),
+            },
+            AggregateKind::Min | AggregateKind::Max => self.best.unwrap_or(Value::Null),
+            AggregateKind::GroupConcat => match &aggregate.concat {
+                Some(concat) if !self.pieces.is_empty() => {
+                    concatenated(self.pieces, concat, concat_bytes_max, killed)?
+                }
+                _ => Value::Null,
+            },
+        })
+    }
 }
 
 /// Whether `plan`'s groups can be made as its one table's scan reads the rows: no joins

@@ -205,7 +205,7 @@ fn head_word(bytes: &[u8], at: usize) -> u64 {
 /// allocates nothing per entry (32 bytes an entry, in one array a node).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Entry {
-    short: EntryHead,
+    head: EntryHead,
     /// The key past its head, if any: one word here (a thin pointer), so that an entry is
     /// 32 bytes and a node's entries half a cache line fewer each.
     tail: Option<Box<Box<[u8]>>>,
@@ -218,7 +218,7 @@ const _: () = assert!(std::mem::size_of::<Entry>() == 32);
 impl IndexEntry for Entry {
     fn new(bytes: &[u8], row: RowId) -> Self {
         Self {
-            short: EntryHead::of(bytes, bytes.len(), row),
+            head: EntryHead::of(bytes, bytes.len(), row),
             tail: (bytes.get(KEY_HEAD_BYTES..))
                 .filter(|tail| !tail.is_empty())
                 .map(|tail| Box::new(tail.into())),
@@ -226,15 +226,15 @@ impl IndexEntry for Entry {
     }
 
     fn key_len(&self) -> usize {
-        self.short.len as usize
+        self.head.len as usize
     }
 
     fn row(&self) -> RowId {
-        self.short.row
+        self.head.row
     }
 
     fn key_into<'a>(&self, out: &'a mut Vec<u8>) -> &'a [u8] {
-        self.short.key_into(out);
+        self.head.key_into(out);
         out.extend_from_slice(self.tail.as_deref().map_or(&[], |tail| tail));
         out
     }
@@ -251,7 +251,7 @@ impl Entry {
                 return tails;
             }
         }
-        self.short.rest().cmp(&other.short.rest())
+        self.head.rest().cmp(&other.head.rest())
     }
 }
 
@@ -260,7 +260,7 @@ impl Ord for Entry {
     /// words, lengths and rows only.
     #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
-        match self.short.head_number().cmp(&other.short.head_number()) {
+        match self.head.head_number().cmp(&other.head.head_number()) {
             Ordering::Equal => self.cmp_past_head(other),
             unequal => unequal,
         }
@@ -276,13 +276,13 @@ impl PartialOrd for Entry {
 
     #[inline]
     fn lt(&self, other: &Self) -> bool {
-        let (mine, theirs) = (self.short.head_number(), other.short.head_number());
+        let (mine, theirs) = (self.head.head_number(), other.head.head_number());
         mine < theirs || (mine == theirs && self.cmp_past_head(other).is_lt())
     }
 
     #[inline]
     fn le(&self, other: &Self) -> bool {
-        let (mine, theirs) = (self.short.head_number(), other.short.head_number());
+        let (mine, theirs) = (self.head.head_number(), other.head.head_number());
         mine < theirs || (mine == theirs && self.cmp_past_head(other).is_le())
     }
 }
@@ -294,6 +294,6 @@ impl tree::TreeEntry for Entry {
 
     /// The head: entries are ordered by it first.
     fn order_hint(&self) -> u128 {
-        self.short.head_number()
+        self.head.head_number()
     }
 }
