@@ -800,7 +800,7 @@ impl<'c> Session<'c> {
     }
 
     /// How the session's transactions commit.
-    fn commit_mode(&self) -> ExecuteMode {
+    pub(crate) fn commit_mode(&self) -> ExecuteMode {
         if self.durable_commits {
             ExecuteMode::CommitDurable
         } else {

@@ -11,6 +11,8 @@ Run by crates/kista/tests/sql.rs with the front end's port.
 import os
 import sys
 import tempfile
+import threading
+import time
 from decimal import Decimal
 
 import pymysql
@@ -212,5 +214,66 @@ taken_second = file_with(
 code, message = error_of(f"LOAD DATA INFILE '{taken_second}' INTO TABLE many")
 assert code == 1062, (code, message)
 assert rows("SELECT COUNT(*), MAX(id) FROM many WHERE id > 20000") == [(1000, 21000)]
+
+# Several batches execute at once, each committing only after every batch before it did
+# (several commits in flight): an error in the tenth batch leaves the nine before it
+# committed and none of the three after it, executed or not.
+tenth = file_with("tenth.tsv", many_rows(30001, 9500) + "5\t5\n" + many_rows(39502, 3000))
+code, message = error_of(f"LOAD DATA INFILE '{tenth}' INTO TABLE many")
+assert code == 1062, (code, message)
+assert rows("SELECT COUNT(*), MIN(id), MAX(id) FROM many WHERE id > 30000") == [(9000, 30001, 39000)]
+
+# A key in two batches sent together: whichever the data nodes lock first, the later
+# line's row is the one refused, and only the batches before it stay.
+twice = file_with("twice.tsv", many_rows(50001, 2000) + "52000\t0\n" + many_rows(52002, 999))
+code, message = error_of(f"LOAD DATA INFILE '{twice}' INTO TABLE many")
+assert code == 1062, (code, message)
+assert rows("SELECT COUNT(*), MAX(id) FROM many WHERE id > 50000") == [(2000, 52000)]
+
+
+# A batch that waits on another transaction's lock past the lock wait timeout goes again
+# (with the batches after it, one at a time): here the other transaction commits the
+# row once the batch waits again (another transaction of the load waiting), and the load
+# stops at that taken key with the batch before it committed, where giving up at the
+# timeout would have reported 1205.
+def waiting_transactions():
+    cur.execute("SELECT DISTINCT transaction_id FROM kista_info.locks WHERE state = 'waiting'")
+    return {row[0] for row in cur.fetchall()}
+
+
+other = pymysql.connect(host="127.0.0.1", port=port, user="root", password="", database="ld")
+other_cur = other.cursor()
+other_cur.execute("BEGIN")
+other_cur.execute("INSERT INTO many VALUES (61500, 0)")
+waiting = file_with("waiting.tsv", many_rows(60001, 3000))
+outcome = {}
+
+
+def load_waiting():
+    loader = pymysql.connect(
+        host="127.0.0.1", port=port, user="root", password="", database="ld", autocommit=True
+    )
+    try:
+        loader.cursor().execute(f"LOAD DATA INFILE '{waiting}' INTO TABLE many")
+        outcome["done"] = True
+    except pymysql.MySQLError as error:
+        outcome["error"] = error.args
+    loader.close()
+
+
+loading = threading.Thread(target=load_waiting)
+loading.start()
+seen = set()
+deadline = time.monotonic() + 30
+while len(seen) < 2 and time.monotonic() < deadline:
+    seen |= waiting_transactions()
+    time.sleep(0.02)
+assert len(seen) == 2, f"the load's batch did not wait again: {seen}"
+other_cur.execute("COMMIT")
+loading.join(30)
+assert not loading.is_alive()
+assert outcome.get("error", (None,))[0] == 1062, outcome
+assert rows("SELECT COUNT(*), MAX(id) FROM many WHERE id > 60000") == [(1001, 61500)]
+other.close()
 
 print("load data ok")

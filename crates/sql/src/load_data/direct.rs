@@ -16,12 +16,13 @@ use std::sync::Arc;
 
 use kista_client::codec::{read_values, write_bytes_value, write_value, Reader, Writer};
 use kista_client::types::Value;
+use kista_client::{ClientError, ExecuteMode, Transaction};
 
 use super::FIELD_TEXT;
 use super::{field_count_mismatch, field_value, with_line, Loader, OnDuplicate, Record, Target};
 use crate::catalog::SqlTable;
 use crate::dml;
-use crate::error::SqlResult;
+use crate::error::{SqlError, SqlResult};
 use crate::session::Session;
 use crate::value::plain_text_value;
 
@@ -179,10 +180,32 @@ impl DirectLoader {
             tx.execute(true)?;
             Ok(rows.len() as u64)
         });
-        inserted.map_err(|error| match error.code {
-            1062 => dml::duplicate_message(error, table, &self.decode(rows)),
+        inserted.map_err(|error| self.refused(error, rows))
+    }
+
+    /// `rows` added to `transaction` as inserts, full batches sent on the way (not
+    /// committed; the caller executes the rest).
+    pub(super) fn add_inserts(
+        &self,
+        transaction: &mut Transaction,
+        rows: &EncodedRows,
+    ) -> Result<(), ClientError> {
+        for row in rows.rows() {
+            transaction.insert_encoded(&self.table.table, row)?;
+            if transaction.batch_is_full() {
+                transaction.execute(ExecuteMode::NoCommit)?.wait()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `error`, which the cluster gave for `rows`, as [`Loader::insert`] gives it: a taken
+    /// key named with its value.
+    pub(super) fn refused(&self, error: SqlError, rows: &EncodedRows) -> SqlError {
+        match error.code {
+            1062 => dml::duplicate_message(error, &self.table, &self.decode(rows)),
             _ => error,
-        })
+        }
     }
 
     /// The rows' values (to name a taken key).

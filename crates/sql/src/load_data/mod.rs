@@ -24,9 +24,11 @@ use crate::session::{Outcome, Session};
 mod direct;
 pub mod fields;
 pub mod local;
+mod pipeline;
 pub mod statement;
 
 pub use direct::{DirectLoader, EncodedRows};
+use pipeline::Pipeline;
 
 pub use fields::{FieldError, FieldFormat, Record, RecordReader};
 pub use sqlparser::ast::Assignment;
@@ -336,37 +338,28 @@ pub fn run(session: &mut Session, load: &LoadData, input: &mut dyn Read) -> SqlR
     let mut reader = RecordReader::new(input, load.format.clone()).map_err(file_error)?;
     reader.skip_lines(load.ignore_lines).map_err(file_error)?;
     // Strict and outside a transaction (each batch its own), a plain table's rows are
-    // encoded straight from the fields, as `kista import` loads them.
+    // encoded straight from the fields, as `kista import` loads them, several batches in
+    // flight.
     let direct = (!lenient && session.autocommit && session.transaction.is_none())
         .then(|| loader.direct().ok())
         .flatten();
     let mut batch = match direct {
-        Some(direct) => Batch::Direct(direct, EncodedRows::default()),
+        Some(direct) => Batch::Pipelined(Pipeline::new(direct), EncodedRows::default()),
         None => Batch::Values(Vec::with_capacity(LOAD_BATCH_ROWS)),
     };
     let mut counts = LoadCounts::default();
-    let mut record = Record::default();
-    let mut warnings = Vec::new();
-    while reader.next_record(&mut record).map_err(file_error)? {
-        counts.records += 1;
-        match &mut batch {
-            Batch::Direct(direct, rows) => direct.encode(&record, rows)?,
-            Batch::Values(rows) => rows.push(match lenient {
-                true => loader.convert_leniently(session, &record, &mut warnings)?,
-                false => loader.convert(session, &record)?,
-            }),
-        }
-        counts.warnings += warnings.len() as u64;
-        for warning in warnings.drain(..) {
-            session.warn(warning.code, warning.message);
-        }
-        if batch.len() == LOAD_BATCH_ROWS {
-            counts.add(batch.insert(session, &loader)?);
-        }
-    }
-    if batch.len() > 0 {
-        counts.add(batch.insert(session, &loader)?);
-    }
+    let read = load_records(
+        session,
+        (&loader, lenient),
+        &mut reader,
+        &mut batch,
+        &mut counts,
+    );
+    // The batches sent before a record the load stopped at are committed all the same,
+    // as they would have been one at a time (an error of theirs comes first in the
+    // file); the rows read since the last batch was sent are not.
+    counts.add(batch.finish(session)?);
+    read?;
     session.warn_duplicates(&loader.table.name, counts.skipped);
     Ok(Outcome::Done {
         affected_rows: counts.affected,
@@ -378,6 +371,40 @@ pub fn run(session: &mut Session, load: &LoadData, input: &mut dyn Read) -> SqlR
             counts.skipped + counts.warnings
         ),
     })
+}
+
+/// Reads `reader`'s records into `batch`, sending each full batch: stops at the first
+/// record that makes no row (strict) or batch the cluster refuses.
+fn load_records<'c>(
+    session: &mut Session<'c>,
+    (loader, lenient): (&Loader, bool),
+    reader: &mut RecordReader<&mut dyn Read>,
+    batch: &mut Batch<'c>,
+    counts: &mut LoadCounts,
+) -> SqlResult<()> {
+    let mut record = Record::default();
+    let mut warnings = Vec::new();
+    while reader.next_record(&mut record).map_err(file_error)? {
+        counts.records += 1;
+        match batch {
+            Batch::Pipelined(pipeline, rows) => pipeline.direct().encode(&record, rows)?,
+            Batch::Values(rows) => rows.push(match lenient {
+                true => loader.convert_leniently(session, &record, &mut warnings)?,
+                false => loader.convert(session, &record)?,
+            }),
+        }
+        counts.warnings += warnings.len() as u64;
+        for warning in warnings.drain(..) {
+            session.warn(warning.code, warning.message);
+        }
+        if batch.len() == LOAD_BATCH_ROWS {
+            counts.add(batch.send(session, loader)?);
+        }
+    }
+    if batch.len() > 0 {
+        counts.add(batch.send(session, loader)?);
+    }
+    Ok(())
 }
 
 /// LOAD DATA INFILE (not LOCAL): the file is read on the front end's host, by an account
@@ -400,29 +427,37 @@ pub fn run_server_file(session: &mut Session, load: &LoadData) -> SqlResult<Outc
 }
 
 /// A LOAD DATA's rows on their way to the cluster, [`LOAD_BATCH_ROWS`] at a time.
-enum Batch {
-    /// Encoded straight from the fields ([`Loader::direct`]).
-    Direct(DirectLoader, EncodedRows),
+enum Batch<'c> {
+    /// Encoded straight from the fields ([`Loader::direct`]), several batches in flight.
+    Pipelined(Pipeline<'c>, EncodedRows),
     Values(Vec<GivenRow>),
 }
 
-impl Batch {
+impl<'c> Batch<'c> {
     fn len(&self) -> usize {
         match self {
-            Batch::Direct(_, rows) => rows.len(),
+            Batch::Pipelined(_, rows) => rows.len(),
             Batch::Values(rows) => rows.len(),
         }
     }
 
-    /// Inserts the batch's rows, emptying it: (rows affected, skipped).
-    fn insert(&mut self, session: &mut Session, loader: &Loader) -> SqlResult<(u64, u64)> {
+    /// Sends the batch's rows, emptying it: (rows affected, skipped) of what was committed
+    /// meanwhile.
+    fn send(&mut self, session: &mut Session<'c>, loader: &Loader) -> SqlResult<(u64, u64)> {
         match self {
-            Batch::Direct(direct, rows) => {
-                let inserted = direct.insert(session, rows);
-                rows.clear();
-                inserted.map(|affected| (affected, 0))
+            Batch::Pipelined(pipeline, rows) => {
+                let full = std::mem::replace(rows, pipeline.buffer());
+                pipeline.send(session, full).map(|affected| (affected, 0))
             }
             Batch::Values(rows) => loader.insert(session, std::mem::take(rows)),
+        }
+    }
+
+    /// Waits for every batch sent to commit: the rows affected meanwhile.
+    fn finish(&mut self, session: &Session<'c>) -> SqlResult<(u64, u64)> {
+        match self {
+            Batch::Pipelined(pipeline, _) => pipeline.finish(session).map(|affected| (affected, 0)),
+            Batch::Values(_) => Ok((0, 0)),
         }
     }
 }
