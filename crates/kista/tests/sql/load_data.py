@@ -182,6 +182,29 @@ not_a_date = file_with("not_a_date.tsv", "7\t1\tok\t1\tsoon\n")
 code, message = error_of(f"LOAD DATA LOCAL INFILE '{not_a_date}' INTO TABLE loose")
 assert code == 1366 and "row 1" in message, (code, message)
 
+# LOCAL into a plain table over several batches, as a strict load sends them (encoded
+# straight, several in flight): rows whose key is taken, by the table or by an earlier
+# batch, are skipped with a warning each and the rest of their batch loaded (the batch
+# after one that skipped goes the general way too, the one after a batch that skipped
+# nothing straight again); from a field that does not fit on (the 5,300th row), the load
+# goes the general way with its warning.
+cur.execute("CREATE TABLE local_many (id INT PRIMARY KEY, n INT)")
+cur.execute("INSERT INTO local_many VALUES (71500, -1), (71501, -1)")
+lines = [f"{i}\t{i * 2}" for i in range(70001, 75501)]
+lines[5299] = "75300\tx"
+lines.insert(2500, "70100\t0")
+local_many = file_with("local_many.tsv", "\n".join(lines) + "\n")
+cur.execute(f"LOAD DATA LOCAL INFILE '{local_many}' INTO TABLE local_many")
+assert cur.rowcount == 5498, cur.rowcount
+codes = [code for _, code, _ in rows("SHOW WARNINGS")]
+assert sorted(codes) == [1062, 1062, 1062, 1366], codes
+assert rows("SELECT COUNT(*), SUM(n = -1) FROM local_many") == [(5500, 2)]
+assert rows("SELECT n FROM local_many WHERE id IN (70100, 75300, 75500) ORDER BY id") == [
+    (140200,),
+    (0,),
+    (151000,),
+]
+
 # Inside a transaction the rows are the transaction's: a rollback takes them back.
 cur.execute("BEGIN")
 late = file_with("late.tsv", "20\ttwenty\t2001-01-20\n")

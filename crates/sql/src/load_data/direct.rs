@@ -1,5 +1,5 @@
 //! A load's rows encoded straight from the file's fields into what the cluster is sent:
-//! `kista import`'s way into a plain table (and a strict LOAD DATA's outside a
+//! `kista import`'s way into a plain table (and a LOAD DATA's outside a
 //! transaction, `mod.rs` `Batch`), where the general way ([`Loader::convert`]
 //! then `dml::insert_given`) made each field a `Value` on the heap, each row two lists,
 //! and each batch a statement's machinery, for rows nothing else looks at.
@@ -22,6 +22,7 @@ use super::FIELD_TEXT;
 use super::{field_count_mismatch, field_value, with_line, Loader, OnDuplicate, Record, Target};
 use crate::catalog::SqlTable;
 use crate::dml;
+use crate::dml::GivenRow;
 use crate::error::{SqlError, SqlResult};
 use crate::session::Session;
 use crate::value::plain_text_value;
@@ -66,8 +67,9 @@ impl EncodedRows {
 }
 
 impl Loader {
-    /// The direct way of this load, if its table is plain (see the module) and the load
-    /// stops at a duplicate key; else why only the general way gives the same rows.
+    /// The direct way of this load, if its table is plain (see the module) and a taken key
+    /// stops the load or skips the row (its caller's to do: the cluster refuses the
+    /// batch); else why only the general way gives the same rows.
     pub fn direct(&self) -> Result<DirectLoader, &'static str> {
         let table = &self.table;
         let columns = table.schema().columns.len();
@@ -81,8 +83,8 @@ impl Loader {
             ),
             (!self.set.is_empty(), "SET computes columns"),
             (
-                self.on_duplicate != OnDuplicate::Error,
-                "taken keys replace or skip",
+                self.on_duplicate == OnDuplicate::Replace,
+                "taken keys replace the rows that hold them",
             ),
             (
                 table.auto_increment.is_some(),
@@ -206,6 +208,13 @@ impl DirectLoader {
             1062 => dml::duplicate_message(error, &self.table, &self.decode(rows)),
             _ => error,
         }
+    }
+
+    /// The rows as the general way takes them ([`Loader::insert`]).
+    pub(super) fn given_rows(&self, rows: &EncodedRows) -> Vec<GivenRow> {
+        (rows.rows())
+            .map(|row| values_of(row).into_iter().map(Some).collect())
+            .collect()
     }
 
     /// The rows' values (to name a taken key).

@@ -122,6 +122,11 @@ impl Loader {
         }
     }
 
+    /// Whether a row whose key is taken is skipped (IGNORE).
+    fn skips_taken_keys(&self) -> bool {
+        self.on_duplicate == OnDuplicate::Ignore
+    }
+
     /// The same loader, doing `on_duplicate` with a row whose key is taken.
     pub fn with_duplicates(&self, on_duplicate: OnDuplicate) -> Loader {
         Loader {
@@ -337,10 +342,9 @@ pub fn run(session: &mut Session, load: &LoadData, input: &mut dyn Read) -> SqlR
     let lenient = load.local || load.on_duplicate == OnDuplicate::Ignore;
     let mut reader = RecordReader::new(input, load.format.clone()).map_err(file_error)?;
     reader.skip_lines(load.ignore_lines).map_err(file_error)?;
-    // Strict and outside a transaction (each batch its own), a plain table's rows are
-    // encoded straight from the fields, as `kista import` loads them, several batches in
-    // flight.
-    let direct = (!lenient && session.autocommit && session.transaction.is_none())
+    // Outside a transaction (each batch its own), a plain table's rows are encoded
+    // straight from the fields, as `kista import` loads them, several batches in flight.
+    let direct = (session.autocommit && session.transaction.is_none())
         .then(|| loader.direct().ok())
         .flatten();
     let mut batch = match direct {
@@ -358,7 +362,7 @@ pub fn run(session: &mut Session, load: &LoadData, input: &mut dyn Read) -> SqlR
     // The batches sent before a record the load stopped at are committed all the same,
     // as they would have been one at a time (an error of theirs comes first in the
     // file); the rows read since the last batch was sent are not.
-    counts.add(batch.finish(session)?);
+    counts.add(batch.finish(session, &loader)?);
     read?;
     session.warn_duplicates(&loader.table.name, counts.skipped);
     Ok(Outcome::Done {
@@ -386,13 +390,7 @@ fn load_records<'c>(
     let mut warnings = Vec::new();
     while reader.next_record(&mut record).map_err(file_error)? {
         counts.records += 1;
-        match batch {
-            Batch::Pipelined(pipeline, rows) => pipeline.direct().encode(&record, rows)?,
-            Batch::Values(rows) => rows.push(match lenient {
-                true => loader.convert_leniently(session, &record, &mut warnings)?,
-                false => loader.convert(session, &record)?,
-            }),
-        }
+        counts.add(batch.add(session, (loader, lenient), &record, &mut warnings)?);
         counts.warnings += warnings.len() as u64;
         for warning in warnings.drain(..) {
             session.warn(warning.code, warning.message);
@@ -441,24 +439,71 @@ impl<'c> Batch<'c> {
         }
     }
 
+    /// Adds `record`'s row, encoded straight from its fields where it can be, else
+    /// converted the general way ([`Loader::convert`]): a lenient load's record whose
+    /// fields do not all fit their columns as they are takes the general way's warnings
+    /// and closest values, and the load goes the general way from it on. The counts of
+    /// what was committed meanwhile.
+    fn add(
+        &mut self,
+        session: &mut Session<'c>,
+        (loader, lenient): (&Loader, bool),
+        record: &Record,
+        warnings: &mut Vec<SqlError>,
+    ) -> SqlResult<(u64, u64)> {
+        let mut committed = (0, 0);
+        if let Batch::Pipelined(pipeline, rows) = self {
+            match pipeline.direct().encode(record, rows) {
+                Ok(()) => return Ok(committed),
+                Err(error) if !lenient => return Err(error),
+                Err(_) => committed = self.switch_to_values(session, loader)?,
+            }
+        }
+        let Batch::Values(rows) = self else {
+            unreachable!("a pipelined batch switched to values above");
+        };
+        rows.push(match lenient {
+            true => loader.convert_leniently(session, record, warnings)?,
+            false => loader.convert(session, record)?,
+        });
+        Ok(committed)
+    }
+
     /// Sends the batch's rows, emptying it: (rows affected, skipped) of what was committed
     /// meanwhile.
     fn send(&mut self, session: &mut Session<'c>, loader: &Loader) -> SqlResult<(u64, u64)> {
         match self {
             Batch::Pipelined(pipeline, rows) => {
                 let full = std::mem::replace(rows, pipeline.buffer());
-                pipeline.send(session, full).map(|affected| (affected, 0))
+                pipeline.send(session, loader, full)
             }
             Batch::Values(rows) => loader.insert(session, std::mem::take(rows)),
         }
     }
 
-    /// Waits for every batch sent to commit: the rows affected meanwhile.
-    fn finish(&mut self, session: &Session<'c>) -> SqlResult<(u64, u64)> {
+    /// Waits for every batch sent to commit: (rows affected, skipped) meanwhile.
+    fn finish(&mut self, session: &mut Session<'c>, loader: &Loader) -> SqlResult<(u64, u64)> {
         match self {
-            Batch::Pipelined(pipeline, _) => pipeline.finish(session).map(|affected| (affected, 0)),
+            Batch::Pipelined(pipeline, _) => pipeline.finish(session, loader),
             Batch::Values(_) => Ok((0, 0)),
         }
+    }
+
+    /// The general way from here on: the batches in flight committed (their counts), the
+    /// rows encoded since as values.
+    fn switch_to_values(
+        &mut self,
+        session: &mut Session<'c>,
+        loader: &Loader,
+    ) -> SqlResult<(u64, u64)> {
+        let Batch::Pipelined(pipeline, rows) = self else {
+            return Ok((0, 0));
+        };
+        let committed = pipeline.finish(session, loader)?;
+        let mut values = pipeline.direct().given_rows(rows);
+        values.reserve(LOAD_BATCH_ROWS);
+        *self = Batch::Values(values);
+        Ok(committed)
     }
 }
 

@@ -1,13 +1,18 @@
-//! A strict LOAD DATA's batches in flight together. One batch at a time, each awaited
-//! before the next was sent, left the data nodes waiting for the front end and the front
-//! end for them. The connection's thread now keeps up to [`LOAD_BATCHES_EXECUTING`]
-//! batches executing, each in a transaction of its own, while it reads and encodes the
-//! next. A batch's commit is sent once it and every batch before it executed: an error of
-//! a batch's rows (a taken key, a missing parent row, a full data memory) still leaves
-//! exactly the batches before it committed (`mod.rs`), and the later ones, executed but
-//! not committed, are rolled back. Only a commit the cluster fails after its batch
-//! executed (a node failing mid-commit, an outcome the client cannot know either way) may
-//! leave a later batch committed as well.
+//! A LOAD DATA's batches in flight together (into a plain table, outside a transaction).
+//! One batch at a time, each awaited before the next was sent, left the data nodes
+//! waiting for the front end and the front end for them. The connection's thread now
+//! keeps up to [`LOAD_BATCHES_EXECUTING`] batches executing, each in a transaction of its
+//! own, while it reads and encodes the next. A batch's commit is sent once it and every
+//! batch before it executed: an error of a batch's rows (a taken key, a missing parent
+//! row, a full data memory) still leaves exactly the batches before it committed
+//! (`mod.rs`), and the later ones, executed but not committed, are rolled back. Only a
+//! commit the cluster fails after its batch executed (a node failing mid-commit, an
+//! outcome the client cannot know either way) may leave a later batch committed as well.
+//!
+//! A load that skips rows whose key is taken (IGNORE, LOCAL) sends a batch the cluster
+//! refuses for a taken key again the general way, which skips them ([`Loader::insert`]),
+//! and the batches after it one at a time; while batches skip rows, the next goes the
+//! general way at once.
 //!
 //! Two batches in flight may hold the same key. The later one waits for the earlier
 //! one's commit and then fails with 1062, as one at a time; or, having locked the key
@@ -20,7 +25,7 @@ use std::collections::VecDeque;
 
 use kista_client::{ClientError, ExecuteMode, Executed, Pending, Transaction};
 
-use super::{DirectLoader, EncodedRows};
+use super::{DirectLoader, EncodedRows, Loader};
 use crate::error::{SqlError, SqlResult};
 use crate::session::Session;
 
@@ -35,7 +40,7 @@ pub(super) const LOAD_BATCHES_EXECUTING: usize = 4;
 /// took 2.0-2.1 s (a commit's round trip a batch, one after another); so, 1.3-1.6 s.
 pub(super) const LOAD_COMMITS_IN_FLIGHT: usize = 4;
 
-/// A strict LOAD DATA's batches on their way, oldest first.
+/// A LOAD DATA's batches on their way, oldest first.
 pub(super) struct Pipeline<'c> {
     direct: DirectLoader,
     /// Batches sent without their commit.
@@ -44,6 +49,10 @@ pub(super) struct Pipeline<'c> {
     committing: VecDeque<(Pending<Executed>, u64)>,
     /// Buffers of batches committing, for the next ones' rows.
     spare: Vec<EncodedRows>,
+    /// The last batch sent alone skipped rows whose key was taken: the next one goes the
+    /// general way too, after the batches in flight. (A reload of rows the table holds
+    /// would otherwise send each batch twice, straight and refused, then the general way.)
+    skipping: bool,
 }
 
 /// A batch sent without its commit.
@@ -60,6 +69,7 @@ impl<'c> Pipeline<'c> {
             executing: VecDeque::with_capacity(LOAD_BATCHES_EXECUTING + 1),
             committing: VecDeque::with_capacity(LOAD_COMMITS_IN_FLIGHT + 1),
             spare: Vec::new(),
+            skipping: false,
         }
     }
 
@@ -75,14 +85,25 @@ impl<'c> Pipeline<'c> {
     /// Sends `rows` as a batch of their own, first committing the oldest batch when
     /// [`LOAD_BATCHES_EXECUTING`] are executing and awaiting the oldest commit when
     /// [`LOAD_COMMITS_IN_FLIGHT`] are: the rows committed meanwhile. After an error
-    /// nothing is in flight (the later batches rolled back).
-    pub fn send(&mut self, session: &Session<'c>, rows: EncodedRows) -> SqlResult<u64> {
-        let mut committed = 0;
+    /// nothing is in flight (the later batches rolled back). Counts as [`Loader::insert`]'s.
+    pub fn send(
+        &mut self,
+        session: &mut Session<'c>,
+        loader: &Loader,
+        rows: EncodedRows,
+    ) -> SqlResult<(u64, u64)> {
+        if self.skipping {
+            let (affected, skipped) = self.finish(session, loader)?;
+            let alone = self.insert_alone(session, loader, &rows)?;
+            self.recycle(rows);
+            return Ok((affected + alone.0, skipped + alone.1));
+        }
+        let mut committed = (0, 0);
         if self.executing.len() >= LOAD_BATCHES_EXECUTING {
-            committed += self.commit_oldest(session)?;
+            committed = self.commit_oldest(session, loader)?;
         }
         if self.committing.len() >= LOAD_COMMITS_IN_FLIGHT {
-            committed += self.await_oldest_commit()?;
+            committed.0 += self.await_oldest_commit()?;
         }
         if let Err(error) = session.check_killed() {
             self.abandon()?;
@@ -104,14 +125,15 @@ impl<'c> Pipeline<'c> {
         }
     }
 
-    /// Commits every batch in flight, oldest first: the rows committed.
-    pub fn finish(&mut self, session: &Session<'c>) -> SqlResult<u64> {
-        let mut committed = 0;
+    /// Commits every batch in flight, oldest first: counts as [`Loader::insert`]'s.
+    pub fn finish(&mut self, session: &mut Session<'c>, loader: &Loader) -> SqlResult<(u64, u64)> {
+        let mut committed = (0, 0);
         while !self.executing.is_empty() {
-            committed += self.commit_oldest(session)?;
+            let (affected, skipped) = self.commit_oldest(session, loader)?;
+            committed = (committed.0 + affected, committed.1 + skipped);
         }
         while !self.committing.is_empty() {
-            committed += self.await_oldest_commit()?;
+            committed.0 += self.await_oldest_commit()?;
         }
         Ok(committed)
     }
@@ -138,11 +160,15 @@ impl<'c> Pipeline<'c> {
     }
 
     /// Waits for the oldest batch's execution, then sends its commit: the rows committed
-    /// meanwhile (a batch that failed for a reason that passes goes again with the later
-    /// ones, one at a time).
-    fn commit_oldest(&mut self, session: &Session<'c>) -> SqlResult<u64> {
+    /// meanwhile (a batch that failed for a reason that passes, or for a taken key the
+    /// load skips, goes again with the later ones, one at a time).
+    fn commit_oldest(
+        &mut self,
+        session: &mut Session<'c>,
+        loader: &Loader,
+    ) -> SqlResult<(u64, u64)> {
         let Some(oldest) = self.executing.pop_front() else {
-            return Ok(0);
+            return Ok((0, 0));
         };
         let Executing {
             mut transaction,
@@ -156,9 +182,11 @@ impl<'c> Pipeline<'c> {
             Ok(commit) => {
                 self.committing.push_back((commit, rows.len() as u64));
                 self.recycle(rows);
-                Ok(0)
+                Ok((0, 0))
             }
-            Err(error) if error.is_temporary() => self.one_at_a_time(session, rows),
+            Err(error) if error.is_temporary() || skipped(&error, loader) => {
+                self.one_at_a_time(session, loader, rows)
+            }
             Err(error) => {
                 self.abandon()?;
                 Err(self.direct.refused(error, &rows))
@@ -181,18 +209,44 @@ impl<'c> Pipeline<'c> {
     }
 
     /// `first` and the batches executing after it (rolled back first), each inserted and
-    /// committed before the next is sent: the rows committed.
-    fn one_at_a_time(&mut self, session: &Session<'c>, first: EncodedRows) -> SqlResult<u64> {
-        let (later, mut committed) = self.abandon()?;
+    /// committed before the next is sent: counts as [`Loader::insert`]'s.
+    fn one_at_a_time(
+        &mut self,
+        session: &mut Session<'c>,
+        loader: &Loader,
+        first: EncodedRows,
+    ) -> SqlResult<(u64, u64)> {
+        let (later, committed) = self.abandon()?;
+        let mut counts = (committed, 0);
         for rows in std::iter::once(first).chain(later) {
-            committed += self.insert_alone(session, &rows)?;
+            let (affected, skipped) = self.insert_alone(session, loader, &rows)?;
+            counts = (counts.0 + affected, counts.1 + skipped);
             self.recycle(rows);
         }
-        Ok(committed)
+        Ok(counts)
+    }
+
+    /// `rows` inserted and committed, nothing else in flight: straight, or the general way
+    /// when they hold a taken key the load skips. Counts as [`Loader::insert`]'s.
+    fn insert_alone(
+        &mut self,
+        session: &mut Session<'c>,
+        loader: &Loader,
+        rows: &EncodedRows,
+    ) -> SqlResult<(u64, u64)> {
+        if !self.skipping {
+            match self.commit_alone(session, rows) {
+                Err(error) if skipped(&error, loader) => {}
+                committed => return committed.map(|affected| (affected, 0)),
+            }
+        }
+        let (affected, skipped) = loader.insert(session, self.direct.given_rows(rows))?;
+        self.skipping = skipped > 0;
+        Ok((affected, skipped))
     }
 
     /// `rows` inserted and committed, nothing else in flight: their count.
-    fn insert_alone(&self, session: &Session<'c>, rows: &EncodedRows) -> SqlResult<u64> {
+    fn commit_alone(&self, session: &Session<'c>, rows: &EncodedRows) -> SqlResult<u64> {
         let (mut transaction, executed) = self
             .execute(session, rows)
             .map_err(|error| self.direct.refused(error.into(), rows))?;
@@ -247,6 +301,11 @@ impl Drop for Pipeline<'_> {
     fn drop(&mut self) {
         let _ = self.abandon();
     }
+}
+
+/// Whether `error` refused a batch for a taken key that `loader` skips.
+fn skipped(error: &SqlError, loader: &Loader) -> bool {
+    error.code == 1062 && loader.skips_taken_keys()
 }
 
 /// Ends `transaction` (one that sent a batch) without its changes.
