@@ -17,6 +17,11 @@ pub struct SqlError {
 
 pub type SqlResult<T> = Result<T, SqlError>;
 
+/// The errors whose MySQL message names the statement's row (" at row N"): a value its
+/// column cannot hold (1263 NULL made the default, 1264 out of range, 1265 truncated,
+/// 1366 not of the column's type, 1406 too long).
+const NAMING_THEIR_ROW: [u16; 5] = [1263, 1264, 1265, 1366, 1406];
+
 impl SqlError {
     pub fn new(code: u16, state: &'static str, message: impl Into<String>) -> Self {
         Self {
@@ -24,6 +29,18 @@ impl SqlError {
             state,
             message: message.into(),
             stale_schema: false,
+        }
+    }
+
+    /// This error naming `row` (counted from 1 among the statement's rows) where MySQL's
+    /// does ([`NAMING_THEIR_ROW`]).
+    pub(crate) fn at_row(self, row: usize) -> Self {
+        match NAMING_THEIR_ROW.contains(&self.code) {
+            true => Self {
+                message: format!("{} at row {row}", self.message),
+                ..self
+            },
+            false => self,
         }
     }
 

@@ -264,7 +264,7 @@ fn truncated(column: &str) -> SqlError {
     SqlError::new(
         1265,
         "01000",
-        format!("Data truncated for column '{column}' at row 1"),
+        format!("Data truncated for column '{column}'"),
     )
 }
 

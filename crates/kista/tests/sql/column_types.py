@@ -84,6 +84,33 @@ assert error_of("INSERT INTO item (id, flags) VALUES (10, 1024)") == 1406
 assert error_of("INSERT INTO item (id, doc) VALUES (10, '{\"a\": ')") == 3140
 assert error_of("INSERT INTO item (id, doc) VALUES (10, 7)") == 3140
 assert error_of("UPDATE item SET state = 'gone' WHERE id = 1") == 1265
+
+
+# Their messages name the statement's row, as MySQL's do: an INSERT's row, counted from 1
+# in the order given; the row an UPDATE was changing, among those it read in order.
+def message_of(sql):
+    try:
+        cur.execute(sql)
+    except pymysql.MySQLError as error:
+        return error.args
+    raise AssertionError(f"accepted: {sql}")
+
+
+assert message_of("INSERT INTO item (id, state) VALUES (10, 'new'), (11, 'sold')") == (
+    1265,
+    "Data truncated for column 'state' at row 2",
+)
+code, message = message_of("INSERT INTO item (id, made) VALUES (10, 1999), (11, 2000), (12, 'soon')")
+assert code == 1366 and message.endswith("for column 'made' at row 3"), (code, message)
+assert message_of("INSERT INTO item (id, flags) VALUES (10, 1024)") == (
+    1406,
+    "Data too long for column 'flags' at row 1",
+)
+assert message_of("UPDATE item SET made = IF(id = 2, 1900, made) ORDER BY id") == (
+    1264,
+    "Out of range value for column 'made' at row 2",
+)
+assert message_of("INSERT INTO item (id) VALUES (10), (NULL)")[1] == "Column 'id' cannot be null"
 assert rows("SELECT COUNT(*) FROM item") == [(3,)]
 cur.execute("UPDATE item SET state = 2, made = 70 WHERE id = 3")
 assert rows("SELECT state, made FROM item WHERE id = 3") == [("Shipped", 1970)]

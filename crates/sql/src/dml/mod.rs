@@ -155,9 +155,8 @@ fn prepare_rows(
     }
     let variable = |name: &str| session.variable(name);
     let ctx = session.eval_context(&[], &[], &variable);
-    let mut rows = given
-        .into_iter()
-        .map(|row| complete_row(&table, row, form, &ctx))
+    let mut rows = (given.into_iter().enumerate())
+        .map(|(index, row)| complete_row(&table, row, form, &ctx).map_err(|e| e.at_row(index + 1)))
         .collect::<SqlResult<Vec<_>>>()?;
     let first_auto = number_auto_increment(session, &table, &mut rows)?;
     number_hidden_keys(session, &table, &mut rows)?;
@@ -886,8 +885,9 @@ fn update_rows(
     let ctx = session.eval_context(params, &[], &variable);
     let mut affected = 0;
     let mut updated = Vec::new();
-    for read in rows {
-        let mut changed: Vec<(u16, Value)> = evaluate_assignments(table, assignments, read, &ctx)?
+    for (index, read) in rows.iter().enumerate() {
+        let mut changed: Vec<(u16, Value)> = evaluate_assignments(table, assignments, read, &ctx)
+            .map_err(|e| e.at_row(index + 1))?
             .into_iter()
             .filter(|(c, v)| !same_value(&read[usize::from(*c)], v))
             .collect();
