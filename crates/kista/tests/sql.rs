@@ -577,18 +577,26 @@ fn a_statement_collecting_more_than_the_result_memory_fails_with_1104_and_nothin
         "{out}{errors}"
     );
     // Aggregates over a scan are made as the rows arrive: the small front end holds each
-    // group's first row, not the 2 MB read. Those that keep every value (DISTINCT) and
-    // groups whose first rows pass the budget are refused as before.
+    // group's first row and what its aggregates keep (a DISTINCT one's values seen, GROUP_
+    // CONCAT's values), not the 2 MB read. Groups or kept values past the budget are
+    // refused as before.
     let grouped = "SELECT COUNT(*), SUM(LENGTH(b)) FROM m.r; \
-         SELECT id % 2, SUM(LENGTH(b)) FROM m.r GROUP BY id % 2 ORDER BY 1;";
+         SELECT id % 2, SUM(LENGTH(b)) FROM m.r GROUP BY id % 2 ORDER BY 1; \
+         SELECT COUNT(DISTINCT b), LENGTH(GROUP_CONCAT(id ORDER BY id)) FROM m.r;";
     let (out, errors) = mysql_script(small_port, grouped);
     assert!(errors.is_empty(), "{errors}");
     assert!(
         out.contains("40\t2000000") && out.contains("0\t1000000\n1\t1000000"),
         "{out}"
     );
-    let (_, errors) = mysql_script(small_port, "SELECT COUNT(DISTINCT b) FROM m.r;");
-    assert!(errors.contains("ERROR 1104"), "{errors}");
+    assert!(out.contains("\n1\t109\n"), "one distinct b; 40 ids and commas: {out}");
+    for keeping_2_mb in [
+        "SELECT COUNT(DISTINCT CONCAT(id, b)) FROM m.r;",
+        "SELECT LENGTH(GROUP_CONCAT(b)) FROM m.r;",
+    ] {
+        let (_, errors) = mysql_script(small_port, keeping_2_mb);
+        assert!(errors.contains("ERROR 1104"), "{keeping_2_mb}: {errors}");
+    }
     let (_, errors) = mysql_script(small_port, "SELECT id, MAX(b) FROM m.r GROUP BY id;");
     assert!(
         errors.contains("ERROR 1104") && errors.contains("group"),

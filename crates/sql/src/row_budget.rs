@@ -38,8 +38,18 @@ impl RowBudget {
     /// Counts `row`: 1104 once the rows are more than [`RESULT_ROWS_MAX`] or their bytes
     /// more than the budget.
     pub fn count(&mut self, row: &[Value]) -> SqlResult<()> {
+        self.count_bytes(row_bytes(row))
+    }
+
+    /// Counts a row made of `parts` (a value an aggregate keeps, with its sort keys), as
+    /// [`RowBudget::count`] counts a row.
+    pub fn count_parts(&mut self, parts: &[&[Value]]) -> SqlResult<()> {
+        self.count_bytes(parts.iter().map(|part| row_bytes(part)).sum())
+    }
+
+    fn count_bytes(&mut self, bytes: usize) -> SqlResult<()> {
         self.rows += 1;
-        self.bytes += row_bytes(row);
+        self.bytes += bytes;
         let doing = self.doing;
         if self.rows > RESULT_ROWS_MAX {
             let message =

@@ -5,8 +5,8 @@
 //! `SELECT COUNT(*) FROM t` read all of `t` into the front end first (368 MB for a million
 //! rows of the import benchmark's table) and failed with 1104 past a million rows. Made as
 //! the rows arrive, the front end holds each group's first row and its aggregates' state.
-//! Aggregates that keep every value they see (DISTINCT, GROUP_CONCAT) are made the first
-//! way: their rows count against the statement's limits as they are read.
+//! What those hold counts against the statement's limits as rows read would: each group's
+//! first row, each value a DISTINCT aggregate has seen, each value GROUP_CONCAT keeps.
 
 use std::cmp::Ordering;
 use std::ops::ControlFlow;
@@ -72,7 +72,8 @@ impl<'p> Grouping<'p> {
                 self.groups.len() - 1
             }
         };
-        accumulate(self.plan, &mut self.groups[position].1, &row, ctx)
+        let accumulators = &mut self.groups[position].1;
+        accumulate(self.plan, accumulators, &row, ctx, &mut self.budget)
     }
 
     /// The groups with their aggregates' values; aggregates alone over no rows make one
@@ -120,12 +121,14 @@ pub(super) fn group(
     grouping.finish(session, &variable)
 }
 
-/// Adds `row` to its group's `accumulators`, one per aggregate of the plan.
+/// Adds `row` to its group's `accumulators`, one per aggregate of the plan; what they
+/// keep of it counted in `budget`.
 fn accumulate(
     plan: &SelectPlan,
     accumulators: &mut [Accumulator],
     row: &[Value],
     ctx: &EvalContext,
+    budget: &mut RowBudget,
 ) -> SqlResult<()> {
     for (aggregate, accumulator) in plan.aggregates.iter().zip(accumulators) {
         let value = (aggregate.argument.as_ref())
@@ -137,7 +140,7 @@ fn accumulate(
                 .collect::<SqlResult<_>>()?,
             None => Vec::new(),
         };
-        accumulator.add(aggregate, value, order_keys);
+        accumulator.add(aggregate, value, order_keys, budget)?;
     }
     Ok(())
 }
@@ -159,19 +162,27 @@ struct Accumulator {
 }
 
 impl Accumulator {
-    fn add(&mut self, aggregate: &Aggregate, value: Option<Value>, order_keys: Vec<Value>) {
+    /// Adds `value` (`None`: COUNT(*)'s row), what it keeps counted in `budget`.
+    fn add(
+        &mut self,
+        aggregate: &Aggregate,
+        value: Option<Value>,
+        order_keys: Vec<Value>,
+        budget: &mut RowBudget,
+    ) -> SqlResult<()> {
         let Some(value) = value else {
             self.count += 1;
-            return;
+            return Ok(());
         };
         if value.is_null() {
-            return;
+            return Ok(());
         }
         if aggregate.distinct {
             let key = encode_group_key(std::slice::from_ref(&value), &[aggregate.collation]);
             if !self.seen.insert(key) {
-                return;
+                return Ok(());
             }
+            budget.count(std::slice::from_ref(&value))?;
         }
         self.count += 1;
         match aggregate.kind {
@@ -209,9 +220,15 @@ impl Accumulator {
                     self.best = Some(value);
                 }
             }
-            AggregateKind::GroupConcat => self.pieces.push((order_keys, value)),
+            AggregateKind::GroupConcat => {
+                if !aggregate.distinct {
+                    budget.count_parts(&[&order_keys, std::slice::from_ref(&value)])?;
+                }
+                self.pieces.push((order_keys, value));
+            }
             AggregateKind::Count | AggregateKind::CountRows => {}
         }
+        Ok(())
     }
 
     /// The aggregate's value; GROUP_CONCAT's ORDER BY sort looks at `killed` between
@@ -254,8 +271,7 @@ impl Accumulator {
 }
 
 /// Whether `plan`'s groups can be made as its one table's scan reads the rows: no joins
-/// or correlated subqueries (which run over the rows read) and no aggregate that keeps
-/// every value it sees.
+/// or correlated subqueries (which run over the rows read).
 pub(super) fn groups_as_read(plan: &SelectPlan) -> bool {
     plan.grouped
         && plan.table.is_some()
@@ -264,7 +280,6 @@ pub(super) fn groups_as_read(plan: &SelectPlan) -> bool {
         && plan.correlated.is_empty()
         && plan.correlated_filter.is_none()
         && matches!(plan.access, Access::Scan | Access::Range { .. })
-        && (plan.aggregates.iter()).all(|a| !a.distinct && a.concat.is_none())
 }
 
 /// Runs a query [`groups_as_read`] allows, its groups made as the scan reads its rows.
