@@ -589,7 +589,10 @@ fn a_statement_collecting_more_than_the_result_memory_fails_with_1104_and_nothin
         out.contains("40\t2000000") && out.contains("0\t1000000\n1\t1000000"),
         "{out}"
     );
-    assert!(out.contains("\n1\t109\n"), "one distinct b; 40 ids and commas: {out}");
+    assert!(
+        out.contains("\n1\t109\n"),
+        "one distinct b; 40 ids and commas: {out}"
+    );
     for keeping_2_mb in [
         "SELECT COUNT(DISTINCT CONCAT(id, b)) FROM m.r;",
         "SELECT LENGTH(GROUP_CONCAT(b)) FROM m.r;",
@@ -612,6 +615,12 @@ fn a_statement_collecting_more_than_the_result_memory_fails_with_1104_and_nothin
     let (out, errors) = mysql_script(small_port, cut);
     assert!(errors.is_empty(), "{errors}");
     assert_eq!(out.lines().count(), 3, "a header and two pairs: {out}");
+    // The same join's 1,600 pairs grouped as the join makes them: two groups held.
+    let grouped_join = "SELECT a.id % 2, COUNT(*), SUM(LENGTH(a.b) + LENGTH(b.b)) \
+         FROM m.s a, m.s b GROUP BY a.id % 2 ORDER BY 1;";
+    let (out, errors) = mysql_script(small_port, grouped_join);
+    assert!(errors.is_empty(), "{errors}");
+    assert!(out.contains("0\t800\t32000000\n1\t800\t32000000"), "{out}");
 }
 
 #[test]

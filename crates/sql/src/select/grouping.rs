@@ -270,37 +270,42 @@ impl Accumulator {
     }
 }
 
-/// Whether `plan`'s groups can be made as its one table's scan reads the rows: no joins
-/// or correlated subqueries (which run over the rows read).
+/// Whether `plan`'s groups can be made as its rows are read: a table's scan's as the data
+/// nodes deliver them, a join's as its last table makes them (as a streamed result's,
+/// `stream.rs`); no correlated subqueries (which run over the rows read).
 pub(super) fn groups_as_read(plan: &SelectPlan) -> bool {
+    let scans = plan.table.is_some() && matches!(plan.access, Access::Scan | Access::Range { .. });
     plan.grouped
-        && plan.table.is_some()
-        && plan.joins.is_none()
+        && (scans || plan.joins.is_some())
         && plan.system.is_none()
         && plan.correlated.is_empty()
         && plan.correlated_filter.is_none()
-        && matches!(plan.access, Access::Scan | Access::Range { .. })
 }
 
-/// Runs a query [`groups_as_read`] allows, its groups made as the scan reads its rows.
-/// `None`, having read nothing, when the table is read under a lock (the caller reads it
-/// by key).
+/// Runs a query [`groups_as_read`] allows, its groups made as its rows are read. `None`,
+/// having read nothing, when one table's rows are read under a lock (the caller reads
+/// them by key).
 pub(super) fn execute(
     session: &mut Session,
     plan: &SelectPlan,
     params: &[Value],
 ) -> SqlResult<Option<Outcome>> {
-    let Some(table) = &plan.table else {
-        return Ok(None);
-    };
     let groups = session.transactional(|tx, session| {
         let variable = |name: &str| session.variable(name);
         let ctx = session.eval_context(params, &[], &variable);
         let mut grouping = Grouping::new(session, plan);
-        let read = fetch::scan_each(tx, session, plan, table, params, |row| {
+        let mut add = |row| {
             grouping.add(session, row, &ctx)?;
             Ok(ControlFlow::Continue(()))
-        })?;
+        };
+        let read = match (&plan.joins, &plan.table) {
+            (Some(_), _) => {
+                fetch::join_each(tx, session, plan, params, &mut add)?;
+                true
+            }
+            (None, Some(table)) => fetch::scan_each(tx, session, plan, table, params, add)?,
+            (None, None) => false,
+        };
         match read {
             true => grouping.finish(session, &variable).map(Some),
             false => Ok(None),
