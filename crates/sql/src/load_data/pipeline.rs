@@ -29,15 +29,14 @@ use super::{DirectLoader, EncodedRows, Loader};
 use crate::error::{SqlError, SqlResult};
 use crate::session::Session;
 
-/// Batches a LOAD DATA keeps executing, not yet committed: enough to keep two data
-/// nodes' threads busy while the front end encodes the next batch. Each holds its rows'
-/// locks until it commits.
+/// Batches a LOAD DATA keeps executing, not yet committed, while the front end encodes
+/// the next. Each holds its rows' locks until it commits.
 pub(super) const LOAD_BATCHES_EXECUTING: usize = 4;
 
 /// Commits a LOAD DATA keeps in flight: a batch's commit is sent as soon as it and every
-/// batch before it executed, without waiting for the one before to be confirmed. Each
-/// commit awaited before the next batch's was sent, the import benchmark's million rows
-/// took 2.0-2.1 s (a commit's round trip a batch, one after another); so, 1.3-1.6 s.
+/// batch before it executed, without waiting for the one before to be confirmed. Awaiting
+/// each commit before sending the next, the import benchmark's million rows took 1.8-2.2
+/// s (a commit's round trip a batch, one after another); with 4 in flight, 1.3-1.8 s.
 pub(super) const LOAD_COMMITS_IN_FLIGHT: usize = 4;
 
 /// A LOAD DATA's batches on their way, oldest first.
