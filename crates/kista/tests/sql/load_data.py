@@ -297,6 +297,44 @@ loading.join(30)
 assert not loading.is_alive()
 assert outcome.get("error", (None,))[0] == 1062, outcome
 assert rows("SELECT COUNT(*), MAX(id) FROM many WHERE id > 60000") == [(1001, 61500)]
+
+# KILL QUERY stops a load between batches: here its fifth batch waits on another
+# transaction's lock, the load is killed, the lock freed; the load answers 1317 with the
+# batches before the kill committed, whole, and those executing after it rolled back
+# (the fifth commits when the load had sent the ninth and waited for the fifth before
+# the kill; it is rolled back when the load saw the kill sending the sixth to ninth).
+other_cur.execute("BEGIN")
+other_cur.execute("INSERT INTO many VALUES (84500, 0)")
+killed_file = file_with("killed.tsv", many_rows(80001, 20000))
+loader = pymysql.connect(
+    host="127.0.0.1", port=port, user="root", password="", database="ld", autocommit=True
+)
+loader_id = loader.cursor().connection.thread_id()
+outcome = {}
+
+
+def load_killed():
+    try:
+        loader.cursor().execute(f"LOAD DATA INFILE '{killed_file}' INTO TABLE many")
+        outcome["done"] = True
+    except pymysql.MySQLError as error:
+        outcome["error"] = error.args
+
+
+loading = threading.Thread(target=load_killed)
+loading.start()
+deadline = time.monotonic() + 30
+while not waiting_transactions() and time.monotonic() < deadline:
+    time.sleep(0.02)
+assert waiting_transactions(), "the load never waited on the lock"
+cur.execute(f"KILL QUERY {loader_id}")
+other_cur.execute("ROLLBACK")
+loading.join(30)
+assert not loading.is_alive()
+assert outcome.get("error", (None,))[0] == 1317, outcome
+assert rows("SELECT COUNT(*), MAX(id) FROM many WHERE id > 80000") in ([(5000, 85000)], [(4000, 84000)])
+assert loader.cursor().execute("SELECT 1") == 1, "the connection goes on"
+loader.close()
 other.close()
 
 print("load data ok")
