@@ -951,24 +951,41 @@ impl Catalog {
     }
 
     /// The next `count` values of a counter of `table` (consecutive), taken from this
-    /// front end's reserve, which is refilled from the cluster's counter when short.
+    /// front end's reserve, which is refilled from the cluster's counter when short. The
+    /// reserve's last values come first when no other front end took values since it was
+    /// filled: a LOAD DATA's thousand-row batches, each taking a thousand values from a
+    /// reserve of 1,024, numbered a million rows up to 1,023,976.
     pub fn next_values(&self, table: &SqlTable, counter: Counter, count: u64) -> SqlResult<u64> {
         let id = (table.table.id, counter);
-        if let Some(reserved) = lock(&self.counters).get_mut(&id) {
-            if reserved.end - reserved.next >= count {
-                let first = reserved.next;
-                reserved.next += count;
-                return Ok(first);
+        let leftover = {
+            let mut counters = lock(&self.counters);
+            match counters.get_mut(&id) {
+                Some(reserved) if reserved.end - reserved.next >= count => {
+                    let first = reserved.next;
+                    reserved.next += count;
+                    return Ok(first);
+                }
+                // Too few: taken out, so that no other session of this front end hands
+                // them out while this one refills.
+                _ => counters.remove(&id),
             }
-        }
+        };
         let take = count.max(AUTO_INCREMENT_PREFETCH);
         let name = &table.table.schema().name;
-        let first = self.take_from_counter(name, counter, |next| (next, next + take))?;
+        let first = self.take_from_counter(name, counter, |next| match leftover {
+            // The counter is where the reserve ended: its values go on from the reserve's.
+            Some(Reserved { next: from, end }) if end == next => (from, next + take),
+            _ => (next, next + take),
+        })?;
+        let end = match leftover {
+            Some(Reserved { next: from, end }) if first == from => end + take,
+            _ => first + take,
+        };
         lock(&self.counters).insert(
             id,
             Reserved {
                 next: first + count,
-                end: first + take,
+                end,
             },
         );
         Ok(first)

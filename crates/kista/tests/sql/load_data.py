@@ -205,6 +205,16 @@ assert rows("SELECT n FROM local_many WHERE id IN (70100, 75300, 75500) ORDER BY
     (151000,),
 ]
 
+# A front end alone numbers a long load's rows consecutively: each batch's values follow
+# the last batch's, though a batch of 1,000 leaves a few of each 1,024 the front end
+# reserves at a time.
+cur.execute("CREATE TABLE numbered (id INT AUTO_INCREMENT PRIMARY KEY, n INT)")
+numbered = file_with("numbered.tsv", "".join(f"{i}\n" for i in range(3500)))
+cur.execute(f"LOAD DATA INFILE '{numbered}' INTO TABLE numbered (n)")
+assert rows("SELECT COUNT(*), MIN(id), MAX(id), SUM(id = n + 1) FROM numbered") == [
+    (3500, 1, 3500, Decimal(3500))
+]
+
 # Inside a transaction the rows are the transaction's: a rollback takes them back.
 cur.execute("BEGIN")
 late = file_with("late.tsv", "20\ttwenty\t2001-01-20\n")
