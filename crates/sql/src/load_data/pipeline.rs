@@ -30,7 +30,8 @@ use crate::error::{SqlError, SqlResult};
 use crate::session::Session;
 
 /// Batches a LOAD DATA keeps executing, not yet committed, while the front end encodes
-/// the next. Each holds its rows' locks until it commits.
+/// the next. Each holds its rows' locks until it commits. 2, 8 and 16 (with as many
+/// commits in flight) load the import benchmark's file within the spread of 4.
 pub(super) const LOAD_BATCHES_EXECUTING: usize = 4;
 
 /// Commits a LOAD DATA keeps in flight: a batch's commit is sent as soon as it and every
