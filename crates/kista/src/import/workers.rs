@@ -248,7 +248,7 @@ fn load_chunk_directly(
     encoded.clear();
     let mut rejects = Vec::new();
     for record in &chunk.records {
-        if let Err(error) = direct.encode(record, encoded) {
+        if let Err(error) = direct.encode(session, record, encoded) {
             rejects.push(reject(chunk, record, &error));
         }
     }

@@ -215,6 +215,23 @@ assert rows("SELECT COUNT(*), MIN(id), MAX(id), SUM(id = n + 1) FROM numbered") 
     (3500, 1, 3500, Decimal(3500))
 ]
 
+# A file that leaves out the AUTO_INCREMENT column loads the direct way, each row numbered
+# once its fields converted, with the rows and the error of the general way (its twin
+# has a CHECK, which only the general way runs).
+for name, check in (("auto_direct", ""), ("auto_general", ", CHECK (n >= 0)")):
+    cur.execute(
+        f"CREATE TABLE {name} (id INT AUTO_INCREMENT PRIMARY KEY, n INT, s VARCHAR(3){check})"
+    )
+auto_file = file_with("auto.tsv", "".join(f"{i}\t{'abcd' if i == 2600 else 's'}\n" for i in range(3000)))
+errors = [
+    error_of(f"LOAD DATA INFILE '{auto_file}' INTO TABLE {name} (n, s)")
+    for name in ("auto_direct", "auto_general")
+]
+assert errors[0] == errors[1] and errors[0][0] == 1406 and "row 2601" in errors[0][1], errors
+loaded = rows("SELECT id, n, s FROM auto_direct ORDER BY id")
+assert loaded == rows("SELECT id, n, s FROM auto_general ORDER BY id")
+assert len(loaded) == 2000 and loaded[-1] == (2000, 1999, "s"), loaded[-1]
+
 # Inside a transaction the rows are the transaction's: a rollback takes them back.
 cur.execute("BEGIN")
 late = file_with("late.tsv", "20\ttwenty\t2001-01-20\n")

@@ -5,9 +5,10 @@
 //! and each batch a statement's machinery, for rows nothing else looks at.
 //!
 //! Plain means the general way would only convert each field and insert the row: every
-//! column given, in order, by a field (no SET, no variables, no hidden key or prefix
-//! columns, no AUTO_INCREMENT), no triggers or CHECKs, no copying ALTER to mirror to,
-//! only the storage types, and a duplicate key an error. Each field goes through the
+//! column given, in order, by a field, but an AUTO_INCREMENT column the file leaves out,
+//! which takes the counter's next value (no SET, no variables, no hidden key or prefix
+//! columns), no triggers or CHECKs, no copying ALTER to mirror to, only the storage
+//! types, and a duplicate key an error or skipped. Each field goes through the
 //! same conversion (`dml::fit`; a text column's length check is the one `coerce` makes),
 //! so the row's encoded values are the bytes `Transaction::insert` would send for it.
 //! Unique indexes and foreign keys are the data nodes' to enforce, for either way.
@@ -20,7 +21,7 @@ use kista_client::{ClientError, ExecuteMode, Transaction};
 
 use super::FIELD_TEXT;
 use super::{field_count_mismatch, field_value, with_line, Loader, OnDuplicate, Record, Target};
-use crate::catalog::SqlTable;
+use crate::catalog::{Counter, SqlTable};
 use crate::dml;
 use crate::dml::GivenRow;
 use crate::error::{SqlError, SqlResult};
@@ -30,9 +31,11 @@ use crate::value::plain_text_value;
 /// [`Loader`]'s direct way, for a plain table ([`Loader::direct`]).
 pub struct DirectLoader {
     table: Arc<SqlTable>,
-    /// Whether each column (its field: the record's fields are the columns, in order)
-    /// holds text, kept as the field's bytes.
+    /// Whether each column holds text, kept as its field's bytes.
     holds_text: Vec<bool>,
+    /// The AUTO_INCREMENT column when the file leaves it out: each row takes the
+    /// counter's next value (the record's fields are the other columns, in order).
+    numbered: Option<usize>,
 }
 
 /// Rows encoded by [`DirectLoader::encode`]: each `codec::write_values`' bytes of one
@@ -42,6 +45,8 @@ pub struct EncodedRows {
     bytes: Vec<u8>,
     /// Where each row ends in `bytes`.
     ends: Vec<usize>,
+    /// A row's values after its numbered column, until the number is taken.
+    after_numbered: Vec<u8>,
 }
 
 impl EncodedRows {
@@ -73,9 +78,13 @@ impl Loader {
     pub fn direct(&self) -> Result<DirectLoader, &'static str> {
         let table = &self.table;
         let columns = table.schema().columns.len();
-        let fields_are_columns = self.targets.len() == columns
-            && (self.targets.iter().enumerate())
-                .all(|(field, target)| matches!(target, Target::Column(c) if *c == field));
+        let targeted =
+            |column| (self.targets.iter()).any(|t| matches!(t, Target::Column(c) if *c == column));
+        let numbered = table.auto_increment.filter(|&column| !targeted(column));
+        let given = (0..columns).filter(|&column| Some(column) != numbered);
+        let fields_are_columns = self.targets.len() == given.clone().count()
+            && (self.targets.iter().zip(given))
+                .all(|(target, column)| matches!(target, Target::Column(c) if *c == column));
         let why_not = [
             (
                 !fields_are_columns,
@@ -87,8 +96,8 @@ impl Loader {
                 "taken keys replace the rows that hold them",
             ),
             (
-                table.auto_increment.is_some(),
-                "it has an AUTO_INCREMENT column",
+                table.auto_increment.is_some() && numbered.is_none(),
+                "the file gives its AUTO_INCREMENT column",
             ),
             (table.hidden_key.is_some(), "it has no primary key"),
             (!table.prefix_columns.is_empty(), "it has a prefix index"),
@@ -108,6 +117,7 @@ impl Loader {
             holds_text: (table.schema().columns.iter())
                 .map(|column| column.column_type.holds_strings())
                 .collect(),
+            numbered,
         })
     }
 }
@@ -115,15 +125,19 @@ impl Loader {
 impl DirectLoader {
     /// Adds `record`'s row to `rows`, or the error [`Loader::convert`] gives for it
     /// (`rows` then as it was).
-    pub fn encode(&self, record: &Record, rows: &mut EncodedRows) -> SqlResult<()> {
-        let columns = self.holds_text.len();
-        if record.len() != columns {
-            return Err(field_count_mismatch(record, columns));
+    pub fn encode(
+        &self,
+        session: &Session,
+        record: &Record,
+        rows: &mut EncodedRows,
+    ) -> SqlResult<()> {
+        let fields = self.holds_text.len() - usize::from(self.numbered.is_some());
+        if record.len() != fields {
+            return Err(field_count_mismatch(record, fields));
         }
         let start = rows.bytes.len();
-        let mut out = Writer(&mut rows.bytes);
-        out.u32(columns as u32);
-        let encoded = FIELD_TEXT.with_borrow_mut(|text| self.encode_fields(record, text, out));
+        let encoded =
+            FIELD_TEXT.with_borrow_mut(|text| self.encode_row(session, record, text, rows));
         match encoded {
             Ok(()) => {
                 rows.ends.push(rows.bytes.len());
@@ -136,12 +150,46 @@ impl DirectLoader {
         }
     }
 
+    /// `record`'s row appended to `rows.bytes`: its fields, and the numbered column's next
+    /// value, taken once every field converted (a record refused takes none, as in the
+    /// general way, which numbers the rows it made).
+    fn encode_row(
+        &self,
+        session: &Session,
+        record: &Record,
+        text: &mut Value,
+        rows: &mut EncodedRows,
+    ) -> SqlResult<()> {
+        let columns = self.holds_text.len();
+        Writer(&mut rows.bytes).u32(columns as u32);
+        let Some(numbered) = self.numbered else {
+            return self.encode_fields(record.fields().enumerate(), text, &mut rows.bytes);
+        };
+        let mut fields = record.fields();
+        let before = (0..numbered).zip(fields.by_ref());
+        self.encode_fields(before, text, &mut rows.bytes)?;
+        rows.after_numbered.clear();
+        let after = (numbered + 1..columns).zip(fields);
+        self.encode_fields(after, text, &mut rows.after_numbered)?;
+        let next = (session.catalog).next_values(&self.table, Counter::AutoIncrement, 1)?;
+        let number = dml::fit(&self.table, numbered, &Value::UInt(next))?;
+        write_value(&mut Writer(&mut rows.bytes), &number);
+        rows.bytes.extend_from_slice(&rows.after_numbered);
+        Ok(())
+    }
+
     /// Each field as its column's value: a text column's bytes as they are (checked as
     /// `coerce` checks them), a number or datetime in a plain form as `plain_text_value`
     /// reads it, any other through `dml::fit` of its text (in `text`) or NULL.
-    fn encode_fields(&self, record: &Record, text: &mut Value, mut out: Writer) -> SqlResult<()> {
+    fn encode_fields<'r>(
+        &self,
+        fields: impl Iterator<Item = (usize, Option<&'r [u8]>)>,
+        text: &mut Value,
+        bytes: &mut Vec<u8>,
+    ) -> SqlResult<()> {
+        let mut out = Writer(bytes);
         let definitions = &self.table.schema().columns;
-        for (column, field) in record.fields().enumerate() {
+        for (column, field) in fields {
             let definition = &definitions[column];
             match field {
                 Some(bytes) if self.holds_text[column] => {

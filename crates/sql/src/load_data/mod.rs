@@ -453,7 +453,7 @@ impl<'c> Batch<'c> {
     ) -> SqlResult<(u64, u64)> {
         let mut committed = (0, 0);
         if let Batch::Pipelined(pipeline, rows) = self {
-            match pipeline.direct().encode(record, rows) {
+            match pipeline.direct().encode(session, record, rows) {
                 Ok(()) => return Ok(committed),
                 Err(error) if !lenient => return Err(error),
                 Err(_) => committed = self.switch_to_values(session, loader)?,
