@@ -34,6 +34,27 @@ pub(super) fn fetch_joined(
     Ok(rows.rows)
 }
 
+/// Hands `each` the rows of `plan` that pass the WHERE as they are read, until it breaks:
+/// a join's as its last table makes them ([`join_each`]), one table's as its scan or range
+/// delivers them ([`scan_each`]). `false`, having read nothing, when the one table's rows
+/// are read under a lock or by key (the caller reads them otherwise).
+pub(super) fn each_row(
+    tx: &mut Tx,
+    session: &Session,
+    plan: &SelectPlan,
+    params: &[Value],
+    mut each: impl FnMut(Vec<Value>) -> SqlResult<ControlFlow<()>>,
+) -> SqlResult<bool> {
+    match (&plan.joins, &plan.table) {
+        (Some(_), _) => {
+            join_each(tx, session, plan, params, &mut each)?;
+            Ok(true)
+        }
+        (None, Some(table)) => scan_each(tx, session, plan, table, params, each),
+        (None, None) => Ok(false),
+    }
+}
+
 /// Hands `out` the joined rows that pass the WHERE as the last table makes them, until it
 /// breaks; the tables before are joined whole. The WHERE goes with the last table: each
 /// joined row is tested as it is made.

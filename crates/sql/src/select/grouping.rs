@@ -62,18 +62,17 @@ impl<'p> Grouping<'p> {
             .map(|e| eval(e, &row, ctx))
             .collect::<SqlResult<_>>()?;
         let encoded = encode_group_key(&key, &self.collations);
-        let position = match self.index.get(&encoded) {
-            Some(&position) => position,
-            None => {
-                self.budget.count(&row)?;
-                let accumulators = self.plan.aggregates.iter().map(|_| Accumulator::default());
-                self.groups.push((row.clone(), accumulators.collect()));
-                self.index.insert(encoded, self.groups.len() - 1);
-                self.groups.len() - 1
-            }
-        };
-        let accumulators = &mut self.groups[position].1;
-        accumulate(self.plan, accumulators, &row, ctx, &mut self.budget)
+        if let Some(&position) = self.index.get(&encoded) {
+            let accumulators = &mut self.groups[position].1;
+            return accumulate(self.plan, accumulators, &row, ctx, &mut self.budget);
+        }
+        // A new group: its first row kept (moved, once its aggregates have read it).
+        self.budget.count(&row)?;
+        let mut accumulators = new_accumulators(self.plan);
+        accumulate(self.plan, &mut accumulators, &row, ctx, &mut self.budget)?;
+        self.index.insert(encoded, self.groups.len());
+        self.groups.push((row, accumulators));
+        Ok(())
     }
 
     /// The groups with their aggregates' values; aggregates alone over no rows make one
@@ -85,9 +84,8 @@ impl<'p> Grouping<'p> {
     ) -> SqlResult<Vec<Group>> {
         let plan = self.plan;
         if self.groups.is_empty() && plan.group_by.is_empty() {
-            let accumulators = plan.aggregates.iter().map(|_| Accumulator::default());
             let nulls = vec![Value::Null; plan.row_width];
-            self.groups.push((nulls, accumulators.collect()));
+            self.groups.push((nulls, new_accumulators(plan)));
         }
         let concat_bytes_max = variable("group_concat_max_len")
             .and_then(|v| crate::value::to_i64(&v))
@@ -102,6 +100,14 @@ impl<'p> Grouping<'p> {
             })
             .collect()
     }
+}
+
+/// One fresh accumulator for each of `plan`'s aggregates.
+fn new_accumulators(plan: &SelectPlan) -> Vec<Accumulator> {
+    plan.aggregates
+        .iter()
+        .map(|_| Accumulator::default())
+        .collect()
 }
 
 /// Rows into groups (by the GROUP BY values; one group for aggregates alone, even of no
@@ -294,19 +300,11 @@ pub(super) fn execute(
         let variable = |name: &str| session.variable(name);
         let ctx = session.eval_context(params, &[], &variable);
         let mut grouping = Grouping::new(session, plan);
-        let mut add = |row| {
+        let add = |row| {
             grouping.add(session, row, &ctx)?;
             Ok(ControlFlow::Continue(()))
         };
-        let read = match (&plan.joins, &plan.table) {
-            (Some(_), _) => {
-                fetch::join_each(tx, session, plan, params, &mut add)?;
-                true
-            }
-            (None, Some(table)) => fetch::scan_each(tx, session, plan, table, params, add)?,
-            (None, None) => false,
-        };
-        match read {
+        match fetch::each_row(tx, session, plan, params, add)? {
             true => grouping.finish(session, &variable).map(Some),
             false => Ok(None),
         }

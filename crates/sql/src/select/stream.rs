@@ -68,15 +68,8 @@ pub(super) fn execute(
         let variable = |name: &str| session.variable(name);
         let ctx = session.eval_context(params, &[], &variable);
         let mut result = Streaming::new(plan, offset, limit);
-        let mut push = |row: Vec<Value>| result.push(&row, &ctx, sink);
-        let read = match (&plan.joins, &plan.table) {
-            (Some(_), _) => {
-                fetch::join_each(tx, session, plan, params, &mut push)?;
-                true
-            }
-            (None, Some(table)) => fetch::scan_each(tx, session, plan, table, params, push)?,
-            (None, None) => false,
-        };
+        let push = |row: Vec<Value>| result.push(&row, &ctx, sink);
+        let read = fetch::each_row(tx, session, plan, params, push)?;
         session.rows_before_limit.set(result.passed as u64);
         Ok(read.then(|| result.end()))
     })
