@@ -7,8 +7,9 @@
 //! the client gives up on a node about when the cluster declares it failed.
 //!
 //! A second thread connects again, every interval, to each node of a cluster whose
-//! connection is gone: a node that restarts is used again once it answers a heartbeat as
-//! started (it has its data back).
+//! connection is gone (every node's, when the whole cluster restarted): a node that
+//! restarts is used again once it answers a heartbeat as started (it has its data back).
+//! Meanwhile requests fail at once as temporary (4035).
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -108,9 +109,7 @@ fn reconnect_until_stopped(
 ) {
     let interval = Duration::from_millis(u64::from(nodes.heartbeat().0));
     every_interval_until_stopped(interval, stop, || {
-        if in_flight.closed_reason().is_some() {
-            return; // every node was lost: the client is closed for good
-        }
+        // Every node lost too: a cluster restarted whole comes back node by node.
         for slot in nodes.slots().iter().filter(|slot| slot.needs_connection()) {
             let Some(address) = &slot.address else {
                 continue;

@@ -52,8 +52,9 @@ pub(crate) struct InFlight {
     scans: Mutex<FxHashMap<u64, Sender<ScanEvent>>>,
     /// The data nodes whose connections are open (a [`NodeSet`]).
     live: AtomicU64,
-    /// Why the last connection closed, once none is left.
-    closed: Mutex<Option<String>>,
+    /// Why the last connection closed, while none is live (the client connects again to
+    /// the nodes that come back).
+    all_lost: Mutex<Option<String>>,
     /// `[node id]` → the latest heartbeat it answered.
     pongs: Pongs,
     /// Heartbeats sent so far (to each connected node, numbered 1 and up).
@@ -80,7 +81,9 @@ impl InFlight {
     pub fn node_is_live(&self, node: NodeId) {
         let mut set = NodeSet::default();
         set.insert(node);
-        self.live.fetch_or(set.0, Ordering::AcqRel);
+        if self.live.fetch_or(set.0, Ordering::AcqRel) == 0 {
+            *self.all_lost.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        }
     }
 
     /// A connection to `node` opened: its heartbeats count from now; it is live at once
@@ -111,9 +114,9 @@ impl InFlight {
             .map_or(0, |pong| pong.load(Ordering::Acquire))
     }
 
-    /// Why nothing can be sent any more: every connection has closed.
-    pub fn closed_reason(&self) -> Option<String> {
-        self.closed
+    /// Why nothing can be sent now: every connection closed, this the last one's reason.
+    pub fn all_lost_reason(&self) -> Option<String> {
+        self.all_lost
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
@@ -204,9 +207,8 @@ impl InFlight {
             if let Some(latest) = self.pongs.0.get(usize::from(node.0)) {
                 latest.fetch_max(pong.sequence, Ordering::AcqRel);
             }
-            // A restarted node is used once it holds its data (and never after the client
-            // closed: every node was lost then).
-            if pong.started != 0 && self.closed_reason().is_none() {
+            // A restarted node is used once it holds its data.
+            if pong.started != 0 {
                 self.node_is_live(node);
             }
         } else if let Ok(changed) = TableChanged::from_signal(&signal) {
@@ -325,19 +327,21 @@ impl InFlight {
     /// The connection to `node` is gone. What it coordinated fails, and so does whatever
     /// may have been waiting for rows from it (a read's row comes from the node holding the
     /// replica, which need not be the coordinator's); the rest goes on through the other
-    /// nodes. With no node left, everything fails and the client is closed.
+    /// nodes. With no node left, everything fails (each as its own coordinator's loss
+    /// would fail it) until a node comes back.
     pub fn lose_node(&self, node: NodeId, reason: String) {
         let mut gone = NodeSet::default();
         gone.insert(node);
         let live = NodeSet(self.live.fetch_and(!gone.0, Ordering::AcqRel)).minus(gone);
-        if live.is_empty() {
-            return self.close(reason);
+        let every = live.is_empty();
+        if every {
+            *self.all_lost.lock().unwrap_or_else(|p| p.into_inner()) = Some(reason.clone());
         }
         let failed: Vec<Collecting> = {
             let mut transactions = self.lock_transactions();
             let touched: Vec<u64> = transactions
                 .iter()
-                .filter(|(_, c)| c.coordinator() == node || c.awaits_rows())
+                .filter(|(_, c)| every || c.coordinator() == node || c.awaits_rows())
                 .map(|(&id, _)| id)
                 .collect();
             touched
@@ -358,32 +362,13 @@ impl InFlight {
             let mut changes = self.lock_schema();
             let touched: Vec<u64> = changes
                 .iter()
-                .filter(|(_, change)| change.node == node)
+                .filter(|(_, change)| every || change.node == node)
                 .map(|(&id, _)| id)
                 .collect();
             touched.iter().filter_map(|id| changes.remove(id)).collect()
         };
         for change in changes {
             let error = lost_connection_error(node, true, &reason);
-            change.completion.complete(Err(error));
-        }
-    }
-
-    /// Every connection is gone: everything in flight fails.
-    fn close(&self, reason: String) {
-        *self.closed.lock().unwrap_or_else(|p| p.into_inner()) = Some(reason.clone());
-        let transactions: Vec<_> = self.lock_transactions().drain().map(|(_, c)| c).collect();
-        for collecting in transactions {
-            collecting.fail(ClientError::ConnectionLost(reason.clone()));
-        }
-        for (_, cursor) in self.lock_scans().drain() {
-            let _ = cursor.send(ScanEvent::Failed(ClientError::ConnectionLost(
-                reason.clone(),
-            )));
-        }
-        let changes: Vec<_> = self.lock_schema().drain().map(|(_, c)| c).collect();
-        for change in changes {
-            let error = ClientError::ConnectionLost(reason.clone());
             change.completion.complete(Err(error));
         }
     }

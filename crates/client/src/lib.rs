@@ -797,13 +797,24 @@ impl Client {
             .ok_or_else(|| self.no_live_node())
     }
 
-    /// Why nothing can be sent: every connection closed.
+    /// Why nothing can be sent: no data node is live. In a cluster nothing was sent, so
+    /// the request may be retried once a node is (the client connects again to nodes
+    /// that come back); a standalone node's client has no address to connect again to,
+    /// and is closed for good.
     fn no_live_node(&self) -> ClientError {
-        let reason = self
-            .in_flight
-            .closed_reason()
-            .unwrap_or_else(|| "no data node is connected".into());
-        ClientError::ConnectionLost(reason)
+        let lost = self.in_flight.all_lost_reason();
+        if !self.nodes.connects_again() {
+            let reason = lost.unwrap_or_else(|| "no data node is connected".into());
+            return ClientError::ConnectionLost(reason);
+        }
+        let why = match lost {
+            Some(reason) => format!("every data node was lost, the last: {reason}"),
+            None => "no data node serves yet".into(),
+        };
+        ClientError::node(
+            ErrorCode::NodeStarting as u32,
+            format!("no data node is connected ({why}); the cluster is unavailable for now: retry"),
+        )
     }
 
     /// Sends `signal` to its receiver's node. A node whose connection is gone fails the

@@ -182,6 +182,12 @@ impl DataNodes {
         self.heartbeat
     }
 
+    /// Whether the client connects again to nodes it lost (it knows their addresses: a
+    /// cluster's client, not a standalone node's).
+    pub fn connects_again(&self) -> bool {
+        self.slots.iter().any(|slot| slot.address.is_some())
+    }
+
     /// The coordinators of `node`, as the cluster's shape counts them.
     fn coordinators(&self, node: NodeId) -> u16 {
         self.cluster.node(node).map_or(1, |n| n.tc_instances.max(1))

@@ -5,7 +5,8 @@
 //! replica logs to its REDO log on a simulated disk, while a seeded schedule crashes
 //! (tearing the disk's unsynced writes) and restarts nodes, pauses and resumes them, cuts
 //! and slows the links between them, and crashes every node and starts the cluster from
-//! disk (a system restart; also whenever the cluster stopped itself).
+//! disk (a system restart; also whenever the cluster stopped itself), before which one
+//! node's newest schema file may be damaged or made unreadable (it must lose no table).
 //!
 //! Checked at each system restart: the GCI restored is at least every GCI the cluster
 //! called restorable before the crash, and at least that of every durable commit
@@ -31,6 +32,7 @@ mod support;
 use std::collections::{BTreeSet, HashMap};
 
 use kista_datanode::cluster::NodeSet;
+use kista_datanode::dict::schema_file;
 use kista_datanode::dist::PartitionMap;
 use kista_datanode::node::NodeSettings;
 use kista_datanode::protocol::*;
@@ -119,6 +121,8 @@ struct Run {
     cluster: Node,
     table: (u32, u32),
     dice: Dice,
+    /// The choices of damaged files, apart so the schedule's stay as they were.
+    damage_dice: Dice,
     nodes: Vec<u8>,
     /// Nodes per node group.
     replicas: u8,
@@ -144,6 +148,11 @@ struct Run {
     /// The highest GCI of an acknowledged durable commit: every system restart restores it.
     durable_gci: u64,
     system_restarts: u64,
+    /// Schema files damaged or made unreadable before a system restart.
+    damaged_schema_files: u64,
+    /// Nodes with a schema file made unreadable: the other stays writable (a node that can
+    /// write neither stops, and so does every start it takes part in).
+    unreadable_schema: BTreeSet<u8>,
     /// Why a start from disk refused to go on, if one did: the seed ends there.
     refused: Option<String>,
     /// Where the rows live, so that a key and its mirror in one partition go as one batch.
@@ -168,6 +177,7 @@ impl Run {
             cluster,
             table,
             dice: Dice(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1),
+            damage_dice: Dice(seed.wrapping_mul(0xd1b5_4a32_d192_ed03) | 1),
             keys: vec![
                 Key {
                     may_hold: vec![],
@@ -192,6 +202,8 @@ impl Run {
             acknowledged: 0,
             durable_gci: 0,
             system_restarts: 0,
+            damaged_schema_files: 0,
+            unreadable_schema: BTreeSet::new(),
             refused: None,
             map,
             batches: 0,
@@ -391,6 +403,14 @@ impl Run {
         self.keys[read.key as usize].busy = false;
         if code != 0 {
             let category = ErrorCode::from_u32(code).map(ErrorCode::category);
+            if category != Some(ErrorCategory::Temporary) && verbose() {
+                for &node in &self.nodes {
+                    eprintln!(
+                        "node {node}: {:#?}",
+                        self.cluster.simulation.log_of(NodeId(node))
+                    );
+                }
+            }
             assert_eq!(
                 category,
                 Some(ErrorCategory::Temporary),
@@ -679,6 +699,9 @@ impl Run {
             self.keys[read.key as usize].busy = false;
         }
         self.system_restarts += 1;
+        if self.damage_dice.below(3) == 0 {
+            self.damage_a_schema_file();
+        }
         if verbose() {
             eprintln!("{:>8} ms  system restart", self.cluster.now_ns() / MS);
         }
@@ -710,6 +733,44 @@ impl Run {
         self.generations = HashMap::from([(1, self.nodes.iter().map(|&n| (n, all)).collect())]);
         self.restarted_ns.clear();
         true
+    }
+
+    /// Damages one node's newest schema file (two bytes flipped), or has every open of it
+    /// refused from now on: its dictionary is suspect, and the start must take a sound
+    /// one's.
+    fn damage_a_schema_file(&mut self) {
+        let node = self
+            .damage_dice
+            .pick(&self.nodes)
+            .expect("a cluster has nodes");
+        let disk = &self.cluster.disks[&NodeId(node)];
+        let newest = (0..2)
+            .map(|slot| std::path::PathBuf::from(format!("dict/schema.{slot}")))
+            .filter_map(|path| {
+                let image = schema_file::decode(&disk.contents(&path)?).ok()?;
+                Some((image.sequence, path))
+            })
+            .max();
+        let Some((_, path)) = newest else {
+            return;
+        };
+        if self.damage_dice.below(2) == 0 && self.unreadable_schema.insert(node) {
+            disk.set_unreadable(&path, true);
+        } else {
+            let mut bytes = disk.contents(&path).expect("read above");
+            let middle = bytes.len() / 2;
+            bytes[middle] ^= 0x5a;
+            bytes[middle + 1] ^= 0xa5;
+            disk.put(&path, bytes);
+        }
+        self.damaged_schema_files += 1;
+        if verbose() {
+            eprintln!(
+                "{:>8} ms  {} of node {node} damaged",
+                self.cluster.now_ns() / MS,
+                path.display()
+            );
+        }
     }
 
     /// The GCI the latest start from disk restored, from the decision its master logged.
@@ -939,7 +1000,7 @@ fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_write_and_serve_no_sta
     let seeds = env_u64("KISTA_RANDOM_FAULT_SEEDS", SEEDS_DEFAULT);
     let first = env_u64("KISTA_RANDOM_FAULT_FIRST_SEED", 0);
     let (mut checked, mut stopped, mut acknowledged, mut reads) = (0, 0, 0, 0);
-    let (mut system_restarts, mut refused, mut batches) = (0, 0, 0);
+    let (mut system_restarts, mut refused, mut batches, mut damaged) = (0, 0, 0, 0);
     let mut node_restarts = NodeRestarts::default();
     for seed in first..first + seeds {
         let mut run = Run::start(seed);
@@ -950,12 +1011,17 @@ fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_write_and_serve_no_sta
         node_restarts.count(&run);
         reads += run.reads_answered;
         system_restarts += run.system_restarts;
+        damaged += run.damaged_schema_files;
         batches += run.batches;
         if let Some(why) = &run.refused {
             // A start from disk may refuse to go on only for want of a node able to
             // restore some node group's data.
+            // A start may also refuse when no node taking part has a schema file left
+            // (every one of theirs damaged): loudly, losing nothing silently.
             assert!(
-                why.contains("can restore GCI") || why.contains("holds the data of"),
+                why.contains("can restore GCI")
+                    || why.contains("holds the data of")
+                    || why.contains("has a schema file that can be used"),
                 "seed {seed}: the start from disk failed: {why}"
             );
             refused += 1;
@@ -974,7 +1040,8 @@ fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_write_and_serve_no_sta
     eprintln!(
         "{seeds} seeds: {checked} checked to the end ({acknowledged} acknowledged writes), \
          {stopped} stopped whole, {refused} refused a start from disk; {reads} reads \
-         answered under faults; {system_restarts} system restarts; {} node restarts, {} \
+         answered under faults; {system_restarts} system restarts ({damaged} after a \
+         schema file was damaged); {} node restarts, {} \
          from their own disk (copying what changed: {} rows, {} deleted keys); {batches} \
          writes of a key and its mirror as one batch",
         node_restarts.all, node_restarts.own_disk, node_restarts.rows, node_restarts.deleted
@@ -982,6 +1049,7 @@ fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_write_and_serve_no_sta
     assert!(checked > 0, "some seeds end with a running cluster");
     assert!(reads > 0, "reads were answered while faults ran");
     assert!(system_restarts > 0, "the cluster started from disk");
+    assert!(damaged > 0, "starts met damaged schema files");
     assert!(batches > 0, "writes went as batches");
     if seeds >= SEEDS_DEFAULT {
         assert!(

@@ -53,6 +53,12 @@ pub struct SqlArgs {
     #[arg(long, default_value = "512M", value_parser = parse_size)]
     result_memory: u64,
 
+    /// Milliseconds the front end waits, with no data node reachable, before it exits
+    /// (status 1) so that its supervisor (`kista up`) starts it afresh. Meanwhile it keeps
+    /// connecting again and statements fail with 1297 (retry). 0: never exit.
+    #[arg(long, default_value_t = CLUSTER_LOST_EXIT_MS_DEFAULT)]
+    cluster_lost_exit_ms: u64,
+
     #[command(flatten)]
     metrics: MetricsOptions,
 }
@@ -62,6 +68,10 @@ const RESULT_MEMORY_MIN_BYTES: u64 = 1 << 20;
 
 /// How often the main thread looks for a stop request.
 const STOP_POLL: Duration = Duration::from_millis(50);
+/// `--cluster-lost-exit-ms`'s default: a cluster restarted whole is back within it
+/// (1.8-3.3 s measured for a clean stop and start), one down for longer is not coming
+/// back by itself.
+const CLUSTER_LOST_EXIT_MS_DEFAULT: u64 = 60_000;
 
 /// The accounts `--user` names, or `root` without a password.
 pub fn users_of(specs: &[String]) -> Result<Users, Failure> {
@@ -111,6 +121,7 @@ pub fn run(args: &SqlArgs) -> Result<(), Failure> {
         connections_max: args.connections_max,
     };
     let catalog = Arc::new(catalog);
+    let server_catalog = catalog.clone();
     let shown = catalog.clone();
     let render = Arc::new(move |out: &mut Exposition| shown.render_metrics(out));
     let _metrics = args.metrics.serve("sql", render)?;
@@ -122,13 +133,58 @@ pub fn run(args: &SqlArgs) -> Result<(), Failure> {
         args.mgm
     ));
     say("ready");
+    let mut unreachable = Unreachable::new(args.cluster_lost_exit_ms);
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(STOP_POLL);
+        let live = shown_client_live(&server_catalog);
+        if let Some(waited) = unreachable.observe(live) {
+            let message = format!(
+                "no data node was reachable for {} ms (--cluster-lost-exit-ms): exiting, so \
+                 that a supervisor starts this front end afresh",
+                waited.as_millis()
+            );
+            kista_log::print(kista_log::Level::Error, "kista sql", &message);
+            server.stop();
+            return Err(Failure::runtime(message));
+        }
     }
     say("stopping");
     server.stop();
     say("stopped");
     Ok(())
+}
+
+/// Whether any data node is live for the front end's client.
+fn shown_client_live(catalog: &Catalog) -> bool {
+    catalog.client().data_nodes().iter().any(|node| node.live)
+}
+
+/// How long the front end has been without any live data node.
+struct Unreachable {
+    limit: Option<Duration>,
+    since: Option<std::time::Instant>,
+}
+
+impl Unreachable {
+    /// `limit_ms` 0: never give up.
+    fn new(limit_ms: u64) -> Self {
+        Self {
+            limit: (limit_ms > 0).then(|| Duration::from_millis(limit_ms)),
+            since: None,
+        }
+    }
+
+    /// Notes whether a node is live now; returns how long none has been, once past the
+    /// limit.
+    fn observe(&mut self, live: bool) -> Option<Duration> {
+        if live {
+            self.since = None;
+            return None;
+        }
+        let since = *self.since.get_or_insert_with(std::time::Instant::now);
+        let waited = since.elapsed();
+        self.limit.filter(|&limit| waited >= limit).map(|_| waited)
+    }
 }
 
 /// A line of this process's log on standard output (`kista_log`'s format).

@@ -3,7 +3,8 @@
 //! cluster is started again. A torn REDO tail is cut at the last whole record and the log
 //! goes on from there; a lost or damaged newest checkpoint falls back to the one before;
 //! a log damaged where the restore needs it is refused with a message naming it, and the
-//! node whose directory is emptied copies its data from its peer.
+//! node whose directory is emptied copies its data from its peer; a damaged schema file on
+//! the master gives way to its peer's dictionary.
 
 mod support;
 
@@ -12,9 +13,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use kista_client::{Client, ExecuteMode};
+use kista_datanode::dict::schema_file;
 use kista_storage::checkpoint::{self, CHECKPOINT_FILES};
 use kista_storage::redo::{self, Record, Stamp};
-use support::chains::{create_chains_table, every_chains_row, write_rows};
+use support::chains::{
+    create_chains_table, create_table_like_chains, every_chains_row, write_rows,
+};
 use support::cluster::TestCluster;
 
 /// Longest a node refusing its disk may take to stop.
@@ -272,4 +276,68 @@ fn a_lost_or_damaged_checkpoint_falls_back_and_a_damaged_log_is_refused_naming_i
         all,
         "node 2 alone holds every row"
     );
+}
+
+/// The newest valid schema file of a data directory.
+fn newest_schema_file(data_dir: &Path) -> PathBuf {
+    (0..2)
+        .map(|slot| data_dir.join(format!("dict/schema.{slot}")))
+        .filter_map(|path| {
+            let image = schema_file::decode(&std::fs::read(&path).ok()?).ok()?;
+            Some((image.sequence, path))
+        })
+        .max()
+        .map(|(_, path)| path)
+        .expect("a valid schema file")
+}
+
+#[test]
+fn a_damaged_schema_file_on_the_master_loses_no_table_its_peer_holds() {
+    let mut cluster = TestCluster::start(2, 2);
+    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    create_table_like_chains(&client, "early");
+    // The chains table is the last change: only the newest schema file holds it.
+    create_chains_table(&client);
+    write_rows(&client, 0..1_000, 1, ExecuteMode::CommitDurable);
+    drop(client);
+
+    let mut damaged = PathBuf::new();
+    crash_damage_and_start(&mut cluster, |cluster| {
+        // Node 1 is the master of the start: two bytes flipped in its newest file.
+        damaged = newest_schema_file(&cluster.data_dir(1));
+        let middle = std::fs::metadata(&damaged).expect("the file").len() / 2;
+        overwrite(&damaged, middle as usize, &[0x5a, 0xa5]);
+    });
+    cluster.wait_for_start_from_disk();
+    assert_eq!(every_chains_row(&cluster.mgm), expected(&[(0..1_000, 1)]));
+    let node_1_log = cluster.node(1).stderr();
+    let refused = format!("schema file refused: dict/{}", file_name(&damaged));
+    assert!(
+        (node_1_log.lines()).any(|line| line.contains(" WARN ") && line.contains(&refused)),
+        "node 1 warns naming the file ({refused}): {node_1_log}"
+    );
+    assert!(
+        node_1_log.contains("takes the dictionary of data node 2"),
+        "{node_1_log}"
+    );
+
+    // Node 1's dictionary was written again whole: with node 2's newest file damaged in
+    // turn, the next start keeps every table as well.
+    crash_damage_and_start(&mut cluster, |cluster| {
+        let peers = newest_schema_file(&cluster.data_dir(2));
+        overwrite(&peers, 40, &[0xff; 4]);
+    });
+    cluster.wait_for_start_from_disk();
+    assert_eq!(every_chains_row(&cluster.mgm), expected(&[(0..1_000, 1)]));
+    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    client
+        .open_table("early")
+        .expect("the earlier table is kept too");
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .expect("a file")
+        .to_string_lossy()
+        .into_owned()
 }

@@ -60,11 +60,9 @@ impl Sink<'_> {
         }
     }
 
-    fn log(&mut self, node: NodeId, line: &str) {
+    fn log(&mut self, node: NodeId, level: kista_log::Level, line: &str) {
         match self {
-            Sink::Threads(_) => {
-                kista_log::eprint_for(kista_log::Level::Info, Some(node.0), "data node", line)
-            }
+            Sink::Threads(_) => kista_log::eprint_for(level, Some(node.0), "data node", line),
             Sink::Simulation(network) => network.log(node, line),
         }
     }
@@ -293,7 +291,15 @@ impl<'a> Context<'a> {
     /// a start found on disk): standard error of a node's process, kept by the
     /// simulation for tests to read.
     pub fn log(&mut self, line: &str) {
-        self.sink.log(self.address.node(), line);
+        self.sink
+            .log(self.address.node(), kista_log::Level::Info, line);
+    }
+
+    /// Writes a warning to the node's log: something an operator should look at, which
+    /// the node worked around (a damaged file refused, a peer's copy taken instead).
+    pub fn warn(&mut self, line: &str) {
+        self.sink
+            .log(self.address.node(), kista_log::Level::Warn, line);
     }
 
     /// Stops this whole node: it may not go on (it lost arbitration, its cluster cannot

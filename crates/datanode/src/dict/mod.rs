@@ -47,6 +47,7 @@ use crate::send_with_bytes;
 mod backup;
 mod definition;
 mod foreign_keys;
+mod handover;
 mod lookup;
 mod relay;
 mod replace;
@@ -911,6 +912,9 @@ impl Dictionary {
         if self.shipped_definition_applied(ctx, &conf, from) {
             return;
         }
+        if self.handover_definition_applied(ctx, &conf, from) {
+            return;
+        }
         let Some(change) = self.changes.get_mut(&conf.request_id) else {
             return;
         };
@@ -1127,6 +1131,11 @@ impl Block for Dictionary {
             StartOrder::from_signal(signal).map(|o| self.start_ordered(ctx, o))
         } else if number == DiskStateSetConf::NUMBER {
             DiskStateSetConf::from_signal(signal).map(|_| self.disk_state_set(ctx))
+        } else if number == DictionaryWanted::NUMBER {
+            DictionaryWanted::from_signal(signal)
+                .map(|_| self.dictionary_wanted(ctx, signal.sender()))
+        } else if number == DictionaryHandedOver::NUMBER {
+            DictionaryHandedOver::from_signal(signal).map(|d| self.dictionary_handed_over(ctx, d))
         } else if number == StartOrderConf::NUMBER {
             StartOrderConf::from_signal(signal)
                 .map(|_| self.start_order_confirmed(ctx, signal.sender()))

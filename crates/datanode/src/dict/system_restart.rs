@@ -16,7 +16,8 @@
 //!    control file ([`StartOrder`]); from then on that disk claims no later GCI, so a
 //!    crash amid the restore cannot make a later start take what this one dropped.
 //! 4. It ships its own dictionary (read from its schema file) to every participant's
-//!    `dict`, `ldm` and `tc`, then has every `ldm` restore its partitions ([`LdmRestore`]:
+//!    `dict`, `ldm` and `tc` (when its schema file is suspect, it first takes a sound
+//!    participant's: [`super::handover`]), then has every `ldm` restore its partitions ([`LdmRestore`]:
 //!    newest usable local checkpoint, REDO log up to the GCI, then a local checkpoint of
 //!    the result, so records of GCIs this restart dropped are never replayed again).
 //! 5. When all are restored, it tells every participant that the cluster started
@@ -40,7 +41,7 @@ use crate::cluster::{ClusterShape, NodeSet};
 use crate::membership::membership_address;
 use crate::protocol::*;
 use crate::send_with_bytes;
-use crate::twin_file::{newest, TwinReader};
+use crate::twin_file::{newest, TwinFiles, TwinReader};
 
 /// Request ids of definitions shipped in a start from disk (a node restart's are
 /// `1 << 62`; schema changes count up from 1).
@@ -61,6 +62,8 @@ pub(super) enum Phase {
     /// Ordered to take part; recording it in the control file, then confirmed.
     Ordered {
         participants: NodeSet,
+        /// On the participant whose dictionary the master takes: its tables on their way.
+        handover: Option<super::handover::Handover>,
     },
     Started,
 }
@@ -69,17 +72,19 @@ pub(super) enum Phase {
 #[derive(Default)]
 pub(super) struct MasterStart {
     reports: BTreeMap<u8, StartReport>,
-    step: Option<Step>,
+    pub(super) step: Option<Step>,
     /// Rows and REDO records the `ldm`s restored so far.
     rows: u64,
     records: u64,
 }
 
-enum Step {
+pub(super) enum Step {
     /// The arbitrator is yet to hear of the new life.
     Arbitrating(Decision),
     /// Participants' `dict`s yet to record the order.
     Ordering(Decision, Vec<BlockAddress>),
+    /// The participant whose dictionary the cluster takes is yet to hand it over.
+    HandingOver(Decision),
     /// (block, table) yet to apply a shipped definition.
     Definitions(Decision, FxHashSet<(BlockAddress, u32)>),
     /// `ldm`s yet to restore.
@@ -97,6 +102,20 @@ pub struct Decision {
     /// Nodes that cannot restore it, with why: they stop, and join when started again.
     pub stale: Vec<(NodeId, String)>,
     pub next_table_id: u32,
+    /// The participant whose dictionary the cluster takes, when not the master's own.
+    pub dictionary_from: Option<NodeId>,
+}
+
+impl Decision {
+    /// The order every participant records.
+    fn order(&self) -> StartOrder {
+        StartOrder {
+            cluster_life: self.cluster_life,
+            gci: self.gci,
+            participants: self.participants,
+            dictionary_from: self.dictionary_from.map_or(0, |node| u32::from(node.0)),
+        }
+    }
 }
 
 /// Decides a start from the members' reports: every node group must have a member that
@@ -113,6 +132,7 @@ pub fn decide(cluster: &ClusterShape, reports: &[StartReport]) -> Result<Decisio
             participants: all,
             stale: Vec::new(),
             next_table_id: next_table_id.max(1),
+            dictionary_from: None,
         });
     };
     let current = |r: &StartReport| holding(&r) && r.cluster_life == life;
@@ -149,6 +169,7 @@ pub fn decide(cluster: &ClusterShape, reports: &[StartReport]) -> Result<Decisio
         participants,
         stale,
         next_table_id,
+        dictionary_from: None,
     })
 }
 
@@ -209,7 +230,7 @@ fn tell_arbitrator(ctx: &mut Context, arbitrator: Option<BlockAddress>, decision
     }
 }
 
-fn node_of(word: u32) -> Option<NodeId> {
+pub(super) fn node_of(word: u32) -> Option<NodeId> {
     u8::try_from(word).ok().map(NodeId)
 }
 
@@ -236,38 +257,47 @@ impl Dictionary {
         let disk = *disk;
         match reader.replied(ctx, reply) {
             Ok(None) => {}
-            Ok(Some(files)) => match self.schema_read(ctx, &files) {
-                Ok(image) => self.report(ctx, disk, image),
-                Err(reason) => ctx.stop_node(&reason),
-            },
+            Ok(Some(files)) => {
+                let (image, suspect) = self.schema_read(ctx, &files, disk.holds_data != 0);
+                self.report(ctx, disk, image, suspect);
+            }
             Err(reason) => ctx.stop_node(&reason),
         }
         true
     }
 
-    /// The newest valid schema file, if any; the writer goes on after it.
+    /// The newest valid schema file, if any, and whether this dictionary is suspect: a
+    /// twin was refused (it may have been the newer), or a disk holding data has none.
+    /// The writer goes on after it.
     fn schema_read(
         &mut self,
         ctx: &mut Context,
-        files: &[Option<Vec<u8>>; 2],
-    ) -> Result<Option<SchemaImage>, String> {
+        files: &TwinFiles,
+        holds_data: bool,
+    ) -> (Option<SchemaImage>, bool) {
         let (found, refusals) = newest(&SCHEMA_FILE, files, schema_file::decode, |i| i.sequence);
         for refusal in &refusals {
-            ctx.log(&format!("schema file refused: {refusal}"));
+            ctx.warn(&format!("schema file refused: {refusal}"));
         }
-        if found.is_none() && files.iter().any(Option::is_some) {
-            return Err(format!(
-                "no schema file of this data node can be used ({}); the data directory is \
-                 damaged: restore it, or empty it to start the node afresh",
-                refusals.join("; ")
-            ));
+        let suspect = !refusals.is_empty() || (found.is_none() && holds_data);
+        if suspect {
+            ctx.warn(
+                "this node's dictionary may lack the latest schema changes: the start takes \
+                 the dictionary of a node whose schema files are sound, if one takes part",
+            );
         }
         let sequence = found.as_ref().map_or(0, |image| image.sequence);
         self.schema_writer = Some(schema_file::SchemaWriter::new(SCHEMA_FILE, sequence));
-        Ok(found)
+        (found, suspect)
     }
 
-    fn report(&mut self, ctx: &mut Context, disk: DiskState, image: Option<SchemaImage>) {
+    fn report(
+        &mut self,
+        ctx: &mut Context,
+        disk: DiskState,
+        image: Option<SchemaImage>,
+        suspect: bool,
+    ) {
         let report = StartReport {
             node: u32::from(ctx.address().node().0),
             node_life: disk.node_life,
@@ -276,6 +306,7 @@ impl Dictionary {
             holds_data: disk.holds_data,
             restores_from_gci: disk.restores_from_gci,
             next_table_id: image.as_ref().map_or(0, |i| i.next_table_id),
+            schema_suspect: u32::from(suspect),
         };
         self.saved_schema = image;
         self.start = Phase::Reported(report);
@@ -317,11 +348,7 @@ impl Dictionary {
             }
             // The order was lost (sent before the connection was up): again.
             Some(Step::Ordering(decision, awaiting)) => {
-                let order = StartOrder {
-                    cluster_life: decision.cluster_life,
-                    gci: decision.gci,
-                    participants: decision.participants,
-                };
+                let order = decision.order();
                 let dicts: Vec<BlockAddress> = awaiting
                     .iter()
                     .copied()
@@ -351,7 +378,13 @@ impl Dictionary {
             return;
         }
         let reports: Vec<StartReport> = master.reports.values().copied().collect();
-        let decision = match decide(&self.cluster, &reports) {
+        let own = ctx.address().node();
+        let decided = decide(&self.cluster, &reports).and_then(|mut decision| {
+            decision.dictionary_from =
+                super::handover::dictionary_source(&reports, &decision, own)?;
+            Ok(decision)
+        });
+        let decision = match decided {
             Ok(decision) => decision,
             Err(reason) => return self.stop_cluster(ctx, &reason),
         };
@@ -414,11 +447,16 @@ impl Dictionary {
                 .map(|n| n.0)
                 .collect::<Vec<_>>()
         ));
-        let order = StartOrder {
-            cluster_life: decision.cluster_life,
-            gci: decision.gci,
-            participants: decision.participants,
-        };
+        if let Some(source) = decision.dictionary_from {
+            // Its own dictionary is not the cluster's: the source's replaces it.
+            self.saved_schema = None;
+            ctx.warn(&format!(
+                "start from disk: this node's schema file is suspect, the cluster takes \
+                 the dictionary of data node {}",
+                source.0
+            ));
+        }
+        let order = decision.order();
         let dicts = self.dicts_of(decision.participants);
         for &dict in &dicts {
             ctx.send_typed(dict, &order);
@@ -449,10 +487,11 @@ impl Dictionary {
         }
         self.start = Phase::Ordered {
             participants: order.participants,
+            handover: None,
         };
         let here = ctx.address().node();
-        if self.master_node != here {
-            // The master's dictionary is the cluster's: it ships it.
+        if self.master_node != here && order.dictionary_from != u32::from(here.0) {
+            // The master ships the cluster's dictionary.
             self.saved_schema = None;
         }
         let gcp = crate::gcp::gcp_address(here);
@@ -482,13 +521,12 @@ impl Dictionary {
         awaiting.retain(|&dict| dict != from);
         if awaiting.is_empty() {
             let decision = decision.clone();
-            self.ship_definitions(ctx, decision);
+            self.take_dictionary(ctx, decision);
         }
     }
 
-    /// Takes the master's own saved dictionary as the cluster's and ships it to every
-    /// participant's `dict` (but its own), `ldm` and `tc`.
-    fn ship_definitions(&mut self, ctx: &mut Context, decision: Decision) {
+    /// Takes the saved dictionary, if any, as this dictionary's tables.
+    pub(super) fn take_saved_schema(&mut self) {
         if let Some(image) = self.saved_schema.take() {
             for mut saved in image.tables {
                 // An ordered index still being built when the cluster stopped is built
@@ -506,14 +544,23 @@ impl Dictionary {
                 self.tables.insert(saved.table_id, table);
             }
         }
+    }
+
+    /// Takes the master's saved dictionary (or the one a participant handed over) as the
+    /// cluster's and ships it to every participant's `dict` (but its own and the one that
+    /// handed it over), `ldm` and `tc`.
+    pub(super) fn ship_definitions(&mut self, ctx: &mut Context, decision: Decision) {
+        self.take_saved_schema();
         self.next_table_id = self.next_table_id.max(decision.next_table_id);
         let here = ctx.address();
+        let source = decision.dictionary_from.and_then(|n| self.cluster.node(n));
+        let source = source.map(|n| n.dict_address());
         let receivers: Vec<BlockAddress> = decision
             .participants
             .iter()
             .filter_map(|n| self.cluster.node(n))
             .flat_map(|n| {
-                let dict = Some(n.dict_address()).filter(|&d| d != here);
+                let dict = Some(n.dict_address()).filter(|&d| d != here && Some(d) != source);
                 dict.into_iter()
                     .chain(n.ldm_addresses())
                     .chain(n.tc_addresses())
@@ -684,7 +731,7 @@ impl Dictionary {
     pub(super) fn start_lost(&mut self, ctx: &mut Context, failed: NodeSet) {
         match &self.start {
             Phase::Started => {}
-            Phase::Ordered { participants } if participants.intersects(failed) => {
+            Phase::Ordered { participants, .. } if participants.intersects(failed) => {
                 let reason = format!(
                     "data node(s) {:?} failed during the start from disk; start the cluster \
                      again",
@@ -727,6 +774,7 @@ mod tests {
             holds_data: u32::from(holds_data),
             restores_from_gci: 0,
             next_table_id: node,
+            schema_suspect: 0,
         }
     }
 

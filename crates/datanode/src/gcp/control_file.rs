@@ -33,7 +33,9 @@ use crate::cluster::NodeSet;
 use crate::protocol::{
     DiskState, DiskStateSetConf, GcpRecordConf, LdmRestore, RestoreKind, DICT_BLOCK, LDM_BLOCK,
 };
-use crate::twin_file::{newest, SealError, TwinKind, TwinReader, TwinWriter, WriteProgress};
+use crate::twin_file::{
+    newest, SealError, TwinFiles, TwinKind, TwinReader, TwinWriter, WriteProgress,
+};
 
 /// Format 5: REDO and checkpoint records carry CRC-32C checksums (CRC-32 in format 4,
 /// whose files this version would find broken); since format 4 the local checkpoints
@@ -393,16 +395,12 @@ impl NodeControl {
 
     /// The start's read is over: this start is the node's next life, recorded before
     /// anything of it is logged; then the node's `dict` hears what the disk holds.
-    fn files_read(
-        &mut self,
-        ctx: &mut Context,
-        files: &[Option<Vec<u8>>; 2],
-    ) -> Result<(), String> {
+    fn files_read(&mut self, ctx: &mut Context, files: &TwinFiles) -> Result<(), String> {
         let (found, refusals) = newest(&CONTROL_FILE, files, DiskImage::decode, |i| i.sequence);
         for refusal in &refusals {
-            ctx.log(&format!("control file refused: {refusal}"));
+            ctx.warn(&format!("control file refused: {refusal}"));
         }
-        let present = files.iter().any(Option::is_some);
+        let present = files.any_present();
         let Some(image) = found.or((!present).then(DiskImage::default)) else {
             return Err(format!(
                 "no control file of this data node can be used ({}); the data directory \

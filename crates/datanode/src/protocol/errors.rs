@@ -80,7 +80,9 @@ error_codes! {
     BadTransactionState = 4_258, Permanent;
     /// A data node the transaction used failed; the transaction was aborted.
     NodeFailure = 4_010, Temporary;
-    /// The node is restarting and takes no transactions yet.
+    /// The node is restarting and takes no transactions yet; from the client, no data node
+    /// is connected: the cluster is unavailable for now (NDB: "Cluster temporary
+    /// unavailable"), and nothing was sent.
     NodeStarting = 4_035, Temporary;
     /// The node cannot be sure it is still a member (its read lease lapsed), so it serves
     /// no reads from its replicas for now.

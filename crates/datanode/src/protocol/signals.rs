@@ -1043,6 +1043,10 @@ typed_signal! {
         holds_data: u32,
         restores_from_gci: u64,
         next_table_id: u32,
+    } added {
+        /// 1: a schema file of this node was refused (damaged, unreadable) or is missing
+        /// while its disk holds data, so its dictionary may lack the latest changes.
+        schema_suspect: u32,
     }
 }
 typed_signal! {
@@ -1050,7 +1054,11 @@ typed_signal! {
     /// cluster starts as `cluster_life`, restored to `gci` by `participants` (0 and no
     /// restore in an initial start). Each records it in its control file, then confirms
     /// (`StartOrderConf`).
-    StartOrder = 223 { cluster_life: u32, gci: u64, participants: NodeSet, }
+    StartOrder = 223 { cluster_life: u32, gci: u64, participants: NodeSet, } added {
+        /// The participant whose dictionary the cluster takes (0: the master's): it keeps
+        /// its schema file's tables for [`DictionaryWanted`].
+        dictionary_from: u32,
+    }
 }
 typed_signal! {
     StartOrderConf = 224 {}
@@ -1270,6 +1278,17 @@ typed_signal! {
 typed_signal! {
     /// An `ldm` to itself: the next step of backup `backup_id`'s scan.
     BackupStep = 259 { backup_id: u32, }
+}
+
+typed_signal! {
+    /// From the master's `dict` at a start from disk whose own schema file is suspect, to
+    /// the participant's `dict` named `dictionary_from` in the order: send me your
+    /// tables (as `TableDefinition`s), then say so (`DictionaryHandedOver`).
+    DictionaryWanted = 260 {}
+}
+typed_signal! {
+    /// The answer to `DictionaryWanted`, once the master's `dict` applied every table.
+    DictionaryHandedOver = 261 { tables: u32, }
 }
 
 #[cfg(test)]

@@ -15,13 +15,18 @@ pub const CHAINS_TABLE: &str = "chains";
 
 /// chains(id BIGINT PRIMARY KEY, step BIGINT).
 pub fn create_chains_table(client: &Client) {
+    create_table_like_chains(client, CHAINS_TABLE);
+}
+
+/// A table of the chains table's columns named `name`.
+pub fn create_table_like_chains(client: &Client, name: &str) {
     let int = ColumnType::Int {
         bytes: 8,
         signed: true,
     };
     let schema = TableSchema {
         extra_metadata: Vec::new(),
-        name: CHAINS_TABLE.into(),
+        name: name.into(),
         columns: vec![Column::new("id", int), Column::new("step", int)],
         primary_key: vec![0],
     };

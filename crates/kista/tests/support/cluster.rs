@@ -47,6 +47,18 @@ impl TestCluster {
     /// Starts the processes and returns once each says it is ready (the management server
     /// may not show the data nodes started yet).
     pub fn launch(data_nodes: u8, replicas: u8) -> Self {
+        let every: Vec<u8> = (1..=data_nodes).collect();
+        Self::launch_some(data_nodes, replicas, "", &every)
+    }
+
+    /// [`TestCluster::launch`] with `cluster_settings` (lines of the `[cluster]` section)
+    /// added to the configuration, starting only the data nodes `spawned`.
+    pub fn launch_some(
+        data_nodes: u8,
+        replicas: u8,
+        cluster_settings: &str,
+        spawned: &[u8],
+    ) -> Self {
         static SERIAL: AtomicU32 = AtomicU32::new(0);
         let dir = std::env::temp_dir().join(format!(
             "kista-cluster-{}-{}",
@@ -62,7 +74,7 @@ impl TestCluster {
         let mut config = format!(
             "[cluster]\nreplicas = {replicas}\ndata_memory = \"64M\"\nredo_log = \"128M\"\n\
              heartbeat_interval_ms = {HEARTBEAT_INTERVAL_MS}\n\
-             heartbeat_misses_max = {HEARTBEAT_MISSES_MAX}\n\n\
+             heartbeat_misses_max = {HEARTBEAT_MISSES_MAX}\n{cluster_settings}\n\
              [mgmd]\nport = {}\ndata_dir = \"{}\"\n",
             ports[0],
             dir.join("mgmd").display()
@@ -86,7 +98,13 @@ impl TestCluster {
             nodes: (0..data_nodes).map(|_| None).collect(),
             ports: ports[1..].to_vec(),
         };
-        cluster.spawn_every_node();
+        if spawned.len() == usize::from(data_nodes) {
+            cluster.spawn_every_node();
+        } else {
+            for &id in spawned {
+                cluster.restart(id);
+            }
+        }
         cluster
     }
 

@@ -14,7 +14,7 @@
 //! its files again. (Files themselves are never lost: the model keeps a created file and its
 //! name, as a file system that journals its metadata does.)
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -117,6 +117,8 @@ struct DiskState {
     opens: HashMap<PathBuf, u64>,
     /// Bytes all files may take together; `None`: unbounded.
     capacity_bytes: Option<usize>,
+    /// Files whose every open is refused, as a file with the wrong owner or mode is.
+    unreadable: HashSet<PathBuf>,
 }
 
 impl DiskState {
@@ -211,12 +213,28 @@ impl SimulatedDisk {
     pub fn remove(&self, path: &Path) {
         self.state().files.remove(path);
     }
+
+    /// Refuses every open of `path` from now on with `PermissionDenied` (for tests of
+    /// files that cannot be read), or (`unreadable` false) no longer.
+    pub fn set_unreadable(&self, path: &Path, unreadable: bool) {
+        let mut state = self.state();
+        match unreadable {
+            true => state.unreadable.insert(path.to_path_buf()),
+            false => state.unreadable.remove(path),
+        };
+    }
 }
 
 impl FileStorage for SimulatedDisk {
     fn open(&mut self, path: &Path, create: bool, truncate: bool) -> std::io::Result<u32> {
         let path = checked_relative(path)?.to_path_buf();
         let mut state = self.state();
+        if state.unreadable.contains(&path) {
+            return Err(std::io::Error::new(
+                ErrorKind::PermissionDenied,
+                "the file may not be opened",
+            ));
+        }
         if !create && !state.files.contains_key(&path) {
             return Err(std::io::Error::new(ErrorKind::NotFound, "no such file"));
         }

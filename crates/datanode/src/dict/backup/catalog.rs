@@ -162,7 +162,7 @@ impl Dictionary {
             let (found, refusals) =
                 crate::twin_file::newest(&CATALOG, &files, decode, |(sequence, _)| *sequence);
             for refusal in refusals {
-                ctx.log(&format!("backup catalog refused: {refusal}"));
+                ctx.warn(&format!("backup catalog refused: {refusal}"));
             }
             let (sequence, entries) = found.unwrap_or_default();
             catalog.entries = entries;
