@@ -334,7 +334,8 @@ fn a_first_start_waits_for_a_peer_whose_process_comes_up_late() {
 }
 
 #[test]
-fn a_first_start_goes_on_without_a_peer_that_never_comes_once_the_partial_timeout_passes() {
+fn a_first_start_goes_on_without_a_peer_that_never_comes_once_the_partial_timeout_passes_and_it_joins_later(
+) {
     let partial_ms = 2_000;
     let settings = |node| NodeSettings {
         start_partial_timeout_ms: partial_ms,
@@ -349,4 +350,23 @@ fn a_first_start_goes_on_without_a_peer_that_never_comes_once_the_partial_timeou
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!(seen[0].1.failed, set(&[2]));
     assert_eq!(reported_started(&cluster), [1]);
+
+    // Started at last, it joins and stays: joining, it was heard (it was removed again
+    // at once, as never heard from since node 1 began, and stopped by the arbitrator).
+    cluster.simulation.crash(NodeId(2));
+    cluster.simulation.resume(NodeId(2));
+    cluster.restart_node(NodeId(2), 16 << 20);
+    cluster.run_for_ms(3_000);
+    assert_eq!(joins_seen_by(&cluster, 1).len(), 1, "node 2 joined");
+    assert_eq!(
+        failures_seen_by(&cluster, 1).len(),
+        1,
+        "and was not removed again"
+    );
+    assert!(
+        stopped(&cluster).is_empty(),
+        "{:?}",
+        cluster.simulation.stopped_nodes()
+    );
+    assert_eq!(reported_started(&cluster), [1, 2]);
 }

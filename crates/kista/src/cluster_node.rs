@@ -56,7 +56,7 @@ pub fn fetch(mgm: &str, node: NodeId) -> Result<ClusterNode, Failure> {
 }
 
 /// The data nodes a `status` answer calls started (`node N: started`).
-fn started_nodes(status: &str) -> Vec<NodeId> {
+pub(crate) fn started_nodes(status: &str) -> Vec<NodeId> {
     status
         .lines()
         .filter_map(|line| {

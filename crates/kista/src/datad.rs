@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use kista_datanode::membership::{
-    RESTART_REQUESTED, RESTART_WHEN_STARTED, STOPPED_BY_MANAGEMENT_SERVER,
+    RESTART_REQUESTED, RESTART_WHEN_STARTED, STALE_AT_START, STOPPED_BY_MANAGEMENT_SERVER,
 };
 use kista_datanode::node::NodeSettings;
 use kista_datanode::router::ReadPolicy;
@@ -126,6 +126,12 @@ pub fn run(args: &DatadArgs) -> Result<(), Failure> {
                 }
                 say("starting, as the management server asked");
             }
+            Ended::RejoinWhenServing => {
+                if !wait_for_cluster_to_serve(args, &stop) {
+                    return Ok(());
+                }
+                say("another node serves: restarting into the cluster, copying from it");
+            }
             Ended::Stopped => return Ok(()),
         }
     }
@@ -171,12 +177,36 @@ fn wait_for_start(args: &DatadArgs, stop: &AtomicBool) -> Result<bool, Failure> 
     Ok(false)
 }
 
+/// After a start from disk stopped this node as behind: asks the management server until
+/// another data node is started (true) or this process is told to stop (false). Started
+/// before that, the node would start a cluster of its own.
+fn wait_for_cluster_to_serve(args: &DatadArgs, stop: &AtomicBool) -> bool {
+    let (Some(mgm), Some(id)) = (&args.mgm, args.node_id) else {
+        return false;
+    };
+    say(format_args!(
+        "node {id} waits for another node to serve, then restarts into the cluster"
+    ));
+    while !stop.load(Ordering::SeqCst) {
+        let status = AdminClient::connect(mgm, MGM_WAIT).and_then(|mut a| a.request("status"));
+        let serving = status.map(|status| cluster_node::started_nodes(&status));
+        if serving.is_ok_and(|nodes| nodes.iter().any(|&node| node != NodeId(id))) {
+            return true;
+        }
+        std::thread::sleep(STOP_POLL * 10);
+    }
+    false
+}
+
 /// How one life of the node ended.
 enum Ended {
     Stopped,
     Restart,
     /// Restart once the management server says `N start`.
     RestartWhenStarted,
+    /// A start from disk stopped the node as behind: restart into the cluster once
+    /// another node serves.
+    RejoinWhenServing,
 }
 
 /// The node's layout and options: from the management server (fetched again for each
@@ -254,6 +284,9 @@ fn run_once(
         say(format_args!("stopped: {reason}"));
         if reason.starts_with(STOPPED_BY_MANAGEMENT_SERVER) {
             return Ok(Ended::Stopped);
+        }
+        if reason.starts_with(STALE_AT_START) {
+            return Ok(Ended::RejoinWhenServing);
         }
         // The cluster shut this node out or could not go on: a supervisor should know.
         return Err(Failure::runtime(format!(

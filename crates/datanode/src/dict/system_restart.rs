@@ -38,7 +38,7 @@ use kista_signal::{BlockAddress, NodeId, TypedSignal};
 use super::schema_file::{self, SchemaImage, SCHEMA_FILE};
 use super::{Definition, DictTable, Dictionary};
 use crate::cluster::{ClusterShape, NodeSet};
-use crate::membership::membership_address;
+use crate::membership::{membership_address, STALE_AT_START};
 use crate::protocol::*;
 use crate::send_with_bytes;
 use crate::twin_file::{newest, TwinFiles, TwinReader};
@@ -210,8 +210,9 @@ fn stale_reason(report: &StartReport, life: u32, gci: u64) -> String {
         r => format!("restores GCI {} only", r.restorable_gci),
     };
     format!(
-        "data node {} {why}, while the cluster restores GCI {gci} of its life {life}: it \
-         stops, and copies its data from a peer when started again",
+        "{STALE_AT_START}: data node {} {why}, while the cluster restores GCI {gci} of its \
+         life {life}: it stops, and copies its data from a peer when started again (its \
+         process does so once another node serves)",
         report.node
     )
 }

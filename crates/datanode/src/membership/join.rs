@@ -150,9 +150,13 @@ impl Membership {
                 ctx.shut_out(outside);
             }
         }
+        // Every member counts as heard from now: a joiner too, which in a first start
+        // was never heard from (left out after the partial-start timeout), and would
+        // otherwise count as silent since this node began and be removed at once.
         let now = ctx.now_ns();
-        for member in &order {
+        for &member in &order {
             self.last_heard_ns[usize::from(member.0)] = now;
+            self.heard_from.insert(member);
         }
         self.members = order;
         self.generation = commit.generation;

@@ -703,6 +703,12 @@ pub const STOPPED_BY_MANAGEMENT_SERVER: &str = "stopped by the management server
 /// (`N restart`): the node's process starts it again, restarting into the cluster.
 pub const RESTART_REQUESTED: &str = "restart requested by the management server (N restart)";
 
+/// How the reason begins when a start from disk stops a node that cannot restore the GCI
+/// chosen (its disk is behind, empty, or of an earlier life): the node's process starts it
+/// again once another node serves, and it restarts into the cluster, copying its data
+/// (NDB's node restart after a partial system restart).
+pub const STALE_AT_START: &str = "behind at the start from disk";
+
 /// The reason for `N restart -n`: the node's process waits for `N start` before it starts
 /// the node again.
 pub const RESTART_WHEN_STARTED: &str =

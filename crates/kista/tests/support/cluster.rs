@@ -154,32 +154,19 @@ impl TestCluster {
 
     /// Waits until every data node serves after a start from disk. A node whose disk was
     /// behind (it failed before the others, as a loaded machine's missed heartbeats may
-    /// make it) is stopped by the start, as it should be: once the others serve, it is
-    /// started again and copies its data from a peer (started while the others still
-    /// restore, it would start a cluster of its own and be stopped by the arbitrator).
-    /// Returns the nodes started again so (their disks began afresh).
+    /// make it) is stopped by the start, as it should be; its process starts it again once
+    /// the others serve, and it copies its data from a peer. Returns the nodes that did so
+    /// (their disks began afresh).
     pub fn wait_for_start_from_disk(&mut self) -> Vec<u8> {
         const STALE: &str = "copies its data from a peer when started again";
         let deadline = std::time::Instant::now() + START_LIMIT;
         let ids: Vec<u8> = (1..=self.nodes.len() as u8).collect();
-        let mut restarted = Vec::new();
         loop {
             let states: Vec<String> = ids.iter().map(|&id| self.shown_state(id)).collect();
             if states.iter().all(|state| state == "started") {
-                return restarted;
-            }
-            let others_serve = |id: u8| {
-                let mut others = ids.iter().zip(&states).filter(|(&other, _)| other != id);
-                others.all(|(_, state)| state == "started")
-            };
-            for &id in &ids {
-                let node = self.node(id);
-                let stale = !node.is_running() && node.stderr().contains(STALE);
-                if stale && others_serve(id) && !restarted.contains(&id) {
-                    eprintln!("data node {id} was stale at the start from disk: restarting it");
-                    self.restart(id);
-                    restarted.push(id);
-                }
+                let stale = |id: &u8| self.nodes[usize::from(*id) - 1].as_ref();
+                let stale = |id: &u8| stale(id).is_some_and(|node| node.stderr().contains(STALE));
+                return ids.iter().copied().filter(stale).collect();
             }
             if std::time::Instant::now() >= deadline {
                 panic!(
