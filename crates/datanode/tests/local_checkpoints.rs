@@ -48,6 +48,22 @@ fn restore_node(disk: &SimulatedDisk, gci: u64) -> BTreeMap<i64, i64> {
     rows
 }
 
+/// Both nodes' checkpoints and logs, restored to the last saved GCI, hold the same rows:
+/// every write `workload` had acknowledged.
+fn both_restore_every_acknowledged_write(cluster: &Node, workload: &Workload) {
+    let gci = last_saved_gci(cluster);
+    let states: Vec<_> = [NodeId(1), NodeId(2)]
+        .iter()
+        .map(|node| restore_node(&cluster.disks[node], gci))
+        .collect();
+    assert_eq!(states[0], states[1], "both replicas restore alike");
+    assert_eq!(
+        consistent(&states[0]),
+        (workload.chain_steps.clone(), workload.ballast_batch),
+        "every acknowledged write is restored"
+    );
+}
+
 fn last_saved_gci(cluster: &Node) -> u64 {
     cluster
         .delivered::<GcpSaved>()
@@ -66,17 +82,7 @@ fn a_checkpoint_and_the_log_after_it_restore_the_last_saved_gci() {
         workload.round(&mut cluster);
     }
     cluster.run_for_ms(10 * GCP_INTERVAL_MS);
-    let gci = last_saved_gci(&cluster);
-    let states: Vec<_> = [NodeId(1), NodeId(2)]
-        .iter()
-        .map(|node| restore_node(&cluster.disks[node], gci))
-        .collect();
-    assert_eq!(states[0], states[1], "both replicas restore alike");
-    assert_eq!(
-        consistent(&states[0]),
-        (workload.chain_steps.clone(), workload.ballast_batch),
-        "every acknowledged write is restored"
-    );
+    both_restore_every_acknowledged_write(&cluster, &workload);
     assert!(workload.ballast_batch > 250, "the writes went on");
 }
 
@@ -442,4 +448,94 @@ fn a_node_with_no_usable_checkpoint_whose_log_no_longer_reaches_back_stops_sayin
         two.contains("[1] failed during the start from disk"),
         "node 2 names node 1: {two:?}"
     );
+}
+
+/// The lines of `node`'s log.
+fn log_lines(cluster: &Node, node: NodeId) -> Vec<String> {
+    let log = cluster.simulation.log_of(node);
+    log.iter().map(|line| line.to_string()).collect()
+}
+
+#[test]
+fn a_full_disk_holds_checkpoints_back_without_stopping_a_node_and_they_go_on_once_freed() {
+    let mut cluster = Node::start_cluster(cluster_settings(2, 2, node_settings), 64 << 20, 13);
+    cluster.run_for_ms(200);
+    let mut workload = Workload::new(&mut cluster);
+    for _ in 0..20 {
+        workload.round(&mut cluster);
+    }
+    // Each disk is full from now on: a checkpoint's file cannot grow, while the REDO log's
+    // files, written whole at their creation, take every write within them.
+    for disk in cluster.disks.values() {
+        disk.set_capacity(Some(disk.used_bytes()));
+    }
+    for _ in 0..60 {
+        workload.round(&mut cluster);
+    }
+    let refused = |cluster: &Node, node| {
+        let lines = log_lines(cluster, node);
+        lines
+            .iter()
+            .filter(|l| l.contains("not written: the disk is full"))
+            .count()
+    };
+    for node in [NodeId(1), NodeId(2)] {
+        assert!(
+            refused(&cluster, node) > 0,
+            "{node:?}: {:?}",
+            log_lines(&cluster, node)
+        );
+    }
+    assert!(cluster.stopped().is_empty(), "no node stopped");
+    let before = workload.ballast_batch;
+    assert!(before >= 80, "writes went on: {before}");
+    // Until the log is nearly full: then a write is refused at once, saying the disk is
+    // full, where it would have waited 20 s for a checkpoint to free room.
+    let refused = fill_the_log(&mut cluster, workload.table, 1_000_000);
+    assert_eq!(refused.code, ErrorCode::DiskFull as u32, "{refused:?}");
+    assert!(cluster.stopped().is_empty(), "no node stopped");
+
+    // Space freed: the same checkpoint is tried again and written, freeing the log.
+    for disk in cluster.disks.values() {
+        disk.set_capacity(None);
+    }
+    cluster.run_for_ms(2 * checkpoint_retry_ms());
+    for _ in 0..200 {
+        workload.round(&mut cluster);
+    }
+    cluster.run_for_ms(10 * GCP_INTERVAL_MS);
+    for node in [NodeId(1), NodeId(2)] {
+        let lines = log_lines(&cluster, node);
+        let last_refusal = lines.iter().rposition(|l| l.contains("the disk is full"));
+        let written_after = lines[last_refusal.expect("refused") + 1..]
+            .iter()
+            .any(|line| line.contains("local checkpoint") && line.contains("written"));
+        assert!(written_after, "{node:?} checkpoints again: {lines:?}");
+    }
+    // The log wrapped since: restores read those checkpoints.
+    both_restore_every_acknowledged_write(&cluster, &workload);
+    assert!(cluster.stopped().is_empty(), "no node stopped");
+}
+
+/// Writes batches to rows of its own (`first_tx` on) until one is refused; returns that.
+fn fill_the_log(cluster: &mut Node, table: (u32, u32), first_tx: u64) -> support::Executed {
+    for client_tx in first_tx..first_tx + 2_000 {
+        let ops = (0..BALLAST_ROWS)
+            .map(|row| counter_op(OperationKind::Write, 2_000_000 + row, client_tx as i64))
+            .collect();
+        cluster.send_batch(client_tx, table, ops, ExecuteMode::Commit);
+        let until_ns = cluster.now_ns() + 1_000_000_000;
+        let result = cluster
+            .batch_result(client_tx, until_ns)
+            .expect("an answer at once");
+        if result.outcome != TransactionOutcome::Committed {
+            return result;
+        }
+    }
+    panic!("the log never filled");
+}
+
+/// How long a checkpoint refused for want of space waits (`ldm/checkpoint.rs`).
+fn checkpoint_retry_ms() -> u64 {
+    5_000
 }

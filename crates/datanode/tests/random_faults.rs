@@ -6,7 +6,8 @@
 //! (tearing the disk's unsynced writes) and restarts nodes, pauses and resumes them, cuts
 //! and slows the links between them, and crashes every node and starts the cluster from
 //! disk (a system restart; also whenever the cluster stopped itself), before which one
-//! node's newest schema file may be damaged or made unreadable (it must lose no table).
+//! node's newest schema file may be damaged or made unreadable (it must lose no table);
+//! now and then a started node's disk is full for a step (its checkpoints wait for room).
 //!
 //! Checked at each system restart: the GCI restored is at least every GCI the cluster
 //! called restorable before the crash, and at least that of every durable commit
@@ -150,6 +151,9 @@ struct Run {
     system_restarts: u64,
     /// Schema files damaged or made unreadable before a system restart.
     damaged_schema_files: u64,
+    /// The node whose disk is full for this step, and how many steps had one.
+    full_disk: Option<u8>,
+    full_disks: u64,
     /// Nodes with a schema file made unreadable: the other stays writable (a node that can
     /// write neither stops, and so does every start it takes part in).
     unreadable_schema: BTreeSet<u8>,
@@ -204,6 +208,8 @@ impl Run {
             system_restarts: 0,
             damaged_schema_files: 0,
             unreadable_schema: BTreeSet::new(),
+            full_disk: None,
+            full_disks: 0,
             refused: None,
             map,
             batches: 0,
@@ -617,11 +623,12 @@ impl Run {
         if self.refused.is_some() {
             return;
         }
-        // The last step's pauses, cuts and slowdowns end.
+        // The last step's pauses, cuts, slowdowns and full disk end.
         for node in std::mem::take(&mut self.paused) {
             self.cluster.simulation.resume(NodeId(node));
         }
         self.cluster.simulation.heal();
+        self.free_the_full_disk();
         let (up, down) = self.up_and_down();
         let alive = self.cluster_alive();
         // Most crashes and pauses leave each node group a member to go on with; one in
@@ -665,6 +672,9 @@ impl Run {
             Some(Fault::Slow(a, b, ms)) => simulation.slow_down(NodeId(a), NodeId(b), ms * MS),
             Some(Fault::SystemRestart) | None => {}
         }
+        if matches!(fault, None | Some(Fault::Crash(_) | Fault::Pause(_))) {
+            self.maybe_fill_a_disk();
+        }
         let ms = 100 + self.dice.below(500);
         self.run_for_ms(ms, true);
     }
@@ -677,6 +687,7 @@ impl Run {
         }
         self.take_answers();
         self.check_no_split_brain();
+        self.free_the_full_disk();
         for node in std::mem::take(&mut self.paused) {
             self.cluster.simulation.resume(NodeId(node));
         }
@@ -733,6 +744,35 @@ impl Run {
         self.generations = HashMap::from([(1, self.nodes.iter().map(|&n| (n, all)).collect())]);
         self.restarted_ns.clear();
         true
+    }
+
+    /// Now and then, one running node's disk is full for this step: its checkpoints are
+    /// refused (and tried again; a restarted node's after its copy too), its writes at
+    /// last too, with a temporary error.
+    fn maybe_fill_a_disk(&mut self) {
+        let started = self.running();
+        if self.damage_dice.below(6) != 0 {
+            return;
+        }
+        let Some(node) = self.damage_dice.pick(&started) else {
+            return;
+        };
+        let disk = &self.cluster.disks[&NodeId(node)];
+        disk.set_capacity(Some(disk.used_bytes()));
+        self.full_disk = Some(node);
+        self.full_disks += 1;
+        if verbose() {
+            eprintln!(
+                "{:>8} ms  node {node}'s disk is full",
+                self.cluster.now_ns() / MS
+            );
+        }
+    }
+
+    fn free_the_full_disk(&mut self) {
+        if let Some(node) = self.full_disk.take() {
+            self.cluster.disks[&NodeId(node)].set_capacity(None);
+        }
     }
 
     /// Damages one node's newest schema file (two bytes flipped), or has every open of it
@@ -797,6 +837,7 @@ impl Run {
     /// Heals everything and restarts every node that is down, one at a time; false when
     /// no node is left to restart into (the cluster stopped itself).
     fn heal_all(&mut self) -> bool {
+        self.free_the_full_disk();
         for node in std::mem::take(&mut self.paused) {
             self.cluster.simulation.resume(NodeId(node));
         }
@@ -1001,6 +1042,7 @@ fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_write_and_serve_no_sta
     let first = env_u64("KISTA_RANDOM_FAULT_FIRST_SEED", 0);
     let (mut checked, mut stopped, mut acknowledged, mut reads) = (0, 0, 0, 0);
     let (mut system_restarts, mut refused, mut batches, mut damaged) = (0, 0, 0, 0);
+    let (mut full_disks, mut refused_checkpoints) = (0, 0);
     let mut node_restarts = NodeRestarts::default();
     for seed in first..first + seeds {
         let mut run = Run::start(seed);
@@ -1012,6 +1054,11 @@ fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_write_and_serve_no_sta
         reads += run.reads_answered;
         system_restarts += run.system_restarts;
         damaged += run.damaged_schema_files;
+        full_disks += run.full_disks;
+        refused_checkpoints += (run.nodes.iter())
+            .flat_map(|&node| run.cluster.simulation.log_of(NodeId(node)))
+            .filter(|line| line.contains("not written: the disk is full"))
+            .count();
         batches += run.batches;
         if let Some(why) = &run.refused {
             // A start from disk may refuse to go on only for want of a node able to
@@ -1041,7 +1088,7 @@ fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_write_and_serve_no_sta
         "{seeds} seeds: {checked} checked to the end ({acknowledged} acknowledged writes), \
          {stopped} stopped whole, {refused} refused a start from disk; {reads} reads \
          answered under faults; {system_restarts} system restarts ({damaged} after a \
-         schema file was damaged); {} node restarts, {} \
+         schema file was damaged); {full_disks} steps with a full disk ({refused_checkpoints} checkpoints refused); {} node restarts, {} \
          from their own disk (copying what changed: {} rows, {} deleted keys); {batches} \
          writes of a key and its mirror as one batch",
         node_restarts.all, node_restarts.own_disk, node_restarts.rows, node_restarts.deleted
@@ -1050,6 +1097,10 @@ fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_write_and_serve_no_sta
     assert!(reads > 0, "reads were answered while faults ran");
     assert!(system_restarts > 0, "the cluster started from disk");
     assert!(damaged > 0, "starts met damaged schema files");
+    assert!(
+        full_disks > 0 && refused_checkpoints > 0,
+        "full disks refused checkpoints"
+    );
     assert!(batches > 0, "writes went as batches");
     if seeds >= SEEDS_DEFAULT {
         assert!(

@@ -255,6 +255,11 @@ impl SqlError {
                 ..Self::new(1146, "42S02", message)
             },
             827 => Self::new(1114, "HY000", format!("The table is full ({message})")),
+            4262 => Self::new(
+                1021,
+                "HY000",
+                format!("Disk full ({message}); free space on the data nodes' disks and retry"),
+            ),
             _ if error.category() == ErrorCategory::UnknownOutcome => Self::new(
                 1180,
                 "HY000",
@@ -306,6 +311,13 @@ mod tests {
         );
         let permanent = node_error(626, ErrorCategory::Permanent);
         assert_eq!(SqlError::from_cluster(&permanent).code, 1296);
+        let disk_full = SqlError::from_cluster(&node_error(4262, ErrorCategory::Temporary));
+        assert_eq!((disk_full.code, disk_full.state), (1021, "HY000"));
+        assert!(
+            disk_full.message.starts_with("Disk full"),
+            "{}",
+            disk_full.message
+        );
         let deadlock = node_error(4261, ErrorCategory::Temporary);
         assert_eq!(
             SqlError::from_cluster(&deadlock).code,

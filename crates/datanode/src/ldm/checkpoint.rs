@@ -26,6 +26,11 @@
 //! at a time, started once the REDO log holds a quarter of its ring since the newest
 //! usable checkpoint's start (or half its ring in all), and writes at
 //! `checkpoint_write_bytes_per_sec`, faster as the log fills.
+//!
+//! A checkpoint the disk refuses for want of space is abandoned, not fatal: the node goes
+//! on serving reads, and writes while its REDO log (allocated whole at its creation) has
+//! room; the same checkpoint is tried again every [`NO_SPACE_RETRY`] until the disk takes
+//! it (its half-written file is no checkpoint a restore would use).
 
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -61,6 +66,10 @@ pub(super) const BATCH_ROWS_MAX: usize = 256;
 /// then free it faster than the writes fill it, and one batch per round of the thread's
 /// signals may not (a busy round takes about a millisecond).
 const HURRIED_BATCHES_PER_STEP: usize = 16;
+/// How long a checkpoint the disk refused for want of space waits before it is tried
+/// again: long enough not to flood the log with warnings, short enough that the log
+/// (which fills meanwhile) is freed soon after space is.
+pub(crate) const NO_SPACE_RETRY: Duration = Duration::from_secs(5);
 
 pub(crate) struct LocalCheckpoints {
     instance: u16,
@@ -76,6 +85,16 @@ pub(crate) struct LocalCheckpoints {
     /// since (None: the next one writes every partition whole).
     previous: Option<CheckpointSummary>,
     after_copy: AfterCopy,
+    /// A checkpoint the disk refused for want of space, to be started again.
+    abandoned: Option<Abandoned>,
+}
+
+/// A checkpoint abandoned on a full disk: the same id, at the same pace, once due again.
+#[derive(Clone, Copy, Debug)]
+struct Abandoned {
+    id: u64,
+    write_bytes_per_sec: u64,
+    retry_at_ns: u64,
 }
 
 /// A node that restarted into a running cluster copied its rows from peers, which its log
@@ -141,6 +160,7 @@ impl LocalCheckpoints {
             newest_usable_lsn: None,
             previous: None,
             after_copy: AfterCopy::NotNeeded,
+            abandoned: None,
         }
     }
 
@@ -177,11 +197,17 @@ impl LocalCheckpoints {
         self.previous = None;
     }
 
+    /// Whether the disk refused the last checkpoint for want of space (it is tried again).
+    pub fn held_by_full_disk(&self) -> bool {
+        self.abandoned.is_some()
+    }
+
     /// Whether a checkpoint is being written, written and waiting to become usable, or due
     /// to start at the next global checkpoint: one that will release REDO log
     /// (`ldm/redo_wait.rs` waits for it).
     pub fn will_free_log(&self, redo: &RedoLog) -> bool {
-        self.running.is_some() || !self.written.is_empty() || self.due(redo)
+        let retried = self.abandoned.is_some();
+        self.running.is_some() || retried || !self.written.is_empty() || self.due(redo)
     }
 
     /// Whether the log has filled a quarter of its ring since the newest usable checkpoint
@@ -202,7 +228,7 @@ impl LocalCheckpoints {
         tables: &FxHashMap<u32, LdmTable>,
         redo: &RedoLog,
     ) -> Result<(), String> {
-        if self.running.is_some() || !redo.is_open() {
+        if self.running.is_some() || self.abandoned.is_some() || !redo.is_open() {
             return Ok(());
         }
         if self.after_copy == AfterCopy::Due {
@@ -281,13 +307,55 @@ impl LocalCheckpoints {
         tables: &FxHashMap<u32, LdmTable>,
         redo: &RedoLog,
     ) -> Result<(), String> {
-        match &mut self.running {
-            Some(running) if running.id == step.id => {
+        match (&mut self.running, self.abandoned) {
+            (Some(running), _) if running.id == step.id => {
                 running.busy = false;
                 self.step(ctx, tables, redo)
             }
+            (None, Some(abandoned))
+                if abandoned.id == step.id && ctx.now_ns() >= abandoned.retry_at_ns =>
+            {
+                self.abandoned = None;
+                self.next_id = abandoned.id;
+                self.start(ctx, tables, redo, abandoned.write_bytes_per_sec)
+            }
             _ => Ok(()),
         }
+    }
+
+    /// The disk refused checkpoint `running` for want of space: its file is closed and
+    /// the same checkpoint started again after [`NO_SPACE_RETRY`].
+    fn abandon_for_space(&mut self, ctx: &mut Context) -> Result<(), String> {
+        let running = self.running.take().expect("a checkpoint runs");
+        ctx.warn(&format!(
+            "ldm {}: local checkpoint {} not written: the disk is full ({}); tried again \
+             every {} s. Reads go on, and writes while the REDO log has room (then they \
+             wait, and fail with 410): free space on the data directory's disk",
+            self.instance,
+            running.id,
+            checkpoint_path(self.instance, running.id),
+            NO_SPACE_RETRY.as_secs()
+        ));
+        self.abandoned = Some(Abandoned {
+            id: running.id,
+            write_bytes_per_sec: running.write_bytes_per_sec,
+            retry_at_ns: ctx.now_ns() + NO_SPACE_RETRY.as_nanos() as u64,
+        });
+        let retry = LocalCheckpointStep { id: running.id };
+        ctx.send_delayed(
+            retry.to_signal(ctx.address(), ctx.address()),
+            NO_SPACE_RETRY,
+        );
+        let Some(file) = running.file else {
+            return Ok(());
+        };
+        let close = FileRequest {
+            request_id: CLOSING,
+            file,
+            operation: FileOperation::Close,
+        };
+        ctx.request_io(&close, &[])
+            .map_err(|_| "no section to close a checkpoint file".to_string())
     }
 
     /// Scans a batch of rows (more once the log fills, or when unpaced); once a
@@ -357,9 +425,15 @@ impl LocalCheckpoints {
         tables: &FxHashMap<u32, LdmTable>,
         redo: &RedoLog,
     ) -> Result<Option<CheckpointSummary>, String> {
+        if reply.request_id == CLOSING {
+            return Ok(None);
+        }
         let Some(running) = self.running.as_mut() else {
-            return Ok(None); // a close
+            return Ok(None);
         };
+        if reply.status == FileStatus::NoSpace {
+            return self.abandon_for_space(ctx).map(|()| None);
+        }
         if reply.status != FileStatus::Ok {
             return Err(format!(
                 "the local checkpoint file {} of this data node failed: {:?}",

@@ -82,8 +82,16 @@ fn refusal_now(
     redo: &RedoLog,
     waits: &RedoWaits,
     (checkpointing, own_reserved_bytes): (bool, u64),
+    disk_full: bool,
 ) -> Option<(ErrorCode, String)> {
     let others_reserved = redo.reserved_bytes() > own_reserved_bytes;
+    if disk_full && !others_reserved {
+        // Waiting would only end in 410 after the wait's limit.
+        let why = "the REDO log is nearly full, and the local checkpoint that would free it \
+                   cannot be written: the data directory's disk is full (free space on it; \
+                   reads go on meanwhile)";
+        return Some((ErrorCode::DiskFull, why.to_string()));
+    }
     let why = if !redo.room_possible() {
         "prepared writes reserve nearly all of the REDO log for their commits: a \
          transaction this large never fits (a larger redo_log helps)"
@@ -133,7 +141,9 @@ impl LocalDataManager {
         let checkpointing = (self.checkpoints.as_ref()).is_some_and(|c| c.will_free_log(redo));
         let own_reserved_bytes =
             (self.transactions.get(&transaction)).map_or(0, |t| t.redo_reserved_bytes);
-        refusal_now(redo, &self.redo_waits, (checkpointing, own_reserved_bytes))
+        let disk_full = (self.checkpoints.as_ref()).is_some_and(|c| c.held_by_full_disk());
+        let room = (checkpointing, own_reserved_bytes);
+        refusal_now(redo, &self.redo_waits, room, disk_full)
     }
 
     /// Parks a write until the REDO log has room (its transaction's record exists).

@@ -53,6 +53,10 @@ error_codes! {
     DataMemoryFull = 827, Temporary;
     /// The REDO log is nearly full: writes wait until a local checkpoint frees some of it.
     RedoLogFull = 410, Temporary;
+    /// The REDO log is nearly full and the local checkpoint that would free it cannot be
+    /// written: the data directory's disk is full. Writes succeed again once space is
+    /// freed (reads go on meanwhile).
+    DiskFull = 4_262, Temporary;
     /// Too many row locks or operations at once.
     TooManyLocks = 233, Temporary;
     /// Too many scans are open on the coordinator or a partition executor.

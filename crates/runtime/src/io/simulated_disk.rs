@@ -165,6 +165,11 @@ impl SimulatedDisk {
         self.state().capacity_bytes = capacity_bytes;
     }
 
+    /// The bytes every file takes together now.
+    pub fn used_bytes(&self) -> usize {
+        self.state().used_bytes()
+    }
+
     /// The machine died: every file keeps its synced bytes, a seeded prefix of its later
     /// writes and perhaps part of the next one, and open file numbers are forgotten.
     pub fn crash(&self, rng: &mut Rng) {
