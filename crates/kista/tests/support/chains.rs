@@ -36,8 +36,17 @@ pub fn create_table_like_chains(client: &Client, name: &str) {
 /// Writes `value` to rows `ids` of the chains table, 500 to a transaction committed with
 /// `mode`, each transaction tried again until committed (a node may be failing meanwhile).
 pub fn write_rows(client: &Client, ids: std::ops::Range<i64>, value: i64, mode: ExecuteMode) {
-    let table = client.open_table(CHAINS_TABLE).expect("the chains table");
     let deadline = std::time::Instant::now() + RETRY_LIMIT;
+    // The lookup, too, may meet a node failing.
+    let table = loop {
+        match client.open_table(CHAINS_TABLE) {
+            Ok(table) => break table,
+            Err(error) if error.is_temporary() && std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(error) => panic!("the chains table: {error}"),
+        }
+    };
     let ids: Vec<i64> = ids.collect();
     for batch in ids.chunks(500) {
         loop {

@@ -65,14 +65,30 @@ impl TestCluster {
             std::process::id(),
             SERIAL.fetch_add(1, Ordering::SeqCst)
         ));
+        Self::launch_in(dir, data_nodes, replicas, cluster_settings, spawned)
+    }
+
+    /// [`TestCluster::launch_some`] with everything under `dir` (made if missing). A
+    /// `redo_log` in `cluster_settings` replaces the tests' own.
+    pub fn launch_in(
+        dir: PathBuf,
+        data_nodes: u8,
+        replicas: u8,
+        cluster_settings: &str,
+        spawned: &[u8],
+    ) -> Self {
         std::fs::create_dir_all(&dir).expect("a test directory");
+        let redo_log = match cluster_settings.contains("redo_log") {
+            true => "",
+            false => "redo_log = \"128M\"\n",
+        };
         let ports = free_ports(usize::from(data_nodes) + 1).expect("free ports");
         // Under a bench's load a data node writes ~17 MB/s of REDO log, and while a
         // failure is detected no global checkpoint completes, so no local checkpoint
         // frees any: a 64M log filled and writes got error 410 (now they wait for room,
         // up to 20 s).
         let mut config = format!(
-            "[cluster]\nreplicas = {replicas}\ndata_memory = \"64M\"\nredo_log = \"128M\"\n\
+            "[cluster]\nreplicas = {replicas}\ndata_memory = \"64M\"\n{redo_log}\
              heartbeat_interval_ms = {HEARTBEAT_INTERVAL_MS}\n\
              heartbeat_misses_max = {HEARTBEAT_MISSES_MAX}\n{cluster_settings}\n\
              [mgmd]\nport = {}\ndata_dir = \"{}\"\n",
