@@ -539,3 +539,65 @@ fn fill_the_log(cluster: &mut Node, table: (u32, u32), first_tx: u64) -> support
 fn checkpoint_retry_ms() -> u64 {
     5_000
 }
+
+#[test]
+fn an_unreadable_newest_checkpoint_falls_back_like_a_lost_one_and_its_file_is_passed_by() {
+    let (mut cluster, mut workload) = crashed_after_checkpoints();
+    let saved_before_crash = last_saved_gci(&cluster);
+    // Every open of node 1's newest checkpoint files is refused (their owner or mode
+    // changed), for good: reading them, emptying them, writing them.
+    let disk = cluster.disks[&NodeId(1)].clone();
+    let mut unreadable = Vec::new();
+    for ldm in 0..LDM_INSTANCES {
+        let (_, path) = newest_checkpoint(&disk, ldm);
+        disk.set_unreadable(Path::new(&path), true);
+        unreadable.push(path);
+    }
+    cluster.start_again(64 << 20);
+    let log = cluster.simulation.log_of(NodeId(1));
+    for path in &unreadable {
+        let warned = format!("checkpoint file {path} cannot be read (PermissionDenied)");
+        assert!(log.iter().any(|l| l.contains(&warned)), "{warned}: {log:?}");
+    }
+    let one = rows_through(&mut cluster, NodeId(1), workload.table, 1);
+    let two = rows_through(&mut cluster, NodeId(2), workload.table, 2);
+    assert_eq!(one, two, "both replicas restore alike");
+    let (steps, batch) = consistent(&one);
+    let needed = workload.ballast_in(&cluster, saved_before_crash);
+    assert!(
+        batch >= needed && needed > 150,
+        "batch {batch}, not {needed}"
+    );
+    // The workload goes on from what was restored (the crash lost the last interval).
+    workload.chain_steps = steps;
+    workload.ballast_batch = batch;
+    workload
+        .acknowledged_ns
+        .retain(|&(acknowledged, _)| acknowledged <= batch);
+
+    // The node goes on checkpointing past the files it cannot open, and a later start
+    // (the files still refused) restores from those checkpoints.
+    for _ in 0..300 {
+        workload.round(&mut cluster);
+    }
+    cluster.run_for_ms(10 * GCP_INTERVAL_MS);
+    let log = cluster.simulation.log_of(NodeId(1));
+    let skipped = log
+        .iter()
+        .filter(|l| l.contains("skipped, the next written whole"));
+    assert!(
+        skipped.count() > 0,
+        "a checkpoint met an unreadable file: {log:?}"
+    );
+    assert!(cluster.stopped().is_empty(), "no node stopped");
+    for node in [NodeId(1), NodeId(2)] {
+        cluster.simulation.crash(node);
+    }
+    cluster.start_again(64 << 20);
+    let one = rows_through(&mut cluster, NodeId(1), workload.table, 3);
+    let two = rows_through(&mut cluster, NodeId(2), workload.table, 4);
+    assert_eq!(one, two, "both replicas restore alike again");
+    let (_, batch) = consistent(&one);
+    let needed = workload.ballast_in(&cluster, last_saved_gci(&cluster));
+    assert!(batch >= needed, "batch {batch}, not {needed}");
+}

@@ -341,3 +341,68 @@ fn file_name(path: &Path) -> String {
         .to_string_lossy()
         .into_owned()
 }
+
+/// Files made immutable (`chattr +i`: every open for writing refused, even to root, as a
+/// file of the wrong owner or mode refuses a node's user), made mutable again when dropped.
+struct Immutable(Vec<PathBuf>);
+
+impl Immutable {
+    /// `None` where `chattr` is missing or the file system has no such flag.
+    fn make(paths: Vec<PathBuf>) -> Option<Self> {
+        let done = std::process::Command::new("chattr")
+            .arg("+i")
+            .args(&paths)
+            .status();
+        done.is_ok_and(|status| status.success())
+            .then_some(Self(paths))
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .args(&self.0)
+            .status();
+    }
+}
+
+#[test]
+fn an_unreadable_checkpoint_file_falls_back_like_a_lost_one() {
+    let mut cluster = TestCluster::start(2, 2);
+    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    create_chains_table(&client);
+    drop(client);
+    // Two starts from disk leave every ldm two complete checkpoints.
+    for round in 0..2 {
+        let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+        let ids = round * 500..round * 500 + 500;
+        write_rows(&client, ids, round, ExecuteMode::CommitDurable);
+        drop(client);
+        crash_damage_and_start(&mut cluster, |_| {});
+        cluster.wait_for_start_from_disk();
+    }
+    let mut locked = Vec::new();
+    cluster.crash_every_node();
+    for lcp_dir in ldm_dirs(&cluster.data_dir(1), "lcp") {
+        let complete = complete_checkpoints(&lcp_dir);
+        let (_, _, newest) = complete.last().expect("a checkpoint");
+        locked.push(newest.clone());
+    }
+    let Some(_immutable) = Immutable::make(locked.clone()) else {
+        eprintln!("skipped: chattr +i is not available here");
+        return;
+    };
+    cluster.spawn_every_node();
+    cluster.wait_for_start_from_disk();
+    assert_eq!(
+        every_chains_row(&cluster.mgm),
+        expected(&[(0..500, 0), (500..1_000, 1)])
+    );
+    let node_1_log = cluster.node(1).stderr();
+    for path in locked {
+        let named = format!("{} cannot be read (PermissionDenied)", file_name(&path));
+        assert!(node_1_log.contains(&named), "{named}: {node_1_log}");
+    }
+    assert!(cluster.node(1).is_running(), "node 1 serves");
+}

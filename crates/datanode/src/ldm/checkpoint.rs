@@ -38,7 +38,7 @@ use std::time::Duration;
 use kista_runtime::io::{FileOperation, FileReply, FileRequest, FileStatus};
 use kista_runtime::Context;
 use kista_signal::TypedSignal;
-use kista_storage::checkpoint::{self, CheckpointSummary, PackedRows};
+use kista_storage::checkpoint::{self, CheckpointSummary, PackedRows, CHECKPOINT_FILES};
 use kista_storage::partition::Partition;
 use kista_storage::redo::{LogFull, LogWriter, Record, RowPlace};
 use kista_storage::row_store::RowId;
@@ -87,6 +87,8 @@ pub(crate) struct LocalCheckpoints {
     after_copy: AfterCopy,
     /// A checkpoint the disk refused for want of space, to be started again.
     abandoned: Option<Abandoned>,
+    /// Checkpoints skipped in a row because their file could not be opened.
+    skipped_in_a_row: u32,
 }
 
 /// A checkpoint abandoned on a full disk: the same id, at the same pace, once due again.
@@ -161,6 +163,7 @@ impl LocalCheckpoints {
             previous: None,
             after_copy: AfterCopy::NotNeeded,
             abandoned: None,
+            skipped_in_a_row: 0,
         }
     }
 
@@ -323,6 +326,38 @@ impl LocalCheckpoints {
         }
     }
 
+    /// The running checkpoint's file cannot be opened (`status`: its owner or mode
+    /// changed, say): that id is skipped and the next one written whole, into the next
+    /// file, so no chain needs the file. With every file refused in a row, the node stops.
+    fn skip_unopenable(
+        &mut self,
+        ctx: &mut Context,
+        tables: &FxHashMap<u32, LdmTable>,
+        redo: &RedoLog,
+        status: FileStatus,
+    ) -> Result<(), String> {
+        let running = self.running.take().expect("a checkpoint runs");
+        let path = checkpoint_path(self.instance, running.id);
+        self.skipped_in_a_row += 1;
+        if self.skipped_in_a_row >= CHECKPOINT_FILES {
+            return Err(format!(
+                "no local checkpoint file of ldm {} can be opened (the last, {path}: \
+                 {status:?}): look at the owner and mode of lcp/ldm-{}/",
+                self.instance, self.instance
+            ));
+        }
+        ctx.warn(&format!(
+            "ldm {}: local checkpoint file {path} cannot be opened ({status:?}): checkpoint \
+             {} skipped, the next written whole instead",
+            self.instance, running.id
+        ));
+        self.previous = None;
+        if self.after_copy == (AfterCopy::Checkpointing { id: running.id }) {
+            self.after_copy = AfterCopy::Checkpointing { id: self.next_id };
+        }
+        self.start(ctx, tables, redo, running.write_bytes_per_sec)
+    }
+
     /// The disk refused checkpoint `running` for want of space: its file is closed and
     /// the same checkpoint started again after [`NO_SPACE_RETRY`].
     fn abandon_for_space(&mut self, ctx: &mut Context) -> Result<(), String> {
@@ -434,6 +469,9 @@ impl LocalCheckpoints {
         if reply.status == FileStatus::NoSpace {
             return self.abandon_for_space(ctx).map(|()| None);
         }
+        if reply.request_id == OPENING && reply.status != FileStatus::Ok {
+            return (self.skip_unopenable(ctx, tables, redo, reply.status)).map(|()| None);
+        }
         if reply.status != FileStatus::Ok {
             return Err(format!(
                 "the local checkpoint file {} of this data node failed: {:?}",
@@ -443,6 +481,7 @@ impl LocalCheckpoints {
         }
         match reply.request_id {
             OPENING => {
+                self.skipped_in_a_row = 0;
                 running.file = Some(reply.file);
                 running.busy = false;
                 self.step(ctx, tables, redo).map(|()| None)

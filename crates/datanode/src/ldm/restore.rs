@@ -160,6 +160,11 @@ pub(crate) struct Restore {
     marked_gci: u64,
     /// Where the read in flight began.
     read_offset: Option<u64>,
+    /// Checkpoint slots whose file exists but could not be read (permission denied, an
+    /// I/O error): damaged as far as this start can tell, and not emptied either.
+    unreadable_slots: u32,
+    /// The highest checkpoint id any readable file named.
+    highest_id: u64,
 }
 
 impl Restore {
@@ -193,6 +198,8 @@ impl Restore {
             skipped: 0,
             marked_gci: 0,
             read_offset: None,
+            unreadable_slots: 0,
+            highest_id: 0,
         };
         if kind != RestoreKind::Fresh {
             restore.open(
@@ -254,9 +261,10 @@ impl Restore {
             .map_err(|_| "no section for a file request".to_string())
     }
 
-    /// The checkpoint being written for the restored rows was synced.
+    /// The checkpoint being written for the restored rows was synced (or the one after
+    /// it, written whole when its file could not be opened).
     pub fn checkpointed(&self, id: u64) -> bool {
-        matches!(self.step, Step::Checkpointing { id: waited } if waited == id)
+        matches!(self.step, Step::Checkpointing { id: waited } if id >= waited)
     }
 
     /// The file system's answer to one of the restore's requests.
@@ -271,6 +279,9 @@ impl Restore {
         match (step, reply.status) {
             (OPEN_CHECKPOINT, FileStatus::NotFound) => return self.probed(ctx, index, None),
             (_, FileStatus::Ok) => {}
+            (OPEN_CHECKPOINT | READ_HEADER, status) => {
+                return self.unreadable_checkpoint(ctx, step, index, reply.file, status)
+            }
             (_, status) => {
                 return Err(format!(
                     "restoring from disk failed: {} of ldm {}: {status:?}",
@@ -320,6 +331,43 @@ impl Restore {
         }
     }
 
+    /// Checkpoint slot `slot`'s file exists but cannot be read (`status`): it counts as
+    /// damaged, and the restore falls back to the checkpoints before it, as for a lost
+    /// file. It cannot be emptied either, so this life's checkpoint ids go on past any it
+    /// could hold ([`Restore::first_id_of_this_life`]).
+    fn unreadable_checkpoint(
+        &mut self,
+        ctx: &mut Context,
+        step: u64,
+        slot: u32,
+        file: u32,
+        status: FileStatus,
+    ) -> Result<Next, String> {
+        ctx.warn(&format!(
+            "ldm {}: checkpoint file {} cannot be read ({status:?}): it counts as damaged, \
+             the checkpoints before it serve",
+            self.instance,
+            checkpoint_path(self.instance, u64::from(slot))
+        ));
+        if step == READ_HEADER {
+            self.opened_files.push(file);
+        }
+        self.unreadable_slots += 1;
+        self.probed(ctx, slot, None)
+    }
+
+    /// The id of the checkpoint of the restored rows, the first of this life: the one
+    /// after the checkpoint restored, or, with a file that could not be read (holding any
+    /// id up to a rotation past the highest seen), past every id it could hold, so that
+    /// file never passes for the newest of this life's.
+    fn first_id_of_this_life(&self) -> u64 {
+        let after_restored = self.chosen.map_or(1, |c| c.id + 1);
+        match self.unreadable_slots {
+            0 => after_restored,
+            _ => after_restored.max(self.highest_id + u64::from(CHECKPOINT_FILES) + 1),
+        }
+    }
+
     fn path_of(&self, step: u64, index: u32) -> String {
         match step {
             OPEN_LOG | READ_LOG => log_path(self.instance, index),
@@ -334,6 +382,9 @@ impl Restore {
         slot: u32,
         candidate: Option<Candidate>,
     ) -> Result<Next, String> {
+        if let Some(candidate) = &candidate {
+            self.highest_id = self.highest_id.max(candidate.start.id);
+        }
         self.candidates.extend(candidate);
         let next = slot + 1;
         if next < CHECKPOINT_FILES {
@@ -712,7 +763,7 @@ impl Restore {
             }
             return Ok(Next::Loaded);
         }
-        let checkpoint_id = self.chosen.map_or(1, |c| c.id + 1);
+        let checkpoint_id = self.first_id_of_this_life();
         self.step = Step::Checkpointing { id: checkpoint_id };
         Ok(Next::Resume {
             files,
