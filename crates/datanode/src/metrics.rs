@@ -50,11 +50,20 @@ pub struct CheckpointGauges {
     pub(crate) restorable_gci: Gauge,
 }
 
+/// The space of the file system holding the node's data directory, as its process
+/// measures it (blocks read no file systems).
+#[derive(Default)]
+struct DiskGauges {
+    free_bytes: Gauge,
+    size_bytes: Gauge,
+}
+
 /// Every counter of one data node's blocks.
 pub struct NodeCounters {
     coordinators: Box<[Arc<CoordinatorCounters>]>,
     data_managers: Box<[Arc<DataManagerCounters>]>,
     checkpoints: Arc<CheckpointGauges>,
+    disk: DiskGauges,
 }
 
 impl NodeCounters {
@@ -74,7 +83,15 @@ impl NodeCounters {
             coordinators,
             data_managers,
             checkpoints: Arc::default(),
+            disk: DiskGauges::default(),
         }
+    }
+
+    /// The data directory's file system has `free_bytes` of `size_bytes` free for the
+    /// node (measured by its process).
+    pub fn disk_space(&self, free_bytes: u64, size_bytes: u64) {
+        self.disk.free_bytes.set(free_bytes);
+        self.disk.size_bytes.set(size_bytes);
     }
 
     pub(crate) fn coordinator(&self, instance: u16) -> Arc<CoordinatorCounters> {
@@ -182,6 +199,8 @@ impl NodeCounters {
             &RESTORABLE_GCI,
             self.checkpoints.restorable_gci.get(),
         ));
+        counts.push(Count::of(&DISK_FREE, self.disk.free_bytes.get()));
+        counts.push(Count::of(&DISK_SIZE, self.disk.size_bytes.get()));
         counts
     }
 }
@@ -285,6 +304,19 @@ static RESTORABLE_GCI: Family = Family {
     help: "The newest global checkpoint every member saved: a restart of the whole cluster restores it.",
     kind: Kind::Gauge,
     info_name: "restorable_gci",
+};
+
+static DISK_FREE: Family = Family {
+    metric: "kista_data_dir_free_bytes",
+    help: "Bytes free for the node on the file system of its data directory (0 without one).",
+    kind: Kind::Gauge,
+    info_name: "data_dir_free_bytes",
+};
+static DISK_SIZE: Family = Family {
+    metric: "kista_data_dir_size_bytes",
+    help: "Size of the file system of the node's data directory (0 without one).",
+    kind: Kind::Gauge,
+    info_name: "data_dir_size_bytes",
 };
 
 impl CoordinatorCounters {

@@ -105,7 +105,11 @@ impl DataNodeProcess {
             .serve(runtime.injector())
             .map_err(|e| format!("cannot start serving: {e}"))?;
         let stop_monitor = Arc::new(AtomicBool::new(false));
-        let monitor = spawn_monitor(&runtime, settings, stop_monitor.clone())
+        let watched = Watched {
+            data_dir: options.data_dir.clone(),
+            counters: counters.clone(),
+        };
+        let monitor = spawn_monitor(&runtime, settings, watched, stop_monitor.clone())
             .map_err(|e| format!("cannot start the load monitor: {e}"))?;
         let gauges = DataNodeGauges {
             node: options.node.0,
@@ -197,6 +201,7 @@ fn abort_lost_clients_work(settings: &NodeSettings) -> ConnectionLost {
 fn spawn_monitor(
     runtime: &RunningNode,
     settings: &NodeSettings,
+    watched: Watched,
     stop: Arc<AtomicBool>,
 ) -> std::io::Result<JoinHandle<()>> {
     let injector = runtime.injector();
@@ -219,6 +224,7 @@ fn spawn_monitor(
                 if second.1.elapsed() >= Duration::from_millis(THREAD_LOADS_INTERVAL_MS) {
                     report_thread_loads(&injector, info, &second.0, &now, second.1.elapsed());
                     second = (now.clone(), Instant::now());
+                    watched.measure_disk();
                 }
                 let levels = load_report(node, &before, &now, elapsed_us);
                 before = now;
@@ -233,6 +239,45 @@ fn spawn_monitor(
                 }
             }
         })
+}
+
+/// What the monitor measures for the node besides its threads.
+struct Watched {
+    data_dir: Option<std::path::PathBuf>,
+    counters: Arc<NodeCounters>,
+}
+
+impl Watched {
+    /// The data directory's free space, into the node's gauges (Prometheus,
+    /// `kista_info.counters`).
+    fn measure_disk(&self) {
+        let Some(dir) = &self.data_dir else {
+            return;
+        };
+        if let Some((free_bytes, size_bytes)) = disk_space(dir) {
+            self.counters.disk_space(free_bytes, size_bytes);
+        }
+    }
+}
+
+/// (bytes free for an unprivileged user, size) of the file system holding `dir`.
+pub(crate) fn disk_space(dir: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut stats = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `path` is a NUL-terminated string that outlives the call, and `stats` is
+    // written by statvfs(3) before it is read, only when it succeeds.
+    let stats = unsafe {
+        if libc::statvfs(path.as_ptr(), stats.as_mut_ptr()) != 0 {
+            return None;
+        }
+        stats.assume_init()
+    };
+    let fragment = stats.f_frsize as u64;
+    Some((
+        stats.f_bavail as u64 * fragment,
+        stats.f_blocks as u64 * fragment,
+    ))
 }
 
 fn report_thread_loads(
@@ -250,4 +295,20 @@ fn report_thread_loads(
     };
     // A full node skips a report; the next one comes in a second.
     let _ = injector.inject(report.to_signal(info, info), &body);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_disk_space_of_a_directory_is_its_file_systems() {
+        let dir = std::env::temp_dir();
+        let (free_bytes, size_bytes) = disk_space(&dir).expect("a file system");
+        assert!(
+            size_bytes > 0 && free_bytes <= size_bytes,
+            "{free_bytes} of {size_bytes}"
+        );
+        assert_eq!(disk_space(&dir.join("no such directory here")), None);
+    }
 }

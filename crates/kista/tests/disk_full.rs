@@ -3,6 +3,7 @@
 //! file then fills. Local checkpoints are refused and tried again, never fatal: no data
 //! node stops, reads go on, writes too until the REDO log is nearly full, then they fail
 //! at once with 4262 (disk full, temporary); once the filler is removed, writes go on.
+//! Each node reports the free space it has.
 
 mod support;
 
@@ -113,6 +114,24 @@ fn a_full_disk_stops_no_node_refuses_writes_as_disk_full_and_they_go_on_once_fre
     let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
     create_chains_table(&client);
     let filler = fill(&mounted.0, 256 << 10);
+
+    // Each node tells how little is left (Prometheus, kista_info.counters).
+    let free_of = |node| {
+        let counters = client.node_counters(node).expect("the node's counters");
+        let free = counters
+            .iter()
+            .find(|(name, _)| name == "data_dir_free_bytes");
+        free.map(|(_, bytes)| *bytes)
+            .expect("the free space counted")
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while free_of(kista_client::NodeId(1)) > 1 << 20 {
+        assert!(
+            Instant::now() < deadline,
+            "the node never saw its disk fill"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 
     let refused = write_until_refused(&client, 0);
     assert_eq!(refused.code(), 4262, "{refused}");
