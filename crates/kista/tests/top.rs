@@ -74,6 +74,11 @@ fn top_once_json_shows_every_data_nodes_threads_under_load_and_a_stopped_node() 
     let mut signals = 0;
     for node in nodes {
         assert_eq!(node["live"], true, "{node:#}");
+        let free = node["data_dir_free_bytes"].as_u64();
+        assert!(
+            free.is_some_and(|bytes| bytes > 0),
+            "the disk's free space: {node:#}"
+        );
         let threads = node["threads"].as_array().unwrap();
         assert!(!threads.is_empty(), "{node:#}");
         let modules: Vec<&str> = threads
@@ -164,7 +169,8 @@ fn top_in_a_terminal_shows_each_thread_changes_order_on_s_and_quits_on_q() {
                 .lines()
                 .any(|l| l.starts_with(node) && l.contains("tc.0"))
         };
-        screen.contains("2 data nodes, 2 live") && rows("1 ") && rows("2 ")
+        let disks = screen.contains("node 1 disk") && screen.contains("GiB free");
+        screen.contains("2 data nodes, 2 live") && rows("1 ") && rows("2 ") && disks
     });
     assert!(screen.contains("sorted by cpu"), "{screen}");
     assert!(

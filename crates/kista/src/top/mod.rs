@@ -83,7 +83,28 @@ struct NodeSample {
     /// Why its threads could not be read, if they could not.
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+    /// Bytes free on its data directory's file system, once it measured them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data_dir_free_bytes: Option<u64>,
     threads: Vec<ThreadRow>,
+}
+
+impl NodeSample {
+    /// `node 1 disk 12.3 GiB free`, when known.
+    fn disk_text(&self) -> Option<String> {
+        let free_gib = self.data_dir_free_bytes? as f64 / f64::from(1u32 << 30);
+        Some(format!("node {} disk {free_gib:.1} GiB free", self.node))
+    }
+}
+
+/// Bytes free on `node`'s data directory's file system, from its counters (0 is a node
+/// that keeps nothing on disk, or has not measured yet).
+fn data_dir_free_bytes(client: &Client, node: kista_client::NodeId) -> Option<u64> {
+    let counters = client.node_counters(node).ok()?;
+    let free = counters
+        .into_iter()
+        .find(|(name, _)| name == "data_dir_free_bytes");
+    free.map(|(_, bytes)| bytes).filter(|&bytes| bytes > 0)
 }
 
 /// A thread as shown: percentages of one second.
@@ -182,10 +203,12 @@ fn take_sample(client: &Client) -> Sample {
                 Some(Err(error)) => (Vec::new(), Some(error.to_string())),
                 None => (Vec::new(), Some("not connected".to_string())),
             };
+            let data_dir_free_bytes = live.then(|| data_dir_free_bytes(client, node)).flatten();
             NodeSample {
                 node: node.0,
                 live: live && error.is_none(),
                 error,
+                data_dir_free_bytes,
                 threads,
             }
         })
@@ -273,6 +296,10 @@ fn table_text(sample: &Sample, sort: SortBy) -> String {
     for node in sample.nodes.iter().filter(|n| n.error.is_some()) {
         let error = node.error.as_deref().unwrap_or("");
         text.push_str(&format!("node {}: {error}\n", node.node));
+    }
+    for disk in sample.nodes.iter().filter_map(NodeSample::disk_text) {
+        text.push_str(&disk);
+        text.push('\n');
     }
     text
 }

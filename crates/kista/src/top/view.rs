@@ -75,7 +75,11 @@ fn draw(frame: &mut Frame, sample: &Sample, mgm: &str, sort: SortBy) {
             node.error.as_deref().unwrap_or("")
         ));
     }
-    frame.render_widget(Line::from(title).bold(), header);
+    let disks: Vec<String> = sample.nodes.iter().filter_map(|n| n.disk_text()).collect();
+    let [title_line, disk_line] =
+        Layout::vertical([Constraint::Length(1), Constraint::Length(1)]).areas(header);
+    frame.render_widget(Line::from(title).bold(), title_line);
+    frame.render_widget(Line::from(disks.join("   ")), disk_line);
     let rows = sorted_rows(sample, sort).into_iter().map(|row| {
         let style = match row.load_level {
             5 => Style::new().red(),
