@@ -44,6 +44,8 @@ pub struct NodeReports {
     removed: AtomicU64,
     /// `[node id]` → (used bytes, limit bytes), once reported.
     memory: Mutex<Vec<Option<(u64, u64)>>>,
+    /// `[node id]` → (free MiB, size MiB) of its data directory's disk, once measured.
+    disk: Mutex<Vec<Option<(u32, u32)>>>,
 }
 
 impl NodeReports {
@@ -67,6 +69,21 @@ impl NodeReports {
         memory.get(usize::from(node.0)).copied().flatten()
     }
 
+    /// The latest (free MiB, size MiB) of `node`'s data directory's disk it reported.
+    pub fn disk_of(&self, node: NodeId) -> Option<(u32, u32)> {
+        let disk = self.disk.lock().unwrap_or_else(|p| p.into_inner());
+        disk.get(usize::from(node.0)).copied().flatten()
+    }
+
+    fn disk_measured(&self, node: NodeId, free_mib: u32, size_mib: u32) {
+        let mut disk = self.disk.lock().unwrap_or_else(|p| p.into_inner());
+        let index = usize::from(node.0);
+        if disk.len() <= index {
+            disk.resize(index + 1, None);
+        }
+        disk[index] = (size_mib > 0).then_some((free_mib, size_mib));
+    }
+
     fn started(&self, node: NodeId) {
         self.started
             .fetch_or(NodeSet::of([node]).0, Ordering::AcqRel);
@@ -84,8 +101,12 @@ impl NodeReports {
         self.started.fetch_and(!nodes.0, Ordering::AcqRel);
         self.removed.fetch_and(!nodes.0, Ordering::AcqRel);
         let mut memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
+        let mut disk = self.disk.lock().unwrap_or_else(|p| p.into_inner());
         for node in nodes.iter() {
             if let Some(slot) = memory.get_mut(usize::from(node.0)) {
+                *slot = None;
+            }
+            if let Some(slot) = disk.get_mut(usize::from(node.0)) {
                 *slot = None;
             }
         }
@@ -167,6 +188,7 @@ impl Block for Arbitrator {
             let node = signal.sender().node();
             self.reports
                 .memory_used(node, usage.used_bytes, usage.limit_bytes);
+            (self.reports).disk_measured(node, usage.disk_free_mib, usage.disk_size_mib);
         } else if let Ok(started) = NodeStarted::from_signal(signal) {
             if let Ok(node) = u8::try_from(started.node) {
                 self.reports.started(NodeId(node));

@@ -87,6 +87,12 @@ impl NodeCounters {
         }
     }
 
+    /// (free bytes, size bytes) of the data directory's file system, as last measured
+    /// (0s before the first measurement).
+    pub fn measured_disk_space(&self) -> (u64, u64) {
+        (self.disk.free_bytes.get(), self.disk.size_bytes.get())
+    }
+
     /// The data directory's file system has `free_bytes` of `size_bytes` free for the
     /// node (measured by its process).
     pub fn disk_space(&self, free_bytes: u64, size_bytes: u64) {

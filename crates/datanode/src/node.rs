@@ -295,9 +295,23 @@ pub fn data_node_blocks(
             instance: 0,
         },
         implementation: Box::new(if settings.joins_running_cluster {
-            Membership::joining(settings.clone(), cluster.clone(), memory.clone(), lease)
+            let counters = counters.clone();
+            Membership::joining(
+                settings.clone(),
+                cluster.clone(),
+                memory.clone(),
+                counters,
+                lease,
+            )
         } else {
-            Membership::new(settings.clone(), cluster.clone(), memory.clone(), lease)
+            let counters = counters.clone();
+            Membership::new(
+                settings.clone(),
+                cluster.clone(),
+                memory.clone(),
+                counters,
+                lease,
+            )
         }),
     });
     blocks.push(BlockRegistration {

@@ -110,6 +110,22 @@ fn a_cluster_starts_and_mgm_show_reports_every_node_started() {
     assert!(stdout.contains("mgmd"), "{stdout}");
     assert_eq!(cluster.shown_state(1), "started");
     assert_eq!(cluster.shown_state(2), "started");
+    // Each node's disk, once it measured it (every second) and reported it.
+    let deadline = std::time::Instant::now() + SELF_STOP_LIMIT;
+    loop {
+        let (_, stdout, _) = cluster.mgm("show");
+        let disks = stdout
+            .lines()
+            .filter(|l| l.contains(" disk: ") && l.contains("GiB free of"));
+        if disks.count() == 2 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no disk lines: {stdout}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 #[test]

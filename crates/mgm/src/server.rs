@@ -640,6 +640,9 @@ impl State {
             let address = format!("{}:{}", sql.host, sql.port);
             row("-", "sql", "not connected", "-", "-", address);
         }
+        let disks: Vec<String> = (config.data_nodes.iter())
+            .filter_map(|node| self.disk_line(NodeId(node.node_id)))
+            .collect();
         for (id, holder) in self.leases().held() {
             row(
                 &id.0.to_string(),
@@ -650,6 +653,26 @@ impl State {
                 holder.to_string(),
             );
         }
+        for line in disks {
+            text.push_str(&line);
+            text.push('\n');
+        }
         text
+    }
+
+    /// `node 1 disk: 12.3 GiB free of 50.0 GiB` (its data directory's file system), for a
+    /// connected node that measured it.
+    fn disk_line(&self, node: NodeId) -> Option<String> {
+        let (free_mib, size_mib) = self
+            .reports
+            .disk_of(node)
+            .filter(|_| self.is_connected(node))?;
+        let gib = |mib: u32| f64::from(mib) / 1024.0;
+        Some(format!(
+            "node {} disk: {:.1} GiB free of {:.1} GiB",
+            node.0,
+            gib(free_mib),
+            gib(size_mib)
+        ))
     }
 }

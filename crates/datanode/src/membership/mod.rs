@@ -62,6 +62,7 @@ use kista_storage::memory::DataMemory;
 
 use crate::cluster::{ClusterShape, NodeSet, DATA_NODE_ID_LIMIT};
 use crate::gcp::gcp_address;
+use crate::metrics::NodeCounters;
 use crate::node::NodeSettings;
 use crate::protocol::*;
 use crate::read_lease::{lease_end_ns, ReadLease};
@@ -101,6 +102,9 @@ pub struct Membership {
     cluster: Arc<ClusterShape>,
     /// Reported to the management server each interval.
     memory: Arc<DataMemory>,
+    /// Where the node's process leaves the data directory's free space, reported with the
+    /// memory (reported only: no decision reads it).
+    counters: Arc<NodeCounters>,
     /// The members, most senior (the president) first.
     members: Vec<NodeId>,
     generation: u32,
@@ -151,11 +155,13 @@ impl Membership {
         settings: Arc<NodeSettings>,
         cluster: Arc<ClusterShape>,
         memory: Arc<DataMemory>,
+        counters: Arc<NodeCounters>,
         lease: Arc<ReadLease>,
     ) -> Self {
         let keeps_data_on_disk = settings.keeps_data_on_disk();
         let membership = Self {
             memory,
+            counters,
             lease,
             echoed_ns: [0; DATA_NODE_ID_LIMIT as usize],
             members: cluster.nodes().iter().map(|n| n.node).collect(),
@@ -187,6 +193,7 @@ impl Membership {
         settings: Arc<NodeSettings>,
         cluster: Arc<ClusterShape>,
         memory: Arc<DataMemory>,
+        counters: Arc<NodeCounters>,
         lease: Arc<ReadLease>,
     ) -> Self {
         Self {
@@ -194,7 +201,7 @@ impl Membership {
             generation: 0,
             holds_data: false,
             first_start: false,
-            ..Self::new(settings, cluster, memory, lease)
+            ..Self::new(settings, cluster, memory, counters, lease)
         }
     }
 
@@ -255,9 +262,13 @@ impl Membership {
             return;
         }
         if let Some(arbitrator) = self.settings.arbitrator {
+            let (free_bytes, size_bytes) = self.counters.measured_disk_space();
+            let mib = |bytes: u64| u32::try_from(bytes >> 20).unwrap_or(u32::MAX);
             let usage = MemoryUsage {
                 used_bytes: self.memory.used_bytes(),
                 limit_bytes: self.memory.limit_bytes(),
+                disk_free_mib: mib(free_bytes),
+                disk_size_mib: mib(size_bytes),
             };
             ctx.send_typed(arbitrator, &usage);
         }

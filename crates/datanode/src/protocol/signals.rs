@@ -941,7 +941,12 @@ typed_signal! {
 typed_signal! {
     /// From every data node's membership to the arbitrator each heartbeat interval: its
     /// data memory, for the management server's `report memory`.
-    MemoryUsage = 196 { used_bytes: u64, limit_bytes: u64, }
+    MemoryUsage = 196 { used_bytes: u64, limit_bytes: u64, } added {
+        /// MiB free on the data directory's file system, and its size (0: not measured,
+        /// or no data directory), as the node's process measured them.
+        disk_free_mib: u32,
+        disk_size_mib: u32,
+    }
 }
 typed_signal! {
     /// From the last started replica to a starting one, just before it passes it a
