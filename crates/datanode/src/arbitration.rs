@@ -10,7 +10,7 @@
 //! that start stopped as stale do not count against survivors (they stop, whichever order
 //! their stops are noticed in), nor for them, until they restart into the cluster. The
 //! management server hosts it, as `ndb_mgmd` hosts NDB's, and it keeps what the data
-//! nodes report there ([`NodeReports`]: started or not, data memory).
+//! nodes report there ([`NodeReports`]: started or not, data memory and disk).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -35,17 +35,15 @@ pub const fn arbitrator_address() -> BlockAddress {
 /// What the data nodes report to the management server, written by the [`Arbitrator`]
 /// block and read by the management server's admin commands: which are started (a node
 /// reports its first start, the master a restarted node's; a lost connection, which the
-/// management server reports as a `NodeSuspected`, clears it) and each one's data memory
-/// (reported every heartbeat interval).
+/// management server reports as a `NodeSuspected`, clears it) and each one's data memory and
+/// disk (reported every heartbeat interval).
 #[derive(Debug, Default)]
 pub struct NodeReports {
     started: AtomicU64,
     /// Removed by the cluster, until their connection closes (a paused process's stays).
     removed: AtomicU64,
-    /// `[node id]` → (used bytes, limit bytes), once reported.
-    memory: Mutex<Vec<Option<(u64, u64)>>>,
-    /// `[node id]` → (free MiB, size MiB) of its data directory's disk, once measured.
-    disk: Mutex<Vec<Option<(u32, u32)>>>,
+    /// `[node id]` → what it last reported of its memory and disk.
+    usage: Mutex<Vec<Option<MemoryUsage>>>,
 }
 
 impl NodeReports {
@@ -63,25 +61,24 @@ impl NodeReports {
         self.removed.fetch_or(nodes.0, Ordering::AcqRel);
     }
 
+    /// What `node` last reported of its memory and disk.
+    fn usage_of(&self, node: NodeId) -> Option<MemoryUsage> {
+        let usage = self.usage.lock().unwrap_or_else(|p| p.into_inner());
+        usage.get(usize::from(node.0)).copied().flatten()
+    }
+
     /// The latest (used bytes, limit bytes) `node` reported.
     pub fn memory_of(&self, node: NodeId) -> Option<(u64, u64)> {
-        let memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
-        memory.get(usize::from(node.0)).copied().flatten()
+        (self.usage_of(node)).map(|usage| (usage.used_bytes, usage.limit_bytes))
     }
 
-    /// The latest (free MiB, size MiB) of `node`'s data directory's disk it reported.
+    /// The latest (free MiB, size MiB) of `node`'s data directory's disk it reported, once
+    /// its process measured it.
     pub fn disk_of(&self, node: NodeId) -> Option<(u32, u32)> {
-        let disk = self.disk.lock().unwrap_or_else(|p| p.into_inner());
-        disk.get(usize::from(node.0)).copied().flatten()
-    }
-
-    fn disk_measured(&self, node: NodeId, free_mib: u32, size_mib: u32) {
-        let mut disk = self.disk.lock().unwrap_or_else(|p| p.into_inner());
-        let index = usize::from(node.0);
-        if disk.len() <= index {
-            disk.resize(index + 1, None);
-        }
-        disk[index] = (size_mib > 0).then_some((free_mib, size_mib));
+        let usage = self
+            .usage_of(node)
+            .filter(|usage| usage.disk_size_mib > 0)?;
+        Some((usage.disk_free_mib, usage.disk_size_mib))
     }
 
     fn started(&self, node: NodeId) {
@@ -100,25 +97,21 @@ impl NodeReports {
     fn lost(&self, nodes: NodeSet) {
         self.started.fetch_and(!nodes.0, Ordering::AcqRel);
         self.removed.fetch_and(!nodes.0, Ordering::AcqRel);
-        let mut memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
-        let mut disk = self.disk.lock().unwrap_or_else(|p| p.into_inner());
+        let mut usage = self.usage.lock().unwrap_or_else(|p| p.into_inner());
         for node in nodes.iter() {
-            if let Some(slot) = memory.get_mut(usize::from(node.0)) {
-                *slot = None;
-            }
-            if let Some(slot) = disk.get_mut(usize::from(node.0)) {
+            if let Some(slot) = usage.get_mut(usize::from(node.0)) {
                 *slot = None;
             }
         }
     }
 
-    fn memory_used(&self, node: NodeId, used_bytes: u64, limit_bytes: u64) {
-        let mut memory = self.memory.lock().unwrap_or_else(|p| p.into_inner());
+    fn usage_reported(&self, node: NodeId, reported: MemoryUsage) {
+        let mut usage = self.usage.lock().unwrap_or_else(|p| p.into_inner());
         let index = usize::from(node.0);
-        if memory.len() <= index {
-            memory.resize(index + 1, None);
+        if usage.len() <= index {
+            usage.resize(index + 1, None);
         }
-        memory[index] = Some((used_bytes, limit_bytes));
+        usage[index] = Some(reported);
     }
 }
 
@@ -186,9 +179,7 @@ impl Block for Arbitrator {
     fn execute(&mut self, signal: &Signal, ctx: &mut Context<'_>) {
         if let Ok(usage) = MemoryUsage::from_signal(signal) {
             let node = signal.sender().node();
-            self.reports
-                .memory_used(node, usage.used_bytes, usage.limit_bytes);
-            (self.reports).disk_measured(node, usage.disk_free_mib, usage.disk_size_mib);
+            self.reports.usage_reported(node, usage);
         } else if let Ok(started) = NodeStarted::from_signal(signal) {
             if let Ok(node) = u8::try_from(started.node) {
                 self.reports.started(NodeId(node));

@@ -294,24 +294,13 @@ pub fn data_node_blocks(
             module: Module::Main,
             instance: 0,
         },
-        implementation: Box::new(if settings.joins_running_cluster {
-            let counters = counters.clone();
-            Membership::joining(
-                settings.clone(),
-                cluster.clone(),
-                memory.clone(),
-                counters,
-                lease,
-            )
-        } else {
-            let counters = counters.clone();
-            Membership::new(
-                settings.clone(),
-                cluster.clone(),
-                memory.clone(),
-                counters,
-                lease,
-            )
+        implementation: Box::new({
+            let (settings, cluster) = (settings.clone(), cluster.clone());
+            let (memory, counters) = (memory.clone(), counters.clone());
+            match settings.joins_running_cluster {
+                true => Membership::joining(settings, cluster, memory, counters, lease),
+                false => Membership::new(settings, cluster, memory, counters, lease),
+            }
         }),
     });
     blocks.push(BlockRegistration {

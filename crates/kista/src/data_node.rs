@@ -261,7 +261,7 @@ impl Watched {
 }
 
 /// (bytes free for an unprivileged user, size) of the file system holding `dir`.
-pub(crate) fn disk_space(dir: &std::path::Path) -> Option<(u64, u64)> {
+fn disk_space(dir: &std::path::Path) -> Option<(u64, u64)> {
     use std::os::unix::ffi::OsStrExt;
     let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
     let mut stats = std::mem::MaybeUninit::<libc::statvfs>::uninit();

@@ -121,11 +121,10 @@ pub fn run(args: &SqlArgs) -> Result<(), Failure> {
         connections_max: args.connections_max,
     };
     let catalog = Arc::new(catalog);
-    let server_catalog = catalog.clone();
     let shown = catalog.clone();
     let render = Arc::new(move |out: &mut Exposition| shown.render_metrics(out));
     let _metrics = args.metrics.serve("sql", render)?;
-    let mut server = SqlServer::start(catalog, config)
+    let mut server = SqlServer::start(catalog.clone(), config)
         .map_err(|e| Failure::runtime(format!("cannot listen on {listen}: {e}")))?;
     say(format_args!(
         "listening on {} for MySQL clients (cluster at {})",
@@ -136,8 +135,7 @@ pub fn run(args: &SqlArgs) -> Result<(), Failure> {
     let mut unreachable = Unreachable::new(args.cluster_lost_exit_ms);
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(STOP_POLL);
-        let live = shown_client_live(&server_catalog);
-        if let Some(waited) = unreachable.observe(live) {
+        if let Some(waited) = unreachable.observe(any_data_node_live(&catalog)) {
             let message = format!(
                 "no data node was reachable for {} ms (--cluster-lost-exit-ms): exiting, so \
                  that a supervisor starts this front end afresh",
@@ -155,7 +153,7 @@ pub fn run(args: &SqlArgs) -> Result<(), Failure> {
 }
 
 /// Whether any data node is live for the front end's client.
-fn shown_client_live(catalog: &Catalog) -> bool {
+fn any_data_node_live(catalog: &Catalog) -> bool {
     catalog.client().data_nodes().iter().any(|node| node.live)
 }
 

@@ -123,6 +123,20 @@ fn crash_damage_and_start(cluster: &mut TestCluster, damage: impl FnOnce(&TestCl
     cluster.spawn_every_node();
 }
 
+/// Round r writes rows 500 r to 500 r + 499 with value r, durably, then every data node
+/// is killed and the cluster started again (each start from disk checkpoints what it
+/// restored).
+fn write_rounds_each_checkpointed(cluster: &mut TestCluster, rounds: std::ops::Range<i64>) {
+    for round in rounds {
+        let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+        let ids = round * 500..round * 500 + 500;
+        write_rows(&client, ids, round, ExecuteMode::CommitDurable);
+        drop(client);
+        crash_damage_and_start(cluster, |_| {});
+        cluster.wait_for_start_from_disk();
+    }
+}
+
 fn expected(ranges: &[(std::ops::Range<i64>, i64)]) -> BTreeMap<i64, i64> {
     let mut rows = BTreeMap::new();
     for (ids, value) in ranges {
@@ -181,18 +195,7 @@ fn a_lost_or_damaged_checkpoint_falls_back_and_a_damaged_log_is_refused_naming_i
     drop(client);
     // Each start from disk checkpoints what it restored: three starts leave every ldm
     // two complete checkpoints, the rows of each round in the log after one of them.
-    for round in 0..3 {
-        let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
-        write_rows(
-            &client,
-            round * 500..round * 500 + 500,
-            round,
-            ExecuteMode::CommitDurable,
-        );
-        drop(client);
-        crash_damage_and_start(&mut cluster, |_| {});
-        cluster.wait_for_start_from_disk();
-    }
+    write_rounds_each_checkpointed(&mut cluster, 0..3);
     let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
     write_rows(&client, 0..100, 7, ExecuteMode::CommitDurable);
     drop(client);
@@ -374,14 +377,7 @@ fn an_unreadable_checkpoint_file_falls_back_like_a_lost_one() {
     create_chains_table(&client);
     drop(client);
     // Two starts from disk leave every ldm two complete checkpoints.
-    for round in 0..2 {
-        let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
-        let ids = round * 500..round * 500 + 500;
-        write_rows(&client, ids, round, ExecuteMode::CommitDurable);
-        drop(client);
-        crash_damage_and_start(&mut cluster, |_| {});
-        cluster.wait_for_start_from_disk();
-    }
+    write_rounds_each_checkpointed(&mut cluster, 0..2);
     let mut locked = Vec::new();
     cluster.crash_every_node();
     for lcp_dir in ldm_dirs(&cluster.data_dir(1), "lcp") {

@@ -48,16 +48,16 @@ pub(super) fn dictionary_source(
         return Ok(None);
     }
     let others = decision.participants.iter().filter(|&n| n != master);
-    let candidates: Vec<&StartReport> = std::iter::once(master)
+    // The master first, then the other participants by id.
+    let candidates: Vec<StartReport> = std::iter::once(master)
         .chain(others)
         .filter_map(|node| reports.iter().find(|r| node_of(r.node) == Some(node)))
+        .copied()
         .collect();
-    let has_dictionary = |r: &&&StartReport| r.next_table_id > 0;
-    let sound = candidates
-        .iter()
-        .filter(has_dictionary)
-        .find(|r| r.schema_suspect == 0);
-    let Some(chosen) = sound.or_else(|| candidates.iter().find(has_dictionary)) else {
+    let has_dictionary = |r: &&StartReport| r.next_table_id > 0;
+    let mut with_dictionary = candidates.iter().filter(has_dictionary);
+    let sound = with_dictionary.clone().find(|r| r.schema_suspect == 0);
+    let Some(chosen) = sound.or_else(|| with_dictionary.next()) else {
         if candidates.iter().all(|r| r.schema_suspect == 0) {
             return Ok(None); // a cluster's first start: no dictionary anywhere yet
         }

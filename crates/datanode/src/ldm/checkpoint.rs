@@ -365,7 +365,7 @@ impl LocalCheckpoints {
         ctx.warn(&format!(
             "ldm {}: local checkpoint {} not written: the disk is full ({}); tried again \
              every {} s. Reads go on, and writes while the REDO log has room (then they \
-             wait, and fail with 410): free space on the data directory's disk",
+             fail with 4262, disk full): free space on the data directory's disk",
             self.instance,
             running.id,
             checkpoint_path(self.instance, running.id),
@@ -381,16 +381,7 @@ impl LocalCheckpoints {
             retry.to_signal(ctx.address(), ctx.address()),
             NO_SPACE_RETRY,
         );
-        let Some(file) = running.file else {
-            return Ok(());
-        };
-        let close = FileRequest {
-            request_id: CLOSING,
-            file,
-            operation: FileOperation::Close,
-        };
-        ctx.request_io(&close, &[])
-            .map_err(|_| "no section to close a checkpoint file".to_string())
+        running.file.map_or(Ok(()), |file| close(ctx, file))
     }
 
     /// Scans a batch of rows (more once the log fills, or when unpaced); once a
@@ -495,21 +486,26 @@ impl LocalCheckpoints {
             SYNCING => {
                 let summary = running.summary();
                 ctx.log(&running.written_line(self.instance));
-                let close = FileRequest {
-                    request_id: CLOSING,
-                    file: reply.file,
-                    operation: FileOperation::Close,
-                };
                 self.running = None;
                 self.written.push(summary);
                 self.previous = Some(summary);
-                ctx.request_io(&close, &[])
-                    .map_err(|_| "no section to close a checkpoint file".to_string())?;
+                close(ctx, reply.file)?;
                 Ok(Some(summary))
             }
             _ => Ok(None),
         }
     }
+}
+
+/// Closes a checkpoint's file (written whole, or abandoned); the reply is ignored.
+fn close(ctx: &mut Context, file: u32) -> Result<(), String> {
+    let close = FileRequest {
+        request_id: CLOSING,
+        file,
+        operation: FileOperation::Close,
+    };
+    ctx.request_io(&close, &[])
+        .map_err(|_| "no section to close a checkpoint file".to_string())
 }
 
 /// The file checkpoint `id` of `ldm` instance `instance` goes to (`id` may be the file's
