@@ -513,6 +513,25 @@ impl GlobalCheckpoints {
         self.own_disk_go_on(ctx);
     }
 
+    /// An `ldm` of this node (`from`) found its disk unable to restore the GCI a start from
+    /// disk ordered (why in the section).
+    fn disk_unusable(&mut self, ctx: &mut Context, from: BlockAddress) {
+        if from.node() != self.settings.node {
+            return;
+        }
+        let why = ctx
+            .section()
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+        let why = why.unwrap_or_else(|| format!("ldm {}'s restore failed", from.instance()));
+        let result = match self.control.as_mut() {
+            Some(control) => control.disk_unusable(ctx, &why),
+            None => Err(why),
+        };
+        if let Err(reason) = result {
+            ctx.stop_node(&reason);
+        }
+    }
+
     /// The start from disk is over: the cluster was restored to `gci` and goes on with
     /// the next.
     fn system_started(&mut self, started: SystemStarted) {
@@ -654,6 +673,8 @@ impl Block for GlobalCheckpoints {
             OwnDiskRestore::from_signal(signal).map(|asked| self.own_disk_asked(ctx, asked, from))
         } else if number == LdmRestoreConf::NUMBER {
             LdmRestoreConf::from_signal(signal).map(|conf| self.own_disk_loaded(ctx, conf))
+        } else if number == LdmDiskUnusable::NUMBER {
+            LdmDiskUnusable::from_signal(signal).map(|_| self.disk_unusable(ctx, from))
         } else {
             Ok(())
         };

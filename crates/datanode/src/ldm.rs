@@ -34,6 +34,7 @@ use crate::read::{answer_committed_read, body_error, encode_committed_row, ReadA
 use crate::registry::{read_partition, PartitionRegistry, SharedPartition, Versions};
 use crate::{error_code_of, refuse_prepare, send_sharing_section, send_with_bytes};
 use operation::RunningOperation;
+use restore::RestoreError;
 
 mod backup;
 mod checkpoint;
@@ -1001,10 +1002,17 @@ impl LocalDataManager {
         };
         let next = match restore.replied(ctx, reply, &self.tables) {
             Ok(next) => next,
-            Err(reason) if restore.kind == RestoreKind::BeforeCopy => {
-                return self.restore_abandoned(ctx, &reason);
+            Err(error) if restore.kind == RestoreKind::BeforeCopy => {
+                return self.restore_abandoned(ctx, &error.to_string());
             }
-            Err(reason) => {
+            Err(RestoreError::DiskUnusable(why)) => {
+                // The node's `gcp` records it in the control file, then stops the node.
+                let gcp = BlockAddress::new(ctx.address().node(), GCP_BLOCK, 0);
+                let signal = LdmDiskUnusable {}.to_signal(gcp, ctx.address());
+                send_with_bytes(ctx, signal, why.as_bytes());
+                return Ok(());
+            }
+            Err(RestoreError::Failed(reason)) => {
                 return Err(format!(
                     "{reason}. Restore this node's data directory from a backup, or empty \
                      it: started again once the others serve, the node copies its data \

@@ -12,6 +12,7 @@ mod support;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use kista_datanode::membership::DISK_UNRESTORABLE;
 use kista_datanode::node::NodeSettings;
 use kista_datanode::protocol::*;
 use kista_runtime::io::SimulatedDisk;
@@ -416,8 +417,8 @@ fn a_start_erases_the_checkpoints_it_passed_over_so_a_later_start_never_mixes_th
 }
 
 #[test]
-fn a_node_with_no_usable_checkpoint_whose_log_no_longer_reaches_back_stops_saying_so() {
-    let (mut cluster, _) = crashed_after_checkpoints();
+fn a_node_with_no_usable_checkpoint_whose_log_no_longer_reaches_back_says_so_and_copies() {
+    let (mut cluster, workload) = crashed_after_checkpoints();
     // Two checkpoints in a row damaged on node 1: every chain on its disk needs one of
     // them, or a file written over since, and its log was released up to the start of
     // the newest but one.
@@ -429,9 +430,9 @@ fn a_node_with_no_usable_checkpoint_whose_log_no_longer_reaches_back_stops_sayin
     }
     assert!(
         cluster.try_start_again(64 << 20).is_err(),
-        "the cluster does not start on node 1's disk"
+        "the start that met node 1's disk stops"
     );
-    let stopped = cluster.simulation.stopped_nodes();
+    let stopped = cluster.simulation.stopped_nodes().to_vec();
     let reason_of = |node| {
         let stopped = stopped.iter().find(|(id, _)| *id == node);
         stopped
@@ -440,14 +441,27 @@ fn a_node_with_no_usable_checkpoint_whose_log_no_longer_reaches_back_stops_sayin
     };
     let one = reason_of(NodeId(1));
     assert!(
-        one.contains("the log alone no longer holds every change") && one.contains("empty it"),
-        "node 1 says why and what to do: {one:?}"
+        one.starts_with(DISK_UNRESTORABLE)
+            && one.contains("the log alone no longer holds every change")
+            && one.contains("copies its data from a peer"),
+        "node 1 says why and what comes next: {one:?}"
     );
     let two = reason_of(NodeId(2));
     assert!(
         two.contains("[1] failed during the start from disk"),
         "node 2 names node 1: {two:?}"
     );
+
+    // Started again, the cluster starts from node 2's disk, and node 1 copies from it.
+    cluster.start_again(64 << 20);
+    let table = workload.table;
+    let two = rows_through(&mut cluster, NodeId(2), table, 1);
+    cluster.restart_node(NodeId(1), 64 << 20);
+    cluster.run_for_ms(10_000);
+    cluster.simulation.crash(NodeId(2));
+    cluster.run_for_ms(10_000);
+    let one = rows_through(&mut cluster, NodeId(1), table, 2);
+    assert_eq!(one, two, "node 1 copied every row");
 }
 
 /// The lines of `node`'s log.

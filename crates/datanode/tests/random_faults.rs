@@ -6,7 +6,9 @@
 //! (tearing the disk's unsynced writes) and restarts nodes, pauses and resumes them, cuts
 //! and slows the links between them, and crashes every node and starts the cluster from
 //! disk (a system restart; also whenever the cluster stopped itself), before which one
-//! node's newest schema file may be damaged or made unreadable (it must lose no table);
+//! node's newest schema file may be damaged or made unreadable (it must lose no table),
+//! and one node's control files or a REDO log damaged, when its peers hold its data (it
+//! copies from them; its process starting it again when it stopped the first try);
 //! now and then a started node's disk is full for a step (its checkpoints wait for room).
 //!
 //! Checked at each system restart: the GCI restored is at least every GCI the cluster
@@ -35,6 +37,7 @@ use std::collections::{BTreeSet, HashMap};
 use kista_datanode::cluster::NodeSet;
 use kista_datanode::dict::schema_file;
 use kista_datanode::dist::PartitionMap;
+use kista_datanode::membership::DISK_UNRESTORABLE;
 use kista_datanode::node::NodeSettings;
 use kista_datanode::protocol::*;
 use kista_signal::{BlockAddress, NodeId, TypedSignal};
@@ -124,6 +127,10 @@ struct Run {
     dice: Dice,
     /// The choices of damaged files, apart so the schedule's stay as they were.
     damage_dice: Dice,
+    /// The choices of damaged control files and logs, apart so the others' stay too.
+    disk_damage_dice: Dice,
+    /// Whether control files and logs may be damaged (not in replays of older seeds).
+    damages_disks: bool,
     nodes: Vec<u8>,
     /// Nodes per node group.
     replicas: u8,
@@ -151,6 +158,15 @@ struct Run {
     system_restarts: u64,
     /// Schema files damaged or made unreadable before a system restart.
     damaged_schema_files: u64,
+    /// Nodes whose control files (both twins) or one `ldm`'s REDO log were damaged before
+    /// a system restart, and starts that went on once those nodes stopped the first.
+    damaged_control_files: u64,
+    damaged_logs: u64,
+    starts_after_unrestorable: u64,
+    /// Per node restarted since the last system restart: how many times its log had said
+    /// its disk restores its data again when it restarted (once it says so once more, its
+    /// disk holds what it copied).
+    copied_before: HashMap<u8, usize>,
     /// The node whose disk is full for this step, and how many steps had one.
     full_disk: Option<u8>,
     full_disks: u64,
@@ -182,6 +198,8 @@ impl Run {
             table,
             dice: Dice(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1),
             damage_dice: Dice(seed.wrapping_mul(0xd1b5_4a32_d192_ed03) | 1),
+            disk_damage_dice: Dice(seed.wrapping_mul(0x94d0_49bb_1331_11eb) | 1),
+            damages_disks: true,
             keys: vec![
                 Key {
                     may_hold: vec![],
@@ -207,6 +225,10 @@ impl Run {
             durable_gci: 0,
             system_restarts: 0,
             damaged_schema_files: 0,
+            damaged_control_files: 0,
+            damaged_logs: 0,
+            starts_after_unrestorable: 0,
+            copied_before: HashMap::new(),
             unreadable_schema: BTreeSet::new(),
             full_disk: None,
             full_disks: 0,
@@ -614,6 +636,8 @@ impl Run {
     // ----- the faults -----
 
     fn restart(&mut self, node: u8) {
+        let holds_again = self.said_disk_holds_data_again(node);
+        self.copied_before.insert(node, holds_again);
         self.cluster.restart_node(NodeId(node), DATA_MEMORY_BYTES);
         self.views.remove(&node);
         self.restarted_ns.insert(node, self.cluster.now_ns());
@@ -687,6 +711,7 @@ impl Run {
         }
         self.take_answers();
         self.check_no_split_brain();
+        let damageable = self.damageable();
         self.free_the_full_disk();
         for node in std::mem::take(&mut self.paused) {
             self.cluster.simulation.resume(NodeId(node));
@@ -713,10 +738,11 @@ impl Run {
         if self.damage_dice.below(3) == 0 {
             self.damage_a_schema_file();
         }
+        self.maybe_damage_a_disk(&damageable);
         if verbose() {
             eprintln!("{:>8} ms  system restart", self.cluster.now_ns() / MS);
         }
-        if let Err(why) = self.cluster.try_start_again(DATA_MEMORY_BYTES) {
+        if let Err(why) = self.start_from_disk() {
             self.refused = Some(why);
             return false;
         }
@@ -743,7 +769,107 @@ impl Run {
         self.views = self.nodes.iter().map(|&n| (n, (1, all))).collect();
         self.generations = HashMap::from([(1, self.nodes.iter().map(|&n| (n, all)).collect())]);
         self.restarted_ns.clear();
+        self.copied_before.clear();
         true
+    }
+
+    /// Starts every node from its disk; when a node stopped the start, its disk unable to
+    /// restore its data, once more (as its process does, to copy from a peer).
+    fn start_from_disk(&mut self) -> Result<(), String> {
+        let stops_before = self.cluster.simulation.stopped_nodes().len();
+        let Err(why) = self.cluster.try_start_again(DATA_MEMORY_BYTES) else {
+            return Ok(());
+        };
+        let stops = &self.cluster.simulation.stopped_nodes()[stops_before..];
+        if !(stops.iter()).any(|(_, reason)| reason.starts_with(DISK_UNRESTORABLE)) {
+            return Err(why);
+        }
+        self.starts_after_unrestorable += 1;
+        // The memberships of the start that stopped are of no life: their generations
+        // come again.
+        let (_, offset) = self.cluster.trace_since(self.trace_offset);
+        self.trace_offset = offset;
+        self.cluster.try_start_again(DATA_MEMORY_BYTES)
+    }
+
+    /// How many times `node`'s log said its disk restores its data again.
+    fn said_disk_holds_data_again(&self, node: u8) -> usize {
+        let log = self.cluster.simulation.log_of(NodeId(node));
+        let said = log
+            .iter()
+            .filter(|line| line.contains("disk restores its data again"));
+        said.count()
+    }
+
+    /// The nodes whose every node-group peer runs as a member whose disk holds the data
+    /// (a restarted one once it checkpointed what it copied): whatever a damaged file of
+    /// theirs held, a peer holds too.
+    fn damageable(&self) -> Vec<u8> {
+        let group = |n: u8| (n - 1) / self.replicas;
+        // The cluster's latest membership (a node removed from it may not know yet; the
+        // members may have crashed since).
+        let latest = (self.views.values().copied()).max_by_key(|(generation, _)| *generation);
+        let in_latest =
+            |peer: u8| latest.is_some_and(|(_, members)| members.contains(NodeId(peer)));
+        let holds_data = |peer: u8| {
+            !self.is_down(peer)
+                && self.is_member(peer)
+                && in_latest(peer)
+                && (self.copied_before.get(&peer))
+                    .is_none_or(|&before| self.said_disk_holds_data_again(peer) > before)
+        };
+        let peers_hold = |node: u8| {
+            let peers = self.nodes.iter().copied();
+            let mut peers = peers.filter(|&peer| peer != node && group(peer) == group(node));
+            peers.all(holds_data)
+        };
+        self.nodes
+            .iter()
+            .copied()
+            .filter(|&n| peers_hold(n))
+            .collect()
+    }
+
+    /// Now and then, one of the `damageable` nodes' control files (both twins) or one of
+    /// its `ldm`s' REDO logs (every file zeroed, as a failing disk gives back) is damaged:
+    /// the node cannot restore its data, and copies it from a peer.
+    fn maybe_damage_a_disk(&mut self, damageable: &[u8]) {
+        if !self.damages_disks || self.disk_damage_dice.below(3) != 0 {
+            return;
+        }
+        let Some(node) = self.disk_damage_dice.pick(damageable) else {
+            return;
+        };
+        let disk = &self.cluster.disks[&NodeId(node)];
+        let damaged = if self.disk_damage_dice.below(2) == 0 {
+            self.damaged_control_files += 1;
+            for twin in ["control/node.0", "control/node.1"] {
+                let path = std::path::Path::new(twin);
+                if let Some(mut bytes) = disk.contents(path) {
+                    let middle = bytes.len() / 2;
+                    bytes[middle] ^= 0x5a;
+                    disk.put(path, bytes);
+                }
+            }
+            "both control files".to_string()
+        } else {
+            self.damaged_logs += 1;
+            let ldm = self.disk_damage_dice.below(2);
+            for file in 0.. {
+                let path = std::path::PathBuf::from(format!("redo/ldm-{ldm}/{file:02}.log"));
+                let Some(bytes) = disk.contents(&path) else {
+                    break;
+                };
+                disk.put(&path, vec![0; bytes.len()]);
+            }
+            format!("the REDO log of ldm {ldm}")
+        };
+        if verbose() {
+            eprintln!(
+                "{:>8} ms  {damaged} of node {node} damaged",
+                self.cluster.now_ns() / MS
+            );
+        }
     }
 
     /// Now and then, one running node's disk is full for this step: its checkpoints are
@@ -751,10 +877,10 @@ impl Run {
     /// last too, with a temporary error.
     fn maybe_fill_a_disk(&mut self) {
         let started = self.running();
-        if self.damage_dice.below(6) != 0 {
+        if self.disk_damage_dice.below(6) != 0 {
             return;
         }
-        let Some(node) = self.damage_dice.pick(&started) else {
+        let Some(node) = self.disk_damage_dice.pick(&started) else {
             return;
         };
         let disk = &self.cluster.disks[&NodeId(node)];
@@ -1026,6 +1152,8 @@ fn env_u64(name: &str, default: u64) -> u64 {
 #[test]
 fn a_node_a_start_from_disk_stopped_as_behind_joins_when_started_again_soon() {
     let mut run = Run::start(19_992);
+    // The seed's schedule from before control files and logs were damaged.
+    run.damages_disks = false;
     for _ in 0..STEPS {
         run.step();
     }
@@ -1043,6 +1171,7 @@ fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_write_and_serve_no_sta
     let (mut checked, mut stopped, mut acknowledged, mut reads) = (0, 0, 0, 0);
     let (mut system_restarts, mut refused, mut batches, mut damaged) = (0, 0, 0, 0);
     let (mut full_disks, mut refused_checkpoints) = (0, 0);
+    let (mut damaged_controls, mut damaged_logs, mut starts_after_unrestorable) = (0, 0, 0);
     let mut node_restarts = NodeRestarts::default();
     for seed in first..first + seeds {
         let mut run = Run::start(seed);
@@ -1054,6 +1183,9 @@ fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_write_and_serve_no_sta
         reads += run.reads_answered;
         system_restarts += run.system_restarts;
         damaged += run.damaged_schema_files;
+        damaged_controls += run.damaged_control_files;
+        damaged_logs += run.damaged_logs;
+        starts_after_unrestorable += run.starts_after_unrestorable;
         full_disks += run.full_disks;
         refused_checkpoints += (run.nodes.iter())
             .flat_map(|&node| run.cluster.simulation.log_of(NodeId(node)))
@@ -1064,11 +1196,14 @@ fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_write_and_serve_no_sta
             // A start from disk may refuse to go on only for want of a node able to
             // restore some node group's data.
             // A start may also refuse when no node taking part has a schema file left
-            // (every one of theirs damaged): loudly, losing nothing silently.
+            // (every one of theirs damaged), or when a node whose disk cannot restore its
+            // data recorded a later GCI than its peers (a crash amid the round that
+            // recorded it): loudly, losing nothing silently.
             assert!(
                 why.contains("can restore GCI")
                     || why.contains("holds the data of")
-                    || why.contains("has a schema file that can be used"),
+                    || why.contains("has a schema file that can be used")
+                    || why.contains("but its disk cannot restore it"),
                 "seed {seed}: the start from disk failed: {why}"
             );
             refused += 1;
@@ -1088,7 +1223,9 @@ fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_write_and_serve_no_sta
         "{seeds} seeds: {checked} checked to the end ({acknowledged} acknowledged writes), \
          {stopped} stopped whole, {refused} refused a start from disk; {reads} reads \
          answered under faults; {system_restarts} system restarts ({damaged} after a \
-         schema file was damaged); {full_disks} steps with a full disk ({refused_checkpoints} checkpoints refused); {} node restarts, {} \
+         schema file was damaged, {damaged_controls} after a node's control files were, \
+         {damaged_logs} after a REDO log was; {starts_after_unrestorable} went on once the \
+         damaged node stopped the first try); {full_disks} steps with a full disk ({refused_checkpoints} checkpoints refused); {} node restarts, {} \
          from their own disk (copying what changed: {} rows, {} deleted keys); {batches} \
          writes of a key and its mirror as one batch",
         node_restarts.all, node_restarts.own_disk, node_restarts.rows, node_restarts.deleted
@@ -1097,6 +1234,10 @@ fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_write_and_serve_no_sta
     assert!(reads > 0, "reads were answered while faults ran");
     assert!(system_restarts > 0, "the cluster started from disk");
     assert!(damaged > 0, "starts met damaged schema files");
+    assert!(
+        damaged_controls > 0 && damaged_logs > 0 && starts_after_unrestorable > 0,
+        "starts met damaged control files and logs"
+    );
     assert!(
         full_disks > 0 && refused_checkpoints > 0,
         "full disks refused checkpoints"

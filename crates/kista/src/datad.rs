@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use kista_datanode::membership::{
-    RESTART_REQUESTED, RESTART_WHEN_STARTED, STALE_AT_START, STOPPED_BY_MANAGEMENT_SERVER,
+    DISK_UNRESTORABLE, RESTART_REQUESTED, RESTART_WHEN_STARTED, STALE_AT_START,
+    STOPPED_BY_MANAGEMENT_SERVER,
 };
 use kista_datanode::node::NodeSettings;
 use kista_datanode::router::ReadPolicy;
@@ -120,6 +121,17 @@ pub fn run(args: &DatadArgs) -> Result<(), Failure> {
         };
         match run_once(args, &layout, options, &stop, &slot)? {
             Ended::Restart => say("restarting, as the management server asked"),
+            Ended::RestartToCopy { after } => {
+                say(format_args!(
+                    "starting again in {} ms (once the others left the start this node \
+                     stopped): the start goes on from the peers, and this node copies its \
+                     data from one",
+                    after.as_millis()
+                ));
+                if !pause(after, &stop) {
+                    return Ok(());
+                }
+            }
             Ended::RestartWhenStarted => {
                 if !wait_for_start(args, &stop)? {
                     return Ok(());
@@ -152,6 +164,18 @@ fn touch_memory(bytes: u64) {
         )),
         Err(refused) => kista_log::print(kista_log::Level::Warn, "kista datad", refused),
     }
+}
+
+/// Sleeps `duration`, unless this process is told to stop meanwhile (false).
+fn pause(duration: Duration, stop: &AtomicBool) -> bool {
+    let until = Instant::now() + duration;
+    while Instant::now() < until {
+        if stop.load(Ordering::SeqCst) {
+            return false;
+        }
+        std::thread::sleep(STOP_POLL);
+    }
+    !stop.load(Ordering::SeqCst)
 }
 
 /// After `N restart -n`: asks the management server until `N start` is given (true) or
@@ -207,6 +231,13 @@ enum Ended {
     /// A start from disk stopped the node as behind: restart into the cluster once
     /// another node serves.
     RejoinWhenServing,
+    /// A start from disk found the node's disk unable to restore its data: start again,
+    /// to be found stale (or to join, if the others started meanwhile) and copy. Not at
+    /// once: the other nodes leave the start it stopped when they notice (`after`, a missed
+    /// heartbeat grace, at the latest), and met there they would take it for a split.
+    RestartToCopy {
+        after: Duration,
+    },
 }
 
 /// The node's layout and options: from the management server (fetched again for each
@@ -287,6 +318,10 @@ fn run_once(
         }
         if reason.starts_with(STALE_AT_START) {
             return Ok(Ended::RejoinWhenServing);
+        }
+        if reason.starts_with(DISK_UNRESTORABLE) {
+            let after = Duration::from_millis(grace_ms);
+            return Ok(Ended::RestartToCopy { after });
         }
         // The cluster shut this node out or could not go on: a supervisor should know.
         return Err(Failure::runtime(format!(

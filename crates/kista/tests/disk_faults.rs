@@ -235,7 +235,9 @@ fn a_lost_or_damaged_checkpoint_falls_back_and_a_damaged_log_is_refused_naming_i
     drop(client);
     all.extend((1_500..1_600).map(|id| (id, 3)));
 
-    // A row record node 2 needs is damaged: the start is refused, naming the log.
+    // A row record node 2 needs is damaged: node 2 refuses its disk, naming the log, and
+    // stops that start (node 1 with it); started again, the cluster starts from node 1's
+    // disk, and node 2 copies every row from it.
     crash_damage_and_start(&mut cluster, |cluster| {
         let data_dir = cluster.data_dir(2);
         let (log_dir, lcp_dir) = (ldm_dirs(&data_dir, "redo"), ldm_dirs(&data_dir, "lcp"));
@@ -250,34 +252,96 @@ fn a_lost_or_damaged_checkpoint_falls_back_and_a_damaged_log_is_refused_naming_i
             .expect("a row logged");
         overwrite(&log_dir[0].join("00.log"), write.offset + 40, &[0xa5; 4]);
     });
-    let refused = cluster.node(2).wait_exit(REFUSAL_LIMIT);
-    assert!(matches!(refused, Some((false, _))), "node 2 stops, failing");
-    std::thread::sleep(Duration::from_millis(200));
-    let node_2_log = cluster.node(2).stderr();
-    assert!(
-        node_2_log.contains("redo/ldm-0/ is damaged or missing"),
-        "node 2 names its log: {node_2_log}"
-    );
-    assert!(
-        node_2_log.contains("empty it"),
-        "node 2 says what to do: {node_2_log}"
-    );
     let stopped = cluster.node(1).wait_exit(REFUSAL_LIMIT);
     assert!(
         stopped.is_some(),
         "node 1 stops with the start it cannot finish"
     );
-
-    // Its directory emptied, node 2 copies everything from node 1.
-    std::fs::remove_dir_all(cluster.data_dir(2)).expect("node 2's directory is emptied");
-    cluster.spawn_every_node();
-    cluster.wait_for_start_from_disk();
+    let node_2_log = cluster.node(2).stderr();
+    assert!(
+        node_2_log.contains("redo/ldm-0/ is damaged or missing")
+            && node_2_log.contains("this node's disk cannot restore its data"),
+        "node 2 names its log: {node_2_log}"
+    );
+    assert!(
+        cluster.node(2).is_running(),
+        "node 2's process starts it again: {}\n---- node 1:\n{}",
+        cluster.node(2).stderr(),
+        cluster.node(1).stderr()
+    );
+    cluster.restart(1);
+    let copied = cluster.wait_for_start_from_disk();
+    assert_eq!(
+        copied,
+        vec![2],
+        "node 2 copies its data: {}",
+        cluster.node(2).stderr()
+    );
     assert_eq!(every_chains_row(&cluster.mgm), all);
     cluster.node(1).kill();
     assert_eq!(
         every_chains_row(&cluster.mgm),
         all,
         "node 2 alone holds every row"
+    );
+}
+
+/// The control files of a data directory.
+fn control_files(data_dir: &Path) -> Vec<PathBuf> {
+    (0..2)
+        .map(|slot| data_dir.join(format!("control/node.{slot}")))
+        .collect()
+}
+
+#[test]
+fn a_node_whose_control_files_are_damaged_copies_from_its_peer_and_alone_starts_nothing() {
+    let mut cluster = TestCluster::start(2, 2);
+    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    create_chains_table(&client);
+    write_rows(&client, 0..1_000, 1, ExecuteMode::CommitDurable);
+    drop(client);
+    let all = expected(&[(0..1_000, 1)]);
+
+    // Both twins of node 1's control file damaged: node 1 (the master) refuses its disk,
+    // the cluster starts from node 2's, and node 1 copies every row from it.
+    crash_damage_and_start(&mut cluster, |cluster| {
+        for twin in control_files(&cluster.data_dir(1)) {
+            overwrite(&twin, 20, &[0x5a, 0xa5]);
+        }
+    });
+    let copied = cluster.wait_for_start_from_disk();
+    assert_eq!(copied, vec![1], "node 1 copies its data");
+    assert_eq!(every_chains_row(&cluster.mgm), all);
+    let node_1_log = cluster.node(1).stderr();
+    assert!(
+        (node_1_log.lines())
+            .any(|line| line.contains(" WARN ")
+                && line.contains("control file refused: control/node.0")),
+        "node 1 warns naming the file: {node_1_log}"
+    );
+    cluster.node(2).kill();
+    assert_eq!(
+        every_chains_row(&cluster.mgm),
+        all,
+        "node 1 alone holds every row"
+    );
+
+    // With the only other node's control files damaged too, nothing starts: an empty
+    // cluster would lose every row.
+    cluster.crash_every_node();
+    for id in [1, 2] {
+        for twin in control_files(&cluster.data_dir(id)) {
+            overwrite(&twin, 20, &[0x5a, 0xa5]);
+        }
+    }
+    cluster.spawn_every_node();
+    let refused = cluster.node(1).wait_exit(REFUSAL_LIMIT);
+    assert!(matches!(refused, Some((false, _))), "node 1 stops, failing");
+    let node_1_log = cluster.node(1).stderr();
+    assert!(
+        node_1_log.contains("hold data their disks cannot restore")
+            && node_1_log.contains("Nothing starts empty"),
+        "the start says why it stops: {node_1_log}"
     );
 }
 

@@ -120,12 +120,14 @@ impl Decision {
 
 /// Decides a start from the members' reports: every node group must have a member that
 /// holds data of the latest life any member holds, and the GCI restored is the latest
-/// that such a member of every group restores. No member with data: an initial start.
+/// that such a member of every group restores. No member with data: an initial start,
+/// unless a member holds data it cannot restore (then nothing starts).
 pub fn decide(cluster: &ClusterShape, reports: &[StartReport]) -> Result<Decision, String> {
-    let holding = |r: &&StartReport| r.holds_data != 0 && r.cluster_life > 0;
+    let holding = |r: &&StartReport| r.holds_data == DiskHolds::Data as u32 && r.cluster_life > 0;
     let next_table_id = reports.iter().map(|r| r.next_table_id).max().unwrap_or(1);
     let all = NodeSet::of(reports.iter().filter_map(|r| node_of(r.node)));
     let Some(life) = reports.iter().filter(holding).map(|r| r.cluster_life).max() else {
+        refuse_unrestorable(reports)?;
         return Ok(Decision {
             cluster_life: 1,
             gci: 0,
@@ -137,6 +139,7 @@ pub fn decide(cluster: &ClusterShape, reports: &[StartReport]) -> Result<Decisio
     };
     let current = |r: &StartReport| holding(&r) && r.cluster_life == life;
     let gci = latest_every_group_restores(cluster, reports, &current, life)?;
+    refuse_losing_what_only_unrestorable_disks_held(reports, life, gci)?;
     let restores =
         |r: &StartReport| current(r) && r.restores_from_gci <= gci && gci <= r.restorable_gci;
     for (group, nodes) in cluster.node_groups().iter().enumerate() {
@@ -173,6 +176,54 @@ pub fn decide(cluster: &ClusterShape, reports: &[StartReport]) -> Result<Decisio
     })
 }
 
+/// With no member holding data it can restore, a member whose disk holds data it cannot
+/// restore makes the start fail: an initial start would begin an empty cluster, and its
+/// tables' rows would be lost for good.
+fn refuse_unrestorable(reports: &[StartReport]) -> Result<(), String> {
+    let unrestorable = reports
+        .iter()
+        .filter(|r| r.holds_data == DiskHolds::Unrestorable as u32);
+    let nodes: Vec<u32> = unrestorable.map(|r| r.node).collect();
+    if nodes.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "data node(s) {nodes:?} hold data their disks cannot restore (see their logs), and \
+         no other data node that started holds any: start the cluster's other nodes, or \
+         restore their data directories (or the cluster, from a backup). Nothing starts \
+         empty in their place"
+    ))
+}
+
+/// A node whose disk proved unable to restore its data may have recorded a later GCI (or
+/// life) than the one the others restore: it was then the only one to hold its commits
+/// (the others were behind), and starting without them would lose them. Nothing starts;
+/// emptying that node's directory says to start without them. (A node whose control file
+/// itself is lost reports no GCI: this cannot be checked for it.)
+fn refuse_losing_what_only_unrestorable_disks_held(
+    reports: &[StartReport],
+    life: u32,
+    gci: u64,
+) -> Result<(), String> {
+    let unrestorable = reports
+        .iter()
+        .filter(|r| r.holds_data == DiskHolds::Unrestorable as u32);
+    let Some(later) = unrestorable
+        .filter(|r| (r.cluster_life, r.restorable_gci) > (life, gci))
+        .max_by_key(|r| (r.cluster_life, r.restorable_gci))
+    else {
+        return Ok(());
+    };
+    Err(format!(
+        "data node {} recorded GCI {} of the cluster's life {}, later than GCI {gci} of life \
+         {life}, the latest the other nodes restore, but its disk cannot restore it (see its \
+         log): starting would lose the commits made since. Repair or restore its data \
+         directory; or, to start from GCI {gci} and lose them, empty it (it then copies \
+         from a peer)",
+        later.node, later.restorable_gci, later.cluster_life
+    ))
+}
+
 /// The latest GCI that a node of every node group restores, among the nodes holding
 /// data of the cluster's latest life (`current`).
 fn latest_every_group_restores(
@@ -200,6 +251,14 @@ fn latest_every_group_restores(
 /// Why a node does not take part in a start from disk restoring `gci` of `life`.
 fn stale_reason(report: &StartReport, life: u32, gci: u64) -> String {
     let why = match report {
+        r if r.holds_data == DiskHolds::Unrestorable as u32 && r.cluster_life == 0 => {
+            "holds data its disk cannot restore, its control file lost (see its log): if it \
+             ran on after the others stopped, the commits it alone held are lost"
+                .into()
+        }
+        r if r.holds_data == DiskHolds::Unrestorable as u32 => {
+            "holds data its disk cannot restore (a file damaged or unreadable: see its log)".into()
+        }
         r if r.holds_data == 0 || r.cluster_life == 0 => "holds no data to restore".into(),
         r if r.cluster_life < life => {
             format!("holds data of the cluster's life {}", r.cluster_life)
@@ -860,6 +919,59 @@ mod tests {
             refused.contains("node group 0 can restore GCI 41"),
             "{refused}"
         );
+    }
+
+    /// A node whose control file, or a log its restore needed, proved damaged.
+    fn report_unrestorable(node: u32) -> StartReport {
+        StartReport {
+            holds_data: DiskHolds::Unrestorable as u32,
+            ..report(node, 0, 0, false)
+        }
+    }
+
+    #[test]
+    fn a_node_whose_disk_cannot_restore_copies_from_a_peer_and_never_starts_an_empty_cluster() {
+        let reports = [
+            report_unrestorable(1),
+            report(2, 2, 40, true),
+            report(3, 2, 41, true),
+            report(4, 2, 41, true),
+        ];
+        let decision = decide(&cluster(), &reports).unwrap();
+        assert_eq!((decision.cluster_life, decision.gci), (3, 40));
+        assert_eq!(decision.participants, nodes(&[2, 3, 4]));
+        let (stale, why) = &decision.stale[0];
+        assert_eq!(stale.0, 1);
+        assert!(why.contains("holds data its disk cannot restore"), "{why}");
+        assert!(why.starts_with(STALE_AT_START), "{why}");
+
+        // Having recorded a later GCI than the others restore, it held commits no other
+        // node did: nothing starts.
+        let alone_ahead = [
+            StartReport {
+                restorable_gci: 44,
+                cluster_life: 2,
+                ..report_unrestorable(1)
+            },
+            report(2, 2, 40, true),
+            report(3, 2, 41, true),
+            report(4, 2, 41, true),
+        ];
+        let refused = decide(&cluster(), &alone_ahead).unwrap_err();
+        assert!(
+            refused.contains("data node 1 recorded GCI 44") && refused.contains("empty it"),
+            "{refused}"
+        );
+
+        // Alone, or beside nodes without data, it is no reason for an initial start.
+        for reports in [
+            vec![report_unrestorable(1)],
+            vec![report_unrestorable(1), report(2, 0, 0, false)],
+        ] {
+            let refused = decide(&cluster(), &reports).unwrap_err();
+            assert!(refused.contains("data node(s) [1] hold data"), "{refused}");
+            assert!(refused.contains("Nothing starts empty"), "{refused}");
+        }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! start and rewritten as that changes, in twin files `control/node.0` and `.1`.
 //!
 //! ```text
-//! payload   node life u32, cluster life u32, restorable GCI u64, holds data u32 (0 or 1),
+//! payload   node life u32, cluster life u32, restorable GCI u64, holds u32 (DiskHolds),
 //!           restores from GCI u64, shape: data nodes u64 (a bit per node id),
 //!           replicas u32, partitions per node u32, ldm instances u32
 //! ```
@@ -13,10 +13,11 @@
 //!   older life than the others' holds a history the cluster left behind;
 //! - *restorable GCI*: the latest GCI every member saved while this node was one, which
 //!   this node's checkpoints and logs restore;
-//! - *holds data*: whether they restore it at all: not on a node that copied its data
-//!   from a peer in a node restart, whose log lacks what was copied, until each of its
-//!   `ldm`s wrote a local checkpoint begun after the copy (and a GCI that checkpoint
-//!   needs is recorded);
+//! - *holds*: whether they restore it at all ([`DiskHolds`]): not on a node that copied
+//!   its data from a peer in a node restart, whose log lacks what was copied, until each
+//!   of its `ldm`s wrote a local checkpoint begun after the copy (and a GCI that
+//!   checkpoint needs is recorded); nor on one whose files proved unusable at a start
+//!   from disk, which says so (`Unrestorable`) until it copied from a peer;
 //! - *restores from GCI*: the earliest GCI they restore: such a checkpoint's rows may be
 //!   of GCIs up to this one, and the older checkpoints are gone (0 on a node that started
 //!   from disk, whose checkpoints serve any GCI a start may choose);
@@ -24,14 +25,22 @@
 //!   go to node groups and `ldm` instances by it, so data of another shape would be
 //!   restored into the wrong partitions: a start from disk refuses it, and a restarting
 //!   node copies every row instead.
+//!
+//! With both twins unusable, the file says nothing this node can trust: a start from disk
+//! reports the disk `Unrestorable` without writing anything (the cluster starts from its
+//! peers, or not at all), and a node joining a running cluster copies every row. With
+//! one twin refused, the other, a write older, serves; the refused one may have recorded
+//! the next life, so the node counts two lives on, never reusing one its log stamped.
 
 use kista_runtime::io::FileReply;
 use kista_runtime::Context;
 use kista_signal::BlockAddress;
 
 use crate::cluster::NodeSet;
+use crate::membership::DISK_UNRESTORABLE;
 use crate::protocol::{
-    DiskState, DiskStateSetConf, GcpRecordConf, LdmRestore, RestoreKind, DICT_BLOCK, LDM_BLOCK,
+    DiskHolds, DiskState, DiskStateSetConf, GcpRecordConf, LdmRestore, RestoreKind, DICT_BLOCK,
+    LDM_BLOCK,
 };
 use crate::twin_file::{
     newest, SealError, TwinFiles, TwinKind, TwinReader, TwinWriter, WriteProgress,
@@ -77,7 +86,7 @@ pub struct DiskImage {
     pub node_life: u32,
     pub cluster_life: u32,
     pub restorable_gci: u64,
-    pub holds_data: bool,
+    pub holds: DiskHolds,
     pub restores_from_gci: u64,
     /// The shape its data was placed by (all zero before the node held any).
     pub shape: DiskShape,
@@ -90,6 +99,8 @@ pub enum ControlFileError {
     Sealed(#[from] SealError),
     #[error("its content is {0} bytes, not {PAYLOAD_BYTES}")]
     Length(usize),
+    #[error("it says the disk holds {0}, which no version of this file means")]
+    Holds(u32),
 }
 
 impl DiskImage {
@@ -99,7 +110,7 @@ impl DiskImage {
             out.extend_from_slice(&self.node_life.to_le_bytes());
             out.extend_from_slice(&self.cluster_life.to_le_bytes());
             out.extend_from_slice(&self.restorable_gci.to_le_bytes());
-            out.extend_from_slice(&u32::from(self.holds_data).to_le_bytes());
+            out.extend_from_slice(&(self.holds as u32).to_le_bytes());
             out.extend_from_slice(&self.restores_from_gci.to_le_bytes());
             out.extend_from_slice(&self.shape.data_nodes.0.to_le_bytes());
             out.extend_from_slice(&self.shape.replicas.to_le_bytes());
@@ -116,12 +127,13 @@ impl DiskImage {
             .map_err(|_| ControlFileError::Length(payload.len()))?;
         let word = |at: usize| u32::from_le_bytes(payload[at..at + 4].try_into().expect("4"));
         let double = |at: usize| u64::from(word(at)) | (u64::from(word(at + 4)) << 32);
+        let holds = DiskHolds::of(word(16)).ok_or(ControlFileError::Holds(word(16)))?;
         Ok(Self {
             sequence,
             node_life: word(0),
             cluster_life: word(4),
             restorable_gci: double(8),
-            holds_data: word(16) != 0,
+            holds,
             restores_from_gci: double(20),
             shape: DiskShape {
                 data_nodes: NodeSet(double(28)),
@@ -149,6 +161,8 @@ enum Held {
     },
     /// A restarting node's `ldm`s open their logs, stamped with the life just recorded.
     OpenLogs,
+    /// The node stops, its disk recorded as unable to restore its data (why).
+    StopUnrestorable(String),
 }
 
 /// The `gcp` block's keeping of the control file.
@@ -172,6 +186,8 @@ pub(crate) struct NodeControl {
     learned_life: Option<u32>,
     /// Whether the start's read is over.
     read: bool,
+    /// Whether the disk was found unable to restore its data (the node stops).
+    unusable: bool,
 }
 
 impl NodeControl {
@@ -188,6 +204,7 @@ impl NodeControl {
             recorded_since_checkpoints: None,
             learned_life: None,
             read: false,
+            unusable: false,
         }
     }
 
@@ -222,15 +239,15 @@ impl NodeControl {
         }
         self.image.restorable_gci = self.image.restorable_gci.max(gci);
         let restores = self.learned_life.is_some() && self.checkpoints_restore(gci);
-        if self.joining && !self.image.holds_data && restores {
-            self.image.holds_data = true;
+        if self.joining && self.image.holds != DiskHolds::Data && restores {
+            self.image.holds = DiskHolds::Data;
             self.image.restores_from_gci = gci;
             ctx.log(&format!(
                 "this node's disk restores its data again, GCI {gci} and later: a start from \
                  disk may restore from it"
             ));
         }
-        let holds_data = self.image.holds_data;
+        let holds_data = self.image.holds == DiskHolds::Data;
         let held = Held::Recorded {
             master,
             gci,
@@ -258,7 +275,7 @@ impl NodeControl {
     pub fn own_disk_gci(&self) -> Option<u64> {
         let life = self.learned_life.filter(|_| self.read)?;
         let image = &self.image;
-        let usable = image.holds_data
+        let usable = image.holds == DiskHolds::Data
             && image.shape == self.shape
             && image.cluster_life == life
             && image.restorable_gci >= image.restores_from_gci;
@@ -278,7 +295,7 @@ impl NodeControl {
             return Ok(());
         }
         self.old_data_kept = false;
-        self.image.holds_data = false;
+        self.image.holds = DiskHolds::Nothing;
         self.image.restores_from_gci = 0;
         self.image.shape = self.shape;
         if let Some(life) = self.learned_life {
@@ -334,10 +351,28 @@ impl NodeControl {
     ) -> Result<(), String> {
         self.image.cluster_life = cluster_life;
         self.image.restorable_gci = gci;
-        self.image.holds_data = true;
+        self.image.holds = DiskHolds::Data;
         self.image.restores_from_gci = 0;
         self.image.shape = self.shape;
         self.changed(ctx, Some(Held::ConfirmTo(from)))
+    }
+
+    /// At a start from disk, what this node's disk holds proved unable to restore the GCI
+    /// ordered (`why`, from an `ldm`): the file says so before the node stops, so the next
+    /// start copies from a peer instead of failing the same way again.
+    pub fn disk_unusable(&mut self, ctx: &mut Context, why: &str) -> Result<(), String> {
+        if self.unusable {
+            return Ok(());
+        }
+        self.unusable = true;
+        ctx.warn(&format!("this node's disk cannot restore its data: {why}"));
+        if !self.read {
+            // Nothing of this start was written: the file already says what it did.
+            ctx.stop_node(&unrestorable_reason(why));
+            return Ok(());
+        }
+        self.image.holds = DiskHolds::Unrestorable;
+        self.changed(ctx, Some(Held::StopUnrestorable(why.to_string())))
     }
 
     fn changed(&mut self, ctx: &mut Context, held: Option<Held>) -> Result<(), String> {
@@ -390,6 +425,7 @@ impl NodeControl {
                 ctx.send_typed(master, &GcpRecordConf { gci, holds_data });
             }
             Held::OpenLogs => self.open_logs(ctx),
+            Held::StopUnrestorable(why) => ctx.stop_node(&unrestorable_reason(&why)),
         }
     }
 
@@ -400,42 +436,81 @@ impl NodeControl {
         for refusal in &refusals {
             ctx.warn(&format!("control file refused: {refusal}"));
         }
-        let present = files.any_present();
-        let Some(image) = found.or((!present).then(DiskImage::default)) else {
-            return Err(format!(
-                "no control file of this data node can be used ({}); the data directory \
-                 is damaged: restore it, or empty it to start the node afresh",
-                refusals.join("; ")
-            ));
-        };
-        if image.holds_data && image.shape != self.shape {
-            if !self.joining {
-                return Err(format!(
-                    "this data directory holds data placed for {}, but the configuration \
-                     now gives {}: its partitions would be restored in the wrong places. \
-                     Start with the earlier configuration (changing the data nodes, \
-                     replicas or partitions needs an online reorganisation, not yet \
-                     possible), or empty this node's directory to have it copy its data \
-                     from a peer",
-                    image.shape, self.shape
-                ));
+        let image = match found {
+            Some(image) => image,
+            None if !files.any_present() => DiskImage::default(),
+            None if self.joining => {
+                ctx.warn(
+                    "no control file of this data node can be used: what its disk holds is \
+                     not restored, and every row is copied from a peer",
+                );
+                DiskImage {
+                    holds: DiskHolds::Unrestorable,
+                    ..DiskImage::default()
+                }
             }
-            ctx.log(&format!(
-                "this node's disk holds data placed for {}, not {}: every row is copied",
-                image.shape, self.shape
-            ));
-        }
+            None => {
+                self.unusable_at_start(ctx);
+                return Ok(());
+            }
+        };
+        self.check_shape(ctx, &image)?;
         self.image = image;
-        self.image.node_life += 1;
-        if !image.holds_data {
+        // A refused twin may have been the newer one, recording a life this one does not
+        // know: the new life goes past it.
+        self.image.node_life += if refusals.is_empty() { 1 } else { 2 };
+        if image.holds != DiskHolds::Data {
             self.image.shape = self.shape;
         }
         self.writer = TwinWriter::new(CONTROL_FILE, image.sequence);
         self.read = true;
-        let dict = BlockAddress::new(ctx.address().node(), DICT_BLOCK, 0);
         // A joining node's disk keeps what it held until its copy is over.
-        let held = (!self.joining).then_some(Held::ReportTo(dict));
+        let held = (!self.joining).then_some(Held::ReportTo(dict_of(ctx)));
         self.changed(ctx, held)
+    }
+
+    /// A start from disk found no control file it can use: nothing tells what the disk
+    /// restores. The node's `dict` hears that it holds data it cannot restore, and
+    /// nothing is written (the damaged files stay for whoever looks into them): the
+    /// cluster starts from the peers, this node copying from one later, or not at all.
+    fn unusable_at_start(&mut self, ctx: &mut Context) {
+        ctx.warn(
+            "no control file of this data node can be used: what its disk holds is not \
+             restored; the start goes on from its peers if they hold the data (this node \
+             then copies from one), and stops otherwise",
+        );
+        self.unusable = true;
+        let state = DiskState {
+            node_life: 0,
+            cluster_life: 0,
+            restorable_gci: 0,
+            holds_data: DiskHolds::Unrestorable as u32,
+            restores_from_gci: 0,
+        };
+        ctx.send_typed(dict_of(ctx), &state);
+    }
+
+    /// Data placed for another shape is refused by a start from disk (it would be restored
+    /// into the wrong partitions); a joining node copies every row instead.
+    fn check_shape(&self, ctx: &mut Context, image: &DiskImage) -> Result<(), String> {
+        if image.holds != DiskHolds::Data || image.shape == self.shape {
+            return Ok(());
+        }
+        if !self.joining {
+            return Err(format!(
+                "this data directory holds data placed for {}, but the configuration now \
+                 gives {}: its partitions would be restored in the wrong places. Start \
+                 with the earlier configuration (changing the data nodes, replicas or \
+                 partitions needs an online reorganisation, not yet possible), or empty \
+                 this node's directory to have it copy its data from a peer",
+                image.shape, self.shape
+            ));
+        }
+        ctx.log(&format!(
+            "this node's disk holds data placed for {}, not {}: every row is copied",
+            image.shape, self.shape
+        ));
+        Ok(())
     }
 
     /// A restarting node's `ldm`s start with empty partitions, checkpoint files and logs,
@@ -457,10 +532,24 @@ impl NodeControl {
             node_life: self.image.node_life,
             cluster_life: self.image.cluster_life,
             restorable_gci: self.image.restorable_gci,
-            holds_data: u32::from(self.image.holds_data),
+            holds_data: self.image.holds as u32,
             restores_from_gci: self.image.restores_from_gci,
         }
     }
+}
+
+/// The node's `dict`.
+fn dict_of(ctx: &Context) -> BlockAddress {
+    BlockAddress::new(ctx.address().node(), DICT_BLOCK, 0)
+}
+
+/// Why a node whose disk cannot restore its data stops: its process starts it again at
+/// once, and that start copies from a peer (`why`: what proved unusable).
+fn unrestorable_reason(why: &str) -> String {
+    format!(
+        "{DISK_UNRESTORABLE}: {why}. The control file says so: started again, the node \
+         copies its data from a peer, or the cluster's start stops if none holds it"
+    )
 }
 
 #[cfg(test)]
@@ -474,7 +563,7 @@ mod tests {
             node_life: 3,
             cluster_life: 2,
             restorable_gci: (7 << 32) | 9,
-            holds_data: true,
+            holds: DiskHolds::Unrestorable,
             restores_from_gci: (5 << 32) | 1,
             shape: DiskShape {
                 data_nodes: NodeSet(0b110 | 1 << 63),

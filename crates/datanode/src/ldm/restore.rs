@@ -134,6 +134,25 @@ pub(crate) enum Next {
     Loaded,
 }
 
+/// Why a restore cannot go on.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RestoreError {
+    /// What the disk holds cannot restore the GCI asked: a log or checkpoint file is
+    /// damaged, missing or unreadable. Its peers may hold the rows; this disk never will.
+    #[error("{0}")]
+    DiskUnusable(String),
+    /// Anything else (no memory for the rows, no section for a request): the disk may be
+    /// sound, and a later start may restore it.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl From<String> for RestoreError {
+    fn from(reason: String) -> Self {
+        Self::Failed(reason)
+    }
+}
+
 pub(crate) struct Restore {
     pub gci: u64,
     pub life: u32,
@@ -273,21 +292,27 @@ impl Restore {
         ctx: &mut Context,
         reply: FileReply,
         tables: &FxHashMap<u32, LdmTable>,
-    ) -> Result<Next, String> {
+    ) -> Result<Next, RestoreError> {
         let index = (reply.request_id & u64::from(u32::MAX)) as u32;
         let step = reply.request_id & STEP_MASK;
         match (step, reply.status) {
-            (OPEN_CHECKPOINT, FileStatus::NotFound) => return self.probed(ctx, index, None),
+            (OPEN_CHECKPOINT, FileStatus::NotFound) => return Ok(self.probed(ctx, index, None)?),
             (_, FileStatus::Ok) => {}
             (OPEN_CHECKPOINT | READ_HEADER, status) => {
-                return self.unreadable_checkpoint(ctx, step, index, reply.file, status)
+                return Ok(self.unreadable_checkpoint(ctx, step, index, reply.file, status)?)
             }
             (_, status) => {
-                return Err(format!(
+                let why = format!(
                     "restoring from disk failed: {} of ldm {}: {status:?}",
                     self.path_of(step, index),
                     self.instance
-                ))
+                );
+                // A file the restore reads failed it; one it empties (a full disk) did not.
+                let read = matches!(step, OPEN_LOG | READ_LOG | READ_CHECKPOINT);
+                return Err(match read {
+                    true => RestoreError::DiskUnusable(why),
+                    false => RestoreError::Failed(why),
+                });
             }
         }
         match step {
@@ -310,10 +335,10 @@ impl Restore {
                     file: reply.file,
                     start,
                 });
-                self.probed(ctx, index, candidate)
+                Ok(self.probed(ctx, index, candidate)?)
             }
-            READ_CHECKPOINT => self.checkpoint_read(ctx, tables),
-            OPEN_LOG => self.log_opened(ctx, index, reply.file),
+            READ_CHECKPOINT => Ok(self.checkpoint_read(ctx, tables)?),
+            OPEN_LOG => Ok(self.log_opened(ctx, index, reply.file)?),
             READ_LOG => self.log_read(ctx, tables),
             CLEAR_CHECKPOINT => {
                 // Synced empty: a crash must not bring back an old checkpoint, which a
@@ -325,7 +350,7 @@ impl Restore {
                 self.request(ctx, CLOSE_CLEARED, index, reply.file, FileOperation::Close)?;
                 Ok(Next::Going)
             }
-            CLOSE_CLEARED => self.cleared(ctx),
+            CLOSE_CLEARED => Ok(self.cleared(ctx)?),
             CLOSE => Ok(Next::Going),
             other => unreachable!("the restore asked for nothing of kind {other:#x}"),
         }
@@ -691,7 +716,7 @@ impl Restore {
         &mut self,
         ctx: &mut Context,
         tables: &FxHashMap<u32, LdmTable>,
-    ) -> Result<Next, String> {
+    ) -> Result<Next, RestoreError> {
         let data = ctx.section().map(|data| data.to_vec()).unwrap_or_default();
         let chunk_lsn = self.read_offset.take().unwrap_or(0);
         let Step::Replaying { scan, .. } = &mut self.step else {
@@ -728,20 +753,20 @@ impl Restore {
             }
         }
         match end {
-            Ok(lsn) => self.read_log_at(ctx, lsn),
-            Err(Some(found)) => Err(format!(
+            Ok(lsn) => Ok(self.read_log_at(ctx, lsn)?),
+            Err(Some(found)) => Err(RestoreError::DiskUnusable(format!(
                 "the REDO log of ldm {} was overwritten where the restore must begin (LSN \
                  {from}, found {found}): its local checkpoints are missing or damaged, and \
                  the log alone no longer holds every change",
                 self.instance
-            )),
+            ))),
             Err(None) => self.replayed(ctx, head_lsn),
         }
     }
 
     /// The log's end is reached: the data manager goes on logging there and checkpoints
     /// (before a copy: the log's files close, and the partitions are loaded).
-    fn replayed(&mut self, ctx: &mut Context, head_lsn: u64) -> Result<Next, String> {
+    fn replayed(&mut self, ctx: &mut Context, head_lsn: u64) -> Result<Next, RestoreError> {
         let Step::Replaying { files, .. } = &mut self.step else {
             return Ok(Next::Going);
         };
@@ -750,12 +775,12 @@ impl Restore {
         if reached < self.gci {
             // The node recorded the GCI only once every change of it was synced here: the
             // log lost records (a file damaged or missing), and what it holds is less.
-            return Err(format!(
+            return Err(RestoreError::DiskUnusable(format!(
                 "the REDO log of ldm {} ends before GCI {}, which this node recorded as \
                  saved (its last mark is of GCI {reached}): a log file under redo/ldm-{}/ \
                  is damaged or missing",
                 self.instance, self.gci, self.instance
-            ));
+            )));
         }
         if self.kind == RestoreKind::BeforeCopy {
             for file in files {

@@ -720,6 +720,11 @@ pub const RESTART_REQUESTED: &str = "restart requested by the management server 
 /// (NDB's node restart after a partial system restart).
 pub const STALE_AT_START: &str = "behind at the start from disk";
 
+/// How the reason begins when a start from disk found that this node's disk cannot
+/// restore its data (a file damaged, missing or unreadable): its control file says so, and
+/// the node's process starts it again at once; that start copies from a peer.
+pub const DISK_UNRESTORABLE: &str = "this node's disk cannot restore its data";
+
 /// The reason for `N restart -n`: the node's process waits for `N start` before it starts
 /// the node again.
 pub const RESTART_WHEN_STARTED: &str =

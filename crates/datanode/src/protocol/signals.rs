@@ -1026,9 +1026,9 @@ typed_signal! {
 
 typed_signal! {
     /// From a node's `gcp` to its `dict` at the start, once the node's control file was
-    /// read and rewritten for this life: what the node's disk holds. `holds_data` (0 or
-    /// 1): its checkpoints and logs restore the cluster of `cluster_life` to
-    /// `restorable_gci`, or to any GCI from `restores_from_gci` on.
+    /// read and rewritten for this life: what the node's disk holds. `holds_data` (a
+    /// [`DiskHolds`]): whether its checkpoints and logs restore the cluster of
+    /// `cluster_life` to `restorable_gci`, or to any GCI from `restores_from_gci` on.
     DiskState = 221 {
         node_life: u32,
         cluster_life: u32,
@@ -1037,6 +1037,31 @@ typed_signal! {
         restores_from_gci: u64,
     }
 }
+/// What a node's disk holds, by its control file (`DiskState`'s and `StartReport`'s
+/// `holds_data` word).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DiskHolds {
+    /// Nothing to restore: a new node, or one whose copy from a peer is not checkpointed
+    /// yet.
+    #[default]
+    Nothing = 0,
+    /// Data its checkpoints and logs restore.
+    Data = 1,
+    /// Data it cannot restore: its control file, or a log or checkpoint a restore needed,
+    /// proved damaged or unreadable. Unlike `Nothing`, a start from disk never takes such
+    /// a node for a new one: it copies from a peer that holds the data, and with no such
+    /// peer the start stops, saying so, rather than begin an empty cluster.
+    Unrestorable = 2,
+}
+
+impl DiskHolds {
+    pub fn of(word: u32) -> Option<Self> {
+        [Self::Nothing, Self::Data, Self::Unrestorable]
+            .into_iter()
+            .find(|holds| *holds as u32 == word)
+    }
+}
+
 typed_signal! {
     /// From every member's `dict` to the master's at a start: the node's `DiskState`, and
     /// the next table id its schema file holds (0: no schema file).
@@ -1294,6 +1319,14 @@ typed_signal! {
 typed_signal! {
     /// The answer to `DictionaryWanted`, once the master's `dict` applied every table.
     DictionaryHandedOver = 261 { tables: u32, }
+}
+
+typed_signal! {
+    /// From an `ldm` to its node's `gcp` at a start from disk: what its disk holds cannot
+    /// restore the GCI ordered (a REDO or checkpoint file damaged, missing or unreadable;
+    /// why in the section). The control file says so, then the node stops and starts
+    /// again, copying its data from a peer.
+    LdmDiskUnusable = 262 {}
 }
 
 #[cfg(test)]

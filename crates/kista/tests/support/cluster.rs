@@ -172,17 +172,14 @@ impl TestCluster {
     /// behind (it failed before the others, as a loaded machine's missed heartbeats may
     /// make it) is stopped by the start, as it should be; its process starts it again once
     /// the others serve, and it copies its data from a peer. Returns the nodes that did so
-    /// (their disks began afresh).
+    /// (their disks began afresh), as the master of the start logged them.
     pub fn wait_for_start_from_disk(&mut self) -> Vec<u8> {
-        const STALE: &str = "copies its data from a peer when started again";
         let deadline = std::time::Instant::now() + START_LIMIT;
         let ids: Vec<u8> = (1..=self.nodes.len() as u8).collect();
         loop {
             let states: Vec<String> = ids.iter().map(|&id| self.shown_state(id)).collect();
             if states.iter().all(|state| state == "started") {
-                let stale = |id: &u8| self.nodes[usize::from(*id) - 1].as_ref();
-                let stale = |id: &u8| stale(id).is_some_and(|node| node.stderr().contains(STALE));
-                return ids.iter().copied().filter(stale).collect();
+                return self.stale_at_start();
             }
             if std::time::Instant::now() >= deadline {
                 panic!(
@@ -192,6 +189,26 @@ impl TestCluster {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// The nodes a start from disk stopped as stale, by the master's log lines
+    /// (`behind at the start from disk: data node N ...`) in the running processes' logs.
+    fn stale_at_start(&self) -> Vec<u8> {
+        const STALE: &str = "behind at the start from disk: data node ";
+        let logs = self.nodes.iter().flatten().map(|node| node.stderr());
+        let mut stale: Vec<u8> = logs
+            .flat_map(|log| {
+                let named = log.match_indices(STALE).map(|(at, _)| at + STALE.len());
+                let ids = named.filter_map(|from| {
+                    let digits = log[from..].split(|c: char| !c.is_ascii_digit()).next()?;
+                    digits.parse().ok()
+                });
+                ids.collect::<Vec<u8>>()
+            })
+            .collect();
+        stale.sort_unstable();
+        stale.dedup();
+        stale
     }
 
     /// Whether each process runs, and the last lines of its log, for a failure message.
