@@ -11,6 +11,13 @@
 //! their stops are noticed in), nor for them, until they restart into the cluster. The
 //! management server hosts it, as `ndb_mgmd` hosts NDB's, and it keeps what the data
 //! nodes report there ([`NodeReports`]: started or not, data memory and disk).
+//!
+//! What it decided outlives a restart of the management server: each change of the winner
+//! or the life is saved ([`ArbitrationRecord`], the management server's disk) before the
+//! answer that depends on it goes. Forgotten, the winner of a split would no longer hold
+//! back a node that was left behind: started alone after the others crashed, it would be
+//! let go on, and the start from disk would restore its older GCI (NDB's arbitrator keeps
+//! nothing; its management server's restart opens that window).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,6 +30,7 @@ use crate::protocol::{
     ArbitrationConf, ArbitrationRequest, ClusterLifeBegins, ClusterLifeBegunConf, MembershipGrew,
     MembershipShrank, MemoryUsage, NodeStarted, NodeSuspected, ARBITRATOR_BLOCK,
 };
+use crate::twin_file::{SealError, TwinKind};
 
 /// The management server's node id: data nodes have 1-48, clients 64 and up.
 pub const MANAGEMENT_NODE: NodeId = NodeId(49);
@@ -115,46 +123,132 @@ impl NodeReports {
     }
 }
 
-#[derive(Default)]
-pub struct Arbitrator {
+/// What the arbitrator decided, which must outlive it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ArbitrationState {
     /// The survivors it last let go on.
-    winner: Option<NodeSet>,
+    pub winner: Option<NodeSet>,
     /// The latest cluster life a start from disk began, and the nodes it stopped.
-    cluster_life: u32,
-    stopping: NodeSet,
+    pub cluster_life: u32,
+    pub stopping: NodeSet,
+}
+
+/// The file the management server keeps an [`ArbitrationState`] in (written whole, then
+/// renamed over the last, so a crash leaves one or the other).
+pub const ARBITRATION_FILE: TwinKind = TwinKind {
+    magic: *b"KARB",
+    format_version: 1,
+    path: "arbitration",
+    request_tag: 0,
+};
+
+const STATE_BYTES: usize = 24;
+
+/// Why an arbitration file cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ArbitrationFileError {
+    #[error("{0}")]
+    Sealed(#[from] SealError),
+    #[error("its content is {0} bytes, not {STATE_BYTES}")]
+    Length(usize),
+}
+
+impl ArbitrationState {
+    /// The file's bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        ARBITRATION_FILE.seal(0, STATE_BYTES, |out| {
+            out.extend_from_slice(&u32::from(self.winner.is_some()).to_le_bytes());
+            out.extend_from_slice(&self.winner.unwrap_or_default().0.to_le_bytes());
+            out.extend_from_slice(&self.cluster_life.to_le_bytes());
+            out.extend_from_slice(&self.stopping.0.to_le_bytes());
+        })
+    }
+
+    /// Reads a file's bytes back, checking everything.
+    pub fn decode(bytes: &[u8]) -> Result<Self, ArbitrationFileError> {
+        let (_, payload) = ARBITRATION_FILE.unseal(bytes)?;
+        let payload: &[u8; STATE_BYTES] = payload
+            .try_into()
+            .map_err(|_| ArbitrationFileError::Length(payload.len()))?;
+        let word = |at: usize| u32::from_le_bytes(payload[at..at + 4].try_into().expect("4"));
+        let double = |at: usize| u64::from(word(at)) | (u64::from(word(at + 4)) << 32);
+        Ok(Self {
+            winner: (word(0) != 0).then_some(NodeSet(double(4))),
+            cluster_life: word(12),
+            stopping: NodeSet(double(16)),
+        })
+    }
+}
+
+/// Where the arbitrator's decisions are kept: saved (durably) before it answers on them.
+pub trait ArbitrationRecord: Send {
+    fn save(&mut self, state: &ArbitrationState) -> Result<(), String>;
+}
+
+/// A record that keeps nothing: an arbitrator that starts afresh with its process (the
+/// simulation's, which never restarts).
+pub struct Unrecorded;
+
+impl ArbitrationRecord for Unrecorded {
+    fn save(&mut self, _: &ArbitrationState) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+pub struct Arbitrator {
+    state: ArbitrationState,
+    record: Box<dyn ArbitrationRecord>,
     reports: Arc<NodeReports>,
 }
 
+impl Default for Arbitrator {
+    fn default() -> Self {
+        Self::new(Arc::default())
+    }
+}
+
 impl Arbitrator {
-    /// An arbitrator that keeps what the data nodes report in `reports`.
+    /// An arbitrator that keeps what the data nodes report in `reports` and its decisions
+    /// nowhere.
     pub fn new(reports: Arc<NodeReports>) -> Self {
+        Self::recorded(reports, ArbitrationState::default(), Box::new(Unrecorded))
+    }
+
+    /// An arbitrator that goes on from `state` (what `record` last saved).
+    pub fn recorded(
+        reports: Arc<NodeReports>,
+        state: ArbitrationState,
+        record: Box<dyn ArbitrationRecord>,
+    ) -> Self {
         Self {
-            winner: None,
-            cluster_life: 0,
-            stopping: NodeSet::EMPTY,
+            state,
+            record,
             reports,
         }
     }
 
     /// A start from disk began the cluster's life `cluster_life` with `participants`;
-    /// `stopping` stop.
+    /// `stopping` stop. Life 1 is a new cluster's first (no node held any data): what an
+    /// earlier cluster's arbitration left, kept on the management server's disk, is over.
     pub fn life_begins(&mut self, cluster_life: u32, participants: NodeSet, stopping: NodeSet) {
-        if cluster_life > self.cluster_life {
-            self.cluster_life = cluster_life;
-            self.winner = Some(participants);
-            self.stopping = stopping;
+        let state = &mut self.state;
+        if cluster_life > state.cluster_life || cluster_life == 1 {
+            state.cluster_life = cluster_life;
+            state.winner = Some(participants);
+            state.stopping = stopping;
         }
     }
 
     /// Whether `survivors` may go on.
     pub fn decide(&mut self, survivors: NodeSet) -> bool {
-        let going_on = survivors.minus(self.stopping);
+        let state = &mut self.state;
+        let going_on = survivors.minus(state.stopping);
         let granted = going_on != NodeSet::EMPTY
-            && self
+            && state
                 .winner
                 .is_none_or(|winner| going_on.is_subset_of(winner));
         if granted {
-            self.winner = Some(going_on);
+            state.winner = Some(going_on);
         }
         granted
     }
@@ -166,11 +260,32 @@ impl Arbitrator {
     pub fn membership_grew(&mut self, members: NodeSet, joined: NodeId) {
         let mut before = members;
         before.remove(joined);
-        if let Some(winner) = &mut self.winner {
+        let state = &mut self.state;
+        if let Some(winner) = &mut state.winner {
             if before.is_subset_of(*winner) {
                 winner.insert(joined);
-                self.stopping.remove(joined);
+                state.stopping.remove(joined);
             }
+        }
+    }
+
+    /// What it decided so far.
+    pub fn state(&self) -> ArbitrationState {
+        self.state
+    }
+
+    /// Saves the state if `before` differs: before any answer that depends on it goes. A
+    /// record that fails is said, and the answer goes all the same (the cluster keeps
+    /// running; only a restart of the management server would forget).
+    fn save_if_changed(&mut self, ctx: &mut Context, before: ArbitrationState) {
+        if self.state == before {
+            return;
+        }
+        if let Err(why) = self.record.save(&self.state) {
+            ctx.warn(&format!(
+                "the arbitrator's decision could not be saved ({why}): a restart of the \
+                 management server would forget it"
+            ));
         }
     }
 }
@@ -191,16 +306,22 @@ impl Block for Arbitrator {
         } else if let Ok(grew) = MembershipGrew::from_signal(signal) {
             if let Ok(joined) = u8::try_from(grew.joined) {
                 self.reports.rejoined(NodeId(joined));
+                let before = self.state;
                 self.membership_grew(grew.members, NodeId(joined));
+                self.save_if_changed(ctx, before);
             }
         } else if let Ok(begins) = ClusterLifeBegins::from_signal(signal) {
+            let before = self.state;
             self.life_begins(begins.cluster_life, begins.participants, begins.stopping);
+            self.save_if_changed(ctx, before);
             let conf = ClusterLifeBegunConf {
                 cluster_life: begins.cluster_life,
             };
             ctx.send_typed(signal.sender(), &conf);
         } else if let Ok(request) = ArbitrationRequest::from_signal(signal) {
+            let before = self.state;
             let granted = self.decide(request.survivors);
+            self.save_if_changed(ctx, before);
             let conf = ArbitrationConf {
                 round: request.round,
                 granted: u32::from(granted),
@@ -216,6 +337,49 @@ mod tests {
 
     fn set(ids: &[u8]) -> NodeSet {
         NodeSet::of(ids.iter().map(|&id| NodeId(id)))
+    }
+
+    #[test]
+    fn the_arbitrators_file_reads_back_as_written_and_refuses_damage() {
+        for state in [
+            ArbitrationState::default(),
+            ArbitrationState {
+                winner: Some(set(&[1, 48])),
+                cluster_life: 7,
+                stopping: set(&[2]),
+            },
+        ] {
+            assert_eq!(ArbitrationState::decode(&state.encode()), Ok(state));
+        }
+        let mut damaged = ArbitrationState::default().encode();
+        damaged[18] ^= 1;
+        assert!(ArbitrationState::decode(&damaged).is_err());
+    }
+
+    #[test]
+    fn an_arbitrator_started_from_its_saved_state_holds_the_loser_back_as_before() {
+        let mut arbitrator = Arbitrator::default();
+        arbitrator.life_begins(2, set(&[1, 2]), set(&[]));
+        assert!(arbitrator.decide(set(&[1])), "node 1 goes on alone");
+        // The management server restarts: its arbitrator goes on from what it saved.
+        let saved = ArbitrationState::decode(&arbitrator.state().encode()).unwrap();
+        let mut again = Arbitrator::recorded(Arc::default(), saved, Box::new(Unrecorded));
+        assert!(
+            !again.decide(set(&[2])),
+            "node 2, left behind, is held back"
+        );
+        assert!(again.decide(set(&[1])));
+        let mut forgetful = Arbitrator::default();
+        assert!(
+            forgetful.decide(set(&[2])),
+            "what a fresh one would let go on"
+        );
+        // Every data directory emptied: a new cluster's first start, whatever was saved.
+        again.life_begins(1, set(&[1, 2]), set(&[]));
+        assert!(
+            again.decide(set(&[2])),
+            "a new cluster's split, decided afresh"
+        );
     }
 
     #[test]

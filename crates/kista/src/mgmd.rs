@@ -9,6 +9,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use clap::Args;
+use kista_datanode::arbitration::ArbitrationState;
+use kista_mgm::arbitration_file::{ArbitrationFile, Found};
 use kista_mgm::config::ClusterConfig;
 use kista_mgm::server::{ManagementOptions, ManagementServer};
 
@@ -45,10 +47,38 @@ pub fn run(args: &MgmdArgs) -> Result<(), Failure> {
     let data_nodes = config.data_nodes.len();
     let stop = crate::stop_on_signals()?;
     kista_log::set_node(kista_datanode::arbitration::MANAGEMENT_NODE.0);
+    let (arbitration_record, found) =
+        ArbitrationFile::open(&config.mgmd.data_dir).map_err(Failure::runtime)?;
+    let arbitration = match found {
+        Found::Nothing => ArbitrationState::default(),
+        Found::Saved(state) => {
+            say(format_args!(
+                "the arbitrator goes on from its record: cluster life {}, nodes {:?} let go \
+                 on last",
+                state.cluster_life,
+                state.winner.unwrap_or_default()
+            ));
+            state
+        }
+        Found::Unusable(why) => {
+            kista_log::print(
+                kista_log::Level::Warn,
+                "kista mgmd",
+                format_args!(
+                    "the arbitrator's record cannot be used ({why}): it starts knowing no \
+                     split's winner, so a data node left behind by one, started alone, \
+                     may be let go on"
+                ),
+            );
+            ArbitrationState::default()
+        }
+    };
     let server = ManagementServer::start(ManagementOptions {
         config,
         config_text,
         bind,
+        arbitration,
+        arbitration_record: Box::new(arbitration_record),
     })
     .map_err(Failure::runtime)?;
     let _metrics = args.metrics.serve("mgmd", server.metrics())?;

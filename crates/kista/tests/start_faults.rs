@@ -1,7 +1,8 @@
 //! Starts that meet a missing, late or stale data node, with real processes: a node left
 //! out of a first start joins the running cluster later and stays; a node whose disk is
 //! behind or empty at a start from disk is stopped by it and, once the others serve,
-//! restarts into the cluster by itself, copying its data.
+//! restarts into the cluster by itself, copying its data; a node left behind by a split
+//! is held back from starting alone, even after the management server restarted.
 
 mod support;
 
@@ -76,4 +77,51 @@ fn a_node_behind_or_emptied_at_a_start_from_disk_rejoins_by_itself_and_copies() 
         expected,
         "node 1 alone holds every row"
     );
+}
+
+#[test]
+fn a_node_left_behind_never_starts_alone_even_after_the_management_server_restarted() {
+    // A node alone starts after 3 s without the other.
+    let mut cluster = TestCluster::launch_some(2, 2, "start_partial_timeout_ms = 3000", &[1, 2]);
+    cluster.wait_for_state(1, "started", START_LIMIT);
+    cluster.wait_for_state(2, "started", START_LIMIT);
+    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    create_chains_table(&client);
+    write_rows(&client, 0..500, 1, ExecuteMode::CommitDurable);
+    // Node 2 dies; node 1 goes on alone (the arbitrator lets it) and takes durable writes.
+    cluster.node(2).kill();
+    write_rows(&client, 500..1_000, 2, ExecuteMode::CommitDurable);
+    drop(client);
+    let expected: BTreeMap<i64, i64> = (0..500)
+        .map(|id| (id, 1))
+        .chain((500..1_000).map(|id| (id, 2)))
+        .collect();
+
+    // Everything stops; the management server comes back first, then node 2 alone.
+    cluster.crash_every_node();
+    cluster.restart_mgmd();
+    assert!(
+        cluster
+            .mgmd
+            .startup
+            .contains("the arbitrator goes on from its record"),
+        "{}",
+        cluster.mgmd.startup
+    );
+    cluster.restart(2);
+    // Node 2 would start alone after the partial-start timeout: the arbitrator holds it
+    // back, as node 1 won the split.
+    let held_back = cluster.node(2).wait_exit(Duration::from_secs(60));
+    let log = cluster.node(2).stderr();
+    assert!(
+        matches!(held_back, Some((false, _))),
+        "node 2 stops rather than start alone: {log}"
+    );
+    assert!(log.contains("the arbitrator let another part"), "{log}");
+
+    // With node 1 back, the cluster starts from its disk: nothing acknowledged is lost.
+    cluster.spawn_every_node();
+    let rejoined = cluster.wait_for_start_from_disk();
+    assert_eq!(rejoined, [2], "node 2 was behind and copies");
+    assert_eq!(every_chains_row(&cluster.mgm), expected);
 }

@@ -9,8 +9,11 @@
 //! - [`backup`]: `start backup` and `show backups`, asked of the data nodes.
 //! - [`lease`]: client node ids, leased to applications so every data node knows each
 //!   client by the same id.
+//! - [`arbitration_file`]: the arbitrator's decisions on the management server's disk, so
+//!   its restart forgets no split's winner.
 
 pub mod admin;
+pub mod arbitration_file;
 pub mod backup;
 pub mod command;
 pub mod config;

@@ -14,7 +14,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use kista_datanode::arbitration::{arbitrator_address, Arbitrator, NodeReports, MANAGEMENT_NODE};
+use kista_datanode::arbitration::{
+    arbitrator_address, ArbitrationRecord, ArbitrationState, Arbitrator, NodeReports,
+    MANAGEMENT_NODE,
+};
 use kista_datanode::cluster::NodeSet;
 use kista_datanode::gcp::gcp_address;
 use kista_datanode::membership::{
@@ -49,6 +52,10 @@ pub struct ManagementOptions {
     pub config_text: String,
     /// Where to listen; the configuration's `[mgmd]` host and port unless overridden.
     pub bind: SocketAddr,
+    /// What the arbitrator decided before (as its record last saved it), and where it
+    /// saves what it decides.
+    pub arbitration: ArbitrationState,
+    pub arbitration_record: Box<dyn ArbitrationRecord>,
 }
 
 pub struct ManagementServer {
@@ -139,7 +146,11 @@ impl ManagementServer {
                 module: Module::Main,
                 instance: 0,
             },
-            implementation: Box::new(Arbitrator::new(state.reports.clone())),
+            implementation: Box::new(Arbitrator::recorded(
+                state.reports.clone(),
+                options.arbitration,
+                options.arbitration_record,
+            )),
         };
         let backup_client = BlockRegistration {
             block: BACKUP_CLIENT_BLOCK,

@@ -266,6 +266,14 @@ impl TestCluster {
         }
     }
 
+    /// Kills the management server (`kill -9`) and starts it again on its port, with the
+    /// same configuration and data directory.
+    pub fn restart_mgmd(&mut self) {
+        self.mgmd.kill();
+        let config = self.dir.join("cluster.toml").display().to_string();
+        self.mgmd = KistaProcess::spawn(&["mgmd", "--config", &config]);
+    }
+
     /// Runs `kista mgm -e command`: (exit code, stdout, stderr).
     pub fn mgm(&self, command: &str) -> (Option<i32>, String, String) {
         run_kista(&["mgm", "--mgm", &self.mgm, "-e", command], MGM_LIMIT)
