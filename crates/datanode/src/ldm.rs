@@ -38,6 +38,7 @@ use restore::RestoreError;
 
 mod backup;
 mod checkpoint;
+pub(crate) use checkpoint::NO_SPACE_RETRY;
 mod copy;
 mod deadlock;
 mod index_build;
@@ -764,8 +765,9 @@ impl LocalDataManager {
     fn wait_expired(&mut self, ctx: &mut Context, expired: WaitExpired) {
         let wait = self.waiting(expired.transaction, expired.wait_id);
         if let Some((_, Wait::Redo)) = wait {
+            let disk_full = (self.checkpoints.as_ref()).is_some_and(|c| c.held_by_full_disk());
             return self.end_wait(ctx, expired.transaction, expired.wait_id, |_| {
-                redo_wait::expired_refusal()
+                redo_wait::expired_refusal(disk_full)
             });
         }
         let timeout_ms = self.settings.lock_wait_timeout_ms;

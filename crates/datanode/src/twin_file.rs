@@ -283,6 +283,8 @@ enum Step {
     /// Writing from this offset of the image.
     Writing(usize),
     Syncing,
+    /// The disk refused the image for want of space: it waits for [`TwinWriter::retry`].
+    WaitingForSpace,
 }
 
 /// Request ids of a [`TwinWriter`]: the step each answers.
@@ -290,6 +292,26 @@ const OPENING: u64 = 1 << 32;
 const WRITING: u64 = 2 << 32;
 const SYNCING: u64 = 3 << 32;
 const CLOSING: u64 = 4 << 32;
+
+/// Why a [`TwinWriter`]'s write cannot go on.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum TwinWriteError {
+    /// The disk is full: the image and what waits for it are kept, for
+    /// [`TwinWriter::retry`] (the other twin still holds the last image written).
+    #[error("the file {path} of this data node cannot be written: the disk is full")]
+    NoSpace { path: String },
+    #[error("the file {path} of this data node failed: {status:?}")]
+    Failed { path: String, status: FileStatus },
+    /// No section was free to carry a request.
+    #[error("{0}")]
+    NoSection(String),
+}
+
+impl From<TwinWriteError> for String {
+    fn from(error: TwinWriteError) -> Self {
+        error.to_string()
+    }
+}
 
 /// Where a [`TwinWriter`]'s write stands after a reply.
 #[derive(Debug, PartialEq)]
@@ -410,10 +432,14 @@ impl<H> TwinWriter<H> {
         &mut self,
         ctx: &mut Context,
         reply: FileReply,
-    ) -> Result<WriteProgress<H>, String> {
+    ) -> Result<WriteProgress<H>, TwinWriteError> {
         let slot = self.slot();
         if reply.status != FileStatus::Ok {
             let path = format!("{}.{slot}", self.kind.path);
+            if reply.status == FileStatus::NoSpace {
+                self.step = Some(Step::WaitingForSpace);
+                return Err(TwinWriteError::NoSpace { path });
+            }
             if self.step == Some(Step::Opening) && self.broken.is_none() {
                 ctx.warn(&format!(
                     "the file {path} of this data node cannot be opened ({:?}): its twin \
@@ -421,12 +447,10 @@ impl<H> TwinWriter<H> {
                     reply.status
                 ));
                 self.broken = Some(slot);
-                return self.write_image(ctx).map(|_| WriteProgress::Going);
+                return self.written_again(ctx);
             }
-            return Err(format!(
-                "the file {path} of this data node failed: {:?}",
-                reply.status
-            ));
+            let status = reply.status;
+            return Err(TwinWriteError::Failed { path, status });
         }
         let step = match (self.step, reply.request_id & !TAG_BITS) {
             (Some(Step::Closing), CLOSING) => {
@@ -458,7 +482,20 @@ impl<H> TwinWriter<H> {
             (step, id) => unreachable!("twin file reply {id:#x} in step {step:?}"),
         };
         self.step = Some(step);
-        self.request(ctx, step)?;
+        self.request(ctx, step).map_err(TwinWriteError::NoSection)?;
+        Ok(WriteProgress::Going)
+    }
+
+    /// Writes the image the disk refused for want of space again (nothing if none waits).
+    pub fn retry(&mut self, ctx: &mut Context) -> Result<WriteProgress<H>, TwinWriteError> {
+        if self.step != Some(Step::WaitingForSpace) {
+            return Ok(WriteProgress::Going);
+        }
+        self.written_again(ctx)
+    }
+
+    fn written_again(&mut self, ctx: &mut Context) -> Result<WriteProgress<H>, TwinWriteError> {
+        self.write_image(ctx).map_err(TwinWriteError::NoSection)?;
         Ok(WriteProgress::Going)
     }
 
@@ -481,6 +518,8 @@ impl<H> TwinWriter<H> {
             }
             Step::Syncing => (SYNCING, FileOperation::Sync, &[][..]),
             Step::Closing => (CLOSING, FileOperation::Close, &[][..]),
+            // Nothing to ask: the image waits for room.
+            Step::WaitingForSpace => return Ok(()),
         };
         let request = FileRequest {
             request_id: request_id | self.kind.request_tag,

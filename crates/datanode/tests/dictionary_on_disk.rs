@@ -9,9 +9,10 @@ use std::path::Path;
 
 use kista_datanode::dict::schema_file::{decode, SchemaImage};
 use kista_datanode::node::NodeSettings;
-use kista_datanode::protocol::TableDefinitionBody;
+use kista_datanode::protocol::{CreateTableConf, TableDefinitionBody};
 use kista_runtime::io::SimulatedDisk;
 use kista_signal::NodeId;
+use kista_signal::TypedSignal;
 use kista_storage::schema::TableSchema;
 use support::{cluster_settings, counters, with_unique_index, Node};
 
@@ -102,6 +103,42 @@ fn every_acknowledged_schema_change_survives_a_crash_of_every_node_right_after_i
                 "seed {seed}: no id is handed out twice"
             );
         }
+    }
+}
+
+#[test]
+fn a_schema_change_on_a_full_disk_waits_for_room_without_stopping_a_node() {
+    let settings = cluster_settings(2, 2, node_settings);
+    let mut cluster = Node::start_cluster(settings, 64 << 20, 47);
+    cluster.run_for_ms(200);
+    let before = TableDefinitionBody::new(named("db/before"), Vec::new());
+    cluster.create_table(&before).expect("created");
+    // Node 2's disk is full: its schema file cannot take the next change.
+    let full = cluster.disks[&NodeId(2)].clone();
+    full.set_capacity(Some(full.used_bytes()));
+    let waiting = TableDefinitionBody::new(named("db/waiting"), Vec::new());
+    let until_ns = cluster.now_ns() + 20_000_000_000;
+    let answer = cluster.create_table_by(&waiting, until_ns);
+    assert!(
+        answer.is_none(),
+        "unconfirmed while the disk is full: {answer:?}"
+    );
+    assert!(cluster.stopped().is_empty(), "no node stopped");
+    let log = cluster.simulation.log_of(NodeId(2)).join("\n");
+    assert!(
+        log.contains("dict/schema.") && log.contains("the disk is full: the schema change waits"),
+        "{log}"
+    );
+
+    // Room again: the write is tried again, and the change confirmed.
+    full.set_capacity(None);
+    let (conf, _) = cluster
+        .wait_for(u64::MAX, |s| s.number() == CreateTableConf::NUMBER)
+        .expect("the change is confirmed");
+    let conf = CreateTableConf::from_signal(&conf).expect("a CreateTableConf");
+    for node in [NodeId(1), NodeId(2)] {
+        let tables = tables_of(&saved_schema(&cluster.disks[&node]));
+        assert_eq!(tables["db/waiting"].0, conf.table_id, "{node:?} holds it");
     }
 }
 

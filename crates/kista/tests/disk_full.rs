@@ -134,7 +134,12 @@ fn a_full_disk_stops_no_node_refuses_writes_as_disk_full_and_they_go_on_once_fre
     }
 
     let refused = write_until_refused(&client, 0);
-    assert_eq!(refused.code(), 4262, "{refused}");
+    assert_eq!(
+        refused.code(),
+        4262,
+        "{refused}\n---- node 1:\n{}",
+        cluster.node(1).stderr()
+    );
     assert_eq!(refused.category(), ErrorCategory::Temporary, "{refused}");
     for id in 1..=2 {
         let node = cluster.node(id);

@@ -41,20 +41,24 @@ fn a_node_left_out_of_the_first_start_joins_later_and_stays() {
     assert_eq!(rows, (0..2_000).map(|id| (id, 1)).collect());
 }
 
-#[test]
-fn a_node_behind_or_emptied_at_a_start_from_disk_rejoins_by_itself_and_copies() {
-    let mut cluster = TestCluster::start(2, 2);
+/// Writes rows 0..500 durably; then node `behind` dies, the other goes on alone (the
+/// arbitrator lets it) and takes rows 500..1000: the rows every start must keep.
+fn leave_behind(cluster: &mut TestCluster, behind: u8) -> BTreeMap<i64, i64> {
     let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
     create_chains_table(&client);
     write_rows(&client, 0..500, 1, ExecuteMode::CommitDurable);
-    // Node 1 dies; node 2 goes on alone, so node 1's disk is behind.
-    cluster.node(1).kill();
+    cluster.node(behind).kill();
     write_rows(&client, 500..1_000, 2, ExecuteMode::CommitDurable);
-    drop(client);
-    let expected: BTreeMap<i64, i64> = (0..500)
+    (0..500)
         .map(|id| (id, 1))
         .chain((500..1_000).map(|id| (id, 2)))
-        .collect();
+        .collect()
+}
+
+#[test]
+fn a_node_behind_or_emptied_at_a_start_from_disk_rejoins_by_itself_and_copies() {
+    let mut cluster = TestCluster::start(2, 2);
+    let expected = leave_behind(&mut cluster, 1);
 
     cluster.crash_every_node();
     cluster.spawn_every_node();
@@ -85,17 +89,7 @@ fn a_node_left_behind_never_starts_alone_even_after_the_management_server_restar
     let mut cluster = TestCluster::launch_some(2, 2, "start_partial_timeout_ms = 3000", &[1, 2]);
     cluster.wait_for_state(1, "started", START_LIMIT);
     cluster.wait_for_state(2, "started", START_LIMIT);
-    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
-    create_chains_table(&client);
-    write_rows(&client, 0..500, 1, ExecuteMode::CommitDurable);
-    // Node 2 dies; node 1 goes on alone (the arbitrator lets it) and takes durable writes.
-    cluster.node(2).kill();
-    write_rows(&client, 500..1_000, 2, ExecuteMode::CommitDurable);
-    drop(client);
-    let expected: BTreeMap<i64, i64> = (0..500)
-        .map(|id| (id, 1))
-        .chain((500..1_000).map(|id| (id, 2)))
-        .collect();
+    let expected = leave_behind(&mut cluster, 2);
 
     // Everything stops; the management server comes back first, then node 2 alone.
     cluster.crash_every_node();

@@ -54,13 +54,15 @@ mod replace;
 mod restart;
 pub mod schema_file;
 pub mod system_restart;
-use crate::twin_file::WriteProgress;
+use crate::twin_file::{TwinWriteError, WriteProgress};
 use definition::Definition;
 
 /// Tables one node's dictionary holds (NDB: MaxNoOfTables is 20320 schema objects).
 pub const TABLES_MAX: usize = 20_000;
 /// Secondary indexes per table (NDB: 64).
 pub const INDEXES_PER_TABLE_MAX: usize = 64;
+/// How often a schema file the disk had no room for is tried again (as a checkpoint is).
+const SCHEMA_WRITE_RETRY: std::time::Duration = crate::ldm::NO_SPACE_RETRY;
 
 struct DictTable {
     version: u32,
@@ -153,6 +155,8 @@ pub struct Dictionary {
     /// Writes the dictionary to this node's disk; `None` on a node that keeps nothing on
     /// disk.
     schema_writer: Option<schema_file::SchemaWriter>,
+    /// Whether a write of the schema file waits for room on the disk (said once).
+    schema_write_waited: bool,
     /// Where the node is in its start from disk (`Started` from the beginning on a node
     /// that keeps nothing on disk or joins a running cluster).
     start: system_restart::Phase,
@@ -177,6 +181,7 @@ impl Dictionary {
             schema_writer: settings
                 .keeps_data_on_disk()
                 .then(|| schema_file::SchemaWriter::new(schema_file::SCHEMA_FILE, 0)),
+            schema_write_waited: false,
             start: if settings.keeps_data_on_disk() && !settings.joins_running_cluster {
                 system_restart::Phase::ReadingControl
             } else {
@@ -891,9 +896,33 @@ impl Dictionary {
         let Some(writer) = self.schema_writer.as_mut() else {
             return;
         };
-        match writer.replied(ctx, reply) {
+        let progress = writer.replied(ctx, reply);
+        self.schema_write_went(ctx, progress);
+    }
+
+    /// The disk had no room for the schema file: try again.
+    fn schema_write_retry(&mut self, ctx: &mut Context) {
+        let Some(writer) = self.schema_writer.as_mut() else {
+            return;
+        };
+        let progress = writer.retry(ctx);
+        self.schema_write_went(ctx, progress);
+    }
+
+    /// Where the schema file's write stands. On a full disk the node does not stop: the
+    /// change is kept in memory and unconfirmed (its client waits, or times out), and the
+    /// write is tried again every [`SCHEMA_WRITE_RETRY`] until the disk has room.
+    fn schema_write_went(
+        &mut self,
+        ctx: &mut Context,
+        progress: Result<WriteProgress<schema_file::HeldConf>, TwinWriteError>,
+    ) {
+        match progress {
             Ok(WriteProgress::Going) => {}
             Ok(WriteProgress::Durable { held, again }) => {
+                if std::mem::take(&mut self.schema_write_waited) {
+                    ctx.log("the schema file is written again: the disk had room");
+                }
                 for (receiver, conf) in held {
                     ctx.send_typed(receiver, &conf);
                 }
@@ -901,7 +930,18 @@ impl Dictionary {
                     self.write_schema(ctx)
                 }
             }
-            Err(reason) => ctx.stop_node(&reason),
+            Err(error @ TwinWriteError::NoSpace { .. }) => {
+                if !std::mem::replace(&mut self.schema_write_waited, true) {
+                    ctx.warn(&format!(
+                        "{error}: the schema change waits (its client gets no answer until \
+                         it is written, tried again every {} s)",
+                        SCHEMA_WRITE_RETRY.as_secs()
+                    ));
+                }
+                let retry = SchemaWriteRetry {}.to_signal(ctx.address(), ctx.address());
+                ctx.send_delayed(retry, SCHEMA_WRITE_RETRY);
+            }
+            Err(error) => ctx.stop_node(&error.to_string()),
         }
     }
 
@@ -1123,6 +1163,8 @@ impl Block for Dictionary {
             DiskState::from_signal(signal).map(|d| self.disk_state(ctx, d))
         } else if number == StartTick::NUMBER {
             StartTick::from_signal(signal).map(|_| self.start_tick(ctx))
+        } else if number == SchemaWriteRetry::NUMBER {
+            SchemaWriteRetry::from_signal(signal).map(|_| self.schema_write_retry(ctx))
         } else if number == ClusterLifeBegunConf::NUMBER {
             ClusterLifeBegunConf::from_signal(signal).map(|c| self.life_begun(ctx, c.cluster_life))
         } else if number == StartReport::NUMBER {

@@ -112,8 +112,16 @@ fn refusal_now(
     Some((ErrorCode::RedoLogFull, why))
 }
 
-/// The refusal of a write that waited [`REDO_WAIT_MS_MAX`] for REDO room.
-pub(super) fn expired_refusal() -> (ErrorCode, String) {
+/// The refusal of a write that waited [`REDO_WAIT_MS_MAX`] for REDO room: disk full
+/// (4262) when the checkpoint that would have freed it is held back by a full disk (the
+/// write waited because other transactions' reservations were still to come back).
+pub(super) fn expired_refusal(disk_full: bool) -> (ErrorCode, String) {
+    if disk_full {
+        let why = "the REDO log stayed nearly full, and the local checkpoint that would free \
+                   it cannot be written: the data directory's disk is full (free space on \
+                   it; reads go on meanwhile)";
+        return (ErrorCode::DiskFull, why.to_string());
+    }
     let message = format!(
         "the REDO log stayed nearly full for {} s, counting what prepared writes will log \
          at commit: a local checkpoint frees it (a larger redo_log or \

@@ -1322,6 +1322,12 @@ typed_signal! {
 }
 
 typed_signal! {
+    /// A `dict`'s timer while the disk refuses its schema file for want of space: the
+    /// write is tried again (the schema change it holds waits meanwhile).
+    SchemaWriteRetry = 263 {}
+}
+
+typed_signal! {
     /// From an `ldm` to its node's `gcp` at a start from disk: what its disk holds cannot
     /// restore the GCI ordered (a REDO or checkpoint file damaged, missing or unreadable;
     /// why in the section). The control file says so, then the node stops and starts

@@ -365,12 +365,23 @@ impl Node {
         &mut self,
         definition: &TableDefinitionBody,
     ) -> Result<(u32, u32), (u32, String)> {
+        self.create_table_by(definition, u64::MAX)
+            .expect("dict answers")
+    }
+
+    /// [`Node::create_table`], waiting only until `until_ns` of virtual time: `None` when no
+    /// answer came by then (it may still come: wait for its `CreateTableConf`).
+    pub fn create_table_by(
+        &mut self,
+        definition: &TableDefinitionBody,
+        until_ns: u64,
+    ) -> Option<Result<(u32, u32), (u32, String)>> {
         let mut body = Vec::new();
         definition.encode(&mut body);
         let client = self.client;
         let request = |request_id| CreateTableRequest { request_id, client };
-        let conf: CreateTableConf = self.dict_request(request, &body)?;
-        Ok((conf.table_id, conf.schema_version))
+        let answer = self.dict_request_by::<_, CreateTableConf>(request, &body, until_ns)?;
+        Some(answer.map(|conf| (conf.table_id, conf.schema_version)))
     }
 
     /// Adds `index` to table `table_id`: (its id, the table's new version), or the
@@ -410,19 +421,28 @@ impl Node {
         request: impl FnOnce(u64) -> R,
         body: &[u8],
     ) -> Result<C, (u32, String)> {
+        self.dict_request_by(request, body, u64::MAX)
+            .expect("dict answers")
+    }
+
+    /// [`Node::dict_request`], waiting until `until_ns` at most (`None`: no answer yet).
+    fn dict_request_by<R: TypedSignal, C: TypedSignal>(
+        &mut self,
+        request: impl FnOnce(u64) -> R,
+        body: &[u8],
+        until_ns: u64,
+    ) -> Option<Result<C, (u32, String)>> {
         let request_id = self.next_request;
         self.next_request += 1;
         let signal = request(request_id).to_signal(self.settings.dict_address(), self.client);
         self.send(signal, body);
-        let (signal, bytes) = self
-            .wait_for(u64::MAX, |s| {
-                s.number() == C::NUMBER || s.number() == DictRef::NUMBER
-            })
-            .expect("dict answers");
-        C::from_signal(&signal).map_err(|_| {
+        let (signal, bytes) = self.wait_for(until_ns, |s| {
+            s.number() == C::NUMBER || s.number() == DictRef::NUMBER
+        })?;
+        Some(C::from_signal(&signal).map_err(|_| {
             let code = DictRef::from_signal(&signal).map_or(0, |refusal| refusal.code);
             (code, String::from_utf8_lossy(&bytes).into_owned())
-        })
+        }))
     }
 
     /// Asks the node's dictionary for a backup (as the management server does); returns
