@@ -3,7 +3,10 @@
 //!
 //! It says yes to the first side that asks and remembers it as the winner; later it says
 //! yes only to survivors within the winner (a winning side may lose more nodes), never to
-//! nodes outside it. A node that restarts and joins the winner's membership becomes part of
+//! nodes outside it. It also follows the membership the presidents report as it shrinks
+//! and grows (failures that need no arbitration too), and says no to survivors outside
+//! it: a node the cluster already removed, asking for itself and the nodes it still
+//! thinks members, must not become the winner the real members then lose to. A node that restarts and joins the winner's membership becomes part of
 //! the winner. A start from disk begins a new life of the cluster: its participants are the
 //! winner from then on, whatever an earlier life's split left (a start of an earlier or the
 //! same life changes nothing: a stale node cannot start a cluster of its own). The nodes
@@ -131,6 +134,8 @@ pub struct ArbitrationState {
     /// The latest cluster life a start from disk began, and the nodes it stopped.
     pub cluster_life: u32,
     pub stopping: NodeSet,
+    /// The membership as the presidents last reported it (`None`: not known yet).
+    pub members: Option<NodeSet>,
 }
 
 /// The file the management server keeps an [`ArbitrationState`] in (written whole, then
@@ -142,7 +147,7 @@ pub const ARBITRATION_FILE: TwinKind = TwinKind {
     request_tag: 0,
 };
 
-const STATE_BYTES: usize = 24;
+const STATE_BYTES: usize = 36;
 
 /// Why an arbitration file cannot be used.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -161,6 +166,8 @@ impl ArbitrationState {
             out.extend_from_slice(&self.winner.unwrap_or_default().0.to_le_bytes());
             out.extend_from_slice(&self.cluster_life.to_le_bytes());
             out.extend_from_slice(&self.stopping.0.to_le_bytes());
+            out.extend_from_slice(&u32::from(self.members.is_some()).to_le_bytes());
+            out.extend_from_slice(&self.members.unwrap_or_default().0.to_le_bytes());
         })
     }
 
@@ -176,6 +183,7 @@ impl ArbitrationState {
             winner: (word(0) != 0).then_some(NodeSet(double(4))),
             cluster_life: word(12),
             stopping: NodeSet(double(16)),
+            members: (word(24) != 0).then_some(NodeSet(double(28))),
         })
     }
 }
@@ -227,30 +235,58 @@ impl Arbitrator {
         }
     }
 
-    /// A start from disk began the cluster's life `cluster_life` with `participants`;
-    /// `stopping` stop. Life 1 is a new cluster's first (no node held any data): what an
-    /// earlier cluster's arbitration left, kept on the management server's disk, is over.
-    pub fn life_begins(&mut self, cluster_life: u32, participants: NodeSet, stopping: NodeSet) {
+    /// A start from disk would begin the cluster's life `cluster_life` with
+    /// `participants`, `stopping` stopping: `Err` with the membership the cluster last
+    /// reported when none of its nodes takes part (they went on without the
+    /// participants, so their disks may hold commits the participants' do not: the start
+    /// waits for them, or is told to lose those). Life 1 is a new cluster's first (no
+    /// node held any data): what an earlier cluster's arbitration left, kept on the
+    /// management server's disk, is over.
+    pub fn life_begins(
+        &mut self,
+        cluster_life: u32,
+        participants: NodeSet,
+        stopping: NodeSet,
+    ) -> Result<(), NodeSet> {
         let state = &mut self.state;
-        if cluster_life > state.cluster_life || cluster_life == 1 {
-            state.cluster_life = cluster_life;
-            state.winner = Some(participants);
-            state.stopping = stopping;
+        if cluster_life != 1 && cluster_life <= state.cluster_life {
+            return Ok(());
         }
+        if let Some(members) = state.members.filter(|_| cluster_life > 1) {
+            if NodeSet(members.0 & participants.0) == NodeSet::EMPTY {
+                return Err(members);
+            }
+        }
+        state.cluster_life = cluster_life;
+        state.winner = Some(participants);
+        state.stopping = stopping;
+        state.members = Some(participants);
+        Ok(())
     }
 
     /// Whether `survivors` may go on.
     pub fn decide(&mut self, survivors: NodeSet) -> bool {
         let state = &mut self.state;
         let going_on = survivors.minus(state.stopping);
-        let granted = going_on != NodeSet::EMPTY
-            && state
-                .winner
-                .is_none_or(|winner| going_on.is_subset_of(winner));
+        let within = |set: Option<NodeSet>| set.is_none_or(|set| going_on.is_subset_of(set));
+        let granted = going_on != NodeSet::EMPTY && within(state.winner) && within(state.members);
         if granted {
             state.winner = Some(going_on);
+            state.members = Some(going_on);
         }
         granted
+    }
+
+    /// The president removed nodes: the membership is `members` now. A report of a
+    /// membership beyond the one known (a stale president's) changes nothing.
+    pub fn membership_shrank(&mut self, members: NodeSet) {
+        let state = &mut self.state;
+        if state
+            .members
+            .is_none_or(|known| members.is_subset_of(known))
+        {
+            state.members = Some(members);
+        }
     }
 
     /// `joined` joined a membership that is now `members`. When the rest of that
@@ -266,6 +302,9 @@ impl Arbitrator {
                 winner.insert(joined);
                 state.stopping.remove(joined);
             }
+        }
+        if state.members.is_none_or(|known| before.is_subset_of(known)) {
+            state.members = Some(members);
         }
     }
 
@@ -303,6 +342,9 @@ impl Block for Arbitrator {
             self.reports.lost(lost.suspects);
         } else if let Ok(shrank) = MembershipShrank::from_signal(signal) {
             self.reports.removed(shrank.removed);
+            let before = self.state;
+            self.membership_shrank(shrank.members);
+            self.save_if_changed(ctx, before);
         } else if let Ok(grew) = MembershipGrew::from_signal(signal) {
             if let Ok(joined) = u8::try_from(grew.joined) {
                 self.reports.rejoined(NodeId(joined));
@@ -312,10 +354,21 @@ impl Block for Arbitrator {
             }
         } else if let Ok(begins) = ClusterLifeBegins::from_signal(signal) {
             let before = self.state;
-            self.life_begins(begins.cluster_life, begins.participants, begins.stopping);
+            let begun = self.life_begins(begins.cluster_life, begins.participants, begins.stopping);
             self.save_if_changed(ctx, before);
+            let members = begun.err().unwrap_or_default();
+            if members != NodeSet::EMPTY {
+                ctx.warn(&format!(
+                    "a start from disk of data nodes {:?} refused: none of the last members, \
+                     {members:?}, takes part",
+                    begins.participants
+                ));
+            }
             let conf = ClusterLifeBegunConf {
                 cluster_life: begins.cluster_life,
+                refused: u32::from(members != NodeSet::EMPTY),
+                members_low: members.0 as u32,
+                members_high: (members.0 >> 32) as u32,
             };
             ctx.send_typed(signal.sender(), &conf);
         } else if let Ok(request) = ArbitrationRequest::from_signal(signal) {
@@ -347,6 +400,7 @@ mod tests {
                 winner: Some(set(&[1, 48])),
                 cluster_life: 7,
                 stopping: set(&[2]),
+                members: Some(set(&[1, 3, 48])),
             },
         ] {
             assert_eq!(ArbitrationState::decode(&state.encode()), Ok(state));
@@ -359,7 +413,7 @@ mod tests {
     #[test]
     fn an_arbitrator_started_from_its_saved_state_holds_the_loser_back_as_before() {
         let mut arbitrator = Arbitrator::default();
-        arbitrator.life_begins(2, set(&[1, 2]), set(&[]));
+        assert_eq!(arbitrator.life_begins(2, set(&[1, 2]), set(&[])), Ok(()));
         assert!(arbitrator.decide(set(&[1])), "node 1 goes on alone");
         // The management server restarts: its arbitrator goes on from what it saved.
         let saved = ArbitrationState::decode(&arbitrator.state().encode()).unwrap();
@@ -375,11 +429,50 @@ mod tests {
             "what a fresh one would let go on"
         );
         // Every data directory emptied: a new cluster's first start, whatever was saved.
-        again.life_begins(1, set(&[1, 2]), set(&[]));
+        assert_eq!(again.life_begins(1, set(&[1, 2]), set(&[])), Ok(()));
         assert!(
             again.decide(set(&[2])),
             "a new cluster's split, decided afresh"
         );
+    }
+
+    #[test]
+    fn a_node_the_cluster_removed_wins_nothing_for_the_nodes_it_still_sees() {
+        let mut arbitrator = Arbitrator::default();
+        assert_eq!(
+            arbitrator.life_begins(1, set(&[1, 2, 3, 4]), set(&[])),
+            Ok(())
+        );
+        // Node 1 removed node 2 (cut off from it) without asking: {1, 3, 4} hold node
+        // group 1 whole. Node 2, still seeing node 4, asks for {2, 4}.
+        arbitrator.membership_shrank(set(&[1, 3, 4]));
+        assert!(!arbitrator.decide(set(&[2, 4])), "node 2 is no member");
+        // Node 4 fails in turn: {1, 3} go on, and so would they after a split.
+        arbitrator.membership_shrank(set(&[1, 3]));
+        assert!(arbitrator.decide(set(&[1, 3])));
+        // A stale president's report of a larger membership changes nothing.
+        arbitrator.membership_shrank(set(&[2, 3]));
+        assert_eq!(arbitrator.state().members, Some(set(&[1, 3])));
+        arbitrator.membership_grew(set(&[1, 2, 3]), NodeId(2));
+        assert_eq!(arbitrator.state().members, Some(set(&[1, 2, 3])));
+        assert!(
+            arbitrator.decide(set(&[2])),
+            "a node that rejoined may go on"
+        );
+    }
+
+    #[test]
+    fn a_start_from_disk_without_any_last_member_is_refused() {
+        let mut arbitrator = Arbitrator::default();
+        assert_eq!(arbitrator.life_begins(2, set(&[1, 2]), set(&[])), Ok(()));
+        assert!(arbitrator.decide(set(&[1])), "node 1 went on alone");
+        // Every node crashed; node 1's disk cannot restore (its control file lost), so
+        // node 2 alone would restore what it held when it failed.
+        let refused = arbitrator.life_begins(3, set(&[2]), set(&[1]));
+        assert_eq!(refused, Err(set(&[1])));
+        assert_eq!(arbitrator.state().cluster_life, 2, "nothing changed");
+        assert_eq!(arbitrator.life_begins(3, set(&[1]), set(&[2])), Ok(()));
+        assert_eq!(arbitrator.state().members, Some(set(&[1])));
     }
 
     #[test]
@@ -401,10 +494,10 @@ mod tests {
     #[test]
     fn a_start_from_disk_of_a_later_life_begins_arbitration_afresh() {
         let mut arbitrator = Arbitrator::default();
-        arbitrator.life_begins(2, set(&[1, 2, 3]), set(&[]));
-        assert!(arbitrator.decide(set(&[1])), "node 1 won a split");
+        assert_eq!(arbitrator.life_begins(2, set(&[1, 2, 3]), set(&[])), Ok(()));
+        assert!(arbitrator.decide(set(&[1, 2])), "nodes 1 and 2 won a split");
         // Every node crashed; node 2's disk restores the next life alone, 1 and 3 stop.
-        arbitrator.life_begins(3, set(&[2]), set(&[1, 3]));
+        assert_eq!(arbitrator.life_begins(3, set(&[2]), set(&[1, 3])), Ok(()));
         assert!(
             arbitrator.decide(set(&[2, 3])),
             "node 1's stop noticed before node 3's"
@@ -419,8 +512,8 @@ mod tests {
             "a node the start stopped that rejoined is a member like any other"
         );
         // A stale node's start of an earlier life wins nothing.
-        arbitrator.life_begins(3, set(&[1]), set(&[]));
-        arbitrator.life_begins(2, set(&[1]), set(&[]));
+        assert_eq!(arbitrator.life_begins(3, set(&[1]), set(&[])), Ok(()));
+        assert_eq!(arbitrator.life_begins(2, set(&[1]), set(&[])), Ok(()));
         assert!(!arbitrator.decide(set(&[1])));
     }
 }

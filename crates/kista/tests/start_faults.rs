@@ -119,3 +119,40 @@ fn a_node_left_behind_never_starts_alone_even_after_the_management_server_restar
     assert_eq!(rejoined, [2], "node 2 was behind and copies");
     assert_eq!(every_chains_row(&cluster.mgm), expected);
 }
+
+#[test]
+fn a_start_without_the_node_that_went_on_last_is_refused_until_the_operator_accepts_the_loss() {
+    let mut cluster = TestCluster::start(2, 2);
+    let expected = leave_behind(&mut cluster, 2);
+    // Node 1 went on alone; its control files are lost, so it cannot say which GCI its
+    // disk restores, and node 2's disk is behind.
+    cluster.crash_every_node();
+    for slot in 0..2 {
+        let twin = cluster.data_dir(1).join(format!("control/node.{slot}"));
+        std::fs::write(&twin, b"damaged").expect("the twin is overwritten");
+    }
+    cluster.spawn_every_node();
+    for id in [1, 2] {
+        let refused = cluster.node(id).wait_exit(START_LIMIT);
+        assert!(
+            matches!(refused, Some((false, _))),
+            "node {id} stops, failing"
+        );
+    }
+    let log = cluster.node(2).stderr();
+    assert!(
+        log.contains("the arbitrator refuses this start from disk")
+            && log.contains("the cluster's last members, {1}, do not take part"),
+        "the start says why it stops: {log}"
+    );
+
+    // The operator accepts the loss: the cluster starts from node 2's disk, and node 1
+    // copies from it.
+    std::fs::remove_file(cluster.mgmd_data_dir().join("arbitration")).expect("removed");
+    cluster.restart_mgmd();
+    cluster.spawn_every_node();
+    let rejoined = cluster.wait_for_start_from_disk();
+    assert_eq!(rejoined, [1], "node 1 copies");
+    let kept: BTreeMap<i64, i64> = expected.into_iter().filter(|&(id, _)| id < 500).collect();
+    assert_eq!(every_chains_row(&cluster.mgm), kept, "what node 2 held");
+}

@@ -96,6 +96,7 @@ mod tests {
             winner: Some(NodeSet::of([NodeId(1)])),
             cluster_life: 3,
             stopping: NodeSet::EMPTY,
+            members: Some(NodeSet::of([NodeId(1)])),
         };
         file.save(&state).unwrap();
         let (_, found) = ArbitrationFile::open(&dir).unwrap();

@@ -456,14 +456,28 @@ impl Dictionary {
         }
     }
 
-    /// The arbitrator heard of life `cluster_life`: the start goes on.
-    pub(super) fn life_begun(&mut self, ctx: &mut Context, cluster_life: u32) {
+    /// The arbitrator heard of the new life: the start goes on, unless it refused (none of
+    /// the cluster's last members takes part).
+    pub(super) fn life_begun(&mut self, ctx: &mut Context, conf: ClusterLifeBegunConf) {
         let Some(master) = self.master_start.as_mut() else {
             return;
         };
         match master.step.take() {
-            Some(Step::Arbitrating(decision)) if decision.cluster_life == cluster_life => {
-                self.carry_out(ctx, decision);
+            Some(Step::Arbitrating(decision)) if decision.cluster_life == conf.cluster_life => {
+                if conf.refused == 0 {
+                    return self.carry_out(ctx, decision);
+                }
+                let members =
+                    NodeSet(u64::from(conf.members_low) | (u64::from(conf.members_high) << 32));
+                let reason = format!(
+                    "the arbitrator refuses this start from disk of data nodes {:?} (GCI {}): \
+                     the cluster's last members, {members:?}, do not take part, and their \
+                     disks may hold later commits. Start them; or, if their data is lost for \
+                     good, remove the file `arbitration` from the management server's data \
+                     directory, restart it and start again, losing what they alone held",
+                    decision.participants, decision.gci
+                );
+                self.stop_cluster(ctx, &reason);
             }
             other => master.step = other,
         }
