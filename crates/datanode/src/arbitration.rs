@@ -235,33 +235,20 @@ impl Arbitrator {
         }
     }
 
-    /// A start from disk would begin the cluster's life `cluster_life` with
-    /// `participants`, `stopping` stopping: `Err` with the membership the cluster last
-    /// reported when none of its nodes takes part (they went on without the
-    /// participants, so their disks may hold commits the participants' do not: the start
-    /// waits for them, or is told to lose those). Life 1 is a new cluster's first (no
-    /// node held any data): what an earlier cluster's arbitration left, kept on the
-    /// management server's disk, is over.
-    pub fn life_begins(
-        &mut self,
-        cluster_life: u32,
-        participants: NodeSet,
-        stopping: NodeSet,
-    ) -> Result<(), NodeSet> {
+    /// A start from disk began the cluster's life `cluster_life` with `participants`;
+    /// `stopping` stop. Life 1 is a new cluster's first (no node held any data): what an
+    /// earlier cluster's arbitration left, kept on the management server's disk, is over.
+    /// (Refusing a life none of whose participants is among the last members was tried:
+    /// a start that stopped, a partial one whose decision refused, leaves its own
+    /// membership as the last, and the next start was refused for good.)
+    pub fn life_begins(&mut self, cluster_life: u32, participants: NodeSet, stopping: NodeSet) {
         let state = &mut self.state;
-        if cluster_life != 1 && cluster_life <= state.cluster_life {
-            return Ok(());
+        if cluster_life > state.cluster_life || cluster_life == 1 {
+            state.cluster_life = cluster_life;
+            state.winner = Some(participants);
+            state.stopping = stopping;
+            state.members = Some(participants);
         }
-        if let Some(members) = state.members.filter(|_| cluster_life > 1) {
-            if NodeSet(members.0 & participants.0) == NodeSet::EMPTY {
-                return Err(members);
-            }
-        }
-        state.cluster_life = cluster_life;
-        state.winner = Some(participants);
-        state.stopping = stopping;
-        state.members = Some(participants);
-        Ok(())
     }
 
     /// Whether `survivors` may go on.
@@ -354,21 +341,10 @@ impl Block for Arbitrator {
             }
         } else if let Ok(begins) = ClusterLifeBegins::from_signal(signal) {
             let before = self.state;
-            let begun = self.life_begins(begins.cluster_life, begins.participants, begins.stopping);
+            self.life_begins(begins.cluster_life, begins.participants, begins.stopping);
             self.save_if_changed(ctx, before);
-            let members = begun.err().unwrap_or_default();
-            if members != NodeSet::EMPTY {
-                ctx.warn(&format!(
-                    "a start from disk of data nodes {:?} refused: none of the last members, \
-                     {members:?}, takes part",
-                    begins.participants
-                ));
-            }
             let conf = ClusterLifeBegunConf {
                 cluster_life: begins.cluster_life,
-                refused: u32::from(members != NodeSet::EMPTY),
-                members_low: members.0 as u32,
-                members_high: (members.0 >> 32) as u32,
             };
             ctx.send_typed(signal.sender(), &conf);
         } else if let Ok(request) = ArbitrationRequest::from_signal(signal) {
@@ -413,7 +389,7 @@ mod tests {
     #[test]
     fn an_arbitrator_started_from_its_saved_state_holds_the_loser_back_as_before() {
         let mut arbitrator = Arbitrator::default();
-        assert_eq!(arbitrator.life_begins(2, set(&[1, 2]), set(&[])), Ok(()));
+        arbitrator.life_begins(2, set(&[1, 2]), set(&[]));
         assert!(arbitrator.decide(set(&[1])), "node 1 goes on alone");
         // The management server restarts: its arbitrator goes on from what it saved.
         let saved = ArbitrationState::decode(&arbitrator.state().encode()).unwrap();
@@ -429,7 +405,7 @@ mod tests {
             "what a fresh one would let go on"
         );
         // Every data directory emptied: a new cluster's first start, whatever was saved.
-        assert_eq!(again.life_begins(1, set(&[1, 2]), set(&[])), Ok(()));
+        again.life_begins(1, set(&[1, 2]), set(&[]));
         assert!(
             again.decide(set(&[2])),
             "a new cluster's split, decided afresh"
@@ -439,10 +415,7 @@ mod tests {
     #[test]
     fn a_node_the_cluster_removed_wins_nothing_for_the_nodes_it_still_sees() {
         let mut arbitrator = Arbitrator::default();
-        assert_eq!(
-            arbitrator.life_begins(1, set(&[1, 2, 3, 4]), set(&[])),
-            Ok(())
-        );
+        arbitrator.life_begins(1, set(&[1, 2, 3, 4]), set(&[]));
         // Node 1 removed node 2 (cut off from it) without asking: {1, 3, 4} hold node
         // group 1 whole. Node 2, still seeing node 4, asks for {2, 4}.
         arbitrator.membership_shrank(set(&[1, 3, 4]));
@@ -459,20 +432,6 @@ mod tests {
             arbitrator.decide(set(&[2])),
             "a node that rejoined may go on"
         );
-    }
-
-    #[test]
-    fn a_start_from_disk_without_any_last_member_is_refused() {
-        let mut arbitrator = Arbitrator::default();
-        assert_eq!(arbitrator.life_begins(2, set(&[1, 2]), set(&[])), Ok(()));
-        assert!(arbitrator.decide(set(&[1])), "node 1 went on alone");
-        // Every node crashed; node 1's disk cannot restore (its control file lost), so
-        // node 2 alone would restore what it held when it failed.
-        let refused = arbitrator.life_begins(3, set(&[2]), set(&[1]));
-        assert_eq!(refused, Err(set(&[1])));
-        assert_eq!(arbitrator.state().cluster_life, 2, "nothing changed");
-        assert_eq!(arbitrator.life_begins(3, set(&[1]), set(&[2])), Ok(()));
-        assert_eq!(arbitrator.state().members, Some(set(&[1])));
     }
 
     #[test]
@@ -494,10 +453,10 @@ mod tests {
     #[test]
     fn a_start_from_disk_of_a_later_life_begins_arbitration_afresh() {
         let mut arbitrator = Arbitrator::default();
-        assert_eq!(arbitrator.life_begins(2, set(&[1, 2, 3]), set(&[])), Ok(()));
+        arbitrator.life_begins(2, set(&[1, 2, 3]), set(&[]));
         assert!(arbitrator.decide(set(&[1, 2])), "nodes 1 and 2 won a split");
         // Every node crashed; node 2's disk restores the next life alone, 1 and 3 stop.
-        assert_eq!(arbitrator.life_begins(3, set(&[2]), set(&[1, 3])), Ok(()));
+        arbitrator.life_begins(3, set(&[2]), set(&[1, 3]));
         assert!(
             arbitrator.decide(set(&[2, 3])),
             "node 1's stop noticed before node 3's"
@@ -512,8 +471,8 @@ mod tests {
             "a node the start stopped that rejoined is a member like any other"
         );
         // A stale node's start of an earlier life wins nothing.
-        assert_eq!(arbitrator.life_begins(3, set(&[1]), set(&[])), Ok(()));
-        assert_eq!(arbitrator.life_begins(2, set(&[1]), set(&[])), Ok(()));
+        arbitrator.life_begins(3, set(&[1]), set(&[]));
+        arbitrator.life_begins(2, set(&[1]), set(&[]));
         assert!(!arbitrator.decide(set(&[1])));
     }
 }

@@ -8,7 +8,9 @@
 //! disk (a system restart; also whenever the cluster stopped itself), before which one
 //! node's newest schema file may be damaged or made unreadable (it must lose no table),
 //! and one node's control files or a REDO log damaged, when its peers hold its data (it
-//! copies from them; its process starting it again when it stopped the first try);
+//! copies from them; its process starting it again when it stopped the first try), or one
+//! node absent (the others go on without it when they hold the latest GCI, and it joins
+//! late; else the start waits for it);
 //! now and then a started node's disk is full for a step (its checkpoints wait for room).
 //!
 //! Checked at each system restart: the GCI restored is at least every GCI the cluster
@@ -70,6 +72,8 @@ fn node_settings(node: NodeId) -> NodeSettings {
     // Every replica logs its commits, on a disk that each crash tears.
     settings.redo_log_bytes = 4 << 20;
     settings.global_checkpoint_interval_ms = 200;
+    // A node absent at a system restart is given up on soon.
+    settings.start_partial_timeout_ms = 2_000;
     settings
 }
 
@@ -129,8 +133,15 @@ struct Run {
     damage_dice: Dice,
     /// The choices of damaged control files and logs, apart so the others' stay too.
     disk_damage_dice: Dice,
-    /// Whether control files and logs may be damaged (not in replays of older seeds).
-    damages_disks: bool,
+    /// The choices of nodes absent at a system restart.
+    absence_dice: Dice,
+    /// Whether control files and logs may be damaged and nodes be absent at a system
+    /// restart (not in replays of older seeds).
+    newer_faults: bool,
+    /// System restarts a node was absent from: that went on without it (it joined later),
+    /// and that waited for it (the others could not restore the latest GCI).
+    absent_started_without: u64,
+    absent_waited_for: u64,
     nodes: Vec<u8>,
     /// Nodes per node group.
     replicas: u8,
@@ -199,7 +210,10 @@ impl Run {
             dice: Dice(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1),
             damage_dice: Dice(seed.wrapping_mul(0xd1b5_4a32_d192_ed03) | 1),
             disk_damage_dice: Dice(seed.wrapping_mul(0x94d0_49bb_1331_11eb) | 1),
-            damages_disks: true,
+            absence_dice: Dice(seed.wrapping_mul(0xbf58_476d_1ce4_e5b9) | 1),
+            newer_faults: true,
+            absent_started_without: 0,
+            absent_waited_for: 0,
             keys: vec![
                 Key {
                     may_hold: vec![],
@@ -636,6 +650,8 @@ impl Run {
     // ----- the faults -----
 
     fn restart(&mut self, node: u8) {
+        // What the node saw before is read first: its view of its earlier life goes.
+        self.check_no_split_brain();
         let holds_again = self.said_disk_holds_data_again(node);
         self.copied_before.insert(node, holds_again);
         self.cluster.restart_node(NodeId(node), DATA_MEMORY_BYTES);
@@ -739,13 +755,17 @@ impl Run {
             self.damage_a_schema_file();
         }
         self.maybe_damage_a_disk(&damageable);
+        let absent = self.maybe_absent();
         if verbose() {
             eprintln!("{:>8} ms  system restart", self.cluster.now_ns() / MS);
         }
-        if let Err(why) = self.start_from_disk() {
-            self.refused = Some(why);
-            return false;
-        }
+        let late = match self.start_from_disk(absent) {
+            Ok(late) => late,
+            Err(why) => {
+                self.refused = Some(why);
+                return false;
+            }
+        };
         let restored = self.restored_gci();
         assert!(
             restored >= restorable && restored >= self.durable_gci,
@@ -770,12 +790,58 @@ impl Run {
         self.generations = HashMap::from([(1, self.nodes.iter().map(|&n| (n, all)).collect())]);
         self.restarted_ns.clear();
         self.copied_before.clear();
+        if let Some(node) = late {
+            // Started late: it joins the running cluster, copying its data.
+            self.restart(node);
+        }
         true
+    }
+
+    /// Now and then one node stays down at a system restart.
+    fn maybe_absent(&mut self) -> Option<u8> {
+        if !self.newer_faults || self.absence_dice.below(5) != 0 {
+            return None;
+        }
+        let node = self.absence_dice.pick(&self.nodes)?;
+        if verbose() {
+            eprintln!(
+                "{:>8} ms  node {node} is absent at the start",
+                self.cluster.now_ns() / MS
+            );
+        }
+        Some(node)
+    }
+
+    /// Starts the cluster from its disks, without the `absent` node if one is: the others
+    /// go on after the partial-start timeout if they restore the latest GCI (then the
+    /// absent node, returned, starts late), else the start waits for it (it is started,
+    /// as an operator would). Returns the node to start late.
+    fn start_from_disk(&mut self, absent: Option<u8>) -> Result<Option<u8>, String> {
+        if let Some(node) = absent {
+            match (self.cluster).try_start_again_without(&[NodeId(node)], DATA_MEMORY_BYTES) {
+                Ok(()) => {
+                    self.absent_started_without += 1;
+                    return Ok(Some(node));
+                }
+                Err(_) => {
+                    self.absent_waited_for += 1;
+                    self.forget_stopped_start();
+                }
+            }
+        }
+        self.start_every_node().map(|()| None)
+    }
+
+    /// The memberships of a start that stopped are of no life: their generations come
+    /// again.
+    fn forget_stopped_start(&mut self) {
+        let (_, offset) = self.cluster.trace_since(self.trace_offset);
+        self.trace_offset = offset;
     }
 
     /// Starts every node from its disk; when a node stopped the start, its disk unable to
     /// restore its data, once more (as its process does, to copy from a peer).
-    fn start_from_disk(&mut self) -> Result<(), String> {
+    fn start_every_node(&mut self) -> Result<(), String> {
         let stops_before = self.cluster.simulation.stopped_nodes().len();
         let Err(why) = self.cluster.try_start_again(DATA_MEMORY_BYTES) else {
             return Ok(());
@@ -785,10 +851,7 @@ impl Run {
             return Err(why);
         }
         self.starts_after_unrestorable += 1;
-        // The memberships of the start that stopped are of no life: their generations
-        // come again.
-        let (_, offset) = self.cluster.trace_since(self.trace_offset);
-        self.trace_offset = offset;
+        self.forget_stopped_start();
         self.cluster.try_start_again(DATA_MEMORY_BYTES)
     }
 
@@ -834,7 +897,7 @@ impl Run {
     /// its `ldm`s' REDO logs (every file zeroed, as a failing disk gives back) is damaged:
     /// the node cannot restore its data, and copies it from a peer.
     fn maybe_damage_a_disk(&mut self, damageable: &[u8]) {
-        if !self.damages_disks || self.disk_damage_dice.below(3) != 0 {
+        if !self.newer_faults || self.disk_damage_dice.below(3) != 0 {
             return;
         }
         let Some(node) = self.disk_damage_dice.pick(damageable) else {
@@ -1153,7 +1216,7 @@ fn env_u64(name: &str, default: u64) -> u64 {
 fn a_node_a_start_from_disk_stopped_as_behind_joins_when_started_again_soon() {
     let mut run = Run::start(19_992);
     // The seed's schedule from before control files and logs were damaged.
-    run.damages_disks = false;
+    run.newer_faults = false;
     for _ in 0..STEPS {
         run.step();
     }
@@ -1172,6 +1235,7 @@ fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_write_and_serve_no_sta
     let (mut system_restarts, mut refused, mut batches, mut damaged) = (0, 0, 0, 0);
     let (mut full_disks, mut refused_checkpoints) = (0, 0);
     let (mut damaged_controls, mut damaged_logs, mut starts_after_unrestorable) = (0, 0, 0);
+    let (mut absent_started_without, mut absent_waited_for) = (0, 0);
     let mut node_restarts = NodeRestarts::default();
     for seed in first..first + seeds {
         let mut run = Run::start(seed);
@@ -1186,6 +1250,8 @@ fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_write_and_serve_no_sta
         damaged_controls += run.damaged_control_files;
         damaged_logs += run.damaged_logs;
         starts_after_unrestorable += run.starts_after_unrestorable;
+        absent_started_without += run.absent_started_without;
+        absent_waited_for += run.absent_waited_for;
         full_disks += run.full_disks;
         refused_checkpoints += (run.nodes.iter())
             .flat_map(|&node| run.cluster.simulation.log_of(NodeId(node)))
@@ -1225,7 +1291,8 @@ fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_write_and_serve_no_sta
          answered under faults; {system_restarts} system restarts ({damaged} after a \
          schema file was damaged, {damaged_controls} after a node's control files were, \
          {damaged_logs} after a REDO log was; {starts_after_unrestorable} went on once the \
-         damaged node stopped the first try); {full_disks} steps with a full disk ({refused_checkpoints} checkpoints refused); {} node restarts, {} \
+         damaged node stopped the first try; {absent_started_without} went on without an \
+         absent node, which joined late, {absent_waited_for} waited for it); {full_disks} steps with a full disk ({refused_checkpoints} checkpoints refused); {} node restarts, {} \
          from their own disk (copying what changed: {} rows, {} deleted keys); {batches} \
          writes of a key and its mirror as one batch",
         node_restarts.all, node_restarts.own_disk, node_restarts.rows, node_restarts.deleted
@@ -1237,6 +1304,10 @@ fn random_crashes_restarts_pauses_cuts_and_delays_lose_no_write_and_serve_no_sta
     assert!(
         damaged_controls > 0 && damaged_logs > 0 && starts_after_unrestorable > 0,
         "starts met damaged control files and logs"
+    );
+    assert!(
+        absent_started_without > 0 && absent_waited_for > 0,
+        "starts went on without an absent node, and waited for one"
     );
     assert!(
         full_disks > 0 && refused_checkpoints > 0,

@@ -1166,7 +1166,7 @@ impl Block for Dictionary {
         } else if number == SchemaWriteRetry::NUMBER {
             SchemaWriteRetry::from_signal(signal).map(|_| self.schema_write_retry(ctx))
         } else if number == ClusterLifeBegunConf::NUMBER {
-            ClusterLifeBegunConf::from_signal(signal).map(|conf| self.life_begun(ctx, conf))
+            ClusterLifeBegunConf::from_signal(signal).map(|c| self.life_begun(ctx, c.cluster_life))
         } else if number == StartReport::NUMBER {
             StartReport::from_signal(signal).map(|r| self.start_reported(ctx, r))
         } else if number == StartOrder::NUMBER {

@@ -177,21 +177,33 @@ pub fn decide(cluster: &ClusterShape, reports: &[StartReport]) -> Result<Decisio
 }
 
 /// With no member holding data it can restore, a member whose disk holds data it cannot
-/// restore makes the start fail: an initial start would begin an empty cluster, and its
-/// tables' rows would be lost for good.
+/// restore, or that belonged to a cluster's life already (it copied its rows in a node
+/// restart and had not checkpointed them: the rows are on its peers' disks), makes the
+/// start fail: an initial start would begin an empty cluster, and its tables' rows would be
+/// lost for good. Only nodes that never held anything start a new cluster.
 fn refuse_unrestorable(reports: &[StartReport]) -> Result<(), String> {
     let unrestorable = reports
         .iter()
         .filter(|r| r.holds_data == DiskHolds::Unrestorable as u32);
     let nodes: Vec<u32> = unrestorable.map(|r| r.node).collect();
+    if !nodes.is_empty() {
+        return Err(format!(
+            "data node(s) {nodes:?} hold data their disks cannot restore (see their logs), \
+             and no other data node that started holds any: start the cluster's other \
+             nodes, or restore their data directories (or the cluster, from a backup). \
+             Nothing starts empty in their place"
+        ));
+    }
+    let of_a_life = reports.iter().filter(|r| r.cluster_life > 0);
+    let nodes: Vec<u32> = of_a_life.map(|r| r.node).collect();
     if nodes.is_empty() {
         return Ok(());
     }
     Err(format!(
-        "data node(s) {nodes:?} hold data their disks cannot restore (see their logs), and \
-         no other data node that started holds any: start the cluster's other nodes, or \
-         restore their data directories (or the cluster, from a backup). Nothing starts \
-         empty in their place"
+        "data node(s) {nodes:?} belong to a running cluster's life but hold none of its data \
+         on disk (they copied it from peers and had not checkpointed it yet), and no data \
+         node that started holds any: start the cluster's other nodes. Nothing starts \
+         empty in their place (to begin a new, empty cluster, empty every data directory)"
     ))
 }
 
@@ -225,27 +237,59 @@ fn refuse_losing_what_only_unrestorable_disks_held(
 }
 
 /// The latest GCI that a node of every node group restores, among the nodes holding
-/// data of the cluster's latest life (`current`).
+/// data of the cluster's latest life (`current`). Every membership holds a node of every
+/// group, and a GCI is restorable once every member recorded it: a group whose nodes here
+/// restore less than another group's, while one of its nodes is missing or cannot restore
+/// its disk, may lack the node that recorded what was restorable since, and starting
+/// without it could lose commits acknowledged as restorable: the start waits for it
+/// (also when the later GCI was cut short by the crash amid its round, which cannot be
+/// told apart). With every node of the group here and sound, no disk holds more: its
+/// member since then had copied its rows and not yet checkpointed them, and no GCI was
+/// announced restorable meanwhile.
 fn latest_every_group_restores(
     cluster: &ClusterShape,
     reports: &[StartReport],
     current: &impl Fn(&StartReport) -> bool,
     life: u32,
 ) -> Result<u64, String> {
-    let mut gci = u64::MAX;
+    let mut best_of_groups = Vec::new();
     for (group, nodes) in cluster.node_groups().iter().enumerate() {
         let in_group = |r: &&StartReport| node_of(r.node).is_some_and(|n| nodes.contains(&n));
         let best = reports.iter().filter(|r| current(r)).filter(in_group);
+        let ids: Vec<u8> = nodes.iter().map(|n| n.0).collect();
         let Some(best) = best.map(|r| r.restorable_gci).max() else {
-            let ids: Vec<u8> = nodes.iter().map(|n| n.0).collect();
             return Err(format!(
                 "no started data node of node group {group} holds the data of the cluster's \
                  latest life ({life}): start its nodes {ids:?}"
             ));
         };
-        gci = gci.min(best);
+        let sound = |id: &u8| {
+            let report = reports.iter().find(|r| r.node == u32::from(*id));
+            report.is_some_and(|r| r.holds_data != DiskHolds::Unrestorable as u32)
+        };
+        let whole = ids.iter().all(sound);
+        best_of_groups.push((best, group, ids, whole));
     }
-    Ok(gci)
+    let latest = best_of_groups
+        .iter()
+        .map(|(best, ..)| *best)
+        .max()
+        .unwrap_or(0);
+    let behind = (best_of_groups.iter()).find(|(best, .., whole)| !whole && *best < latest);
+    if let Some((best, group, ids, _)) = behind {
+        return Err(format!(
+            "the data nodes of node group {group} here restore GCI {best} only, while \
+             another group's restore GCI {latest}: the node of group {group} that recorded \
+             the GCIs since is not here (or its disk cannot restore them), and starting \
+             without it would lose their commits. Start its nodes {ids:?}, or repair the \
+             one whose disk failed"
+        ));
+    }
+    Ok(best_of_groups
+        .iter()
+        .map(|(best, ..)| *best)
+        .min()
+        .unwrap_or(0))
 }
 
 /// Why a node does not take part in a start from disk restoring `gci` of `life`.
@@ -456,28 +500,14 @@ impl Dictionary {
         }
     }
 
-    /// The arbitrator heard of the new life: the start goes on, unless it refused (none of
-    /// the cluster's last members takes part).
-    pub(super) fn life_begun(&mut self, ctx: &mut Context, conf: ClusterLifeBegunConf) {
+    /// The arbitrator heard of life `cluster_life`: the start goes on.
+    pub(super) fn life_begun(&mut self, ctx: &mut Context, cluster_life: u32) {
         let Some(master) = self.master_start.as_mut() else {
             return;
         };
         match master.step.take() {
-            Some(Step::Arbitrating(decision)) if decision.cluster_life == conf.cluster_life => {
-                if conf.refused == 0 {
-                    return self.carry_out(ctx, decision);
-                }
-                let members =
-                    NodeSet(u64::from(conf.members_low) | (u64::from(conf.members_high) << 32));
-                let reason = format!(
-                    "the arbitrator refuses this start from disk of data nodes {:?} (GCI {}): \
-                     the cluster's last members, {members:?}, do not take part, and their \
-                     disks may hold later commits. Start them; or, if their data is lost for \
-                     good, remove the file `arbitration` from the management server's data \
-                     directory, restart it and start again, losing what they alone held",
-                    decision.participants, decision.gci
-                );
-                self.stop_cluster(ctx, &reason);
+            Some(Step::Arbitrating(decision)) if decision.cluster_life == cluster_life => {
+                self.carry_out(ctx, decision);
             }
             other => master.step = other,
         }
@@ -867,11 +897,16 @@ mod tests {
 
     #[test]
     fn no_node_with_data_is_an_initial_start_of_them_all() {
-        let reports = [report(1, 0, 0, false), report(2, 4, 90, false)];
+        let reports = [report(1, 0, 0, false), report(2, 0, 0, false)];
         let decision = decide(&cluster(), &reports).unwrap();
         assert_eq!((decision.cluster_life, decision.gci), (1, 0));
         assert_eq!(decision.participants, nodes(&[1, 2]));
         assert!(decision.stale.is_empty());
+        // A node of a cluster's life holding nothing yet (its copy not checkpointed): the
+        // data is on the nodes not here.
+        let copied = [report(1, 0, 0, false), report(2, 4, 90, false)];
+        let refused = decide(&cluster(), &copied).unwrap_err();
+        assert!(refused.contains("data node(s) [2] belong to"), "{refused}");
     }
 
     #[test]
@@ -935,6 +970,39 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_group_behind_another_waits_for_its_missing_node_that_recorded_the_later_gcis() {
+        // Node 1 of group 0 went on to GCI 21 with node 4 and is absent; node 2 stopped
+        // at 19.
+        let without_node_1 = [
+            report(2, 2, 19, true),
+            report(3, 2, 17, true),
+            report(4, 2, 21, true),
+        ];
+        let refused = decide(&cluster(), &without_node_1).unwrap_err();
+        assert!(
+            refused.contains("node group 0 here restore GCI 19 only")
+                && refused.contains("Start its nodes [1, 2]"),
+            "{refused}"
+        );
+        // One GCI apart too: node 2 may have been removed after recording 20, and 21
+        // announced restorable by nodes 1 and 4.
+        let one_apart = [
+            report(2, 2, 20, true),
+            report(3, 2, 17, true),
+            report(4, 2, 21, true),
+        ];
+        assert!(decide(&cluster(), &one_apart).is_err());
+        // Every node of the group here and sound: no disk holds more.
+        let all_here = [
+            report(1, 2, 0, false),
+            report(2, 2, 19, true),
+            report(3, 2, 17, true),
+            report(4, 2, 21, true),
+        ];
+        assert_eq!(decide(&cluster(), &all_here).unwrap().gci, 19);
+    }
+
     /// A node whose control file, or a log its restore needed, proved damaged.
     fn report_unrestorable(node: u32) -> StartReport {
         StartReport {
@@ -947,12 +1015,12 @@ mod tests {
     fn a_node_whose_disk_cannot_restore_copies_from_a_peer_and_never_starts_an_empty_cluster() {
         let reports = [
             report_unrestorable(1),
-            report(2, 2, 40, true),
+            report(2, 2, 41, true),
             report(3, 2, 41, true),
             report(4, 2, 41, true),
         ];
         let decision = decide(&cluster(), &reports).unwrap();
-        assert_eq!((decision.cluster_life, decision.gci), (3, 40));
+        assert_eq!((decision.cluster_life, decision.gci), (3, 41));
         assert_eq!(decision.participants, nodes(&[2, 3, 4]));
         let (stale, why) = &decision.stale[0];
         assert_eq!(stale.0, 1);
@@ -967,7 +1035,7 @@ mod tests {
                 cluster_life: 2,
                 ..report_unrestorable(1)
             },
-            report(2, 2, 40, true),
+            report(2, 2, 41, true),
             report(3, 2, 41, true),
             report(4, 2, 41, true),
         ];

@@ -863,15 +863,7 @@ typed_signal! {
 typed_signal! {
     /// The arbitrator heard `ClusterLifeBegins` of `cluster_life`: the master goes on
     /// with the start (stopping the nodes that do not take part, itself perhaps).
-    ClusterLifeBegunConf = 238 { cluster_life: u32, } added {
-        /// 1: the arbitrator refuses the new life: no participant is in the membership
-        /// the cluster last reported (`members_low`, `members_high`: the low and high
-        /// halves of that `NodeSet`), whose nodes' disks may hold later commits. The
-        /// start stops.
-        refused: u32,
-        members_low: u32,
-        members_high: u32,
-    }
+    ClusterLifeBegunConf = 238 { cluster_life: u32, }
 }
 typed_signal! {
     /// From the president to the arbitrator: `joined` joined, and `members` (with it) are

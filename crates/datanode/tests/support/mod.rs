@@ -246,7 +246,18 @@ impl Node {
 
     /// [`Node::start_again`], saying why when the start did not end.
     pub fn try_start_again(&mut self, data_memory_bytes: u64) -> Result<(), String> {
-        for settings in self.nodes.clone() {
+        self.try_start_again_without(&[], data_memory_bytes)
+    }
+
+    /// [`Node::try_start_again`] with the nodes `absent` left down (started later, they
+    /// join the running cluster: [`Node::restart_node`]).
+    pub fn try_start_again_without(
+        &mut self,
+        absent: &[NodeId],
+        data_memory_bytes: u64,
+    ) -> Result<(), String> {
+        let starting = self.nodes.clone().into_iter();
+        for settings in starting.filter(|s| !absent.contains(&s.node)) {
             let disk = self.disks[&settings.node].clone();
             let blocks = blocks_on(&settings, disk, data_memory_bytes);
             self.simulation.restart(settings.node, blocks).unwrap();

@@ -266,11 +266,6 @@ impl TestCluster {
         }
     }
 
-    /// The management server's data directory.
-    pub fn mgmd_data_dir(&self) -> PathBuf {
-        self.dir.join("mgmd")
-    }
-
     /// Kills the management server (`kill -9`) and starts it again on its port, with the
     /// same configuration and data directory.
     pub fn restart_mgmd(&mut self) {
