@@ -48,6 +48,8 @@ fn leave_behind(cluster: &mut TestCluster, behind: u8) -> BTreeMap<i64, i64> {
     create_chains_table(&client);
     write_rows(&client, 0..500, 1, ExecuteMode::CommitDurable);
     cluster.node(behind).kill();
+    // Once the cluster saw it go (a commit it was part of would end unknown).
+    cluster.wait_for_state(behind, "not connected", START_LIMIT);
     write_rows(&client, 500..1_000, 2, ExecuteMode::CommitDurable);
     (0..500)
         .map(|id| (id, 1))
@@ -118,4 +120,17 @@ fn a_node_left_behind_never_starts_alone_even_after_the_management_server_restar
     let rejoined = cluster.wait_for_start_from_disk();
     assert_eq!(rejoined, [2], "node 2 was behind and copies");
     assert_eq!(every_chains_row(&cluster.mgm), expected);
+}
+
+#[test]
+fn a_cluster_that_never_had_a_table_starts_again_from_disk() {
+    // No node has a schema file (none was refused): there is no table to lose.
+    let mut cluster = TestCluster::start(2, 2);
+    cluster.crash_every_node();
+    cluster.spawn_every_node();
+    cluster.wait_for_start_from_disk();
+    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    create_chains_table(&client);
+    write_rows(&client, 0..10, 1, ExecuteMode::CommitDurable);
+    assert_eq!(every_chains_row(&cluster.mgm).len(), 10);
 }

@@ -58,8 +58,13 @@ pub(super) fn dictionary_source(
     let mut with_dictionary = candidates.iter().filter(has_dictionary);
     let sound = with_dictionary.clone().find(|r| r.schema_suspect == 0);
     let Some(chosen) = sound.or_else(|| with_dictionary.next()) else {
-        if candidates.iter().all(|r| r.schema_suspect == 0) {
-            return Ok(None); // a cluster's first start: no dictionary anywhere yet
+        if candidates
+            .iter()
+            .all(|r| r.schema_suspect != SCHEMA_REFUSED)
+        {
+            // A cluster's first start, or one that never had a table: no schema file
+            // anywhere (none refused).
+            return Ok(None);
         }
         return Err(format!(
             "no data node taking part in the start from disk (GCI {}) has a schema file \

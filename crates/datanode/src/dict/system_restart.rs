@@ -363,6 +363,12 @@ impl Dictionary {
             Ok(None) => {}
             Ok(Some(files)) => {
                 let (image, suspect) = self.schema_read(ctx, &files, disk.holds_data != 0);
+                // Refused twins (1) are told from none at all on a disk with data (2).
+                let suspect = match suspect {
+                    false => 0,
+                    true if files.any_present() => SCHEMA_REFUSED,
+                    true => SCHEMA_MISSING,
+                };
                 self.report(ctx, disk, image, suspect);
             }
             Err(reason) => ctx.stop_node(&reason),
@@ -400,7 +406,7 @@ impl Dictionary {
         ctx: &mut Context,
         disk: DiskState,
         image: Option<SchemaImage>,
-        suspect: bool,
+        suspect: u32,
     ) {
         let report = StartReport {
             node: u32::from(ctx.address().node().0),
@@ -410,7 +416,7 @@ impl Dictionary {
             holds_data: disk.holds_data,
             restores_from_gci: disk.restores_from_gci,
             next_table_id: image.as_ref().map_or(0, |i| i.next_table_id),
-            schema_suspect: u32::from(suspect),
+            schema_suspect: suspect,
         };
         self.saved_schema = image;
         self.start = Phase::Reported(report);

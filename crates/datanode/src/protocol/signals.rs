@@ -1074,11 +1074,17 @@ typed_signal! {
         restores_from_gci: u64,
         next_table_id: u32,
     } added {
-        /// 1: a schema file of this node was refused (damaged, unreadable) or is missing
-        /// while its disk holds data, so its dictionary may lack the latest changes.
+        /// [`SCHEMA_REFUSED`]: a schema file of this node was refused (damaged,
+        /// unreadable); [`SCHEMA_MISSING`]: it has none while its disk holds data. Either
+        /// way its dictionary may lack the latest changes.
         schema_suspect: u32,
     }
 }
+/// `StartReport::schema_suspect`: a twin of the node's schema file was refused.
+pub const SCHEMA_REFUSED: u32 = 1;
+/// `StartReport::schema_suspect`: the node has no schema file while its disk holds data
+/// (a cluster that never had a table, or one whose files were lost).
+pub const SCHEMA_MISSING: u32 = 2;
 typed_signal! {
     /// From the master's `dict` to every member's that takes part in the start: the
     /// cluster starts as `cluster_life`, restored to `gci` by `participants` (0 and no

@@ -94,3 +94,19 @@ fn a_first_start_or_a_master_that_stops_needs_no_source() {
     let source = dictionary_source(&reports, &decision(40, &[2]), MASTER);
     assert_eq!(source, Ok(None));
 }
+
+#[test]
+fn a_cluster_that_never_had_a_table_starts_but_refused_files_and_none_left_stop_it() {
+    let missing = |node| StartReport {
+        schema_suspect: SCHEMA_MISSING,
+        ..report(node, 0, false)
+    };
+    // No node has a schema file and none was refused: no table was ever created.
+    let none_anywhere = [missing(1), missing(2)];
+    let source = dictionary_source(&none_anywhere, &decision(40, &[1, 2]), MASTER);
+    assert_eq!(source, Ok(None));
+    // One refused: the tables it held cannot be known.
+    let one_refused = [missing(1), report(2, 0, true)];
+    let refused = dictionary_source(&one_refused, &decision(40, &[1, 2]), MASTER);
+    assert!(refused.is_err(), "{refused:?}");
+}
