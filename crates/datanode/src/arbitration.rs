@@ -6,8 +6,8 @@
 //! nodes outside it. It also follows the membership the presidents report as it shrinks
 //! and grows (failures that need no arbitration too), and says no to survivors outside
 //! it: a node the cluster already removed, asking for itself and the nodes it still
-//! thinks members, must not become the winner the real members then lose to. A node that restarts and joins the winner's membership becomes part of
-//! the winner. A start from disk begins a new life of the cluster: its participants are the
+//! thinks members, must not become the winner the real members then lose to. A node that
+//! restarts and joins the winner's membership becomes part of the winner. A start from disk begins a new life of the cluster: its participants are the
 //! winner from then on, whatever an earlier life's split left (a start of an earlier or the
 //! same life changes nothing: a stale node cannot start a cluster of its own). The nodes
 //! that start stopped as stale do not count against survivors (they stop, whichever order
@@ -318,9 +318,23 @@ impl Arbitrator {
 
 impl Block for Arbitrator {
     fn execute(&mut self, signal: &Signal, ctx: &mut Context<'_>) {
+        let before = self.state;
+        let answer = self.take(signal);
+        // Saved before the answer that may depend on it goes.
+        self.save_if_changed(ctx, before);
+        if let Some(answer) = answer {
+            ctx.send(answer);
+        }
+    }
+}
+
+impl Arbitrator {
+    /// Takes in one signal: what the data nodes report, or a question, whose answer (to
+    /// its sender) is returned.
+    fn take(&mut self, signal: &Signal) -> Option<Signal> {
+        let (asker, here) = (signal.sender(), signal.receiver());
         if let Ok(usage) = MemoryUsage::from_signal(signal) {
-            let node = signal.sender().node();
-            self.reports.usage_reported(node, usage);
+            self.reports.usage_reported(asker.node(), usage);
         } else if let Ok(started) = NodeStarted::from_signal(signal) {
             if let Ok(node) = u8::try_from(started.node) {
                 self.reports.started(NodeId(node));
@@ -329,34 +343,22 @@ impl Block for Arbitrator {
             self.reports.lost(lost.suspects);
         } else if let Ok(shrank) = MembershipShrank::from_signal(signal) {
             self.reports.removed(shrank.removed);
-            let before = self.state;
             self.membership_shrank(shrank.members);
-            self.save_if_changed(ctx, before);
         } else if let Ok(grew) = MembershipGrew::from_signal(signal) {
             if let Ok(joined) = u8::try_from(grew.joined) {
                 self.reports.rejoined(NodeId(joined));
-                let before = self.state;
                 self.membership_grew(grew.members, NodeId(joined));
-                self.save_if_changed(ctx, before);
             }
         } else if let Ok(begins) = ClusterLifeBegins::from_signal(signal) {
-            let before = self.state;
             self.life_begins(begins.cluster_life, begins.participants, begins.stopping);
-            self.save_if_changed(ctx, before);
-            let conf = ClusterLifeBegunConf {
-                cluster_life: begins.cluster_life,
-            };
-            ctx.send_typed(signal.sender(), &conf);
+            let cluster_life = begins.cluster_life;
+            return Some(ClusterLifeBegunConf { cluster_life }.to_signal(asker, here));
         } else if let Ok(request) = ArbitrationRequest::from_signal(signal) {
-            let before = self.state;
-            let granted = self.decide(request.survivors);
-            self.save_if_changed(ctx, before);
-            let conf = ArbitrationConf {
-                round: request.round,
-                granted: u32::from(granted),
-            };
-            ctx.send_typed(signal.sender(), &conf);
+            let granted = u32::from(self.decide(request.survivors));
+            let round = request.round;
+            return Some(ArbitrationConf { round, granted }.to_signal(asker, here));
         }
+        None
     }
 }
 

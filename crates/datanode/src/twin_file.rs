@@ -447,7 +447,7 @@ impl<H> TwinWriter<H> {
                     reply.status
                 ));
                 self.broken = Some(slot);
-                return self.written_again(ctx);
+                return self.write_again(ctx);
             }
             let status = reply.status;
             return Err(TwinWriteError::Failed { path, status });
@@ -491,10 +491,10 @@ impl<H> TwinWriter<H> {
         if self.step != Some(Step::WaitingForSpace) {
             return Ok(WriteProgress::Going);
         }
-        self.written_again(ctx)
+        self.write_again(ctx)
     }
 
-    fn written_again(&mut self, ctx: &mut Context) -> Result<WriteProgress<H>, TwinWriteError> {
+    fn write_again(&mut self, ctx: &mut Context) -> Result<WriteProgress<H>, TwinWriteError> {
         self.write_image(ctx).map_err(TwinWriteError::NoSection)?;
         Ok(WriteProgress::Going)
     }

@@ -123,7 +123,7 @@ impl Decision {
 /// that such a member of every group restores. No member with data: an initial start,
 /// unless a member holds data it cannot restore (then nothing starts).
 pub fn decide(cluster: &ClusterShape, reports: &[StartReport]) -> Result<Decision, String> {
-    let holding = |r: &&StartReport| r.holds_data == DiskHolds::Data as u32 && r.cluster_life > 0;
+    let holding = |r: &&StartReport| holds(r, DiskHolds::Data) && r.cluster_life > 0;
     let next_table_id = reports.iter().map(|r| r.next_table_id).max().unwrap_or(1);
     let all = NodeSet::of(reports.iter().filter_map(|r| node_of(r.node)));
     let Some(life) = reports.iter().filter(holding).map(|r| r.cluster_life).max() else {
@@ -182,9 +182,7 @@ pub fn decide(cluster: &ClusterShape, reports: &[StartReport]) -> Result<Decisio
 /// start fail: an initial start would begin an empty cluster, and its tables' rows would be
 /// lost for good. Only nodes that never held anything start a new cluster.
 fn refuse_unrestorable(reports: &[StartReport]) -> Result<(), String> {
-    let unrestorable = reports
-        .iter()
-        .filter(|r| r.holds_data == DiskHolds::Unrestorable as u32);
+    let unrestorable = reports.iter().filter(|r| holds(r, DiskHolds::Unrestorable));
     let nodes: Vec<u32> = unrestorable.map(|r| r.node).collect();
     if !nodes.is_empty() {
         return Err(format!(
@@ -217,9 +215,7 @@ fn refuse_losing_what_only_unrestorable_disks_held(
     life: u32,
     gci: u64,
 ) -> Result<(), String> {
-    let unrestorable = reports
-        .iter()
-        .filter(|r| r.holds_data == DiskHolds::Unrestorable as u32);
+    let unrestorable = reports.iter().filter(|r| holds(r, DiskHolds::Unrestorable));
     let Some(later) = unrestorable
         .filter(|r| (r.cluster_life, r.restorable_gci) > (life, gci))
         .max_by_key(|r| (r.cluster_life, r.restorable_gci))
@@ -265,7 +261,7 @@ fn latest_every_group_restores(
         };
         let sound = |id: &u8| {
             let report = reports.iter().find(|r| r.node == u32::from(*id));
-            report.is_some_and(|r| r.holds_data != DiskHolds::Unrestorable as u32)
+            report.is_some_and(|r| !holds(r, DiskHolds::Unrestorable))
         };
         let whole = ids.iter().all(sound);
         best_of_groups.push((best, group, ids, whole));
@@ -295,12 +291,12 @@ fn latest_every_group_restores(
 /// Why a node does not take part in a start from disk restoring `gci` of `life`.
 fn stale_reason(report: &StartReport, life: u32, gci: u64) -> String {
     let why = match report {
-        r if r.holds_data == DiskHolds::Unrestorable as u32 && r.cluster_life == 0 => {
+        r if holds(r, DiskHolds::Unrestorable) && r.cluster_life == 0 => {
             "holds data its disk cannot restore, its control file lost (see its log): if it \
              ran on after the others stopped, the commits it alone held are lost"
                 .into()
         }
-        r if r.holds_data == DiskHolds::Unrestorable as u32 => {
+        r if holds(r, DiskHolds::Unrestorable) => {
             "holds data its disk cannot restore (a file damaged or unreadable: see its log)".into()
         }
         r if r.holds_data == 0 || r.cluster_life == 0 => "holds no data to restore".into(),
@@ -334,6 +330,11 @@ fn tell_arbitrator(ctx: &mut Context, arbitrator: Option<BlockAddress>, decision
     }
 }
 
+/// Whether `report`'s disk holds `what`.
+fn holds(report: &StartReport, what: DiskHolds) -> bool {
+    report.holds_data == what as u32
+}
+
 pub(super) fn node_of(word: u32) -> Option<NodeId> {
     u8::try_from(word).ok().map(NodeId)
 }
@@ -363,12 +364,6 @@ impl Dictionary {
             Ok(None) => {}
             Ok(Some(files)) => {
                 let (image, suspect) = self.schema_read(ctx, &files, disk.holds_data != 0);
-                // Refused twins (1) are told from none at all on a disk with data (2).
-                let suspect = match suspect {
-                    false => 0,
-                    true if files.any_present() => SCHEMA_REFUSED,
-                    true => SCHEMA_MISSING,
-                };
                 self.report(ctx, disk, image, suspect);
             }
             Err(reason) => ctx.stop_node(&reason),
@@ -376,21 +371,25 @@ impl Dictionary {
         true
     }
 
-    /// The newest valid schema file, if any, and whether this dictionary is suspect: a
-    /// twin was refused (it may have been the newer), or a disk holding data has none.
-    /// The writer goes on after it.
+    /// The newest valid schema file, if any, and whether this dictionary is suspect
+    /// (`StartReport::schema_suspect`): a twin was refused (it may have been the newer),
+    /// or a disk holding data has none. The writer goes on after it.
     fn schema_read(
         &mut self,
         ctx: &mut Context,
         files: &TwinFiles,
         holds_data: bool,
-    ) -> (Option<SchemaImage>, bool) {
+    ) -> (Option<SchemaImage>, u32) {
         let (found, refusals) = newest(&SCHEMA_FILE, files, schema_file::decode, |i| i.sequence);
         for refusal in &refusals {
             ctx.warn(&format!("schema file refused: {refusal}"));
         }
-        let suspect = !refusals.is_empty() || (found.is_none() && holds_data);
-        if suspect {
+        let suspect = match (refusals.is_empty(), found.is_none() && holds_data) {
+            (false, _) => SCHEMA_REFUSED,
+            (true, true) => SCHEMA_MISSING,
+            (true, false) => 0,
+        };
+        if suspect != 0 {
             ctx.warn(
                 "this node's dictionary may lack the latest schema changes: the start takes \
                  the dictionary of a node whose schema files are sound, if one takes part",
