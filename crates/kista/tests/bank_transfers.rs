@@ -1,8 +1,8 @@
 //! Bank transfers through restarts, with real processes: each transfer moves an amount
 //! between two accounts and writes its ledger row in one durable transaction. After a
-//! kill -9 of every data node, and after a start with one node's directory emptied, the
-//! money is all there, every balance is what the ledger says, and every acknowledged
-//! transfer is in the ledger.
+//! kill -9 of every data node, after a start with one node's directory emptied, and
+//! through a full disk and the space freed, the money is all there, every balance is what
+//! the ledger says, and every acknowledged transfer is in the ledger.
 
 mod support;
 
@@ -13,14 +13,21 @@ use std::time::{Duration, Instant};
 
 use kista_client::schema::{Column, TableSchema};
 use kista_client::types::{ColumnType, Value};
-use kista_client::{Client, ExecuteMode, LockKind, ScanSpec, Table, TransactionOutcome};
-use support::cluster::TestCluster;
+use kista_client::{
+    Client, ClientError, ExecuteMode, LockKind, ScanSpec, Table, TransactionOutcome,
+};
+use support::chains::create_chains_table;
+use support::cluster::{TestCluster, START_LIMIT};
+use support::full_disk::{fill, write_until_refused, Mounted, SETTINGS, WRITES_LIMIT};
 
 const ACCOUNTS: i64 = 20;
 const OPENING_BALANCE: i64 = 1_000;
-/// Longest the transfers run before the crash, and the most they make.
+/// How long the transfers run before a crash.
 const TRANSFERS_FOR: Duration = Duration::from_millis(1_500);
-const TRANSFERS_MAX: i64 = 2_000;
+/// Longest a thread of transfers runs, whatever happens.
+const TRANSFERS_LIMIT: Duration = Duration::from_secs(300);
+/// The pause after a refused transfer (the cluster is failing or its disk full).
+const REFUSED_PAUSE: Duration = Duration::from_millis(20);
 /// Longest a scan may keep failing (the cluster starting meanwhile).
 const SCAN_LIMIT: Duration = Duration::from_secs(60);
 
@@ -43,9 +50,18 @@ fn create(client: &Client, name: &str, columns: &[&str]) -> Table {
 
 /// The ids of the transfers acknowledged, shared with the thread making them.
 type Acknowledged = Arc<Mutex<BTreeSet<i64>>>;
+/// The error codes of transfers refused, with how often, shared the same way.
+type Refused = Arc<Mutex<BTreeMap<u32, usize>>>;
 
-/// Moves `amount` from `from` to `to` and writes ledger row `id`, durably.
-fn transfer(client: &Client, tables: &(Table, Table), id: i64, from: i64, to: i64) -> bool {
+/// Moves `amount` from `from` to `to` and writes ledger row `id`, durably: the error
+/// of a transfer not made (`None` for one its transaction aborted).
+fn transfer(
+    client: &Client,
+    tables: &(Table, Table),
+    id: i64,
+    from: i64,
+    to: i64,
+) -> Result<(), Option<ClientError>> {
     let (accounts, ledger) = tables;
     let amount = 1 + id % 50;
     let mut tx = client.transaction();
@@ -53,9 +69,7 @@ fn transfer(client: &Client, tables: &(Table, Table), id: i64, from: i64, to: i6
         tx.read(accounts, &[Value::Int(account)], LockKind::Exclusive)
             .expect("a read")
     });
-    let Ok(Ok(read)) = tx.execute(ExecuteMode::NoCommit).map(|p| p.wait()) else {
-        return false;
-    };
+    let read = tx.execute(ExecuteMode::NoCommit).and_then(|p| p.wait())?;
     let balance = |op| match read.row(op).map(|row| &row[1]) {
         Some(Value::Int(balance)) => *balance,
         other => panic!("an account's balance: {other:?}"),
@@ -70,16 +84,19 @@ fn transfer(client: &Client, tables: &(Table, Table), id: i64, from: i64, to: i6
         let row: Vec<Value> = row.into_iter().map(Value::Int).collect();
         tx.write(table, row).expect("a well-formed row");
     }
-    let committed = tx.execute(ExecuteMode::CommitDurable).map(|p| p.wait());
-    matches!(committed, Ok(Ok(done)) if done.outcome == TransactionOutcome::Committed)
+    let done = (tx.execute(ExecuteMode::CommitDurable)).and_then(|p| p.wait())?;
+    match done.outcome {
+        TransactionOutcome::Committed => Ok(()),
+        _ => Err(None),
+    }
 }
 
 /// Transfers between accounts from the thread it starts, numbered from `first`, until
-/// `stop` or the limits; returns the thread.
+/// `stop` or [`TRANSFERS_LIMIT`]; returns the thread.
 fn start_transfers(
     mgm: &str,
     first: i64,
-    acknowledged: Acknowledged,
+    (acknowledged, refused): (Acknowledged, Refused),
     stop: Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<()> {
     let client = Client::connect_cluster(mgm).expect("a client connects");
@@ -89,14 +106,24 @@ fn start_transfers(
     );
     std::thread::spawn(move || {
         let started = Instant::now();
-        for id in first..first + TRANSFERS_MAX {
-            if stop.load(Ordering::SeqCst) || started.elapsed() > TRANSFERS_FOR * 10 {
+        for id in first.. {
+            if stop.load(Ordering::SeqCst) || started.elapsed() > TRANSFERS_LIMIT {
                 return;
             }
             let from = id % ACCOUNTS;
             let to = (id * 7 + 3) % ACCOUNTS;
-            if from != to && transfer(&client, &tables, id, from, to) {
-                acknowledged.lock().unwrap().insert(id);
+            if from == to {
+                continue;
+            }
+            match transfer(&client, &tables, id, from, to) {
+                Ok(()) => {
+                    acknowledged.lock().unwrap().insert(id);
+                }
+                Err(error) => {
+                    let code = error.map_or(0, |error| error.code());
+                    *refused.lock().unwrap().entry(code).or_default() += 1;
+                    std::thread::sleep(REFUSED_PAUSE);
+                }
             }
         }
     })
@@ -162,20 +189,9 @@ fn check_the_books(mgm: &str, acknowledged: &Acknowledged, when: &str) -> usize 
     ledger.len()
 }
 
-/// Transfers for a while, then a kill -9 of every data node amid them.
-fn transfer_then_crash(cluster: &mut TestCluster, first: i64, acknowledged: &Acknowledged) {
-    let stop = Arc::new(AtomicBool::new(false));
-    let transfers = start_transfers(&cluster.mgm, first, acknowledged.clone(), stop.clone());
-    std::thread::sleep(TRANSFERS_FOR);
-    cluster.crash_every_node();
-    stop.store(true, Ordering::SeqCst);
-    transfers.join().expect("the transfers end");
-}
-
-#[test]
-fn transfers_keep_the_books_through_a_crash_of_every_node_and_an_emptied_directory() {
-    let mut cluster = TestCluster::start(2, 2);
-    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+/// The accounts, each with its opening balance, and an empty ledger.
+fn open_the_bank(mgm: &str) {
+    let client = Client::connect_cluster(mgm).expect("a client connects");
     let accounts = create(&client, "accounts", &["id", "balance"]);
     create(
         &client,
@@ -195,7 +211,23 @@ fn transfers_keep_the_books_through_a_crash_of_every_node_and_an_emptied_directo
         opened.expect("opened").outcome,
         TransactionOutcome::Committed
     );
-    drop(client);
+}
+
+/// Transfers for a while, then a kill -9 of every data node amid them.
+fn transfer_then_crash(cluster: &mut TestCluster, first: i64, acknowledged: &Acknowledged) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let outcomes = (acknowledged.clone(), Refused::default());
+    let transfers = start_transfers(&cluster.mgm, first, outcomes, stop.clone());
+    std::thread::sleep(TRANSFERS_FOR);
+    cluster.crash_every_node();
+    stop.store(true, Ordering::SeqCst);
+    transfers.join().expect("the transfers end");
+}
+
+#[test]
+fn transfers_keep_the_books_through_a_crash_of_every_node_and_an_emptied_directory() {
+    let mut cluster = TestCluster::start(2, 2);
+    open_the_bank(&cluster.mgm);
     let acknowledged = Acknowledged::default();
 
     transfer_then_crash(&mut cluster, 0, &acknowledged);
@@ -218,4 +250,67 @@ fn transfers_keep_the_books_through_a_crash_of_every_node_and_an_emptied_directo
          with node 1 emptied; {} acknowledged",
         acknowledged.lock().unwrap().len()
     );
+}
+
+/// Waits until `until` holds, failing with `what` after `limit`.
+fn wait_until(limit: Duration, what: &str, until: impl Fn() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !until() {
+        assert!(Instant::now() < deadline, "{what} within {limit:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn transfers_keep_the_books_through_a_full_disk_and_the_space_freed() {
+    let Some(mounted) = Mounted::small_tmpfs() else {
+        eprintln!("skipped: cannot mount a tmpfs here (needs root)");
+        return;
+    };
+    let mut cluster = TestCluster::launch_in(mounted.0.join("cluster"), 2, 2, SETTINGS, &[1, 2]);
+    for id in 1..=2 {
+        cluster.wait_for_state(id, "started", START_LIMIT);
+    }
+    open_the_bank(&cluster.mgm);
+    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    create_chains_table(&client);
+    let (acknowledged, refused) = (Acknowledged::default(), Refused::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let outcomes = (acknowledged.clone(), refused.clone());
+    let transfers = start_transfers(&cluster.mgm, 0, outcomes, stop.clone());
+
+    // Bulk writes fill what the filler left, until the REDO log has no room either.
+    let filler = fill(&mounted.0, 256 << 10);
+    let bulk_refused = write_until_refused(&client, 0);
+    assert_eq!(bulk_refused.code(), 4262, "{bulk_refused}");
+    let disk_full = || refused.lock().unwrap().contains_key(&4262);
+    wait_until(WRITES_LIMIT, "a transfer refused as disk full", disk_full);
+    let while_full = check_the_books(&cluster.mgm, &acknowledged, "with the disk full");
+
+    std::fs::remove_file(filler).expect("space freed");
+    let made_before_freed = acknowledged.lock().unwrap().len();
+    let made_again = || acknowledged.lock().unwrap().len() > made_before_freed + 10;
+    wait_until(WRITES_LIMIT, "transfers made again", made_again);
+    stop.store(true, Ordering::SeqCst);
+    transfers.join().expect("the transfers end");
+    let freed = check_the_books(&cluster.mgm, &acknowledged, "once space was freed");
+    assert!(
+        freed > while_full,
+        "transfers were made once space was freed"
+    );
+    for id in 1..=2 {
+        assert!(cluster.node(id).is_running(), "no node stopped");
+    }
+
+    cluster.crash_every_node();
+    cluster.spawn_every_node();
+    cluster.wait_for_start_from_disk();
+    let after_crash = check_the_books(&cluster.mgm, &acknowledged, "after a crash");
+    assert_eq!(after_crash, freed, "the ledger is all there after a crash");
+    eprintln!(
+        "ledger: {while_full} transfers with the disk full, {freed} once freed; refused: {:?}",
+        refused.lock().unwrap()
+    );
+    drop(client);
+    drop(cluster);
 }

@@ -7,107 +7,22 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use kista_client::types::Value;
 use kista_client::{Client, ErrorCategory, ExecuteMode, ScanSpec, TransactionOutcome};
 use support::chains::{create_chains_table, CHAINS_TABLE};
 use support::cluster::{TestCluster, START_LIMIT};
-
-/// The file system's size: two 24M REDO logs and room for their checkpoints.
-const FILE_SYSTEM: &str = "size=160m";
-/// Longest the writes may take to fill the REDO log, or to go on once space is freed.
-const WRITES_LIMIT: Duration = Duration::from_secs(120);
-
-/// A tmpfs mounted for the test, unmounted when dropped.
-struct Mounted(PathBuf);
-
-impl Mounted {
-    fn tmpfs(at: &Path) -> Option<Self> {
-        std::fs::create_dir_all(at).expect("the mount point");
-        let mounted = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", FILE_SYSTEM, "tmpfs"])
-            .arg(at)
-            .status();
-        mounted
-            .is_ok_and(|status| status.success())
-            .then(|| Self(at.to_path_buf()))
-    }
-}
-
-impl Drop for Mounted {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-        let _ = std::fs::remove_dir(&self.0);
-    }
-}
-
-/// Fills the file system at `dir` but for `left_bytes` with one file.
-fn fill(dir: &Path, left_bytes: u64) -> PathBuf {
-    let path = dir.join("filler");
-    let free = free_bytes(dir);
-    let file = std::fs::File::create(&path).expect("the filler");
-    file.set_len(0).expect("empty");
-    let chunk = vec![0x55u8; 1 << 20];
-    let mut written = 0u64;
-    let mut out = std::io::BufWriter::new(file);
-    while written + chunk.len() as u64 + left_bytes < free {
-        use std::io::Write;
-        if out.write_all(&chunk).is_err() {
-            break;
-        }
-        written += chunk.len() as u64;
-    }
-    drop(out);
-    path
-}
-
-/// Free bytes of the file system holding `dir`, as `df` says.
-fn free_bytes(dir: &Path) -> u64 {
-    let output = Command::new("df")
-        .args(["--output=avail", "-B1"])
-        .arg(dir)
-        .output()
-        .expect("df runs");
-    let text = String::from_utf8_lossy(&output.stdout);
-    let last = text.lines().last().expect("a line").trim().to_string();
-    last.parse().expect("a number of bytes")
-}
-
-/// Writes 500-row batches (1 KB rows) to rows `first..` until one fails; returns its error.
-fn write_until_refused(client: &Client, first: i64) -> kista_client::ClientError {
-    let table = client.open_table(CHAINS_TABLE).expect("the table");
-    let deadline = Instant::now() + WRITES_LIMIT;
-    let mut id = first;
-    while Instant::now() < deadline {
-        let mut tx = client.transaction();
-        for _ in 0..500 {
-            tx.write(&table, vec![Value::Int(id), Value::Int(id)])
-                .expect("a row");
-            id += 1;
-        }
-        let done = tx.execute(ExecuteMode::Commit).and_then(|p| p.wait());
-        match done {
-            Ok(done) if done.outcome == TransactionOutcome::Committed => {}
-            Ok(done) => panic!("{done:?}"),
-            Err(error) => return error,
-        }
-    }
-    panic!("no write was refused within {WRITES_LIMIT:?}");
-}
+use support::full_disk::{fill, write_until_refused, Mounted, SETTINGS, WRITES_LIMIT};
 
 #[test]
 fn a_full_disk_stops_no_node_refuses_writes_as_disk_full_and_they_go_on_once_freed() {
-    let mount_point = std::env::temp_dir().join(format!("kista-full-disk-{}", std::process::id()));
-    let Some(mounted) = Mounted::tmpfs(&mount_point) else {
+    let Some(mounted) = Mounted::small_tmpfs() else {
         eprintln!("skipped: cannot mount a tmpfs here (needs root)");
         return;
     };
     let dir = mounted.0.join("cluster");
-    let settings = "redo_log = \"24M\"\ncheckpoint_write_bytes_per_sec = \"64M\"";
-    let mut cluster = TestCluster::launch_in(dir.clone(), 2, 2, settings, &[1, 2]);
+    let mut cluster = TestCluster::launch_in(dir, 2, 2, SETTINGS, &[1, 2]);
     for id in 1..=2 {
         cluster.wait_for_state(id, "started", START_LIMIT);
     }

@@ -7,6 +7,7 @@
 
 pub mod chains;
 pub mod cluster;
+pub mod full_disk;
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
