@@ -9,7 +9,7 @@ use std::path::Path;
 
 use kista_datanode::dict::schema_file::{decode, SchemaImage};
 use kista_datanode::node::NodeSettings;
-use kista_datanode::protocol::{CreateTableConf, TableDefinitionBody};
+use kista_datanode::protocol::{CreateTableConf, ErrorCode, TableDefinitionBody};
 use kista_runtime::io::SimulatedDisk;
 use kista_signal::NodeId;
 use kista_signal::TypedSignal;
@@ -107,38 +107,61 @@ fn every_acknowledged_schema_change_survives_a_crash_of_every_node_right_after_i
 }
 
 #[test]
-fn a_schema_change_on_a_full_disk_waits_for_room_without_stopping_a_node() {
+fn a_schema_change_on_a_full_disk_waits_for_room_and_later_ones_are_refused_as_disk_full() {
+    // The master's disk, then a member's.
+    for full_node in [NodeId(1), NodeId(2)] {
+        schema_changes_with_a_full_disk_on(full_node);
+    }
+}
+
+fn schema_changes_with_a_full_disk_on(full_node: NodeId) {
     let settings = cluster_settings(2, 2, node_settings);
     let mut cluster = Node::start_cluster(settings, 64 << 20, 47);
     cluster.run_for_ms(200);
     let before = TableDefinitionBody::new(named("db/before"), Vec::new());
     cluster.create_table(&before).expect("created");
-    // Node 2's disk is full: its schema file cannot take the next change.
-    let full = cluster.disks[&NodeId(2)].clone();
+    // The disk is full: the node's schema file cannot take the next change.
+    let full = cluster.disks[&full_node].clone();
     full.set_capacity(Some(full.used_bytes()));
     let waiting = TableDefinitionBody::new(named("db/waiting"), Vec::new());
     let until_ns = cluster.now_ns() + 20_000_000_000;
     let answer = cluster.create_table_by(&waiting, until_ns);
     assert!(
         answer.is_none(),
-        "unconfirmed while the disk is full: {answer:?}"
+        "{full_node:?}: unconfirmed while the disk is full: {answer:?}"
     );
     assert!(cluster.stopped().is_empty(), "no node stopped");
-    let log = cluster.simulation.log_of(NodeId(2)).join("\n");
+    let log = cluster.simulation.log_of(full_node).join("\n");
     assert!(
         log.contains("dict/schema.") && log.contains("the disk is full: the schema change waits"),
         "{log}"
     );
 
-    // Room again: the write is tried again, and the change confirmed.
+    // Meanwhile any other change is refused at once, as disk full (temporary).
+    let refused = TableDefinitionBody::new(named("db/refused"), Vec::new());
+    let until_ns = cluster.now_ns() + 100_000_000;
+    match cluster.create_table_by(&refused, until_ns) {
+        Some(Err((code, message))) => {
+            assert_eq!(code, ErrorCode::DiskFull as u32, "{message}");
+            let named = format!("data node(s) {} is full", full_node.0);
+            assert!(message.contains(&named), "{message}");
+        }
+        other => panic!("{full_node:?}: refused at once, not {other:?}"),
+    }
+
+    // Room again: the write is tried again, the change confirmed, and changes go on.
     full.set_capacity(None);
     let (conf, _) = cluster
         .wait_for(u64::MAX, |s| s.number() == CreateTableConf::NUMBER)
         .expect("the change is confirmed");
     let conf = CreateTableConf::from_signal(&conf).expect("a CreateTableConf");
+    let after = TableDefinitionBody::new(named("db/after"), Vec::new());
+    cluster.create_table(&after).expect("changes go on");
     for node in [NodeId(1), NodeId(2)] {
         let tables = tables_of(&saved_schema(&cluster.disks[&node]));
         assert_eq!(tables["db/waiting"].0, conf.table_id, "{node:?} holds it");
+        assert!(tables.contains_key("db/after"), "{node:?}");
+        assert!(!tables.contains_key("db/refused"), "{node:?}");
     }
 }
 

@@ -46,6 +46,7 @@ use crate::send_with_bytes;
 
 mod backup;
 mod definition;
+mod disk_room;
 mod foreign_keys;
 mod handover;
 mod lookup;
@@ -157,6 +158,8 @@ pub struct Dictionary {
     schema_writer: Option<schema_file::SchemaWriter>,
     /// Whether a write of the schema file waits for room on the disk (said once).
     schema_write_waited: bool,
+    /// On the master: the members whose schema file waits for room ([`disk_room`]).
+    schema_files_waiting: NodeSet,
     /// Where the node is in its start from disk (`Started` from the beginning on a node
     /// that keeps nothing on disk or joins a running cluster).
     start: system_restart::Phase,
@@ -182,6 +185,7 @@ impl Dictionary {
                 .keeps_data_on_disk()
                 .then(|| schema_file::SchemaWriter::new(schema_file::SCHEMA_FILE, 0)),
             schema_write_waited: false,
+            schema_files_waiting: NodeSet::EMPTY,
             start: if settings.keeps_data_on_disk() && !settings.joins_running_cluster {
                 system_restart::Phase::ReadingControl
             } else {
@@ -920,8 +924,11 @@ impl Dictionary {
         match progress {
             Ok(WriteProgress::Going) => {}
             Ok(WriteProgress::Durable { held, again }) => {
+                // The master hears of the room before the change's confirmation, so a
+                // change its client makes next is not refused.
                 if std::mem::take(&mut self.schema_write_waited) {
                     ctx.log("the schema file is written again: the disk had room");
+                    self.tell_schema_file_room(ctx, false);
                 }
                 for (receiver, conf) in held {
                     ctx.send_typed(receiver, &conf);
@@ -934,9 +941,10 @@ impl Dictionary {
                 if !std::mem::replace(&mut self.schema_write_waited, true) {
                     ctx.warn(&format!(
                         "{error}: the schema change waits (its client gets no answer until \
-                         it is written, tried again every {} s)",
+                         it is written, tried again every {} s; later changes are refused)",
                         SCHEMA_WRITE_RETRY.as_secs()
                     ));
+                    self.tell_schema_file_room(ctx, true);
                 }
                 let retry = SchemaWriteRetry {}.to_signal(ctx.address(), ctx.address());
                 ctx.send_delayed(retry, SCHEMA_WRITE_RETRY);
@@ -985,9 +993,11 @@ impl Dictionary {
     /// Failed nodes will not confirm changes: stop waiting for them.
     fn node_failed(&mut self, ctx: &mut Context, failed: NodeFailed) {
         self.failed_nodes = self.failed_nodes.union(failed.failed);
+        let master_before = self.master_node;
         if let Ok(president) = u8::try_from(failed.president) {
             self.master_node = NodeId(president);
         }
+        self.schema_file_room_after_failure(ctx, failed.failed, master_before);
         self.relays.master_failed(ctx, failed.failed);
         self.backup_nodes_failed(ctx, failed.failed);
         self.restart_lost(ctx, failed.failed);
@@ -1112,6 +1122,9 @@ impl Block for Dictionary {
             if let Some(message) = blocked {
                 return self.refuse(ctx, client, request_id, ErrorCode::BackupRefused, &message);
             }
+            if let Some(message) = self.refused_for_room(signal) {
+                return self.refuse(ctx, client, request_id, ErrorCode::DiskFull, &message);
+            }
         }
         if let Some(result) = self.backup_signal(signal, ctx) {
             debug_assert!(
@@ -1151,6 +1164,8 @@ impl Block for Dictionary {
         } else if number == TableDefinition::NUMBER {
             TableDefinition::from_signal(signal)
                 .map(|d| self.copy_definition(ctx, d, signal.sender()))
+        } else if number == SchemaFileRoom::NUMBER {
+            SchemaFileRoom::from_signal(signal).map(|r| self.schema_file_room(r))
         } else if number == NodeJoined::NUMBER {
             NodeJoined::from_signal(signal).map(|j| self.node_joined(ctx, j))
         } else if number == FileReply::NUMBER {

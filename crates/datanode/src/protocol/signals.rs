@@ -1341,6 +1341,13 @@ typed_signal! {
     LdmDiskUnusable = 262 {}
 }
 
+typed_signal! {
+    /// From a member's `dict` to the master's: the disk has no room for `node`'s schema
+    /// file (`waits` 1: its write is tried again meanwhile) or has room again (0). The
+    /// master refuses schema changes while any member's file waits.
+    SchemaFileRoom = 264 { node: u32, waits: u32, }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
