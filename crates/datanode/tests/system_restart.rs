@@ -10,6 +10,7 @@ mod support;
 use std::collections::BTreeMap;
 
 use kista_datanode::gcp::gcp_address;
+use kista_datanode::membership::STALE_AT_START;
 use kista_datanode::node::NodeSettings;
 use kista_datanode::protocol::*;
 use kista_runtime::io::SimulatedDisk;
@@ -425,6 +426,12 @@ fn while_a_group_has_no_node_with_its_data_on_disk_no_gci_is_claimed_restorable(
         }
         cluster.simulation.crash(NodeId(2));
         cluster.start_again(MEMORY_BYTES);
+        // The node behind is told why it stops, so that its process restarts it to copy.
+        let stopped = cluster.simulation.stopped_nodes();
+        assert!(
+            stopped.len() == 1 && stopped[0].1.starts_with(STALE_AT_START),
+            "{stopped:?}"
+        );
         if checkpointed {
             // Node 2's disk restores everything, the durable commit too; node 1 is behind.
             assert_eq!(cluster.stopped(), vec![1]);

@@ -523,23 +523,20 @@ impl Dictionary {
     fn carry_out(&mut self, ctx: &mut Context, decision: Decision) {
         let own = ctx.address().node();
         // The other stale nodes stop first: the survivors of this node's stop must be
-        // the participants the arbitrator heard of.
-        let others_stale =
-            NodeSet::of(decision.stale.iter().map(|(n, _)| *n).filter(|&n| n != own));
+        // the participants the arbitrator heard of. This node's membership tells each to
+        // stop and removes it now, as failed (left a member, it would be removed only once
+        // silent for the partial-start timeout, 30 s by default, and until then, restarted
+        // to copy its data, its join would be ignored as a member's). The order goes from
+        // membership to membership, through the fence gate: sent from here, the removal's
+        // fence could drop it on its way, and the node would wait at its start until the
+        // arbitrator stopped it, not knowing to copy.
         for (node, reason) in decision.stale.iter().filter(|(n, _)| *n != own) {
             ctx.log(reason);
-            let stop = ClusterStop {}.to_signal(membership_address(*node), ctx.address());
+            let stop = NodeSuspected {
+                suspects: NodeSet::of([*node]),
+            }
+            .to_signal(membership_address(own), ctx.address());
             send_with_bytes(ctx, stop, reason.as_bytes());
-        }
-        if !others_stale.is_empty() {
-            // They stop: the membership removes them now, as failed. Left members, they
-            // would be removed only once silent for the partial-start timeout (30 s by
-            // default), and until then a stale node restarted to copy its data, asking to
-            // join, would be ignored as a member already.
-            let suspected = NodeSuspected {
-                suspects: others_stale,
-            };
-            ctx.send_typed(membership_address(own), &suspected);
         }
         if let Some((_, reason)) = decision.stale.iter().find(|(n, _)| *n == own) {
             // The participants elect a new president, which decides again without it.

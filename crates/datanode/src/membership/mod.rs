@@ -452,13 +452,29 @@ impl Membership {
         }
     }
 
-    fn suspected(&mut self, ctx: &mut Context, report: NodeSuspected) {
+    fn suspected(&mut self, ctx: &mut Context, report: NodeSuspected, from: NodeId) {
+        if from == self.here() {
+            self.stop_stale(ctx, report.suspects);
+        }
         let reported = NodeSet(report.suspects.0 & self.member_set().0);
         self.suspects = self.suspects.union(reported);
         self.suspects.remove(self.here());
         self.renew_lease();
         if !self.suspects.is_empty() {
             self.report_suspects(ctx);
+        }
+    }
+
+    /// A start from disk's decision, from this node's dictionary: `stale` stop for the
+    /// reason in the section (`STALE_AT_START`: their processes start them again to copy).
+    /// Sent from this block, the order crosses the fence the removal that follows raises.
+    fn stop_stale(&mut self, ctx: &mut Context, stale: NodeSet) {
+        let Some(reason) = ctx.section().map(|bytes| bytes.to_vec()) else {
+            return;
+        };
+        for node in stale.iter().filter(|&node| node != self.here()) {
+            let stop = ClusterStop {}.to_signal(membership_address(node), ctx.address());
+            send_with_bytes(ctx, stop, &reason);
         }
     }
 
@@ -772,7 +788,7 @@ impl Block for Membership {
         } else if number == MembershipTick::NUMBER {
             MembershipTick::from_signal(signal).map(|_| self.tick(ctx))
         } else if number == NodeSuspected::NUMBER {
-            NodeSuspected::from_signal(signal).map(|r| self.suspected(ctx, r))
+            NodeSuspected::from_signal(signal).map(|r| self.suspected(ctx, r, from))
         } else if number == FailPrepare::NUMBER {
             FailPrepare::from_signal(signal).map(|p| self.prepare_failure(ctx, p, from))
         } else if number == FailPrepareConf::NUMBER {

@@ -779,7 +779,10 @@ typed_signal! {
 }
 typed_signal! {
     /// To the president: these members missed their heartbeats (or closed their
-    /// connections). Repeated every tick until they are gone from the membership.
+    /// connections). Repeated every tick until they are gone from the membership. From a
+    /// start from disk's master `dict` to its own membership, with a section: these nodes
+    /// are stale and stop for the reason it gives (the membership sends them
+    /// `ClusterStop`, which crosses the fence), then are removed.
     NodeSuspected = 172 { suspects: NodeSet, }
 }
 typed_signal! {
