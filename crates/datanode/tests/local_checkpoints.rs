@@ -371,11 +371,12 @@ fn crashed_after_checkpoints() -> (Node, Workload) {
 #[test]
 fn a_start_erases_the_checkpoints_it_passed_over_so_a_later_start_never_mixes_them_in() {
     let (mut cluster, mut workload) = crashed_after_checkpoints();
-    // On node 1 the checkpoint before each newest is damaged: the newest's chain is not
-    // whole, and the start restores the one before those two. The node's next
-    // checkpoints take the ids on from there; the newest, of the life before, would stay
-    // complete on the disk until the node writes one with its id, and a crash before
-    // that would leave a chain of both lives.
+    // On node 1 the newest checkpoint of each `ldm` is damaged: the start restores the
+    // one before (whose chain no later checkpoint overwrites), and the node's next
+    // checkpoints take the ids on from there. The newest, of the life before, is passed
+    // over: its chain's other files would stay complete on the disk until the node
+    // writes checkpoints with their ids, and a crash before that would leave a chain of
+    // both lives.
     let disk = &cluster.disks[&NodeId(1)];
     let mut passed_over = Vec::new();
     for ldm in 0..LDM_INSTANCES {
@@ -386,7 +387,7 @@ fn a_start_erases_the_checkpoints_it_passed_over_so_a_later_start_never_mixes_th
             summary.chain_start < newest,
             "{path}'s chain holds the one before"
         );
-        flip_a_byte(disk, &checkpoint_file(ldm, newest - 1));
+        flip_a_byte(disk, &checkpoint_file(ldm, newest));
         passed_over.push((ldm, newest));
     }
 
@@ -529,6 +530,76 @@ fn a_full_disk_holds_checkpoints_back_without_stopping_a_node_and_they_go_on_onc
     // The log wrapped since: restores read those checkpoints.
     both_restore_every_acknowledged_write(&cluster, &workload);
     assert!(cluster.stopped().is_empty(), "no node stopped");
+}
+
+#[test]
+fn a_checkpoint_the_full_disk_refuses_is_written_at_once_into_the_space_held_in_reserve() {
+    let mut cluster = Node::start_cluster(cluster_settings(2, 2, node_settings), 64 << 20, 13);
+    cluster.run_for_ms(200);
+    let mut workload = Workload::new(&mut cluster);
+    let checkpointed = |cluster: &Node| {
+        [NodeId(1), NodeId(2)].into_iter().all(|node| {
+            let lines = log_lines(cluster, node);
+            (0..LDM_INSTANCES).all(|ldm| {
+                let written = format!("ldm {ldm}: local checkpoint");
+                lines.iter().any(|l| l.starts_with(&written))
+            })
+        })
+    };
+    for _ in 0..300 {
+        workload.round(&mut cluster);
+        if checkpointed(&cluster) {
+            break;
+        }
+    }
+    // Each `ldm` holds as much in reserve as its largest checkpoint file.
+    for (node, disk) in &cluster.disks {
+        for ldm in 0..LDM_INSTANCES {
+            let reserve = disk.contents(Path::new(&format!("lcp/ldm-{ldm}/reserve")));
+            let held = reserve.map_or(0, |bytes| bytes.len());
+            assert!(held > 0, "{node:?} ldm {ldm} holds space in reserve");
+        }
+    }
+    for disk in cluster.disks.values() {
+        disk.set_capacity(Some(disk.used_bytes()));
+    }
+    let used_reserve = |cluster: &Node, node| {
+        let lines = log_lines(cluster, node);
+        lines
+            .iter()
+            .position(|l| l.contains("is written again into the"))
+    };
+    for _ in 0..60 {
+        workload.round(&mut cluster);
+    }
+    for node in [NodeId(1), NodeId(2)] {
+        let lines = log_lines(&cluster, node);
+        let used = used_reserve(&cluster, node).unwrap_or_else(|| panic!("{node:?}: {lines:?}"));
+        // The first refusal takes the reserve, and that checkpoint is written at once.
+        let first_refusal = lines.iter().position(|l| l.contains("the disk is full"));
+        assert_eq!(first_refusal, Some(used), "{node:?}: {lines:?}");
+        let (ldm, id) = checkpoint_of(&lines[used]);
+        let written = format!("ldm {ldm}: local checkpoint {id} written");
+        let next = lines[used + 1..]
+            .iter()
+            .find(|l| l.starts_with(&format!("ldm {ldm}:")));
+        assert!(
+            next.is_some_and(|line| line.starts_with(&written)),
+            "{node:?}: {written} next: {lines:?}"
+        );
+    }
+    assert!(cluster.stopped().is_empty(), "no node stopped");
+}
+
+/// The `ldm` instance and checkpoint id a line `ldm L: ... local checkpoint N ...` names.
+fn checkpoint_of(line: &str) -> (u16, u64) {
+    let number_after = |prefix: &str| {
+        let rest = &line[line.find(prefix).expect(prefix) + prefix.len()..];
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse::<u64>().expect("a number")
+    };
+    let ldm = u16::try_from(number_after("ldm ")).expect("an ldm instance");
+    (ldm, number_after("local checkpoint "))
 }
 
 /// Writes batches to rows of its own (`first_tx` on) until one is refused; returns that.

@@ -27,10 +27,11 @@
 //! usable checkpoint's start (or half its ring in all), and writes at
 //! `checkpoint_write_bytes_per_sec`, faster as the log fills.
 //!
-//! A checkpoint the disk refuses for want of space is abandoned, not fatal: the node goes
-//! on serving reads, and writes while its REDO log (allocated whole at its creation) has
-//! room; the same checkpoint is tried again every [`NO_SPACE_RETRY`] until the disk takes
-//! it (its half-written file is no checkpoint a restore would use).
+//! A checkpoint the disk refuses for want of space is tried again at once into the space
+//! held in reserve for it ([`reserve`]), if any; else it is abandoned, not fatal: the node
+//! goes on serving reads, and writes while its REDO log (allocated whole at its creation)
+//! has room; the same checkpoint is tried again every [`NO_SPACE_RETRY`] until the disk
+//! takes it (its half-written file is no checkpoint a restore would use).
 
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -43,6 +44,8 @@ use kista_storage::partition::Partition;
 use kista_storage::redo::{LogFull, LogWriter, Record, RowPlace};
 use kista_storage::row_store::RowId;
 use rustc_hash::FxHashMap;
+
+mod reserve;
 
 use super::redo::RedoLog;
 use super::LdmTable;
@@ -89,6 +92,7 @@ pub(crate) struct LocalCheckpoints {
     abandoned: Option<Abandoned>,
     /// Checkpoints skipped in a row because their file could not be opened.
     skipped_in_a_row: u32,
+    reserve: reserve::CheckpointReserve,
 }
 
 /// A checkpoint abandoned on a full disk: the same id, at the same pace, once due again.
@@ -164,6 +168,7 @@ impl LocalCheckpoints {
             after_copy: AfterCopy::NotNeeded,
             abandoned: None,
             skipped_in_a_row: 0,
+            reserve: reserve::CheckpointReserve::new(instance),
         }
     }
 
@@ -297,6 +302,7 @@ impl LocalCheckpoints {
             max_gci: None,
             write_bytes_per_sec,
         });
+        self.reserve.open_once(ctx);
         let request = FileRequest::open_empty(OPENING);
         ctx.request_io(&request, checkpoint_path(self.instance, id).as_bytes())
             .map_err(|_| "no section for a checkpoint file's name".to_string())
@@ -359,9 +365,38 @@ impl LocalCheckpoints {
     }
 
     /// The disk refused checkpoint `running` for want of space: its file is closed and
-    /// the same checkpoint started again after [`NO_SPACE_RETRY`].
+    /// the same checkpoint started again, at once into the space the reserve gives back,
+    /// or after [`NO_SPACE_RETRY`] with none.
     fn abandon_for_space(&mut self, ctx: &mut Context) -> Result<(), String> {
         let running = self.running.take().expect("a checkpoint runs");
+        let retry_after = match self.reserve.release(ctx) {
+            Some(held_bytes) => {
+                ctx.warn(&format!(
+                    "ldm {}: the disk is full: local checkpoint {} is written again into \
+                     the {} KiB held in reserve for it; free space on the data directory's \
+                     disk (the checkpoint after it needs room)",
+                    self.instance,
+                    running.id,
+                    held_bytes >> 10
+                ));
+                Duration::ZERO
+            }
+            None => {
+                self.warn_not_written(ctx, &running);
+                NO_SPACE_RETRY
+            }
+        };
+        self.abandoned = Some(Abandoned {
+            id: running.id,
+            write_bytes_per_sec: running.write_bytes_per_sec,
+            retry_at_ns: ctx.now_ns() + retry_after.as_nanos() as u64,
+        });
+        let retry = LocalCheckpointStep { id: running.id };
+        ctx.send_delayed(retry.to_signal(ctx.address(), ctx.address()), retry_after);
+        running.file.map_or(Ok(()), |file| close(ctx, file))
+    }
+
+    fn warn_not_written(&self, ctx: &mut Context, running: &Running) {
         ctx.warn(&format!(
             "ldm {}: local checkpoint {} not written: the disk is full ({}); tried again \
              every {} s. Reads go on, and writes while the REDO log has room (then they \
@@ -371,17 +406,6 @@ impl LocalCheckpoints {
             checkpoint_path(self.instance, running.id),
             NO_SPACE_RETRY.as_secs()
         ));
-        self.abandoned = Some(Abandoned {
-            id: running.id,
-            write_bytes_per_sec: running.write_bytes_per_sec,
-            retry_at_ns: ctx.now_ns() + NO_SPACE_RETRY.as_nanos() as u64,
-        });
-        let retry = LocalCheckpointStep { id: running.id };
-        ctx.send_delayed(
-            retry.to_signal(ctx.address(), ctx.address()),
-            NO_SPACE_RETRY,
-        );
-        running.file.map_or(Ok(()), |file| close(ctx, file))
     }
 
     /// Scans a batch of rows (more once the log fills, or when unpaced); once a
@@ -454,6 +478,10 @@ impl LocalCheckpoints {
         if reply.request_id == CLOSING {
             return Ok(None);
         }
+        if reserve::is_reserve_request(reply.request_id) {
+            self.reserve.replied(ctx, reply);
+            return Ok(None);
+        }
         let Some(running) = self.running.as_mut() else {
             return Ok(None);
         };
@@ -486,10 +514,12 @@ impl LocalCheckpoints {
             SYNCING => {
                 let summary = running.summary();
                 ctx.log(&running.written_line(self.instance));
+                let file_bytes = running.writer.head_lsn() - checkpoint::first_lsn(running.id);
                 self.running = None;
                 self.written.push(summary);
                 self.previous = Some(summary);
                 close(ctx, reply.file)?;
+                self.reserve.checkpoint_written(ctx, file_bytes);
                 Ok(Some(summary))
             }
             _ => Ok(None),
