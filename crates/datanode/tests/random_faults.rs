@@ -46,7 +46,7 @@ use kista_signal::{BlockAddress, NodeId, TypedSignal};
 use kista_storage::types::Value;
 use support::{cluster_settings, counter_op, Executed, Node};
 
-/// Seeds per run: about 45 seconds in the optimized `ci` profile `scripts/test-all` uses
+/// Seeds per run: about 75 seconds in the optimized `ci` profile `scripts/test-all` uses
 /// (an unoptimized build takes minutes: set `KISTA_RANDOM_FAULT_SEEDS` lower there).
 const SEEDS_DEFAULT: u64 = 5000;
 const KEYS: i64 = 16;
