@@ -268,6 +268,11 @@ fn computed_defaults_and_on_update_timestamps_behave_as_mysql() {
 }
 
 #[test]
+fn binary_data_is_kept_byte_for_byte_through_every_driver_and_literal() {
+    run_pymysql_script("binary_data.py", "binary data ok");
+}
+
+#[test]
 fn text_inserts_parsed_once_per_shape_store_what_the_whole_parse_stores() {
     run_pymysql_script("text_inserts.py", "text inserts ok");
 }

@@ -28,6 +28,7 @@ pub mod select;
 pub mod server;
 pub mod session;
 pub mod sql_type;
+mod statement_text;
 pub mod subquery;
 pub mod superseded;
 pub mod table_copy;

@@ -326,6 +326,7 @@ pub fn coerce(value: &Value, column_type: ColumnType, column: &str) -> SqlResult
         | ColumnType::Blob => {
             let bytes = to_text(value);
             check_text_fits(column_type, &bytes, column)?;
+            check_characters(column_type, &bytes, column)?;
             Ok(Value::Bytes(bytes))
         }
         ColumnType::Date => match value {
@@ -377,6 +378,31 @@ pub(crate) fn check_text_fits(column_type: ColumnType, text: &[u8], column: &str
     Ok(())
 }
 
+/// Whether `text` is valid in the character set of a column of `column_type` (every
+/// character column is utf8mb4): MySQL's strict mode refuses any other (1366), naming the
+/// first bytes that are not, as `\xFF\x10`.
+pub(crate) fn check_characters(
+    column_type: ColumnType,
+    text: &[u8],
+    column: &str,
+) -> SqlResult<()> {
+    let collation = match column_type {
+        ColumnType::Char { collation, .. }
+        | ColumnType::VarChar { collation, .. }
+        | ColumnType::Text { collation } => collation,
+        _ => return Ok(()),
+    };
+    let Err(error) = std::str::from_utf8(text) else {
+        return Ok(());
+    };
+    if collation == Collation::binary {
+        return Ok(());
+    }
+    let bad = &text[error.valid_up_to()..];
+    let shown: String = bad.iter().take(6).map(|b| format!("\\x{b:02X}")).collect();
+    Err(SqlError::wrong_value("string", &shown, column))
+}
+
 /// What a lenient load (`LOAD DATA LOCAL`, or with IGNORE) keeps of a `value` that
 /// [`coerce`] refused for a column of `column_type`, as MySQL does outside strict mode: the
 /// closest value the column holds, and the warning that says so. A number out of range is
@@ -390,7 +416,20 @@ pub fn closest_fit(
     column: &str,
 ) -> Option<(Value, SqlError)> {
     let cut_to = |max_bytes: usize| {
-        let text = cut(to_text(value), max_bytes, column_type);
+        let text = to_text(value);
+        // Bytes a text column cannot hold become '?', as MySQL's lenient mode makes them.
+        if let Err(invalid) = check_characters(column_type, &text, column) {
+            let mut replaced = Vec::with_capacity(text.len());
+            for chunk in text.utf8_chunks() {
+                replaced.extend_from_slice(chunk.valid().as_bytes());
+                if !chunk.invalid().is_empty() {
+                    replaced.push(b'?');
+                }
+            }
+            let text = cut(replaced, max_bytes, column_type);
+            return Some((Value::Bytes(text), invalid));
+        }
+        let text = cut(text, max_bytes, column_type);
         Some((Value::Bytes(text), SqlError::data_truncated(column)))
     };
     match column_type {
@@ -986,6 +1025,27 @@ mod tests {
             "2024-02-29 13:05:09.500000"
         );
         assert_eq!(text(&Value::Time(-3_600_000_000)), "-01:00:00");
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_fit_a_text_column_only_leniently_as_question_marks() {
+        let text = ColumnType::VarChar {
+            max_length: 20,
+            collation: Collation::utf8mb4_0900_ai_ci,
+        };
+        let bytes = Value::Bytes(b"ok\xFF\x10\x80".to_vec());
+        let refused = coerce(&bytes, text, "s").unwrap_err();
+        assert_eq!(refused.code, 1366);
+        assert!(refused.message.contains("'\\xFF\\x10\\x80'"), "{refused:?}");
+        let (fitted, warning) = closest_fit(&bytes, text, "s").unwrap();
+        assert_eq!(
+            (fitted, warning.code),
+            (Value::Bytes(b"ok?\x10?".to_vec()), 1366)
+        );
+        // Binary columns take any bytes.
+        for column_type in [ColumnType::VarBinary { max_length: 20 }, ColumnType::Blob] {
+            assert_eq!(coerce(&bytes, column_type, "b"), Ok(bytes.clone()));
+        }
     }
 
     #[test]

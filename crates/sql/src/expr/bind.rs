@@ -441,6 +441,9 @@ pub(super) fn bind_plain(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Exp
             else_result.as_deref(),
         )?,
         A::Function(function) => bind_function(binder, function)?,
+        A::Prefixed { prefix, value } if prefix.value.starts_with('_') => {
+            bind_introduced(binder, &prefix.value, value)?
+        }
         // `BINARY 'x'` (as in `LIKE BINARY`), `DATE '2020-01-01'`, `TIMESTAMP '...'`.
         A::TypedString(typed) => {
             let text = literal(binder, &typed.value.value, typed.value.span.start)?;
@@ -564,6 +567,36 @@ fn bit_literal(bits: &str) -> SqlResult<Value> {
         .map(|byte| byte.iter().fold(0u8, |n, &bit| (n << 1) | (bit - b'0')))
         .collect();
     Ok(Value::Bytes(bytes))
+}
+
+/// A literal with a character-set introducer (`_binary'..'`, `_utf8mb4 X'..'`): a binary
+/// string, or text that must be valid in that character set (1300).
+fn bind_introduced(binder: &Binder, charset: &str, value: &ast::Expr) -> SqlResult<Expr> {
+    let ast::Expr::Value(value) = value else {
+        return Err(SqlError::syntax(format!(
+            "{charset} introduces a literal, not {value}"
+        )));
+    };
+    let bound = literal(binder, &value.value, value.span.start)?;
+    match charset.to_ascii_lowercase().as_str() {
+        "_binary" => Ok(Expr::Collate(Box::new(bound), Collation::binary)),
+        "_utf8mb4" | "_utf8mb3" | "_utf8" => match &bound {
+            Expr::Literal(Value::Bytes(bytes)) if std::str::from_utf8(bytes).is_err() => {
+                let hex: String = bytes.iter().map(|b| format!("{b:02X}")).collect();
+                Err(SqlError::new(
+                    1300,
+                    "HY000",
+                    format!("Invalid utf8mb4 character string: '{hex}'"),
+                ))
+            }
+            _ => Ok(bound),
+        },
+        _ => Err(SqlError::new(
+            1115,
+            "42000",
+            format!("Unknown character set: '{}'", &charset[1..]),
+        )),
+    }
 }
 
 fn literal(binder: &Binder, value: &ast::Value, at: Location) -> SqlResult<Expr> {

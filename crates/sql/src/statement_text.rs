@@ -1,0 +1,231 @@
+//! The bytes of a statement as the text the parser reads.
+//!
+//! MySQL takes any bytes inside a quoted string literal, and clients send binary data that
+//! way: mysql-connector-python and mysqlclient put a `bytes` argument's raw bytes between
+//! quotes, PyMySQL after `_binary`. The parser reads UTF-8 text. A statement that is valid
+//! UTF-8 is used as it is, uncopied (every statement passes here). In any other, each
+//! string literal whose bytes are not UTF-8 is rewritten as the hex literal of the bytes it
+//! stands for (`'\xFF\0'` becomes `X'FF00'`), which binds to the same binary string; a
+//! column of a character set then refuses it (1366) as MySQL does. Bytes that are not
+//! UTF-8 anywhere else are a syntax error: nothing is ever replaced silently.
+
+use std::borrow::Cow;
+use std::fmt::Write;
+
+use crate::error::{SqlError, SqlResult};
+
+/// `body` as statement text (see the module's comment).
+pub(crate) fn statement_text(body: &[u8]) -> SqlResult<Cow<'_, str>> {
+    match std::str::from_utf8(body) {
+        Ok(text) => Ok(Cow::Borrowed(text)),
+        Err(_) => rewrite(body).map(Cow::Owned),
+    }
+}
+
+/// `body` with every string literal that is not UTF-8 as a hex literal.
+fn rewrite(body: &[u8]) -> SqlResult<String> {
+    let mut text = String::with_capacity(body.len() * 2);
+    let mut copied = 0;
+    let mut at = 0;
+    while at < body.len() {
+        let next = body.get(at + 1).copied();
+        at = match body[at] {
+            quote @ (b'\'' | b'"') => {
+                let (end, bytes) = string_literal(body, at, quote)?;
+                if std::str::from_utf8(&body[at..end]).is_err() {
+                    copy_text(&mut text, body, copied, at)?;
+                    push_hex_literal(&mut text, &bytes);
+                    copied = end;
+                }
+                end
+            }
+            b'`' => identifier_end(body, at)?,
+            b'#' => line_end(body, at),
+            b'-' if next == Some(b'-') && body.get(at + 2).is_none_or(u8::is_ascii_whitespace) => {
+                line_end(body, at)
+            }
+            b'/' if next == Some(b'*') && body.get(at + 2) != Some(&b'!') => comment_end(body, at)?,
+            _ => at + 1,
+        };
+    }
+    copy_text(&mut text, body, copied, body.len())?;
+    Ok(text)
+}
+
+/// Copies `body[from..to]`, which lies outside any rewritten literal, onto `text`.
+fn copy_text(text: &mut String, body: &[u8], from: usize, to: usize) -> SqlResult<()> {
+    match std::str::from_utf8(&body[from..to]) {
+        Ok(part) => {
+            text.push_str(part);
+            Ok(())
+        }
+        Err(error) => Err(SqlError::syntax(format!(
+            "the statement holds bytes that are not UTF-8 outside a string literal, at \
+             byte {}",
+            from + error.valid_up_to()
+        ))),
+    }
+}
+
+/// ` X'..'` of `bytes` (the space keeps an introducer before it a word of its own:
+/// `_binary'..'` becomes `_binary X'..'`).
+fn push_hex_literal(text: &mut String, bytes: &[u8]) {
+    if text
+        .bytes()
+        .last()
+        .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        text.push(' ');
+    }
+    text.push_str("X'");
+    for byte in bytes {
+        let _ = write!(text, "{byte:02X}");
+    }
+    text.push('\'');
+}
+
+/// The end (past its closing quote) of the string literal opened at `at`, and the bytes
+/// it stands for: MySQL's backslash escapes (`\%` and `\_` keep their backslash, for
+/// LIKE) and a doubled quote taken as one.
+fn string_literal(body: &[u8], at: usize, quote: u8) -> SqlResult<(usize, Vec<u8>)> {
+    let mut bytes = Vec::new();
+    let mut i = at + 1;
+    while let Some(&byte) = body.get(i) {
+        match byte {
+            b'\\' => {
+                let Some(&escaped) = body.get(i + 1) else {
+                    break;
+                };
+                match escaped {
+                    b'%' | b'_' => bytes.extend_from_slice(&[b'\\', escaped]),
+                    other => bytes.push(unescaped(other)),
+                }
+                i += 2;
+            }
+            _ if byte == quote && body.get(i + 1) == Some(&quote) => {
+                bytes.push(quote);
+                i += 2;
+            }
+            _ if byte == quote => return Ok((i + 1, bytes)),
+            _ => {
+                bytes.push(byte);
+                i += 1;
+            }
+        }
+    }
+    Err(SqlError::syntax(format!(
+        "a string literal opened at byte {at} is not closed"
+    )))
+}
+
+/// What `\c` stands for in a string literal.
+fn unescaped(c: u8) -> u8 {
+    match c {
+        b'0' => 0,
+        b'b' => 8,
+        b'n' => b'\n',
+        b'r' => b'\r',
+        b't' => b'\t',
+        b'Z' => 26,
+        other => other,
+    }
+}
+
+/// The end of the backquoted identifier opened at `at` (a doubled backquote is one).
+fn identifier_end(body: &[u8], at: usize) -> SqlResult<usize> {
+    let mut i = at + 1;
+    while let Some(&byte) = body.get(i) {
+        if byte == b'`' {
+            if body.get(i + 1) != Some(&b'`') {
+                return Ok(i + 1);
+            }
+            i += 1;
+        }
+        i += 1;
+    }
+    Err(SqlError::syntax(format!(
+        "an identifier opened at byte {at} is not closed"
+    )))
+}
+
+/// The end of the comment running from `at` to the end of its line.
+fn line_end(body: &[u8], at: usize) -> usize {
+    body[at..]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(body.len(), |newline| at + newline + 1)
+}
+
+/// The end of the `/* .. */` comment opened at `at` (a versioned `/*! .. */` is code).
+fn comment_end(body: &[u8], at: usize) -> SqlResult<usize> {
+    let close = body[at + 2..].windows(2).position(|pair| pair == b"*/");
+    close
+        .map(|close| at + 2 + close + 2)
+        .ok_or_else(|| SqlError::syntax(format!("a comment opened at byte {at} is not closed")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text_of(body: &[u8]) -> String {
+        statement_text(body).expect("statement text").into_owned()
+    }
+
+    #[test]
+    fn a_utf8_statement_is_the_text_itself_uncopied() {
+        let body = "INSERT INTO t VALUES ('é', X'FF')".as_bytes();
+        let Cow::Borrowed(text) = statement_text(body).unwrap() else {
+            panic!("copied");
+        };
+        assert_eq!(text.as_ptr(), body.as_ptr());
+    }
+
+    #[test]
+    fn a_literal_of_bytes_that_are_not_utf8_becomes_the_hex_literal_of_those_bytes() {
+        let body = b"INSERT INTO t VALUES ('\x00\xFF\x10\x80\xC3', 'ok', \"\xFE\")";
+        assert_eq!(
+            text_of(body),
+            "INSERT INTO t VALUES (X'00FF1080C3', 'ok', X'FE')"
+        );
+    }
+
+    #[test]
+    fn escapes_and_doubled_quotes_give_the_bytes_they_stand_for() {
+        assert_eq!(text_of(b"SELECT 'a\\'\xFF\\\\\\0'"), "SELECT X'6127FF5C00'");
+        assert_eq!(text_of(b"SELECT 'it''s \xFF'"), "SELECT X'6974277320FF'");
+        assert_eq!(
+            text_of(b"SELECT '\\n\\r\\t\\b\\Z\\q\xFF'"),
+            "SELECT X'0A0D09081A71FF'"
+        );
+        // LIKE's escapes keep their backslash, as MySQL keeps them.
+        assert_eq!(text_of(b"SELECT '\\%\\_\xFF'"), "SELECT X'5C255C5FFF'");
+    }
+
+    #[test]
+    fn an_introducer_stays_a_word_of_its_own() {
+        assert_eq!(text_of(b"SELECT _binary'\xFF'"), "SELECT _binary X'FF'");
+        assert_eq!(text_of(b"SELECT _binary '\xFF'"), "SELECT _binary X'FF'");
+    }
+
+    #[test]
+    fn quotes_in_identifiers_and_comments_open_no_literal() {
+        assert_eq!(
+            text_of(b"SELECT `it's` -- it's\n, '\xFF' # it's\n/* it's */"),
+            "SELECT `it's` -- it's\n, X'FF' # it's\n/* it's */"
+        );
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_outside_a_literal_are_a_syntax_error() {
+        for body in [
+            &b"SELECT \xFF"[..],
+            b"SELECT `\xFF`",
+            b"SELECT 1 /* \xFF */",
+            b"SELECT '\xFF",
+        ] {
+            let error = statement_text(body).unwrap_err();
+            assert_eq!(error.code, 1064, "{body:?}: {error:?}");
+        }
+    }
+}
