@@ -118,8 +118,9 @@ fn string_literal(body: &[u8], at: usize, quote: u8) -> SqlResult<(usize, Vec<u8
     )))
 }
 
-/// What `\c` stands for in a string literal.
-fn unescaped(c: u8) -> u8 {
+/// What `\c` stands for in a string literal (and a LOAD DATA field): `\n` a line feed, an
+/// unknown one `c` itself.
+pub(crate) fn unescaped(c: u8) -> u8 {
     match c {
         b'0' => 0,
         b'b' => 8,

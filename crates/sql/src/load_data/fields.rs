@@ -6,6 +6,8 @@
 
 use std::io::Read;
 
+use crate::statement_text::unescaped;
+
 /// Bytes read from the file at once.
 const READ_CHUNK_BYTES: usize = 256 * 1024;
 /// A longer field is refused (a missing closing quote would otherwise read the whole file
@@ -318,7 +320,7 @@ impl<R: Read> RecordReader<R> {
                     Some(next) => {
                         self.consume(1);
                         escaped_n_alone = field.len() == start && next == b'N';
-                        field.push(unescape(next));
+                        field.push(unescaped(next));
                     }
                     None => field.push(byte),
                 }
@@ -366,7 +368,7 @@ impl<R: Read> RecordReader<R> {
                 match self.peek()? {
                     Some(next) => {
                         self.consume(1);
-                        field.push(unescape(next));
+                        field.push(unescaped(next));
                     }
                     None => return Err(FieldError::Unterminated { line }),
                 }
@@ -478,19 +480,6 @@ impl Delimiter {
             Delimiter::Line => &format.lines_terminated_by,
             Delimiter::LineStart => &format.lines_starting_by,
         }
-    }
-}
-
-/// The byte an escape sequence stands for (`\n` → line feed; an unknown one → itself).
-fn unescape(byte: u8) -> u8 {
-    match byte {
-        b'0' => 0,
-        b'b' => 8,
-        b'n' => b'\n',
-        b'r' => b'\r',
-        b't' => b'\t',
-        b'Z' => 26,
-        other => other,
     }
 }
 
