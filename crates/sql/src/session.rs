@@ -126,7 +126,9 @@ pub fn parse(sql: &str) -> SqlResult<Parsed> {
     let mut tokens = tokens;
     rewrite_lock_in_share_mode(&mut tokens);
     crate::dialect::rewrite_type_names(&mut tokens);
-    let calc_found_rows = crate::dialect::take_calc_found_rows(&mut tokens);
+    crate::dialect::rewrite_alter_keys(&mut tokens);
+    crate::dialect::take_create_database_options(&mut tokens)?;
+    let calc_found_rows = crate::dialect::take_select_modifiers(&mut tokens);
     crate::dialect::rewrite_interval_units(&mut tokens);
     crate::dialect::keep_show_warnings_limit(&mut tokens);
     let placeholders = tokens

@@ -8,25 +8,43 @@
 //! stands for (`'\xFF\0'` becomes `X'FF00'`), which binds to the same binary string; a
 //! column of a character set then refuses it (1366) as MySQL does. Bytes that are not
 //! UTF-8 anywhere else are a syntax error: nothing is ever replaced silently.
+//!
+//! A versioned comment is code to a server of that version or later: `/*!40101 SET NAMES
+//! utf8mb4 */` runs on Kista (MySQL [`VERSION_NUMBER`]) as `SET NAMES utf8mb4`, and
+//! `/*! .. */` on any server; one of a later version (or MariaDB's `/*M! .. */`) is a
+//! comment. mysqldump writes its settings so, many a whole statement.
 
 use std::borrow::Cow;
 use std::fmt::Write;
 
 use crate::error::{SqlError, SqlResult};
 
+/// The MySQL version Kista answers as (`session::SERVER_VERSION`), as a versioned comment
+/// writes it.
+pub(crate) const VERSION_NUMBER: u32 = 80036;
+
 /// `body` as statement text (see the module's comment).
 pub(crate) fn statement_text(body: &[u8]) -> SqlResult<Cow<'_, str>> {
     match std::str::from_utf8(body) {
-        Ok(text) => Ok(Cow::Borrowed(text)),
-        Err(_) => rewrite(body).map(Cow::Owned),
+        Ok(text) if !has_versioned_comment(body) => Ok(Cow::Borrowed(text)),
+        _ => rewrite(body).map(Cow::Owned),
     }
 }
 
-/// `body` with every string literal that is not UTF-8 as a hex literal.
+/// Whether `body` may hold a versioned comment (`/*!`; perhaps inside a literal, which the
+/// rewrite tells apart). `contains` is a memchr: most statements hold no `/` at all.
+fn has_versioned_comment(body: &[u8]) -> bool {
+    body.contains(&b'/') && body.windows(3).any(|three| three == b"/*!")
+}
+
+/// `body` with every string literal that is not UTF-8 as a hex literal, and the versioned
+/// comments for this version as their code.
 fn rewrite(body: &[u8]) -> SqlResult<String> {
     let mut text = String::with_capacity(body.len() * 2);
     let mut copied = 0;
     let mut at = 0;
+    // Inside a versioned comment that runs: its `*/` closes it.
+    let mut in_versioned = false;
     while at < body.len() {
         let next = body.get(at + 1).copied();
         at = match body[at] {
@@ -44,7 +62,26 @@ fn rewrite(body: &[u8]) -> SqlResult<String> {
             b'-' if next == Some(b'-') && body.get(at + 2).is_none_or(u8::is_ascii_whitespace) => {
                 line_end(body, at)
             }
-            b'/' if next == Some(b'*') && body.get(at + 2) != Some(&b'!') => comment_end(body, at)?,
+            b'/' if next == Some(b'*') && body.get(at + 2) == Some(&b'!') => {
+                copy_text(&mut text, body, copied, at)?;
+                text.push(' ');
+                let (code_start, runs) = versioned_comment(body, at);
+                copied = if runs {
+                    code_start
+                } else {
+                    comment_end(body, at)?
+                };
+                in_versioned = runs;
+                copied
+            }
+            b'/' if next == Some(b'*') => comment_end(body, at)?,
+            b'*' if in_versioned && next == Some(b'/') => {
+                copy_text(&mut text, body, copied, at)?;
+                text.push(' ');
+                in_versioned = false;
+                copied = at + 2;
+                copied
+            }
             _ => at + 1,
         };
     }
@@ -157,7 +194,26 @@ fn line_end(body: &[u8], at: usize) -> usize {
         .map_or(body.len(), |newline| at + newline + 1)
 }
 
-/// The end of the `/* .. */` comment opened at `at` (a versioned `/*! .. */` is code).
+/// Where the code of the versioned comment opened at `at` starts (past `/*!` and its
+/// version), and whether it runs on this version: with no version, or one of 5 or 6
+/// digits up to [`VERSION_NUMBER`] (MySQL reads 5 digits, 6 where there are 6).
+fn versioned_comment(body: &[u8], at: usize) -> (usize, bool) {
+    let start = at + 3;
+    let digits = body[start..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    let version_digits = match digits {
+        0 => return (start, true),
+        6 => 6,
+        _ => digits.min(5),
+    };
+    let version = &body[start..start + version_digits];
+    let version: u32 = (version.iter()).fold(0, |n, &d| n * 10 + u32::from(d - b'0'));
+    (start + version_digits, version <= VERSION_NUMBER)
+}
+
+/// The end of the `/* .. */` comment opened at `at`.
 fn comment_end(body: &[u8], at: usize) -> SqlResult<usize> {
     let close = body[at + 2..].windows(2).position(|pair| pair == b"*/");
     close
@@ -215,6 +271,31 @@ mod tests {
             text_of(b"SELECT `it's` -- it's\n, '\xFF' # it's\n/* it's */"),
             "SELECT `it's` -- it's\n, X'FF' # it's\n/* it's */"
         );
+    }
+
+    #[test]
+    fn a_versioned_comment_is_code_up_to_this_version_and_a_comment_after() {
+        // Whitespace aside (a comment's place keeps a space).
+        let words = |body: &[u8]| {
+            text_of(body)
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let cases: [(&[u8], &str); 8] = [
+            (b"/*!40100 SET @@SQL_MODE='' */", "SET @@SQL_MODE=''"),
+            (b"/*!80036 SELECT 1 */", "SELECT 1"),
+            (b"/*!80037 SET x = 1 */ SELECT 1", "SELECT 1"),
+            (b"/*!999999 SET x = 1 */", ""),
+            (b"/*! SELECT '*/' */", "SELECT '*/'"),
+            (b"SELECT 1 /*M!100100 , 2 */", "SELECT 1 /*M!100100 , 2 */"),
+            (b"SELECT '/*!40100 x */'", "SELECT '/*!40100 x */'"),
+            (b"SELECT 1/*!,2*/", "SELECT 1 ,2"),
+        ];
+        for (body, text) in cases {
+            assert_eq!(words(body), text, "{}", String::from_utf8_lossy(body));
+        }
+        assert_eq!(words(b"/*!40101 SET s = '\xFF' */"), "SET s = X'FF'");
     }
 
     #[test]

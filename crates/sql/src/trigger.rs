@@ -83,6 +83,29 @@ pub struct TriggerDef {
     pub created_ms: u64,
 }
 
+impl TriggerDef {
+    /// The body as `information_schema.TRIGGERS` and SHOW CREATE TRIGGER print it: its
+    /// one statement, or several in `BEGIN ... END`.
+    pub fn body_sql(&self) -> String {
+        match self.statements.as_slice() {
+            [one] => one.clone(),
+            many => format!("BEGIN {}; END", many.join("; ")),
+        }
+    }
+
+    /// The CREATE TRIGGER statement that makes it again on `table`.
+    pub fn create_sql(&self, table: &str) -> String {
+        format!(
+            "CREATE DEFINER=`root`@`%` TRIGGER `{}` {} {} ON `{}` FOR EACH ROW {}",
+            self.name.replace('`', "``"),
+            self.timing.name(),
+            self.event.name(),
+            table.replace('`', "``"),
+            self.body_sql()
+        )
+    }
+}
+
 /// A trigger ready to fire: its statements parsed, its SETs of NEW bound.
 pub struct Trigger {
     pub def: TriggerDef,

@@ -1,10 +1,12 @@
 //! Everything that is not a query or a row change: transactions and SET here, with the
 //! server variables drivers ask for; databases, tables, views, indexes and triggers in
-//! `schema.rs`; SHOW, DESCRIBE and EXPLAIN in `show.rs`.
+//! `schema.rs`; SHOW, DESCRIBE and EXPLAIN in `show.rs` (SHOW CREATE of views and
+//! triggers in `show_create.rs`).
 
 mod foreign_keys;
 mod schema;
 mod show;
+mod show_create;
 
 pub use schema::TRUNCATE_BATCH_ROWS;
 
@@ -13,6 +15,7 @@ use sqlparser::tokenizer::Location;
 
 use kista_client::types::{Collation, Value};
 
+use crate::accounts::privileges::needed;
 use crate::error::{SqlError, SqlResult};
 use crate::output;
 use crate::select;
@@ -187,7 +190,8 @@ pub fn run(
     }
 }
 
-/// BEGIN, COMMIT, ROLLBACK [TO], SAVEPOINT, RELEASE SAVEPOINT and KILL.
+/// BEGIN, COMMIT, ROLLBACK [TO], SAVEPOINT, RELEASE SAVEPOINT, KILL and LOCK/UNLOCK
+/// TABLES.
 fn transaction_statement(
     session: &mut Session,
     statement: &Statement,
@@ -217,6 +221,9 @@ fn transaction_statement(
             session.catalog.processes.kill(id, kill)?;
             Ok(Outcome::done())
         }
+        Statement::LockTables { tables } => lock_tables(session, tables),
+        // Ends nothing: LOCK TABLES took no locks and left no transaction open.
+        Statement::UnlockTables => Ok(Outcome::done()),
         Statement::Savepoint { name } => session.savepoint(&name.value).map(|_| Outcome::done()),
         Statement::ReleaseSavepoint { name } => session
             .savepoints
@@ -225,6 +232,31 @@ fn transaction_statement(
         _ => return Ok(None),
     };
     outcome.map(Some)
+}
+
+/// `LOCK TABLES`: Kista takes no table locks (NDB's hold only on the SQL node that took
+/// them; a cluster's other front ends and native clients go on writing). As MySQL's, it
+/// commits the open transaction and checks each table exists and may be read; then it
+/// says in a warning that it locked nothing. mysqldump locks so for a consistent copy of
+/// each database: `--single-transaction` gives one here (docs/sql.md).
+fn lock_tables(session: &mut Session, tables: &[ast::LockTable]) -> SqlResult<Outcome> {
+    session.commit()?;
+    let database = session.current_database()?.to_string();
+    for locked in tables {
+        let name = &locked.table.value;
+        if session.catalog.view(&database, name)?.is_some() {
+            continue;
+        }
+        let table = session.catalog.table(&database, name)?;
+        crate::accounts::check_table(session, needed::SELECT, &table)?;
+    }
+    session.warn(
+        1235,
+        "LOCK TABLES locks nothing in Kista: other sessions go on writing (a consistent \
+         read: START TRANSACTION WITH CONSISTENT SNAPSHOT)"
+            .into(),
+    );
+    Ok(Outcome::done())
 }
 
 /// MySQL's bound on a SELECT's time, in ms (0: none), which the session keeps.

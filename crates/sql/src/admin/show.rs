@@ -35,21 +35,28 @@ pub(super) fn run(
             full, show_options, ..
         } => show_tables(session, *full, show_options),
         Statement::ShowVariables { filter, .. } => Ok(show_variables(session, filter.as_ref())),
-        Statement::ShowStatus { .. } => Ok(text_result(
-            &["Variable_name", "Value"],
-            vec![
-                vec![
-                    text("Threads_connected"),
-                    text(session.catalog.connections().to_string()),
-                ],
-                vec![text("Uptime"), text(session.catalog.uptime_s().to_string())],
-            ],
-        )),
+        Statement::ShowStatus { filter, .. } => {
+            let status = [
+                (
+                    "Threads_connected",
+                    session.catalog.connections().to_string(),
+                ),
+                ("Uptime", session.catalog.uptime_s().to_string()),
+            ];
+            let shown = status.into_iter();
+            let rows = (shown.filter(|(name, _)| matches_filter(name, filter.as_ref())))
+                .map(|(name, value)| vec![text(name), text(value)])
+                .collect();
+            Ok(text_result(&["Variable_name", "Value"], rows))
+        }
         Statement::ShowVariable { variable } => show_words(session, statement, variable),
         Statement::ShowCreate {
             obj_type: ast::ShowCreateObject::Table,
             obj_name,
         } => {
+            if let Some(view) = super::show_create::view(session, obj_name)? {
+                return Ok(Some(view));
+            }
             let (database, name) = split_name(session, obj_name)?;
             let create = create_table_sql(session, &database, &name, true)?;
             Ok(text_result(
@@ -57,6 +64,22 @@ pub(super) fn run(
                 vec![vec![text(name), text(create)]],
             ))
         }
+        Statement::ShowCreate {
+            obj_type: ast::ShowCreateObject::View,
+            obj_name,
+        } => match super::show_create::view(session, obj_name)? {
+            Some(view) => Ok(view),
+            None => {
+                let (database, name) = split_name(session, obj_name)?;
+                session.catalog.table(&database, &name)?;
+                let message = format!("'{database}.{name}' is not VIEW");
+                Err(SqlError::new(1347, "HY000", message))
+            }
+        },
+        Statement::ShowCreate {
+            obj_type: ast::ShowCreateObject::Trigger,
+            obj_name,
+        } => super::show_create::trigger(session, obj_name),
         Statement::ShowColumns { show_options, .. } => {
             let table = (show_options.show_in.as_ref()).and_then(|i| i.parent_name.as_ref());
             let table = table.ok_or_else(|| SqlError::syntax("SHOW COLUMNS needs FROM table"))?;
@@ -198,7 +221,10 @@ fn show_tables(
     })
 }
 
-fn describe(session: &Session, database: &str, name: &str) -> SqlResult<Outcome> {
+fn describe(session: &mut Session, database: &str, name: &str) -> SqlResult<Outcome> {
+    if let Some(view) = super::show_create::describe_view(session, database, name)? {
+        return Ok(view);
+    }
     let table = session.catalog.table(database, name)?;
     let rows = table
         .visible_columns()

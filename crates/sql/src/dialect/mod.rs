@@ -10,21 +10,25 @@
 //! the SHOW statements that are views of `information_schema`, as their queries
 //! (`show.rs`), and, before parsing, rewritten in the statement's tokens into
 //! forms sqlparser knows (`rewrite.rs`: type names of several words, compound interval
-//! units).
+//! units, DISABLE/ENABLE KEYS, SELECT's modifiers), or cut from them (CREATE DATABASE's
+//! options, `create_database.rs`).
 //!
 //! Everything else is the MySQL dialect's: every choice it makes is passed on, and the
 //! parser's own checks for the MySQL dialect see it (`dialect()`).
 
 use std::any::TypeId;
 
+mod create_database;
 mod create_table;
 mod create_trigger;
 mod rewrite;
 mod set;
 mod show;
 
+pub use create_database::take_create_database_options;
 pub use rewrite::{
-    keep_show_warnings_limit, rewrite_interval_units, rewrite_type_names, take_calc_found_rows,
+    keep_show_warnings_limit, rewrite_alter_keys, rewrite_interval_units, rewrite_type_names,
+    take_select_modifiers,
 };
 
 use sqlparser::ast::{BinaryOperator, ColumnOption, Expr, Statement};
@@ -88,6 +92,9 @@ impl Dialect for KistaDialect {
         }
         if show::starts_show_view(parser) {
             return Some(show::parse_show_view(parser));
+        }
+        if show::starts_show_create_database(parser) {
+            return Some(show::parse_show_create_database(parser));
         }
         MYSQL.parse_statement(parser)
     }

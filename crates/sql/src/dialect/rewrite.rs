@@ -1,7 +1,7 @@
 //! MySQL syntax rewritten in a statement's tokens, before parsing, into forms sqlparser
 //! parses: type names of several words (`NATIONAL VARCHAR` is NVARCHAR) and compound
 //! interval units (`INTERVAL '1:30' HOUR_MINUTE` is the standard `HOUR TO MINUTE`); and
-//! `SELECT SQL_CALC_FOUND_ROWS`, cut out and noted.
+//! SELECT's modifiers, cut out (`SQL_CALC_FOUND_ROWS` noted).
 
 use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
@@ -27,9 +27,50 @@ pub fn keep_show_warnings_limit(tokens: &mut Vec<TokenWithSpan>) {
     }
 }
 
-/// Cuts `SQL_CALC_FOUND_ROWS` out of `SELECT SQL_CALC_FOUND_ROWS ...` (the statement's
-/// own SELECT: its first word); whether it was there.
-pub fn take_calc_found_rows(tokens: &mut [TokenWithSpan]) -> bool {
+/// `ALTER TABLE t DISABLE KEYS` / `ENABLE KEYS` (mysqldump wraps each table's rows in
+/// them) become `ALTER TABLE t ALGORITHM = DEFAULT`, which changes nothing: Kista's
+/// indexes are kept as rows are written, as InnoDB's are (MySQL ignores them there too).
+pub fn rewrite_alter_keys(tokens: &mut Vec<TokenWithSpan>) {
+    let first = tokens
+        .iter()
+        .find(|t| !matches!(t.token, Token::Whitespace(_)));
+    if !matches!(first.map(|t| &t.token), Some(Token::Word(w)) if w.keyword == Keyword::ALTER) {
+        return;
+    }
+    let words: Vec<usize> = (0..tokens.len())
+        .filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_) | Token::SemiColon))
+        .collect();
+    let is_word = |i: usize, word: &str| matches!(&tokens[i].token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word));
+    let [alter, table, .., toggle, keys] = words.as_slice() else {
+        return;
+    };
+    let toggles = is_word(*toggle, "DISABLE") || is_word(*toggle, "ENABLE");
+    if !(is_word(*alter, "ALTER") && is_word(*table, "TABLE") && toggles && is_word(*keys, "KEYS"))
+    {
+        return;
+    }
+    let (toggle, keys) = (*toggle, *keys);
+    tokens[toggle].token = Token::make_keyword("ALGORITHM");
+    tokens[keys].token = Token::make_keyword("DEFAULT");
+    tokens.insert(keys, TokenWithSpan::wrap(Token::Eq));
+}
+
+/// SELECT's modifiers that change nothing in Kista: the query cache's (MySQL 8 has none
+/// either, and mysqldump still writes `SQL_NO_CACHE`), result buffering and size hints,
+/// and priority (there are no table locks to jump).
+const IGNORED_SELECT_MODIFIERS: [&str; 6] = [
+    "SQL_NO_CACHE",
+    "SQL_CACHE",
+    "SQL_BUFFER_RESULT",
+    "SQL_SMALL_RESULT",
+    "SQL_BIG_RESULT",
+    "HIGH_PRIORITY",
+];
+
+/// Cuts the modifiers after the statement's own SELECT (its first word), in any order
+/// and among `ALL`/`DISTINCT`: `SQL_CALC_FOUND_ROWS`, noted, and the
+/// [`IGNORED_SELECT_MODIFIERS`]; whether `SQL_CALC_FOUND_ROWS` was there.
+pub fn take_select_modifiers(tokens: &mut [TokenWithSpan]) -> bool {
     let mut words = tokens
         .iter_mut()
         .filter(|t| !matches!(t.token, Token::Whitespace(_)));
@@ -38,16 +79,23 @@ pub fn take_calc_found_rows(tokens: &mut [TokenWithSpan]) -> bool {
     if !starts_select {
         return false;
     }
-    match words.next() {
-        Some(t)
-            if matches!(&t.token, Token::Word(w) if w.quote_style.is_none()
-            && w.value.eq_ignore_ascii_case("SQL_CALC_FOUND_ROWS")) =>
-        {
-            t.token = Token::Whitespace(Whitespace::Space);
-            true
+    let mut calc_found_rows = false;
+    for token in words {
+        let Token::Word(word) = &token.token else {
+            break;
+        };
+        let is = |name: &str| word.quote_style.is_none() && word.value.eq_ignore_ascii_case(name);
+        if is("SQL_CALC_FOUND_ROWS") {
+            calc_found_rows = true;
+        } else if !IGNORED_SELECT_MODIFIERS.iter().any(|&name| is(name)) {
+            if matches!(word.keyword, Keyword::ALL | Keyword::DISTINCT) {
+                continue;
+            }
+            break;
         }
-        _ => false,
+        token.token = Token::Whitespace(Whitespace::Space);
     }
+    calc_found_rows
 }
 
 /// MySQL's type names of several words, and the one word sqlparser knows for each.
@@ -185,6 +233,58 @@ mod tests {
             select,
             "SELECT `long` AS varchar, 'NATIONAL VARCHAR' FROM t"
         );
+    }
+
+    #[test]
+    fn select_modifiers_are_cut_and_sql_calc_found_rows_noted() {
+        let modified = |sql: &str| {
+            let mut tokens = sqlparser::tokenizer::Tokenizer::new(&KistaDialect, sql)
+                .tokenize_with_location()
+                .unwrap();
+            let calc_found_rows = take_select_modifiers(&mut tokens);
+            let statements = Parser::new(&KistaDialect)
+                .with_tokens_with_locations(tokens)
+                .parse_statements()
+                .unwrap_or_else(|e| panic!("{sql}: {e}"));
+            (statements[0].to_string(), calc_found_rows)
+        };
+        assert_eq!(
+            modified("SELECT  SQL_NO_CACHE `id` FROM `t`"),
+            ("SELECT `id` FROM `t`".into(), false)
+        );
+        assert_eq!(
+            modified("select distinct sql_calc_found_rows high_priority a from t"),
+            ("SELECT DISTINCT a FROM t".into(), true)
+        );
+        // Only right after the statement's own SELECT: a column of that name stays.
+        assert_eq!(
+            modified("SELECT a, sql_cache FROM t"),
+            ("SELECT a, sql_cache FROM t".into(), false)
+        );
+    }
+
+    #[test]
+    fn disable_and_enable_keys_become_an_alter_that_changes_nothing() {
+        let altered = |sql: &str| {
+            let mut tokens = sqlparser::tokenizer::Tokenizer::new(&KistaDialect, sql)
+                .tokenize_with_location()
+                .unwrap();
+            rewrite_alter_keys(&mut tokens);
+            let statements = Parser::new(&KistaDialect)
+                .with_tokens_with_locations(tokens)
+                .parse_statements()
+                .unwrap_or_else(|e| panic!("{sql}: {e}"));
+            statements[0].to_string()
+        };
+        assert_eq!(
+            altered("ALTER TABLE `db`.`t` DISABLE KEYS"),
+            "ALTER TABLE `db`.`t` ALGORITHM = DEFAULT"
+        );
+        assert_eq!(
+            altered(" alter table t enable keys ;"),
+            "ALTER TABLE t ALGORITHM = DEFAULT"
+        );
+        assert_eq!(altered("SELECT keys FROM t"), "SELECT keys FROM t");
     }
 
     #[test]

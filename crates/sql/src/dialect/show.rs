@@ -1,7 +1,9 @@
 //! SHOW statements that are views of `information_schema`, parsed into the query they
 //! stand for (as MySQL 8 runs them): `SHOW TABLE STATUS [FROM db]`, `SHOW COLLATION`,
-//! `SHOW CHARACTER SET` (or `CHARSET`), `SHOW ENGINES`, `SHOW [FULL] PROCESSLIST`, each with `LIKE 'pattern'` (on the first column)
-//! or `WHERE condition` (on the shown columns). The query then runs as any other.
+//! `SHOW CHARACTER SET` (or `CHARSET`), `SHOW ENGINES`, `SHOW [FULL] PROCESSLIST`,
+//! `SHOW TRIGGERS [FROM db]`, each with `LIKE 'pattern'` (on the first column; SHOW
+//! TRIGGERS' on the table) or `WHERE condition` (on the shown columns); and `SHOW CREATE
+//! DATABASE`. The query then runs as any other.
 
 use sqlparser::ast::Statement;
 use sqlparser::keywords::Keyword;
@@ -71,6 +73,18 @@ const FORMS: &[ShowForm] = &[
         named_by: "Engine",
     },
     ShowForm {
+        words: &["TRIGGERS"],
+        source: "SELECT TRIGGER_NAME AS `Trigger`, EVENT_MANIPULATION AS `Event`, \
+                 EVENT_OBJECT_TABLE AS `Table`, ACTION_STATEMENT AS `Statement`, \
+                 ACTION_TIMING AS `Timing`, NULL AS `Created`, '' AS `sql_mode`, \
+                 DEFINER AS `Definer`, 'utf8mb4' AS `character_set_client`, \
+                 'utf8mb4_0900_ai_ci' AS `collation_connection`, \
+                 'utf8mb4_0900_ai_ci' AS `Database Collation` \
+                 FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = {database}",
+        // MySQL's SHOW TRIGGERS LIKE matches the table, not the trigger.
+        named_by: "Table",
+    },
+    ShowForm {
         words: &["CHARSET"],
         source: CHARSETS,
         named_by: "Charset",
@@ -135,6 +149,41 @@ pub(super) fn parse_show_view(parser: &mut Parser) -> Result<Statement, ParserEr
         .map(Statement::Query)
 }
 
+pub(super) fn starts_show_create_database(parser: &Parser) -> bool {
+    let tokens = parser.peek_tokens::<3>();
+    let is_word = |token: &Token, word: &str| matches!(token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word));
+    is_word(&tokens[0], "SHOW")
+        && is_word(&tokens[1], "CREATE")
+        && (is_word(&tokens[2], "DATABASE") || is_word(&tokens[2], "SCHEMA"))
+}
+
+/// `SHOW CREATE DATABASE|SCHEMA [IF NOT EXISTS] name` as its query of
+/// `information_schema.SCHEMATA` (no row for a database that is not there).
+pub(super) fn parse_show_create_database(parser: &mut Parser) -> Result<Statement, ParserError> {
+    for _ in 0..3 {
+        parser.next_token();
+    }
+    let if_not_exists = parser.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
+    let name = parser.parse_identifier()?.value.to_lowercase();
+    let if_not_exists = if if_not_exists {
+        "/*!32312 IF NOT EXISTS*/ "
+    } else {
+        ""
+    };
+    let query = format!(
+        "SELECT SCHEMA_NAME AS `Database`, CONCAT('CREATE DATABASE {if_not_exists}`', \
+         REPLACE(SCHEMA_NAME, '`', '``'), '` /*!40100 DEFAULT CHARACTER SET ', \
+         DEFAULT_CHARACTER_SET_NAME, ' COLLATE ', DEFAULT_COLLATION_NAME, \
+         ' */ /*!80016 DEFAULT ENCRYPTION=''N'' */') AS `Create Database` \
+         FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = '{}'",
+        name.replace('\'', "''")
+    );
+    Parser::new(&KistaDialect)
+        .try_with_sql(&query)?
+        .parse_query()
+        .map(Statement::Query)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::tests::parsed;
@@ -161,6 +210,17 @@ mod tests {
             .unwrap()
             .contains("CHARACTER_SETS"));
         assert!(parsed("SHOW TABLE STATUS LIKE").is_err());
+        let triggers = parsed("SHOW TRIGGERS FROM shop LIKE 'child'").unwrap();
+        assert!(
+            triggers.contains("TRIGGER_SCHEMA = 'shop'")
+                && triggers.ends_with("WHERE `Table` LIKE 'child' ORDER BY 1"),
+            "{triggers}"
+        );
+        let database = parsed("SHOW CREATE DATABASE IF NOT EXISTS `Shop`").unwrap();
+        assert!(
+            database.contains("IF NOT EXISTS") && database.ends_with("SCHEMA_NAME = 'shop'"),
+            "{database}"
+        );
         assert!(parsed("SHOW TABLES").unwrap().starts_with("SHOW TABLES"));
     }
 }

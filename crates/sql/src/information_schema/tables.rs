@@ -476,10 +476,7 @@ fn triggers(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
                 .iter()
                 .filter(|t| t.event == trigger.event && t.timing == trigger.timing)
                 .count();
-            let body = match trigger.statements.as_slice() {
-                [one] => one.clone(),
-                many => format!("BEGIN {}; END", many.join("; ")),
-            };
+            let body = trigger.body_sql();
             rows.push(vec![
                 text("def"),
                 text(database),
