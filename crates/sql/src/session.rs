@@ -127,6 +127,7 @@ pub fn parse(sql: &str) -> SqlResult<Parsed> {
     rewrite_lock_in_share_mode(&mut tokens);
     crate::dialect::rewrite_type_names(&mut tokens);
     crate::dialect::rewrite_alter_keys(&mut tokens);
+    crate::dialect::rewrite_consistent_snapshot(&mut tokens);
     crate::dialect::take_create_database_options(&mut tokens)?;
     let calc_found_rows = crate::dialect::take_select_modifiers(&mut tokens);
     crate::dialect::rewrite_interval_units(&mut tokens);

@@ -197,7 +197,21 @@ fn transaction_statement(
     statement: &Statement,
 ) -> SqlResult<Option<Outcome>> {
     let outcome = match statement {
-        Statement::StartTransaction { .. } => session.begin().map(|_| Outcome::done()),
+        Statement::StartTransaction { modes, .. } => {
+            session.begin()?;
+            let snapshot =
+                ast::TransactionMode::IsolationLevel(ast::TransactionIsolationLevel::Snapshot);
+            if modes.contains(&snapshot) {
+                session.warn(
+                    1235,
+                    "WITH CONSISTENT SNAPSHOT reads committed rows in Kista, as NDB: each \
+                     read sees the latest commit, not one point in time (a consistent copy: \
+                     an online backup, `kista mgm -e \"start backup\"`)"
+                        .into(),
+                );
+            }
+            Ok(Outcome::done())
+        }
         Statement::Commit { .. } => session.commit().map(|_| Outcome::done()),
         Statement::Rollback {
             savepoint: None, ..

@@ -27,8 +27,8 @@ mod show;
 
 pub use create_database::take_create_database_options;
 pub use rewrite::{
-    keep_show_warnings_limit, rewrite_alter_keys, rewrite_interval_units, rewrite_type_names,
-    take_select_modifiers,
+    keep_show_warnings_limit, rewrite_alter_keys, rewrite_consistent_snapshot,
+    rewrite_interval_units, rewrite_type_names, take_select_modifiers,
 };
 
 use sqlparser::ast::{BinaryOperator, ColumnOption, Expr, Statement};

@@ -55,6 +55,31 @@ pub fn rewrite_alter_keys(tokens: &mut Vec<TokenWithSpan>) {
     tokens.insert(keys, TokenWithSpan::wrap(Token::Eq));
 }
 
+/// `START TRANSACTION WITH CONSISTENT SNAPSHOT` (mysqldump `--single-transaction`)
+/// becomes `START TRANSACTION ISOLATION LEVEL SNAPSHOT`, which sqlparser parses and the
+/// session answers (`admin::transaction_statement`: Kista reads committed rows, as NDB).
+pub fn rewrite_consistent_snapshot(tokens: &mut [TokenWithSpan]) {
+    let mut words = (0..tokens.len()).filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_)));
+    let is_word = |t: &TokenWithSpan, word: &str| matches!(&t.token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word));
+    let (Some(start), Some(transaction)) = (words.next(), words.next()) else {
+        return;
+    };
+    if !(is_word(&tokens[start], "START") && is_word(&tokens[transaction], "TRANSACTION")) {
+        return;
+    }
+    let (Some(with), Some(consistent), Some(snapshot)) = (words.next(), words.next(), words.next())
+    else {
+        return;
+    };
+    let asked = is_word(&tokens[with], "WITH")
+        && is_word(&tokens[consistent], "CONSISTENT")
+        && is_word(&tokens[snapshot], "SNAPSHOT");
+    if asked {
+        tokens[with].token = Token::make_keyword("ISOLATION");
+        tokens[consistent].token = Token::make_keyword("LEVEL");
+    }
+}
+
 /// SELECT's modifiers that change nothing in Kista: the query cache's (MySQL 8 has none
 /// either, and mysqldump still writes `SQL_NO_CACHE`), result buffering and size hints,
 /// and priority (there are no table locks to jump).
@@ -285,6 +310,25 @@ mod tests {
             "ALTER TABLE t ALGORITHM = DEFAULT"
         );
         assert_eq!(altered("SELECT keys FROM t"), "SELECT keys FROM t");
+    }
+
+    #[test]
+    fn a_consistent_snapshot_becomes_the_snapshot_isolation_level() {
+        let mut tokens = sqlparser::tokenizer::Tokenizer::new(
+            &KistaDialect,
+            "START TRANSACTION  WITH CONSISTENT SNAPSHOT",
+        )
+        .tokenize_with_location()
+        .unwrap();
+        rewrite_consistent_snapshot(&mut tokens);
+        let statements = Parser::new(&KistaDialect)
+            .with_tokens_with_locations(tokens)
+            .parse_statements()
+            .unwrap();
+        assert_eq!(
+            statements[0].to_string(),
+            "START TRANSACTION ISOLATION LEVEL SNAPSHOT"
+        );
     }
 
     #[test]
