@@ -283,23 +283,23 @@ fn mysqldump(up: &Up, database: &str, extra: &[&str]) -> Vec<u8> {
 
 /// A database with a foreign key, a view, a trigger, a BLOB of every byte and
 /// AUTO_INCREMENT, dumped by mysqldump (with and without `--single-transaction`), reloads
-/// into a fresh cluster through the mysql client, and a dump of that is the same. (Tables
-/// are dumped in name order; here the parent's name comes first: a child dumped before its
-/// parent, with FOREIGN_KEY_CHECKS=0, is still refused, issue 62.)
+/// into a fresh cluster through the mysql client, and a dump of that is the same. Tables
+/// are dumped in name order: the child (`orders`) comes before its parent (`people`), and
+/// its foreign key waits for it (FOREIGN_KEY_CHECKS=0), then holds.
 #[test]
 fn mysqldump_dumps_a_database_that_reloads_into_a_fresh_cluster_and_dumps_the_same() {
     let every_byte: String = (0..=255u8).map(|b| format!("{b:02X}")).collect();
     let setup = format!(
         "CREATE DATABASE shop;
-        CREATE TABLE shop.accounts (id INT PRIMARY KEY AUTO_INCREMENT, name VARCHAR(20),
+        CREATE TABLE shop.people (id INT PRIMARY KEY AUTO_INCREMENT, name VARCHAR(20),
             photo BLOB);
-        CREATE TABLE shop.orders (id INT PRIMARY KEY, account INT,
-            FOREIGN KEY (account) REFERENCES shop.accounts (id));
-        INSERT INTO shop.accounts (name, photo) VALUES ('ann', X'{every_byte}'), ('bo', NULL);
+        CREATE TABLE shop.orders (id INT PRIMARY KEY, person INT,
+            FOREIGN KEY (person) REFERENCES shop.people (id));
+        INSERT INTO shop.people (name, photo) VALUES ('ann', X'{every_byte}'), ('bo', NULL);
         INSERT INTO shop.orders VALUES (1, 1), (2, 2);
-        CREATE VIEW shop.names AS SELECT id, name FROM shop.accounts;
+        CREATE VIEW shop.names AS SELECT id, name FROM shop.people;
         CREATE TRIGGER shop.checked BEFORE INSERT ON shop.orders FOR EACH ROW
-            SET NEW.account = NEW.account;"
+            SET NEW.person = NEW.person;"
     );
     let first = Up::start("dump-first");
     let (_, errors) = mysql_script(first.sql_port, &setup);
@@ -326,6 +326,12 @@ fn mysqldump_dumps_a_database_that_reloads_into_a_fresh_cluster_and_dumps_the_sa
     );
     let (names, _) = mysql_script(second.sql_port, "SELECT name FROM shop.names ORDER BY id;");
     assert_eq!(names, "name\nann\nbo\n");
+    let orphan = "INSERT INTO shop.orders VALUES (3, 99);";
+    let (_, refused) = mysql_script(second.sql_port, orphan);
+    assert!(
+        refused.contains("ERROR 1452"),
+        "the reloaded key holds: {refused}"
+    );
 }
 
 #[test]

@@ -28,6 +28,9 @@ const FORMAT_VERSION_CHECKS: u32 = 3;
 /// ... and a copying ALTER's target (`copying`): a front end that cannot mirror the
 /// table's writes into it must not write the table.
 const FORMAT_VERSION_COPYING: u32 = 4;
+/// ... and foreign keys whose parent is not there yet (`admin/foreign_keys.rs`): a front end
+/// from before them would drop them unseen when it rewrites the table's definition.
+const FORMAT_VERSION_PENDING_FOREIGN_KEYS: u32 = 5;
 /// The longest column or table comment, in characters (MySQL's limits).
 pub const COLUMN_COMMENT_CHARS_MAX: usize = 1024;
 pub const TABLE_COMMENT_CHARS_MAX: usize = 2048;
@@ -72,6 +75,9 @@ pub struct TableExtras {
     /// While a copying ALTER TABLE runs: the table its rows go to, which every write of
     /// this table is mirrored into (`table_copy.rs`).
     pub copying: Option<crate::table_copy::CopyTarget>,
+    /// Foreign keys declared while FOREIGN_KEY_CHECKS was 0 whose parent table is not there
+    /// yet, as their clauses (`CONSTRAINT ... REFERENCES db.parent ...`): added once it is.
+    pub pending_foreign_keys: Vec<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -86,6 +92,8 @@ struct Stored {
     checks: Vec<CheckDef>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     copying: Option<crate::table_copy::CopyTarget>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pending_foreign_keys: Vec<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -133,12 +141,15 @@ impl TableExtras {
             && self.triggers.is_empty()
             && self.checks.is_empty()
             && self.copying.is_none()
+            && self.pending_foreign_keys.is_empty()
         {
             return Vec::new();
         }
         let computed =
             (columns.iter()).any(|c| !c.default_sql.is_empty() || !c.on_update_sql.is_empty());
-        let version = if self.copying.is_some() {
+        let version = if !self.pending_foreign_keys.is_empty() {
+            FORMAT_VERSION_PENDING_FOREIGN_KEYS
+        } else if self.copying.is_some() {
             FORMAT_VERSION_COPYING
         } else if !self.checks.is_empty() {
             FORMAT_VERSION_CHECKS
@@ -154,6 +165,7 @@ impl TableExtras {
             triggers: self.triggers.clone(),
             checks: self.checks.clone(),
             copying: self.copying.clone(),
+            pending_foreign_keys: self.pending_foreign_keys.clone(),
         };
         serde_json::to_vec(&stored).unwrap_or_default()
     }
@@ -177,10 +189,10 @@ impl TableExtras {
         };
         let stored: Stored = serde_json::from_slice(&schema.extra_metadata)
             .map_err(|error| unreadable(error.to_string()))?;
-        if !(FORMAT_VERSION..=FORMAT_VERSION_COPYING).contains(&stored.version) {
+        if !(FORMAT_VERSION..=FORMAT_VERSION_PENDING_FOREIGN_KEYS).contains(&stored.version) {
             return Err(unreadable(format!(
                 "its SQL definition is of format {}, this front end reads {FORMAT_VERSION} \
-                 to {FORMAT_VERSION_COPYING}",
+                 to {FORMAT_VERSION_PENDING_FOREIGN_KEYS}",
                 stored.version
             )));
         }
@@ -188,6 +200,7 @@ impl TableExtras {
         extras.triggers = stored.triggers;
         extras.checks = stored.checks;
         extras.copying = stored.copying;
+        extras.pending_foreign_keys = stored.pending_foreign_keys;
         for column in stored.columns {
             let position = schema
                 .column_index(&column.name)
@@ -321,9 +334,21 @@ mod tests {
     }
 
     #[test]
+    fn pending_foreign_keys_are_kept_in_a_format_older_front_ends_refuse() {
+        let mut schema = schema();
+        let mut extras = TableExtras::decode(&schema).unwrap();
+        let clause = "FOREIGN KEY (`p`) REFERENCES `d`.`p` (`id`)".to_string();
+        extras.pending_foreign_keys.push(clause);
+        schema.extra_metadata = extras.encode(&schema);
+        let stored: Stored = serde_json::from_slice(&schema.extra_metadata).unwrap();
+        assert_eq!(stored.version, FORMAT_VERSION_PENDING_FOREIGN_KEYS);
+        assert_eq!(TableExtras::decode(&schema).unwrap(), extras);
+    }
+
+    #[test]
     fn metadata_of_another_format_or_damaged_is_refused() {
         let mut schema = schema();
-        schema.extra_metadata = br#"{"version": 5, "columns": []}"#.to_vec();
+        schema.extra_metadata = br#"{"version": 6, "columns": []}"#.to_vec();
         assert_eq!(TableExtras::decode(&schema).unwrap_err().code, 1033);
         schema.extra_metadata = b"{not json".to_vec();
         assert_eq!(TableExtras::decode(&schema).unwrap_err().code, 1033);

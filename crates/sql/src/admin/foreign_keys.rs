@@ -1,7 +1,9 @@
 //! Foreign keys added and dropped by CREATE TABLE, ALTER TABLE and DROP TABLE: the parent
 //! resolved by name, MySQL's checks (`ddl/foreign_keys.rs`), the rows already there
 //! checked for ALTER TABLE ADD FOREIGN KEY, and a parent's drop refused while a child
-//! references it.
+//! references it. With FOREIGN_KEY_CHECKS 0 a key may name a parent not created yet (a
+//! dump creates tables in name order): the child keeps it pending, and it is added when a
+//! table of that name is created in the child's database.
 
 use sqlparser::ast::Statement;
 
@@ -25,6 +27,11 @@ pub(super) fn add(
         let child = session.catalog.table(database, table)?;
         let (parent_database, parent_name) = split_name(session, &key.parent)?;
         let parent = match session.catalog.table(&parent_database, &parent_name) {
+            Err(error) if error.code == 1146 && !session.foreign_key_checks => {
+                let parent = (parent_database.as_str(), parent_name.as_str());
+                keep_pending(session, (database, table), key.clause_sql(parent))?;
+                continue;
+            }
             Err(error) if error.code == 1146 => {
                 return Err(SqlError::new(
                     1824,
@@ -52,6 +59,7 @@ pub(super) fn add(
             .add_foreign_key(&child.table, &parent.table, spec)
             .map_err(|error| refused(&name, error))?;
         session.catalog.forget(&parent_database, &parent_name);
+        session.catalog.forget(database, table);
         if check_rows && session.foreign_key_checks {
             let parent = (parent_database.as_str(), parent_name.as_str());
             if let Err(error) = refuse_orphans(session, (database, table), parent, key) {
@@ -60,6 +68,57 @@ pub(super) fn add(
                 return Err(error);
             }
         }
+    }
+    Ok(())
+}
+
+/// Keeps `clause`, a key whose parent is not there (declared with FOREIGN_KEY_CHECKS 0, as
+/// a dump declares a child created before its parent), in the child's definition until
+/// the parent is created ([`add_pending`]).
+fn keep_pending(
+    session: &mut Session,
+    (database, table): (&str, &str),
+    clause: String,
+) -> SqlResult<()> {
+    let child = session.catalog.table(database, table)?;
+    let mut extras = child.extras.clone();
+    extras.pending_foreign_keys.push(clause);
+    session.catalog.alter_extras(&child, &extras)?;
+    session.catalog.forget(database, table);
+    Ok(())
+}
+
+/// Adds the keys the tables of `database` keep pending for `parent`, just created. As
+/// MySQL does then, the child's rows are not checked: they were written without checks.
+pub(super) fn add_pending(
+    session: &mut Session,
+    (database, parent): (&str, &str),
+) -> SqlResult<()> {
+    let references = format!("REFERENCES `{database}`.`{parent}` (").to_lowercase();
+    for table_name in session.catalog.table_names(database)? {
+        let child = match session.catalog.table(database, &table_name) {
+            Err(error) if error.code == 1146 => continue, // dropped meanwhile
+            other => other?,
+        };
+        let pending = child.extras.pending_foreign_keys.iter().cloned();
+        let (ready, waiting): (Vec<String>, Vec<String>) =
+            pending.partition(|clause| clause.to_lowercase().contains(&references));
+        if ready.is_empty() {
+            continue;
+        }
+        let mut extras = child.extras.clone();
+        extras.pending_foreign_keys = waiting;
+        session.catalog.alter_extras(&child, &extras)?;
+        session.catalog.forget(database, &table_name);
+        let checks = std::mem::replace(&mut session.foreign_key_checks, false);
+        let added = ready.iter().try_for_each(|clause| {
+            let sql = format!("ALTER TABLE `{database}`.`{table_name}` ADD {clause}");
+            session
+                .execute(&crate::session::parse(&sql)?, &[])
+                .map(|_| ())
+        });
+        session.foreign_key_checks = checks;
+        added?;
     }
     Ok(())
 }

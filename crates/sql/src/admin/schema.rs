@@ -357,6 +357,7 @@ fn create_table(session: &mut Session, create: &ast::CreateTable) -> SqlResult<O
         let _ = session.catalog.drop_table(&database, &name);
         return Err(error);
     }
+    foreign_keys::add_pending(session, named)?;
     Ok(Outcome::done())
 }
 

@@ -356,6 +356,9 @@ pub(super) fn create_table_sql(
         for key in ddl::foreign_keys::described(session.catalog, &table)? {
             lines.push(format!("  {}", key.sql(&table.database)));
         }
+        for clause in &table.extras.pending_foreign_keys {
+            lines.push(format!("  {clause}"));
+        }
     }
     for check in &table.extras.checks {
         let enforced = if check.enforced {

@@ -25,6 +25,40 @@ pub struct DeclaredForeignKey {
     pub on_update: ReferenceAction,
 }
 
+impl DeclaredForeignKey {
+    /// The clause that declares it again with its parent named whole (`db`.`table`): what
+    /// a table keeps of a key whose parent is not there yet.
+    pub fn clause_sql(&self, (parent_database, parent_table): (&str, &str)) -> String {
+        let quote = |name: &str| format!("`{}`", name.replace('`', "``"));
+        let quoted = |names: &[String]| {
+            (names.iter().map(|name| quote(name)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut sql = String::new();
+        if let Some(name) = &self.name {
+            sql.push_str(&format!("CONSTRAINT {} ", quote(name)));
+        }
+        sql.push_str("FOREIGN KEY ");
+        if let Some(index) = &self.index_name {
+            sql.push_str(&format!("{} ", quote(index)));
+        }
+        sql.push_str(&format!(
+            "({}) REFERENCES {}.{} ({})",
+            quoted(&self.columns),
+            quote(parent_database),
+            quote(parent_table),
+            quoted(&self.parent_columns)
+        ));
+        for (event, action) in [("DELETE", self.on_delete), ("UPDATE", self.on_update)] {
+            if let Some(action) = action_sql(action) {
+                sql.push_str(&format!(" ON {event} {action}"));
+            }
+        }
+        sql
+    }
+}
+
 /// The foreign keys of CREATE TABLE: FOREIGN KEY constraints and column REFERENCES.
 pub fn declared_in_create(create: &ast::CreateTable) -> SqlResult<Vec<DeclaredForeignKey>> {
     let mut declared = Vec::new();
