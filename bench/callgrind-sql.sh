@@ -7,6 +7,7 @@
 # start-up and shutdown.
 #   bench/callgrind-sql.sh WORKLOAD SMALL LARGE KISTA_BINARY...
 # e.g. bench/callgrind-sql.sh oltp_point_select 2000 8000 /tmp/before/kista target/release/kista
+# SB_EXTRA adds sysbench options (SB_EXTRA=--db-ps-mode=disable: statements as text).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 (($# >= 4)) || { sed -n 2,9p "$0" >&2; exit 2; }
@@ -28,7 +29,7 @@ instructions() {
     --mgm "127.0.0.1:$mgm_port" --port "$port" > "$dir/sql.log" 2>&1 & local sql_pid=$!
   for _ in $(seq 1 600); do mysql -h 127.0.0.1 -P "$port" -u root -e "SELECT 1" >/dev/null 2>&1 && break; sleep 0.2; done
   sb "$port" "$workload" run --tables=4 --table-size=10000 --threads=1 --events="$2" \
-    --time=0 > "$dir/run.log" 2>&1 || { cat "$dir/run.log" "$dir/sql.log" >&2; exit 1; }
+    --time=0 ${SB_EXTRA:-} > "$dir/run.log" 2>&1 || { cat "$dir/run.log" "$dir/sql.log" >&2; exit 1; }
   kill -TERM "$sql_pid"; wait "$sql_pid" 2>/dev/null || true
   sed -n 's/^summary: \([0-9]*\).*/\1/p' "$out"
   [ -n "${KEEP_CALLGRIND:-}" ] && cp "$out" "$KEEP_CALLGRIND.$(basename "$1")" ; rm -f "$out"
