@@ -19,6 +19,7 @@ use kista_client::{
 use support::chains::create_chains_table;
 use support::cluster::{TestCluster, START_LIMIT};
 use support::full_disk::{fill, write_until_refused, Mounted, SETTINGS, WRITES_LIMIT};
+use support::wait_until;
 
 const ACCOUNTS: i64 = 20;
 const OPENING_BALANCE: i64 = 1_000;
@@ -250,15 +251,6 @@ fn transfers_keep_the_books_through_a_crash_of_every_node_and_an_emptied_directo
          with node 1 emptied; {} acknowledged",
         acknowledged.lock().unwrap().len()
     );
-}
-
-/// Waits until `until` holds, failing with `what` after `limit`.
-fn wait_until(limit: Duration, what: &str, until: impl Fn() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !until() {
-        assert!(Instant::now() < deadline, "{what} within {limit:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 #[test]

@@ -8,27 +8,18 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kista_client::types::Value;
 use kista_client::{Client, ErrorCategory, ExecuteMode};
 use support::chains::{create_chains_table, every_chains_row, write_rows, CHAINS_TABLE};
 use support::cluster::TestCluster;
-use support::{mysql, KistaProcess};
+use support::{mysql, wait_until, KistaProcess};
 
 /// Longest a client may take to notice every node is gone, or a front end to exit.
 const NOTICE_LIMIT: Duration = Duration::from_secs(30);
 /// Longest a statement may keep failing once the cluster is started again.
 const SERVE_AGAIN_LIMIT: Duration = Duration::from_secs(60);
-
-/// Waits until `done` holds, at most `limit`; panics saying `what` otherwise.
-fn wait_until(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        assert!(Instant::now() < deadline, "{what} within {limit:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
 
 #[test]
 fn the_native_client_rides_through_a_restart_of_every_data_node() {

@@ -15,7 +15,6 @@
 //! comment. mysqldump writes its settings so, many a whole statement.
 
 use std::borrow::Cow;
-use std::fmt::Write;
 
 use crate::error::{SqlError, SqlResult};
 
@@ -115,9 +114,7 @@ fn push_hex_literal(text: &mut String, bytes: &[u8]) {
         text.push(' ');
     }
     text.push_str("X'");
-    for byte in bytes {
-        let _ = write!(text, "{byte:02X}");
-    }
+    text.push_str(&crate::value::hex_digits(bytes));
     text.push('\'');
 }
 
@@ -270,6 +267,16 @@ mod tests {
         assert_eq!(
             text_of(b"SELECT `it's` -- it's\n, '\xFF' # it's\n/* it's */"),
             "SELECT `it's` -- it's\n, X'FF' # it's\n/* it's */"
+        );
+    }
+
+    #[test]
+    fn the_version_versioned_comments_compare_with_is_the_one_kista_answers_as() {
+        let version = crate::session::SERVER_VERSION.split('-').next().unwrap();
+        let parts: Vec<u32> = version.split('.').map(|p| p.parse().unwrap()).collect();
+        assert_eq!(
+            VERSION_NUMBER,
+            parts[0] * 10_000 + parts[1] * 100 + parts[2]
         );
     }
 

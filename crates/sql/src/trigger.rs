@@ -431,9 +431,7 @@ fn literal(value: &Value) -> ast::Expr {
         Value::Double(x) => ast::Value::Number(format!("{x:e}"), false),
         Value::Bytes(bytes) => match std::str::from_utf8(bytes) {
             Ok(s) => ast::Value::SingleQuotedString(s.to_string()),
-            Err(_) => {
-                ast::Value::HexStringLiteral(bytes.iter().map(|b| format!("{b:02X}")).collect())
-            }
+            Err(_) => ast::Value::HexStringLiteral(crate::value::hex_digits(bytes)),
         },
         _ => ast::Value::SingleQuotedString(text()),
     };

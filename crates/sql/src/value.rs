@@ -392,15 +392,25 @@ pub(crate) fn check_characters(
         | ColumnType::Text { collation } => collation,
         _ => return Ok(()),
     };
-    let Err(error) = std::str::from_utf8(text) else {
-        return Ok(());
-    };
     if collation == Collation::binary {
         return Ok(());
     }
+    let Err(error) = std::str::from_utf8(text) else {
+        return Ok(());
+    };
     let bad = &text[error.valid_up_to()..];
     let shown: String = bad.iter().take(6).map(|b| format!("\\x{b:02X}")).collect();
     Err(SqlError::wrong_value("string", &shown, column))
+}
+
+/// `bytes` as hex digits, two a byte (`HEX()`, `X'..'` literals).
+pub(crate) fn hex_digits(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut digits = String::with_capacity(2 * bytes.len());
+    for byte in bytes {
+        let _ = write!(digits, "{byte:02X}");
+    }
+    digits
 }
 
 /// What a lenient load (`LOAD DATA LOCAL`, or with IGNORE) keeps of a `value` that

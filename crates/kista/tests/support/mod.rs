@@ -32,6 +32,15 @@ pub struct KistaProcess {
     stderr: Arc<Mutex<String>>,
 }
 
+/// Waits until `done` holds, at most `limit`; panics saying `what` otherwise.
+pub fn wait_until(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < deadline, "{what} within {limit:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// Runs `sql` through the mysql client on `port` as root: its output without column names,
 /// or its error output as the error.
 pub fn mysql(port: u16, sql: &str) -> Result<String, String> {

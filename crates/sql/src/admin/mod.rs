@@ -258,11 +258,12 @@ fn lock_tables(session: &mut Session, tables: &[ast::LockTable]) -> SqlResult<Ou
     let database = session.current_database()?.to_string();
     for locked in tables {
         let name = &locked.table.value;
-        if session.catalog.view(&database, name)?.is_some() {
-            continue;
+        match session.catalog.table(&database, name) {
+            Ok(table) => crate::accounts::check_table(session, needed::SELECT, &table)?,
+            Err(error)
+                if error.code == 1146 && session.catalog.view(&database, name)?.is_some() => {}
+            Err(error) => return Err(error),
         }
-        let table = session.catalog.table(&database, name)?;
-        crate::accounts::check_table(session, needed::SELECT, &table)?;
     }
     session.warn(
         1235,

@@ -54,11 +54,16 @@ pub(super) fn run(
             obj_type: ast::ShowCreateObject::Table,
             obj_name,
         } => {
-            if let Some(view) = super::show_create::view(session, obj_name)? {
-                return Ok(Some(view));
-            }
             let (database, name) = split_name(session, obj_name)?;
-            let create = create_table_sql(session, &database, &name, true)?;
+            // A table (from the cache) before a view (a read of the cluster's views).
+            let create = match create_table_sql(session, &database, &name, true) {
+                Err(error) if error.code == 1146 => {
+                    return Ok(Some(
+                        super::show_create::view(session, obj_name)?.ok_or(error)?,
+                    ));
+                }
+                create => create?,
+            };
             Ok(text_result(
                 &["Table", "Create Table"],
                 vec![vec![text(name), text(create)]],
@@ -222,10 +227,12 @@ fn show_tables(
 }
 
 fn describe(session: &mut Session, database: &str, name: &str) -> SqlResult<Outcome> {
-    if let Some(view) = super::show_create::describe_view(session, database, name)? {
-        return Ok(view);
-    }
-    let table = session.catalog.table(database, name)?;
+    let table = match session.catalog.table(database, name) {
+        Err(error) if error.code == 1146 => {
+            return super::show_create::describe_view(session, database, name)?.ok_or(error);
+        }
+        table => table?,
+    };
     let rows = table
         .visible_columns()
         .map(|(position, column)| {

@@ -10,13 +10,10 @@ use kista_client::types::Value;
 
 use super::{text, text_result};
 use crate::error::{SqlError, SqlResult};
+use crate::information_schema::{CHARSET, COLLATION};
 use crate::protocol::results::ColumnDefinition;
 use crate::select::split_name;
 use crate::session::{Outcome, Session};
-
-/// The character set and collation every session, and so every definition, has.
-pub(crate) const CHARSET: &str = "utf8mb4";
-pub(crate) const COLLATION: &str = "utf8mb4_0900_ai_ci";
 
 /// `SHOW CREATE VIEW`, or SHOW CREATE TABLE of a view: `None` when `name` is no view.
 pub(super) fn view(session: &Session, name: &ast::ObjectName) -> SqlResult<Option<Outcome>> {

@@ -7,20 +7,22 @@
 
 use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
 
+use super::rewrite::{is_word, word_positions};
 use crate::error::{SqlError, SqlResult};
+use crate::information_schema::COLLATION;
 
 /// The character sets a database may ask for: utf8mb4, by any of its names.
 const CHARSETS: [&str; 3] = ["utf8mb4", "utf8mb3", "utf8"];
-/// The collation a database may ask for: the one its tables get.
-const COLLATION: &str = "utf8mb4_0900_ai_ci";
 
 /// Cuts the options of a `CREATE DATABASE|SCHEMA [IF NOT EXISTS] name ...`; other
 /// statements are left alone without a look past their second word.
 pub fn take_create_database_options(tokens: &mut [TokenWithSpan]) -> SqlResult<()> {
-    let word_is = |tokens: &[TokenWithSpan], i: usize, word: &str| matches!(&tokens[i].token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word));
-    let mut first_two =
-        (0..tokens.len()).filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_)));
-    let (Some(create), Some(what)) = (first_two.next(), first_two.next()) else {
+    let word_is = |tokens: &[TokenWithSpan], i: usize, word: &str| is_word(&tokens[i].token, word);
+    let first_two = {
+        let mut words = word_positions(tokens);
+        [words.next(), words.next()]
+    };
+    let [Some(create), Some(what)] = first_two else {
         return Ok(());
     };
     let creates_database = word_is(tokens, create, "CREATE")
@@ -28,9 +30,7 @@ pub fn take_create_database_options(tokens: &mut [TokenWithSpan]) -> SqlResult<(
     if !creates_database {
         return Ok(());
     }
-    let words: Vec<usize> = (0..tokens.len())
-        .filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_) | Token::SemiColon))
-        .collect();
+    let words: Vec<usize> = word_positions(tokens).collect();
     let if_not_exists = words.len() > 4
         && ["IF", "NOT", "EXISTS"]
             .iter()

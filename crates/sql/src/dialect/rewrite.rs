@@ -6,15 +6,26 @@
 use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
 
+/// Whether `token` is the unquoted word `word`, in any case.
+pub(super) fn is_word(token: &Token, word: &str) -> bool {
+    matches!(token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word))
+}
+
+/// The positions of the tokens that are neither whitespace nor `;`, in order.
+pub(super) fn word_positions(tokens: &[TokenWithSpan]) -> impl Iterator<Item = usize> + '_ {
+    (0..tokens.len())
+        .filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_) | Token::SemiColon))
+}
+
 /// Keeps the numbers of `SHOW WARNINGS LIMIT [offset,] count`: sqlparser reads SHOW's
 /// words as identifiers and drops the numbers (and the comma), so they become words.
 pub fn keep_show_warnings_limit(tokens: &mut Vec<TokenWithSpan>) {
-    let is_word = |t: &TokenWithSpan, word: &str| matches!(&t.token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word));
-    let words: Vec<usize> = (0..tokens.len())
-        .filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
-        .take(3)
-        .collect();
-    let starts = |at: usize, word: &str| words.get(at).is_some_and(|&i| is_word(&tokens[i], word));
+    let words: Vec<usize> = word_positions(tokens).take(3).collect();
+    let starts = |at: usize, word: &str| {
+        words
+            .get(at)
+            .is_some_and(|&i| is_word(&tokens[i].token, word))
+    };
     let listed = starts(1, "WARNINGS") || starts(1, "ERRORS");
     if !(starts(0, "SHOW") && listed && starts(2, "LIMIT")) {
         return;
@@ -37,19 +48,15 @@ pub fn rewrite_alter_keys(tokens: &mut Vec<TokenWithSpan>) {
     if !matches!(first.map(|t| &t.token), Some(Token::Word(w)) if w.keyword == Keyword::ALTER) {
         return;
     }
-    let words: Vec<usize> = (0..tokens.len())
-        .filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_) | Token::SemiColon))
-        .collect();
-    let is_word = |i: usize, word: &str| matches!(&tokens[i].token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word));
-    let [alter, table, .., toggle, keys] = words.as_slice() else {
+    let words: Vec<usize> = word_positions(tokens).collect();
+    let &[alter, table, .., toggle, keys] = words.as_slice() else {
         return;
     };
-    let toggles = is_word(*toggle, "DISABLE") || is_word(*toggle, "ENABLE");
-    if !(is_word(*alter, "ALTER") && is_word(*table, "TABLE") && toggles && is_word(*keys, "KEYS"))
-    {
+    let is = |i: usize, word: &str| is_word(&tokens[i].token, word);
+    let toggles = is(toggle, "DISABLE") || is(toggle, "ENABLE");
+    if !(is(alter, "ALTER") && is(table, "TABLE") && toggles && is(keys, "KEYS")) {
         return;
     }
-    let (toggle, keys) = (*toggle, *keys);
     tokens[toggle].token = Token::make_keyword("ALGORITHM");
     tokens[keys].token = Token::make_keyword("DEFAULT");
     tokens.insert(keys, TokenWithSpan::wrap(Token::Eq));
@@ -59,21 +66,20 @@ pub fn rewrite_alter_keys(tokens: &mut Vec<TokenWithSpan>) {
 /// becomes `START TRANSACTION ISOLATION LEVEL SNAPSHOT`, which sqlparser parses and the
 /// session answers (`admin::transaction_statement`: Kista reads committed rows, as NDB).
 pub fn rewrite_consistent_snapshot(tokens: &mut [TokenWithSpan]) {
-    let mut words = (0..tokens.len()).filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_)));
-    let is_word = |t: &TokenWithSpan, word: &str| matches!(&t.token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word));
-    let (Some(start), Some(transaction)) = (words.next(), words.next()) else {
-        return;
+    let first_five = {
+        let mut words = word_positions(tokens);
+        [(); 5].map(|()| words.next())
     };
-    if !(is_word(&tokens[start], "START") && is_word(&tokens[transaction], "TRANSACTION")) {
-        return;
-    }
-    let (Some(with), Some(consistent), Some(snapshot)) = (words.next(), words.next(), words.next())
+    let [Some(start), Some(transaction), Some(with), Some(consistent), Some(snapshot)] = first_five
     else {
         return;
     };
-    let asked = is_word(&tokens[with], "WITH")
-        && is_word(&tokens[consistent], "CONSISTENT")
-        && is_word(&tokens[snapshot], "SNAPSHOT");
+    let is = |i: usize, word: &str| is_word(&tokens[i].token, word);
+    let asked = is(start, "START")
+        && is(transaction, "TRANSACTION")
+        && is(with, "WITH")
+        && is(consistent, "CONSISTENT")
+        && is(snapshot, "SNAPSHOT");
     if asked {
         tokens[with].token = Token::make_keyword("ISOLATION");
         tokens[consistent].token = Token::make_keyword("LEVEL");
@@ -229,16 +235,24 @@ mod tests {
     use super::super::KistaDialect;
     use super::*;
 
-    fn rewritten(sql: &str) -> String {
+    /// `sql` parsed after `rewrite` of its tokens, and what `rewrite` answered.
+    fn rewritten_by<T>(
+        sql: &str,
+        rewrite: impl FnOnce(&mut Vec<TokenWithSpan>) -> T,
+    ) -> (String, T) {
         let mut tokens = sqlparser::tokenizer::Tokenizer::new(&KistaDialect, sql)
             .tokenize_with_location()
             .unwrap();
-        rewrite_type_names(&mut tokens);
+        let answer = rewrite(&mut tokens);
         let statements = Parser::new(&KistaDialect)
             .with_tokens_with_locations(tokens)
             .parse_statements()
             .unwrap_or_else(|e| panic!("{sql}: {e}"));
-        statements[0].to_string()
+        (statements[0].to_string(), answer)
+    }
+
+    fn rewritten(sql: &str) -> String {
+        rewritten_by(sql, |tokens| rewrite_type_names(tokens)).0
     }
 
     #[test]
@@ -262,17 +276,7 @@ mod tests {
 
     #[test]
     fn select_modifiers_are_cut_and_sql_calc_found_rows_noted() {
-        let modified = |sql: &str| {
-            let mut tokens = sqlparser::tokenizer::Tokenizer::new(&KistaDialect, sql)
-                .tokenize_with_location()
-                .unwrap();
-            let calc_found_rows = take_select_modifiers(&mut tokens);
-            let statements = Parser::new(&KistaDialect)
-                .with_tokens_with_locations(tokens)
-                .parse_statements()
-                .unwrap_or_else(|e| panic!("{sql}: {e}"));
-            (statements[0].to_string(), calc_found_rows)
-        };
+        let modified = |sql: &str| rewritten_by(sql, |tokens| take_select_modifiers(tokens));
         assert_eq!(
             modified("SELECT  SQL_NO_CACHE `id` FROM `t`"),
             ("SELECT `id` FROM `t`".into(), false)
@@ -290,17 +294,7 @@ mod tests {
 
     #[test]
     fn disable_and_enable_keys_become_an_alter_that_changes_nothing() {
-        let altered = |sql: &str| {
-            let mut tokens = sqlparser::tokenizer::Tokenizer::new(&KistaDialect, sql)
-                .tokenize_with_location()
-                .unwrap();
-            rewrite_alter_keys(&mut tokens);
-            let statements = Parser::new(&KistaDialect)
-                .with_tokens_with_locations(tokens)
-                .parse_statements()
-                .unwrap_or_else(|e| panic!("{sql}: {e}"));
-            statements[0].to_string()
-        };
+        let altered = |sql: &str| rewritten_by(sql, rewrite_alter_keys).0;
         assert_eq!(
             altered("ALTER TABLE `db`.`t` DISABLE KEYS"),
             "ALTER TABLE `db`.`t` ALGORITHM = DEFAULT"
@@ -314,38 +308,17 @@ mod tests {
 
     #[test]
     fn a_consistent_snapshot_becomes_the_snapshot_isolation_level() {
-        let mut tokens = sqlparser::tokenizer::Tokenizer::new(
-            &KistaDialect,
-            "START TRANSACTION  WITH CONSISTENT SNAPSHOT",
-        )
-        .tokenize_with_location()
-        .unwrap();
-        rewrite_consistent_snapshot(&mut tokens);
-        let statements = Parser::new(&KistaDialect)
-            .with_tokens_with_locations(tokens)
-            .parse_statements()
-            .unwrap();
-        assert_eq!(
-            statements[0].to_string(),
-            "START TRANSACTION ISOLATION LEVEL SNAPSHOT"
-        );
+        let sql = "START TRANSACTION  WITH CONSISTENT SNAPSHOT";
+        let (started, ()) = rewritten_by(sql, |tokens| rewrite_consistent_snapshot(tokens));
+        assert_eq!(started, "START TRANSACTION ISOLATION LEVEL SNAPSHOT");
     }
 
     #[test]
     fn compound_interval_units_become_the_standard_form() {
-        let mut tokens = sqlparser::tokenizer::Tokenizer::new(
-            &KistaDialect,
-            "SELECT d + INTERVAL '1:30' hour_minute, INTERVAL 2 DAY, hour_minute FROM t",
-        )
-        .tokenize_with_location()
-        .unwrap();
-        rewrite_interval_units(&mut tokens);
-        let statements = Parser::new(&KistaDialect)
-            .with_tokens_with_locations(tokens)
-            .parse_statements()
-            .unwrap();
+        let sql = "SELECT d + INTERVAL '1:30' hour_minute, INTERVAL 2 DAY, hour_minute FROM t";
+        let (select, ()) = rewritten_by(sql, rewrite_interval_units);
         assert_eq!(
-            statements[0].to_string(),
+            select,
             "SELECT d + INTERVAL '1:30' HOUR TO MINUTE, INTERVAL 2 DAY, hour_minute FROM t"
         );
     }

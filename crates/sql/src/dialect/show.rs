@@ -8,8 +8,8 @@
 use sqlparser::ast::Statement;
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
-use sqlparser::tokenizer::Token;
 
+use super::rewrite::is_word;
 use super::KistaDialect;
 
 /// One SHOW statement and the query that answers it.
@@ -98,7 +98,6 @@ const CHARSETS: &str = "SELECT CHARACTER_SET_NAME AS `Charset`, DESCRIPTION AS `
 /// The form the statement is, if it is one (it starts with SHOW and the form's words).
 fn form_of(parser: &Parser) -> Option<&'static ShowForm> {
     let tokens = parser.peek_tokens::<3>();
-    let is_word = |token: &Token, word: &str| matches!(token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word));
     if !is_word(&tokens[0], "SHOW") {
         return None;
     }
@@ -151,7 +150,6 @@ pub(super) fn parse_show_view(parser: &mut Parser) -> Result<Statement, ParserEr
 
 pub(super) fn starts_show_create_database(parser: &Parser) -> bool {
     let tokens = parser.peek_tokens::<3>();
-    let is_word = |token: &Token, word: &str| matches!(token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word));
     is_word(&tokens[0], "SHOW")
         && is_word(&tokens[1], "CREATE")
         && (is_word(&tokens[2], "DATABASE") || is_word(&tokens[2], "SCHEMA"))

@@ -582,7 +582,7 @@ fn bind_introduced(binder: &Binder, charset: &str, value: &ast::Expr) -> SqlResu
         "_binary" => Ok(Expr::Collate(Box::new(bound), Collation::binary)),
         "_utf8mb4" | "_utf8mb3" | "_utf8" => match &bound {
             Expr::Literal(Value::Bytes(bytes)) if std::str::from_utf8(bytes).is_err() => {
-                let hex: String = bytes.iter().map(|b| format!("{b:02X}")).collect();
+                let hex = crate::value::hex_digits(bytes);
                 Err(SqlError::new(
                     1300,
                     "HY000",

@@ -128,13 +128,10 @@ pub(super) const FUNCTIONS: &[FunctionDef] = &[
         }))
     }),
     strict(&["hex"], 1..=1, TEXT_RESULT, |v, _| {
-        let bytes = match &v[0] {
-            Value::Bytes(bytes) => bytes.clone(),
-            number => return Ok(text(format!("{:X}", to_i64(number).unwrap_or(0)))),
-        };
-        Ok(text(
-            bytes.iter().map(|b| format!("{b:02X}")).collect::<String>(),
-        ))
+        Ok(text(match &v[0] {
+            Value::Bytes(bytes) => crate::value::hex_digits(bytes),
+            number => format!("{:X}", to_i64(number).unwrap_or(0)),
+        }))
     }),
 ];
 

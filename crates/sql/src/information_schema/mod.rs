@@ -9,6 +9,7 @@
 
 pub mod kista_info;
 mod tables;
+pub(crate) use tables::{CHARSET, COLLATION};
 
 use kista_client::schema::{Column, IndexKind, TableSchema};
 use kista_client::types::{ColumnType, Value};

@@ -17,9 +17,9 @@ use crate::sql_type::SqlType;
 use Kind::{Number, Text};
 
 /// The character set and collation every table, column and database reports.
-const CHARSET: &str = "utf8mb4";
+pub(crate) const CHARSET: &str = "utf8mb4";
 /// The default collation of tables, databases and the character set.
-const COLLATION: &str = "utf8mb4_0900_ai_ci";
+pub(crate) const COLLATION: &str = "utf8mb4_0900_ai_ci";
 
 pub(super) const ALL: &[SystemTableDef] = &[
     SystemTableDef {
