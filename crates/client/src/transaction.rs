@@ -106,14 +106,25 @@ impl<'c> Transaction<'c> {
     }
 
     /// Deletes the row with `key` as the first half of a change of its primary key (the
-    /// insert of the row under its new key follows): foreign keys referencing the row
-    /// apply their ON UPDATE rule, not their ON DELETE one.
+    /// insert of `new_row`, the row under its new key, follows in the same batch): foreign
+    /// keys referencing the row apply their ON UPDATE rule, not their ON DELETE one, and
+    /// ON UPDATE CASCADE gives the children the new key from `new_row` (every column, in
+    /// table order), which the delete carries.
     pub fn delete_moving_key(
         &mut self,
         table: &Table,
         key: &[Value],
+        new_row: &[Value],
     ) -> Result<OpIndex, ClientError> {
-        let op = self.delete(table, key)?;
+        let columns: Vec<u16> = (0..new_row.len() as u16).collect();
+        let op = self.push(
+            OperationKind::Delete,
+            LockKind::Exclusive,
+            table,
+            key,
+            &columns,
+            new_row,
+        )?;
         if let Some(operation) = self.batch.last_mut() {
             operation.flags |= KeyRequest::MOVES_KEY;
         }

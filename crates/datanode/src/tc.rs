@@ -76,6 +76,11 @@ struct Operation {
     /// How the key events of a write are handled: which rule a removed parent key follows
     /// (`None`: reads, index upkeep, and writes made with foreign-key checks off).
     foreign_keys: Option<Removal>,
+    /// The delete half of a change of a row's primary key: the row under its new key,
+    /// whose referenced keys ON UPDATE CASCADE gives the children.
+    moved_to: Option<Box<KeyBody>>,
+    /// How many foreign-key cascades led to this write (0: the client's own).
+    cascade_depth: u8,
     /// Not 0: a client's batch of this many whole-row writes (`KeyBatchBody`), whose
     /// failure names the failed one's op index.
     batch_operations: u32,
@@ -160,6 +165,8 @@ impl Transaction {
             nodes: NodeSet::EMPTY,
             role,
             foreign_keys: None,
+            moved_to: None,
+            cascade_depth: 0,
             batch_operations: 0,
         });
         self.outstanding += 1;
@@ -541,6 +548,10 @@ impl TransactionCoordinator {
                             );
                             let operation = &mut transaction.operations[op_ref as usize];
                             operation.foreign_keys = Removal::of_request(request);
+                            if request.flags & KeyRequest::MOVES_KEY != 0 {
+                                let body = KeyBody::decode(&ctx.held_section(section));
+                                operation.moved_to = body.ok().map(Box::new);
+                            }
                             operation.batch_operations = located.batch_operations;
                             let beyond_first = located.batch_operations.saturating_sub(1);
                             transaction.batched_operations += beyond_first;

@@ -1,7 +1,8 @@
 //! Foreign keys enforced by the data nodes' coordinators, through the native client against
 //! a real `kista datad --standalone` (`crates/datanode/src/tc/foreign_keys.rs`): a child
 //! needs its parent (255), a parent with children cannot go under RESTRICT (256), CASCADE
-//! and SET NULL act in the same transaction, and checks may be turned off for loads.
+//! and SET NULL act in the same transaction (on delete and on update, a chain of them at
+//! most 15 deep: 4263), and checks may be turned off for loads.
 
 mod support;
 
@@ -16,6 +17,7 @@ use support::Datad;
 
 const NO_PARENT_ROW: u32 = 255;
 const ROW_REFERENCED: u32 = 256;
+const CASCADE_TOO_DEEP: u32 = 4263;
 
 /// `name`(id BIGINT PRIMARY KEY, parent BIGINT NULL, note VARCHAR(20) NULL, INDEX by_parent
 /// (parent)).
@@ -38,15 +40,43 @@ fn table(client: &Client, name: &str) -> Table {
     client.create_table(schema, vec![by_parent]).unwrap()
 }
 
+/// `child`.parent references `parent`.id with `on_delete` (ON UPDATE RESTRICT).
 fn references(client: &Client, child: &Table, parent: &Table, on_delete: ReferenceAction) -> Table {
+    let rules = (on_delete, ReferenceAction::Restrict);
+    references_with(client, child, parent, rules)
+}
+
+/// `child`.parent references `parent`.id with these ON DELETE and ON UPDATE rules.
+fn references_with(
+    client: &Client,
+    child: &Table,
+    parent: &Table,
+    (on_delete, on_update): (ReferenceAction, ReferenceAction),
+) -> Table {
     let spec = ForeignKeySpec {
         name: format!("{}_parent", child.schema().name),
         columns: vec![1],
         parent_index: None,
         on_delete,
-        on_update: ReferenceAction::Restrict,
+        on_update,
     };
     client.add_foreign_key(child, parent, spec).unwrap()
+}
+
+/// Changes the primary key of `table`'s row `from` (with `parent`) to `to`, as SQL does:
+/// the delete half carries the new row.
+fn move_key(
+    client: &Client,
+    table: &Table,
+    (from, to): (i64, i64),
+    parent: Option<i64>,
+) -> Result<(), ClientError> {
+    commit(client, |tx| {
+        let new_row = row(to, parent);
+        tx.delete_moving_key(table, &[Value::Int(from)], &new_row)
+            .unwrap();
+        tx.insert(table, new_row).unwrap();
+    })
 }
 
 fn row(id: i64, parent: Option<i64>) -> Vec<Value> {
@@ -287,12 +317,98 @@ fn a_key_change_follows_the_on_update_rule() {
     let children = references(&client, &children, &parents, ReferenceAction::Cascade);
     insert(&client, &parents, &[row(1, None)]).unwrap();
     insert(&client, &children, &[row(10, Some(1))]).unwrap();
-    let moved = commit(&client, |tx| {
-        tx.delete_moving_key(&parents, &[Value::Int(1)]).unwrap();
-        tx.insert(&parents, row(2, None)).unwrap();
-    });
-    assert_eq!(code(moved), ROW_REFERENCED);
+    assert_eq!(
+        code(move_key(&client, &parents, (1, 2), None)),
+        ROW_REFERENCED
+    );
     assert_eq!(parent_of(&client, &children, 10), Some(Value::Int(1)));
+}
+
+#[test]
+fn on_update_cascade_gives_the_children_and_theirs_the_new_key() {
+    let (_datad, client) = node();
+    let top = table(&client, "top");
+    let middle = table(&client, "middle");
+    let bottom = table(&client, "bottom");
+    let cascade = (ReferenceAction::Restrict, ReferenceAction::Cascade);
+    let middle = references_with(&client, &middle, &top, cascade);
+    let bottom = references_with(&client, &bottom, &middle, cascade);
+    insert(&client, &top, &[row(1, None), row(2, None)]).unwrap();
+    insert(
+        &client,
+        &middle,
+        &[row(10, Some(1)), row(11, Some(1)), row(12, Some(2))],
+    )
+    .unwrap();
+    insert(&client, &bottom, &[row(100, Some(10)), row(101, Some(12))]).unwrap();
+
+    move_key(&client, &top, (1, 5), None).unwrap();
+    assert_eq!(parent_of(&client, &middle, 10), Some(Value::Int(5)));
+    assert_eq!(parent_of(&client, &middle, 11), Some(Value::Int(5)));
+    assert_eq!(
+        parent_of(&client, &middle, 12),
+        Some(Value::Int(2)),
+        "another parent's"
+    );
+
+    move_key(&client, &middle, (10, 20), Some(5)).unwrap();
+    assert_eq!(
+        parent_of(&client, &bottom, 100),
+        Some(Value::Int(20)),
+        "a grandchild"
+    );
+    assert_eq!(parent_of(&client, &bottom, 101), Some(Value::Int(12)));
+    assert_eq!(
+        code(insert(&client, &bottom, &[row(102, Some(10))])),
+        NO_PARENT_ROW,
+        "the old key is gone"
+    );
+}
+
+#[test]
+fn on_update_set_null_clears_the_references_and_keeps_the_rows() {
+    let (_datad, client) = node();
+    let parents = table(&client, "parents");
+    let children = table(&client, "children");
+    let set_null = (ReferenceAction::Cascade, ReferenceAction::SetNull);
+    let children = references_with(&client, &children, &parents, set_null);
+    insert(&client, &parents, &[row(1, None)]).unwrap();
+    insert(&client, &children, &[row(10, Some(1))]).unwrap();
+    move_key(&client, &parents, (1, 2), None).unwrap();
+    assert_eq!(parent_of(&client, &children, 10), Some(Value::Null));
+}
+
+#[test]
+fn a_chain_of_cascades_deeper_than_fifteen_fails_whole() {
+    let (_datad, client) = node();
+    let cascade = (ReferenceAction::Cascade, ReferenceAction::Cascade);
+    // t0 <- t1 <- ... <- t16, each row 1 referencing its parent's row 1.
+    let mut tables = vec![table(&client, "t0")];
+    for depth in 1..=16 {
+        let child = table(&client, &format!("t{depth}"));
+        let child = references_with(&client, &child, &tables[depth - 1], cascade);
+        tables.push(child);
+    }
+    insert(&client, &tables[0], &[row(1, None)]).unwrap();
+    for child in &tables[1..] {
+        insert(&client, child, &[row(1, Some(1))]).unwrap();
+    }
+    assert_eq!(code(delete(&client, &tables[0], &[1])), CASCADE_TOO_DEEP);
+    assert_eq!(
+        parent_of(&client, &tables[0], 1),
+        Some(Value::Null),
+        "nothing changed"
+    );
+    assert_eq!(parent_of(&client, &tables[16], 1), Some(Value::Int(1)));
+
+    // Fifteen generations below the write are allowed: t1's row starts the chain.
+    delete(&client, &tables[1], &[1]).unwrap();
+    assert_eq!(
+        parent_of(&client, &tables[16], 1),
+        None,
+        "deleted down the chain"
+    );
+    assert_eq!(parent_of(&client, &tables[0], 1), Some(Value::Null));
 }
 
 #[test]
@@ -385,6 +501,13 @@ fn a_unique_key_may_be_referenced() {
         ROW_REFERENCED,
         "the referenced key may not change"
     );
+    let moved = commit(&client, |tx| {
+        let new_row = vec![Value::Int(2), Value::Null, note("a")];
+        tx.delete_moving_key(&parents, &[Value::Int(1)], &new_row)
+            .unwrap();
+        tx.insert(&parents, new_row).unwrap();
+    });
+    moved.expect("a change of the primary key that keeps the referenced key");
 }
 
 #[test]

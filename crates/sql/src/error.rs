@@ -248,6 +248,11 @@ impl SqlError {
                 "23000",
                 format!("Cannot delete or update a parent row: a foreign key constraint fails ({message})"),
             ),
+            4263 => Self::new(
+                3008,
+                "HY000",
+                format!("Foreign key cascade delete/update exceeds max depth of 15 ({message})"),
+            ),
             // A table opened from the cache and dropped since (by another front end, or
             // replaced by a copying ALTER): looked up again, the name may find another.
             723 => Self {

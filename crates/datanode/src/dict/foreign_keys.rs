@@ -39,19 +39,13 @@ fn check_foreign_key(
                 child_column.name, parent_column.name, key.name
             ));
         }
-        let sets_null = key.on_delete == ReferenceAction::SetNull;
+        let sets_null = [key.on_delete, key.on_update].contains(&ReferenceAction::SetNull);
         if sets_null && !child_column.nullable {
             return Err(format!(
                 "column `{}` cannot be NOT NULL: needed in foreign key `{}` SET NULL",
                 child_column.name, key.name
             ));
         }
-    }
-    if matches!(
-        key.on_update,
-        ReferenceAction::Cascade | ReferenceAction::SetNull
-    ) {
-        return Err("ON UPDATE CASCADE and ON UPDATE SET NULL are not supported yet".into());
     }
     check_parent_key(parent, key)?;
     check_child_index(child, key)?;

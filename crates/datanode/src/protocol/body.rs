@@ -1010,6 +1010,7 @@ mod tests {
             key: vec![1, 2],
             values: vec![Value::Int(7)],
             primary_key: vec![9],
+            new_values: Some(vec![Value::Int(8)]),
         };
         let mut upkeep = Vec::new();
         IndexUpkeepBody::encode(&[], std::slice::from_ref(&change), &mut upkeep);
@@ -1023,6 +1024,7 @@ mod tests {
                 key: change.key,
                 values: change.values,
                 primary_key: change.primary_key,
+                new_values: change.new_values,
             }]
         );
 

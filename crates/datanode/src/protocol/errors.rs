@@ -72,6 +72,9 @@ error_codes! {
     /// A parent row's key is still referenced by a child row under a RESTRICT or NO ACTION
     /// foreign key (NDB's number).
     RowReferenced = 256, Permanent;
+    /// A chain of foreign-key cascades (each a child's delete or change made by its
+    /// parent's) grew deeper than `tc::foreign_keys::CASCADE_DEPTH_MAX`.
+    CascadeTooDeep = 4_263, Permanent;
     /// The operation carried an old schema version of the table.
     SchemaVersion = 241, Permanent;
     /// No table with this id.

@@ -148,6 +148,9 @@ pub struct KeyEvent {
     pub values: Vec<Value>,
     /// The written row's.
     pub primary_key: Vec<u8>,
+    /// A referenced key an update took: the values that replaced it
+    /// ([`KeyChange::new_values`]).
+    pub new_values: Option<Vec<Value>>,
 }
 
 pub(super) fn write_key_changes(writer: &mut Writer, changes: &[KeyChange]) {
@@ -161,13 +164,21 @@ pub(super) fn write_key_changes(writer: &mut Writer, changes: &[KeyChange]) {
         writer.bytes(&change.key);
         write_values(writer, &change.values);
         writer.bytes(&change.primary_key);
+        match &change.new_values {
+            None => writer.u8(0),
+            Some(values) => {
+                writer.u8(1);
+                write_values(writer, values);
+            }
+        }
     }
 }
 
 pub(super) fn read_key_events(input: &mut Reader) -> Result<Vec<KeyEvent>, CodecError> {
     let count = input.u32()? as usize;
-    // Each takes at least its id, side, key length, value count and primary key length.
-    if count.saturating_mul(21) > input.remaining() {
+    // Each takes at least its id, side, key length, value count, primary key length and
+    // new values' tag.
+    if count.saturating_mul(22) > input.remaining() {
         return Err(input.invalid("key change count"));
     }
     (0..count)
@@ -181,12 +192,18 @@ pub(super) fn read_key_events(input: &mut Reader) -> Result<Vec<KeyEvent>, Codec
             let key = input.bytes()?.to_vec();
             let values = read_values(input)?;
             let primary_key = input.bytes()?.to_vec();
+            let new_values = match input.u8()? {
+                0 => None,
+                1 => Some(read_values(input)?),
+                tag => return Err(input.unknown("new values' tag", tag)),
+            };
             Ok(KeyEvent {
                 watch_id,
                 side,
                 key,
                 values,
                 primary_key,
+                new_values,
             })
         })
         .collect()

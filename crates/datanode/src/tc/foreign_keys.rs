@@ -12,13 +12,19 @@
 //!   returns each row with an entry for the key in *any* version, committed or being
 //!   written ([`Role::ChildSearch`]); each candidate is then read in the transaction
 //!   ([`Role::ChildCheck`]: it sees the transaction's own changes and waits for other
-//!   writers), and one that still references the key is refused (256), deleted, or has its
-//!   referencing columns set to NULL, per the foreign key's rule ([`Role::Cascade`]). A
-//!   write that gives a child the key afterwards must read the parent, which the removal
-//!   holds exclusively: no child slips in between.
+//!   writers), and one that still references the key is refused (256), deleted, has its
+//!   referencing columns set to NULL, or (ON UPDATE CASCADE) given the parent's new key,
+//!   per the foreign key's rule ([`Role::Cascade`]). A write that gives a child the key
+//!   afterwards must read the parent, which the removal holds exclusively: no child slips
+//!   in between.
+//!
+//! The parent's new key comes from the partition when an update changed it, and from the
+//! row the client sent with the delete half of a primary key's change (`MOVES_KEY`),
+//! whose insert half the partition sees as another write.
 //!
 //! Writes made by cascades report events of their own, handled when they have all
-//! answered; a cycle of cascades ends because a row deleted once has nothing to delete.
+//! answered; a cycle of cascades ends because a row changed once no longer holds the key
+//! it is searched by, and a chain of them ends with 4263 past [`CASCADE_DEPTH_MAX`].
 
 use std::sync::Arc;
 
@@ -31,6 +37,10 @@ use kista_storage::types::Value;
 use super::scans::{ScanOwner, ScanSection, ScanShape};
 use super::{Internal, Role, TcTable, TransactionCoordinator};
 use crate::protocol::*;
+
+/// Cascades deep a chain may go: a client's write, then at most this many generations of
+/// children deleted or changed by their parents' (MySQL's limit, error 3008).
+pub(super) const CASCADE_DEPTH_MAX: u8 = 15;
 
 /// Which rule of a foreign key a referenced key's removal follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,14 +75,31 @@ pub(super) struct PendingKeyEvent {
     /// The table written.
     table_id: u32,
     removal: Removal,
+    /// The write's [`super::Operation::cascade_depth`].
+    depth: u8,
     event: KeyEvent,
+}
+
+/// What a removed parent key does to a child that still references it.
+#[derive(Clone, Debug, PartialEq)]
+enum OnChild {
+    /// Fail the transaction (RESTRICT, NO ACTION): 256.
+    Refuse,
+    /// ON DELETE CASCADE.
+    Delete,
+    /// SET NULL, on delete or update.
+    SetNull,
+    /// ON UPDATE CASCADE: the referencing columns take the parent's new key.
+    SetKey(Vec<Value>),
 }
 
 /// A search for the children of a removed parent key.
 pub(super) struct ChildSearch {
     watch_id: u64,
     child_table: u32,
-    action: ReferenceAction,
+    on_child: OnChild,
+    /// The removing write's cascade depth.
+    depth: u8,
     key: Vec<u8>,
     /// The primary keys of the rows found.
     candidates: Vec<Vec<u8>>,
@@ -82,7 +109,8 @@ pub(super) struct ChildSearch {
 pub(super) struct ChildCheck {
     watch_id: u64,
     child_table: u32,
-    action: ReferenceAction,
+    on_child: OnChild,
+    depth: u8,
     key: Vec<u8>,
     primary_key: Vec<u8>,
     /// Its referencing columns, once its row arrived.
@@ -120,15 +148,23 @@ impl TransactionCoordinator {
         let Some(removal) = write.foreign_keys else {
             return;
         };
-        let (op_index, table_id) = (write.op_index, write.table_id);
-        transaction
-            .key_events
-            .extend(events.into_iter().map(|event| PendingKeyEvent {
+        let (op_index, table_id, depth) = (write.op_index, write.table_id, write.cascade_depth);
+        let table = self.tables.get(&table_id);
+        for mut event in events {
+            if let (Some(moved_to), Some(table)) = (&write.moved_to, table) {
+                event.new_values = event.new_values.or_else(|| {
+                    let key = table.foreign_key(event.watch_id)?;
+                    new_key_of_moved(key, moved_to)
+                });
+            }
+            transaction.key_events.push(PendingKeyEvent {
                 op_index,
                 table_id,
                 removal,
+                depth,
                 event,
-            }));
+            });
+        }
     }
 
     /// Starts the operations the waiting key events call for; false when there were none
@@ -147,7 +183,19 @@ impl TransactionCoordinator {
             };
             let operation = match pending.event.side {
                 WatchSide::Referencing => self.parent_check(key, &pending.event),
-                WatchSide::Referenced => Some(self.child_search(key, &pending)),
+                WatchSide::Referenced if kept_key(&pending.event) => None,
+                WatchSide::Referenced => match on_child(key, &pending) {
+                    Some(on_child) => Some(self.child_search(key, &pending, on_child)),
+                    None => {
+                        let message = format!(
+                            "foreign key `{}` cascades a primary key's change whose new key \
+                             the request did not carry",
+                            key.name
+                        );
+                        self.fail(id, ErrorCode::BadRequest, pending.op_index, message);
+                        None
+                    }
+                },
             };
             if let Some(operation) = operation {
                 started.push((pending.op_index, operation));
@@ -213,11 +261,12 @@ impl TransactionCoordinator {
 
     /// A search of the child table's index for rows referencing a removed parent key; the
     /// body is the scan's.
-    fn child_search(&self, key: &ForeignKey, pending: &PendingKeyEvent) -> Started {
-        let action = match pending.removal {
-            Removal::Delete => key.on_delete,
-            Removal::Update => key.on_update,
-        };
+    fn child_search(
+        &self,
+        key: &ForeignKey,
+        pending: &PendingKeyEvent,
+        on_child: OnChild,
+    ) -> Started {
         let bound = IndexBound {
             values: pending.event.values.clone(),
             inclusive: true,
@@ -244,7 +293,8 @@ impl TransactionCoordinator {
         let role = Role::ChildSearch(Box::new(ChildSearch {
             watch_id: key.watch_id(),
             child_table: key.child_table,
-            action,
+            on_child,
+            depth: pending.depth,
             key: pending.event.key.clone(),
             candidates: Vec::new(),
         }));
@@ -364,9 +414,9 @@ impl TransactionCoordinator {
                 .and_then(|table| table.foreign_key(search.watch_id))
                 .map(|key| key.child_columns.clone())
                 .unwrap_or_default();
-            let lock = match search.action {
-                ReferenceAction::Restrict | ReferenceAction::NoAction => LockKind::Shared,
-                ReferenceAction::Cascade | ReferenceAction::SetNull => LockKind::Exclusive,
+            let lock = match search.on_child {
+                OnChild::Refuse => LockKind::Shared,
+                OnChild::Delete | OnChild::SetNull | OnChild::SetKey(_) => LockKind::Exclusive,
             };
             for primary_key in search.candidates {
                 let mut body = Vec::new();
@@ -374,7 +424,8 @@ impl TransactionCoordinator {
                 let check = ChildCheck {
                     watch_id: search.watch_id,
                     child_table: search.child_table,
-                    action: search.action,
+                    on_child: search.on_child.clone(),
+                    depth: search.depth,
                     key: search.key.clone(),
                     primary_key,
                     values: None,
@@ -424,7 +475,7 @@ impl TransactionCoordinator {
     }
 
     /// Once a candidate's row and answer are both in (two signals): a child that still
-    /// references the key is refused, deleted or set to NULL.
+    /// references the key is refused, deleted, set to NULL or given the new key.
     fn child_check_step(&mut self, ctx: &mut Context, id: u64, op_ref: u32) {
         let ready = self
             .child_check(id, op_ref)
@@ -446,16 +497,29 @@ impl TransactionCoordinator {
         let Some((child_columns, refusal)) = self.still_references(&check) else {
             return self.operation_done(ctx, id, op_ref);
         };
-        let (kind, removal, columns, values) = match check.action {
-            ReferenceAction::Restrict | ReferenceAction::NoAction => {
+        if check.on_child != OnChild::Refuse && check.depth >= CASCADE_DEPTH_MAX {
+            let message = format!(
+                "foreign key cascades went deeper than {CASCADE_DEPTH_MAX} tables ({refusal})"
+            );
+            self.fail(id, ErrorCode::CascadeTooDeep, op_index, message);
+            return self.operation_done(ctx, id, op_ref);
+        }
+        let (kind, removal, columns, values) = match check.on_child {
+            OnChild::Refuse => {
                 self.fail(id, ErrorCode::RowReferenced, op_index, refusal);
                 return self.operation_done(ctx, id, op_ref);
             }
-            ReferenceAction::Cascade => (OperationKind::Delete, Removal::Delete, vec![], vec![]),
-            ReferenceAction::SetNull => {
+            OnChild::Delete => (OperationKind::Delete, Removal::Delete, vec![], vec![]),
+            OnChild::SetNull => {
                 let nulls = vec![Value::Null; child_columns.len()];
                 (OperationKind::Update, Removal::Update, child_columns, nulls)
             }
+            OnChild::SetKey(values) => (
+                OperationKind::Update,
+                Removal::Update,
+                child_columns,
+                values,
+            ),
         };
         let mut body = Vec::new();
         KeyBody::write(&check.primary_key, &columns, &values, &mut body);
@@ -465,6 +529,7 @@ impl TransactionCoordinator {
         let operation = &mut transaction.operations[op_ref as usize];
         operation.role = Role::Cascade;
         operation.foreign_keys = Some(removal);
+        operation.cascade_depth = check.depth + 1;
         let target = Internal {
             table_id: check.child_table,
             kind,
@@ -520,4 +585,38 @@ impl TransactionCoordinator {
         }
         self.batch_progress(ctx, id);
     }
+}
+
+/// What a removed parent key does to the children that still reference it, by the
+/// foreign key's rule for the removal; `None` when ON UPDATE CASCADE lacks the new key.
+fn on_child(key: &ForeignKey, pending: &PendingKeyEvent) -> Option<OnChild> {
+    let action = match pending.removal {
+        Removal::Delete => key.on_delete,
+        Removal::Update => key.on_update,
+    };
+    Some(match action {
+        ReferenceAction::Restrict | ReferenceAction::NoAction => OnChild::Refuse,
+        ReferenceAction::SetNull => OnChild::SetNull,
+        ReferenceAction::Cascade => match pending.removal {
+            Removal::Delete => OnChild::Delete,
+            Removal::Update => OnChild::SetKey(pending.event.new_values.clone()?),
+        },
+    })
+}
+
+/// Whether a referenced key reported taken is back with the same values: a change of the
+/// row's primary key that kept its unique key, which no child needs to hear of.
+fn kept_key(event: &KeyEvent) -> bool {
+    event.new_values.as_ref() == Some(&event.values)
+}
+
+/// The parent key `key` references, in the row a primary key's change moves the parent
+/// to (its columns and values as the client sent them with the delete half).
+fn new_key_of_moved(key: &ForeignKey, moved_to: &KeyBody) -> Option<Vec<Value>> {
+    (key.parent_columns.iter())
+        .map(|column| {
+            let position = moved_to.columns.iter().position(|c| c == column)?;
+            moved_to.values.get(position).cloned()
+        })
+        .collect()
 }

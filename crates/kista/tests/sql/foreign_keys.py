@@ -1,7 +1,7 @@
 """Foreign keys as MySQL declares them and the data nodes enforce them: FOREIGN KEY and
 column REFERENCES in CREATE TABLE and ALTER TABLE, a child index made when none exists,
-1452 for a child without its parent and 1451 for a parent with children, ON DELETE
-CASCADE and SET NULL, foreign_key_checks = 0 for loads, DROP TABLE refused for a parent
+1452 for a child without its parent and 1451 for a parent with children, ON DELETE and
+ON UPDATE CASCADE and SET NULL (3008 past 15 tables deep), foreign_key_checks = 0 for loads, DROP TABLE refused for a parent
 (3730), and SHOW CREATE TABLE and information_schema showing them.
 
 Run by crates/kista/tests/sql.rs with the front end's port.
@@ -139,6 +139,72 @@ kinds = rows(
     "WHERE TABLE_SCHEMA = 'fks' AND CONSTRAINT_TYPE = 'FOREIGN KEY' ORDER BY 1"
 )
 assert kinds == [("books_author",), ("loans_ibfk_1",), ("reviews_ibfk_1",)], kinds
+
+# ON UPDATE CASCADE and SET NULL (Sequelize's default for every association): a parent's
+# new key reaches its children, and theirs, in the same statement.
+cur.execute("CREATE TABLE teams (id INT PRIMARY KEY, code VARCHAR(8) UNIQUE)")
+cur.execute(
+    "CREATE TABLE players (id INT PRIMARY KEY, team_id INT, team_code VARCHAR(8), "
+    "FOREIGN KEY (team_id) REFERENCES teams (id) ON DELETE SET NULL ON UPDATE CASCADE, "
+    "FOREIGN KEY (team_code) REFERENCES teams (code) ON UPDATE SET NULL)"
+)
+cur.execute(
+    "CREATE TABLE goals (id INT PRIMARY KEY, player_id INT, "
+    "FOREIGN KEY (player_id) REFERENCES players (id) ON UPDATE CASCADE)"
+)
+cur.execute("INSERT INTO teams VALUES (1, 'red'), (2, 'blue')")
+cur.execute("INSERT INTO players VALUES (10, 1, 'red'), (11, 1, 'red'), (20, 2, 'blue')")
+cur.execute("INSERT INTO goals VALUES (100, 10), (101, 20)")
+cur.execute("UPDATE teams SET id = 5 WHERE id = 1")
+players = lambda: rows("SELECT id, team_id, team_code FROM players ORDER BY id")
+assert players() == [(10, 5, "red"), (11, 5, "red"), (20, 2, "blue")], players()
+cur.execute("UPDATE players SET id = 12 WHERE id = 10")
+assert rows("SELECT id, player_id FROM goals ORDER BY id") == [(100, 12), (101, 20)]
+cur.execute("UPDATE teams SET code = 'green' WHERE id = 5")
+assert players() == [(11, 5, None), (12, 5, None), (20, 2, "blue")], players()
+cur.execute("UPDATE teams SET id = id + 10, code = CONCAT(code, '2')")
+assert players() == [(11, 15, None), (12, 15, None), (20, 12, None)], players()
+assert error_of("INSERT INTO players VALUES (30, 5, NULL)") == 1452, "the old key is gone"
+cur.execute("DELETE FROM teams WHERE id = 12")
+assert players()[2] == (20, None, None), "ON DELETE SET NULL"
+create = rows("SHOW CREATE TABLE players")[0][1]
+assert "REFERENCES `teams` (`id`) ON DELETE SET NULL ON UPDATE CASCADE" in create, create
+assert "REFERENCES `teams` (`code`) ON UPDATE SET NULL" in create, create
+rules = rows(
+    "SELECT UPDATE_RULE, DELETE_RULE FROM information_schema.REFERENTIAL_CONSTRAINTS "
+    "WHERE CONSTRAINT_SCHEMA = 'fks' AND TABLE_NAME = 'players' ORDER BY CONSTRAINT_NAME"
+)
+assert rules == [("CASCADE", "SET NULL"), ("SET NULL", "NO ACTION")], rules
+assert error_of(
+    "CREATE TABLE bad6 (id INT PRIMARY KEY, a INT NOT NULL, "
+    "FOREIGN KEY (a) REFERENCES teams (id) ON UPDATE SET NULL)"
+) == 1830
+# A self-reference cascades too (InnoDB refuses it; each row changes once here).
+cur.execute(
+    "CREATE TABLE staff (id INT PRIMARY KEY, boss INT, "
+    "FOREIGN KEY (boss) REFERENCES staff (id) ON UPDATE CASCADE)"
+)
+cur.execute("INSERT INTO staff VALUES (1, NULL), (2, 1), (3, 2)")
+cur.execute("UPDATE staff SET id = 10 WHERE id = 1")
+assert rows("SELECT id, boss FROM staff ORDER BY id") == [(2, 10), (3, 2), (10, None)]
+cur.execute("DROP TABLE staff")
+# MySQL's limit: a chain of cascades 15 tables deep, no deeper (3008, nothing changed).
+cur.execute("CREATE TABLE c0 (id INT PRIMARY KEY)")
+for depth in range(1, 17):
+    cur.execute(
+        f"CREATE TABLE c{depth} (id INT PRIMARY KEY, up INT, "
+        f"FOREIGN KEY (up) REFERENCES c{depth - 1} (id) ON DELETE CASCADE)"
+    )
+cur.execute("INSERT INTO c0 VALUES (1)")
+for depth in range(1, 17):
+    cur.execute(f"INSERT INTO c{depth} VALUES (1, 1)")
+assert error_of("DELETE FROM c0") == 3008
+assert rows("SELECT COUNT(*) FROM c0") == [(1,)] and rows("SELECT COUNT(*) FROM c16") == [(1,)]
+cur.execute("DELETE FROM c1")
+assert rows("SELECT COUNT(*) FROM c16") == [(0,)]
+for depth in range(16, -1, -1):
+    cur.execute(f"DROP TABLE c{depth}")
+cur.execute("DROP TABLE goals, players, teams")
 
 # A parent is dropped after its children, or with them in one statement.
 assert error_of("DROP TABLE authors") == 3730

@@ -241,7 +241,8 @@ pub fn spec(
                 ),
             ));
         }
-        if key.on_delete == ReferenceAction::SetNull && !child_column.nullable {
+        let sets_null = [key.on_delete, key.on_update].contains(&ReferenceAction::SetNull);
+        if sets_null && !child_column.nullable {
             return Err(SqlError::new(
                 1830,
                 "HY000",
@@ -252,14 +253,6 @@ pub fn spec(
                 ),
             ));
         }
-    }
-    if matches!(
-        key.on_update,
-        ReferenceAction::Cascade | ReferenceAction::SetNull
-    ) {
-        return Err(SqlError::not_supported(
-            "ON UPDATE CASCADE and ON UPDATE SET NULL",
-        ));
     }
     let parent_index = parent_key(parent, &parent_columns).ok_or_else(|| {
         SqlError::new(

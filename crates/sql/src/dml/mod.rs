@@ -918,7 +918,8 @@ fn update_rows(
             tx.undo_change(&table.table, row)?;
             tx.undo_insert(&table.table, || table.key_of(&new_row))?;
             // Foreign keys referencing the row follow their ON UPDATE rule.
-            tx.transaction.delete_moving_key(&table.table, &key)?;
+            tx.transaction
+                .delete_moving_key(&table.table, &key, &new_row)?;
             table_copy::mirror(tx, table, (Some(row), Some(&new_row)), &ctx)?;
             tx.transaction.insert(&table.table, new_row)?;
         } else {

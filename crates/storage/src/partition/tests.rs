@@ -720,16 +720,29 @@ fn age_given(users: &Partition, id: i64, age: i64) -> KeyChange {
         key: age_key,
         values: vec![Value::Int(age)],
         primary_key: key(users, id),
+        new_values: None,
     }
 }
 
-fn email_taken(users: &Partition, id: i64, email: &str) -> KeyChange {
+/// `email` taken from user `id` by a delete (`replaced_by: None`) or by an update that
+/// gave it `replaced_by`.
+fn email_taken(
+    users: &Partition,
+    id: i64,
+    email: &str,
+    replaced_by: Option<Option<&str>>,
+) -> KeyChange {
+    let email_value = |email: Option<&str>| match email {
+        Some(email) => Value::Bytes(email.as_bytes().to_vec()),
+        None => Value::Null,
+    };
     KeyChange {
         id: 8,
         side: WatchSide::Referenced,
         key: email_key(users, email),
-        values: vec![Value::Bytes(email.as_bytes().to_vec())],
+        values: vec![email_value(Some(email))],
         primary_key: key(users, id),
+        new_values: replaced_by.map(|email| vec![email_value(email)]),
     }
 }
 
@@ -754,13 +767,19 @@ fn writes_report_referencing_keys_they_give_and_referenced_keys_they_take() {
     users.update(T2, &key_2, &[(1, new_email)]).unwrap();
     assert_eq!(
         users.take_key_changes(),
-        vec![email_taken(&users, 2, "b@x")],
-        "an update that changes a referenced key takes the old one"
+        vec![email_taken(&users, 2, "b@x", Some(Some("c@x")))],
+        "an update that changes a referenced key takes the old one, saying what replaced it"
+    );
+    users.update(T2, &key_2, &[(1, Value::Null)]).unwrap();
+    assert_eq!(
+        users.take_key_changes(),
+        vec![email_taken(&users, 2, "c@x", Some(None))],
+        "a key made NULL is taken too"
     );
     delete(&mut users, T2, 1).unwrap();
     assert_eq!(
         users.take_key_changes(),
-        vec![email_taken(&users, 1, "a@x")],
+        vec![email_taken(&users, 1, "a@x", None)],
         "a delete takes its keys and gives none"
     );
     users.write(T2, &user(1, Some("a@x"), Some(31))).unwrap();

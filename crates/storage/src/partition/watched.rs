@@ -38,11 +38,22 @@ pub struct KeyChange {
     pub key: Vec<u8>,
     pub values: Vec<Value>,
     pub primary_key: Vec<u8>,
+    /// A referenced key an update took: the values the row has in its place (NULLs
+    /// included), which ON UPDATE CASCADE gives the children. `None` for a delete and for
+    /// a referencing key.
+    pub new_values: Option<Vec<Value>>,
 }
 
-/// Per watched key, a version's key and the values it is made of (`None`: no version, or
-/// a NULL column).
-pub(super) type VersionKeys = Vec<Option<(Vec<u8>, Vec<Value>)>>;
+/// A version's watched key: the values it is made of, and its key (`None` when a column
+/// is NULL: such a key references nothing and is referenced by nothing).
+#[derive(Clone, Debug)]
+pub(super) struct VersionKey {
+    key: Option<Vec<u8>>,
+    values: Vec<Value>,
+}
+
+/// Per watched key, a version's (`None`: no version).
+pub(super) type VersionKeys = Vec<Option<VersionKey>>;
 
 impl Partition {
     /// Keys the partition reports changes of from now on (the table's foreign keys).
@@ -82,15 +93,26 @@ impl Partition {
         after: VersionKeys,
     ) {
         for ((watched, before), after) in self.watched.iter().zip(before).zip(after) {
+            let key_of = |version: &Option<VersionKey>| version.as_ref()?.key.clone();
             let reported = match watched.side {
-                WatchSide::Referencing => {
-                    after.filter(|(key, _)| before.as_ref().map(|(old, _)| old) != Some(key))
-                }
+                WatchSide::Referencing => after
+                    .filter(|after| after.key.is_some() && after.key != key_of(&before))
+                    .map(|after| (after, None)),
                 WatchSide::Referenced => {
-                    before.filter(|(key, _)| after.as_ref().map(|(new, _)| new) != Some(key))
+                    let new_key = key_of(&after);
+                    before
+                        .filter(|before| before.key.is_some() && before.key != new_key)
+                        .map(|before| (before, after.map(|after| after.values)))
                 }
             };
-            if let Some((key, values)) = reported {
+            if let Some((
+                VersionKey {
+                    key: Some(key),
+                    values,
+                },
+                new_values,
+            )) = reported
+            {
                 let mut primary_key = Vec::new();
                 let (fixed, var) = self.rows.get(anchor);
                 (self.layout).primary_key_of_row(fixed, var, &mut primary_key);
@@ -100,6 +122,7 @@ impl Partition {
                     key,
                     values,
                     primary_key,
+                    new_values,
                 });
             }
         }
@@ -116,14 +139,11 @@ fn watched_keys_of(
         .iter()
         .map(|watched| {
             let mut key = Vec::new();
-            layout
-                .key_of_row(&watched.columns, fixed, var, &mut key)
-                .then(|| {
-                    let values = (watched.columns.iter())
-                        .map(|&column| layout.value(fixed, var, column))
-                        .collect();
-                    (key, values)
-                })
+            let key = (layout.key_of_row(&watched.columns, fixed, var, &mut key)).then_some(key);
+            let values = (watched.columns.iter())
+                .map(|&column| layout.value(fixed, var, column))
+                .collect();
+            Some(VersionKey { key, values })
         })
         .collect()
 }
