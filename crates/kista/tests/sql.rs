@@ -395,7 +395,7 @@ fn triggers_fire_per_row_in_the_statements_transaction() {
 }
 
 #[test]
-fn right_joins_using_and_natural_joins_answer_as_mysql() {
+fn right_joins_using_natural_and_nested_joins_answer_as_mysql() {
     run_pymysql_script("join_forms.py", "join forms ok");
 }
 

@@ -113,10 +113,44 @@ pub struct JoinedTable {
     pub lookup: Lookup,
     /// Conditions on this table alone, over its own row: pushed to its scan.
     pub pushed: Vec<Expr>,
+    /// The first table of a nested join in parentheses: the nest (this table is then
+    /// joined as `left` says within the nest: never LEFT).
+    pub nest: Option<Box<JoinNest>>,
+    /// It belongs to a nest a LEFT JOIN brought, which may give it NULLs.
+    pub in_outer_nest: bool,
+}
+
+/// A nested join in parentheses (`JOIN (b JOIN c ON ..) ON ..`): its tables pair with
+/// each other first, then the pairs that pass `on` are the matches of the rows before;
+/// under a LEFT JOIN, a row before with none continues with NULLs for every table of it.
+#[derive(Debug)]
+pub struct JoinNest {
+    /// How many joined tables it holds (its first included), nested nests' included.
+    pub tables: usize,
+    pub left: bool,
+    /// Over the joined row, checked once its last table is joined.
+    pub on: Option<Expr>,
 }
 
 impl JoinedTable {
+    /// Whether a LEFT JOIN (of the table, or of a nest it belongs to) may give it NULLs.
+    pub fn nullable(&self) -> bool {
+        self.left || self.in_outer_nest
+    }
+
     pub fn describe(&self) -> String {
+        let table = self.describe_table();
+        match &self.nest {
+            None => table,
+            Some(nest) => format!(
+                "{} of {} tables nested in parentheses, paired first: {table}",
+                if nest.left { "left join" } else { "join" },
+                nest.tables
+            ),
+        }
+    }
+
+    fn describe_table(&self) -> String {
         let kind = if self.left { "left join" } else { "join" };
         let how = match &self.lookup {
             Lookup::PrimaryKey(_) => "batched primary key lookups".to_string(),
@@ -144,6 +178,56 @@ impl JoinedTable {
             }
         }
     }
+}
+
+/// `joined` (the rows a nest made from rows of `before`, in their order, each beginning
+/// with its row) and, in order among them, each row of `before` that made none continued
+/// with NULLs for the nest's `width` columns. The rows a nest makes depend on the values
+/// of the row before only, so equal rows next to each other are taken together.
+pub(crate) fn with_unmatched(
+    before: Vec<Vec<Value>>,
+    joined: Vec<Vec<Value>>,
+    width: usize,
+) -> Vec<Vec<Value>> {
+    let mut out = Vec::with_capacity(joined.len().max(before.len()));
+    let mut joined = joined.into_iter().peekable();
+    let mut at = 0;
+    while at < before.len() {
+        let row = &before[at];
+        let equal = (before[at..].iter())
+            .take_while(|other| copies(other, row))
+            .count();
+        let mut made_any = false;
+        while let Some(made) = joined.next_if(|made| copies(&made[..row.len()], row)) {
+            out.push(made);
+            made_any = true;
+        }
+        if !made_any {
+            for _ in 0..equal {
+                let mut unmatched = Vec::with_capacity(row.len() + width);
+                unmatched.extend_from_slice(row);
+                unmatched.resize(row.len() + width, Value::Null);
+                out.push(unmatched);
+            }
+        }
+        at += equal;
+    }
+    assert!(
+        joined.next().is_none(),
+        "every row a nest made begins with a row before it, in their order"
+    );
+    out
+}
+
+/// Whether two rows hold the same values bit for bit (one copied from the other: a float
+/// NaN equals itself here).
+fn copies(a: &[Value], b: &[Value]) -> bool {
+    let same = |a: &Value, b: &Value| match (a, b) {
+        (Value::Double(x), Value::Double(y)) => x.to_bits() == y.to_bits(),
+        (Value::Float(x), Value::Float(y)) => x.to_bits() == y.to_bits(),
+        (a, b) => a == b,
+    };
+    a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same(a, b))
 }
 
 /// `Column(target) = e` (either way round) where `e` reads only positions before `before`:

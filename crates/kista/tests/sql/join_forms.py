@@ -1,7 +1,8 @@
 """RIGHT JOIN, JOIN ... USING and NATURAL JOIN answer as MySQL: USING and NATURAL
 compare the named (or common) columns, list each once and first for `*`, and let an
 unqualified name reach it; RIGHT JOIN keeps the right table's unmatched rows and lists
-the left table's columns first.
+the left table's columns first; a nested join in parentheses pairs its own tables first
+(under LEFT JOIN, a row with no pair gets NULLs for all of them).
 
 Run by crates/kista/tests/sql.rs with the front end's port.
 """
@@ -122,5 +123,56 @@ plan = rows("EXPLAIN SELECT sl.id, sr.id FROM sl JOIN sr ON sr.num = sl.n")
 assert "matched in the front end" in str(plan), plan
 assert rows("SELECT sl.id, sr.id FROM sl JOIN sr ON sr.num = sl.n ORDER BY 1, 2") == [
     (1, 1), (1, 2), (2, 3)]
+
+# Nested joins in parentheses (Sequelize's many-to-many include): the nest's tables pair
+# first; a customer whose orders have no region of their own still comes back, once, with
+# NULLs for both tables (a flat LEFT JOIN chain would keep the order).
+cur.execute("CREATE TABLE tag (tid INT PRIMARY KEY, label VARCHAR(10))")
+cur.execute("CREATE TABLE customer_tag (id INT, tid INT, PRIMARY KEY (id, tid))")
+cur.execute("INSERT INTO tag VALUES (1, 'vip'), (2, 'new')")
+cur.execute("INSERT INTO customer_tag VALUES (1, 1), (1, 2), (2, 2), (3, 7)")
+assert rows(
+    "SELECT c.name, t.label FROM customer c LEFT OUTER JOIN (customer_tag ct INNER JOIN tag t "
+    "ON t.tid = ct.tid) ON ct.id = c.id ORDER BY c.name, t.label") == [
+    ("ann", "new"), ("ann", "vip"), ("bo", "new"), ("cy", None)]
+assert rows(
+    "SELECT c.name, ct.tid, t.label FROM customer c LEFT JOIN customer_tag ct ON ct.id = c.id "
+    "LEFT JOIN tag t ON t.tid = ct.tid WHERE c.id = 3") == [("cy", 7, None)], "flat differs"
+assert rows(
+    "SELECT c.name, o.oid, r.rname FROM customer c LEFT JOIN (orders o JOIN region r "
+    "ON r.region = o.region) ON o.id = c.id ORDER BY c.name, o.oid") == [
+    ("ann", 100, "north"), ("ann", 101, "north"), ("bo", None, None), ("cy", None, None)]
+assert rows(
+    "SELECT c.name, o.oid FROM customer c JOIN (orders o JOIN region r "
+    "ON r.region = o.region) ON o.id = c.id ORDER BY o.oid") == [("ann", 100), ("ann", 101)]
+# A nest with a LEFT JOIN inside, one inside another, one first in FROM, a WHERE on it.
+assert rows(
+    "SELECT c.name, o.oid, r.rname FROM customer c LEFT JOIN (orders o LEFT JOIN region r "
+    "ON r.region = o.region) ON o.id = c.id ORDER BY c.name, o.oid") == [
+    ("ann", 100, "north"), ("ann", 101, "north"), ("bo", 102, None), ("cy", None, None)]
+assert rows(
+    "SELECT c.name, ct.tid, t.label, r.rname FROM customer c LEFT JOIN (customer_tag ct JOIN "
+    "(tag t JOIN region r ON r.region = t.tid * 10) ON t.tid = ct.tid) ON ct.id = c.id "
+    "ORDER BY c.name, ct.tid") == [
+    ("ann", 1, "vip", "north"), ("ann", 2, "new", "south"), ("bo", 2, "new", "south"),
+    ("cy", None, None, None)]
+assert rows(
+    "SELECT o.oid, r.rname, c.name FROM (orders o JOIN region r ON r.region = o.region) "
+    "LEFT JOIN customer c ON c.id = o.id ORDER BY o.oid") == [
+    (100, "north", "ann"), (101, "north", "ann"), (103, "north", None)]
+assert rows(
+    "SELECT c.name FROM customer c LEFT JOIN (orders o JOIN region r ON r.region = o.region) "
+    "ON o.id = c.id WHERE r.rname IS NULL ORDER BY c.name") == [("bo",), ("cy",)]
+# Equal rows before the nest each keep their own matches or NULLs.
+cur.execute("CREATE TABLE twice (id INT)")
+cur.execute("INSERT INTO twice VALUES (1), (1), (3), (3)")
+assert rows(
+    "SELECT tw.id, t.label FROM twice tw LEFT JOIN (customer_tag ct JOIN tag t "
+    "ON t.tid = ct.tid) ON ct.id = tw.id ORDER BY tw.id, t.label") == [
+    (1, "new"), (1, "new"), (1, "vip"), (1, "vip"), (3, None), (3, None)]
+plan = str(rows(
+    "EXPLAIN SELECT * FROM customer c LEFT JOIN (customer_tag ct JOIN tag t ON t.tid = ct.tid) "
+    "ON ct.id = c.id"))
+assert "left join of 2 tables nested in parentheses" in plan, plan
 
 print("join forms ok")

@@ -14,7 +14,7 @@ use super::{split_correlated, OutputColumn, SelectPlan};
 use crate::catalog::BindCatalog;
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{bind, Aggregate, Binder, Expr, ScopeColumn};
-use crate::join::{self, JoinSource, JoinedTable};
+use crate::join::{self, JoinNest, JoinSource, JoinedTable};
 use crate::plan::{choose_access, Access};
 use crate::subquery::{Correlation, Outer};
 
@@ -342,16 +342,31 @@ pub(super) fn bind_joins<'a>(
     let mut on_correlated = Vec::new();
     let mut joined = Vec::new();
     let mut offset = from[0].table.schema().columns.len();
-    for item in &from[1..] {
-        let on = match &item.on {
-            Some(on) => {
-                let (correlated, plain) = bind_on(on, item.left, scope.len(), clause)?;
-                on_correlated.extend(correlated);
-                plain
+    // The nests the item is in: where each ends (an item index) and its ON's conditions.
+    let mut nests: Vec<(usize, Vec<Expr>)> = Vec::new();
+    for (index, item) in from.iter().enumerate().skip(1) {
+        nests.retain(|(end, _)| index < *end);
+        let mut bind_condition = |on: Option<&ast::Expr>, left: bool| -> SqlResult<Option<Expr>> {
+            let Some(on) = on else { return Ok(None) };
+            let (correlated, plain) = bind_on(on, left, scope.len(), clause)?;
+            on_correlated.extend(correlated);
+            Ok(plain)
+        };
+        let on = bind_condition(item.on.as_deref(), item.left)?;
+        let nest = match &item.nest {
+            Some(nest) => {
+                let on = bind_condition(nest.on, nest.left)?;
+                let conditions = on.clone().map(Expr::conjuncts).unwrap_or_default();
+                nests.push((index + nest.tables, conditions));
+                let (tables, left) = (nest.tables, nest.left);
+                Some(Box::new(JoinNest { tables, left, on }))
             }
             None => None,
         };
-        joined.push(joined_table(item, (offset, scope), on, conjuncts));
+        let nest_conditions = nests.iter().flat_map(|(_, conditions)| conditions);
+        let mut table = joined_table(item, (offset, scope), on, conjuncts, nest_conditions);
+        table.nest = nest;
+        joined.push(table);
         offset += item.table.schema().columns.len();
     }
     Ok(((Box::new(first_plan), joined), Expr::all(on_correlated)))
@@ -398,18 +413,21 @@ fn bind_on<'a>(
 }
 
 /// How a joined table at `offset` of the row finds its rows: its key looked up where ON
-/// (or an inner join's WHERE) equates it with earlier columns, else one scan; conditions on
-/// it alone go to the data nodes. An inner join's WHERE conditions are checked once every
-/// table is joined; its ON as each pair is formed.
-fn joined_table(
+/// (or an inner join's WHERE, or the ON of a nest it is in) equates it with earlier
+/// columns, else one scan; conditions on it alone go to the data nodes. An inner join's
+/// WHERE conditions are checked once every table is joined; its ON as each pair is
+/// formed; a nest's ON once the nest's last table is joined.
+fn joined_table<'e>(
     item: &FromItem,
     (offset, scope): (usize, &[ScopeColumn]),
     on: Option<Expr>,
     conjuncts: &[Expr],
+    nest_conditions: impl Iterator<Item = &'e Expr>,
 ) -> JoinedTable {
     let width = item.table.schema().columns.len();
     let mut usable: Vec<Expr> = on.clone().map(Expr::conjuncts).unwrap_or_default();
-    if !item.left {
+    usable.extend(nest_conditions.cloned());
+    if !item.left && !item.in_outer_nest {
         usable.extend(conjuncts.iter().cloned());
     }
     let lookup = match &item.table {
@@ -430,6 +448,8 @@ fn joined_table(
         on,
         lookup,
         pushed,
+        nest: None,
+        in_outer_nest: item.in_outer_nest,
     }
 }
 

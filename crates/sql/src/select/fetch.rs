@@ -57,7 +57,8 @@ pub(super) fn each_row(
 
 /// Hands `out` the joined rows that pass the WHERE as the last table makes them, until it
 /// breaks; the tables before are joined whole. The WHERE goes with the last table: each
-/// joined row is tested as it is made.
+/// joined row is tested as it is made. A join that ends with a nest in parentheses is
+/// joined whole, then tested.
 pub(super) fn join_each(
     tx: &mut Tx,
     session: &Session,
@@ -68,27 +69,99 @@ pub(super) fn join_each(
     let Some((first, joined)) = &plan.joins else {
         panic!("join_each runs a plan with joins");
     };
-    let mut rows = match (&first.table, &first.system) {
+    let rows = match (&first.table, &first.system) {
         (Some(first_table), _) => fetch(tx, session, first, first_table, params, false)?,
         (None, Some((front, _))) => system_rows(session, first, front, params)?,
         (None, None) => return Ok(()),
     };
-    // A plan has joins only when FROM joins a table.
-    let (last, before) = joined.split_last().expect("a join plan joins a table");
-    for step in before {
-        let filter = step_filter(session, step, params);
-        rows = join::extend(tx, session, &rows, (step, None), params, filter)?;
+    let last = last_step(joined);
+    if joined[last].nest.is_none() {
+        let rows = join_steps(tx, session, rows, &joined[..last], params)?;
+        let (last, filter) = (&joined[last], step_filter(session, &joined[last], params));
+        let step = (last, plan.filter.as_ref());
+        return join::extend_into(tx, session, &rows, step, params, filter, out);
     }
-    let filter = step_filter(session, last, params);
-    join::extend_into(
-        tx,
-        session,
-        &rows,
-        (last, plan.filter.as_ref()),
-        params,
-        filter,
-        out,
-    )
+    let rows = join_steps(tx, session, rows, joined, params)?;
+    let variable = |name: &str| session.variable(name);
+    let ctx = session.eval_context(params, &[], &variable);
+    for row in rows {
+        let passes = match &plan.filter {
+            Some(filter) => crate::value::truth(&eval(filter, &row, &ctx)?) == Some(true),
+            None => true,
+        };
+        if passes && out.take(row)?.is_break() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Where the last of the join's steps begins: its last table, or the nest that ends it.
+fn last_step(joined: &[JoinedTable]) -> usize {
+    let mut at = 0;
+    loop {
+        let tables = joined[at].nest.as_ref().map_or(1, |nest| nest.tables);
+        if at + tables >= joined.len() {
+            return at;
+        }
+        at += tables;
+    }
+}
+
+/// `rows` joined with each of `steps` in turn, a nest as one step.
+fn join_steps(
+    tx: &mut Tx,
+    session: &Session,
+    mut rows: Vec<Vec<Value>>,
+    steps: &[JoinedTable],
+    params: &[Value],
+) -> SqlResult<Vec<Vec<Value>>> {
+    let mut at = 0;
+    while at < steps.len() {
+        let step = &steps[at];
+        let Some(nest) = &step.nest else {
+            let filter = step_filter(session, step, params);
+            rows = join::extend(tx, session, &rows, (step, None), params, filter)?;
+            at += 1;
+            continue;
+        };
+        rows = join_nest(tx, session, rows, &steps[at..at + nest.tables], params)?;
+        at += nest.tables;
+    }
+    Ok(rows)
+}
+
+/// `before` joined with a nest (`members`, the first holding the [`join::JoinNest`]): its
+/// tables paired, its ON tested, and under a LEFT JOIN the rows with no pair kept with
+/// NULLs.
+fn join_nest(
+    tx: &mut Tx,
+    session: &Session,
+    before: Vec<Vec<Value>>,
+    members: &[JoinedTable],
+    params: &[Value],
+) -> SqlResult<Vec<Vec<Value>>> {
+    let (head, rest) = members.split_first().expect("a nest holds tables");
+    let nest = head.nest.as_ref().expect("a nest's first table holds it");
+    let filter = step_filter(session, head, params);
+    let rows = join::extend(tx, session, &before, (head, None), params, filter)?;
+    let mut rows = join_steps(tx, session, rows, rest, params)?;
+    if let Some(on) = &nest.on {
+        let variable = |name: &str| session.variable(name);
+        let ctx = session.eval_context(params, &[], &variable);
+        let mut kept = Vec::with_capacity(rows.len());
+        for row in rows {
+            if crate::value::truth(&eval(on, &row, &ctx)?) == Some(true) {
+                kept.push(row);
+            }
+        }
+        rows = kept;
+    }
+    if !nest.left {
+        return Ok(rows);
+    }
+    let width = members.iter().map(|m| m.table.schema().columns.len()).sum();
+    Ok(join::with_unmatched(before, rows, width))
 }
 
 /// The data nodes' filter of the conditions a joined table's scan is given.

@@ -193,7 +193,11 @@ fn column_type_and_origin(plan: &SelectPlan, c: usize) -> (Option<ColumnType>, O
             // Tables the front end holds have no origin (nor a column type to tell).
             let mut tables: Vec<(Option<&Arc<SqlTable>>, usize, bool)> =
                 vec![(first.table.as_ref(), 0, false)];
-            tables.extend(joined.iter().map(|j| (j.table.cluster(), j.offset, j.left)));
+            tables.extend(
+                joined
+                    .iter()
+                    .map(|j| (j.table.cluster(), j.offset, j.nullable())),
+            );
             match tables.into_iter().rev().find(|(_, offset, _)| *offset <= c) {
                 Some((Some(table), offset, left)) => {
                     let column_type = table.schema().columns[c - offset].column_type;

@@ -3,7 +3,10 @@
 //! JOIN`, `RIGHT [OUTER] JOIN` (as the first join of a FROM item: `A RIGHT JOIN B` runs as
 //! `B LEFT JOIN A`, `*` still listing A's columns first), `ON`, `USING (columns)` and
 //! `NATURAL` (an `ON` of equal columns; the second table's copies are reached only
-//! qualified and `*` lists each once, first, as MySQL coalesces them).
+//! qualified and `*` lists each once, first, as MySQL coalesces them), and nested joins in
+//! parentheses: first in FROM they are their tables written out; joined, they are a
+//! [`Nest`] (`a LEFT JOIN (b JOIN c ON ..) ON ..`: b and c pair first, and a row of a
+//! with no pair gets NULLs for both).
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -41,6 +44,21 @@ pub(super) struct FromItem<'q> {
     pub on: Option<Cow<'q, ast::Expr>>,
     /// Its columns a USING or NATURAL join coalesced away (reached only qualified).
     qualified_only: Vec<String>,
+    /// The first table of a nested join brought by a JOIN: the nest's.
+    pub nest: Option<Nest<'q>>,
+    /// It belongs to a nest a LEFT JOIN brought, which may give it NULLs.
+    pub in_outer_nest: bool,
+}
+
+/// A nested join in parentheses, joined: `JOIN (b JOIN c ON ..) ON ..`. Its tables (the
+/// item holding it and the next ones) pair with each other first, then the pairs that pass
+/// `on` join the rows before; under a LEFT JOIN, a row before with none continues with
+/// NULLs for every table of the nest.
+pub(super) struct Nest<'q> {
+    /// How many of FROM's items it holds, nested nests' included.
+    pub tables: usize,
+    pub left: bool,
+    pub on: Option<&'q ast::Expr>,
 }
 
 impl FromItem<'_> {
@@ -51,6 +69,8 @@ impl FromItem<'_> {
             left: false,
             on: None,
             qualified_only: Vec::new(),
+            nest: None,
+            in_outer_nest: false,
         }
     }
 
@@ -143,27 +163,23 @@ pub(super) fn bind_from<'q>(
         written: Vec::new(),
         coalesced: Vec::new(),
     };
+    let alone = |item: &'q ast::TableWithJoins| {
+        let relation = unnested(&item.relation);
+        (item.joins.is_empty() && !matches!(relation, TableFactor::NestedJoin { .. }))
+            .then_some(relation)
+    };
     match from {
         [] => {}
-        [only] if only.joins.is_empty() && is_dual(&only.relation) => {}
-        [only] if only.joins.is_empty() => match only_table_of(session, &only.relation)? {
-            OnlyTable::Front(found) => bound.system = Some(found),
-            OnlyTable::Cluster(table) => bound.table = Some(table),
-        },
+        [only] if alone(only).is_some_and(is_dual) => {}
+        [only] if alone(only).is_some() => {
+            match only_table_of(session, unnested(&only.relation))? {
+                OnlyTable::Front(found) => bound.system = Some(found),
+                OnlyTable::Cluster(table) => bound.table = Some(table),
+            }
+        }
         items => {
             for item in items {
-                let (table, alias) = match only_table_of(session, &item.relation)? {
-                    OnlyTable::Cluster((table, alias)) => (JoinSource::Cluster(table), alias),
-                    OnlyTable::Front((front, schema, alias)) => {
-                        (JoinSource::Front(front, schema), alias)
-                    }
-                };
-                bound.written.push(bound.items.len());
-                bound.items.push(FromItem::new(table, alias));
-                let first_of_item = bound.items.len() - 1;
-                for join in &item.joins {
-                    join_one(session, &mut bound, join, first_of_item)?;
-                }
+                add_item(session, &mut bound, &item.relation, &item.joins)?;
             }
             if let JoinSource::Cluster(first) = &bound.items[0].table {
                 bound.table = Some((first.clone(), bound.items[0].alias.clone()));
@@ -171,6 +187,92 @@ pub(super) fn bind_from<'q>(
         }
     }
     Ok(bound)
+}
+
+/// Adds a FROM item, `relation` and its `joins`. A nested join in parentheses first in an
+/// item is the same as its tables written out there: `(a JOIN b ON x) LEFT JOIN c ON y` is
+/// `a JOIN b ON x LEFT JOIN c ON y`, joins running from the left.
+fn add_item<'q>(
+    session: &dyn BindCatalog,
+    bound: &mut BoundFrom<'q>,
+    relation: &'q TableFactor,
+    joins: &'q [ast::Join],
+) -> SqlResult<()> {
+    let first_of_item = bound.items.len();
+    if let TableFactor::NestedJoin {
+        table_with_joins,
+        alias,
+    } = relation
+    {
+        refuse_nest_alias(alias)?;
+        add_item(
+            session,
+            bound,
+            &table_with_joins.relation,
+            &table_with_joins.joins,
+        )?;
+    } else {
+        let (table, alias) = match only_table_of(session, relation)? {
+            OnlyTable::Cluster((table, alias)) => (JoinSource::Cluster(table), alias),
+            OnlyTable::Front((front, schema, alias)) => (JoinSource::Front(front, schema), alias),
+        };
+        bound.written.push(bound.items.len());
+        bound.items.push(FromItem::new(table, alias));
+    }
+    for join in joins {
+        join_one(session, bound, join, first_of_item)?;
+    }
+    Ok(())
+}
+
+/// `(a JOIN b) AS n`: MySQL refuses an alias on a nested join too (1064).
+fn refuse_nest_alias(alias: &Option<ast::TableAlias>) -> SqlResult<()> {
+    match alias {
+        Some(alias) => Err(SqlError::syntax(format!(
+            "a nested join in parentheses takes no alias (`{}`)",
+            alias.name
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// A JOIN of a nested join in parentheses (see [`Nest`]): its tables are added as items,
+/// the first holding the nest. A nest of one table is that table joined.
+fn join_nest<'q>(
+    session: &dyn BindCatalog,
+    bound: &mut BoundFrom<'q>,
+    nested: &'q ast::TableWithJoins,
+    (left, right, constraint): (bool, bool, &'q ast::JoinConstraint),
+) -> SqlResult<()> {
+    let on = match constraint {
+        ast::JoinConstraint::On(on) => Some(on),
+        ast::JoinConstraint::None => None,
+        ast::JoinConstraint::Using(_) | ast::JoinConstraint::Natural => {
+            return Err(SqlError::not_supported(
+                "USING or NATURAL with a nested join",
+            ))
+        }
+    };
+    if right {
+        return Err(SqlError::not_supported(
+            "RIGHT JOIN of a nested join (write it as a LEFT JOIN)",
+        ));
+    }
+    let head = bound.items.len();
+    add_item(session, bound, &nested.relation, &nested.joins)?;
+    let tables = bound.items.len() - head;
+    if tables == 1 {
+        let only = &mut bound.items[head];
+        (only.left, only.on) = (left, on.map(Cow::Borrowed));
+        return Ok(());
+    }
+    bound.items[head].nest = Some(Nest { tables, left, on });
+    if left {
+        for item in &mut bound.items[head..] {
+            item.in_outer_nest = true;
+        }
+    }
+    Ok(())
 }
 
 /// How a JOIN joins: whether it keeps unmatched rows of the left side (LEFT) or of the
@@ -202,6 +304,14 @@ fn join_one<'q>(
     first_of_item: usize,
 ) -> SqlResult<()> {
     let (left, right, constraint) = join_kind(&join.join_operator)?;
+    if let TableFactor::NestedJoin {
+        table_with_joins,
+        alias,
+    } = &join.relation
+    {
+        refuse_nest_alias(alias)?;
+        return join_nest(session, bound, table_with_joins, (left, right, constraint));
+    }
     let (table, alias) = match only_table_of(session, &join.relation)? {
         OnlyTable::Cluster((table, alias)) => (JoinSource::Cluster(table), alias),
         OnlyTable::Front((front, schema, alias)) => (JoinSource::Front(front, schema), alias),
@@ -324,6 +434,17 @@ fn using_condition(
 enum OnlyTable {
     Cluster((Arc<SqlTable>, String)),
     Front((FrontTable, TableSchema, String)),
+}
+
+/// A relation without the parentheses around a lone table: `((t))` is `t`.
+fn unnested(relation: &TableFactor) -> &TableFactor {
+    match relation {
+        TableFactor::NestedJoin {
+            table_with_joins,
+            alias: None,
+        } if table_with_joins.joins.is_empty() => unnested(&table_with_joins.relation),
+        relation => relation,
+    }
 }
 
 /// `FROM DUAL`: MySQL's name for no table.

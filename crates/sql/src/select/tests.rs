@@ -199,6 +199,61 @@ fn joins_find_the_next_table_by_its_key_where_the_condition_names_it() {
     }
 }
 
+/// A nested join in parentheses joined pairs its own tables first (each found by its key
+/// where the nest's ON or its own names it), then tests the nest's ON; first in FROM it is
+/// its tables written out.
+#[test]
+fn a_nested_join_pairs_its_tables_first_and_its_on_finds_them_by_key() {
+    let shop = shop();
+    let cases = [
+        (
+            // Sequelize's many-to-many include.
+            "SELECT * FROM item LEFT OUTER JOIN (pick p INNER JOIN item i2 ON i2.id = p.item_id) \
+             ON p.id = item.k",
+            "db.item: scan of all partitions in parallel; then left join of 2 tables nested in \
+             parentheses, paired first: join db.pick: batched primary key lookups; then join \
+             db.item: batched primary key lookups",
+        ),
+        (
+            "SELECT * FROM pick JOIN (item a JOIN item b ON b.code = a.name) ON a.id = pick.item_id",
+            "db.pick: scan of all partitions in parallel; then join of 2 tables nested in \
+             parentheses, paired first: join db.item: batched primary key lookups; then join \
+             db.item: batched unique lookups on `by_code`",
+        ),
+        (
+            "SELECT * FROM (pick JOIN item ON item.id = pick.item_id) LEFT JOIN item b ON b.k = pick.qty",
+            "db.pick: scan of all partitions in parallel; then join db.item: batched primary \
+             key lookups; then left join db.item: one scan of all partitions, hash joined on `k`",
+        ),
+    ];
+    for (sql, expected) in cases {
+        assert_eq!(plan_of(&shop, sql), expected, "{sql}");
+    }
+    // The nest's tables may be NULL under a LEFT JOIN, and the WHERE finds no key in them.
+    let plan = bound(
+        &shop,
+        "SELECT * FROM pick LEFT JOIN (item a JOIN item b ON b.id = a.k) ON a.id = pick.item_id \
+         WHERE b.id = 3",
+    )
+    .unwrap();
+    let (_, joined) = plan.joins.as_ref().unwrap();
+    assert!(joined.iter().all(|table| table.nullable()));
+    assert_eq!(
+        error_of(
+            &shop,
+            "SELECT * FROM pick JOIN (item a JOIN item b) AS n ON a.id = 1"
+        ),
+        1064
+    );
+    assert_eq!(
+        error_of(
+            &shop,
+            "SELECT * FROM pick RIGHT JOIN (item a JOIN item b ON a.id = b.k) ON a.id = 1"
+        ),
+        1235
+    );
+}
+
 /// A correlated subquery runs per outer row; the outer column it names becomes its
 /// parameter after the statement's `?`s, so a key still finds its rows.
 #[test]
