@@ -539,11 +539,23 @@ impl Client {
     /// now on, and `table`, renamed `<name>/#replaced`, refuses operations made for its
     /// versions before (241: their clients look the name up again). Answered once the
     /// transactions open at the switch have ended; `table` is then the caller's to drop.
-    /// Error 241 when either changed since opened. Returns the replacement as renamed.
-    pub fn replace_table(&self, table: &Table, replacement: &Table) -> Result<Table, ClientError> {
+    /// Error 241 when either changed since opened. `table`'s foreign keys, on either side,
+    /// move to the replacement: `sources` says, for each of the replacement's columns,
+    /// which of `table`'s it holds (`None`: a new one). Returns the replacement as renamed.
+    pub fn replace_table(
+        &self,
+        table: &Table,
+        replacement: &Table,
+        sources: &[Option<usize>],
+    ) -> Result<Table, ClientError> {
         let (table_id, schema_version) = (table.id, table.schema_version);
         let (replacement_id, replacement_version) = (replacement.id, replacement.schema_version);
-        let answer = self.change_schema(&[], |request_id, client| ReplaceTableRequest {
+        let sources: Vec<Option<u16>> = (sources.iter())
+            .map(|source| source.and_then(|column| u16::try_from(column).ok()))
+            .collect();
+        let mut section = Vec::new();
+        ColumnSourcesBody::encode(&sources, &mut section);
+        let answer = self.change_schema(&section, |request_id, client| ReplaceTableRequest {
             request_id,
             client,
             table_id,

@@ -351,10 +351,13 @@ fn a_replacement_takes_the_name_in_one_change_and_the_replaced_table_refuses_old
     // A replacement decided on an old version of either table is refused (241).
     let mut old_copy = copy.clone();
     old_copy.schema_version -= 1;
-    let refused = client.replace_table(&table, &old_copy).err().unwrap();
+    let same_columns = [Some(0), Some(1)];
+    let refused = (client.replace_table(&table, &old_copy, &same_columns))
+        .err()
+        .unwrap();
     assert_eq!(refused.code(), 241, "{refused}");
 
-    let replaced = client.replace_table(&table, &copy).unwrap();
+    let replaced = client.replace_table(&table, &copy, &same_columns).unwrap();
     assert_eq!(replaced.schema().name, "accounts");
     let found = other.open_table("accounts").unwrap();
     assert_eq!(
@@ -387,7 +390,7 @@ fn a_replacement_takes_the_name_in_one_change_and_the_replaced_table_refuses_old
     assert_eq!(other.table_names().unwrap(), vec!["accounts".to_string()]);
     assert_eq!(
         client
-            .replace_table(&replaced, &replaced)
+            .replace_table(&replaced, &replaced, &same_columns)
             .err()
             .map(|e| e.code()),
         Some(4257)

@@ -435,6 +435,11 @@ fn django_migrates_and_runs_its_orm_with_nested_atomic_blocks() {
 }
 
 #[test]
+fn django_migrates_a_new_project_and_alters_columns_of_tables_with_foreign_keys() {
+    run_pymysql_script("django_migrations.py", "django migrations ok");
+}
+
+#[test]
 fn processlist_shows_connections_and_kill_stops_their_work() {
     run_pymysql_script("processlist.py", "processlist ok");
 }

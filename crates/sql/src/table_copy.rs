@@ -260,7 +260,7 @@ fn copy_and_switch(
     catalog.forget(database, &target.table);
     let client = catalog.client();
     // The versions the mirror was opened at: a change since refuses the switch (241).
-    client.replace_table(&old.table, &mirror.target.table)?;
+    client.replace_table(&old.table, &mirror.target.table, &target.sources)?;
     let switched = started.elapsed();
     catalog.superseded.record(old.table.id);
     catalog.forget_all();

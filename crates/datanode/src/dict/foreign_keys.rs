@@ -17,8 +17,34 @@ fn column(schema: &TableSchema, number: u16) -> Result<&Column, String> {
     found.ok_or_else(|| format!("table `{}` has no column {number}", schema.name))
 }
 
-/// Why a request cannot add `key` to `child`, referencing `parent`.
+/// Why a request cannot add `key` to `child`, referencing `parent`: its shape, then its
+/// name and the tables' limits.
 fn check_foreign_key(
+    child: &DictTable,
+    parent: &DictTable,
+    key: &ForeignKey,
+) -> Result<(), String> {
+    check_key_shape(child, parent, key)?;
+    let taken = (child.definition.foreign_keys.iter()).any(|other| {
+        other.child_table == key.child_table && other.name.eq_ignore_ascii_case(&key.name)
+    });
+    if taken {
+        return Err(format!("foreign key `{}` exists already", key.name));
+    }
+    for table in [child, parent] {
+        if table.definition.foreign_keys.len() >= FOREIGN_KEYS_PER_TABLE_MAX {
+            return Err(format!(
+                "table `{}` takes part in {FOREIGN_KEYS_PER_TABLE_MAX} foreign keys, the limit",
+                table.definition.schema.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Why `key` cannot bind `child`'s columns to `parent`'s key: columns missing or of
+/// another key form, SET NULL on a NOT NULL column, no parent key or child index.
+pub(super) fn check_key_shape(
     child: &DictTable,
     parent: &DictTable,
     key: &ForeignKey,
@@ -48,22 +74,7 @@ fn check_foreign_key(
         }
     }
     check_parent_key(parent, key)?;
-    check_child_index(child, key)?;
-    let taken = (child.definition.foreign_keys.iter()).any(|other| {
-        other.child_table == key.child_table && other.name.eq_ignore_ascii_case(&key.name)
-    });
-    if taken {
-        return Err(format!("foreign key `{}` exists already", key.name));
-    }
-    for table in [child, parent] {
-        if table.definition.foreign_keys.len() >= FOREIGN_KEYS_PER_TABLE_MAX {
-            return Err(format!(
-                "table `{}` takes part in {FOREIGN_KEYS_PER_TABLE_MAX} foreign keys, the limit",
-                table.definition.schema.name
-            ));
-        }
-    }
-    Ok(())
+    check_child_index(child, key)
 }
 
 /// The referenced columns are the parent's primary key or one of its built unique indexes,

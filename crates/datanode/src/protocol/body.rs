@@ -329,6 +329,39 @@ impl RowBody {
     }
 }
 
+/// The section of a [`ReplaceTableRequest`](super::ReplaceTableRequest): for each of the
+/// replacement's columns, the replaced table's column it holds (`None`: a new column), so
+/// the replaced table's foreign keys move to the replacement's columns.
+pub struct ColumnSourcesBody;
+
+impl ColumnSourcesBody {
+    /// How a new column holding no old one is written.
+    const NO_SOURCE: u16 = u16::MAX;
+
+    pub fn encode(sources: &[Option<u16>], out: &mut Vec<u8>) {
+        let mut writer = Writer(out);
+        writer.u32(sources.len() as u32);
+        for source in sources {
+            writer.u16(source.unwrap_or(Self::NO_SOURCE));
+        }
+    }
+
+    /// The sources of a replacement of `columns` columns (bounded by them).
+    pub fn decode(bytes: &[u8], columns: usize) -> Result<Vec<Option<u16>>, String> {
+        let mut input = Reader::new(bytes);
+        let count = input.u32().map_err(|error| error.to_string())? as usize;
+        if count != columns {
+            return Err(format!("{count} column sources for {columns} columns"));
+        }
+        let sources = (0..count)
+            .map(|_| (input.u16()).map(|source| (source != Self::NO_SOURCE).then_some(source)))
+            .collect::<Result<Vec<_>, _>>();
+        let sources = sources.map_err(|error| error.to_string())?;
+        input.finish().map_err(|error| error.to_string())?;
+        Ok(sources)
+    }
+}
+
 /// A table as the dictionary publishes it: schema and secondary indexes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TableDefinitionBody {

@@ -45,8 +45,8 @@ mod info;
 mod signals;
 
 pub use body::{
-    CopiedChange, CopyBatchBody, IndexUpkeep, IndexUpkeepBody, KeyBatchBody, KeyBatchEntry,
-    KeyBody, KeyBodyRef, LoadLevelsBody, OrphanedPart, RowBody, RowsBody, ScanBody,
+    ColumnSourcesBody, CopiedChange, CopyBatchBody, IndexUpkeep, IndexUpkeepBody, KeyBatchBody,
+    KeyBatchEntry, KeyBody, KeyBodyRef, LoadLevelsBody, OrphanedPart, RowBody, RowsBody, ScanBody,
     TableDefinitionBody, TakeoverReportBody, WriteUpkeep, KEY_BATCH_FULL_BYTES,
     KEY_BATCH_OPERATIONS_MAX,
 };

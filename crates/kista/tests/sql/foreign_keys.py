@@ -1,7 +1,9 @@
 """Foreign keys as MySQL declares them and the data nodes enforce them: FOREIGN KEY and
 column REFERENCES in CREATE TABLE and ALTER TABLE, a child index made when none exists,
 1452 for a child without its parent and 1451 for a parent with children, ON DELETE and
-ON UPDATE CASCADE and SET NULL (3008 past 15 tables deep), foreign_key_checks = 0 for loads, DROP TABLE refused for a parent
+ON UPDATE CASCADE and SET NULL (3008 past 15 tables deep), a copying ALTER TABLE of a
+table with keys on either side (the keys move to the new table), foreign_key_checks = 0
+for loads, DROP TABLE refused for a parent
 (3730), and SHOW CREATE TABLE and information_schema showing them.
 
 Run by crates/kista/tests/sql.rs with the front end's port.
@@ -205,6 +207,58 @@ assert rows("SELECT COUNT(*) FROM c16") == [(0,)]
 for depth in range(16, -1, -1):
     cur.execute(f"DROP TABLE c{depth}")
 cur.execute("DROP TABLE goals, players, teams")
+
+# A copying ALTER TABLE of a table with foreign keys on either side (Django's built-in
+# migrations: DROP COLUMN of django_content_type, MODIFY of auth_permission): the keys
+# move to the new table with the switch and hold there, by their columns' new places.
+cur.execute("CREATE TABLE ctype (id INT PRIMARY KEY, app VARCHAR(20), name VARCHAR(20))")
+cur.execute(
+    "CREATE TABLE perm (id INT PRIMARY KEY, ctype_id INT NOT NULL, code VARCHAR(20), "
+    "CONSTRAINT perm_ctype FOREIGN KEY (ctype_id) REFERENCES ctype (id))"
+)
+cur.execute(
+    "CREATE TABLE grant_log (id INT PRIMARY KEY, perm_id INT, "
+    "FOREIGN KEY (perm_id) REFERENCES perm (id) ON DELETE CASCADE)"
+)
+cur.execute("INSERT INTO ctype VALUES (1, 'auth', 'user'), (2, 'auth', 'group')")
+cur.execute("INSERT INTO perm VALUES (10, 1, 'add'), (11, 1, 'change'), (20, 2, 'add')")
+cur.execute("INSERT INTO grant_log VALUES (100, 10), (101, 11), (102, 20)")
+cur.execute("ALTER TABLE ctype DROP COLUMN name")  # a parent copied
+assert rows("SELECT * FROM ctype ORDER BY id") == [(1, "auth"), (2, "auth")]
+assert error_of("DELETE FROM ctype WHERE id = 1") == 1451
+assert error_of("INSERT INTO perm VALUES (30, 3, 'x')") == 1452
+cur.execute("INSERT INTO ctype VALUES (3, 'shop')")
+cur.execute("INSERT INTO perm VALUES (30, 3, 'x')")
+cur.execute("ALTER TABLE perm MODIFY code VARCHAR(100)")  # a child and a parent copied
+assert "perm_ctype" in rows("SHOW CREATE TABLE perm")[0][1]
+assert error_of("INSERT INTO perm VALUES (31, 9, 'x')") == 1452
+assert error_of("INSERT INTO grant_log VALUES (103, 99)") == 1452
+cur.execute("DELETE FROM perm WHERE id = 10")
+assert rows("SELECT id FROM grant_log ORDER BY id") == [(101,), (102,)], "the cascade moved too"
+# A column of a key renamed and moved in the copy: the key follows it.
+cur.execute("ALTER TABLE perm CHANGE ctype_id content_type_id INT NOT NULL AFTER code")
+create = rows("SHOW CREATE TABLE perm")[0][1]
+assert "FOREIGN KEY (`content_type_id`) REFERENCES `ctype` (`id`)" in create, create
+assert error_of("INSERT INTO perm (id, code, content_type_id) VALUES (32, 'x', 9)") == 1452
+assert error_of("DELETE FROM ctype WHERE id = 2") == 1451
+assert error_of("ALTER TABLE perm DROP COLUMN content_type_id") == 1828
+assert error_of("ALTER TABLE perm MODIFY content_type_id BIGINT NOT NULL") == 3780
+assert error_of("ALTER TABLE ctype DROP COLUMN id") == 1846, "a primary key column"
+usage = rows(
+    "SELECT TABLE_NAME, COLUMN_NAME, REFERENCED_TABLE_NAME FROM "
+    "information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = 'fks' AND TABLE_NAME IN "
+    "('perm', 'grant_log') AND REFERENCED_TABLE_NAME IS NOT NULL ORDER BY 1"
+)
+assert usage == [("grant_log", "perm_id", "perm"), ("perm", "content_type_id", "ctype")], usage
+# A table referencing itself, copied.
+cur.execute(
+    "CREATE TABLE tree (id INT PRIMARY KEY, up INT, FOREIGN KEY (up) REFERENCES tree (id))"
+)
+cur.execute("INSERT INTO tree VALUES (1, NULL), (2, 1)")
+cur.execute("ALTER TABLE tree ADD COLUMN label VARCHAR(10) FIRST")
+assert error_of("DELETE FROM tree WHERE id = 1") == 1451
+assert error_of("INSERT INTO tree (id, up) VALUES (3, 7)") == 1452
+cur.execute("DROP TABLE tree, grant_log, perm, ctype")
 
 # A parent is dropped after its children, or with them in one statement.
 assert error_of("DROP TABLE authors") == 3730

@@ -5,11 +5,14 @@
 //! the [`CopyPlan`] that `table_copy` runs.
 //!
 //! A copy keeps the primary key (its columns and types): the copy and the writes mirrored
-//! during it find a row in the new table by the key it has in the old one. A copy of a
-//! table with foreign keys, or one that renames the table or changes its AUTO_INCREMENT
-//! column's place, is refused (1846) and names the reason.
+//! during it find a row in the new table by the key it has in the old one. The table's
+//! foreign keys, on either side, move to the new table at the switch (a column of one may
+//! be renamed or widened, not dropped (1828) nor given another key form (3780)). A copy
+//! that adds or drops a foreign key, renames the table or changes its AUTO_INCREMENT
+//! column's place is refused (1846) and names the reason.
 
 use kista_client::schema::{IndexSchema, TableSchema};
+use kista_client::{same_key_form, ForeignKey};
 
 use super::{needs_copy, AlterPlan, Altering};
 use crate::catalog::SqlTable;
@@ -74,6 +77,17 @@ impl Altering<'_> {
             return Err(needs_copy("the AUTO_INCREMENT column is dropped"));
         }
         let column_name = self.schema.columns[column].name.clone();
+        if let Some(key) = self.sources[column].and_then(|old| self.kept_key_on(old)) {
+            return Err(SqlError::new(
+                1828,
+                "HY000",
+                format!(
+                    "Cannot drop column '{column_name}': needed in a foreign key constraint \
+                     '{}'",
+                    key.name
+                ),
+            ));
+        }
         let made_of_it = |c: usize| match &self.extras.columns[c].generated {
             Some(Generated::Prefix { source, .. }) => source.eq_ignore_ascii_case(&column_name),
             None => false,
@@ -94,6 +108,21 @@ impl Altering<'_> {
         self.reorder(&kept);
         self.copies(format!("column '{column_name}' is dropped"));
         Ok(())
+    }
+
+    /// A foreign key the statement keeps that names the old table's column `old`, on
+    /// either side.
+    fn kept_key_on(&self, old: usize) -> Option<&ForeignKey> {
+        let table = &self.table.table;
+        let dropped = |key: &ForeignKey| {
+            (self.plan.drop_foreign_keys.iter()).any(|name| name.eq_ignore_ascii_case(&key.name))
+        };
+        let names = |columns: &[u16]| columns.contains(&(old as u16));
+        (table.foreign_keys().iter()).find(|key| {
+            let as_child = key.child_table == table.id && names(&key.child_columns);
+            let as_parent = key.parent_table == table.id && names(&key.parent_columns);
+            (as_child && !dropped(key)) || as_parent
+        })
     }
 
     /// Moves `column` FIRST or AFTER another (a column's place in the row is fixed, so the
@@ -122,7 +151,7 @@ impl Altering<'_> {
 }
 
 /// The copy `altering`'s clauses need, checked: the new table keeps the primary key and
-/// the AUTO_INCREMENT column's place; the table has no foreign keys and keeps its name.
+/// the AUTO_INCREMENT column's place, the key forms of its foreign keys, and its name.
 pub(super) fn finish(
     table: &SqlTable,
     (mut schema, extras): (TableSchema, TableExtras),
@@ -131,14 +160,12 @@ pub(super) fn finish(
     (plan, reason): (&mut AlterPlan, String),
 ) -> SqlResult<()> {
     let old = table.schema();
-    if !table.table.foreign_keys().is_empty()
-        || !plan.add_foreign_keys.is_empty()
-        || !plan.drop_foreign_keys.is_empty()
-    {
+    if !plan.add_foreign_keys.is_empty() || !plan.drop_foreign_keys.is_empty() {
         return Err(needs_copy(format!(
-            "{reason}, and the table has foreign keys"
+            "{reason}, and it adds or drops a foreign key (do that in a statement of its own)"
         )));
     }
+    keys_keep_their_form(table, &schema, &sources)?;
     if !schema.name.eq_ignore_ascii_case(&old.name) {
         return Err(needs_copy(format!(
             "{reason}, and the table is renamed (rename it in a statement of its own)"
@@ -175,6 +202,42 @@ pub(super) fn finish(
     plan.add_indexes.clear();
     plan.drop_indexes.clear();
     plan.new_checks.clear();
+    Ok(())
+}
+
+/// Error 3780 when a column of one of the table's foreign keys changes its key form in the
+/// new table (a string's length may change, not its type or collation): the other side's
+/// column, of the old form, would no longer match it.
+fn keys_keep_their_form(
+    table: &SqlTable,
+    schema: &TableSchema,
+    sources: &[Option<usize>],
+) -> SqlResult<()> {
+    let old = table.schema();
+    let id = table.table.id;
+    for key in table.table.foreign_keys() {
+        let child = (key.child_table == id).then_some(&key.child_columns[..]);
+        let parent = (key.parent_table == id).then_some(&key.parent_columns[..]);
+        for &column in child.into_iter().chain(parent).flatten() {
+            let column = usize::from(column);
+            let new = sources.iter().position(|&source| source == Some(column));
+            let Some(new) = new else { continue }; // dropped: refused by DROP COLUMN
+            if !same_key_form(
+                schema.columns[new].column_type,
+                old.columns[column].column_type,
+            ) {
+                return Err(SqlError::new(
+                    3780,
+                    "HY000",
+                    format!(
+                        "Referencing column '{}' and referenced column in foreign key \
+                         constraint '{}' are incompatible.",
+                        schema.columns[new].name, key.name
+                    ),
+                ));
+            }
+        }
+    }
     Ok(())
 }
 
