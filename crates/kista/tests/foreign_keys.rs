@@ -366,6 +366,75 @@ fn on_update_cascade_gives_the_children_and_theirs_the_new_key() {
 }
 
 #[test]
+fn on_update_cascade_moves_a_child_whose_primary_key_holds_the_reference() {
+    let (_datad, client) = node();
+    let users = table(&client, "users");
+    // memberships(parent BIGINT, id BIGINT, note, PRIMARY KEY (parent, id)): a join table.
+    let memberships = client
+        .create_table(
+            TableSchema {
+                extra_metadata: Vec::new(),
+                name: "memberships".into(),
+                columns: vec![
+                    Column::new("id", ColumnType::signed(8)),
+                    Column::new("parent", ColumnType::signed(8)),
+                    Column::new("note", ColumnType::varchar(20)).nullable(),
+                ],
+                primary_key: vec![1, 0],
+            },
+            vec![IndexSchema {
+                name: "by_parent".into(),
+                kind: IndexKind::Ordered,
+                columns: vec![1, 0],
+            }],
+        )
+        .unwrap();
+    let cascade = (ReferenceAction::Cascade, ReferenceAction::Cascade);
+    let memberships = references_with(&client, &memberships, &users, cascade);
+    insert(&client, &users, &[row(1, None), row(2, None)]).unwrap();
+    let membership = |id: i64, user: i64, note: &str| {
+        vec![
+            Value::Int(id),
+            Value::Int(user),
+            Value::Bytes(note.as_bytes().to_vec()),
+        ]
+    };
+    let rows = [
+        membership(7, 1, "a"),
+        membership(8, 1, "b"),
+        membership(7, 2, "c"),
+    ];
+    insert(&client, &memberships, &rows).unwrap();
+
+    move_key(&client, &users, (1, 5), None).unwrap();
+    let read = |user: i64, id: i64| {
+        let mut read = client.transaction();
+        let key = [Value::Int(user), Value::Int(id)];
+        let op = read.read(&memberships, &key, LockKind::Committed).unwrap();
+        let done = read.execute(ExecuteMode::Commit).unwrap().wait().unwrap();
+        done.row(op).map(|row| row[2].clone())
+    };
+    let note = |text: &str| Some(Value::Bytes(text.as_bytes().to_vec()));
+    assert_eq!(
+        (read(5, 7), read(5, 8)),
+        (note("a"), note("b")),
+        "moved, whole"
+    );
+    assert_eq!(
+        (read(1, 7), read(1, 8)),
+        (None, None),
+        "gone from the old key"
+    );
+    assert_eq!(read(2, 7), note("c"), "another parent's");
+    delete(&client, &users, &[5]).unwrap();
+    assert_eq!(
+        (read(5, 7), read(5, 8)),
+        (None, None),
+        "deleted with their parent"
+    );
+}
+
+#[test]
 fn on_update_set_null_clears_the_references_and_keeps_the_rows() {
     let (_datad, client) = node();
     let parents = table(&client, "parents");

@@ -4,6 +4,9 @@
 
 mod support;
 
+#[path = "sql/orm_clients.rs"]
+mod orm_clients;
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
@@ -437,6 +440,45 @@ fn django_migrates_and_runs_its_orm_with_nested_atomic_blocks() {
 #[test]
 fn django_migrates_a_new_project_and_alters_columns_of_tables_with_foreign_keys() {
     run_pymysql_script("django_migrations.py", "django migrations ok");
+}
+
+/// Sequelize's `sync()` with its default associations (ON UPDATE CASCADE everywhere, ON
+/// DELETE SET NULL and CASCADE), a many-to-many include, then `sync({ alter: true })`.
+#[test]
+fn sequelize_syncs_models_with_default_associations_and_alters_them() {
+    let test = "sequelize_syncs_models_with_default_associations_and_alters_them";
+    let packages = ["sequelize@6.37.8", "mysql2@3.26.1"];
+    let Some(modules) = orm_clients::node_modules(test, &packages) else {
+        return;
+    };
+    let up = Up::start("sequelize");
+    let script = format!("{}/tests/orm/sequelize_sync.js", env!("CARGO_MANIFEST_DIR"));
+    let (port, modules) = (up.sql_port.to_string(), modules.display().to_string());
+    let output = run_client("node", &[&script, &port, &modules], "");
+    let (out, err) = (text(&output.stdout), text(&output.stderr));
+    assert!(
+        output.status.success() && out.contains("sequelize ok"),
+        "{out}\n{err}"
+    );
+}
+
+/// GORM's AutoMigrate of an association declared `constraint:OnUpdate:CASCADE,OnDelete:SET
+/// NULL` (its documentation's form), the actions run, then AutoMigrate of a changed model.
+#[test]
+fn gorm_automigrates_models_with_cascading_constraints_and_alters_them() {
+    let test = "gorm_automigrates_models_with_cascading_constraints_and_alters_them";
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/orm/gorm");
+    let Some(program) = orm_clients::go_program(test, &source, "gormtest") else {
+        return;
+    };
+    let up = Up::start("gorm");
+    let port = up.sql_port.to_string();
+    let output = run_client(&program.display().to_string(), &[&port], "");
+    let (out, err) = (text(&output.stdout), text(&output.stderr));
+    assert!(
+        output.status.success() && out.contains("gorm ok"),
+        "{out}\n{err}"
+    );
 }
 
 #[test]

@@ -35,6 +35,8 @@ use kista_storage::row::RowLayout;
 use kista_storage::types::Value;
 
 use super::scans::{ScanOwner, ScanSection, ScanShape};
+
+mod moved_child;
 use super::{Internal, Role, TcTable, TransactionCoordinator};
 use crate::protocol::*;
 
@@ -82,7 +84,7 @@ pub(super) struct PendingKeyEvent {
 
 /// What a removed parent key does to a child that still references it.
 #[derive(Clone, Debug, PartialEq)]
-enum OnChild {
+pub(super) enum OnChild {
     /// Fail the transaction (RESTRICT, NO ACTION): 256.
     Refuse,
     /// ON DELETE CASCADE.
@@ -113,7 +115,10 @@ pub(super) struct ChildCheck {
     depth: u8,
     key: Vec<u8>,
     primary_key: Vec<u8>,
-    /// Its referencing columns, once its row arrived.
+    /// Read whole: ON UPDATE CASCADE changes a column of its primary key, so the child
+    /// moves (`moved_child.rs`).
+    whole_row: bool,
+    /// Its referencing columns (every column, read whole), once its row arrived.
     values: Option<Vec<Value>>,
     /// Whether the read has answered (and found the row).
     answered: Option<bool>,
@@ -410,17 +415,14 @@ impl TransactionCoordinator {
         if let Some((code, message)) = failure {
             self.fail(id, code, op_index, message);
         } else {
-            let child_columns = (self.tables.get(&search.child_table))
-                .and_then(|table| table.foreign_key(search.watch_id))
-                .map(|key| key.child_columns.clone())
-                .unwrap_or_default();
+            let (read_columns, whole_row) = self.child_read_columns(&search);
             let lock = match search.on_child {
                 OnChild::Refuse => LockKind::Shared,
                 OnChild::Delete | OnChild::SetNull | OnChild::SetKey(_) => LockKind::Exclusive,
             };
             for primary_key in search.candidates {
                 let mut body = Vec::new();
-                KeyBody::write(&primary_key, &child_columns, &[], &mut body);
+                KeyBody::write(&primary_key, &read_columns, &[], &mut body);
                 let check = ChildCheck {
                     watch_id: search.watch_id,
                     child_table: search.child_table,
@@ -428,6 +430,7 @@ impl TransactionCoordinator {
                     depth: search.depth,
                     key: search.key.clone(),
                     primary_key,
+                    whole_row,
                     values: None,
                     answered: None,
                 };
@@ -504,6 +507,9 @@ impl TransactionCoordinator {
             self.fail(id, ErrorCode::CascadeTooDeep, op_index, message);
             return self.operation_done(ctx, id, op_ref);
         }
+        if check.whole_row && matches!(check.on_child, OnChild::SetKey(_)) {
+            return self.move_child(ctx, id, op_ref, *check, child_columns);
+        }
         let (kind, removal, columns, values) = match check.on_child {
             OnChild::Refuse => {
                 self.fail(id, ErrorCode::RowReferenced, op_index, refusal);
@@ -530,14 +536,7 @@ impl TransactionCoordinator {
         operation.role = Role::Cascade;
         operation.foreign_keys = Some(removal);
         operation.cascade_depth = check.depth + 1;
-        let target = Internal {
-            table_id: check.child_table,
-            kind,
-            lock: LockKind::Exclusive,
-            client: ctx.address(),
-            op_index: op_ref,
-            schema_version: None,
-        };
+        let target = cascade_write(ctx, check.child_table, kind, op_ref);
         self.send_internal(ctx, id, op_ref, target, &body);
     }
 
@@ -547,9 +546,19 @@ impl TransactionCoordinator {
         let table = self.tables.get(&check.child_table)?;
         let key = table.foreign_key(check.watch_id)?;
         let columns: Vec<usize> = key.child_columns.iter().map(|&c| usize::from(c)).collect();
+        let values = check.values.as_ref()?;
+        let referencing: Vec<Value>;
+        let values = if check.whole_row {
+            referencing = (columns.iter())
+                .map(|&c| values.get(c).cloned())
+                .collect::<Option<_>>()?;
+            &referencing
+        } else {
+            values
+        };
         let mut child_key = Vec::new();
         (table.foreign_keys.layout)
-            .key_of_values(&columns, check.values.as_ref()?, &mut child_key)
+            .key_of_values(&columns, values, &mut child_key)
             .ok()?;
         if child_key != check.key {
             return None;
@@ -619,4 +628,16 @@ fn new_key_of_moved(key: &ForeignKey, moved_to: &KeyBody) -> Option<Vec<Value>> 
             moved_to.values.get(position).cloned()
         })
         .collect()
+}
+
+/// A write a foreign key's action makes on a child (operation `op_ref`), answered here.
+fn cascade_write(ctx: &Context, table_id: u32, kind: OperationKind, op_ref: u32) -> Internal {
+    Internal {
+        table_id,
+        kind,
+        lock: LockKind::Exclusive,
+        client: ctx.address(),
+        op_index: op_ref,
+        schema_version: None,
+    }
 }
