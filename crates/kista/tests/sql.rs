@@ -270,13 +270,13 @@ fn computed_defaults_and_on_update_timestamps_behave_as_mysql() {
     run_pymysql_script("column_defaults.py", "column defaults ok");
 }
 
-/// mysqldump's dump of `database` through `up`'s front end (with `extra` options), less
-/// its last line (the time it ended).
-fn mysqldump(up: &Up, database: &str, extra: &[&str]) -> Vec<u8> {
+/// mysqldump's dump of every database through `up`'s front end (with `extra` options),
+/// less its last line (the time it ended).
+fn mysqldump(up: &Up, extra: &[&str]) -> Vec<u8> {
     let port = up.sql_port.to_string();
     let mut args = vec!["-h", "127.0.0.1", "-P", &port, "-u", "root"];
     args.extend_from_slice(extra);
-    args.extend_from_slice(&["--databases", database]);
+    args.push("--all-databases");
     let output = run_client("mysqldump", &args, "");
     assert!(output.status.success(), "{}", text(&output.stderr));
     let dump = output.stdout;
@@ -284,13 +284,14 @@ fn mysqldump(up: &Up, database: &str, extra: &[&str]) -> Vec<u8> {
     dump[..ended.expect("the dump ends")].to_vec()
 }
 
-/// A database with a foreign key, a view, a trigger, a BLOB of every byte and
-/// AUTO_INCREMENT, dumped by mysqldump (with and without `--single-transaction`), reloads
-/// into a fresh cluster through the mysql client, and a dump of that is the same. Tables
-/// are dumped in name order: the child (`orders`) comes before its parent (`people`), and
-/// its foreign key waits for it (FOREIGN_KEY_CHECKS=0), then holds.
+/// Databases with foreign keys, a view, a trigger, a BLOB of every byte and
+/// AUTO_INCREMENT, dumped by `mysqldump --all-databases` (with and without
+/// `--single-transaction`), reload into a fresh cluster through the mysql client, and a
+/// dump of that is the same. Tables are dumped in name order: a child (`orders`) comes
+/// before its parent (`people`), and its foreign key waits for it (FOREIGN_KEY_CHECKS=0),
+/// then holds; another (`shipments`) comes after its parent (`orders`).
 #[test]
-fn mysqldump_dumps_a_database_that_reloads_into_a_fresh_cluster_and_dumps_the_same() {
+fn mysqldump_dumps_every_database_that_reloads_into_a_fresh_cluster_and_dumps_the_same() {
     let every_byte: String = (0..=255u8).map(|b| format!("{b:02X}")).collect();
     let setup = format!(
         "CREATE DATABASE shop;
@@ -298,8 +299,14 @@ fn mysqldump_dumps_a_database_that_reloads_into_a_fresh_cluster_and_dumps_the_sa
             photo BLOB);
         CREATE TABLE shop.orders (id INT PRIMARY KEY, person INT,
             FOREIGN KEY (person) REFERENCES shop.people (id));
+        CREATE TABLE shop.shipments (id INT PRIMARY KEY AUTO_INCREMENT, order_id INT,
+            FOREIGN KEY (order_id) REFERENCES shop.orders (id) ON DELETE CASCADE);
+        CREATE DATABASE notes;
+        CREATE TABLE notes.lines (n INT PRIMARY KEY, body TEXT);
+        INSERT INTO notes.lines VALUES (1, 'first'), (2, 'second');
         INSERT INTO shop.people (name, photo) VALUES ('ann', X'{every_byte}'), ('bo', NULL);
         INSERT INTO shop.orders VALUES (1, 1), (2, 2);
+        INSERT INTO shop.shipments (order_id) VALUES (1), (2), (2);
         CREATE VIEW shop.names AS SELECT id, name FROM shop.people;
         CREATE TRIGGER shop.checked BEFORE INSERT ON shop.orders FOR EACH ROW
             SET NEW.person = NEW.person;"
@@ -307,8 +314,8 @@ fn mysqldump_dumps_a_database_that_reloads_into_a_fresh_cluster_and_dumps_the_sa
     let first = Up::start("dump-first");
     let (_, errors) = mysql_script(first.sql_port, &setup);
     assert!(errors.is_empty(), "{errors}");
-    let dumped = mysqldump(&first, "shop", &[]);
-    let in_one_transaction = mysqldump(&first, "shop", &["--single-transaction"]);
+    let dumped = mysqldump(&first, &[]);
+    let in_one_transaction = mysqldump(&first, &["--single-transaction"]);
     assert_eq!(text(&in_one_transaction), text(&dumped));
     drop(first);
 
@@ -320,7 +327,7 @@ fn mysqldump_dumps_a_database_that_reloads_into_a_fresh_cluster_and_dumps_the_sa
         &dumped,
     );
     assert!(reload.status.success(), "{}", text(&reload.stderr));
-    let again = mysqldump(&second, "shop", &[]);
+    let again = mysqldump(&second, &[]);
     assert!(
         again == dumped,
         "the dump of the reloaded database differs:\n{}\n----\n{}",
@@ -329,6 +336,15 @@ fn mysqldump_dumps_a_database_that_reloads_into_a_fresh_cluster_and_dumps_the_sa
     );
     let (names, _) = mysql_script(second.sql_port, "SELECT name FROM shop.names ORDER BY id;");
     assert_eq!(names, "name\nann\nbo\n");
+    let (lines, _) = mysql_script(second.sql_port, "SELECT body FROM notes.lines ORDER BY n;");
+    assert_eq!(lines, "body\nfirst\nsecond\n");
+    let next = "INSERT INTO shop.people (name) VALUES ('cy'); \
+                SELECT id FROM shop.people WHERE name = 'cy';";
+    let (next, _) = mysql_script(second.sql_port, next);
+    assert_eq!(
+        next, "id\n3\n",
+        "AUTO_INCREMENT goes on after the reloaded rows"
+    );
     let orphan = "INSERT INTO shop.orders VALUES (3, 99);";
     let (_, refused) = mysql_script(second.sql_port, orphan);
     assert!(

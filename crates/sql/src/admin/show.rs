@@ -22,15 +22,7 @@ pub(super) fn run(
     placeholders: &[Location],
 ) -> SqlResult<Option<Outcome>> {
     let outcome = match statement {
-        Statement::ShowDatabases { .. } => {
-            let rows = session
-                .catalog
-                .databases()?
-                .into_iter()
-                .map(|d| vec![text(d)])
-                .collect();
-            Ok(text_result(&["Database"], rows))
-        }
+        Statement::ShowDatabases { show_options, .. } => show_databases(session, show_options),
         Statement::ShowTables {
             full, show_options, ..
         } => show_tables(session, *full, show_options),
@@ -102,6 +94,28 @@ pub(super) fn run(
 }
 
 /// `SHOW VARIABLES [LIKE ...]`: the listed variables the filter keeps, with their values.
+/// `SHOW DATABASES [LIKE 'pattern']`. `kista_info` is listed only where a pattern is given
+/// (and matches it): tools that dump every database SHOW DATABASES lists (mysqldump
+/// `--all-databases`) skip the system schemas they know by name, as MySQL's skips NDB's
+/// `ndbinfo`, and a dump of `kista_info`'s live figures could not be loaded back.
+/// `information_schema.SCHEMATA` lists it always.
+fn show_databases(session: &Session, options: &ast::ShowStatementOptions) -> SqlResult<Outcome> {
+    let filter = options
+        .filter_position
+        .as_ref()
+        .map(|position| match position {
+            ast::ShowStatementFilterPosition::Infix(filter)
+            | ast::ShowStatementFilterPosition::Suffix(filter) => filter,
+        });
+    let kista_info = crate::information_schema::kista_info::DATABASE;
+    let rows = (session.catalog.databases()?.into_iter())
+        .filter(|name| name != kista_info || filter.is_some())
+        .filter(|name| matches_filter(name, filter))
+        .map(|name| vec![text(name)])
+        .collect();
+    Ok(text_result(&["Database"], rows))
+}
+
 fn show_variables(session: &Session, filter: Option<&ast::ShowStatementFilter>) -> Outcome {
     let value_of = |name: &&str| {
         let value = session.variable(name)?;
