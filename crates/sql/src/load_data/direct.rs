@@ -9,7 +9,8 @@
 //! which takes the counter's next value (no SET, no variables, no hidden key or prefix
 //! columns), no triggers or CHECKs, no copying ALTER to mirror to, only the storage
 //! types, and a duplicate key an error or skipped. Each field goes through the
-//! same conversion (`dml::fit`; a text column's length check is the one `coerce` makes),
+//! same conversion (`dml::fit`; a text column's length and character checks are the ones
+//! `coerce` makes),
 //! so the row's encoded values are the bytes `Transaction::insert` would send for it.
 //! Unique indexes and foreign keys are the data nodes' to enforce, for either way.
 
@@ -193,7 +194,9 @@ impl DirectLoader {
             let definition = &definitions[column];
             match field {
                 Some(bytes) if self.holds_text[column] => {
-                    crate::value::check_text_fits(definition.column_type, bytes, &definition.name)?;
+                    let (column_type, name) = (definition.column_type, &definition.name);
+                    crate::value::check_text_fits(column_type, bytes, name)?;
+                    crate::value::check_characters(column_type, bytes, name)?;
                     write_bytes_value(&mut out, bytes);
                 }
                 _ => {
