@@ -23,6 +23,8 @@ use support::cluster::TestCluster;
 
 /// Longest a node refusing its disk may take to stop.
 const REFUSAL_LIMIT: Duration = Duration::from_secs(60);
+/// How long a start's checkpoint of what it restored may take.
+const CHECKPOINT_LIMIT: Duration = Duration::from_secs(60);
 
 /// One record of a REDO log file: where it starts in the file, its stamp and its bytes.
 struct LoggedRecord {
@@ -125,16 +127,44 @@ fn crash_damage_and_start(cluster: &mut TestCluster, damage: impl FnOnce(&TestCl
 
 /// Round r writes rows 500 r to 500 r + 499 with value r, durably, then every data node
 /// is killed and the cluster started again (each start from disk checkpoints what it
-/// restored).
+/// restored). That checkpoint may end after the start is reported (it did on a loaded
+/// machine, and the next crash left an ldm one complete checkpoint): each round waits
+/// until every ldm has written it.
 fn write_rounds_each_checkpointed(cluster: &mut TestCluster, rounds: std::ops::Range<i64>) {
     for round in rounds {
         let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
         let ids = round * 500..round * 500 + 500;
         write_rows(&client, ids, round, ExecuteMode::CommitDurable);
         drop(client);
+        let before = newest_checkpoints(cluster);
         crash_damage_and_start(cluster, |_| {});
         cluster.wait_for_start_from_disk();
+        support::wait_until(
+            CHECKPOINT_LIMIT,
+            "every ldm's checkpoint of its start",
+            || {
+                let after = newest_checkpoints(cluster);
+                !after.is_empty()
+                    && (after.iter()).all(|(dir, id)| *id > before.get(dir).copied().unwrap_or(0))
+            },
+        );
     }
+}
+
+/// The newest complete checkpoint's id of each ldm of nodes 1 and 2, by its directory.
+fn newest_checkpoints(cluster: &TestCluster) -> BTreeMap<PathBuf, u64> {
+    let ldm_dirs = |node: u8| {
+        let entries = std::fs::read_dir(cluster.data_dir(node).join("lcp")).into_iter();
+        entries.flatten().flatten().map(|entry| entry.path())
+    };
+    (ldm_dirs(1).chain(ldm_dirs(2)))
+        .map(|dir| {
+            let newest = complete_checkpoints(&dir)
+                .last()
+                .map_or(0, |(id, _, _)| *id);
+            (dir, newest)
+        })
+        .collect()
 }
 
 fn expected(ranges: &[(std::ops::Range<i64>, i64)]) -> BTreeMap<i64, i64> {
