@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use kista_client::schema::{Column, TableSchema};
-use kista_client::types::{ColumnType, Value};
+use kista_client::types::{Collation, ColumnType, Value};
 use kista_client::{Client, ClientError, ExecuteMode, LockKind, ScanSpec, Table};
 
 use crate::ddl::alter::AlterPlan;
@@ -22,6 +22,9 @@ use crate::trigger::Trigger;
 
 /// The cluster table listing databases: one row per database.
 pub const DATABASES_TABLE: &str = "#kista/databases";
+/// The cluster table holding databases' options: a database → its default collation's
+/// name, for a database created with one other than MySQL 8's default.
+pub const DATABASE_OPTIONS_TABLE: &str = "#kista/database_options";
 /// The cluster table holding AUTO_INCREMENT counters: table name → column, next value.
 pub const AUTO_INCREMENT_TABLE: &str = "#kista/auto_increment";
 /// The cluster table holding views: `database/view` → the view's query, as text.
@@ -302,6 +305,7 @@ pub struct Catalog {
 #[derive(Clone)]
 struct SystemTables {
     databases: Table,
+    database_options: Table,
     counters: Table,
     views: Table,
     accounts: Table,
@@ -405,6 +409,15 @@ impl Catalog {
             columns: vec![varchar("name", NAME_BYTES_MAX as u32)],
             primary_key: vec![0],
         })?;
+        let database_options = self.open_or_create(TableSchema {
+            extra_metadata: Vec::new(),
+            name: DATABASE_OPTIONS_TABLE.into(),
+            columns: vec![
+                varchar("name", NAME_BYTES_MAX as u32),
+                varchar("collation", NAME_BYTES_MAX as u32).nullable(),
+            ],
+            primary_key: vec![0],
+        })?;
         let counters = self.open_or_create(TableSchema {
             extra_metadata: Vec::new(),
             name: AUTO_INCREMENT_TABLE.into(),
@@ -439,6 +452,7 @@ impl Catalog {
         let accounts = self.open_or_create(crate::accounts::store::schema())?;
         let tables = SystemTables {
             databases,
+            database_options,
             counters,
             views,
             accounts,
@@ -559,14 +573,24 @@ impl Catalog {
         Ok(done.row(op).is_some())
     }
 
-    pub fn create_database(&self, name: &str) -> SqlResult<()> {
+    /// Creates database `name`, with `collation` the default of its tables (MySQL 8's
+    /// default when `None`), in one transaction.
+    pub fn create_database(&self, name: &str, collation: Option<Collation>) -> SqlResult<()> {
         check_name("database", name)?;
-        let databases = self.system()?.databases;
+        let system = self.system()?;
+        let key = Value::Bytes(name.to_lowercase().into_bytes());
         let mut insert = self.client.transaction();
-        insert.insert(
-            &databases,
-            vec![Value::Bytes(name.to_lowercase().into_bytes())],
-        )?;
+        insert.insert(&system.databases, vec![key.clone()])?;
+        match collation {
+            Some(collation) if collation != Collation::default() => {
+                let collation = Value::Bytes(collation.name().as_bytes().to_vec());
+                insert.write(&system.database_options, vec![key, collation])?;
+            }
+            _ => {
+                // A database of the name dropped before may have left its options.
+                insert.write(&system.database_options, vec![key, Value::Null])?;
+            }
+        }
         match insert.execute(ExecuteMode::Commit)?.wait() {
             Err(error) if error.code() == 630 => Err(SqlError::database_exists(name)),
             other => other.map(drop).map_err(SqlError::from),
@@ -610,6 +634,31 @@ impl Catalog {
         )?;
         delete.execute(ExecuteMode::Commit)?.wait()?;
         Ok(tables.len())
+    }
+
+    /// The default collation of database `name`'s tables: the one it was created with, or
+    /// MySQL 8's default.
+    pub fn database_collation(&self, name: &str) -> SqlResult<Collation> {
+        let options = self.system()?.database_options;
+        let mut read = self.client.transaction();
+        let key = [Value::Bytes(name.to_lowercase().into_bytes())];
+        let op = read.read(&options, &key, LockKind::Committed)?;
+        let done = read.execute(ExecuteMode::Commit)?.wait()?;
+        Ok(collation_of_row(done.row(op)))
+    }
+
+    /// Every database's default collation where it is not MySQL 8's default.
+    pub fn database_collations(&self) -> SqlResult<Vec<(String, Collation)>> {
+        let options = self.system()?.database_options;
+        let mut collations = Vec::new();
+        for row in self.client.scan(&options, ScanSpec::full())? {
+            let row = row?;
+            if let Some(Value::Bytes(name)) = row.first() {
+                let name = String::from_utf8_lossy(name).into_owned();
+                collations.push((name, collation_of_row(Some(&row))));
+            }
+        }
+        Ok(collations)
     }
 
     /// Every database, sorted, the system ones (`information_schema`, `kista_info`)
@@ -1059,5 +1108,16 @@ struct ForgetOnDrop<'a>(&'a Catalog, &'a str, &'a str);
 impl Drop for ForgetOnDrop<'_> {
     fn drop(&mut self) {
         self.0.forget(self.1, self.2);
+    }
+}
+
+/// The collation a row of the database options names (MySQL 8's default for none, or for a
+/// name this build does not know).
+fn collation_of_row(row: Option<&[Value]>) -> Collation {
+    match row.and_then(|row| row.get(1)) {
+        Some(Value::Bytes(name)) => {
+            Collation::named(&String::from_utf8_lossy(name)).unwrap_or_default()
+        }
+        _ => Collation::default(),
     }
 }

@@ -128,7 +128,7 @@ pub fn parse(sql: &str) -> SqlResult<Parsed> {
     crate::dialect::rewrite_type_names(&mut tokens);
     crate::dialect::rewrite_alter_keys(&mut tokens);
     crate::dialect::rewrite_consistent_snapshot(&mut tokens);
-    crate::dialect::take_create_database_options(&mut tokens)?;
+    let database_collation = crate::dialect::take_create_database_options(&mut tokens)?;
     let calc_found_rows = crate::dialect::take_select_modifiers(&mut tokens);
     crate::dialect::rewrite_interval_units(&mut tokens);
     crate::dialect::keep_show_warnings_limit(&mut tokens);
@@ -145,6 +145,9 @@ pub fn parse(sql: &str) -> SqlResult<Parsed> {
         .with_recursion_limit(NESTING_DEPTH_MAX)
         .with_tokens_with_locations(tokens);
     let mut statements = parser.parse_statements().map_err(SqlError::syntax)?;
+    if let (Some(collation), [statement]) = (database_collation, statements.as_mut_slice()) {
+        crate::dialect::give_database_collation(statement, collation);
+    }
     match statements.len() {
         1 => Ok(Parsed {
             statement: statements.remove(0),

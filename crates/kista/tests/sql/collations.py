@@ -2,7 +2,9 @@
 trailing spaces count), utf8mb4_bin and utf8mb4_general_ci per column and per expression
 (COLLATE); comparisons, LIKE, IN, BETWEEN, ORDER BY, GROUP BY, DISTINCT, MIN/MAX, primary
 and unique keys, ordered-index ranges and the data nodes' pushed filters all follow the
-column's collation; two columns of different collations compared are error 1267.
+column's collation; two columns of different collations compared are error 1267. A
+database's default collation (CREATE DATABASE ... COLLATE, as MariaDB's dumps write it) is
+its new tables' where they name none.
 
 Run by crates/kista/tests/sql.rs with the front end's port.
 """
@@ -100,4 +102,28 @@ assert rows("SELECT COUNT(*) FROM raw WHERE a = 'a'") == [(1,)]
 assert ("utf8mb4_0900_ai_ci", "utf8mb4", 255) in rows(
     "SELECT COLLATION_NAME, CHARACTER_SET_NAME, ID FROM information_schema.COLLATIONS")
 assert rows("SELECT @@collation_connection") == [("utf8mb4_0900_ai_ci",)]
+# A database's default collation: its tables' where they name none (MariaDB's and MySQL
+# 5.7's dumps create databases in utf8mb4_general_ci), shown by SHOW CREATE DATABASE and
+# SCHEMATA; unknown names refused as MySQL refuses them.
+cur.execute("CREATE DATABASE old_style /*!40100 DEFAULT CHARACTER SET utf8mb4 "
+            "COLLATE utf8mb4_general_ci */")
+cur.execute("CREATE TABLE old_style.t (k VARCHAR(10) PRIMARY KEY, b VARCHAR(5) COLLATE utf8mb4_bin)")
+cur.execute("INSERT INTO old_style.t VALUES ('straße', 'x')")
+assert rows("SELECT COUNT(*) FROM old_style.t WHERE k = 'STRASSE'") == [(0,)], "general_ci: ß is s"
+assert rows("SELECT COUNT(*) FROM old_style.t WHERE k = 'STRASE'") == [(1,)]
+create = rows("SHOW CREATE TABLE old_style.t")[0][1]
+assert "`k` varchar(10) COLLATE utf8mb4_general_ci" in create, create
+assert "`b` varchar(5) COLLATE utf8mb4_bin" in create, create
+assert "COLLATE utf8mb4_general_ci" in rows("SHOW CREATE DATABASE old_style")[0][1]
+assert rows("SELECT DEFAULT_COLLATION_NAME FROM information_schema.SCHEMATA "
+            "WHERE SCHEMA_NAME = 'old_style'") == [("utf8mb4_general_ci",)]
+cur.execute("DROP DATABASE old_style")
+cur.execute("CREATE DATABASE old_style")
+cur.execute("CREATE TABLE old_style.t (k VARCHAR(10))")
+create = rows("SHOW CREATE TABLE old_style.t")[0][1]
+assert "utf8mb4_general_ci" not in create, ("dropped with its database", create)
+cur.execute("DROP DATABASE old_style")
+assert error_of("CREATE DATABASE bad COLLATE klingon_ci") == 1273
+assert error_of("CREATE DATABASE bad CHARACTER SET klingon") == 1115
+assert error_of("CREATE DATABASE bad ENCRYPTION 'Y'") == 1235
 print("collations ok")

@@ -29,7 +29,10 @@ pub(super) fn run(session: &mut Session, statement: &Statement) -> SqlResult<Opt
             schema_name: ast::SchemaName::Simple(db_name),
             if_not_exists,
             ..
-        } => create_database(session, db_name, *if_not_exists),
+        } => {
+            let collation = crate::dialect::database_collation(statement);
+            create_database(session, db_name, *if_not_exists, collation)
+        }
         Statement::Drop {
             object_type: ObjectType::Index,
             names,
@@ -108,8 +111,12 @@ fn create_database(
     session: &mut Session,
     db_name: &ast::ObjectName,
     if_not_exists: bool,
+    collation: Option<kista_client::types::Collation>,
 ) -> SqlResult<Outcome> {
-    match session.catalog.create_database(&name_of(db_name)) {
+    match session
+        .catalog
+        .create_database(&name_of(db_name), collation)
+    {
         Err(e) if e.code == 1007 && if_not_exists => {
             session.warn(1007, e.message);
             Ok(Outcome::done())
@@ -338,7 +345,8 @@ fn create_table(session: &mut Session, create: &ast::CreateTable) -> SqlResult<O
     if !session.catalog.database_exists(&database)? {
         return Err(SqlError::unknown_database(&database));
     }
-    let definition = ddl::create_table(create, cluster_name(&database, &name))?;
+    let collation = session.catalog.database_collation(&database)?;
+    let definition = ddl::create_table(create, cluster_name(&database, &name), collation)?;
     match session.catalog.create_table(
         &database,
         definition.schema,

@@ -199,7 +199,12 @@ fn var_length(length: u64) -> SqlResult<u32> {
 }
 
 /// Translates `CREATE TABLE`; `cluster_name` is the table's name in the cluster.
-pub fn create_table(create: &ast::CreateTable, cluster_name: String) -> SqlResult<TableDefinition> {
+/// `database_collation` is the default of the table's text where it names none.
+pub fn create_table(
+    create: &ast::CreateTable,
+    cluster_name: String,
+    database_collation: Collation,
+) -> SqlResult<TableDefinition> {
     if create.query.is_some() || create.like.is_some() || create.clone.is_some() {
         // LIKE is made into the source's own CREATE TABLE before (`admin/schema.rs`).
         return Err(SqlError::not_supported(
@@ -225,7 +230,7 @@ pub fn create_table(create: &ast::CreateTable, cluster_name: String) -> SqlResul
         comment: table_comment(&create.table_options)?,
         ..TableExtras::default()
     };
-    let table_collation = table_collation(&create.table_options)?;
+    let table_collation = table_collation(&create.table_options, database_collation)?;
     let mut checks = Vec::new();
     for (position, definition) in create.columns.iter().enumerate() {
         let declared = declared_column(definition, table_collation)?;
@@ -506,8 +511,11 @@ fn charset_default(charset: &str) -> SqlResult<Collation> {
 }
 
 /// The table's default collation: its `COLLATE`, else its character set's default, else
-/// `utf8mb4_0900_ai_ci` (MySQL 8's).
-fn table_collation(options: &ast::CreateTableOptions) -> SqlResult<Collation> {
+/// its database's.
+fn table_collation(
+    options: &ast::CreateTableOptions,
+    database_collation: Collation,
+) -> SqlResult<Collation> {
     let (mut charset, mut collation) = (None, None);
     for option in table_options(options) {
         if let ast::SqlOption::KeyValue { key, value } = option {
@@ -521,7 +529,7 @@ fn table_collation(options: &ast::CreateTableOptions) -> SqlResult<Collation> {
             }
         }
     }
-    Ok(collation.or(charset).unwrap_or_default())
+    Ok(collation.or(charset).unwrap_or(database_collation))
 }
 
 fn table_options(options: &ast::CreateTableOptions) -> &[ast::SqlOption] {

@@ -1,35 +1,37 @@
 //! `CREATE DATABASE`'s options, which sqlparser does not parse, cut from the statement's
 //! tokens: `[DEFAULT] CHARACTER SET|CHARSET [=] name`, `[DEFAULT] COLLATE [=] name` and
-//! `[DEFAULT] ENCRYPTION [=] 'N'` (mysqldump writes all three). Kista's databases keep no
-//! defaults of their own: a table's text is utf8mb4 in MySQL 8's default collation unless
-//! the table says otherwise. So options asking for those are taken, and any other refused
-//! (1235) rather than leave the database's tables in another collation than asked.
+//! `[DEFAULT] ENCRYPTION [=] 'N'` (mysqldump writes all three). The collation they give
+//! (the COLLATE, else the character set's default) is the database's default, which its
+//! tables take when they name none: names as a table's options take them (every text is
+//! stored as utf8mb4: `latin1_swedish_ci` is `utf8mb4_general_ci`). An unknown character
+//! set is 1115, an unknown collation 1273, encryption 1235.
 
+use sqlparser::ast;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
+
+use kista_client::types::Collation;
 
 use super::rewrite::{is_word, word_positions};
 use crate::error::{SqlError, SqlResult};
-use crate::information_schema::COLLATION;
 
-/// The character sets a database may ask for: utf8mb4, by any of its names.
-const CHARSETS: [&str; 3] = ["utf8mb4", "utf8mb3", "utf8"];
-
-/// Cuts the options of a `CREATE DATABASE|SCHEMA [IF NOT EXISTS] name ...`; other
-/// statements are left alone without a look past their second word.
-pub fn take_create_database_options(tokens: &mut [TokenWithSpan]) -> SqlResult<()> {
+/// Cuts the options of a `CREATE DATABASE|SCHEMA [IF NOT EXISTS] name ...`: the default
+/// collation they give, if any. Other statements are left alone without a look past their
+/// second word.
+pub fn take_create_database_options(tokens: &mut [TokenWithSpan]) -> SqlResult<Option<Collation>> {
     let word_is = |tokens: &[TokenWithSpan], i: usize, word: &str| is_word(&tokens[i].token, word);
     let first_two = {
         let mut words = word_positions(tokens);
         [words.next(), words.next()]
     };
     let [Some(create), Some(what)] = first_two else {
-        return Ok(());
+        return Ok(None);
     };
     let creates_database = word_is(tokens, create, "CREATE")
         && (word_is(tokens, what, "DATABASE") || word_is(tokens, what, "SCHEMA"));
     if !creates_database {
-        return Ok(());
+        return Ok(None);
     }
+    let (mut charset, mut collation) = (None, None);
     let words: Vec<usize> = word_positions(tokens).collect();
     let if_not_exists = words.len() > 4
         && ["IF", "NOT", "EXISTS"]
@@ -51,7 +53,7 @@ pub fn take_create_database_options(tokens: &mut [TokenWithSpan]) -> SqlResult<(
             {
                 1
             }
-            _ => return Ok(()), // not an option: the parser says what is wrong
+            _ => break, // not an option: the parser says what is wrong
         };
         let option = tokens[words[at]].token.to_string().to_uppercase();
         for &i in words.iter().skip(at).take(option_words) {
@@ -70,27 +72,67 @@ pub fn take_create_database_options(tokens: &mut [TokenWithSpan]) -> SqlResult<(
             Token::SingleQuotedString(text) => text.to_lowercase(),
             other => return Err(SqlError::syntax(format!("{option} {other}"))),
         };
-        check(&option, &value)?;
+        match option.as_str() {
+            "CHARACTER" | "CHARSET" => charset = Some(charset_default(&value)?),
+            "COLLATE" => collation = Some(collation_named(&value)?),
+            _ if value == "n" => {}
+            _ => return Err(SqlError::not_supported("database encryption")),
+        }
         blank(tokens, value_at);
         at += 1;
     }
-    Ok(())
+    Ok(collation.or(charset))
 }
 
-/// Whether Kista's databases hold what `option` asks (see the module's comment).
-fn check(option: &str, value: &str) -> SqlResult<()> {
-    let holds = match option {
-        "CHARACTER" | "CHARSET" => CHARSETS.contains(&value),
-        "COLLATE" => value == COLLATION,
-        _ => value == "n",
-    };
-    if holds {
-        return Ok(());
+/// Puts a database's default `collation` where sqlparser keeps one (CREATE DATABASE's
+/// `default_ddl_collation`, CREATE SCHEMA's `default_collate_spec`): what
+/// [`database_collation`] reads back when the statement runs.
+pub fn give_database_collation(statement: &mut ast::Statement, collation: Collation) {
+    let name = collation.name().to_string();
+    match statement {
+        ast::Statement::CreateDatabase {
+            default_ddl_collation,
+            ..
+        } => *default_ddl_collation = Some(name),
+        ast::Statement::CreateSchema {
+            default_collate_spec,
+            ..
+        } => {
+            let value = ast::Value::SingleQuotedString(name);
+            *default_collate_spec = Some(ast::Expr::value(value));
+        }
+        _ => {}
     }
-    Err(SqlError::not_supported(format!(
-        "a database default {option} {value} (a database's tables are utf8mb4, \
-         {COLLATION} unless they say otherwise)"
-    )))
+}
+
+/// The default collation a CREATE DATABASE or SCHEMA gives its database (`None`: it names
+/// none, or `statement` is neither).
+pub fn database_collation(statement: &ast::Statement) -> Option<Collation> {
+    let name = match statement {
+        ast::Statement::CreateDatabase {
+            default_ddl_collation: Some(name),
+            ..
+        } => name.clone(),
+        ast::Statement::CreateSchema {
+            default_collate_spec: Some(ast::Expr::Value(value)),
+            ..
+        } => match &value.value {
+            ast::Value::SingleQuotedString(name) => name.clone(),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    Collation::named(&name)
+}
+
+fn charset_default(charset: &str) -> SqlResult<Collation> {
+    Collation::default_of_charset(charset)
+        .ok_or_else(|| SqlError::new(1115, "42000", format!("Unknown character set: '{charset}'")))
+}
+
+fn collation_named(name: &str) -> SqlResult<Collation> {
+    Collation::resolve(name)
+        .ok_or_else(|| SqlError::new(1273, "HY000", format!("Unknown collation: '{name}'")))
 }
 
 fn blank(tokens: &mut [TokenWithSpan], i: usize) {
@@ -105,25 +147,52 @@ mod tests {
         crate::session::parse(sql).map(|parsed| parsed.statement.to_string())
     }
 
+    /// The default collation `sql` gives its database (`None`: none named).
+    fn collation_of(sql: &str) -> SqlResult<Option<&'static str>> {
+        crate::session::parse(sql)
+            .map(|parsed| super::database_collation(&parsed.statement).map(|c| c.name()))
+    }
+
+    #[test]
+    fn a_database_takes_the_collation_its_options_name() {
+        let cases = [
+            ("CREATE DATABASE s", None),
+            ("CREATE DATABASE s COLLATE utf8mb4_bin", Some("utf8mb4_bin")),
+            // MariaDB's dumps, and MySQL 5.7's.
+            (
+                "CREATE DATABASE s DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci",
+                Some("utf8mb4_general_ci"),
+            ),
+            (
+                "CREATE DATABASE s CHARACTER SET latin1",
+                Some("utf8mb4_0900_ai_ci"),
+            ),
+            (
+                "CREATE DATABASE s COLLATE = latin1_swedish_ci",
+                Some("utf8mb4_general_ci"),
+            ),
+        ];
+        for (sql, expected) in cases {
+            assert_eq!(collation_of(sql).unwrap(), expected, "{sql}");
+        }
+        for (sql, code) in [
+            ("CREATE DATABASE s CHARACTER SET klingon", 1115),
+            ("CREATE DATABASE s COLLATE nope_ci", 1273),
+            ("CREATE DATABASE s ENCRYPTION 'Y'", 1235),
+        ] {
+            assert_eq!(parsed(sql).unwrap_err().code, code, "{sql}");
+        }
+    }
+
     #[test]
     fn the_options_mysqldump_writes_are_taken_and_others_refused() {
         let dumped = "CREATE DATABASE /*!32312 IF NOT EXISTS*/ `shop` DEFAULT CHARACTER SET \
                       utf8mb4 COLLATE utf8mb4_0900_ai_ci DEFAULT ENCRYPTION='N'";
         let dumped = dumped.replace("/*!32312 IF NOT EXISTS*/", "IF NOT EXISTS");
+        assert_eq!(collation_of(&dumped).unwrap(), Some("utf8mb4_0900_ai_ci"));
         assert_eq!(
-            parsed(&dumped).unwrap(),
-            "CREATE DATABASE IF NOT EXISTS `shop`"
+            collation_of("create schema s charset = utf8").unwrap(),
+            Some("utf8mb4_0900_ai_ci")
         );
-        assert_eq!(
-            parsed("create schema s charset = utf8").unwrap(),
-            "CREATE SCHEMA s"
-        );
-        for refused in [
-            "CREATE DATABASE s COLLATE utf8mb4_bin",
-            "CREATE DATABASE s CHARACTER SET latin1",
-            "CREATE DATABASE s ENCRYPTION 'Y'",
-        ] {
-            assert_eq!(parsed(refused).unwrap_err().code, 1235, "{refused}");
-        }
     }
 }

@@ -25,7 +25,9 @@ mod rewrite;
 mod set;
 mod show;
 
-pub use create_database::take_create_database_options;
+pub use create_database::{
+    database_collation, give_database_collation, take_create_database_options,
+};
 pub use rewrite::{
     keep_show_warnings_limit, rewrite_alter_keys, rewrite_consistent_snapshot,
     rewrite_interval_units, rewrite_type_names, take_select_modifiers,

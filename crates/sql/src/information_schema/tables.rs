@@ -329,8 +329,12 @@ fn for_each_table(catalog: &Catalog, mut f: impl FnMut(&str, &SqlTable)) -> SqlR
 }
 
 fn schemata(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
+    let collations = catalog.database_collations()?;
     for database in catalog.databases()? {
-        let row = [text("def"), text(database), text(CHARSET), text(COLLATION)];
+        let collation = (collations.iter())
+            .find(|(name, _)| *name == database)
+            .map_or(COLLATION, |(_, collation)| collation.name());
+        let row = [text("def"), text(database), text(CHARSET), text(collation)];
         rows.push([row.as_slice(), &[Value::Null, text("NO")]].concat());
     }
     Ok(())

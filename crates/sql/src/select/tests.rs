@@ -27,8 +27,9 @@ impl Memory {
                 panic!("not a CREATE TABLE: {sql}");
             };
             let name = create.name.to_string().to_lowercase();
-            let definition = crate::ddl::create_table(&create, format!("db/{name}"))
-                .unwrap_or_else(|e| panic!("{sql}: {e}"));
+            let definition =
+                crate::ddl::create_table(&create, format!("db/{name}"), Default::default())
+                    .unwrap_or_else(|e| panic!("{sql}: {e}"));
             let table =
                 kista_client::Table::detached(id as u32 + 1, definition.schema, definition.indexes);
             let auto_increment = definition.auto_increment.map(|(column, _)| column);

@@ -258,7 +258,8 @@ mod tests {
         let ast::Statement::CreateTable(create) = statement(create) else {
             panic!("not a CREATE TABLE");
         };
-        let definition = crate::ddl::create_table(&create, "db/t".into()).expect("creates");
+        let definition =
+            crate::ddl::create_table(&create, "db/t".into(), Default::default()).expect("creates");
         let auto_increment = definition.auto_increment.map(|(column, _)| column);
         let table = kista_client::Table::detached(1, definition.schema, definition.indexes);
         let table = SqlTable::opened("db", "t", table, auto_increment).expect("opens");
