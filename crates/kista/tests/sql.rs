@@ -470,12 +470,7 @@ fn sequelize_syncs_models_with_default_associations_and_alters_them() {
     let up = Up::start("sequelize");
     let script = format!("{}/tests/orm/sequelize_sync.js", env!("CARGO_MANIFEST_DIR"));
     let (port, modules) = (up.sql_port.to_string(), modules.display().to_string());
-    let output = run_client("node", &[&script, &port, &modules], "");
-    let (out, err) = (text(&output.stdout), text(&output.stderr));
-    assert!(
-        output.status.success() && out.contains("sequelize ok"),
-        "{out}\n{err}"
-    );
+    client_finishes("node", &[&script, &port, &modules], "sequelize ok");
 }
 
 /// GORM's AutoMigrate of an association declared `constraint:OnUpdate:CASCADE,OnDelete:SET
@@ -489,12 +484,7 @@ fn gorm_automigrates_models_with_cascading_constraints_and_alters_them() {
     };
     let up = Up::start("gorm");
     let port = up.sql_port.to_string();
-    let output = run_client(&program.display().to_string(), &[&port], "");
-    let (out, err) = (text(&output.stdout), text(&output.stderr));
-    assert!(
-        output.status.success() && out.contains("gorm ok"),
-        "{out}\n{err}"
-    );
+    client_finishes(&program.display().to_string(), &[&port], "gorm ok");
 }
 
 #[test]
@@ -538,14 +528,18 @@ fn run_pymysql_script(script: &str, done: &str) {
     let up = Up::start(script.trim_end_matches(".py"));
     let path = format!("{}/tests/sql/{script}", env!("CARGO_MANIFEST_DIR"));
     // Debian's interpreter: python3-pymysql installs there.
-    let output = run_client("/usr/bin/python3", &[&path, &up.sql_port.to_string()], "");
+    client_finishes("/usr/bin/python3", &[&path, &up.sql_port.to_string()], done);
+}
+
+/// Runs a client program that says `done` once everything it checks held; fails with its
+/// output otherwise.
+fn client_finishes(program: &str, args: &[&str], done: &str) {
+    let output = run_client(program, args, "");
+    let (out, err) = (text(&output.stdout), text(&output.stderr));
     assert!(
-        output.status.success(),
-        "{}\n{}",
-        text(&output.stdout),
-        text(&output.stderr)
+        output.status.success() && out.contains(done),
+        "{out}\n{err}"
     );
-    assert!(text(&output.stdout).contains(done));
 }
 
 /// Runs `script` through the mysql client, going on after errors (`--force`); returns

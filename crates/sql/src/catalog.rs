@@ -23,7 +23,7 @@ use crate::trigger::Trigger;
 /// The cluster table listing databases: one row per database.
 pub const DATABASES_TABLE: &str = "#kista/databases";
 /// The cluster table holding databases' options: a database → its default collation's
-/// name, for a database created with one other than MySQL 8's default.
+/// name.
 pub const DATABASE_OPTIONS_TABLE: &str = "#kista/database_options";
 /// The cluster table holding AUTO_INCREMENT counters: table name → column, next value.
 pub const AUTO_INCREMENT_TABLE: &str = "#kista/auto_increment";
@@ -581,16 +581,9 @@ impl Catalog {
         let key = Value::Bytes(name.to_lowercase().into_bytes());
         let mut insert = self.client.transaction();
         insert.insert(&system.databases, vec![key.clone()])?;
-        match collation {
-            Some(collation) if collation != Collation::default() => {
-                let collation = Value::Bytes(collation.name().as_bytes().to_vec());
-                insert.write(&system.database_options, vec![key, collation])?;
-            }
-            _ => {
-                // A database of the name dropped before may have left its options.
-                insert.write(&system.database_options, vec![key, Value::Null])?;
-            }
-        }
+        // Written over what a database of the name dropped before left.
+        let collation = collation.unwrap_or_default().name().as_bytes().to_vec();
+        insert.write(&system.database_options, vec![key, Value::Bytes(collation)])?;
         match insert.execute(ExecuteMode::Commit)?.wait() {
             Err(error) if error.code() == 630 => Err(SqlError::database_exists(name)),
             other => other.map(drop).map_err(SqlError::from),
@@ -647,7 +640,8 @@ impl Catalog {
         Ok(collation_of_row(done.row(op)))
     }
 
-    /// Every database's default collation where it is not MySQL 8's default.
+    /// The default collations databases keep (a database created before there were any
+    /// has none: MySQL 8's default is its).
     pub fn database_collations(&self) -> SqlResult<Vec<(String, Collation)>> {
         let options = self.system()?.database_options;
         let mut collations = Vec::new();

@@ -325,8 +325,7 @@ pub fn coerce(value: &Value, column_type: ColumnType, column: &str) -> SqlResult
         | ColumnType::Text { .. }
         | ColumnType::Blob => {
             let bytes = to_text(value);
-            check_text_fits(column_type, &bytes, column)?;
-            check_characters(column_type, &bytes, column)?;
+            check_text(column_type, &bytes, column)?;
             Ok(Value::Bytes(bytes))
         }
         ColumnType::Date => match value {
@@ -360,6 +359,13 @@ pub fn coerce(value: &Value, column_type: ColumnType, column: &str) -> SqlResult
                 .ok_or_else(|| wrong("time", other, column)),
         },
     }
+}
+
+/// Whether `text` goes into a column of string type `column_type` as it is: it fits
+/// ([`check_text_fits`]) and its characters are the column's ([`check_characters`]).
+pub(crate) fn check_text(column_type: ColumnType, text: &[u8], column: &str) -> SqlResult<()> {
+    check_text_fits(column_type, text, column)?;
+    check_characters(column_type, text, column)
 }
 
 /// Whether `text` fits a column of string type `column_type` as it is (error 1406 where

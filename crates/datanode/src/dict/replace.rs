@@ -133,55 +133,13 @@ impl Dictionary {
         let mut number = replacement.definition.next_number(new_id);
         let mut moved = Vec::with_capacity(keys.len());
         for key in keys {
-            let mut new = key.clone();
-            let map = |columns: &[u16]| -> Result<Vec<u16>, String> {
-                (columns.iter())
-                    .map(|&old| {
-                        let found = sources.iter().position(|&source| source == Some(old));
-                        found.map(|new| new as u16).ok_or_else(|| {
-                            format!(
-                                "a column of foreign key `{}` is not in the new table",
-                                key.name
-                            )
-                        })
-                    })
-                    .collect()
-            };
-            if key.child_table == old_id {
-                new.child_table = new_id;
-                new.child_columns = map(&key.child_columns)?;
-                new.child_index = index_again(
-                    replaced,
-                    replacement,
-                    key.child_index,
-                    &new.child_columns,
-                    IndexKind::Ordered,
-                )
-                .ok_or_else(|| {
-                    format!("foreign key `{}` has no index in the new table", key.name)
-                })?;
-                new.number = number;
-                number += 1;
-            }
-            if key.parent_table == old_id {
-                new.parent_table = new_id;
-                new.parent_columns = map(&key.parent_columns)?;
-                if key.parent_index != PRIMARY_KEY {
-                    new.parent_index = index_again(
-                        replaced,
-                        replacement,
-                        key.parent_index,
-                        &new.parent_columns,
-                        IndexKind::Unique,
-                    )
-                    .ok_or_else(|| {
-                        format!(
-                            "foreign key `{}` has no parent key in the new table",
-                            key.name
-                        )
-                    })?;
-                }
-            }
+            let new = moved_key(
+                key,
+                (replaced, replacement),
+                (old_id, new_id),
+                &sources,
+                &mut number,
+            )?;
             let table = |id: u32| {
                 if id == new_id {
                     Some(replacement)
@@ -227,6 +185,53 @@ impl Dictionary {
             self.publish_quietly(ctx, other);
         }
     }
+}
+
+/// `key` of the replaced table (`old_id`) re-pointed to the replacement (`new_id`): its
+/// columns there by `sources`, its child index and parent key found again; a key the
+/// replacement holds as the child takes the next of its numbers (`number`).
+fn moved_key(
+    key: &ForeignKey,
+    (replaced, replacement): (&DictTable, &DictTable),
+    (old_id, new_id): (u32, u32),
+    sources: &[Option<u16>],
+    number: &mut u32,
+) -> Result<ForeignKey, String> {
+    let map = |columns: &[u16]| -> Result<Vec<u16>, String> {
+        (columns.iter())
+            .map(|&old| {
+                let found = sources.iter().position(|&source| source == Some(old));
+                found.map(|new| new as u16).ok_or_else(|| {
+                    format!(
+                        "a column of foreign key `{}` is not in the new table",
+                        key.name
+                    )
+                })
+            })
+            .collect()
+    };
+    let missing = |what: &str| format!("foreign key `{}` has no {what} in the new table", key.name);
+    let mut new = key.clone();
+    if key.child_table == old_id {
+        new.child_table = new_id;
+        new.child_columns = map(&key.child_columns)?;
+        let (index, columns) = (key.child_index, &new.child_columns);
+        new.child_index = index_again(replaced, replacement, index, columns, IndexKind::Ordered)
+            .ok_or_else(|| missing("index"))?;
+        new.number = *number;
+        *number += 1;
+    }
+    if key.parent_table == old_id {
+        new.parent_table = new_id;
+        new.parent_columns = map(&key.parent_columns)?;
+        if key.parent_index != PRIMARY_KEY {
+            let (index, columns) = (key.parent_index, &new.parent_columns);
+            new.parent_index =
+                index_again(replaced, replacement, index, columns, IndexKind::Unique)
+                    .ok_or_else(|| missing("parent key"))?;
+        }
+    }
+    Ok(new)
 }
 
 /// The replacement's index standing for the replaced table's index `index_id`: the one of

@@ -35,10 +35,10 @@ use kista_storage::row::RowLayout;
 use kista_storage::types::Value;
 
 use super::scans::{ScanOwner, ScanSection, ScanShape};
-
-mod moved_child;
 use super::{Internal, Role, TcTable, TransactionCoordinator};
 use crate::protocol::*;
+
+mod moved_child;
 
 /// Cascades deep a chain may go: a client's write, then at most this many generations of
 /// children deleted or changed by their parents' (MySQL's limit, error 3008).
@@ -603,13 +603,13 @@ fn on_child(key: &ForeignKey, pending: &PendingKeyEvent) -> Option<OnChild> {
         Removal::Delete => key.on_delete,
         Removal::Update => key.on_update,
     };
-    Some(match action {
-        ReferenceAction::Restrict | ReferenceAction::NoAction => OnChild::Refuse,
-        ReferenceAction::SetNull => OnChild::SetNull,
-        ReferenceAction::Cascade => match pending.removal {
-            Removal::Delete => OnChild::Delete,
-            Removal::Update => OnChild::SetKey(pending.event.new_values.clone()?),
-        },
+    Some(match (action, pending.removal) {
+        (ReferenceAction::Restrict | ReferenceAction::NoAction, _) => OnChild::Refuse,
+        (ReferenceAction::SetNull, _) => OnChild::SetNull,
+        (ReferenceAction::Cascade, Removal::Delete) => OnChild::Delete,
+        (ReferenceAction::Cascade, Removal::Update) => {
+            OnChild::SetKey(pending.event.new_values.clone()?)
+        }
     })
 }
 

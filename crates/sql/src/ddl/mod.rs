@@ -504,7 +504,8 @@ fn column_collation(options: &[ast::ColumnOptionDef]) -> SqlResult<Option<Collat
 }
 
 /// The default collation of a character set: error 1115 for one Kista lacks.
-fn charset_default(charset: &str) -> SqlResult<Collation> {
+/// The default collation of character set `charset` (1115 for one Kista does not know).
+pub(crate) fn charset_default(charset: &str) -> SqlResult<Collation> {
     let charset = charset.trim_matches(['`', '\'', '"']);
     Collation::default_of_charset(charset)
         .ok_or_else(|| SqlError::new(1115, "42000", format!("Unknown character set: '{charset}'")))

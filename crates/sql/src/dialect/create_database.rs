@@ -12,7 +12,9 @@ use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
 use kista_client::types::Collation;
 
 use super::rewrite::{is_word, word_positions};
+use crate::ddl::charset_default;
 use crate::error::{SqlError, SqlResult};
+use crate::expr::collation_named;
 
 /// Cuts the options of a `CREATE DATABASE|SCHEMA [IF NOT EXISTS] name ...`: the default
 /// collation they give, if any. Other statements are left alone without a look past their
@@ -123,16 +125,6 @@ pub fn database_collation(statement: &ast::Statement) -> Option<Collation> {
         _ => return None,
     };
     Collation::named(&name)
-}
-
-fn charset_default(charset: &str) -> SqlResult<Collation> {
-    Collation::default_of_charset(charset)
-        .ok_or_else(|| SqlError::new(1115, "42000", format!("Unknown character set: '{charset}'")))
-}
-
-fn collation_named(name: &str) -> SqlResult<Collation> {
-    Collation::resolve(name)
-        .ok_or_else(|| SqlError::new(1273, "HY000", format!("Unknown collation: '{name}'")))
 }
 
 fn blank(tokens: &mut [TokenWithSpan], i: usize) {

@@ -194,9 +194,7 @@ impl DirectLoader {
             let definition = &definitions[column];
             match field {
                 Some(bytes) if self.holds_text[column] => {
-                    let (column_type, name) = (definition.column_type, &definition.name);
-                    crate::value::check_text_fits(column_type, bytes, name)?;
-                    crate::value::check_characters(column_type, bytes, name)?;
+                    crate::value::check_text(definition.column_type, bytes, &definition.name)?;
                     write_bytes_value(&mut out, bytes);
                 }
                 _ => {

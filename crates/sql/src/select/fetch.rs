@@ -82,18 +82,33 @@ pub(super) fn join_each(
         return join::extend_into(tx, session, &rows, step, params, filter, out);
     }
     let rows = join_steps(tx, session, rows, joined, params)?;
-    let variable = |name: &str| session.variable(name);
-    let ctx = session.eval_context(params, &[], &variable);
-    for row in rows {
-        let passes = match &plan.filter {
-            Some(filter) => crate::value::truth(&eval(filter, &row, &ctx)?) == Some(true),
-            None => true,
-        };
-        if passes && out.take(row)?.is_break() {
+    for row in passing(session, rows, plan.filter.as_ref(), params)? {
+        if out.take(row)?.is_break() {
             break;
         }
     }
     Ok(())
+}
+
+/// The rows `condition` holds for (all of them without one).
+fn passing(
+    session: &Session,
+    rows: Vec<Vec<Value>>,
+    condition: Option<&Expr>,
+    params: &[Value],
+) -> SqlResult<Vec<Vec<Value>>> {
+    let Some(condition) = condition else {
+        return Ok(rows);
+    };
+    let variable = |name: &str| session.variable(name);
+    let ctx = session.eval_context(params, &[], &variable);
+    let mut kept = Vec::with_capacity(rows.len());
+    for row in rows {
+        if crate::value::truth(&eval(condition, &row, &ctx)?) == Some(true) {
+            kept.push(row);
+        }
+    }
+    Ok(kept)
 }
 
 /// Where the last of the join's steps begins: its last table, or the nest that ends it.
@@ -145,18 +160,8 @@ fn join_nest(
     let nest = head.nest.as_ref().expect("a nest's first table holds it");
     let filter = step_filter(session, head, params);
     let rows = join::extend(tx, session, &before, (head, None), params, filter)?;
-    let mut rows = join_steps(tx, session, rows, rest, params)?;
-    if let Some(on) = &nest.on {
-        let variable = |name: &str| session.variable(name);
-        let ctx = session.eval_context(params, &[], &variable);
-        let mut kept = Vec::with_capacity(rows.len());
-        for row in rows {
-            if crate::value::truth(&eval(on, &row, &ctx)?) == Some(true) {
-                kept.push(row);
-            }
-        }
-        rows = kept;
-    }
+    let rows = join_steps(tx, session, rows, rest, params)?;
+    let rows = passing(session, rows, nest.on.as_ref(), params)?;
     if !nest.left {
         return Ok(rows);
     }
@@ -180,22 +185,11 @@ pub(super) fn system_rows(
     system: &FrontTable,
     params: &[Value],
 ) -> SqlResult<Vec<Vec<Value>>> {
-    let variable = |name: &str| session.variable(name);
-    let ctx = session.eval_context(params, &[], &variable);
-    let mut rows = match system {
+    let rows = match system {
         FrontTable::System(system) => system.rows(session)?,
         FrontTable::Derived(rows) => rows.as_ref().clone(),
     };
-    if let Some(filter) = &plan.filter {
-        let mut kept = Vec::with_capacity(rows.len());
-        for row in rows {
-            if crate::value::truth(&eval(filter, &row, &ctx)?) == Some(true) {
-                kept.push(row);
-            }
-        }
-        rows = kept;
-    }
-    Ok(rows)
+    passing(session, rows, plan.filter.as_ref(), params)
 }
 
 /// The rows the access path finds (full width: columns not read are NULL), already

@@ -163,20 +163,17 @@ pub(super) fn bind_from<'q>(
         written: Vec::new(),
         coalesced: Vec::new(),
     };
-    let alone = |item: &'q ast::TableWithJoins| {
-        let relation = unnested(&item.relation);
-        (item.joins.is_empty() && !matches!(relation, TableFactor::NestedJoin { .. }))
-            .then_some(relation)
+    // (A nested join is never a lone table: MySQL's parser wants a join inside.)
+    let alone = |item: &ast::TableWithJoins| {
+        item.joins.is_empty() && !matches!(item.relation, TableFactor::NestedJoin { .. })
     };
     match from {
         [] => {}
-        [only] if alone(only).is_some_and(is_dual) => {}
-        [only] if alone(only).is_some() => {
-            match only_table_of(session, unnested(&only.relation))? {
-                OnlyTable::Front(found) => bound.system = Some(found),
-                OnlyTable::Cluster(table) => bound.table = Some(table),
-            }
-        }
+        [only] if alone(only) && is_dual(&only.relation) => {}
+        [only] if alone(only) => match only_table_of(session, &only.relation)? {
+            OnlyTable::Front(found) => bound.system = Some(found),
+            OnlyTable::Cluster(table) => bound.table = Some(table),
+        },
         items => {
             for item in items {
                 add_item(session, &mut bound, &item.relation, &item.joins)?;
@@ -212,10 +209,7 @@ fn add_item<'q>(
             &table_with_joins.joins,
         )?;
     } else {
-        let (table, alias) = match only_table_of(session, relation)? {
-            OnlyTable::Cluster((table, alias)) => (JoinSource::Cluster(table), alias),
-            OnlyTable::Front((front, schema, alias)) => (JoinSource::Front(front, schema), alias),
-        };
+        let (table, alias) = only_table_of(session, relation)?.joined();
         bound.written.push(bound.items.len());
         bound.items.push(FromItem::new(table, alias));
     }
@@ -237,7 +231,7 @@ fn refuse_nest_alias(alias: &Option<ast::TableAlias>) -> SqlResult<()> {
 }
 
 /// A JOIN of a nested join in parentheses (see [`Nest`]): its tables are added as items,
-/// the first holding the nest. A nest of one table is that table joined.
+/// the first holding the nest.
 fn join_nest<'q>(
     session: &dyn BindCatalog,
     bound: &mut BoundFrom<'q>,
@@ -261,11 +255,6 @@ fn join_nest<'q>(
     let head = bound.items.len();
     add_item(session, bound, &nested.relation, &nested.joins)?;
     let tables = bound.items.len() - head;
-    if tables == 1 {
-        let only = &mut bound.items[head];
-        (only.left, only.on) = (left, on.map(Cow::Borrowed));
-        return Ok(());
-    }
     bound.items[head].nest = Some(Nest { tables, left, on });
     if left {
         for item in &mut bound.items[head..] {
@@ -312,10 +301,7 @@ fn join_one<'q>(
         refuse_nest_alias(alias)?;
         return join_nest(session, bound, table_with_joins, (left, right, constraint));
     }
-    let (table, alias) = match only_table_of(session, &join.relation)? {
-        OnlyTable::Cluster((table, alias)) => (JoinSource::Cluster(table), alias),
-        OnlyTable::Front((front, schema, alias)) => (JoinSource::Front(front, schema), alias),
-    };
+    let (table, alias) = only_table_of(session, &join.relation)?.joined();
     let mut joined = FromItem::new(table, alias);
     let using = match constraint {
         ast::JoinConstraint::On(on) => {
@@ -436,14 +422,13 @@ enum OnlyTable {
     Front((FrontTable, TableSchema, String)),
 }
 
-/// A relation without the parentheses around a lone table: `((t))` is `t`.
-fn unnested(relation: &TableFactor) -> &TableFactor {
-    match relation {
-        TableFactor::NestedJoin {
-            table_with_joins,
-            alias: None,
-        } if table_with_joins.joins.is_empty() => unnested(&table_with_joins.relation),
-        relation => relation,
+impl OnlyTable {
+    /// As a table of a join, with its alias.
+    fn joined(self) -> (JoinSource, String) {
+        match self {
+            OnlyTable::Cluster((table, alias)) => (JoinSource::Cluster(table), alias),
+            OnlyTable::Front((front, schema, alias)) => (JoinSource::Front(front, schema), alias),
+        }
     }
 }
 

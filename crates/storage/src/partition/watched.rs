@@ -93,17 +93,14 @@ impl Partition {
         after: VersionKeys,
     ) {
         for ((watched, before), after) in self.watched.iter().zip(before).zip(after) {
-            let key_of = |version: &Option<VersionKey>| version.as_ref()?.key.clone();
+            let changed = key_of(&before) != key_of(&after);
             let reported = match watched.side {
                 WatchSide::Referencing => after
-                    .filter(|after| after.key.is_some() && after.key != key_of(&before))
+                    .filter(|after| after.key.is_some() && changed)
                     .map(|after| (after, None)),
-                WatchSide::Referenced => {
-                    let new_key = key_of(&after);
-                    before
-                        .filter(|before| before.key.is_some() && before.key != new_key)
-                        .map(|before| (before, after.map(|after| after.values)))
-                }
+                WatchSide::Referenced => before
+                    .filter(|before| before.key.is_some() && changed)
+                    .map(|before| (before, after.map(|after| after.values))),
             };
             if let Some((
                 VersionKey {
@@ -127,6 +124,11 @@ impl Partition {
             }
         }
     }
+}
+
+/// A version's watched key (`None`: no version, or a NULL column).
+fn key_of(version: &Option<VersionKey>) -> Option<&[u8]> {
+    version.as_ref()?.key.as_deref()
 }
 
 fn watched_keys_of(

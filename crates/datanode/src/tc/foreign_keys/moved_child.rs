@@ -73,9 +73,9 @@ impl TransactionCoordinator {
             self.fail(id, ErrorCode::TooManyLocks, op_index, message);
             return self.operation_done(ctx, id, op_ref);
         }
-        let every_column: Vec<u16> = (0..row.len() as u16).collect();
+        // The delete's new row stays here (`moved_to`): the replicas need only its key.
         let (mut delete_body, mut insert_body) = (Vec::new(), Vec::new());
-        KeyBody::write(&check.primary_key, &every_column, &row, &mut delete_body);
+        KeyBody::write(&check.primary_key, &[], &[], &mut delete_body);
         KeyBody::write(&moved_key, &[], &row, &mut insert_body);
         let depth = check.depth + 1;
         let delete = &mut transaction.operations[op_ref as usize];
@@ -84,7 +84,7 @@ impl TransactionCoordinator {
         delete.cascade_depth = depth;
         delete.moved_to = Some(Box::new(KeyBody {
             key: Vec::new(),
-            columns: every_column,
+            columns: (0..row.len() as u16).collect(),
             values: row,
         }));
         let insert_ref = transaction.start_operation(op_index, check.child_table, Role::Cascade);
