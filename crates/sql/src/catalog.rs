@@ -96,22 +96,19 @@ impl Counter {
     }
     /// The key for the table whose cluster name is `cluster_name`.
     fn key_of(self, cluster_name: &str) -> String {
+        // Any case of the table's name finds the table, and so its counters.
+        let cluster_name = cluster_name.to_lowercase();
         match self {
-            Counter::AutoIncrement => cluster_name.to_string(),
+            Counter::AutoIncrement => cluster_name,
             Counter::HiddenKey => format!("{cluster_name}/#hidden_key"),
         }
     }
 }
 
 impl SqlTable {
-    /// `table`, of `database`, as SQL sees it: its counters' columns, what SQL declared
+    /// `table`, of `database`, as SQL sees it (named as it was created): its counters' columns, what SQL declared
     /// beyond the storage schema, its prefix columns and triggers.
-    pub fn opened(
-        database: &str,
-        name: &str,
-        table: Table,
-        auto_increment: Option<usize>,
-    ) -> SqlResult<Self> {
+    pub fn opened(database: &str, table: Table, auto_increment: Option<usize>) -> SqlResult<Self> {
         let hidden_key = crate::ddl::hidden_key_column(table.schema());
         let extras = TableExtras::decode(table.schema())?;
         let prefix_columns = PrefixColumn::of(table.schema(), &extras);
@@ -124,7 +121,7 @@ impl SqlTable {
             .collect::<SqlResult<_>>()?;
         Ok(SqlTable {
             database: database.to_lowercase(),
-            name: name.to_lowercase(),
+            name: table_part(&table.schema().name).to_string(),
             table,
             auto_increment,
             hidden_key,
@@ -315,9 +312,24 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The cluster's name for table `name` of `database`.
+/// The cluster's name for table `name` of `database` in lowercase: how this front end
+/// keys the tables it caches and its own rows about them (counters, views). The cluster
+/// finds a table by it in any case.
 pub fn cluster_name(database: &str, name: &str) -> String {
     format!("{}/{}", database.to_lowercase(), name.to_lowercase())
+}
+
+/// The name a table is created (or renamed) under: its database in lowercase, its own name
+/// as the statement wrote it, shown so by SHOW TABLES, SHOW CREATE TABLE and
+/// `information_schema` and found in any case (MySQL's `lower_case_table_names=2`; ORMs
+/// compare the names they read back with their models' `Users`).
+pub fn stored_name(database: &str, name: &str) -> String {
+    format!("{}/{name}", database.to_lowercase())
+}
+
+/// The table's own name within the cluster name `stored` (after its database's).
+fn table_part(stored: &str) -> &str {
+    stored.split_once('/').map_or(stored, |(_, name)| name)
 }
 
 /// Refuses names the cluster's naming cannot hold.
@@ -713,7 +725,7 @@ impl Catalog {
         };
         self.superseded.opened(&full, table.id);
         let auto_increment = self.auto_increment_column(&full)?;
-        let mut opened = SqlTable::opened(database, name, table, auto_increment)?;
+        let mut opened = SqlTable::opened(database, table, auto_increment)?;
         if let Some(copying) = &opened.extras.copying {
             opened.mirror = Some(crate::table_copy::Mirror::open(self, database, copying)?);
         }
@@ -826,7 +838,8 @@ impl Catalog {
     fn change_in_place(&self, table: &SqlTable, schema: TableSchema) -> SqlResult<Table> {
         let old_name = table.table.schema().name.clone();
         let new_name = schema.name.clone();
-        let renamed = new_name != old_name;
+        // A new case of the same name keeps the counters where they are.
+        let renamed = new_name.to_lowercase() != old_name.to_lowercase();
         if renamed {
             self.move_counters_between(table, &old_name, &new_name)?;
         }

@@ -22,7 +22,7 @@ impl Dictionary {
         // the newer is the replacement.
         let found = (self.tables.iter())
             .filter(|(_, table)| {
-                table.index_of.is_none() && table.definition.schema.name.eq_ignore_ascii_case(&name)
+                table.index_of.is_none() && same_table_name(&table.definition.schema.name, &name)
             })
             .max_by_key(|(&table_id, _)| table_id);
         let Some((&table_id, table)) = found else {
@@ -70,5 +70,33 @@ impl Dictionary {
             more: u32::from(count < listed.len()),
         };
         send_with_bytes(ctx, conf.to_signal(request.client, ctx.address()), &body);
+    }
+}
+
+/// Whether two table names name one table: names keep the case they were created with
+/// and are found in any case (MySQL's `lower_case_table_names=2`), compared as the SQL
+/// front end lowercases them.
+pub(super) fn same_table_name(a: &str, b: &str) -> bool {
+    if a.is_ascii() && b.is_ascii() {
+        return a.eq_ignore_ascii_case(b);
+    }
+    let lower = |name: &str| {
+        name.chars()
+            .flat_map(char::to_lowercase)
+            .collect::<String>()
+    };
+    lower(a) == lower(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_table_name;
+
+    #[test]
+    fn a_table_name_is_found_in_any_case_of_any_letter() {
+        assert!(same_table_name("app/Users", "app/users"));
+        assert!(same_table_name("app/ÄRGER_Log", "app/ärger_log"));
+        assert!(!same_table_name("app/users", "app/user"));
+        assert!(!same_table_name("app/users", "other/users"));
     }
 }

@@ -57,6 +57,7 @@ pub mod schema_file;
 pub mod system_restart;
 use crate::twin_file::{TwinWriteError, WriteProgress};
 use definition::Definition;
+use lookup::same_table_name;
 
 /// Tables one node's dictionary holds (NDB: MaxNoOfTables is 20320 schema objects).
 pub const TABLES_MAX: usize = 20_000;
@@ -364,7 +365,7 @@ impl Dictionary {
     /// The client table called `name` (case-insensitive).
     fn client_table_named(&self, name: &str) -> Option<&DictTable> {
         self.tables.values().find(|table| {
-            table.index_of.is_none() && table.definition.schema.name.eq_ignore_ascii_case(name)
+            table.index_of.is_none() && same_table_name(&table.definition.schema.name, name)
         })
     }
 
@@ -655,7 +656,7 @@ impl Dictionary {
                 current.name
             ))
         })?;
-        let renamed = !schema.name.eq_ignore_ascii_case(&current.name);
+        let renamed = !same_table_name(&schema.name, &current.name);
         if renamed && self.client_table_named(&schema.name).is_some() {
             return Err(bad(format!("table `{}` exists already", schema.name)));
         }

@@ -80,4 +80,30 @@ for empty in ("ROUTINES", "TRIGGERS", "REFERENTIAL_CONSTRAINTS"):
     assert rows(f"SELECT COUNT(*) FROM information_schema.{empty}") == [(0,)]
 assert error_of("SELECT * FROM information_schema.NO_SUCH_TABLE") == 1109
 
+# Table names keep the case they were created with and are found in any case (MySQL's
+# lower_case_table_names=2): Sequelize and GORM compare the names they read back with
+# their models', and re-add a foreign key they do not recognise.
+cur.execute("CREATE TABLE `Users` (id INT PRIMARY KEY AUTO_INCREMENT, name VARCHAR(20))")
+cur.execute("CREATE TABLE Posts (id INT PRIMARY KEY, `UserId` INT, "
+            "CONSTRAINT Posts_UserId_fk FOREIGN KEY (`UserId`) REFERENCES `Users` (id))")
+cur.execute("INSERT INTO users (name) VALUES ('ann')")
+cur.execute("INSERT INTO POSTS VALUES (1, 1)")
+assert rows("SELECT p.id, u.name FROM posts AS p JOIN USERS AS u ON u.id = p.UserId") == [(1, "ann")]
+listed = sorted(name for (name,) in rows("SHOW TABLES"))
+assert listed == ["Posts", "Users", "customer", "emails", "log"], listed
+assert rows("SELECT TABLE_NAME, REFERENCED_TABLE_NAME FROM information_schema.KEY_COLUMN_USAGE "
+            "WHERE TABLE_SCHEMA = 'metadata' AND TABLE_NAME = 'Posts' "
+            "AND REFERENCED_TABLE_NAME IS NOT NULL") == [("Posts", "Users")]
+assert rows("SELECT TABLE_NAME FROM information_schema.TABLES "
+            "WHERE TABLE_SCHEMA = 'metadata' AND TABLE_NAME = 'users'") == [("Users",)]
+created = rows("SHOW CREATE TABLE posts")[0][1]
+assert created.startswith("CREATE TABLE `Posts`") and "REFERENCES `Users` (`id`)" in created, created
+assert error_of("CREATE TABLE USERS (id INT PRIMARY KEY)") == 1050
+# A rename may change only the case; the counters go with the table.
+cur.execute("RENAME TABLE Users TO `users`")
+cur.execute("INSERT INTO Users (name) VALUES ('bob')")
+assert rows("SELECT id, name FROM USERS ORDER BY id") == [(1, "ann"), (2, "bob")]
+assert rows("SHOW TABLES LIKE 'users'") == [("users",)]
+cur.execute("DROP TABLE POSTS, Users")
+
 print("connect and metadata ok")

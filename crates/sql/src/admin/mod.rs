@@ -43,7 +43,8 @@ pub fn server_variable(name: &str) -> Option<Value> {
         }
         "transaction_isolation" | "tx_isolation" => text("READ-COMMITTED"),
         "transaction_read_only" | "tx_read_only" | "read_only" => Value::Int(0),
-        "lower_case_table_names" => Value::Int(1),
+        // Table names kept as created, found in any case (`catalog::stored_name`).
+        "lower_case_table_names" => Value::Int(2),
         "time_zone" => text("SYSTEM"),
         "system_time_zone" => text("UTC"),
         "wait_timeout" | "interactive_timeout" => Value::Int(28_800),

@@ -7,7 +7,7 @@ use kista_client::types::Value;
 use kista_client::ScanSpec;
 
 use super::{foreign_keys, name_of};
-use crate::catalog::{check_name, cluster_name};
+use crate::catalog::{check_name, stored_name};
 use crate::ddl;
 use crate::error::{SqlError, SqlResult};
 use crate::select::{self, split_name};
@@ -170,7 +170,7 @@ fn alter_table(
         if !session.catalog.database_exists(&database)? {
             return Err(SqlError::unknown_database(&database));
         }
-        Ok(cluster_name(&database, &table))
+        Ok(stored_name(&database, &table))
     };
     let no_variable = |_: &str| None;
     let ctx = session.eval_context(&[], &[], &no_variable);
@@ -346,7 +346,7 @@ fn create_table(session: &mut Session, create: &ast::CreateTable) -> SqlResult<O
         return Err(SqlError::unknown_database(&database));
     }
     let collation = session.catalog.database_collation(&database)?;
-    let definition = ddl::create_table(create, cluster_name(&database, &name), collation)?;
+    let definition = ddl::create_table(create, stored_name(&database, &name), collation)?;
     match session.catalog.create_table(
         &database,
         definition.schema,

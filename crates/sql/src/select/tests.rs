@@ -33,7 +33,7 @@ impl Memory {
             let table =
                 kista_client::Table::detached(id as u32 + 1, definition.schema, definition.indexes);
             let auto_increment = definition.auto_increment.map(|(column, _)| column);
-            let table = SqlTable::opened("db", &name, table, auto_increment).expect("opens");
+            let table = SqlTable::opened("db", table, auto_increment).expect("opens");
             tables.insert(name, Arc::new(table));
         }
         Memory {

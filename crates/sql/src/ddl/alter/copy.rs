@@ -262,7 +262,7 @@ mod tests {
             crate::ddl::create_table(&create, "db/t".into(), Default::default()).expect("creates");
         let auto_increment = definition.auto_increment.map(|(column, _)| column);
         let table = kista_client::Table::detached(1, definition.schema, definition.indexes);
-        let table = SqlTable::opened("db", "t", table, auto_increment).expect("opens");
+        let table = SqlTable::opened("db", table, auto_increment).expect("opens");
         let ast::Statement::AlterTable { operations, .. } = statement(alter) else {
             panic!("not an ALTER TABLE");
         };
