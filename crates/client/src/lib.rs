@@ -426,10 +426,18 @@ impl Client {
     }
 
     /// Drops the secondary index called `name` of `table`; returns the table at its new
-    /// schema version.
+    /// schema version. A foreign key that found its rows through it moves to another
+    /// ordered index beginning with its columns; with none, the drop is refused.
     pub fn drop_index(&self, table: &Table, name: &str) -> Result<Table, ClientError> {
         let (index_id, _) = table.index(name)?;
         let dropped = self.drop_index_numbered(table.id, index_id)?;
+        let keys_moved = (table.foreign_keys.iter())
+            .any(|key| key.child_table == table.id && key.child_index == index_id.0);
+        if keys_moved {
+            // The dictionary moved them to another index that serves them: which one, its
+            // definition says.
+            return self.open_table(&table.schema.name);
+        }
         let mut changed = table.clone();
         changed.schema_version = dropped.schema_version;
         changed.indexes.retain(|(id, _)| *id != index_id);

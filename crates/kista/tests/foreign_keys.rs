@@ -309,6 +309,52 @@ fn a_cascade_that_meets_a_restrict_fails_whole() {
 }
 
 #[test]
+fn an_index_a_key_uses_may_go_once_another_serves_the_key_which_keeps_acting() {
+    let (_datad, client) = node();
+    let top = table(&client, "top");
+    let middle = table(&client, "middle");
+    let middle = references(&client, &middle, &top, ReferenceAction::Cascade);
+    let refused = client.drop_index(&middle, "by_parent");
+    assert!(
+        refused.is_err_and(|e| e.to_string().contains("needed by foreign key")),
+        "the only index serving the key stays"
+    );
+    let wider = IndexSchema {
+        name: "by_parent_note".into(),
+        kind: IndexKind::Ordered,
+        columns: vec![1, 2],
+    };
+    let middle = client.create_index(&middle, wider).unwrap();
+    let middle = client.drop_index(&middle, "by_parent").unwrap();
+    let (wider_id, _) = middle.index("by_parent_note").unwrap();
+    let key = &middle.foreign_keys()[0];
+    assert_eq!(
+        key.child_index, wider_id.0,
+        "the key moved to the index serving it"
+    );
+    let top = client.open_table("top").unwrap();
+    assert_eq!(
+        top.foreign_keys()[0].child_index,
+        wider_id.0,
+        "and the parent knows"
+    );
+    insert(&client, &top, &[row(1, None)]).unwrap();
+    insert(&client, &middle, &[row(10, Some(1)), row(11, Some(1))]).unwrap();
+    assert_eq!(
+        code(insert(&client, &middle, &[row(12, Some(9))])),
+        NO_PARENT_ROW
+    );
+    delete(&client, &top, &[1]).unwrap();
+    assert_eq!(
+        parent_of(&client, &middle, 10),
+        None,
+        "cascaded through the new index"
+    );
+    assert_eq!(parent_of(&client, &middle, 11), None);
+    assert!(client.drop_index(&middle, "by_parent_note").is_err());
+}
+
+#[test]
 fn a_key_change_follows_the_on_update_rule() {
     let (_datad, client) = node();
     let parents = table(&client, "parents");

@@ -822,6 +822,10 @@ impl Catalog {
         for index in plan.add_indexes {
             current = self.client.create_index(&current, index)?;
         }
+        // Their keys move to the indexes just built (the dictionary finds which).
+        for name in &plan.drop_served_key_indexes {
+            current = self.client.drop_index(&current, name)?;
+        }
         if let (Some(start), Some(_)) = (plan.auto_increment, table.auto_increment) {
             lock(&self.counters).remove(&(table.table.id, Counter::AutoIncrement));
             // Under the name the statement gave it.

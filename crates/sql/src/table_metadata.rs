@@ -78,6 +78,10 @@ pub struct TableExtras {
     /// Foreign keys declared while FOREIGN_KEY_CHECKS was 0 whose parent table is not there
     /// yet, as their clauses (`CONSTRAINT ... REFERENCES db.parent ...`): added once it is.
     pub pending_foreign_keys: Vec<String>,
+    /// The indexes made for a foreign key no index served when it was declared: dropped
+    /// once another index serves it (MySQL's rule, `ddl/alter.rs`). An older front end
+    /// reads past the list and keeps them.
+    pub key_indexes: Vec<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -94,6 +98,8 @@ struct Stored {
     copying: Option<crate::table_copy::CopyTarget>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pending_foreign_keys: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    key_indexes: Vec<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -142,6 +148,7 @@ impl TableExtras {
             && self.checks.is_empty()
             && self.copying.is_none()
             && self.pending_foreign_keys.is_empty()
+            && self.key_indexes.is_empty()
         {
             return Vec::new();
         }
@@ -166,6 +173,7 @@ impl TableExtras {
             checks: self.checks.clone(),
             copying: self.copying.clone(),
             pending_foreign_keys: self.pending_foreign_keys.clone(),
+            key_indexes: self.key_indexes.clone(),
         };
         serde_json::to_vec(&stored).unwrap_or_default()
     }
@@ -201,6 +209,7 @@ impl TableExtras {
         extras.checks = stored.checks;
         extras.copying = stored.copying;
         extras.pending_foreign_keys = stored.pending_foreign_keys;
+        extras.key_indexes = stored.key_indexes;
         for column in stored.columns {
             let position = schema
                 .column_index(&column.name)

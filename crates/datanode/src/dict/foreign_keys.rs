@@ -262,20 +262,82 @@ impl Dictionary {
         ))
     }
 
-    /// Why index `index_id` of table `table_id` cannot be dropped: a foreign key needs it.
-    pub(super) fn index_needed_by_foreign_key(
+    /// The foreign keys of table `table_id` that use its index `index_id`, each moved to
+    /// another of the table's ordered indexes beginning with its columns (MySQL lets an
+    /// index go when another serves its keys); why not, when a key has no other index or
+    /// references the index as its parent key.
+    pub(super) fn keys_moved_off_index(
         &self,
         table_id: u32,
         index_id: u32,
-    ) -> Option<String> {
-        let table = self.tables.get(&table_id)?;
-        let key = (table.definition.foreign_keys.iter()).find(|key| {
-            (key.child_table == table_id && key.child_index == index_id)
-                || (key.parent_table == table_id && key.parent_index == index_id)
-        })?;
-        Some(format!(
-            "index {index_id} of table `{}` is needed by foreign key `{}`",
-            table.definition.schema.name, key.name
-        ))
+    ) -> Result<Vec<(ForeignKey, ForeignKey)>, String> {
+        let Some(table) = self.tables.get(&table_id) else {
+            return Ok(Vec::new());
+        };
+        let needed = |key: &ForeignKey| {
+            format!(
+                "index {index_id} of table `{}` is needed by foreign key `{}`",
+                table.definition.schema.name, key.name
+            )
+        };
+        let mut moved = Vec::new();
+        for key in &table.definition.foreign_keys {
+            if key.parent_table == table_id && key.parent_index == index_id {
+                return Err(needed(key));
+            }
+            if key.child_table != table_id || key.child_index != index_id {
+                continue;
+            }
+            let columns: Vec<usize> = key.child_columns.iter().map(|&c| usize::from(c)).collect();
+            let other = (table.definition.indexes.iter()).find(|(id, index)| {
+                *id != index_id
+                    && index.kind == IndexKind::Ordered
+                    && index.columns.starts_with(&columns)
+                    && !table.definition.is_building(*id)
+            });
+            let Some(&(other_id, _)) = other else {
+                return Err(needed(key));
+            };
+            let mut new = key.clone();
+            new.child_index = other_id;
+            moved.push((key.clone(), new));
+        }
+        Ok(moved)
+    }
+
+    /// Writes each moved key into the other table it names (not `table_id`), publishing
+    /// that table: until the change of `table_id` itself is applied, both tables hold
+    /// indexes and keys that serve.
+    pub(super) fn repoint_others(
+        &mut self,
+        ctx: &mut Context,
+        table_id: u32,
+        moved: &[(ForeignKey, ForeignKey)],
+    ) {
+        let mut others: Vec<u32> = (moved.iter())
+            .flat_map(|(old, _)| [old.child_table, old.parent_table])
+            .filter(|&id| id != table_id)
+            .collect();
+        others.sort_unstable();
+        others.dedup();
+        for other in others {
+            let Some(table) = self.client_table(other) else {
+                continue;
+            };
+            table
+                .definition
+                .change(|definition| repoint(&mut definition.foreign_keys, moved));
+            table.version += 1;
+            self.publish_quietly(ctx, other);
+        }
+    }
+}
+
+/// `keys` with each of `moved`'s old keys replaced by its new one.
+pub(super) fn repoint(keys: &mut [ForeignKey], moved: &[(ForeignKey, ForeignKey)]) {
+    for key in keys {
+        if let Some((_, new)) = moved.iter().find(|(old, _)| old == key) {
+            *key = new.clone();
+        }
     }
 }

@@ -529,13 +529,17 @@ impl Dictionary {
     /// Drops a secondary index: the table's new definition goes out first, then the drop
     /// of a unique index's index table, so every instance stops maintaining the entries
     /// before their table goes (each instance gets the dictionary's signals in order).
+    /// The foreign keys that used it as their child index move to another that serves
+    /// them, published to their parents first.
     fn drop_index(&mut self, ctx: &mut Context, request: DropIndexRequest) {
-        if let Some(message) = self.index_needed_by_foreign_key(request.table_id, request.index_id)
-        {
-            let (client, id) = (request.client, request.request_id);
-            return self.refuse(ctx, client, id, ErrorCode::BadSchema, &message);
-        }
-        let Some(table) = self.client_table(request.table_id) else {
+        let moved = match self.keys_moved_off_index(request.table_id, request.index_id) {
+            Ok(moved) => moved,
+            Err(message) => {
+                let (client, id) = (request.client, request.request_id);
+                return self.refuse(ctx, client, id, ErrorCode::BadSchema, &message);
+            }
+        };
+        let Some(table) = self.client_table_ref(request.table_id) else {
             return self.no_such_table(ctx, request.client, request.request_id, request.table_id);
         };
         let Some(position) = table
@@ -556,8 +560,13 @@ impl Dictionary {
                 &message,
             );
         };
+        self.repoint_others(ctx, request.table_id, &moved);
+        let Some(table) = self.client_table(request.table_id) else {
+            return;
+        };
         let index_table = table.definition.index_table(request.index_id);
         table.definition.change(|definition| {
+            foreign_keys::repoint(&mut definition.foreign_keys, &moved);
             definition.indexes.remove(position);
             (definition.index_tables).retain(|&(index, _)| index != request.index_id);
             (definition.building).retain(|&index| index != request.index_id);

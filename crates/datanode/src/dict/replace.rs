@@ -67,7 +67,7 @@ impl Dictionary {
         };
         // The replacement first: every dictionary finds the name throughout.
         self.publish_quietly(ctx, request.replacement_id);
-        self.repoint_others(ctx, &request, &moved);
+        self.repoint_others(ctx, request.table_id, &moved);
         let change_id = self.publish(ctx, client, request_id, request.table_id, Some(reply), None);
         if let Some(change) = self.changes.get_mut(&change_id) {
             change.drain_after = true;
@@ -155,35 +155,6 @@ impl Dictionary {
             moved.push((key.clone(), new));
         }
         Ok(moved)
-    }
-
-    /// Writes each moved key into the other table it names, publishing that table.
-    fn repoint_others(
-        &mut self,
-        ctx: &mut Context,
-        request: &ReplaceTableRequest,
-        moved: &[(ForeignKey, ForeignKey)],
-    ) {
-        let mut others: Vec<u32> = (moved.iter())
-            .flat_map(|(old, _)| [old.child_table, old.parent_table])
-            .filter(|&id| id != request.table_id)
-            .collect();
-        others.sort_unstable();
-        others.dedup();
-        for other in others {
-            let Some(table) = self.client_table(other) else {
-                continue;
-            };
-            table.definition.change(|definition| {
-                for key in &mut definition.foreign_keys {
-                    if let Some((_, new)) = moved.iter().find(|(old, _)| old == key) {
-                        *key = new.clone();
-                    }
-                }
-            });
-            table.version += 1;
-            self.publish_quietly(ctx, other);
-        }
     }
 }
 

@@ -260,6 +260,37 @@ assert error_of("DELETE FROM tree WHERE id = 1") == 1451
 assert error_of("INSERT INTO tree (id, up) VALUES (3, 7)") == 1452
 cur.execute("DROP TABLE tree, grant_log, perm, ctype")
 
+# MySQL's rule for the index made for a key: it goes once another index serves the key
+# (SQLAlchemy's reflection reads the indexes back); an index the user made stays; an
+# index a key uses may be dropped while another serves it, never the last (1553).
+def index_names(table):
+    return sorted({row[2] for row in rows(f"SHOW INDEX FROM {table}")})
+
+cur.execute("CREATE TABLE shelves (id INT PRIMARY KEY)")
+cur.execute("INSERT INTO shelves VALUES (1), (2)")
+cur.execute("CREATE TABLE items (id INT PRIMARY KEY, shelf INT, pos INT, "
+            "CONSTRAINT items_shelf FOREIGN KEY (shelf) REFERENCES shelves (id) ON DELETE CASCADE)")
+assert index_names("items") == ["PRIMARY", "items_shelf"]
+cur.execute("INSERT INTO items VALUES (1, 1, 1), (2, 2, 1)")
+cur.execute("CREATE INDEX by_shelf_pos ON items (shelf, pos)")
+assert index_names("items") == ["PRIMARY", "by_shelf_pos"], index_names("items")
+cur.execute("DELETE FROM shelves WHERE id = 1")
+assert rows("SELECT id FROM items") == [(2,)], "cascaded through the index that serves now"
+assert error_of("INSERT INTO items VALUES (3, 9, 1)") == 1452
+assert error_of("DROP INDEX by_shelf_pos ON items") == 1553
+cur.execute("ALTER TABLE items ADD INDEX by_shelf (shelf)")
+cur.execute("DROP INDEX by_shelf_pos ON items")
+cur.execute("ALTER TABLE items ADD INDEX by_shelf_id (shelf, id)")
+assert index_names("items") == ["PRIMARY", "by_shelf", "by_shelf_id"], "made by the user: kept"
+assert error_of("ALTER TABLE items DROP INDEX by_shelf, DROP INDEX by_shelf_id") == 1553
+# A key added with an index that serves it in the same statement makes none.
+cur.execute("CREATE TABLE tags (id INT PRIMARY KEY, shelf INT, name VARCHAR(10))")
+cur.execute("ALTER TABLE tags ADD CONSTRAINT tags_shelf FOREIGN KEY (shelf) REFERENCES shelves (id), "
+            "ADD INDEX by_shelf_name (shelf, name)")
+assert index_names("tags") == ["PRIMARY", "by_shelf_name"], index_names("tags")
+assert error_of("INSERT INTO tags VALUES (1, 9, 'x')") == 1452
+cur.execute("DROP TABLE tags, items, shelves")
+
 # A parent is dropped after its children, or with them in one statement.
 assert error_of("DROP TABLE authors") == 3730
 cur.execute("DROP TABLE reviews, loans, books")

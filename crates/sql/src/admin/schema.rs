@@ -138,7 +138,8 @@ fn drop_indexes(
     Ok(Outcome::done())
 }
 
-/// `CREATE [UNIQUE] INDEX`: built from the table's rows while it serves.
+/// `CREATE [UNIQUE] INDEX`: built from the table's rows while it serves; then, as after
+/// ALTER TABLE ... ADD INDEX, an index made for a foreign key it now serves is dropped.
 fn create_index(session: &mut Session, create: &ast::CreateIndex) -> SqlResult<Outcome> {
     let (database, name) = split_name(session, &create.table_name)?;
     let table = session.catalog.table(&database, &name)?;
@@ -149,6 +150,9 @@ fn create_index(session: &mut Session, create: &ast::CreateIndex) -> SqlResult<O
         .client()
         .create_index(&table.table, index)
         .map_err(SqlError::from)?;
+    if !table.extras.key_indexes.is_empty() {
+        alter_table(session, &create.table_name, false, &[])?;
+    }
     Ok(Outcome::done())
 }
 
@@ -388,22 +392,17 @@ fn create_table_like(
     create_table(session, &copy)
 }
 
-/// `DROP INDEX index ON table`: any secondary index; not the primary key's.
+/// `DROP INDEX index ON table`: any secondary index; not the primary key's. As
+/// ALTER TABLE ... DROP INDEX (its checks, and what the table keeps about the index).
 fn drop_index(session: &mut Session, database: &str, name: &str, index: &str) -> SqlResult<()> {
-    let table = session.catalog.table(database, name)?;
     if index.eq_ignore_ascii_case(ddl::PRIMARY_INDEX) {
         return Err(SqlError::not_supported("dropping the primary key"));
     }
-    if table.table.index(index).is_err() {
-        return Err(SqlError::new(
-            1091,
-            "42000",
-            format!("Can't DROP '{index}'; check that column/key exists"),
-        ));
-    }
-    session.catalog.forget(database, name);
-    session.catalog.client().drop_index(&table.table, index)?;
-    Ok(())
+    let table = ast::ObjectName::from(vec![ast::Ident::new(database), ast::Ident::new(name)]);
+    let operation = ast::AlterTableOperation::DropIndex {
+        name: ast::Ident::new(index),
+    };
+    alter_table(session, &table, false, &[operation]).map(|_| ())
 }
 
 /// Deletes every row, a batch of keys per transaction.

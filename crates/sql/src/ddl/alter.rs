@@ -12,6 +12,7 @@
 //! error 1846, naming the reason.
 
 mod copy;
+mod key_indexes;
 pub use copy::CopyPlan;
 
 use sqlparser::ast::{self, AlterColumnOperation, AlterTableOperation, TableConstraint};
@@ -48,6 +49,9 @@ pub struct AlterPlan {
     /// The indexes among `add_indexes` made for the foreign keys added: dropped again if
     /// those cannot be added.
     pub foreign_key_indexes: Vec<String>,
+    /// Indexes made for foreign keys that an index the statement adds now serves: dropped
+    /// last, their keys moved to it (`alter/key_indexes.rs`).
+    pub drop_served_key_indexes: Vec<String>,
     /// The rows copied into a new definition, when it cannot change in place (the fields
     /// above are then empty).
     pub copy: Option<CopyPlan>,
@@ -121,6 +125,8 @@ pub fn plan(
     for operation in operations {
         altering.apply(operation, rename)?;
     }
+    altering.drop_served_key_indexes();
+    altering.refuse_needed_indexes()?;
     let Altering {
         mut schema,
         extras,
@@ -460,7 +466,8 @@ impl Altering<'_> {
                     let free = name.filter(|name| !self.has_index(name));
                     self.add_index(free, IndexKind::Ordered, columns)?;
                     let made = self.indexes.last().map(|index| index.name.clone());
-                    self.plan.foreign_key_indexes.extend(made);
+                    self.plan.foreign_key_indexes.extend(made.clone());
+                    self.extras.key_indexes.extend(made);
                 }
                 self.plan.add_foreign_keys.push(key);
                 return Ok(());
@@ -546,36 +553,10 @@ impl Altering<'_> {
         Err(cannot_drop(name))
     }
 
-    /// Error 1553 when a foreign key the statement keeps needs index `name`: the child's
-    /// index that finds its rows, or the parent's unique key it references.
-    fn refuse_needed_index(&self, name: &str) -> SqlResult<()> {
-        let table = &self.table.table;
-        let Ok((index_id, _)) = table.index(name) else {
-            return Ok(());
-        };
-        let dropped = |key: &kista_client::ForeignKey| {
-            (self.plan.drop_foreign_keys.iter()).any(|n| n.eq_ignore_ascii_case(&key.name))
-        };
-        let needed = (table.foreign_keys().iter()).any(|key| {
-            let child_needs = key.child_table == table.id && key.child_index == index_id.0;
-            let parent_needs = key.parent_table == table.id && key.parent_index == index_id.0;
-            (child_needs && !dropped(key)) || parent_needs
-        });
-        if needed {
-            return Err(SqlError::new(
-                1553,
-                "HY000",
-                format!("Cannot drop index '{name}': needed in a foreign key constraint"),
-            ));
-        }
-        Ok(())
-    }
-
     fn drop_index(&mut self, name: &str, if_exists: bool) -> SqlResult<()> {
         if name.eq_ignore_ascii_case(PRIMARY_INDEX) {
             return Err(needs_copy("dropping the primary key"));
         }
-        self.refuse_needed_index(name)?;
         let Some(position) = (self.indexes.iter()).position(|i| i.name.eq_ignore_ascii_case(name))
         else {
             if if_exists {
@@ -584,6 +565,7 @@ impl Altering<'_> {
             return Err(cannot_drop(name));
         };
         self.indexes.remove(position);
+        (self.extras.key_indexes).retain(|made| !made.eq_ignore_ascii_case(name));
         let added = (self.plan.add_indexes.iter()).position(|i| i.name.eq_ignore_ascii_case(name));
         match added {
             // Added by this statement: it is never built.

@@ -278,6 +278,7 @@ pub fn create_table(
         if let Some((name, columns)) = foreign_keys::needed_child_index(key, &columns, &indexes) {
             let named = (&schema, &extras);
             let index = named_index(name, IndexKind::Ordered, columns, named, &indexes);
+            extras.key_indexes.push(index.name.clone());
             indexes.push(index);
         }
     }

@@ -242,14 +242,14 @@ fn keys_keep_their_form(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use sqlparser::ast;
 
     use super::*;
     use crate::expr::EvalContext;
 
     /// `create` made into a table in memory, then planned with `alter`'s clauses.
-    fn planned(create: &str, alter: &str) -> SqlResult<AlterPlan> {
+    pub(in crate::ddl::alter) fn planned(create: &str, alter: &str) -> SqlResult<AlterPlan> {
         let statement = |sql: &str| {
             let dialect = sqlparser::dialect::MySqlDialect {};
             let mut parsed = sqlparser::parser::Parser::parse_sql(&dialect, sql).expect("parses");
