@@ -97,7 +97,10 @@ mod tests {
         let added: Vec<&str> = plan.add_indexes.iter().map(|i| i.name.as_str()).collect();
         assert_eq!(added, ["wide"]);
         assert_eq!(plan.drop_served_key_indexes, ["fk"]);
-        assert!(plan.drop_indexes.is_empty(), "not before the new one is built");
+        assert!(
+            plan.drop_indexes.is_empty(),
+            "not before the new one is built"
+        );
     }
 
     #[test]
