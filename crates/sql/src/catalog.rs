@@ -1071,6 +1071,33 @@ impl Catalog {
         Ok(())
     }
 
+    /// The value `table`'s AUTO_INCREMENT column gives the next row without one (SHOW
+    /// CREATE TABLE's `AUTO_INCREMENT=`): the next of this front end's reserve, else the
+    /// cluster's counter (values other front ends reserved count as taken, as with NDB's
+    /// prefetch). `None` for a table without the column.
+    pub fn next_auto_increment(&self, table: &SqlTable) -> SqlResult<Option<u64>> {
+        if table.auto_increment.is_none() {
+            return Ok(None);
+        }
+        let id = (table.table.id, Counter::AutoIncrement);
+        if let Some(reserved) = lock(&self.counters).get(&id) {
+            return Ok(Some(reserved.next));
+        }
+        let counters = self.system()?.counters;
+        let name = Counter::AutoIncrement.key_of(&table.table.schema().name);
+        let mut read = self.client.transaction();
+        let op = read.read(
+            &counters,
+            &[Value::Bytes(name.into_bytes())],
+            LockKind::Committed,
+        )?;
+        let done = read.execute(ExecuteMode::Commit)?.wait()?;
+        Ok(match done.row(op).and_then(|row| row.get(2)) {
+            Some(Value::UInt(next)) => Some(*next),
+            _ => None,
+        })
+    }
+
     /// Reads the counter of the table called `cluster_name` under an exclusive lock and
     /// moves it to what `step` returns (from its current value: the value to hand back
     /// and the new next value).

@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use kista_client::schema::TableSchema;
+use kista_client::types::Collation;
 
 use crate::ddl::CheckDef;
 use crate::error::{SqlError, SqlResult};
@@ -82,6 +83,10 @@ pub struct TableExtras {
     /// once another index serves it (MySQL's rule, `ddl/alter.rs`). An older front end
     /// reads past the list and keeps them.
     pub key_indexes: Vec<String>,
+    /// The table's default collation (`DEFAULT CHARSET ... COLLATE`, else its database's
+    /// when it was created): its text columns' where they name none, those ALTER TABLE
+    /// adds included. An older front end reads past it (MySQL 8's default).
+    pub collation: Collation,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -100,6 +105,9 @@ struct Stored {
     pending_foreign_keys: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     key_indexes: Vec<String>,
+    /// The collation's name; none for MySQL 8's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    collation: Option<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -149,6 +157,7 @@ impl TableExtras {
             && self.copying.is_none()
             && self.pending_foreign_keys.is_empty()
             && self.key_indexes.is_empty()
+            && self.collation == Collation::default()
         {
             return Vec::new();
         }
@@ -174,6 +183,8 @@ impl TableExtras {
             copying: self.copying.clone(),
             pending_foreign_keys: self.pending_foreign_keys.clone(),
             key_indexes: self.key_indexes.clone(),
+            collation: (self.collation != Collation::default())
+                .then(|| self.collation.name().to_string()),
         };
         serde_json::to_vec(&stored).unwrap_or_default()
     }
@@ -210,6 +221,10 @@ impl TableExtras {
         extras.copying = stored.copying;
         extras.pending_foreign_keys = stored.pending_foreign_keys;
         extras.key_indexes = stored.key_indexes;
+        if let Some(name) = stored.collation {
+            extras.collation = Collation::named(&name)
+                .ok_or_else(|| unreadable(format!("no collation `{name}`")))?;
+        }
         for column in stored.columns {
             let position = schema
                 .column_index(&column.name)

@@ -91,9 +91,18 @@ assert rows("SELECT tag FROM tags WHERE label = 'B'") == [("A",)]
 assert rows("SELECT COLUMN_NAME, COLLATION_NAME FROM information_schema.COLUMNS "
             "WHERE TABLE_SCHEMA = 'collation_tests' AND TABLE_NAME = 'tags' ORDER BY 1") == [
     ("label", "utf8mb4_general_ci"), ("tag", "utf8mb4_bin")]
+# The table keeps its default: a column shows a COLLATE only where it differs, and one
+# ALTER TABLE adds without its own takes it.
 create = rows("SHOW CREATE TABLE tags")[0][1]
-assert "`tag` varchar(10) COLLATE utf8mb4_bin NOT NULL" in create, create
-assert "COLLATE=utf8mb4_0900_ai_ci" in create, create
+assert "`tag` varchar(10) NOT NULL" in create, create
+assert "`label` char(5) COLLATE utf8mb4_general_ci" in create, create
+assert create.endswith("DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"), create
+cur.execute("ALTER TABLE tags ADD COLUMN note VARCHAR(5)")
+assert rows("SELECT COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
+            "'collation_tests' AND TABLE_NAME = 'tags' AND COLUMN_NAME = 'note'") == [
+    ("utf8mb4_bin",)]
+assert rows("SELECT TABLE_COLLATION FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
+            "'collation_tests' AND TABLE_NAME = 'tags'") == [("utf8mb4_bin",)]
 assert error_of("CREATE TABLE bad (a VARCHAR(3) COLLATE klingon_ci)") == 1273
 assert error_of("CREATE TABLE bad (a VARCHAR(3) CHARACTER SET klingon)") == 1115
 cur.execute("CREATE TABLE raw (a VARCHAR(3) CHARACTER SET binary PRIMARY KEY)")
@@ -112,8 +121,9 @@ cur.execute("INSERT INTO old_style.t VALUES ('straße', 'x')")
 assert rows("SELECT COUNT(*) FROM old_style.t WHERE k = 'STRASSE'") == [(0,)], "general_ci: ß is s"
 assert rows("SELECT COUNT(*) FROM old_style.t WHERE k = 'STRASE'") == [(1,)]
 create = rows("SHOW CREATE TABLE old_style.t")[0][1]
-assert "`k` varchar(10) COLLATE utf8mb4_general_ci" in create, create
+assert "`k` varchar(10) NOT NULL" in create, create
 assert "`b` varchar(5) COLLATE utf8mb4_bin" in create, create
+assert create.endswith("COLLATE=utf8mb4_general_ci"), create
 assert "COLLATE utf8mb4_general_ci" in rows("SHOW CREATE DATABASE old_style")[0][1]
 assert rows("SELECT DEFAULT_COLLATION_NAME FROM information_schema.SCHEMATA "
             "WHERE SCHEMA_NAME = 'old_style'") == [("utf8mb4_general_ci",)]

@@ -4,7 +4,7 @@
 use sqlparser::ast::{self, Statement};
 use sqlparser::tokenizer::Location;
 
-use kista_client::types::{Collation, ColumnType, Value};
+use kista_client::types::{ColumnType, Value};
 
 use super::{matches_filter, name_of, text, text_result, LISTED_VARIABLES};
 use crate::catalog::SqlTable;
@@ -298,13 +298,14 @@ fn show_index(session: &Session, database: &str, name: &str) -> SqlResult<Outcom
     ))
 }
 
-/// The `CREATE TABLE` statement SHOW CREATE TABLE prints for the table, with its foreign
-/// keys or without (`CREATE TABLE ... LIKE` copies none, as MySQL's).
+/// The `CREATE TABLE` statement SHOW CREATE TABLE prints for the table (`shown`), or
+/// the one `CREATE TABLE ... LIKE` runs: without the foreign keys and the AUTO_INCREMENT
+/// counter's value, as MySQL's copies neither.
 pub(super) fn create_table_sql(
     session: &Session,
     database: &str,
     name: &str,
-    with_foreign_keys: bool,
+    shown: bool,
 ) -> SqlResult<String> {
     let table = session.catalog.table(database, name)?;
     let schema = table.schema();
@@ -317,7 +318,7 @@ pub(super) fn create_table_sql(
                 column.column_type,
                 ColumnType::Char { .. } | ColumnType::VarChar { .. } | ColumnType::Text { .. }
             );
-        if is_text && collation != Collation::default() {
+        if is_text && collation != table.extras.collation {
             line.push_str(&format!(" COLLATE {}", collation.name()));
         }
         if !column.nullable {
@@ -373,7 +374,7 @@ pub(super) fn create_table_sql(
             names(&index.columns)
         ));
     }
-    if with_foreign_keys {
+    if shown {
         for key in ddl::foreign_keys::described(session.catalog, &table)? {
             lines.push(format!("  {}", key.sql(&table.database)));
         }
@@ -396,11 +397,18 @@ pub(super) fn create_table_sql(
         "" => String::new(),
         comment => format!(" COMMENT={}", quoted(comment)),
     };
+    let auto_increment = match session.catalog.next_auto_increment(&table)? {
+        Some(next) if shown && next > 1 => format!(" AUTO_INCREMENT={next}"),
+        _ => String::new(),
+    };
+    let collation = table.extras.collation.def();
     Ok(format!(
-        "CREATE TABLE `{}` (\n{}\n) ENGINE=ndbcluster DEFAULT CHARSET=utf8mb4 \
-         COLLATE=utf8mb4_0900_ai_ci{comment}",
+        "CREATE TABLE `{}` (\n{}\n) ENGINE=ndbcluster{auto_increment} DEFAULT CHARSET={} \
+         COLLATE={}{comment}",
         table.name,
-        lines.join(",\n")
+        lines.join(",\n"),
+        collation.charset,
+        collation.name
     ))
 }
 

@@ -577,10 +577,9 @@ impl Altering<'_> {
         Ok(())
     }
 
+    /// The collation a column declared without one takes: the table's default.
     fn table_collation(&self) -> kista_client::types::Collation {
-        // A column declared without a collation takes the database's default, as the
-        // table's own default collation is not kept.
-        kista_client::types::Collation::default()
+        self.extras.collation
     }
 }
 

@@ -231,6 +231,7 @@ pub fn create_table(
         ..TableExtras::default()
     };
     let table_collation = table_collation(&create.table_options, database_collation)?;
+    extras.collation = table_collation;
     let mut checks = Vec::new();
     for (position, definition) in create.columns.iter().enumerate() {
         let declared = declared_column(definition, table_collation)?;

@@ -314,11 +314,14 @@ fn none(_: &Catalog, _: &mut SystemRows) -> SqlResult<()> {
 }
 
 /// Calls `f` with each table of each database.
-fn for_each_table(catalog: &Catalog, mut f: impl FnMut(&str, &SqlTable)) -> SqlResult<()> {
+fn for_each_table(
+    catalog: &Catalog,
+    mut f: impl FnMut(&str, &SqlTable) -> SqlResult<()>,
+) -> SqlResult<()> {
     for database in catalog.databases()?.iter().filter(|d| *d != DATABASE) {
         for name in catalog.table_names(database)? {
             match catalog.table(database, &name) {
-                Ok(table) => f(database, &table),
+                Ok(table) => f(database, &table)?,
                 // Dropped meanwhile.
                 Err(error) if error.code == 1146 => continue,
                 Err(error) => return Err(error),
@@ -345,21 +348,31 @@ fn tables(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
         let named = [text("def"), text(database), text(table.name.clone())];
         let kind = [text("BASE TABLE"), text("ndbcluster")];
         let version = number(u64::from(table.table.schema_version));
-        let sizes = [const { Value::Null }; 7];
+        let sizes = [const { Value::Null }; 6];
+        let auto_increment = catalog
+            .next_auto_increment(table)?
+            .map_or(Value::Null, number);
         let times = [const { Value::Null }; 3];
         let comment = text(table.extras.comment.clone());
-        let rest = [text(COLLATION), Value::Null, text(""), comment];
+        let rest = [
+            text(table.extras.collation.name()),
+            Value::Null,
+            text(""),
+            comment,
+        ];
         rows.push(
             [
                 &named[..],
                 &kind,
                 &[version, text("Dynamic")],
                 &sizes,
+                &[auto_increment],
                 &times,
                 &rest,
             ]
             .concat(),
         );
+        Ok(())
     })?;
     for database in catalog.databases()?.iter().filter(|d| *d != DATABASE) {
         for view in catalog.view_names(database)? {
@@ -411,6 +424,7 @@ fn columns(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
             };
             rows.push([&named[..], &described, &sized, &keyed].concat());
         }
+        Ok(())
     })
 }
 
@@ -495,6 +509,7 @@ fn triggers(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
                 text("root@%"),
             ]);
         }
+        Ok(())
     })
 }
 
@@ -523,6 +538,7 @@ fn statistics(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
             ];
             rows.push([&named[..], &index].concat());
         }
+        Ok(())
     })
 }
 
@@ -531,17 +547,11 @@ fn for_each_foreign_key(
     catalog: &Catalog,
     mut f: impl FnMut(&str, &SqlTable, &DescribedForeignKey),
 ) -> SqlResult<()> {
-    let mut failure = None;
-    for_each_table(
-        catalog,
-        |database, table| match crate::ddl::foreign_keys::described(catalog, table) {
-            Ok(keys) => keys.iter().for_each(|key| f(database, table, key)),
-            Err(error) => {
-                failure.get_or_insert(error);
-            }
-        },
-    )?;
-    failure.map_or(Ok(()), Err)
+    for_each_table(catalog, |database, table| {
+        let keys = crate::ddl::foreign_keys::described(catalog, table)?;
+        keys.iter().for_each(|key| f(database, table, key));
+        Ok(())
+    })
 }
 
 /// The columns of the primary key, the unique indexes and the foreign keys.
@@ -574,6 +584,7 @@ fn key_column_usage(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
             let references = [const { Value::Null }; 4];
             rows.push([&constraint[..], &named, &column, &references].concat());
         }
+        Ok(())
     })
 }
 
@@ -598,6 +609,7 @@ fn table_constraints(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> 
             let enforced = text(if check.enforced { "YES" } else { "NO" });
             rows.push([&constraint[..], &named, &[text("CHECK"), enforced]].concat());
         }
+        Ok(())
     })?;
     for_each_foreign_key(catalog, |database, table, key| {
         let constraint = [text("def"), text(database), text(key.name.clone())];
@@ -631,6 +643,7 @@ fn check_constraints(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> 
             let named = [text("def"), text(database), text(check.name.clone())];
             rows.push([&named[..], &[text(check.sql.clone())]].concat());
         }
+        Ok(())
     })
 }
 
