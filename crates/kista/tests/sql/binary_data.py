@@ -87,6 +87,17 @@ cur.execute("SELECT vb, bl FROM bins.t WHERE id = 500")
 assert cur.fetchone() == (EVERY_BYTE, EVERY_BYTE)
 cur.execute("SELECT vb FROM bins.t WHERE id = 501")
 assert cur.fetchone() == (EVERY_BYTE,)
+# String functions on a binary string count bytes and keep every one (MySQL's), and on
+# text characters.
+cur.execute("SELECT HEX(LEFT(bl, 3)), HEX(RIGHT(bl, 2)), HEX(SUBSTRING(bl, 128, 3)), "
+            "CHAR_LENGTH(bl), HEX(REVERSE(LEFT(bl, 2))), LOCATE(X'FF', bl), "
+            "HEX(UPPER(SUBSTRING(bl, 98, 2))), HEX(LPAD(SUBSTRING(bl, 256), 3, X'00')), "
+            "HEX(REPLACE(LEFT(bl, 3), X'01', X'FEFE')) FROM bins.t WHERE id = 500")
+assert cur.fetchone() == ("000102", "FEFF", "7F8081", 256, "0100", 256, "6162", "0000FF",
+                          "00FEFE02"), "functions on bytes"
+cur.execute("SELECT LEFT('héllo', 2), CHAR_LENGTH('héllo'), UPPER('é'), "
+            "HEX(LEFT(_binary'héllo', 2))")
+assert cur.fetchone() == ("hé", 5, "É", "68C3"), "functions on text"
 # A binary string compares byte by byte; a utf8mb4 one is checked.
 cur.execute("SELECT _binary'a' = 'A', 'a' = 'A', _utf8mb4'é'")
 assert cur.fetchone() == (0, 1, "é"), "introducers"

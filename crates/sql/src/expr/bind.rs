@@ -703,10 +703,23 @@ fn bind_function(binder: &mut Binder, function: &ast::Function) -> SqlResult<Exp
             _ => arguments.push(bind(binder, e)?),
         }
     }
-    Ok(Expr::Call(
-        functions::lookup(&name, arguments.len())?,
-        arguments,
-    ))
+    let function = functions::lookup(&name, arguments.len())?;
+    call_on(binder, function, arguments)
+}
+
+/// `function` called on `args`: as it runs on a binary string where an argument derives
+/// the binary collation (`functions::OnBinary`).
+pub(super) fn call_on(
+    binder: &Binder,
+    function: functions::Function,
+    args: Vec<Expr>,
+) -> SqlResult<Expr> {
+    for arg in &args {
+        if derive_of(binder, arg)?.collation == Collation::binary {
+            return Ok(Expr::Call(function.on_binary(), args));
+        }
+    }
+    Ok(Expr::Call(function, args))
 }
 
 /// An aggregate call: its argument bound where aggregates may not nest, and noted in the

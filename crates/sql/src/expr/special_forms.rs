@@ -109,7 +109,7 @@ fn call(binder: &mut Binder, name: &str, args: &[&ast::Expr]) -> SqlResult<Expr>
         .iter()
         .map(|arg| bind(binder, arg))
         .collect::<SqlResult<Vec<_>>>()?;
-    Ok(Expr::Call(function, args))
+    super::bind::call_on(binder, function, args)
 }
 
 /// `date ± INTERVAL amount unit`: DATE_ADD or DATE_SUB of the date, the amount and the

@@ -36,7 +36,21 @@ pub struct FunctionDef {
     /// Whether its value changes between calls with the same arguments (the clock, the
     /// session's last insert id): such a call is never taken for a constant.
     pub volatile: bool,
+    pub on_binary: OnBinary,
     pub eval: Eval,
+}
+
+/// What a string function does where its first argument is a binary string (it derives
+/// the binary collation: a BINARY, VARBINARY or BLOB column, `_binary'...'`), as MySQL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnBinary {
+    /// The same as on text (it reads bytes, or no string).
+    AsOnText,
+    /// Positions and lengths count bytes: it runs on the string read one byte per
+    /// character, and its text result is written back one byte per character.
+    CountsBytes,
+    /// Gives its first argument as it is (UPPER, LOWER: bytes have no letter case).
+    Unchanged,
 }
 
 /// How a function runs.
@@ -56,9 +70,10 @@ pub enum Returns {
     ArgumentFrom(usize),
 }
 
-/// A function as a bound expression holds it: a handle on its definition.
+/// A function as a bound expression holds it: a handle on its definition, and whether
+/// it runs on a binary string ([`OnBinary`]).
 #[derive(Clone, Copy)]
-pub struct Function(&'static FunctionDef);
+pub struct Function(&'static FunctionDef, bool);
 
 impl Function {
     pub fn def(self) -> &'static FunctionDef {
@@ -68,11 +83,16 @@ impl Function {
     pub fn name(self) -> &'static str {
         self.0.names[0]
     }
+
+    /// The function as it runs where its first argument is a binary string.
+    pub fn on_binary(self) -> Function {
+        Function(self.0, self.0.on_binary != OnBinary::AsOnText)
+    }
 }
 
 impl PartialEq for Function {
     fn eq(&self, other: &Self) -> bool {
-        std::ptr::eq(self.0, other.0)
+        std::ptr::eq(self.0, other.0) && self.1 == other.1
     }
 }
 
@@ -114,6 +134,9 @@ pub fn call(
     row: &[Value],
     ctx: &EvalContext,
 ) -> SqlResult<Value> {
+    if function.1 {
+        return call_on_binary(function.0, args, row, ctx);
+    }
     match function.0.eval {
         Eval::Lazy(run) => run(&Args {
             exprs: args,
@@ -144,6 +167,46 @@ pub fn call(
     }
 }
 
+/// [`call`] of `def` whose first argument is a binary string ([`OnBinary`]).
+fn call_on_binary(
+    def: &'static FunctionDef,
+    args: &[Expr],
+    row: &[Value],
+    ctx: &EvalContext,
+) -> SqlResult<Value> {
+    if def.on_binary == OnBinary::Unchanged {
+        return eval(&args[0], row, ctx);
+    }
+    // Each byte a character of its own (U+0000 to U+00FF): counting characters counts
+    // bytes, and no byte is lost to a UTF-8 decoding.
+    let as_characters = |value: Value| match value {
+        Value::Bytes(bytes) => Value::Bytes(
+            bytes
+                .iter()
+                .map(|&b| char::from(b))
+                .collect::<String>()
+                .into_bytes(),
+        ),
+        other => other,
+    };
+    let mut values = Vec::with_capacity(args.len());
+    for arg in args {
+        values.push(as_characters(eval(arg, row, ctx)?));
+    }
+    let as_text = Function(def, false);
+    let literals: Vec<Expr> = values.into_iter().map(Expr::Literal).collect();
+    Ok(match call(as_text, &literals, row, ctx)? {
+        // Every character came from one byte, or from a number's digits.
+        Value::Bytes(text) => Value::Bytes(
+            String::from_utf8_lossy(&text)
+                .chars()
+                .map(|c| u8::try_from(u32::from(c)).unwrap_or(b'?'))
+                .collect(),
+        ),
+        other => other,
+    })
+}
+
 /// The function SQL names `name` (any case), with `argument_count` arguments: MySQL's
 /// errors for a name it does not know (1305) and a wrong count (1582).
 pub fn lookup(name: &str, argument_count: usize) -> SqlResult<Function> {
@@ -162,13 +225,16 @@ pub fn lookup(name: &str, argument_count: usize) -> SqlResult<Function> {
             format!("Incorrect parameter count in the call to native function '{name}'"),
         ));
     }
-    Ok(Function(def))
+    Ok(Function(def, false))
 }
 
 /// The function named `name`, which must exist (for the binder's own uses, as CASE's IF).
 pub fn named(name: &str) -> Function {
     let def = registry().get(name);
-    Function(def.unwrap_or_else(|| panic!("no function {name} in the registry")))
+    Function(
+        def.unwrap_or_else(|| panic!("no function {name} in the registry")),
+        false,
+    )
 }
 
 fn registry() -> &'static HashMap<&'static str, &'static FunctionDef> {
@@ -205,8 +271,14 @@ const fn strict(
         arity,
         returns,
         volatile: false,
+        on_binary: OnBinary::AsOnText,
         eval: Eval::Strict(eval),
     }
+}
+
+/// `def`, doing `on_binary` where its first argument is a binary string.
+const fn binary(on_binary: OnBinary, def: FunctionDef) -> FunctionDef {
+    FunctionDef { on_binary, ..def }
 }
 
 /// A function that evaluates the arguments it needs itself.
@@ -221,6 +293,7 @@ const fn lazy(
         arity,
         returns,
         volatile: false,
+        on_binary: OnBinary::AsOnText,
         eval: Eval::Lazy(eval),
     }
 }

@@ -1,9 +1,12 @@
 //! String functions. Positions and lengths count characters (UTF-8), as MySQL's do for
-//! utf8mb4 strings, except LENGTH, which counts bytes.
+//! utf8mb4 strings, except LENGTH, which counts bytes; on a binary string they count bytes
+//! and UPPER and LOWER change nothing (`OnBinary`).
 
 use kista_client::types::Value;
 
-use super::{lazy, strict, string_of, text, Args, FunctionDef, Returns, BIGINT, TEXT};
+use super::{
+    binary, lazy, strict, string_of, text, Args, FunctionDef, OnBinary, Returns, BIGINT, TEXT,
+};
 use crate::error::SqlResult;
 use crate::value::{self, to_i64, to_text};
 
@@ -32,59 +35,95 @@ pub(super) const FUNCTIONS: &[FunctionDef] = &[
     strict(&["length", "octet_length"], 1..=1, COUNT_RESULT, |v, _| {
         Ok(Value::Int(to_text(&v[0]).len() as i64))
     }),
-    strict(
-        &["char_length", "character_length"],
-        1..=1,
-        COUNT_RESULT,
-        |v, _| Ok(Value::Int(string_of(&v[0]).chars().count() as i64)),
+    binary(
+        OnBinary::CountsBytes,
+        strict(
+            &["char_length", "character_length"],
+            1..=1,
+            COUNT_RESULT,
+            |v, _| Ok(Value::Int(string_of(&v[0]).chars().count() as i64)),
+        ),
     ),
-    strict(&["upper", "ucase"], 1..=1, TEXT_RESULT, |v, _| {
-        Ok(text(string_of(&v[0]).to_uppercase()))
-    }),
-    strict(&["lower", "lcase"], 1..=1, TEXT_RESULT, |v, _| {
-        Ok(text(string_of(&v[0]).to_lowercase()))
-    }),
-    strict(
-        &["substring", "substr", "mid"],
-        2..=3,
-        TEXT_RESULT,
-        substring,
+    binary(
+        OnBinary::Unchanged,
+        strict(&["upper", "ucase"], 1..=1, TEXT_RESULT, |v, _| {
+            Ok(text(string_of(&v[0]).to_uppercase()))
+        }),
     ),
-    strict(&["left"], 2..=2, TEXT_RESULT, |v, _| {
-        let n = to_i64(&v[1]).unwrap_or(0).max(0) as usize;
-        Ok(text(string_of(&v[0]).chars().take(n).collect::<String>()))
-    }),
-    strict(&["right"], 2..=2, TEXT_RESULT, |v, _| {
-        let chars: Vec<char> = string_of(&v[0]).chars().collect();
-        let n = (to_i64(&v[1]).unwrap_or(0).max(0) as usize).min(chars.len());
-        Ok(text(chars[chars.len() - n..].iter().collect::<String>()))
-    }),
+    binary(
+        OnBinary::Unchanged,
+        strict(&["lower", "lcase"], 1..=1, TEXT_RESULT, |v, _| {
+            Ok(text(string_of(&v[0]).to_lowercase()))
+        }),
+    ),
+    binary(
+        OnBinary::CountsBytes,
+        strict(
+            &["substring", "substr", "mid"],
+            2..=3,
+            TEXT_RESULT,
+            substring,
+        ),
+    ),
+    binary(
+        OnBinary::CountsBytes,
+        strict(&["left"], 2..=2, TEXT_RESULT, |v, _| {
+            let n = to_i64(&v[1]).unwrap_or(0).max(0) as usize;
+            Ok(text(string_of(&v[0]).chars().take(n).collect::<String>()))
+        }),
+    ),
+    binary(
+        OnBinary::CountsBytes,
+        strict(&["right"], 2..=2, TEXT_RESULT, |v, _| {
+            let chars: Vec<char> = string_of(&v[0]).chars().collect();
+            let n = (to_i64(&v[1]).unwrap_or(0).max(0) as usize).min(chars.len());
+            Ok(text(chars[chars.len() - n..].iter().collect::<String>()))
+        }),
+    ),
     // TRIM([BOTH|LEADING|TRAILING] [x] FROM s) binds to "trim" and to the names with a
     // space, which SQL cannot call (expr/special_forms.rs): MySQL's LTRIM and RTRIM take
     // no string to remove.
-    strict(&["trim"], 1..=2, TEXT_RESULT, |v, _| {
-        Ok(trimmed(v, true, true))
-    }),
-    strict(&["ltrim"], 1..=1, TEXT_RESULT, |v, _| {
-        Ok(trimmed(v, true, false))
-    }),
-    strict(&["rtrim"], 1..=1, TEXT_RESULT, |v, _| {
-        Ok(trimmed(v, false, true))
-    }),
-    strict(&[TRIM_LEADING], 2..=2, TEXT_RESULT, |v, _| {
-        Ok(trimmed(v, true, false))
-    }),
-    strict(&[TRIM_TRAILING], 2..=2, TEXT_RESULT, |v, _| {
-        Ok(trimmed(v, false, true))
-    }),
-    strict(&["replace"], 3..=3, TEXT_RESULT, |v, _| {
-        let (s, from, to) = (string_of(&v[0]), string_of(&v[1]), string_of(&v[2]));
-        Ok(text(if from.is_empty() {
-            s
-        } else {
-            s.replace(&from, &to)
-        }))
-    }),
+    binary(
+        OnBinary::CountsBytes,
+        strict(&["trim"], 1..=2, TEXT_RESULT, |v, _| {
+            Ok(trimmed(v, true, true))
+        }),
+    ),
+    binary(
+        OnBinary::CountsBytes,
+        strict(&["ltrim"], 1..=1, TEXT_RESULT, |v, _| {
+            Ok(trimmed(v, true, false))
+        }),
+    ),
+    binary(
+        OnBinary::CountsBytes,
+        strict(&["rtrim"], 1..=1, TEXT_RESULT, |v, _| {
+            Ok(trimmed(v, false, true))
+        }),
+    ),
+    binary(
+        OnBinary::CountsBytes,
+        strict(&[TRIM_LEADING], 2..=2, TEXT_RESULT, |v, _| {
+            Ok(trimmed(v, true, false))
+        }),
+    ),
+    binary(
+        OnBinary::CountsBytes,
+        strict(&[TRIM_TRAILING], 2..=2, TEXT_RESULT, |v, _| {
+            Ok(trimmed(v, false, true))
+        }),
+    ),
+    binary(
+        OnBinary::CountsBytes,
+        strict(&["replace"], 3..=3, TEXT_RESULT, |v, _| {
+            let (s, from, to) = (string_of(&v[0]), string_of(&v[1]), string_of(&v[2]));
+            Ok(text(if from.is_empty() {
+                s
+            } else {
+                s.replace(&from, &to)
+            }))
+        }),
+    ),
     strict(&["repeat"], 2..=2, TEXT_RESULT, |v, _| {
         let s = to_text(&v[0]);
         let times = to_i64(&v[1]).unwrap_or(0).max(0) as usize;
@@ -94,27 +133,45 @@ pub(super) const FUNCTIONS: &[FunctionDef] = &[
         let n = to_i64(&v[0]).unwrap_or(0).max(0) as usize;
         Ok(bounded(|| vec![b' '; n], n))
     }),
-    strict(&["reverse"], 1..=1, TEXT_RESULT, |v, _| {
-        Ok(text(string_of(&v[0]).chars().rev().collect::<String>()))
-    }),
-    strict(&["lpad"], 3..=3, TEXT_RESULT, |v, _| Ok(padded(v, true))),
-    strict(&["rpad"], 3..=3, TEXT_RESULT, |v, _| Ok(padded(v, false))),
-    strict(&["substring_index"], 3..=3, TEXT_RESULT, substring_index),
-    strict(&["locate"], 2..=3, COUNT_RESULT, |v, _| {
-        let start = v.get(2).map_or(Some(1), to_i64).unwrap_or(1);
-        Ok(Value::Int(position_of(
-            &string_of(&v[0]),
-            &string_of(&v[1]),
-            start,
-        )))
-    }),
-    strict(&["instr"], 2..=2, COUNT_RESULT, |v, _| {
-        Ok(Value::Int(position_of(
-            &string_of(&v[1]),
-            &string_of(&v[0]),
-            1,
-        )))
-    }),
+    binary(
+        OnBinary::CountsBytes,
+        strict(&["reverse"], 1..=1, TEXT_RESULT, |v, _| {
+            Ok(text(string_of(&v[0]).chars().rev().collect::<String>()))
+        }),
+    ),
+    binary(
+        OnBinary::CountsBytes,
+        strict(&["lpad"], 3..=3, TEXT_RESULT, |v, _| Ok(padded(v, true))),
+    ),
+    binary(
+        OnBinary::CountsBytes,
+        strict(&["rpad"], 3..=3, TEXT_RESULT, |v, _| Ok(padded(v, false))),
+    ),
+    binary(
+        OnBinary::CountsBytes,
+        strict(&["substring_index"], 3..=3, TEXT_RESULT, substring_index),
+    ),
+    binary(
+        OnBinary::CountsBytes,
+        strict(&["locate"], 2..=3, COUNT_RESULT, |v, _| {
+            let start = v.get(2).map_or(Some(1), to_i64).unwrap_or(1);
+            Ok(Value::Int(position_of(
+                &string_of(&v[0]),
+                &string_of(&v[1]),
+                start,
+            )))
+        }),
+    ),
+    binary(
+        OnBinary::CountsBytes,
+        strict(&["instr"], 2..=2, COUNT_RESULT, |v, _| {
+            Ok(Value::Int(position_of(
+                &string_of(&v[1]),
+                &string_of(&v[0]),
+                1,
+            )))
+        }),
+    ),
     strict(&["ascii"], 1..=1, COUNT_RESULT, |v, _| {
         Ok(Value::Int(
             to_text(&v[0]).first().map_or(0, |&b| i64::from(b)),
