@@ -95,6 +95,7 @@ pub fn serve<S: Read + Write>(
         }
         Err(error) => return Err(error.into()),
     };
+    stream.logged_in();
     process.set_user(&login.user);
     let mut session = Session::new(catalog, login.user, connection_id);
     session.privileges = crate::accounts::at_login(catalog, &session.user);
@@ -142,8 +143,22 @@ impl<S: Read + Write> Connection<'_, S> {
         let mut payload = Vec::with_capacity(1024);
         loop {
             self.stream.reset_sequence();
-            if !self.stream.read_payload(&mut payload)? {
-                return Ok(());
+            match self.stream.read_payload(&mut payload) {
+                Ok(true) => {}
+                Ok(false) => return Ok(()),
+                Err(PacketError::TooLarge(bytes_max)) => {
+                    // MySQL's answer, then the connection closes: the rest of the command
+                    // is still on its way and cannot be told from a next one.
+                    let mut out = Vec::new();
+                    let message = format!(
+                        "Got a packet bigger than 'max_allowed_packet' bytes ({bytes_max})"
+                    );
+                    results::error(&mut out, 1153, "08S01", &message);
+                    self.stream.write_payload(&out);
+                    self.stream.flush().map_err(PacketError::from)?;
+                    return Ok(());
+                }
+                Err(error) => return Err(error.into()),
             }
             let Some((&command, body)) = payload.split_first() else {
                 return Err(Malformed("empty command").into());

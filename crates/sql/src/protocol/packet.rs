@@ -8,6 +8,13 @@ use std::io::{self, Read, Write};
 pub const PACKET_PAYLOAD_MAX: usize = 0xFF_FFFF;
 /// The largest command this server accepts (MySQL's `max_allowed_packet` default: 64 MiB).
 pub const COMMAND_BYTES_MAX: usize = 64 << 20;
+/// The largest payload a client that has not logged in may send (its handshake response:
+/// user, proof, database, plugin and connection attributes, a few hundred bytes from any
+/// driver): a stranger cannot make the server hold more for it.
+pub const LOGIN_BYTES_MAX: usize = 64 << 10;
+/// A payload grows by at most this much ahead of the bytes that arrived: what a client
+/// declares is not allocated before it is sent.
+const PAYLOAD_GROWTH_BYTES: usize = 1 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PacketError {
@@ -15,8 +22,8 @@ pub enum PacketError {
     Io(#[from] io::Error),
     #[error("packet numbered {got}, expected {expected}")]
     OutOfSequence { expected: u8, got: u8 },
-    #[error("command of more than {COMMAND_BYTES_MAX} bytes (max_allowed_packet)")]
-    TooLarge,
+    #[error("payload of more than {0} bytes (max_allowed_packet)")]
+    TooLarge(usize),
 }
 
 /// Bytes read from the client at once: a command's header and body usually arrive in one
@@ -33,6 +40,9 @@ pub struct PacketStream<S> {
     /// `input[start..end]` is read and not yet consumed.
     start: usize,
     end: usize,
+    /// The largest payload `read_payload` takes ([`LOGIN_BYTES_MAX`] until the client has
+    /// logged in).
+    payload_bytes_max: usize,
 }
 
 impl<S: Read + Write> PacketStream<S> {
@@ -44,7 +54,13 @@ impl<S: Read + Write> PacketStream<S> {
             input: vec![0; READ_BUFFER_BYTES].into_boxed_slice(),
             start: 0,
             end: 0,
+            payload_bytes_max: LOGIN_BYTES_MAX,
         }
+    }
+
+    /// The client has logged in: it may send commands up to [`COMMAND_BYTES_MAX`].
+    pub fn logged_in(&mut self) {
+        self.payload_bytes_max = COMMAND_BYTES_MAX;
     }
 
     /// Fills `buffer` from what is buffered, then from the stream. `Ok(false)`: the stream
@@ -97,12 +113,15 @@ impl<S: Read + Write> PacketStream<S> {
                 });
             }
             self.sequence = self.sequence.wrapping_add(1);
-            if payload.len() + length > COMMAND_BYTES_MAX {
-                return Err(PacketError::TooLarge);
+            if payload.len() + length > self.payload_bytes_max {
+                return Err(PacketError::TooLarge(self.payload_bytes_max));
             }
-            let start = payload.len();
-            payload.resize(start + length, 0);
-            self.read_exact_buffered(&mut payload[start..], false)?;
+            let end = payload.len() + length;
+            while payload.len() < end {
+                let start = payload.len();
+                payload.resize(end.min(start + PAYLOAD_GROWTH_BYTES), 0);
+                self.read_exact_buffered(&mut payload[start..], false)?;
+            }
             if length < PACKET_PAYLOAD_MAX {
                 return Ok(true);
             }
@@ -239,6 +258,7 @@ mod tests {
         assert_eq!(wire[4 + PACKET_PAYLOAD_MAX + 3], 1);
 
         let mut reader = stream_of(wire);
+        reader.logged_in();
         let mut read = Vec::new();
         assert!(reader.read_payload(&mut read).unwrap());
         assert_eq!(read, payload);
@@ -256,6 +276,35 @@ mod tests {
         let mut reader = stream_of(vec![9, 0, 0, 0, b'x']);
         let error = reader.read_payload(&mut Vec::new()).unwrap_err();
         assert!(matches!(error, PacketError::Io(_)), "{error}");
+    }
+
+    #[test]
+    fn a_stranger_sends_at_most_a_login_and_a_declared_length_is_not_allocated_ahead() {
+        let mut header = vec![0xFF, 0xFF, 0x01, 0]; // 128 KiB declared before login
+        header.extend_from_slice(&[b'x'; 100]);
+        let mut reader = stream_of(header.clone());
+        let error = reader.read_payload(&mut Vec::new()).unwrap_err();
+        assert!(
+            matches!(error, PacketError::TooLarge(LOGIN_BYTES_MAX)),
+            "{error}"
+        );
+
+        // Logged in, the same header is taken; only what arrived (and one step) is held
+        // when the client stops short.
+        let mut reader = stream_of(header);
+        reader.logged_in();
+        let mut payload = Vec::new();
+        let error = reader.read_payload(&mut payload).unwrap_err();
+        assert!(matches!(error, PacketError::Io(_)), "{error}");
+        let mut reader = stream_of(vec![0xFF, 0xFF, 0xFF, 0]);
+        reader.logged_in();
+        let mut payload = Vec::new();
+        assert!(reader.read_payload(&mut payload).is_err());
+        assert!(
+            payload.capacity() <= 2 * PAYLOAD_GROWTH_BYTES,
+            "{}",
+            payload.capacity()
+        );
     }
 
     #[test]
