@@ -106,8 +106,9 @@ impl Counter {
 }
 
 impl SqlTable {
-    /// `table`, of `database`, as SQL sees it (named as it was created): its counters' columns, what SQL declared
-    /// beyond the storage schema, its prefix columns and triggers.
+    /// `table`, of `database`, as SQL sees it (named as it was created): its counters'
+    /// columns, what SQL declared beyond the storage schema, its prefix columns and
+    /// triggers.
     pub fn opened(database: &str, table: Table, auto_increment: Option<usize>) -> SqlResult<Self> {
         let hidden_key = crate::ddl::hidden_key_column(table.schema());
         let extras = TableExtras::decode(table.schema())?;
@@ -907,18 +908,25 @@ impl Catalog {
     }
 
     fn auto_increment_column(&self, full: &str) -> SqlResult<Option<usize>> {
+        let key = Counter::AutoIncrement.key_of(full);
+        Ok(self.counter_field(key, 1)?.map(|column| column as usize))
+    }
+
+    /// Field `field` of the counter row keyed `key` (1: its column, 2: its next value),
+    /// read committed; `None` when there is no such counter.
+    fn counter_field(&self, key: String, field: usize) -> SqlResult<Option<u64>> {
         let counters = self.system()?.counters;
         let mut read = self.client.transaction();
         let op = read.read(
             &counters,
-            &[Value::Bytes(full.as_bytes().to_vec())],
+            &[Value::Bytes(key.into_bytes())],
             LockKind::Committed,
         )?;
         let done = read.execute(ExecuteMode::Commit)?.wait()?;
-        Ok(done.row(op).and_then(|row| match row.get(1) {
-            Some(Value::UInt(column)) => Some(*column as usize),
+        Ok(match done.row(op).and_then(|row| row.get(field)) {
+            Some(Value::UInt(value)) => Some(*value),
             _ => None,
-        }))
+        })
     }
 
     /// Creates a table (and its counters: its AUTO_INCREMENT column's, starting at
@@ -1083,19 +1091,8 @@ impl Catalog {
         if let Some(reserved) = lock(&self.counters).get(&id) {
             return Ok(Some(reserved.next));
         }
-        let counters = self.system()?.counters;
-        let name = Counter::AutoIncrement.key_of(&table.table.schema().name);
-        let mut read = self.client.transaction();
-        let op = read.read(
-            &counters,
-            &[Value::Bytes(name.into_bytes())],
-            LockKind::Committed,
-        )?;
-        let done = read.execute(ExecuteMode::Commit)?.wait()?;
-        Ok(match done.row(op).and_then(|row| row.get(2)) {
-            Some(Value::UInt(next)) => Some(*next),
-            _ => None,
-        })
+        let key = Counter::AutoIncrement.key_of(&table.table.schema().name);
+        self.counter_field(key, 2)
     }
 
     /// Reads the counter of the table called `cluster_name` under an exclusive lock and

@@ -40,8 +40,8 @@ pub struct FunctionDef {
     pub eval: Eval,
 }
 
-/// What a string function does where its first argument is a binary string (it derives
-/// the binary collation: a BINARY, VARBINARY or BLOB column, `_binary'...'`), as MySQL.
+/// What a string function does where an argument is a binary string (it derives the
+/// binary collation: a BINARY, VARBINARY or BLOB column, `_binary'...'`), as MySQL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OnBinary {
     /// The same as on text (it reads bytes, or no string).
@@ -84,7 +84,7 @@ impl Function {
         self.0.names[0]
     }
 
-    /// The function as it runs where its first argument is a binary string.
+    /// The function as it runs where an argument is a binary string.
     pub fn on_binary(self) -> Function {
         Function(self.0, self.0.on_binary != OnBinary::AsOnText)
     }
@@ -167,35 +167,36 @@ pub fn call(
     }
 }
 
-/// [`call`] of `def` whose first argument is a binary string ([`OnBinary`]).
+/// [`call`] of `def` where an argument is a binary string ([`OnBinary`]).
 fn call_on_binary(
     def: &'static FunctionDef,
     args: &[Expr],
     row: &[Value],
     ctx: &EvalContext,
 ) -> SqlResult<Value> {
+    let Eval::Strict(run) = def.eval else {
+        unreachable!("the registry holds only strict functions that mind binary strings");
+    };
     if def.on_binary == OnBinary::Unchanged {
         return eval(&args[0], row, ctx);
     }
     // Each byte a character of its own (U+0000 to U+00FF): counting characters counts
     // bytes, and no byte is lost to a UTF-8 decoding.
-    let as_characters = |value: Value| match value {
-        Value::Bytes(bytes) => Value::Bytes(
-            bytes
-                .iter()
-                .map(|&b| char::from(b))
-                .collect::<String>()
-                .into_bytes(),
-        ),
-        other => other,
-    };
     let mut values = Vec::with_capacity(args.len());
     for arg in args {
-        values.push(as_characters(eval(arg, row, ctx)?));
+        values.push(match eval(arg, row, ctx)? {
+            Value::Null => return Ok(Value::Null),
+            Value::Bytes(bytes) => Value::Bytes(
+                bytes
+                    .iter()
+                    .map(|&b| char::from(b))
+                    .collect::<String>()
+                    .into(),
+            ),
+            other => other,
+        });
     }
-    let as_text = Function(def, false);
-    let literals: Vec<Expr> = values.into_iter().map(Expr::Literal).collect();
-    Ok(match call(as_text, &literals, row, ctx)? {
+    Ok(match run(&values, ctx)? {
         // Every character came from one byte, or from a number's digits.
         Value::Bytes(text) => Value::Bytes(
             String::from_utf8_lossy(&text)
@@ -250,6 +251,12 @@ fn registry() -> &'static HashMap<&'static str, &'static FunctionDef> {
         ];
         let mut registry = HashMap::new();
         for def in families.into_iter().flatten() {
+            let strict = matches!(def.eval, Eval::Strict(_));
+            assert!(
+                strict || def.on_binary == OnBinary::AsOnText,
+                "{} minds binary strings: only a strict function may (call_on_binary)",
+                def.names[0]
+            );
             for &name in def.names {
                 let earlier = registry.insert(name, def);
                 assert!(earlier.is_none(), "function {name} is defined twice");
