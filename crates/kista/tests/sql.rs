@@ -1325,19 +1325,25 @@ fn the_mysql_client_works_interactively_on_a_terminal() {
 }
 
 #[test]
-fn accounts_and_grants_live_in_the_cluster_and_limit_what_a_user_may_do() {
+fn accounts_and_grants_live_in_the_cluster_and_hold_for_every_statement_kind() {
     let up = Up::start("grants");
     let second = KistaProcess::spawn(&["sql", "--mgm", &up.mgm, "--port", "0"]);
-    let path = format!("{}/tests/sql/accounts.py", env!("CARGO_MANIFEST_DIR"));
     let ports = [up.sql_port.to_string(), second.address.port().to_string()];
-    let output = run_client("/usr/bin/python3", &[&path, &ports[0], &ports[1]], "");
-    assert!(
-        output.status.success(),
-        "{}\n{}",
-        text(&output.stdout),
-        text(&output.stderr)
-    );
-    assert!(text(&output.stdout).contains("accounts ok"));
+    for (script, ports, done) in [
+        ("accounts.py", &ports[..], "accounts ok"),
+        ("privileges.py", &ports[..1], "privileges ok"),
+    ] {
+        let path = format!("{}/tests/sql/{script}", env!("CARGO_MANIFEST_DIR"));
+        let args: Vec<&str> = std::iter::once(path.as_str())
+            .chain(ports.iter().map(String::as_str))
+            .collect();
+        let output = run_client("/usr/bin/python3", &args, "");
+        let said = format!("{}\n{}", text(&output.stdout), text(&output.stderr));
+        assert!(
+            output.status.success() && said.contains(done),
+            "{script}: {said}"
+        );
+    }
 }
 
 #[test]

@@ -336,11 +336,19 @@ impl Processes {
     }
 
     /// KILL: marks process `id` (and for a connection, shuts its socket); error 1094 for
-    /// an id this front end does not serve.
-    pub fn kill(&self, id: u32, kill: Kill) -> SqlResult<()> {
+    /// an id this front end does not serve, 1095 for another user's when the killer may
+    /// kill `only_of` its own.
+    pub fn kill(&self, id: u32, kill: Kill, only_of: Option<&str>) -> SqlResult<()> {
         let process = lock(&self.by_id).get(&id).cloned();
         let process = process
             .ok_or_else(|| SqlError::new(1094, "HY000", format!("Unknown thread id: {id}")))?;
+        if only_of.is_some_and(|user| *lock(&process.user) != user) {
+            return Err(SqlError::new(
+                1095,
+                "HY000",
+                format!("You are not owner of thread {id}"),
+            ));
+        }
         match kill {
             Kill::Query => {
                 let _ = process.kill.compare_exchange(
@@ -403,7 +411,13 @@ mod tests {
         assert_eq!(row.statement.as_deref(), Some("SELECT SLEEP(10)"));
         assert_eq!(row.database.as_deref(), Some("shop"));
 
-        processes.kill(7, Kill::Query).unwrap();
+        let not_owner = processes.kill(7, Kill::Query, Some("other"));
+        assert_eq!(not_owner.unwrap_err().code, 1095);
+        assert!(
+            process.check_killed().is_ok(),
+            "another user's KILL is refused"
+        );
+        processes.kill(7, Kill::Query, Some("app")).unwrap();
         assert_eq!(process.check_killed().unwrap_err().code, 1317);
         process.end();
         let idle = &processes.rows()[0];
@@ -411,10 +425,10 @@ mod tests {
         process.begin(Command::Query, Some("shop"), "SELECT 1");
         assert!(process.check_killed().is_ok(), "the next statement runs");
 
-        processes.kill(7, Kill::Connection).unwrap();
+        processes.kill(7, Kill::Connection, None).unwrap();
         process.begin(Command::Query, None, "SELECT 2");
         assert!(process.killed(), "a killed connection stays killed");
-        assert_eq!(processes.kill(8, Kill::Query).unwrap_err().code, 1094);
+        assert_eq!(processes.kill(8, Kill::Query, None).unwrap_err().code, 1094);
         drop(registered);
         assert!(processes.rows().is_empty());
     }

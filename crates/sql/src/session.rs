@@ -305,6 +305,9 @@ pub struct Session<'c> {
     previous_diagnostics: (usize, usize),
     /// The running statement's subqueries (`subquery.rs`).
     pub(crate) subqueries: crate::subquery::Subqueries,
+    /// The privileges of the definers of triggers the running statement fired, read
+    /// once per statement (`accounts::check_definer`).
+    pub(crate) definers: std::cell::RefCell<Vec<(String, crate::accounts::Privileges)>>,
     /// FOUND_ROWS(): the rows the last SELECT answered (with SQL_CALC_FOUND_ROWS, before
     /// its LIMIT).
     pub(crate) found_rows: u64,
@@ -354,6 +357,7 @@ impl<'c> Session<'c> {
             warnings: std::cell::RefCell::new(Vec::new()),
             previous_diagnostics: (0, 0),
             subqueries: Default::default(),
+            definers: Default::default(),
             found_rows: 0,
             rows_before_limit: Default::default(),
             process: None,
@@ -451,6 +455,7 @@ impl<'c> Session<'c> {
             return crate::load_data::run_server_file(self, load);
         }
         crate::accounts::check(self, &parsed.statement)?;
+        self.definers.get_mut().clear();
         // Decided before the statement runs: one that fails ends the transaction.
         let in_transaction = self.transaction.is_some();
         // What the transaction wrote before a switch was mirrored: it may still commit.
@@ -660,7 +665,9 @@ impl<'c> Session<'c> {
         let Statement::Query(query) = &parsed.statement else {
             return None;
         };
-        if !self.autocommit || self.transaction.is_some() {
+        // An account that may not read it takes the ordinary path, which refuses it.
+        let refused = crate::accounts::check(self, &parsed.statement).is_err();
+        if !self.autocommit || self.transaction.is_some() || refused {
             return None;
         }
         self.catalog.forget_changed_tables();

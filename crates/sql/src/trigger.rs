@@ -81,6 +81,14 @@ pub struct TriggerDef {
     pub statements: Vec<String>,
     /// When it was created (information_schema.TRIGGERS.CREATED), ms since the epoch.
     pub created_ms: u64,
+    /// The account that created it, whose privileges its body runs with (MySQL's
+    /// DEFINER); triggers made before accounts were kept are root's.
+    #[serde(default = "root")]
+    pub definer: String,
+}
+
+fn root() -> String {
+    "root".into()
 }
 
 impl TriggerDef {
@@ -96,7 +104,8 @@ impl TriggerDef {
     /// The CREATE TRIGGER statement that makes it again on `table`.
     pub fn create_sql(&self, table: &str) -> String {
         format!(
-            "CREATE DEFINER=`root`@`%` TRIGGER `{}` {} {} ON `{}` FOR EACH ROW {}",
+            "CREATE DEFINER=`{}`@`%` TRIGGER `{}` {} {} ON `{}` FOR EACH ROW {}",
+            self.definer.replace('`', "``"),
             self.name.replace('`', "``"),
             self.timing.name(),
             self.event.name(),
@@ -358,6 +367,7 @@ pub fn fire(
                     set_new(session, table, &mut rows, *column, value)?
                 }
                 BodyStatement::Write(parsed) => {
+                    crate::accounts::check_definer(session, &trigger.def.definer, parsed)?;
                     let written = with_values(parsed, table, &rows);
                     crate::dml::write_from_trigger(tx, session, &written, firing)?;
                 }
@@ -475,6 +485,7 @@ pub fn create(session: &mut Session, create: &ast::CreateTrigger) -> SqlResult<(
         created_ms: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64),
+        definer: session.user.clone(),
     };
     let table = session.catalog.table(&database, &table_name)?;
     Trigger::prepare(def.clone(), table.schema())?;
@@ -550,6 +561,7 @@ mod tests {
             event,
             statements: vec![statement.into()],
             created_ms: 0,
+            definer: "root".into(),
         };
         Trigger::prepare(def, &schema())
     }

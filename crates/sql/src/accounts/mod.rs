@@ -12,6 +12,7 @@
 //! and again after an account statement about its own account: grants made by other
 //! sessions apply to connections made after them.
 
+mod needs;
 pub mod privileges;
 mod run;
 pub mod statements;
@@ -21,13 +22,14 @@ pub use privileges::{PrivilegeSet, Privileges};
 pub use run::run;
 pub use statements::AccountStatement;
 
-use sqlparser::ast::{self, ObjectType, Statement};
+use sqlparser::ast::Statement;
 
 use crate::catalog::Catalog;
 use crate::error::{SqlError, SqlResult};
 use crate::protocol::auth::User;
-use crate::select::split_name;
 use crate::session::Session;
+use needs::Need;
+pub(crate) use needs::On;
 use privileges::needed;
 
 /// The account a login as `name` checks its password against: the table's, if it holds
@@ -58,30 +60,131 @@ pub fn at_login(catalog: &Catalog, name: &str) -> Privileges {
         .unwrap_or_else(|_| Privileges::granted(Vec::new()))
 }
 
-/// Error 1044/1142/1227 unless the session's account may run `statement`.
+/// Error 1044/1142/1227 unless the session's account may run `statement`: every
+/// privilege it needs ([`needs::of`]) is held.
 pub fn check(session: &Session, statement: &Statement) -> SqlResult<()> {
     if session.privileges.is_all() {
         return Ok(());
     }
-    for (privileges, database, table) in needs(session, statement)? {
-        let allowed = match (&database, &table) {
-            (None, _) => session.privileges.global().contains(privileges),
-            (Some(database), table) => {
-                session
-                    .privileges
-                    .allow(privileges, database, table.as_deref())
-            }
-        };
-        if !allowed {
-            return Err(denied(
-                session,
-                privileges,
-                database.as_deref(),
-                table.as_deref(),
-            ));
-        }
+    let needs = needs::of(session, statement)?;
+    check_needs(&session.privileges, &session.user, &needs)
+}
+
+/// Error unless `definer`, a trigger's, may run `parsed` (a statement of its body): a
+/// trigger runs with its definer's privileges, as MySQL's, which a REVOKE since its
+/// creation may have narrowed. The definer's privileges are read once per statement
+/// (`Session::definers`), not per row.
+pub(crate) fn check_definer(
+    session: &Session,
+    definer: &str,
+    parsed: &crate::session::Parsed,
+) -> SqlResult<()> {
+    if definer == session.user && session.privileges.is_all() {
+        return Ok(());
     }
-    Ok(())
+    let mut definers = session.definers.borrow_mut();
+    let position = match definers.iter().position(|(name, _)| name == definer) {
+        Some(position) => position,
+        None => {
+            let privileges =
+                privileges_of(session.catalog, session.catalog.configured_users(), definer)?;
+            definers.push((definer.to_string(), privileges));
+            definers.len() - 1
+        }
+    };
+    let privileges = &definers[position].1;
+    if privileges.is_all() {
+        return Ok(());
+    }
+    let needs = needs::of(session, &parsed.statement)?;
+    check_needs(privileges, definer, &needs)
+}
+
+/// Whether the session's account may see `on` at all (SHOW DATABASES, SHOW TABLES,
+/// `information_schema`'s rows): it holds some privilege on it.
+pub(crate) fn may_see(session: &Session, on: &On) -> bool {
+    holds(&session.privileges, &Need::Sight(on.clone(), "SHOW"))
+}
+
+/// Whether SHOW DATABASES lists `database` to the session's account: one it may see, or
+/// any with the SHOW DATABASES privilege.
+pub(crate) fn may_list_database(session: &Session, database: &str) -> bool {
+    session.privileges.global().contains(needed::SHOW_DATABASES)
+        || may_see(session, &On::Database(database.to_string()))
+}
+
+/// Whether the session's account sees every connection (PROCESS), not only its own.
+pub(crate) fn may_list_processes(session: &Session) -> bool {
+    session.privileges.global().contains(needed::PROCESS)
+}
+
+/// Whether the session's account may kill any connection, not only its own.
+pub(crate) fn may_kill_others(session: &Session) -> bool {
+    session
+        .privileges
+        .global_any(needed::SUPER | needed::CONNECTION_ADMIN)
+}
+
+/// Error unless `privileges`, account `user`'s, meet every one of `needs`.
+fn check_needs(privileges: &Privileges, user: &str, needs: &[Need]) -> SqlResult<()> {
+    match needs.iter().find(|need| !holds(privileges, need)) {
+        Some(need) => Err(refusal(user, need)),
+        None => Ok(()),
+    }
+}
+
+/// Whether `privileges` meet `need`.
+fn holds(privileges: &Privileges, need: &Need) -> bool {
+    match need {
+        Need::Every(wanted, On::Server) => privileges.global().contains(*wanted),
+        Need::Every(wanted, On::Database(database)) => privileges.allow(*wanted, database, None),
+        Need::Every(wanted, On::Table(database, table)) => {
+            privileges.allow(*wanted, database, Some(table))
+        }
+        Need::OneOf(wanted, on) => wanted
+            .each()
+            .any(|one| holds(privileges, &Need::Every(one, on.clone()))),
+        Need::Sight(On::Server, _) => true,
+        // information_schema is everyone's (what its rows show is filtered).
+        Need::Sight(On::Database(database) | On::Table(database, _), _)
+            if database.eq_ignore_ascii_case(crate::information_schema::DATABASE) =>
+        {
+            true
+        }
+        Need::Sight(On::Database(database), _) => privileges.any_in(database),
+        Need::Sight(On::Table(database, table), _) => privileges.any_on_table(database, table),
+    }
+}
+
+/// MySQL's refusal of `need`: per table (1142), per database (1044), or of a server-wide
+/// privilege (1227).
+fn refusal(user: &str, need: &Need) -> SqlError {
+    let global = privileges::Level::Global;
+    let (command, on) = match need {
+        Need::Every(wanted, on) => (wanted.names(&global), on),
+        Need::OneOf(wanted, on) => (wanted.names(&global).replace(", ", " or "), on),
+        Need::Sight(on, command) => (command.to_string(), on),
+    };
+    let account = format!("'{user}'@'%'");
+    match on {
+        On::Table(_, table) => SqlError::new(
+            1142,
+            "42000",
+            format!("{command} command denied to user {account} for table '{table}'"),
+        ),
+        On::Database(database) => SqlError::new(
+            1044,
+            "42000",
+            format!("Access denied for user {account} to database '{database}'"),
+        ),
+        On::Server => SqlError::new(
+            1227,
+            "42000",
+            format!(
+                "Access denied; you need (at least one of) the {command} privilege(s) for this operation"
+            ),
+        ),
+    }
 }
 
 /// Error 1142 unless the session's account holds `privileges` on `table`.
@@ -121,182 +224,18 @@ pub fn check_use(session: &Session, database: &str) -> SqlResult<()> {
     }
 }
 
-/// MySQL's refusal: per table (1142), per database (1044), or of a global privilege
-/// (1227).
+/// MySQL's refusal of `privileges` on `table` of `database` (1142), on `database`
+/// (1044), or on the server (1227).
 pub fn denied(
     session: &Session,
     privileges: PrivilegeSet,
     database: Option<&str>,
     table: Option<&str>,
 ) -> SqlError {
-    let account = format!("'{}'@'%'", session.user);
-    match (database, table) {
-        (Some(_), Some(table)) => {
-            let command = privileges.names(&privileges::Level::Global);
-            SqlError::new(
-                1142,
-                "42000",
-                format!("{command} command denied to user {account} for table '{table}'"),
-            )
-        }
-        (Some(database), None) => SqlError::new(
-            1044,
-            "42000",
-            format!("Access denied for user {account} to database '{database}'"),
-        ),
-        (None, _) => SqlError::new(
-            1227,
-            "42000",
-            format!(
-                "Access denied; you need (at least one of) the {} privilege(s) for this operation",
-                privileges.names(&privileges::Level::Global)
-            ),
-        ),
-    }
-}
-
-/// A privilege a statement needs: on the server (`None`), a database, or a table of one.
-type Need = (PrivilegeSet, Option<String>, Option<String>);
-
-/// What `statement` needs: the privilege its kind asks on its target, and SELECT on every
-/// other table it reads ([`reads`]).
-fn needs(session: &Session, statement: &Statement) -> SqlResult<Vec<Need>> {
-    let table = |name: &ast::ObjectName, privileges| -> SqlResult<Need> {
-        let (database, table) = split_name(session, name)?;
-        Ok((privileges, Some(database), Some(table)))
+    let on = match (database, table) {
+        (Some(database), Some(table)) => On::Table(database.into(), table.into()),
+        (Some(database), None) => On::Database(database.into()),
+        (None, _) => On::Server,
     };
-    let database = |name: &ast::ObjectName, privileges| -> Need {
-        (
-            privileges,
-            Some(crate::admin::name_of(name).to_lowercase()),
-            None,
-        )
-    };
-    let mut needs = Vec::new();
-    let target = match statement {
-        Statement::Insert(insert) => match &insert.table {
-            ast::TableObject::TableName(name) => {
-                let mut wanted = needed::INSERT;
-                if insert.replace_into {
-                    wanted = wanted | needed::DELETE;
-                }
-                if insert.on.is_some() {
-                    wanted = wanted | needed::UPDATE;
-                }
-                Some(table(name, wanted)?)
-            }
-            _ => None,
-        },
-        Statement::Update { table: target, .. } => match &target.relation {
-            ast::TableFactor::Table { name, .. } => Some(table(name, needed::UPDATE)?),
-            _ => None,
-        },
-        Statement::Delete(delete) => {
-            let from = match &delete.from {
-                ast::FromTable::WithFromKeyword(from) | ast::FromTable::WithoutKeyword(from) => {
-                    from
-                }
-            };
-            match from.first().map(|t| &t.relation) {
-                Some(ast::TableFactor::Table { name, .. }) => Some(table(name, needed::DELETE)?),
-                _ => None,
-            }
-        }
-        Statement::CreateTable(create) => Some(table(&create.name, needed::CREATE)?),
-        Statement::CreateView { name, .. } => Some(table(name, needed::CREATE_VIEW)?),
-        Statement::CreateIndex(create) => Some(table(&create.table_name, needed::INDEX)?),
-        Statement::AlterTable { name, .. } => Some(table(name, needed::ALTER)?),
-        Statement::RenameTable(renames) => {
-            for rename in renames {
-                needs.push(table(&rename.old_name, needed::ALTER | needed::DROP)?);
-                needs.push(table(&rename.new_name, needed::CREATE | needed::INSERT)?);
-            }
-            None
-        }
-        Statement::Truncate { table_names, .. } => {
-            for target in table_names {
-                needs.push(table(&target.name, needed::DROP)?);
-            }
-            None
-        }
-        Statement::CreateDatabase { db_name, .. } => Some(database(db_name, needed::CREATE)),
-        Statement::CreateSchema {
-            schema_name: ast::SchemaName::Simple(name),
-            ..
-        } => Some(database(name, needed::CREATE)),
-        Statement::Drop {
-            object_type, names, ..
-        } => {
-            for name in names {
-                needs.push(match object_type {
-                    ObjectType::Database | ObjectType::Schema => database(name, needed::DROP),
-                    _ => table(name, needed::DROP)?,
-                });
-            }
-            None
-        }
-        Statement::CreateTrigger(create) => Some(table(&create.table_name, needed::TRIGGER)?),
-        _ => None,
-    };
-    needs.extend(target.clone());
-    let written = target.and_then(|(_, db, table)| Some((db?, table?)));
-    needs.extend(reads(session, statement, written)?);
-    Ok(needs)
-}
-
-/// SELECT on every table `statement` reads: the tables it names but the one it
-/// `written`, its WITH names, `information_schema` and a view it creates.
-fn reads(
-    session: &Session,
-    statement: &Statement,
-    written: Option<(String, String)>,
-) -> SqlResult<Vec<Need>> {
-    let reads_tables = matches!(
-        statement,
-        Statement::Query(_)
-            | Statement::Insert(_)
-            | Statement::Update { .. }
-            | Statement::Delete(_)
-            | Statement::CreateView { .. }
-    );
-    if !reads_tables {
-        return Ok(Vec::new());
-    }
-    let mut names = Vec::new();
-    let _ = ast::visit_relations(statement, |name| {
-        names.push(name.clone());
-        std::ops::ControlFlow::<()>::Continue(())
-    });
-    let ctes = cte_names(statement);
-    let mut needs = Vec::new();
-    for name in names {
-        let (db, read) = split_name(session, &name)?;
-        let is_cte = name.0.len() == 1 && ctes.iter().any(|cte| cte.eq_ignore_ascii_case(&read));
-        let is_written = written.as_ref() == Some(&(db.clone(), read.clone()));
-        let is_system = crate::information_schema::system_database(&db).is_some();
-        let is_view_name =
-            matches!(statement, Statement::CreateView { name: view, .. } if *view == name);
-        if !is_cte && !is_written && !is_system && !is_view_name {
-            needs.push((needed::SELECT, Some(db), Some(read)));
-        }
-    }
-    Ok(needs)
-}
-
-/// The names a statement's WITH clauses give (they are no tables).
-fn cte_names(statement: &Statement) -> Vec<String> {
-    let mut names = Vec::new();
-    let _ = ast::visit_statements(statement, |statement| {
-        if let Statement::Query(query) = statement {
-            if let Some(with) = &query.with {
-                names.extend(
-                    with.cte_tables
-                        .iter()
-                        .map(|cte| cte.alias.name.value.clone()),
-                );
-            }
-        }
-        std::ops::ControlFlow::<()>::Continue(())
-    });
-    names
+    refusal(&session.user, &Need::Every(privileges, on))
 }

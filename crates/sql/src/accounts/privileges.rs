@@ -43,6 +43,10 @@ const PRIVILEGES: &[(&str, Reach)] = &[
     ("CREATE USER", Reach::Global),
     ("EVENT", Reach::Database),
     ("TRIGGER", Reach::Table),
+    // Added after the rest: a grant is kept as these positions' bits.
+    ("SUPER", Reach::Global),
+    ("CONNECTION_ADMIN", Reach::Global),
+    ("SYSTEM_VARIABLES_ADMIN", Reach::Global),
 ];
 
 impl PrivilegeSet {
@@ -93,6 +97,13 @@ impl PrivilegeSet {
         self.0 == 0
     }
 
+    /// Each privilege of the set, alone.
+    pub fn each(self) -> impl Iterator<Item = Self> {
+        (0..PRIVILEGES.len())
+            .map(|position| Self(1 << position))
+            .filter(move |one| self.contains(*one))
+    }
+
     /// The names, in SHOW GRANTS order (`ALL PRIVILEGES` when every one of the level's).
     pub fn names(self, level: &Level) -> String {
         if self == Self::all_at(level) {
@@ -123,11 +134,17 @@ pub mod needed {
     pub const DELETE: PrivilegeSet = PrivilegeSet(1 << 3);
     pub const CREATE: PrivilegeSet = PrivilegeSet(1 << 4);
     pub const DROP: PrivilegeSet = PrivilegeSet(1 << 5);
+    pub const PROCESS: PrivilegeSet = PrivilegeSet(1 << 7);
+    pub const REFERENCES: PrivilegeSet = PrivilegeSet(1 << 8);
     pub const INDEX: PrivilegeSet = PrivilegeSet(1 << 9);
     pub const ALTER: PrivilegeSet = PrivilegeSet(1 << 10);
+    pub const SHOW_DATABASES: PrivilegeSet = PrivilegeSet(1 << 11);
     pub const CREATE_VIEW: PrivilegeSet = PrivilegeSet(1 << 15);
     pub const CREATE_USER: PrivilegeSet = PrivilegeSet(1 << 19);
     pub const TRIGGER: PrivilegeSet = PrivilegeSet(1 << 21);
+    pub const SUPER: PrivilegeSet = PrivilegeSet(1 << 22);
+    pub const CONNECTION_ADMIN: PrivilegeSet = PrivilegeSet(1 << 23);
+    pub const SYSTEM_VARIABLES_ADMIN: PrivilegeSet = PrivilegeSet(1 << 24);
 }
 
 /// What a grant reaches: the server, a database, or a table of one.
@@ -209,12 +226,38 @@ impl Privileges {
         let Some(grants) = &self.grants else {
             return true;
         };
+        // A server-wide privilege of a database's kind reaches every database (PROCESS
+        // or CREATE USER alone opens none).
+        let of_databases = PrivilegeSet::all_at(&Level::Database(String::new())).0;
         grants.iter().any(|grant| match &grant.level {
-            Level::Global => !grant.privileges.is_empty(),
+            Level::Global => grant.privileges.0 & of_databases != 0,
             Level::Database(granted) | Level::Table(granted, _) => {
                 granted.eq_ignore_ascii_case(database)
             }
         })
+    }
+
+    /// Whether any privilege reaches table `table` of `database` (to see it at all: SHOW
+    /// CREATE TABLE, DESCRIBE, its rows in `information_schema`).
+    pub fn any_on_table(&self, database: &str, table: &str) -> bool {
+        let Some(grants) = &self.grants else {
+            return true;
+        };
+        let of_tables = PrivilegeSet::all_at(&Level::Table(String::new(), String::new())).0;
+        grants.iter().any(|grant| match &grant.level {
+            Level::Global => grant.privileges.0 & of_tables != 0,
+            Level::Database(granted) => {
+                grant.privileges.0 & of_tables != 0 && granted.eq_ignore_ascii_case(database)
+            }
+            Level::Table(granted, granted_table) => {
+                granted.eq_ignore_ascii_case(database) && granted_table.eq_ignore_ascii_case(table)
+            }
+        })
+    }
+
+    /// Whether any privilege of `privileges` is held on the server (`*.*`).
+    pub fn global_any(&self, privileges: PrivilegeSet) -> bool {
+        self.global().0 & privileges.0 != 0
     }
 
     /// Whether the account may grant `privileges` at `level`: it holds them there with
@@ -292,11 +335,17 @@ mod tests {
             (needed::DELETE, "DELETE"),
             (needed::CREATE, "CREATE"),
             (needed::DROP, "DROP"),
+            (needed::PROCESS, "PROCESS"),
+            (needed::REFERENCES, "REFERENCES"),
             (needed::INDEX, "INDEX"),
             (needed::ALTER, "ALTER"),
+            (needed::SHOW_DATABASES, "SHOW DATABASES"),
             (needed::CREATE_VIEW, "CREATE VIEW"),
             (needed::CREATE_USER, "CREATE USER"),
             (needed::TRIGGER, "TRIGGER"),
+            (needed::SUPER, "SUPER"),
+            (needed::CONNECTION_ADMIN, "CONNECTION_ADMIN"),
+            (needed::SYSTEM_VARIABLES_ADMIN, "SYSTEM_VARIABLES_ADMIN"),
         ];
         for (constant, name) in constants {
             assert_eq!(constant, PrivilegeSet::named(name).unwrap(), "{name}");

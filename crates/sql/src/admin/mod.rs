@@ -9,6 +9,7 @@ mod show;
 mod show_create;
 
 pub use schema::TRUNCATE_BATCH_ROWS;
+pub(crate) use show::show_index_target;
 
 use sqlparser::ast::{self, Set, ShowStatementFilter, Statement};
 use sqlparser::tokenizer::Location;
@@ -233,7 +234,8 @@ fn transaction_statement(
             };
             let id = u32::try_from(*id)
                 .map_err(|_| SqlError::new(1094, "HY000", format!("Unknown thread id: {id}")))?;
-            session.catalog.processes.kill(id, kill)?;
+            let only_of = (!crate::accounts::may_kill_others(session)).then_some(&*session.user);
+            session.catalog.processes.kill(id, kill, only_of)?;
             Ok(Outcome::done())
         }
         Statement::LockTables { tables } => lock_tables(session, tables),

@@ -111,6 +111,7 @@ fn show_databases(session: &Session, options: &ast::ShowStatementOptions) -> Sql
     let rows = (session.catalog.databases()?.into_iter())
         .filter(|name| name != kista_info || filter.is_some())
         .filter(|name| matches_filter(name, filter))
+        .filter(|name| crate::accounts::may_list_database(session, name))
         .map(|name| vec![text(name)])
         .collect();
     Ok(text_result(&["Database"], rows))
@@ -177,15 +178,32 @@ fn show_words(
             };
             Ok(text_result(&[name], vec![vec![Value::Int(count as i64)]]))
         }
-        Some("index" | "indexes" | "keys") if words.len() >= 3 => {
-            let (database, name) = match words.get(3..) {
-                Some([_, database]) => (database.clone(), words[2].clone()),
-                _ => (session.current_database()?.to_string(), words[2].clone()),
-            };
-            show_index(session, &database, &name)
-        }
-        _ => Err(SqlError::not_supported(statement)),
+        _ => match show_index_target(session, variable)? {
+            Some((database, name)) => show_index(session, &database, &name),
+            None => Err(SqlError::not_supported(statement)),
+        },
     }
+}
+
+/// The table `SHOW {INDEX | INDEXES | KEYS} FROM t [FROM db]` names (as sqlparser leaves
+/// it: words), if `variable` is that statement.
+pub(crate) fn show_index_target(
+    session: &Session,
+    variable: &[ast::Ident],
+) -> SqlResult<Option<(String, String)>> {
+    let words: Vec<String> = variable.iter().map(|v| v.value.to_lowercase()).collect();
+    if !matches!(
+        words.first().map(String::as_str),
+        Some("index" | "indexes" | "keys")
+    ) || words.len() < 3
+    {
+        return Ok(None);
+    }
+    let (database, name) = match words.get(3..) {
+        Some([_, database]) => (database.clone(), words[2].clone()),
+        _ => (session.current_database()?.to_string(), words[2].clone()),
+    };
+    Ok(Some((database, name)))
 }
 
 /// A count in a SHOW statement's LIMIT.
@@ -224,6 +242,10 @@ fn show_tables(
                     .collect()
             }
         };
+    listed.retain(|(table, _)| {
+        let on = crate::accounts::On::Table(database.clone(), table.clone());
+        crate::accounts::may_see(session, &on)
+    });
     listed.sort();
     let rows = listed
         .into_iter()

@@ -8,7 +8,7 @@ use kista_client::types::Value;
 use kista_client::{Client, ClientError, DataNodeStatus, NodeId, INFO_ROWS_PER_BLOCK_MAX};
 
 use super::Kind::{Number, Real, Text};
-use super::{number, text, SystemRows, SystemTableDef};
+use super::{number, text, SeenBy, SystemRows, SystemTableDef};
 use crate::catalog::Catalog;
 use crate::error::SqlResult;
 
@@ -17,6 +17,7 @@ pub const DATABASE: &str = "kista_info";
 pub(super) const ALL: &[SystemTableDef] = &[
     SystemTableDef {
         name: "nodes",
+        seen_by: SeenBy::Everyone,
         columns: &[
             ("node_id", Number),
             ("node_group", Number),
@@ -26,6 +27,7 @@ pub(super) const ALL: &[SystemTableDef] = &[
     },
     SystemTableDef {
         name: "threads",
+        seen_by: SeenBy::Everyone,
         columns: &[
             ("node_id", Number),
             ("thread_no", Number),
@@ -41,6 +43,7 @@ pub(super) const ALL: &[SystemTableDef] = &[
     },
     SystemTableDef {
         name: "memory",
+        seen_by: SeenBy::Everyone,
         columns: &[
             ("node_id", Number),
             ("memory_type", Text),
@@ -51,6 +54,7 @@ pub(super) const ALL: &[SystemTableDef] = &[
     },
     SystemTableDef {
         name: "counters",
+        seen_by: SeenBy::Everyone,
         columns: &[
             ("node_id", Number),
             ("counter_name", Text),
@@ -60,6 +64,7 @@ pub(super) const ALL: &[SystemTableDef] = &[
     },
     SystemTableDef {
         name: "partitions",
+        seen_by: SeenBy::Everyone,
         columns: &[
             ("node_id", Number),
             ("database_name", Text),
@@ -76,6 +81,7 @@ pub(super) const ALL: &[SystemTableDef] = &[
     },
     SystemTableDef {
         name: "transactions",
+        seen_by: SeenBy::Everyone,
         columns: &[
             ("node_id", Number),
             ("tc_instance", Number),
@@ -90,6 +96,7 @@ pub(super) const ALL: &[SystemTableDef] = &[
     },
     SystemTableDef {
         name: "locks",
+        seen_by: SeenBy::Everyone,
         columns: &[
             ("node_id", Number),
             ("database_name", Text),
@@ -104,6 +111,7 @@ pub(super) const ALL: &[SystemTableDef] = &[
     },
     SystemTableDef {
         name: "config",
+        seen_by: SeenBy::Everyone,
         columns: &[
             ("node_id", Number),
             ("config_param", Text),

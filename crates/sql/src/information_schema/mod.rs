@@ -152,6 +152,59 @@ pub struct SystemTableDef {
     columns: &'static [(&'static str, Kind)],
     /// Appends the table's rows, each with a value per column.
     rows: fn(&Catalog, &mut SystemRows) -> SqlResult<()>,
+    /// Which rows an account without every privilege sees.
+    seen_by: SeenBy,
+}
+
+/// Which of a system table's rows an account sees: as MySQL's, only what it has some
+/// privilege on (`accounts::may_see`).
+#[derive(Clone, Copy)]
+enum SeenBy {
+    /// Every row (character sets, collations; `kista_info`, which needs SELECT on it).
+    Everyone,
+    /// Rows of the databases it may see: the column naming the database.
+    Database(&'static str),
+    /// Rows of the tables it may see: the columns naming the database and the table.
+    Table(&'static str, &'static str),
+    /// Its own connections (the column naming a connection's user); every one with
+    /// PROCESS.
+    OwnProcesses(&'static str),
+}
+
+impl SeenBy {
+    /// Whether `session` sees `row` of `def`.
+    fn sees(self, session: &Session, def: &SystemTableDef, row: &[Value]) -> bool {
+        let text_of = |column: &str| {
+            let position = def.columns.iter().position(|(name, _)| *name == column);
+            match position.map(|p| &row[p]) {
+                Some(Value::Bytes(bytes)) => String::from_utf8_lossy(bytes).into_owned(),
+                _ => String::new(),
+            }
+        };
+        use crate::accounts::On;
+        match self {
+            SeenBy::Everyone => true,
+            SeenBy::Database(database) => {
+                crate::accounts::may_see(session, &On::Database(text_of(database)))
+            }
+            SeenBy::Table(database, table) => {
+                crate::accounts::may_see(session, &On::Table(text_of(database), text_of(table)))
+            }
+            SeenBy::OwnProcesses(user) => {
+                text_of(user) == session.user || crate::accounts::may_list_processes(session)
+            }
+        }
+    }
+
+    /// The columns it names.
+    #[cfg(test)]
+    fn columns(self) -> Vec<&'static str> {
+        match self {
+            SeenBy::Everyone => Vec::new(),
+            SeenBy::Database(column) | SeenBy::OwnProcesses(column) => vec![column],
+            SeenBy::Table(database, table) => vec![database, table],
+        }
+    }
 }
 
 /// What a system table's rows function fills: its rows, and what its reader is warned of
@@ -262,7 +315,7 @@ impl SystemTable {
         for warning in listed.warnings {
             session.warn(1105, warning);
         }
-        let rows = listed.rows;
+        let mut rows = listed.rows;
         for row in &rows {
             assert_eq!(
                 row.len(),
@@ -270,6 +323,9 @@ impl SystemTable {
                 "a row of {}",
                 self.def.name
             );
+        }
+        if !session.privileges.is_all() {
+            rows.retain(|row| self.def.seen_by.sees(session, self.def, row));
         }
         Ok(rows)
     }
@@ -297,6 +353,10 @@ mod tests {
         assert!(SystemTable::named("shop", "threads").is_none());
         for (database, tables) in SYSTEM_DATABASES {
             for def in tables {
+                for column in def.seen_by.columns() {
+                    let named = def.columns.iter().any(|(name, _)| *name == column);
+                    assert!(named, "{database}.{} has no column {column}", def.name);
+                }
                 let table = SystemTable { database, def };
                 assert_eq!(table.schema().columns.len(), def.columns.len());
             }

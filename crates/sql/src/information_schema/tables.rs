@@ -5,8 +5,8 @@
 use kista_client::types::{Collation, ColumnType, Value};
 
 use super::{
-    column_default, column_extra, column_key, index_columns, number, text, Kind, SystemRows,
-    SystemTableDef, DATABASE,
+    column_default, column_extra, column_key, index_columns, number, text, Kind, SeenBy,
+    SystemRows, SystemTableDef, DATABASE,
 };
 use crate::catalog::{Catalog, SqlTable};
 use crate::ddl::foreign_keys::{action_rule, DescribedForeignKey};
@@ -24,6 +24,7 @@ pub(crate) const COLLATION: &str = "utf8mb4_0900_ai_ci";
 pub(super) const ALL: &[SystemTableDef] = &[
     SystemTableDef {
         name: "SCHEMATA",
+        seen_by: SeenBy::Database("SCHEMA_NAME"),
         columns: &[
             ("CATALOG_NAME", Text),
             ("SCHEMA_NAME", Text),
@@ -36,6 +37,7 @@ pub(super) const ALL: &[SystemTableDef] = &[
     },
     SystemTableDef {
         name: "TABLES",
+        seen_by: SeenBy::Table("TABLE_SCHEMA", "TABLE_NAME"),
         columns: &[
             ("TABLE_CATALOG", Text),
             ("TABLE_SCHEMA", Text),
@@ -63,6 +65,7 @@ pub(super) const ALL: &[SystemTableDef] = &[
     },
     SystemTableDef {
         name: "COLUMNS",
+        seen_by: SeenBy::Table("TABLE_SCHEMA", "TABLE_NAME"),
         columns: &[
             ("TABLE_CATALOG", Text),
             ("TABLE_SCHEMA", Text),
@@ -91,6 +94,7 @@ pub(super) const ALL: &[SystemTableDef] = &[
     },
     SystemTableDef {
         name: "STATISTICS",
+        seen_by: SeenBy::Table("TABLE_SCHEMA", "TABLE_NAME"),
         columns: &[
             ("TABLE_CATALOG", Text),
             ("TABLE_SCHEMA", Text),
@@ -115,6 +119,7 @@ pub(super) const ALL: &[SystemTableDef] = &[
     },
     SystemTableDef {
         name: "KEY_COLUMN_USAGE",
+        seen_by: SeenBy::Table("TABLE_SCHEMA", "TABLE_NAME"),
         columns: &[
             ("CONSTRAINT_CATALOG", Text),
             ("CONSTRAINT_SCHEMA", Text),
@@ -133,6 +138,7 @@ pub(super) const ALL: &[SystemTableDef] = &[
     },
     SystemTableDef {
         name: "CHECK_CONSTRAINTS",
+        seen_by: SeenBy::Database("CONSTRAINT_SCHEMA"),
         columns: &[
             ("CONSTRAINT_CATALOG", Text),
             ("CONSTRAINT_SCHEMA", Text),
@@ -143,6 +149,7 @@ pub(super) const ALL: &[SystemTableDef] = &[
     },
     SystemTableDef {
         name: "TABLE_CONSTRAINTS",
+        seen_by: SeenBy::Table("TABLE_SCHEMA", "TABLE_NAME"),
         columns: &[
             ("CONSTRAINT_CATALOG", Text),
             ("CONSTRAINT_SCHEMA", Text),
@@ -156,6 +163,7 @@ pub(super) const ALL: &[SystemTableDef] = &[
     },
     SystemTableDef {
         name: "REFERENTIAL_CONSTRAINTS",
+        seen_by: SeenBy::Table("CONSTRAINT_SCHEMA", "TABLE_NAME"),
         columns: &[
             ("CONSTRAINT_CATALOG", Text),
             ("CONSTRAINT_SCHEMA", Text),
@@ -173,6 +181,7 @@ pub(super) const ALL: &[SystemTableDef] = &[
     },
     SystemTableDef {
         name: "VIEWS",
+        seen_by: SeenBy::Table("TABLE_SCHEMA", "TABLE_NAME"),
         columns: &[
             ("TABLE_CATALOG", Text),
             ("TABLE_SCHEMA", Text),
@@ -189,6 +198,7 @@ pub(super) const ALL: &[SystemTableDef] = &[
     },
     SystemTableDef {
         name: "ROUTINES",
+        seen_by: SeenBy::Database("ROUTINE_SCHEMA"),
         columns: &[
             ("SPECIFIC_NAME", Text),
             ("ROUTINE_CATALOG", Text),
@@ -207,6 +217,7 @@ pub(super) const ALL: &[SystemTableDef] = &[
     },
     SystemTableDef {
         name: "TRIGGERS",
+        seen_by: SeenBy::Table("EVENT_OBJECT_SCHEMA", "EVENT_OBJECT_TABLE"),
         columns: &[
             ("TRIGGER_CATALOG", Text),
             ("TRIGGER_SCHEMA", Text),
@@ -224,6 +235,7 @@ pub(super) const ALL: &[SystemTableDef] = &[
     },
     SystemTableDef {
         name: "CHARACTER_SETS",
+        seen_by: SeenBy::Everyone,
         columns: &[
             ("CHARACTER_SET_NAME", Text),
             ("DEFAULT_COLLATE_NAME", Text),
@@ -248,6 +260,7 @@ pub(super) const ALL: &[SystemTableDef] = &[
     },
     SystemTableDef {
         name: "COLLATIONS",
+        seen_by: SeenBy::Everyone,
         columns: &[
             ("COLLATION_NAME", Text),
             ("CHARACTER_SET_NAME", Text),
@@ -277,6 +290,7 @@ pub(super) const ALL: &[SystemTableDef] = &[
     },
     SystemTableDef {
         name: "PROCESSLIST",
+        seen_by: SeenBy::OwnProcesses("USER"),
         columns: &[
             ("ID", Number),
             ("USER", Text),
@@ -291,6 +305,7 @@ pub(super) const ALL: &[SystemTableDef] = &[
     },
     SystemTableDef {
         name: "ENGINES",
+        seen_by: SeenBy::Everyone,
         columns: &[
             ("ENGINE", Text),
             ("SUPPORT", Text),
@@ -506,7 +521,7 @@ fn triggers(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
                 number(order as u64),
                 text(body),
                 text(trigger.timing.name()),
-                text("root@%"),
+                text(format!("{}@%", trigger.definer)),
             ]);
         }
         Ok(())
