@@ -53,6 +53,14 @@ impl SqlError {
         )
     }
 
+    /// 1064 for an expression nested deeper than `max` levels (`expr::EXPRESSION_DEPTH_MAX`).
+    pub fn too_deep(max: usize) -> Self {
+        Self::syntax(format!(
+            "an expression nests more than {max} levels deep (each operator of a chain \
+             such as `a + b + c` is a level)"
+        ))
+    }
+
     /// 1235: valid SQL this server does not run.
     pub fn not_supported(what: impl std::fmt::Display) -> Self {
         Self::new(

@@ -123,6 +123,7 @@ pub fn parse(sql: &str) -> SqlResult<Parsed> {
     let tokens = Tokenizer::new(&dialect, sql)
         .tokenize_with_location()
         .map_err(SqlError::syntax)?;
+    crate::dialect::check_operator_runs(&tokens)?;
     let mut tokens = tokens;
     rewrite_lock_in_share_mode(&mut tokens);
     crate::dialect::rewrite_type_names(&mut tokens);
@@ -1094,6 +1095,40 @@ mod tests {
             .unwrap();
         let deepest = worker.join().expect("no stack overflow");
         eprintln!("{deepest} levels of parentheses parse");
+    }
+
+    #[test]
+    fn a_chain_of_operators_binds_to_the_depth_bound_and_a_longer_one_is_refused() {
+        let chain = |terms: usize| format!("SELECT {}", vec!["1"; terms].join(" + "));
+        let worker = std::thread::Builder::new()
+            .stack_size(crate::server::CONNECTION_STACK_BYTES)
+            .spawn(move || {
+                let bind_first = |sql: &str| -> SqlResult<crate::expr::Expr> {
+                    let parsed = parse(sql)?;
+                    let Statement::Query(query) = &parsed.statement else {
+                        panic!("a query")
+                    };
+                    let sqlparser::ast::SetExpr::Select(select) = query.body.as_ref() else {
+                        panic!("a select")
+                    };
+                    let sqlparser::ast::SelectItem::UnnamedExpr(expr) = &select.projection[0]
+                    else {
+                        panic!("an expression")
+                    };
+                    crate::expr::bind(&mut crate::expr::Binder::over(&[], &[], "field list"), expr)
+                };
+                let deepest = crate::expr::EXPRESSION_DEPTH_MAX;
+                let bound = bind_first(&chain(deepest)).unwrap();
+                let value = crate::expr::eval(&bound, &[], &EvalContext::bare()).unwrap();
+                assert_eq!(value, Value::Int(deepest as i64));
+                let refused = bind_first(&chain(deepest + 1)).unwrap_err();
+                assert_eq!(refused.code, 1064, "{}", refused.message);
+                // Far past it: refused from its tokens, before a tree that deep exists.
+                let refused = parse(&chain(1_000_000)).err().map(|e| e.code);
+                assert_eq!(refused, Some(1064));
+            })
+            .unwrap();
+        worker.join().expect("no stack overflow");
     }
 
     #[test]

@@ -64,6 +64,32 @@ pub enum Filter {
     Not(Box<Filter>),
 }
 
+impl Filter {
+    /// Whether it is within what a data node accepts ([`FILTER_NODES_MAX`] nodes,
+    /// [`FILTER_DEPTH_MAX`] levels): a sender checks before sending, for a filter out of
+    /// bounds fails the whole scan.
+    pub fn within_bounds(&self) -> bool {
+        let mut nodes = 0;
+        self.within(1, &mut nodes)
+    }
+
+    /// Whether it stays within bounds as a part `depth` levels down a filter that has
+    /// `nodes` nodes so far (which it then adds its own to).
+    pub fn within(&self, depth: usize, nodes: &mut usize) -> bool {
+        *nodes += 1;
+        if *nodes > FILTER_NODES_MAX || depth > FILTER_DEPTH_MAX {
+            return false;
+        }
+        match self {
+            Filter::And(filters) | Filter::Or(filters) => {
+                filters.iter().all(|filter| filter.within(depth + 1, nodes))
+            }
+            Filter::Not(filter) => filter.within(depth + 1, nodes),
+            _ => true,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FilterError {
     #[error("filter names column {column}, but table `{table}` has {columns} columns")]

@@ -89,6 +89,21 @@ cur.execute("INSERT INTO blobs SELECT a.n + 10 * b.n, REPEAT('x', 200000) FROM d
 cur.execute("INSERT INTO blobs SELECT a.n + 10 * b.n + 100, REPEAT('y', 200000) FROM d a, d b")
 assert rows("SELECT COUNT(*), SUM(LENGTH(b)) FROM blobs") == [(200, 40_000_000)]
 
+# Long expressions: a chain of a thousand terms (the bound on an expression's depth)
+# runs, and so does a WHERE of 900 ORs on a column (the data node gets it as one
+# OR, flat); one operator more is a syntax error, and a chain of a million (which once
+# overflowed a connection's stack and ended the process) is refused before it is parsed.
+assert rows("SELECT " + " + ".join(["1"] * 1000)) == [(1000,)]
+names = [f"'row {n}'" for n in range(0, 9000, 10)]
+ors = " OR ".join(f"c = {name}" for name in names)
+expected = rows(f"SELECT COUNT(*) FROM t WHERE c IN ({', '.join(names)})")
+assert expected[0][0] > 0
+assert rows(f"SELECT COUNT(*) FROM t WHERE {ors}") == expected
+assert error_of("SELECT " + " + ".join(["1"] * 1001)) == 1064
+assert error_of("SELECT " + " + ".join(["1"] * 1_000_000)) == 1064
+assert error_of("SELECT 1 FROM t WHERE " + " AND ".join(["k = 1"] * 100_000)) == 1064
+assert rows("SELECT 1") == [(1,)], "the connection goes on"
+
 cur.execute("DELETE FROM t")
 assert cur.rowcount == ROWS + 2 * half, cur.rowcount
 assert rows("SELECT COUNT(*) FROM t") == [(0,)]

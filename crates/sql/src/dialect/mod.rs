@@ -11,7 +11,8 @@
 //! (`show.rs`), and, before parsing, rewritten in the statement's tokens into
 //! forms sqlparser knows (`rewrite.rs`: type names of several words, compound interval
 //! units, DISABLE/ENABLE KEYS, SELECT's modifiers), or cut from them (CREATE DATABASE's
-//! options, `create_database.rs`).
+//! options, `create_database.rs`). Before all that, a statement whose operators string
+//! together too long a chain for the passes over its tree is refused (`operator_runs.rs`).
 //!
 //! Everything else is the MySQL dialect's: every choice it makes is passed on, and the
 //! parser's own checks for the MySQL dialect see it (`dialect()`).
@@ -21,6 +22,7 @@ use std::any::TypeId;
 mod create_database;
 mod create_table;
 mod create_trigger;
+mod operator_runs;
 mod rewrite;
 mod set;
 mod show;
@@ -28,6 +30,7 @@ mod show;
 pub use create_database::{
     database_collation, give_database_collation, take_create_database_options,
 };
+pub use operator_runs::check_operator_runs;
 pub use rewrite::{
     keep_show_warnings_limit, rewrite_alter_keys, rewrite_consistent_snapshot,
     rewrite_interval_units, rewrite_type_names, take_select_modifiers,

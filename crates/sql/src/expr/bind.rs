@@ -105,7 +105,15 @@ pub struct Binder<'a> {
     /// Where correlated subqueries bind (`subquery/correlated.rs`), and the query around
     /// this one; `None`: they are refused.
     pub(crate) correlation: Option<&'a Correlation<'a>>,
+    /// How deep in the expression binding is ([`EXPRESSION_DEPTH_MAX`]).
+    pub(crate) depth: usize,
 }
+
+/// How deeply a bound expression may nest: every pass over an expression (binding,
+/// typing, evaluation, pushdown) recurses once per level, and a connection's stack
+/// (`server::CONNECTION_STACK_BYTES`) holds several times this many levels of the
+/// deepest of them. A chain `a + b + c + ...` is one level per operator.
+pub const EXPRESSION_DEPTH_MAX: usize = 1000;
 
 impl<'a> Binder<'a> {
     /// The collation `left` and `right` compare under (error 1267 when they cannot).
@@ -155,6 +163,7 @@ impl<'a> Binder<'a> {
             inserted_row_at: None,
             subqueries: None,
             correlation: None,
+            depth: 0,
         }
     }
 
@@ -355,6 +364,16 @@ fn bind_case(
 
 /// Binds `expr` in `binder`'s scope.
 pub fn bind(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Expr> {
+    if binder.depth == EXPRESSION_DEPTH_MAX {
+        return Err(SqlError::too_deep(EXPRESSION_DEPTH_MAX));
+    }
+    binder.depth += 1;
+    let bound = bind_level(binder, expr);
+    binder.depth -= 1;
+    bound
+}
+
+fn bind_level(binder: &mut Binder, expr: &ast::Expr) -> SqlResult<Expr> {
     if let Some(columns) = super::row_values::rewritten(expr)? {
         return bind(binder, &columns);
     }
@@ -512,27 +531,28 @@ fn bind_binary(
 ) -> SqlResult<Expr> {
     let boxed = |binder: &mut Binder, e: &ast::Expr| bind(binder, e).map(Box::new);
     let (l, r) = (boxed(binder, left)?, boxed(binder, right)?);
-    let compare = |op| -> SqlResult<Expr> {
-        let collation = binder.comparison(&l, &r)?;
-        let (l, r) = (
-            binder.under(l.clone(), collation),
-            binder.under(r.clone(), collation),
-        );
-        Ok(Expr::Compare(op, l, r, collation))
-    };
-    let arithmetic = |op| Expr::Arithmetic(op, l.clone(), r.clone());
     if let Some(op) = compare_op(op) {
-        return compare(op);
+        let collation = binder.comparison(&l, &r)?;
+        let (l, r) = (binder.under(l, collation), binder.under(r, collation));
+        return Ok(Expr::Compare(op, l, r, collation));
+    }
+    let arithmetic = match op {
+        BinaryOperator::Plus => Some(ArithmeticOp::Add),
+        BinaryOperator::Minus => Some(ArithmeticOp::Subtract),
+        BinaryOperator::Multiply => Some(ArithmeticOp::Multiply),
+        BinaryOperator::Divide => Some(ArithmeticOp::Divide),
+        BinaryOperator::MyIntegerDivide => Some(ArithmeticOp::IntegerDivide),
+        BinaryOperator::Modulo => Some(ArithmeticOp::Modulo),
+        _ => None,
+    };
+    if let Some(arithmetic) = arithmetic {
+        // (the operands moved, never cloned: a chain `a + b + ...` would copy its whole
+        // left side once per level)
+        return Ok(Expr::Arithmetic(arithmetic, l, r));
     }
     Ok(match op {
         BinaryOperator::And => Expr::And(l, r),
         BinaryOperator::Or => Expr::Or(l, r),
-        BinaryOperator::Plus => arithmetic(ArithmeticOp::Add),
-        BinaryOperator::Minus => arithmetic(ArithmeticOp::Subtract),
-        BinaryOperator::Multiply => arithmetic(ArithmeticOp::Multiply),
-        BinaryOperator::Divide => arithmetic(ArithmeticOp::Divide),
-        BinaryOperator::MyIntegerDivide => arithmetic(ArithmeticOp::IntegerDivide),
-        BinaryOperator::Modulo => arithmetic(ArithmeticOp::Modulo),
         // `@x := value` (MySQL's assignment inside an expression).
         BinaryOperator::Assignment => match left {
             ast::Expr::Identifier(ident)

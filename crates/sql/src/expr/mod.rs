@@ -13,6 +13,8 @@ mod subquery;
 pub use crate::functions::Function;
 
 pub(crate) use bind::find_column;
+#[cfg(test)]
+pub(crate) use bind::EXPRESSION_DEPTH_MAX;
 pub use bind::{
     bind, number, Aggregate, AggregateKind, Binder, GroupConcat, OutputColumn, ScopeColumn,
 };

@@ -25,15 +25,41 @@ pub(super) fn pushed_filter(
         table,
         params,
     };
-    let mut filters: Vec<Filter> = (conjuncts.iter())
-        .filter(|c| pushable(c))
-        .filter_map(|c| pushdown.filter(c))
-        .collect();
+    let mut filters: Vec<Filter> = Vec::new();
+    // The AND's own node; its parts are one level down.
+    let mut nodes = 1;
+    for conjunct in conjuncts.iter().filter(|c| pushable(c)) {
+        let Some(filter) = pushdown.filter(conjunct) else {
+            continue;
+        };
+        // A data node refuses a filter past its bounds (and fails the scan): what would
+        // not fit stays with the front end, which checks every conjunct anyway.
+        let mut with_it = nodes;
+        if filter.within(2, &mut with_it) {
+            nodes = with_it;
+            filters.push(filter);
+        }
+    }
     match filters.len() {
         0 => None,
         1 => filters.pop(),
         _ => Some(Filter::And(filters)),
     }
+}
+
+/// `a AND (b AND c)` as one AND of three (and so for OR): a chain of a hundred ORs is
+/// two levels deep for the data node, not a hundred.
+fn flattened(make: fn(Vec<Filter>) -> Filter, parts: [Filter; 2]) -> Filter {
+    let mut all = Vec::new();
+    for part in parts {
+        match (make(Vec::new()), part) {
+            (Filter::And(_), Filter::And(inner)) | (Filter::Or(_), Filter::Or(inner)) => {
+                all.extend(inner)
+            }
+            (_, part) => all.push(part),
+        }
+    }
+    make(all)
 }
 
 /// What a conjunct's constants are evaluated with, and the table whose columns it names.
@@ -87,8 +113,8 @@ impl Pushdown<'_> {
                 let any = Filter::Or(list.iter().map(equal_to).collect::<Option<_>>()?);
                 Some(negated_if(any, *negated))
             }
-            Expr::And(a, b) => Some(Filter::And(vec![self.filter(a)?, self.filter(b)?])),
-            Expr::Or(a, b) => Some(Filter::Or(vec![self.filter(a)?, self.filter(b)?])),
+            Expr::And(a, b) => Some(flattened(Filter::And, [self.filter(a)?, self.filter(b)?])),
+            Expr::Or(a, b) => Some(flattened(Filter::Or, [self.filter(a)?, self.filter(b)?])),
             Expr::Not(e) => Some(Filter::Not(Box::new(self.filter(e)?))),
             _ => None,
         }

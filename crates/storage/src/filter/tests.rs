@@ -128,9 +128,15 @@ fn bad_filters_are_refused_with_the_reason() {
     for _ in 0..FILTER_DEPTH_MAX {
         deep = Filter::Not(Box::new(deep));
     }
+    assert!(
+        !deep.within_bounds(),
+        "a sender sees what a data node refuses"
+    );
     assert_eq!(refused(deep), FilterError::TooDeep);
     let wide = Filter::Or(vec![Filter::IsNull(1); FILTER_NODES_MAX]);
+    assert!(!wide.within_bounds());
     assert_eq!(refused(wide), FilterError::TooManyNodes);
+    assert!(Filter::Or(vec![Filter::IsNull(1); FILTER_NODES_MAX - 1]).within_bounds());
 }
 
 #[test]
