@@ -14,6 +14,7 @@ use crate::point_read::Responder;
 use crate::processes::{Command, Process};
 use crate::protocol::binary::{read_parameter, PARAMETER_UNSIGNED};
 use crate::protocol::handshake::{change_user, handshake, HandshakeError, Users};
+use crate::protocol::long_data::LongData;
 use crate::protocol::packet::{PacketError, PacketStream};
 use crate::protocol::results::{self, ColumnDefinition};
 use crate::protocol::wire::{put_u16, put_u32, Input, Malformed};
@@ -35,8 +36,6 @@ struct Prepared {
     parameters: usize,
     /// Each parameter's type code and unsigned flag, as the last execute bound them.
     types: Vec<(u8, bool)>,
-    /// Values sent with COM_STMT_SEND_LONG_DATA, by parameter.
-    long_data: HashMap<usize, Vec<u8>>,
     plan: PlanCache,
 }
 
@@ -60,6 +59,8 @@ struct Connection<'c, S: Read + Write> {
     session: Session<'c>,
     capabilities: u32,
     prepared: HashMap<u32, Prepared>,
+    /// What COM_STMT_SEND_LONG_DATA sent the prepared statements, bounded.
+    long_data: LongData,
     next_statement_id: u32,
     /// Text INSERTs' shapes, parsed once.
     text_statements: TextStatements,
@@ -107,6 +108,7 @@ pub fn serve<S: Read + Write>(
         session,
         capabilities: login.capabilities,
         prepared: HashMap::new(),
+        long_data: LongData::default(),
         next_statement_id: 1,
         text_statements: TextStatements::default(),
     };
@@ -286,20 +288,20 @@ impl<S: Read + Write> Connection<'_, S> {
         match command {
             command::STMT_SEND_LONG_DATA => {
                 let parameter = usize::from(input.u16("parameter")?);
-                if let Some(statement) = self.prepared.get_mut(&id) {
-                    let data = statement.long_data.entry(parameter).or_default();
-                    data.extend_from_slice(input.rest());
+                if self.prepared.contains_key(&id) {
+                    self.long_data.append(id, parameter, input.rest());
                 }
                 Ok(After::Silent)
             }
             command::STMT_CLOSE => {
                 self.prepared.remove(&id);
+                self.long_data.forget(id);
                 Ok(After::Silent)
             }
             _ => {
                 match self.prepared.get_mut(&id) {
-                    Some(statement) => {
-                        statement.long_data.clear();
+                    Some(_) => {
+                        self.long_data.forget(id);
                         self.send_ok(0, 0, "");
                     }
                     None => self.send_error(&SqlError::unknown_statement(id)),
@@ -512,7 +514,6 @@ impl<S: Read + Write> Connection<'_, S> {
                 parsed,
                 parameters,
                 types: vec![(column_type::VAR_STRING, false); parameters],
-                long_data: HashMap::new(),
                 plan: PlanCache::default(),
             },
         );
@@ -523,6 +524,10 @@ impl<S: Read + Write> Connection<'_, S> {
         let id = input.u32("statement id")?;
         let _flags = input.u8("cursor flags")?;
         let _iterations = input.u32("iteration count")?;
+        if let Err(error) = self.long_data.check(id) {
+            self.send_error(&error);
+            return Ok(());
+        }
         let Some(statement) = self.prepared.get_mut(&id) else {
             self.send_error(&SqlError::unknown_statement(id));
             return Ok(());
@@ -546,7 +551,7 @@ impl<S: Read + Write> Connection<'_, S> {
                 }
             }
             for (position, &(type_code, unsigned)) in statement.types.iter().enumerate() {
-                if let Some(bytes) = statement.long_data.remove(&position) {
+                if let Some(bytes) = self.long_data.take(id, position) {
                     params.push(Value::Bytes(bytes));
                 } else if null_bitmap[position / 8] & (1 << (position % 8)) != 0 {
                     params.push(Value::Null);
@@ -555,6 +560,8 @@ impl<S: Read + Write> Connection<'_, S> {
                 }
             }
         }
+        // Sent for a parameter the statement does not have: nothing holds it longer.
+        self.long_data.forget(id);
         if let Some(responder) = self.responder.clone() {
             if let Some(point) = self
                 .session

@@ -5,6 +5,10 @@ among its rows and named, savepoints undoing it.
 
 Run by crates/kista/tests/sql.rs with the front end's port.
 """
+import io
+import sys
+
+import mysql.connector
 import pymysql
 
 from session_helpers import Session
@@ -103,6 +107,38 @@ assert error_of("SELECT " + " + ".join(["1"] * 1001)) == 1064
 assert error_of("SELECT " + " + ".join(["1"] * 1_000_000)) == 1064
 assert error_of("SELECT 1 FROM t WHERE " + " AND ".join(["k = 1"] * 100_000)) == 1064
 assert rows("SELECT 1") == [(1,)], "the connection goes on"
+
+# Long data (COM_STMT_SEND_LONG_DATA, a parameter sent in chunks before its execute) is
+# held up to max_allowed_packet per connection: 200 MiB of it costs the server no more,
+# the execute is refused with 1153, and the statement works again after.
+class Chunks(io.RawIOBase):
+    """`count` chunks of a MiB, read one at a time as the driver sends them."""
+
+    def __init__(self, count):
+        self.left = count
+
+    def read(self, size=-1):
+        if self.left == 0:
+            return b""
+        self.left -= 1
+        return b"x" * (1 << 20)
+
+
+raw = mysql.connector.connect(host="127.0.0.1", port=int(sys.argv[1]), user="root",
+                              password="", use_pure=True)
+prepared = raw.cmd_stmt_prepare(b"SELECT LENGTH(?)")
+statement, parameters = prepared["statement_id"], prepared["parameters"]
+raw.cmd_stmt_send_long_data(statement, 0, Chunks(200))
+try:
+    raw.cmd_stmt_execute(statement, data=(b"",), parameters=parameters)
+    raise AssertionError("200 MiB of long data accepted")
+except mysql.connector.Error as error:
+    assert error.errno == 1153, error
+raw.cmd_stmt_send_long_data(statement, 0, Chunks(3))
+_, columns, _ = raw.cmd_stmt_execute(statement, data=(b"",), parameters=parameters)
+raw.unread_result = True  # (what the driver's own cursor sets before reading rows)
+assert raw.get_rows(binary=True, columns=columns)[0] == [(3 << 20,)]
+raw.close()
 
 cur.execute("DELETE FROM t")
 assert cur.rowcount == ROWS + 2 * half, cur.rowcount

@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod binary;
 pub mod handshake;
+pub mod long_data;
 pub mod packet;
 pub mod results;
 pub mod wire;
