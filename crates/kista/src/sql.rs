@@ -11,7 +11,8 @@ use clap::Args;
 use kista_client::Client;
 use kista_metrics::Exposition;
 use kista_mgm::size::parse_size;
-use kista_sql::{Catalog, ServerConfig, SqlServer, User, Users, CONNECTIONS_MAX_DEFAULT};
+use kista_sql::admission::{CONNECT_TIMEOUT_S_DEFAULT, WAIT_TIMEOUT_S_DEFAULT};
+use kista_sql::{Catalog, Limits, ServerConfig, SqlServer, User, Users, CONNECTIONS_MAX_DEFAULT};
 
 use crate::metrics::MetricsOptions;
 use crate::Failure;
@@ -34,9 +35,20 @@ pub struct SqlArgs {
     #[arg(long = "user", value_name = "NAME:PASSWORD")]
     users: Vec<String>,
 
-    /// Client connections served at once; more are refused with error 1040.
+    /// Client connections served at once; more are refused with error 1040, but for one
+    /// more kept for an account with CONNECTION_ADMIN or SUPER (root).
     #[arg(long, default_value_t = CONNECTIONS_MAX_DEFAULT)]
     connections_max: usize,
+
+    /// Seconds a client has to log in before its connection is closed (MySQL's
+    /// `connect_timeout`).
+    #[arg(long, default_value_t = CONNECT_TIMEOUT_S_DEFAULT)]
+    connect_timeout_s: u64,
+
+    /// Seconds a logged-in connection may wait for its client's next command before it
+    /// is closed (MySQL's `wait_timeout`).
+    #[arg(long, default_value_t = WAIT_TIMEOUT_S_DEFAULT)]
+    wait_timeout_s: u64,
 
     /// Print why client connections broke.
     #[arg(long)]
@@ -106,6 +118,11 @@ pub fn run(args: &SqlArgs) -> Result<(), Failure> {
     if args.connections_max == 0 {
         return Err(Failure::usage("--connections-max must be at least 1"));
     }
+    if args.connect_timeout_s == 0 || args.wait_timeout_s == 0 {
+        return Err(Failure::usage(
+            "--connect-timeout-s and --wait-timeout-s must be at least 1",
+        ));
+    }
     let stop = crate::stop_on_signals()?;
     let client = Client::connect_cluster(&args.mgm)
         .map_err(|e| Failure::runtime(format!("cannot reach the cluster at {}: {e}", args.mgm)))?;
@@ -118,7 +135,11 @@ pub fn run(args: &SqlArgs) -> Result<(), Failure> {
     let config = ServerConfig {
         listen,
         users,
-        connections_max: args.connections_max,
+        limits: Limits {
+            connections_max: args.connections_max,
+            connect_timeout: Duration::from_secs(args.connect_timeout_s),
+            wait_timeout: Duration::from_secs(args.wait_timeout_s),
+        },
     };
     let catalog = Arc::new(catalog);
     let shown = catalog.clone();

@@ -31,6 +31,13 @@ impl Up {
         Self::start_in(dir, &[])
     }
 
+    /// Another `kista sql` on this cluster, on a free port, with `options`.
+    fn front_end(&self, options: &[&str]) -> KistaProcess {
+        let mut args = vec!["sql", "--mgm", &self.mgm, "--port", "0"];
+        args.extend_from_slice(options);
+        KistaProcess::spawn(&args)
+    }
+
     /// `kista up` on `dir`, which may hold a cluster's data from an earlier run, with
     /// `extra` options. Its servers listen on ports the system picks (no race with other
     /// tests for a port).
@@ -704,15 +711,7 @@ fn sysbench_runs_every_oltp_workload_with_prepare_run_and_cleanup_and_no_errors(
 #[test]
 fn a_statement_collecting_more_than_the_result_memory_fails_with_1104_and_nothing_else_does() {
     let up = Up::start("result-memory");
-    let small = KistaProcess::spawn(&[
-        "sql",
-        "--mgm",
-        &up.mgm,
-        "--port",
-        "0",
-        "--result-memory",
-        "1M",
-    ]);
+    let small = up.front_end(&["--result-memory", "1M"]);
     let small_port = small.address.port();
     // 40 rows of 50 KB: 2 MB, twice what the small front end may hold for a statement.
     let setup = "CREATE DATABASE m; CREATE TABLE m.r (id INT PRIMARY KEY, b MEDIUMBLOB); \
@@ -831,7 +830,7 @@ fn a_killed_front_ends_transactions_free_their_row_locks_at_once() {
                   INSERT INTO l.t VALUES (1, 0);";
     let (_, errors) = mysql_script(up.sql_port, create);
     assert!(errors.is_empty(), "{errors}");
-    let mut second = KistaProcess::spawn(&["sql", "--mgm", &up.mgm, "--port", "0"]);
+    let mut second = up.front_end(&[]);
     let mut holder = RawMysql::connect(second.address.port());
     holder.run("BEGIN").unwrap();
     holder.run("UPDATE l.t SET v = 1 WHERE id = 1").unwrap();
@@ -850,7 +849,7 @@ fn a_killed_front_ends_transactions_free_their_row_locks_at_once() {
 #[test]
 fn two_front_ends_share_tables_and_counters_and_survive_each_others_schema_changes() {
     let up = Up::start("two-front-ends");
-    let second = KistaProcess::spawn(&["sql", "--mgm", &up.mgm, "--port", "0"]);
+    let second = up.front_end(&[]);
     let first_port = up.sql_port.to_string();
     let second_port = second.address.port().to_string();
     let mysql = |port: &str, script: &str| {
@@ -980,6 +979,31 @@ fn joins_use_batched_key_lookups_and_information_schema_describes_the_tables() {
         "dropped twice:\n{stderr}"
     );
     assert_eq!(stderr.matches("ERROR").count(), 2, "{stderr}");
+}
+
+#[test]
+fn strangers_cannot_lock_accounts_out_and_idle_connections_time_out() {
+    let up = Up::start("strangers");
+    let front_end = up.front_end(&[
+        "--connections-max",
+        "4",
+        "--connect-timeout-s",
+        "2",
+        "--wait-timeout-s",
+        "4",
+    ]);
+    let path = format!("{}/tests/sql/strangers.py", env!("CARGO_MANIFEST_DIR"));
+    let (port, pid) = (
+        front_end.address.port().to_string(),
+        front_end.pid().to_string(),
+    );
+    let output = run_client("/usr/bin/python3", &[&path, &port, &pid], "");
+    let said = format!("{}\n{}", text(&output.stdout), text(&output.stderr));
+    assert!(
+        output.status.success() && said.contains("strangers ok"),
+        "{said}"
+    );
+    eprintln!("{said}");
 }
 
 #[test]
@@ -1229,7 +1253,7 @@ fn prepared_point_reads_answer_in_the_binary_protocol_and_again_after_a_schema_c
 
     // Another front end changes the table; the statement's cached definition is old. At
     // most one execution reports it (1412), and the next runs on the new definition.
-    let second = KistaProcess::spawn(&["sql", "--mgm", &up.mgm, "--port", "0"]);
+    let second = up.front_end(&[]);
     let (_, stderr) = mysql_script(second.address.port(), "CREATE INDEX by_v ON p.t (v);");
     assert!(stderr.is_empty(), "{stderr}");
     let first = client.execute(read_v, 1);
@@ -1327,7 +1351,7 @@ fn the_mysql_client_works_interactively_on_a_terminal() {
 #[test]
 fn accounts_and_grants_live_in_the_cluster_and_hold_for_every_statement_kind() {
     let up = Up::start("grants");
-    let second = KistaProcess::spawn(&["sql", "--mgm", &up.mgm, "--port", "0"]);
+    let second = up.front_end(&[]);
     let ports = [up.sql_port.to_string(), second.address.port().to_string()];
     for (script, ports, done) in [
         ("accounts.py", &ports[..], "accounts ok"),
@@ -1349,17 +1373,7 @@ fn accounts_and_grants_live_in_the_cluster_and_hold_for_every_statement_kind() {
 #[test]
 fn accounts_log_in_with_either_password_plugin_and_wrong_passwords_are_refused() {
     let up = Up::start("accounts");
-    let front_end = KistaProcess::spawn(&[
-        "sql",
-        "--mgm",
-        &up.mgm,
-        "--port",
-        "0",
-        "--user",
-        "app:s3cret",
-        "--user",
-        "ops:",
-    ]);
+    let front_end = up.front_end(&["--user", "app:s3cret", "--user", "ops:"]);
     let port = front_end.address.port().to_string();
     let mysql = |user: &str, password: Option<&str>| {
         let mut args = vec!["-h", "127.0.0.1", "-P", &port, "-u", user];

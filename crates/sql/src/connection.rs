@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use kista_client::types::Value;
 
+use crate::admission::Admission;
 use crate::catalog::Catalog;
 use crate::error::{SqlError, SqlResult};
 use crate::point_read::Responder;
@@ -66,12 +67,23 @@ struct Connection<'c, S: Read + Write> {
     text_statements: TextStatements,
 }
 
+/// Answers a login with `error` (the connection then ends).
+fn refuse_login<S: Read + Write>(
+    stream: &mut PacketStream<S>,
+    error: &SqlError,
+) -> Result<(), ConnectionError> {
+    let mut out = Vec::new();
+    results::error(&mut out, error.code, error.state, &error.message);
+    stream.write_payload(&out);
+    stream.flush().map_err(PacketError::from)?;
+    Ok(())
+}
+
 /// Serves one client until it quits (`Ok`) or the connection fails.
 pub fn serve<S: Read + Write>(
     stream: S,
     responder: Option<Arc<Responder>>,
-    catalog: &Catalog,
-    users: &Users,
+    (catalog, users, admission): (&Catalog, &Users, &Arc<Admission>),
     process: Arc<Process>,
 ) -> Result<(), ConnectionError> {
     let connection_id = process.id;
@@ -86,20 +98,17 @@ pub fn serve<S: Read + Write>(
         Err(HandshakeError::AccessDenied {
             user,
             with_password,
-        }) => {
-            let mut out = Vec::new();
-            let error = SqlError::access_denied(&user, with_password);
-            results::error(&mut out, error.code, error.state, &error.message);
-            stream.write_payload(&out);
-            stream.flush().map_err(PacketError::from)?;
-            return Ok(());
-        }
+        }) => return refuse_login(&mut stream, &SqlError::access_denied(&user, with_password)),
         Err(error) => return Err(error.into()),
     };
     stream.logged_in();
-    process.set_user(&login.user);
     let mut session = Session::new(catalog, login.user, connection_id);
     session.privileges = crate::accounts::at_login(catalog, &session.user);
+    let _admitted = match admission.admit(crate::accounts::may_kill_others(&session)) {
+        Ok(admitted) => admitted,
+        Err(error) => return refuse_login(&mut stream, &error),
+    };
+    process.log_in(&session.user);
     session.process = Some(process);
     let mut connection = Connection {
         stream,

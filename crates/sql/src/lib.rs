@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod admin;
+pub mod admission;
 pub mod catalog;
 pub mod connection;
 pub mod ddl;
@@ -38,6 +39,7 @@ pub mod trigger;
 pub mod value;
 pub mod write_set;
 
+pub use admission::Limits;
 pub use catalog::Catalog;
 pub use protocol::auth::User;
 pub use protocol::handshake::Users;

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use kista_metrics::{Counter, Exposition, Histogram, HistogramSnapshot, Kind};
 
@@ -85,6 +85,8 @@ pub struct Process {
     counters: ConnectionCounters,
     /// A handle on the connection's socket, shut down by KILL CONNECTION.
     socket: Option<TcpStream>,
+    /// Whether its client logged in (until then it is bound by `connect_timeout`).
+    logged_in: AtomicBool,
 }
 
 /// What a connection does or last did.
@@ -130,7 +132,35 @@ impl Process {
             began_us: AtomicU64::new(0),
             counters: ConnectionCounters::default(),
             socket,
+            logged_in: AtomicBool::new(false),
         }
+    }
+
+    /// Its client logged in as `user`.
+    pub fn log_in(&self, user: &str) {
+        self.set_user(user);
+        // It waits for its client's first command from now (`wait_timeout`).
+        lock(&self.activity).since = Instant::now();
+        self.busy.store(false, Ordering::Release);
+        self.logged_in.store(true, Ordering::Release);
+    }
+
+    /// Ends the connection: marks it killed and shuts its socket, so a thread blocked
+    /// reading from its client wakes.
+    fn close(&self) {
+        self.kill.store(KILL_CONNECTION, Ordering::Relaxed);
+        if let Some(socket) = &self.socket {
+            let _ = socket.shutdown(Shutdown::Both);
+        }
+    }
+
+    /// Whether it overstayed: still logging in after `connect_timeout`, or waiting for
+    /// its client longer than `wait_timeout`.
+    fn overdue(&self, connect_timeout: Duration, wait_timeout: Duration) -> bool {
+        if !self.logged_in.load(Ordering::Acquire) {
+            return self.registered.elapsed() > connect_timeout;
+        }
+        !self.busy.load(Ordering::Acquire) && lock(&self.activity).since.elapsed() > wait_timeout
     }
 
     pub fn set_user(&self, user: &str) {
@@ -246,6 +276,10 @@ pub struct Processes {
     errors: Mutex<BTreeMap<u16, u64>>,
     accepted: Counter,
     refused: Counter,
+    /// Connections closed for logging in too slowly, or waiting too long for their client.
+    closed_overdue: Counter,
+    /// Connections closed to make room for a new one to log in.
+    closed_logging_in: Counter,
 }
 
 #[derive(Default)]
@@ -296,10 +330,18 @@ impl Processes {
             Kind::Gauge,
             open_connections as f64,
         );
-        let help = "Client connections accepted, or refused at the connection limit (1040).";
+        let help = "Client connections accepted, refused at the connection limit (1040), \
+                    closed for overstaying connect_timeout or wait_timeout, or closed still \
+                    logging in to make room for a new one.";
         let mut family = out.family("kista_sql_connections_total", help, Kind::Counter);
         family.sample(&[("outcome", "accepted")], self.accepted.get() as f64);
         family.sample(&[("outcome", "refused")], self.refused.get() as f64);
+        family.sample(
+            &[("outcome", "timed_out")],
+            self.closed_overdue.get() as f64,
+        );
+        let displaced = self.closed_logging_in.get() as f64;
+        family.sample(&[("outcome", "displaced")], displaced);
         let (commands, duration) = self.command_totals();
         let help = "Commands clients ran statements with (Query, Prepare, Execute).";
         let mut family = out.family("kista_sql_commands_total", help, Kind::Counter);
@@ -358,14 +400,43 @@ impl Processes {
                     Ordering::Relaxed,
                 );
             }
-            Kill::Connection => {
-                process.kill.store(KILL_CONNECTION, Ordering::Relaxed);
-                if let Some(socket) = &process.socket {
-                    let _ = socket.shutdown(Shutdown::Both);
-                }
-            }
+            Kill::Connection => process.close(),
         }
         Ok(())
+    }
+
+    /// Connections still logging in.
+    pub fn logging_in(&self) -> usize {
+        let by_id = lock(&self.by_id);
+        (by_id.values())
+            .filter(|p| !p.logged_in.load(Ordering::Acquire))
+            .count()
+    }
+
+    /// Closes the connection that has been logging in longest: a new one needs its
+    /// place more than one that has not logged in in all that time.
+    pub fn close_longest_logging_in(&self) {
+        let by_id = lock(&self.by_id);
+        let oldest = (by_id.values())
+            .filter(|p| !p.logged_in.load(Ordering::Acquire))
+            .min_by_key(|p| p.registered);
+        if let Some(process) = oldest {
+            process.close();
+            self.closed_logging_in.inc();
+        }
+    }
+
+    /// Closes every connection that overstayed ([`Process::overdue`]); returns how many.
+    pub fn close_overdue(&self, connect_timeout: Duration, wait_timeout: Duration) -> usize {
+        let overdue: Vec<Arc<Process>> = (lock(&self.by_id).values())
+            .filter(|p| !p.killed() && p.overdue(connect_timeout, wait_timeout))
+            .cloned()
+            .collect();
+        for process in &overdue {
+            process.close();
+            self.closed_overdue.inc();
+        }
+        overdue.len()
     }
 }
 

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use crate::admission::{self, Admission, Limits};
 use crate::catalog::Catalog;
 use crate::connection;
 use crate::point_read::Responder;
@@ -27,7 +28,8 @@ pub const CONNECTION_STACK_BYTES: usize = 8 << 20;
 pub struct ServerConfig {
     pub listen: SocketAddr,
     pub users: Users,
-    pub connections_max: usize,
+    /// How many connections, and for how long (`admission.rs`).
+    pub limits: Limits,
 }
 
 /// A running server; `stop` (or dropping it) stops accepting. Open connections end when
@@ -36,6 +38,8 @@ pub struct SqlServer {
     address: SocketAddr,
     stopping: Arc<AtomicBool>,
     acceptor: Option<JoinHandle<()>>,
+    /// Closes connections that overstay their timeouts.
+    timeouts: Option<JoinHandle<()>>,
 }
 
 impl SqlServer {
@@ -43,6 +47,11 @@ impl SqlServer {
         let listener = TcpListener::bind(config.listen)?;
         let address = listener.local_addr()?;
         let stopping = Arc::new(AtomicBool::new(false));
+        let (stop, watched) = (stopping.clone(), catalog.clone());
+        let limits = config.limits;
+        let timeouts = std::thread::Builder::new()
+            .name("sql-timeouts".into())
+            .spawn(move || admission::watch_timeouts(&watched, limits, &stop))?;
         let stop = stopping.clone();
         let acceptor = std::thread::Builder::new()
             .name("sql-accept".into())
@@ -51,18 +60,14 @@ impl SqlServer {
                 let users = (config.users).with_stored(Arc::new(move |name: &str| {
                     crate::accounts::stored_login(&stored, name)
                 }));
-                accept(
-                    listener,
-                    catalog,
-                    Arc::new(users),
-                    config.connections_max,
-                    &stop,
-                )
+                let admission = Admission::new(config.limits);
+                accept(listener, catalog, Arc::new(users), &admission, &stop)
             })?;
         Ok(Self {
             address,
             stopping,
             acceptor: Some(acceptor),
+            timeouts: Some(timeouts),
         })
     }
 
@@ -77,6 +82,9 @@ impl SqlServer {
         let _ = TcpStream::connect(self.address);
         if let Some(acceptor) = self.acceptor.take() {
             let _ = acceptor.join();
+        }
+        if let Some(timeouts) = self.timeouts.take() {
+            let _ = timeouts.join();
         }
     }
 
@@ -98,21 +106,26 @@ fn accept(
     listener: TcpListener,
     catalog: Arc<Catalog>,
     users: Arc<Users>,
-    connections_max: usize,
+    admission: &Arc<Admission>,
     stopping: &AtomicBool,
 ) {
     let next_id = AtomicU32::new(1);
+    let limits = admission.limits();
     for stream in listener.incoming() {
         if stopping.load(Ordering::SeqCst) {
             return;
         }
         let Ok(stream) = stream else { continue };
         let _ = stream.set_nodelay(true);
+        let _ = stream.set_write_timeout(Some(admission::WRITE_TIMEOUT));
         let id = next_id.fetch_add(1, Ordering::Relaxed);
-        let accepted = catalog.connections() < connections_max;
+        if catalog.processes.logging_in() >= admission::LOGGING_IN_MAX {
+            catalog.processes.close_longest_logging_in();
+        }
+        let accepted = catalog.connections() < limits.sockets_max();
         catalog.processes.count_connection(accepted);
         if !accepted {
-            refuse(stream, connections_max);
+            refuse(stream, limits.connections_max);
             continue;
         }
         let guard = catalog.connection_opened();
@@ -121,14 +134,15 @@ fn accept(
             .map_or_else(|_| "?".into(), |a| a.to_string());
         let process = Arc::new(Process::new(id, host, stream.try_clone().ok()));
         let registered = catalog.processes.register(process.clone());
-        let (catalog, users) = (catalog.clone(), users.clone());
+        let (catalog, users, admission) = (catalog.clone(), users.clone(), admission.clone());
         let spawned = std::thread::Builder::new()
             .name(format!("sql-{id}"))
             .stack_size(CONNECTION_STACK_BYTES)
             .spawn(move || {
                 let (_guard, _registered) = (guard, registered);
                 let responder = stream.try_clone().ok().map(Responder::new);
-                let served = connection::serve(stream, responder, &catalog, &users, process);
+                let served =
+                    connection::serve(stream, responder, (&catalog, &users, &admission), process);
                 if let Err(error) = served {
                     catalog.log_connection_error(id, &error.to_string());
                 }
@@ -144,12 +158,8 @@ fn accept(
 fn refuse(stream: TcpStream, connections_max: usize) {
     let mut stream = PacketStream::new(stream);
     let mut out = Vec::new();
-    results::error(
-        &mut out,
-        1040,
-        "08004",
-        &format!("Too many connections (the limit is {connections_max})"),
-    );
+    let error = admission::too_many_connections(connections_max);
+    results::error(&mut out, error.code, error.state, &error.message);
     stream.write_payload(&out);
     let _ = stream.flush();
 }

@@ -9,20 +9,14 @@ import sys
 
 import pymysql
 
+from session_helpers import code_of
+
 port, other_port = int(sys.argv[1]), int(sys.argv[2])
 
 
 def connect(user, password, database=None, to=port):
     return pymysql.connect(host="127.0.0.1", port=to, user=user, password=password,
                            database=database, autocommit=True)
-
-
-def code_of(work):
-    try:
-        work()
-    except pymysql.MySQLError as error:
-        return error.args[0]
-    raise AssertionError("accepted")
 
 
 root = connect("root", "").cursor()

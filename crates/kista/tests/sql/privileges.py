@@ -14,20 +14,14 @@ import time
 import mysql.connector
 import pymysql
 
+from session_helpers import code_of
+
 port = int(sys.argv[1])
 
 
 def connect(user, password="pw", database=None):
     return pymysql.connect(host="127.0.0.1", port=port, user=user, password=password,
                            database=database, autocommit=True)
-
-
-def code_of(work):
-    try:
-        work()
-    except (pymysql.MySQLError, mysql.connector.Error) as error:
-        return error.args[0] if isinstance(error, pymysql.MySQLError) else error.errno
-    raise AssertionError("accepted")
 
 
 root = connect("root", "").cursor()

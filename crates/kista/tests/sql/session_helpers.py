@@ -1,8 +1,23 @@
 """What the PyMySQL test scripts share: a session on the front end whose port the test
-passes as the script's argument, with the two questions the scripts ask of statements."""
+passes as the script's argument, with the two questions the scripts ask of statements,
+and `code_of` for work that must fail."""
 import sys
 
 import pymysql
+
+
+def code_of(work):
+    """The MySQL error code `work` fails with (it must fail), from PyMySQL or
+    mysql-connector-python."""
+    try:
+        work()
+    except pymysql.MySQLError as error:
+        return error.args[0]
+    except Exception as error:  # mysql.connector.Error and its kin carry `errno`
+        if getattr(error, "errno", None) is None:
+            raise
+        return error.errno
+    raise AssertionError("accepted")
 
 
 class Session:
