@@ -1,13 +1,15 @@
 //! The HTTP endpoint Prometheus scrapes: `GET /metrics` answers with the exposition the
-//! process renders at that moment. One thread serves one connection at a time, each bounded
-//! in size and time, so a stuck or hostile client delays a scrape and never grows memory.
+//! process renders at that moment. Each connection is served on a thread of its own, at
+//! most [`CONNECTIONS_MAX`] at once, and each is bounded in size and in total time, so a
+//! stuck or hostile client holds one slot for at most [`CONNECTION_DEADLINE_MS`] while
+//! other scrapers are answered, and never grows memory.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::exposition::Exposition;
 use crate::process::render_process;
@@ -17,8 +19,14 @@ pub type Render = Arc<dyn Fn(&mut Exposition) + Send + Sync>;
 
 /// The longest request head read; a scrape's is a few hundred bytes.
 const REQUEST_HEAD_BYTES_MAX: usize = 8 * 1024;
-/// How long one connection may take to send its request or read the answer.
-const CONNECTION_TIMEOUT_MS: u64 = 5_000;
+/// How long one connection may take, in all, to send its request and read the answer: a
+/// client sending a byte at a time is cut off, not served for hours.
+const CONNECTION_DEADLINE_MS: u64 = 5_000;
+/// Connections served at once; one more is closed at once (a scraper retries at its
+/// next interval).
+const CONNECTIONS_MAX: usize = 8;
+/// Bytes of the answer written per system call, each within the deadline left.
+const WRITE_CHUNK_BYTES: usize = 16 * 1024;
 
 pub struct MetricsServer {
     address: SocketAddr,
@@ -36,12 +44,14 @@ impl MetricsServer {
         let thread = std::thread::Builder::new()
             .name("kista-metrics".into())
             .spawn(move || {
+                let serving = Arc::new(AtomicUsize::new(0));
                 for stream in listener.incoming() {
                     if stopping.load(Ordering::SeqCst) {
                         break;
                     }
-                    // A client that goes away or misbehaves costs its own answer only.
-                    let _ = stream.and_then(|stream| serve(stream, &render));
+                    if let Ok(stream) = stream {
+                        serve_apart(stream, &render, &serving);
+                    }
                 }
             })?;
         Ok(Self {
@@ -67,11 +77,40 @@ impl Drop for MetricsServer {
     }
 }
 
-fn serve(mut stream: TcpStream, render: &Render) -> io::Result<()> {
-    let timeout = Some(Duration::from_millis(CONNECTION_TIMEOUT_MS));
-    stream.set_read_timeout(timeout)?;
-    stream.set_write_timeout(timeout)?;
-    let head = read_head(&mut stream)?;
+/// Serves `stream` on a thread of its own, unless [`CONNECTIONS_MAX`] are being served
+/// (then it is closed at once). A client that goes away or misbehaves costs its own
+/// answer only.
+fn serve_apart(stream: TcpStream, render: &Render, serving: &Arc<AtomicUsize>) {
+    let taken = serving.fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| {
+        (now < CONNECTIONS_MAX).then_some(now + 1)
+    });
+    if taken.is_err() {
+        return;
+    }
+    let (render, slot) = (render.clone(), serving.clone());
+    let spawned = std::thread::Builder::new()
+        .name("kista-metrics-client".into())
+        .spawn(move || {
+            let deadline = Instant::now() + Duration::from_millis(CONNECTION_DEADLINE_MS);
+            let _ = serve(stream, &render, deadline);
+            slot.fetch_sub(1, Ordering::AcqRel);
+        });
+    if spawned.is_err() {
+        serving.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The time left before `deadline`, as a socket timeout (an error once it has passed).
+fn left(deadline: Instant) -> io::Result<Option<Duration>> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(io::Error::new(io::ErrorKind::TimedOut, "past the deadline"));
+    }
+    Ok(Some(left))
+}
+
+fn serve(mut stream: TcpStream, render: &Render, deadline: Instant) -> io::Result<()> {
+    let head = read_head(&mut stream, deadline)?;
     let request_line = head.lines().next().unwrap_or("");
     let mut words = request_line.split(' ');
     let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
@@ -92,15 +131,20 @@ fn serve(mut stream: TcpStream, render: &Render) -> io::Result<()> {
          Content-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
-    stream.write_all(header.as_bytes())?;
+    let mut answer = header.into_bytes();
     if method != "HEAD" {
-        stream.write_all(body.as_bytes())?;
+        answer.extend_from_slice(body.as_bytes());
+    }
+    for chunk in answer.chunks(WRITE_CHUNK_BYTES) {
+        stream.set_write_timeout(left(deadline)?)?;
+        stream.write_all(chunk)?;
     }
     stream.flush()
 }
 
-/// Reads up to the blank line that ends a request's head (a scrape has no body).
-fn read_head(stream: &mut TcpStream) -> io::Result<String> {
+/// Reads up to the blank line that ends a request's head (a scrape has no body), by
+/// `deadline`.
+fn read_head(stream: &mut TcpStream, deadline: Instant) -> io::Result<String> {
     let mut head = Vec::with_capacity(512);
     let mut buffer = [0u8; 1024];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") {
@@ -110,6 +154,7 @@ fn read_head(stream: &mut TcpStream) -> io::Result<String> {
                 "request too long",
             ));
         }
+        stream.set_read_timeout(left(deadline)?)?;
         let read = stream.read(&mut buffer)?;
         if read == 0 {
             break;
@@ -162,5 +207,46 @@ mod tests {
         drop(flood);
         let answer = get(server.local_addr(), "GET /metrics HTTP/1.0\r\n\r\n");
         assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
+    }
+
+    #[test]
+    fn a_slow_client_does_not_hold_up_other_scrapes_and_is_cut_off_at_its_deadline() {
+        let render: Render = Arc::new(|_: &mut Exposition| {});
+        let server = MetricsServer::start("127.0.0.1:0".parse().unwrap(), render).unwrap();
+        // Connected first, it sends its request a byte at a time and never ends it.
+        let mut slow = TcpStream::connect(server.local_addr()).unwrap();
+        let hung_up = Arc::new(AtomicBool::new(false));
+        let seen = hung_up.clone();
+        let trickle = std::thread::spawn(move || {
+            slow.set_read_timeout(Some(Duration::from_millis(200)))
+                .unwrap();
+            // (checked for 30 s at most)
+            for _ in 0..150 {
+                let _ = slow.write_all(b"G");
+                let mut byte = [0u8; 1];
+                let closed = match slow.read(&mut byte) {
+                    Ok(read) => {
+                        assert_eq!(read, 0, "no answer to a request never finished");
+                        true
+                    }
+                    Err(error) => !matches!(
+                        error.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ),
+                };
+                if closed {
+                    seen.store(true, Ordering::SeqCst);
+                    return;
+                }
+            }
+        });
+        let answer = get(server.local_addr(), "GET /metrics HTTP/1.0\r\n\r\n");
+        assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
+        assert!(
+            !hung_up.load(Ordering::SeqCst),
+            "another scraper was answered while the slow one was still being read"
+        );
+        trickle.join().unwrap();
+        assert!(hung_up.load(Ordering::SeqCst), "closed at its deadline");
     }
 }
