@@ -120,7 +120,9 @@ fn read_time(input: &mut Input) -> Result<Value, Malformed> {
     } else {
         0
     };
-    let total = seconds * 1_000_000 + micros;
+    // Saturating: a client may send any day count (4 billion days does not fit in
+    // microseconds); a TIME column clips what it gets to its range anyway.
+    let total = seconds.saturating_mul(1_000_000).saturating_add(micros);
     Ok(Value::Time(if negative { -total } else { total }))
 }
 
@@ -244,6 +246,16 @@ fn write_time(out: &mut Vec<u8>, value: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_time_of_four_billion_days_reads_saturated_not_as_an_overflow() {
+        // Found by tests/fuzz.rs: the day count times a day's microseconds overflowed.
+        let bytes = [
+            12, 0, 0xff, 0xff, 0xff, 0xff, 23, 59, 59, 0xff, 0xff, 0xff, 0xff,
+        ];
+        let value = read_parameter(&mut Input::new(&bytes), code::TIME, false).unwrap();
+        assert_eq!(value, Value::Time(i64::MAX));
+    }
 
     fn round_trip(type_code: u8, value: Value) -> Value {
         let mut out = Vec::new();
