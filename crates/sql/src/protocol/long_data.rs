@@ -43,7 +43,8 @@ impl LongData {
     /// Error 1153 if `statement` was sent more long data than the bound allows; its
     /// execute then runs with none (the next one may send again).
     pub fn check(&mut self, statement: u32) -> Result<(), SqlError> {
-        if self.overflowed.remove(&statement) {
+        // (every execute asks: no hashing while nothing is held)
+        if !self.overflowed.is_empty() && self.overflowed.remove(&statement) {
             return Err(SqlError::new(
                 1153,
                 "08S01",
@@ -59,6 +60,9 @@ impl LongData {
 
     /// The value sent for parameter `parameter` of `statement`, if one was.
     pub fn take(&mut self, statement: u32, parameter: usize) -> Option<Vec<u8>> {
+        if self.values.is_empty() {
+            return None;
+        }
         let value = self.values.remove(&(statement, parameter))?;
         self.bytes -= value.len();
         Some(value)
@@ -66,6 +70,9 @@ impl LongData {
 
     /// Drops what was sent for `statement` (executed, reset or closed).
     pub fn forget(&mut self, statement: u32) {
+        if self.values.is_empty() && self.overflowed.is_empty() {
+            return;
+        }
         let bytes = &mut self.bytes;
         self.values.retain(|&(id, _), value| {
             let kept = id != statement;
