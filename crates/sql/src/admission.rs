@@ -45,14 +45,6 @@ pub struct Limits {
 }
 
 impl Limits {
-    pub fn new(connections_max: usize) -> Self {
-        Self {
-            connections_max,
-            connect_timeout: Duration::from_secs(CONNECT_TIMEOUT_S_DEFAULT),
-            wait_timeout: Duration::from_secs(WAIT_TIMEOUT_S_DEFAULT),
-        }
-    }
-
     /// Sockets open at once at most: the logged-in connections, the administrator's, and
     /// those logging in.
     pub fn sockets_max(&self) -> usize {
@@ -126,7 +118,11 @@ mod tests {
 
     #[test]
     fn the_last_place_is_kept_for_an_administrator() {
-        let admission = Admission::new(Limits::new(2));
+        let admission = Admission::new(Limits {
+            connections_max: 2,
+            connect_timeout: Duration::from_secs(CONNECT_TIMEOUT_S_DEFAULT),
+            wait_timeout: Duration::from_secs(WAIT_TIMEOUT_S_DEFAULT),
+        });
         let first = admission.admit(false).unwrap();
         let _second = admission.admit(false).unwrap();
         assert_eq!(admission.admit(false).err().map(|e| e.code), Some(1040));

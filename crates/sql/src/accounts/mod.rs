@@ -103,7 +103,7 @@ pub(crate) fn check_definer(
 /// Whether the session's account may see `on` at all (SHOW DATABASES, SHOW TABLES,
 /// `information_schema`'s rows): it holds some privilege on it.
 pub(crate) fn may_see(session: &Session, on: &On) -> bool {
-    holds(&session.privileges, &Need::Sight(on.clone(), "SHOW"))
+    sees(&session.privileges, on)
 }
 
 /// Whether SHOW DATABASES lists `database` to the session's account: one it may see, or
@@ -144,15 +144,22 @@ fn holds(privileges: &Privileges, need: &Need) -> bool {
         Need::OneOf(wanted, on) => wanted
             .each()
             .any(|one| holds(privileges, &Need::Every(one, on.clone()))),
-        Need::Sight(On::Server, _) => true,
+        Need::Sight(on, _) => sees(privileges, on),
+    }
+}
+
+/// Whether `privileges` hold some privilege on `on`, to see it at all.
+fn sees(privileges: &Privileges, on: &On) -> bool {
+    match on {
+        On::Server => true,
         // information_schema is everyone's (what its rows show is filtered).
-        Need::Sight(On::Database(database) | On::Table(database, _), _)
+        On::Database(database) | On::Table(database, _)
             if database.eq_ignore_ascii_case(crate::information_schema::DATABASE) =>
         {
             true
         }
-        Need::Sight(On::Database(database), _) => privileges.any_in(database),
-        Need::Sight(On::Table(database, table), _) => privileges.any_on_table(database, table),
+        On::Database(database) => privileges.any_in(database),
+        On::Table(database, table) => privileges.any_on_table(database, table),
     }
 }
 

@@ -47,19 +47,22 @@ pub(super) fn pushed_filter(
     }
 }
 
-/// `a AND (b AND c)` as one AND of three (and so for OR): a chain of a hundred ORs is
-/// two levels deep for the data node, not a hundred.
-fn flattened(make: fn(Vec<Filter>) -> Filter, parts: [Filter; 2]) -> Filter {
+/// `a AND (b AND c)` as one AND of three (`and`; else so for OR): a chain of a hundred
+/// ORs is two levels deep for the data node, not a hundred.
+fn flattened(and: bool, parts: [Filter; 2]) -> Filter {
     let mut all = Vec::new();
     for part in parts {
-        match (make(Vec::new()), part) {
-            (Filter::And(_), Filter::And(inner)) | (Filter::Or(_), Filter::Or(inner)) => {
-                all.extend(inner)
-            }
-            (_, part) => all.push(part),
+        match part {
+            Filter::And(inner) if and => all.extend(inner),
+            Filter::Or(inner) if !and => all.extend(inner),
+            part => all.push(part),
         }
     }
-    make(all)
+    if and {
+        Filter::And(all)
+    } else {
+        Filter::Or(all)
+    }
 }
 
 /// What a conjunct's constants are evaluated with, and the table whose columns it names.
@@ -113,8 +116,8 @@ impl Pushdown<'_> {
                 let any = Filter::Or(list.iter().map(equal_to).collect::<Option<_>>()?);
                 Some(negated_if(any, *negated))
             }
-            Expr::And(a, b) => Some(flattened(Filter::And, [self.filter(a)?, self.filter(b)?])),
-            Expr::Or(a, b) => Some(flattened(Filter::Or, [self.filter(a)?, self.filter(b)?])),
+            Expr::And(a, b) => Some(flattened(true, [self.filter(a)?, self.filter(b)?])),
+            Expr::Or(a, b) => Some(flattened(false, [self.filter(a)?, self.filter(b)?])),
             Expr::Not(e) => Some(Filter::Not(Box::new(self.filter(e)?))),
             _ => None,
         }
