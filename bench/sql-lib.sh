@@ -30,6 +30,8 @@ start_kista() {
     --data-memory "$data_memory" "$@" ${KISTA_UP_ARGS:-} > "$dir/up.log" 2>&1 & up_pid=$!
   for _ in $(seq 1 600); do grep -q "kista up: ready" "$dir/up.log" && break; sleep 0.1; done
   grep -q "kista up: ready" "$dir/up.log" || { cat "$dir/up.log" >&2; exit 1; }
+  # The cluster's key, for the kista commands run against it from here on.
+  export KISTA_KEY_FILE="$dir/kista/cluster.key"
   kista_sql_pid=$(pgrep -f "kista sql --mgm 127.0.0.1:$mgm_port" | head -1)
 }
 

@@ -10,6 +10,7 @@ OLD=$1 NEW=$2
 rm -rf /tmp/sb; mkdir -p /tmp/sb
 $NEW up --dir /tmp/sb/up --sql-port 13306 --mgm-port 11186 --data-port 0 --data-memory 2G --redo-log 1G > /tmp/sb/up.log 2>&1 &
 UP=$!
+export KISTA_KEY_FILE=/tmp/sb/up/cluster.key
 trap 'kill $UP 2>/dev/null; kill $(jobs -p) 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do mysql -h127.0.0.1 -P13306 -uroot -e "SELECT 1" >/dev/null 2>&1 && break; sleep 0.3; done
 mysql -h127.0.0.1 -P13306 -uroot -e "CREATE DATABASE b; CREATE TABLE b.d (n INT PRIMARY KEY); INSERT INTO b.d VALUES (0),(1),(2),(3),(4),(5),(6),(7),(8),(9);

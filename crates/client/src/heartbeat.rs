@@ -114,8 +114,8 @@ fn reconnect_until_stopped(
             let Some(address) = &slot.address else {
                 continue;
             };
-            let connected =
-                DataNodeLink::connect(address, Some(me.node()), interval, in_flight, false);
+            let (id, key) = (Some(me.node()), nodes.key());
+            let connected = DataNodeLink::connect(address, id, key, interval, in_flight, false);
             if let Ok(link) = connected {
                 slot.replace(link);
             }

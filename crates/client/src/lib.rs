@@ -1,8 +1,9 @@
 //! The native Kista client: connects to a cluster's data nodes over TCP and runs batched
 //! transactions, many in flight at once.
 //!
-//! A [`Client`] registers with the management server, which leases it a client node id,
-//! and connects to every data node under that id ([`Client::connect_cluster`]); a
+//! A [`Client`] proves it holds the cluster's key ([`ClusterKey`]), registers with the
+//! management server, which leases it a client node id, and connects to every data node
+//! under that id ([`Client::connect_cluster`]); a
 //! standalone data node is reached directly ([`Client::connect`]). A [`Transaction`] collects operations and sends the
 //! whole batch in one round trip when executed; [`Transaction::execute`] returns a
 //! [`Pending`] at once, so a thread can keep thousands of transactions in flight and collect
@@ -11,11 +12,13 @@
 //! succeed; permanent; unknown outcome).
 //!
 //! ```no_run
-//! use kista_client::{Client, ExecuteMode, LockKind};
+//! use kista_client::{Client, ClusterKey, ExecuteMode, LockKind};
 //! use kista_client::schema::{Column, TableSchema};
 //! use kista_client::types::{ColumnType, Value};
 //!
-//! let client = Client::connect_cluster("127.0.0.1:1186")?;
+//! // `kista up` keeps the cluster's key in its directory.
+//! let key = ClusterKey::load("kista-data/cluster.key".as_ref()).expect("the cluster's key");
+//! let client = Client::connect_cluster("127.0.0.1:1186", Some(&key))?;
 //! let schema = TableSchema {
 //!     name: "sessions".into(),
 //!     columns: vec![
@@ -85,6 +88,7 @@ use kista_storage::codec::{write_index_schema, write_table_schema, Writer};
 use kista_storage::partition::IndexId;
 use kista_storage::row::RowLayout;
 use kista_storage::schema::{IndexKind, IndexSchema, TableSchema};
+pub use kista_transport::cluster_key::ClusterKey;
 
 pub use completion::Pending;
 pub use error::ClientError;
@@ -240,24 +244,28 @@ enum Visibility {
 
 impl Client {
     /// Connects to a standalone data node (`kista datad --standalone`), which gives the
-    /// client its node id. A cluster's data nodes refuse this: use
-    /// [`Client::connect_cluster`].
-    pub fn connect(address: impl ToSocketAddrs) -> Result<Self, ClientError> {
+    /// client its node id, proving the process holds `key` if the node has one. A cluster's
+    /// data nodes refuse this: use [`Client::connect_cluster`].
+    pub fn connect(
+        address: impl ToSocketAddrs,
+        key: Option<&ClusterKey>,
+    ) -> Result<Self, ClientError> {
         let in_flight = Arc::new(InFlight::default());
-        let link = DataNodeLink::connect(address, None, REQUEST_TIMEOUT, &in_flight, true)
+        let link = DataNodeLink::connect(address, None, key, REQUEST_TIMEOUT, &in_flight, true)
             .map_err(ClientError::ConnectionLost)?;
         let me = BlockAddress::new(link.client_node, CLIENT_BLOCK, 0);
-        Self::with_links(in_flight, vec![link], Vec::new(), me, None)
+        Self::with_links(in_flight, vec![link], Vec::new(), key.cloned(), me, None)
     }
 
-    /// Connects to the cluster whose management server is at `mgm` (`host:port`): leases a
-    /// client node id there and connects to every data node under it. Data nodes that
-    /// cannot be reached now are connected later (as are nodes lost and restarted); at
-    /// least one must answer now.
-    pub fn connect_cluster(mgm: &str) -> Result<Self, ClientError> {
+    /// Connects to the cluster whose management server is at `mgm` (`host:port`), proving
+    /// at every connection that the process holds `key`, the cluster's (`None` for a
+    /// cluster without one): leases a client node id there and connects to every data node
+    /// under it. Data nodes that cannot be reached now are connected later (as are nodes
+    /// lost and restarted); at least one must answer now.
+    pub fn connect_cluster(mgm: &str, key: Option<&ClusterKey>) -> Result<Self, ClientError> {
         let lost = |e: String| ClientError::ConnectionLost(e);
         let mut lease =
-            AdminClient::connect(mgm, REQUEST_TIMEOUT).map_err(|e| lost(e.to_string()))?;
+            AdminClient::connect(mgm, key, REQUEST_TIMEOUT).map_err(|e| lost(e.to_string()))?;
         let text = lease
             .request("register client")
             .map_err(|e| lost(e.to_string()))?;
@@ -275,7 +283,8 @@ impl Client {
                 ABSENT_NODE_CONNECT_TIMEOUT
             };
             let started = data_node.started;
-            match DataNodeLink::connect(&data_node.address, id, timeout, &in_flight, started) {
+            let address = &data_node.address;
+            match DataNodeLink::connect(address, id, key, timeout, &in_flight, started) {
                 Ok(link) => links.push(link),
                 Err(error) => failures.push(format!(
                     "node {} at {}: {error}",
@@ -295,7 +304,8 @@ impl Client {
             .into_iter()
             .map(|data_node| (data_node.node, data_node.address))
             .collect();
-        let client = Self::with_links(in_flight, links, addresses, me, Some(lease))?;
+        let lease = Some(lease);
+        let client = Self::with_links(in_flight, links, addresses, key.cloned(), me, lease)?;
         client.wait_for_a_started_node(mgm)?;
         Ok(client)
     }
@@ -321,10 +331,11 @@ impl Client {
         in_flight: Arc<InFlight>,
         links: Vec<DataNodeLink>,
         addresses: Vec<(NodeId, String)>,
+        key: Option<ClusterKey>,
         me: BlockAddress,
         lease: Option<AdminClient>,
     ) -> Result<Self, ClientError> {
-        let nodes = Arc::new(DataNodes::new(links, addresses));
+        let nodes = Arc::new(DataNodes::new(links, addresses, key));
         let heartbeats = Heartbeats::start(nodes.clone(), in_flight.clone(), me)
             .map_err(|e| ClientError::ConnectionLost(format!("no heartbeat thread: {e}")))?;
         Ok(Self {

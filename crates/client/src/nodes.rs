@@ -18,7 +18,8 @@ use kista_datanode::protocol::{
     ClientPing, ErrorCode, NodeInfo, ReplicaChain, DICT_BLOCK, TC_BLOCK,
 };
 use kista_signal::{BlockAddress, NodeId, Signal, TypedSignal};
-use kista_transport::client::ClientConnection;
+use kista_transport::client::{ClientConnection, Event};
+use kista_transport::cluster_key::ClusterKey;
 
 use crate::in_flight::InFlight;
 use crate::{ClientError, CLIENT_BLOCK};
@@ -39,19 +40,21 @@ pub(crate) struct DataNodeLink {
 
 impl DataNodeLink {
     /// Connects to the data node at `address` as client node `id` (`None`: the node picks
-    /// one), waiting at most `timeout` for each step; what arrives goes to `in_flight`. The
-    /// node is live at once when `started`, else once it answers a heartbeat as started.
+    /// one), proving the process holds `key`, waiting at most `timeout` for each step; what
+    /// arrives goes to `in_flight`. The node is live at once when `started`, else once it
+    /// answers a heartbeat as started.
     pub fn connect(
         address: impl ToSocketAddrs,
         id: Option<NodeId>,
+        key: Option<&ClusterKey>,
         timeout: Duration,
         in_flight: &Arc<InFlight>,
         started: bool,
     ) -> Result<Self, String> {
         let receiving = in_flight.clone();
-        let connection =
-            ClientConnection::connect(address, id, timeout, move |event| receiving.receive(event))
-                .map_err(|e| e.to_string())?;
+        let handler = move |event: Event<'_>| receiving.receive(event);
+        let connection = ClientConnection::connect(address, id, key, timeout, handler)
+            .map_err(|e| e.to_string())?;
         let welcome = connection.welcome().clone();
         let info = NodeInfo::decode(&welcome.info)
             .ok_or_else(|| format!("node {} sent no usable node info", welcome.node.0))?;
@@ -134,12 +137,18 @@ pub(crate) struct DataNodes {
     cluster: ClusterShape,
     /// (interval ms, misses max) for the client's heartbeats: the strictest any node gave.
     heartbeat: (u32, u32),
+    /// The cluster's key, proven again on every connection made later.
+    key: Option<ClusterKey>,
 }
 
 impl DataNodes {
     /// `links` must not be empty; `addresses` names every data node (those not connected
     /// now too), for connecting again.
-    pub fn new(links: Vec<DataNodeLink>, addresses: Vec<(NodeId, String)>) -> Self {
+    pub fn new(
+        links: Vec<DataNodeLink>,
+        addresses: Vec<(NodeId, String)>,
+        key: Option<ClusterKey>,
+    ) -> Self {
         assert!(!links.is_empty(), "a client needs a data node");
         let cluster = links[0].cluster.clone();
         let strictest = |(i, m): (u32, u32), (li, lm): (u32, u32)| (i.min(li), m.min(lm));
@@ -167,7 +176,12 @@ impl DataNodes {
             slots,
             cluster,
             heartbeat,
+            key,
         }
+    }
+
+    pub fn key(&self) -> Option<&ClusterKey> {
+        self.key.as_ref()
     }
 
     pub fn cluster(&self) -> &ClusterShape {

@@ -14,6 +14,7 @@ use kista_mgm::config::{ClusterConfig, DataNodeConfig, DataNodeThreads};
 use kista_runtime::thread_config::ThreadLayout;
 use kista_runtime::Module;
 use kista_signal::NodeId;
+use kista_transport::cluster_key::ClusterKey;
 use kista_transport::peers::Peers;
 
 use crate::thread_options::layout_for;
@@ -39,9 +40,10 @@ pub struct ClusterNode {
     pub running: Vec<NodeId>,
 }
 
-/// Fetches the configuration from the management server at `mgm` and finds `node` in it.
-pub fn fetch(mgm: &str, node: NodeId) -> Result<ClusterNode, Failure> {
-    let mut admin = AdminClient::connect(mgm, MGM_TIMEOUT).map_err(Failure::runtime)?;
+/// Fetches the configuration from the management server at `mgm` (proving this process
+/// holds `key`) and finds `node` in it.
+pub fn fetch(mgm: &str, key: Option<&ClusterKey>, node: NodeId) -> Result<ClusterNode, Failure> {
+    let mut admin = AdminClient::connect(mgm, key, MGM_TIMEOUT).map_err(Failure::runtime)?;
     let text = admin.request("config").map_err(Failure::runtime)?;
     let source = format!("configuration from the management server at {mgm}");
     let config = ClusterConfig::from_toml(&text, Path::new(&source)).map_err(Failure::usage)?;

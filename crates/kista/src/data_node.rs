@@ -24,6 +24,7 @@ use kista_runtime::thread_config::ThreadLayout;
 use kista_runtime::{start, Injector, Module, RunningNode, RuntimeOptions, ThreadStatsSnapshot};
 use kista_signal::{BlockAddress, NodeId, TypedSignal};
 use kista_storage::memory::DataMemory;
+use kista_transport::cluster_key::ClusterKey;
 use kista_transport::peers::{ConnectionLost, Peers};
 use kista_transport::server::{ClientIds, Server, ServerOptions};
 
@@ -41,6 +42,8 @@ pub struct DataNodeOptions {
     pub peers: Peers,
     /// Allocate and write `data_memory_bytes` at the process's start (`touch_memory.rs`).
     pub touch_memory: bool,
+    /// The cluster's key (`None`: a node without one admits only dialers without one).
+    pub key: Option<ClusterKey>,
 }
 
 pub struct DataNodeProcess {
@@ -72,6 +75,7 @@ impl DataNodeProcess {
         };
         let server_options = ServerOptions {
             node: options.node,
+            key: options.key.clone(),
             client_ids: if options.peers.is_empty() {
                 ClientIds::PickedHere
             } else {

@@ -26,6 +26,7 @@ use kista_transport::peers::Peers;
 
 use crate::cluster_node;
 use crate::data_node::{DataNodeOptions, DataNodeProcess};
+use crate::key_file::KeyFileArg;
 use crate::metrics::{data_node_render, DataNodeSlot, MetricsOptions};
 use crate::thread_options::ThreadOptions;
 use crate::Failure;
@@ -35,6 +36,9 @@ use kista_mgm::size::parse_size;
 pub struct DatadArgs {
     #[command(flatten)]
     threads: ThreadOptions,
+
+    #[command(flatten)]
+    key: KeyFileArg,
 
     /// Print the thread layout, one line per thread, and exit.
     #[arg(long)]
@@ -139,7 +143,7 @@ pub fn run(args: &DatadArgs) -> Result<(), Failure> {
                 say("starting, as the management server asked");
             }
             Ended::RejoinWhenServing => {
-                if !wait_for_cluster_to_serve(args, &stop) {
+                if !wait_for_cluster_to_serve(args, &stop)? {
                     return Ok(());
                 }
                 say("another node serves: restarting into the cluster, copying from it");
@@ -188,9 +192,10 @@ fn wait_for_start(args: &DatadArgs, stop: &AtomicBool) -> Result<bool, Failure> 
         "node {id} stopped; waiting for `kista mgm -e \"{id} start\"`"
     ));
     let question = format!("{id} await start");
+    let key = args.key.load_given()?;
     while !stop.load(Ordering::SeqCst) {
-        let answer =
-            AdminClient::connect(mgm, MGM_WAIT).and_then(|mut admin| admin.request(&question));
+        let answer = AdminClient::connect(mgm, key.as_ref(), MGM_WAIT)
+            .and_then(|mut admin| admin.request(&question));
         match answer {
             Ok(answer) if answer == "start" => return Ok(true),
             Ok(_) => {}
@@ -204,22 +209,24 @@ fn wait_for_start(args: &DatadArgs, stop: &AtomicBool) -> Result<bool, Failure> 
 /// After a start from disk stopped this node as behind: asks the management server until
 /// another data node is started (true) or this process is told to stop (false). Started
 /// before that, the node would start a cluster of its own.
-fn wait_for_cluster_to_serve(args: &DatadArgs, stop: &AtomicBool) -> bool {
+fn wait_for_cluster_to_serve(args: &DatadArgs, stop: &AtomicBool) -> Result<bool, Failure> {
     let (Some(mgm), Some(id)) = (&args.mgm, args.node_id) else {
-        return false;
+        return Ok(false);
     };
+    let key = args.key.load_given()?;
     say(format_args!(
         "node {id} waits for another node to serve, then restarts into the cluster"
     ));
     while !stop.load(Ordering::SeqCst) {
-        let status = AdminClient::connect(mgm, MGM_WAIT).and_then(|mut a| a.request("status"));
+        let status =
+            AdminClient::connect(mgm, key.as_ref(), MGM_WAIT).and_then(|mut a| a.request("status"));
         let serving = status.map(|status| cluster_node::started_nodes(&status));
         if serving.is_ok_and(|nodes| nodes.iter().any(|&node| node != NodeId(id))) {
-            return true;
+            return Ok(true);
         }
         std::thread::sleep(STOP_POLL * 10);
     }
-    false
+    Ok(false)
 }
 
 /// How one life of the node ended.
@@ -247,7 +254,9 @@ fn node_options(args: &DatadArgs) -> Result<(ThreadLayout, DataNodeOptions), Fai
         return Ok((args.threads.layout()?, standalone_options(args)?));
     };
     let node = NodeId(id);
-    let mut joined = cluster_node::fetch(mgm, node)?;
+    // Read again for each life of the node: a key file replaced meanwhile is the one used.
+    let key = args.key.load_given()?;
+    let mut joined = cluster_node::fetch(mgm, key.as_ref(), node)?;
     joined.settings.read_policy = args.read_policy;
     if !joined.running.is_empty() {
         let running: Vec<String> = joined.running.iter().map(|n| n.0.to_string()).collect();
@@ -267,6 +276,7 @@ fn node_options(args: &DatadArgs) -> Result<(ThreadLayout, DataNodeOptions), Fai
         settings: joined.settings,
         peers: joined.peers,
         touch_memory: args.touch_memory || joined.touch_memory,
+        key,
     };
     Ok((joined.layout, options))
 }
@@ -354,6 +364,7 @@ fn standalone_options(args: &DatadArgs) -> Result<DataNodeOptions, Failure> {
         settings,
         peers: Peers::default(),
         touch_memory: args.touch_memory,
+        key: args.key.load_given()?,
     })
 }
 

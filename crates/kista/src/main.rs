@@ -8,6 +8,7 @@ mod datad;
 mod demo;
 mod free_ports;
 mod import;
+mod key_file;
 mod metrics;
 mod mgm;
 mod mgmd;

@@ -83,6 +83,7 @@ fn render_data_node(gauges: &DataNodeGauges, out: &mut Exposition) {
     let connections = gauges.links.connections() as f64;
     out.family("kista_node_connections", help, Kind::Gauge)
         .sample(&[("node", &node)], connections);
+    gauges.links.render_refusals(&node, out);
     gauges.counters.render(&node, out);
 }
 

@@ -9,6 +9,7 @@ use clap::Args;
 use kista_mgm::admin::{AdminClient, AdminError};
 use kista_mgm::command::Command;
 
+use crate::key_file::KeyFileArg;
 use crate::Failure;
 
 #[derive(Args, Debug)]
@@ -16,6 +17,9 @@ pub struct MgmArgs {
     /// The management server, as HOST:PORT.
     #[arg(long, default_value = "127.0.0.1:1186", value_name = "HOST:PORT")]
     mgm: String,
+
+    #[command(flatten)]
+    key: KeyFileArg,
 
     /// Run this command and exit (e.g. "show", "2 stop"; "help" lists them).
     #[arg(long, short = 'e', value_name = "COMMAND")]
@@ -26,7 +30,8 @@ pub struct MgmArgs {
 const TIMEOUT: Duration = Duration::from_secs(10);
 
 pub fn run(args: &MgmArgs) -> Result<(), Failure> {
-    let mut client = AdminClient::connect(&args.mgm, TIMEOUT).map_err(Failure::runtime)?;
+    let mut client = AdminClient::connect(&args.mgm, args.key.load()?.as_ref(), TIMEOUT)
+        .map_err(Failure::runtime)?;
     if let Some(command) = &args.execute {
         let text = request(&mut client, command).map_err(Failure::runtime)?;
         println!("{}", text.trim_end());

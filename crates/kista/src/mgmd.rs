@@ -14,6 +14,7 @@ use kista_mgm::arbitration_file::{ArbitrationFile, Found};
 use kista_mgm::config::ClusterConfig;
 use kista_mgm::server::{ManagementOptions, ManagementServer};
 
+use crate::key_file::KeyFileArg;
 use crate::metrics::MetricsOptions;
 use crate::Failure;
 
@@ -30,6 +31,9 @@ pub struct MgmdArgs {
 
     #[command(flatten)]
     metrics: MetricsOptions,
+
+    #[command(flatten)]
+    key: KeyFileArg,
 }
 
 /// How often the main thread looks for a stop request.
@@ -73,12 +77,22 @@ pub fn run(args: &MgmdArgs) -> Result<(), Failure> {
             ArbitrationState::default()
         }
     };
+    let key = args.key.load_given()?;
+    if key.is_none() {
+        kista_log::print(
+            kista_log::Level::Warn,
+            "kista mgmd",
+            "no cluster key (--key-file): any process that can reach this port may join the \
+             cluster, lease client ids and run every management command",
+        );
+    }
     let server = ManagementServer::start(ManagementOptions {
         config,
         config_text,
         bind,
         arbitration,
         arbitration_record: Box::new(arbitration_record),
+        key,
     })
     .map_err(Failure::runtime)?;
     let _metrics = args.metrics.serve("mgmd", server.metrics())?;

@@ -14,6 +14,7 @@ use kista_mgm::size::parse_size;
 use kista_sql::admission::{CONNECT_TIMEOUT_S_DEFAULT, WAIT_TIMEOUT_S_DEFAULT};
 use kista_sql::{Catalog, Limits, ServerConfig, SqlServer, User, Users, CONNECTIONS_MAX_DEFAULT};
 
+use crate::key_file::KeyFileArg;
 use crate::metrics::MetricsOptions;
 use crate::Failure;
 
@@ -22,6 +23,9 @@ pub struct SqlArgs {
     /// The cluster's management server.
     #[arg(long, default_value = "127.0.0.1:1186")]
     mgm: String,
+
+    #[command(flatten)]
+    key: KeyFileArg,
 
     /// Port for MySQL clients (0 picks a free one, printed at start).
     #[arg(long, default_value_t = 3306)]
@@ -124,7 +128,7 @@ pub fn run(args: &SqlArgs) -> Result<(), Failure> {
         ));
     }
     let stop = crate::stop_on_signals()?;
-    let client = Client::connect_cluster(&args.mgm)
+    let client = Client::connect_cluster(&args.mgm, args.key.load()?.as_ref())
         .map_err(|e| Failure::runtime(format!("cannot reach the cluster at {}: {e}", args.mgm)))?;
     kista_log::set_node(client.node_id().0);
     let mut catalog = Catalog::new(client);

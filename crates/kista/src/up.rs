@@ -18,6 +18,9 @@ use clap::Args;
 use kista_log::Level;
 use kista_mgm::admin::AdminClient;
 use kista_mgm::size::parse_size;
+use kista_transport::cluster_key::ClusterKey;
+
+use crate::key_file::KEY_FILE_NAME;
 
 use crate::Failure;
 use children::{shut_down, supervise, Child, Role, ADMIN_TIMEOUT, POLL, START_LIMIT};
@@ -116,6 +119,15 @@ pub fn run(args: &UpArgs) -> Result<(), Failure> {
     let config_path = dir.join("cluster.toml");
     std::fs::write(&config_path, config)
         .map_err(|e| Failure::runtime(format!("cannot write {}: {e}", config_path.display())))?;
+    // Made once per directory and kept: every process of the cluster proves it holds it.
+    let key_path = dir.join(KEY_FILE_NAME);
+    let key = ClusterKey::load_or_create(&key_path).map_err(Failure::runtime)?;
+    let key_file = key_path.display().to_string();
+    let setup = Setup {
+        dir: &dir,
+        key: &key,
+        key_file: &key_file,
+    };
     // With --mgm-port 0 the management server's log says where it listens.
     let mut mgm = format!("127.0.0.1:{}", args.mgm_port);
     say(
@@ -132,7 +144,7 @@ pub fn run(args: &UpArgs) -> Result<(), Failure> {
     let mut processes: Vec<Child> = Vec::new();
     let started = start_all(
         args,
-        &dir,
+        &setup,
         &config_path,
         &mut mgm,
         &mut processes,
@@ -140,13 +152,13 @@ pub fn run(args: &UpArgs) -> Result<(), Failure> {
         &metrics,
     );
     if let Err(failure) = started {
-        shut_down(&mgm, &mut processes);
+        shut_down(&mgm, &key, &mut processes);
         return Err(failure);
     }
-    let sql = match start_sql(args, &dir, &mgm, &mut processes, &stop, metrics.sql) {
+    let sql = match start_sql(args, &setup, &mgm, &mut processes, &stop, metrics.sql) {
         Ok(sql) => sql,
         Err(failure) => {
-            shut_down(&mgm, &mut processes);
+            shut_down(&mgm, &key, &mut processes);
             return Err(failure);
         }
     };
@@ -167,11 +179,17 @@ pub fn run(args: &UpArgs) -> Result<(), Failure> {
         Level::Info,
         format_args!("  mysql -h {} -P {} -u root", sql.ip(), sql.port()),
     );
-    say(Level::Info, format_args!("  kista mgm --mgm {mgm} -e show"));
-    say(Level::Info, format_args!("  kista bench --mgm {mgm}"));
+    say(
+        Level::Info,
+        format_args!("  kista mgm --mgm {mgm} --key-file {key_file} -e show"),
+    );
+    say(
+        Level::Info,
+        format_args!("  kista bench --mgm {mgm} --key-file {key_file}"),
+    );
     say(Level::Info, "Ctrl-C or SIGTERM stops it");
     let outcome = supervise(&mut processes, &stop);
-    shut_down(&mgm, &mut processes);
+    shut_down(&mgm, &key, &mut processes);
     say(Level::Info, "stopped");
     outcome
 }
@@ -306,9 +324,17 @@ fn configuration(args: &UpArgs, dir: &Path, ports: &[u16]) -> String {
     config
 }
 
+/// What every child is started with: the directory (its working directory) and the
+/// cluster's key.
+struct Setup<'a> {
+    dir: &'a Path,
+    key: &'a ClusterKey,
+    key_file: &'a str,
+}
+
 fn start_all(
     args: &UpArgs,
-    dir: &Path,
+    setup: &Setup<'_>,
     config_path: &Path,
     mgm: &mut String,
     processes: &mut Vec<Child>,
@@ -326,8 +352,15 @@ fn start_all(
         &port,
         "--metrics-port",
         &metrics_port,
+        "--key-file",
+        setup.key_file,
     ];
-    processes.push(Child::spawn("mgmd", Role::ManagementServer, &mgmd, dir)?);
+    processes.push(Child::spawn(
+        "mgmd",
+        Role::ManagementServer,
+        &mgmd,
+        setup.dir,
+    )?);
     let management = &mut processes[0];
     management.wait_for_log_line("kista mgmd: ready", stop)?;
     let address = address_in_log(management)?;
@@ -347,8 +380,10 @@ fn start_all(
             &id,
             "--metrics-port",
             &metrics_port,
+            "--key-file",
+            setup.key_file,
         ];
-        processes.push(Child::spawn(&name, Role::DataNode, &datad, dir)?);
+        processes.push(Child::spawn(&name, Role::DataNode, &datad, setup.dir)?);
     }
     let deadline = Instant::now() + START_LIMIT;
     let mut last_report = Instant::now();
@@ -359,7 +394,7 @@ fn start_all(
         for process in processes.iter_mut() {
             process.check_running()?;
         }
-        let status = AdminClient::connect(mgm, ADMIN_TIMEOUT)
+        let status = AdminClient::connect(mgm, Some(setup.key), ADMIN_TIMEOUT)
             .and_then(|mut admin| admin.request("status"))
             .unwrap_or_default();
         let started = status.lines().filter(|l| l.ends_with(": started")).count();
@@ -386,7 +421,7 @@ fn start_all(
 /// Starts `kista sql` on the cluster and returns the address it serves MySQL clients at.
 fn start_sql(
     args: &UpArgs,
-    dir: &Path,
+    setup: &Setup<'_>,
     mgm: &str,
     processes: &mut Vec<Child>,
     stop: &AtomicBool,
@@ -403,6 +438,8 @@ fn start_sql(
         &port,
         "--metrics-port",
         &metrics_port,
+        "--key-file",
+        setup.key_file,
     ];
     if !args.root_password.is_empty() {
         sql_args.extend(["--user", root.as_str()]);
@@ -410,7 +447,12 @@ fn start_sql(
     if args.durable_commits {
         sql_args.push("--durable-commits");
     }
-    processes.push(Child::spawn("sql", Role::SqlFrontEnd, &sql_args, dir)?);
+    processes.push(Child::spawn(
+        "sql",
+        Role::SqlFrontEnd,
+        &sql_args,
+        setup.dir,
+    )?);
     let sql = processes.last_mut().expect("just pushed");
     sql.wait_for_log_line("kista sql: ready", stop)?;
     let address = address_in_log(sql)?;

@@ -71,7 +71,7 @@ fn ints(row: &[Value]) -> Vec<i64> {
 
 /// Every row of `name` (first column → the row), read through `mgm`'s cluster.
 fn every_row(mgm: &str, name: &str) -> BTreeMap<i64, Vec<i64>> {
-    let client = Client::connect_cluster(mgm).expect("connected");
+    let client = Client::connect_cluster(mgm, None).expect("connected");
     let table = client.open_table(name).expect("the table");
     let scan = client.scan(&table, ScanSpec::full()).expect("a scan");
     scan.map(|row| {
@@ -139,7 +139,7 @@ struct ChainWriter {
 
 impl ChainWriter {
     fn start(mgm: &str) -> Self {
-        let client = Client::connect_cluster(mgm).expect("connected");
+        let client = Client::connect_cluster(mgm, None).expect("connected");
         table(&client, "chain", &["id", "step"], Vec::new());
         let acknowledged = Arc::new(AtomicI64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
@@ -196,7 +196,7 @@ fn completed(answer: &str) -> (u32, u64) {
 #[test]
 fn a_backup_under_writes_restores_into_a_cluster_of_another_size_row_by_row() {
     let source = TestCluster::start(2, 2);
-    let client = Client::connect_cluster(&source.mgm).expect("connected");
+    let client = Client::connect_cluster(&source.mgm, None).expect("connected");
     create_quiet_tables(&client);
     let writer = ChainWriter::start(&source.mgm);
     while writer.acknowledged() < 200 {
@@ -248,7 +248,7 @@ fn a_backup_under_writes_restores_into_a_cluster_of_another_size_row_by_row() {
     assert_eq!(chain.len() as i64, step + 1, "no row past step {step}");
 
     // The restored tables keep their keys.
-    let target_client = Client::connect_cluster(&target.mgm).expect("connected");
+    let target_client = Client::connect_cluster(&target.mgm, None).expect("connected");
     let orders = target_client.open_table("orders").expect("orders");
     let orphan = vec![
         Value::Int(ORDERS + 1),
@@ -267,7 +267,7 @@ fn a_backup_under_writes_restores_into_a_cluster_of_another_size_row_by_row() {
 #[test]
 fn a_restore_without_every_participants_files_is_refused() {
     let source = TestCluster::start(2, 2);
-    let client = Client::connect_cluster(&source.mgm).expect("connected");
+    let client = Client::connect_cluster(&source.mgm, None).expect("connected");
     table(&client, "t", &["id", "v"], Vec::new());
     let (code, answer, stderr) = source.mgm("start backup");
     assert_eq!(code, Some(0), "{answer} {stderr}");

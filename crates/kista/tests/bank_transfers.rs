@@ -100,7 +100,7 @@ fn start_transfers(
     (acknowledged, refused): (Acknowledged, Refused),
     stop: Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<()> {
-    let client = Client::connect_cluster(mgm).expect("a client connects");
+    let client = Client::connect_cluster(mgm, None).expect("a client connects");
     let tables = (
         client.open_table("accounts").expect("accounts"),
         client.open_table("ledger").expect("ledger"),
@@ -134,7 +134,7 @@ fn start_transfers(
 fn every_row(mgm: &str, table: &str) -> BTreeMap<i64, Vec<i64>> {
     let deadline = Instant::now() + SCAN_LIMIT;
     loop {
-        let scanned = Client::connect_cluster(mgm).and_then(|client| {
+        let scanned = Client::connect_cluster(mgm, None).and_then(|client| {
             let table = client.open_table(table)?;
             let rows = client.scan(&table, ScanSpec::full())?;
             rows.map(|row| {
@@ -192,7 +192,7 @@ fn check_the_books(mgm: &str, acknowledged: &Acknowledged, when: &str) -> usize 
 
 /// The accounts, each with its opening balance, and an empty ledger.
 fn open_the_bank(mgm: &str) {
-    let client = Client::connect_cluster(mgm).expect("a client connects");
+    let client = Client::connect_cluster(mgm, None).expect("a client connects");
     let accounts = create(&client, "accounts", &["id", "balance"]);
     create(
         &client,
@@ -264,7 +264,7 @@ fn transfers_keep_the_books_through_a_full_disk_and_the_space_freed() {
         cluster.wait_for_state(id, "started", START_LIMIT);
     }
     open_the_bank(&cluster.mgm);
-    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    let client = Client::connect_cluster(&cluster.mgm, None).expect("a client connects");
     create_chains_table(&client);
     let (acknowledged, refused) = (Acknowledged::default(), Refused::default());
     let stop = Arc::new(AtomicBool::new(false));

@@ -45,7 +45,7 @@ fn a_client_runs_batches_sees_only_committed_data_and_gets_coded_errors() {
         "--thread-config",
         "ldm={count=1},query={count=1},tc={count=1},recv={count=1}",
     ]);
-    let client = Client::connect(datad.address).unwrap();
+    let client = Client::connect(datad.address, None).unwrap();
     let table = client.create_table(accounts(), vec![]).unwrap();
 
     let mut setup = client.transaction();
@@ -146,7 +146,7 @@ fn a_client_runs_batches_sees_only_committed_data_and_gets_coded_errors() {
 #[test]
 fn a_batch_too_large_to_send_is_refused_before_anything_goes_and_the_client_goes_on() {
     let datad = Datad::start(&[]);
-    let client = Client::connect(datad.address).unwrap();
+    let client = Client::connect(datad.address, None).unwrap();
     let schema = TableSchema {
         extra_metadata: Vec::new(),
         name: "blobs".into(),
@@ -209,7 +209,7 @@ fn thousands_of_transactions_fly_at_once_on_one_connection() {
         "--thread-config",
         "ldm={count=1},tc={count=1},recv={count=1}",
     ]);
-    let client = Client::connect(datad.address).unwrap();
+    let client = Client::connect(datad.address, None).unwrap();
     let table = client.create_table(accounts(), vec![]).unwrap();
     let committed = Arc::new(AtomicU64::new(0));
     let in_flight = 5_000;
@@ -253,7 +253,7 @@ fn a_lost_connection_fails_what_is_in_flight_with_an_unknown_outcome() {
         "--thread-config",
         "ldm={count=1},tc={count=1},recv={count=1}",
     ]);
-    let client = Client::connect(datad.address).unwrap();
+    let client = Client::connect(datad.address, None).unwrap();
     let table = client.create_table(accounts(), vec![]).unwrap();
     let mut open = client.transaction();
     open.read(&table, &[Value::Int(1)], LockKind::Shared)
@@ -272,7 +272,7 @@ fn a_lost_connection_fails_what_is_in_flight_with_an_unknown_outcome() {
 #[test]
 fn another_client_finds_a_table_by_name_and_lists_every_table() {
     let datad = Datad::start(&[]);
-    let creator = Client::connect(datad.address).unwrap();
+    let creator = Client::connect(datad.address, None).unwrap();
     let created = creator.create_table(accounts(), vec![]).unwrap();
     let mut insert = creator.transaction();
     insert.insert(&created, account(7, 700)).unwrap();
@@ -281,7 +281,7 @@ fn another_client_finds_a_table_by_name_and_lists_every_table() {
     other.name = "db/other".into();
     creator.create_table(other, vec![]).unwrap();
 
-    let finder = Client::connect(datad.address).unwrap();
+    let finder = Client::connect(datad.address, None).unwrap();
     let found = finder.open_table("ACCOUNTS").unwrap();
     assert_eq!(found.id, created.id);
     assert_eq!(found.schema_version, created.schema_version);
@@ -302,9 +302,9 @@ fn another_client_finds_a_table_by_name_and_lists_every_table() {
 #[test]
 fn extra_metadata_changes_move_the_table_to_a_new_version_that_every_client_learns() {
     let datad = Datad::start(&[]);
-    let writer = Client::connect(datad.address).unwrap();
+    let writer = Client::connect(datad.address, None).unwrap();
     let table = writer.create_table(accounts(), vec![]).unwrap();
-    let other = Client::connect(datad.address).unwrap();
+    let other = Client::connect(datad.address, None).unwrap();
     let stale = other.open_table("accounts").unwrap();
 
     let altered = writer
@@ -336,7 +336,7 @@ fn extra_metadata_changes_move_the_table_to_a_new_version_that_every_client_lear
 #[test]
 fn a_replacement_takes_the_name_in_one_change_and_the_replaced_table_refuses_old_operations() {
     let datad = Datad::start(&[]);
-    let client = Client::connect(datad.address).unwrap();
+    let client = Client::connect(datad.address, None).unwrap();
     let table = client.create_table(accounts(), vec![]).unwrap();
     let mut copy_schema = accounts();
     copy_schema.name = "accounts/#copy".into();
@@ -345,7 +345,7 @@ fn a_replacement_takes_the_name_in_one_change_and_the_replaced_table_refuses_old
     write.insert(&table, account(1, 10)).unwrap();
     write.insert(&copy, account(1, 20)).unwrap();
     write.execute(ExecuteMode::Commit).unwrap().wait().unwrap();
-    let other = Client::connect(datad.address).unwrap();
+    let other = Client::connect(datad.address, None).unwrap();
     let stale = other.open_table("accounts").unwrap();
 
     // A replacement decided on an old version of either table is refused (241).
@@ -410,14 +410,14 @@ fn row_of(client: &Client, table: &Table, id: i64) -> Option<Vec<Value>> {
 #[test]
 fn a_table_changed_in_place_goes_on_serving_operations_made_for_its_earlier_version() {
     let datad = Datad::start(&[]);
-    let writer = Client::connect(datad.address).unwrap();
+    let writer = Client::connect(datad.address, None).unwrap();
     let table = writer.create_table(accounts(), vec![]).unwrap();
     let mut load = writer.transaction();
     for id in 0..100 {
         load.insert(&table, account(id, 10 * id)).unwrap();
     }
     load.execute(ExecuteMode::Commit).unwrap().wait().unwrap();
-    let other = Client::connect(datad.address).unwrap();
+    let other = Client::connect(datad.address, None).unwrap();
     let stale = other.open_table("accounts").unwrap();
     let notices_before = other.table_notices();
 

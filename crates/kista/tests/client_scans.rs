@@ -62,7 +62,7 @@ fn node_with_people() -> (Datad, Client, Table) {
         "--thread-config",
         "ldm={count=2},query={count=1},tc={count=1},recv={count=1}",
     ]);
-    let client = Client::connect(datad.address).unwrap();
+    let client = Client::connect(datad.address, None).unwrap();
     let indexes = vec![
         IndexSchema {
             name: "by_age".into(),

@@ -178,7 +178,7 @@ fn memory_used(cluster: &TestCluster, id: u8) -> f64 {
 #[test]
 fn a_dropped_tables_memory_returns_to_every_node() {
     let cluster = TestCluster::start(2, 2);
-    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    let client = Client::connect_cluster(&cluster.mgm, None).expect("a client connects");
     create_chains_table(&client);
     let table = client.open_table(CHAINS_TABLE).expect("the table");
     // The reports come each heartbeat: wait until they show the table's rows.
@@ -533,7 +533,7 @@ fn chain_row(chain: i64, step: i64) -> i64 {
 /// Writes `chain` step after step with `mode` until `stop`; returns each step acknowledged
 /// with its GCI. A failed step is tried again (a write of the same values is idempotent).
 fn write_chain(mgm: &str, chain: i64, mode: ExecuteMode, stop: &AtomicBool) -> Vec<(i64, u64)> {
-    let client = Client::connect_cluster(mgm).expect("a client connects");
+    let client = Client::connect_cluster(mgm, None).expect("a client connects");
     let table = client.open_table(CHAINS_TABLE).expect("the chains table");
     let mut acknowledged = Vec::new();
     while !stop.load(Ordering::SeqCst) {
@@ -580,7 +580,7 @@ fn restored_gci(cluster: &mut TestCluster) -> u64 {
 #[test]
 fn killing_every_data_node_under_load_keeps_durable_commits_and_a_saved_state() {
     let mut cluster = TestCluster::start(2, 2);
-    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    let client = Client::connect_cluster(&cluster.mgm, None).expect("a client connects");
     create_chains_table(&client);
     drop(client);
     let mgm = cluster.mgm.clone();
@@ -622,7 +622,7 @@ fn killing_every_data_node_under_load_keeps_durable_commits_and_a_saved_state() 
     cluster.spawn_every_node();
     let restored = restored_gci(&mut cluster);
     cluster.wait_for_start_from_disk();
-    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    let client = Client::connect_cluster(&cluster.mgm, None).expect("a client connects");
     let table = client.open_table(CHAINS_TABLE).expect("the table is back");
     let rows: BTreeMap<i64, i64> = client
         .scan(&table, ScanSpec::full())
@@ -669,7 +669,7 @@ fn killing_every_data_node_under_load_keeps_durable_commits_and_a_saved_state() 
 fn a_node_restarted_under_load_copies_only_what_changed_while_it_was_down() {
     const ROWS: i64 = 20_000;
     let mut cluster = TestCluster::start(2, 2);
-    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    let client = Client::connect_cluster(&cluster.mgm, None).expect("a client connects");
     create_chains_table(&client);
     write_rows(&client, 0..ROWS, 0, ExecuteMode::Commit);
     // A few global checkpoints: node 2's disk records every row.
@@ -682,7 +682,7 @@ fn a_node_restarted_under_load_copies_only_what_changed_while_it_was_down() {
     let writer = {
         let (mgm, stop) = (cluster.mgm.clone(), stop.clone());
         std::thread::spawn(move || {
-            let client = Client::connect_cluster(&mgm).expect("a client connects");
+            let client = Client::connect_cluster(&mgm, None).expect("a client connects");
             let mut round = 2;
             while !stop.load(Ordering::SeqCst) {
                 write_rows(&client, 1_000..1_050, round, ExecuteMode::Commit);

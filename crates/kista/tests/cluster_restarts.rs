@@ -24,7 +24,7 @@ const SERVE_AGAIN_LIMIT: Duration = Duration::from_secs(60);
 #[test]
 fn the_native_client_rides_through_a_restart_of_every_data_node() {
     let mut cluster = TestCluster::start(2, 2);
-    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    let client = Client::connect_cluster(&cluster.mgm, None).expect("a client connects");
     create_chains_table(&client);
     write_rows(&client, 0..500, 1, ExecuteMode::CommitDurable);
     let table = client.open_table(CHAINS_TABLE).expect("the table");

@@ -51,12 +51,13 @@ struct GoodClient {
 impl GoodClient {
     fn connect(datad: &Datad) -> Self {
         let (deliver, answers) = mpsc::channel();
-        let connection = ClientConnection::connect(datad.address, None, TIMEOUT, move |event| {
-            if let Event::Signal(signal, section) = event {
-                let _ = deliver.send((signal, section.to_vec()));
-            }
-        })
-        .expect("connects");
+        let connection =
+            ClientConnection::connect(datad.address, None, None, TIMEOUT, move |event| {
+                if let Event::Signal(signal, section) = event {
+                    let _ = deliver.send((signal, section.to_vec()));
+                }
+            })
+            .expect("connects");
         let info = NodeInfo::decode(&connection.welcome().info).expect("node info");
         let node = connection.welcome().node;
         assert_eq!(
@@ -182,8 +183,9 @@ fn node_closes_after(datad: &Datad, hello: bool, bytes: &[u8]) -> bool {
     stream.set_read_timeout(Some(TIMEOUT)).unwrap();
     let mut node = NodeId(0);
     if hello {
-        handshake::write_hello(&mut stream, Role::Client(None)).unwrap();
-        node = handshake::read_welcome(&mut stream).unwrap().client_node;
+        node = handshake::dial(&mut stream, Role::Client(None), None)
+            .unwrap()
+            .client_node;
     }
     let bytes = bytes
         .iter()
@@ -272,8 +274,7 @@ fn clients_run_transactions_and_hostile_connections_are_closed_alone() {
     // error: the rest may be on its way).
     {
         let mut stream = TcpStream::connect(datad.address).unwrap();
-        handshake::write_hello(&mut stream, Role::Client(None)).unwrap();
-        handshake::read_welcome(&mut stream).unwrap();
+        handshake::dial(&mut stream, Role::Client(None), None).unwrap();
         stream.write_all(&truncated[..10]).unwrap();
     }
 

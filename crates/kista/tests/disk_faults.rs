@@ -132,7 +132,7 @@ fn crash_damage_and_start(cluster: &mut TestCluster, damage: impl FnOnce(&TestCl
 /// until every ldm has written it.
 fn write_rounds_each_checkpointed(cluster: &mut TestCluster, rounds: std::ops::Range<i64>) {
     for round in rounds {
-        let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+        let client = Client::connect_cluster(&cluster.mgm, None).expect("a client connects");
         let ids = round * 500..round * 500 + 500;
         write_rows(&client, ids, round, ExecuteMode::CommitDurable);
         drop(client);
@@ -178,7 +178,7 @@ fn expected(ranges: &[(std::ops::Range<i64>, i64)]) -> BTreeMap<i64, i64> {
 #[test]
 fn a_torn_redo_tail_is_cut_at_the_last_whole_record_and_the_log_goes_on_from_there() {
     let mut cluster = TestCluster::start(2, 2);
-    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    let client = Client::connect_cluster(&cluster.mgm, None).expect("a client connects");
     create_chains_table(&client);
     write_rows(&client, 0..1_000, 1, ExecuteMode::CommitDurable);
     drop(client);
@@ -197,7 +197,7 @@ fn a_torn_redo_tail_is_cut_at_the_last_whole_record_and_the_log_goes_on_from_the
     assert_eq!(every_chains_row(&cluster.mgm), expected(&[(0..1_000, 1)]));
 
     // The log goes on where the torn record began, and a second crash reads past it.
-    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    let client = Client::connect_cluster(&cluster.mgm, None).expect("a client connects");
     write_rows(&client, 1_000..1_500, 2, ExecuteMode::CommitDurable);
     drop(client);
     crash_damage_and_start(&mut cluster, |_| {});
@@ -220,13 +220,13 @@ fn a_torn_redo_tail_is_cut_at_the_last_whole_record_and_the_log_goes_on_from_the
 #[test]
 fn a_lost_or_damaged_checkpoint_falls_back_and_a_damaged_log_is_refused_naming_it() {
     let mut cluster = TestCluster::start(2, 2);
-    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    let client = Client::connect_cluster(&cluster.mgm, None).expect("a client connects");
     create_chains_table(&client);
     drop(client);
     // Each start from disk checkpoints what it restored: three starts leave every ldm
     // two complete checkpoints, the rows of each round in the log after one of them.
     write_rounds_each_checkpointed(&mut cluster, 0..3);
-    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    let client = Client::connect_cluster(&cluster.mgm, None).expect("a client connects");
     write_rows(&client, 0..100, 7, ExecuteMode::CommitDurable);
     drop(client);
     let mut all = expected(&[
@@ -260,7 +260,7 @@ fn a_lost_or_damaged_checkpoint_falls_back_and_a_damaged_log_is_refused_naming_i
             && node_2_log.contains("the checkpoint ends before its last record"),
         "node 2 says which checkpoint it could not use: {node_2_log}"
     );
-    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    let client = Client::connect_cluster(&cluster.mgm, None).expect("a client connects");
     write_rows(&client, 1_500..1_600, 3, ExecuteMode::CommitDurable);
     drop(client);
     all.extend((1_500..1_600).map(|id| (id, 3)));
@@ -326,7 +326,7 @@ fn control_files(data_dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn a_node_whose_control_files_are_damaged_copies_from_its_peer_and_alone_starts_nothing() {
     let mut cluster = TestCluster::start(2, 2);
-    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    let client = Client::connect_cluster(&cluster.mgm, None).expect("a client connects");
     create_chains_table(&client);
     write_rows(&client, 0..1_000, 1, ExecuteMode::CommitDurable);
     drop(client);
@@ -391,7 +391,7 @@ fn newest_schema_file(data_dir: &Path) -> PathBuf {
 #[test]
 fn a_damaged_schema_file_on_the_master_loses_no_table_its_peer_holds() {
     let mut cluster = TestCluster::start(2, 2);
-    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    let client = Client::connect_cluster(&cluster.mgm, None).expect("a client connects");
     create_table_like_chains(&client, "early");
     // The chains table is the last change: only the newest schema file holds it.
     create_chains_table(&client);
@@ -426,7 +426,7 @@ fn a_damaged_schema_file_on_the_master_loses_no_table_its_peer_holds() {
     });
     cluster.wait_for_start_from_disk();
     assert_eq!(every_chains_row(&cluster.mgm), expected(&[(0..1_000, 1)]));
-    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    let client = Client::connect_cluster(&cluster.mgm, None).expect("a client connects");
     client
         .open_table("early")
         .expect("the earlier table is kept too");
@@ -467,7 +467,7 @@ impl Drop for Immutable {
 #[test]
 fn an_unreadable_checkpoint_file_falls_back_like_a_lost_one() {
     let mut cluster = TestCluster::start(2, 2);
-    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    let client = Client::connect_cluster(&cluster.mgm, None).expect("a client connects");
     create_chains_table(&client);
     drop(client);
     // Two starts from disk leave every ldm two complete checkpoints.

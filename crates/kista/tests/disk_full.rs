@@ -26,7 +26,7 @@ fn a_full_disk_stops_no_node_refuses_writes_as_disk_full_and_they_go_on_once_fre
     for id in 1..=2 {
         cluster.wait_for_state(id, "started", START_LIMIT);
     }
-    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    let client = Client::connect_cluster(&cluster.mgm, None).expect("a client connects");
     create_chains_table(&client);
     let filler = fill(&mounted.0, 256 << 10);
 

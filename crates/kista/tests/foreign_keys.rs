@@ -134,7 +134,7 @@ fn node() -> (Datad, Client) {
         "--thread-config",
         "ldm={count=2},query={count=1},tc={count=1},recv={count=1}",
     ]);
-    let client = Client::connect(datad.address).unwrap();
+    let client = Client::connect(datad.address, None).unwrap();
     (datad, client)
 }
 
@@ -239,7 +239,7 @@ fn a_parent_deleted_while_another_transaction_writes_a_child_waits_and_fails() {
     let deleting = std::thread::spawn({
         let (address, parents) = (datad.address, parents.clone());
         move || {
-            let other = Client::connect(address).unwrap();
+            let other = Client::connect(address, None).unwrap();
             delete(&other, &parents, &[1])
         }
     });

@@ -9,7 +9,8 @@
 //!
 //! Targets: the MySQL handshake a stranger answers (and the packet stream under it), the
 //! binary protocol's parameter values, the SQL parser's entry, the management commands
-//! and request lines, and the frames and signals between nodes.
+//! and request lines, the node's side of the cluster handshake, and the frames and
+//! signals between nodes.
 
 use std::io::{Cursor, Read, Write};
 
@@ -274,6 +275,20 @@ proptest! {
     }
 
     #[test]
+    fn a_node_admits_no_stranger_to_a_keyed_cluster_whatever_it_sends(
+        sent in input(hellos()),
+    ) {
+        use kista_transport::handshake::accept;
+        let exchange = |sent: &[u8]| Exchange {
+            sent: Cursor::new(sent.to_vec()),
+            answered: Vec::new(),
+        };
+        // Without the key no bytes prove it (the node's nonce is new each time).
+        prop_assert!(accept(&mut exchange(&sent), Some(cluster_key())).is_err());
+        let _ = accept(&mut exchange(&sent), None);
+    }
+
+    #[test]
     fn frames_between_nodes_decode_or_fail_never_a_panic(
         bytes in input(signal_frames()),
     ) {
@@ -283,6 +298,39 @@ proptest! {
             while let Ok(Some(_)) = frames.next_signal() {}
         }
     }
+}
+
+/// A cluster key for the node's side of the handshake target.
+fn cluster_key() -> &'static kista_transport::cluster_key::ClusterKey {
+    static KEY: std::sync::OnceLock<kista_transport::cluster_key::ClusterKey> =
+        std::sync::OnceLock::new();
+    KEY.get_or_init(|| kista_transport::cluster_key::ClusterKey::generate().unwrap())
+}
+
+/// Hellos as dialers send them (each role, with and without a key), each followed by 32
+/// bytes where a proof goes: what the dialer's side writes before it reads an answer.
+fn hellos() -> Vec<Vec<u8>> {
+    use kista_signal::NodeId;
+    use kista_transport::handshake::{dial, Role};
+    let roles = [
+        Role::Client(None),
+        Role::Client(Some(NodeId(64))),
+        Role::Peer(NodeId(2)),
+        Role::Admin,
+    ];
+    let mut hellos = Vec::new();
+    for role in roles {
+        for key in [None, Some(cluster_key())] {
+            let mut recorded = Exchange {
+                sent: Cursor::new(Vec::new()),
+                answered: Vec::new(),
+            };
+            let _ = dial(&mut recorded, role, key);
+            recorded.answered.extend_from_slice(&[7; 32]);
+            hellos.push(recorded.answered);
+        }
+    }
+    hellos
 }
 
 /// Frames as nodes send them: a few signals with payloads and sections.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{mysql, run_kista, spawn_up, KistaProcess};
+use support::{key_file, mysql, run_kista, run_mgm, spawn_up, KistaProcess};
 
 const LIMIT: Duration = Duration::from_secs(300);
 
@@ -45,7 +45,7 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        let _ = run_kista(&["mgm", "--mgm", &self.mgm(), "-e", "shutdown"], LIMIT);
+        let _ = run_mgm(&self.mgm(), &key_file(&self.dir), "shutdown", LIMIT);
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -90,11 +90,13 @@ fn an_import_loads_every_good_row_and_writes_each_bad_one_to_the_rejects_file() 
     let rejects = cluster.file("rows.rejects");
     let (file_arg, rejects_arg) = (file.display().to_string(), rejects.display().to_string());
     let state = cluster.file("rows.state").display().to_string();
-    let mgm = cluster.mgm();
+    let (mgm, key_file) = (cluster.mgm(), key_file(&cluster.dir));
     let import = [
         "import",
         "--mgm",
         &mgm,
+        "--key-file",
+        &key_file,
         "imp.t",
         &file_arg,
         "--skip-lines",
@@ -150,11 +152,13 @@ fn an_import_killed_midway_resumes_and_loads_every_row_once() {
     let file_arg = file.display().to_string();
     let state = cluster.file("rows.state");
     let state_arg = state.display().to_string();
-    let mgm = cluster.mgm();
+    let (mgm, key_file) = (cluster.mgm(), key_file(&cluster.dir));
     let args = [
         "import",
         "--mgm",
         &mgm,
+        "--key-file",
+        &key_file,
         "imp.t",
         &file_arg,
         "--skip-lines",
@@ -244,7 +248,7 @@ fn an_import_fills_the_columns_it_is_not_given_and_replaces_taken_keys_when_aske
          kind VARCHAR(10) DEFAULT 'plain'); \
          CREATE TABLE imp.kv (id INT PRIMARY KEY, v INT)",
     );
-    let mgm = cluster.mgm();
+    let (mgm, key_file) = (cluster.mgm(), key_file(&cluster.dir));
     let import = |table: &str, name: &str, text: &str, extra: &[&str]| {
         let file = cluster.file(name);
         std::fs::write(&file, text).unwrap();
@@ -257,6 +261,8 @@ fn an_import_fills_the_columns_it_is_not_given_and_replaces_taken_keys_when_aske
             "import",
             "--mgm",
             &mgm,
+            "--key-file",
+            &key_file,
             table,
             &file,
             "--quiet",
@@ -354,7 +360,7 @@ fn a_plain_table_loads_directly_the_rows_and_rejects_the_sql_layer_gives() {
     }
     let file = cluster.file("rows.csv");
     std::fs::write(&file, text).unwrap();
-    let mgm = cluster.mgm();
+    let (mgm, key_file) = (cluster.mgm(), key_file(&cluster.dir));
     let import = |table: &str| {
         let rejects = cluster.file(&format!("{table}.rejects"));
         let state = cluster.file(&format!("{table}.state"));
@@ -362,6 +368,8 @@ fn a_plain_table_loads_directly_the_rows_and_rejects_the_sql_layer_gives() {
             "import",
             "--mgm",
             &mgm,
+            "--key-file",
+            &key_file,
             &format!("imp.{table}"),
             &file.display().to_string(),
             "--batch-rows",

@@ -46,7 +46,7 @@ fn node_with_accounts() -> (Datad, Client, Table) {
         "--thread-config",
         "ldm={count=2},query={count=1},tc={count=1},recv={count=1}",
     ]);
-    let client = Client::connect(datad.address).unwrap();
+    let client = Client::connect(datad.address, None).unwrap();
     let table = client.create_table(accounts(), vec![]).unwrap();
     for chunk in (0..ROWS).collect::<Vec<_>>().chunks(500) {
         let mut insert = client.transaction();
@@ -82,7 +82,7 @@ fn found_by(client: &Client, table: &Table, key: &Value) -> Option<i64> {
 #[test]
 fn a_row_written_by_a_transaction_open_when_the_build_began_gets_its_entry() {
     let (datad, client, table) = node_with_accounts();
-    let writer = Client::connect(datad.address).unwrap();
+    let writer = Client::connect(datad.address, None).unwrap();
     let mut open = writer.transaction();
     open.insert(&table, vec![Value::Int(ROWS), handle(ROWS, 0)])
         .unwrap();
@@ -109,7 +109,7 @@ fn writes_during_the_build_leave_every_row_with_exactly_its_entry() {
     // the writer keeps what each row holds once it is done.
     let writer = {
         let (stop, table) = (stop.clone(), table.clone());
-        let client = Client::connect(datad.address).unwrap();
+        let client = Client::connect(datad.address, None).unwrap();
         std::thread::spawn(move || {
             let mut handles: Vec<Option<u32>> = vec![Some(0); ROWS as usize];
             let mut step = 0u32;
@@ -193,7 +193,7 @@ fn an_ordered_index_built_in_slices_under_writes_finds_every_row_by_its_current_
     // Rows change their handles while the data managers fill the index, slice by slice.
     let writer = {
         let (stop, table) = (stop.clone(), table.clone());
-        let client = Client::connect(datad.address).unwrap();
+        let client = Client::connect(datad.address, None).unwrap();
         std::thread::spawn(move || {
             let mut step = 0;
             while !stop.load(Ordering::Relaxed) || step < 100 {

@@ -5,7 +5,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::{mysql, run_kista, spawn_up, ShutdownOnDrop};
+use support::{mysql, run_mgm, spawn_up, ShutdownOnDrop};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -15,7 +15,7 @@ fn kista_info_tables_show_nodes_threads_memory_and_counters_to_any_mysql_client(
     let _ = std::fs::remove_dir_all(&dir);
     let up = spawn_up(&dir, &["--data-memory", "64M"]);
     let mgm = up.address.to_string();
-    let _shutdown = ShutdownOnDrop(mgm.clone());
+    let cluster = ShutdownOnDrop::new(&mgm, &dir);
     let port = up.sql_address().port();
     let sql =
         |statement: &str| mysql(port, statement).unwrap_or_else(|e| panic!("{statement}: {e}"));
@@ -135,7 +135,7 @@ fn kista_info_tables_show_nodes_threads_memory_and_counters_to_any_mysql_client(
     );
 
     // A data node stopped: listed as not reachable, its rows gone from the others.
-    let (code, _, stderr) = run_kista(&["mgm", "--mgm", &mgm, "-e", "2 stop"], LIMIT);
+    let (code, _, stderr) = run_mgm(&mgm, &cluster.key_file, "2 stop", LIMIT);
     assert_eq!(code, Some(0), "{stderr}");
     shows(nodes, "1\t0\tstarted\n2\t0\tnot reachable\n");
     let threads = "SELECT DISTINCT node_id FROM kista_info.threads";

@@ -4,14 +4,12 @@
 
 mod support;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use support::cluster::free_ports::free_ports;
-use support::{mysql, run_kista, spawn_up};
+use support::{http_get, key_file, metrics_targets, mysql, run_mgm, spawn_up};
 
 const LIMIT: Duration = Duration::from_secs(90);
 const ROWS: usize = 120;
@@ -22,6 +20,7 @@ type Expectation = (&'static str, fn(f64) -> bool);
 /// Stops the cluster and the Prometheus server however the test ends.
 struct Cleanup {
     mgm: String,
+    key_file: String,
     prometheus: Option<Child>,
 }
 
@@ -31,7 +30,7 @@ impl Drop for Cleanup {
             let _ = prometheus.kill();
             let _ = prometheus.wait();
         }
-        let _ = run_kista(&["mgm", "--mgm", &self.mgm, "-e", "shutdown"], LIMIT);
+        let _ = run_mgm(&self.mgm, &self.key_file, "shutdown", LIMIT);
     }
 }
 
@@ -42,6 +41,7 @@ fn prometheus_scrapes_every_process_and_sees_the_clusters_work() {
     let up = spawn_up(&dir, &["--data-memory", "64M"]);
     let mut cleanup = Cleanup {
         mgm: up.address.to_string(),
+        key_file: key_file(&dir),
         prometheus: None,
     };
     let targets = metrics_targets(&up.startup);
@@ -150,16 +150,6 @@ fn every_dashboard_metric_is_scraped(api: &str) {
     assert!(asked > 20, "the dashboard asks for the metrics ({asked})");
 }
 
-/// The `http://127.0.0.1:PORT/metrics` addresses `kista up` printed, as `host:port`.
-fn metrics_targets(startup: &str) -> Vec<String> {
-    startup
-        .split("http://")
-        .skip(1)
-        .filter_map(|rest| rest.split("/metrics").next())
-        .map(str::to_string)
-        .collect()
-}
-
 /// Starts Prometheus scraping `targets` every second; returns its `host:port`.
 fn start_prometheus(dir: &Path, targets: &[String], cleanup: &mut Cleanup) -> String {
     let port = free_ports(1).expect("a free port")[0];
@@ -200,18 +190,6 @@ fn query(api: &str, expression: &str) -> Option<f64> {
         return None;
     };
     only.pointer("/value/1")?.as_str()?.parse().ok()
-}
-
-fn http_get(address: &str, path: &str) -> Option<String> {
-    let mut stream = TcpStream::connect(address).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    let request = format!("GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n");
-    stream.write_all(request.as_bytes()).ok()?;
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).ok()?;
-    answer
-        .split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_string())
 }
 
 fn percent_encoded(text: &str) -> String {

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{run_kista, KistaProcess};
+use support::{key_file, run_mgm, KistaProcess};
 
 /// Longest one client command may run.
 const CLIENT_LIMIT: Duration = Duration::from_secs(300);
@@ -33,7 +33,16 @@ impl Up {
 
     /// Another `kista sql` on this cluster, on a free port, with `options`.
     fn front_end(&self, options: &[&str]) -> KistaProcess {
-        let mut args = vec!["sql", "--mgm", &self.mgm, "--port", "0"];
+        let key_file = key_file(&self.dir);
+        let mut args = vec![
+            "sql",
+            "--mgm",
+            &self.mgm,
+            "--key-file",
+            &key_file,
+            "--port",
+            "0",
+        ];
         args.extend_from_slice(options);
         KistaProcess::spawn(&args)
     }
@@ -89,7 +98,8 @@ impl Drop for Up {
         if let Some(process) = self.process.take() {
             let (stopped, out, err) = process.stop();
             if !stopped {
-                let _ = run_kista(&["mgm", "--mgm", &self.mgm, "-e", "shutdown"], CLIENT_LIMIT);
+                let key_file = key_file(&self.dir);
+                let _ = run_mgm(&self.mgm, &key_file, "shutdown", CLIENT_LIMIT);
                 eprintln!("kista up did not stop cleanly:\n{out}\n{err}");
             }
         }

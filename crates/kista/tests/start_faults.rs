@@ -21,7 +21,7 @@ fn a_node_left_out_of_the_first_start_joins_later_and_stays() {
     // Node 2 starts alone once node 1 was not heard from for 2 s.
     let mut cluster = TestCluster::launch_some(2, 2, "start_partial_timeout_ms = 2000", &[2]);
     cluster.wait_for_state(2, "started", START_LIMIT);
-    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    let client = Client::connect_cluster(&cluster.mgm, None).expect("a client connects");
     create_chains_table(&client);
     write_rows(&client, 0..2_000, 1, ExecuteMode::Commit);
 
@@ -44,7 +44,7 @@ fn a_node_left_out_of_the_first_start_joins_later_and_stays() {
 /// Writes rows 0..500 durably; then node `behind` dies, the other goes on alone (the
 /// arbitrator lets it) and takes rows 500..1000: the rows every start must keep.
 fn leave_behind(cluster: &mut TestCluster, behind: u8) -> BTreeMap<i64, i64> {
-    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    let client = Client::connect_cluster(&cluster.mgm, None).expect("a client connects");
     create_chains_table(&client);
     write_rows(&client, 0..500, 1, ExecuteMode::CommitDurable);
     cluster.node(behind).kill();
@@ -129,7 +129,7 @@ fn a_cluster_that_never_had_a_table_starts_again_from_disk() {
     cluster.crash_every_node();
     cluster.spawn_every_node();
     cluster.wait_for_start_from_disk();
-    let client = Client::connect_cluster(&cluster.mgm).expect("a client connects");
+    let client = Client::connect_cluster(&cluster.mgm, None).expect("a client connects");
     create_chains_table(&client);
     write_rows(&client, 0..10, 1, ExecuteMode::CommitDurable);
     assert_eq!(every_chains_row(&cluster.mgm).len(), 10);

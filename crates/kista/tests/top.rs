@@ -6,13 +6,14 @@ mod support;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use support::{run_kista, spawn_up, KistaProcess};
+use support::{key_file, run_kista, run_mgm, spawn_up, KistaProcess};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
 /// Stops the cluster (and a tmux server) however the test ends, and removes its directory.
 struct Cleanup {
     mgm: String,
+    key_file: String,
     tmux_socket: Option<String>,
     up: Option<KistaProcess>,
     dir: std::path::PathBuf,
@@ -25,7 +26,7 @@ impl Drop for Cleanup {
                 .args(["-L", socket, "kill-server"])
                 .output();
         }
-        let _ = run_kista(&["mgm", "--mgm", &self.mgm, "-e", "shutdown"], LIMIT);
+        let _ = run_mgm(&self.mgm, &self.key_file, "shutdown", LIMIT);
         // Once `kista up` has ended, nothing writes in the directory any more.
         drop(self.up.take());
         let _ = std::fs::remove_dir_all(&self.dir);
@@ -38,14 +39,22 @@ fn start_cluster(name: &str) -> Cleanup {
     let up = spawn_up(&dir, &["--data-memory", "64M"]);
     Cleanup {
         mgm: up.address.to_string(),
+        key_file: key_file(&dir),
         tmux_socket: None,
         up: Some(up),
         dir,
     }
 }
 
-fn top_json(mgm: &str) -> serde_json::Value {
-    let (code, stdout, stderr) = run_kista(&["top", "--mgm", mgm, "--once", "--json"], LIMIT);
+fn top_json(cluster: &Cleanup) -> serde_json::Value {
+    let args = [
+        "top",
+        "--mgm",
+        &cluster.mgm,
+        "--key-file",
+        &cluster.key_file,
+    ];
+    let (code, stdout, stderr) = run_kista(&[&args[..], &["--once", "--json"]].concat(), LIMIT);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
 }
@@ -54,12 +63,14 @@ fn top_json(mgm: &str) -> serde_json::Value {
 fn top_once_json_shows_every_data_nodes_threads_under_load_and_a_stopped_node() {
     let cleanup = start_cluster("json");
     let mgm = cleanup.mgm.clone();
-    let bench_mgm = mgm.clone();
+    let (bench_mgm, key_file) = (mgm.clone(), cleanup.key_file.clone());
     let bench = std::thread::spawn(move || {
         let args = [
             "bench",
             "--mgm",
             &bench_mgm,
+            "--key-file",
+            &key_file,
             "--keys",
             "20000",
             "--duration",
@@ -68,7 +79,7 @@ fn top_once_json_shows_every_data_nodes_threads_under_load_and_a_stopped_node() 
         run_kista(&args, LIMIT)
     });
     std::thread::sleep(Duration::from_secs(3));
-    let sample = top_json(&mgm);
+    let sample = top_json(&cleanup);
     let nodes = sample["nodes"].as_array().unwrap();
     assert_eq!(nodes.len(), 2, "{sample:#}");
     let mut signals = 0;
@@ -100,11 +111,11 @@ fn top_once_json_shows_every_data_nodes_threads_under_load_and_a_stopped_node() 
     let (code, stdout, stderr) = bench.join().unwrap();
     assert_eq!(code, Some(0), "{stdout}{stderr}");
 
-    let (code, _, stderr) = run_kista(&["mgm", "--mgm", &mgm, "-e", "2 stop"], LIMIT);
+    let (code, _, stderr) = run_mgm(&mgm, &cleanup.key_file, "2 stop", LIMIT);
     assert_eq!(code, Some(0), "{stderr}");
     let deadline = Instant::now() + LIMIT;
     loop {
-        let sample = top_json(&mgm);
+        let sample = top_json(&cleanup);
         let node_2 = &sample["nodes"][1];
         if node_2["live"] == false {
             assert!(node_2["error"].is_string(), "{node_2:#}");
@@ -115,7 +126,8 @@ fn top_once_json_shows_every_data_nodes_threads_under_load_and_a_stopped_node() 
         std::thread::sleep(Duration::from_millis(300));
     }
 
-    let (code, _, stderr) = run_kista(&["top", "--mgm", &mgm], LIMIT);
+    let args = ["top", "--mgm", &mgm, "--key-file", &cleanup.key_file];
+    let (code, _, stderr) = run_kista(&args, LIMIT);
     assert_eq!(code, Some(2), "the live view wants a terminal: {stderr}");
     assert!(stderr.contains("--once"), "{stderr}");
 }
@@ -136,7 +148,12 @@ fn top_in_a_terminal_shows_each_thread_changes_order_on_s_and_quits_on_q() {
             String::from_utf8_lossy(&output.stdout).into_owned(),
         )
     };
-    let top = format!("{} top --mgm {}", env!("CARGO_BIN_EXE_kista"), cleanup.mgm);
+    let top = format!(
+        "{} top --mgm {} --key-file {}",
+        env!("CARGO_BIN_EXE_kista"),
+        cleanup.mgm,
+        cleanup.key_file
+    );
     let (started, _) = tmux(&[
         "new-session",
         "-d",

@@ -35,7 +35,7 @@ fn resident_bytes(pid: i32) -> u64 {
 /// Loads `ROWS` rows (a key, a number and some text) in transactions of
 /// `ROWS_PER_TRANSACTION`: the page faults (minor ones, every thread's) the node took.
 fn page_faults_of_a_load(node: &KistaProcess) -> u64 {
-    let client = Client::connect(node.address).unwrap();
+    let client = Client::connect(node.address, None).unwrap();
     let schema = TableSchema {
         extra_metadata: Vec::new(),
         name: "rows".into(),

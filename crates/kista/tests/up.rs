@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use support::{mysql, run_kista, spawn_up, KistaProcess, ShutdownOnDrop};
+use support::{mysql, run_kista, run_mgm, spawn_up, KistaProcess, ShutdownOnDrop};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -16,15 +16,25 @@ const LIMIT: Duration = Duration::from_secs(120);
 fn kista_up_starts_a_cluster_that_serves_and_sigterm_stops_every_process() {
     let (up, dir) = start_up("serves");
     let mgm = up.address.to_string();
-    let _guard = ShutdownOnDrop(mgm.clone());
+    let cluster = ShutdownOnDrop::new(&mgm, &dir);
 
-    let (code, stdout, stderr) = run_kista(&["mgm", "--mgm", &mgm, "-e", "show"], LIMIT);
+    let (code, stdout, stderr) = run_mgm(&mgm, &cluster.key_file, "show", LIMIT);
     assert_eq!(code, Some(0), "{stderr}");
     let started = stdout
         .lines()
         .filter(|l| l.contains(" data ") && l.contains("started"));
     assert_eq!(started.count(), 2, "both data nodes started:\n{stdout}");
-    let args = ["bench", "--mgm", &mgm, "--keys", "2000", "--verify"];
+    let key_file = &cluster.key_file;
+    let args = [
+        "bench",
+        "--mgm",
+        &mgm,
+        "--key-file",
+        key_file,
+        "--keys",
+        "2000",
+        "--verify",
+    ];
     let (code, stdout, stderr) = run_kista(&args, LIMIT);
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     assert!(stdout.contains("0 missing, 0 wrong"), "{stdout}");
@@ -85,8 +95,8 @@ fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
 }
 
 /// Data nodes `show` lists as started.
-fn started_data_nodes(mgm: &str) -> usize {
-    let (_, stdout, _) = run_kista(&["mgm", "--mgm", mgm, "-e", "show"], LIMIT);
+fn started_data_nodes(cluster: &ShutdownOnDrop) -> usize {
+    let (_, stdout, _) = run_mgm(&cluster.mgm, &cluster.key_file, "show", LIMIT);
     stdout
         .lines()
         .filter(|l| l.contains(" data ") && l.contains("started"))
@@ -115,7 +125,7 @@ fn insert_until_stopped(port: u16, stop: Arc<AtomicBool>) -> std::thread::JoinHa
 fn kista_up_starts_again_each_child_killed_under_load_and_keeps_every_committed_row() {
     let (up, dir) = start_up("angel");
     let mgm = up.address.to_string();
-    let _guard = ShutdownOnDrop(mgm.clone());
+    let cluster = ShutdownOnDrop::new(&mgm, &dir);
     let sql = up.sql_address().port();
     mysql(
         sql,
@@ -131,8 +141,8 @@ fn kista_up_starts_again_each_child_killed_under_load_and_keeps_every_committed_
     grows(0);
     // A data node: its peer serves alone, then the node restarts into the cluster.
     kill(pid_of(&up.startup, "data node 2"));
-    wait_until("data node 2 leaves", || started_data_nodes(&mgm) < 2);
-    wait_until("data node 2 is back", || started_data_nodes(&mgm) == 2);
+    wait_until("data node 2 leaves", || started_data_nodes(&cluster) < 2);
+    wait_until("data node 2 is back", || started_data_nodes(&cluster) == 2);
     grows(rows());
     // The SQL front end: back on its port.
     kill(pid_of(&up.startup, "sql"));
@@ -141,7 +151,7 @@ fn kista_up_starts_again_each_child_killed_under_load_and_keeps_every_committed_
     kill(pid_of(&up.startup, "mgmd"));
     grows(rows());
     wait_until("the management server is back", || {
-        started_data_nodes(&mgm) == 2
+        started_data_nodes(&cluster) == 2
     });
 
     stop.store(true, Ordering::SeqCst);
@@ -224,17 +234,17 @@ fn is_log_line(line: &str) -> bool {
 fn kista_up_stops_when_the_cluster_is_shut_down_and_leaves_a_stopped_data_node_stopped() {
     let (mut up, dir) = start_up("stop");
     let mgm = up.address.to_string();
-    let _guard = ShutdownOnDrop(mgm.clone());
-    let (code, stdout, stderr) = run_kista(&["mgm", "--mgm", &mgm, "-e", "2 stop"], LIMIT);
+    let cluster = ShutdownOnDrop::new(&mgm, &dir);
+    let (code, stdout, stderr) = run_mgm(&mgm, &cluster.key_file, "2 stop", LIMIT);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
-    wait_until("data node 2 stops", || started_data_nodes(&mgm) == 1);
+    wait_until("data node 2 stops", || started_data_nodes(&cluster) == 1);
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(
-        started_data_nodes(&mgm),
+        started_data_nodes(&cluster),
         1,
         "a node stopped on request stays stopped"
     );
-    let (code, stdout, stderr) = run_kista(&["mgm", "--mgm", &mgm, "-e", "shutdown"], LIMIT);
+    let (code, stdout, stderr) = run_mgm(&mgm, &cluster.key_file, "shutdown", LIMIT);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     let (success, out) = up.wait_exit(LIMIT).expect("kista up ends with its cluster");
     assert!(success, "{out}");

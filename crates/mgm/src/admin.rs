@@ -13,6 +13,7 @@ use std::io::{BufRead, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
+use kista_transport::cluster_key::ClusterKey;
 use kista_transport::handshake::{self, HandshakeError, Role};
 
 /// The longest request line accepted.
@@ -48,9 +49,13 @@ pub struct AdminClient {
 }
 
 impl AdminClient {
-    /// Connects to `address` (`host:port`) and shakes hands, waiting at most `timeout` for
-    /// each step.
-    pub fn connect(address: &str, timeout: Duration) -> Result<Self, AdminError> {
+    /// Connects to `address` (`host:port`) and shakes hands, proving this process holds
+    /// `key` (the cluster's), waiting at most `timeout` for each step.
+    pub fn connect(
+        address: &str,
+        key: Option<&ClusterKey>,
+        timeout: Duration,
+    ) -> Result<Self, AdminError> {
         let connect_error = |source| AdminError::Connect {
             address: address.to_string(),
             source,
@@ -69,9 +74,7 @@ impl AdminClient {
             address: address.to_string(),
             source,
         };
-        handshake::write_hello(&mut stream, Role::Admin)
-            .map_err(|e| handshake_error(HandshakeError::Io(e)))?;
-        handshake::read_welcome(&mut stream).map_err(handshake_error)?;
+        handshake::dial(&mut stream, Role::Admin, key).map_err(handshake_error)?;
         Ok(Self { stream })
     }
 

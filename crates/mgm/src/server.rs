@@ -33,6 +33,7 @@ use kista_runtime::{
     start, BlockRegistration, Module, ModuleInstance, RunningNode, RuntimeOptions,
 };
 use kista_signal::{BlockAddress, NodeId, Signal, TypedSignal};
+use kista_transport::cluster_key::ClusterKey;
 use kista_transport::faults::{link_fault, LinkFault};
 use kista_transport::handshake::PROTOCOL_VERSION;
 use kista_transport::peers::Peers;
@@ -56,6 +57,10 @@ pub struct ManagementOptions {
     /// saves what it decides.
     pub arbitration: ArbitrationState,
     pub arbitration_record: Box<dyn ArbitrationRecord>,
+    /// The cluster's key: every data node, client and `kista mgm` must prove it holds it
+    /// before it is admitted (`None`: a cluster without a key admits anyone who can reach
+    /// the port).
+    pub key: Option<ClusterKey>,
 }
 
 pub struct ManagementServer {
@@ -120,6 +125,7 @@ impl ManagementServer {
         };
         let transport_options = ServerOptions {
             node: MANAGEMENT_NODE,
+            key: options.key,
             client_ids: ClientIds::PickedHere,
             info: Vec::new(),
             // Clients have no business with the management server's blocks.
@@ -514,6 +520,9 @@ impl State {
         let mut family = out.family("kista_data_node_memory_limit_bytes", help, Kind::Gauge);
         for (node, (_, limit)) in &reported {
             family.sample(&[("node", node)], *limit as f64);
+        }
+        if let Some(links) = self.links.get() {
+            links.render_refusals(&MANAGEMENT_NODE.0.to_string(), out);
         }
         let leases = self.leases().held().count();
         let help = "Client node ids leased to applications and SQL front ends.";

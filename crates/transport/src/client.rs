@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use kista_signal::{NodeId, Signal};
 
+use crate::cluster_key::ClusterKey;
 use crate::connection::Connection;
 use crate::frames::FrameReader;
 use crate::handshake::{self, HandshakeError, Role, Welcome};
@@ -44,12 +45,13 @@ pub struct ClientConnection {
 }
 
 impl ClientConnection {
-    /// Connects as client node `id` (`None`: the node picks one), shakes hands and starts
-    /// the send and receive threads; `handler` runs on the receive thread for every signal,
-    /// then once for the close.
+    /// Connects as client node `id` (`None`: the node picks one), shakes hands (proving it
+    /// holds `key`, the cluster's) and starts the send and receive threads; `handler` runs
+    /// on the receive thread for every signal, then once for the close.
     pub fn connect(
         address: impl ToSocketAddrs,
         id: Option<NodeId>,
+        key: Option<&ClusterKey>,
         timeout: Duration,
         mut handler: impl FnMut(Event<'_>) + Send + 'static,
     ) -> Result<Self, ConnectError> {
@@ -59,8 +61,7 @@ impl ClientConnection {
             .ok_or(ConnectError::NoAddress)?;
         let mut stream = TcpStream::connect_timeout(&address, timeout)?;
         stream.set_read_timeout(Some(timeout))?;
-        handshake::write_hello(&mut stream, Role::Client(id))?;
-        let welcome = handshake::read_welcome(&mut stream)?;
+        let welcome = handshake::dial(&mut stream, Role::Client(id), key)?;
         stream.set_read_timeout(None)?;
         let connection = Connection::new(stream.try_clone()?, welcome.node)?;
         let sender = connection.spawn_sender("kista-client-send".into())?;

@@ -1,7 +1,8 @@
 //! Framed TCP between a data node and its clients, and between the members of a cluster.
 //!
-//! A connection opens with a handshake ([`handshake`]): the client says who it is, the node
-//! gives it a node id for the connection's lifetime. Then both sides send a stream of
+//! A connection opens with a handshake ([`handshake`]): the dialer says who it is and, in a
+//! cluster with a key ([`cluster_key`]), proves it holds the key; the node gives a client a
+//! node id for the connection's lifetime. Then both sides send a stream of
 //! signals in their wire form (`kista_signal::wire`), each carrying its section; a frame
 //! batch is simply whatever one `write` carries. The node side ([`server`]) reads each
 //! connection on its own receive thread (`receive`), checks every signal (wire form, sender, receiver,
@@ -12,6 +13,7 @@
 //! frames; [`client`] is the client side of the protocol.
 
 pub mod client;
+pub mod cluster_key;
 mod connection;
 pub mod faults;
 mod frames;

@@ -132,8 +132,8 @@ fn dial(
         .ok_or_else(|| DialError::NoAddress(address.to_string()))?;
     let mut stream = TcpStream::connect_timeout(&socket, DIAL_TIMEOUT)?;
     stream.set_read_timeout(Some(handshake::HANDSHAKE_TIMEOUT))?;
-    handshake::write_hello(&mut stream, Role::Peer(shared.options.node))?;
-    let welcome = handshake::read_welcome(&mut stream)?;
+    let key = shared.options.key.as_ref();
+    let welcome = handshake::dial(&mut stream, Role::Peer(shared.options.node), key)?;
     if welcome.node != peer {
         return Err(DialError::WrongNode {
             expected: peer.0,

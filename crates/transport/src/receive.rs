@@ -3,6 +3,7 @@
 //! the node is full.
 
 use std::net::TcpStream;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use kista_runtime::{InjectBatch, InjectError, Injector};
@@ -26,6 +27,8 @@ pub(crate) struct Admission<'a> {
     pub validate: Option<&'a Validator>,
     /// For peers: where instructions to cut or delay links go.
     pub faults: Option<&'a LinkFaults>,
+    /// Counts the connections closed for a signal `check` refused.
+    pub refused_signals: &'a AtomicU64,
 }
 
 /// Reads `stream` until it closes or breaks the rules, closing `connection` with the reason.
@@ -78,7 +81,10 @@ fn stage_whole_signals(
             Ok(None) => return Ok(()),
             Err(error) => return Err(format!("malformed frame: {error}")),
         };
-        check(admission, connection, &signal, section)?;
+        if let Err(reason) = check(admission, connection, &signal, section) {
+            admission.refused_signals.fetch_add(1, Ordering::Relaxed);
+            return Err(reason);
+        }
         // A cut is held on the sending side (each node of the pair holds what it sends).
         if admission.faults.is_some_and(|faults| faults.apply(&signal)) {
             continue;

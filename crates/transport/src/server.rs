@@ -13,14 +13,16 @@
 
 use std::io::ErrorKind;
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use kista_metrics::{Exposition, Kind};
 use kista_runtime::{Injector, Remote, RemoteSink};
 use kista_signal::{NodeId, Signal};
 
+use crate::cluster_key::ClusterKey;
 use crate::connection::Connection;
 use crate::faults::{LinkFaults, DELAYED_BYTES_MAX};
 use crate::handshake::{self, HandshakeError, Role, Welcome};
@@ -52,6 +54,10 @@ pub enum ClientIds {
 
 pub struct ServerOptions {
     pub node: NodeId,
+    /// The cluster's key: only dialers that prove they hold it are admitted (and this node
+    /// proves it to the peers it dials). `None`: a node without a key, which admits only
+    /// dialers without one.
+    pub key: Option<ClusterKey>,
     pub client_ids: ClientIds,
     /// What every client learns in its Welcome.
     pub info: Vec<u8>,
@@ -76,6 +82,23 @@ pub(crate) struct Shared {
     admin_streams: Mutex<(u64, Vec<(u64, TcpStream)>)>,
     /// Links to peers cut for a test (`faults`).
     faults: LinkFaults,
+    refusals: Refusals,
+}
+
+/// What the node turned away, for the metrics.
+#[derive(Default)]
+pub(crate) struct Refusals {
+    /// Dialers that did not prove they hold the cluster key.
+    pub unauthenticated: AtomicU64,
+    /// Connections closed for a signal the node does not take from them.
+    pub signals: AtomicU64,
+}
+
+/// [`Refusals`] as read at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RefusalCounts {
+    pub unauthenticated: u64,
+    pub signals: u64,
 }
 
 impl Shared {
@@ -133,6 +156,7 @@ impl Server {
             threads: Mutex::new(Vec::new()),
             admin_streams: Mutex::new((0, Vec::new())),
             faults: LinkFaults::default(),
+            refusals: Refusals::default(),
         });
         Ok(Self {
             shared,
@@ -243,6 +267,32 @@ impl Links {
 
     pub fn is_connected(&self, node: NodeId) -> bool {
         self.0.is_connected(node)
+    }
+
+    /// How many dialers and signals this node turned away since it started.
+    pub fn refusals(&self) -> RefusalCounts {
+        RefusalCounts {
+            unauthenticated: self.0.refusals.unauthenticated.load(Ordering::Relaxed),
+            signals: self.0.refusals.signals.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The refusals as the metrics family `kista_transport_refused_total` of node `node`
+    /// (the data nodes' and the management server's).
+    pub fn render_refusals(&self, node: &str, out: &mut Exposition) {
+        let help = "Connections turned away: dialers without the cluster key \
+                    (reason=unauthenticated), connections closed for a signal the node \
+                    does not take from them (reason=signal).";
+        let counts = self.refusals();
+        let mut family = out.family("kista_transport_refused_total", help, Kind::Counter);
+        family.sample(
+            &[("node", node), ("reason", "unauthenticated")],
+            counts.unauthenticated as f64,
+        );
+        family.sample(
+            &[("node", node), ("reason", "signal")],
+            counts.signals as f64,
+        );
     }
 
     /// Queues `signal` with its `section` bytes for its receiver's node; false when that
@@ -367,6 +417,7 @@ impl Shared {
                     node: self.options.node,
                     validate: (!is_peer).then_some(&self.options.validate),
                     faults: is_peer.then_some(&self.faults),
+                    refused_signals: &self.refusals.signals,
                 };
                 receive_until_closed(injector, &admission, connection, &mut stream);
                 connection.close("the receive side ended".into());
@@ -463,7 +514,13 @@ fn serve_connection(shared: &Arc<Shared>, mut stream: TcpStream, remote: SocketA
         .set_nonblocking(false)
         .and_then(|()| stream.set_read_timeout(Some(handshake::HANDSHAKE_TIMEOUT)))
         .map_err(HandshakeError::Io)
-        .and_then(|()| handshake::read_hello(&mut stream));
+        .and_then(|()| handshake::accept(&mut stream, shared.options.key.as_ref()));
+    if let Err(HandshakeError::Unauthenticated(_)) = &role {
+        shared
+            .refusals
+            .unauthenticated
+            .fetch_add(1, Ordering::Relaxed);
+    }
     let opened = role.and_then(|role| match role {
         Role::Client(id) => admit_client(shared, &mut stream, id).map(|c| Some((c, false))),
         Role::Peer(node) => admit_peer(shared, &mut stream, node).map(|c| Some((c, true))),
@@ -479,7 +536,7 @@ fn serve_connection(shared: &Arc<Shared>, mut stream: TcpStream, remote: SocketA
 }
 
 fn refuse(shared: &Shared, stream: &mut TcpStream, reason: String) -> HandshakeError {
-    let _ = handshake::write_refusal(stream, shared.options.node, &reason);
+    let _ = handshake::write_refusal(stream, &reason);
     shared.log_close(format!("refused a connection: {reason}"));
     HandshakeError::Refused(reason)
 }

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use clap::Args;
 use kista_client::{Client, ExecuteMode, Table};
 
+use crate::key_file::KeyFileArg;
 use crate::Failure;
 use report::{Interval, PhaseResults, Report, VerifyReport};
 use worker::{Progress, Tally, Work, Worker, WorkerSettings};
@@ -28,6 +29,9 @@ pub struct BenchArgs {
     /// The management server of the cluster to run against.
     #[arg(long, default_value = "127.0.0.1:1186")]
     mgm: String,
+
+    #[command(flatten)]
+    key: KeyFileArg,
 
     /// A standalone data node to run against instead (`kista datad --standalone`).
     #[arg(long, conflicts_with = "mgm")]
@@ -116,12 +120,13 @@ pub fn run(args: &BenchArgs) -> Result<(), Failure> {
             2 * in_flight_keys
         )));
     }
-    let (target, connect): (_, fn(&str) -> _) = match &args.connect {
-        Some(node) => (node, |address| Client::connect(address)),
+    let key = args.key.load()?;
+    let (target, connect): (_, fn(&str, _) -> _) = match &args.connect {
+        Some(node) => (node, |address, key| Client::connect(address, key)),
         None => (&args.mgm, Client::connect_cluster),
     };
     let clients = (0..args.threads)
-        .map(|_| connect(target))
+        .map(|_| connect(target, key.as_ref()))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Failure::runtime(format!("cannot connect to {target}: {e}")))?;
     let nanos = SystemTime::now()

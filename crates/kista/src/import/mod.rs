@@ -17,6 +17,7 @@ use kista_client::Client;
 use kista_sql::load_data::{parse_assignments, Assignment, FieldFormat, OnDuplicate};
 use kista_sql::Catalog;
 
+use crate::key_file::KeyFileArg;
 use crate::Failure;
 
 mod state;
@@ -28,6 +29,9 @@ pub struct ImportArgs {
     /// The management server of the cluster.
     #[arg(long, default_value = "127.0.0.1:1186")]
     mgm: String,
+
+    #[command(flatten)]
+    key: KeyFileArg,
 
     /// The table to load, as DATABASE.TABLE (it must exist).
     target: String,
@@ -113,7 +117,7 @@ const THREADS_MAX: usize = 256;
 pub fn run(args: &ImportArgs) -> Result<(), Failure> {
     let plan = plan(args)?;
     let stop = crate::stop_on_signals()?;
-    let client = Client::connect_cluster(&args.mgm)
+    let client = Client::connect_cluster(&args.mgm, args.key.load()?.as_ref())
         .map_err(|e| Failure::runtime(format!("cannot reach the cluster at {}: {e}", args.mgm)))?;
     let catalog = Catalog::new(client);
     let summary = workers::import(&catalog, &plan, &stop)?;

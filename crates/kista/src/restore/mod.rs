@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use clap::Args;
 use kista_client::Client;
 
+use crate::key_file::KeyFileArg;
 use crate::Failure;
 
 mod files;
@@ -26,6 +27,9 @@ pub struct RestoreArgs {
     /// The management server of the cluster to restore into.
     #[arg(long, default_value = "127.0.0.1:1186")]
     mgm: String,
+
+    #[command(flatten)]
+    key: KeyFileArg,
 
     /// The backup to restore (default: the newest found under the paths).
     #[arg(long)]
@@ -59,7 +63,7 @@ pub fn run(args: &RestoreArgs) -> Result<(), Failure> {
     crate::check_count("--threads", args.threads, THREADS_MAX)?;
     let backup = files::find(&args.paths, args.backup_id)?;
     let stop = crate::stop_on_signals()?;
-    let client = Client::connect_cluster(&args.mgm)
+    let client = Client::connect_cluster(&args.mgm, args.key.load()?.as_ref())
         .map_err(|e| Failure::runtime(format!("cannot reach the cluster at {}: {e}", args.mgm)))?;
     let options = load::Options {
         threads: args.threads,

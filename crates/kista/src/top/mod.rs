@@ -12,6 +12,7 @@ use kista_client::Client;
 use kista_datanode::protocol::ThreadLoad;
 use serde::Serialize;
 
+use crate::key_file::KeyFileArg;
 use crate::Failure;
 
 mod view;
@@ -21,6 +22,9 @@ pub struct TopArgs {
     /// The cluster's management server.
     #[arg(long, default_value = "127.0.0.1:1186")]
     mgm: String,
+
+    #[command(flatten)]
+    key: KeyFileArg,
 
     /// Print one sample and exit (a table, or JSON with --json) instead of the live view.
     #[arg(long)]
@@ -148,7 +152,7 @@ pub fn run(args: &TopArgs) -> Result<(), Failure> {
             "kista top's live view needs a terminal; use --once (with --json) in scripts",
         ));
     }
-    let client = Client::connect_cluster(&args.mgm)
+    let client = Client::connect_cluster(&args.mgm, args.key.load()?.as_ref())
         .map_err(|e| Failure::runtime(format!("cannot reach the cluster at {}: {e}", args.mgm)))?;
     if !args.once {
         return view::run(&client, &args.mgm, args.sort);

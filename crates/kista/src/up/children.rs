@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use kista_log::Level;
 use kista_mgm::admin::AdminClient;
+use kista_transport::cluster_key::ClusterKey;
 
 use super::say;
 use crate::Failure;
@@ -266,7 +267,7 @@ pub(super) fn supervise(children: &mut [Child], stop: &AtomicBool) -> Result<(),
 
 /// Stops the SQL front end, asks the management server to shut the cluster down, waits
 /// for every child, and kills what is left after [`STOP_LIMIT`].
-pub(super) fn shut_down(mgm: &str, children: &mut [Child]) {
+pub(super) fn shut_down(mgm: &str, key: &ClusterKey, children: &mut [Child]) {
     // The SQL front end first: its clients' connections close before the cluster goes.
     for sql in children.iter_mut().filter(|c| c.role == Role::SqlFrontEnd) {
         if let Some(pid) = sql.pid() {
@@ -279,7 +280,7 @@ pub(super) fn shut_down(mgm: &str, children: &mut [Child]) {
         }
     }
     say(Level::Info, "stopping the cluster");
-    let asked = AdminClient::connect(mgm, ADMIN_TIMEOUT)
+    let asked = AdminClient::connect(mgm, Some(key), ADMIN_TIMEOUT)
         .and_then(|mut admin| admin.request("shutdown"))
         .is_ok();
     let deadline = Instant::now() + STOP_LIMIT;

@@ -74,7 +74,7 @@ pub fn write_rows(client: &Client, ids: std::ops::Range<i64>, value: i64, mode: 
 pub fn every_chains_row(mgm: &str) -> BTreeMap<i64, i64> {
     let deadline = std::time::Instant::now() + RETRY_LIMIT;
     loop {
-        let scanned = Client::connect_cluster(mgm).and_then(|client| {
+        let scanned = Client::connect_cluster(mgm, None).and_then(|client| {
             let table = client.open_table(CHAINS_TABLE)?;
             client
                 .scan(&table, ScanSpec::full())?

@@ -9,8 +9,8 @@ pub mod chains;
 pub mod cluster;
 pub mod full_disk;
 
-use std::io::{BufRead, BufReader, Read};
-use std::net::SocketAddr;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -67,15 +67,49 @@ pub fn mysql(port: u16, sql: &str) -> Result<String, String> {
     }
 }
 
-/// Shuts a cluster down through its management server (at the address it holds) however
-/// a test ends: the children of `kista up` run in their own process group and outlive it.
-pub struct ShutdownOnDrop(pub String);
+/// Shuts a cluster down through its management server (at `mgm`, with the key file
+/// `key_file`) however a test ends: the children of `kista up` run in their own process
+/// group and outlive it.
+pub struct ShutdownOnDrop {
+    pub mgm: String,
+    pub key_file: String,
+}
+
+impl ShutdownOnDrop {
+    /// For the cluster `kista up --dir dir` serves at `mgm`.
+    pub fn new(mgm: &str, dir: &std::path::Path) -> Self {
+        Self {
+            mgm: mgm.to_string(),
+            key_file: key_file(dir),
+        }
+    }
+}
 
 impl Drop for ShutdownOnDrop {
     fn drop(&mut self) {
-        let command = ["mgm", "--mgm", &self.0, "-e", "shutdown"];
-        let _ = run_kista(&command, Duration::from_secs(120));
+        let _ = run_mgm(
+            &self.mgm,
+            &self.key_file,
+            "shutdown",
+            Duration::from_secs(120),
+        );
     }
+}
+
+/// The cluster key file `kista up --dir dir` made, as `--key-file`'s value.
+pub fn key_file(dir: &std::path::Path) -> String {
+    dir.join("cluster.key").display().to_string()
+}
+
+/// `kista mgm -e command` against the cluster at `mgm` whose key is in `key_file`.
+pub fn run_mgm(
+    mgm: &str,
+    key_file: &str,
+    command: &str,
+    limit: Duration,
+) -> (Option<i32>, String, String) {
+    let args = ["mgm", "--mgm", mgm, "--key-file", key_file, "-e", command];
+    run_kista(&args, limit)
 }
 
 /// `kista up` on `dir` with every port picked free, and `extra` options.
@@ -313,4 +347,27 @@ impl Drop for KistaProcess {
         let _ = child.kill();
         let _ = child.wait();
     }
+}
+
+/// The `http://127.0.0.1:PORT/metrics` addresses `kista up` printed, as `host:port`.
+pub fn metrics_targets(startup: &str) -> Vec<String> {
+    startup
+        .split("http://")
+        .skip(1)
+        .filter_map(|rest| rest.split("/metrics").next())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The body `GET path` answers at `address` (HTTP/1.0), if it answers within 5 s.
+pub fn http_get(address: &str, path: &str) -> Option<String> {
+    let mut stream = TcpStream::connect(address).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    let request = format!("GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n");
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    answer
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_string())
 }
