@@ -16,6 +16,7 @@ mod progress;
 mod restore;
 mod sql;
 mod thread_options;
+mod tls;
 mod top;
 mod touch_memory;
 mod up;
@@ -56,6 +57,9 @@ enum Command {
     /// The SQL front end: serves MySQL clients (the mysql client, drivers, sysbench) on
     /// `--port`, running their SQL on the cluster at `--mgm`.
     Sql(sql::SqlArgs),
+    /// The cluster's certificate authority and the SQL front end's certificate it signs
+    /// (TLS for MySQL clients: `kista sql --tls-cert`, `kista up --tls`).
+    Tls(tls::TlsArgs),
     /// Every data node's threads, live (CPU, spinning, signals/s, queues, load), or one
     /// sample as a table or JSON (`--once`, `--json`).
     Top(top::TopArgs),
@@ -80,6 +84,7 @@ fn main() -> ExitCode {
         Command::Mgmd(args) => mgmd::run(&args),
         Command::Restore(args) => restore::run(&args),
         Command::Sql(args) => sql::run(&args),
+        Command::Tls(args) => tls::run(&args),
         Command::Top(args) => top::run(&args),
         Command::Up(args) => up::run(&args),
     };

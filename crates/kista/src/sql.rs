@@ -3,6 +3,7 @@
 //! schema, so several may serve one cluster.
 
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +13,7 @@ use kista_client::Client;
 use kista_metrics::Exposition;
 use kista_mgm::size::parse_size;
 use kista_sql::admission::{CONNECT_TIMEOUT_S_DEFAULT, WAIT_TIMEOUT_S_DEFAULT};
+use kista_sql::tls::{Tls, TlsOptions};
 use kista_sql::{Catalog, Limits, ServerConfig, SqlServer, User, Users, CONNECTIONS_MAX_DEFAULT};
 
 use crate::key_file::KeyFileArg;
@@ -75,8 +77,41 @@ pub struct SqlArgs {
     #[arg(long, default_value_t = CLUSTER_LOST_EXIT_MS_DEFAULT)]
     cluster_lost_exit_ms: u64,
 
+    /// A certificate chain (PEM, the front end's own first) to offer MySQL clients TLS
+    /// with, and --tls-key its key; both are read again when they change (`kista tls`
+    /// makes a pair).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+
+    /// Refuse MySQL clients that do not ask for TLS (error 3159), as MySQL's
+    /// require_secure_transport.
+    #[arg(long, requires = "tls_cert")]
+    require_secure_transport: bool,
+
     #[command(flatten)]
     metrics: MetricsOptions,
+}
+
+impl SqlArgs {
+    /// The TLS the front end offers, if given a certificate.
+    fn tls(&self) -> Result<Option<Arc<Tls>>, Failure> {
+        let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) else {
+            return Ok(None);
+        };
+        let options = TlsOptions {
+            cert: cert.clone(),
+            key: key.clone(),
+            require_secure_transport: self.require_secure_transport,
+        };
+        Tls::new(&options)
+            .map(Arc::new)
+            .map(Some)
+            .map_err(Failure::usage)
+    }
 }
 
 /// The least `--result-memory`: below it, ordinary results would be refused.
@@ -127,6 +162,7 @@ pub fn run(args: &SqlArgs) -> Result<(), Failure> {
             "--connect-timeout-s and --wait-timeout-s must be at least 1",
         ));
     }
+    let tls = args.tls()?;
     let stop = crate::stop_on_signals()?;
     let client = Client::connect_cluster(&args.mgm, args.key.load()?.as_ref())
         .map_err(|e| Failure::runtime(format!("cannot reach the cluster at {}: {e}", args.mgm)))?;
@@ -136,6 +172,7 @@ pub fn run(args: &SqlArgs) -> Result<(), Failure> {
     catalog.durable_commits_default = args.durable_commits;
     catalog.result_bytes_max = usize::try_from(args.result_memory).unwrap_or(usize::MAX);
     catalog.configured_users = users.configured().to_vec();
+    catalog.tls = tls;
     let config = ServerConfig {
         listen,
         users,

@@ -80,6 +80,16 @@ pub struct UpArgs {
     #[arg(long)]
     durable_commits: bool,
 
+    /// MySQL clients may use TLS: the first run makes DIR/tls (a certificate authority and
+    /// the front end's certificate, as `kista tls`), later runs keep it; clients verify the
+    /// front end with DIR/tls/ca.pem.
+    #[arg(long)]
+    tls: bool,
+
+    /// With --tls: refuse MySQL clients that do not use it (error 3159).
+    #[arg(long, requires = "tls")]
+    require_secure_transport: bool,
+
     /// The first Prometheus metrics port: the management server's; data node N's is
     /// this + N and the SQL front end's the one after the last data node's. 0 picks free
     /// ones. Each is printed as http://127.0.0.1:PORT/metrics.
@@ -96,6 +106,8 @@ struct MetricsPorts {
 
 /// How often `kista up` says what it waits for while the data nodes start.
 const START_REPORT_INTERVAL: Duration = Duration::from_secs(5);
+/// Days the front end's certificate `kista up --tls` makes is valid (`kista tls` renews).
+const TLS_CERTIFICATE_DAYS: u32 = 365;
 
 pub fn run(args: &UpArgs) -> Result<(), Failure> {
     if args.replicas == 0 || args.data_nodes == 0 || args.data_nodes % args.replicas != 0 {
@@ -179,6 +191,18 @@ pub fn run(args: &UpArgs) -> Result<(), Failure> {
         Level::Info,
         format_args!("  mysql -h {} -P {} -u root", sql.ip(), sql.port()),
     );
+    if args.tls {
+        let ca = dir.join("tls").join("ca.pem");
+        say(
+            Level::Info,
+            format_args!(
+                "  mysql -h {} -P {} -u root --ssl --ssl-ca={} --ssl-verify-server-cert",
+                sql.ip(),
+                sql.port(),
+                ca.display()
+            ),
+        );
+    }
     say(
         Level::Info,
         format_args!("  kista mgm --mgm {mgm} --key-file {key_file} -e show"),
@@ -447,6 +471,8 @@ fn start_sql(
     if args.durable_commits {
         sql_args.push("--durable-commits");
     }
+    let tls_args = tls_options(args, setup.dir)?;
+    sql_args.extend(tls_args.iter().map(String::as_str));
     processes.push(Child::spawn(
         "sql",
         Role::SqlFrontEnd,
@@ -458,6 +484,28 @@ fn start_sql(
     let address = address_in_log(sql)?;
     sql.keep_port(address.port());
     Ok(address)
+}
+
+/// The front end's TLS options under --tls, its certificate made the first time.
+fn tls_options(args: &UpArgs, dir: &Path) -> Result<Vec<String>, Failure> {
+    if !args.tls {
+        return Ok(Vec::new());
+    }
+    let tls_dir = dir.join("tls");
+    let (cert, key) = (tls_dir.join("sql.pem"), tls_dir.join("sql.key"));
+    if !cert.exists() || !key.exists() {
+        crate::tls::make(&tls_dir, &[], TLS_CERTIFICATE_DAYS)?;
+    }
+    let mut options = vec![
+        "--tls-cert".to_string(),
+        cert.display().to_string(),
+        "--tls-key".to_string(),
+        key.display().to_string(),
+    ];
+    if args.require_secure_transport {
+        options.push("--require-secure-transport".into());
+    }
+    Ok(options)
 }
 
 /// The address a started server's log says it listens on.

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{key_file, run_mgm, KistaProcess};
+use support::{key_file, run_kista, run_mgm, KistaProcess};
 
 /// Longest one client command may run.
 const CLIENT_LIMIT: Duration = Duration::from_secs(300);
@@ -1017,6 +1017,95 @@ fn strangers_cannot_lock_accounts_out_and_idle_connections_time_out() {
 }
 
 #[test]
+fn mysql_clients_reach_the_front_end_over_tls_and_verify_its_certificate() {
+    let up = Up::start("tls");
+    let (tls_dir, strangers) = (up.dir.join("tls"), up.dir.join("strangers-tls"));
+    for dir in [&tls_dir, &strangers] {
+        let made = run_kista(&["tls", "--dir", &dir.display().to_string()], CLIENT_LIMIT);
+        assert_eq!(made.0, Some(0), "kista tls: {}", made.2);
+    }
+    let file = |name: &str| tls_dir.join(name).display().to_string();
+    let (cert, key) = (file("sql.pem"), file("sql.key"));
+    let tls = ["--tls-cert", cert.as_str(), "--tls-key", key.as_str()];
+    let offered = up.front_end(&tls);
+    let required = up.front_end(&[&tls[..], &["--require-secure-transport"]].concat());
+    let path = format!("{}/tests/sql/tls.py", env!("CARGO_MANIFEST_DIR"));
+    let (port, required_port) = (
+        offered.address.port().to_string(),
+        required.address.port().to_string(),
+    );
+    let strangers_ca = strangers.join("ca.pem").display().to_string();
+    let arguments = [
+        path.as_str(),
+        &port,
+        &required_port,
+        &tls_dir.display().to_string(),
+        &strangers_ca,
+        env!("CARGO_BIN_EXE_kista"),
+    ];
+    let output = run_client("/usr/bin/python3", &arguments, "");
+    let said = format!("{}\n{}", text(&output.stdout), text(&output.stderr));
+    assert!(output.status.success() && said.contains("tls ok"), "{said}");
+
+    let ca = tls_dir.join("ca.pem").display().to_string();
+    tls_in_go_and_java(&port, (&ca, &strangers_ca), &up.dir);
+}
+
+/// go-sql-driver and Connector/J over TLS to the front end at `port`, each verifying it
+/// with the authority `cas.0` and refusing it when trusting `cas.1` instead.
+fn tls_in_go_and_java(port: &str, cas: (&str, &str), dir: &std::path::Path) {
+    let test = "mysql_clients_reach_the_front_end_over_tls_and_verify_its_certificate";
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/orm/gotls");
+    if let Some(program) = orm_clients::go_program(test, &source, "gotls") {
+        client_finishes(
+            &program.display().to_string(),
+            &[port, cas.0, cas.1],
+            "go tls ok",
+        );
+    }
+    let Some(jar) = orm_clients::maven_jar(test, "com.mysql:mysql-connector-j:26.10.0") else {
+        return;
+    };
+    // Connector/J trusts what a Java key store holds.
+    let trust_store = |ca: &str, name: &str| {
+        let store = dir.join(name).display().to_string();
+        let imported = Command::new("keytool")
+            .args([
+                "-importcert",
+                "-noprompt",
+                "-alias",
+                "kista",
+                "-storetype",
+                "PKCS12",
+            ])
+            .args(["-storepass", "kista-test", "-file", ca, "-keystore", &store])
+            .output()
+            .expect("keytool runs (it comes with Java)");
+        assert!(imported.status.success(), "{}", text(&imported.stderr));
+        store
+    };
+    let (trusted, other) = (
+        trust_store(cas.0, "trust.p12"),
+        trust_store(cas.1, "other.p12"),
+    );
+    let source = format!(
+        "{}/tests/orm/connectorj/TlsClient.java",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let classpath = jar.display().to_string();
+    let arguments = [
+        "-cp",
+        &classpath,
+        &source,
+        port,
+        &trusted,
+        &other,
+        "kista-test",
+    ];
+    client_finishes("java", &arguments, "connectorj tls ok");
+}
+
+#[test]
 fn a_broken_packet_closes_only_its_own_connection() {
     use std::io::Read;
     let up = Up::start("broken-packet");
@@ -1059,6 +1148,18 @@ fn a_broken_packet_closes_only_its_own_connection() {
         closed.is_ok(),
         "closed by the server, not timed out: {closed:?}"
     );
+    // A client asking for TLS (an SSLRequest: PROTOCOL_41 | SSL, a packet size, a
+    // character set, 23 bytes of filler) of a front end without a certificate is let go.
+    let mut stream = std::net::TcpStream::connect(&address).unwrap();
+    read_greeting(&mut stream);
+    let mut request = vec![32, 0, 0, 1];
+    request.extend_from_slice(&(0x200u32 | 0x800).to_le_bytes());
+    request.extend_from_slice(&(1u32 << 24).to_le_bytes());
+    request.push(45);
+    request.extend_from_slice(&[0; 23]);
+    stream.write_all(&request).unwrap();
+    let closed = stream.read_to_end(&mut rest);
+    assert!(closed.is_ok(), "closed, not timed out: {closed:?}");
     let (stdout, stderr) = mysql_script(up.sql_port, "SELECT 'still serving';");
     assert!(stdout.contains("still serving"), "{stdout}\n{stderr}");
 }

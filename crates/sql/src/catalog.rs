@@ -284,6 +284,8 @@ pub struct Catalog {
     /// The accounts `kista sql --user` configured (`root` by default): they hold every
     /// privilege (`accounts/`).
     pub configured_users: Vec<crate::protocol::auth::User>,
+    /// TLS for clients that ask for it (`--tls-cert`); `None`: plain connections only.
+    pub tls: Option<Arc<crate::tls::Tls>>,
     tables: Mutex<HashMap<String, Arc<SqlTable>>>,
     /// Bumped whenever a cached table is forgotten: plans bound before are stale.
     generation: std::sync::atomic::AtomicU64,
@@ -364,6 +366,7 @@ impl Catalog {
             durable_commits_default: false,
             result_bytes_max: crate::row_budget::RESULT_BYTES_MAX_DEFAULT,
             configured_users: Vec::new(),
+            tls: None,
             tables: Mutex::new(HashMap::new()),
             generation: std::sync::atomic::AtomicU64::new(0),
             table_notices_seen: std::sync::atomic::AtomicU64::new(0),

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::sync::Arc;
 
 use kista_client::types::Value;
@@ -13,8 +14,11 @@ use crate::catalog::Catalog;
 use crate::error::{SqlError, SqlResult};
 use crate::point_read::Responder;
 use crate::processes::{Command, Process};
+use crate::protocol::auth::SCRAMBLE_BYTES;
 use crate::protocol::binary::{read_parameter, PARAMETER_UNSIGNED};
-use crate::protocol::handshake::{change_user, handshake, HandshakeError, Users};
+use crate::protocol::handshake::{
+    asks_for_tls, authenticate, change_user, greet, read_answer, HandshakeError, Users,
+};
 use crate::protocol::long_data::LongData;
 use crate::protocol::packet::{PacketError, PacketStream};
 use crate::protocol::results::{self, ColumnDefinition};
@@ -25,6 +29,7 @@ use crate::select::RowSink;
 use crate::session::{parse, Outcome, Parsed, PlanCache, Session};
 use crate::statement_text::statement_text;
 use crate::text_statements::TextStatements;
+use crate::tls::{negotiated, Negotiated, TlsError, Unread};
 
 /// Prepared statements one connection may hold (MySQL's `max_prepared_stmt_count` is
 /// server-wide, 16382).
@@ -49,6 +54,8 @@ pub enum ConnectionError {
     Handshake(#[from] HandshakeError),
     #[error(transparent)]
     Malformed(#[from] Malformed),
+    #[error(transparent)]
+    Tls(#[from] TlsError),
 }
 
 struct Connection<'c, S: Read + Write> {
@@ -79,21 +86,64 @@ fn refuse_login<S: Read + Write>(
     Ok(())
 }
 
-/// Serves one client until it quits (`Ok`) or the connection fails.
-pub fn serve<S: Read + Write>(
-    stream: S,
+/// Serves one client until it quits (`Ok`) or the connection fails: the connection phase,
+/// in TLS from the client's `SSLRequest` on if it sends one, then its commands.
+pub fn serve(
+    socket: TcpStream,
     responder: Option<Arc<Responder>>,
+    context: (&Catalog, &Users, &Arc<Admission>),
+    process: Arc<Process>,
+) -> Result<(), ConnectionError> {
+    let tls = context.0.tls.as_deref();
+    let mut stream = PacketStream::new(socket);
+    let version = crate::session::SERVER_VERSION;
+    let scramble = greet(&mut stream, process.id, version, tls.is_some())?;
+    let mut answer = Vec::new();
+    read_answer(&mut stream, &mut answer)?;
+    if !asks_for_tls(&answer)? {
+        if tls.is_some_and(|tls| tls.require_secure_transport) {
+            return refuse_login(&mut stream, &SqlError::insecure_transport());
+        }
+        let phase = LoginPhase {
+            answer: &answer,
+            scramble: &scramble,
+            secure: None,
+        };
+        return log_in_and_serve(stream, responder, phase, context, process);
+    }
+    let Some(tls) = tls else {
+        return Err(HandshakeError::TlsNotOffered.into());
+    };
+    let (socket, sequence, unread) = stream.into_parts();
+    let encrypted = tls.accept(Unread::new(unread, socket))?;
+    let mut stream = PacketStream::resume(encrypted, sequence);
+    read_answer(&mut stream, &mut answer)?;
+    let phase = LoginPhase {
+        answer: &answer,
+        scramble: &scramble,
+        secure: Some(negotiated(stream.get_ref())),
+    };
+    // Answers go through TLS only: the receive thread's direct writes are not used.
+    log_in_and_serve(stream, None, phase, context, process)
+}
+
+/// The client's handshake response, and what it answers.
+struct LoginPhase<'p> {
+    answer: &'p [u8],
+    scramble: &'p [u8; SCRAMBLE_BYTES],
+    /// The TLS the connection runs in, if it does.
+    secure: Option<Negotiated>,
+}
+
+/// Checks the client's login, admits it and serves its commands.
+fn log_in_and_serve<S: Read + Write>(
+    mut stream: PacketStream<S>,
+    responder: Option<Arc<Responder>>,
+    phase: LoginPhase<'_>,
     (catalog, users, admission): (&Catalog, &Users, &Arc<Admission>),
     process: Arc<Process>,
 ) -> Result<(), ConnectionError> {
-    let connection_id = process.id;
-    let mut stream = PacketStream::new(stream);
-    let login = match handshake(
-        &mut stream,
-        users,
-        connection_id,
-        crate::session::SERVER_VERSION,
-    ) {
+    let login = match authenticate(&mut stream, users, phase.scramble, phase.answer) {
         Ok(login) => login,
         Err(HandshakeError::AccessDenied {
             user,
@@ -102,8 +152,9 @@ pub fn serve<S: Read + Write>(
         Err(error) => return Err(error.into()),
     };
     stream.logged_in();
-    let mut session = Session::new(catalog, login.user, connection_id);
+    let mut session = Session::new(catalog, login.user, process.id);
     session.privileges = crate::accounts::at_login(catalog, &session.user);
+    session.secure = phase.secure;
     let _admitted = match admission.admit(crate::accounts::may_kill_others(&session)) {
         Ok(admitted) => admitted,
         Err(error) => return refuse_login(&mut stream, &error),

@@ -80,6 +80,16 @@ impl SqlError {
         )
     }
 
+    /// A plain connection to a front end that requires TLS (`--require-secure-transport`).
+    pub fn insecure_transport() -> Self {
+        Self::new(
+            3159,
+            "HY000",
+            "Connections using insecure transport are prohibited while \
+             --require_secure_transport=ON.",
+        )
+    }
+
     pub fn no_database() -> Self {
         Self::new(1046, "3D000", "No database selected")
     }

@@ -35,6 +35,7 @@ pub mod superseded;
 pub mod table_copy;
 pub mod table_metadata;
 pub mod text_statements;
+pub mod tls;
 pub mod trigger;
 pub mod value;
 pub mod write_set;

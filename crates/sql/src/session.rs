@@ -316,6 +316,8 @@ pub struct Session<'c> {
     pub(crate) rows_before_limit: std::cell::Cell<u64>,
     /// The connection as SHOW PROCESSLIST lists it and KILL marks it (`None` in tests).
     pub(crate) process: Option<std::sync::Arc<crate::processes::Process>>,
+    /// The TLS the connection runs in (`Ssl_cipher`, `Ssl_version`); `None`: plain.
+    pub(crate) secure: Option<crate::tls::Negotiated>,
 }
 
 impl BindCatalog for Session<'_> {
@@ -362,6 +364,7 @@ impl<'c> Session<'c> {
             found_rows: 0,
             rows_before_limit: Default::default(),
             process: None,
+            secure: None,
         }
     }
 
@@ -851,7 +854,16 @@ impl<'c> Session<'c> {
         if name == FOREIGN_KEY_CHECKS {
             return Some(Value::Int(i64::from(self.foreign_key_checks)));
         }
+        let tls = self.catalog.tls.as_deref();
         match name {
+            "have_ssl" | "have_openssl" => {
+                let have = if tls.is_some() { "YES" } else { "DISABLED" };
+                return Some(Value::Bytes(have.as_bytes().to_vec()));
+            }
+            "require_secure_transport" => {
+                let required = tls.is_some_and(|tls| tls.require_secure_transport);
+                return Some(Value::Int(i64::from(required)));
+            }
             "warning_count" => return Some(Value::Int(self.previous_diagnostics.0 as i64)),
             "error_count" => return Some(Value::Int(self.previous_diagnostics.1 as i64)),
             _ => {}

@@ -1,6 +1,7 @@
-//! The toolchains of the ORMs tested in other languages than Python: Node's Sequelize
-//! (npm) and Go's GORM (the Go module proxy), fetched from the package registries on first
-//! use into the test build's own directory. Where a toolchain or a package cannot be had,
+//! The toolchains of the clients tested in other languages than Python: Node's Sequelize
+//! (npm), Go's GORM and go-sql-driver (the Go module proxy) and Java's Connector/J (Maven
+//! Central), fetched from the package registries on first use into the test build's own
+//! directory. Where a toolchain or a package cannot be had,
 //! the test says why on its error output and is skipped (never passed silently).
 
 use std::path::{Path, PathBuf};
@@ -93,6 +94,41 @@ pub fn go_program(test: &str, source: &Path, name: &str) -> Option<PathBuf> {
                 test,
                 &format!("go build of {} failed: {why}", source.display()),
             );
+            None
+        }
+    }
+}
+
+/// The jar of Maven artifact `coordinates` (`group:artifact:version`, without its
+/// dependencies), fetched with `mvn` once.
+pub fn maven_jar(test: &str, coordinates: &str) -> Option<PathBuf> {
+    let dir = cache_dir("maven");
+    let mut parts = coordinates.split(':');
+    let (_, artifact, version) = (parts.next()?, parts.next()?, parts.next()?);
+    let jar = dir.join(format!("{artifact}-{version}.jar"));
+    if jar.exists() {
+        return Some(jar);
+    }
+    if let Err(why) = run(Command::new("java").arg("-version")) {
+        skipped(
+            test,
+            &format!("no Java (scripts/test-all installs it): {why}"),
+        );
+        return None;
+    }
+    let mut fetch = Command::new("mvn");
+    fetch
+        .args(["-q", "dependency:copy"])
+        .arg(format!("-Dartifact={coordinates}"))
+        .arg(format!("-DoutputDirectory={}", dir.display()));
+    match run(&mut fetch) {
+        Ok(()) if jar.exists() => Some(jar),
+        Ok(()) => {
+            skipped(test, &format!("mvn fetched no {}", jar.display()));
+            None
+        }
+        Err(why) => {
+            skipped(test, &format!("mvn could not fetch {coordinates}: {why}"));
             None
         }
     }

@@ -28,12 +28,15 @@ pub(super) fn run(
         } => show_tables(session, *full, show_options),
         Statement::ShowVariables { filter, .. } => Ok(show_variables(session, filter.as_ref())),
         Statement::ShowStatus { filter, .. } => {
+            let secure = session.secure.as_ref();
             let status = [
                 (
                     "Threads_connected",
                     session.catalog.connections().to_string(),
                 ),
                 ("Uptime", session.catalog.uptime_s().to_string()),
+                ("Ssl_cipher", secure.map_or("", |s| &s.cipher).to_string()),
+                ("Ssl_version", secure.map_or("", |s| &s.version).to_string()),
             ];
             let shown = status.into_iter();
             let rows = (shown.filter(|(name, _)| matches_filter(name, filter.as_ref())))

@@ -38,6 +38,8 @@ pub enum HandshakeError {
     Malformed(#[from] Malformed),
     #[error("the client does not speak protocol 4.1")]
     OldProtocol,
+    #[error("the client asked for TLS, which this front end does not offer (no --tls-cert)")]
+    TlsNotOffered,
     #[error("Access denied for user '{user}' (using password: {})", if *.with_password { "YES" } else { "NO" })]
     AccessDenied { user: String, with_password: bool },
 }
@@ -95,39 +97,83 @@ struct HandshakeResponse {
 
 /// Greets the client, reads its answer and checks its password; on success the OK packet
 /// is queued (not flushed) and the login returned. Denials are returned for the caller to
-/// answer with error 1045.
+/// answer with error 1045. (A plain connection's whole connection phase: `greet`, `read_answer`
+/// and `authenticate` in turn, which the server runs with TLS between them.)
 pub fn handshake<S: Read + Write>(
     stream: &mut PacketStream<S>,
     users: &Users,
     connection_id: u32,
     server_version: &str,
 ) -> Result<Login, HandshakeError> {
-    let scramble = auth::new_scramble();
-    stream.write_payload(&greeting(connection_id, server_version, &scramble));
-    stream.flush().map_err(PacketError::from)?;
+    let scramble = greet(stream, connection_id, server_version, false)?;
     let mut payload = Vec::new();
-    if !stream.read_payload(&mut payload)? {
+    read_answer(stream, &mut payload)?;
+    authenticate(stream, users, &scramble, &payload)
+}
+
+/// Sends the greeting (offering TLS if `offer_tls`) and returns its scramble.
+pub fn greet<S: Read + Write>(
+    stream: &mut PacketStream<S>,
+    connection_id: u32,
+    server_version: &str,
+    offer_tls: bool,
+) -> Result<[u8; SCRAMBLE_BYTES], HandshakeError> {
+    let scramble = auth::new_scramble();
+    let capabilities = capability::SERVER | if offer_tls { capability::SSL } else { 0 };
+    stream.write_payload(&greeting(
+        connection_id,
+        server_version,
+        &scramble,
+        capabilities,
+    ));
+    stream.flush().map_err(PacketError::from)?;
+    Ok(scramble)
+}
+
+/// Reads the client's next answer in the connection phase; the stream ending is an error.
+pub fn read_answer<S: Read + Write>(
+    stream: &mut PacketStream<S>,
+    payload: &mut Vec<u8>,
+) -> Result<(), HandshakeError> {
+    if !stream.read_payload(payload)? {
         return Err(PacketError::Io(std::io::ErrorKind::UnexpectedEof.into()).into());
     }
-    let mut response = parse_response(&payload)?;
+    Ok(())
+}
+
+/// Whether the client's first answer is an `SSLRequest`: it asks for TLS before it says
+/// who it is (its handshake response follows, encrypted).
+pub fn asks_for_tls(answer: &[u8]) -> Result<bool, HandshakeError> {
+    let capabilities = Input::new(answer).u32("capabilities")?;
+    Ok(capabilities & capability::SSL != 0)
+}
+
+/// Checks the client's handshake response `payload` against the greeting's `scramble`:
+/// the login, with the OK queued, or a denial.
+pub fn authenticate<S: Read + Write>(
+    stream: &mut PacketStream<S>,
+    users: &Users,
+    scramble: &[u8; SCRAMBLE_BYTES],
+    payload: &[u8],
+) -> Result<Login, HandshakeError> {
+    let mut response = parse_response(payload)?;
     let capabilities = response.capabilities & capability::SERVER;
     let known_plugin = [NATIVE_PASSWORD, CACHING_SHA2_PASSWORD].contains(&response.plugin.as_str());
     if !known_plugin {
         let mut switch = vec![AUTH_SWITCH];
         put_nul_string(&mut switch, NATIVE_PASSWORD);
-        switch.extend_from_slice(&scramble);
+        switch.extend_from_slice(scramble);
         switch.push(0);
         stream.write_payload(&switch);
         stream.flush().map_err(PacketError::from)?;
-        if !stream.read_payload(&mut payload)? {
-            return Err(PacketError::Io(std::io::ErrorKind::UnexpectedEof.into()).into());
-        }
-        response.proof = payload.clone();
+        let mut proof = Vec::new();
+        read_answer(stream, &mut proof)?;
+        response.proof = proof;
         response.plugin = NATIVE_PASSWORD.into();
     }
     let accepted = users
         .find(&response.user)
-        .is_some_and(|user| user.accepts(&response.plugin, &scramble, &response.proof));
+        .is_some_and(|user| user.accepts(&response.plugin, scramble, &response.proof));
     let empty_proof = auth::is_empty_proof(&response.proof);
     if !accepted {
         return Err(HandshakeError::AccessDenied {
@@ -195,18 +241,23 @@ pub fn change_user<S: Read + Write>(
     })
 }
 
-/// The initial handshake packet, protocol version 10.
-fn greeting(connection_id: u32, server_version: &str, scramble: &[u8; SCRAMBLE_BYTES]) -> Vec<u8> {
+/// The initial handshake packet, protocol version 10, offering `capabilities`.
+fn greeting(
+    connection_id: u32,
+    server_version: &str,
+    scramble: &[u8; SCRAMBLE_BYTES],
+    capabilities: u32,
+) -> Vec<u8> {
     let mut out = Vec::with_capacity(128);
     out.push(10);
     put_nul_string(&mut out, server_version);
     put_u32(&mut out, connection_id);
     out.extend_from_slice(&scramble[..8]);
     out.push(0);
-    put_u16(&mut out, capability::SERVER as u16);
+    put_u16(&mut out, capabilities as u16);
     out.push(COLLATION_UTF8MB4 as u8);
     put_u16(&mut out, status::AUTOCOMMIT);
-    put_u16(&mut out, (capability::SERVER >> 16) as u16);
+    put_u16(&mut out, (capabilities >> 16) as u16);
     out.push(SCRAMBLE_BYTES as u8 + 1);
     out.extend_from_slice(&[0; 10]);
     out.extend_from_slice(&scramble[8..]);
@@ -420,7 +471,7 @@ mod tests {
     #[test]
     fn the_greeting_carries_the_whole_scramble_and_names_the_plugin() {
         let scramble = [b'Z'; SCRAMBLE_BYTES];
-        let greeting = greeting(7, "8.0.36-kista", &scramble);
+        let greeting = greeting(7, "8.0.36-kista", &scramble, capability::SERVER);
         assert_eq!(greeting[0], 10);
         assert!(greeting.ends_with(b"caching_sha2_password\0"));
         let text = String::from_utf8_lossy(&greeting);
@@ -429,6 +480,33 @@ mod tests {
             greeting.iter().filter(|&&b| b == b'Z').count(),
             SCRAMBLE_BYTES
         );
+    }
+
+    #[test]
+    fn tls_is_offered_only_with_a_certificate_and_an_ssl_request_is_told_apart() {
+        let mut client = PacketStream::new(ScriptedClient {
+            input: std::io::Cursor::new(Vec::new()),
+            output: Vec::new(),
+        });
+        greet(&mut client, 1, "8.0.36-kista", true).unwrap();
+        greet(&mut client, 2, "8.0.36-kista", false).unwrap();
+        let sent = &client.get_ref().output;
+        // The lower capability bytes follow the version, the id and 9 bytes of scramble.
+        let capabilities_at = |packet: &[u8]| {
+            let at = 4 + 1 + "8.0.36-kista".len() + 1 + 4 + 9;
+            u16::from_le_bytes([packet[at], packet[at + 1]]) as u32
+        };
+        let first_length = usize::from(sent[0]) + 4;
+        assert_ne!(capabilities_at(sent) & capability::SSL, 0, "offered");
+        assert_eq!(capabilities_at(&sent[first_length..]) & capability::SSL, 0);
+
+        let mut ssl_request = Vec::new();
+        put_u32(&mut ssl_request, capability::PROTOCOL_41 | capability::SSL);
+        ssl_request.extend_from_slice(&[0; 28]);
+        assert!(asks_for_tls(&ssl_request).unwrap());
+        let login = response("app", b"proof", None, NATIVE_PASSWORD);
+        assert!(!asks_for_tls(&login).unwrap());
+        assert!(asks_for_tls(&[1, 2]).is_err(), "short");
     }
 
     #[test]

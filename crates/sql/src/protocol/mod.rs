@@ -20,6 +20,9 @@ pub mod capability {
     pub const LOCAL_FILES: u32 = 0x80;
     pub const PROTOCOL_41: u32 = 0x200;
     pub const INTERACTIVE: u32 = 0x400;
+    /// TLS: offered in the greeting when the front end has a certificate; a client's
+    /// `SSLRequest` carries it.
+    pub const SSL: u32 = 0x800;
     pub const TRANSACTIONS: u32 = 0x2000;
     pub const SECURE_CONNECTION: u32 = 0x8000;
     pub const MULTI_STATEMENTS: u32 = 0x1_0000;

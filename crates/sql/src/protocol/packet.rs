@@ -192,6 +192,21 @@ impl<S: Read + Write> PacketStream<S> {
     pub fn get_ref(&self) -> &S {
         &self.stream
     }
+
+    /// The stream, the next sequence number and the bytes read past the last payload (a
+    /// client that asked for TLS sends its TLS handshake at once): to go on over TLS.
+    pub fn into_parts(self) -> (S, u8, Vec<u8>) {
+        let unread = self.input[self.start..self.end].to_vec();
+        (self.stream, self.sequence, unread)
+    }
+
+    /// A stream that goes on from `sequence` (the connection phase after TLS began).
+    pub fn resume(stream: S, sequence: u8) -> Self {
+        Self {
+            sequence,
+            ..Self::new(stream)
+        }
+    }
 }
 
 /// One read, retried when interrupted.
