@@ -9,8 +9,8 @@
 //!
 //! Targets: the MySQL handshake a stranger answers (and the packet stream under it), the
 //! binary protocol's parameter values, the SQL parser's entry, the management commands
-//! and request lines, the node's side of the cluster handshake, and the frames and
-//! signals between nodes.
+//! and request lines, the node's side of the cluster handshake, the frames and signals
+//! between nodes, and the sections (request bodies) a data node decodes.
 
 use std::io::{Cursor, Read, Write};
 
@@ -289,6 +289,53 @@ proptest! {
     }
 
     #[test]
+    fn a_request_body_decodes_or_fails_never_a_panic(
+        bytes in input(request_bodies()),
+        columns in 0usize..64,
+    ) {
+        use kista_datanode::protocol::{
+            ColumnSourcesBody, CopyBatchBody, IndexUpkeepBody, KeyBatchBody, KeyBody,
+            KeyBodyRef, RowBody, RowsBody, ScanBody, TableDefinitionBody,
+        };
+        // Every decoder of a section a client or a peer sends a data node.
+        let _ = KeyBody::decode(&bytes);
+        if let Ok(body) = KeyBodyRef::parse(&bytes) {
+            let _ = body.columns().count();
+            let values = body.encoded_values();
+            let _ = kista_storage::codec::read_values(&mut kista_storage::codec::Reader::new(values));
+        }
+        let mut offset = KeyBatchBody::FIRST_OFFSET;
+        while let Some(Ok(entry)) = KeyBatchBody::entry_at(&bytes, offset) {
+            prop_assert!(entry.next_offset > offset, "a batch's walk moves on");
+            offset = entry.next_offset;
+        }
+        let _ = KeyBatchBody::count(&bytes);
+        let _ = RowBody::decode(&bytes);
+        let _ = RowsBody::decode(&bytes);
+        let _ = ScanBody::decode(&bytes);
+        let _ = TableDefinitionBody::decode(&bytes);
+        let _ = IndexUpkeepBody::decode(&bytes);
+        let _ = ColumnSourcesBody::decode(&bytes, columns);
+        let _ = CopyBatchBody::decode(&bytes);
+    }
+
+    #[test]
+    fn a_clients_signal_is_admitted_or_refused_never_a_panic(
+        number in 0u16..400,
+        receiver in prop_oneof![Just(10u8), Just(11u8), Just(16u8), 0u8..64],
+        words in proptest::collection::vec(any::<u32>(), 0..=kista_signal::PAYLOAD_WORDS_MAX),
+        client in 64u8..=255,
+    ) {
+        use kista_signal::{BlockAddress, BlockId, NodeId, Signal, SignalNumber};
+        // The dictionary (10), the coordinators (11), the info block (16): the typed
+        // decoding of every signal a client may send them, on any payload.
+        let me = BlockAddress::new(NodeId(client), BlockId(1), 0);
+        let to = BlockAddress::new(NodeId(1), BlockId(receiver), 0);
+        let signal = Signal::with_words(SignalNumber(number), to, me, &words);
+        let _ = kista_datanode::protocol::check_client_signal(&signal, NodeId(client));
+    }
+
+    #[test]
     fn frames_between_nodes_decode_or_fail_never_a_panic(
         bytes in input(signal_frames()),
     ) {
@@ -298,6 +345,78 @@ proptest! {
             while let Ok(Some(_)) = frames.next_signal() {}
         }
     }
+}
+
+/// Sections as clients send them, from the encoders: a key operation alone and two in a
+/// batch, a row, a table's definition, a scan with a filter.
+fn request_bodies() -> Vec<Vec<u8>> {
+    use kista_datanode::protocol::{KeyBatchBody, KeyBody, RowBody, ScanBody, TableDefinitionBody};
+    use kista_storage::filter::{CompareOp, Filter};
+    use kista_storage::partition::{ScanRange, ScanVersions};
+    use kista_storage::schema::{Column, TableSchema};
+    use kista_storage::types::{ColumnType, Value};
+    let values = vec![
+        Value::Int(-7),
+        Value::Bytes(b"text".to_vec()),
+        Value::Null,
+        Value::Double(2.5),
+        Value::Time(-1),
+    ];
+    let encoded = |encode: &dyn Fn(&mut Vec<u8>)| {
+        let mut bytes = Vec::new();
+        encode(&mut bytes);
+        bytes
+    };
+    let key = KeyBody {
+        key: vec![1, 2, 3, 4],
+        columns: vec![0, 1],
+        values: values.clone(),
+    };
+    let key_bytes = encoded(&|out| key.encode(out));
+    let batch = encoded(&|out| {
+        KeyBatchBody::start(out);
+        KeyBatchBody::push(out, 0, &key_bytes);
+        KeyBatchBody::push(out, 1, &key_bytes);
+    });
+    let schema = TableSchema {
+        extra_metadata: Vec::new(),
+        name: "kv".into(),
+        columns: vec![
+            Column::new(
+                "k",
+                ColumnType::Int {
+                    bytes: 8,
+                    signed: true,
+                },
+            ),
+            Column::new("v", ColumnType::varchar(100)),
+        ],
+        primary_key: vec![0],
+    };
+    let scan = ScanBody {
+        range: ScanRange::Full,
+        filter: Some(Filter::And(vec![
+            Filter::Compare {
+                column: 0,
+                op: CompareOp::Ge,
+                value: Value::Int(3),
+            },
+            Filter::Like {
+                column: 1,
+                pattern: b"a%".to_vec(),
+            },
+            Filter::Not(Box::new(Filter::IsNull(1))),
+        ])),
+        columns: vec![0, 1],
+        versions: ScanVersions::Committed,
+    };
+    vec![
+        key_bytes.clone(),
+        batch,
+        encoded(&|out| RowBody::encode(&values, out)),
+        encoded(&|out| TableDefinitionBody::new(schema.clone(), Vec::new()).encode(out)),
+        encoded(&|out| scan.encode(out)),
+    ]
 }
 
 /// A cluster key for the node's side of the handshake target.
