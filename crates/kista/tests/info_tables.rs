@@ -42,7 +42,7 @@ fn kista_info_tables_show_nodes_threads_memory_and_counters_to_any_mysql_client(
     assert_eq!(sql(schemata), "kista_info\n");
     assert_eq!(
         sql("SHOW TABLES FROM kista_info"),
-        "config\ncounters\nlocks\nmemory\nnodes\npartitions\nthreads\ntransactions\n"
+        "certificates\nconfig\ncounters\nlocks\nmemory\nnodes\npartitions\nthreads\ntransactions\n"
     );
     let nodes = "SELECT node_id, node_group, status FROM kista_info.nodes ORDER BY node_id";
     assert_eq!(sql(nodes), "1\t0\tstarted\n2\t0\tstarted\n");

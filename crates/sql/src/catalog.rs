@@ -400,6 +400,13 @@ impl Catalog {
     /// This front end's Prometheus metrics (`kista sql --metrics-port`).
     pub fn render_metrics(&self, out: &mut kista_metrics::Exposition) {
         self.processes.render_metrics(self.connections(), out);
+        let expiry = (self.tls.as_ref()).and_then(|tls| tls.served().not_after_s);
+        if let Some(not_after_s) = expiry {
+            let help = "When the TLS certificate served to MySQL clients expires (seconds \
+                        since 1970-01-01 UTC).";
+            let name = "kista_sql_tls_certificate_expiry_timestamp_seconds";
+            out.single(name, help, kista_metrics::Kind::Gauge, not_after_s as f64);
+        }
     }
 
     pub fn uptime_s(&self) -> u64 {

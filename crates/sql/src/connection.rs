@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use kista_client::types::Value;
 
-use crate::admission::Admission;
+use crate::admission::{Admission, Admitted};
 use crate::catalog::Catalog;
 use crate::error::{SqlError, SqlResult};
 use crate::point_read::Responder;
@@ -62,6 +62,10 @@ struct Connection<'c, S: Read + Write> {
     stream: PacketStream<S>,
     /// The accounts, for COM_CHANGE_USER.
     users: &'c Users,
+    /// The connection's place among those logged in, and where it came from (taken
+    /// again as the new account at COM_CHANGE_USER).
+    admitted: Option<Admitted>,
+    admission: &'c Arc<Admission>,
     /// Answers point reads from the receive thread (TCP clients only).
     responder: Option<Arc<Responder>>,
     session: Session<'c>,
@@ -155,7 +159,7 @@ fn log_in_and_serve<S: Read + Write>(
     let mut session = Session::new(catalog, login.user, process.id);
     session.privileges = crate::accounts::at_login(catalog, &session.user);
     session.secure = phase.secure;
-    let _admitted = match admission.admit(crate::accounts::may_kill_others(&session)) {
+    let admitted = match admission.admit(crate::accounts::may_kill_others(&session)) {
         Ok(admitted) => admitted,
         Err(error) => return refuse_login(&mut stream, &error),
     };
@@ -164,6 +168,8 @@ fn log_in_and_serve<S: Read + Write>(
     let mut connection = Connection {
         stream,
         users,
+        admitted: Some(admitted),
+        admission,
         responder,
         session,
         capabilities: login.capabilities,
@@ -402,6 +408,19 @@ impl<S: Read + Write> Connection<'_, S> {
         match change_user(&mut self.stream, self.users, body, &scramble, capabilities) {
             Ok(login) => {
                 self.reset_session(login.user);
+                // Admitted again as the new account: an administrator's connection that
+                // becomes an ordinary account's does not keep the place kept beyond the
+                // limit for administrators.
+                self.admitted = None;
+                let administrator = crate::accounts::may_kill_others(&self.session);
+                match self.admission.admit(administrator) {
+                    Ok(admitted) => self.admitted = Some(admitted),
+                    Err(error) => {
+                        self.send_error(&error);
+                        self.stream.flush().map_err(PacketError::from)?;
+                        return Ok(false);
+                    }
+                }
                 match login.database.map(|d| self.session.use_database(&d)) {
                     Some(Err(error)) => self.send_error(&error),
                     _ => self.send_ok(0, 0, ""),

@@ -33,6 +33,7 @@ for statement in [
     "CREATE TABLE secret.log (id INT PRIMARY KEY)",
     "INSERT INTO secret.t VALUES (1, 'gold')",
     "CREATE TABLE app.tt (id INT PRIMARY KEY, v VARCHAR(20))",
+    "CREATE TRIGGER secret.watch BEFORE INSERT ON secret.other FOR EACH ROW SET NEW.id = NEW.id",
 ]:
     root.execute(statement)
 
@@ -76,6 +77,7 @@ MATRIX = [
     ("SYSTEM_VARIABLES_ADMIN ON *.*", "SET GLOBAL max_connections = 500", 1227),
     ("SUPER ON *.*", "SET @@global.max_connections = 500", 1227),
     ("SELECT ON kista_info.*", "SELECT COUNT(*) FROM kista_info.config", 1142),
+    ("TRIGGER ON secret.other", "SHOW CREATE TRIGGER secret.watch", 1142),
 ]
 
 for number, (privilege, statement, refusal) in enumerate(MATRIX):

@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 
+import mysql.connector
 import pymysql
 
 from session_helpers import code_of
@@ -109,6 +110,13 @@ admin = connect()
 admin.cursor().execute("SELECT 1")
 assert code_of(lambda: connect()) == 1040
 admin.close()
+# The administrator's place goes with the account: a connection in it that changes to an
+# ordinary account (COM_CHANGE_USER) is refused with 1040, and the place is free again.
+changing = mysql.connector.connect(host="127.0.0.1", port=port, user="root", password="",
+                                   connection_timeout=5)
+assert code_of(lambda: changing.cmd_change_user(username="app", password="pw")) == 1040
+time.sleep(0.2)
+connect().close()
 held.pop().close()
 time.sleep(0.2)
 held.append(connect("app", "pw"))

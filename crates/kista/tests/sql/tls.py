@@ -67,6 +67,13 @@ with secure.cursor() as cursor:
     cursor.execute("SELECT v FROM tls_db.t WHERE id = 1")
     assert cursor.fetchone()[0] == bytes(range(100))
 first_certificate = served_certificate(secure)
+# Its expiry where operators look: kista tls made it valid for 365 days.
+with secure.cursor() as cursor:
+    cursor.execute("SELECT role, file, expires, seconds_left FROM kista_info.certificates")
+    (role, file, expires, seconds_left), = cursor.fetchall()
+    assert role == "sql" and file == f"{tls_dir}/sql.pem", (role, file)
+    assert 364 * 86400 < seconds_left <= 365 * 86400, seconds_left
+    assert len(expires) == 19 and expires[4] == "-", expires
 secure.close()
 
 # A plain session on the same front end: no cipher.

@@ -49,8 +49,25 @@ const PRIVILEGES: &[(&str, Reach)] = &[
     ("SYSTEM_VARIABLES_ADMIN", Reach::Global),
 ];
 
+/// The position of the first privilege added after grants were first kept (SUPER): a
+/// global grant kept before then holding every privilege below it was ALL PRIVILEGES.
+const FIRST_ADDED_PRIVILEGE: usize = 22;
+
 impl PrivilegeSet {
     pub const NONE: Self = Self(0);
+
+    /// A global grant kept by a front end that knew no privilege from SUPER on
+    /// ([`FIRST_ADDED_PRIVILEGE`]) as it reads now: one holding all it knew was ALL
+    /// PRIVILEGES, and is again (as MySQL's upgrade gives the privileges it adds to the
+    /// accounts holding all the others). Any other grant reads as it was kept.
+    pub fn kept_before_added_privileges(self, level: &Level) -> Self {
+        let all = Self::all_at(level);
+        let known_then = Self(all.0 & ((1 << FIRST_ADDED_PRIVILEGE) - 1));
+        match level {
+            Level::Global if self.contains(known_then) => all,
+            _ => self,
+        }
+    }
 
     /// The privilege called `name` (case-insensitive); error 1064-like 1149 for another.
     pub fn named(name: &str) -> SqlResult<Self> {

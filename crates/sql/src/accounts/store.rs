@@ -161,7 +161,8 @@ fn damaged(what: &str) -> SqlError {
 
 /// Grants as text: one line per grant, `level TAB privilege bits TAB grant option`,
 /// the level `*`, `db` or `db.table` (names cannot hold a tab or a new line... nor a dot
-/// that is not the separator: database names cannot hold one).
+/// that is not the separator: database names cannot hold one). The bits carry
+/// [`KNOWS_ADDED_PRIVILEGES`] too, which no privilege uses.
 fn encode_grants(grants: &[Grant]) -> String {
     (grants.iter())
         .map(|grant| {
@@ -171,11 +172,18 @@ fn encode_grants(grants: &[Grant]) -> String {
                 Level::Table(database, table) => format!("{database}.{table}"),
             };
             let option = u8::from(grant.grant_option);
-            format!("{level}\t{}\t{option}", grant.privileges.0)
+            let bits = grant.privileges.0 | KNOWS_ADDED_PRIVILEGES;
+            format!("{level}\t{bits}\t{option}")
         })
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// Marks a grant written by a front end that knows SUPER, CONNECTION_ADMIN and
+/// SYSTEM_VARIABLES_ADMIN: one without it, holding every privilege known before them
+/// globally, was ALL PRIVILEGES and reads as ALL (a REVOKE of a new one, written with the
+/// mark, stays revoked). Front ends of earlier builds ignore the bit.
+const KNOWS_ADDED_PRIVILEGES: u32 = 1 << 31;
 
 fn decode_grants(text: &str) -> SqlResult<Vec<Grant>> {
     (text.lines())
@@ -192,10 +200,15 @@ fn decode_grants(text: &str) -> SqlResult<Vec<Grant>> {
                 None => Level::Database(level.to_string()),
                 Some((database, table)) => Level::Table(database.into(), table.into()),
             };
-            let bits = bits.parse().map_err(|_| damaged("grant"))?;
+            let bits: u32 = bits.parse().map_err(|_| damaged("grant"))?;
+            let privileges = PrivilegeSet(bits & !KNOWS_ADDED_PRIVILEGES);
+            let privileges = match bits & KNOWS_ADDED_PRIVILEGES {
+                0 => privileges.kept_before_added_privileges(&level),
+                _ => privileges,
+            };
             Ok(Grant {
                 level,
-                privileges: PrivilegeSet(bits),
+                privileges,
                 grant_option: option == "1",
             })
         })
@@ -227,5 +240,27 @@ mod tests {
         ];
         assert_eq!(decode_grants(&encode_grants(&grants)).unwrap(), grants);
         assert!(decode_grants("x\ty").is_err());
+    }
+
+    #[test]
+    fn all_privileges_kept_before_super_existed_reads_as_all() {
+        let all = PrivilegeSet::all_at(&Level::Global);
+        let super_ = PrivilegeSet::named("SUPER").unwrap();
+        // ALL ON *.* as a front end before SUPER wrote it: the 22 privileges it knew.
+        let old_all = format!("*\t{}\t0", (1u32 << 22) - 1);
+        assert_eq!(decode_grants(&old_all).unwrap()[0].privileges, all);
+        // Less than all of them, or at a database: as kept.
+        let old_some = format!("*\t{}\t0\nshop\t{}\t0", (1u32 << 21) - 1, (1u32 << 22) - 1);
+        let some = decode_grants(&old_some).unwrap();
+        assert_eq!(some[0].privileges, PrivilegeSet((1 << 21) - 1));
+        assert_eq!(some[1].privileges, PrivilegeSet((1 << 22) - 1));
+        // ALL then REVOKE SUPER, kept now: SUPER stays revoked.
+        let revoked = Grant {
+            level: Level::Global,
+            privileges: PrivilegeSet(all.0 & !super_.0),
+            grant_option: false,
+        };
+        let read = decode_grants(&encode_grants(std::slice::from_ref(&revoked))).unwrap();
+        assert_eq!(read, vec![revoked]);
     }
 }

@@ -9,6 +9,7 @@ use sqlparser::ast;
 use kista_client::types::Value;
 
 use super::{text, text_result};
+use crate::accounts::privileges::needed;
 use crate::error::{SqlError, SqlResult};
 use crate::information_schema::{CHARSET, COLLATION};
 use crate::protocol::results::ColumnDefinition;
@@ -55,6 +56,9 @@ pub(super) fn trigger(session: &Session, name: &ast::ObjectName) -> SqlResult<Ou
             .into_iter()
             .find(|t| t.name.eq_ignore_ascii_case(&trigger))
         {
+            // MySQL's rule: the TRIGGER privilege on the trigger's table (its body may
+            // name what the account must not learn of).
+            crate::accounts::check_table(session, needed::TRIGGER, &table)?;
             let row = vec![
                 text(def.name.clone()),
                 text(""),

@@ -110,6 +110,18 @@ pub(super) const ALL: &[SystemTableDef] = &[
         rows: locks,
     },
     SystemTableDef {
+        name: "certificates",
+        seen_by: SeenBy::Everyone,
+        columns: &[
+            ("node_id", Number),
+            ("role", Text),
+            ("file", Text),
+            ("expires", Text),
+            ("seconds_left", Number),
+        ],
+        rows: certificates,
+    },
+    SystemTableDef {
         name: "config",
         seen_by: SeenBy::Everyone,
         columns: &[
@@ -273,6 +285,34 @@ fn named_rows(rows: &mut SystemRows, nodes: Vec<(Value, Vec<(String, u64)>)>) ->
             rows.push(vec![node.clone(), text(name), number(value)]);
         }
     }
+    Ok(())
+}
+
+/// The TLS certificate this front end serves MySQL clients with, and when it expires
+/// (none without `--tls-cert`).
+fn certificates(catalog: &Catalog, rows: &mut SystemRows) -> SqlResult<()> {
+    let Some(tls) = &catalog.tls else {
+        return Ok(());
+    };
+    let served = tls.served();
+    let now_s = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH))
+        .map_or(0, |since| since.as_secs() as i64);
+    let expiry = |seconds: i64| {
+        (
+            text(crate::tls::utc_text(seconds)),
+            Value::Int(seconds - now_s),
+        )
+    };
+    let (expires, left) = served
+        .not_after_s
+        .map_or((Value::Null, Value::Null), expiry);
+    rows.push(vec![
+        number(u64::from(catalog.client().node_id().0)),
+        text("sql"),
+        text(served.file.display().to_string()),
+        expires,
+        left,
+    ]);
     Ok(())
 }
 

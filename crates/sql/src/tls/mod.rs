@@ -5,6 +5,10 @@
 //! renewed certificate is served without a restart; a pair that no longer loads leaves the
 //! last good one in service, with a line in the log.
 
+mod not_after;
+
+pub use not_after::utc_text;
+
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -42,7 +46,16 @@ pub enum TlsError {
 /// The front end's TLS: the configuration every encrypted connection starts from.
 pub struct Tls {
     config: Arc<rustls::ServerConfig>,
+    certificates: Arc<Certificates>,
     pub require_secure_transport: bool,
+}
+
+/// The certificate served now, for those who watch its expiry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Served {
+    pub file: PathBuf,
+    /// When it stops being valid, in seconds since 1970-01-01 UTC (`None`: unreadable).
+    pub not_after_s: Option<i64>,
 }
 
 /// An encrypted connection's stream.
@@ -55,15 +68,24 @@ impl Tls {
         // (X25519MLKEM768); clients negotiate X25519 instead.
         #[allow(deprecated)]
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let certificates = Certificates::load(&options.cert, &options.key, &provider)?;
+        let certificates = Arc::new(Certificates::load(&options.cert, &options.key, &provider)?);
         let config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()?
             .with_no_client_auth()
-            .with_cert_resolver(Arc::new(certificates));
+            .with_cert_resolver(certificates.clone());
         Ok(Self {
             config: Arc::new(config),
+            certificates,
             require_secure_transport: options.require_secure_transport,
         })
+    }
+
+    /// The certificate served now (a renewed one once a handshake has read it).
+    pub fn served(&self) -> Served {
+        Served {
+            file: self.certificates.cert_path.clone(),
+            not_after_s: self.certificates.current().not_after_s,
+        }
     }
 
     /// Starts TLS on `socket`, whose client asked for it; the TLS handshake runs at the
@@ -162,6 +184,8 @@ struct Loaded {
     key: Arc<CertifiedKey>,
     /// The files' modification times when read.
     stamps: [Option<SystemTime>; 2],
+    /// When the front end's certificate expires (`not_after::not_after_s`).
+    not_after_s: Option<i64>,
 }
 
 impl Certificates {
@@ -231,12 +255,14 @@ fn read_pair(cert: &Path, key: &Path, provider: &CryptoProvider) -> Result<Loade
     if chain.is_empty() {
         return Err(file_error(cert, "holds no certificate".into()));
     }
+    let not_after_s = not_after::not_after_s(&chain[0]);
     let private = PrivateKeyDer::from_pem_file(key).map_err(|e| file_error(key, e.to_string()))?;
     let key = CertifiedKey::from_der(chain, private, provider)
         .map_err(|e| file_error(key, format!("not the certificate's key: {e}")))?;
     Ok(Loaded {
         key: Arc::new(key),
         stamps,
+        not_after_s,
     })
 }
 
