@@ -1,7 +1,7 @@
 //! The cluster key `kista up` makes: a process that cannot prove it holds it runs no
 //! management command, leases no client node id, joins as no data node and sends no signal
-//! into a data node; a client holding it is still held to what a client may send. Every
-//! refusal is counted in the metrics.
+//! into a data node, nor keeps members out by holding connections open; a client holding
+//! it is still held to what a client may send. Every refusal is counted in the metrics.
 
 mod support;
 
@@ -15,6 +15,7 @@ use kista_signal::{BlockAddress, BlockId, NodeId, TypedSignal};
 use kista_transport::client::ClientConnection;
 use kista_transport::cluster_key::ClusterKey;
 use kista_transport::handshake::{self, HandshakeError, Role};
+use kista_transport::server::HANDSHAKES_MAX;
 use support::{http_get, metrics_targets, mysql, run_kista, spawn_up, ShutdownOnDrop};
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -96,6 +97,18 @@ fn only_processes_holding_the_cluster_key_join_lease_an_id_or_send_a_signal() {
         });
     }
 
+    // Strangers holding connections open without a word, past what may shake hands at
+    // once: the oldest are let go for newer ones, and members still get in.
+    let strangers: Vec<TcpStream> = (0..3 * HANDSHAKES_MAX)
+        .flat_map(|_| [TcpStream::connect(node_1), TcpStream::connect(&mgm)])
+        .map(|stranger| stranger.expect("the ports answer"))
+        .collect();
+    let mut member = AdminClient::connect(&mgm, Some(&key), LIMIT).expect("a member gets in");
+    assert!(member.request("show").is_ok());
+    let connected = ClientConnection::connect(node_1, Some(leased), Some(&key), LIMIT, |_| {});
+    connected.expect("a member's client gets in past the strangers");
+    drop(strangers);
+
     // Counted where operators look.
     let targets = metrics_targets(&up.startup);
     let metric = |target: &str, node: &str, reason: &str| -> f64 {
@@ -113,6 +126,8 @@ fn only_processes_holding_the_cluster_key_join_lease_an_id_or_send_a_signal() {
     );
     assert!(metric(&targets[1], "1", "unauthenticated") >= 5.0);
     assert!(metric(&targets[1], "1", "signal") >= 2.0);
+    let displaced = metric(&targets[1], "1", "displaced");
+    assert!(displaced >= (2 * HANDSHAKES_MAX) as f64, "{displaced}");
 
     // And the cluster served on throughout.
     drop(admin);

@@ -39,6 +39,11 @@ pub type AdminHandler = Arc<dyn Fn(TcpStream) + Send + Sync>;
 
 /// Close reasons the server remembers for inspection (older ones are dropped).
 pub const CLOSE_LOG_MAX: usize = 1024;
+/// Connections that may be shaking hands at once (each on a thread of its own, for up to
+/// [`handshake::HANDSHAKE_TIMEOUT`]); a new one past it closes the one shaking hands
+/// longest, so a stranger holding connections open cannot keep members out: theirs shake
+/// hands in a millisecond.
+pub const HANDSHAKES_MAX: usize = 64;
 /// How often the accepting thread looks for a stop request.
 const ACCEPT_POLL: Duration = Duration::from_millis(20);
 
@@ -83,6 +88,8 @@ pub(crate) struct Shared {
     /// Links to peers cut for a test (`faults`).
     faults: LinkFaults,
     refusals: Refusals,
+    /// Connections shaking hands, oldest first, by a serial number.
+    handshaking: Mutex<(u64, std::collections::VecDeque<(u64, TcpStream)>)>,
 }
 
 /// What the node turned away, for the metrics.
@@ -92,6 +99,8 @@ pub(crate) struct Refusals {
     pub unauthenticated: AtomicU64,
     /// Connections closed for a signal the node does not take from them.
     pub signals: AtomicU64,
+    /// Connections closed still shaking hands to make room for a new one.
+    pub displaced: AtomicU64,
 }
 
 /// [`Refusals`] as read at one moment.
@@ -99,6 +108,7 @@ pub(crate) struct Refusals {
 pub struct RefusalCounts {
     pub unauthenticated: u64,
     pub signals: u64,
+    pub displaced: u64,
 }
 
 impl Shared {
@@ -157,6 +167,7 @@ impl Server {
             admin_streams: Mutex::new((0, Vec::new())),
             faults: LinkFaults::default(),
             refusals: Refusals::default(),
+            handshaking: Mutex::new((0, std::collections::VecDeque::new())),
         });
         Ok(Self {
             shared,
@@ -274,6 +285,7 @@ impl Links {
         RefusalCounts {
             unauthenticated: self.0.refusals.unauthenticated.load(Ordering::Relaxed),
             signals: self.0.refusals.signals.load(Ordering::Relaxed),
+            displaced: self.0.refusals.displaced.load(Ordering::Relaxed),
         }
     }
 
@@ -282,7 +294,8 @@ impl Links {
     pub fn render_refusals(&self, node: &str, out: &mut Exposition) {
         let help = "Connections turned away: dialers without the cluster key \
                     (reason=unauthenticated), connections closed for a signal the node \
-                    does not take from them (reason=signal).";
+                    does not take from them (reason=signal), connections closed still \
+                    shaking hands to make room for a new one (reason=displaced).";
         let counts = self.refusals();
         let mut family = out.family("kista_transport_refused_total", help, Kind::Counter);
         family.sample(
@@ -292,6 +305,10 @@ impl Links {
         family.sample(
             &[("node", node), ("reason", "signal")],
             counts.signals as f64,
+        );
+        family.sample(
+            &[("node", node), ("reason", "displaced")],
+            counts.displaced as f64,
         );
     }
 
@@ -332,6 +349,30 @@ impl Shared {
     pub fn is_connected(&self, node: NodeId) -> bool {
         let connections = self.connections.read().unwrap_or_else(|p| p.into_inner());
         connections[usize::from(node.0)].is_some()
+    }
+
+    /// Enters an accepted connection among those shaking hands, closing the one shaking
+    /// hands longest if [`HANDSHAKES_MAX`] are; returns its serial number.
+    fn begin_handshake(&self, stream: &TcpStream) -> u64 {
+        let mut handshaking = self.handshaking.lock().unwrap_or_else(|p| p.into_inner());
+        handshaking.0 += 1;
+        let serial = handshaking.0;
+        if handshaking.1.len() >= HANDSHAKES_MAX {
+            if let Some((_, oldest)) = handshaking.1.pop_front() {
+                let _ = oldest.shutdown(std::net::Shutdown::Both);
+                self.refusals.displaced.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        if let Ok(clone) = stream.try_clone() {
+            handshaking.1.push_back((serial, clone));
+        }
+        serial
+    }
+
+    /// The connection `serial` is done shaking hands (admitted or not).
+    fn end_handshake(&self, serial: u64) {
+        let mut handshaking = self.handshaking.lock().unwrap_or_else(|p| p.into_inner());
+        handshaking.1.retain(|(s, _)| *s != serial);
     }
 
     pub fn log_close(&self, line: String) {
@@ -462,9 +503,10 @@ fn accept_until_stopped(shared: &Arc<Shared>, listener: &TcpListener) {
         match listener.accept() {
             Ok((stream, remote)) => {
                 let for_thread = shared.clone();
+                let serial = shared.begin_handshake(&stream);
                 let spawned = std::thread::Builder::new()
                     .name("kista-recv-conn".into())
-                    .spawn(move || serve_connection(&for_thread, stream, remote));
+                    .spawn(move || serve_connection(&for_thread, stream, remote, serial));
                 match spawned {
                     Ok(handle) => shared.add_thread(handle),
                     Err(error) => shared.log_close(format!("{remote}: no thread for it: {error}")),
@@ -508,13 +550,14 @@ fn wait_for_connection(listener: &TcpListener, timeout: Duration) -> bool {
     }
 }
 
-/// Runs one accepted connection from handshake to close.
-fn serve_connection(shared: &Arc<Shared>, mut stream: TcpStream, remote: SocketAddr) {
+/// Runs one accepted connection (shaking hands as `serial`) from handshake to close.
+fn serve_connection(shared: &Arc<Shared>, mut stream: TcpStream, remote: SocketAddr, serial: u64) {
     let role = stream
         .set_nonblocking(false)
         .and_then(|()| stream.set_read_timeout(Some(handshake::HANDSHAKE_TIMEOUT)))
         .map_err(HandshakeError::Io)
         .and_then(|()| handshake::accept(&mut stream, shared.options.key.as_ref()));
+    shared.end_handshake(serial);
     if let Err(HandshakeError::Unauthenticated(_)) = &role {
         shared
             .refusals
