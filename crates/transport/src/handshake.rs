@@ -164,8 +164,7 @@ pub fn accept(
         )),
         (Some(key), true) => {
             let mut nonce = [0u8; NONCE_BYTES];
-            getrandom::fill(&mut nonce)
-                .map_err(|e| std::io::Error::other(format!("no random nonce: {e}")))?;
+            fill_nonce(&mut nonce)?;
             let mut challenge = Vec::with_capacity(7 + NONCE_BYTES + PROOF_BYTES);
             push_head(&mut challenge, CHALLENGE);
             challenge.extend_from_slice(&nonce);
@@ -201,9 +200,13 @@ fn hello_bytes(role: Role, keyed: bool) -> std::io::Result<[u8; HELLO_BYTES]> {
     hello[6..8].copy_from_slice(&code.to_le_bytes());
     hello[8] = node;
     hello[9] = u8::from(keyed);
-    getrandom::fill(&mut hello[HELLO_BYTES - NONCE_BYTES..])
-        .map_err(|e| std::io::Error::other(format!("no random nonce: {e}")))?;
+    fill_nonce(&mut hello[HELLO_BYTES - NONCE_BYTES..])?;
     Ok(hello)
+}
+
+/// A fresh nonce from the system's random source.
+fn fill_nonce(nonce: &mut [u8]) -> std::io::Result<()> {
+    getrandom::fill(nonce).map_err(|e| std::io::Error::other(format!("no random nonce: {e}")))
 }
 
 fn role_of(hello: &[u8; HELLO_BYTES]) -> Result<Role, HandshakeError> {
